@@ -1,0 +1,443 @@
+//! What the platform can do: RDT / PQoS capabilities decoded from CPUID.
+//!
+//! Every field names the CPUID bits it comes from. A field a CPUID source did not record (a
+//! partial dump) is reported as unknown ([`Feature::DetailsUnknown`] or `None`), never as zero.
+
+use crate::cpuid::CpuidSource;
+use crate::{CacheBitmask, ClassId, MbaLimit};
+
+/// CPU vendor, from CPUID.0:EBX,EDX,ECX.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Vendor {
+    /// `GenuineIntel`.
+    Intel,
+    /// `AuthenticAMD`.
+    Amd,
+    /// `HygonGenuine` (AMD-derived; follows the AMD register layout).
+    Hygon,
+    /// Any other 12-byte vendor string.
+    Other(String),
+}
+
+/// Whether a feature is present, and its parameters when the CPUID source recorded them.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Feature<T> {
+    /// The enumeration bit is clear (or the leaf is beyond the maximum leaf).
+    #[default]
+    Unsupported,
+    /// The enumeration bit is set but the leaf holding the parameters was not recorded
+    /// (common in partial CPUID dumps). Never produced by the CPUID instruction itself.
+    DetailsUnknown,
+    /// Present, with its parameters.
+    Supported(T),
+}
+
+impl<T> Feature<T> {
+    /// The parameters, when known.
+    pub const fn get(&self) -> Option<&T> {
+        match self {
+            Self::Supported(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The parameters, mutable, when known.
+    pub const fn get_mut(&mut self) -> Option<&mut T> {
+        match self {
+            Self::Supported(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Whether the feature is enumerated at all (details known or not).
+    pub const fn is_present(&self) -> bool {
+        !matches!(self, Self::Unsupported)
+    }
+}
+
+/// Monitoring events the hardware counts (CPUID.(EAX=0FH,ECX=1):EDX), plus the derived
+/// remote bandwidth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+
+pub struct MonEventSupport {
+    /// L3 occupancy, EDX\[0\]. Event id 1 in IA32_QM_EVTSEL.
+    pub llc_occupancy: bool,
+    /// Total memory bandwidth, EDX\[1\]. Event id 2.
+    pub mbm_total: bool,
+    /// Local memory bandwidth, EDX\[2\]. Event id 3.
+    pub mbm_local: bool,
+}
+
+/// Cache monitoring (CMT) and memory bandwidth monitoring (MBM), CPUID.(EAX=0FH).
+///
+/// # References
+/// Intel SDM Vol. 3B, 18.18.3 "Enumeration and Detecting Support of Cache Monitoring".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MonitoringCaps {
+    /// Highest RMID of any resource in this package, CPUID.(0FH,0):EBX.
+    pub max_rmid: u32,
+    /// Number of RMIDs for L3 events, CPUID.(0FH,1):ECX + 1. Valid RMIDs are `0..num_rmids`.
+    pub num_rmids: u32,
+    /// Upscaling factor: bytes per IA32_QM_CTR count, CPUID.(0FH,1):EBX.
+    pub upscaling_factor: u32,
+    /// Width of the MBM counters in bits, 24 + CPUID.(0FH,1):EAX\[7:0\]. Counters wrap at
+    /// `2^counter_width`.
+    pub counter_width: u32,
+    /// CPUID.(0FH,1):EAX\[8\]: the overflow bit of IA32_QM_CTR is present.
+    pub overflow_bit: bool,
+    /// CPUID.(0FH,1):EAX\[9\]/\[10\]: non-CPU agent (I/O RDT) occupancy / bandwidth monitoring.
+    pub io_rdt: bool,
+    /// Supported events.
+    pub events: MonEventSupport,
+}
+
+/// Cache allocation (CAT) of one cache level, CPUID.(EAX=10H, ECX=1 for L3, 2 for L2).
+///
+/// # References
+/// Intel SDM Vol. 3B, 18.19.4.2 "Cache Allocation Technology: Enumeration".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CatCaps {
+    /// Capacity bitmask length in bits (cache ways that can be allocated), EAX\[4:0\] + 1.
+    pub cbm_len: u32,
+    /// Bits of the CBM that other agents (GPU, I/O) may also use, EBX.
+    pub shareable_bits: u64,
+    /// Number of classes of service with CDP off, EDX\[15:0\] + 1.
+    pub num_classes: u32,
+    /// Code and data prioritization supported, ECX\[2\].
+    pub cdp_supported: bool,
+    /// CDP currently on (IA32_L3_QOS_CFG / IA32_L2_QOS_CFG bit 0, or resctrl's `cdp` mount
+    /// option). CPUID cannot tell; detection reports `false` and a backend updates it.
+    pub cdp_enabled: bool,
+    /// Non-contiguous CBMs accepted, ECX\[3\] on Intel; always true on AMD (the AMD PQoS spec
+    /// allows any non-zero mask; the kernel sets `arch_has_sparse_bitmasks` for AMD).
+    pub non_contiguous_cbm: bool,
+    /// Non-CPU agent (I/O RDT) allocation, ECX\[1\].
+    pub io_rdt: bool,
+    /// Minimum number of set bits in a CBM (kernel `min_cbm_bits`): 1 on Intel, 1 on AMD.
+    /// (Haswell needs 2; Haswell has no CPUID CAT enumeration, see [`Capabilities::detect`].)
+    pub min_cbm_bits: u32,
+}
+
+impl CatCaps {
+    /// Classes usable now: [`Self::num_classes`], halved while CDP is on (each class then
+    /// uses two mask registers, data at 2n and code at 2n+1).
+    #[must_use]
+    pub const fn usable_classes(&self) -> u32 {
+        if self.cdp_enabled { self.num_classes / 2 } else { self.num_classes }
+    }
+
+    /// The mask with every way set (the reset value of a class).
+    #[must_use]
+    pub const fn full_mask(&self) -> CacheBitmask {
+        CacheBitmask::low_bits(self.cbm_len)
+    }
+}
+
+/// How MBA limits are expressed by the hardware.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MbaKind {
+    /// Intel MBA: a delay value per class, CPUID.(EAX=10H,ECX=3).
+    IntelDelay {
+        /// Maximum throttling (delay) value, EAX\[11:0\] + 1 (e.g. 90: the lowest limit is 10%).
+        max_delay: u32,
+        /// Delay values are linear, ECX\[2\]. Non-linear MBA is not supported by this crate.
+        linear: bool,
+        /// MBA 3.0 per-thread throttling, ECX\[0\].
+        per_thread: bool,
+    },
+    /// AMD L3 memory bandwidth enforcement, CPUID 8000_0020H subleaf 1 (MBA) or 2 (SMBA).
+    AmdBandwidth {
+        /// Width of the bandwidth-limit field, EAX. Limits are `0..=2^width`; `2^width` is
+        /// unlimited (Linux `max_bw = 1 << width`).
+        width: u32,
+    },
+}
+
+/// Memory bandwidth allocation (Intel MBA, AMD MBA or SMBA).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MbaCaps {
+    /// Number of classes of service: CPUID.(10H,3):EDX\[15:0\] + 1 (Intel) or
+    /// CPUID.(8000_0020H,1 or 2):EDX\[15:0\] + 1 (AMD).
+    pub num_classes: u32,
+    /// Limit encoding.
+    pub kind: MbaKind,
+}
+
+impl MbaCaps {
+    /// Granularity in percent for Intel (`100 - max_delay`, as pqos's `throttle_step` and the
+    /// kernel's `bandwidth_gran`); 1 unit for AMD.
+    #[must_use]
+    pub const fn granularity(&self) -> u32 {
+        match self.kind {
+            MbaKind::IntelDelay { max_delay, .. } => 100u32.saturating_sub(max_delay),
+            MbaKind::AmdBandwidth { .. } => 1,
+        }
+    }
+
+    /// The "no limit" value of a class: 100% on Intel, `2^width` units on AMD.
+    #[must_use]
+    pub const fn unlimited(&self) -> MbaLimit {
+        match self.kind {
+            MbaKind::IntelDelay { .. } => MbaLimit::Percent(100),
+            MbaKind::AmdBandwidth { width } => MbaLimit::AmdUnits(1 << width),
+        }
+    }
+}
+
+/// Geometry of one cache level, from CPUID leaf 4 (Intel) or 8000_001DH (AMD).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheGeometry {
+    /// Cache level (2 or 3), EAX\[7:5\].
+    pub level: u32,
+    /// Ways of associativity, EBX\[31:22\] + 1.
+    pub ways: u32,
+    /// Physical line partitions, EBX\[21:12\] + 1.
+    pub partitions: u32,
+    /// Line size in bytes, EBX\[11:0\] + 1.
+    pub line_size: u32,
+    /// Number of sets, ECX + 1.
+    pub sets: u32,
+    /// Maximum number of logical processor ids sharing this cache, EAX\[25:14\] + 1.
+    pub max_sharing_ids: u32,
+}
+
+impl CacheGeometry {
+    /// Bytes per way: partitions × sets × line size.
+    #[must_use]
+    pub const fn way_size(&self) -> u64 {
+        self.partitions as u64 * self.sets as u64 * self.line_size as u64
+    }
+
+    /// Total size in bytes: way size × ways.
+    #[must_use]
+    pub const fn total_size(&self) -> u64 {
+        self.way_size() * self.ways as u64
+    }
+}
+
+/// Performance-monitoring capabilities that monitoring uses for IPC and LLC misses,
+/// CPUID.(EAX=0AH) on Intel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PmuCaps {
+    /// Instructions retired and unhalted cycles can be counted (IPC).
+    pub ipc: bool,
+    /// LLC misses can be counted.
+    pub llc_misses: bool,
+}
+
+/// Everything detection found.
+///
+/// # References
+/// Intel SDM Vol. 3B, ch. 18.18-18.19 "Intel Resource Director Technology"; AMD64 Technology
+/// Platform Quality of Service Extensions (pub. 56375); pqos(8), `pqos -d`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// CPU vendor.
+    pub vendor: Vendor,
+    /// Brand string, CPUID 8000_0002H..8000_0004H, trimmed; `None` if not recorded.
+    pub brand: Option<String>,
+    /// Processor signature CPUID.1:EAX (family/model/stepping); `None` if not recorded.
+    pub signature: Option<u32>,
+    /// CMT/MBM. Requires CPUID.(7,0):EBX\[12\] (PQM) and CPUID.(0FH,0):EDX\[1\].
+    pub monitoring: Feature<MonitoringCaps>,
+    /// L3 CAT. Requires CPUID.(7,0):EBX\[15\] (PQE) and CPUID.(10H,0):EBX\[1\].
+    pub l3_cat: Feature<CatCaps>,
+    /// L2 CAT. Requires PQE and CPUID.(10H,0):EBX\[2\].
+    pub l2_cat: Feature<CatCaps>,
+    /// Memory bandwidth allocation: Intel PQE and CPUID.(10H,0):EBX\[3\]; AMD
+    /// CPUID.8000_0020H.0:EBX\[1\].
+    pub mba: Feature<MbaCaps>,
+    /// AMD slow memory bandwidth allocation, CPUID.8000_0020H.0:EBX\[2\].
+    pub smba: Feature<MbaCaps>,
+    /// L3 cache geometry.
+    pub l3_cache: Option<CacheGeometry>,
+    /// L2 cache geometry.
+    pub l2_cache: Option<CacheGeometry>,
+    /// PMU events for IPC and LLC misses.
+    pub pmu: PmuCaps,
+}
+
+/// Which CAT resource a mask or class is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CatResource {
+    /// Last-level (L3) cache.
+    L3,
+    /// L2 cache.
+    L2,
+}
+
+impl std::fmt::Display for CatResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::L3 => "L3",
+            Self::L2 => "L2",
+        })
+    }
+}
+
+/// A value is outside what this platform allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LimitError {
+    /// The resource is not supported (or its parameters are unknown).
+    #[error("{0} is not supported on this platform")]
+    Unsupported(&'static str),
+    /// A mask has bits beyond the CBM length.
+    #[error("mask {mask:#x} is wider than the {cbm_len}-bit {resource} capacity bitmask (highest allowed {max:#x})")]
+    MaskTooWide {
+        /// Resource.
+        resource: CatResource,
+        /// Offending mask.
+        mask: CacheBitmask,
+        /// CBM length in bits.
+        cbm_len: u32,
+        /// The all-ways mask.
+        max: u64,
+    },
+    /// A mask is not one run of set bits and the CPU requires that.
+    #[error("mask {mask:#x} is not contiguous and this CPU's {resource} CAT requires contiguous masks")]
+    NonContiguous {
+        /// Resource.
+        resource: CatResource,
+        /// Offending mask.
+        mask: CacheBitmask,
+    },
+    /// A mask has fewer set bits than the minimum.
+    #[error("mask {mask:#x} has fewer than the {min} bits {resource} CAT requires")]
+    TooFewBits {
+        /// Resource.
+        resource: CatResource,
+        /// Offending mask.
+        mask: CacheBitmask,
+        /// Minimum bits.
+        min: u32,
+    },
+    /// A class of service is beyond the number of classes.
+    #[error("COS{class} is out of range: {resource} has {num_classes} classes (COS0-COS{})", num_classes.saturating_sub(1))]
+    ClassOutOfRange {
+        /// What the class was for (`"L3 CAT"`, `"MBA"`, ...).
+        resource: &'static str,
+        /// Offending class.
+        class: ClassId,
+        /// Usable classes.
+        num_classes: u32,
+    },
+    /// An MBA value is outside the accepted range.
+    #[error("MBA value {value} is out of range (from {min} to {max})")]
+    MbaOutOfRange {
+        /// Offending value.
+        value: u32,
+        /// Lowest accepted.
+        min: u32,
+        /// Highest accepted.
+        max: u32,
+    },
+}
+
+impl Capabilities {
+    /// Decodes the capabilities from a CPUID source.
+    ///
+    /// Leaves the source did not record give [`Feature::DetailsUnknown`] or `None`. CDP is
+    /// reported as off ([`CatCaps::cdp_enabled`]); CPUID cannot see the MSR that enables it.
+    ///
+    /// Haswell-EP parts that have CAT without CPUID enumeration (E5-2658 v3 and friends,
+    /// found by the kernel and pqos through brand-string lists and MSR probing) are reported
+    /// without L3 CAT: probing MSRs is a backend's business, not detection's.
+    #[must_use]
+    pub fn detect(src: &dyn CpuidSource) -> Self {
+        crate::detect::detect(src)
+    }
+
+    /// The CAT capabilities of a resource, if known.
+    #[must_use]
+    pub fn cat(&self, resource: CatResource) -> Option<&CatCaps> {
+        match resource {
+            CatResource::L3 => self.l3_cat.get(),
+            CatResource::L2 => self.l2_cat.get(),
+        }
+    }
+
+    /// Whether any RDT/PQoS feature (monitoring or allocation) is enumerated.
+    #[must_use]
+    pub fn has_rdt(&self) -> bool {
+        self.monitoring.is_present()
+            || self.l3_cat.is_present()
+            || self.l2_cat.is_present()
+            || self.mba.is_present()
+            || self.smba.is_present()
+    }
+
+    /// Checks a capacity bitmask against this platform's limits for `resource`: width,
+    /// contiguity (unless non-contiguous CBMs are supported) and minimum bits.
+    ///
+    /// # Errors
+    /// [`LimitError::Unsupported`], [`LimitError::MaskTooWide`], [`LimitError::NonContiguous`]
+    /// or [`LimitError::TooFewBits`].
+    pub fn check_mask(&self, resource: CatResource, mask: CacheBitmask) -> Result<(), LimitError> {
+        let cat = self.cat(resource).ok_or(LimitError::Unsupported(match resource {
+            CatResource::L3 => "L3 CAT",
+            CatResource::L2 => "L2 CAT",
+        }))?;
+        let max = cat.full_mask().bits();
+        if mask.bits() & !max != 0 {
+            return Err(LimitError::MaskTooWide { resource, mask, cbm_len: cat.cbm_len, max });
+        }
+        if !cat.non_contiguous_cbm && !mask.is_contiguous() {
+            return Err(LimitError::NonContiguous { resource, mask });
+        }
+        if mask.ways() < cat.min_cbm_bits {
+            return Err(LimitError::TooFewBits { resource, mask, min: cat.min_cbm_bits });
+        }
+        Ok(())
+    }
+
+    /// Checks that `class` is a usable class of service for `resource` (CDP halves the count).
+    ///
+    /// # Errors
+    /// [`LimitError::Unsupported`] or [`LimitError::ClassOutOfRange`].
+    pub fn check_cat_class(&self, resource: CatResource, class: ClassId) -> Result<(), LimitError> {
+        let name = match resource {
+            CatResource::L3 => "L3 CAT",
+            CatResource::L2 => "L2 CAT",
+        };
+        let cat = self.cat(resource).ok_or(LimitError::Unsupported(name))?;
+        let n = cat.usable_classes();
+        if class.get() >= n {
+            return Err(LimitError::ClassOutOfRange { resource: name, class, num_classes: n });
+        }
+        Ok(())
+    }
+
+    /// Checks that `class` is a usable MBA class of service.
+    ///
+    /// # Errors
+    /// [`LimitError::Unsupported`] or [`LimitError::ClassOutOfRange`].
+    pub fn check_mba_class(&self, class: ClassId) -> Result<(), LimitError> {
+        let mba = self.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
+        if class.get() >= mba.num_classes {
+            return Err(LimitError::ClassOutOfRange {
+                resource: "MBA",
+                class,
+                num_classes: mba.num_classes,
+            });
+        }
+        Ok(())
+    }
+
+    /// The number of classes a CPU can be associated with: the largest class count of the
+    /// allocation resources present (pqos: `class_id < max(#L3, #L2, #MBA COS)`).
+    #[must_use]
+    pub fn max_classes(&self) -> u32 {
+        [
+            self.l3_cat.get().map(CatCaps::usable_classes),
+            self.l2_cat.get().map(CatCaps::usable_classes),
+            self.mba.get().map(|m| m.num_classes),
+            self.smba.get().map(|m| m.num_classes),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(0)
+    }
+}

@@ -1,0 +1,390 @@
+//! Sets of logical CPUs in the kernel's list form (`0-3,8,10-11`) and mask form (`ff,ffffffff`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::LogicalCpu;
+
+/// The largest CPU number accepted in a list, as a guard against `0-4294967295` allocating
+/// half a gigabyte. Linux's `NR_CPUS` maximum is 8192.
+pub const MAX_CPU: u32 = 8191;
+
+/// A CPU list or mask could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseCpuSetError {
+    /// An element is neither `N` nor `N-M` with decimal N and M.
+    #[error("`{token}` in CPU list `{list}` is not a CPU number or a range N-M")]
+    BadToken {
+        /// The whole list.
+        list: String,
+        /// The offending element.
+        token: String,
+    },
+    /// A range's end is below its start (the kernel's `cpus_list` rejects these).
+    #[error("range `{token}` in CPU list `{list}` ends before it starts")]
+    Reversed {
+        /// The whole list.
+        list: String,
+        /// The offending range.
+        token: String,
+    },
+    /// A CPU number is above [`MAX_CPU`].
+    #[error("CPU {cpu} in `{list}` is above the largest supported CPU number {MAX_CPU}")]
+    TooLarge {
+        /// The whole list.
+        list: String,
+        /// The offending number.
+        cpu: u64,
+    },
+    /// A hex mask word is not hexadecimal.
+    #[error("`{token}` in CPU mask `{mask}` is not hexadecimal")]
+    BadMaskWord {
+        /// The whole mask.
+        mask: String,
+        /// The offending comma-separated word.
+        token: String,
+    },
+}
+
+/// A set of logical CPUs.
+///
+/// `Display`/`FromStr` use the list form shared by the kernel's `cpus_list` files and pqos's
+/// `CORE_LIST` (`0-3,8,10-11`). Display is canonical: sorted, runs merged, `""` when empty.
+/// The kernel's hex-mask form of `cpus` files has its own constructor,
+/// [`CpuSet::from_mask_str`], and formatter, [`CpuSet::to_mask_string`].
+///
+/// # Examples
+/// ```
+/// use rdt_core::{CpuSet, LogicalCpu};
+/// let s: CpuSet = "8-10,2".parse().unwrap();
+/// assert!(s.contains(LogicalCpu::new(9)));
+/// assert_eq!(s.to_string(), "2,8-10");
+/// assert_eq!(s.to_mask_string(), "704");
+/// ```
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct CpuSet {
+    /// Bit `n % 64` of word `n / 64` is CPU `n`. No trailing zero words.
+    words: Vec<u64>,
+}
+
+impl CpuSet {
+    /// The empty set.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { words: Vec::new() }
+    }
+
+    /// Adds a CPU. Returns whether it was newly added.
+    pub fn insert(&mut self, cpu: LogicalCpu) -> bool {
+        let (w, b) = split(cpu.get());
+        if self.words.len() <= w {
+            self.words.resize(w + 1, 0);
+        }
+        let had = self.words[w] & b != 0;
+        self.words[w] |= b;
+        !had
+    }
+
+    /// Removes a CPU. Returns whether it was present.
+    pub fn remove(&mut self, cpu: LogicalCpu) -> bool {
+        let (w, b) = split(cpu.get());
+        let had = self.words.get(w).is_some_and(|x| x & b != 0);
+        if had {
+            self.words[w] &= !b;
+            self.trim();
+        }
+        had
+    }
+
+    /// Whether `cpu` is in the set.
+    #[must_use]
+    pub fn contains(&self, cpu: LogicalCpu) -> bool {
+        let (w, b) = split(cpu.get());
+        self.words.get(w).is_some_and(|x| x & b != 0)
+    }
+
+    /// Number of CPUs in the set.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Whether the set is empty.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// The lowest CPU, if any.
+    #[must_use]
+    pub fn first(&self) -> Option<LogicalCpu> {
+        self.iter().next()
+    }
+
+    /// CPUs in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = LogicalCpu> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &word)| {
+            let mut w = word;
+            std::iter::from_fn(move || {
+                if w == 0 {
+                    return None;
+                }
+                let bit = w.trailing_zeros();
+                w &= w - 1;
+                Some(LogicalCpu::new(u32::try_from(i).unwrap_or(u32::MAX) * 64 + bit))
+            })
+        })
+    }
+
+    /// Whether the two sets share a CPU.
+    #[must_use]
+    pub fn intersects(&self, other: &Self) -> bool {
+        self.words.iter().zip(&other.words).any(|(a, b)| a & b != 0)
+    }
+
+    /// Adds every CPU of `other`.
+    pub fn union_with(&mut self, other: &Self) {
+        if self.words.len() < other.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a |= b;
+        }
+    }
+
+    /// Parses pqos's lenient list form (`strlisttotab` in pqos/main.c): like `FromStr`, but
+    /// empty elements are skipped and reversed ranges (`7-2`) are swapped.
+    ///
+    /// # Errors
+    /// [`ParseCpuSetError::BadToken`] or [`ParseCpuSetError::TooLarge`], naming the element.
+    pub fn from_pqos_list(list: &str) -> Result<Self, ParseCpuSetError> {
+        parse_list(list, true)
+    }
+
+    /// Parses the kernel's hex-mask form of `cpus` files: comma-separated 32-bit words, most
+    /// significant first (`ff,ffffffff` = CPUs 0-39). A trailing newline is accepted.
+    ///
+    /// # Errors
+    /// [`ParseCpuSetError::BadMaskWord`] naming the word that is not hexadecimal.
+    pub fn from_mask_str(mask: &str) -> Result<Self, ParseCpuSetError> {
+        let mut set = Self::new();
+        let text = mask.trim();
+        if text.is_empty() {
+            return Ok(set);
+        }
+        for (i, token) in text.rsplit(',').enumerate() {
+            let word = u32::from_str_radix(token.trim(), 16).map_err(|_| {
+                ParseCpuSetError::BadMaskWord { mask: mask.into(), token: token.into() }
+            })?;
+            let base = u32::try_from(i * 32).map_err(|_| ParseCpuSetError::TooLarge {
+                list: mask.into(),
+                cpu: (i * 32) as u64,
+            })?;
+            for bit in 0..32 {
+                if word & (1 << bit) != 0 {
+                    set.insert(LogicalCpu::new(base + bit));
+                }
+            }
+        }
+        Ok(set)
+    }
+
+    /// Formats the kernel's hex-mask form: 32-bit words most significant first, the first
+    /// without leading zeros, the others as 8 hex digits (`704`, `ff,ffffffff`). `"0"` when empty.
+    #[must_use]
+    pub fn to_mask_string(&self) -> String {
+        let mut words32: Vec<u32> = self
+            .words
+            .iter()
+            .flat_map(|&w| [(w & 0xffff_ffff) as u32, (w >> 32) as u32])
+            .collect();
+        while words32.len() > 1 && words32.last() == Some(&0) {
+            words32.pop();
+        }
+        if words32.is_empty() {
+            return "0".into();
+        }
+        let mut out = String::new();
+        for (i, w) in words32.iter().rev().enumerate() {
+            if i == 0 {
+                out.push_str(&format!("{w:x}"));
+            } else {
+                out.push_str(&format!(",{w:08x}"));
+            }
+        }
+        out
+    }
+
+    fn trim(&mut self) {
+        while self.words.last() == Some(&0) {
+            self.words.pop();
+        }
+    }
+}
+
+fn split(cpu: u32) -> (usize, u64) {
+    ((cpu / 64) as usize, 1u64 << (cpu % 64))
+}
+
+fn parse_cpu(list: &str, token: &str, text: &str) -> Result<u32, ParseCpuSetError> {
+    let t = text.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ParseCpuSetError::BadToken { list: list.into(), token: token.into() });
+    }
+    let n: u64 = t
+        .parse()
+        .map_err(|_| ParseCpuSetError::TooLarge { list: list.into(), cpu: u64::MAX })?;
+    if n > u64::from(MAX_CPU) {
+        return Err(ParseCpuSetError::TooLarge { list: list.into(), cpu: n });
+    }
+    Ok(u32::try_from(n).unwrap_or(MAX_CPU))
+}
+
+fn parse_list(list: &str, lenient: bool) -> Result<CpuSet, ParseCpuSetError> {
+    let mut set = CpuSet::new();
+    let text = list.trim();
+    if text.is_empty() {
+        return Ok(set);
+    }
+    for token in text.split(',') {
+        if token.trim().is_empty() {
+            if lenient {
+                continue;
+            }
+            return Err(ParseCpuSetError::BadToken { list: list.into(), token: token.into() });
+        }
+        let (lo, hi) = match token.split_once('-') {
+            None => {
+                let n = parse_cpu(list, token, token)?;
+                (n, n)
+            }
+            Some((a, b)) => {
+                let a = parse_cpu(list, token, a)?;
+                let b = parse_cpu(list, token, b)?;
+                if a <= b {
+                    (a, b)
+                } else if lenient {
+                    (b, a)
+                } else {
+                    return Err(ParseCpuSetError::Reversed {
+                        list: list.into(),
+                        token: token.into(),
+                    });
+                }
+            }
+        };
+        for cpu in lo..=hi {
+            set.insert(LogicalCpu::new(cpu));
+        }
+    }
+    Ok(set)
+}
+
+impl FromStr for CpuSet {
+    type Err = ParseCpuSetError;
+
+    /// Parses the kernel's list form (`0-3,8`); a trailing newline is accepted.
+    fn from_str(s: &str) -> Result<Self, ParseCpuSetError> {
+        parse_list(s, false)
+    }
+}
+
+impl fmt::Display for CpuSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        let mut it = self.iter().map(LogicalCpu::get).peekable();
+        while let Some(start) = it.next() {
+            let mut end = start;
+            while it.peek() == Some(&(end + 1)) {
+                end += 1;
+                it.next();
+            }
+            if !first {
+                f.write_str(",")?;
+            }
+            first = false;
+            if start == end {
+                write!(f, "{start}")?;
+            } else {
+                write!(f, "{start}-{end}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for CpuSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CpuSet({self})")
+    }
+}
+
+impl FromIterator<LogicalCpu> for CpuSet {
+    fn from_iter<I: IntoIterator<Item = LogicalCpu>>(iter: I) -> Self {
+        let mut s = Self::new();
+        for c in iter {
+            s.insert(c);
+        }
+        s
+    }
+}
+
+impl Extend<LogicalCpu> for CpuSet {
+    fn extend<I: IntoIterator<Item = LogicalCpu>>(&mut self, iter: I) {
+        for c in iter {
+            self.insert(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn parses_kernel_cpus_list_with_newline() {
+        let s: CpuSet = "0-3,8,10-11\n".parse().unwrap();
+        assert_eq!(s.len(), 7);
+        assert_eq!(s.to_string(), "0-3,8,10-11");
+    }
+
+    #[test]
+    fn parses_kernel_cpus_mask() {
+        let s = CpuSet::from_mask_str("ff,ffffffff\n").unwrap();
+        assert_eq!(s.to_string(), "0-39");
+        assert_eq!(s.to_mask_string(), "ff,ffffffff");
+        assert_eq!(CpuSet::new().to_mask_string(), "0");
+    }
+
+    #[test]
+    fn rejects_malformed_lists_naming_the_token() {
+        for (list, token) in [("2-", "2-"), ("7-2x", "7-2x"), ("1,,2", ""), ("a", "a")] {
+            match list.parse::<CpuSet>() {
+                Err(ParseCpuSetError::BadToken { token: t, .. }) => assert_eq!(t, token, "{list}"),
+                other => panic!("{list}: {other:?}"),
+            }
+        }
+        assert!(matches!("7-2".parse::<CpuSet>(), Err(ParseCpuSetError::Reversed { .. })));
+        assert!(matches!("99999".parse::<CpuSet>(), Err(ParseCpuSetError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn pqos_list_swaps_reversed_and_skips_empty() {
+        let s = CpuSet::from_pqos_list("7-5,,1").unwrap();
+        assert_eq!(s.to_string(), "1,5-7");
+        assert!(CpuSet::from_pqos_list("2-").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn list_and_mask_round_trip(cpus in proptest::collection::btree_set(0u32..300, 0..40)) {
+            let s: CpuSet = cpus.iter().copied().map(LogicalCpu::new).collect();
+            prop_assert_eq!(s.to_string().parse::<CpuSet>().unwrap(), s.clone());
+            prop_assert_eq!(CpuSet::from_mask_str(&s.to_mask_string()).unwrap(), s.clone());
+            prop_assert_eq!(s.len(), cpus.len());
+        }
+    }
+}

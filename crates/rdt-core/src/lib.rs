@@ -1,0 +1,47 @@
+//! The domain model of Intel Resource Director Technology (RDT) and AMD Platform Quality of
+//! Service (PQoS): ids, masks, CPU sets, capabilities decoded from CPUID, topology, the
+//! [`Backend`] trait both interfaces implement, and monitoring arithmetic.
+//!
+//! What this crate is **not**: it does no backend I/O. It never opens `/dev/cpu/N/msr` or
+//! `/sys/fs/resctrl`; reading CPUID and sysfs goes through seams ([`CpuidSource`], a sysfs
+//! root path) so everything here runs against fixtures. The MSR backend is `rdt-msr`, the
+//! simulated platform `rdt-sim`.
+//!
+//! | vendor | CMT/MBM | L3 CAT | CDP | L2 CAT | MBA | SMBA |
+//! |---|---|---|---|---|---|---|
+//! | Intel | ✅ | ✅ | ✅ | ✅ | ✅ (linear) | — |
+//! | AMD | ✅ | ✅ | ✅ | — | ✅ (1/8 GB/s units) | ✅ (detected) |
+//! | Hygon | detected as AMD | | | | | |
+//!
+//! # References
+//! - Intel SDM Vol. 3B, ch. 18 "Debug, Branch Profile, TSC, and Intel Resource Director
+//!   Technology (Intel RDT) Features", 18.18-18.19.
+//! - AMD64 Technology Platform Quality of Service Extensions, pub. 56375.
+//! - Linux `Documentation/arch/x86/resctrl.rst`.
+//! - pqos(8) from intel-cmt-cat.
+
+mod backend;
+mod caps;
+pub mod cpuid;
+mod cpuset;
+mod detect;
+mod ids;
+mod mask;
+mod mba;
+pub mod monitor;
+pub mod topology;
+
+pub use backend::{
+    AllocReset, Backend, CatClass, CatMask, FeatureSetting, Interface, MbaClass, MonEvents,
+    MonGroupId, MonValues,
+};
+pub use caps::{
+    CacheGeometry, Capabilities, CatCaps, CatResource, Feature, LimitError, MbaCaps, MbaKind,
+    MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
+};
+pub use cpuid::{CpuidRegs, CpuidSource};
+pub use cpuset::{CpuSet, MAX_CPU, ParseCpuSetError};
+pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid};
+pub use mask::{CacheBitmask, MaskError};
+pub use mba::{MbaLimit, ParseMbaLimitError};
+pub use topology::{CpuPlacement, Topology};

@@ -1,0 +1,122 @@
+//! Memory bandwidth allocation limits.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// An MBA limit could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a memory bandwidth limit (expected a number, `N%`, `NMBps` or `Nu` for AMD units)")]
+#[non_exhaustive]
+pub struct ParseMbaLimitError(pub String);
+
+/// A memory bandwidth limit of one class of service.
+///
+/// Which variant applies depends on the platform and mount, never on the number alone:
+/// Intel MBA takes a percentage of peak bandwidth (the hardware stores a delay, `100 - %`,
+/// rounded to the MBA granularity); the kernel's `mba_MBps` mount takes MiB/s (the kernel
+/// doc calls them "MBps"); AMD takes raw units of 1/8 GB/s (`2048` = unlimited on a part with
+/// an 11-bit bandwidth field).
+///
+/// `Display` is the kernel's `schemata` form, the bare number (`50`, `6000`, `2048`). The
+/// alternate form `{:#}` adds the unit (`50%`, `6000MBps`, `2048u`); `FromStr` reads that
+/// form, and a bare number as a percentage.
+///
+/// # References
+/// Intel SDM Vol. 3B, 18.19.7 "Memory Bandwidth Allocation"; AMD64 PQoS Extensions
+/// (pub. 56375), "L3 Memory Bandwidth Enforcement"; kernel `Documentation/arch/x86/resctrl.rst`,
+/// "Memory bandwidth Allocation and monitoring".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MbaLimit {
+    /// Percent of peak bandwidth, 1..=100 (Intel MBA, kernel default mount).
+    Percent(u8),
+    /// MiB/s, for the kernel's `mba_MBps` software controller (pqos's `mba_max`).
+    MibPerSec(u32),
+    /// AMD bandwidth-limit units of 1/8 GB/s (MSR 0xC0000200 + COS).
+    AmdUnits(u32),
+}
+
+impl MbaLimit {
+    /// The number as the kernel writes it in `schemata`.
+    #[must_use]
+    pub const fn value(self) -> u32 {
+        match self {
+            Self::Percent(p) => p as u32,
+            Self::MibPerSec(v) | Self::AmdUnits(v) => v,
+        }
+    }
+}
+
+impl fmt::Display for MbaLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = match self {
+            Self::Percent(_) => "%",
+            Self::MibPerSec(_) => "MBps",
+            Self::AmdUnits(_) => "u",
+        };
+        if f.alternate() {
+            write!(f, "{}{unit}", self.value())
+        } else {
+            write!(f, "{}", self.value())
+        }
+    }
+}
+
+impl FromStr for MbaLimit {
+    type Err = ParseMbaLimitError;
+
+    fn from_str(s: &str) -> Result<Self, ParseMbaLimitError> {
+        let t = s.trim();
+        let err = || ParseMbaLimitError(s.to_owned());
+        let (num, make): (&str, fn(u32) -> Option<Self>) = if let Some(n) = t.strip_suffix("MBps") {
+            (n, |v| Some(Self::MibPerSec(v)))
+        } else if let Some(n) = t.strip_suffix('u') {
+            (n, |v| Some(Self::AmdUnits(v)))
+        } else {
+            (t.strip_suffix('%').unwrap_or(t), |v| u8::try_from(v).ok().map(Self::Percent))
+        };
+        let n = num.trim();
+        if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(err());
+        }
+        make(n.parse().map_err(|_| err())?).ok_or_else(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn display_is_the_kernel_number() {
+        assert_eq!(MbaLimit::Percent(50).to_string(), "50");
+        assert_eq!(MbaLimit::AmdUnits(2048).to_string(), "2048");
+        assert_eq!(format!("{:#}", MbaLimit::MibPerSec(6000)), "6000MBps");
+    }
+
+    #[test]
+    fn parses_bare_numbers_as_percent_and_rejects_garbage() {
+        assert_eq!("70".parse(), Ok(MbaLimit::Percent(70)));
+        assert_eq!("70%".parse(), Ok(MbaLimit::Percent(70)));
+        assert_eq!("6000MBps".parse(), Ok(MbaLimit::MibPerSec(6000)));
+        assert!("x".parse::<MbaLimit>().is_err());
+        assert!("300%".parse::<MbaLimit>().is_err());
+        assert!("-1".parse::<MbaLimit>().is_err());
+    }
+
+    fn any_limit() -> impl Strategy<Value = MbaLimit> {
+        prop_oneof![
+            any::<u8>().prop_map(MbaLimit::Percent),
+            any::<u32>().prop_map(MbaLimit::MibPerSec),
+            any::<u32>().prop_map(MbaLimit::AmdUnits),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn alternate_form_round_trips(l in any_limit()) {
+            prop_assert_eq!(format!("{l:#}").parse::<MbaLimit>().unwrap(), l);
+        }
+    }
+}

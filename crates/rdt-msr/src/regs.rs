@@ -1,0 +1,73 @@
+//! The register map: every MSR this backend touches, with its bit layout.
+//!
+//! # References
+//! Intel SDM Vol. 3B, 18.18 (monitoring), 18.19 (allocation); Vol. 4, "Model-Specific
+//! Registers", table 2-2 (architectural MSRs); AMD pub. 56375 (PQoS MSRs).
+
+use crate::MsrAddr;
+
+/// IA32_PQR_ASSOC (0xC8F): RMID in bits 9:0 (the field is architecturally up to 31:0; we
+/// keep the 10 bits pqos uses plus what the CPU reports), COS in bits 63:32.
+pub const IA32_PQR_ASSOC: MsrAddr = MsrAddr::new(0xC8F);
+/// IA32_QM_EVTSEL (0xC8D): event id in bits 7:0, RMID in bits 41:32 (pqos writes
+/// `rmid << 32 | event`).
+pub const IA32_QM_EVTSEL: MsrAddr = MsrAddr::new(0xC8D);
+/// IA32_QM_CTR (0xC8E): bit 63 Error, bit 62 Unavailable, bits 61:0 data (counts of the
+/// upscaling factor).
+pub const IA32_QM_CTR: MsrAddr = MsrAddr::new(0xC8E);
+/// IA32_L3_QOS_CFG (0xC81): bit 0 enables L3 CDP.
+pub const IA32_L3_QOS_CFG: MsrAddr = MsrAddr::new(0xC81);
+/// IA32_L2_QOS_CFG (0xC82): bit 0 enables L2 CDP.
+pub const IA32_L2_QOS_CFG: MsrAddr = MsrAddr::new(0xC82);
+/// IA32_L3_QOS_MASK_0 (0xC90): L3 CBM of COS n at 0xC90 + n (CDP: data 2n, code 2n+1).
+pub const IA32_L3_QOS_MASK_0: MsrAddr = MsrAddr::new(0xC90);
+/// IA32_L2_QOS_MASK_0 (0xD10): L2 CBM of COS n at 0xD10 + n (CDP as for L3).
+pub const IA32_L2_QOS_MASK_0: MsrAddr = MsrAddr::new(0xD10);
+/// IA32_L2_QoS_Ext_BW_Thrtl_0 (0xD50): Intel MBA delay value of COS n at 0xD50 + n.
+pub const IA32_MBA_THRTL_0: MsrAddr = MsrAddr::new(0xD50);
+/// AMD L3 bandwidth limit of COS n at 0xC000_0200 + n, in 1/8 GB/s units.
+pub const AMD_MBA_BW_0: MsrAddr = MsrAddr::new(0xC000_0200);
+/// AMD slow-memory bandwidth limit of COS n at 0xC000_0280 + n.
+pub const AMD_SMBA_BW_0: MsrAddr = MsrAddr::new(0xC000_0280);
+
+/// IA32_QM_EVTSEL event id: L3 occupancy.
+pub const EVT_LLC_OCCUPANCY: u64 = 1;
+/// IA32_QM_EVTSEL event id: total memory bandwidth.
+pub const EVT_MBM_TOTAL: u64 = 2;
+/// IA32_QM_EVTSEL event id: local memory bandwidth.
+pub const EVT_MBM_LOCAL: u64 = 3;
+
+/// IA32_QM_CTR bit 63: the event or RMID is invalid.
+pub const QM_CTR_ERROR: u64 = 1 << 63;
+/// IA32_QM_CTR bit 62: no data for this RMID yet.
+pub const QM_CTR_UNAVAILABLE: u64 = 1 << 62;
+/// IA32_QM_CTR bits 61:0.
+pub const QM_CTR_DATA: u64 = (1 << 62) - 1;
+
+/// RMID field mask of IA32_PQR_ASSOC and IA32_QM_EVTSEL (bits 9:0 as pqos uses them).
+pub const RMID_MASK: u64 = 0x3ff;
+
+/// Builds an IA32_PQR_ASSOC value.
+#[must_use]
+pub const fn pqr_assoc(cos: u32, rmid: u32) -> u64 {
+    ((cos as u64) << 32) | (rmid as u64 & RMID_MASK)
+}
+
+/// The COS field of an IA32_PQR_ASSOC value (bits 63:32).
+#[must_use]
+pub const fn pqr_cos(value: u64) -> u32 {
+    (value >> 32) as u32
+}
+
+/// The RMID field of an IA32_PQR_ASSOC value (bits 9:0).
+#[must_use]
+#[allow(clippy::cast_possible_truncation)] // masked to 10 bits
+pub const fn pqr_rmid(value: u64) -> u32 {
+    (value & RMID_MASK) as u32
+}
+
+/// Builds an IA32_QM_EVTSEL value selecting `event` for `rmid`.
+#[must_use]
+pub const fn qm_evtsel(rmid: u32, event: u64) -> u64 {
+    ((rmid as u64 & RMID_MASK) << 32) | (event & 0xff)
+}

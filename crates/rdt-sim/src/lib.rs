@@ -1,0 +1,1 @@
+//! rdt-sim (being written).
