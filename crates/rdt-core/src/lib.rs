@@ -29,6 +29,7 @@ mod ids;
 mod mask;
 mod mba;
 pub mod monitor;
+pub mod pmu;
 pub mod topology;
 
 pub use backend::{
@@ -44,4 +45,5 @@ pub use cpuset::{CpuSet, MAX_CPU, ParseCpuSetError};
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{MbaLimit, ParseMbaLimitError};
+pub use pmu::{NoPmu, PmuCounts, PmuSource};
 pub use topology::{CpuPlacement, Topology};
