@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use rdt_core::{CacheDomain, LimitError, LogicalCpu};
+use rdt_core::{CacheDomain, CatResource, ClassId, LimitError, LogicalCpu, MonGroupId};
 
 use crate::MsrAddr;
 
@@ -19,11 +19,24 @@ pub enum MsrError {
         /// The CPU.
         cpu: LogicalCpu,
     },
-    /// Opening the device was refused.
-    #[error("permission denied opening {path}: MSR access needs root (CAP_SYS_RAWIO)")]
+    /// Opening or accessing the device was refused (EACCES/EPERM): MSR access needs root
+    /// with CAP_SYS_RAWIO, and under kernel lockdown writes need `msr.allow_writes=on`.
+    #[error("permission denied on {path}: MSR access needs root (CAP_SYS_RAWIO)")]
     PermissionDenied {
         /// The device path.
         path: PathBuf,
+    },
+    /// Opening the device failed for another reason (ENXIO: the CPU is offline; EIO: the
+    /// CPU has no MSRs).
+    #[error("cannot open {path} for CPU {cpu}")]
+    Open {
+        /// The device path.
+        path: PathBuf,
+        /// The CPU.
+        cpu: LogicalCpu,
+        /// The driver's error.
+        #[source]
+        source: io::Error,
     },
     /// RDMSR failed (EIO: the CPU raised #GP, the register does not exist).
     #[error("RDMSR {addr} failed on CPU {cpu}")]
@@ -76,4 +89,33 @@ pub enum MsrError {
     /// Configuration is inconsistent across domains (e.g. CDP on in one domain only).
     #[error("{0}")]
     Inconsistent(String),
+    /// A CAT class was given one mask while CDP is on, or a data/code pair while CDP is off;
+    /// nothing was written.
+    #[error("{resource} COS{class}: {reason}")]
+    CdpMismatch {
+        /// The resource.
+        resource: CatResource,
+        /// The class.
+        class: ClassId,
+        /// What was expected (`"CDP is on: give a data and a code mask"`).
+        reason: &'static str,
+    },
+    /// A register holds a value that is not valid for what it encodes (a zero CBM).
+    #[error("register {addr} on CPU {cpu} holds {value:#x}, which is not a valid {what}")]
+    BadRegister {
+        /// The CPU read.
+        cpu: LogicalCpu,
+        /// The register.
+        addr: MsrAddr,
+        /// The value read.
+        value: u64,
+        /// What the register encodes (`"cache bitmask"`).
+        what: &'static str,
+    },
+    /// A monitoring group id this backend did not hand out, or one already stopped.
+    #[error("no monitoring group {}", .0.0)]
+    NoSuchGroup(MonGroupId),
+    /// A monitoring group was requested without CPUs or without events.
+    #[error("a monitoring group needs at least one CPU and one event")]
+    EmptyGroup,
 }

@@ -1,4 +1,6 @@
 //! The MSR access seam: [`MsrIo`], and its production implementation [`DevCpuMsr`].
+//!
+//! [`DevCpuMsr`]: crate::DevCpuMsr
 
 use std::fmt;
 
@@ -46,20 +48,26 @@ impl fmt::Display for MsrAddr {
 /// Reads and writes 64-bit model-specific registers of one logical CPU.
 ///
 /// Implementations: [`DevCpuMsr`] (the Linux `msr` driver), the simulated platform of
-/// `rdt-sim`, and test fakes. Object safe, so `Box<dyn MsrIo>` is an `MsrIo` too.
+/// `rdt-sim`, and `FakeMsrs` (feature `fake`). Object safe, so `Box<dyn MsrIo>` is an
+/// `MsrIo` too.
+///
+/// [`DevCpuMsr`]: crate::DevCpuMsr
 pub trait MsrIo {
     /// RDMSR `addr` on `cpu`.
     ///
     /// # Errors
-    /// [`MsrError`] naming the CPU and register; `Io` with EIO when the CPU raised #GP
-    /// (the register does not exist).
+    /// [`MsrError`] naming the CPU and register: [`MsrError::Read`] with EIO when the CPU
+    /// raised #GP (the register does not exist); [`MsrError::NoDevice`] /
+    /// [`MsrError::PermissionDenied`] when the device cannot be used.
     fn read(&mut self, cpu: LogicalCpu, addr: MsrAddr) -> Result<u64, MsrError>;
 
     /// WRMSR `value` to `addr` on `cpu`.
     ///
     /// # Errors
-    /// [`MsrError`] naming the CPU, register and value; EIO when the CPU raised #GP (a
-    /// reserved bit set, an out-of-range COS/RMID, a CBM the CPU does not accept).
+    /// [`MsrError`] naming the CPU, register and value: [`MsrError::Write`] with EIO when
+    /// the CPU raised #GP (a reserved bit set, an out-of-range COS/RMID, a CBM the CPU does
+    /// not accept); [`MsrError::NoDevice`] / [`MsrError::PermissionDenied`] when the device
+    /// cannot be used.
     fn write(&mut self, cpu: LogicalCpu, addr: MsrAddr, value: u64) -> Result<(), MsrError>;
 }
 

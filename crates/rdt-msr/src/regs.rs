@@ -71,3 +71,38 @@ pub const fn pqr_rmid(value: u64) -> u32 {
 pub const fn qm_evtsel(rmid: u32, event: u64) -> u64 {
     ((rmid as u64 & RMID_MASK) << 32) | (event & 0xff)
 }
+
+/// IA32_L3_QOS_CFG / IA32_L2_QOS_CFG bit 0: CDP enable (SDM Vol. 3B, 18.19.6.3).
+pub const QOS_CFG_CDP_ENABLE: u64 = 1;
+
+/// `value` (an IA32_PQR_ASSOC value) with the COS field, bits 63:32, set to `cos`; bits
+/// 31:0 (RMID and reserved bits) kept. The read-modify-write of association.
+#[must_use]
+pub const fn pqr_with_cos(value: u64, cos: u32) -> u64 {
+    (value & 0xffff_ffff) | ((cos as u64) << 32)
+}
+
+/// `value` (an IA32_PQR_ASSOC value) with the RMID field, bits 9:0, set to `rmid`; COS and
+/// every other bit kept. The read-modify-write of monitoring start/stop.
+#[must_use]
+pub const fn pqr_with_rmid(value: u64, rmid: u32) -> u64 {
+    (value & !RMID_MASK) | (rmid as u64 & RMID_MASK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pqr_read_modify_write_keeps_the_other_field() {
+        let v = pqr_assoc(5, 17) | (1 << 20); // a reserved bit in 31:10 survives too
+        assert_eq!(pqr_with_cos(v, 2), pqr_assoc(2, 17) | (1 << 20));
+        assert_eq!(pqr_with_rmid(v, 3), pqr_assoc(5, 3) | (1 << 20));
+        assert_eq!((pqr_cos(v), pqr_rmid(v)), (5, 17));
+    }
+
+    #[test]
+    fn evtsel_puts_rmid_in_high_half_and_event_in_low_byte() {
+        assert_eq!(qm_evtsel(7, EVT_MBM_LOCAL), 0x0000_0007_0000_0003);
+    }
+}

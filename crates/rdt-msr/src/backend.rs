@@ -1,0 +1,1177 @@
+//! [`MsrBackend`]: the [`Backend`] trait implemented with RDMSR/WRMSR.
+
+use std::fmt;
+
+use rdt_core::monitor::counter_delta;
+use rdt_core::{
+    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
+    CatResource, ClassId, CpuSet, FeatureSetting, Interface, LimitError, LogicalCpu, MbaClass,
+    MbaKind, MbaLimit, MonEvents, MonGroupId, MonValues, NoPmu, PmuCounts, PmuSource, Rmid,
+    Topology,
+};
+
+use crate::regs::{
+    self, AMD_MBA_BW_0, AMD_SMBA_BW_0, IA32_L2_QOS_CFG, IA32_L2_QOS_MASK_0, IA32_L3_QOS_CFG,
+    IA32_L3_QOS_MASK_0, IA32_MBA_THRTL_0, IA32_PQR_ASSOC, IA32_QM_CTR, IA32_QM_EVTSEL,
+};
+use crate::{MsrAddr, MsrError, MsrIo};
+
+/// Reads of IA32_QM_CTR per event per poll before the value is reported as unavailable
+/// (pqos `hw_mon_read`: at most 4 attempts).
+pub const QM_CTR_ATTEMPTS: u32 = 4;
+
+/// One cache instance and its online CPUs.
+#[derive(Clone, Debug)]
+struct Domain {
+    id: CacheDomain,
+    /// The lowest CPU of the domain: domain-scoped registers (masks, MBA, QOS_CFG) are
+    /// written here, once per domain.
+    cpu: LogicalCpu,
+    /// Every CPU of the domain, ascending (scanned for RMIDs in use).
+    cpus: Vec<LogicalCpu>,
+}
+
+fn domains(ids: Vec<CacheDomain>, cpus_of: impl Fn(CacheDomain) -> CpuSet) -> Vec<Domain> {
+    ids.into_iter()
+        .filter_map(|id| {
+            let cpus: Vec<LogicalCpu> = cpus_of(id).iter().collect();
+            Some(Domain {
+                id,
+                cpu: *cpus.first()?,
+                cpus,
+            })
+        })
+        .collect()
+}
+
+/// A hardware (RMID-counted) event, in IA32_QM_EVTSEL terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HwEvent {
+    /// Event id 1.
+    Occupancy,
+    /// Event id 3.
+    MbmLocal,
+    /// Event id 2.
+    MbmTotal,
+}
+
+impl HwEvent {
+    const fn id(self) -> u64 {
+        match self {
+            Self::Occupancy => regs::EVT_LLC_OCCUPANCY,
+            Self::MbmLocal => regs::EVT_MBM_LOCAL,
+            Self::MbmTotal => regs::EVT_MBM_TOTAL,
+        }
+    }
+}
+
+/// One RMID of a group in one L3 domain (pqos's poll context).
+#[derive(Clone, Debug)]
+struct Context {
+    domain: CacheDomain,
+    rmid: u32,
+    /// The CPU IA32_QM_EVTSEL/IA32_QM_CTR are accessed on: the group's lowest CPU in the domain.
+    cpu: LogicalCpu,
+    /// Last MBM local reading (counts, masked to the counter width); `None` before the first
+    /// read and after a failed one.
+    prev_local: Option<u64>,
+    /// Last MBM total reading, as `prev_local`.
+    prev_total: Option<u64>,
+}
+
+/// A started monitoring group with everything a poll needs precomputed.
+#[derive(Clone, Debug)]
+struct Group {
+    id: MonGroupId,
+    events: MonEvents,
+    cpus: Vec<LogicalCpu>,
+    /// Hardware events read per context, in the order occupancy, local, total.
+    hw_events: Vec<HwEvent>,
+    contexts: Vec<Context>,
+    /// Counter width in bits (MBM wrap point is `2^width`).
+    width: u32,
+    /// Bytes per IA32_QM_CTR count.
+    scale: u64,
+    /// Last PMU counts per CPU of `cpus`.
+    pmu_prev: Vec<Option<PmuCounts>>,
+    /// Whether a poll has happened since start (the first one reports zero deltas).
+    polled: bool,
+    values: MonValues,
+}
+
+/// Intel RDT / AMD PQoS programmed through model-specific registers: the pqos "MSR
+/// interface".
+///
+/// Allocation domains are cache instances: L3 CAT and MBA registers are written on the
+/// lowest CPU of each L3 domain ([`Topology::l3_domains`]), L2 CAT registers on the lowest
+/// CPU of each L2 domain. Association and RMIDs are per CPU in IA32_PQR_ASSOC (0xC8F),
+/// always changed by read-modify-write so that COS and RMID never clobber each other.
+///
+/// Every operation checks its arguments against the capabilities before the first write,
+/// so a rejected call leaves the registers as they were.
+///
+/// Monitoring follows pqos: a CPU whose IA32_PQR_ASSOC RMID is not 0 is taken to be
+/// monitored by someone else; a group gets one RMID per L3 domain it spans, the lowest one
+/// not found in any IA32_PQR_ASSOC of that domain. A poll costs exactly one WRMSR
+/// IA32_QM_EVTSEL and one RDMSR IA32_QM_CTR per hardware event per domain of a group
+/// (retries only when the hardware sets the Error or Unavailable flag). IPC and LLC misses
+/// come from the [`PmuSource`] `P`.
+///
+/// # Examples
+/// ```
+/// use rdt_core::{Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
+/// use rdt_core::{LogicalCpu, NoPmu};
+/// use rdt_msr::MsrBackend;
+/// # use std::collections::HashMap;
+/// # use rdt_core::{Capabilities, CatCaps, CpuPlacement, Feature, PmuCaps, Topology, Vendor};
+/// # use rdt_msr::{MsrAddr, MsrError, MsrIo};
+/// # #[derive(Default)]
+/// # struct Registers(HashMap<(LogicalCpu, MsrAddr), u64>);
+/// # impl MsrIo for Registers {
+/// #     fn read(&mut self, cpu: LogicalCpu, addr: MsrAddr) -> Result<u64, MsrError> {
+/// #         Ok(self.0.get(&(cpu, addr)).copied().unwrap_or(0))
+/// #     }
+/// #     fn write(&mut self, cpu: LogicalCpu, addr: MsrAddr, v: u64) -> Result<(), MsrError> {
+/// #         self.0.insert((cpu, addr), v);
+/// #         Ok(())
+/// #     }
+/// # }
+/// # let cat = CatCaps { cbm_len: 11, shareable_bits: 0, num_classes: 16, cdp_supported: true,
+/// #     cdp_enabled: false, non_contiguous_cbm: false, io_rdt: false, min_cbm_bits: 1 };
+/// # let caps = Capabilities { vendor: Vendor::Intel, brand: None, signature: None,
+/// #     monitoring: Feature::Unsupported, l3_cat: Feature::Supported(cat),
+/// #     l2_cat: Feature::Unsupported, mba: Feature::Unsupported, smba: Feature::Unsupported,
+/// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default() };
+/// # let topology = Topology::from_placements((0..4).map(|c| CpuPlacement {
+/// #     cpu: LogicalCpu::new(c), package: 0, core: c, l2: CacheDomain::new(c),
+/// #     l3: Some(CacheDomain::new(0)), node: 0 }).collect());
+/// # let io = Registers::default();
+/// // `io` is `DevCpuMsr::new()` in production (here an in-memory register map);
+/// // `caps` and `topology` come from rdt-core's detection.
+/// let mut rdt = MsrBackend::new(io, caps, topology, NoPmu)?;
+/// rdt.reset_allocation(&Default::default())?; // pqos -R
+///
+/// // pqos -e "llc:1=0x7f0" -a "llc:1=2-3"
+/// let mask = CatMask::Unified(CacheBitmask::new(0x7f0)?);
+/// rdt.set_cat_classes(CatResource::L3, CacheDomain::new(0), &[CatClass { class: ClassId::new(1), mask }])?;
+/// rdt.associate(LogicalCpu::new(2), ClassId::new(1))?;
+/// rdt.associate(LogicalCpu::new(3), ClassId::new(1))?;
+///
+/// let classes = rdt.cat_classes(CatResource::L3, CacheDomain::new(0))?;
+/// assert_eq!(classes[1].mask, mask);
+/// assert_eq!(classes[0].mask, CatMask::Unified(CacheBitmask::new(0x7ff)?));
+/// assert_eq!(rdt.class_of(LogicalCpu::new(3))?, ClassId::new(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # References
+/// Intel SDM Vol. 3B, 18.18 (monitoring), 18.19 (allocation); AMD64 PQoS Extensions
+/// (pub. 56375); pqos(8) and intel-cmt-cat `lib/hw_monitoring.c`, `lib/allocation.c`.
+pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
+    io: M,
+    caps: Capabilities,
+    topology: Topology,
+    pmu: P,
+    l3: Vec<Domain>,
+    l2: Vec<Domain>,
+    /// Started groups, sorted by id (ids are handed out increasing).
+    groups: Vec<Group>,
+    next_group: u32,
+}
+
+impl<M: MsrIo, P: PmuSource> fmt::Debug for MsrBackend<M, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MsrBackend")
+            .field("caps", &self.caps)
+            .field("topology", &self.topology)
+            .field("l3", &self.l3)
+            .field("l2", &self.l2)
+            .field("groups", &self.groups)
+            .finish_non_exhaustive()
+    }
+}
+
+fn cat_name(resource: CatResource) -> &'static str {
+    match resource {
+        CatResource::L3 => "L3 CAT",
+        CatResource::L2 => "L2 CAT",
+    }
+}
+
+fn cat_mut(caps: &mut Capabilities, resource: CatResource) -> Option<&mut CatCaps> {
+    match resource {
+        CatResource::L3 => caps.l3_cat.get_mut(),
+        CatResource::L2 => caps.l2_cat.get_mut(),
+    }
+}
+
+/// (first mask register, QOS_CFG register) of a CAT resource.
+const fn cat_regs(resource: CatResource) -> (MsrAddr, MsrAddr) {
+    match resource {
+        CatResource::L3 => (IA32_L3_QOS_MASK_0, IA32_L3_QOS_CFG),
+        CatResource::L2 => (IA32_L2_QOS_MASK_0, IA32_L2_QOS_CFG),
+    }
+}
+
+/// Mask registers in use: every class's one register, or two per usable class with CDP on.
+const fn mask_registers(cat: &CatCaps) -> u32 {
+    if cat.cdp_enabled {
+        cat.usable_classes() * 2
+    } else {
+        cat.num_classes
+    }
+}
+
+/// `2^width` AMD bandwidth units: unlimited.
+fn amd_unlimited(width: u32) -> u32 {
+    1u32.checked_shl(width).unwrap_or(u32::MAX)
+}
+
+impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
+    /// A backend over `io` for a platform with capabilities `caps` and online CPUs
+    /// `topology`, with IPC and LLC misses from `pmu` ([`NoPmu`] if there is none).
+    ///
+    /// Reads the CDP enable bit (IA32_L3_QOS_CFG / IA32_L2_QOS_CFG bit 0) on the lowest CPU
+    /// of every L3 / L2 domain where CPUID reports CDP, and records it in
+    /// [`CatCaps::cdp_enabled`] (CPUID cannot see it).
+    ///
+    /// # Errors
+    /// [`MsrError::Inconsistent`] if CDP is on in some domains and off in others (reset
+    /// with `-R l3cdp-on` or `-R l3cdp-off`); the read's error if a QOS_CFG read fails.
+    pub fn new(io: M, caps: Capabilities, topology: Topology, pmu: P) -> Result<Self, MsrError> {
+        let l3 = domains(topology.l3_domains(), |d| topology.cpus_in_l3(d));
+        let l2 = domains(topology.l2_domains(), |d| topology.cpus_in_l2(d));
+        let mut this = Self {
+            io,
+            caps,
+            topology,
+            pmu,
+            l3,
+            l2,
+            groups: Vec::new(),
+            next_group: 0,
+        };
+        for resource in [CatResource::L3, CatResource::L2] {
+            if !this.caps.cat(resource).is_some_and(|c| c.cdp_supported) {
+                continue;
+            }
+            let (_, cfg) = cat_regs(resource);
+            let (mut on, mut off) = (Vec::new(), Vec::new());
+            let list = match resource {
+                CatResource::L3 => &this.l3,
+                CatResource::L2 => &this.l2,
+            };
+            for d in list {
+                let v = this.io.read(d.cpu, cfg)?; // QOS_CFG bit 0: CDP enabled
+                if v & regs::QOS_CFG_CDP_ENABLE != 0 {
+                    on.push(d.id);
+                } else {
+                    off.push(d.id);
+                }
+            }
+            if !on.is_empty() && !off.is_empty() {
+                let list = |v: &[CacheDomain]| {
+                    v.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                };
+                return Err(MsrError::Inconsistent(format!(
+                    "{resource} CDP is enabled in {resource} domains {} but disabled in {}; \
+                     reset allocation with -R {}cdp-on or -R {}cdp-off",
+                    list(&on),
+                    list(&off),
+                    resource.to_string().to_lowercase(),
+                    resource.to_string().to_lowercase(),
+                )));
+            }
+            if let Some(cat) = cat_mut(&mut this.caps, resource) {
+                cat.cdp_enabled = !on.is_empty();
+            }
+        }
+        Ok(this)
+    }
+
+    /// The register access this backend uses.
+    #[must_use]
+    pub const fn io(&self) -> &M {
+        &self.io
+    }
+
+    /// The register access, mutable (tests arrange registers through it).
+    pub const fn io_mut(&mut self) -> &mut M {
+        &mut self.io
+    }
+
+    /// Gives the register access back.
+    #[must_use]
+    pub fn into_io(self) -> M {
+        self.io
+    }
+
+    /// The PMU source.
+    #[must_use]
+    pub const fn pmu(&self) -> &P {
+        &self.pmu
+    }
+
+    /// The PMU source, mutable.
+    pub const fn pmu_mut(&mut self) -> &mut P {
+        &mut self.pmu
+    }
+
+    fn domains(&self, resource: CatResource) -> &[Domain] {
+        match resource {
+            CatResource::L3 => &self.l3,
+            CatResource::L2 => &self.l2,
+        }
+    }
+
+    fn domain(
+        which: &'static str,
+        list: &[Domain],
+        id: CacheDomain,
+    ) -> Result<LogicalCpu, MsrError> {
+        list.binary_search_by_key(&id, |d| d.id)
+            .map(|i| list[i].cpu)
+            .map_err(|_| MsrError::NoSuchDomain {
+                resource: which,
+                domain: id,
+            })
+    }
+
+    fn cat_domain(&self, resource: CatResource, id: CacheDomain) -> Result<LogicalCpu, MsrError> {
+        let which = match resource {
+            CatResource::L3 => "L3",
+            CatResource::L2 => "L2",
+        };
+        Self::domain(which, self.domains(resource), id)
+    }
+
+    fn check_cpu(&self, cpu: LogicalCpu) -> Result<(), MsrError> {
+        self.topology
+            .get(cpu)
+            .map(|_| ())
+            .ok_or(MsrError::NoSuchCpu(cpu))
+    }
+
+    fn read_mask(&mut self, cpu: LogicalCpu, addr: MsrAddr) -> Result<CacheBitmask, MsrError> {
+        let value = self.io.read(cpu, addr)?;
+        CacheBitmask::new(value).map_err(|_| MsrError::BadRegister {
+            cpu,
+            addr,
+            value,
+            what: "cache bitmask",
+        })
+    }
+
+    /// Writes the full mask to every mask register of `resource` in use, in every domain.
+    fn reset_masks(&mut self, resource: CatResource) -> Result<(), MsrError> {
+        let Some(cat) = self.caps.cat(resource) else {
+            return Ok(());
+        };
+        let (n, full) = (mask_registers(cat), cat.full_mask().bits());
+        let (base, _) = cat_regs(resource);
+        let cpus: Vec<LogicalCpu> = self.domains(resource).iter().map(|d| d.cpu).collect();
+        for cpu in cpus {
+            for i in 0..n {
+                self.io.write(cpu, base.offset(i), full)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Which CDP state `setting` asks for: `None` to leave the bit alone.
+    fn cdp_target(
+        &self,
+        resource: CatResource,
+        setting: FeatureSetting,
+    ) -> Result<Option<bool>, MsrError> {
+        if setting == FeatureSetting::Any {
+            return Ok(None);
+        }
+        let Some(cat) = self.caps.cat(resource) else {
+            return Err(MsrError::Unsupported(format!(
+                "{resource} CDP setting requested but {resource} CAT is not supported on this platform"
+            )));
+        };
+        match (setting, cat.cdp_supported) {
+            (FeatureSetting::On, false) => Err(MsrError::Unsupported(format!(
+                "{resource} CDP requested but not supported by the platform"
+            ))),
+            (_, false) => Ok(None), // off, and it cannot be on
+            (s, true) => Ok(Some(s == FeatureSetting::On)),
+        }
+    }
+
+    /// Sets or clears QOS_CFG bit 0 of `resource` in every domain; whether any bit changed.
+    fn set_cdp(&mut self, resource: CatResource, on: bool) -> Result<bool, MsrError> {
+        let (_, cfg) = cat_regs(resource);
+        let cpus: Vec<LogicalCpu> = self.domains(resource).iter().map(|d| d.cpu).collect();
+        let mut changed = false;
+        for cpu in cpus {
+            let old = self.io.read(cpu, cfg)?;
+            // IA32_L3_QOS_CFG / IA32_L2_QOS_CFG bit 0: CDP enable; other bits kept.
+            let new = if on {
+                old | regs::QOS_CFG_CDP_ENABLE
+            } else {
+                old & !regs::QOS_CFG_CDP_ENABLE
+            };
+            if new != old {
+                self.io.write(cpu, cfg, new)?;
+                changed = true;
+            }
+        }
+        if let Some(cat) = cat_mut(&mut self.caps, resource) {
+            cat.cdp_enabled = on;
+        }
+        Ok(changed)
+    }
+
+    /// The hardware events `events` needs, checked against the monitoring capabilities.
+    fn hw_events(&self, events: MonEvents) -> Result<Vec<HwEvent>, MsrError> {
+        let rmid_events = events.rmid_events();
+        let mut out = Vec::with_capacity(3);
+        if rmid_events.is_empty() {
+            return Ok(out);
+        }
+        let mon = self.caps.monitoring.get().ok_or_else(|| {
+            MsrError::Unsupported(
+                "CMT/MBM monitoring is not supported on this platform (CPUID.(EAX=0FH))".into(),
+            )
+        })?;
+        let remote = if events.contains(MonEvents::MBM_REMOTE) {
+            ", needed for remote"
+        } else {
+            ""
+        };
+        let wanted = [
+            (
+                MonEvents::LLC_OCCUPANCY,
+                HwEvent::Occupancy,
+                mon.events.llc_occupancy,
+                "LLC occupancy (CMT)",
+                "",
+            ),
+            (
+                MonEvents::MBM_LOCAL,
+                HwEvent::MbmLocal,
+                mon.events.mbm_local,
+                "local memory bandwidth (MBM local",
+                remote,
+            ),
+            (
+                MonEvents::MBM_TOTAL,
+                HwEvent::MbmTotal,
+                mon.events.mbm_total,
+                "total memory bandwidth (MBM total",
+                remote,
+            ),
+        ];
+        for (flag, hw, supported, name, why) in wanted {
+            if !rmid_events.contains(flag) {
+                continue;
+            }
+            if !supported {
+                let close = if name.ends_with(')') { "" } else { ")" };
+                return Err(MsrError::Unsupported(format!(
+                    "monitoring of {name}{why}{close} is not supported on this platform"
+                )));
+            }
+            out.push(hw);
+        }
+        Ok(out)
+    }
+
+    /// One context per L3 domain spanned by `members`, each with the lowest RMID >= 1 that
+    /// no IA32_PQR_ASSOC of the domain (outside `cpus`, known to hold RMID 0) and no group of
+    /// this backend uses (pqos `hw_mon_assoc_unused`). Reads only; writes nothing.
+    fn allocate_rmids(
+        &mut self,
+        cpus: &CpuSet,
+        members: &[(LogicalCpu, Option<CacheDomain>)],
+    ) -> Result<Vec<Context>, MsrError> {
+        // RMIDs 0..num_rmids; IA32_PQR_ASSOC as pqos uses it holds 10 bits.
+        let limit = self.caps.monitoring.get().map_or(0, |m| {
+            m.num_rmids
+                .min(u32::try_from(regs::RMID_MASK + 1).unwrap_or(u32::MAX))
+        });
+        let mut spanned: Vec<CacheDomain> = members.iter().filter_map(|m| m.1).collect();
+        spanned.sort_unstable();
+        spanned.dedup();
+        let mut contexts = Vec::with_capacity(spanned.len());
+        for id in spanned {
+            let no_domain = || MsrError::NoSuchDomain {
+                resource: "L3",
+                domain: id,
+            };
+            let dom = self
+                .l3
+                .binary_search_by_key(&id, |d| d.id)
+                .map_err(|_| no_domain())?;
+            let mut used = vec![false; limit as usize];
+            if let Some(u) = used.get_mut(0) {
+                *u = true; // RMID 0 is everyone's default, never allocated
+            }
+            for i in 0..self.l3[dom].cpus.len() {
+                let cpu = self.l3[dom].cpus[i];
+                if cpus.contains(cpu) {
+                    continue; // checked by the caller: RMID 0
+                }
+                let r = regs::pqr_rmid(self.io.read(cpu, IA32_PQR_ASSOC)?); // bits 9:0
+                if let Some(u) = used.get_mut(r as usize) {
+                    *u = true;
+                }
+            }
+            for ctx in self
+                .groups
+                .iter()
+                .flat_map(|g| &g.contexts)
+                .filter(|c| c.domain == id)
+            {
+                if let Some(u) = used.get_mut(ctx.rmid as usize) {
+                    *u = true;
+                }
+            }
+            let rmid = used
+                .iter()
+                .position(|u| !u)
+                .ok_or(MsrError::OutOfRmids(id))?;
+            let cpu = members
+                .iter()
+                .find(|m| m.1 == Some(id))
+                .map(|m| m.0)
+                .ok_or_else(no_domain)?;
+            contexts.push(Context {
+                domain: id,
+                rmid: u32::try_from(rmid).map_err(|_| MsrError::OutOfRmids(id))?,
+                cpu,
+                prev_local: None,
+                prev_total: None,
+            });
+        }
+        Ok(contexts)
+    }
+}
+
+/// Reads one event of one RMID: WRMSR IA32_QM_EVTSEL, RDMSR IA32_QM_CTR (pqos
+/// `hw_mon_read`). On the Error flag (bit 63) EVTSEL is written again before the next read;
+/// on the Unavailable flag (bit 62) IA32_QM_CTR is read again; after [`QM_CTR_ATTEMPTS`]
+/// reads the value is `None`. Data is masked to `width` bits.
+fn read_event<M: MsrIo>(
+    io: &mut M,
+    cpu: LogicalCpu,
+    rmid: u32,
+    event: HwEvent,
+    width: u32,
+) -> Result<Option<u64>, MsrError> {
+    let sel = regs::qm_evtsel(rmid, event.id()); // EVTSEL: RMID in 41:32, event id in 7:0
+    io.write(cpu, IA32_QM_EVTSEL, sel)?;
+    let mask = if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
+    for attempt in 1..=QM_CTR_ATTEMPTS {
+        let v = io.read(cpu, IA32_QM_CTR)?;
+        if v & regs::QM_CTR_ERROR != 0 {
+            // QM_CTR bit 63: the selection was not valid; select again and retry.
+            if attempt < QM_CTR_ATTEMPTS {
+                io.write(cpu, IA32_QM_EVTSEL, sel)?;
+            }
+            continue;
+        }
+        if v & regs::QM_CTR_UNAVAILABLE != 0 {
+            continue; // QM_CTR bit 62: no data yet; read again
+        }
+        return Ok(Some(v & regs::QM_CTR_DATA & mask)); // bits 61:0, counter width
+    }
+    Ok(None)
+}
+
+/// The increase since `prev` of a counter reading, updating `prev`. `None` when this or the
+/// previous reading failed (the traffic can then not be placed in one interval), except on
+/// the first poll after start, which reports 0 like pqos.
+fn mbm_delta(prev: &mut Option<u64>, now: Option<u64>, first: bool, width: u32) -> Option<u64> {
+    let d = match (*prev, now) {
+        (Some(p), Some(n)) => Some(counter_delta(p, n, width)),
+        (None, Some(_)) if first => Some(0),
+        _ => None,
+    };
+    *prev = now;
+    d
+}
+
+fn add(acc: Option<u64>, v: Option<u64>) -> Option<u64> {
+    Some(acc?.saturating_add(v?))
+}
+
+impl Group {
+    /// Reads this group's RMID counters and PMU counts and updates `values`.
+    fn poll<M: MsrIo, P: PmuSource>(&mut self, io: &mut M, pmu: &mut P) -> Result<(), MsrError> {
+        let first = !self.polled;
+        let (mut occ, mut local, mut total) = (Some(0u64), Some(0u64), Some(0u64));
+        for ctx in &mut self.contexts {
+            for &event in &self.hw_events {
+                let now = read_event(io, ctx.cpu, ctx.rmid, event, self.width)?;
+                match event {
+                    HwEvent::Occupancy => occ = add(occ, now.map(|n| n.saturating_mul(self.scale))),
+                    HwEvent::MbmLocal => {
+                        let d = mbm_delta(&mut ctx.prev_local, now, first, self.width);
+                        local = add(local, d.map(|d| d.saturating_mul(self.scale)));
+                    }
+                    HwEvent::MbmTotal => {
+                        let d = mbm_delta(&mut ctx.prev_total, now, first, self.width);
+                        total = add(total, d.map(|d| d.saturating_mul(self.scale)));
+                    }
+                }
+            }
+        }
+        let has = |e| self.hw_events.contains(&e);
+        let v = &mut self.values;
+        v.llc_occupancy_bytes = occ.filter(|_| has(HwEvent::Occupancy));
+        v.mbm_local_delta_bytes = local.filter(|_| has(HwEvent::MbmLocal));
+        v.mbm_total_delta_bytes = total.filter(|_| has(HwEvent::MbmTotal));
+        v.mbm_remote_delta_bytes = if self.events.contains(MonEvents::MBM_REMOTE) {
+            // RMEM = total - local, 0 if negative (pqos lib/monitoring.c)
+            v.mbm_total_delta_bytes
+                .zip(v.mbm_local_delta_bytes)
+                .map(|(t, l)| t.saturating_sub(l))
+        } else {
+            None
+        };
+
+        let want_ipc = self.events.contains(MonEvents::IPC);
+        let want_misses = self.events.contains(MonEvents::LLC_MISSES);
+        if want_ipc || want_misses {
+            let mut acc = Some(PmuCounts::default());
+            for (&cpu, prev) in self.cpus.iter().zip(&mut self.pmu_prev) {
+                let now = pmu.read(cpu);
+                let d = match (*prev, now) {
+                    (Some(p), Some(n)) => Some(PmuCounts {
+                        instructions: n.instructions.wrapping_sub(p.instructions),
+                        cycles: n.cycles.wrapping_sub(p.cycles),
+                        llc_misses: n.llc_misses.wrapping_sub(p.llc_misses),
+                    }),
+                    (None, Some(_)) if first => Some(PmuCounts::default()),
+                    _ => None,
+                };
+                *prev = now;
+                acc = acc.zip(d).map(|(a, d)| PmuCounts {
+                    instructions: a.instructions.wrapping_add(d.instructions),
+                    cycles: a.cycles.wrapping_add(d.cycles),
+                    llc_misses: a.llc_misses.wrapping_add(d.llc_misses),
+                });
+            }
+            v.instructions_delta = acc.filter(|_| want_ipc).map(|a| a.instructions);
+            v.cycles_delta = acc.filter(|_| want_ipc).map(|a| a.cycles);
+            v.llc_misses_delta = acc.filter(|_| want_misses).map(|a| a.llc_misses);
+        }
+        self.polled = true;
+        Ok(())
+    }
+}
+
+impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
+    type Error = MsrError;
+
+    fn interface(&self) -> Interface {
+        Interface::Msr
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Reads IA32_L3_QOS_MASK_n (0xC90 + n) or IA32_L2_QOS_MASK_n (0xD10 + n) on the lowest
+    /// CPU of `domain`: one register per class with CDP off, data (2n) and code (2n + 1)
+    /// with CDP on.
+    ///
+    /// # Errors
+    /// [`MsrError::Limit`] ([`LimitError::Unsupported`]) without that CAT,
+    /// [`MsrError::NoSuchDomain`], a read error, or [`MsrError::BadRegister`] for a zero mask.
+    fn cat_classes(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<CatClass>, MsrError> {
+        let cat = self
+            .caps
+            .cat(resource)
+            .ok_or(LimitError::Unsupported(cat_name(resource)))?;
+        let (n, cdp) = (cat.usable_classes(), cat.cdp_enabled);
+        let cpu = self.cat_domain(resource, domain)?;
+        let (base, _) = cat_regs(resource);
+        let mut out = Vec::with_capacity(n as usize);
+        for class in 0..n {
+            let mask = if cdp {
+                let data = self.read_mask(cpu, base.offset(2 * class))?;
+                let code = self.read_mask(cpu, base.offset(2 * class + 1))?;
+                CatMask::Cdp { data, code }
+            } else {
+                CatMask::Unified(self.read_mask(cpu, base.offset(class))?)
+            };
+            out.push(CatClass {
+                class: ClassId::new(class),
+                mask,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Validates every class first (class range, mask limits, mask kind against the CDP
+    /// state), then writes the mask registers on the lowest CPU of `domain`.
+    ///
+    /// # Errors
+    /// [`MsrError::Limit`] for an unsupported resource, a class out of range or a mask the
+    /// platform does not accept; [`MsrError::CdpMismatch`]; [`MsrError::NoSuchDomain`];
+    /// nothing is written in these cases. A write error ([`MsrError::Write`]) may leave
+    /// earlier classes written.
+    fn set_cat_classes(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+        classes: &[CatClass],
+    ) -> Result<(), MsrError> {
+        let cat = self
+            .caps
+            .cat(resource)
+            .ok_or(LimitError::Unsupported(cat_name(resource)))?;
+        let cdp = cat.cdp_enabled;
+        let cpu = self.cat_domain(resource, domain)?;
+        for c in classes {
+            self.caps.check_cat_class(resource, c.class)?;
+            match (c.mask, cdp) {
+                (CatMask::Unified(m), false) => self.caps.check_mask(resource, m)?,
+                (CatMask::Cdp { data, code }, true) => {
+                    self.caps.check_mask(resource, data)?;
+                    self.caps.check_mask(resource, code)?;
+                }
+                (CatMask::Unified(_), true) => {
+                    return Err(MsrError::CdpMismatch {
+                        resource,
+                        class: c.class,
+                        reason: "CDP is on, so the class needs a data and a code mask",
+                    });
+                }
+                (CatMask::Cdp { .. }, false) => {
+                    return Err(MsrError::CdpMismatch {
+                        resource,
+                        class: c.class,
+                        reason: "CDP is off, so the class takes one mask, not a data/code pair",
+                    });
+                }
+            }
+        }
+        let (base, _) = cat_regs(resource);
+        for c in classes {
+            let n = c.class.get();
+            match c.mask {
+                CatMask::Unified(m) => self.io.write(cpu, base.offset(n), m.bits())?,
+                CatMask::Cdp { data, code } => {
+                    self.io.write(cpu, base.offset(2 * n), data.bits())?; // data: 2n
+                    self.io.write(cpu, base.offset(2 * n + 1), code.bits())?; // code: 2n + 1
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Intel: reads the delay at 0xD50 + n and reports `100 - delay` percent. AMD: reads the
+    /// bandwidth limit at 0xC000_0200 + n in 1/8 GB/s units.
+    ///
+    /// # Errors
+    /// [`MsrError::Limit`] without MBA, [`MsrError::NoSuchDomain`], or a read error.
+    fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, MsrError> {
+        let mba = self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
+        let (n, kind) = (mba.num_classes, mba.kind);
+        let cpu = Self::domain("MBA", &self.l3, domain)?;
+        let mut out = Vec::with_capacity(n as usize);
+        for class in 0..n {
+            let limit = match kind {
+                MbaKind::IntelDelay { .. } => {
+                    let delay = self.io.read(cpu, IA32_MBA_THRTL_0.offset(class))?;
+                    MbaLimit::Percent(u8::try_from(100 - delay.min(100)).unwrap_or(0))
+                }
+                MbaKind::AmdBandwidth { .. } => {
+                    let raw = self.io.read(cpu, AMD_MBA_BW_0.offset(class))?;
+                    MbaLimit::AmdUnits(u32::try_from(raw).unwrap_or(u32::MAX))
+                }
+            };
+            out.push(MbaClass {
+                class: ClassId::new(class),
+                limit,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Intel: writes delay `100 - round(pct)` (rounded half up to the granularity, clipped
+    /// to the maximum delay; pqos `hw_mba_set`) and returns `100 - readback`, e.g. with
+    /// granularity 10: 75% -> delay 20 -> 80% applied, 5% -> delay 90 -> 10% applied.
+    /// AMD: writes the units as given (1..=2^width) and returns the readback.
+    ///
+    /// # Errors
+    /// [`MsrError::Limit`] for missing MBA, a class out of range or a value out of range
+    /// (percent 0 or above 100; AMD units 0 or above 2^width); [`MsrError::Unsupported`] for
+    /// MiB/s limits (the kernel's `mba_MBps` controller, OS interface only), non-linear
+    /// Intel MBA, or a limit of the other vendor's kind; [`MsrError::NoSuchDomain`]. Nothing
+    /// is written in these cases. A write or read error may leave earlier classes written.
+    fn set_mba_classes(
+        &mut self,
+        domain: CacheDomain,
+        classes: &[MbaClass],
+    ) -> Result<Vec<MbaClass>, MsrError> {
+        let mba = self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
+        let kind = mba.kind;
+        let step = mba.granularity().max(1);
+        let cpu = Self::domain("MBA", &self.l3, domain)?;
+        let mut writes = Vec::with_capacity(classes.len());
+        for c in classes {
+            self.caps.check_mba_class(c.class)?;
+            let (addr, value) = match (kind, c.limit) {
+                (_, MbaLimit::MibPerSec(_)) => {
+                    return Err(MsrError::Unsupported(
+                        "MBA in MBps needs the OS interface (the kernel's mba_MBps controller); \
+                         the MSR interface takes percent (Intel) or bandwidth units (AMD)"
+                            .into(),
+                    ));
+                }
+                (MbaKind::IntelDelay { linear: false, .. }, _) => {
+                    return Err(MsrError::Unsupported(
+                        "non-linear Intel MBA is not supported".into(),
+                    ));
+                }
+                (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p)) => {
+                    let p = u32::from(p);
+                    if p == 0 || p > 100 {
+                        return Err(LimitError::MbaOutOfRange {
+                            value: p,
+                            min: 1,
+                            max: 100,
+                        }
+                        .into());
+                    }
+                    let rounded = (p + step / 2) / step * step; // half up to the granularity
+                    let delay = 100u32.saturating_sub(rounded).min(max_delay);
+                    (IA32_MBA_THRTL_0.offset(c.class.get()), u64::from(delay))
+                }
+                (MbaKind::IntelDelay { .. }, MbaLimit::AmdUnits(_)) => {
+                    return Err(MsrError::Unsupported(
+                        "Intel MBA limits are percentages, not AMD bandwidth units".into(),
+                    ));
+                }
+                (MbaKind::AmdBandwidth { width }, MbaLimit::AmdUnits(u)) => {
+                    let max = amd_unlimited(width);
+                    if u == 0 || u > max {
+                        return Err(LimitError::MbaOutOfRange {
+                            value: u,
+                            min: 1,
+                            max,
+                        }
+                        .into());
+                    }
+                    (AMD_MBA_BW_0.offset(c.class.get()), u64::from(u))
+                }
+                (MbaKind::AmdBandwidth { .. }, MbaLimit::Percent(_)) => {
+                    return Err(MsrError::Unsupported(
+                        "AMD MBA limits are bandwidth units of 1/8 GB/s, not percentages".into(),
+                    ));
+                }
+            };
+            writes.push((c.class, addr, value));
+        }
+        let mut applied = Vec::with_capacity(writes.len());
+        for (class, addr, value) in writes {
+            self.io.write(cpu, addr, value)?;
+            let back = self.io.read(cpu, addr)?;
+            let limit = match kind {
+                MbaKind::IntelDelay { .. } => {
+                    MbaLimit::Percent(u8::try_from(100 - back.min(100)).unwrap_or(0))
+                }
+                MbaKind::AmdBandwidth { .. } => {
+                    MbaLimit::AmdUnits(u32::try_from(back).unwrap_or(u32::MAX))
+                }
+            };
+            applied.push(MbaClass { class, limit });
+        }
+        Ok(applied)
+    }
+
+    /// Reads IA32_PQR_ASSOC bits 63:32.
+    ///
+    /// # Errors
+    /// [`MsrError::NoSuchCpu`] or a read error.
+    fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, MsrError> {
+        self.check_cpu(cpu)?;
+        Ok(ClassId::new(regs::pqr_cos(
+            self.io.read(cpu, IA32_PQR_ASSOC)?,
+        )))
+    }
+
+    /// Read-modify-write of IA32_PQR_ASSOC: COS into bits 63:32, RMID (bits 31:0) kept.
+    ///
+    /// # Errors
+    /// [`MsrError::NoSuchCpu`]; [`MsrError::Limit`] ([`LimitError::ClassOutOfRange`]) when
+    /// `class` is not below the largest class count of the allocation resources (nothing is
+    /// written then); a read or write error.
+    fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), MsrError> {
+        self.check_cpu(cpu)?;
+        let n = self.caps.max_classes();
+        if n == 0 {
+            return Err(LimitError::Unsupported("allocation (CAT/MBA)").into());
+        }
+        if class.get() >= n {
+            return Err(LimitError::ClassOutOfRange {
+                resource: "COS association",
+                class,
+                num_classes: n,
+            }
+            .into());
+        }
+        let old = self.io.read(cpu, IA32_PQR_ASSOC)?;
+        self.io
+            .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_cos(old, class.get()))
+    }
+
+    /// Reads IA32_PQR_ASSOC bits 9:0; always `Some`.
+    ///
+    /// # Errors
+    /// [`MsrError::NoSuchCpu`] or a read error.
+    fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, MsrError> {
+        self.check_cpu(cpu)?;
+        Ok(Some(Rmid::new(regs::pqr_rmid(
+            self.io.read(cpu, IA32_PQR_ASSOC)?,
+        ))))
+    }
+
+    /// pqos `alloc_reset`: every L3 and L2 mask register in use (two per class with CDP on)
+    /// := all ways in every domain; every MBA class := no limit (Intel delay 0, AMD
+    /// 2^width; AMD SMBA likewise); every CPU -> COS 0, RMIDs kept; then IA32_L3_QOS_CFG /
+    /// IA32_L2_QOS_CFG bit 0 set or cleared on one CPU per domain as `cfg` asks, and if that
+    /// changed CDP, the masks are set to all ways again for the new layout.
+    ///
+    /// # Errors
+    /// [`MsrError::Unsupported`] before any write when CDP is requested on where it is not
+    /// supported, a CDP setting is given without that CAT, or `mba_ctrl` is on (the kernel's
+    /// software controller; OS interface only). A read or write error stops the reset
+    /// part-way.
+    fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), MsrError> {
+        if cfg.mba_ctrl == FeatureSetting::On {
+            return Err(MsrError::Unsupported(
+                "MBA CTRL requested but not supported by the MSR interface: the MBps controller \
+                 (mba_MBps) needs the OS interface"
+                    .into(),
+            ));
+        }
+        let l3_cdp = self.cdp_target(CatResource::L3, cfg.l3_cdp)?;
+        let l2_cdp = self.cdp_target(CatResource::L2, cfg.l2_cdp)?;
+
+        self.reset_masks(CatResource::L3)?;
+        self.reset_masks(CatResource::L2)?;
+        let mba_cpus: Vec<LogicalCpu> = self.l3.iter().map(|d| d.cpu).collect();
+        for (feature, base) in [
+            (self.caps.mba.get(), None),
+            (self.caps.smba.get(), Some(AMD_SMBA_BW_0)),
+        ] {
+            let Some(mba) = feature else { continue };
+            let (base, value) = match (mba.kind, base) {
+                (MbaKind::IntelDelay { .. }, None) => (IA32_MBA_THRTL_0, 0), // delay 0: no throttling
+                (MbaKind::IntelDelay { .. }, Some(_)) => continue,           // SMBA is AMD only
+                (MbaKind::AmdBandwidth { width }, b) => {
+                    (b.unwrap_or(AMD_MBA_BW_0), u64::from(amd_unlimited(width)))
+                }
+            };
+            for &cpu in &mba_cpus {
+                for i in 0..mba.num_classes {
+                    self.io.write(cpu, base.offset(i), value)?;
+                }
+            }
+        }
+        let all: Vec<LogicalCpu> = self.topology.cpus().iter().map(|c| c.cpu).collect();
+        for cpu in all {
+            let old = self.io.read(cpu, IA32_PQR_ASSOC)?;
+            if regs::pqr_cos(old) != 0 {
+                self.io
+                    .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_cos(old, 0))?;
+            }
+        }
+        for (resource, target) in [(CatResource::L3, l3_cdp), (CatResource::L2, l2_cdp)] {
+            if let Some(on) = target
+                && self.set_cdp(resource, on)?
+            {
+                self.reset_masks(resource)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every CPU's IA32_PQR_ASSOC RMID := 0 (COS kept; written only where it is not 0
+    /// already), and every group of this backend is forgotten (pqos `-r`).
+    ///
+    /// # Errors
+    /// The first read or write error; every CPU is still attempted.
+    fn reset_monitoring(&mut self) -> Result<(), MsrError> {
+        self.groups.clear();
+        let all: Vec<LogicalCpu> = self.topology.cpus().iter().map(|c| c.cpu).collect();
+        let mut first_err = None;
+        for cpu in all {
+            let res = self.io.read(cpu, IA32_PQR_ASSOC).and_then(|old| {
+                if regs::pqr_rmid(old) == 0 {
+                    Ok(())
+                } else {
+                    self.io
+                        .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_rmid(old, 0))
+                }
+            });
+            if let Err(e) = res {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// Starts a group: checks every CPU is online, not in a group of this backend and has
+    /// RMID 0 in IA32_PQR_ASSOC; picks per L3 domain the lowest RMID >= 1 that no
+    /// IA32_PQR_ASSOC of the domain and no other group holds; writes it into each CPU's
+    /// IA32_PQR_ASSOC (COS kept). IPC and LLC misses need no RMID and are accepted even
+    /// without a PMU (their values are then `None`).
+    ///
+    /// # Errors
+    /// [`MsrError::EmptyGroup`], [`MsrError::NoSuchCpu`], [`MsrError::Unsupported`] (an
+    /// event the platform does not count, or a CPU without L3), [`MsrError::AlreadyMonitored`],
+    /// [`MsrError::OutOfRmids`]: nothing is written in these cases. A failed write is rolled
+    /// back on the CPUs already written (best effort) and returned.
+    fn start_monitoring(
+        &mut self,
+        cpus: &CpuSet,
+        events: MonEvents,
+    ) -> Result<MonGroupId, MsrError> {
+        if cpus.is_empty() || events.is_empty() {
+            return Err(MsrError::EmptyGroup);
+        }
+        let mut members: Vec<(LogicalCpu, Option<CacheDomain>)> = Vec::with_capacity(cpus.len());
+        for cpu in cpus.iter() {
+            let p = self.topology.get(cpu).ok_or(MsrError::NoSuchCpu(cpu))?;
+            members.push((cpu, p.l3));
+        }
+        let hw_events = self.hw_events(events)?;
+        if !hw_events.is_empty()
+            && let Some(&(cpu, _)) = members.iter().find(|(_, l3)| l3.is_none())
+        {
+            return Err(MsrError::Unsupported(format!(
+                "CPU {cpu} has no L3 cache, so its LLC occupancy and memory bandwidth cannot be monitored"
+            )));
+        }
+        for &(cpu, _) in &members {
+            if self.groups.iter().any(|g| g.cpus.contains(&cpu)) {
+                return Err(MsrError::AlreadyMonitored(cpu));
+            }
+        }
+        let mut assoc = Vec::with_capacity(members.len());
+        for &(cpu, _) in &members {
+            let v = self.io.read(cpu, IA32_PQR_ASSOC)?;
+            if regs::pqr_rmid(v) != 0 {
+                return Err(MsrError::AlreadyMonitored(cpu));
+            }
+            assoc.push(v);
+        }
+
+        let (width, scale) = self.caps.monitoring.get().map_or((64, 1), |m| {
+            (m.counter_width, u64::from(m.upscaling_factor))
+        });
+        let mut contexts: Vec<Context> = Vec::new();
+        if !hw_events.is_empty() {
+            contexts = self.allocate_rmids(cpus, &members)?;
+            for (i, &(cpu, l3)) in members.iter().enumerate() {
+                let rmid = contexts
+                    .iter()
+                    .find(|c| Some(c.domain) == l3)
+                    .map_or(0, |c| c.rmid);
+                if let Err(e) =
+                    self.io
+                        .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_rmid(assoc[i], rmid))
+                {
+                    for (j, &(done, _)) in members.iter().enumerate().take(i) {
+                        let _ = self.io.write(done, IA32_PQR_ASSOC, assoc[j]); // best-effort rollback
+                    }
+                    return Err(e);
+                }
+            }
+        }
+
+        let id = MonGroupId(self.next_group);
+        self.next_group += 1;
+        let cpus: Vec<LogicalCpu> = members.iter().map(|m| m.0).collect();
+        self.groups.push(Group {
+            id,
+            events,
+            pmu_prev: vec![None; cpus.len()],
+            cpus,
+            hw_events,
+            contexts,
+            width,
+            scale,
+            polled: false,
+            values: MonValues::default(),
+        });
+        Ok(id)
+    }
+
+    /// For every group, every L3 domain it spans and every hardware event: WRMSR
+    /// IA32_QM_EVTSEL (`rmid << 32 | event`), RDMSR IA32_QM_CTR on the group's lowest CPU
+    /// in that domain; plus one PMU read per CPU when IPC or LLC misses are monitored.
+    ///
+    /// # Errors
+    /// A read or write error of the `MsrIo` (not the Error/Unavailable flags of
+    /// IA32_QM_CTR: those make the value `None`).
+    fn poll(&mut self) -> Result<(), MsrError> {
+        let Self {
+            io, pmu, groups, ..
+        } = self;
+        for g in groups {
+            g.poll(io, pmu)?;
+        }
+        Ok(())
+    }
+
+    fn values(&self, group: MonGroupId) -> Option<&MonValues> {
+        let i = self.groups.binary_search_by_key(&group, |g| g.id).ok()?;
+        Some(&self.groups[i].values)
+    }
+
+    /// Forgets the group and writes RMID 0 back into its CPUs' IA32_PQR_ASSOC (COS kept).
+    ///
+    /// # Errors
+    /// [`MsrError::NoSuchGroup`]; otherwise the first read or write error (every CPU is
+    /// still attempted and the group is forgotten).
+    fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), MsrError> {
+        let i = self
+            .groups
+            .binary_search_by_key(&group, |g| g.id)
+            .map_err(|_| MsrError::NoSuchGroup(group))?;
+        let g = self.groups.remove(i);
+        if g.contexts.is_empty() {
+            return Ok(());
+        }
+        let mut first_err = None;
+        for cpu in g.cpus {
+            let res = self.io.read(cpu, IA32_PQR_ASSOC).and_then(|old| {
+                if regs::pqr_rmid(old) == 0 {
+                    Ok(())
+                } else {
+                    self.io
+                        .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_rmid(old, 0))
+                }
+            });
+            if let Err(e) = res {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
