@@ -267,8 +267,11 @@ pub trait Backend {
     ///
     /// # Errors
     /// When a CPU is offline or already monitored, events are unsupported, or no RMID is free.
-    fn start_monitoring(&mut self, cpus: &CpuSet, events: MonEvents)
-    -> Result<MonGroupId, Self::Error>;
+    fn start_monitoring(
+        &mut self,
+        cpus: &CpuSet,
+        events: MonEvents,
+    ) -> Result<MonGroupId, Self::Error>;
 
     /// Reads the counters of every started group; afterwards [`Backend::values`] has the new
     /// values.

@@ -124,7 +124,11 @@ impl CatCaps {
     /// uses two mask registers, data at 2n and code at 2n+1).
     #[must_use]
     pub const fn usable_classes(&self) -> u32 {
-        if self.cdp_enabled { self.num_classes / 2 } else { self.num_classes }
+        if self.cdp_enabled {
+            self.num_classes / 2
+        } else {
+            self.num_classes
+        }
     }
 
     /// The mask with every way set (the reset value of a class).
@@ -284,7 +288,9 @@ pub enum LimitError {
     #[error("{0} is not supported on this platform")]
     Unsupported(&'static str),
     /// A mask has bits beyond the CBM length.
-    #[error("mask {mask:#x} is wider than the {cbm_len}-bit {resource} capacity bitmask (highest allowed {max:#x})")]
+    #[error(
+        "mask {mask:#x} is wider than the {cbm_len}-bit {resource} capacity bitmask (highest allowed {max:#x})"
+    )]
     MaskTooWide {
         /// Resource.
         resource: CatResource,
@@ -296,7 +302,9 @@ pub enum LimitError {
         max: u64,
     },
     /// A mask is not one run of set bits and the CPU requires that.
-    #[error("mask {mask:#x} is not contiguous and this CPU's {resource} CAT requires contiguous masks")]
+    #[error(
+        "mask {mask:#x} is not contiguous and this CPU's {resource} CAT requires contiguous masks"
+    )]
     NonContiguous {
         /// Resource.
         resource: CatResource,
@@ -375,19 +383,30 @@ impl Capabilities {
     /// [`LimitError::Unsupported`], [`LimitError::MaskTooWide`], [`LimitError::NonContiguous`]
     /// or [`LimitError::TooFewBits`].
     pub fn check_mask(&self, resource: CatResource, mask: CacheBitmask) -> Result<(), LimitError> {
-        let cat = self.cat(resource).ok_or(LimitError::Unsupported(match resource {
-            CatResource::L3 => "L3 CAT",
-            CatResource::L2 => "L2 CAT",
-        }))?;
+        let cat = self
+            .cat(resource)
+            .ok_or(LimitError::Unsupported(match resource {
+                CatResource::L3 => "L3 CAT",
+                CatResource::L2 => "L2 CAT",
+            }))?;
         let max = cat.full_mask().bits();
         if mask.bits() & !max != 0 {
-            return Err(LimitError::MaskTooWide { resource, mask, cbm_len: cat.cbm_len, max });
+            return Err(LimitError::MaskTooWide {
+                resource,
+                mask,
+                cbm_len: cat.cbm_len,
+                max,
+            });
         }
         if !cat.non_contiguous_cbm && !mask.is_contiguous() {
             return Err(LimitError::NonContiguous { resource, mask });
         }
         if mask.ways() < cat.min_cbm_bits {
-            return Err(LimitError::TooFewBits { resource, mask, min: cat.min_cbm_bits });
+            return Err(LimitError::TooFewBits {
+                resource,
+                mask,
+                min: cat.min_cbm_bits,
+            });
         }
         Ok(())
     }
@@ -404,7 +423,11 @@ impl Capabilities {
         let cat = self.cat(resource).ok_or(LimitError::Unsupported(name))?;
         let n = cat.usable_classes();
         if class.get() >= n {
-            return Err(LimitError::ClassOutOfRange { resource: name, class, num_classes: n });
+            return Err(LimitError::ClassOutOfRange {
+                resource: name,
+                class,
+                num_classes: n,
+            });
         }
         Ok(())
     }

@@ -132,7 +132,9 @@ impl CpuSet {
                 }
                 let bit = w.trailing_zeros();
                 w &= w - 1;
-                Some(LogicalCpu::new(u32::try_from(i).unwrap_or(u32::MAX) * 64 + bit))
+                Some(LogicalCpu::new(
+                    u32::try_from(i).unwrap_or(u32::MAX) * 64 + bit,
+                ))
             })
         })
     }
@@ -175,7 +177,10 @@ impl CpuSet {
         }
         for (i, token) in text.rsplit(',').enumerate() {
             let word = u32::from_str_radix(token.trim(), 16).map_err(|_| {
-                ParseCpuSetError::BadMaskWord { mask: mask.into(), token: token.into() }
+                ParseCpuSetError::BadMaskWord {
+                    mask: mask.into(),
+                    token: token.into(),
+                }
             })?;
             let base = u32::try_from(i * 32).map_err(|_| ParseCpuSetError::TooLarge {
                 list: mask.into(),
@@ -230,13 +235,20 @@ fn split(cpu: u32) -> (usize, u64) {
 fn parse_cpu(list: &str, token: &str, text: &str) -> Result<u32, ParseCpuSetError> {
     let t = text.trim();
     if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ParseCpuSetError::BadToken { list: list.into(), token: token.into() });
+        return Err(ParseCpuSetError::BadToken {
+            list: list.into(),
+            token: token.into(),
+        });
     }
-    let n: u64 = t
-        .parse()
-        .map_err(|_| ParseCpuSetError::TooLarge { list: list.into(), cpu: u64::MAX })?;
+    let n: u64 = t.parse().map_err(|_| ParseCpuSetError::TooLarge {
+        list: list.into(),
+        cpu: u64::MAX,
+    })?;
     if n > u64::from(MAX_CPU) {
-        return Err(ParseCpuSetError::TooLarge { list: list.into(), cpu: n });
+        return Err(ParseCpuSetError::TooLarge {
+            list: list.into(),
+            cpu: n,
+        });
     }
     Ok(u32::try_from(n).unwrap_or(MAX_CPU))
 }
@@ -252,7 +264,10 @@ fn parse_list(list: &str, lenient: bool) -> Result<CpuSet, ParseCpuSetError> {
             if lenient {
                 continue;
             }
-            return Err(ParseCpuSetError::BadToken { list: list.into(), token: token.into() });
+            return Err(ParseCpuSetError::BadToken {
+                list: list.into(),
+                token: token.into(),
+            });
         }
         let (lo, hi) = match token.split_once('-') {
             None => {
@@ -367,8 +382,14 @@ mod tests {
                 other => panic!("{list}: {other:?}"),
             }
         }
-        assert!(matches!("7-2".parse::<CpuSet>(), Err(ParseCpuSetError::Reversed { .. })));
-        assert!(matches!("99999".parse::<CpuSet>(), Err(ParseCpuSetError::TooLarge { .. })));
+        assert!(matches!(
+            "7-2".parse::<CpuSet>(),
+            Err(ParseCpuSetError::Reversed { .. })
+        ));
+        assert!(matches!(
+            "99999".parse::<CpuSet>(),
+            Err(ParseCpuSetError::TooLarge { .. })
+        ));
     }
 
     #[test]

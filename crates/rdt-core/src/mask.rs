@@ -99,7 +99,10 @@ impl FromStr for CacheBitmask {
     /// Parses hexadecimal with or without `0x` (the kernel's and pqos's forms).
     fn from_str(s: &str) -> Result<Self, MaskError> {
         let t = s.trim();
-        let hex = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+        let hex = t
+            .strip_prefix("0x")
+            .or_else(|| t.strip_prefix("0X"))
+            .unwrap_or(t);
         let bits = u64::from_str_radix(hex, 16).map_err(|_| MaskError::NotHex(s.into()))?;
         if bits == 0 {
             return Err(MaskError::Zero(s.into()));
@@ -123,7 +126,10 @@ mod tests {
 
     #[test]
     fn rejects_zero_and_garbage_naming_the_token() {
-        assert_eq!("0x0".parse::<CacheBitmask>(), Err(MaskError::Zero("0x0".into())));
+        assert_eq!(
+            "0x0".parse::<CacheBitmask>(),
+            Err(MaskError::Zero("0x0".into()))
+        );
         let e = "0xzz".parse::<CacheBitmask>().unwrap_err();
         assert!(e.to_string().contains("`0xzz`"), "{e}");
     }

@@ -5,7 +5,9 @@ use std::str::FromStr;
 
 /// An MBA limit could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{0}` is not a memory bandwidth limit (expected a number, `N%`, `NMBps` or `Nu` for AMD units)")]
+#[error(
+    "`{0}` is not a memory bandwidth limit (expected a number, `N%`, `NMBps` or `Nu` for AMD units)"
+)]
 #[non_exhaustive]
 pub struct ParseMbaLimitError(pub String);
 
@@ -72,7 +74,9 @@ impl FromStr for MbaLimit {
         } else if let Some(n) = t.strip_suffix('u') {
             (n, |v| Some(Self::AmdUnits(v)))
         } else {
-            (t.strip_suffix('%').unwrap_or(t), |v| u8::try_from(v).ok().map(Self::Percent))
+            (t.strip_suffix('%').unwrap_or(t), |v| {
+                u8::try_from(v).ok().map(Self::Percent)
+            })
         };
         let n = num.trim();
         if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {

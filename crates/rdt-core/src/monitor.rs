@@ -19,7 +19,11 @@ use std::time::Duration;
 /// ```
 #[must_use]
 pub const fn counter_delta(old: u64, new: u64, width: u32) -> u64 {
-    let mask = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+    let mask = if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
     (new & mask).wrapping_sub(old & mask) & mask
 }
 
