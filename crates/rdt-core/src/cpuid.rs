@@ -1,4 +1,35 @@
 //! CPUID sources: the instruction, the per-CPU `cpuid` device, and canonical dump files.
+//!
+//! Every source implements [`CpuidSource`], which answers `None` for a (leaf, subleaf) it
+//! does not know. Only dumps ever do that: a dump records what its tool recorded, and an
+//! absent leaf means *unknown*, never zero. [`raw_cpuid()`] adapts any source to the
+//! `raw-cpuid` crate's decoders; it reads unknown leaves as zeros, so callers check
+//! [`CpuidSource::cpuid`]`.is_some()` before trusting a decoded field (detection does).
+//!
+//! | source | where the answers come from | unknown leaves |
+//! |---|---|---|
+//! | [`NativeCpuid`] | the CPUID instruction, on whatever CPU the thread runs | never (x86_64); always (other arches) |
+//! | [`DevCpuid`] | Linux `/dev/cpu/N/cpuid` (the `cpuid` module), on CPU N | only on a read error |
+//! | [`CpuidDump`], [`DumpCpu`] | a canonical dump file (`# canonical-cpuid v1`) | every unrecorded leaf |
+//! | `Fn(u32, u32) -> Option<CpuidRegs>` | a closure, for tests | as the closure says |
+//!
+//! # References
+//! - Intel SDM Vol. 2A, "CPUID—CPU Identification".
+//! - AMD64 Architecture Programmer's Manual Vol. 3, appendix E "Obtaining Processor
+//!   Information Via the CPUID Instruction".
+//! - Linux `arch/x86/kernel/cpuid.c` (the `/dev/cpu/N/cpuid` device).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use raw_cpuid::{CpuId, CpuIdReader, CpuIdResult};
+
+use crate::LogicalCpu;
 
 /// The four registers one CPUID query returns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -13,12 +44,42 @@ pub struct CpuidRegs {
     pub edx: u32,
 }
 
+impl From<CpuIdResult> for CpuidRegs {
+    fn from(r: CpuIdResult) -> Self {
+        Self {
+            eax: r.eax,
+            ebx: r.ebx,
+            ecx: r.ecx,
+            edx: r.edx,
+        }
+    }
+}
+
+impl From<CpuidRegs> for CpuIdResult {
+    fn from(r: CpuidRegs) -> Self {
+        Self {
+            eax: r.eax,
+            ebx: r.ebx,
+            ecx: r.ecx,
+            edx: r.edx,
+        }
+    }
+}
+
 /// Where CPUID answers come from.
 ///
 /// `None` means the source did not record that (leaf, subleaf): a partial dump. The CPUID
 /// instruction and the `cpuid` device always answer.
 ///
 /// Closures `Fn(u32, u32) -> Option<CpuidRegs>` are sources too, for tests.
+///
+/// # Examples
+/// ```
+/// use rdt_core::{CpuidRegs, CpuidSource};
+/// let src = |leaf: u32, _sub: u32| (leaf == 0).then(|| CpuidRegs { eax: 0x16, ..Default::default() });
+/// assert_eq!(src.cpuid(0, 0).map(|r| r.eax), Some(0x16));
+/// assert_eq!(src.cpuid(7, 0), None);
+/// ```
 pub trait CpuidSource {
     /// Answers CPUID with EAX = `leaf`, ECX = `subleaf`.
     fn cpuid(&self, leaf: u32, subleaf: u32) -> Option<CpuidRegs>;
@@ -30,5 +91,741 @@ where
 {
     fn cpuid(&self, leaf: u32, subleaf: u32) -> Option<CpuidRegs> {
         self(leaf, subleaf)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// raw-cpuid adapter
+
+/// A `raw_cpuid::CpuIdReader` over any [`CpuidSource`]; unknown leaves read as zeros.
+///
+/// Zeros are what raw-cpuid's decoders expect of "nothing here" (a cache-parameter type of 0
+/// ends the cache list, a clear bit is an absent feature). They are **not** evidence that
+/// the leaf is zero: check [`CpuidSource::cpuid`] first when the difference matters.
+#[derive(Clone, Copy)]
+pub struct RawCpuidReader<'a> {
+    src: &'a dyn CpuidSource,
+}
+
+impl fmt::Debug for RawCpuidReader<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawCpuidReader").finish_non_exhaustive()
+    }
+}
+
+impl CpuIdReader for RawCpuidReader<'_> {
+    fn cpuid2(&self, eax: u32, ecx: u32) -> CpuIdResult {
+        self.src.cpuid(eax, ecx).unwrap_or_default().into()
+    }
+}
+
+/// The `raw-cpuid` view of a source, for its decoders (vendor, brand string, feature bits,
+/// `get_rdt_monitoring_info`, `get_rdt_allocation_info`, `get_pqos_extended_feature_info`,
+/// cache parameters).
+///
+/// Leaves the source does not know read as zeros (see [`RawCpuidReader`]).
+///
+/// # Examples
+/// ```
+/// use rdt_core::cpuid::{raw_cpuid, CpuidRegs};
+/// // Leaf 0 of a Xeon Gold 6140: max leaf 0x16, "GenuineIntel".
+/// let src = |leaf: u32, _sub: u32| {
+///     (leaf == 0).then_some(CpuidRegs { eax: 0x16, ebx: 0x756e_6547, ecx: 0x6c65_746e, edx: 0x4965_6e69 })
+/// };
+/// let id = raw_cpuid(&src);
+/// assert_eq!(id.get_vendor_info().unwrap().as_str(), "GenuineIntel");
+/// ```
+#[must_use]
+pub fn raw_cpuid(src: &dyn CpuidSource) -> CpuId<RawCpuidReader<'_>> {
+    CpuId::with_cpuid_reader(RawCpuidReader { src })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The CPUID instruction
+
+/// The CPUID instruction of the CPU the calling thread runs on
+/// (`std::arch::x86_64::__cpuid_count`).
+///
+/// Pin the thread (or use [`DevCpuid`]) to query a particular CPU: leaves 1, 4, 0xB, 0x1F and
+/// 0x8000001E differ per logical CPU. On architectures other than x86_64 every answer is
+/// `None`.
+///
+/// Note that the instruction answers every leaf: beyond the maximum leaf (CPUID.0:EAX) Intel
+/// CPUs return the highest basic leaf's data, so decoders must check the maximum leaf first
+/// (as [`crate::Capabilities::detect`] does).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NativeCpuid;
+
+impl CpuidSource for NativeCpuid {
+    #[cfg(target_arch = "x86_64")]
+    fn cpuid(&self, leaf: u32, subleaf: u32) -> Option<CpuidRegs> {
+        let r = std::arch::x86_64::__cpuid_count(leaf, subleaf);
+        Some(CpuidRegs {
+            eax: r.eax,
+            ebx: r.ebx,
+            ecx: r.ecx,
+            edx: r.edx,
+        })
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn cpuid(&self, _leaf: u32, _subleaf: u32) -> Option<CpuidRegs> {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// /dev/cpu/N/cpuid
+
+/// The Linux per-CPU CPUID device, `<root>/cpu/N/cpuid` (root `/dev` on a real system).
+///
+/// The kernel's `cpuid` driver runs CPUID on CPU N with EAX = the low 32 bits of the file
+/// offset and ECX = the high 32 bits, and returns 16 bytes: EAX, EBX, ECX, EDX,
+/// little-endian. Reads use `read_exact_at`, so one open device serves any number of
+/// queries.
+///
+/// # References
+/// Linux `arch/x86/kernel/cpuid.c` (`cpuid_read`).
+#[derive(Debug)]
+pub struct DevCpuid {
+    file: File,
+    cpu: LogicalCpu,
+    path: PathBuf,
+}
+
+impl DevCpuid {
+    /// The device root on a real system.
+    pub const DEFAULT_ROOT: &'static str = "/dev";
+
+    /// The device path of `cpu` under `root`: `<root>/cpu/<cpu>/cpuid`.
+    #[must_use]
+    pub fn device_path(root: &Path, cpu: LogicalCpu) -> PathBuf {
+        root.join("cpu").join(cpu.to_string()).join("cpuid")
+    }
+
+    /// Opens `<root>/cpu/<cpu>/cpuid` for reading.
+    ///
+    /// # Errors
+    /// The `io::Error` of `open`: `NotFound` when the `cpuid` module is not loaded or the CPU
+    /// is offline, `PermissionDenied` without root (or CAP_SYS_RAWIO).
+    pub fn open(root: &Path, cpu: LogicalCpu) -> io::Result<Self> {
+        let path = Self::device_path(root, cpu);
+        let file = File::open(&path)?;
+        Ok(Self { file, cpu, path })
+    }
+
+    /// The CPU this device answers for.
+    #[must_use]
+    pub const fn cpu(&self) -> LogicalCpu {
+        self.cpu
+    }
+
+    /// The device path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file offset that selects (`leaf`, `subleaf`): `leaf | subleaf << 32`.
+    #[must_use]
+    pub const fn offset(leaf: u32, subleaf: u32) -> u64 {
+        leaf as u64 | (subleaf as u64) << 32
+    }
+}
+
+impl CpuidSource for DevCpuid {
+    /// Reads 16 bytes at [`DevCpuid::offset`]; a read error answers `None`.
+    fn cpuid(&self, leaf: u32, subleaf: u32) -> Option<CpuidRegs> {
+        let mut buf = [0u8; 16];
+        self.file
+            .read_exact_at(&mut buf, Self::offset(leaf, subleaf))
+            .ok()?;
+        let word = |i: usize| u32::from_le_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
+        Some(CpuidRegs {
+            eax: word(0),
+            ebx: word(4),
+            ecx: word(8),
+            edx: word(12),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Canonical dumps
+
+/// A canonical CPUID dump could not be read or parsed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DumpError {
+    /// A line is neither a comment nor six hexadecimal words.
+    #[error("line {line}: {reason}: `{text}`")]
+    BadLine {
+        /// 1-based line number.
+        line: usize,
+        /// The line as written.
+        text: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The same (leaf, subleaf) appears twice for one CPU.
+    #[error(
+        "line {line}: leaf {leaf:#x} subleaf {subleaf:#x} of logical CPU {cpu} was already recorded: `{text}`"
+    )]
+    DuplicateLeaf {
+        /// 1-based line number of the second occurrence.
+        line: usize,
+        /// The line as written.
+        text: String,
+        /// The CPU block.
+        cpu: LogicalCpu,
+        /// Leaf (EAX).
+        leaf: u32,
+        /// Subleaf (ECX).
+        subleaf: u32,
+    },
+    /// A `# logical-cpu N` block header names a CPU that already has a block.
+    #[error("line {line}: logical CPU {cpu} already has a block: `{text}`")]
+    DuplicateCpu {
+        /// 1-based line number.
+        line: usize,
+        /// The line as written.
+        text: String,
+        /// The CPU.
+        cpu: LogicalCpu,
+    },
+    /// The file declares a format version this parser does not know.
+    #[error(
+        "line {line}: unsupported dump format (this parser reads `# canonical-cpuid v1`): `{text}`"
+    )]
+    UnsupportedVersion {
+        /// 1-based line number.
+        line: usize,
+        /// The line as written.
+        text: String,
+    },
+    /// The dump holds no CPUID rows at all.
+    #[error("the CPUID dump records no leaves")]
+    Empty,
+    /// Reading the file failed.
+    #[error("failed to read CPUID dump {path}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A dump file did not parse; the source names the line.
+    #[error("in CPUID dump {path}")]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// The parse error.
+        #[source]
+        source: Box<DumpError>,
+    },
+}
+
+/// The recorded CPUID leaves of one logical CPU of a [`CpuidDump`].
+///
+/// Implements [`CpuidSource`]: a (leaf, subleaf) that was not recorded answers `None`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpCpu {
+    /// The CPU number of the block (`# logical-cpu N`; 0 for a single-CPU dump). For hwloc
+    /// dumps this is the Linux CPU number, for AIDA64 dumps AIDA64's enumeration order.
+    pub cpu: LogicalCpu,
+    leaves: BTreeMap<(u32, u32), CpuidRegs>,
+}
+
+impl DumpCpu {
+    /// An empty block for `cpu`.
+    #[must_use]
+    pub const fn new(cpu: LogicalCpu) -> Self {
+        Self {
+            cpu,
+            leaves: BTreeMap::new(),
+        }
+    }
+
+    /// Records (or replaces) the answer for (`leaf`, `subleaf`).
+    pub fn insert(&mut self, leaf: u32, subleaf: u32, regs: CpuidRegs) {
+        self.leaves.insert((leaf, subleaf), regs);
+    }
+
+    /// Forgets the answer for (`leaf`, `subleaf`), returning it.
+    pub fn remove(&mut self, leaf: u32, subleaf: u32) -> Option<CpuidRegs> {
+        self.leaves.remove(&(leaf, subleaf))
+    }
+
+    /// The recorded rows, sorted by (leaf, subleaf).
+    pub fn leaves(&self) -> impl Iterator<Item = (u32, u32, CpuidRegs)> + '_ {
+        self.leaves.iter().map(|(&(l, s), &r)| (l, s, r))
+    }
+
+    /// Number of recorded (leaf, subleaf) rows.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.leaves.len()
+    }
+
+    /// Whether nothing was recorded.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.leaves.is_empty()
+    }
+}
+
+impl CpuidSource for DumpCpu {
+    fn cpuid(&self, leaf: u32, subleaf: u32) -> Option<CpuidRegs> {
+        self.leaves.get(&(leaf, subleaf)).copied()
+    }
+}
+
+/// A parsed canonical CPUID dump (`# canonical-cpuid v1`).
+///
+/// Format: `#` lines are comments, except `# processor: <brand>` (kept, see
+/// [`Self::processor`]) and `# logical-cpu N`, which starts the block of logical CPU N. Every
+/// other line is `leaf subleaf eax ebx ecx edx` in hexadecimal. Rows before the first block
+/// header belong to CPU 0, so a plain single-CPU dump is one block. A (leaf, subleaf) that is
+/// not listed is unknown, not zero.
+///
+/// As a [`CpuidSource`] the dump answers from its first CPU block; use [`Self::cpus`] for the
+/// others. `Display` writes the canonical format back (header, processor line, rows), and
+/// `FromStr` is [`Self::parse`].
+///
+/// # Examples
+/// ```
+/// use rdt_core::cpuid::CpuidDump;
+/// use rdt_core::CpuidSource;
+/// let text = "# canonical-cpuid v1\n# processor: Example CPU\n\
+///             00000000 00000000 00000016 756e6547 6c65746e 49656e69\n";
+/// let dump = CpuidDump::parse(text).unwrap();
+/// assert_eq!(dump.processor(), Some("Example CPU"));
+/// assert_eq!(dump.cpuid(0, 0).unwrap().eax, 0x16);
+/// assert_eq!(dump.cpuid(7, 0), None); // not recorded: unknown
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuidDump {
+    processor: Option<String>,
+    cpus: Vec<DumpCpu>,
+}
+
+impl CpuidDump {
+    /// Builds a dump from CPU blocks (at least one, in the order given).
+    ///
+    /// # Errors
+    /// [`DumpError::Empty`] when no block records any leaf.
+    pub fn from_cpus(processor: Option<String>, cpus: Vec<DumpCpu>) -> Result<Self, DumpError> {
+        if cpus.iter().all(DumpCpu::is_empty) {
+            return Err(DumpError::Empty);
+        }
+        Ok(Self { processor, cpus })
+    }
+
+    /// Parses the canonical text format.
+    ///
+    /// # Errors
+    /// [`DumpError::BadLine`] for a line that is not six hex words (the error names the line
+    /// number and its text), [`DumpError::DuplicateLeaf`], [`DumpError::DuplicateCpu`],
+    /// [`DumpError::UnsupportedVersion`] for `# canonical-cpuid v2` and later, and
+    /// [`DumpError::Empty`] when no row was found.
+    pub fn parse(text: &str) -> Result<Self, DumpError> {
+        let mut processor = None;
+        let mut cpus: Vec<DumpCpu> = Vec::new();
+        let mut current: Option<DumpCpu> = None;
+        for (idx, raw) in text.lines().enumerate() {
+            let line = idx + 1;
+            let trimmed = raw.trim();
+            if trimmed.is_empty() {
+                continue;
+            }
+            if let Some(comment) = trimmed.strip_prefix('#') {
+                let comment = comment.trim();
+                if let Some(v) = comment.strip_prefix("canonical-cpuid ") {
+                    if v.trim() != "v1" {
+                        return Err(DumpError::UnsupportedVersion {
+                            line,
+                            text: raw.into(),
+                        });
+                    }
+                } else if let Some(p) = comment.strip_prefix("processor:") {
+                    processor = Some(p.trim().to_owned());
+                } else if let Some(rest) = block_header(comment) {
+                    let n: u32 = rest.parse().map_err(|_| DumpError::BadLine {
+                        line,
+                        text: raw.into(),
+                        reason: "`# logical-cpu` is not followed by a decimal CPU number",
+                    })?;
+                    let cpu = LogicalCpu::new(n);
+                    cpus.extend(current.take());
+                    if cpus.iter().any(|c| c.cpu == cpu) {
+                        return Err(DumpError::DuplicateCpu {
+                            line,
+                            text: raw.into(),
+                            cpu,
+                        });
+                    }
+                    current = Some(DumpCpu::new(cpu));
+                }
+                continue;
+            }
+            let (leaf, subleaf, regs) = parse_row(trimmed).ok_or_else(|| DumpError::BadLine {
+                line,
+                text: raw.into(),
+                reason: "expected `leaf subleaf eax ebx ecx edx` as six hexadecimal 32-bit words",
+            })?;
+            // Rows before any `# logical-cpu` header are CPU 0's (a single-CPU dump).
+            let block = current.get_or_insert_with(|| DumpCpu::new(LogicalCpu::new(0)));
+            if block.leaves.insert((leaf, subleaf), regs).is_some() {
+                return Err(DumpError::DuplicateLeaf {
+                    line,
+                    text: raw.into(),
+                    cpu: block.cpu,
+                    leaf,
+                    subleaf,
+                });
+            }
+        }
+        cpus.extend(current);
+        Self::from_cpus(processor, cpus)
+    }
+
+    /// Reads and parses a dump file.
+    ///
+    /// # Errors
+    /// [`DumpError::Io`] when the file cannot be read; [`DumpError::InFile`] wrapping the
+    /// [`Self::parse`] error (which names the line) when it does not parse.
+    pub fn from_path(path: &Path) -> Result<Self, DumpError> {
+        let text = std::fs::read_to_string(path).map_err(|source| DumpError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|e| DumpError::InFile {
+            path: path.to_owned(),
+            source: Box::new(e),
+        })
+    }
+
+    /// The brand string of the `# processor:` header, if the dump has one.
+    #[must_use]
+    pub fn processor(&self) -> Option<&str> {
+        self.processor.as_deref()
+    }
+
+    /// The CPU blocks, in file order (at least one).
+    #[must_use]
+    pub fn cpus(&self) -> &[DumpCpu] {
+        &self.cpus
+    }
+
+    /// The block of logical CPU `cpu`, if the dump has one.
+    #[must_use]
+    pub fn cpu(&self, cpu: LogicalCpu) -> Option<&DumpCpu> {
+        self.cpus.iter().find(|c| c.cpu == cpu)
+    }
+}
+
+/// `logical-cpu N` -> `Some("N")`; `logical-cpus-in-dump: ...` and other comments -> `None`.
+fn block_header(comment: &str) -> Option<&str> {
+    let mut words = comment.split_whitespace();
+    (words.next() == Some("logical-cpu")).then(|| words.next().unwrap_or(""))
+}
+
+fn parse_row(line: &str) -> Option<(u32, u32, CpuidRegs)> {
+    let mut words = line.split_whitespace().map(|w| {
+        (!w.is_empty() && w.len() <= 8 && w.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u32::from_str_radix(w, 16).ok())
+            .flatten()
+    });
+    let mut next = || words.next().flatten();
+    let row = (
+        next()?,
+        next()?,
+        CpuidRegs {
+            eax: next()?,
+            ebx: next()?,
+            ecx: next()?,
+            edx: next()?,
+        },
+    );
+    words.next().is_none().then_some(row)
+}
+
+impl CpuidSource for CpuidDump {
+    /// Answers from the first CPU block.
+    fn cpuid(&self, leaf: u32, subleaf: u32) -> Option<CpuidRegs> {
+        self.cpus.first()?.cpuid(leaf, subleaf)
+    }
+}
+
+impl FromStr for CpuidDump {
+    type Err = DumpError;
+
+    fn from_str(s: &str) -> Result<Self, DumpError> {
+        Self::parse(s)
+    }
+}
+
+impl fmt::Display for CpuidDump {
+    /// Writes the canonical v1 format. Block headers are written unless the dump is one block
+    /// of CPU 0.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "# canonical-cpuid v1")?;
+        if let Some(p) = &self.processor {
+            writeln!(f, "# processor: {p}")?;
+        }
+        writeln!(f, "# columns: leaf subleaf eax ebx ecx edx (hex)")?;
+        let headers = self.cpus.len() > 1 || self.cpus.iter().any(|c| c.cpu.get() != 0);
+        for block in &self.cpus {
+            if headers {
+                writeln!(f, "# logical-cpu {}", block.cpu)?;
+            }
+            for (leaf, sub, r) in block.leaves() {
+                writeln!(
+                    f,
+                    "{leaf:08x} {sub:08x} {:08x} {:08x} {:08x} {:08x}",
+                    r.eax, r.ebx, r.ecx, r.edx
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const GOLD_6140_HEAD: &str = "\
+# canonical-cpuid v1
+# processor: Intel(R) Xeon(R) Gold 6140 CPU @ 2.30GHz
+# logical-cpus-in-dump: 72 (this file: logical CPU 0)
+# columns: leaf subleaf eax ebx ecx edx (hex)
+00000000 00000000 00000016 756e6547 6c65746e 49656e69
+0000000f 00000001 00000000 00012000 0000008f 00000007
+00000010 00000001 0000000a 00000600 00000004 0000000f
+";
+
+    #[test]
+    fn parse_reads_rows_and_processor_and_leaves_the_rest_unknown() {
+        // act
+        let dump = CpuidDump::parse(GOLD_6140_HEAD).unwrap();
+        // assert
+        assert_eq!(
+            dump.processor(),
+            Some("Intel(R) Xeon(R) Gold 6140 CPU @ 2.30GHz")
+        );
+        assert_eq!(dump.cpus().len(), 1);
+        assert_eq!(dump.cpus()[0].cpu, LogicalCpu::new(0));
+        assert_eq!(
+            dump.cpuid(0x10, 1),
+            Some(CpuidRegs {
+                eax: 0xa,
+                ebx: 0x600,
+                ecx: 0x4,
+                edx: 0xf
+            })
+        );
+        assert_eq!(dump.cpuid(0x10, 2), None);
+        assert_eq!(dump.cpuid(7, 0), None);
+    }
+
+    #[test]
+    fn parse_splits_logical_cpu_blocks_but_not_the_cpus_in_dump_comment() {
+        // arrange
+        let text = "# logical-cpus-in-dump: 2\n# logical-cpu 0\n\
+                    0000000b 00000000 00000001 00000002 00000100 00000000\n\
+                    # logical-cpu 5\n\
+                    0000000b 00000000 00000001 00000002 00000100 00000024\n";
+        // act
+        let dump = CpuidDump::parse(text).unwrap();
+        // assert
+        let cpus: Vec<u32> = dump.cpus().iter().map(|c| c.cpu.get()).collect();
+        assert_eq!(cpus, [0, 5]);
+        assert_eq!(
+            dump.cpu(LogicalCpu::new(5))
+                .unwrap()
+                .cpuid(0xb, 0)
+                .unwrap()
+                .edx,
+            0x24
+        );
+        assert_eq!(
+            dump.cpuid(0xb, 0).unwrap().edx,
+            0,
+            "the dump answers from its first block"
+        );
+    }
+
+    #[test]
+    fn malformed_row_error_names_line_number_and_text() {
+        // arrange
+        let text = "# canonical-cpuid v1\n00000000 00000000 00000016 756e6547 6c65746e 49656e69\n\
+                    00000001 00000000 000zz654 00400800\n";
+        // act
+        let err = CpuidDump::parse(text).unwrap_err();
+        // assert
+        match &err {
+            DumpError::BadLine { line, text, .. } => {
+                assert_eq!(*line, 3);
+                assert_eq!(text, "00000001 00000000 000zz654 00400800");
+            }
+            other => panic!("unexpected error {other:?}"),
+        }
+        let msg = err.to_string();
+        assert!(msg.starts_with("line 3: "), "{msg}");
+        assert!(
+            msg.contains("`00000001 00000000 000zz654 00400800`"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn row_with_a_seventh_word_or_a_too_long_word_is_rejected() {
+        for bad in [
+            "00000000 00000000 00000016 756e6547 6c65746e 49656e69 00000000",
+            "00000000 00000000 100000016 756e6547 6c65746e 49656e69",
+            "0x0 0 0 0 0 0",
+        ] {
+            let err = CpuidDump::parse(bad).unwrap_err();
+            assert!(
+                matches!(err, DumpError::BadLine { line: 1, .. }),
+                "{bad}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn duplicate_rows_and_blocks_and_empty_dumps_are_errors() {
+        let dup = "0 0 1 2 3 4\n0 0 1 2 3 4\n";
+        assert!(matches!(
+            CpuidDump::parse(dup),
+            Err(DumpError::DuplicateLeaf {
+                line: 2,
+                leaf: 0,
+                subleaf: 0,
+                ..
+            })
+        ));
+        let dup_cpu = "# logical-cpu 1\n0 0 1 2 3 4\n# logical-cpu 1\n";
+        assert!(matches!(
+            CpuidDump::parse(dup_cpu),
+            Err(DumpError::DuplicateCpu { line: 3, .. })
+        ));
+        assert!(matches!(
+            CpuidDump::parse("# only comments\n"),
+            Err(DumpError::Empty)
+        ));
+        assert!(matches!(
+            CpuidDump::parse("# canonical-cpuid v2\n0 0 0 0 0 0\n"),
+            Err(DumpError::UnsupportedVersion { line: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn from_path_wraps_parse_errors_with_the_path() {
+        // arrange
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.txt");
+        std::fs::write(&path, "# x\nnot a row\n").unwrap();
+        // act
+        let err = CpuidDump::from_path(&path).unwrap_err();
+        // assert
+        let DumpError::InFile { path: p, source } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(p, &path);
+        assert!(matches!(**source, DumpError::BadLine { line: 2, .. }));
+        let missing = CpuidDump::from_path(&dir.path().join("none")).unwrap_err();
+        assert!(matches!(missing, DumpError::Io { .. }));
+    }
+
+    #[test]
+    fn display_writes_the_canonical_format() {
+        let dump = CpuidDump::parse(GOLD_6140_HEAD).unwrap();
+        let text = dump.to_string();
+        assert!(text.starts_with("# canonical-cpuid v1\n# processor: Intel(R) Xeon(R) Gold 6140"));
+        assert!(text.contains("\n00000010 00000001 0000000a 00000600 00000004 0000000f\n"));
+        assert!(!text.contains("logical-cpu "));
+    }
+
+    #[test]
+    fn dev_cpuid_reads_16_bytes_at_leaf_or_subleaf_shifted_32() {
+        // arrange: a sparse file standing in for the device, with one answer at
+        // leaf 0x10, subleaf 1
+        let dir = tempfile::tempdir().unwrap();
+        let cpu_dir = dir.path().join("cpu/3");
+        std::fs::create_dir_all(&cpu_dir).unwrap();
+        let file = File::create(cpu_dir.join("cpuid")).unwrap();
+        let mut bytes = Vec::new();
+        for w in [0xau32, 0x600, 0x4, 0xf] {
+            bytes.extend_from_slice(&w.to_le_bytes());
+        }
+        file.write_all_at(&bytes, 0x10 | 1 << 32).unwrap();
+        // act
+        let dev = DevCpuid::open(dir.path(), LogicalCpu::new(3)).unwrap();
+        // assert
+        assert_eq!(dev.cpu(), LogicalCpu::new(3));
+        assert_eq!(DevCpuid::offset(0x10, 1), 0x1_0000_0010);
+        assert_eq!(
+            dev.cpuid(0x10, 1),
+            Some(CpuidRegs {
+                eax: 0xa,
+                ebx: 0x600,
+                ecx: 4,
+                edx: 0xf
+            })
+        );
+        assert_eq!(dev.cpuid(0x10, 2), None, "short read past the end of file");
+        assert!(DevCpuid::open(dir.path(), LogicalCpu::new(4)).is_err());
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn native_cpuid_answers_leaf_0() {
+        let r = NativeCpuid.cpuid(0, 0).unwrap();
+        assert_ne!(r.ebx, 0, "vendor string word");
+    }
+
+    #[test]
+    fn raw_cpuid_reads_unknown_leaves_as_zeros() {
+        let src = |leaf: u32, _sub: u32| {
+            (leaf == 0).then_some(CpuidRegs {
+                eax: 0x20,
+                ..Default::default()
+            })
+        };
+        let id = raw_cpuid(&src);
+        assert!(id.get_feature_info().unwrap().family_id() == 0);
+    }
+
+    fn arb_block() -> impl Strategy<Value = BTreeMap<(u32, u32), CpuidRegs>> {
+        prop::collection::btree_map(
+            (any::<u32>(), 0u32..16),
+            any::<(u32, u32, u32, u32)>().prop_map(|(eax, ebx, ecx, edx)| CpuidRegs {
+                eax,
+                ebx,
+                ecx,
+                edx,
+            }),
+            1..8,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn display_then_parse_round_trips(
+            blocks in prop::collection::btree_map(0u32..512, arb_block(), 1..4),
+            processor in prop::option::of("[A-Za-z0-9()@. -]{0,40}"),
+        ) {
+            let cpus = blocks
+                .into_iter()
+                .map(|(n, leaves)| DumpCpu { cpu: LogicalCpu::new(n), leaves })
+                .collect();
+            let processor = processor.map(|p| p.trim().to_owned());
+            let dump = CpuidDump::from_cpus(processor, cpus).unwrap();
+            prop_assert_eq!(CpuidDump::parse(&dump.to_string()).unwrap(), dump);
+        }
     }
 }

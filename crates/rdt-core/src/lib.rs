@@ -40,8 +40,9 @@ pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, LimitError, MbaCaps, MbaKind,
     MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
 };
-pub use cpuid::{CpuidRegs, CpuidSource};
+pub use cpuid::{CpuidDump, CpuidRegs, CpuidSource, DevCpuid, DumpCpu, DumpError, NativeCpuid};
 pub use cpuset::{CpuSet, MAX_CPU, ParseCpuSetError};
+pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{MbaLimit, ParseMbaLimitError};
