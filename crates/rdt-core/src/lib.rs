@@ -47,4 +47,4 @@ pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{MbaLimit, ParseMbaLimitError};
 pub use pmu::{NoPmu, PmuCounts, PmuSource};
-pub use topology::{CpuPlacement, Topology};
+pub use topology::{CpuPlacement, Topology, TopologyError};

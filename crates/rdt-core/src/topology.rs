@@ -1,6 +1,66 @@
 //! Which logical CPU sits in which package, L2, L3 and NUMA node.
+//!
+//! Two sources: the kernel's sysfs view ([`Topology::from_sysfs`], what the OS interface and
+//! pqos's OS mode use) and the x2APIC ids of a per-CPU CPUID dump
+//! ([`Topology::from_cpuid_dump`], what pqos's MSR mode computes by running CPUID on every
+//! CPU). Both give cache ids with the kernel's meaning: the id of a cache is the APIC id of its
+//! CPUs shifted right by `ceil(log2(max sharing ids))`, so ids are unique machine-wide but
+//! need not be dense (an L3 id on a second socket is typically not 1).
+//!
+//! # References
+//! - Linux `Documentation/ABI/testing/sysfs-devices-system-cpu` (`topology/*`,
+//!   `cache/indexN/*`), `arch/x86/kernel/cpu/cacheinfo.c` (`get_cache_id`).
+//! - Intel SDM Vol. 3A, 10.12.8 / 9.9 "Identifying the Topology of a Processor"; CPUID leaves
+//!   04H, 0BH, 1FH.
+//! - AMD APM Vol. 3, CPUID Fn8000_0008 (ApicIdCoreIdSize), Fn8000_001D, Fn8000_001E.
+//! - pqos `lib/cpuinfo.c`, `lib/os_cpuinfo.c` (`shared/spec/pqos.md` §6.1).
 
+mod cpuid_topo;
+mod sysfs;
+
+use std::path::{Path, PathBuf};
+
+use crate::cpuid::CpuidDump;
 use crate::{CacheDomain, CpuSet, LogicalCpu};
+
+/// The topology could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TopologyError {
+    /// A sysfs file or directory could not be read.
+    #[error("failed to read {path}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A sysfs file does not hold what the kernel writes there.
+    #[error("{path}: cannot parse `{text}`: expected {expected}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Its contents, trimmed.
+        text: String,
+        /// What the file should hold.
+        expected: &'static str,
+    },
+    /// No online CPU was found.
+    #[error("no online CPU found under {path}")]
+    NoCpus {
+        /// The `cpu` directory searched.
+        path: PathBuf,
+    },
+    /// A CPU block of a CPUID dump lacks the leaves its placement needs.
+    #[error("logical CPU {cpu} of the CPUID dump: {reason}")]
+    Cpuid {
+        /// The CPU block.
+        cpu: LogicalCpu,
+        /// What is missing.
+        reason: String,
+    },
+}
 
 /// Placement of one logical CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -26,6 +86,71 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// The sysfs system directory of a running Linux system.
+    pub const DEFAULT_SYSFS: &'static str = "/sys/devices/system";
+
+    /// Reads the topology of the online CPUs from a sysfs system directory (the equivalent of
+    /// `/sys/devices/system`, holding `cpu/` and optionally `node/`).
+    ///
+    /// - Online CPUs: `cpu/online` (list form). Without it, every `cpu/cpuN` directory whose
+    ///   `cpuN/online` is not `0`.
+    /// - Package and core: `cpuN/topology/physical_package_id` and `topology/core_id` (`-1`,
+    ///   which some architectures write for "unknown", is read as 0).
+    /// - Caches: `cpuN/cache/indexK/{level,type,id}`; the L2 is the level-2 `Data` or
+    ///   `Unified` entry, the L3 the level-3 `Unified` one. Kernels before 4.13 have no `id`
+    ///   file: the id is then the lowest CPU of the entry's `shared_cpu_list`, which
+    ///   identifies the instance just as well (it is not the number the kernel would print).
+    ///   A CPU without an L2 entry (some VMs) gets its own CPU number as L2 id (a private L2);
+    ///   one without an L3 entry gets `l3: None`.
+    /// - NUMA node: a `cpuN/nodeM` entry, else the `node/nodeM/cpulist` that lists the CPU,
+    ///   else 0.
+    ///
+    /// # Errors
+    /// [`TopologyError::Io`] when a needed file cannot be read (the path is named),
+    /// [`TopologyError::Parse`] when one does not hold a number or CPU list, and
+    /// [`TopologyError::NoCpus`] when no CPU is online.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use std::path::Path;
+    /// use rdt_core::Topology;
+    /// let topo = Topology::from_sysfs(Path::new(Topology::DEFAULT_SYSFS))?;
+    /// println!("{} CPUs in {} L3 domains", topo.cpus().len(), topo.l3_domains().len());
+    /// # Ok::<(), rdt_core::TopologyError>(())
+    /// ```
+    pub fn from_sysfs(system_dir: &Path) -> Result<Self, TopologyError> {
+        sysfs::read(system_dir)
+    }
+
+    /// Computes the topology from a per-CPU CPUID dump (one block per logical CPU), as pqos
+    /// does in MSR mode.
+    ///
+    /// Per CPU block:
+    /// - x2APIC id: CPUID.(1FH or 0BH, 0):EDX (Intel prefers 1FH). AMD without leaf 0BH:
+    ///   CPUID.8000001EH:EAX (extended APIC id) when its low 8 bits agree with the initial
+    ///   APIC id CPUID.1:EBX\[31:24\], else that 8-bit initial APIC id. (hwloc's 2×EPYC 7763
+    ///   capture repeats 8000001EH:EAX = 0..63 on its second socket, while leaf 1 counts on.)
+    /// - Shifts: SMT shift = EAX\[4:0\] of the level of type 1 (SMT), package shift = EAX\[4:0\]
+    ///   of the last level (the core level of leaf 0BH). Without a topology leaf: AMD
+    ///   CPUID.80000008H:ECX\[15:12\] (ApicIdCoreIdSize, or `ceil_log2(ECX[7:0] + 1)` when 0) for
+    ///   the package and `ceil_log2(8000001EH:EBX[15:8] + 1)` for SMT; Intel
+    ///   `ceil_log2(1:EBX[23:16])` for the package and the ratio to `4:EAX[31:26] + 1` for SMT.
+    /// - package = x2APIC >> package shift; core = (x2APIC >> SMT shift) masked to the bits
+    ///   below the package shift.
+    /// - Cache ids, as the kernel and pqos compute them: x2APIC >> `ceil_log2(EAX[25:14] + 1)`
+    ///   of the L2 (data or unified) and L3 (unified) entries of leaf 4 (Intel) or 8000001DH
+    ///   (AMD, Hygon). No renumbering: on Intel the result equals sysfs's `cache/index3/id`.
+    ///   When the cache leaf was not recorded, L2 = per core (x2APIC >> SMT shift) and L3 =
+    ///   per package (pqos's fallback); when it has no L3 entry, `l3` is `None`.
+    /// - NUMA node = package: dumps carry no NUMA information.
+    ///
+    /// # Errors
+    /// [`TopologyError::Cpuid`] naming the CPU block when neither a topology leaf nor leaf 1
+    /// was recorded for it.
+    pub fn from_cpuid_dump(dump: &CpuidDump) -> Result<Self, TopologyError> {
+        cpuid_topo::from_dump(dump)
+    }
+
     /// Builds a topology from placements (sorted here by CPU number).
     #[must_use]
     pub fn from_placements(mut cpus: Vec<CpuPlacement>) -> Self {
@@ -43,7 +168,10 @@ impl Topology {
     /// The placement of `cpu`, if it is online.
     #[must_use]
     pub fn get(&self, cpu: LogicalCpu) -> Option<&CpuPlacement> {
-        self.cpus.binary_search_by_key(&cpu, |c| c.cpu).ok().map(|i| &self.cpus[i])
+        self.cpus
+            .binary_search_by_key(&cpu, |c| c.cpu)
+            .ok()
+            .map(|i| &self.cpus[i])
     }
 
     /// Every online CPU.
@@ -79,19 +207,31 @@ impl Topology {
     /// CPUs sharing L3 instance `domain`.
     #[must_use]
     pub fn cpus_in_l3(&self, domain: CacheDomain) -> CpuSet {
-        self.cpus.iter().filter(|c| c.l3 == Some(domain)).map(|c| c.cpu).collect()
+        self.cpus
+            .iter()
+            .filter(|c| c.l3 == Some(domain))
+            .map(|c| c.cpu)
+            .collect()
     }
 
     /// CPUs sharing L2 instance `domain`.
     #[must_use]
     pub fn cpus_in_l2(&self, domain: CacheDomain) -> CpuSet {
-        self.cpus.iter().filter(|c| c.l2 == domain).map(|c| c.cpu).collect()
+        self.cpus
+            .iter()
+            .filter(|c| c.l2 == domain)
+            .map(|c| c.cpu)
+            .collect()
     }
 
     /// CPUs of package `package`.
     #[must_use]
     pub fn cpus_in_package(&self, package: u32) -> CpuSet {
-        self.cpus.iter().filter(|c| c.package == package).map(|c| c.cpu).collect()
+        self.cpus
+            .iter()
+            .filter(|c| c.package == package)
+            .map(|c| c.cpu)
+            .collect()
     }
 
     /// Whether every L3 domain is a whole package (so pqos labels domains "Socket").
