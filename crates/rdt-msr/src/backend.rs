@@ -1175,3 +1175,6 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         first_err.map_or(Ok(()), Err)
     }
 }
+
+#[cfg(test)]
+mod tests;

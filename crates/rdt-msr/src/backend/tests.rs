@@ -1,0 +1,1206 @@
+//! Register-level tests of [`MsrBackend`] against [`FakeMsrs`].
+//!
+//! Platform: 8 CPUs, 2 L3 domains of 4 CPUs (0-3, 4-7), L2 shared by CPU pairs; L3 CAT
+//! 20-bit CBM, 16 COS, CDP supported; L2 CAT 8-bit CBM, 8 COS, CDP supported; Intel MBA
+//! max delay 90 (granularity 10), 8 COS; CMT/MBM with 112 RMIDs, 24-bit counters, upscaling
+//! factor 57344.
+
+use std::collections::HashMap;
+
+use rdt_core::{
+    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
+    CatResource, ClassId, CpuPlacement, CpuSet, Feature, FeatureSetting, LimitError, LogicalCpu,
+    MbaCaps, MbaClass, MbaKind, MbaLimit, MonEventSupport, MonEvents, MonGroupId, MonitoringCaps,
+    PmuCaps, PmuCounts, PmuSource, Rmid, Topology, Vendor,
+};
+
+use super::MsrBackend;
+use crate::regs::{self, EVT_LLC_OCCUPANCY, EVT_MBM_LOCAL, EVT_MBM_TOTAL};
+use crate::{FakeMsrs, MsrAddr, MsrError};
+
+const SCALE: u64 = 57344;
+const PQR: MsrAddr = regs::IA32_PQR_ASSOC;
+
+fn cpu(n: u32) -> LogicalCpu {
+    LogicalCpu::new(n)
+}
+
+fn dom(n: u32) -> CacheDomain {
+    CacheDomain::new(n)
+}
+
+fn mask(bits: u64) -> CacheBitmask {
+    CacheBitmask::new(bits).unwrap()
+}
+
+fn l3(n: u32) -> MsrAddr {
+    regs::IA32_L3_QOS_MASK_0.offset(n)
+}
+
+fn caps() -> Capabilities {
+    let cat = |cbm_len, num_classes| CatCaps {
+        cbm_len,
+        shareable_bits: 0,
+        num_classes,
+        cdp_supported: true,
+        cdp_enabled: false,
+        non_contiguous_cbm: false,
+        io_rdt: false,
+        min_cbm_bits: 1,
+    };
+    Capabilities {
+        vendor: Vendor::Intel,
+        brand: None,
+        signature: None,
+        monitoring: Feature::Supported(MonitoringCaps {
+            max_rmid: 111,
+            num_rmids: 112,
+            upscaling_factor: 57344,
+            counter_width: 24,
+            overflow_bit: false,
+            io_rdt: false,
+            events: MonEventSupport {
+                llc_occupancy: true,
+                mbm_total: true,
+                mbm_local: true,
+            },
+        }),
+        l3_cat: Feature::Supported(cat(20, 16)),
+        l2_cat: Feature::Supported(cat(8, 8)),
+        mba: Feature::Supported(MbaCaps {
+            num_classes: 8,
+            kind: MbaKind::IntelDelay {
+                max_delay: 90,
+                linear: true,
+                per_thread: false,
+            },
+        }),
+        smba: Feature::Unsupported,
+        l3_cache: None,
+        l2_cache: None,
+        pmu: PmuCaps {
+            ipc: true,
+            llc_misses: true,
+        },
+    }
+}
+
+fn topology() -> Topology {
+    Topology::from_placements(
+        (0..8)
+            .map(|c| CpuPlacement {
+                cpu: cpu(c),
+                package: c / 4,
+                core: c % 4,
+                l2: dom(c / 2),
+                l3: Some(dom(c / 4)),
+                node: c / 4,
+            })
+            .collect(),
+    )
+}
+
+fn backend_with(io: FakeMsrs, caps: Capabilities) -> MsrBackend<FakeMsrs> {
+    MsrBackend::new(io, caps, topology(), rdt_core::NoPmu).unwrap()
+}
+
+fn backend(io: FakeMsrs) -> MsrBackend<FakeMsrs> {
+    backend_with(io, caps())
+}
+
+/// A backend whose counters are zeroed after construction.
+fn fresh() -> MsrBackend<FakeMsrs> {
+    let mut b = backend(FakeMsrs::new());
+    b.io_mut().reset_counts();
+    b
+}
+
+fn accesses(b: &MsrBackend<FakeMsrs>) -> u64 {
+    b.io().reads() + b.io().writes()
+}
+
+fn cpus(list: &str) -> CpuSet {
+    list.parse().unwrap()
+}
+
+fn with_cdp_on() -> MsrBackend<FakeMsrs> {
+    let mut io = FakeMsrs::new();
+    io.set(cpu(0), regs::IA32_L3_QOS_CFG, 1);
+    io.set(cpu(4), regs::IA32_L3_QOS_CFG, 1);
+    let mut b = backend(io);
+    b.io_mut().reset_counts();
+    b
+}
+
+// ---- construction and CDP detection ----
+
+#[test]
+fn cdp_state_is_read_from_qos_cfg_on_the_lowest_cpu_of_each_domain() {
+    // arrange
+    let mut io = FakeMsrs::new();
+    io.set(cpu(0), regs::IA32_L3_QOS_CFG, 1);
+    io.set(cpu(4), regs::IA32_L3_QOS_CFG, 1);
+    // act
+    let b = backend(io);
+    // assert
+    let l3 = b.capabilities().l3_cat.get().unwrap();
+    assert!(l3.cdp_enabled);
+    assert_eq!(l3.usable_classes(), 8);
+    assert!(!b.capabilities().l2_cat.get().unwrap().cdp_enabled);
+    // one QOS_CFG read per L3 domain (2) and per L2 domain (4)
+    assert_eq!((b.io().reads(), b.io().writes()), (6, 0));
+}
+
+#[test]
+fn cdp_on_in_one_domain_only_is_inconsistent() {
+    // arrange
+    let mut io = FakeMsrs::new();
+    io.set(cpu(4), regs::IA32_L3_QOS_CFG, 1);
+    // act
+    let err = MsrBackend::new(io, caps(), topology(), rdt_core::NoPmu).unwrap_err();
+    // assert
+    assert!(
+        matches!(&err, MsrError::Inconsistent(m) if m.contains("domains 1 but disabled in 0")),
+        "{err}"
+    );
+}
+
+#[test]
+fn qos_cfg_is_not_read_where_cdp_is_not_supported() {
+    // arrange
+    let mut c = caps();
+    c.l3_cat.get_mut().unwrap().cdp_supported = false;
+    c.l2_cat = Feature::Unsupported;
+    // act
+    let b = backend_with(FakeMsrs::failing_unknown(), c);
+    // assert
+    assert_eq!(b.io().reads(), 0);
+}
+
+// ---- association ----
+
+#[test]
+fn associate_keeps_rmid_and_sets_class_in_high_half() {
+    // arrange
+    let mut b = fresh();
+    b.io_mut().set(cpu(2), PQR, regs::pqr_assoc(1, 7));
+    // act
+    b.associate(cpu(2), ClassId::new(5)).unwrap();
+    // assert
+    assert_eq!(b.io().get(cpu(2), PQR), Some(0x0000_0005_0000_0007));
+    assert_eq!(b.class_of(cpu(2)).unwrap(), ClassId::new(5));
+    assert_eq!(b.rmid_of(cpu(2)).unwrap(), Some(Rmid::new(7)));
+}
+
+#[test]
+fn associate_rejects_a_class_beyond_the_largest_class_count_without_writing() {
+    // arrange
+    let mut b = fresh();
+    // act
+    let err = b.associate(cpu(1), ClassId::new(16)).unwrap_err();
+    // assert
+    assert!(
+        matches!(
+            err,
+            MsrError::Limit(LimitError::ClassOutOfRange {
+                num_classes: 16,
+                ..
+            })
+        ),
+        "{err}"
+    );
+    assert_eq!(accesses(&b), 0);
+}
+
+#[test]
+fn associate_rejects_an_offline_cpu_without_writing() {
+    let mut b = fresh();
+    let err = b.associate(cpu(8), ClassId::new(1)).unwrap_err();
+    assert!(matches!(err, MsrError::NoSuchCpu(c) if c == cpu(8)));
+    assert!(matches!(b.class_of(cpu(9)), Err(MsrError::NoSuchCpu(_))));
+    assert_eq!(accesses(&b), 0);
+}
+
+// ---- CAT ----
+
+#[test]
+fn set_cat_classes_writes_one_register_per_class_on_the_lowest_cpu_of_the_domain() {
+    // arrange
+    let mut b = fresh();
+    let classes = [
+        CatClass {
+            class: ClassId::new(1),
+            mask: CatMask::Unified(mask(0xffe00)),
+        },
+        CatClass {
+            class: ClassId::new(2),
+            mask: CatMask::Unified(mask(0x3)),
+        },
+    ];
+    // act
+    b.set_cat_classes(CatResource::L3, dom(1), &classes)
+        .unwrap();
+    // assert
+    assert_eq!(b.io().get(cpu(4), l3(1)), Some(0xffe00));
+    assert_eq!(b.io().get(cpu(4), l3(2)), Some(0x3));
+    assert_eq!(b.io().get(cpu(0), l3(1)), None);
+    assert_eq!(b.io().writes(), 2);
+}
+
+#[test]
+fn cat_classes_reads_every_usable_class() {
+    // arrange
+    let mut b = fresh();
+    for n in 0..16 {
+        b.io_mut().set(cpu(0), l3(n), 0xfffff >> n);
+    }
+    // act
+    let classes = b.cat_classes(CatResource::L3, dom(0)).unwrap();
+    // assert
+    assert_eq!(classes.len(), 16);
+    assert_eq!(
+        classes[3],
+        CatClass {
+            class: ClassId::new(3),
+            mask: CatMask::Unified(mask(0x1ffff))
+        }
+    );
+    assert_eq!(b.io().reads(), 16);
+}
+
+#[test]
+fn a_zero_mask_register_is_reported_not_unwrapped() {
+    let mut b = fresh();
+    let err = b.cat_classes(CatResource::L3, dom(0)).unwrap_err();
+    assert!(
+        matches!(err, MsrError::BadRegister { value: 0, addr, .. } if addr == l3(0)),
+        "{err}"
+    );
+}
+
+#[test]
+fn cdp_puts_data_at_2n_and_code_at_2n_plus_1() {
+    // arrange
+    let mut b = with_cdp_on();
+    let classes = [CatClass {
+        class: ClassId::new(3),
+        mask: CatMask::Cdp {
+            data: mask(0xff),
+            code: mask(0xf00),
+        },
+    }];
+    // act
+    b.set_cat_classes(CatResource::L3, dom(0), &classes)
+        .unwrap();
+    // assert
+    assert_eq!(b.io().get(cpu(0), MsrAddr::new(0xC96)), Some(0xff));
+    assert_eq!(b.io().get(cpu(0), MsrAddr::new(0xC97)), Some(0xf00));
+    assert_eq!(b.io().writes(), 2);
+}
+
+#[test]
+fn cat_classes_with_cdp_on_reads_data_and_code_pairs() {
+    // arrange
+    let mut b = with_cdp_on();
+    for n in 0..16 {
+        b.io_mut().set(cpu(4), l3(n), 1 << n);
+    }
+    // act
+    let classes = b.cat_classes(CatResource::L3, dom(1)).unwrap();
+    // assert
+    assert_eq!(classes.len(), 8);
+    assert_eq!(
+        classes[2].mask,
+        CatMask::Cdp {
+            data: mask(1 << 4),
+            code: mask(1 << 5)
+        }
+    );
+}
+
+#[test]
+fn masks_are_validated_for_every_class_before_any_write() {
+    // arrange
+    let mut b = fresh();
+    let classes = [
+        CatClass {
+            class: ClassId::new(1),
+            mask: CatMask::Unified(mask(0xf)),
+        },
+        CatClass {
+            class: ClassId::new(2),
+            mask: CatMask::Unified(mask(0x505)),
+        }, // not contiguous
+    ];
+    // act
+    let err = b
+        .set_cat_classes(CatResource::L3, dom(0), &classes)
+        .unwrap_err();
+    // assert
+    assert!(
+        matches!(err, MsrError::Limit(LimitError::NonContiguous { .. })),
+        "{err}"
+    );
+    assert_eq!(b.io().writes(), 0);
+}
+
+#[test]
+fn a_mask_wider_than_the_cbm_is_rejected_before_any_write() {
+    let mut b = fresh();
+    let classes = [CatClass {
+        class: ClassId::new(0),
+        mask: CatMask::Unified(mask(0x1f_ffff)),
+    }];
+    let err = b
+        .set_cat_classes(CatResource::L3, dom(0), &classes)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MsrError::Limit(LimitError::MaskTooWide { cbm_len: 20, .. })
+        ),
+        "{err}"
+    );
+    assert_eq!(b.io().writes(), 0);
+}
+
+#[test]
+fn a_class_beyond_the_usable_count_with_cdp_on_is_rejected_before_any_write() {
+    // arrange
+    let mut b = with_cdp_on();
+    let classes = [
+        CatClass {
+            class: ClassId::new(0),
+            mask: CatMask::Cdp {
+                data: mask(1),
+                code: mask(1),
+            },
+        },
+        CatClass {
+            class: ClassId::new(8),
+            mask: CatMask::Cdp {
+                data: mask(1),
+                code: mask(1),
+            },
+        },
+    ];
+    // act
+    let err = b
+        .set_cat_classes(CatResource::L3, dom(0), &classes)
+        .unwrap_err();
+    // assert
+    assert!(
+        matches!(
+            err,
+            MsrError::Limit(LimitError::ClassOutOfRange { num_classes: 8, .. })
+        ),
+        "{err}"
+    );
+    assert_eq!(b.io().writes(), 0);
+}
+
+#[test]
+fn mask_kind_must_match_the_cdp_state() {
+    // arrange
+    let mut off = fresh();
+    let mut on = with_cdp_on();
+    let pair = [CatClass {
+        class: ClassId::new(1),
+        mask: CatMask::Cdp {
+            data: mask(1),
+            code: mask(1),
+        },
+    }];
+    let one = [CatClass {
+        class: ClassId::new(1),
+        mask: CatMask::Unified(mask(1)),
+    }];
+    // act
+    let e_off = off
+        .set_cat_classes(CatResource::L3, dom(0), &pair)
+        .unwrap_err();
+    let e_on = on
+        .set_cat_classes(CatResource::L3, dom(0), &one)
+        .unwrap_err();
+    // assert
+    assert!(matches!(e_off, MsrError::CdpMismatch { .. }));
+    assert_eq!(
+        e_on.to_string(),
+        "L3 COS1: CDP is on, so the class needs a data and a code mask"
+    );
+    assert_eq!(off.io().writes() + on.io().writes(), 0);
+}
+
+#[test]
+fn an_unknown_domain_is_rejected_without_access() {
+    let mut b = fresh();
+    let err = b.cat_classes(CatResource::L3, dom(2)).unwrap_err();
+    assert!(
+        matches!(err, MsrError::NoSuchDomain { resource: "L3", .. }),
+        "{err}"
+    );
+    assert_eq!(accesses(&b), 0);
+}
+
+#[test]
+fn l2_masks_go_to_0xd10_on_the_lowest_cpu_of_the_l2_domain() {
+    let mut b = fresh();
+    let classes = [CatClass {
+        class: ClassId::new(2),
+        mask: CatMask::Unified(mask(0x3c)),
+    }];
+    b.set_cat_classes(CatResource::L2, dom(3), &classes)
+        .unwrap();
+    assert_eq!(b.io().get(cpu(6), MsrAddr::new(0xD12)), Some(0x3c));
+}
+
+#[test]
+fn an_unsupported_resource_is_a_limit_error() {
+    let mut c = caps();
+    c.l2_cat = Feature::DetailsUnknown;
+    let mut b = backend_with(FakeMsrs::new(), c);
+    let err = b.set_cat_classes(CatResource::L2, dom(0), &[]).unwrap_err();
+    assert!(
+        matches!(err, MsrError::Limit(LimitError::Unsupported("L2 CAT"))),
+        "{err}"
+    );
+}
+
+// ---- MBA ----
+
+fn set_mba(b: &mut MsrBackend<FakeMsrs>, class: u32, pct: u8) -> Result<MbaLimit, MsrError> {
+    let out = b.set_mba_classes(
+        dom(0),
+        &[MbaClass {
+            class: ClassId::new(class),
+            limit: MbaLimit::Percent(pct),
+        }],
+    )?;
+    Ok(out[0].limit)
+}
+
+#[test]
+fn mba_percent_is_rounded_half_up_to_the_granularity_and_clipped_to_max_delay() {
+    // arrange
+    let mut b = fresh();
+    let delay = |b: &MsrBackend<FakeMsrs>| b.io().get(cpu(0), regs::IA32_MBA_THRTL_0.offset(1));
+    // act / assert: (requested %, delay written, % applied)
+    for (pct, d, applied) in [
+        (70, 30, 70),
+        (75, 20, 80),
+        (74, 30, 70),
+        (5, 90, 10),
+        (4, 90, 10),
+        (100, 0, 100),
+        (1, 90, 10),
+    ] {
+        assert_eq!(
+            set_mba(&mut b, 1, pct).unwrap(),
+            MbaLimit::Percent(applied),
+            "{pct}%"
+        );
+        assert_eq!(delay(&b), Some(d), "{pct}%");
+    }
+}
+
+#[test]
+fn mba_zero_or_above_100_percent_is_rejected_before_writing() {
+    let mut b = fresh();
+    let e0 = set_mba(&mut b, 1, 0).unwrap_err();
+    let e101 = set_mba(&mut b, 1, 101).unwrap_err();
+    assert!(matches!(
+        e0,
+        MsrError::Limit(LimitError::MbaOutOfRange { value: 0, .. })
+    ));
+    assert!(matches!(
+        e101,
+        MsrError::Limit(LimitError::MbaOutOfRange { value: 101, .. })
+    ));
+    assert_eq!(b.io().writes(), 0);
+}
+
+#[test]
+fn mba_validates_every_class_before_writing() {
+    let mut b = fresh();
+    let classes = [
+        MbaClass {
+            class: ClassId::new(1),
+            limit: MbaLimit::Percent(50),
+        },
+        MbaClass {
+            class: ClassId::new(8),
+            limit: MbaLimit::Percent(50),
+        },
+    ];
+    let err = b.set_mba_classes(dom(0), &classes).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MsrError::Limit(LimitError::ClassOutOfRange {
+                resource: "MBA",
+                ..
+            })
+        ),
+        "{err}"
+    );
+    assert_eq!(b.io().writes(), 0);
+}
+
+#[test]
+fn mba_in_mbps_is_unsupported_on_the_msr_interface() {
+    let mut b = fresh();
+    let err = b
+        .set_mba_classes(
+            dom(0),
+            &[MbaClass {
+                class: ClassId::new(1),
+                limit: MbaLimit::MibPerSec(6000),
+            }],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, MsrError::Unsupported(m) if m.starts_with("MBA in MBps needs the OS interface"))
+    );
+    assert_eq!(b.io().writes(), 0);
+}
+
+#[test]
+fn mba_classes_reports_100_minus_delay() {
+    let mut b = fresh();
+    b.io_mut().set(cpu(4), regs::IA32_MBA_THRTL_0.offset(2), 40);
+    let classes = b.mba_classes(dom(1)).unwrap();
+    assert_eq!(classes.len(), 8);
+    assert_eq!(classes[2].limit, MbaLimit::Percent(60));
+    assert_eq!(classes[0].limit, MbaLimit::Percent(100));
+}
+
+fn amd_caps() -> Capabilities {
+    let mut c = caps();
+    c.vendor = Vendor::Amd;
+    c.l2_cat = Feature::Unsupported;
+    c.mba = Feature::Supported(MbaCaps {
+        num_classes: 16,
+        kind: MbaKind::AmdBandwidth { width: 11 },
+    });
+    c.smba = Feature::Supported(MbaCaps {
+        num_classes: 16,
+        kind: MbaKind::AmdBandwidth { width: 11 },
+    });
+    c
+}
+
+#[test]
+fn amd_mba_writes_raw_units_and_rejects_zero_or_above_2_pow_width() {
+    // arrange
+    let mut b = backend_with(FakeMsrs::new(), amd_caps());
+    let set = |b: &mut MsrBackend<FakeMsrs>, u| {
+        b.set_mba_classes(
+            dom(1),
+            &[MbaClass {
+                class: ClassId::new(3),
+                limit: MbaLimit::AmdUnits(u),
+            }],
+        )
+    };
+    // act
+    let applied = set(&mut b, 100).unwrap();
+    b.io_mut().reset_counts();
+    let e0 = set(&mut b, 0).unwrap_err();
+    let e_max = set(&mut b, 2049).unwrap_err();
+    // assert
+    assert_eq!(applied[0].limit, MbaLimit::AmdUnits(100));
+    assert_eq!(b.io().get(cpu(4), MsrAddr::new(0xC000_0203)), Some(100));
+    assert!(matches!(
+        e0,
+        MsrError::Limit(LimitError::MbaOutOfRange {
+            value: 0,
+            min: 1,
+            max: 2048
+        })
+    ));
+    assert!(matches!(
+        e_max,
+        MsrError::Limit(LimitError::MbaOutOfRange { value: 2049, .. })
+    ));
+    assert!(set(&mut b, 2048).is_ok());
+    assert_eq!(b.io().writes(), 1);
+}
+
+#[test]
+fn amd_mba_refuses_percentages() {
+    let mut b = backend_with(FakeMsrs::new(), amd_caps());
+    assert!(matches!(
+        set_mba(&mut b, 1, 50),
+        Err(MsrError::Unsupported(_))
+    ));
+}
+
+// ---- reset_allocation ----
+
+#[test]
+fn reset_allocation_restores_full_masks_no_throttling_and_cos0_keeping_rmids() {
+    // arrange
+    let mut b = fresh();
+    b.io_mut().set(cpu(5), PQR, regs::pqr_assoc(3, 9));
+    b.io_mut().set(cpu(0), l3(4), 0x3);
+    b.io_mut().set(cpu(4), regs::IA32_MBA_THRTL_0.offset(7), 50);
+    // act
+    b.reset_allocation(&AllocReset::default()).unwrap();
+    // assert
+    for c in [0, 4] {
+        for n in 0..16 {
+            assert_eq!(b.io().get(cpu(c), l3(n)), Some(0xfffff), "CPU {c} COS{n}");
+        }
+        for n in 0..8 {
+            assert_eq!(
+                b.io().get(cpu(c), regs::IA32_MBA_THRTL_0.offset(n)),
+                Some(0)
+            );
+        }
+    }
+    for c in [0, 2, 4, 6] {
+        for n in 0..8 {
+            assert_eq!(
+                b.io().get(cpu(c), regs::IA32_L2_QOS_MASK_0.offset(n)),
+                Some(0xff)
+            );
+        }
+    }
+    assert_eq!(b.io().get(cpu(5), PQR), Some(regs::pqr_assoc(0, 9)));
+    assert_eq!(b.io().get(cpu(0), regs::IA32_L3_QOS_CFG), None); // CDP left alone
+}
+
+#[test]
+fn reset_with_l3cdp_on_doubles_the_mask_registers_and_sets_qos_cfg_bit_0() {
+    // arrange
+    let mut b = fresh();
+    b.io_mut().set(cpu(4), regs::IA32_L3_QOS_CFG, 0x100); // another bit must survive
+    let cfg = AllocReset {
+        l3_cdp: FeatureSetting::On,
+        ..AllocReset::default()
+    };
+    // act
+    b.reset_allocation(&cfg).unwrap();
+    // assert
+    assert_eq!(b.io().get(cpu(0), regs::IA32_L3_QOS_CFG), Some(1));
+    assert_eq!(b.io().get(cpu(4), regs::IA32_L3_QOS_CFG), Some(0x101));
+    let l3cat = b.capabilities().l3_cat.get().unwrap();
+    assert!(l3cat.cdp_enabled);
+    assert_eq!(l3cat.usable_classes(), 8);
+    let classes = b.cat_classes(CatResource::L3, dom(1)).unwrap();
+    assert_eq!(classes.len(), 8);
+    assert!(classes.iter().all(|c| c.mask
+        == CatMask::Cdp {
+            data: mask(0xfffff),
+            code: mask(0xfffff)
+        }));
+}
+
+#[test]
+fn reset_with_l3cdp_off_clears_the_bit_and_restores_16_classes() {
+    // arrange
+    let mut b = with_cdp_on();
+    let cfg = AllocReset {
+        l3_cdp: FeatureSetting::Off,
+        ..AllocReset::default()
+    };
+    // act
+    b.reset_allocation(&cfg).unwrap();
+    // assert
+    assert_eq!(b.io().get(cpu(0), regs::IA32_L3_QOS_CFG), Some(0));
+    assert_eq!(b.capabilities().l3_cat.get().unwrap().usable_classes(), 16);
+    assert_eq!(b.cat_classes(CatResource::L3, dom(0)).unwrap().len(), 16);
+}
+
+#[test]
+fn cdp_on_where_unsupported_fails_before_any_write() {
+    // arrange
+    let mut c = caps();
+    c.l2_cat.get_mut().unwrap().cdp_supported = false;
+    let mut b = backend_with(FakeMsrs::new(), c);
+    b.io_mut().reset_counts();
+    let cfg = AllocReset {
+        l2_cdp: FeatureSetting::On,
+        ..AllocReset::default()
+    };
+    // act
+    let err = b.reset_allocation(&cfg).unwrap_err();
+    // assert
+    assert!(
+        matches!(&err, MsrError::Unsupported(m) if m.contains("L2 CDP requested")),
+        "{err}"
+    );
+    assert_eq!(accesses(&b), 0);
+}
+
+#[test]
+fn mba_ctrl_on_is_unsupported_on_msr() {
+    let mut b = fresh();
+    let cfg = AllocReset {
+        mba_ctrl: FeatureSetting::On,
+        ..AllocReset::default()
+    };
+    assert!(matches!(
+        b.reset_allocation(&cfg),
+        Err(MsrError::Unsupported(_))
+    ));
+    assert_eq!(accesses(&b), 0);
+}
+
+#[test]
+fn amd_reset_sets_mba_and_smba_to_2_pow_width() {
+    let mut b = backend_with(FakeMsrs::new(), amd_caps());
+    b.reset_allocation(&AllocReset::default()).unwrap();
+    assert_eq!(b.io().get(cpu(4), MsrAddr::new(0xC000_020F)), Some(2048));
+    assert_eq!(b.io().get(cpu(0), MsrAddr::new(0xC000_0280)), Some(2048));
+}
+
+// ---- monitoring: start / stop / reset ----
+
+#[test]
+fn rmid_allocation_picks_the_lowest_free_rmid_skipping_those_in_pqr_assoc() {
+    // arrange: another tool holds RMIDs 1 and 2 in domain 0, RMID 1 in domain 1
+    let mut b = fresh();
+    b.io_mut().set(cpu(2), PQR, regs::pqr_assoc(0, 1));
+    b.io_mut().set(cpu(3), PQR, regs::pqr_assoc(4, 2));
+    b.io_mut().set(cpu(7), PQR, regs::pqr_assoc(0, 1));
+    // act
+    b.start_monitoring(&cpus("0-1"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    b.start_monitoring(&cpus("4"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    let g3 = b
+        .start_monitoring(&cpus("5"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    // assert
+    assert_eq!(b.rmid_of(cpu(0)).unwrap(), Some(Rmid::new(3)));
+    assert_eq!(b.rmid_of(cpu(1)).unwrap(), Some(Rmid::new(3)));
+    assert_eq!(b.rmid_of(cpu(4)).unwrap(), Some(Rmid::new(2)));
+    assert_eq!(b.rmid_of(cpu(5)).unwrap(), Some(Rmid::new(3)));
+    assert_eq!(g3, MonGroupId(2));
+}
+
+#[test]
+fn start_keeps_the_class_of_service() {
+    let mut b = fresh();
+    b.io_mut().set(cpu(1), PQR, regs::pqr_assoc(6, 0));
+    b.start_monitoring(&cpus("1"), MonEvents::ALL).unwrap();
+    assert_eq!(b.io().get(cpu(1), PQR), Some(regs::pqr_assoc(6, 1)));
+}
+
+#[test]
+fn a_cpu_with_a_non_zero_rmid_refuses_start_and_nothing_is_written() {
+    // arrange
+    let mut b = fresh();
+    b.io_mut().set(cpu(2), PQR, regs::pqr_assoc(0, 5));
+    // act
+    let err = b
+        .start_monitoring(&cpus("1-3"), MonEvents::ALL)
+        .unwrap_err();
+    // assert
+    assert!(
+        matches!(err, MsrError::AlreadyMonitored(c) if c == cpu(2)),
+        "{err}"
+    );
+    assert_eq!(b.io().writes(), 0);
+}
+
+#[test]
+fn a_cpu_already_in_a_group_of_this_backend_refuses_start() {
+    let mut b = fresh();
+    b.start_monitoring(&cpus("1"), MonEvents::IPC).unwrap(); // PMU only: no RMID written
+    let err = b
+        .start_monitoring(&cpus("0-1"), MonEvents::IPC)
+        .unwrap_err();
+    assert!(
+        matches!(err, MsrError::AlreadyMonitored(c) if c == cpu(1)),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_group_gets_one_rmid_per_l3_domain_it_spans() {
+    // arrange
+    let mut b = fresh();
+    b.io_mut().set(cpu(6), PQR, regs::pqr_assoc(0, 1));
+    // act
+    b.start_monitoring(&cpus("2-5"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    // assert
+    let rmids: Vec<_> = (2..6)
+        .map(|c| b.rmid_of(cpu(c)).unwrap().unwrap().get())
+        .collect();
+    assert_eq!(rmids, [1, 1, 2, 2]);
+}
+
+#[test]
+fn unsupported_events_are_refused_naming_the_event() {
+    // arrange
+    let mut c = caps();
+    c.monitoring.get_mut().unwrap().events.mbm_total = false;
+    let mut b = backend_with(FakeMsrs::new(), c);
+    // act
+    let err = b.start_monitoring(&cpus("0"), MonEvents::ALL).unwrap_err();
+    // assert
+    assert_eq!(
+        err.to_string(),
+        "monitoring of total memory bandwidth (MBM total, needed for remote) is not supported on this platform"
+    );
+    assert!(
+        b.start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL)
+            .is_ok()
+    );
+}
+
+#[test]
+fn pmu_events_start_without_a_pmu() {
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("3"), MonEvents::IPC | MonEvents::LLC_MISSES)
+        .unwrap();
+    b.poll().unwrap();
+    let v = b.values(g).unwrap();
+    assert_eq!(
+        (
+            v.instructions_delta,
+            v.llc_misses_delta,
+            v.llc_occupancy_bytes
+        ),
+        (None, None, None)
+    );
+    assert_eq!(b.rmid_of(cpu(3)).unwrap(), Some(Rmid::new(0)));
+}
+
+#[test]
+fn offline_cpus_and_empty_groups_are_refused() {
+    let mut b = fresh();
+    assert!(matches!(
+        b.start_monitoring(&cpus("8"), MonEvents::ALL),
+        Err(MsrError::NoSuchCpu(_))
+    ));
+    assert!(matches!(
+        b.start_monitoring(&CpuSet::new(), MonEvents::ALL),
+        Err(MsrError::EmptyGroup)
+    ));
+    assert!(matches!(
+        b.start_monitoring(&cpus("0"), MonEvents::NONE),
+        Err(MsrError::EmptyGroup)
+    ));
+}
+
+#[test]
+fn running_out_of_rmids_is_an_error_naming_the_domain() {
+    // arrange: 4 RMIDs; CPUs 5-7 hold 1-3
+    let mut c = caps();
+    c.monitoring.get_mut().unwrap().num_rmids = 4;
+    let mut b = backend_with(FakeMsrs::new(), c);
+    for (cpu_n, rmid) in [(5, 1), (6, 2), (7, 3)] {
+        b.io_mut().set(cpu(cpu_n), PQR, regs::pqr_assoc(0, rmid));
+    }
+    b.io_mut().reset_counts();
+    // act
+    let err = b
+        .start_monitoring(&cpus("4"), MonEvents::LLC_OCCUPANCY)
+        .unwrap_err();
+    // assert
+    assert!(
+        matches!(err, MsrError::OutOfRmids(d) if d == dom(1)),
+        "{err}"
+    );
+    assert_eq!(b.io().writes(), 0);
+}
+
+#[test]
+fn stop_restores_rmid_0_keeping_cos_and_frees_the_rmid() {
+    // arrange
+    let mut b = fresh();
+    b.io_mut().set(cpu(1), PQR, regs::pqr_assoc(2, 0));
+    let g = b
+        .start_monitoring(&cpus("0-1"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    // act
+    b.stop_monitoring(g).unwrap();
+    // assert
+    assert_eq!(b.io().get(cpu(1), PQR), Some(regs::pqr_assoc(2, 0)));
+    assert_eq!(b.io().get(cpu(0), PQR), Some(0));
+    assert!(b.values(g).is_none());
+    assert!(matches!(b.stop_monitoring(g), Err(MsrError::NoSuchGroup(id)) if id == g));
+    b.start_monitoring(&cpus("2"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    assert_eq!(b.rmid_of(cpu(2)).unwrap(), Some(Rmid::new(1)));
+}
+
+#[test]
+fn reset_monitoring_zeroes_every_rmid_keeping_cos_and_forgets_groups() {
+    // arrange
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    b.io_mut().set(cpu(7), PQR, regs::pqr_assoc(3, 44));
+    // act
+    b.reset_monitoring().unwrap();
+    // assert
+    assert_eq!(b.io().get(cpu(7), PQR), Some(regs::pqr_assoc(3, 0)));
+    assert_eq!(b.io().get(cpu(0), PQR), Some(0));
+    assert!(b.values(g).is_none());
+}
+
+// ---- monitoring: poll ----
+
+/// Sets the raw IA32_QM_CTR value CPU `c` returns for (`rmid`, `event`).
+fn ctr(b: &mut MsrBackend<FakeMsrs>, c: u32, rmid: u32, event: u64, value: u64) {
+    b.io_mut().set_counter(cpu(c), rmid, event, value);
+}
+
+#[test]
+fn poll_does_exactly_two_msr_accesses_per_event_per_context() {
+    // arrange: a group over both L3 domains, occupancy + local + total (remote implies both)
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("2-5"), MonEvents::ALL | MonEvents::MBM_TOTAL)
+        .unwrap();
+    b.io_mut().reset_counts();
+    // act
+    b.poll().unwrap();
+    // assert: 3 events x 2 contexts x (1 WRMSR EVTSEL + 1 RDMSR QM_CTR)
+    assert_eq!((b.io().writes(), b.io().reads()), (6, 6));
+    assert!(b.values(g).is_some());
+}
+
+#[test]
+fn first_poll_reports_zero_deltas_and_scaled_occupancy_summed_over_domains() {
+    // arrange
+    let mut b = fresh();
+    let g = b.start_monitoring(&cpus("3-4"), MonEvents::ALL).unwrap();
+    ctr(&mut b, 3, 1, EVT_LLC_OCCUPANCY, 10);
+    ctr(&mut b, 4, 1, EVT_LLC_OCCUPANCY, 5);
+    ctr(&mut b, 3, 1, EVT_MBM_LOCAL, 1000);
+    ctr(&mut b, 3, 1, EVT_MBM_TOTAL, 2000);
+    // act
+    b.poll().unwrap();
+    // assert
+    let v = *b.values(g).unwrap();
+    assert_eq!(v.llc_occupancy_bytes, Some(15 * SCALE));
+    assert_eq!(v.mbm_local_delta_bytes, Some(0));
+    assert_eq!(v.mbm_total_delta_bytes, Some(0));
+    assert_eq!(v.mbm_remote_delta_bytes, Some(0));
+}
+
+#[test]
+fn mbm_deltas_are_scaled_and_remote_is_total_minus_local() {
+    // arrange
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("0"), MonEvents::MBM_REMOTE)
+        .unwrap();
+    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 100);
+    ctr(&mut b, 0, 1, EVT_MBM_TOTAL, 100);
+    b.poll().unwrap();
+    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 130);
+    ctr(&mut b, 0, 1, EVT_MBM_TOTAL, 150);
+    // act
+    b.poll().unwrap();
+    // assert
+    let v = *b.values(g).unwrap();
+    assert_eq!(v.mbm_local_delta_bytes, Some(30 * SCALE));
+    assert_eq!(v.mbm_total_delta_bytes, Some(50 * SCALE));
+    assert_eq!(v.mbm_remote_delta_bytes, Some(20 * SCALE));
+    assert_eq!(v.llc_occupancy_bytes, None);
+}
+
+#[test]
+fn remote_is_zero_when_local_exceeds_total() {
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("0"), MonEvents::MBM_REMOTE)
+        .unwrap();
+    b.poll().unwrap();
+    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 50);
+    ctr(&mut b, 0, 1, EVT_MBM_TOTAL, 40);
+    b.poll().unwrap();
+    assert_eq!(b.values(g).unwrap().mbm_remote_delta_bytes, Some(0));
+}
+
+#[test]
+fn a_counter_wrapping_at_24_bits_gives_the_right_delta() {
+    // arrange
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("4"), MonEvents::MBM_LOCAL)
+        .unwrap();
+    ctr(&mut b, 4, 1, EVT_MBM_LOCAL, 0xff_fff0);
+    b.poll().unwrap();
+    ctr(&mut b, 4, 1, EVT_MBM_LOCAL, 0x10);
+    // act
+    b.poll().unwrap();
+    // assert
+    assert_eq!(
+        b.values(g).unwrap().mbm_local_delta_bytes,
+        Some(0x20 * SCALE)
+    );
+}
+
+#[test]
+fn data_bits_above_the_counter_width_are_ignored() {
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    ctr(&mut b, 0, 1, EVT_LLC_OCCUPANCY, (1 << 30) | 3);
+    b.poll().unwrap();
+    assert_eq!(b.values(g).unwrap().llc_occupancy_bytes, Some(3 * SCALE));
+}
+
+#[test]
+fn the_error_bit_gives_none_after_four_attempts_reselecting_each_time() {
+    // arrange
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    ctr(&mut b, 0, 1, EVT_LLC_OCCUPANCY, regs::QM_CTR_ERROR);
+    b.io_mut().reset_counts();
+    // act
+    b.poll().unwrap();
+    // assert
+    assert_eq!(b.values(g).unwrap().llc_occupancy_bytes, None);
+    assert_eq!((b.io().writes(), b.io().reads()), (4, 4));
+}
+
+#[test]
+fn the_unavailable_bit_gives_none_after_four_reads() {
+    // arrange
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("0"), MonEvents::MBM_LOCAL)
+        .unwrap();
+    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, regs::QM_CTR_UNAVAILABLE | 5);
+    b.io_mut().reset_counts();
+    // act
+    b.poll().unwrap();
+    // assert
+    assert_eq!(b.values(g).unwrap().mbm_local_delta_bytes, None);
+    assert_eq!((b.io().writes(), b.io().reads()), (1, 4));
+}
+
+#[test]
+fn a_transient_unavailable_is_retried_and_the_value_used() {
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    ctr(&mut b, 0, 1, EVT_LLC_OCCUPANCY, regs::QM_CTR_UNAVAILABLE);
+    b.io_mut().queue_counter(cpu(0), 1, EVT_LLC_OCCUPANCY, 2);
+    b.io_mut().reset_counts();
+    b.poll().unwrap();
+    assert_eq!(b.values(g).unwrap().llc_occupancy_bytes, Some(2 * SCALE));
+    assert_eq!((b.io().writes(), b.io().reads()), (1, 2));
+}
+
+#[test]
+fn after_a_failed_read_the_next_delta_is_unknown_then_counting_resumes() {
+    // arrange
+    let mut b = fresh();
+    let g = b
+        .start_monitoring(&cpus("0"), MonEvents::MBM_LOCAL)
+        .unwrap();
+    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 10);
+    b.poll().unwrap(); // first: 0
+    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, regs::QM_CTR_UNAVAILABLE);
+    b.poll().unwrap(); // failed: None
+    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 50);
+    b.poll().unwrap(); // rebaseline: None
+    let after_gap = b.values(g).unwrap().mbm_local_delta_bytes;
+    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 53);
+    // act
+    b.poll().unwrap();
+    // assert
+    assert_eq!(after_gap, None);
+    assert_eq!(b.values(g).unwrap().mbm_local_delta_bytes, Some(3 * SCALE));
+}
+
+/// PMU counts by CPU, advanced by the test.
+#[derive(Default)]
+struct TablePmu(HashMap<LogicalCpu, PmuCounts>);
+
+impl PmuSource for TablePmu {
+    fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts> {
+        self.0.get(&cpu).copied()
+    }
+}
+
+#[test]
+fn pmu_deltas_are_summed_over_the_group_cpus() {
+    // arrange
+    let mut pmu = TablePmu::default();
+    for c in [1, 2] {
+        pmu.0.insert(
+            cpu(c),
+            PmuCounts {
+                instructions: 1000,
+                cycles: 500,
+                llc_misses: 7,
+            },
+        );
+    }
+    let mut b = MsrBackend::new(FakeMsrs::new(), caps(), topology(), pmu).unwrap();
+    let g = b
+        .start_monitoring(&cpus("1-2"), MonEvents::IPC | MonEvents::LLC_MISSES)
+        .unwrap();
+    b.poll().unwrap();
+    b.pmu_mut().0.insert(
+        cpu(1),
+        PmuCounts {
+            instructions: 3000,
+            cycles: 1500,
+            llc_misses: 10,
+        },
+    );
+    b.pmu_mut().0.insert(
+        cpu(2),
+        PmuCounts {
+            instructions: 1500,
+            cycles: 1000,
+            llc_misses: 8,
+        },
+    );
+    // act
+    b.poll().unwrap();
+    // assert
+    let v = *b.values(g).unwrap();
+    assert_eq!(
+        (v.instructions_delta, v.cycles_delta, v.llc_misses_delta),
+        (Some(2500), Some(1500), Some(4))
+    );
+    assert!((v.ipc().unwrap() - 2500.0 / 1500.0).abs() < 1e-12);
+}
+
+#[test]
+fn pmu_deltas_are_none_if_any_cpu_cannot_be_read() {
+    let mut pmu = TablePmu::default();
+    pmu.0.insert(cpu(1), PmuCounts::default());
+    let mut b = MsrBackend::new(FakeMsrs::new(), caps(), topology(), pmu).unwrap();
+    let g = b.start_monitoring(&cpus("1-2"), MonEvents::IPC).unwrap();
+    b.poll().unwrap();
+    assert_eq!(b.values(g).unwrap().instructions_delta, None);
+    assert_eq!(b.values(g).unwrap().llc_misses_delta, None);
+}
+
+#[test]
+fn poll_propagates_a_failing_register_access() {
+    // arrange
+    let mut b = fresh();
+    b.start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    let mut strict = FakeMsrs::failing_unknown();
+    strict.set(cpu(0), regs::IA32_QM_EVTSEL, 0);
+    *b.io_mut() = strict;
+    // act
+    let err = b.poll().unwrap_err();
+    // assert
+    assert!(
+        matches!(err, MsrError::Read { addr, .. } if addr == regs::IA32_QM_CTR),
+        "{err}"
+    );
+}
