@@ -268,6 +268,21 @@ mod tests {
     }
 
     #[test]
+    fn open_errno_is_translated_into_a_cause() {
+        // arrange
+        let path = PathBuf::from("/dev/cpu/3/msr");
+        let cpu = LogicalCpu::new(3);
+        let map = |errno| open_error(path.clone(), cpu, io::Error::from_raw_os_error(errno));
+        // act / assert: ENOENT, EACCES, EPERM, ENXIO (CPU offline)
+        assert!(matches!(map(2), MsrError::NoDevice { .. }));
+        assert!(matches!(map(13), MsrError::PermissionDenied { .. }));
+        assert!(matches!(map(1), MsrError::PermissionDenied { .. }));
+        assert!(
+            matches!(map(6), MsrError::Open { source, .. } if source.raw_os_error() == Some(6))
+        );
+    }
+
+    #[test]
     fn default_root_is_dev_cpu() {
         assert_eq!(
             DevCpuMsr::new().device_path(LogicalCpu::new(3)),
