@@ -1,0 +1,908 @@
+//! [`SimPlatform`]: registers that answer like silicon, counters, PMU, and the virtual clock.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::time::Duration;
+
+use rdt_core::{
+    CacheDomain, Capabilities, CatCaps, LogicalCpu, MbaKind, PmuCounts, PmuSource, Rmid, Topology,
+};
+use rdt_msr::regs::{
+    AMD_MBA_BW_0, AMD_SMBA_BW_0, IA32_L2_QOS_CFG, IA32_L2_QOS_MASK_0, IA32_L3_QOS_CFG,
+    IA32_L3_QOS_MASK_0, IA32_MBA_THRTL_0, IA32_PQR_ASSOC, IA32_QM_CTR, IA32_QM_EVTSEL,
+    QM_CTR_ERROR, QM_CTR_UNAVAILABLE,
+};
+use rdt_msr::{MsrAddr, MsrError, MsrIo};
+
+use crate::cpuid::{CpuidPatch, SimCpuid};
+use crate::model::{self, AMD_UNIT_BYTES_PER_S, Claim, CpuActivity, Throttle};
+use crate::{Scenario, ScenarioError, SimError};
+
+/// `EIO` from `<errno.h>` on Linux: what the `msr` driver returns when RDMSR/WRMSR raises #GP.
+const EIO: i32 = 5;
+
+/// Bytes in a MiB (for the geometry fallback).
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A cumulative count kept as whole units plus a fraction, so that integrating small rates
+/// over many short intervals loses nothing. `whole` wraps at 2^64.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Accum {
+    pub whole: u64,
+    pub frac: f64,
+}
+
+impl Accum {
+    pub fn add(&mut self, units: f64) {
+        if !(units.is_finite() && units > 0.0) {
+            return;
+        }
+        let sum = self.frac + units;
+        let w = sum.floor();
+        self.frac = sum - w;
+        self.whole = self.whole.wrapping_add(f64_to_u64_wrapping(w));
+    }
+}
+
+/// `x mod 2^64` as u64, for a finite non-negative integral `x`.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // reduced below 2^64 first
+fn f64_to_u64_wrapping(x: f64) -> u64 {
+    const TWO64: f64 = 18_446_744_073_709_551_616.0;
+    (x % TWO64) as u64
+}
+
+/// `floor(x)` as u64, saturating; 0 for negative or NaN.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // `as` saturates; checked
+pub(crate) fn f64_floor_u64(x: f64) -> u64 {
+    if x.is_nan() || x <= 0.0 {
+        0
+    } else {
+        x.floor() as u64
+    }
+}
+
+/// Per-CPU registers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CpuRegs {
+    /// IA32_PQR_ASSOC.
+    pub pqr_assoc: u64,
+    /// IA32_QM_EVTSEL.
+    pub evtsel: u64,
+}
+
+/// The CAT registers of one cache domain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CatRegs {
+    /// IA32_Lx_QOS_MASK_n, n < #COS.
+    pub masks: Vec<u64>,
+    /// IA32_Lx_QOS_CFG.
+    pub cfg: u64,
+}
+
+impl CatRegs {
+    fn reset(cat: &CatCaps) -> Self {
+        Self {
+            masks: vec![cat.full_mask().bits(); cat.num_classes as usize],
+            cfg: 0,
+        }
+    }
+
+    const fn cdp_on(&self) -> bool {
+        self.cfg & 1 != 0
+    }
+}
+
+/// Every register of the platform.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Registers {
+    /// Per CPU, in topology order.
+    pub cpus: Vec<CpuRegs>,
+    /// Per L3 domain.
+    pub l3: BTreeMap<CacheDomain, CatRegs>,
+    /// Per L2 domain.
+    pub l2: BTreeMap<CacheDomain, CatRegs>,
+    /// MBA values per L3 domain (Intel delay or AMD units), index = COS.
+    pub mba: BTreeMap<CacheDomain, Vec<u64>>,
+    /// AMD SMBA units per L3 domain.
+    pub smba: BTreeMap<CacheDomain, Vec<u64>>,
+}
+
+/// MBM counters of one RMID in one L3 domain, in upscaling-factor units.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct RmidCounters {
+    pub total: Accum,
+    pub local: Accum,
+}
+
+/// Cumulative PMU counts of one CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct PmuAccum {
+    pub instructions: Accum,
+    pub cycles: Accum,
+    pub llc_misses: Accum,
+}
+
+/// A register the model implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reg {
+    PqrAssoc,
+    EvtSel,
+    QmCtr,
+    L3Cfg,
+    L2Cfg,
+    L3Mask(usize),
+    L2Mask(usize),
+    Mba(usize),
+    Smba(usize),
+}
+
+/// A simulated RDT/PQoS platform: a real CPUID dump and its topology, with registers that
+/// answer like silicon and counters driven by a workload model ([`crate::model`]).
+///
+/// # Registers (all others: EIO on read and write)
+/// | MSR | scope | write faults (EIO) | reset |
+/// |---|---|---|---|
+/// | IA32_PQR_ASSOC 0xC8F | CPU | RMID ≥ #RMIDs; bits 31:10 set (31:w when more than 1024 RMIDs need w bits); COS ≥ the CPU's class count (the largest of L3, L2, MBA, SMBA #COS, L3/L2 halved while its CDP is on in the CPU's domain) | 0 |
+/// | IA32_QM_EVTSEL 0xC8D | CPU | bits 31:8 set | 0 |
+/// | IA32_QM_CTR 0xC8E | CPU, read-only | every write | — |
+/// | IA32_L3_QOS_CFG 0xC81 | L3 domain, only with L3 CDP | any bit but 0 | 0 |
+/// | IA32_L2_QOS_CFG 0xC82 | L2 domain, only with L2 CDP | any bit but 0 | 0 |
+/// | IA32_L3_QOS_MASK_n 0xC90+n, n < #COS | L3 domain | zero; bits at or above the CBM length; not contiguous unless CPUID.(10H,1):ECX\[3\] (always accepted on AMD); fewer bits than the minimum | all ways |
+/// | IA32_L2_QOS_MASK_n 0xD10+n | L2 domain | as for L3 | all ways |
+/// | MBA delay 0xD50+n (Intel) | L3 domain | value > max delay (real parts may clamp; the model faults so a backend that forgets pqos's clipping is caught) | 0 |
+/// | AMD MBA 0xC000_0200+n | L3 domain | value > 2^width | 2^width (unlimited) |
+/// | AMD SMBA 0xC000_0280+n | L3 domain | value > 2^width | 2^width |
+///
+/// IA32_QM_CTR answers for (the CPU's L3 domain, the RMID and event of the CPU's
+/// IA32_QM_EVTSEL): bit 63 (Error) when the RMID is ≥ #RMIDs or the event is not one the
+/// CPU enumerates; bit 62 (Unavailable) only through [`SimPlatform::inject_unavailable`];
+/// otherwise occupancy (event 1) or the MBM total/local counter (events 2/3) wrapped at
+/// `2^counter_width`, in upscaling-factor units.
+///
+/// A write to a register shared by a domain on any CPU of the domain is what every CPU of
+/// that domain reads.
+///
+/// # References
+/// Intel SDM Vol. 3B, 18.18 (IA32_PQR_ASSOC, IA32_QM_EVTSEL, IA32_QM_CTR) and 18.19
+/// (IA32_L3_QOS_MASK_n, IA32_L3_QOS_CFG, MBA); AMD pub. 56375; pqos(8) / `lib/cpu_registers.h`.
+#[derive(Debug)]
+pub struct SimPlatform {
+    pub(crate) model: String,
+    pub(crate) identity: String,
+    pub(crate) cpuid: SimCpuid,
+    pub(crate) caps: Capabilities,
+    pub(crate) topology: Topology,
+    pub(crate) notes: Vec<String>,
+    pub(crate) freq_hz: f64,
+    /// Capacity-bitmask portions of an L3 domain, and bytes per portion.
+    pub(crate) portions: u32,
+    pub(crate) portion_bytes: f64,
+    /// Width of the RMID field of IA32_PQR_ASSOC, bits.
+    pub(crate) rmid_bits: u32,
+    pub(crate) regs: Registers,
+    pub(crate) counters: BTreeMap<CacheDomain, Vec<RmidCounters>>,
+    pub(crate) pmu: Vec<PmuAccum>,
+    pub(crate) activity: Vec<CpuActivity>,
+    pub(crate) scenario: Scenario,
+    pub(crate) now: Duration,
+    pub(crate) unavailable: BTreeMap<(CacheDomain, u32), u32>,
+    pub(crate) msr_reads: u64,
+    pub(crate) msr_writes: u64,
+}
+
+impl SimPlatform {
+    /// Builds a platform from its parts: a display name, a model identity (saved states
+    /// only restore into a platform of the same identity), the CPUID it answers, the
+    /// capabilities and topology. The registers start at their reset values, the clock at 0
+    /// and the workload is [`Scenario::default`] (the seed paper's).
+    ///
+    /// [`SimPlatform::builtin`] and [`SimPlatform::from_dump`] derive the parts from a dump;
+    /// use this for tests that need particular capabilities.
+    ///
+    /// # Errors
+    /// [`SimError::NoCpus`] for an empty topology, [`SimError::NoRdt`] when the capabilities
+    /// hold neither monitoring nor allocation with known parameters.
+    pub fn from_parts(
+        model: &str,
+        identity: &str,
+        cpuid: SimCpuid,
+        caps: Capabilities,
+        topology: Topology,
+    ) -> Result<Self, SimError> {
+        if topology.cpus().is_empty() {
+            return Err(SimError::NoCpus {
+                model: model.into(),
+            });
+        }
+        let simulable = caps.monitoring.get().is_some()
+            || caps.l3_cat.get().is_some()
+            || caps.l2_cat.get().is_some()
+            || caps.mba.get().is_some();
+        if !simulable {
+            return Err(SimError::NoRdt {
+                model: model.into(),
+            });
+        }
+        let mut notes = Vec::new();
+        let portions = caps.l3_cat.get().map_or(1, |c| c.cbm_len.clamp(1, 64));
+        let total = if let Some(g) = caps.l3_cache {
+            u64_to_f64(g.total_size())
+        } else {
+            notes.push(format!(
+                "no L3 cache geometry (CPUID leaf 4 / 8000_001DH): assumed {portions} MiB per L3 domain"
+            ));
+            f64::from(portions) * MIB
+        };
+        let (freq_hz, freq_note) = base_frequency(&cpuid, caps.brand.as_deref());
+        if let Some(n) = freq_note {
+            notes.push(n);
+        }
+        let num_rmids = caps.monitoring.get().map_or(1, |m| m.num_rmids.max(1));
+        // IA32_PQR_ASSOC RMID field: bits 9:0 as pqos uses them, wider only if the RMIDs need it.
+        let rmid_bits = (u32::BITS - (num_rmids - 1).leading_zeros()).max(10);
+        let mut p = Self {
+            model: model.into(),
+            identity: identity.into(),
+            cpuid,
+            caps,
+            topology,
+            notes,
+            freq_hz,
+            portions,
+            portion_bytes: total / f64::from(portions),
+            rmid_bits,
+            regs: Registers {
+                cpus: Vec::new(),
+                l3: BTreeMap::new(),
+                l2: BTreeMap::new(),
+                mba: BTreeMap::new(),
+                smba: BTreeMap::new(),
+            },
+            counters: BTreeMap::new(),
+            pmu: Vec::new(),
+            activity: Vec::new(),
+            scenario: Scenario::default(),
+            now: Duration::ZERO,
+            unavailable: BTreeMap::new(),
+            msr_reads: 0,
+            msr_writes: 0,
+        };
+        p.regs = p.reset_registers();
+        p.counters = p.zero_counters();
+        p.pmu = vec![PmuAccum::default(); p.topology.cpus().len()];
+        // The default scenario names CPUs 2-10; on a smaller platform keep only those present.
+        let sc = p.scenario_for_platform(Scenario::default());
+        p.scenario = sc;
+        p.recompute();
+        Ok(p)
+    }
+
+    fn scenario_for_platform(&self, mut s: Scenario) -> Scenario {
+        let all = self.topology.all_cpus();
+        for a in &mut s.workloads {
+            a.cpus = a.cpus.iter().filter(|c| all.contains(*c)).collect();
+        }
+        s.workloads.retain(|a| !a.cpus.is_empty());
+        s
+    }
+
+    /// Register values after power-on / reset (table in the type docs).
+    pub(crate) fn reset_registers(&self) -> Registers {
+        let t = &self.topology;
+        let mut r = Registers {
+            cpus: vec![CpuRegs::default(); t.cpus().len()],
+            l3: BTreeMap::new(),
+            l2: BTreeMap::new(),
+            mba: BTreeMap::new(),
+            smba: BTreeMap::new(),
+        };
+        for d in t.l3_domains() {
+            if let Some(cat) = self.caps.l3_cat.get() {
+                r.l3.insert(d, CatRegs::reset(cat));
+            }
+            if let Some(m) = self.caps.mba.get() {
+                r.mba
+                    .insert(d, vec![mba_reset(m.kind); m.num_classes as usize]);
+            }
+            if let Some(m) = self.caps.smba.get() {
+                r.smba
+                    .insert(d, vec![mba_reset(m.kind); m.num_classes as usize]);
+            }
+        }
+        if let Some(cat) = self.caps.l2_cat.get() {
+            for d in t.l2_domains() {
+                r.l2.insert(d, CatRegs::reset(cat));
+            }
+        }
+        r
+    }
+
+    pub(crate) fn zero_counters(&self) -> BTreeMap<CacheDomain, Vec<RmidCounters>> {
+        let n = self
+            .caps
+            .monitoring
+            .get()
+            .map_or(0, |m| m.num_rmids as usize);
+        self.topology
+            .l3_domains()
+            .into_iter()
+            .map(|d| (d, vec![RmidCounters::default(); n]))
+            .collect()
+    }
+
+    /// The model's name: a built-in name (`broadwell-ep`), or the dump's brand string.
+    #[must_use]
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The model's identity, as saved states record it: `builtin:NAME`, or
+    /// `dump:fnv1a64:HASH` of the dump's text.
+    #[must_use]
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// Capabilities as CPUID enumerates them (after [`Self::cpuid_patches`]); CDP reported off.
+    #[must_use]
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    /// The topology of the dump's logical CPUs.
+    #[must_use]
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The model's CPUID as CPU 0 answers it, patches included (for `pqos -d` in sim mode).
+    #[must_use]
+    pub fn cpuid(&self) -> SimCpuid {
+        self.cpuid.clone()
+    }
+
+    /// The leaves the model answers in place of the dump ([`crate::cpuid`] lists why).
+    #[must_use]
+    pub fn cpuid_patches(&self) -> &[CpuidPatch] {
+        self.cpuid.patches()
+    }
+
+    /// Every assumption the model makes beyond the dump, one sentence each: CPUID patches,
+    /// a missing cache geometry, the base frequency's source.
+    #[must_use]
+    pub fn notes(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .cpuid_patches()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        v.extend(self.notes.iter().cloned());
+        v
+    }
+
+    /// Base (unhalted-cycle) frequency of every CPU, in Hz.
+    #[must_use]
+    pub fn base_frequency_hz(&self) -> f64 {
+        self.freq_hz
+    }
+
+    /// The simulated time since the platform was built.
+    #[must_use]
+    pub fn now(&self) -> Duration {
+        self.now
+    }
+
+    /// The current scenario.
+    #[must_use]
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// Replaces the workloads. Counters keep their values; from now on they grow at the new
+    /// rates.
+    ///
+    /// # Errors
+    /// [`ScenarioError::NoSuchCpu`] when a workload names a CPU the platform lacks (nothing is
+    /// changed).
+    pub fn set_scenario(&mut self, scenario: &Scenario) -> Result<(), ScenarioError> {
+        for (i, a) in scenario.workloads.iter().enumerate() {
+            if let Some(cpu) = a.cpus.iter().find(|c| self.topology.get(*c).is_none()) {
+                return Err(ScenarioError::NoSuchCpu {
+                    field: format!("workloads[{i}].cpus"),
+                    cpu: cpu.get(),
+                });
+            }
+        }
+        self.scenario = scenario.clone();
+        self.recompute();
+        Ok(())
+    }
+
+    /// What `cpu` is doing in the current steady state, or `None` if it does not exist.
+    #[must_use]
+    pub fn activity(&self, cpu: LogicalCpu) -> Option<&CpuActivity> {
+        self.index(cpu).map(|i| &self.activity[i])
+    }
+
+    /// The LLC occupancy of `rmid` in L3 domain `domain` as IA32_QM_CTR reports it, converted
+    /// to bytes (counts × upscaling factor); 0 without monitoring or for an unknown domain.
+    #[must_use]
+    pub fn llc_occupancy_bytes(&self, domain: CacheDomain, rmid: Rmid) -> u64 {
+        let Some(m) = self.caps.monitoring.get() else {
+            return 0;
+        };
+        self.occupancy_counts(domain, rmid.get()) * u64::from(m.upscaling_factor)
+    }
+
+    /// Test hook: the next `reads` reads of IA32_QM_CTR for (`domain`, `rmid`), any event,
+    /// return the Unavailable bit (62) and no data, as hardware does for an RMID it has no
+    /// data for yet. The model never sets Unavailable on its own.
+    pub fn inject_unavailable(&mut self, domain: CacheDomain, rmid: Rmid, reads: u32) {
+        if reads == 0 {
+            self.unavailable.remove(&(domain, rmid.get()));
+        } else {
+            self.unavailable.insert((domain, rmid.get()), reads);
+        }
+    }
+
+    /// Power-on reset of every register (table in the type docs). The clock, the MBM and
+    /// PMU counters and the scenario are kept.
+    pub fn reset(&mut self) {
+        self.regs = self.reset_registers();
+        self.recompute();
+    }
+
+    /// MSR accesses so far through [`MsrIo`] (failed ones included): (reads, writes).
+    #[must_use]
+    pub const fn msr_accesses(&self) -> (u64, u64) {
+        (self.msr_reads, self.msr_writes)
+    }
+
+    /// Advances the virtual clock by `dt`: every CPU's MBM traffic, instructions, cycles and
+    /// LLC misses grow at their steady-state rates ([`crate::model`]) for `dt`.
+    pub fn advance(&mut self, dt: Duration) {
+        let s = dt.as_secs_f64();
+        let upscale = self
+            .caps
+            .monitoring
+            .get()
+            .map(|m| f64::from(m.upscaling_factor));
+        for (i, place) in self.topology.cpus().iter().enumerate() {
+            let a = self.activity[i];
+            let pmu = &mut self.pmu[i];
+            pmu.cycles.add(a.cycles_per_s * s);
+            pmu.instructions.add(a.instructions_per_s * s);
+            pmu.llc_misses.add(a.llc_misses_per_s * s);
+            let (Some(up), Some(d)) = (upscale, place.l3) else {
+                continue;
+            };
+            let rmid = rdt_msr::regs::pqr_rmid(self.regs.cpus[i].pqr_assoc) as usize;
+            if let Some(c) = self.counters.get_mut(&d).and_then(|v| v.get_mut(rmid)) {
+                c.total.add(a.traffic_bytes_per_s * s / up);
+                c.local.add(a.local_bytes_per_s * s / up);
+            }
+        }
+        self.now += dt;
+    }
+
+    fn index(&self, cpu: LogicalCpu) -> Option<usize> {
+        self.topology
+            .cpus()
+            .binary_search_by_key(&cpu, |c| c.cpu)
+            .ok()
+    }
+
+    /// Occupancy of (domain, rmid) in upscaling-factor counts, rounded down.
+    fn occupancy_counts(&self, domain: CacheDomain, rmid: u32) -> u64 {
+        let Some(m) = self.caps.monitoring.get() else {
+            return 0;
+        };
+        let bytes: f64 = self
+            .topology
+            .cpus()
+            .iter()
+            .zip(&self.regs.cpus)
+            .zip(&self.activity)
+            .filter(|((p, r), _)| {
+                p.l3 == Some(domain) && rdt_msr::regs::pqr_rmid(r.pqr_assoc) == rmid
+            })
+            .map(|(_, a)| a.occupancy_bytes)
+            .sum();
+        f64_floor_u64(bytes / f64::from(m.upscaling_factor))
+    }
+
+    /// The L3 portion mask the workload model uses for CPU `i` (module docs of `model`).
+    fn l3_fill_mask(&self, i: usize, domain: CacheDomain) -> u64 {
+        let full = if self.portions >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.portions) - 1
+        };
+        let Some(regs) = self.regs.l3.get(&domain) else {
+            return full;
+        };
+        let cos = rdt_msr::regs::pqr_cos(self.regs.cpus[i].pqr_assoc) as usize;
+        let idx = if regs.cdp_on() { cos * 2 } else { cos };
+        regs.masks.get(idx).copied().unwrap_or(full) & full
+    }
+
+    fn throttle(&self, i: usize, domain: CacheDomain) -> Throttle {
+        let cos = rdt_msr::regs::pqr_cos(self.regs.cpus[i].pqr_assoc) as usize;
+        let (Some(m), Some(vals)) = (self.caps.mba.get(), self.regs.mba.get(&domain)) else {
+            return Throttle::None;
+        };
+        let Some(&v) = vals.get(cos) else {
+            return Throttle::None;
+        };
+        match m.kind {
+            MbaKind::IntelDelay { .. } => Throttle::Scale((100.0 - u64_to_f64(v)) / 100.0),
+            MbaKind::AmdBandwidth { width } => {
+                if v >= 1u64 << width {
+                    Throttle::None
+                } else {
+                    Throttle::Cap(u64_to_f64(v) * AMD_UNIT_BYTES_PER_S)
+                }
+            }
+        }
+    }
+
+    /// Recomputes the steady state after a register or scenario change.
+    pub(crate) fn recompute(&mut self) {
+        let cpus = self.topology.cpus();
+        let mut occupancy = vec![0.0; cpus.len()];
+        for d in self.topology.l3_domains() {
+            let members: Vec<usize> = (0..cpus.len()).filter(|&i| cpus[i].l3 == Some(d)).collect();
+            let claims: Vec<Claim> = members
+                .iter()
+                .map(|&i| {
+                    let w = self.scenario.workload_of(cpus[i].cpu);
+                    Claim {
+                        working_set: w.working_set_bytes,
+                        pressure: w.traffic_bytes_per_s * w.utilization,
+                        mask: self.l3_fill_mask(i, d),
+                    }
+                })
+                .collect();
+            let occ = model::water_fill(self.portion_bytes, self.portions, &claims);
+            for (&i, o) in members.iter().zip(occ) {
+                occupancy[i] = o;
+            }
+        }
+        self.activity = cpus
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let w = self.scenario.workload_of(p.cpu);
+                let th = p.l3.map_or(Throttle::None, |d| self.throttle(i, d));
+                model::activity(w, occupancy[i], th, self.freq_hz)
+            })
+            .collect();
+    }
+
+    fn decode(&self, addr: MsrAddr) -> Option<Reg> {
+        let a = addr.get();
+        let c = &self.caps;
+        let in_range = |base: MsrAddr, n: u32| {
+            a.checked_sub(base.get())
+                .filter(|off| *off < n)
+                .map(|off| off as usize)
+        };
+        if addr == IA32_PQR_ASSOC && (c.monitoring.get().is_some() || self.any_alloc()) {
+            return Some(Reg::PqrAssoc);
+        }
+        if c.monitoring.get().is_some() {
+            if addr == IA32_QM_EVTSEL {
+                return Some(Reg::EvtSel);
+            }
+            if addr == IA32_QM_CTR {
+                return Some(Reg::QmCtr);
+            }
+        }
+        if let Some(cat) = c.l3_cat.get() {
+            if addr == IA32_L3_QOS_CFG && cat.cdp_supported {
+                return Some(Reg::L3Cfg);
+            }
+            if let Some(n) = in_range(IA32_L3_QOS_MASK_0, cat.num_classes) {
+                return Some(Reg::L3Mask(n));
+            }
+        }
+        if let Some(cat) = c.l2_cat.get() {
+            if addr == IA32_L2_QOS_CFG && cat.cdp_supported {
+                return Some(Reg::L2Cfg);
+            }
+            if let Some(n) = in_range(IA32_L2_QOS_MASK_0, cat.num_classes) {
+                return Some(Reg::L2Mask(n));
+            }
+        }
+        if let Some(m) = c.mba.get() {
+            let base = match m.kind {
+                MbaKind::IntelDelay { .. } => IA32_MBA_THRTL_0,
+                MbaKind::AmdBandwidth { .. } => AMD_MBA_BW_0,
+            };
+            if let Some(n) = in_range(base, m.num_classes) {
+                return Some(Reg::Mba(n));
+            }
+        }
+        c.smba
+            .get()
+            .and_then(|m| in_range(AMD_SMBA_BW_0, m.num_classes))
+            .map(Reg::Smba)
+    }
+
+    fn any_alloc(&self) -> bool {
+        let c = &self.caps;
+        c.l3_cat.get().is_some() || c.l2_cat.get().is_some() || c.mba.get().is_some()
+    }
+
+    /// Classes CPU `i` may be associated with (type docs).
+    fn class_limit(&self, i: usize) -> u32 {
+        let p = &self.topology.cpus()[i];
+        let usable = |cat: Option<&CatCaps>, regs: Option<&CatRegs>| {
+            cat.map_or(0, |c| {
+                if regs.is_some_and(CatRegs::cdp_on) {
+                    c.num_classes / 2
+                } else {
+                    c.num_classes
+                }
+            })
+        };
+        let l3 = usable(
+            self.caps.l3_cat.get(),
+            p.l3.and_then(|d| self.regs.l3.get(&d)),
+        );
+        let l2 = usable(self.caps.l2_cat.get(), self.regs.l2.get(&p.l2));
+        let mba = self.caps.mba.get().map_or(0, |m| m.num_classes);
+        let smba = self.caps.smba.get().map_or(0, |m| m.num_classes);
+        l3.max(l2).max(mba).max(smba).max(1)
+    }
+
+    fn read_reg(&mut self, i: usize, reg: Reg) -> Option<u64> {
+        let p = self.topology.cpus()[i];
+        Some(match reg {
+            Reg::PqrAssoc => self.regs.cpus[i].pqr_assoc,
+            Reg::EvtSel => self.regs.cpus[i].evtsel,
+            Reg::QmCtr => self.read_qm_ctr(i),
+            Reg::L3Cfg => self.regs.l3.get(&p.l3?)?.cfg,
+            Reg::L2Cfg => self.regs.l2.get(&p.l2)?.cfg,
+            Reg::L3Mask(n) => *self.regs.l3.get(&p.l3?)?.masks.get(n)?,
+            Reg::L2Mask(n) => *self.regs.l2.get(&p.l2)?.masks.get(n)?,
+            Reg::Mba(n) => *self.regs.mba.get(&p.l3?)?.get(n)?,
+            Reg::Smba(n) => *self.regs.smba.get(&p.l3?)?.get(n)?,
+        })
+    }
+
+    fn read_qm_ctr(&mut self, i: usize) -> u64 {
+        let Some(m) = self.caps.monitoring.get() else {
+            return QM_CTR_ERROR;
+        };
+        let sel = self.regs.cpus[i].evtsel;
+        let event = sel & 0xff;
+        let rmid = sel >> 32;
+        let supported = match event {
+            1 => m.events.llc_occupancy,
+            2 => m.events.mbm_total,
+            3 => m.events.mbm_local,
+            _ => false,
+        };
+        let Some(domain) = self.topology.cpus()[i].l3 else {
+            return QM_CTR_ERROR;
+        };
+        if !supported || rmid >= u64::from(m.num_rmids) {
+            return QM_CTR_ERROR;
+        }
+        let rmid = u32::try_from(rmid).unwrap_or(u32::MAX);
+        if let Some(left) = self.unavailable.get_mut(&(domain, rmid)) {
+            *left -= 1;
+            if *left == 0 {
+                self.unavailable.remove(&(domain, rmid));
+            }
+            return QM_CTR_UNAVAILABLE;
+        }
+        let wrap = if m.counter_width >= 62 {
+            rdt_msr::regs::QM_CTR_DATA
+        } else {
+            (1u64 << m.counter_width) - 1
+        };
+        let c = self
+            .counters
+            .get(&domain)
+            .and_then(|v| v.get(rmid as usize))
+            .copied()
+            .unwrap_or_default();
+        match event {
+            1 => self
+                .occupancy_counts(domain, rmid)
+                .min(rdt_msr::regs::QM_CTR_DATA),
+            2 => c.total.whole & wrap,
+            _ => c.local.whole & wrap,
+        }
+    }
+
+    /// Validates and performs a write; `false` = #GP.
+    #[allow(clippy::many_single_char_names)] // i = CPU index, v = value, p/m/n as in read_reg
+    fn write_reg(&mut self, i: usize, reg: Reg, v: u64) -> bool {
+        let p = self.topology.cpus()[i];
+        match reg {
+            Reg::PqrAssoc => {
+                let rmid_mask = (1u64 << self.rmid_bits) - 1;
+                let num_rmids = self.caps.monitoring.get().map_or(1, |m| m.num_rmids);
+                let reserved = v & 0xffff_ffff & !rmid_mask != 0;
+                if reserved
+                    || v & rmid_mask >= u64::from(num_rmids)
+                    || rdt_msr::regs::pqr_cos(v) >= self.class_limit(i)
+                {
+                    return false;
+                }
+                let cos_changed = rdt_msr::regs::pqr_cos(v)
+                    != rdt_msr::regs::pqr_cos(self.regs.cpus[i].pqr_assoc);
+                self.regs.cpus[i].pqr_assoc = v;
+                if cos_changed {
+                    self.recompute();
+                }
+                true
+            }
+            Reg::EvtSel => {
+                if v & 0xffff_ff00 != 0 {
+                    return false;
+                }
+                self.regs.cpus[i].evtsel = v;
+                true
+            }
+            Reg::QmCtr => false,
+            Reg::L3Cfg | Reg::L2Cfg => {
+                if v & !1 != 0 {
+                    return false;
+                }
+                let regs = if reg == Reg::L3Cfg {
+                    p.l3.and_then(|d| self.regs.l3.get_mut(&d))
+                } else {
+                    self.regs.l2.get_mut(&p.l2)
+                };
+                let Some(r) = regs else { return false };
+                r.cfg = v;
+                self.recompute();
+                true
+            }
+            Reg::L3Mask(n) | Reg::L2Mask(n) => {
+                let (cat, regs) = if let Reg::L3Mask(_) = reg {
+                    (
+                        self.caps.l3_cat.get(),
+                        p.l3.and_then(|d| self.regs.l3.get_mut(&d)),
+                    )
+                } else {
+                    (self.caps.l2_cat.get(), self.regs.l2.get_mut(&p.l2))
+                };
+                let (Some(cat), Some(regs)) = (cat, regs) else {
+                    return false;
+                };
+                if !mask_accepted(cat, v) {
+                    return false;
+                }
+                regs.masks[n] = v;
+                self.recompute();
+                true
+            }
+            Reg::Mba(n) | Reg::Smba(n) => {
+                let caps = if let Reg::Mba(_) = reg {
+                    self.caps.mba.get()
+                } else {
+                    self.caps.smba.get()
+                };
+                let Some(m) = caps else { return false };
+                let max = match m.kind {
+                    MbaKind::IntelDelay { max_delay, .. } => u64::from(max_delay),
+                    MbaKind::AmdBandwidth { width } => 1u64 << width,
+                };
+                let table = if let Reg::Mba(_) = reg {
+                    &mut self.regs.mba
+                } else {
+                    &mut self.regs.smba
+                };
+                let Some(vals) = p.l3.and_then(|d| table.get_mut(&d)) else {
+                    return false;
+                };
+                if v > max {
+                    return false;
+                }
+                vals[n] = v;
+                self.recompute();
+                true
+            }
+        }
+    }
+}
+
+/// Whether a CBM write is accepted (type docs).
+pub(crate) fn mask_accepted(cat: &CatCaps, v: u64) -> bool {
+    let full = cat.full_mask().bits();
+    if v == 0 || v & !full != 0 {
+        return false;
+    }
+    let contiguous = (v >> v.trailing_zeros()).wrapping_add(1) & (v >> v.trailing_zeros()) == 0;
+    (contiguous || cat.non_contiguous_cbm) && v.count_ones() >= cat.min_cbm_bits
+}
+
+const fn mba_reset(kind: MbaKind) -> u64 {
+    match kind {
+        MbaKind::IntelDelay { .. } => 0,
+        MbaKind::AmdBandwidth { width } => 1u64 << width,
+    }
+}
+
+#[allow(clippy::cast_precision_loss)] // byte counts far below 2^53
+pub(crate) const fn u64_to_f64(x: u64) -> f64 {
+    x as f64
+}
+
+/// The base frequency in Hz: CPUID.16H:EAX (MHz) if recorded and non-zero, else the brand
+/// string's `@ x.yzGHz`, else 2 GHz (with a note).
+fn base_frequency(cpuid: &SimCpuid, brand: Option<&str>) -> (f64, Option<String>) {
+    use rdt_core::CpuidSource;
+    let max_leaf = cpuid.cpuid(0, 0).map_or(0, |r| r.eax);
+    if let Some(r) = cpuid
+        .cpuid(0x16, 0)
+        .filter(|r| max_leaf >= 0x16 && r.eax & 0xffff != 0)
+    {
+        return (f64::from(r.eax & 0xffff) * 1e6, None); // CPUID.16H:EAX[15:0]: base MHz
+    }
+    if let Some(ghz) = brand.and_then(|b| b.rsplit_once('@')).and_then(|(_, f)| {
+        f.trim()
+            .strip_suffix("GHz")
+            .and_then(|x| x.trim().parse::<f64>().ok())
+    }) {
+        return (ghz * 1e9, None);
+    }
+    (
+        2.0e9,
+        Some("no base frequency in CPUID leaf 16H or the brand string: assumed 2 GHz".into()),
+    )
+}
+
+fn eio() -> io::Error {
+    io::Error::from_raw_os_error(EIO)
+}
+
+impl MsrIo for SimPlatform {
+    /// RDMSR as the `msr` driver reports it: EIO ([`MsrError::Read`]) for a register the
+    /// model does not implement; [`MsrError::NoSuchCpu`] for a CPU it does not have.
+    fn read(&mut self, cpu: LogicalCpu, addr: MsrAddr) -> Result<u64, MsrError> {
+        self.msr_reads += 1;
+        let i = self.index(cpu).ok_or(MsrError::NoSuchCpu(cpu))?;
+        self.decode(addr)
+            .and_then(|reg| self.read_reg(i, reg))
+            .ok_or_else(|| MsrError::Read {
+                cpu,
+                addr,
+                source: eio(),
+            })
+    }
+
+    /// WRMSR as the `msr` driver reports it: EIO ([`MsrError::Write`]) where the CPU would
+    /// raise #GP (type docs); [`MsrError::NoSuchCpu`] for a CPU it does not have.
+    fn write(&mut self, cpu: LogicalCpu, addr: MsrAddr, value: u64) -> Result<(), MsrError> {
+        self.msr_writes += 1;
+        let i = self.index(cpu).ok_or(MsrError::NoSuchCpu(cpu))?;
+        match self.decode(addr) {
+            Some(reg) if self.write_reg(i, reg, value) => Ok(()),
+            _ => Err(MsrError::Write {
+                cpu,
+                addr,
+                value,
+                source: eio(),
+            }),
+        }
+    }
+}
+
+impl PmuSource for SimPlatform {
+    /// Cumulative instructions, unhalted cycles and LLC misses of `cpu` from the workload
+    /// model; `None` for a CPU the platform does not have.
+    fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts> {
+        let p = self.pmu[self.index(cpu)?];
+        Some(PmuCounts {
+            instructions: p.instructions.whole,
+            cycles: p.cycles.whole,
+            llc_misses: p.llc_misses.whole,
+        })
+    }
+}

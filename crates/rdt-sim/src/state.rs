@@ -1,0 +1,434 @@
+//! Saving and restoring the simulator's state, so that separate `pqos` runs act on one machine.
+//!
+//! The state is JSON: the model identity, the clock, every register (hex strings, `"0xffe00"`),
+//! the MBM counters of every (domain, RMID) that has counted anything, the PMU counters and the
+//! scenario (in the scenario file format). Capabilities and topology are not saved: they are
+//! derived again from the dump, and the identity check makes sure it is the same dump.
+//! The [`SimPlatform::inject_unavailable`] test hook is not saved.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use rdt_core::{CacheDomain, LogicalCpu, MbaKind};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::platform::{Accum, CatRegs, PmuAccum, RmidCounters};
+use crate::{Scenario, SimError, SimPlatform};
+
+/// The `format` field of a state.
+const FORMAT: &str = "rdt-sim-state/1";
+
+/// A register value, written as `"0x..."` (Firecracker's register serialisation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Hex(u64);
+
+impl Serialize for Hex {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{:#x}", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Hex {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        let digits = s.strip_prefix("0x").unwrap_or(&s);
+        u64::from_str_radix(digits, 16)
+            .map(Hex)
+            .map_err(|_| serde::de::Error::custom(format!("`{s}` is not a hex register value")))
+    }
+}
+
+/// An [`Accum`] as `[whole, fraction]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct AccumState(u64, f64);
+
+impl From<Accum> for AccumState {
+    fn from(a: Accum) -> Self {
+        Self(a.whole, a.frac)
+    }
+}
+
+impl From<AccumState> for Accum {
+    fn from(a: AccumState) -> Self {
+        Self {
+            whole: a.0,
+            frac: if (0.0..1.0).contains(&a.1) { a.1 } else { 0.0 },
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CpuState {
+    cpu: u32,
+    pqr_assoc: Hex,
+    evtsel: Hex,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CatState {
+    domain: u32,
+    cfg: Hex,
+    masks: Vec<Hex>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableState {
+    domain: u32,
+    values: Vec<Hex>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CounterState {
+    domain: u32,
+    rmid: u32,
+    total: AccumState,
+    local: AccumState,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PmuState {
+    cpu: u32,
+    instructions: AccumState,
+    cycles: AccumState,
+    llc_misses: AccumState,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct State {
+    format: String,
+    model: String,
+    now_ns: u64,
+    cpus: Vec<CpuState>,
+    l3: Vec<CatState>,
+    l2: Vec<CatState>,
+    mba: Vec<TableState>,
+    smba: Vec<TableState>,
+    counters: Vec<CounterState>,
+    pmu: Vec<PmuState>,
+    scenario: serde_json::Value,
+}
+
+fn cat_states(m: &BTreeMap<CacheDomain, CatRegs>) -> Vec<CatState> {
+    m.iter()
+        .map(|(d, r)| CatState {
+            domain: d.get(),
+            cfg: Hex(r.cfg),
+            masks: r.masks.iter().copied().map(Hex).collect(),
+        })
+        .collect()
+}
+
+fn table_states(m: &BTreeMap<CacheDomain, Vec<u64>>) -> Vec<TableState> {
+    m.iter()
+        .map(|(d, v)| TableState {
+            domain: d.get(),
+            values: v.iter().copied().map(Hex).collect(),
+        })
+        .collect()
+}
+
+struct Invalid(String);
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn restore_cat(
+    into: &mut BTreeMap<CacheDomain, CatRegs>,
+    from: Vec<CatState>,
+    what: &str,
+    accept: impl Fn(u64) -> bool,
+    cfg_ok: bool,
+) -> Result<(), Invalid> {
+    for s in from {
+        let d = CacheDomain::new(s.domain);
+        let regs = into
+            .get_mut(&d)
+            .ok_or_else(|| Invalid(format!("{what} domain {} does not exist", s.domain)))?;
+        if s.masks.len() != regs.masks.len() {
+            return Err(Invalid(format!(
+                "{what} domain {} has {} masks, the model has {}",
+                s.domain,
+                s.masks.len(),
+                regs.masks.len()
+            )));
+        }
+        if let Some(bad) = s.masks.iter().find(|m| !accept(m.0)) {
+            return Err(Invalid(format!(
+                "{what} mask {:#x} is not accepted by the CPU",
+                bad.0
+            )));
+        }
+        if s.cfg.0 & !1 != 0 || (s.cfg.0 != 0 && !cfg_ok) {
+            return Err(Invalid(format!(
+                "{what} QOS_CFG value {:#x} is not valid",
+                s.cfg.0
+            )));
+        }
+        regs.masks = s.masks.into_iter().map(|h| h.0).collect();
+        regs.cfg = s.cfg.0;
+    }
+    Ok(())
+}
+
+fn restore_table(
+    into: &mut BTreeMap<CacheDomain, Vec<u64>>,
+    from: Vec<TableState>,
+    what: &str,
+    max: u64,
+) -> Result<(), Invalid> {
+    for s in from {
+        let vals = into
+            .get_mut(&CacheDomain::new(s.domain))
+            .ok_or_else(|| Invalid(format!("{what} domain {} does not exist", s.domain)))?;
+        if s.values.len() != vals.len() || s.values.iter().any(|v| v.0 > max) {
+            return Err(Invalid(format!(
+                "{what} values of domain {} do not fit",
+                s.domain
+            )));
+        }
+        *vals = s.values.into_iter().map(|h| h.0).collect();
+    }
+    Ok(())
+}
+
+fn mba_max(kind: MbaKind) -> u64 {
+    match kind {
+        MbaKind::IntelDelay { max_delay, .. } => u64::from(max_delay),
+        MbaKind::AmdBandwidth { width } => 1u64 << width,
+    }
+}
+
+impl SimPlatform {
+    /// The whole mutable state as JSON (module docs of [`crate::state`]).
+    #[must_use]
+    pub fn save_state(&self) -> String {
+        let cpus = self
+            .topology
+            .cpus()
+            .iter()
+            .zip(&self.regs.cpus)
+            .map(|(p, r)| CpuState {
+                cpu: p.cpu.get(),
+                pqr_assoc: Hex(r.pqr_assoc),
+                evtsel: Hex(r.evtsel),
+            })
+            .collect();
+        let mut counters = Vec::new();
+        for (d, v) in &self.counters {
+            for (rmid, c) in v.iter().enumerate() {
+                if *c != RmidCounters::default() {
+                    counters.push(CounterState {
+                        domain: d.get(),
+                        rmid: u32::try_from(rmid).unwrap_or(u32::MAX),
+                        total: c.total.into(),
+                        local: c.local.into(),
+                    });
+                }
+            }
+        }
+        let pmu = self
+            .topology
+            .cpus()
+            .iter()
+            .zip(&self.pmu)
+            .map(|(p, a)| PmuState {
+                cpu: p.cpu.get(),
+                instructions: a.instructions.into(),
+                cycles: a.cycles.into(),
+                llc_misses: a.llc_misses.into(),
+            })
+            .collect();
+        let state = State {
+            format: FORMAT.into(),
+            model: self.identity.clone(),
+            now_ns: u64::try_from(self.now.as_nanos()).unwrap_or(u64::MAX),
+            cpus,
+            l3: cat_states(&self.regs.l3),
+            l2: cat_states(&self.regs.l2),
+            mba: table_states(&self.regs.mba),
+            smba: table_states(&self.regs.smba),
+            counters,
+            pmu,
+            scenario: self.scenario.to_value(),
+        };
+        // Serialising plain structs of strings and numbers into a String cannot fail.
+        serde_json::to_string_pretty(&state).unwrap_or_default()
+    }
+
+    /// Restores a state saved by [`Self::save_state`] of the same model. All or nothing: on
+    /// error the platform is unchanged.
+    ///
+    /// # Errors
+    /// [`SimError::StateFormat`] when the text is not a state, [`SimError::StateMismatch`]
+    /// when it was saved by another model or dump, [`SimError::StateInvalid`] when a CPU,
+    /// domain, register count or value does not fit this model, [`SimError::Scenario`] when
+    /// its scenario does not.
+    pub fn restore_state(&mut self, text: &str) -> Result<(), SimError> {
+        let st: State =
+            serde_json::from_str(text).map_err(|source| SimError::StateFormat { source })?;
+        if st.model != self.identity {
+            return Err(SimError::StateMismatch {
+                expected: self.identity.clone(),
+                found: st.model,
+            });
+        }
+        let scenario = Scenario::from_value(&st.scenario)?;
+        self.restore_checked(st, scenario)
+            .map_err(|Invalid(problem)| SimError::StateInvalid {
+                model: self.identity.clone(),
+                problem,
+            })
+    }
+
+    fn restore_checked(&mut self, st: State, scenario: Scenario) -> Result<(), Invalid> {
+        if st.format != FORMAT {
+            return Err(Invalid(format!("format `{}` is not `{FORMAT}`", st.format)));
+        }
+        let index = |cpu: u32| {
+            self.topology
+                .cpus()
+                .binary_search_by_key(&LogicalCpu::new(cpu), |c| c.cpu)
+                .map_err(|_| Invalid(format!("CPU {cpu} does not exist")))
+        };
+        let mut regs = self.reset_registers();
+        let num_rmids = self.caps.monitoring.get().map_or(1, |m| m.num_rmids);
+        let max_cos = [
+            self.caps.l3_cat.get().map(|c| c.num_classes),
+            self.caps.l2_cat.get().map(|c| c.num_classes),
+            self.caps.mba.get().map(|m| m.num_classes),
+            self.caps.smba.get().map(|m| m.num_classes),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(1);
+        for c in &st.cpus {
+            let i = index(c.cpu)?;
+            let v = c.pqr_assoc.0;
+            if rdt_msr::regs::pqr_rmid(v) >= num_rmids || rdt_msr::regs::pqr_cos(v) >= max_cos {
+                return Err(Invalid(format!(
+                    "IA32_PQR_ASSOC {v:#x} of CPU {} is out of range",
+                    c.cpu
+                )));
+            }
+            regs.cpus[i].pqr_assoc = v;
+            regs.cpus[i].evtsel = c.evtsel.0;
+        }
+        if let Some(cat) = self.caps.l3_cat.get() {
+            let ok = |m| crate::platform::mask_accepted(cat, m);
+            restore_cat(&mut regs.l3, st.l3, "L3", ok, cat.cdp_supported)?;
+        } else if !st.l3.is_empty() {
+            return Err(Invalid("the model has no L3 CAT".into()));
+        }
+        if let Some(cat) = self.caps.l2_cat.get() {
+            let ok = |m| crate::platform::mask_accepted(cat, m);
+            restore_cat(&mut regs.l2, st.l2, "L2", ok, cat.cdp_supported)?;
+        } else if !st.l2.is_empty() {
+            return Err(Invalid("the model has no L2 CAT".into()));
+        }
+        let mba_max_v = self.caps.mba.get().map_or(0, |m| mba_max(m.kind));
+        restore_table(&mut regs.mba, st.mba, "MBA", mba_max_v)?;
+        let smba_max_v = self.caps.smba.get().map_or(0, |m| mba_max(m.kind));
+        restore_table(&mut regs.smba, st.smba, "SMBA", smba_max_v)?;
+        let mut counters = self.zero_counters();
+        for c in st.counters {
+            let slot = counters
+                .get_mut(&CacheDomain::new(c.domain))
+                .and_then(|v| v.get_mut(c.rmid as usize))
+                .ok_or_else(|| {
+                    Invalid(format!(
+                        "counter of RMID {} in L3 domain {} does not exist",
+                        c.rmid, c.domain
+                    ))
+                })?;
+            *slot = RmidCounters {
+                total: c.total.into(),
+                local: c.local.into(),
+            };
+        }
+        let mut pmu = vec![PmuAccum::default(); self.topology.cpus().len()];
+        for p in st.pmu {
+            pmu[index(p.cpu)?] = PmuAccum {
+                instructions: p.instructions.into(),
+                cycles: p.cycles.into(),
+                llc_misses: p.llc_misses.into(),
+            };
+        }
+        if let Some((i, cpu)) = scenario.workloads.iter().enumerate().find_map(|(i, a)| {
+            a.cpus
+                .iter()
+                .find(|c| self.topology.get(*c).is_none())
+                .map(|c| (i, c))
+        }) {
+            return Err(Invalid(format!(
+                "scenario workload {i} names CPU {cpu}, which does not exist"
+            )));
+        }
+        self.regs = regs;
+        self.counters = counters;
+        self.pmu = pmu;
+        self.scenario = scenario;
+        self.now = Duration::from_nanos(st.now_ns);
+        self.recompute();
+        Ok(())
+    }
+
+    /// Saves [`Self::save_state`] to `path` atomically: written to a temporary file in the
+    /// same directory, then renamed over `path`.
+    ///
+    /// # Errors
+    /// [`SimError::Io`] naming the file that could not be written or renamed.
+    pub fn save_to(&self, path: impl AsRef<Path>) -> Result<(), SimError> {
+        let path = path.as_ref();
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(".{}.tmp", std::process::id()));
+        let tmp = std::path::PathBuf::from(tmp);
+        let write = || -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(self.save_state().as_bytes())?;
+            f.sync_all()
+        };
+        if let Err(source) = write() {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(SimError::Io {
+                op: "write",
+                path: tmp,
+                source,
+            });
+        }
+        std::fs::rename(&tmp, path).map_err(|source| {
+            let _ = std::fs::remove_file(&tmp);
+            SimError::Io {
+                op: "rename to",
+                path: path.to_owned(),
+                source,
+            }
+        })
+    }
+
+    /// Restores the state saved in `path` by [`Self::save_to`].
+    ///
+    /// # Errors
+    /// [`SimError::Io`] when the file cannot be read; otherwise as [`Self::restore_state`].
+    pub fn load_from(&mut self, path: impl AsRef<Path>) -> Result<(), SimError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| SimError::Io {
+            op: "read",
+            path: path.to_owned(),
+            source,
+        })?;
+        self.restore_state(&text)
+    }
+}
