@@ -127,9 +127,8 @@ impl Topology {
     ///
     /// Per CPU block:
     /// - x2APIC id: CPUID.(1FH or 0BH, 0):EDX (Intel prefers 1FH). AMD without leaf 0BH:
-    ///   CPUID.8000001EH:EAX (extended APIC id) when its low 8 bits agree with the initial
-    ///   APIC id CPUID.1:EBX\[31:24\], else that 8-bit initial APIC id. (hwloc's 2×EPYC 7763
-    ///   capture repeats 8000001EH:EAX = 0..63 on its second socket, while leaf 1 counts on.)
+    ///   CPUID.8000001EH:EAX (extended APIC id), else the 8-bit initial APIC id
+    ///   CPUID.1:EBX\[31:24\].
     /// - Shifts: SMT shift = EAX\[4:0\] of the level of type 1 (SMT), package shift = EAX\[4:0\]
     ///   of the last level (the core level of leaf 0BH). Without a topology leaf: AMD
     ///   CPUID.80000008H:ECX\[15:12\] (ApicIdCoreIdSize, or `ceil_log2(ECX[7:0] + 1)` when 0) for

@@ -109,11 +109,8 @@ fn legacy_layout(p: &Probe<'_>, amd: bool) -> Option<ApicLayout> {
     let per_package = bits(l1.ebx, 23, 16);
     if amd {
         let ext = p.regs(0x8000_001E, 0);
-        // CPUID.8000001EH:EAX: extended APIC id; trusted when its low 8 bits agree with leaf 1
-        let apic = match ext {
-            Some(e) if bits(e.eax, 7, 0) == initial => e.eax,
-            _ => initial,
-        };
+        // CPUID.8000001EH:EAX: extended APIC id (the full id; leaf 1 has only 8 bits)
+        let apic = ext.map_or(initial, |e| e.eax);
         let pkg_shift = match p.regs(0x8000_0008, 0) {
             // CPUID.80000008H:ECX[15:12]: ApicIdCoreIdSize (log2 of ids per package);
             // ECX[7:0]: number of threads per package - 1 (used when the size is 0)
@@ -262,9 +259,8 @@ mod tests {
         assert_eq!((c.package, c.core), (1, 1));
     }
 
-    #[test]
-    fn amd_without_leaf_0bh_distrusts_a_disagreeing_extended_apic_id() {
-        // arrange: EPYC 7763 CPU 64 of hwloc's capture: leaf 1 says APIC 0x40, 8000001EH says 0
+    /// CPU 64 of hwloc's 2x EPYC 7763 capture (no leaf 0BH), without or with leaf 8000001EH.
+    fn milan_cpu_64(with_ext: bool) -> DumpCpu {
         let mut c = DumpCpu::new(LogicalCpu::new(64));
         c.insert(0, 0, regs(0x10, 0x6874_7541, 0x444d_4163, 0x6974_6e65));
         c.insert(1, 0, regs(0x00a0_0f11, 0x4040_0800, 0, 0));
@@ -275,15 +271,32 @@ mod tests {
         c.insert(0x8000_001d, 2, regs(0x143, 0, 0, 0));
         c.insert(0x8000_001d, 3, regs(0x0001_c163, 0, 0, 0));
         c.insert(0x8000_001d, 4, regs(0, 0, 0, 0));
-        c.insert(0x8000_001e, 0, regs(0, 0, 1, 0));
+        if with_ext {
+            // EAX extended APIC id 0x140 (as if a 9-bit id), EBX[15:8] = 1: two threads per core
+            c.insert(0x8000_001e, 0, regs(0x140, 0x100, 1, 0));
+        }
+        c
+    }
+
+    #[test]
+    fn amd_without_leaf_0bh_uses_8000_001eh_and_8000_0008h() {
         // act
-        let topo =
-            Topology::from_cpuid_dump(&CpuidDump::from_cpus(None, vec![c]).unwrap()).unwrap();
-        // assert: package 0x40 >> 6 = 1, L3 id 0x40 >> 3 = 8 (8 sharing ids)
-        let p = topo.cpus()[0];
+        let one = |c| {
+            Topology::from_cpuid_dump(&CpuidDump::from_cpus(None, vec![c]).unwrap())
+                .unwrap()
+                .cpus()[0]
+        };
+        let legacy = one(milan_cpu_64(false));
+        let ext = one(milan_cpu_64(true));
+        // assert: ApicIdCoreIdSize 6 -> package = apic >> 6; 8 ids share an L3 -> apic >> 3
         assert_eq!(
-            (p.package, p.core, p.l3, p.l2),
+            (legacy.package, legacy.core, legacy.l3, legacy.l2),
             (1, 0, Some(CacheDomain::new(8)), CacheDomain::new(0x40))
+        );
+        // 0x140 >> 6 = 5; SMT shift 1: core = (0x140 >> 1) & 31 = 0; L2 shared by 1 id
+        assert_eq!(
+            (ext.package, ext.core, ext.l3, ext.l2),
+            (5, 0, Some(CacheDomain::new(0x28)), CacheDomain::new(0x140))
         );
     }
 
