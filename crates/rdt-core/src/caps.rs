@@ -352,6 +352,32 @@ impl Capabilities {
     /// Haswell-EP parts that have CAT without CPUID enumeration (E5-2658 v3 and friends,
     /// found by the kernel and pqos through brand-string lists and MSR probing) are reported
     /// without L3 CAT: probing MSRs is a backend's business, not detection's.
+    ///
+    /// A leaf above the maximum leaf (CPUID.0:EAX, CPUID.80000000H:EAX) does not exist, so
+    /// its features are [`Feature::Unsupported`]; the rules are listed in `detect.rs`. Use
+    /// [`crate::explain_no_rdt`] for a sentence naming the clear bits when
+    /// [`Self::has_rdt`] is false.
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::{Capabilities, CpuidRegs, Feature};
+    /// // Xeon Gold 6140 leaves 0, 7, 10H (the L3 CAT subleaf only; MBA's subleaf 3 missing).
+    /// let src = |leaf: u32, sub: u32| {
+    ///     let r = |eax, ebx, ecx, edx| Some(CpuidRegs { eax, ebx, ecx, edx });
+    ///     match (leaf, sub) {
+    ///         (0, 0) => r(0x16, 0x756e_6547, 0x6c65_746e, 0x4965_6e69),
+    ///         (7, 0) => r(0, 0xd39f_fffb, 0x18, 0),
+    ///         (0x10, 0) => r(0, 0xa, 0, 0),
+    ///         (0x10, 1) => r(0xa, 0x600, 0x4, 0xf),
+    ///         _ => None,
+    ///     }
+    /// };
+    /// let caps = Capabilities::detect(&src);
+    /// let l3 = caps.l3_cat.get().unwrap();
+    /// assert_eq!((l3.cbm_len, l3.num_classes, l3.cdp_supported), (11, 16, true));
+    /// assert_eq!(caps.mba, Feature::DetailsUnknown); // enumerated, parameters not recorded
+    /// assert_eq!(caps.monitoring, Feature::DetailsUnknown); // PQM set, leaf 0FH not recorded
+    /// ```
     #[must_use]
     pub fn detect(src: &dyn CpuidSource) -> Self {
         crate::detect::detect(src)
