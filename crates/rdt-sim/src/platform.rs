@@ -424,6 +424,18 @@ impl SimPlatform {
         self.index(cpu).map(|i| &self.activity[i])
     }
 
+    /// Cumulative PMU counts of `cpu` (what [`PmuSource::read`] returns; this name avoids the
+    /// clash with [`MsrIo::read`] when both traits are in scope).
+    #[must_use]
+    pub fn pmu_counts(&self, cpu: LogicalCpu) -> Option<PmuCounts> {
+        let p = self.pmu[self.index(cpu)?];
+        Some(PmuCounts {
+            instructions: p.instructions.whole,
+            cycles: p.cycles.whole,
+            llc_misses: p.llc_misses.whole,
+        })
+    }
+
     /// The LLC occupancy of `rmid` in L3 domain `domain` as IA32_QM_CTR reports it, converted
     /// to bytes (counts × upscaling factor); 0 without monitoring or for an unknown domain.
     #[must_use]
@@ -898,11 +910,6 @@ impl PmuSource for SimPlatform {
     /// Cumulative instructions, unhalted cycles and LLC misses of `cpu` from the workload
     /// model; `None` for a CPU the platform does not have.
     fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts> {
-        let p = self.pmu[self.index(cpu)?];
-        Some(PmuCounts {
-            instructions: p.instructions.whole,
-            cycles: p.cycles.whole,
-            llc_misses: p.llc_misses.whole,
-        })
+        self.pmu_counts(cpu)
     }
 }

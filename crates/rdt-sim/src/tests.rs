@@ -565,3 +565,234 @@ fn handle_clones_share_one_platform_and_count_accesses() {
     assert_eq!(h.lock().now(), Duration::from_secs(2));
     assert!(rdt_core::PmuSource::read(&mut a, cpu(0)).unwrap().cycles > 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The MSR backend of rdt-msr, run unchanged against the model
+
+mod with_msr_backend {
+    use rdt_core::{
+        AllocReset, Backend, CacheBitmask, CatClass, CatMask, CatResource, ClassId, CpuSet,
+        FeatureSetting, MbaClass, MbaLimit, MonEvents,
+    };
+    use rdt_msr::MsrBackend;
+
+    use super::*;
+
+    fn backend(model: &str) -> (SimHandle, MsrBackend<SimHandle, SimHandle>) {
+        let p = SimPlatform::builtin(model).unwrap();
+        let (caps, topo) = (p.capabilities().clone(), p.topology().clone());
+        let sim = SimHandle::new(p);
+        let b = MsrBackend::new(sim.clone(), caps, topo, sim.clone()).unwrap();
+        (sim, b)
+    }
+
+    fn class(n: u32, mask: u64) -> CatClass {
+        CatClass {
+            class: ClassId::new(n),
+            mask: CatMask::Unified(CacheBitmask::new(mask).unwrap()),
+        }
+    }
+
+    #[test]
+    fn paper_commands_through_the_backend_move_occupancy() {
+        // arrange
+        let (sim, mut b) = backend("broadwell-ep");
+        let events = MonEvents::ALL | MonEvents::MBM_TOTAL;
+        let pipe = b.start_monitoring(&"2-7".parse().unwrap(), events).unwrap();
+        let thrash = b
+            .start_monitoring(&"8-10".parse().unwrap(), events)
+            .unwrap();
+        b.poll().unwrap();
+        let before = (*b.values(pipe).unwrap(), *b.values(thrash).unwrap());
+        // act: pqos -e "llc:1=0xffe00;llc:2=0x00003"; pqos -a "llc:1=2-7;llc:2=8-10"
+        for d in b.topology().l3_domains() {
+            b.set_cat_classes(CatResource::L3, d, &[class(1, 0xffe00), class(2, 0x3)])
+                .unwrap();
+        }
+        for c in 2..=10 {
+            b.associate(cpu(c), ClassId::new(if c <= 7 { 1 } else { 2 }))
+                .unwrap();
+        }
+        sim.advance(Duration::from_secs(1));
+        b.poll().unwrap();
+        let after = (*b.values(pipe).unwrap(), *b.values(thrash).unwrap());
+        // assert
+        let mib = |v: Option<u64>| {
+            #[allow(clippy::cast_precision_loss)]
+            let x = v.unwrap() as f64 / MIB;
+            x
+        };
+        assert!(mib(before.0.llc_occupancy_bytes) < 6.0);
+        assert!(mib(after.0.llc_occupancy_bytes) > 23.5);
+        assert!(mib(before.1.llc_occupancy_bytes) > 60.0);
+        assert!(mib(after.1.llc_occupancy_bytes) <= 7.0);
+        let ipc = after.0.ipc().unwrap();
+        assert!(
+            (ipc - 1.714).abs() < 0.01,
+            "pipeline IPC from the model: {ipc}"
+        );
+        assert!(after.1.mbm_total_delta_bytes.unwrap() > 60 * 1024 * 1024 * 1024 / 3);
+        assert_eq!(b.class_of(cpu(9)).unwrap(), ClassId::new(2));
+        b.stop_monitoring(pipe).unwrap();
+        assert_eq!(b.rmid_of(cpu(2)).unwrap(), Some(Rmid::new(0)));
+    }
+
+    #[test]
+    fn cdp_reset_and_bad_input_through_the_backend() {
+        let (sim, mut b) = backend("broadwell-ep");
+        let on = AllocReset {
+            l3_cdp: FeatureSetting::On,
+            ..AllocReset::default()
+        };
+        b.reset_allocation(&on).unwrap();
+        assert!(b.capabilities().l3_cat.get().unwrap().cdp_enabled);
+        assert_eq!(sim.lock().read(cpu(1), IA32_L3_QOS_CFG).unwrap(), 1);
+        let cdp = CatClass {
+            class: ClassId::new(1),
+            mask: CatMask::Cdp {
+                data: CacheBitmask::new(0xff).unwrap(),
+                code: CacheBitmask::new(0xf00).unwrap(),
+            },
+        };
+        b.set_cat_classes(CatResource::L3, CacheDomain::new(0), &[cdp])
+            .unwrap();
+        assert_eq!(
+            sim.lock()
+                .read(cpu(0), IA32_L3_QOS_MASK_0.offset(2))
+                .unwrap(),
+            0xff
+        );
+        assert_eq!(
+            sim.lock()
+                .read(cpu(0), IA32_L3_QOS_MASK_0.offset(3))
+                .unwrap(),
+            0xf00
+        );
+        assert!(
+            b.associate(cpu(2), ClassId::new(8)).is_err(),
+            "8 classes with CDP on"
+        );
+        let off = AllocReset {
+            l3_cdp: FeatureSetting::Off,
+            ..AllocReset::default()
+        };
+        b.reset_allocation(&off).unwrap();
+        b.associate(cpu(2), ClassId::new(8)).unwrap();
+        let bad = class(1, 0xf0f);
+        assert!(
+            b.set_cat_classes(CatResource::L3, CacheDomain::new(0), &[bad])
+                .is_err()
+        );
+        let all: CpuSet = "0-55".parse().unwrap();
+        assert!(b.start_monitoring(&all, MonEvents::LLC_OCCUPANCY).is_ok());
+    }
+
+    #[test]
+    fn mba_through_the_backend_on_skylake_and_milan() {
+        let (sim, mut b) = backend("skylake-sp");
+        let set = [MbaClass {
+            class: ClassId::new(1),
+            limit: MbaLimit::Percent(70),
+        }];
+        let applied = b.set_mba_classes(CacheDomain::new(0), &set).unwrap();
+        assert_eq!(applied[0].limit, MbaLimit::Percent(70));
+        assert_eq!(
+            sim.lock().read(cpu(0), IA32_MBA_THRTL_0.offset(1)).unwrap(),
+            30
+        );
+
+        let (sim, mut b) = backend("milan");
+        let set = [MbaClass {
+            class: ClassId::new(1),
+            limit: MbaLimit::AmdUnits(8),
+        }];
+        b.set_mba_classes(CacheDomain::new(1), &set).unwrap();
+        b.associate(cpu(8), ClassId::new(1)).unwrap();
+        let t = sim.lock().activity(cpu(8)).unwrap().traffic_bytes_per_s;
+        assert!((t - 1.0e9).abs() < 1.0, "{t}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// One register write as a backend (or a buggy tool) might issue it.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Mask { cpu: u32, cos: u32, mask: u64 },
+        Assoc { cpu: u32, cos: u32, rmid: u32 },
+        Cdp { cpu: u32, on: bool },
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u32..56, 0u32..17, 0u64..0x20_0000).prop_map(|(cpu, cos, mask)| Op::Mask {
+                cpu,
+                cos,
+                mask
+            }),
+            (0u32..56, 0u32..17, 0u32..114).prop_map(|(cpu, cos, rmid)| Op::Assoc {
+                cpu,
+                cos,
+                rmid
+            }),
+            (0u32..56, any::<bool>()).prop_map(|(cpu, on)| Op::Cdp { cpu, on }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Whatever is written (accepted or faulted), no L3 domain holds more than its
+        /// capacity, no CPU more than its working set, and masks always read back valid.
+        #[test]
+        fn occupancy_never_exceeds_capacity_or_working_set(ops in proptest::collection::vec(op(), 1..40)) {
+            let mut p = broadwell();
+            for o in ops {
+                let _ = match o {
+                    Op::Mask { cpu: c, cos, mask } => p.write(cpu(c), IA32_L3_QOS_MASK_0.offset(cos), mask),
+                    Op::Assoc { cpu: c, cos, rmid } => p.write(cpu(c), IA32_PQR_ASSOC, pqr_assoc(cos, rmid)),
+                    Op::Cdp { cpu: c, on } => p.write(cpu(c), IA32_L3_QOS_CFG, u64::from(on)),
+                };
+            }
+            for d in p.topology().l3_domains() {
+                let cpus = p.topology().cpus_in_l3(d);
+                let total: f64 = cpus.iter().map(|c| p.activity(c).unwrap().occupancy_bytes).sum();
+                prop_assert!(total <= 35.0 * MIB + 1.0, "{total}");
+                for c in cpus.iter() {
+                    let ws = p.scenario().workload_of(c).working_set_bytes;
+                    prop_assert!(p.activity(c).unwrap().occupancy_bytes <= ws + 1e-6);
+                }
+                let first = cpus.first().unwrap();
+                for n in 0..16 {
+                    let m = p.read(first, IA32_L3_QOS_MASK_0.offset(n)).unwrap();
+                    prop_assert!(m != 0 && m <= 0xf_ffff && (m >> m.trailing_zeros()).wrapping_add(1) & (m >> m.trailing_zeros()) == 0);
+                }
+            }
+        }
+
+        #[test]
+        fn scenario_text_round_trips(
+            ws in 0.0f64..4096.0, traffic in 0.0f64..50_000.0, local in 0.0f64..=1.0,
+            ipc in 0.01f64..16.0, util in 0.0f64..=1.0, lo in 0u32..50, len in 0u32..8,
+        ) {
+            let text = format!(
+                r#"{{"workloads":[{{"cpus":"{lo}-{}","working_set_mib":{ws},"traffic_mibps":{traffic},
+                    "local_fraction":{local},"ipc":{ipc},"utilization":{util}}}]}}"#,
+                lo + len
+            );
+            let s: Scenario = text.parse().unwrap();
+            let back: Scenario = s.to_string().parse().unwrap();
+            prop_assert_eq!(back.workloads[0].cpus.clone(), s.workloads[0].cpus.clone());
+            let (a, b) = (&back.workloads[0].workload, &s.workloads[0].workload);
+            prop_assert!((a.working_set_bytes - b.working_set_bytes).abs() <= 1e-6 * b.working_set_bytes.max(1.0));
+            prop_assert!((a.traffic_bytes_per_s - b.traffic_bytes_per_s).abs() <= 1e-6 * b.traffic_bytes_per_s.max(1.0));
+            prop_assert_eq!((a.local_fraction, a.ipc, a.utilization), (b.local_fraction, b.ipc, b.utilization));
+        }
+    }
+}
