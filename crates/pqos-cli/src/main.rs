@@ -1,1 +1,85 @@
-fn main() {}
+//! `pqos`: an intel-cmt-cat compatible command line for Intel RDT and AMD PQoS.
+//!
+//! Flags and output follow pqos(8) v25.04 (see `docs/compat.md` for what is done). Two
+//! deliberate differences: the two-line `NOTE:  Mixed use of MSR and kernel interfaces`
+//! banner v25.04 prints first on stdout is not printed (master dropped it too), and bad
+//! options exit 1 with an error instead of printing the usage and exiting 0.
+//!
+//! Layout: [`args`] (the flags), [`grammar`] (the values' syntax), [`command`] (flags to a
+//! validated plan), [`commands`] (the actions, generic over `rdt_core::Backend`),
+//! [`platform`] (which backend: simulated or `/dev/cpu/N/msr`).
+
+mod args;
+mod command;
+mod commands;
+mod grammar;
+mod platform;
+#[cfg(test)]
+mod testdata;
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::{Context as _, Result};
+use clap::Parser;
+
+use crate::args::Args;
+use crate::command::{Command, Plan};
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            // pqos exits 1 on a bad command line (pqos/main.c parse_error); help exits 0.
+            return if e.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`pqos -s | head`) is not worth a message; monitoring groups have
+        // been stopped on the way out.
+        Err(err) if is_broken_pipe(&err) => ExitCode::FAILURE,
+        Err(err) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn run(args: Args) -> Result<()> {
+    let plan = Plan::from_args(args)?;
+    let stdout = std::io::stdout();
+    let tty = stdout.is_terminal();
+    let mut out = stdout.lock();
+    if plan.command == Command::Version {
+        writeln!(out, "{}", commands::version_line())?;
+        return Ok(());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    if matches!(plan.command, Command::Monitor(_)) {
+        for sig in [
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
+        ] {
+            signal_hook::flag::register(sig, Arc::clone(&stop))
+                .context("installing the signal handler")?;
+        }
+    }
+    platform::run(&plan, &stop, tty, &mut out)
+}

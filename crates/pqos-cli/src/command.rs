@@ -1,0 +1,556 @@
+//! From flags to one validated [`Command`] (ripgrep's LowArgs -> HiArgs).
+//!
+//! The order of actions follows pqos's `main()` (pqos(8), spec §1.10): `--version`; then
+//! `-r` and `-R` run first; then `-s` or `-d`/`-D` and exit; else `-e`/`-a` and exit; else,
+//! unless `-R` was given, monitoring (every core when no `-m`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use rdt_core::{AllocReset, ClassId, LogicalCpu};
+
+use crate::args::{Args, FileType, IfaceArg};
+use crate::grammar::{AssocTarget, ClassDef, MonGroupSpec, MonTime, merge_groups};
+
+/// Where the platform comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// This machine's hardware, through the chosen interface.
+    Native(Iface),
+    /// The simulated platform.
+    Sim {
+        /// Built-in model name or CPUID dump path.
+        model: String,
+        /// State file; `None` = the default location.
+        state: Option<PathBuf>,
+        /// Advance the simulated clock instead of sleeping.
+        virtual_clock: bool,
+    },
+}
+
+/// The interface asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Iface {
+    /// Choose (MSR for now).
+    Auto,
+    /// Model-specific registers.
+    Msr,
+    /// resctrl (not implemented yet).
+    Os,
+}
+
+/// `-e` and `-a` together.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct AllocRequest {
+    /// Class definitions, in command-line order.
+    pub classes: Vec<ClassDef>,
+    /// Core associations after merging repeated cores (the last one wins, as in pqos),
+    /// in first-mention order, each with the `-a` item it came from.
+    pub assoc: Vec<(LogicalCpu, ClassId, String)>,
+    /// pqos's `warn: updating COS for core %u from %u to %u` lines, printed on stdout.
+    pub warnings: Vec<String>,
+}
+
+/// Monitoring settings (`-m`, `-t`, `-i`, `-T`, `-o`, `-u`, `-P`, `--disable-mon-*`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MonitorRequest {
+    /// Groups after merging; empty = one group per core with all events (pqos's default).
+    pub groups: Vec<MonGroupSpec>,
+    /// Sampling interval (`-i` × 100 ms; default 1 s).
+    pub interval: Duration,
+    /// How long to run; `None` = until interrupted.
+    pub duration: Option<Duration>,
+    /// `-T`: sort rows by LLC occupancy, descending.
+    pub top: bool,
+    /// `-P`: LLC as a percentage of the L3 size.
+    pub llc_percent: bool,
+    /// `--disable-mon-ipc`.
+    pub disable_ipc: bool,
+    /// `--disable-mon-llc_miss`.
+    pub disable_llc_miss: bool,
+    /// `-o`.
+    pub output: Option<PathBuf>,
+    /// `-u`.
+    pub format: FileType,
+}
+
+/// The action of one invocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `--version`.
+    Version,
+    /// `-d` / `-D`.
+    Display {
+        /// `-D`.
+        verbose: bool,
+    },
+    /// `-s`.
+    Show,
+    /// `-e` and/or `-a`.
+    Allocate(AllocRequest),
+    /// Nothing after the resets (`-R` alone: pqos exits after it).
+    Nothing,
+    /// Monitoring.
+    Monitor(MonitorRequest),
+}
+
+/// A validated invocation: the platform, the resets that run first, the action.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The platform.
+    pub source: Source,
+    /// Log level on stderr: 0 normal, 1 `-v`, 2 `-V`.
+    pub verbosity: u8,
+    /// `-r`: reset monitoring first.
+    pub mon_reset: bool,
+    /// `-R`: reset allocation (after `-r`).
+    pub alloc_reset: Option<AllocReset>,
+    /// The action.
+    pub command: Command,
+}
+
+/// The message for anything that needs the OS interface.
+pub const OS_IFACE_NOT_IMPLEMENTED: &str =
+    "the OS (resctrl) interface is not implemented yet; use --iface=msr";
+
+impl Plan {
+    /// Validates flag combinations and converts the flags into a plan.
+    ///
+    /// # Errors
+    /// PID operations (they need the OS interface), a core in two monitoring groups.
+    pub fn from_args(mut args: Args) -> Result<Self> {
+        if args.mon_pid.is_some() {
+            bail!(
+                "-p/--mon-pid: monitoring processes needs the OS (resctrl) interface, which is not \
+                 implemented yet; the MSR interface monitors cores: use -m EVENT:CORES"
+            );
+        }
+        let iface = match (args.iface_os, args.iface) {
+            (true, _) | (false, Some(IfaceArg::Os)) => Iface::Os,
+            (false, Some(IfaceArg::Msr)) => Iface::Msr,
+            (false, Some(IfaceArg::Auto) | None) => Iface::Auto,
+        };
+        let source = match args.sim.take() {
+            Some(model) => {
+                if iface == Iface::Os {
+                    bail!("{OS_IFACE_NOT_IMPLEMENTED} (the simulated platform is MSR-based)");
+                }
+                Source::Sim {
+                    model,
+                    state: args.sim_state.take(),
+                    virtual_clock: args.sim_virtual_clock,
+                }
+            }
+            None => Source::Native(iface),
+        };
+        let verbosity = if args.super_verbose {
+            2
+        } else {
+            u8::from(args.verbose)
+        };
+        let command = if args.version {
+            Command::Version
+        } else if args.show {
+            Command::Show
+        } else if args.display || args.display_verbose {
+            Command::Display {
+                verbose: args.display_verbose,
+            }
+        } else if !args.alloc_class.is_empty() || !args.alloc_assoc.is_empty() {
+            Command::Allocate(alloc_request(&args)?)
+        } else if args.alloc_reset.is_some() {
+            Command::Nothing
+        } else {
+            Command::Monitor(monitor_request(&args)?)
+        };
+        Ok(Self {
+            source,
+            verbosity,
+            mon_reset: args.mon_reset.is_some(),
+            alloc_reset: args.alloc_reset.map(|r| r.0),
+            command,
+        })
+    }
+}
+
+fn alloc_request(args: &Args) -> Result<AllocRequest> {
+    let classes = args
+        .alloc_class
+        .iter()
+        .flat_map(|d| d.0.iter().cloned())
+        .collect();
+    let mut assoc: Vec<(LogicalCpu, ClassId, String)> = Vec::new();
+    let mut warnings = Vec::new();
+    for item in args.alloc_assoc.iter().flat_map(|a| a.0.iter()) {
+        match &item.target {
+            AssocTarget::Pids(_) => bail!(
+                "\"{}\": associating tasks needs the OS (resctrl) interface, which is not \
+                 implemented yet; the MSR interface associates cores: use llc:COS=CORES",
+                item.text
+            ),
+            AssocTarget::Cores(cpus) => {
+                for cpu in cpus.iter() {
+                    if let Some(entry) = assoc.iter_mut().find(|(c, _, _)| *c == cpu) {
+                        warnings.push(format!(
+                            "warn: updating COS for core {cpu} from {} to {}",
+                            entry.1, item.class
+                        ));
+                        entry.1 = item.class;
+                        entry.2.clone_from(&item.text);
+                    } else {
+                        assoc.push((cpu, item.class, item.text.clone()));
+                    }
+                }
+            }
+        }
+    }
+    Ok(AllocRequest {
+        classes,
+        assoc,
+        warnings,
+    })
+}
+
+fn monitor_request(args: &Args) -> Result<MonitorRequest> {
+    let groups = merge_groups(args.mon_core.iter().flat_map(|m| m.0.iter().cloned()))?;
+    Ok(MonitorRequest {
+        groups,
+        interval: args.mon_interval.map_or(Duration::from_secs(1), |i| i.0),
+        duration: match args.mon_time {
+            Some(MonTime::Limited(d)) => Some(d),
+            Some(MonTime::Infinite) | None => None,
+        },
+        top: args.mon_top,
+        llc_percent: args.percent_llc,
+        disable_ipc: args.disable_mon_ipc,
+        disable_llc_miss: args.disable_mon_llc_miss,
+        output: args.mon_file.clone(),
+        format: args.mon_file_type.unwrap_or(FileType::Text),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use rdt_core::{CpuSet, FeatureSetting, MonEvents};
+
+    use super::*;
+    use crate::grammar::{AllocKind, MaskScope};
+
+    fn plan(argv: &[&str]) -> Result<Plan> {
+        let parsed = Args::try_parse_from(std::iter::once("pqos").chain(argv.iter().copied()))?;
+        Plan::from_args(parsed)
+    }
+
+    fn command(argv: &[&str]) -> Command {
+        plan(argv).unwrap().command
+    }
+
+    fn cpus(s: &str) -> CpuSet {
+        s.parse().unwrap()
+    }
+
+    // One test per example command line of pqos(8) (spec §1.2-1.8).
+
+    #[test]
+    fn example_no_arguments_monitors_every_core() {
+        let Command::Monitor(m) = command(&[]) else {
+            panic!()
+        };
+        assert!(m.groups.is_empty());
+        assert_eq!(m.interval, Duration::from_secs(1));
+        assert_eq!(m.duration, None);
+        assert_eq!(m.format, FileType::Text);
+    }
+
+    #[test]
+    fn example_display_and_display_verbose() {
+        assert_eq!(command(&["-d"]), Command::Display { verbose: false });
+        assert_eq!(command(&["-D"]), Command::Display { verbose: true });
+        assert_eq!(command(&["--display"]), Command::Display { verbose: false });
+    }
+
+    #[test]
+    fn example_show() {
+        assert_eq!(command(&["-s"]), Command::Show);
+        assert_eq!(command(&["-s", "-v"]), Command::Show);
+        assert_eq!(plan(&["-s", "-v"]).unwrap().verbosity, 1);
+    }
+
+    #[test]
+    fn example_version() {
+        assert_eq!(command(&["--version"]), Command::Version);
+    }
+
+    #[test]
+    fn example_seed_paper_class_definition() {
+        let Command::Allocate(a) = command(&["-e", "llc:1=0xffe00;llc:2=0x00003"]) else {
+            panic!()
+        };
+        assert_eq!(a.classes.len(), 2);
+        assert_eq!(a.classes[1].values[0].value, 3);
+        assert!(a.assoc.is_empty());
+    }
+
+    #[test]
+    fn example_class_definition_on_selected_sockets() {
+        let Command::Allocate(a) = command(&["-e", "llc@0,1:1=0xf"]) else {
+            panic!()
+        };
+        assert_eq!(a.classes[0].ids, Some(vec![0, 1]));
+        let Command::Allocate(a) = command(&["-e", "llc@0-1:2=0xff00"]) else {
+            panic!()
+        };
+        assert_eq!(a.classes[0].ids, Some(vec![0, 1]));
+    }
+
+    #[test]
+    fn example_cdp_class_definition() {
+        let Command::Allocate(a) = command(&["-e", "llc:1d=0xf,1c=0xf0"]) else {
+            panic!()
+        };
+        let scopes: Vec<_> = a.classes[0].values.iter().map(|v| v.scope).collect();
+        assert_eq!(scopes, [MaskScope::Data, MaskScope::Code]);
+    }
+
+    #[test]
+    fn example_l2_and_mba_class_definitions() {
+        let Command::Allocate(a) = command(&["-e", "l2:1=0xf"]) else {
+            panic!()
+        };
+        assert_eq!(a.classes[0].kind, AllocKind::L2);
+        let Command::Allocate(a) = command(&["-e", "l2@2:1=0xf"]) else {
+            panic!()
+        };
+        assert_eq!(a.classes[0].ids, Some(vec![2]));
+        let Command::Allocate(a) = command(&["-e", "mba:1=50"]) else {
+            panic!()
+        };
+        assert_eq!(
+            (a.classes[0].kind, a.classes[0].values[0].value),
+            (AllocKind::Mba, 50)
+        );
+        let Command::Allocate(a) = command(&["-e", "mba@1:3=80"]) else {
+            panic!()
+        };
+        assert_eq!(a.classes[0].ids, Some(vec![1]));
+    }
+
+    #[test]
+    fn example_seed_paper_association() {
+        let Command::Allocate(a) = command(&["-a", "llc:1=2-7;llc:2=8-10"]) else {
+            panic!()
+        };
+        let got: Vec<(u32, u32)> = a.assoc.iter().map(|(c, k, _)| (c.get(), k.get())).collect();
+        let mut want: Vec<(u32, u32)> = (2..=7).map(|c| (c, 1)).collect();
+        want.extend((8..=10).map(|c| (c, 2)));
+        assert_eq!(got, want);
+        assert!(a.warnings.is_empty());
+    }
+
+    #[test]
+    fn example_cos_and_core_association_forms() {
+        let Command::Allocate(a) = command(&["-a", "cos:1=0,2"]) else {
+            panic!()
+        };
+        assert_eq!(a.assoc.len(), 2);
+        let Command::Allocate(a) = command(&["-a", "core:1=3"]) else {
+            panic!()
+        };
+        assert_eq!(a.assoc[0].0, LogicalCpu::new(3));
+    }
+
+    #[test]
+    fn reassociating_a_core_warns_like_pqos_and_last_wins() {
+        let Command::Allocate(a) = command(&["-a", "llc:1=2-3;llc:2=3"]) else {
+            panic!()
+        };
+        assert_eq!(a.warnings, ["warn: updating COS for core 3 from 1 to 2"]);
+        assert_eq!(a.assoc[1].1, ClassId::new(2));
+    }
+
+    #[test]
+    fn class_definition_and_association_together_only_allocate() {
+        let Command::Allocate(a) = command(&["-e", "llc:1=0xf", "-a", "llc:1=0", "-m", "all:0"])
+        else {
+            panic!()
+        };
+        assert_eq!((a.classes.len(), a.assoc.len()), (1, 1));
+    }
+
+    #[test]
+    fn example_alloc_reset_forms() {
+        let p = plan(&["-R"]).unwrap();
+        assert_eq!(
+            (p.alloc_reset, p.command),
+            (Some(AllocReset::default()), Command::Nothing)
+        );
+        let p = plan(&["-R", "l3cdp-on"]).unwrap();
+        assert_eq!(p.alloc_reset.unwrap().l3_cdp, FeatureSetting::On);
+        let p = plan(&["-R", "l3cdp-off", "-m", "all:0"]).unwrap();
+        assert_eq!(
+            p.command,
+            Command::Nothing,
+            "-R exits before monitoring, as in pqos"
+        );
+        let p = plan(&["-R", "-s"]).unwrap();
+        assert_eq!((p.alloc_reset.is_some(), p.command), (true, Command::Show));
+    }
+
+    #[test]
+    fn example_mon_reset_then_monitoring() {
+        let p = plan(&["-r", "-t", "5", "-u", "csv"]).unwrap();
+        assert!(p.mon_reset);
+        let Command::Monitor(m) = p.command else {
+            panic!()
+        };
+        assert_eq!(
+            (m.duration, m.format),
+            (Some(Duration::from_secs(5)), FileType::Csv)
+        );
+    }
+
+    #[test]
+    fn example_monitoring_all_events_one_group_per_core() {
+        let Command::Monitor(m) = command(&["-m", "all:0-3"]) else {
+            panic!()
+        };
+        assert_eq!(m.groups.len(), 4);
+        assert!(m.groups.iter().all(|g| g.events == MonEvents::ALL));
+    }
+
+    #[test]
+    fn example_monitoring_one_bracket_group() {
+        let Command::Monitor(m) = command(&["-m", "all:[0-3]"]) else {
+            panic!()
+        };
+        assert_eq!(m.groups.len(), 1);
+        assert_eq!(
+            (m.groups[0].desc.as_str(), &m.groups[0].cpus),
+            ("0-3", &cpus("0-3"))
+        );
+    }
+
+    #[test]
+    fn example_monitoring_seed_paper_groups() {
+        let Command::Monitor(m) = command(&["-m", "all:[2-7];all:[8-10]"]) else {
+            panic!()
+        };
+        let descs: Vec<&str> = m.groups.iter().map(|g| g.desc.as_str()).collect();
+        assert_eq!(descs, ["2-7", "8-10"]);
+    }
+
+    #[test]
+    fn example_monitoring_mixed_events_and_groups() {
+        let Command::Monitor(m) = command(&["-m", "all:0,2,4-10;llc:1,3;mbr:11-12"]) else {
+            panic!()
+        };
+        assert_eq!(m.groups.len(), 13);
+        let Command::Monitor(m) = command(&["-m", "llc:[0-3];all:[4,5,6];mbr:[7-8],9"]) else {
+            panic!()
+        };
+        assert_eq!(m.groups.len(), 4);
+    }
+
+    #[test]
+    fn example_monitoring_identical_groups_merge() {
+        let Command::Monitor(m) = command(&["-m", "llc:0-3;mbl:0-3"]) else {
+            panic!()
+        };
+        assert_eq!(m.groups.len(), 4);
+        assert_eq!(
+            m.groups[3].events,
+            MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL
+        );
+        let Command::Monitor(m) = command(&["-m", "llc:0", "-m", "mbl:0"]) else {
+            panic!()
+        };
+        assert_eq!(m.groups.len(), 1, "merging spans repeated -m options");
+    }
+
+    #[test]
+    fn example_monitoring_core_in_two_groups_is_an_error() {
+        let e = plan(&["-m", "llc:[0-3];mbl:0"]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("Error: cannot monitor same cores in different groups"),
+            "{e}"
+        );
+        assert!(e.contains("core 0"), "{e}");
+    }
+
+    #[test]
+    fn example_monitoring_time_interval_top_percent_and_file() {
+        let Command::Monitor(m) = command(&[
+            "-m",
+            "all:0",
+            "-t",
+            "inf",
+            "-i",
+            "5",
+            "-T",
+            "-P",
+            "-o",
+            "/tmp/x",
+            "-u",
+            "xml",
+            "--disable-mon-ipc",
+            "--disable-mon-llc_miss",
+        ]) else {
+            panic!()
+        };
+        assert_eq!(m.duration, None);
+        assert_eq!(m.interval, Duration::from_millis(500));
+        assert!(m.top && m.llc_percent && m.disable_ipc && m.disable_llc_miss);
+        assert_eq!(m.output, Some(PathBuf::from("/tmp/x")));
+        assert_eq!(m.format, FileType::Xml);
+    }
+
+    #[test]
+    fn example_interfaces() {
+        assert_eq!(plan(&["-d"]).unwrap().source, Source::Native(Iface::Auto));
+        assert_eq!(
+            plan(&["--iface=msr", "-d"]).unwrap().source,
+            Source::Native(Iface::Msr)
+        );
+        assert_eq!(
+            plan(&["-I", "-d"]).unwrap().source,
+            Source::Native(Iface::Os)
+        );
+        assert_eq!(
+            plan(&["--iface", "os", "-d"]).unwrap().source,
+            Source::Native(Iface::Os)
+        );
+        let e = plan(&["--sim", "-I", "-d"]).unwrap_err().to_string();
+        assert!(
+            e.contains("OS (resctrl) interface is not implemented yet"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn example_sim_platform() {
+        let p = plan(&["--sim=milan", "--sim-state", "/tmp/s.json", "-s"]).unwrap();
+        assert_eq!(
+            p.source,
+            Source::Sim {
+                model: "milan".into(),
+                state: Some(PathBuf::from("/tmp/s.json")),
+                virtual_clock: false
+            }
+        );
+    }
+
+    #[test]
+    fn pid_operations_fail_with_a_clear_message() {
+        let e = plan(&["-p", "all:1234"]).unwrap_err().to_string();
+        assert!(e.contains("OS (resctrl) interface"), "{e}");
+        let e = plan(&["-p"]).unwrap_err().to_string();
+        assert!(e.contains("-p/--mon-pid"), "{e}");
+        let e = plan(&["-a", "pid:1=1234"]).unwrap_err().to_string();
+        assert!(
+            e.contains("\"pid:1=1234\"") && e.contains("OS (resctrl)"),
+            "{e}"
+        );
+    }
+}

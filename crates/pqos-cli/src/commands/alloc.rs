@@ -1,0 +1,809 @@
+//! `-e` (class definitions), `-a` (core association), `-R` (allocation reset) and `-r`
+//! (monitoring reset), with pqos's output lines (pqos/alloc.c, v25.04 strings).
+//!
+//! Every definition and association is checked against the backend's capabilities and
+//! topology first; if any fails, nothing is written.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use rdt_core::{
+    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask, CatResource,
+    ClassId, FeatureSetting, Interface, LogicalCpu, MbaClass, MbaKind, MbaLimit, Topology,
+};
+
+use super::{L3Domains, join};
+use crate::command::AllocRequest;
+use crate::grammar::{AllocKind, ClassDef, CosValue, MaskScope};
+
+/// One validated write, with the label its output line uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Op {
+    Cat {
+        resource: CatResource,
+        domain: CacheDomain,
+        label: String,
+        class: CatClass,
+    },
+    Mba {
+        domain: CacheDomain,
+        label: String,
+        class: MbaClass,
+        unit: &'static str,
+    },
+}
+
+/// `-e` and `-a`: validates everything, then writes and prints pqos's lines.
+///
+/// # Errors
+/// A definition or association that does not fit the platform (nothing is written then),
+/// or a failed write. pqos's `Allocation configuration error!` or `Allocation association
+/// error!` has been written to `out` then.
+pub fn run_alloc<B: Backend>(
+    backend: &mut B,
+    req: &AllocRequest,
+    out: &mut dyn Write,
+) -> Result<()> {
+    for w in &req.warnings {
+        writeln!(out, "{w}")?;
+    }
+    let ops = match plan_classes(backend, &req.classes) {
+        Ok(ops) => ops,
+        Err(e) => {
+            writeln!(out, "Allocation configuration error!")?;
+            return Err(e);
+        }
+    };
+    if let Err(e) = check_assoc(backend, &req.assoc) {
+        writeln!(out, "Allocation association error!")?;
+        return Err(e);
+    }
+    for op in &ops {
+        if let Err(e) = apply(backend, op, out) {
+            writeln!(out, "Allocation configuration error!")?;
+            return Err(e);
+        }
+    }
+    for (cpu, class, text) in &req.assoc {
+        if let Err(e) = backend.associate(*cpu, *class) {
+            writeln!(
+                out,
+                "Setting allocation class of service association failed!"
+            )?;
+            writeln!(out, "Allocation association error!")?;
+            return Err(anyhow!(e).context(format!(
+                "associating core {cpu} with COS{class} (\"{text}\")"
+            )));
+        }
+    }
+    if !ops.is_empty() || !req.assoc.is_empty() {
+        writeln!(out, "Allocation configuration altered.")?;
+    }
+    Ok(())
+}
+
+fn apply<B: Backend>(backend: &mut B, op: &Op, out: &mut dyn Write) -> Result<()> {
+    match op {
+        Op::Cat {
+            resource,
+            domain,
+            label,
+            class,
+        } => {
+            let (label, name) = match resource {
+                CatResource::L3 => (label.clone(), "L3CA"),
+                CatResource::L2 => (format!("L2ID {}", domain.get()), "L2CA"),
+            };
+            if let Err(e) = backend.set_cat_classes(*resource, *domain, &[*class]) {
+                writeln!(out, "{label} {name} COS{} - FAILED!", class.class)?;
+                return Err(
+                    anyhow!(e).context(format!("setting {label} {name} COS{}", class.class))
+                );
+            }
+            match class.mask {
+                CatMask::Unified(m) => {
+                    writeln!(out, "{label} {name} COS{} => MASK {m:#x}", class.class)?;
+                }
+                CatMask::Cdp { data, code } => writeln!(
+                    out,
+                    "{label} {name} COS{} => DATA {data:#x},CODE {code:#x}",
+                    class.class
+                )?,
+            }
+        }
+        Op::Mba {
+            domain,
+            label,
+            class,
+            unit,
+        } => match backend.set_mba_classes(*domain, &[*class]) {
+            Ok(applied) => {
+                let got = applied
+                    .iter()
+                    .find(|a| a.class == class.class)
+                    .map_or(class.limit.value(), |a| a.limit.value());
+                writeln!(
+                    out,
+                    "{label} MBA COS{} => {}{unit} requested, {got}{unit} applied",
+                    class.class,
+                    class.limit.value()
+                )?;
+            }
+            Err(e) => {
+                writeln!(out, "{label} MBA COS{} - FAILED!", class.class)?;
+                return Err(anyhow!(e).context(format!("setting {label} MBA COS{}", class.class)));
+            }
+        },
+    }
+    Ok(())
+}
+
+/// The current classes of the (resource, domain) pairs touched, updated as definitions are
+/// applied in order (so `1d=..,1c=..` builds on itself as in pqos).
+type CatTables = BTreeMap<(CatResource, CacheDomain), Vec<CatClass>>;
+
+fn plan_classes<B: Backend>(backend: &mut B, defs: &[ClassDef]) -> Result<Vec<Op>> {
+    let mut tables = CatTables::new();
+    let mut ops = Vec::new();
+    for def in defs {
+        match def.kind {
+            AllocKind::L3 | AllocKind::L2 => plan_cat(backend, def, &mut tables, &mut ops)?,
+            AllocKind::Mba => plan_mba(backend, def, &mut ops)?,
+            AllocKind::MbaMax => bail!(
+                "\"{}\": mba_max (MBps) needs the OS interface with resctrl's mba_MBps \
+                 controller, which is not implemented yet; use mba:COS=PERCENT",
+                def.text
+            ),
+            AllocKind::Smba => bail!(
+                "\"{}\": {}",
+                def.text,
+                if backend.capabilities().smba.is_present() {
+                    "SMBA allocation is not implemented yet"
+                } else {
+                    "SMBA is not supported on this platform"
+                }
+            ),
+        }
+    }
+    Ok(ops)
+}
+
+fn unsupported(def: &ClassDef, what: &str, present: bool) -> anyhow::Error {
+    if present {
+        anyhow!(
+            "\"{}\": {what} parameters are unknown on this platform (CPUID leaf not recorded)",
+            def.text
+        )
+    } else {
+        anyhow!("\"{}\": {what} is not supported on this platform", def.text)
+    }
+}
+
+fn plan_cat<B: Backend>(
+    backend: &mut B,
+    def: &ClassDef,
+    tables: &mut CatTables,
+    ops: &mut Vec<Op>,
+) -> Result<()> {
+    let caps = backend.capabilities().clone();
+    let topo = backend.topology().clone();
+    let (resource, feature) = match def.kind {
+        AllocKind::L2 => (CatResource::L2, &caps.l2_cat),
+        _ => (CatResource::L3, &caps.l3_cat),
+    };
+    let name = if resource == CatResource::L3 {
+        "L3 CAT"
+    } else {
+        "L2 CAT"
+    };
+    if feature.get().is_none() {
+        return Err(unsupported(def, name, feature.is_present()));
+    }
+    let targets = cat_targets(&caps, &topo, resource, def)?;
+    for v in &def.values {
+        caps.check_cat_class(resource, v.class).map_err(|e| {
+            anyhow!(
+                "Invalid class ID: {}! \"{}\" in \"{}\": {e}",
+                v.class,
+                v.text,
+                def.text
+            )
+        })?;
+        let mask = CacheBitmask::new(v.value)
+            .map_err(|e| anyhow!("\"{}\" in \"{}\": {e}", v.text, def.text))?;
+        caps.check_mask(resource, mask)
+            .map_err(|e| anyhow!("\"{}\" in \"{}\": {e}", v.text, def.text))?;
+        for (id, domain, label) in &targets {
+            let table = match tables.entry((resource, *domain)) {
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::btree_map::Entry::Vacant(slot) => {
+                    let current = backend.cat_classes(resource, *domain).map_err(|e| {
+                        anyhow!(e).context(format!("reading the {name} classes of {label}"))
+                    })?;
+                    slot.insert(current)
+                }
+            };
+            let Some(class) = table.iter_mut().find(|c| c.class == v.class) else {
+                bail!(
+                    "Invalid class ID: {}! (\"{}\" in \"{}\")",
+                    v.class,
+                    v.text,
+                    def.text
+                );
+            };
+            class.mask = new_mask(class.mask, v, mask).ok_or_else(|| {
+                let (what, unit) = if resource == CatResource::L3 {
+                    ("L3", "socket")
+                } else {
+                    ("L2", "cluster")
+                };
+                anyhow!(
+                    "Failed to set {what} class on {unit} {id}, CDP not enabled! \"{}\" in \"{}\": \
+                     the d/c suffix sets a CDP data/code mask; turn CDP on with -R {}cdp-on",
+                    v.text,
+                    def.text,
+                    what.to_ascii_lowercase()
+                )
+            })?;
+            ops.push(Op::Cat {
+                resource,
+                domain: *domain,
+                label: label.clone(),
+                class: *class,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The (user id, cache domain, `-e` line label) a CAT item applies to.
+fn cat_targets(
+    caps: &Capabilities,
+    topo: &Topology,
+    resource: CatResource,
+    def: &ClassDef,
+) -> Result<Vec<(u32, CacheDomain, String)>> {
+    let targets = if resource == CatResource::L3 {
+        let l3 = L3Domains::new(caps, topo);
+        let pick: Vec<(u32, CacheDomain)> = match &def.ids {
+            None => l3.list.clone(),
+            Some(ids) => ids
+                .iter()
+                .map(|&id| {
+                    l3.find(id).map(|d| (id, d)).ok_or_else(|| {
+                        anyhow!(
+                            "\"{}\": L3 resource id {id} is not present (L3 CAT ids on this platform: {})",
+                            def.text,
+                            l3.ids()
+                        )
+                    })
+                })
+                .collect::<Result<_>>()?,
+        };
+        pick.into_iter()
+            .map(|(id, d)| (id, d, l3.alloc_label(id)))
+            .collect()
+    } else {
+        let l2 = topo.l2_domains();
+        let pick: Vec<CacheDomain> = match &def.ids {
+            None => l2.clone(),
+            Some(ids) => ids
+                .iter()
+                .map(|&id| {
+                    l2.iter().copied().find(|d| d.get() == id).ok_or_else(|| {
+                        anyhow!(
+                            "\"{}\": L2 id {id} is not present (L2 ids on this platform: {})",
+                            def.text,
+                            join(&l2)
+                        )
+                    })
+                })
+                .collect::<Result<_>>()?,
+        };
+        pick.into_iter()
+            .map(|d| (d.get(), d, format!("L2ID {}", d.get())))
+            .collect()
+    };
+    Ok(targets)
+}
+
+/// The class's masks after applying one value; `None` for a d/c suffix with CDP off.
+fn new_mask(current: CatMask, v: &CosValue, mask: CacheBitmask) -> Option<CatMask> {
+    Some(match (current, v.scope) {
+        (CatMask::Unified(_), MaskScope::Both) => CatMask::Unified(mask),
+        (CatMask::Unified(_), _) => return None,
+        (CatMask::Cdp { .. }, MaskScope::Both) => CatMask::Cdp {
+            data: mask,
+            code: mask,
+        },
+        (CatMask::Cdp { code, .. }, MaskScope::Data) => CatMask::Cdp { data: mask, code },
+        (CatMask::Cdp { data, .. }, MaskScope::Code) => CatMask::Cdp { data, code: mask },
+    })
+}
+
+fn plan_mba<B: Backend>(backend: &mut B, def: &ClassDef, ops: &mut Vec<Op>) -> Result<()> {
+    let caps = backend.capabilities().clone();
+    let topo = backend.topology();
+    let Some(mba) = caps.mba.get() else {
+        return Err(unsupported(def, "MBA", caps.mba.is_present()));
+    };
+    let l3 = L3Domains::new(&caps, topo);
+    let targets: Vec<(u32, CacheDomain)> = match &def.ids {
+        None => l3.list.clone(),
+        Some(ids) => ids
+            .iter()
+            .map(|&id| {
+                l3.find(id).map(|d| (id, d)).ok_or_else(|| {
+                    anyhow!(
+                        "\"{}\": MBA resource id {id} is not present (MBA ids on this platform: {})",
+                        def.text,
+                        l3.ids()
+                    )
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
+    for v in &def.values {
+        caps.check_mba_class(v.class).map_err(|e| {
+            anyhow!(
+                "Invalid class ID: {}! \"{}\" in \"{}\": {e}",
+                v.class,
+                v.text,
+                def.text
+            )
+        })?;
+        let max = u64::from(mba.unlimited().value());
+        if v.value > max {
+            bail!(
+                "MBA COS{} rate out of range (from 1-{max})! \"{}\" in \"{}\"",
+                v.class,
+                v.text,
+                def.text
+            );
+        }
+        let (limit, unit) = match mba.kind {
+            // Both conversions are in range: checked against `max` (100 or 2^width) above.
+            MbaKind::IntelDelay { .. } => {
+                (MbaLimit::Percent(u8::try_from(v.value).unwrap_or(100)), "%")
+            }
+            MbaKind::AmdBandwidth { .. } => (
+                MbaLimit::AmdUnits(u32::try_from(v.value).unwrap_or(u32::MAX)),
+                "",
+            ),
+        };
+        for (id, domain) in &targets {
+            ops.push(Op::Mba {
+                domain: *domain,
+                label: l3.alloc_label(*id),
+                class: MbaClass {
+                    class: v.class,
+                    limit,
+                },
+                unit,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_assoc<B: Backend>(backend: &B, assoc: &[(LogicalCpu, ClassId, String)]) -> Result<()> {
+    if assoc.is_empty() {
+        return Ok(());
+    }
+    let caps = backend.capabilities();
+    let topo = backend.topology();
+    let max = caps.max_classes();
+    if max == 0 {
+        bail!("Allocation capability not detected! (no L3 CAT, L2 CAT or MBA on this platform)");
+    }
+    for (cpu, class, text) in assoc {
+        if topo.get(*cpu).is_none() {
+            bail!(
+                "Core number or class id is out of bounds! Core {cpu} in \"{text}\" is not present \
+                 (cores on this platform: {})",
+                topo.all_cpus()
+            );
+        }
+        if class.get() >= max {
+            bail!(
+                "Core number or class id is out of bounds! COS{class} in \"{text}\" is beyond the \
+                 {max} classes of this platform (COS0-COS{})",
+                max - 1
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `-R [CFG]`: pqos's `Allocation reset successful` or `Allocation reset failed!`.
+///
+/// # Errors
+/// A requested setting the platform lacks, or a failed write.
+pub fn run_reset_allocation<B: Backend>(
+    backend: &mut B,
+    cfg: AllocReset,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let caps = backend.capabilities().clone();
+    let check = |setting: FeatureSetting, supported: bool, what: &str| {
+        if setting == FeatureSetting::On && !supported {
+            Err(anyhow!(
+                "{what} requested but not supported by the platform!"
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let l3_cdp = caps.l3_cat.get().is_some_and(|c| c.cdp_supported);
+    let l2_cdp = caps.l2_cat.get().is_some_and(|c| c.cdp_supported);
+    let checked = check(cfg.l3_cdp, l3_cdp, "L3 CDP")
+        .and_then(|()| check(cfg.l2_cdp, l2_cdp, "L2 CDP"))
+        .and_then(|()| {
+            check(
+                cfg.mba_ctrl,
+                backend.interface() == Interface::Os,
+                "MBA CTRL",
+            )
+        });
+    let result = checked.and_then(|()| {
+        if caps.max_classes() == 0 {
+            bail!("Allocation capability not detected!");
+        }
+        backend
+            .reset_allocation(&cfg)
+            .map_err(anyhow::Error::new)
+            .context("resetting allocation")
+    });
+    match result {
+        Ok(()) => {
+            writeln!(out, "Allocation reset successful")?;
+            Ok(())
+        }
+        Err(e) => {
+            writeln!(out, "Allocation reset failed!")?;
+            Err(e)
+        }
+    }
+}
+
+/// `-r`: pqos's `CMT/MBM reset successful` or `CMT/MBM reset failed!`.
+///
+/// # Errors
+/// No monitoring capability, or a failed write.
+pub fn run_reset_monitoring<B: Backend>(backend: &mut B, out: &mut dyn Write) -> Result<()> {
+    let result = if backend.capabilities().monitoring.is_present() {
+        backend
+            .reset_monitoring()
+            .map_err(anyhow::Error::new)
+            .context("resetting monitoring")
+    } else {
+        Err(anyhow!("Monitoring capability not detected!"))
+    };
+    match result {
+        Ok(()) => {
+            writeln!(out, "CMT/MBM reset successful")?;
+            Ok(())
+        }
+        Err(e) => {
+            writeln!(out, "CMT/MBM reset failed!")?;
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::args::Args;
+    use crate::command::{Command, Plan};
+    use crate::commands::fake::FakeBackend;
+
+    fn request(argv: &[&str]) -> AllocRequest {
+        let parsed =
+            Args::try_parse_from(std::iter::once("pqos").chain(argv.iter().copied())).unwrap();
+        match Plan::from_args(parsed).unwrap().command {
+            Command::Allocate(r) => r,
+            c => panic!("{c:?}"),
+        }
+    }
+
+    fn run(backend: &mut FakeBackend, argv: &[&str]) -> (Result<()>, String) {
+        let mut out = Vec::new();
+        let r = run_alloc(backend, &request(argv), &mut out);
+        (r, String::from_utf8(out).unwrap())
+    }
+
+    /// Runs a command that must fail validation; returns the error and checks nothing was written.
+    fn rejected(backend: &mut FakeBackend, argv: &[&str]) -> String {
+        backend.writes.clear();
+        let (r, out) = run(backend, argv);
+        let e = format!("{:#}", r.unwrap_err());
+        assert!(
+            backend.writes.is_empty(),
+            "nothing may be written: {:?}",
+            backend.writes
+        );
+        assert!(out.ends_with(" error!\n"), "{out}");
+        e
+    }
+
+    #[test]
+    fn seed_paper_classes_print_pqos_lines_per_socket() {
+        // arrange
+        let mut b = FakeBackend::broadwell_2s();
+        // act
+        let (r, out) = run(&mut b, &["-e", "llc:1=0xffe00;llc:2=0x00003"]);
+        // assert
+        r.unwrap();
+        assert_eq!(
+            out,
+            "SOCKET 0 L3CA COS1 => MASK 0xffe00\n\
+             SOCKET 1 L3CA COS1 => MASK 0xffe00\n\
+             SOCKET 0 L3CA COS2 => MASK 0x3\n\
+             SOCKET 1 L3CA COS2 => MASK 0x3\n\
+             Allocation configuration altered.\n"
+        );
+        assert_eq!(
+            b.l3_mask(0, 1),
+            CatMask::Unified(CacheBitmask::new(0xffe00).unwrap())
+        );
+        assert_eq!(
+            b.l3_mask(1, 2),
+            CatMask::Unified(CacheBitmask::new(0x3).unwrap())
+        );
+    }
+
+    #[test]
+    fn sample_issue246_single_socket_class_zero() {
+        // tests/data/pqos/intel_pqos-e_llc_issue246.txt without the NOTE banner
+        let mut b = FakeBackend::intel_1s();
+        let (r, out) = run(&mut b, &["-e", "llc@0:0=0x400;"]);
+        r.unwrap();
+        let sample = crate::testdata::sample("intel_pqos-e_llc_issue246.txt");
+        assert_eq!(out, crate::testdata::without_note_banner(&sample));
+    }
+
+    #[test]
+    fn selected_ids_only() {
+        let mut b = FakeBackend::broadwell_2s();
+        let (r, out) = run(&mut b, &["-e", "llc@1:3=0xf"]);
+        r.unwrap();
+        assert_eq!(
+            out,
+            "SOCKET 1 L3CA COS3 => MASK 0xf\nAllocation configuration altered.\n"
+        );
+        assert_eq!(b.writes.len(), 1);
+    }
+
+    #[test]
+    fn cdp_data_and_code_masks() {
+        let mut b = FakeBackend::broadwell_2s();
+        b.enable_l3_cdp();
+        let (r, out) = run(&mut b, &["-e", "llc@0:1d=0xf,1c=0xf0"]);
+        r.unwrap();
+        assert_eq!(
+            out,
+            "SOCKET 0 L3CA COS1 => DATA 0xf,CODE 0xfffff\n\
+             SOCKET 0 L3CA COS1 => DATA 0xf,CODE 0xf0\n\
+             Allocation configuration altered.\n"
+        );
+        let (r, out) = run(&mut b, &["-e", "llc@1:2=0x3"]);
+        r.unwrap();
+        assert!(
+            out.starts_with("SOCKET 1 L3CA COS2 => DATA 0x3,CODE 0x3\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn cdp_suffix_with_cdp_off_is_rejected() {
+        let mut b = FakeBackend::broadwell_2s();
+        let e = rejected(&mut b, &["-e", "llc:1d=0xf"]);
+        assert!(
+            e.starts_with("Failed to set L3 class on socket 0, CDP not enabled!"),
+            "{e}"
+        );
+        assert!(e.contains("\"1d=0xf\" in \"llc:1d=0xf\""), "{e}");
+    }
+
+    #[test]
+    fn l2_classes_use_l2_ids() {
+        let mut b = FakeBackend::intel_1s();
+        let (r, out) = run(&mut b, &["-e", "l2@2:1=0xf"]);
+        r.unwrap();
+        assert_eq!(
+            out,
+            "L2ID 2 L2CA COS1 => MASK 0xf\nAllocation configuration altered.\n"
+        );
+        let e = rejected(&mut b, &["-e", "l2@99:1=0xf"]);
+        assert!(e.contains("L2 id 99 is not present"), "{e}");
+    }
+
+    #[test]
+    fn mba_prints_requested_and_applied() {
+        let mut b = FakeBackend::intel_1s();
+        let (r, out) = run(&mut b, &["-e", "mba:1=50"]);
+        r.unwrap();
+        assert_eq!(
+            out,
+            "SOCKET 0 MBA COS1 => 50% requested, 50% applied\nAllocation configuration altered.\n"
+        );
+        // Intel rounds to the 10% granularity: the fake rounds like the hardware.
+        let (r, out) = run(&mut b, &["-e", "mba@0:1=75"]);
+        r.unwrap();
+        assert!(
+            out.starts_with("SOCKET 0 MBA COS1 => 75% requested, 80% applied\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn amd_labels_core_complexes_and_mba_in_raw_units() {
+        let mut b = FakeBackend::amd_2ccx();
+        let (r, out) = run(&mut b, &["-e", "llc@1:1=0xff;mba@0:1=256"]);
+        r.unwrap();
+        assert_eq!(
+            out,
+            "Core Complex 1 L3CA COS1 => MASK 0xff\n\
+             Core Complex 0 MBA COS1 => 256 requested, 256 applied\n\
+             Allocation configuration altered.\n"
+        );
+        let e = rejected(&mut b, &["-e", "mba:1=4096"]);
+        assert!(
+            e.starts_with("MBA COS1 rate out of range (from 1-2048)!"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn mask_wider_than_the_cbm_is_rejected_naming_the_token() {
+        let mut b = FakeBackend::broadwell_2s();
+        let e = rejected(&mut b, &["-e", "llc:1=0xffe00;llc:2=0x1fffff"]);
+        assert!(e.contains("\"2=0x1fffff\" in \"llc:2=0x1fffff\""), "{e}");
+        assert!(e.contains("wider than the 20-bit"), "{e}");
+    }
+
+    #[test]
+    fn non_contiguous_mask_is_rejected_where_the_cpu_requires_contiguous() {
+        let mut b = FakeBackend::broadwell_2s();
+        let e = rejected(&mut b, &["-e", "llc:1=0xf0f"]);
+        assert!(
+            e.contains("\"1=0xf0f\"") && e.contains("not contiguous"),
+            "{e}"
+        );
+        // AMD accepts any non-zero mask.
+        let mut b = FakeBackend::amd_2ccx();
+        run(&mut b, &["-e", "llc:1=0xf0f"]).0.unwrap();
+    }
+
+    #[test]
+    fn class_beyond_the_class_count_is_rejected() {
+        let mut b = FakeBackend::broadwell_2s();
+        let e = rejected(&mut b, &["-e", "llc:1=0xf;llc:16=0xf"]);
+        assert!(e.starts_with("Invalid class ID: 16!"), "{e}");
+        assert!(e.contains("\"llc:16=0xf\""), "{e}");
+        let mut b = FakeBackend::intel_1s();
+        let e = rejected(&mut b, &["-e", "mba:8=50"]);
+        assert!(
+            e.starts_with("Invalid class ID: 8!") && e.contains("MBA"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn resource_id_not_present_is_rejected() {
+        let mut b = FakeBackend::broadwell_2s();
+        let e = rejected(&mut b, &["-e", "llc@0,5:1=0xf"]);
+        assert!(
+            e.contains("\"llc@0,5:1=0xf\": L3 resource id 5 is not present"),
+            "{e}"
+        );
+        assert!(e.contains("0,1"), "{e}");
+    }
+
+    #[test]
+    fn unsupported_technology_is_rejected() {
+        let mut b = FakeBackend::broadwell_2s();
+        let e = rejected(&mut b, &["-e", "mba:1=50"]);
+        assert!(
+            e.contains("\"mba:1=50\": MBA is not supported on this platform"),
+            "{e}"
+        );
+        let e = rejected(&mut b, &["-e", "l2:1=0xf"]);
+        assert!(e.contains("L2 CAT is not supported"), "{e}");
+        let e = rejected(&mut b, &["-e", "mba_max:1=6000"]);
+        assert!(e.contains("OS interface"), "{e}");
+    }
+
+    #[test]
+    fn seed_paper_association_is_silent_until_altered() {
+        let mut b = FakeBackend::broadwell_2s();
+        let (r, out) = run(&mut b, &["-a", "llc:1=2-7;llc:2=8-10"]);
+        r.unwrap();
+        assert_eq!(out, "Allocation configuration altered.\n");
+        assert_eq!(b.class_of_cpu(2), 1);
+        assert_eq!(b.class_of_cpu(10), 2);
+        assert_eq!(b.class_of_cpu(11), 0);
+    }
+
+    #[test]
+    fn class_definitions_and_associations_print_one_altered_line() {
+        let mut b = FakeBackend::broadwell_2s();
+        let (r, out) = run(&mut b, &["-e", "llc@0:1=0xf", "-a", "llc:1=2;llc:2=2"]);
+        r.unwrap();
+        assert_eq!(
+            out,
+            "warn: updating COS for core 2 from 1 to 2\n\
+             SOCKET 0 L3CA COS1 => MASK 0xf\n\
+             Allocation configuration altered.\n"
+        );
+    }
+
+    #[test]
+    fn cpu_not_present_is_rejected_and_nothing_is_written() {
+        let mut b = FakeBackend::broadwell_2s();
+        let e = rejected(&mut b, &["-e", "llc:1=0xf", "-a", "llc:1=2-7;llc:2=99"]);
+        assert!(
+            e.starts_with("Core number or class id is out of bounds! Core 99 in \"llc:2=99\""),
+            "{e}"
+        );
+        let e = rejected(&mut b, &["-a", "llc:16=2"]);
+        assert!(e.contains("COS16 in \"llc:16=2\""), "{e}");
+    }
+
+    #[test]
+    fn failed_write_prints_pqos_failed_line() {
+        let mut b = FakeBackend::broadwell_2s();
+        b.fail_writes = true;
+        let (r, out) = run(&mut b, &["-e", "llc:2=0xf"]);
+        let e = format!("{:#}", r.unwrap_err());
+        assert_eq!(
+            out,
+            "SOCKET 0 L3CA COS2 - FAILED!\nAllocation configuration error!\n"
+        );
+        assert!(e.contains("injected failure"), "{e}");
+    }
+
+    #[test]
+    fn reset_allocation_prints_pqos_line_and_checks_support() {
+        let mut b = FakeBackend::broadwell_2s();
+        run(&mut b, &["-e", "llc:1=0xf"]).0.unwrap();
+        let mut out = Vec::new();
+        run_reset_allocation(&mut b, AllocReset::default(), &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Allocation reset successful\n"
+        );
+        assert_eq!(
+            b.l3_mask(0, 1),
+            CatMask::Unified(CacheBitmask::new(0xfffff).unwrap())
+        );
+        let mut out = Vec::new();
+        let cfg = AllocReset {
+            l2_cdp: FeatureSetting::On,
+            ..AllocReset::default()
+        };
+        let e = run_reset_allocation(&mut b, cfg, &mut out)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "L2 CDP requested but not supported by the platform!");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Allocation reset failed!\n"
+        );
+    }
+
+    #[test]
+    fn reset_monitoring_prints_pqos_line() {
+        let mut b = FakeBackend::broadwell_2s();
+        let mut out = Vec::new();
+        run_reset_monitoring(&mut b, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "CMT/MBM reset successful\n"
+        );
+    }
+}

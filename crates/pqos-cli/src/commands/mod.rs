@@ -1,0 +1,167 @@
+//! The actions. Everything here is generic over [`rdt_core::Backend`] and writes to a
+//! `&mut dyn Write`, so the same code runs on the hardware, on the simulated platform and
+//! against the test fake.
+
+pub mod alloc;
+pub mod caps;
+pub mod monitor;
+pub mod show;
+
+use std::fmt;
+use std::io::Write;
+
+use anyhow::Result;
+use rdt_core::{Backend, CacheDomain, Capabilities, Topology, Vendor};
+
+use crate::command::{Command, Plan};
+pub use monitor::{AdvancingClock, Clock, RealClock, VirtualClock};
+
+/// Everything an action needs besides the backend.
+#[allow(missing_debug_implementations)] // holds trait objects
+pub struct Context<'a> {
+    /// Where monitoring waits between samples.
+    pub clock: &'a mut dyn Clock,
+    /// Set by SIGINT/SIGTERM/SIGHUP: monitoring stops at the next tick.
+    pub stop: &'a std::sync::atomic::AtomicBool,
+    /// Whether stdout is a terminal (pqos clears the screen between samples then).
+    pub stdout_is_tty: bool,
+}
+
+/// Runs a plan's resets and action on `backend` (pqos's `main()` after init).
+///
+/// # Errors
+/// The first failing step's error; pqos's own failure line has been written to `out` then.
+pub fn execute<B: Backend>(
+    backend: &mut B,
+    plan: &Plan,
+    ctx: &mut Context<'_>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if plan.mon_reset {
+        alloc::run_reset_monitoring(backend, out)?;
+    }
+    if let Some(cfg) = plan.alloc_reset {
+        alloc::run_reset_allocation(backend, cfg, out)?;
+    }
+    match &plan.command {
+        Command::Version => writeln!(out, "{}", version_line())?,
+        Command::Display { verbose } => caps::run_display(backend, *verbose, out)?,
+        Command::Show => show::run_show(backend, out)?,
+        Command::Allocate(req) => alloc::run_alloc(backend, req, out)?,
+        Command::Nothing => {}
+        Command::Monitor(req) => monitor::run_monitor(backend, req, ctx, out)?,
+    }
+    Ok(())
+}
+
+/// `PQoS Tool version: X.Y.Z`, as pqos prints it, marked as this implementation.
+#[must_use]
+pub fn version_line() -> String {
+    format!("PQoS Tool version: {} (rdt)", env!("CARGO_PKG_VERSION"))
+}
+
+/// How pqos names an L3 (and MBA) domain: by socket on Intel when each socket has one L3,
+/// by core complex on AMD/Hygon, by domain id otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelKind {
+    /// Intel, one L3 per socket: ids are socket ids.
+    Socket,
+    /// AMD or Hygon: ids are L3 ids (one per CCX).
+    CoreComplex,
+    /// Several L3 per socket on Intel: ids are L3 ids.
+    DomainId,
+}
+
+/// The L3 (= MBA) domains as pqos numbers and labels them.
+#[derive(Clone, Debug)]
+pub struct L3Domains {
+    /// How they are labelled.
+    pub kind: LabelKind,
+    /// (user-visible id, cache domain), by id.
+    pub list: Vec<(u32, CacheDomain)>,
+}
+
+impl L3Domains {
+    /// Builds the list from the topology.
+    #[must_use]
+    pub fn new(caps: &Capabilities, topo: &Topology) -> Self {
+        if matches!(caps.vendor, Vendor::Amd | Vendor::Hygon) {
+            let list = topo
+                .l3_domains()
+                .into_iter()
+                .map(|d| (d.get(), d))
+                .collect();
+            return Self {
+                kind: LabelKind::CoreComplex,
+                list,
+            };
+        }
+        if topo.l3_is_per_package() {
+            let list = topo
+                .packages()
+                .into_iter()
+                .filter_map(|p| {
+                    let cpu = topo.cpus_in_package(p).first()?;
+                    Some((p, topo.get(cpu)?.l3?))
+                })
+                .collect();
+            return Self {
+                kind: LabelKind::Socket,
+                list,
+            };
+        }
+        let list = topo
+            .l3_domains()
+            .into_iter()
+            .map(|d| (d.get(), d))
+            .collect();
+        Self {
+            kind: LabelKind::DomainId,
+            list,
+        }
+    }
+
+    /// The cache domain of a user-visible id.
+    #[must_use]
+    pub fn find(&self, id: u32) -> Option<CacheDomain> {
+        self.list.iter().find(|(i, _)| *i == id).map(|(_, d)| *d)
+    }
+
+    /// The ids, for messages (`0,1`).
+    #[must_use]
+    pub fn ids(&self) -> String {
+        join(self.list.iter().map(|(i, _)| i))
+    }
+
+    /// The label of `-e` lines: `SOCKET 0`, `Core Complex 0`, `Domain ID 0`.
+    #[must_use]
+    pub fn alloc_label(&self, id: u32) -> String {
+        match self.kind {
+            LabelKind::Socket => format!("SOCKET {id}"),
+            LabelKind::CoreComplex => format!("Core Complex {id}"),
+            LabelKind::DomainId => format!("Domain ID {id}"),
+        }
+    }
+
+    /// The label of `-s` headers: `Socket 0`, `L3 Cluster (or Core Complex) 0`, `Domain ID 0`.
+    #[must_use]
+    pub fn show_label(&self, id: u32) -> String {
+        match self.kind {
+            LabelKind::Socket => format!("Socket {id}"),
+            LabelKind::CoreComplex => format!("L3 Cluster (or Core Complex) {id}"),
+            LabelKind::DomainId => format!("Domain ID {id}"),
+        }
+    }
+}
+
+/// Joins displayable items with commas.
+pub fn join<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    items
+        .into_iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+pub mod fake;

@@ -1,0 +1,878 @@
+//! pqos's argument grammar (pqos(8), `pqos/main.c`, `pqos/alloc.c`, `pqos/monitor.c`): the
+//! values of `-e`, `-a`, `-R`, `-r`, `-m`, `-t` and `-i`, each a type with its own `FromStr`.
+//!
+//! Parsing checks syntax only. Whether a class, mask, CPU or resource id exists on this
+//! platform is checked against the backend's capabilities before anything is written
+//! (`commands::alloc`). Error messages keep pqos's text where pqos has one and add the
+//! offending token and the rule.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use rdt_core::{AllocReset, ClassId, CpuSet, FeatureSetting, LogicalCpu, MonEvents};
+
+/// A command-line value does not follow pqos's grammar. The message names the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ArgError {}
+
+fn err(msg: impl Into<String>) -> ArgError {
+    ArgError(msg.into())
+}
+
+/// pqos's `strtouint64()`: decimal, or hexadecimal with a `0x`/`0X` prefix.
+///
+/// # Errors
+/// `No digits were found` for an empty token, pqos's `Error converting '%s' to unsigned
+/// number!` for anything else that is not a number.
+pub fn parse_u64(token: &str) -> Result<u64, ArgError> {
+    let t = token.trim();
+    let (digits, radix) = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None => (t, 10),
+    };
+    if digits.is_empty() {
+        return Err(err(format!("No digits were found in '{token}'")));
+    }
+    u64::from_str_radix(digits, radix).map_err(|_| {
+        err(format!(
+            "Error converting '{token}' to unsigned number! (expected decimal, or hexadecimal with 0x)"
+        ))
+    })
+}
+
+fn parse_u32(token: &str, what: &str) -> Result<u32, ArgError> {
+    let v = parse_u64(token)?;
+    u32::try_from(v).map_err(|_| err(format!("{what} '{token}' is out of range")))
+}
+
+/// pqos's `strlisttotab()` for resource ids: comma-separated numbers and `a-b` ranges;
+/// empty elements are skipped, reversed ranges swapped, duplicates removed. Sorted.
+///
+/// # Errors
+/// When an element is not a number or a range of numbers.
+pub fn parse_id_list(list: &str) -> Result<Vec<u32>, ArgError> {
+    let mut ids = Vec::new();
+    for token in list.split(',') {
+        let t = token.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let (lo, hi) = match t.split_once('-') {
+            None => {
+                let n = parse_u32(t, "resource id")?;
+                (n, n)
+            }
+            Some((a, b)) => {
+                let bad = || err(format!("'{t}' in '{list}' is not a number or a range N-M"));
+                let a = parse_u32(a, "resource id").map_err(|_| bad())?;
+                let b = parse_u32(b, "resource id").map_err(|_| bad())?;
+                (a.min(b), a.max(b))
+            }
+        };
+        if hi - lo > 4096 {
+            return Err(err(format!("range '{t}' in '{list}' is too large")));
+        }
+        ids.extend(lo..=hi);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids)
+}
+
+/// A CPU list in pqos's lenient form, with the error naming the item it came from.
+fn parse_cpu_list(list: &str, item: &str) -> Result<CpuSet, ArgError> {
+    CpuSet::from_pqos_list(list).map_err(|e| err(format!("{e} (in \"{item}\")")))
+}
+
+// ---------------------------------------------------------------------------------------
+// -e CLASSDEF
+// ---------------------------------------------------------------------------------------
+
+/// The allocation technology of one `-e` item (`TYPE` in `TYPE[@IDS]:...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocKind {
+    /// `llc`: L3 CAT.
+    L3,
+    /// `l2`: L2 CAT.
+    L2,
+    /// `mba`: memory bandwidth allocation (percent on Intel, raw units on AMD).
+    Mba,
+    /// `mba_max`: MBA in MBps through the kernel's `mba_MBps` controller.
+    MbaMax,
+    /// `smba`: AMD slow-memory bandwidth allocation.
+    Smba,
+}
+
+/// Which masks of a class a CAT value sets (`1` both, `1d` data, `1c` code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaskScope {
+    /// No suffix: code and data masks (or the one mask with CDP off).
+    Both,
+    /// `d`/`D` suffix: the data mask (CDP on only).
+    Data,
+    /// `c`/`C` suffix: the code mask (CDP on only).
+    Code,
+}
+
+/// One `COS=VALUE` of a `-e` item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CosValue {
+    /// The class of service.
+    pub class: ClassId,
+    /// Which masks (CAT only).
+    pub scope: MaskScope,
+    /// The mask (CAT; never 0) or the bandwidth value (MBA; never 0).
+    pub value: u64,
+    /// The text of this `COS=VALUE`, for messages.
+    pub text: String,
+}
+
+/// One `;`-separated item of `-e`: `TYPE[@IDS]:COS=VALUE[,COS=VALUE...]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassDef {
+    /// The technology.
+    pub kind: AllocKind,
+    /// Resource ids after `@` (sockets or L3 ids, L2 ids); `None` = all.
+    pub ids: Option<Vec<u32>>,
+    /// The classes to set, in order.
+    pub values: Vec<CosValue>,
+    /// The item's text, for messages.
+    pub text: String,
+}
+
+/// The value of one `-e` option: items separated by `;`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassDefs(pub Vec<ClassDef>);
+
+const CLASSDEF_RULE: &str = "expected TYPE[@IDS]:COS=VALUE[,COS=VALUE], e.g. llc:1=0xffe00, llc@0,1:1=0xf, l2:1=0xf or mba:1=50";
+
+impl FromStr for ClassDef {
+    type Err = ArgError;
+
+    fn from_str(item: &str) -> Result<Self, ArgError> {
+        let Some((head, body)) = item.split_once(':') else {
+            return Err(err(format!(
+                "Unrecognized allocation format: \"{item}\" has no ':' ({CLASSDEF_RULE})"
+            )));
+        };
+        let (type_text, ids) = match head.split_once('@') {
+            Some((t, list)) => {
+                let ids = parse_id_list(list).map_err(|e| err(format!("{e} (in \"{item}\")")))?;
+                if ids.is_empty() {
+                    return Err(err(format!(
+                        "No resource ID specified: \"{item}\" (expected ids after '@', e.g. llc@0,1:1=0xf)"
+                    )));
+                }
+                (t, Some(ids))
+            }
+            None => (head, None),
+        };
+        let kind = match type_text.trim().to_ascii_lowercase().as_str() {
+            "llc" => AllocKind::L3,
+            "l2" => AllocKind::L2,
+            "mba" => AllocKind::Mba,
+            "mba_max" => AllocKind::MbaMax,
+            "smba" => AllocKind::Smba,
+            _ => {
+                return Err(err(format!(
+                    "Unrecognized allocation type: \"{type_text}\" in \"{item}\" (expected llc, l2, mba, mba_max or smba)"
+                )));
+            }
+        };
+        let mut values = Vec::new();
+        for spec in body.split(',') {
+            if spec.trim().is_empty() {
+                continue;
+            }
+            values.push(parse_cos_value(spec, kind, item)?);
+        }
+        if values.is_empty() {
+            return Err(err(format!(
+                "Invalid class of service definition: \"{item}\" has no COS=VALUE ({CLASSDEF_RULE})"
+            )));
+        }
+        Ok(Self {
+            kind,
+            ids,
+            values,
+            text: item.to_owned(),
+        })
+    }
+}
+
+fn parse_cos_value(spec: &str, kind: AllocKind, item: &str) -> Result<CosValue, ArgError> {
+    let Some((cos_text, value_text)) = spec.split_once('=') else {
+        return Err(err(format!(
+            "Invalid class of service definition: \"{spec}\" has no '=' (in \"{item}\"; expected COS=VALUE, e.g. 1=0xf)"
+        )));
+    };
+    let c = cos_text.trim();
+    let (num, scope) = if c.len() > 1 && (c.ends_with('d') || c.ends_with('D')) {
+        (&c[..c.len() - 1], MaskScope::Data)
+    } else if c.len() > 1 && (c.ends_with('c') || c.ends_with('C')) {
+        (&c[..c.len() - 1], MaskScope::Code)
+    } else {
+        (c, MaskScope::Both)
+    };
+    let in_item = |e: ArgError| err(format!("{e} (class of service in \"{item}\")"));
+    let class = ClassId::new(parse_u32(num, "class of service").map_err(in_item)?);
+    let is_cat = matches!(kind, AllocKind::L3 | AllocKind::L2);
+    if scope != MaskScope::Both && !is_cat {
+        return Err(err(format!(
+            "\"{spec}\" in \"{item}\": the d/c (CDP data/code) suffix applies to llc and l2 classes only"
+        )));
+    }
+    let value = parse_u64(value_text).map_err(|e| err(format!("{e} (value in \"{item}\")")))?;
+    if value == 0 {
+        return Err(err(if is_cat {
+            format!(
+                "Failed to set {} configuration! \"{spec}\" in \"{item}\": a zero mask selects no cache way",
+                if kind == AllocKind::L3 {
+                    "L3 CAT"
+                } else {
+                    "L2 CAT"
+                }
+            )
+        } else {
+            format!(
+                "Failed to set MBA configuration! \"{spec}\" in \"{item}\": a zero bandwidth is not allowed"
+            )
+        }));
+    }
+    Ok(CosValue {
+        class,
+        scope,
+        value,
+        text: spec.trim().to_owned(),
+    })
+}
+
+impl FromStr for ClassDefs {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        let items: Vec<ClassDef> = s
+            .split(';')
+            .filter(|i| !i.trim().is_empty())
+            .map(str::parse)
+            .collect::<Result<_, _>>()?;
+        if items.is_empty() {
+            return Err(err(format!(
+                "Empty allocation class definition \"{s}\" ({CLASSDEF_RULE})"
+            )));
+        }
+        if items.len() > 32 {
+            return Err(err("Too many allocation options! (at most 32 per -e)"));
+        }
+        Ok(Self(items))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// -a CLASS2ID
+// ---------------------------------------------------------------------------------------
+
+/// What a `-a` item associates with a class.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AssocTarget {
+    /// `llc:`, `cos:`, `core:`: logical CPUs.
+    Cores(CpuSet),
+    /// `pid:`: task ids (OS interface only).
+    Pids(Vec<u32>),
+}
+
+/// One `;`-separated item of `-a`: `cos:COS=LIST`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assoc {
+    /// The class.
+    pub class: ClassId,
+    /// The CPUs or tasks.
+    pub target: AssocTarget,
+    /// The item's text, for messages.
+    pub text: String,
+}
+
+/// The value of one `-a` option.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssocDefs(pub Vec<Assoc>);
+
+const ASSOC_RULE: &str =
+    "expected llc:COS=CPU_LIST, cos:COS=CPU_LIST or core:COS=CPU_LIST, e.g. llc:1=2-7";
+
+impl FromStr for Assoc {
+    type Err = ArgError;
+
+    fn from_str(item: &str) -> Result<Self, ArgError> {
+        let lower = item.trim_start().to_ascii_lowercase();
+        let prefix = ["cos:", "llc:", "core:", "pid:", "dev:", "channel:"]
+            .into_iter()
+            .find(|p| lower.starts_with(p));
+        let Some(prefix) = prefix else {
+            return Err(err(format!(
+                "Unrecognized allocation type: \"{item}\" ({ASSOC_RULE})"
+            )));
+        };
+        if matches!(prefix, "dev:" | "channel:") {
+            return Err(err(format!(
+                "\"{item}\": I/O RDT device and channel association is not supported by this tool"
+            )));
+        }
+        let rest = &item.trim_start()[prefix.len()..];
+        let Some((cos_text, list)) = rest.split_once('=') else {
+            return Err(err(format!(
+                "Invalid allocation class of service association format: \"{item}\" has no '=' ({ASSOC_RULE})"
+            )));
+        };
+        let class = ClassId::new(
+            parse_u32(cos_text, "class of service")
+                .map_err(|e| err(format!("{e} (class of service in \"{item}\")")))?,
+        );
+        let target = if prefix == "pid:" {
+            let mut pids = Vec::new();
+            for id in parse_id_list(list).map_err(|e| err(format!("{e} (in \"{item}\")")))? {
+                pids.push(id);
+            }
+            if pids.is_empty() {
+                return Err(err(format!("No task id specified in \"{item}\"")));
+            }
+            AssocTarget::Pids(pids)
+        } else {
+            let cpus = parse_cpu_list(list, item)?;
+            if cpus.is_empty() {
+                return Err(err(format!(
+                    "No cores specified in \"{item}\" ({ASSOC_RULE})"
+                )));
+            }
+            AssocTarget::Cores(cpus)
+        };
+        Ok(Self {
+            class,
+            target,
+            text: item.to_owned(),
+        })
+    }
+}
+
+impl FromStr for AssocDefs {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        let items: Vec<Assoc> = s
+            .split(';')
+            .filter(|i| !i.trim().is_empty())
+            .map(str::parse)
+            .collect::<Result<_, _>>()?;
+        if items.is_empty() {
+            return Err(err(format!(
+                "Empty allocation association \"{s}\" ({ASSOC_RULE})"
+            )));
+        }
+        Ok(Self(items))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// -R [CFG] and -r [CFG]
+// ---------------------------------------------------------------------------------------
+
+/// The value of `-R`: comma-separated `l3cdp-on|off|any`, `l2cdp-on|off|any`,
+/// `mbaCtrl-on|off|any` (case-insensitive); empty = reset with everything `any`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResetCfg(pub AllocReset);
+
+fn feature_setting(suffix: &str) -> Option<FeatureSetting> {
+    match suffix {
+        "on" => Some(FeatureSetting::On),
+        "off" => Some(FeatureSetting::Off),
+        "any" => Some(FeatureSetting::Any),
+        _ => None,
+    }
+}
+
+impl FromStr for ResetCfg {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        let mut cfg = AllocReset::default();
+        for token in s.split(',') {
+            let t = token.trim();
+            if t.is_empty() {
+                continue;
+            }
+            let lower = t.to_ascii_lowercase();
+            let unknown = || {
+                err(format!(
+                    "Unrecognized '{t}' allocation reset option! (expected l3cdp-on|off|any, l2cdp-on|off|any or mbaCtrl-on|off|any)"
+                ))
+            };
+            let (name, setting) = lower.rsplit_once('-').ok_or_else(unknown)?;
+            let setting = feature_setting(setting).ok_or_else(unknown)?;
+            match name {
+                "l3cdp" => cfg.l3_cdp = setting,
+                "l2cdp" => cfg.l2_cdp = setting,
+                "mbactrl" => cfg.mba_ctrl = setting,
+                "l3iordt" | "mba40" if setting == FeatureSetting::Any => {}
+                "l3iordt" | "mba40" => {
+                    return Err(err(format!(
+                        "'{t}': I/O RDT and MBA 4.0 reset options are not supported by this tool"
+                    )));
+                }
+                _ => return Err(unknown()),
+            }
+        }
+        Ok(Self(cfg))
+    }
+}
+
+/// The value of `-r`: pqos accepts `l3iordt-on|off|any` and `snc-local|total|any`. Only the
+/// `any` forms (no change) are supported; an empty value is the plain reset.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MonResetCfg;
+
+impl FromStr for MonResetCfg {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        for token in s.split(',') {
+            let t = token.trim();
+            match t.to_ascii_lowercase().as_str() {
+                "" | "l3iordt-any" | "snc-any" => {}
+                "l3iordt-on" | "l3iordt-off" | "snc-local" | "snc-total" => {
+                    return Err(err(format!(
+                        "'{t}': I/O RDT and SNC monitoring reset options are not supported by this tool"
+                    )));
+                }
+                _ => {
+                    return Err(err(format!(
+                        "Unrecognized '{t}' monitoring reset option! (expected l3iordt-on|off|any or snc-local|total|any)"
+                    )));
+                }
+            }
+        }
+        Ok(Self)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// -m EVTCORES
+// ---------------------------------------------------------------------------------------
+
+/// One monitoring group of `-m`: a set of cores counted together, and its events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MonGroupSpec {
+    /// The row label: the number of an ungrouped core, the bracket text of a group (`0-3`).
+    pub desc: String,
+    /// The cores.
+    pub cpus: CpuSet,
+    /// The events asked for (`all` = [`MonEvents::ALL`]); IPC and misses are added later.
+    pub events: MonEvents,
+}
+
+/// The value of one `-m` option: `EVENT:LIST[;EVENT:LIST...]`, where LIST mixes ungrouped
+/// cores (`0,2,4-6`: one group each) and bracketed groups (`[0-3]`: one group).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvtCores(pub Vec<MonGroupSpec>);
+
+const EVTCORES_RULE: &str =
+    "expected EVENT:CORES with EVENT llc, mbl, mbr, mbt or all, e.g. all:0-3 or llc:[0-3];mbl:4";
+
+fn parse_event(name: &str, item: &str) -> Result<MonEvents, ArgError> {
+    Ok(match name.trim().to_ascii_lowercase().as_str() {
+        "llc" => MonEvents::LLC_OCCUPANCY,
+        "mbl" => MonEvents::MBM_LOCAL,
+        "mbr" => MonEvents::MBM_REMOTE,
+        "mbt" => MonEvents::MBM_TOTAL,
+        "all" | "" => MonEvents::ALL,
+        _ => {
+            return Err(err(format!(
+                "Unrecognized monitoring event type \"{name}\" in \"{item}\" ({EVTCORES_RULE})"
+            )));
+        }
+    })
+}
+
+impl FromStr for EvtCores {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        let mut groups = Vec::new();
+        for item in s.split(';') {
+            if item.trim().is_empty() {
+                continue;
+            }
+            let Some((event, list)) = item.split_once(':') else {
+                return Err(err(format!(
+                    "Unrecognized monitoring event type: \"{item}\" has no ':' ({EVTCORES_RULE})"
+                )));
+            };
+            let events = parse_event(event, item)?;
+            let before = groups.len();
+            let mut rest = list.trim();
+            while !rest.is_empty() {
+                if let Some(inner_start) = rest.strip_prefix('[') {
+                    let Some(end) = inner_start.find(']') else {
+                        return Err(err(format!("Missing ']' in \"{item}\" ({EVTCORES_RULE})")));
+                    };
+                    let inner = &inner_start[..end];
+                    let cpus = parse_cpu_list(inner, item)?;
+                    if cpus.is_empty() {
+                        return Err(err(format!("Empty core group '[{inner}]' in \"{item}\"")));
+                    }
+                    groups.push(MonGroupSpec {
+                        desc: inner.trim().to_owned(),
+                        cpus,
+                        events,
+                    });
+                    rest = inner_start[end + 1..].trim_start();
+                    rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
+                    if !rest.is_empty() && rest.starts_with(']') {
+                        return Err(err(format!("Unbalanced ']' in \"{item}\"")));
+                    }
+                } else {
+                    let end = rest.find(',').unwrap_or(rest.len());
+                    let token = &rest[..end];
+                    if token.contains(']') || token.contains('[') {
+                        return Err(err(format!("Misplaced bracket in '{token}' in \"{item}\"")));
+                    }
+                    for cpu in parse_cpu_list(token, item)?.iter() {
+                        groups.push(MonGroupSpec {
+                            desc: cpu.get().to_string(),
+                            cpus: std::iter::once(cpu).collect(),
+                            events,
+                        });
+                    }
+                    rest = rest[end..].strip_prefix(',').unwrap_or("").trim_start();
+                }
+            }
+            if groups.len() == before {
+                return Err(err(format!(
+                    "No cores selected for monitoring in \"{item}\" ({EVTCORES_RULE})"
+                )));
+            }
+        }
+        if groups.is_empty() {
+            return Err(err(format!(
+                "Empty monitoring selection \"{s}\" ({EVTCORES_RULE})"
+            )));
+        }
+        Ok(Self(groups))
+    }
+}
+
+/// Merges monitoring groups as pqos does: a group listed twice with the same cores gets
+/// the union of its events; a core in two different groups is an error.
+///
+/// # Errors
+/// pqos's `Error: cannot monitor same cores in different groups`, naming the core and
+/// both groups.
+pub fn merge_groups(
+    groups: impl IntoIterator<Item = MonGroupSpec>,
+) -> Result<Vec<MonGroupSpec>, ArgError> {
+    let mut out: Vec<MonGroupSpec> = Vec::new();
+    for g in groups {
+        if let Some(same) = out.iter_mut().find(|o| o.cpus == g.cpus) {
+            same.events = same.events | g.events;
+            continue;
+        }
+        if let Some(other) = out.iter().find(|o| o.cpus.intersects(&g.cpus)) {
+            let core = g
+                .cpus
+                .iter()
+                .find(|c| other.cpus.contains(*c))
+                .map_or(0, LogicalCpu::get);
+            return Err(err(format!(
+                "Error: cannot monitor same cores in different groups: core {core} is in group \"{}\" and group \"{}\"",
+                other.desc, g.desc
+            )));
+        }
+        out.push(g);
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// -t and -i
+// ---------------------------------------------------------------------------------------
+
+/// `-t SECONDS|inf|infinite`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MonTime {
+    /// Stop after this long.
+    Limited(Duration),
+    /// Run until interrupted (pqos's default).
+    Infinite,
+}
+
+impl FromStr for MonTime {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("infinite") {
+            return Ok(Self::Infinite);
+        }
+        parse_u64(t)
+            .map(|secs| Self::Limited(Duration::from_secs(secs)))
+            .map_err(|e| err(format!("{e} (expected SECONDS, inf or infinite)")))
+    }
+}
+
+/// `-i N`: the sampling interval, N × 100 ms, N ≥ 1 (pqos/main.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interval(pub Duration);
+
+impl FromStr for Interval {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        let n =
+            parse_u64(s).map_err(|e| err(format!("{e} (expected N >= 1, in units of 100 ms)")))?;
+        if n == 0 {
+            return Err(err(format!(
+                "Invalid monitoring interval '{s}': N must be at least 1 (N x 100 ms)"
+            )));
+        }
+        let ms = n
+            .checked_mul(100)
+            .filter(|ms| *ms <= 24 * 3600 * 1000)
+            .ok_or_else(|| err(format!("Invalid monitoring interval '{s}': too long")))?;
+        Ok(Self(Duration::from_millis(ms)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpus(s: &str) -> CpuSet {
+        s.parse().unwrap()
+    }
+
+    fn e(s: &str) -> String {
+        s.parse::<ClassDefs>().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn numbers_are_decimal_unless_0x() {
+        assert_eq!(parse_u64("255"), Ok(255));
+        assert_eq!(parse_u64("0xff"), Ok(255));
+        assert_eq!(parse_u64("0XFF"), Ok(255));
+        assert!(
+            parse_u64("")
+                .unwrap_err()
+                .0
+                .contains("No digits were found")
+        );
+        assert!(
+            parse_u64("0x")
+                .unwrap_err()
+                .0
+                .contains("No digits were found")
+        );
+        assert!(
+            parse_u64("ff")
+                .unwrap_err()
+                .0
+                .contains("Error converting 'ff' to unsigned number!")
+        );
+    }
+
+    #[test]
+    fn id_lists_are_lenient_like_strlisttotab() {
+        assert_eq!(parse_id_list("0,1"), Ok(vec![0, 1]));
+        assert_eq!(parse_id_list("3-1,,1"), Ok(vec![1, 2, 3]));
+        assert!(parse_id_list("1-").is_err());
+        assert_eq!(parse_id_list(""), Ok(vec![]));
+    }
+
+    #[test]
+    fn seed_paper_class_definition_parses() {
+        let d: ClassDefs = "llc:1=0xffe00;llc:2=0x00003".parse().unwrap();
+        assert_eq!(d.0.len(), 2);
+        assert_eq!(d.0[0].kind, AllocKind::L3);
+        assert_eq!(d.0[0].ids, None);
+        assert_eq!(d.0[0].values[0].class, ClassId::new(1));
+        assert_eq!(d.0[0].values[0].value, 0xffe00);
+        assert_eq!(d.0[1].values[0].value, 3);
+    }
+
+    #[test]
+    fn class_definitions_with_ids_cdp_l2_and_mba_parse() {
+        let d: ClassDefs = "llc@0,1:1=0xf".parse().unwrap();
+        assert_eq!(d.0[0].ids, Some(vec![0, 1]));
+        let d: ClassDefs = "llc@0-1:2=0xff00".parse().unwrap();
+        assert_eq!(d.0[0].ids, Some(vec![0, 1]));
+        let d: ClassDefs = "llc:1d=0xf,1c=0xf0".parse().unwrap();
+        assert_eq!(d.0[0].values[0].scope, MaskScope::Data);
+        assert_eq!(d.0[0].values[1].scope, MaskScope::Code);
+        assert_eq!(d.0[0].values[1].value, 0xf0);
+        let d: ClassDefs = "l2@2:1=0xf".parse().unwrap();
+        assert_eq!(
+            (d.0[0].kind, d.0[0].ids.clone()),
+            (AllocKind::L2, Some(vec![2]))
+        );
+        let d: ClassDefs = "mba@1:3=80".parse().unwrap();
+        assert_eq!((d.0[0].kind, d.0[0].values[0].value), (AllocKind::Mba, 80));
+        let d: ClassDefs = "LLC:1=255;".parse().unwrap();
+        assert_eq!(
+            d.0[0].values[0].value, 255,
+            "decimal unless 0x; trailing ';' skipped"
+        );
+    }
+
+    #[test]
+    fn class_definition_errors_name_the_token() {
+        let m = e("llc1=");
+        assert!(
+            m.starts_with("Unrecognized allocation format: \"llc1=\""),
+            "{m}"
+        );
+        let m = e("llc:1");
+        assert!(
+            m.contains("Invalid class of service definition: \"1\""),
+            "{m}"
+        );
+        let m = e("llc:1=");
+        assert!(
+            m.contains("No digits were found") && m.contains("llc:1="),
+            "{m}"
+        );
+        let m = e("llc@:1=0xf");
+        assert!(
+            m.starts_with("No resource ID specified: \"llc@:1=0xf\""),
+            "{m}"
+        );
+        let m = e("foo:1=0xf");
+        assert!(
+            m.starts_with("Unrecognized allocation type: \"foo\""),
+            "{m}"
+        );
+        let m = e("llc:1=0xzz");
+        assert!(m.contains("'0xzz'") && m.contains("llc:1=0xzz"), "{m}");
+        let m = e("llc:1=0");
+        assert!(m.contains("zero mask") && m.contains("llc:1=0"), "{m}");
+        let m = e("mba:1d=50");
+        assert!(m.contains("mba:1d=50") && m.contains("suffix"), "{m}");
+        let m = e("llc:x=0xf");
+        assert!(m.contains("'x'") && m.contains("llc:x=0xf"), "{m}");
+    }
+
+    #[test]
+    fn associations_parse() {
+        let a: AssocDefs = "llc:1=2-7;llc:2=8-10".parse().unwrap();
+        assert_eq!(a.0[0].class, ClassId::new(1));
+        assert_eq!(a.0[0].target, AssocTarget::Cores(cpus("2-7")));
+        assert_eq!(a.0[1].target, AssocTarget::Cores(cpus("8-10")));
+        let a: AssocDefs = "cos:1=0,2".parse().unwrap();
+        assert_eq!(a.0[0].target, AssocTarget::Cores(cpus("0,2")));
+        let a: AssocDefs = "core:1=3".parse().unwrap();
+        assert_eq!(a.0[0].target, AssocTarget::Cores(cpus("3")));
+        let a: AssocDefs = "pid:2=1234,5678".parse().unwrap();
+        assert_eq!(a.0[0].target, AssocTarget::Pids(vec![1234, 5678]));
+    }
+
+    #[test]
+    fn association_errors_name_the_token() {
+        let m = "llc:1=2-".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("`2-`") && m.contains("llc:1=2-"), "{m}");
+        let m = "llc:1=7-2x".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("`7-2x`"), "{m}");
+        let m = "llc1=2".parse::<AssocDefs>().unwrap_err().0;
+        assert!(
+            m.starts_with("Unrecognized allocation type: \"llc1=2\""),
+            "{m}"
+        );
+        let m = "llc:1".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("has no '='"), "{m}");
+        let m = "dev:1=0000:00:01.0".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("not supported"), "{m}");
+    }
+
+    #[test]
+    fn reset_options_parse_case_insensitively() {
+        assert_eq!("".parse::<ResetCfg>(), Ok(ResetCfg::default()));
+        let c: ResetCfg = "l3cdp-on,L2CDP-off,mbaCtrl-any".parse().unwrap();
+        assert_eq!(c.0.l3_cdp, FeatureSetting::On);
+        assert_eq!(c.0.l2_cdp, FeatureSetting::Off);
+        assert_eq!(c.0.mba_ctrl, FeatureSetting::Any);
+        let m = "l3cdp-maybe".parse::<ResetCfg>().unwrap_err().0;
+        assert!(
+            m.starts_with("Unrecognized 'l3cdp-maybe' allocation reset option!"),
+            "{m}"
+        );
+        assert!("snc-any".parse::<MonResetCfg>().is_ok());
+        assert!("snc-local".parse::<MonResetCfg>().is_err());
+    }
+
+    #[test]
+    fn monitoring_groups_follow_pqos_grouping() {
+        let m: EvtCores = "all:0-3".parse().unwrap();
+        assert_eq!(m.0.len(), 4, "ungrouped cores are one group each");
+        assert_eq!(m.0[2].desc, "2");
+        let m: EvtCores = "all:[0-3]".parse().unwrap();
+        assert_eq!(m.0.len(), 1);
+        assert_eq!((m.0[0].desc.as_str(), &m.0[0].cpus), ("0-3", &cpus("0-3")));
+        let m: EvtCores = "llc:[0-3];all:[4,5,6];mbr:[7-8],9,10".parse().unwrap();
+        let descs: Vec<&str> = m.0.iter().map(|g| g.desc.as_str()).collect();
+        assert_eq!(descs, ["0-3", "4,5,6", "7-8", "9", "10"]);
+        assert_eq!(m.0[2].events, MonEvents::MBM_REMOTE);
+        let m: EvtCores = ":1".parse().unwrap();
+        assert_eq!(m.0[0].events, MonEvents::ALL);
+    }
+
+    #[test]
+    fn identical_groups_merge_events_and_overlaps_are_errors() {
+        let m: EvtCores = "llc:0-3;mbl:0-3".parse().unwrap();
+        let g = merge_groups(m.0).unwrap();
+        assert_eq!(g.len(), 4);
+        assert_eq!(g[0].events, MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL);
+        let m: EvtCores = "llc:[0-3];mbl:0".parse().unwrap();
+        let e = merge_groups(m.0).unwrap_err().0;
+        assert!(
+            e.starts_with("Error: cannot monitor same cores in different groups"),
+            "{e}"
+        );
+        assert!(e.contains("core 0") && e.contains("\"0-3\""), "{e}");
+    }
+
+    #[test]
+    fn monitoring_errors_name_the_token() {
+        let m = "foo:0-3".parse::<EvtCores>().unwrap_err().0;
+        assert!(
+            m.starts_with("Unrecognized monitoring event type \"foo\""),
+            "{m}"
+        );
+        let m = "0-3".parse::<EvtCores>().unwrap_err().0;
+        assert!(m.starts_with("Unrecognized monitoring event type"), "{m}");
+        let m = "all:[0-3".parse::<EvtCores>().unwrap_err().0;
+        assert!(m.contains("Missing ']'"), "{m}");
+        let m = "all:2-".parse::<EvtCores>().unwrap_err().0;
+        assert!(m.contains("`2-`"), "{m}");
+        let m = "all:".parse::<EvtCores>().unwrap_err().0;
+        assert!(m.contains("No cores selected"), "{m}");
+    }
+
+    #[test]
+    fn time_and_interval() {
+        assert_eq!("inf".parse(), Ok(MonTime::Infinite));
+        assert_eq!("INFINITE".parse(), Ok(MonTime::Infinite));
+        assert_eq!("3".parse(), Ok(MonTime::Limited(Duration::from_secs(3))));
+        assert_eq!("5".parse(), Ok(Interval(Duration::from_millis(500))));
+        assert!(
+            "0".parse::<Interval>()
+                .unwrap_err()
+                .0
+                .contains("at least 1")
+        );
+        assert!("x".parse::<MonTime>().is_err());
+    }
+}
