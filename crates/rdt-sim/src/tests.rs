@@ -180,6 +180,24 @@ fn reserved_cfg_bits_unknown_msrs_and_qm_ctr_writes_fault() {
 }
 
 #[test]
+fn qos_cfg_does_not_exist_without_cdp() {
+    let b = broadwell();
+    let mut caps = b.capabilities().clone();
+    caps.l3_cat.get_mut().unwrap().cdp_supported = false;
+    let mut p = SimPlatform::from_parts(
+        "no-cdp",
+        "parts:no-cdp",
+        b.cpuid(),
+        caps,
+        b.topology().clone(),
+    )
+    .unwrap();
+    assert!(is_eio(&p.read(cpu(0), IA32_L3_QOS_CFG).unwrap_err()));
+    assert_write_eio(&mut p, 0, IA32_L3_QOS_CFG, 1);
+    p.write(cpu(0), IA32_L3_QOS_MASK_0, 0xff).unwrap();
+}
+
+#[test]
 fn bad_event_or_rmid_sets_the_error_bit() {
     let mut p = broadwell();
     assert_eq!(qm_read(&mut p, 0, 112, EVT_LLC_OCCUPANCY), QM_CTR_ERROR);
@@ -795,4 +813,20 @@ mod properties {
             prop_assert_eq!((a.local_fraction, a.ipc, a.utilization), (b.local_fraction, b.ipc, b.utilization));
         }
     }
+}
+
+#[test]
+fn scenario_files_are_read_and_missing_ones_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    std::fs::write(
+        &path,
+        r#"{"workloads":[{"cpus":"4","working_set_mib":2,"traffic_mibps":5}]}"#,
+    )
+    .unwrap();
+    let s = Scenario::from_path(&path).unwrap();
+    assert_eq!(s.workloads[0].cpus.to_string(), "4");
+    let missing = dir.path().join("nope.json");
+    let e = Scenario::from_path(&missing).unwrap_err();
+    assert!(e.to_string().contains("nope.json"), "{e}");
 }
