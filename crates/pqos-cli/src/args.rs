@@ -38,7 +38,7 @@ Examples:
   pqos -d                                   show the platform's capabilities
   pqos -s                                   show allocation classes and core association
   pqos -e \"llc:1=0xffe00;llc:2=0x00003\"     define L3 classes 1 and 2 on all sockets
-  pqos -e \"llc@0,1:1=0xf\"                   define class 1 on L3 ids 0 and 1
+  pqos -e \"llc@0,1:1=0xf\"                   define class 1 on sockets (L3 ids) 0 and 1
   pqos -e \"llc:1d=0xf,1c=0xf0\"              CDP data and code masks of class 1
   pqos -e \"mba:1=50\"                        limit class 1 to 50% of memory bandwidth
   pqos -a \"llc:1=2-7;llc:2=8-10\"            put cores 2-7 in class 1, 8-10 in class 2

@@ -1,6 +1,6 @@
 //! `pqos`: an intel-cmt-cat compatible command line for Intel RDT and AMD PQoS.
 //!
-//! Flags and output follow pqos(8) v25.04 (see `docs/compat.md` for what is done). Two
+//! Flags and output follow pqos(8) v25.04. Two
 //! deliberate differences: the two-line `NOTE:  Mixed use of MSR and kernel interfaces`
 //! banner v25.04 prints first on stdout is not printed (master dropped it too), and bad
 //! options exit 1 with an error instead of printing the usage and exiting 0.
