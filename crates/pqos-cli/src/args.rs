@@ -56,6 +56,7 @@ state file (--sim-state PATH).";
 #[command(
     name = "pqos",
     about = "Intel(R) RDT / AMD PQoS: monitor and allocate last-level cache and memory bandwidth",
+    long_about = None,
     disable_version_flag = true,
     after_help = AFTER_HELP
 )]
@@ -73,13 +74,23 @@ pub struct Args {
     #[arg(short = 's', long = "show")]
     pub show: bool,
 
-    /// Define allocation classes: TYPE[@IDS]:COS=VALUE[,COS=VALUE][;...] with TYPE llc, l2,
-    /// mba (COS may end in d or c for CDP data/code masks; values decimal unless 0x).
-    #[arg(short = 'e', long = "alloc-class", value_name = "CLASSDEF")]
+    /// `-e`: class definitions.
+    #[arg(
+        short = 'e',
+        long = "alloc-class",
+        value_name = "CLASSDEF",
+        help = "Define allocation classes: TYPE[@IDS]:COS=VALUE[,COS=VALUE][;...] with TYPE llc, \
+                l2 or mba (COS may end in d or c for CDP data/code masks; values decimal unless 0x)"
+    )]
     pub alloc_class: Vec<ClassDefs>,
 
-    /// Associate cores with classes: llc:COS=CORES, cos:COS=CORES or core:COS=CORES[;...].
-    #[arg(short = 'a', long = "alloc-assoc", value_name = "CLASS2ID")]
+    /// `-a`: core associations.
+    #[arg(
+        short = 'a',
+        long = "alloc-assoc",
+        value_name = "CLASS2ID",
+        help = "Associate cores with classes: llc:COS=CORES, cos:COS=CORES or core:COS=CORES[;...]"
+    )]
     pub alloc_assoc: Vec<AssocDefs>,
 
     /// Reset allocation: all classes to full masks, all cores to COS0; CFG is a comma list of
@@ -103,9 +114,14 @@ pub struct Args {
     )]
     pub mon_reset: Option<MonResetCfg>,
 
-    /// Monitor cores: EVENT:CORES[;...] with EVENT llc, mbl, mbr, mbt or all; [a-b] is one
-    /// group, a-b is one group per core.
-    #[arg(short = 'm', long = "mon-core", value_name = "EVTCORES")]
+    /// `-m`: monitoring groups.
+    #[arg(
+        short = 'm',
+        long = "mon-core",
+        value_name = "EVTCORES",
+        help = "Monitor cores: EVENT:CORES[;...] with EVENT llc, mbl, mbr, mbt or all; [a-b] is \
+                one group, a-b is one group per core"
+    )]
     pub mon_core: Vec<EvtCores>,
 
     /// Monitor processes (needs the OS interface, which is not implemented yet).
@@ -175,13 +191,24 @@ pub struct Args {
     #[arg(long = "iface", value_name = "IFACE", ignore_case = true)]
     pub iface: Option<IfaceArg>,
 
-    /// Use a simulated platform instead of the hardware: a built-in model name or the path
-    /// of a CPUID dump [default: broadwell-ep].
-    #[arg(long = "sim", value_name = "MODEL", num_args = 0..=1, default_missing_value = "broadwell-ep")]
+    /// `--sim`: the simulated platform's model.
+    #[arg(
+        long = "sim",
+        value_name = "MODEL",
+        num_args = 0..=1,
+        default_missing_value = "broadwell-ep",
+        help = "Use a simulated platform instead of the hardware: a built-in model name or the \
+                path of a CPUID dump [default: broadwell-ep]"
+    )]
     pub sim: Option<String>,
 
-    /// The simulated platform's state file [default: $XDG_RUNTIME_DIR/rdt-sim-MODEL.json].
-    #[arg(long = "sim-state", value_name = "PATH", requires = "sim")]
+    /// `--sim-state`: where the simulated platform's state persists.
+    #[arg(
+        long = "sim-state",
+        value_name = "PATH",
+        requires = "sim",
+        help = "The simulated platform's state file [default: $XDG_RUNTIME_DIR/rdt-sim-MODEL.json]"
+    )]
     pub sim_state: Option<PathBuf>,
 
     /// Monitoring advances the simulated clock by each interval instead of sleeping.
