@@ -42,11 +42,8 @@ pub fn parse_u64(token: &str) -> Result<u64, ArgError> {
     if digits.is_empty() {
         return Err(err(format!("No digits were found in '{token}'")));
     }
-    u64::from_str_radix(digits, radix).map_err(|_| {
-        err(format!(
-            "Error converting '{token}' to unsigned number! (expected decimal, or hexadecimal with 0x)"
-        ))
-    })
+    u64::from_str_radix(digits, radix)
+        .map_err(|_| err(format!("Error converting '{token}' to unsigned number!")))
 }
 
 fn parse_u32(token: &str, what: &str) -> Result<u32, ArgError> {
@@ -231,7 +228,11 @@ fn parse_cos_value(spec: &str, kind: AllocKind, item: &str) -> Result<CosValue, 
             "\"{spec}\" in \"{item}\": the d/c (CDP data/code) suffix applies to llc and l2 classes only"
         )));
     }
-    let value = parse_u64(value_text).map_err(|e| err(format!("{e} (value in \"{item}\")")))?;
+    let value = parse_u64(value_text).map_err(|e| {
+        err(format!(
+            "{e} (value in \"{item}\"; decimal, or hexadecimal with 0x)"
+        ))
+    })?;
     if value == 0 {
         return Err(err(if is_cat {
             format!(
