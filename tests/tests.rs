@@ -1,1 +1,17 @@
-//! End-to-end tests.
+//! End-to-end tests: the real `pqos` binary against the simulated platform.
+#![allow(clippy::tests_outside_test_module)]
+
+// Shared helpers: locating and running the built `pqos` binary with a private sim state.
+mod util;
+
+// The seed white paper's commands (-e, -a, -s, -m) on the simulated Broadwell-EP.
+mod paper;
+
+// CDP, L2 CAT, MBA and AMD per-CCX domains on the other built-in models.
+mod alloc;
+
+// Malformed or out-of-range arguments: clear errors and nothing written.
+mod bad_input;
+
+// The host itself, without --sim.
+mod native;

@@ -1,0 +1,60 @@
+//! `pqos` without `--sim` runs on the host as it is.
+
+use std::process::Command;
+
+use crate::util::{Run, pqos_bin};
+
+#[test]
+fn display_on_a_host_without_rdt_names_the_missing_cpuid_bits() {
+    let explanation = rdt::explain_no_rdt(&rdt::NativeCpuid);
+    let run: Run = Command::new(pqos_bin())
+        .arg("-d")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run pqos")
+        .into();
+    match explanation {
+        // This project's machines: VMs without RDT.
+        Some(why) => {
+            let run = run.failed();
+            assert_eq!(
+                run.stderr.lines().count(),
+                1,
+                "one sentence:\n{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains(&why),
+                "names the CPUID bits:\n{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains("CPUID.(EAX=07H,ECX=0):EBX[12]"),
+                "{}",
+                run.stderr
+            );
+        }
+        // A host with RDT: -d either shows it, or fails for lack of the msr module / root.
+        None => assert!(
+            run.code == 0 && run.stdout.starts_with("Hardware capabilities")
+                || run.stderr.contains("msr"),
+            "{run:?}"
+        ),
+    }
+}
+
+#[test]
+fn os_interface_is_refused_with_a_clear_message() {
+    let run: Run = Command::new(pqos_bin())
+        .args(["--iface=os", "-s", "--sim"])
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run pqos")
+        .into();
+    let run = run.failed();
+    assert!(
+        run.stderr.contains("OS (resctrl) interface"),
+        "{}",
+        run.stderr
+    );
+}
