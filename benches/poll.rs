@@ -24,7 +24,8 @@ fn platform_with_64_groups() -> (Rdt, SimHandle) {
         Rdt::from_msr(Box::new(sim.clone()), caps, topology, Box::new(sim.clone())).expect("open");
     for cpu in 0..GROUPS {
         let cpus: CpuSet = std::iter::once(LogicalCpu::new(cpu)).collect();
-        rdt.start_monitoring(&cpus, MonEvents::ALL).expect("start group");
+        rdt.start_monitoring(&cpus, MonEvents::ALL)
+            .expect("start group");
     }
     rdt.poll().expect("first poll");
     (rdt, sim)
@@ -38,20 +39,23 @@ fn poll_64_groups(c: &mut Criterion) {
     sim.advance(Duration::from_secs(1));
     rdt.poll().expect("poll");
     let (r1, w1) = sim.msr_accesses();
-    let per_group_event = f64::from(u32::try_from((r1 - r0) + (w1 - w0)).unwrap_or(u32::MAX))
-        / f64::from(GROUPS * 3);
+    let per_group_event =
+        f64::from(u32::try_from((r1 - r0) + (w1 - w0)).unwrap_or(u32::MAX)) / f64::from(GROUPS * 3);
     eprintln!(
         "one poll of {GROUPS} groups: {} RDMSR + {} WRMSR = {per_group_event:.2} MSR accesses per group per event",
         r1 - r0,
         w1 - w0
     );
 
-    c.bench_function("MsrBackend::poll/64 groups all events skylake-sp sim", |b| {
-        b.iter(|| {
-            rdt.poll().expect("poll");
-            black_box(rdt.values(rdt::MonGroupId(0)));
-        });
-    });
+    c.bench_function(
+        "MsrBackend::poll/64 groups all events skylake-sp sim",
+        |b| {
+            b.iter(|| {
+                rdt.poll().expect("poll");
+                black_box(rdt.values(rdt::MonGroupId(0)));
+            });
+        },
+    );
 }
 
 criterion_group! {

@@ -151,7 +151,9 @@ impl Rdt {
         topology: Topology,
         pmu: Box<dyn PmuSource + Send>,
     ) -> Result<Self, OpenError> {
-        Ok(Self { backend: MsrBackend::new(io, caps, topology, pmu)? })
+        Ok(Self {
+            backend: MsrBackend::new(io, caps, topology, pmu)?,
+        })
     }
 }
 

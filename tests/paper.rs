@@ -74,8 +74,8 @@ fn allocation_commands_print_pqos_lines() {
 fn isolating_the_thrasher_gives_the_pipeline_its_ways_back() {
     let sim = Sim::new("broadwell-ep");
     let verbose = sim.pqos(&["-D"]).ok().stdout;
-    let way_kib = number_after(&verbose, "Way size:") / 1024;
-    let l3_kib = number_after(&verbose, "Total size:") / 1024;
+    let way_kib = number_after(&verbose, "Way size:") / 1024.0;
+    let l3_kib = number_after(&verbose, "Total size:") / 1024.0;
 
     // Everyone in COS0: the thrasher's traffic evicts the pipeline.
     let before = parse_text(&sim.pqos(MONITOR).ok().stdout);
@@ -102,16 +102,16 @@ fn isolating_the_thrasher_gives_the_pipeline_its_ways_back() {
         "thrasher dominates before: {thrash0} vs {pipe0}"
     );
     assert!(
-        thrash1 <= (2 * 2 * way_kib) as f64,
+        thrash1 <= 2.0 * 2.0 * way_kib,
         "thrasher within 2 ways x 2 sockets: {thrash1}"
     );
     // The pipeline grows by several times but stays within its 11 ways on each socket.
     assert!(pipe1 > pipe0 * 3.0, "pipeline recovers: {pipe0} -> {pipe1}");
     assert!(
-        pipe1 <= (2 * 11 * way_kib) as f64,
+        pipe1 <= 2.0 * 11.0 * way_kib,
         "pipeline within 11 ways x 2 sockets: {pipe1}"
     );
-    assert!(pipe1 + thrash1 <= (2 * l3_kib) as f64);
+    assert!(pipe1 + thrash1 <= 2.0 * l3_kib);
 
     // Less of the pipeline's working set misses, so it sends less traffic and runs faster.
     let last_b = before.last().expect("sample");

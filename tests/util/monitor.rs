@@ -60,7 +60,7 @@ pub fn parse_text(stdout: &str) -> Vec<BTreeMap<String, Row>> {
 }
 
 /// The number after `label` on the first line of `text` that contains it (`Way size: N bytes`).
-pub fn number_after(text: &str, label: &str) -> u64 {
+pub fn number_after(text: &str, label: &str) -> f64 {
     let line = text
         .lines()
         .find(|l| l.contains(label))
