@@ -155,3 +155,22 @@ fn ungrouped_cores_are_one_row_each_and_rmids_are_released() {
     sim.pqos(&["-m", "all:0-3", "-t", "1", "--sim-virtual-clock"])
         .ok();
 }
+
+#[test]
+fn concurrent_runs_on_one_simulated_machine_take_turns() {
+    let sim = Sim::new("broadwell-ep");
+    sim.pqos(&["-s"]).ok(); // create the state
+    // A monitoring run in real time holds the platform for about two seconds ...
+    let monitor = sim.spawn(&["-m", "all:0", "-t", "2"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // ... and an allocation meanwhile waits for it instead of being undone by its save.
+    sim.pqos(&["-e", "llc:5=0x3"]).ok();
+    let monitor = monitor.wait_with_output().expect("monitor run");
+    assert!(
+        monitor.status.success(),
+        "{}",
+        String::from_utf8_lossy(&monitor.stderr)
+    );
+    let s = sim.pqos(&["-s"]).ok().stdout;
+    assert!(s.contains("\n    L3CA COS5 => MASK 0x3\n"), "{s}");
+}

@@ -98,8 +98,7 @@ impl Sim {
         self.dir.path().join("sim-state.json")
     }
 
-    /// Runs `pqos --sim=MODEL --sim-state STATE ARGS...`.
-    pub fn pqos(&self, args: &[&str]) -> Run {
+    fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(pqos_bin());
         cmd.arg(format!("--sim={}", self.model))
             .arg("--sim-state")
@@ -107,7 +106,21 @@ impl Sim {
             .args(args)
             .env_remove("RUST_BACKTRACE")
             .env_remove("RDT_IFACE");
-        cmd.output().expect("run pqos").into()
+        cmd
+    }
+
+    /// Runs `pqos --sim=MODEL --sim-state STATE ARGS...`.
+    pub fn pqos(&self, args: &[&str]) -> Run {
+        self.command(args).output().expect("run pqos").into()
+    }
+
+    /// Starts the same in the background, output captured.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        self.command(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn pqos")
     }
 }
 

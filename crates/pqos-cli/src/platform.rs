@@ -99,6 +99,7 @@ fn run_sim(
         || default_state_path(platform.identity()),
         Path::to_path_buf,
     );
+    let _lock = lock_state(&state_path)?;
     if state_path.exists() {
         platform.load_from(&state_path).with_context(|| {
             format!(
@@ -146,6 +147,42 @@ fn run_sim(
         )
     });
     result.and(saved)
+}
+
+/// How long a `--sim` run waits for another run on the same state file to finish.
+const STATE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Takes an exclusive lock on `<state>.lock` for the whole run, so two `pqos --sim` runs on
+/// one state file behave as two tools on one machine taking turns, instead of the last one
+/// to save silently undoing the other's changes. Waits up to [`STATE_LOCK_WAIT`].
+fn lock_state(state_path: &Path) -> Result<std::fs::File> {
+    let mut lock_path = state_path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = std::path::PathBuf::from(lock_path);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("opening the simulator lock file {}", lock_path.display()))?;
+    let deadline = std::time::Instant::now() + STATE_LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => bail!(
+                "another pqos is using the simulated platform in {} (still busy after {} s); \
+                 wait for it or choose another state file with --sim-state",
+                state_path.display(),
+                STATE_LOCK_WAIT.as_secs()
+            ),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", lock_path.display()));
+            }
+        }
+    }
 }
 
 fn run_native(
