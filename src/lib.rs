@@ -237,3 +237,8 @@ impl Backend for Rdt {
         self.backend.stop_monitoring(group)
     }
 }
+
+/// Compiles the README's Rust examples as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
