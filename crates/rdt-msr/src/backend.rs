@@ -309,6 +309,29 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         self.io
     }
 
+    /// Puts every CPU of `cpus` back on RMID 0, keeping its COS, writing IA32_PQR_ASSOC only
+    /// where the RMID is not already 0. Every CPU is attempted; the first error is returned.
+    fn release_rmids(
+        &mut self,
+        cpus: impl IntoIterator<Item = LogicalCpu>,
+    ) -> Result<(), MsrError> {
+        let mut first_err = None;
+        for cpu in cpus {
+            let res = self.io.read(cpu, IA32_PQR_ASSOC).and_then(|old| {
+                if regs::pqr_rmid(old) == 0 {
+                    Ok(())
+                } else {
+                    self.io
+                        .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_rmid(old, 0))
+                }
+            });
+            if let Err(e) = res {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
     /// The PMU source.
     #[must_use]
     pub const fn pmu(&self) -> &P {
@@ -1018,21 +1041,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     fn reset_monitoring(&mut self) -> Result<(), MsrError> {
         self.groups.clear();
         let all: Vec<LogicalCpu> = self.topology.cpus().iter().map(|c| c.cpu).collect();
-        let mut first_err = None;
-        for cpu in all {
-            let res = self.io.read(cpu, IA32_PQR_ASSOC).and_then(|old| {
-                if regs::pqr_rmid(old) == 0 {
-                    Ok(())
-                } else {
-                    self.io
-                        .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_rmid(old, 0))
-                }
-            });
-            if let Err(e) = res {
-                first_err.get_or_insert(e);
-            }
-        }
-        first_err.map_or(Ok(()), Err)
+        self.release_rmids(all)
     }
 
     /// Starts a group: checks every CPU is online, not in a group of this backend and has
@@ -1158,21 +1167,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         if g.contexts.is_empty() {
             return Ok(());
         }
-        let mut first_err = None;
-        for cpu in g.cpus {
-            let res = self.io.read(cpu, IA32_PQR_ASSOC).and_then(|old| {
-                if regs::pqr_rmid(old) == 0 {
-                    Ok(())
-                } else {
-                    self.io
-                        .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_rmid(old, 0))
-                }
-            });
-            if let Err(e) = res {
-                first_err.get_or_insert(e);
-            }
-        }
-        first_err.map_or(Ok(()), Err)
+        self.release_rmids(g.cpus)
     }
 }
 
