@@ -174,3 +174,48 @@ fn concurrent_runs_on_one_simulated_machine_take_turns() {
     let s = sim.pqos(&["-s"]).ok().stdout;
     assert!(s.contains("\n    L3CA COS5 => MASK 0x3\n"), "{s}");
 }
+
+#[test]
+fn a_scenario_file_assigns_other_workloads() {
+    let sim = Sim::new("broadwell-ep");
+    let scenario = sim.state().with_file_name("scenario.json");
+    // One cache-hungry workload on CPU 0 alone; everything else idle.
+    std::fs::write(
+        &scenario,
+        r#"{"workloads":[{"name":"db","cpus":"0","working_set_mib":8,"traffic_mibps":3000}]}"#,
+    )
+    .unwrap();
+    let scenario = scenario.to_str().unwrap();
+    let run = sim
+        .pqos(&[
+            "--sim-scenario",
+            scenario,
+            "-m",
+            "llc:0-1",
+            "-t",
+            "1",
+            "--sim-virtual-clock",
+        ])
+        .ok();
+    let last = parse_text(&run.stdout).pop().expect("a sample");
+    let (db, idle) = (last["0"]["LLC[KB]"], last["1"]["LLC[KB]"]);
+    assert!(
+        db > 4.0 * 1024.0 && db <= 8.0 * 1024.0,
+        "CPU 0 caches most of its 8 MiB: {db}"
+    );
+    assert!(idle < 1024.0, "CPU 1 is idle: {idle}");
+    // The scenario stays in the state: the next run without the flag sees the same.
+    let again = parse_text(
+        &sim.pqos(&["-m", "llc:0", "-t", "1", "--sim-virtual-clock"])
+            .ok()
+            .stdout,
+    );
+    assert!((again.last().expect("sample")["0"]["LLC[KB]"] - db).abs() < 1e-9);
+
+    let bad = sim.state().with_file_name("bad.json");
+    std::fs::write(&bad, r#"{"workloads":[{"cpus":"0","working_set_mib":8,"traffic_mibps":1,"local_fraction":1.5}]}"#).unwrap();
+    let run = sim
+        .pqos(&["--sim-scenario", bad.to_str().unwrap(), "-s"])
+        .failed();
+    assert!(run.stderr.contains("local_fraction"), "{}", run.stderr);
+}

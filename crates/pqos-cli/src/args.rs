@@ -211,6 +211,16 @@ pub struct Args {
     )]
     pub sim_state: Option<PathBuf>,
 
+    /// `--sim-scenario`: a workload scenario for the simulated platform.
+    #[arg(
+        long = "sim-scenario",
+        value_name = "FILE",
+        requires = "sim",
+        help = "Install a workload scenario (JSON, see rdt-sim's scenario docs) in the simulated \
+                platform before running; it stays in the state file"
+    )]
+    pub sim_scenario: Option<PathBuf>,
+
     /// Monitoring advances the simulated clock by each interval instead of sleeping.
     #[arg(long = "sim-virtual-clock", hide = true, requires = "sim")]
     pub sim_virtual_clock: bool,

@@ -19,14 +19,20 @@ pub enum Source {
     /// This machine's hardware, through the chosen interface.
     Native(Iface),
     /// The simulated platform.
-    Sim {
-        /// Built-in model name or CPUID dump path.
-        model: String,
-        /// State file; `None` = the default location.
-        state: Option<PathBuf>,
-        /// Advance the simulated clock instead of sleeping.
-        virtual_clock: bool,
-    },
+    Sim(SimOptions),
+}
+
+/// How to set up the simulated platform (`--sim`, `--sim-state`, `--sim-scenario`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimOptions {
+    /// Built-in model name or CPUID dump path.
+    pub model: String,
+    /// State file; `None` = the default location.
+    pub state: Option<PathBuf>,
+    /// A workload scenario file to install before running (kept in the state afterwards).
+    pub scenario: Option<PathBuf>,
+    /// Advance the simulated clock instead of sleeping.
+    pub virtual_clock: bool,
 }
 
 /// The interface asked for.
@@ -136,11 +142,12 @@ impl Plan {
                 if iface == Iface::Os {
                     bail!("{OS_IFACE_NOT_IMPLEMENTED} (the simulated platform is MSR-based)");
                 }
-                Source::Sim {
+                Source::Sim(SimOptions {
                     model,
                     state: args.sim_state.take(),
+                    scenario: args.sim_scenario.take(),
                     virtual_clock: args.sim_virtual_clock,
-                }
+                })
             }
             None => Source::Native(iface),
         };
@@ -533,11 +540,12 @@ mod tests {
         let p = plan(&["--sim=milan", "--sim-state", "/tmp/s.json", "-s"]).unwrap();
         assert_eq!(
             p.source,
-            Source::Sim {
+            Source::Sim(SimOptions {
                 model: "milan".into(),
                 state: Some(PathBuf::from("/tmp/s.json")),
+                scenario: None,
                 virtual_clock: false
-            }
+            })
         );
     }
 

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result, bail};
 use rdt_core::{Capabilities, NativeCpuid, NoPmu, PmuCaps, Topology, explain_no_rdt};
 use rdt_msr::{DevCpuMsr, MsrBackend};
-use rdt_sim::{BUILTIN_MODELS, SimHandle, SimPlatform};
+use rdt_sim::{BUILTIN_MODELS, Scenario, SimHandle, SimPlatform};
 
-use crate::command::{Command, Iface, OS_IFACE_NOT_IMPLEMENTED, Plan, Source};
+use crate::command::{Command, Iface, OS_IFACE_NOT_IMPLEMENTED, Plan, SimOptions, Source};
 use crate::commands::{AdvancingClock, Clock, Context, RealClock, VirtualClock, execute};
 
 /// Runs `plan` on the platform it names.
@@ -31,19 +31,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> Result<()> {
     match &plan.source {
-        Source::Sim {
-            model,
-            state,
-            virtual_clock,
-        } => run_sim(
-            plan,
-            model,
-            state.as_deref(),
-            *virtual_clock,
-            stop,
-            stdout_is_tty,
-            out,
-        ),
+        Source::Sim(sim) => run_sim(plan, sim, stop, stdout_is_tty, out),
         Source::Native(iface) => run_native(plan, *iface, stop, stdout_is_tty, out),
     }
 }
@@ -87,15 +75,13 @@ fn open_sim(model: &str) -> Result<SimPlatform> {
 
 fn run_sim(
     plan: &Plan,
-    model: &str,
-    state: Option<&Path>,
-    virtual_clock: bool,
+    opts: &SimOptions,
     stop: &std::sync::atomic::AtomicBool,
     stdout_is_tty: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let mut platform = open_sim(model)?;
-    let state_path = state.map_or_else(
+    let mut platform = open_sim(&opts.model)?;
+    let state_path = opts.state.as_deref().map_or_else(
         || default_state_path(platform.identity()),
         Path::to_path_buf,
     );
@@ -108,6 +94,13 @@ fn run_sim(
                 state_path.display()
             )
         })?;
+    }
+    if let Some(path) = &opts.scenario {
+        let scenario = Scenario::from_path(path)
+            .with_context(|| format!("--sim-scenario {}", path.display()))?;
+        platform
+            .set_scenario(&scenario)
+            .with_context(|| format!("--sim-scenario {}", path.display()))?;
     }
     eprintln!(
         "NOTE: simulated platform ({}); nothing here touches real hardware",
@@ -126,7 +119,7 @@ fn run_sim(
         .context("opening the MSR backend on the simulated platform")
         .and_then(|mut backend| {
             let advance = |dt| sim.advance(dt);
-            let mut clock: Box<dyn Clock> = if virtual_clock {
+            let mut clock: Box<dyn Clock> = if opts.virtual_clock {
                 Box::new(VirtualClock::new(advance))
             } else {
                 Box::new(AdvancingClock::new(advance))

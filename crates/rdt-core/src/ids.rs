@@ -112,3 +112,30 @@ id_type!(
     CacheDomain,
     "cache domain id"
 );
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn parses_kernel_text_with_newline_and_names_bad_text() {
+        assert_eq!("15\n".parse::<ClassId>().unwrap(), ClassId::new(15));
+        assert_eq!(" 3".parse::<CacheDomain>().unwrap().get(), 3);
+        let e = "COS1".parse::<ClassId>().unwrap_err();
+        assert_eq!(e.text, "COS1");
+        assert!(e.to_string().contains("class of service"), "{e}");
+        assert!("-1".parse::<Rmid>().is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn display_round_trips(n in any::<u32>()) {
+            prop_assert_eq!(ClassId::new(n).to_string().parse::<ClassId>().unwrap(), ClassId::new(n));
+            prop_assert_eq!(Rmid::new(n).to_string().parse::<Rmid>().unwrap(), Rmid::new(n));
+            prop_assert_eq!(LogicalCpu::new(n).to_string().parse::<LogicalCpu>().unwrap(), LogicalCpu::new(n));
+            prop_assert_eq!(CacheDomain::new(n).to_string().parse::<CacheDomain>().unwrap(), CacheDomain::new(n));
+        }
+    }
+}
