@@ -38,6 +38,7 @@ mod models;
 mod platform;
 mod scenario;
 pub mod state;
+pub mod vfs;
 
 pub use cpuid::{CpuidPatch, SimCpuid};
 pub use error::{ScenarioError, SimError};
