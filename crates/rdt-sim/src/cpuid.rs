@@ -17,7 +17,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use rdt_core::{CpuidRegs, CpuidSource};
+use rdt_core::{CpuidDump, CpuidRegs, CpuidSource, LogicalCpu};
 
 /// One leaf the model answers in place of the dump.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,12 +100,15 @@ const PATCHES: &[(bool, u32, u32, CpuidPatch)] = &[
 ];
 
 /// The simulated platform's CPUID (as seen from CPU 0): the dump plus [`CpuidPatch`]es.
+/// Built with [`SimCpuid::from_dump`], it also answers per CPU ([`SimCpuid::cpuid_on`]).
 ///
 /// Cheap to clone (the dump is shared).
 #[derive(Clone)]
 pub struct SimCpuid {
     base: Arc<dyn CpuidSource + Send + Sync>,
     patches: Vec<CpuidPatch>,
+    /// Every CPU's block, when the source is a per-CPU dump.
+    per_cpu: Option<Arc<CpuidDump>>,
 }
 
 impl fmt::Debug for SimCpuid {
@@ -136,7 +139,19 @@ impl SimCpuid {
                 patches.push(*patch);
             }
         }
-        Self { base, patches }
+        Self {
+            base,
+            patches,
+            per_cpu: None,
+        }
+    }
+
+    /// [`SimCpuid::new`] over a dump, keeping every CPU's block for [`SimCpuid::cpuid_on`].
+    #[must_use]
+    pub fn from_dump(dump: Arc<CpuidDump>) -> Self {
+        let mut s = Self::new(dump.clone());
+        s.per_cpu = Some(dump);
+        s
     }
 
     /// A source with no patches (the dump as recorded).
@@ -145,7 +160,29 @@ impl SimCpuid {
         Self {
             base,
             patches: Vec::new(),
+            per_cpu: None,
         }
+    }
+
+    /// CPUID as logical CPU `cpu` answers it: the patches (feature leaves, the same on every
+    /// CPU), else `cpu`'s own block of the dump (leaves 1, 4, 0BH, 1FH, 8000_001EH carry
+    /// per-CPU APIC ids), else CPU 0's answer (for a leaf that block did not record, or when
+    /// the source is not a per-CPU dump: a single-CPU dump describes a one-CPU platform).
+    /// `None` for a (leaf, subleaf) the dump did not record.
+    #[must_use]
+    pub fn cpuid_on(&self, cpu: LogicalCpu, leaf: u32, subleaf: u32) -> Option<CpuidRegs> {
+        if let Some(p) = self
+            .patches
+            .iter()
+            .find(|p| p.leaf == leaf && p.subleaf == subleaf)
+        {
+            return Some(p.regs);
+        }
+        self.per_cpu
+            .as_ref()
+            .and_then(|d| d.cpu(cpu))
+            .and_then(|block| block.cpuid(leaf, subleaf))
+            .or_else(|| self.base.cpuid(leaf, subleaf))
     }
 
     /// The patches applied, in table order.
@@ -207,6 +244,32 @@ mod tests {
         let c = SimCpuid::new(src);
         assert!(c.patches().is_empty());
         assert_eq!(c.cpuid(0x10, 3).map(|r| r.edx), Some(0xe));
+    }
+
+    #[test]
+    fn cpuid_on_answers_from_each_cpus_block_with_cpu_0_and_patches_as_fallback() {
+        // arrange: two CPU blocks differing in their x2APIC id (leaf 0BH EDX); only CPU 0
+        // recorded leaf 0x10.
+        let text = "# logical-cpu 0\n\
+                    00000000 00000000 00000016 756e6547 6c65746e 49656e69\n\
+                    0000000b 00000000 00000001 00000002 00000100 00000000\n\
+                    00000010 00000000 00000000 0000000a 00000000 00000000\n\
+                    # logical-cpu 1\n\
+                    00000000 00000000 00000016 756e6547 6c65746e 49656e69\n\
+                    0000000b 00000000 00000001 00000002 00000100 00000011\n";
+        let dump = Arc::new(CpuidDump::parse(text).unwrap());
+        // act
+        let c = SimCpuid::from_dump(dump);
+        // assert
+        let cpu1 = LogicalCpu::new(1);
+        assert_eq!(c.cpuid_on(cpu1, 0xb, 0).map(|r| r.edx), Some(0x11));
+        assert_eq!(
+            c.cpuid_on(LogicalCpu::new(0), 0xb, 0).map(|r| r.edx),
+            Some(0)
+        );
+        assert_eq!(c.cpuid_on(cpu1, 0x10, 0).map(|r| r.ebx), Some(0xa));
+        assert_eq!(c.cpuid_on(cpu1, 0x10, 3), Some(regs(0x59, 0, 0x4, 0x7)));
+        assert_eq!(c.cpuid_on(cpu1, 0x7, 0), None);
     }
 
     #[test]

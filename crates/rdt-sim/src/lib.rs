@@ -14,11 +14,13 @@
 //!   ([`SimPlatform::save_to`] / [`SimPlatform::load_from`]) so separate `pqos` runs see one
 //!   machine.
 //! - [`SimHandle`]: a cloneable `Arc<Mutex<SimPlatform>>` to hand to a backend.
+//! - [`fs`]: the FUSE face: the same model as `dev/cpu/N/{msr,cpuid}`, the sysfs topology,
+//!   `sys/fs/resctrl` and a `.sim/` control directory (fault injection), mounted with
+//!   [`fs::Mount`] or the `rdt-sim mount` binary.
 //!
 //! What it is **not**: a cycle-accurate cache simulator (occupancy is a steady state, not
 //! LRU replay), a model of L2 capacity (L2 masks are held and checked but do not change the
-//! workload), or of the I/O RDT, MBA 4.0 and SNC registers (they answer EIO). The FUSE face
-//! (`/dev/cpu/N/msr` and a resctrl tree backed by the model) is not here yet.
+//! workload), or of the I/O RDT, MBA 4.0 and SNC registers (they answer EIO).
 //!
 //! | vendor | registers | models |
 //! |---|---|---|
@@ -32,6 +34,7 @@
 
 pub mod cpuid;
 mod error;
+pub mod fs;
 mod handle;
 pub mod model;
 mod models;

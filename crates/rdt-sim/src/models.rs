@@ -69,7 +69,7 @@ fn build(model: &str, identity: &str, text: &str) -> Result<SimPlatform, SimErro
         model: model.into(),
         source,
     })?;
-    let cpuid = SimCpuid::new(Arc::new(dump));
+    let cpuid = SimCpuid::from_dump(Arc::new(dump));
     let caps = Capabilities::detect(&cpuid);
     let name = if model == "dump" {
         caps.brand.clone().unwrap_or_else(|| model.into())

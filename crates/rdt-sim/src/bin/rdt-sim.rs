@@ -1,0 +1,175 @@
+//! `rdt-sim`: mount a simulated RDT platform as files (`dev/cpu`, sysfs, resctrl) over FUSE.
+//!
+//! ```text
+//! rdt-sim mount [--model M | --dump FILE] [--resctrl-opts cdp,cdpl2,mba_MBps] [--state FILE] DIR
+//! rdt-sim models
+//! ```
+//!
+//! `mount` serves until SIGINT or SIGTERM (or until someone runs `umount DIR`), then
+//! unmounts and, with `--state`, saves the model's state to FILE (it is loaded from FILE at
+//! start when FILE exists, so a later mount continues the same machine).
+
+use std::error::Error;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use rdt_sim::fs::{Mount, MountConfig, SimClock};
+use rdt_sim::{BUILTIN_MODELS, DEFAULT_MODEL, SimHandle, SimPlatform};
+
+/// Mount a simulated Intel RDT / AMD PQoS platform as files, to try rdt, pqos or any tool
+/// against it with no RDT hardware.
+#[derive(Parser, Debug)]
+#[command(name = "rdt-sim", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Serve DIR/dev/cpu/N/{msr,cpuid}, DIR/sys/devices/system, DIR/sys/fs/resctrl and
+    /// DIR/.sim until interrupted (needs root and /dev/fuse).
+    Mount(MountArgs),
+    /// List the built-in models.
+    Models,
+}
+
+#[derive(clap::Args, Debug)]
+struct MountArgs {
+    /// A built-in model (see `rdt-sim models`).
+    #[arg(long, value_name = "MODEL", conflicts_with = "dump")]
+    model: Option<String>,
+
+    /// A canonical CPUID dump file describing the machine (every CPU's block for a
+    /// multi-CPU topology).
+    #[arg(long, value_name = "FILE")]
+    dump: Option<PathBuf>,
+
+    /// resctrl mount options, comma-separated: cdp, cdpl2, mba_MBps.
+    #[arg(long = "resctrl-opts", value_name = "OPTS", default_value = "")]
+    resctrl_opts: String,
+
+    /// Load the model's state from FILE if it exists, and save it there on exit.
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+
+    /// Keep the model's clock still (it normally follows wall-clock time).
+    #[arg(long)]
+    manual_clock: bool,
+
+    /// The mount point: an existing directory.
+    dir: PathBuf,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Models => {
+            models();
+            Ok(())
+        }
+        Cmd::Mount(args) => mount(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut msg = format!("error: {e}");
+            let mut source = e.source();
+            while let Some(s) = source {
+                msg.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            eprintln!("{msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn models() {
+    for name in BUILTIN_MODELS {
+        let Ok(p) = SimPlatform::builtin(name) else {
+            continue;
+        };
+        let topo = p.topology();
+        let default = if *name == DEFAULT_MODEL {
+            " (default)"
+        } else {
+            ""
+        };
+        println!(
+            "{name}{default}: {}, {} CPUs, {} L3 domains",
+            p.capabilities().brand.as_deref().unwrap_or("?"),
+            topo.cpus().len(),
+            topo.l3_domains().len()
+        );
+    }
+}
+
+/// A message and its cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}")]
+struct Failed {
+    what: String,
+    #[source]
+    source: Box<dyn Error + Send + Sync>,
+}
+
+fn failed(what: impl Into<String>) -> impl FnOnce(Box<dyn Error + Send + Sync>) -> Failed {
+    let what = what.into();
+    move |source| Failed { what, source }
+}
+
+fn mount(args: &MountArgs) -> Result<(), Failed> {
+    let mut platform = if let Some(path) = &args.dump {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| failed(format!("reading {}", path.display()))(e.into()))?;
+        SimPlatform::from_dump(&text)
+            .map_err(|e| failed(format!("{}", path.display()))(e.into()))?
+    } else {
+        let model = args.model.as_deref().unwrap_or(DEFAULT_MODEL);
+        SimPlatform::builtin(model).map_err(|e| failed("--model")(e.into()))?
+    };
+    if let Some(state) = args.state.as_ref().filter(|s| s.exists()) {
+        platform
+            .load_from(state)
+            .map_err(|e| failed(format!("loading the state from {}", state.display()))(e.into()))?;
+    }
+    let model = platform.model().to_owned();
+    let sim = SimHandle::new(platform);
+    let config = MountConfig {
+        resctrl_options: args.resctrl_opts.clone(),
+        clock: if args.manual_clock {
+            SimClock::Manual
+        } else {
+            SimClock::WallClock
+        },
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| failed("installing the signal handlers")(e.into()))?;
+    }
+    let mount = Mount::new(sim.clone(), &args.dir, config)
+        .map_err(|e| failed(format!("mounting at {}", args.dir.display()))(e.into()))?;
+    eprintln!(
+        "rdt-sim: serving {model} at {} (Ctrl-C or SIGTERM unmounts)",
+        mount.dir().display()
+    );
+    while !stop.load(Ordering::Relaxed) && mount.is_served() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dir = mount.dir().to_owned();
+    let unmounted = mount.unmount();
+    eprintln!("rdt-sim: unmounted {}", dir.display());
+    if let Some(state) = &args.state {
+        sim.lock()
+            .save_to(state)
+            .map_err(|e| failed(format!("saving the state to {}", state.display()))(e.into()))?;
+        eprintln!("rdt-sim: state saved to {}", state.display());
+    }
+    unmounted.map_err(|e| failed(format!("unmounting {}", dir.display()))(e.into()))
+}

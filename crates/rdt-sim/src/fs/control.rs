@@ -1,0 +1,624 @@
+//! Fault injection and the `.sim/` control directory.
+//!
+//! # The `.sim/fail` grammar
+//! Each line written to `DIR/.sim/fail` arms one fault; `#` starts a comment, blank lines are
+//! ignored:
+//!
+//! ```text
+//! LINE    := OP TARGET OPTION*   |   clear
+//! OP      := write | read | mkdir | rmdir     TARGET: a path under DIR (`*` matches one component)
+//!          | msr | rdmsr                       TARGET: an MSR address, 0x-hex or decimal
+//! OPTION  := nth=N       the Nth matching operation after arming fails (default 1)
+//!          | errno=E     with E: a name (EIO, EINVAL, ENOSPC, ...) or a number (default EIO)
+//!          | cpu=N       msr/rdmsr only: only on logical CPU N (default any)
+//! ```
+//!
+//! `msr` is WRMSR through a write of `dev/cpu/N/msr` at that offset, `rdmsr` a read; `write`
+//! and `read` are `write(2)`/`read(2)` calls on a file, `mkdir`/`rmdir` the system calls.
+//! Examples: `write sys/fs/resctrl/p0/schemata nth=2 errno=EIO`, `msr 0xc90 nth=1 errno=EIO`,
+//! `write dev/cpu/*/msr errno=EPERM`, `mkdir sys/fs/resctrl/* errno=ENOSPC`.
+//!
+//! A fault fires once: the operation fails with its errno **before** it reaches the model,
+//! so the model is unchanged, and the fault is disarmed. Every armed fault that matches an
+//! operation counts it; when several reach their Nth together, the first armed gives the
+//! errno and all of them are disarmed. Files under `.sim/` are never matched.
+//!
+//! A write is taken whole or not at all: a bad line fails the `write(2)` with EINVAL, arms
+//! nothing, and `.sim/status` names the line and the bad token. `clear` disarms everything.
+//! Reading `.sim/fail` lists the armed faults, one canonical line each, with `nth=` the
+//! number of matching operations still to come until it fires.
+
+use std::fmt;
+use std::io;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rdt_core::LogicalCpu;
+use rdt_msr::MsrAddr;
+
+use super::static_tree::slice_at;
+use crate::SimHandle;
+use crate::vfs::errno::{EACCES, EINVAL, EISDIR, ENOENT, ENOTDIR};
+use crate::vfs::{NodeKind, Tree, err};
+
+/// Linux errno names the grammar accepts (x86-64 numbers, `asm-generic/errno*.h`).
+const ERRNO_NAMES: &[(&str, i32)] = &[
+    ("EPERM", 1),
+    ("ENOENT", 2),
+    ("ESRCH", 3),
+    ("EINTR", 4),
+    ("EIO", 5),
+    ("ENXIO", 6),
+    ("E2BIG", 7),
+    ("EBADF", 9),
+    ("EAGAIN", 11),
+    ("ENOMEM", 12),
+    ("EACCES", 13),
+    ("EFAULT", 14),
+    ("EBUSY", 16),
+    ("EEXIST", 17),
+    ("ENODEV", 19),
+    ("ENOTDIR", 20),
+    ("EISDIR", 21),
+    ("EINVAL", 22),
+    ("ENFILE", 23),
+    ("EMFILE", 24),
+    ("EFBIG", 27),
+    ("ENOSPC", 28),
+    ("EROFS", 30),
+    ("ERANGE", 34),
+    ("ENOTEMPTY", 39),
+    ("EOPNOTSUPP", 95),
+    ("ETIMEDOUT", 110),
+];
+
+/// The highest errno the grammar accepts as a number (the kernel's `MAX_ERRNO`).
+const MAX_ERRNO: i32 = 4095;
+
+/// The name of `errno` if the grammar knows one.
+fn errno_name(errno: i32) -> Option<&'static str> {
+    ERRNO_NAMES
+        .iter()
+        .find(|(_, n)| *n == errno)
+        .map(|(s, _)| *s)
+}
+
+/// The kind of operation a [`Fault`] fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultOp {
+    /// `write(2)` on a file.
+    Write,
+    /// `read(2)` on a file.
+    Read,
+    /// `mkdir(2)`.
+    Mkdir,
+    /// `rmdir(2)`.
+    Rmdir,
+    /// WRMSR: a write of `dev/cpu/N/msr` at the register's offset.
+    Wrmsr,
+    /// RDMSR: a read of `dev/cpu/N/msr` at the register's offset.
+    Rdmsr,
+}
+
+impl FaultOp {
+    const ALL: [(&'static str, Self); 6] = [
+        ("write", Self::Write),
+        ("read", Self::Read),
+        ("mkdir", Self::Mkdir),
+        ("rmdir", Self::Rmdir),
+        ("msr", Self::Wrmsr),
+        ("rdmsr", Self::Rdmsr),
+    ];
+
+    fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, op)| *op == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    const fn on_msr(self) -> bool {
+        matches!(self, Self::Wrmsr | Self::Rdmsr)
+    }
+}
+
+/// What a [`Fault`] matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultTarget {
+    /// A path relative to the mount's root, `/`-separated; a `*` component matches any one
+    /// component.
+    Path(String),
+    /// An MSR address.
+    Msr(MsrAddr),
+}
+
+/// One armed fault: the `nth` next operation matching `op` and `target` (and `cpu`) fails
+/// with `errno`. The grammar is in the [module docs](self).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// The operation.
+    pub op: FaultOp,
+    /// The path or MSR.
+    pub target: FaultTarget,
+    /// MSR faults only: the CPU, `None` for any.
+    pub cpu: Option<LogicalCpu>,
+    /// Matching operations until it fires, counting the one that fails (≥ 1).
+    pub nth: u32,
+    /// The errno the operation fails with.
+    pub errno: i32,
+}
+
+/// A `.sim/fail` line that does not follow the grammar; each variant names the bad token.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseFaultError {
+    /// The first word is not an operation.
+    #[error("unknown operation `{0}` (expected write, read, mkdir, rmdir, msr, rdmsr or clear)")]
+    UnknownOp(String),
+    /// The operation has no target.
+    #[error(
+        "`{0}` needs a target: a path for write/read/mkdir/rmdir, an MSR address for msr/rdmsr"
+    )]
+    MissingTarget(String),
+    /// An MSR address that is not a 32-bit number.
+    #[error("`{0}` is not an MSR address (0x-prefixed hex or decimal, at most 0xffffffff)")]
+    BadAddress(String),
+    /// A path that leaves the mount or targets `.sim/`.
+    #[error("`{0}` is not a path under the mount (no `.` or `..` components, not under .sim/)")]
+    BadPath(String),
+    /// A word that is not `key=value` with a known key.
+    #[error("unknown option `{0}` (expected nth=N, errno=E or, for msr/rdmsr, cpu=N)")]
+    BadOption(String),
+    /// `nth=` without a positive number.
+    #[error("`{0}`: nth must be a number of at least 1")]
+    BadNth(String),
+    /// `errno=` with neither a known name nor a number in 1..=4095.
+    #[error("`{0}`: errno must be a name such as EIO or EINVAL, or a number from 1 to 4095")]
+    BadErrno(String),
+    /// `cpu=` that is not a number, or on a path operation.
+    #[error("`{0}`: cpu=N takes a CPU number and applies to msr and rdmsr only")]
+    BadCpu(String),
+}
+
+fn parse_addr(s: &str) -> Result<MsrAddr, ParseFaultError> {
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => s.parse(),
+    };
+    v.map(MsrAddr::new)
+        .map_err(|_| ParseFaultError::BadAddress(s.into()))
+}
+
+fn parse_path(s: &str) -> Result<String, ParseFaultError> {
+    let p = s.trim_start_matches('/').trim_end_matches('/');
+    let bad = p.is_empty()
+        || p.split('/').any(|c| c.is_empty() || c == "." || c == "..")
+        || p == ".sim"
+        || p.starts_with(".sim/");
+    if bad {
+        return Err(ParseFaultError::BadPath(s.into()));
+    }
+    Ok(p.to_owned())
+}
+
+fn parse_errno(s: &str, token: &str) -> Result<i32, ParseFaultError> {
+    if let Some((_, n)) = ERRNO_NAMES
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(s))
+    {
+        return Ok(*n);
+    }
+    s.parse::<i32>()
+        .ok()
+        .filter(|n| (1..=MAX_ERRNO).contains(n))
+        .ok_or_else(|| ParseFaultError::BadErrno(token.into()))
+}
+
+impl FromStr for Fault {
+    type Err = ParseFaultError;
+
+    /// Parses one line of the grammar (not `clear`, not a comment).
+    fn from_str(line: &str) -> Result<Self, ParseFaultError> {
+        let mut words = line.split_whitespace();
+        let op_word = words.next().unwrap_or_default();
+        let op = FaultOp::ALL
+            .iter()
+            .find(|(n, _)| *n == op_word)
+            .map(|(_, op)| *op)
+            .ok_or_else(|| ParseFaultError::UnknownOp(op_word.into()))?;
+        let target_word = words
+            .next()
+            .ok_or_else(|| ParseFaultError::MissingTarget(op_word.into()))?;
+        let target = if op.on_msr() {
+            FaultTarget::Msr(parse_addr(target_word)?)
+        } else {
+            FaultTarget::Path(parse_path(target_word)?)
+        };
+        let mut fault = Self {
+            op,
+            target,
+            cpu: None,
+            nth: 1,
+            errno: crate::vfs::errno::EIO,
+        };
+        for word in words {
+            let (key, value) = word
+                .split_once('=')
+                .ok_or_else(|| ParseFaultError::BadOption(word.into()))?;
+            match key {
+                "nth" => {
+                    fault.nth = value
+                        .parse()
+                        .ok()
+                        .filter(|n| *n >= 1)
+                        .ok_or_else(|| ParseFaultError::BadNth(word.into()))?;
+                }
+                "errno" => fault.errno = parse_errno(value, word)?,
+                "cpu" if op.on_msr() => {
+                    let n = value
+                        .parse()
+                        .map_err(|_| ParseFaultError::BadCpu(word.into()))?;
+                    fault.cpu = Some(LogicalCpu::new(n));
+                }
+                "cpu" => return Err(ParseFaultError::BadCpu(word.into())),
+                _ => return Err(ParseFaultError::BadOption(word.into())),
+            }
+        }
+        Ok(fault)
+    }
+}
+
+impl fmt::Display for Fault {
+    /// The canonical line: `msr 0xc90 cpu=0 nth=1 errno=EIO`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ", self.op.name())?;
+        match &self.target {
+            FaultTarget::Path(p) => write!(f, "{p}")?,
+            FaultTarget::Msr(a) => write!(f, "{:#x}", a.get())?,
+        }
+        if let Some(cpu) = self.cpu {
+            write!(f, " cpu={cpu}")?;
+        }
+        write!(f, " nth={} errno=", self.nth)?;
+        match errno_name(self.errno) {
+            Some(name) => write!(f, "{name}"),
+            None => write!(f, "{}", self.errno),
+        }
+    }
+}
+
+/// One operation the dispatcher is about to perform, as faults see it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Access<'a> {
+    /// A file, directory or MSR operation on `path` (relative to the mount root).
+    Path(FaultOp, &'a str),
+    /// WRMSR/RDMSR on a CPU.
+    Msr(FaultOp, LogicalCpu, MsrAddr),
+}
+
+fn path_matches(pattern: &str, path: &str) -> bool {
+    let mut p = pattern.split('/');
+    let mut q = path.split('/');
+    loop {
+        match (p.next(), q.next()) {
+            (None, None) => return true,
+            (Some(a), Some(b)) if a == "*" || a == b => {}
+            _ => return false,
+        }
+    }
+}
+
+impl Fault {
+    fn matches(&self, access: Access<'_>) -> bool {
+        match (access, &self.target) {
+            (Access::Path(op, path), FaultTarget::Path(pattern)) => {
+                op == self.op && path_matches(pattern, path)
+            }
+            (Access::Msr(op, cpu, addr), FaultTarget::Msr(a)) => {
+                op == self.op && addr == *a && self.cpu.is_none_or(|c| c == cpu)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The armed faults of one mount, shared by the dispatcher (which consults them before
+/// every operation) and the `.sim/fail` file (which arms and lists them).
+#[derive(Debug, Default)]
+pub struct Faults {
+    armed: Vec<Fault>,
+}
+
+impl Faults {
+    /// Arms `fault`.
+    pub fn arm(&mut self, fault: Fault) {
+        self.armed.push(fault);
+    }
+
+    /// Disarms every fault.
+    pub fn clear(&mut self) {
+        self.armed.clear();
+    }
+
+    /// The armed faults, in arming order.
+    #[must_use]
+    pub fn armed(&self) -> &[Fault] {
+        &self.armed
+    }
+
+    /// Counts one operation; `Some(errno)` when a fault fires on it (module docs).
+    pub(crate) fn check(&mut self, accesses: &[Access<'_>]) -> Option<i32> {
+        let mut fired = None;
+        self.armed.retain_mut(|f| {
+            if !accesses.iter().any(|a| f.matches(*a)) {
+                return true;
+            }
+            f.nth -= 1;
+            if f.nth == 0 {
+                fired.get_or_insert(f.errno);
+                return false;
+            }
+            true
+        });
+        fired
+    }
+}
+
+/// Shared, lockable [`Faults`].
+pub(crate) type SharedFaults = Arc<Mutex<Faults>>;
+
+/// The `.sim/` directory: `fail` (arm and list faults, module docs), `status` (the outcome
+/// of the last write to `fail`: `ok` or the error naming the bad token), `model` (the
+/// model's name and identity) and `clock` (the model's simulated time, in seconds).
+#[derive(Debug)]
+pub struct ControlTree {
+    sim: SimHandle,
+    faults: SharedFaults,
+    status: String,
+}
+
+const FILES: [(&str, u16); 4] = [
+    ("fail", 0o644),
+    ("status", 0o444),
+    ("model", 0o444),
+    ("clock", 0o444),
+];
+
+impl ControlTree {
+    pub(crate) fn new(sim: SimHandle, faults: SharedFaults) -> Self {
+        Self {
+            sim,
+            faults,
+            status: "ok\n".into(),
+        }
+    }
+
+    fn faults(&self) -> std::sync::MutexGuard<'_, Faults> {
+        self.faults.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn content(&self, name: &str) -> io::Result<String> {
+        Ok(match name {
+            "fail" => self
+                .faults()
+                .armed()
+                .iter()
+                .fold(String::new(), |mut s, f| {
+                    s.push_str(&f.to_string());
+                    s.push('\n');
+                    s
+                }),
+            "status" => self.status.clone(),
+            "model" => {
+                let p = self.sim.lock();
+                format!("{} {}\n", p.model(), p.identity())
+            }
+            "clock" => format!("{:.6}\n", self.sim.lock().now().as_secs_f64()),
+            _ => return Err(err(ENOENT)),
+        })
+    }
+
+    /// Parses a whole write: `Ok(None)` for `clear`, the faults otherwise.
+    fn parse(text: &str) -> Result<(bool, Vec<Fault>), String> {
+        let mut clear = false;
+        let mut faults = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.split('#').next().unwrap_or_default().trim();
+            if line.is_empty() {
+                continue;
+            }
+            if line == "clear" {
+                clear = true;
+                continue;
+            }
+            let f: Fault = line.parse().map_err(|e| format!("line {}: {e}", i + 1))?;
+            faults.push(f);
+        }
+        Ok((clear, faults))
+    }
+}
+
+impl Tree for ControlTree {
+    fn kind(&self, path: &str) -> io::Result<NodeKind> {
+        if path.is_empty() {
+            return Ok(NodeKind::Dir);
+        }
+        FILES
+            .iter()
+            .find(|(n, _)| *n == path)
+            .map(|(_, mode)| NodeKind::File { mode: *mode })
+            .ok_or_else(|| err(ENOENT))
+    }
+
+    fn list(&self, path: &str) -> io::Result<Vec<(String, NodeKind)>> {
+        if !path.is_empty() {
+            return Err(err(if self.kind(path).is_ok() {
+                ENOTDIR
+            } else {
+                ENOENT
+            }));
+        }
+        Ok(FILES
+            .iter()
+            .map(|(n, mode)| ((*n).to_owned(), NodeKind::File { mode: *mode }))
+            .collect())
+    }
+
+    fn read(&mut self, path: &str, offset: u64, size: u32) -> io::Result<Vec<u8>> {
+        if path.is_empty() {
+            return Err(err(EISDIR));
+        }
+        Ok(slice_at(self.content(path)?.as_bytes(), offset, size))
+    }
+
+    fn write(&mut self, path: &str, _offset: u64, data: &[u8]) -> io::Result<usize> {
+        match path {
+            "fail" => {}
+            "" => return Err(err(EISDIR)),
+            _ => {
+                self.kind(path)?;
+                return Err(err(EACCES));
+            }
+        }
+        let text = String::from_utf8_lossy(data);
+        match Self::parse(&text) {
+            Ok((clear, faults)) => {
+                let mut armed = self.faults();
+                if clear {
+                    armed.clear();
+                }
+                for f in faults {
+                    armed.arm(f);
+                }
+                drop(armed);
+                self.status = "ok\n".into();
+                Ok(data.len())
+            }
+            Err(msg) => {
+                self.status = format!("{msg}\n");
+                Err(err(EINVAL))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_examples_and_prints_them_canonically() {
+        let f: Fault = "write sys/fs/resctrl/p0/schemata nth=2 errno=EIO"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            f.to_string(),
+            "write sys/fs/resctrl/p0/schemata nth=2 errno=EIO"
+        );
+        let f: Fault = "msr 0xc90 nth=1 errno=EIO".parse().unwrap();
+        assert_eq!(
+            f,
+            Fault {
+                op: FaultOp::Wrmsr,
+                target: FaultTarget::Msr(MsrAddr::new(0xc90)),
+                cpu: None,
+                nth: 1,
+                errno: 5
+            }
+        );
+        let f: Fault = "rdmsr 3214 cpu=3 errno=7".parse().unwrap();
+        assert_eq!(f.to_string(), "rdmsr 0xc8e cpu=3 nth=1 errno=E2BIG");
+        let f: Fault = "mkdir /sys/fs/resctrl/* errno=enospc".parse().unwrap();
+        assert_eq!(f.to_string(), "mkdir sys/fs/resctrl/* nth=1 errno=ENOSPC");
+        assert_eq!(
+            "write a errno=200".parse::<Fault>().unwrap().to_string(),
+            "write a nth=1 errno=200"
+        );
+    }
+
+    #[test]
+    fn each_error_names_the_bad_token() {
+        let e = |s: &str| s.parse::<Fault>().unwrap_err().to_string();
+        assert!(e("wrte x").contains("`wrte`"));
+        assert!(e("msr").contains("`msr` needs a target"));
+        assert!(e("msr 0xzz").contains("`0xzz`"));
+        assert!(e("write ../etc/passwd").contains("`../etc/passwd`"));
+        assert!(e("write .sim/fail").contains("`.sim/fail`"));
+        assert!(e("write a nth=0").contains("`nth=0`"));
+        assert!(e("write a errno=EWHAT").contains("`errno=EWHAT`"));
+        assert!(e("write a errno=0").contains("`errno=0`"));
+        assert!(e("write a cpu=1").contains("`cpu=1`"));
+        assert!(e("msr 0xc90 cpu=x").contains("`cpu=x`"));
+        assert!(e("msr 0xc90 times=2").contains("`times=2`"));
+        assert!(e("msr 0xc90 nth").contains("`nth`"));
+    }
+
+    #[test]
+    fn the_nth_matching_access_fires_once_and_other_accesses_do_not_count() {
+        // arrange
+        let mut faults = Faults::default();
+        faults.arm(
+            "write sys/fs/resctrl/*/schemata nth=2 errno=EINVAL"
+                .parse()
+                .unwrap(),
+        );
+        faults.arm("msr 0xc90 cpu=1".parse().unwrap());
+        let schemata = Access::Path(FaultOp::Write, "sys/fs/resctrl/p0/schemata");
+        // act / assert
+        assert_eq!(
+            faults.check(&[Access::Path(FaultOp::Read, "sys/fs/resctrl/p0/schemata")]),
+            None
+        );
+        assert_eq!(
+            faults.check(&[Access::Path(FaultOp::Write, "sys/fs/resctrl/p0/tasks")]),
+            None
+        );
+        assert_eq!(faults.check(&[schemata]), None);
+        assert_eq!(faults.check(&[schemata]), Some(EINVAL));
+        assert_eq!(faults.check(&[schemata]), None, "disarmed after firing");
+        let on = |cpu| Access::Msr(FaultOp::Wrmsr, LogicalCpu::new(cpu), MsrAddr::new(0xc90));
+        assert_eq!(faults.check(&[on(0)]), None);
+        assert_eq!(faults.check(&[on(1)]), Some(5));
+        assert!(faults.armed().is_empty());
+    }
+
+    #[test]
+    fn control_file_arms_lists_clears_and_reports_bad_lines() {
+        // arrange
+        let sim = SimHandle::new(crate::SimPlatform::builtin("broadwell-ep").unwrap());
+        let faults = SharedFaults::default();
+        let mut t = ControlTree::new(sim, faults.clone());
+        let read =
+            |t: &mut ControlTree, p: &str| String::from_utf8(t.read(p, 0, 4096).unwrap()).unwrap();
+        // act
+        t.write(
+            "fail",
+            0,
+            b"# two faults\nmsr 0xc90 nth=3\n\nwrite dev/cpu/0/msr errno=EPERM\n",
+        )
+        .unwrap();
+        // assert
+        assert_eq!(
+            read(&mut t, "fail"),
+            "msr 0xc90 nth=3 errno=EIO\nwrite dev/cpu/0/msr nth=1 errno=EPERM\n"
+        );
+        let e = t
+            .write("fail", 0, b"msr 0xc91\nmsr 0xc92 errno=NOPE\n")
+            .unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(EINVAL));
+        assert!(read(&mut t, "status").starts_with("line 2: `errno=NOPE`"));
+        assert_eq!(
+            faults.lock().unwrap().armed().len(),
+            2,
+            "nothing armed from a bad write"
+        );
+        t.write("fail", 0, b"clear\n").unwrap();
+        assert_eq!(read(&mut t, "fail"), "");
+        assert_eq!(read(&mut t, "status"), "ok\n");
+        assert_eq!(read(&mut t, "model"), "broadwell-ep builtin:broadwell-ep\n");
+        assert_eq!(
+            t.write("model", 0, b"x").unwrap_err().raw_os_error(),
+            Some(EACCES)
+        );
+    }
+}

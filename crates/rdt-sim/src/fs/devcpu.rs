@@ -1,0 +1,261 @@
+//! [`DevCpuTree`]: `dev/cpu/N/{msr,cpuid}` of the simulated platform, answering as the Linux
+//! `msr` and `cpuid` drivers do.
+
+use std::io;
+
+use rdt_core::LogicalCpu;
+use rdt_msr::{MsrAddr, MsrError, MsrIo};
+
+use crate::vfs::errno::{EACCES, EINVAL, EIO, EISDIR, ENOENT, ENOTDIR};
+use crate::vfs::{NodeKind, Tree, err};
+use crate::{SimCpuid, SimHandle};
+
+/// `ENXIO`: what the drivers return for a CPU that is not online.
+const ENXIO: i32 = 6;
+
+/// The per-CPU device files of the model, `N/msr` and `N/cpuid` for every CPU of its
+/// topology (regular files of size 0, mode 0600).
+///
+/// | file | read | write |
+/// |---|---|---|
+/// | `N/msr` | RDMSR of the register at the file offset on CPU N, 8 bytes little-endian per register; a count that is not a multiple of 8: EINVAL; #GP (a register the model lacks): EIO | WRMSR of each 8 bytes to the register at the offset; EINVAL and EIO as for reads, and EIO for a value the CPU refuses (reserved bits, a bad mask) |
+/// | `N/cpuid` | CPUID with EAX = offset bits 31:0, ECX = bits 63:32 on CPU N ([`SimCpuid::cpuid_on`]: CPU N's own answers where the dump has them), 16 bytes EAX EBX ECX EDX per query; a count not a multiple of 16: EINVAL; a leaf the dump did not record: EIO (the real driver always answers; the model does not invent values) | EINVAL (the driver has no write) |
+///
+/// Both drivers repeat the same register for each 8 (16) bytes of a longer count and do not
+/// move the offset from one to the next, and so does this tree. Every access goes through
+/// the model's [`MsrIo`], so it counts in [`SimHandle::msr_accesses`] and sees what the other
+/// views (resctrl, an in-process backend) wrote.
+///
+/// # References
+/// Linux `arch/x86/kernel/msr.c` (`msr_read`, `msr_write`), `arch/x86/kernel/cpuid.c`
+/// (`cpuid_read`); msr(4), cpuid(4).
+#[derive(Debug)]
+pub struct DevCpuTree {
+    sim: SimHandle,
+    cpuid: SimCpuid,
+    cpus: Vec<LogicalCpu>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dev {
+    Msr,
+    Cpuid,
+}
+
+enum Node {
+    Root,
+    Cpu,
+    File(LogicalCpu, Dev),
+}
+
+impl DevCpuTree {
+    /// The device files of the platform behind `sim`.
+    #[must_use]
+    pub fn new(sim: SimHandle) -> Self {
+        let (cpuid, cpus) = {
+            let p = sim.lock();
+            (
+                p.cpuid(),
+                p.topology().cpus().iter().map(|c| c.cpu).collect(),
+            )
+        };
+        Self { sim, cpuid, cpus }
+    }
+
+    fn cpu(&self, name: &str) -> Option<LogicalCpu> {
+        if name.is_empty()
+            || !name.bytes().all(|b| b.is_ascii_digit())
+            || name.starts_with('0') && name.len() > 1
+        {
+            return None;
+        }
+        let cpu = LogicalCpu::new(name.parse().ok()?);
+        self.cpus.binary_search(&cpu).ok().map(|_| cpu)
+    }
+
+    fn resolve(&self, path: &str) -> io::Result<Node> {
+        if path.is_empty() {
+            return Ok(Node::Root);
+        }
+        let (cpu, file) = match path.split_once('/') {
+            Some((c, f)) => (c, Some(f)),
+            None => (path, None),
+        };
+        let cpu = self.cpu(cpu).ok_or_else(|| err(ENOENT))?;
+        match file {
+            None => Ok(Node::Cpu),
+            Some("msr") => Ok(Node::File(cpu, Dev::Msr)),
+            Some("cpuid") => Ok(Node::File(cpu, Dev::Cpuid)),
+            Some(_) => Err(err(ENOENT)),
+        }
+    }
+
+    fn msr_errno(e: &MsrError) -> i32 {
+        match e {
+            MsrError::NoSuchCpu(_) => ENXIO,
+            _ => EIO,
+        }
+    }
+}
+
+const DEVICE: NodeKind = NodeKind::File { mode: 0o600 };
+
+impl Tree for DevCpuTree {
+    fn kind(&self, path: &str) -> io::Result<NodeKind> {
+        Ok(match self.resolve(path)? {
+            Node::Root | Node::Cpu => NodeKind::Dir,
+            Node::File(..) => DEVICE,
+        })
+    }
+
+    fn list(&self, path: &str) -> io::Result<Vec<(String, NodeKind)>> {
+        match self.resolve(path)? {
+            Node::Root => Ok(self
+                .cpus
+                .iter()
+                .map(|c| (c.to_string(), NodeKind::Dir))
+                .collect()),
+            Node::Cpu => Ok(vec![("cpuid".into(), DEVICE), ("msr".into(), DEVICE)]),
+            Node::File(..) => Err(err(ENOTDIR)),
+        }
+    }
+
+    fn read(&mut self, path: &str, offset: u64, size: u32) -> io::Result<Vec<u8>> {
+        let Node::File(cpu, dev) = self.resolve(path)? else {
+            return Err(err(EISDIR));
+        };
+        let unit = match dev {
+            Dev::Msr => 8,
+            Dev::Cpuid => 16,
+        };
+        if !size.is_multiple_of(unit) {
+            return Err(err(EINVAL));
+        }
+        let mut out = Vec::with_capacity(size as usize);
+        for _ in 0..size / unit {
+            match dev {
+                Dev::Msr => {
+                    // The msr driver: ECX = the low 32 bits of the offset.
+                    #[allow(clippy::cast_possible_truncation)] // truncation is the driver's
+                    let addr = MsrAddr::new(offset as u32);
+                    let v = MsrIo::read(&mut self.sim, cpu, addr)
+                        .map_err(|e| err(Self::msr_errno(&e)))?;
+                    out.extend_from_slice(&v.to_le_bytes());
+                }
+                Dev::Cpuid => {
+                    // The cpuid driver: EAX = offset bits 31:0, ECX = bits 63:32.
+                    #[allow(clippy::cast_possible_truncation)]
+                    let (leaf, sub) = (offset as u32, (offset >> 32) as u32);
+                    let r = self
+                        .cpuid
+                        .cpuid_on(cpu, leaf, sub)
+                        .ok_or_else(|| err(EIO))?;
+                    for w in [r.eax, r.ebx, r.ecx, r.edx] {
+                        out.extend_from_slice(&w.to_le_bytes());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn write(&mut self, path: &str, offset: u64, data: &[u8]) -> io::Result<usize> {
+        let Node::File(cpu, dev) = self.resolve(path)? else {
+            return Err(err(EISDIR));
+        };
+        if dev == Dev::Cpuid || !data.len().is_multiple_of(8) {
+            return Err(err(EINVAL));
+        }
+        #[allow(clippy::cast_possible_truncation)] // ECX = the low 32 bits of the offset
+        let addr = MsrAddr::new(offset as u32);
+        for chunk in data.chunks_exact(8) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            self.sim
+                .write(cpu, addr, u64::from_le_bytes(b))
+                .map_err(|e| err(Self::msr_errno(&e)))?;
+        }
+        Ok(data.len())
+    }
+
+    fn mkdir(&mut self, _path: &str) -> io::Result<()> {
+        Err(err(EACCES))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SimPlatform;
+
+    fn tree() -> DevCpuTree {
+        DevCpuTree::new(SimHandle::new(
+            SimPlatform::builtin("broadwell-ep").unwrap(),
+        ))
+    }
+
+    #[test]
+    fn msr_write_then_read_round_trips_through_the_model() {
+        // arrange
+        let mut t = tree();
+        // act
+        t.write("0/msr", 0xc91, &0xff_u64.to_le_bytes()).unwrap();
+        // assert: COS1's mask is per socket (even CPUs are socket 0 in this dump).
+        assert_eq!(t.read("2/msr", 0xc91, 8).unwrap(), 0xff_u64.to_le_bytes());
+        assert_eq!(
+            t.read("1/msr", 0xc91, 8).unwrap(),
+            0xfffff_u64.to_le_bytes()
+        );
+        let two = t.read("2/msr", 0xc91, 16).unwrap();
+        assert_eq!(&two[8..], &two[..8], "the driver repeats the register");
+    }
+
+    #[test]
+    fn msr_sizes_other_than_multiples_of_8_are_einval_and_gp_is_eio() {
+        let mut t = tree();
+        assert_eq!(
+            t.read("0/msr", 0xc8f, 4).unwrap_err().raw_os_error(),
+            Some(EINVAL)
+        );
+        assert_eq!(
+            t.write("0/msr", 0xc8f, &[0; 7]).unwrap_err().raw_os_error(),
+            Some(EINVAL)
+        );
+        assert_eq!(
+            t.read("0/msr", 0x10, 8).unwrap_err().raw_os_error(),
+            Some(EIO)
+        );
+        // A zero mask is refused by the CPU.
+        assert_eq!(
+            t.write("0/msr", 0xc91, &0u64.to_le_bytes())
+                .unwrap_err()
+                .raw_os_error(),
+            Some(EIO)
+        );
+    }
+
+    #[test]
+    fn cpuid_reads_16_bytes_per_leaf_and_is_not_writable() {
+        let mut t = tree();
+        let b = t.read("0/cpuid", 0, 16).unwrap();
+        assert_eq!(&b[4..8], b"Genu");
+        assert_eq!(
+            t.read("0/cpuid", 0, 8).unwrap_err().raw_os_error(),
+            Some(EINVAL)
+        );
+        assert_eq!(
+            t.write("0/cpuid", 0, &[0; 16]).unwrap_err().raw_os_error(),
+            Some(EINVAL)
+        );
+    }
+
+    #[test]
+    fn only_the_models_cpus_exist() {
+        let t = tree();
+        assert_eq!(t.list("").unwrap().len(), 56);
+        assert!(t.kind("55/msr").is_ok());
+        assert_eq!(t.kind("56").unwrap_err().raw_os_error(), Some(ENOENT));
+        assert_eq!(t.kind("01").unwrap_err().raw_os_error(), Some(ENOENT));
+        assert_eq!(t.kind("0/foo").unwrap_err().raw_os_error(), Some(ENOENT));
+    }
+}

@@ -1,0 +1,278 @@
+//! The FUSE face of the simulated platform: one model behind the files real hardware is
+//! driven through, so that production code paths (positioned reads of `/dev/cpu/N/msr`,
+//! sysfs parsing, resctrl file operations) run against it unchanged.
+//!
+//! [`Mount::new`] serves, under a directory `DIR`:
+//!
+//! | path | view | what it answers |
+//! |---|---|---|
+//! | `dev/cpu/N/{msr,cpuid}` | [`DevCpuTree`] | the `msr` and `cpuid` drivers: 8-byte registers at offset = MSR address, 16-byte CPUID answers at offset `leaf \| subleaf << 32` |
+//! | `sys/devices/system/{cpu,node}` | [`SysfsTree`] | topology and cache files consistent with the model's [`crate::SimPlatform::topology`] |
+//! | `sys/fs/resctrl` | the resctrl view | the kernel's resctrl filesystem over the same registers |
+//! | `.sim/` | [`ControlTree`] | `fail` (fault injection, grammar in [`control`]), `status`, `model`, `clock` |
+//!
+//! A schemata write changes what `dev/cpu/N/msr` reads at 0xC90+n, an MSR write through
+//! `dev/cpu` is what an in-process [`SimHandle`] reads, and so on: every view locks the one
+//! model. The filesystem serves one request at a time, so do not hold [`SimHandle::lock`]
+//! while doing file I/O on the mount from the same process.
+//!
+//! # Time
+//! With [`SimClock::WallClock`] (the default) the model's clock follows real time: before
+//! each request the filesystem advances the model by the wall-clock time elapsed since the
+//! previous one ([`crate::SimPlatform::advance`]), so MBM counters and PMU counts grow at the
+//! workload's rates while a tool sleeps between two samples, and occupancy follows
+//! allocation changes at once. [`SimClock::Manual`] leaves the clock to the caller
+//! ([`SimHandle::advance`]), for exact numbers in tests.
+//!
+//! # Mounting
+//! As root the mount is made with `mount(2)` on `/dev/fuse` (module `fuse`); neither libfuse
+//! nor `fusermount3` is needed. Dropping the [`Mount`] unmounts (lazily if the mount is still
+//! busy). [`testing::TestMount`] mounts in a fresh temporary directory for a test and
+//! always unmounts, also when the test panics.
+//!
+//! # References
+//! Linux `Documentation/filesystems/fuse.rst`; msr(4), cpuid(4);
+//! `Documentation/arch/x86/resctrl.rst`.
+
+pub mod control;
+mod devcpu;
+mod dispatch;
+mod static_tree;
+mod sysfs;
+pub mod testing;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use control::{ControlTree, Fault, FaultOp, FaultTarget, Faults, ParseFaultError};
+pub use devcpu::DevCpuTree;
+pub use sysfs::SysfsTree;
+
+use self::control::SharedFaults;
+use self::dispatch::{SimFs, View};
+use crate::SimHandle;
+use crate::vfs::errno::ENOENT;
+use crate::vfs::{NodeKind, Tree, err};
+
+/// How the mounted model's clock moves (module docs, "Time").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SimClock {
+    /// Advanced by the wall-clock time between requests.
+    #[default]
+    WallClock,
+    /// Advanced only by the caller.
+    Manual,
+}
+
+/// Options of a [`Mount`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MountConfig {
+    /// resctrl mount options, comma-separated as for `mount -o` (`cdp,cdpl2,mba_MBps`);
+    /// empty for none.
+    pub resctrl_options: String,
+    /// How the model's clock moves.
+    pub clock: SimClock,
+}
+
+/// Mounting the simulated platform failed.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot mount the simulated platform at {dir}: {hint}")]
+struct MountFailed {
+    dir: PathBuf,
+    hint: &'static str,
+    #[source]
+    source: io::Error,
+}
+
+/// A mounted simulated platform. Dropping it unmounts.
+///
+/// # Examples
+/// ```no_run
+/// use std::path::Path;
+/// use rdt_sim::fs::{Mount, MountConfig};
+/// use rdt_sim::{SimHandle, SimPlatform};
+///
+/// let sim = SimHandle::new(SimPlatform::builtin("broadwell-ep")?);
+/// let mount = Mount::new(sim, Path::new("/tmp/rdt"), MountConfig::default())?;
+/// let online = std::fs::read_to_string("/tmp/rdt/sys/devices/system/cpu/online")?;
+/// assert_eq!(online, "0-55\n");
+/// mount.unmount()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Mount {
+    session: Option<fuser::BackgroundSession>,
+    dir: PathBuf,
+    platform: SimHandle,
+    faults: SharedFaults,
+}
+
+/// The resctrl view: the one line to switch when `crate::resctrl` lands.
+#[allow(clippy::unnecessary_wraps)] // the placeholder cannot fail; the resctrl view can
+fn resctrl_view(platform: &SimHandle, options: &str) -> io::Result<Box<dyn Tree>> {
+    let _ = (platform, options);
+    Ok(Box::new(EmptyDir))
+}
+
+/// An empty directory (the resctrl placeholder).
+#[derive(Debug)]
+struct EmptyDir;
+
+impl Tree for EmptyDir {
+    fn kind(&self, path: &str) -> io::Result<NodeKind> {
+        if path.is_empty() {
+            Ok(NodeKind::Dir)
+        } else {
+            Err(err(ENOENT))
+        }
+    }
+
+    fn list(&self, path: &str) -> io::Result<Vec<(String, NodeKind)>> {
+        self.kind(path).map(|_| Vec::new())
+    }
+
+    fn read(&mut self, _path: &str, _offset: u64, _size: u32) -> io::Result<Vec<u8>> {
+        Err(err(ENOENT))
+    }
+
+    fn write(&mut self, _path: &str, _offset: u64, _data: &[u8]) -> io::Result<usize> {
+        Err(err(ENOENT))
+    }
+}
+
+impl Mount {
+    /// Mounts `platform` at `dir`, an existing directory, and serves it from a background
+    /// thread until the returned value is dropped or [`Mount::unmount`]ed.
+    ///
+    /// # Errors
+    /// The resctrl options do not parse (`InvalidInput`); `/dev/fuse` is missing (the `fuse`
+    /// module is not loaded) or `dir` does not exist (`NotFound`); the caller may not mount
+    /// (not root, and no `fusermount3`); the kernel refuses the mount. The message names the
+    /// directory and the likely cause.
+    pub fn new(platform: SimHandle, dir: &Path, config: MountConfig) -> io::Result<Self> {
+        let fail = |hint: &'static str, source: io::Error| {
+            io::Error::new(
+                source.kind(),
+                MountFailed {
+                    dir: dir.to_owned(),
+                    hint,
+                    source,
+                },
+            )
+        };
+        if !Path::new("/dev/fuse").exists() {
+            return Err(fail(
+                "/dev/fuse does not exist: load the fuse module (`modprobe fuse`)",
+                io::Error::from(io::ErrorKind::NotFound),
+            ));
+        }
+        let dir = dir
+            .canonicalize()
+            .map_err(|e| fail("the mount point does not exist", e))?;
+        let MountConfig {
+            resctrl_options,
+            clock,
+        } = config;
+        let faults = SharedFaults::default();
+        let resctrl = resctrl_view(&platform, &resctrl_options)
+            .map_err(|e| fail("bad resctrl mount options", e))?;
+        let sysfs = SysfsTree::new(&platform.lock());
+        let views = vec![
+            View {
+                prefix: "dev/cpu",
+                tree: Box::new(DevCpuTree::new(platform.clone())),
+                file_size: 0,
+                dynamic: false,
+            },
+            View {
+                prefix: "sys/devices/system",
+                tree: Box::new(sysfs),
+                file_size: 4096,
+                dynamic: false,
+            },
+            View {
+                prefix: "sys/fs/resctrl",
+                tree: resctrl,
+                file_size: 4096,
+                dynamic: true,
+            },
+            View {
+                prefix: ".sim",
+                tree: Box::new(ControlTree::new(platform.clone(), faults.clone())),
+                file_size: 4096,
+                dynamic: true,
+            },
+        ];
+        let clock = (clock == SimClock::WallClock).then(|| platform.clone());
+        let fs = SimFs::new(views, faults.clone(), clock);
+        let mut options = fuser::Config::default();
+        options.mount_options = vec![
+            fuser::MountOption::FSName("rdt-sim".into()),
+            fuser::MountOption::Subtype("rdt-sim".into()),
+        ];
+        options.n_threads = Some(1);
+        let session = fuser::spawn_mount(fs, &dir, &options)
+            .map_err(|e| fail("the kernel refused the FUSE mount (are you root?)", e))?;
+        Ok(Self {
+            session: Some(session),
+            dir,
+            platform,
+            faults,
+        })
+    }
+
+    /// The mount point (canonical).
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The model served.
+    #[must_use]
+    pub fn platform(&self) -> &SimHandle {
+        &self.platform
+    }
+
+    /// Arms `fault` as a line written to `.sim/fail` would.
+    pub fn arm(&self, fault: Fault) {
+        self.faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .arm(fault);
+    }
+
+    /// Whether the filesystem is still served (false once someone ran `umount DIR`).
+    #[must_use]
+    pub fn is_served(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|s| !s.guard.is_finished())
+    }
+
+    /// Unmounts and waits for the serving thread.
+    ///
+    /// # Errors
+    /// The unmount failed (the mount is busy: then it is detached lazily and goes away when
+    /// the last open file is closed), or the serving thread ended with an error.
+    pub fn unmount(mut self) -> io::Result<()> {
+        self.unmount_now()
+    }
+
+    fn unmount_now(&mut self) -> io::Result<()> {
+        let Some(session) = self.session.take() else {
+            return Ok(());
+        };
+        session.umount_and_join().inspect_err(|_| {
+            // Busy: detach it so that it disappears once the last open file is closed.
+            let _ = nix::mount::umount2(&self.dir, nix::mount::MntFlags::MNT_DETACH);
+        })
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Err(e) = self.unmount_now() {
+            eprintln!("rdt-sim: unmounting {}: {e}", self.dir.display());
+        }
+    }
+}

@@ -1,0 +1,449 @@
+//! The FUSE face against the real kernel: every test mounts a model in a temp dir (as root,
+//! through `/dev/fuse`) and drives it with plain file operations and the production readers
+//! (`Topology::from_sysfs`, `DevCpuid`, `DevCpuMsr`). Without `/dev/fuse` they fail, saying
+//! what to install; they are never skipped.
+#![allow(clippy::tests_outside_test_module)]
+
+use std::io::{ErrorKind, Read as _};
+use std::os::unix::fs::FileExt as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rdt_core::{Capabilities, CpuidSource, DevCpuid, LogicalCpu, Topology};
+use rdt_msr::{DevCpuMsr, MsrAddr, MsrError, MsrIo};
+use rdt_sim::fs::testing::TestMount;
+use rdt_sim::fs::{MountConfig, SimClock};
+use rdt_sim::{BUILTIN_MODELS, SimHandle, SimPlatform};
+
+const EIO: i32 = 5;
+const EBUSY: i32 = 16;
+const EINVAL: i32 = 22;
+const IA32_QM_EVTSEL: u32 = 0xc8d;
+const IA32_QM_CTR: u32 = 0xc8e;
+const L3_MASK_1: u32 = 0xc91;
+
+fn cpu(n: u32) -> LogicalCpu {
+    LogicalCpu::new(n)
+}
+
+/// Whether `dir` is a mount point now.
+fn mounted(dir: &Path) -> bool {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").expect("/proc/self/mounts");
+    let dir = dir.to_str().expect("utf-8 path");
+    mounts.lines().any(|l| l.split(' ').nth(1) == Some(dir))
+}
+
+fn manual(model: &str) -> TestMount {
+    let p = SimPlatform::builtin(model).expect("built-in model");
+    TestMount::new(
+        SimHandle::new(p),
+        MountConfig {
+            clock: SimClock::Manual,
+            ..MountConfig::default()
+        },
+    )
+}
+
+#[test]
+fn sysfs_topology_equals_the_models_on_every_builtin_model() {
+    for model in BUILTIN_MODELS {
+        // arrange
+        let m = TestMount::builtin(model);
+        // act
+        let topo = Topology::from_sysfs(&m.path("sys/devices/system"))
+            .unwrap_or_else(|e| panic!("{model}: {e}"));
+        // assert
+        assert_eq!(&topo, m.platform().lock().topology(), "{model}");
+    }
+}
+
+#[test]
+fn sysfs_cache_files_agree_with_the_models_l3_geometry() {
+    for model in BUILTIN_MODELS {
+        let m = TestMount::builtin(model);
+        let geometry = m
+            .platform()
+            .lock()
+            .capabilities()
+            .l3_cache
+            .expect("L3 geometry");
+        let dir = m.path("sys/devices/system/cpu/cpu0/cache/index3");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect(f);
+        assert_eq!(read("level"), "3\n", "{model}");
+        assert_eq!(read("type"), "Unified\n", "{model}");
+        assert_eq!(
+            read("size"),
+            format!("{}K\n", geometry.total_size() / 1024),
+            "{model}"
+        );
+        assert_eq!(
+            read("ways_of_associativity"),
+            format!("{}\n", geometry.ways),
+            "{model}"
+        );
+        assert_eq!(
+            read("number_of_sets"),
+            format!("{}\n", geometry.sets),
+            "{model}"
+        );
+        // L1 data: per core, so exactly the thread siblings.
+        let l1 = m.path("sys/devices/system/cpu/cpu0/cache/index0");
+        assert_eq!(
+            std::fs::read_to_string(l1.join("type")).expect("type"),
+            "Data\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(l1.join("shared_cpu_list")).expect("list"),
+            std::fs::read_to_string(
+                m.path("sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
+            )
+            .expect("siblings"),
+            "{model}"
+        );
+    }
+}
+
+/// Leaves a reader of topology and RDT asks for.
+const LEAVES: &[(u32, u32)] = &[
+    (0, 0),
+    (1, 0),
+    (4, 0),
+    (4, 1),
+    (4, 2),
+    (4, 3),
+    (4, 4),
+    (7, 0),
+    (0xb, 0),
+    (0xb, 1),
+    (0xb, 2),
+    (0xf, 0),
+    (0xf, 1),
+    (0x10, 0),
+    (0x10, 1),
+    (0x10, 2),
+    (0x10, 3),
+    (0x16, 0),
+    (0x1f, 0),
+    (0x8000_0000, 0),
+    (0x8000_0001, 0),
+    (0x8000_0008, 0),
+    (0x8000_001d, 0),
+    (0x8000_001d, 3),
+    (0x8000_001e, 0),
+    (0x8000_0020, 0),
+    (0x8000_0020, 1),
+    (0x8000_0020, 2),
+];
+
+#[test]
+fn dev_cpuid_through_the_mount_answers_as_the_model_on_every_cpu() {
+    for model in BUILTIN_MODELS {
+        // arrange
+        let m = TestMount::builtin(model);
+        let (cpuid, caps, cpus) = {
+            let p = m.platform().lock();
+            let cpus: Vec<LogicalCpu> = p.topology().cpus().iter().map(|c| c.cpu).collect();
+            (p.cpuid(), p.capabilities().clone(), cpus)
+        };
+        let mut apic_ids = std::collections::BTreeSet::new();
+        for &c in &cpus {
+            // act
+            let dev = DevCpuid::open(&m.path("dev"), c).expect("open cpuid");
+            // assert
+            for &(leaf, sub) in LEAVES {
+                assert_eq!(
+                    dev.cpuid(leaf, sub),
+                    cpuid.cpuid_on(c, leaf, sub),
+                    "{model} CPU {c} leaf {leaf:#x}.{sub}"
+                );
+            }
+            apic_ids.insert(dev.cpuid(1, 0).map(|r| r.ebx >> 24));
+        }
+        assert_eq!(
+            apic_ids.len(),
+            cpus.len().min(256),
+            "{model}: per-CPU APIC ids"
+        );
+        let dev0 = DevCpuid::open(&m.path("dev"), cpu(0)).expect("open cpuid");
+        assert_eq!(Capabilities::detect(&dev0), caps, "{model}");
+    }
+}
+
+#[test]
+fn msr_positioned_reads_and_writes_round_trip_and_a_bad_mask_is_eio() {
+    // arrange
+    let m = manual("broadwell-ep");
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    // act
+    msr.write(cpu(0), MsrAddr::new(L3_MASK_1), 0xff00)
+        .expect("write COS1");
+    // assert: socket 0 (even CPUs) reads it, socket 1 keeps all ways.
+    assert_eq!(
+        msr.read(cpu(2), MsrAddr::new(L3_MASK_1)).expect("read"),
+        0xff00
+    );
+    assert_eq!(
+        msr.read(cpu(1), MsrAddr::new(L3_MASK_1)).expect("read"),
+        0xfffff
+    );
+    for bad in [0, 0xf0f, 1 << 20] {
+        match msr.write(cpu(0), MsrAddr::new(L3_MASK_1), bad) {
+            Err(MsrError::Write { source, .. }) => {
+                assert_eq!(source.raw_os_error(), Some(EIO), "{bad:#x}");
+            }
+            other => panic!("mask {bad:#x}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        msr.read(cpu(0), MsrAddr::new(L3_MASK_1)).expect("read"),
+        0xff00
+    );
+    match msr.read(cpu(0), MsrAddr::new(0x10)) {
+        Err(MsrError::Read { source, .. }) => assert_eq!(source.raw_os_error(), Some(EIO)),
+        other => panic!("{other:?}"),
+    }
+    // The msr driver moves 8 bytes per register: other counts are EINVAL.
+    let f = std::fs::File::open(m.path("dev/cpu/0/msr")).expect("open");
+    let mut four = [0u8; 4];
+    let e = f
+        .read_exact_at(&mut four, u64::from(L3_MASK_1))
+        .expect_err("4 bytes");
+    assert_eq!(e.raw_os_error(), Some(EINVAL));
+}
+
+#[test]
+fn one_model_is_behind_the_mount_and_the_in_process_handle() {
+    let m = manual("skylake-sp");
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    let mut handle = m.platform().clone();
+    // A write through dev/cpu is what the in-process handle reads ...
+    msr.write(cpu(0), MsrAddr::new(L3_MASK_1), 0x7)
+        .expect("write");
+    assert_eq!(
+        MsrIo::read(&mut handle, cpu(0), MsrAddr::new(L3_MASK_1)).expect("read"),
+        0x7
+    );
+    // ... and the other way round, and the accesses are counted by the one model.
+    let (reads, _) = m.platform().msr_accesses();
+    handle
+        .write(cpu(0), MsrAddr::new(0xc92), 0x70)
+        .expect("write");
+    assert_eq!(msr.read(cpu(0), MsrAddr::new(0xc92)).expect("read"), 0x70);
+    assert_eq!(m.platform().msr_accesses().0, reads + 1);
+}
+
+fn sh(script: &str) -> (bool, String, String) {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("run sh");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn cat_and_echo_work_on_the_mount() {
+    let m = TestMount::builtin("broadwell-ep");
+    let root = m.root().display();
+    let (ok, out, _) = sh(&format!("cat {root}/sys/devices/system/cpu/online"));
+    assert!(ok);
+    assert_eq!(out, "0-55\n");
+    let (ok, out, err) = sh(&format!(
+        "echo 'msr 0xc91 nth=2' > {root}/.sim/fail && cat {root}/.sim/fail"
+    ));
+    assert!(ok, "{err}");
+    assert_eq!(out, "msr 0xc91 nth=2 errno=EIO\n");
+    // dash reports any write error as "I/O error"; the errno is checked in the unit tests.
+    let (ok, _, _) = sh(&format!("echo 'msr 0xc91 nth=two' > {root}/.sim/fail"));
+    assert!(!ok);
+    let (_, status, _) = sh(&format!("cat {root}/.sim/status"));
+    assert_eq!(
+        status,
+        "line 1: `nth=two`: nth must be a number of at least 1\n"
+    );
+    let (ok, _, err) = sh(&format!("echo 1 > {root}/sys/devices/system/cpu/online"));
+    assert!(!ok && err.contains("Permission denied"), "{err}");
+}
+
+#[test]
+fn an_armed_fault_fails_the_nth_write_with_its_errno_and_changes_nothing() {
+    // arrange
+    let m = manual("broadwell-ep");
+    std::fs::write(m.path(".sim/fail"), "msr 0xc91 cpu=0 nth=2 errno=EBUSY\n").expect("arm");
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    // act
+    let first = msr.write(cpu(0), MsrAddr::new(L3_MASK_1), 0xf);
+    let other_cpu = msr.write(cpu(1), MsrAddr::new(L3_MASK_1), 0xf0);
+    let listed = std::fs::read_to_string(m.path(".sim/fail")).expect("list");
+    let second = msr.write(cpu(0), MsrAddr::new(L3_MASK_1), 0xff);
+    let third = msr.write(cpu(0), MsrAddr::new(L3_MASK_1), 0xfff);
+    // assert
+    first.expect("the first matching write passes");
+    other_cpu.expect("CPU 1 does not match cpu=0");
+    assert_eq!(listed, "msr 0xc91 cpu=0 nth=1 errno=EBUSY\n");
+    match second {
+        Err(MsrError::Write { source, .. }) => assert_eq!(source.raw_os_error(), Some(EBUSY)),
+        other => panic!("{other:?}"),
+    }
+    third.expect("a fault fires once");
+    // The failed write never reached the model: three WRMSRs, 0xf then 0xfff on CPU 0.
+    let mut h = m.platform().clone();
+    assert_eq!(h.msr_accesses().1, 3);
+    assert_eq!(
+        MsrIo::read(&mut h, cpu(0), MsrAddr::new(L3_MASK_1)).expect("read"),
+        0xfff
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.path(".sim/fail")).expect("list"),
+        ""
+    );
+}
+
+#[test]
+fn path_faults_cover_reads_of_any_view() {
+    let m = manual("milan");
+    std::fs::write(
+        m.path(".sim/fail"),
+        "read sys/devices/system/cpu/*/topology/core_id errno=ENOSPC\n",
+    )
+    .expect("arm");
+    let e = Topology::from_sysfs(&m.path("sys/devices/system")).expect_err("fault fires");
+    assert!(e.to_string().contains("core_id"), "{e}");
+    assert_eq!(
+        Topology::from_sysfs(&m.path("sys/devices/system")).expect("fault gone"),
+        *m.platform().lock().topology()
+    );
+}
+
+#[test]
+fn with_the_wall_clock_mbm_counts_grow_while_the_reader_sleeps() {
+    // arrange: RMID 0, MBM total, read on CPU 8 (the default scenario's thrasher).
+    let m = TestMount::builtin("broadwell-ep");
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    msr.write(cpu(8), MsrAddr::new(IA32_QM_EVTSEL), 2)
+        .expect("evtsel");
+    // act
+    let a = msr.read(cpu(8), MsrAddr::new(IA32_QM_CTR)).expect("ctr");
+    std::thread::sleep(Duration::from_millis(300));
+    let b = msr.read(cpu(8), MsrAddr::new(IA32_QM_CTR)).expect("ctr");
+    // assert
+    assert!(b > a, "MBM total grows with wall-clock time: {a} -> {b}");
+    assert!(m.platform().lock().now() >= Duration::from_millis(300));
+}
+
+#[test]
+fn with_a_manual_clock_counts_move_only_when_the_caller_advances() {
+    let m = manual("broadwell-ep");
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    msr.write(cpu(8), MsrAddr::new(IA32_QM_EVTSEL), 2)
+        .expect("evtsel");
+    let a = msr.read(cpu(8), MsrAddr::new(IA32_QM_CTR)).expect("ctr");
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(msr.read(cpu(8), MsrAddr::new(IA32_QM_CTR)).expect("ctr"), a);
+    m.platform().advance(Duration::from_secs(1));
+    assert!(msr.read(cpu(8), MsrAddr::new(IA32_QM_CTR)).expect("ctr") > a);
+}
+
+#[test]
+fn drop_unmounts_and_removes_the_directory_even_with_a_file_open() {
+    let m = TestMount::builtin("broadwell-ep");
+    let dir = m.root().to_owned();
+    assert!(mounted(&dir));
+    let open = std::fs::File::open(m.path("dev/cpu/0/msr")).expect("open");
+    drop(m);
+    assert!(!mounted(&dir), "no stale mount of {}", dir.display());
+    drop(open);
+    assert!(!dir.exists(), "{} removed", dir.display());
+}
+
+#[test]
+fn a_panicking_test_still_unmounts() {
+    let dir = std::sync::Mutex::new(None);
+    let result = std::panic::catch_unwind(|| {
+        let m = TestMount::builtin("broadwell-ep");
+        *dir.lock().expect("lock") = Some(m.root().to_owned());
+        panic!("the test fails while mounted");
+    });
+    assert!(result.is_err());
+    let dir = dir.into_inner().expect("lock").expect("mounted");
+    assert!(!mounted(&dir), "no stale mount of {}", dir.display());
+    assert!(!dir.exists());
+}
+
+/// The `rdt-sim` binary: mounts, serves, unmounts on SIGTERM and saves its state.
+#[test]
+fn rdt_sim_binary_serves_until_sigterm_and_keeps_its_state() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("mnt");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let state = tmp.path().join("state.json");
+    let start = || {
+        let child = Command::new(env!("CARGO_BIN_EXE_rdt-sim"))
+            .args(["mount", "--model", "milan", "--state"])
+            .arg(&state)
+            .arg(&dir)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn rdt-sim");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !dir.join(".sim/model").exists() {
+            assert!(
+                Instant::now() < deadline,
+                "rdt-sim did not mount within 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child
+    };
+    let stop = |mut child: std::process::Child| {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+        let status = child.wait().expect("wait");
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .expect("stderr")
+            .read_to_string(&mut stderr)
+            .expect("stderr");
+        assert!(status.success(), "{stderr}");
+        assert!(!mounted(&dir), "unmounted on SIGTERM:\n{stderr}");
+        stderr
+    };
+
+    let child = start();
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".sim/model")).expect("model"),
+        "milan builtin:milan\n"
+    );
+    DevCpuMsr::with_root(dir.join("dev/cpu"))
+        .write(cpu(0), MsrAddr::new(L3_MASK_1), 0xf0f)
+        .expect("write");
+    let stderr = stop(child);
+    assert!(stderr.contains("state saved"), "{stderr}");
+
+    let child = start();
+    let v = DevCpuMsr::with_root(dir.join("dev/cpu"))
+        .read(cpu(0), MsrAddr::new(L3_MASK_1))
+        .expect("read");
+    stop(child);
+    assert_eq!(v, 0xf0f, "the state file carried the register over");
+}
+
+#[test]
+fn mounting_on_a_missing_directory_names_it() {
+    let p = SimPlatform::builtin("broadwell-ep").expect("model");
+    let missing = Path::new("/nonexistent/rdt-sim-mount-point");
+    let e = rdt_sim::fs::Mount::new(SimHandle::new(p), missing, MountConfig::default())
+        .expect_err("no such directory");
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(
+        e.to_string().contains("/nonexistent/rdt-sim-mount-point"),
+        "{e}"
+    );
+}
