@@ -121,6 +121,7 @@ impl Rdt {
     ///
     /// CPUID comes from `<dev_cpu>/0/cpuid` when that device exists (the `cpuid` module, or a
     /// mounted simulated platform), else from the CPUID instruction.
+    /// (DevCpuid's root is the directory holding `cpu/`, the parent of `dev_cpu`.)
     ///
     /// # Errors
     /// [`OpenError::OsInterfaceNotBuilt`] for [`Iface::Os`]; [`OpenError::NoRdt`] when the
@@ -131,7 +132,8 @@ impl Rdt {
         if iface == Iface::Os {
             return Err(OpenError::OsInterfaceNotBuilt);
         }
-        let caps = match DevCpuid::open(&paths.dev_cpu, LogicalCpu::new(0)) {
+        let dev_root = paths.dev_cpu.parent().unwrap_or(Path::new("/"));
+        let caps = match DevCpuid::open(dev_root, LogicalCpu::new(0)) {
             Ok(dev) => detect_or_explain(&dev)?,
             Err(_) => detect_or_explain(&NativeCpuid)?,
         };

@@ -15,3 +15,7 @@ mod bad_input;
 
 // The host itself, without --sim.
 mod native;
+
+// paper.rs and alloc.rs again through `pqos --iface=msr --sysroot DIR` on a FUSE-mounted
+// simulated platform: DevCpuMsr's positioned reads, DevCpuid, the sysfs parser.
+mod sysroot;

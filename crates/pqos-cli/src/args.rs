@@ -221,6 +221,17 @@ pub struct Args {
     )]
     pub sim_scenario: Option<PathBuf>,
 
+    /// `--sysroot`: where the platform's device and sysfs files are.
+    #[arg(
+        long = "sysroot",
+        value_name = "DIR",
+        env = "RDT_SYSROOT",
+        conflicts_with = "sim",
+        help = "Look up /dev/cpu and /sys under DIR instead of / (a mounted simulated platform: \
+                rdt-sim mount DIR); /proc stays the host's"
+    )]
+    pub sysroot: Option<PathBuf>,
+
     /// Monitoring advances the simulated clock by each interval instead of sleeping.
     #[arg(long = "sim-virtual-clock", hide = true, requires = "sim")]
     pub sim_virtual_clock: bool,
@@ -281,6 +292,16 @@ mod tests {
         assert_eq!(parse(&["--sim=milan", "-d"]).sim.as_deref(), Some("milan"));
         assert_eq!(parse(&["--sim", "milan"]).sim.as_deref(), Some("milan"));
         assert_eq!(parse(&["-d"]).sim, None);
+    }
+
+    #[test]
+    fn sysroot_is_a_directory_and_excludes_sim() {
+        assert_eq!(
+            parse(&["--sysroot", "/tmp/rdt", "-s"]).sysroot,
+            Some(PathBuf::from("/tmp/rdt"))
+        );
+        let e = Args::try_parse_from(["pqos", "--sim", "--sysroot", "/tmp/rdt"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
     }
 
     #[test]

@@ -108,6 +108,8 @@ pub struct Plan {
     pub source: Source,
     /// Log level on stderr: 0 normal, 1 `-v`, 2 `-V`.
     pub verbosity: u8,
+    /// `--sysroot`: the directory `/dev/cpu` and `/sys` are looked up under (native only).
+    pub sysroot: Option<PathBuf>,
     /// `-r`: reset monitoring first.
     pub mon_reset: bool,
     /// `-R`: reset allocation (after `-r`).
@@ -173,6 +175,7 @@ impl Plan {
         };
         Ok(Self {
             source,
+            sysroot: args.sysroot.take(),
             verbosity,
             mon_reset: args.mon_reset.is_some(),
             alloc_reset: args.alloc_reset.map(|r| r.0),

@@ -6,13 +6,21 @@
 //! - native, `--iface=msr` or `auto`: [`MsrBackend`] over `/dev/cpu/N/msr`, capabilities
 //!   from the CPUID instruction, topology from sysfs. IPC and LLC misses need perf events,
 //!   which are not wired yet ([`NoPmu`]: the columns are left out).
+//! - native with `--sysroot DIR`: the same code path with `/dev/cpu` and `/sys` under DIR
+//!   (as `rdt::Rdt::open_at` with `rdt::Paths::under`): `DIR/dev/cpu/N/msr`, CPUID from
+//!   `DIR/dev/cpu/0/cpuid` (the instruction if that device is missing), topology from
+//!   `DIR/sys/devices/system`. A mounted `rdt-sim` is such a DIR.
 //! - `--iface=os` / `-I`: not implemented yet.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
-use rdt_core::{Capabilities, NativeCpuid, NoPmu, PmuCaps, Topology, explain_no_rdt};
+use rdt::Paths;
+use rdt_core::{
+    Capabilities, CpuidSource, DevCpuid, LogicalCpu, NativeCpuid, NoPmu, PmuCaps, Topology,
+    explain_no_rdt,
+};
 use rdt_msr::{DevCpuMsr, MsrBackend};
 use rdt_sim::{BUILTIN_MODELS, Scenario, SimHandle, SimPlatform};
 
@@ -188,28 +196,55 @@ fn run_native(
     if iface == Iface::Os {
         bail!("{OS_IFACE_NOT_IMPLEMENTED}");
     }
-    let cpuid = NativeCpuid;
-    if let Some(why) = explain_no_rdt(&cpuid) {
+    if let Some(dir) = plan.sysroot.as_deref().filter(|d| !d.is_dir()) {
+        bail!("--sysroot {}: no such directory", dir.display());
+    }
+    let paths = plan
+        .sysroot
+        .as_deref()
+        .map_or_else(Paths::host, Paths::under);
+    // With --sysroot, CPUID comes from DIR/dev/cpu/0/cpuid as in rdt::Rdt::open_at.
+    let dev_cpuid = plan
+        .sysroot
+        .as_deref()
+        .and_then(|dir| DevCpuid::open(&dir.join("dev"), LogicalCpu::new(0)).ok());
+    let cpuid: &dyn CpuidSource = match &dev_cpuid {
+        Some(dev) => dev,
+        None => &NativeCpuid,
+    };
+    if let Some(why) = explain_no_rdt(cpuid) {
         bail!("this CPU has no Intel RDT or AMD PQoS: {why}");
     }
-    let mut caps = Capabilities::detect(&cpuid);
+    let mut caps = Capabilities::detect(cpuid);
     if !matches!(plan.command, Command::Display { .. }) {
         // IPC and LLC misses need perf events, not wired yet: monitoring leaves those
         // columns out rather than printing zeros. `-d` still shows what CPUID enumerates.
         caps.pmu = PmuCaps::default();
     }
-    let topo = Topology::from_sysfs(Path::new(Topology::DEFAULT_SYSFS))
-        .with_context(|| format!("reading the CPU topology from {}", Topology::DEFAULT_SYSFS))?;
+    let topo = Topology::from_sysfs(&paths.sys_devices_system).with_context(|| {
+        format!(
+            "reading the CPU topology from {}",
+            paths.sys_devices_system.display()
+        )
+    })?;
     if plan.verbosity > 0 {
         eprintln!("INFO: Selected interface: MSR");
+        if let Some(dev) = &dev_cpuid {
+            eprintln!("INFO: CPUID from {}", dev.path().display());
+        }
     }
-    if Path::new("/sys/fs/resctrl/cpus").exists() {
+    let resctrl_cpus = plan
+        .sysroot
+        .as_deref()
+        .unwrap_or(Path::new("/"))
+        .join("sys/fs/resctrl/cpus");
+    if resctrl_cpus.exists() {
         eprintln!(
             "WARN: resctl filesystem mounted! Using MSR interface may corrupt resctrl filesystem \
              and cause unexpected behaviour"
         );
     }
-    let mut backend = MsrBackend::new(DevCpuMsr::new(), caps, topo, NoPmu)
+    let mut backend = MsrBackend::new(DevCpuMsr::with_root(&paths.dev_cpu), caps, topo, NoPmu)
         .context("opening the MSR interface")?;
     let mut clock = RealClock::new();
     let mut ctx = Context {
