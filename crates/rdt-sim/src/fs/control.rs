@@ -312,7 +312,10 @@ impl Fault {
     fn matches(&self, access: Access<'_>) -> bool {
         match (access, &self.target) {
             (Access::Path(op, path), FaultTarget::Path(pattern)) => {
-                op == self.op && path_matches(pattern, path)
+                op == self.op
+                    && path != ".sim"
+                    && !path.starts_with(".sim/")
+                    && path_matches(pattern, path)
             }
             (Access::Msr(op, cpu, addr), FaultTarget::Msr(a)) => {
                 op == self.op && addr == *a && self.cpu.is_none_or(|c| c == cpu)
@@ -576,6 +579,13 @@ mod tests {
         assert_eq!(faults.check(&[schemata]), None);
         assert_eq!(faults.check(&[schemata]), Some(EINVAL));
         assert_eq!(faults.check(&[schemata]), None, "disarmed after firing");
+        let mut wild = Faults::default();
+        wild.arm("write */fail".parse().unwrap());
+        assert_eq!(
+            wild.check(&[Access::Path(FaultOp::Write, ".sim/fail")]),
+            None,
+            ".sim/ is never matched, so faults can always be cleared"
+        );
         let on = |cpu| Access::Msr(FaultOp::Wrmsr, LogicalCpu::new(cpu), MsrAddr::new(0xc90));
         assert_eq!(faults.check(&[on(0)]), None);
         assert_eq!(faults.check(&[on(1)]), Some(5));
