@@ -39,6 +39,7 @@ mod handle;
 pub mod model;
 mod models;
 mod platform;
+pub mod resctrl;
 mod scenario;
 pub mod state;
 pub mod vfs;
