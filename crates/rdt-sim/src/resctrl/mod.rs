@@ -41,9 +41,8 @@
 //!   factor is applied (the model has no erratum).
 //! - The RMID free list is rebuilt at every mount (the kernel builds it once per boot).
 //! - SNC (`mon_sub_L3_YY`) is not modelled: no built-in model has it.
-//! - Mounting resets the platform to the kernel's boot state (every IA32_PQR_ASSOC 0, every
-//!   control register at its default, then CDP as asked), as the kernel programs the
-//!   registers when CPUs come online; what an MSR-level tool wrote before is lost.
+//! - Mounting does not reprogram the registers (the kernel did that at boot); it assumes they
+//!   hold resctrl's defaults, which they do on a fresh platform and after an unmount.
 //!
 //! # References
 //! - Linux `Documentation/filesystems/resctrl.rst`, `fs/resctrl/{rdtgroup,ctrlmondata,monitor}.c`,
@@ -440,11 +439,13 @@ fn and(a: &CpuSet, b: &CpuSet) -> CpuSet {
 impl Resctrl {
     /// Mounts resctrl on `platform` with `opts`, as `mount -t resctrl -o OPTS resctrl DIR`.
     ///
-    /// The platform is put in the kernel's state right after boot and mount: every CPU's
-    /// IA32_PQR_ASSOC 0 (CLOSID 0, RMID 0), IA32_L3_QOS_CFG / IA32_L2_QOS_CFG bit 0 as `cdp` /
-    /// `cdpl2` ask (in every domain of a CDP-capable cache), and every mask, MBA and SMBA
-    /// register at its default (all ways, no throttling). All CPUs and tasks are in the root
-    /// group; the root's MBM counts start at 0.
+    /// Like the kernel's mount, it starts from resctrl's own state after boot or the last
+    /// unmount (every control value at its default, all CPUs and tasks in the root group, the
+    /// root's MBM counts at 0) and writes only IA32_L3_QOS_CFG / IA32_L2_QOS_CFG bit 0, in every
+    /// domain, when `cdp` / `cdpl2` enable CDP. A fresh platform's registers hold exactly those
+    /// defaults; if an MSR-level tool changed them before, resctrl does not know, as on real
+    /// hardware (the files show resctrl's values, the registers keep the tool's until resctrl
+    /// writes them).
     ///
     /// # Errors
     /// `EBUSY` when resctrl is already mounted on this platform; `EINVAL` when `cdp`/`cdpl2`
@@ -544,23 +545,17 @@ impl Resctrl {
         }
     }
 
-    /// Programs the boot-and-mount state (see [`Resctrl::mount`]).
+    /// What the kernel's mount does to the registers (see [`Resctrl::mount`]).
     fn setup(&mut self, p: &mut SimPlatform) -> io::Result<()> {
-        for cpu in self.hw.online.iter() {
-            wrmsr(p, cpu, IA32_PQR_ASSOC, 0)?;
-        }
-        self.set_cdp(p, self.opts.cdp, self.opts.cdpl2)?;
-        self.reset_all_ctrls(p)?;
+        self.set_cdp(p, true)?;
         self.reset_mon_counters(p, ROOT)
     }
 
-    /// Writes IA32_L3_QOS_CFG / IA32_L2_QOS_CFG in every domain of a CDP-capable cache.
-    fn set_cdp(&self, p: &mut SimPlatform, l3: bool, l2: bool) -> io::Result<()> {
-        for (r, on, addr) in [
-            (Res::L3, l3, IA32_L3_QOS_CFG),
-            (Res::L2, l2, IA32_L2_QOS_CFG),
-        ] {
-            if self.hw.cache(r).is_some_and(|c| c.cdp_capable) {
+    /// Writes IA32_L3_QOS_CFG / IA32_L2_QOS_CFG bit 0 to `on` in every domain of each cache
+    /// whose CDP this mount enables (`set_cache_qos_cfg`).
+    fn set_cdp(&self, p: &mut SimPlatform, on: bool) -> io::Result<()> {
+        for (r, addr) in [(Res::L3, IA32_L3_QOS_CFG), (Res::L2, IA32_L2_QOS_CFG)] {
+            if self.cdp_enabled(r) {
                 for d in self.hw.domains(r) {
                     wrmsr(p, d.cpu, addr, u64::from(on))?; // bit 0: CDP enable
                 }
@@ -615,10 +610,14 @@ impl Resctrl {
                 first_err.get_or_insert(e);
             }
         };
-        note(self.set_cdp(p, false, false));
+        note(self.set_cdp(p, false));
         note(self.reset_all_ctrls(p));
-        for cpu in self.hw.online.iter() {
-            note(wrmsr(p, cpu, IA32_PQR_ASSOC, 0));
+        // rmdir_all_sub: every CPU to the root; IA32_PQR_ASSOC is written where the kernel's
+        // last write left other ids.
+        for (cpu, ids) in self.cpu_defaults() {
+            if ids != (0, 0) {
+                note(wrmsr(p, cpu, IA32_PQR_ASSOC, 0));
+            }
         }
         for t in self.tasks.values_mut() {
             *t = TaskIds::default();

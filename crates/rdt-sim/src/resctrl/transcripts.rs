@@ -1410,6 +1410,114 @@ impl FsOps for InProcess {
     }
 }
 
+/// [`FsOps`] with plain file operations on a mounted tree: `resctrl` is the resctrl root
+/// (`DIR/sys/fs/resctrl`), `dev_cpu` the MSR device directory (`DIR/dev/cpu`), `sim` the
+/// platform behind the mount (to advance its clock; mount it with a manual clock).
+#[derive(Debug)]
+pub struct OverFiles {
+    /// The resctrl root.
+    pub resctrl: std::path::PathBuf,
+    /// `dev/cpu` of the mount.
+    pub dev_cpu: std::path::PathBuf,
+    /// The platform served.
+    pub sim: SimHandle,
+}
+
+fn os_errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(-1)
+}
+
+impl FsOps for OverFiles {
+    fn read(&mut self, path: &str) -> Result<Vec<u8>, i32> {
+        std::fs::read(self.resctrl.join(path)).map_err(|e| os_errno(&e))
+    }
+
+    /// Opens with `O_WRONLY|O_TRUNC` as `echo >` does and makes one `write(2)`.
+    fn write(&mut self, path: &str, data: &[u8]) -> Result<(), i32> {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(self.resctrl.join(path))
+            .map_err(|e| os_errno(&e))?;
+        let n = f.write(data).map_err(|e| os_errno(&e))?;
+        if n == data.len() { Ok(()) } else { Err(-1) }
+    }
+
+    fn mkdir(&mut self, path: &str) -> Result<(), i32> {
+        std::fs::create_dir(self.resctrl.join(path)).map_err(|e| os_errno(&e))
+    }
+
+    fn rmdir(&mut self, path: &str) -> Result<(), i32> {
+        std::fs::remove_dir(self.resctrl.join(path)).map_err(|e| os_errno(&e))
+    }
+
+    fn rename(&mut self, from: &str, to: &str) -> Result<(), i32> {
+        std::fs::rename(self.resctrl.join(from), self.resctrl.join(to)).map_err(|e| os_errno(&e))
+    }
+
+    fn exists(&mut self, path: &str) -> bool {
+        std::fs::symlink_metadata(self.resctrl.join(path)).is_ok()
+    }
+
+    /// A positioned 8-byte read of `dev/cpu/N/msr` at offset `addr`.
+    fn msr(&mut self, cpu: u32, addr: u32) -> Result<u64, i32> {
+        use std::os::unix::fs::FileExt as _;
+        let f = std::fs::File::open(self.dev_cpu.join(format!("{cpu}/msr")))
+            .map_err(|e| os_errno(&e))?;
+        let mut b = [0u8; 8];
+        f.read_exact_at(&mut b, u64::from(addr))
+            .map_err(|e| os_errno(&e))?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn advance(&mut self, dt: Duration) {
+        self.sim.advance(dt);
+    }
+}
+
+/// Eight real host processes (`sleep`) to stand for the transcripts' tasks over a mount,
+/// where simulated tasks cannot be registered; killed on drop.
+#[derive(Debug)]
+pub struct HostTasks {
+    children: Vec<std::process::Child>,
+}
+
+impl HostTasks {
+    /// Starts them.
+    ///
+    /// # Errors
+    /// When `sleep` cannot be started.
+    pub fn spawn() -> io::Result<Self> {
+        let children = (0..8)
+            .map(|_| std::process::Command::new("sleep").arg("3600").spawn())
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok(Self { children })
+    }
+
+    /// Their ids, and an id no host thread has.
+    #[must_use]
+    pub fn ctx(&self) -> Ctx {
+        let mut tasks = [0u32; 8];
+        for (t, c) in tasks.iter_mut().zip(&self.children) {
+            *t = c.id();
+        }
+        let missing = (99_999..4_194_304)
+            .find(|id| !tasks.contains(id) && !Path::new(&format!("/proc/{id}")).exists())
+            .unwrap_or(99_999);
+        Ctx { tasks, missing }
+    }
+}
+
+impl Drop for HostTasks {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// A one-line summary of every transcript (name, model, options, steps), for docs and logs.
 #[must_use]
 pub fn summary(ctx: &Ctx) -> String {
