@@ -4,8 +4,9 @@
 //! (`DevCpuMsr`), CPUID comes from `DIR/dev/cpu/0/cpuid` and the topology from
 //! `DIR/sys/devices/system`.
 //!
-//! The mount is served in-process ([`rdt_sim::fs::testing::TestMount`]) with the model's
-//! clock following wall-clock time, so monitoring runs in real time (`-t 1` takes a second)
+//! The mount is served in-process ([`rdt_sim::fs::testing::TestMount`]), resctrl mounted as
+//! `rdt-sim mount` does by default (so pqos warns about mixing interfaces, as on a host), with
+//! the model's clock following wall-clock time, so monitoring runs in real time (`-t 1` takes a second)
 //! and the tests assert relations, not exact numbers. The native path has no PMU source yet,
 //! so the IPC and MISSES columns are absent.
 
@@ -77,6 +78,12 @@ fn paper_allocation_commands_print_pqos_lines_through_dev_cpu_msr() {
     assert!(
         !e.stderr.contains("simulated"),
         "the native path, not --sim: {}",
+        e.stderr
+    );
+    // pqos looks for resctrl under the sysroot too, and warns as it does on a host.
+    assert!(
+        e.stderr.contains("WARN: resctl filesystem mounted!"),
+        "{}",
         e.stderr
     );
     assert!(

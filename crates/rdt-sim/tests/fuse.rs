@@ -276,6 +276,7 @@ fn an_armed_fault_fails_the_nth_write_with_its_errno_and_changes_nothing() {
     let m = manual("broadwell-ep");
     std::fs::write(m.path(".sim/fail"), "msr 0xc91 cpu=0 nth=2 errno=EBUSY\n").expect("arm");
     let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    let writes_before = m.platform().msr_accesses().1;
     // act
     let first = msr.write(cpu(0), MsrAddr::new(L3_MASK_1), 0xf);
     let other_cpu = msr.write(cpu(1), MsrAddr::new(L3_MASK_1), 0xf0);
@@ -293,7 +294,7 @@ fn an_armed_fault_fails_the_nth_write_with_its_errno_and_changes_nothing() {
     third.expect("a fault fires once");
     // The failed write never reached the model: three WRMSRs, 0xf then 0xfff on CPU 0.
     let mut h = m.platform().clone();
-    assert_eq!(h.msr_accesses().1, 3);
+    assert_eq!(h.msr_accesses().1, writes_before + 3);
     assert_eq!(
         MsrIo::read(&mut h, cpu(0), MsrAddr::new(L3_MASK_1)).expect("read"),
         0xfff
@@ -375,6 +376,95 @@ fn a_panicking_test_still_unmounts() {
     assert!(!dir.exists());
 }
 
+#[test]
+fn a_schemata_write_is_what_dev_cpu_msr_reads_and_the_other_way_round() {
+    // arrange
+    let m = manual("broadwell-ep");
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    std::fs::create_dir(m.path("sys/fs/resctrl/p1")).expect("mkdir p1");
+    let closid = {
+        // The new group takes the lowest free CLOSID, 1.
+        let schemata = std::fs::read_to_string(m.path("sys/fs/resctrl/p1/schemata")).expect("read");
+        assert!(schemata.contains("L3:0=fffff;1=fffff"), "{schemata}");
+        1
+    };
+    // act
+    std::fs::write(m.path("sys/fs/resctrl/p1/schemata"), "L3:0=ff\n").expect("write schemata");
+    std::fs::write(m.path("sys/fs/resctrl/p1/cpus_list"), "4\n").expect("move CPU 4");
+    // assert: the mask of CLOSID 1 in L3 domain 0 (socket 0), and CPU 4's IA32_PQR_ASSOC.
+    assert_eq!(
+        msr.read(cpu(0), MsrAddr::new(0xc90 + closid))
+            .expect("mask"),
+        0xff
+    );
+    assert_eq!(
+        msr.read(cpu(1), MsrAddr::new(0xc90 + closid))
+            .expect("mask"),
+        0xfffff
+    );
+    let assoc = msr.read(cpu(4), MsrAddr::new(0xc8f)).expect("PQR_ASSOC");
+    assert_eq!(assoc >> 32, u64::from(closid), "{assoc:#x}");
+    // And a failed schemata write (a fault) leaves the register alone.
+    std::fs::write(
+        m.path(".sim/fail"),
+        "write sys/fs/resctrl/*/schemata errno=EIO\n",
+    )
+    .expect("arm");
+    let e = std::fs::write(m.path("sys/fs/resctrl/p1/schemata"), "L3:0=f\n").expect_err("fault");
+    assert_eq!(e.raw_os_error(), Some(EIO));
+    assert_eq!(
+        msr.read(cpu(0), MsrAddr::new(0xc90 + closid))
+            .expect("mask"),
+        0xff
+    );
+}
+
+#[test]
+fn resctrl_options_the_model_cannot_honour_are_refused_by_name() {
+    let p = SimPlatform::builtin("broadwell-ep").expect("model");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let e = rdt_sim::fs::Mount::new(
+        SimHandle::new(p),
+        dir.path(),
+        MountConfig {
+            resctrl: Some("mba_MBps".parse().expect("options")),
+            ..MountConfig::default()
+        },
+    )
+    .expect_err("Broadwell-EP has no MBA");
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let mut chain = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        chain.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    assert!(chain.contains("mba_MBps requires MBM"), "{chain}");
+    assert!(!mounted(dir.path()));
+}
+
+#[test]
+fn without_resctrl_the_directory_is_empty_and_registers_are_left_alone() {
+    let mut p = SimPlatform::builtin("skylake-sp").expect("model");
+    MsrIo::write(&mut p, cpu(0), MsrAddr::new(L3_MASK_1), 0x3).expect("write");
+    let m = TestMount::new(
+        SimHandle::new(p),
+        MountConfig {
+            resctrl: None,
+            ..MountConfig::default()
+        },
+    );
+    let entries = std::fs::read_dir(m.path("sys/fs/resctrl"))
+        .expect("dir")
+        .count();
+    assert_eq!(entries, 0);
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    assert_eq!(
+        msr.read(cpu(0), MsrAddr::new(L3_MASK_1)).expect("read"),
+        0x3
+    );
+}
+
 /// The `rdt-sim` binary: mounts, serves, unmounts on SIGTERM and saves its state.
 #[test]
 fn rdt_sim_binary_serves_until_sigterm_and_keeps_its_state() {
@@ -384,7 +474,7 @@ fn rdt_sim_binary_serves_until_sigterm_and_keeps_its_state() {
     let state = tmp.path().join("state.json");
     let start = || {
         let child = Command::new(env!("CARGO_BIN_EXE_rdt-sim"))
-            .args(["mount", "--model", "milan", "--state"])
+            .args(["mount", "--model", "milan", "--no-resctrl", "--state"])
             .arg(&state)
             .arg(&dir)
             .stderr(Stdio::piped())

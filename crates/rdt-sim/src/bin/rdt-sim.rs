@@ -1,13 +1,17 @@
 //! `rdt-sim`: mount a simulated RDT platform as files (`dev/cpu`, sysfs, resctrl) over FUSE.
 //!
 //! ```text
-//! rdt-sim mount [--model M | --dump FILE] [--resctrl-opts cdp,cdpl2,mba_MBps] [--state FILE] DIR
+//! rdt-sim mount [--model M | --dump FILE] [--resctrl-opts cdp,cdpl2,mba_MBps | --no-resctrl]
+//!               [--state FILE] [--manual-clock] DIR
 //! rdt-sim models
 //! ```
 //!
 //! `mount` serves until SIGINT or SIGTERM (or until someone runs `umount DIR`), then
 //! unmounts and, with `--state`, saves the model's state to FILE (it is loaded from FILE at
-//! start when FILE exists, so a later mount continues the same machine).
+//! start when FILE exists, so a later mount continues the same machine). Mounting resctrl
+//! (the default) resets the registers to the kernel's boot state and unmounting it resets
+//! them again, as the kernel does: then the state carries the clock, counters and workloads;
+//! with `--no-resctrl` it carries the registers too.
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -18,6 +22,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use rdt_sim::fs::{Mount, MountConfig, SimClock};
+use rdt_sim::resctrl::MountOptions;
 use rdt_sim::{BUILTIN_MODELS, DEFAULT_MODEL, SimHandle, SimPlatform};
 
 /// Mount a simulated Intel RDT / AMD PQoS platform as files, to try rdt, pqos or any tool
@@ -51,7 +56,11 @@ struct MountArgs {
 
     /// resctrl mount options, comma-separated: cdp, cdpl2, mba_MBps.
     #[arg(long = "resctrl-opts", value_name = "OPTS", default_value = "")]
-    resctrl_opts: String,
+    resctrl_opts: MountOptions,
+
+    /// Leave DIR/sys/fs/resctrl empty, as on a host where resctrl is not mounted.
+    #[arg(long, conflicts_with = "resctrl_opts")]
+    no_resctrl: bool,
 
     /// Load the model's state from FILE if it exists, and save it there on exit.
     #[arg(long, value_name = "FILE")]
@@ -141,7 +150,7 @@ fn mount(args: &MountArgs) -> Result<(), Failed> {
     let model = platform.model().to_owned();
     let sim = SimHandle::new(platform);
     let config = MountConfig {
-        resctrl_options: args.resctrl_opts.clone(),
+        resctrl: (!args.no_resctrl).then_some(args.resctrl_opts),
         clock: if args.manual_clock {
             SimClock::Manual
         } else {

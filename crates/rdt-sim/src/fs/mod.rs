@@ -8,12 +8,14 @@
 //! |---|---|---|
 //! | `dev/cpu/N/{msr,cpuid}` | [`DevCpuTree`] | the `msr` and `cpuid` drivers: 8-byte registers at offset = MSR address, 16-byte CPUID answers at offset `leaf \| subleaf << 32` |
 //! | `sys/devices/system/{cpu,node}` | [`SysfsTree`] | topology and cache files consistent with the model's [`crate::SimPlatform::topology`] |
-//! | `sys/fs/resctrl` | the resctrl view | the kernel's resctrl filesystem over the same registers |
+//! | `sys/fs/resctrl` | [`crate::resctrl::Resctrl`] | the kernel's resctrl filesystem over the same registers (an empty directory, as on a host where resctrl is not mounted, with [`MountConfig::resctrl`] `None`) |
 //! | `.sim/` | [`ControlTree`] | `fail` (fault injection, grammar in [`control`]), `status`, `model`, `clock` |
 //!
 //! A schemata write changes what `dev/cpu/N/msr` reads at 0xC90+n, an MSR write through
 //! `dev/cpu` is what an in-process [`SimHandle`] reads, and so on: every view locks the one
-//! model. The filesystem serves one request at a time, so do not hold [`SimHandle::lock`]
+//! model. Mounting resctrl puts the registers in the kernel's boot state and unmounting it
+//! resets them, as the kernel does ([`crate::resctrl`]); a model whose registers must
+//! survive (a saved state) is mounted without resctrl. The filesystem serves one request at a time, so do not hold [`SimHandle::lock`]
 //! while doing file I/O on the mount from the same process.
 //!
 //! # Time
@@ -51,6 +53,7 @@ pub use sysfs::SysfsTree;
 use self::control::SharedFaults;
 use self::dispatch::{SimFs, View};
 use crate::SimHandle;
+use crate::resctrl::{MountOptions, Resctrl};
 use crate::vfs::errno::ENOENT;
 use crate::vfs::{NodeKind, Tree, err};
 
@@ -65,13 +68,22 @@ pub enum SimClock {
 }
 
 /// Options of a [`Mount`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MountConfig {
-    /// resctrl mount options, comma-separated as for `mount -o` (`cdp,cdpl2,mba_MBps`);
-    /// empty for none.
-    pub resctrl_options: String,
+    /// Mount resctrl at `sys/fs/resctrl` with these options (`"cdp,mba_MBps".parse()`), or
+    /// leave the directory empty (`None`). Default: mounted, no options.
+    pub resctrl: Option<MountOptions>,
     /// How the model's clock moves.
     pub clock: SimClock,
+}
+
+impl Default for MountConfig {
+    fn default() -> Self {
+        Self {
+            resctrl: Some(MountOptions::default()),
+            clock: SimClock::default(),
+        }
+    }
 }
 
 /// Mounting the simulated platform failed.
@@ -107,14 +119,20 @@ pub struct Mount {
     faults: SharedFaults,
 }
 
-/// The resctrl view: the one line to switch when `crate::resctrl` lands.
-#[allow(clippy::unnecessary_wraps)] // the placeholder cannot fail; the resctrl view can
-fn resctrl_view(platform: &SimHandle, options: &str) -> io::Result<Box<dyn Tree>> {
-    let _ = (platform, options);
-    Ok(Box::new(EmptyDir))
+/// The resctrl view: the kernel's resctrl mounted with `options`, or an empty directory.
+fn resctrl_view(platform: &SimHandle, options: Option<&MountOptions>) -> io::Result<Box<dyn Tree>> {
+    let Some(options) = options else {
+        return Ok(Box::new(EmptyDir));
+    };
+    // Validated here too for the message: the io::Error of Resctrl::mount carries the errno.
+    let caps = platform.lock().capabilities().clone();
+    options
+        .validate(&caps)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    Ok(Box::new(Resctrl::mount(platform.clone(), options)?))
 }
 
-/// An empty directory (the resctrl placeholder).
+/// An empty directory (`sys/fs/resctrl` where resctrl is not mounted).
 #[derive(Debug)]
 struct EmptyDir;
 
@@ -145,7 +163,8 @@ impl Mount {
     /// thread until the returned value is dropped or [`Mount::unmount`]ed.
     ///
     /// # Errors
-    /// The resctrl options do not parse (`InvalidInput`); `/dev/fuse` is missing (the `fuse`
+    /// resctrl cannot be mounted with the options on this model (`InvalidInput`, naming the
+    /// option; `EBUSY` when resctrl is already mounted on this platform); `/dev/fuse` is missing (the `fuse`
     /// module is not loaded) or `dir` does not exist (`NotFound`); the caller may not mount
     /// (not root, and no `fusermount3`); the kernel refuses the mount. The message names the
     /// directory and the likely cause.
@@ -169,13 +188,10 @@ impl Mount {
         let dir = dir
             .canonicalize()
             .map_err(|e| fail("the mount point does not exist", e))?;
-        let MountConfig {
-            resctrl_options,
-            clock,
-        } = config;
+        let MountConfig { resctrl, clock } = config;
         let faults = SharedFaults::default();
-        let resctrl = resctrl_view(&platform, &resctrl_options)
-            .map_err(|e| fail("bad resctrl mount options", e))?;
+        let resctrl = resctrl_view(&platform, resctrl.as_ref())
+            .map_err(|e| fail("resctrl cannot be mounted with these options", e))?;
         let sysfs = SysfsTree::new(&platform.lock());
         let views = vec![
             View {
