@@ -1007,8 +1007,9 @@ impl Resctrl {
         }
     }
 
-    fn locked(&self) -> (SimHandle, usize) {
-        (self.platform.clone(), self.key)
+    /// A second handle on the platform, to lock it for one operation while `self` changes.
+    fn handle(&self) -> SimHandle {
+        self.platform.clone()
     }
 }
 
@@ -1097,7 +1098,7 @@ impl Tree for Resctrl {
 
     /// Each read generates the whole file (seq_file) and returns the slice at `offset`.
     fn read(&mut self, path: &str, offset: u64, size: u32) -> io::Result<Vec<u8>> {
-        let (handle, _) = self.locked();
+        let handle = self.handle();
         let mut guard = handle.lock();
         let p: &mut SimPlatform = &mut guard;
         self.run_workers(p)?;
@@ -1116,7 +1117,7 @@ impl Tree for Resctrl {
     /// One write(2) is one command; the offset is ignored. Read-only files are EACCES (the
     /// open for writing fails), writes over a page E2BIG.
     fn write(&mut self, path: &str, _offset: u64, data: &[u8]) -> io::Result<usize> {
-        let (handle, _) = self.locked();
+        let handle = self.handle();
         let mut guard = handle.lock();
         let p: &mut SimPlatform = &mut guard;
         self.run_workers(p)?;
@@ -1135,7 +1136,7 @@ impl Tree for Resctrl {
     }
 
     fn mkdir(&mut self, path: &str) -> io::Result<()> {
-        let (handle, _) = self.locked();
+        let handle = self.handle();
         let mut guard = handle.lock();
         let p: &mut SimPlatform = &mut guard;
         self.run_workers(p)?;
@@ -1143,7 +1144,7 @@ impl Tree for Resctrl {
     }
 
     fn rmdir(&mut self, path: &str) -> io::Result<()> {
-        let (handle, _) = self.locked();
+        let handle = self.handle();
         let mut guard = handle.lock();
         let p: &mut SimPlatform = &mut guard;
         self.run_workers(p)?;
@@ -1158,7 +1159,7 @@ impl Tree for Resctrl {
     }
 
     fn rename(&mut self, from: &str, to: &str) -> io::Result<()> {
-        let (handle, _) = self.locked();
+        let handle = self.handle();
         let mut guard = handle.lock();
         let p: &mut SimPlatform = &mut guard;
         self.run_workers(p)?;

@@ -625,3 +625,53 @@ fn the_in_process_harness_reads_whole_files() {
     let s = FsOps::read(&mut h, "schemata").unwrap();
     assert!(s.len() > 100 && s.ends_with(b"\n"));
 }
+
+#[test]
+fn amd_with_smba_and_no_cdp_matches_the_specs_reference_layout() {
+    // arrange: milan without L3 CDP and with SMBA like its MBA: the spec's §15.7 machine
+    let sim = variant("milan", |c| {
+        c.l3_cat.get_mut().unwrap().cdp_supported = false;
+        c.smba = c.mba.clone();
+    });
+    let mut fs = mount(&sim, "");
+    let line = |name: &str, v: &dyn Fn(u32) -> String| {
+        let d: Vec<String> = (0..16).map(|i| format!("{i}={}", v(i))).collect();
+        format!("{name}:{}\n", d.join(";"))
+    };
+    let full = |_| "2048".to_string();
+    // act / assert
+    assert_eq!(
+        text(&mut fs, "schemata"),
+        format!(
+            "{}{}{}",
+            line("SMBA", &full),
+            line("  MB", &full),
+            line("  L3", &|_| "ffff".into())
+        )
+    );
+    fs.write("schemata", 0, b"SMBA:1=16\n").unwrap();
+    assert!(
+        text(&mut fs, "schemata").starts_with(&line("SMBA", &|i| if i == 1 {
+            "16".into()
+        } else {
+            "2048".into()
+        }))
+    );
+    assert_eq!(
+        msr(&sim, 8, 0xC000_0280),
+        16,
+        "SMBA limit of COS 0 in L3 domain 1"
+    );
+    assert_eq!(errno(fs.write("schemata", 0, b"SMBA:0=4096\n")), EINVAL);
+    assert_eq!(
+        text(&mut fs, "info/last_cmd_status"),
+        "MB value 4096 out of range [0,2048]\n"
+    );
+    assert_eq!(text(&mut fs, "info/SMBA/min_bandwidth"), "0\n");
+    assert_eq!(text(&mut fs, "info/SMBA/bandwidth_gran"), "1\n");
+    assert_eq!(text(&mut fs, "info/SMBA/num_closids"), "16\n");
+    assert_eq!(errno(fs.kind("info/SMBA/thread_throttle_mode")), ENOENT);
+    // without a CDP-capable L3, `cdp` is refused
+    drop(fs);
+    assert_eq!(errno(Resctrl::mount(sim, &"cdp".parse().unwrap())), EINVAL);
+}
