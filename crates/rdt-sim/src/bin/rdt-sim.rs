@@ -8,10 +8,10 @@
 //!
 //! `mount` serves until SIGINT or SIGTERM (or until someone runs `umount DIR`), then
 //! unmounts and, with `--state`, saves the model's state to FILE (it is loaded from FILE at
-//! start when FILE exists, so a later mount continues the same machine). Mounting resctrl
-//! (the default) resets the registers to the kernel's boot state and unmounting it resets
-//! them again, as the kernel does: then the state carries the clock, counters and workloads;
-//! with `--no-resctrl` it carries the registers too.
+//! start when FILE exists, so a later mount continues the same machine). Unmounting resctrl
+//! (mounted by default) resets the registers it controls, as the kernel's unmount does: then
+//! the state carries the clock, counters and workloads; with `--no-resctrl` it carries the
+//! registers too.
 
 use std::error::Error;
 use std::path::PathBuf;

@@ -13,9 +13,9 @@
 //!
 //! A schemata write changes what `dev/cpu/N/msr` reads at 0xC90+n, an MSR write through
 //! `dev/cpu` is what an in-process [`SimHandle`] reads, and so on: every view locks the one
-//! model. Mounting resctrl puts the registers in the kernel's boot state and unmounting it
-//! resets them, as the kernel does ([`crate::resctrl`]); a model whose registers must
-//! survive (a saved state) is mounted without resctrl. The filesystem serves one request at a time, so do not hold [`SimHandle::lock`]
+//! model. Resctrl's groups live only as long as the mount: unmounting resets every register
+//! it controls, as the kernel's unmount does ([`crate::resctrl`]), so a model whose registers
+//! must survive the mount (a saved state) is mounted without resctrl. The filesystem serves one request at a time, so do not hold [`SimHandle::lock`]
 //! while doing file I/O on the mount from the same process.
 //!
 //! # Time
