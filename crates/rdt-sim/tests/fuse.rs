@@ -526,6 +526,22 @@ fn rdt_sim_binary_serves_until_sigterm_and_keeps_its_state() {
 }
 
 #[test]
+fn rdt_sim_models_lists_every_builtin_model_with_its_cpus() {
+    let out = Command::new(env!("CARGO_BIN_EXE_rdt-sim"))
+        .arg("models")
+        .output()
+        .expect("run rdt-sim models");
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    assert_eq!(text.lines().count(), BUILTIN_MODELS.len(), "{text}");
+    assert!(text.starts_with("broadwell-ep (default): "), "{text}");
+    assert!(
+        text.contains("milan: ") && text.contains(", 128 CPUs, 16 L3 domains"),
+        "{text}"
+    );
+}
+
+#[test]
 fn mounting_on_a_missing_directory_names_it() {
     let p = SimPlatform::builtin("broadwell-ep").expect("model");
     let missing = Path::new("/nonexistent/rdt-sim-mount-point");
