@@ -16,6 +16,34 @@
 //! `shareable_bits` 0x600 shows as `X` in `bit_usage`; 144 RMIDs; milan: 16 L3 domains, a
 //! CDP-capable L3, so names are padded to 6, and no SMBA, BMEC or ABMC). Message wording is
 //! always the kernel's.
+//!
+//! # Examples
+//! In-process, with simulated tasks:
+//! ```
+//! use rdt_sim::resctrl::transcripts::{self, Ctx, InProcess};
+//!
+//! let ctx = Ctx::simulated();
+//! let t = &transcripts::all(&ctx)[0];
+//! let mut h = InProcess::mount(t.model, t.options, &ctx).unwrap();
+//! transcripts::run(t, &mut h).unwrap();
+//! ```
+//! Over FUSE, with real `sleep` processes as the tasks (as root, `/dev/fuse` present):
+//! ```no_run
+//! use rdt_sim::fs::testing::TestMount;
+//! use rdt_sim::fs::{MountConfig, SimClock};
+//! use rdt_sim::resctrl::transcripts::{self, HostTasks, OverFiles};
+//! use rdt_sim::{SimHandle, SimPlatform};
+//!
+//! let tasks = HostTasks::spawn().unwrap();
+//! let ctx = tasks.ctx();
+//! for t in transcripts::all(&ctx) {
+//!     let sim = SimHandle::new(SimPlatform::builtin(t.model).unwrap());
+//!     let config = MountConfig { resctrl: Some(t.options.parse().unwrap()), clock: SimClock::Manual };
+//!     let m = TestMount::new(sim.clone(), config);
+//!     let mut ops = OverFiles { resctrl: m.path("sys/fs/resctrl"), dev_cpu: m.path("dev/cpu"), sim };
+//!     transcripts::run(&t, &mut ops).unwrap();
+//! }
+//! ```
 
 use std::cmp::Ordering;
 use std::fmt::Write as _;
