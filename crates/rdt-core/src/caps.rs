@@ -114,8 +114,9 @@ pub struct CatCaps {
     pub non_contiguous_cbm: bool,
     /// Non-CPU agent (I/O RDT) allocation, ECX\[1\].
     pub io_rdt: bool,
-    /// Minimum number of set bits in a CBM (kernel `min_cbm_bits`): 1 on Intel, 1 on AMD.
-    /// (Haswell needs 2; Haswell has no CPUID CAT enumeration, see [`Capabilities::detect`].)
+    /// Minimum number of set bits in a CBM (kernel `info/L3/min_cbm_bits`): 1 on Intel, 0 on
+    /// AMD, whose PQoS extensions accept an empty mask (a class that may not fill the cache).
+    /// Haswell needs 2, but has no CPUID CAT enumeration, see [`Capabilities::detect`].
     pub min_cbm_bits: u32,
 }
 

@@ -299,7 +299,8 @@ fn allocation(p: &Probe<'_>, raw: &Raw<'_>, amd: bool) -> Allocation {
             non_contiguous_cbm: amd || bit(r.ecx, 3),
             // CPUID.(EAX=10H,ECX=1):ECX[1]: non-CPU agent (I/O RDT) allocation
             io_rdt: bit(r.ecx, 1),
-            min_cbm_bits: 1,
+            // The kernel's min_cbm_bits: AMD allows an empty mask (0), Intel needs 1 bit.
+            min_cbm_bits: u32::from(!amd),
         })
     } else {
         Feature::DetailsUnknown
@@ -323,7 +324,7 @@ fn allocation(p: &Probe<'_>, raw: &Raw<'_>, amd: bool) -> Allocation {
             non_contiguous_cbm: amd || bit(r.ecx, 3),
             // Leaf 10H subleaf 2 has no I/O RDT bit.
             io_rdt: false,
-            min_cbm_bits: 1,
+            min_cbm_bits: u32::from(!amd),
         })
     } else {
         Feature::DetailsUnknown

@@ -83,7 +83,8 @@ fn expected_cat(s: &str, amd: bool) -> CatCaps {
         // The summary reports the raw ECX[3]; AMD always accepts sparse masks.
         non_contiguous_cbm: flag(&f, "noncontig") || amd,
         io_rdt: ecx & 0b10 != 0 && s.starts_with("L3"),
-        min_cbm_bits: 1,
+        // The kernel's values: AMD accepts an empty mask.
+        min_cbm_bits: u32::from(!amd),
     }
 }
 

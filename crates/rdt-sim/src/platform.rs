@@ -827,7 +827,11 @@ impl SimPlatform {
 /// Whether a CBM write is accepted (type docs).
 pub(crate) fn mask_accepted(cat: &CatCaps, v: u64) -> bool {
     let full = cat.full_mask().bits();
-    if v == 0 || v & !full != 0 {
+    if v == 0 {
+        // An empty mask #GPs on Intel; AMD accepts it (min_cbm_bits 0).
+        return cat.min_cbm_bits == 0;
+    }
+    if v & !full != 0 {
         return false;
     }
     let contiguous = (v >> v.trailing_zeros()).wrapping_add(1) & (v >> v.trailing_zeros()) == 0;

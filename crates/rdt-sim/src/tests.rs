@@ -162,6 +162,9 @@ fn non_contiguous_mask_is_accepted_on_milan() {
         .unwrap();
     assert_eq!(p.read(cpu(0), IA32_L3_QOS_MASK_0.offset(1)).unwrap(), 0xf0f);
     assert_write_eio(&mut p, 0, IA32_L3_QOS_MASK_0.offset(1), 0x1_0000); // 16-bit CBM
+    // AMD accepts an empty mask (kernel min_cbm_bits 0): the class may not fill the L3.
+    p.write(cpu(0), IA32_L3_QOS_MASK_0.offset(2), 0).unwrap();
+    assert_eq!(p.read(cpu(0), IA32_L3_QOS_MASK_0.offset(2)).unwrap(), 0);
 }
 
 #[test]

@@ -71,7 +71,6 @@ fn every_spec_transcript_passes_in_process() {
 }
 
 #[test]
-#[ignore = "the model's IA32_L3_QOS_MASK_n refuses a zero CBM on AMD, which the kernel allows"]
 fn amd_accepts_an_empty_cbm() {
     let ctx = Ctx::simulated();
     let t = transcripts::amd_zero_cbm();
