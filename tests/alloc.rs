@@ -1,12 +1,24 @@
 //! Allocation beyond the paper: CDP, L2 CAT, MBA, and AMD's per-CCX L3 domains.
+//!
+//! Each scenario is written once for any [`Machine`] (the `..._on` functions) and run here on
+//! the simulated platform (`pqos --sim`); `sysroot.rs` runs them again on the same models
+//! FUSE-mounted (`pqos --iface=msr --sysroot DIR`).
 
 use crate::eqnice;
-use crate::util::Sim;
+use crate::util::{Machine, Sim};
 
 #[test]
 fn cdp_reset_halves_classes_and_masks_have_data_and_code() {
-    let sim = Sim::new("broadwell-ep");
-    let d = sim.pqos(&["-d"]).ok().stdout;
+    cdp_reset_halves_classes_and_masks_have_data_and_code_on(&Sim::new("broadwell-ep"), || {});
+}
+
+/// `-R l3cdp-on`, a data and a code mask, `-R l3cdp-off` on a Broadwell-EP; `while_on` runs
+/// with CDP on and COS3 set, for what only one machine can check.
+pub fn cdp_reset_halves_classes_and_masks_have_data_and_code_on(
+    m: &dyn Machine,
+    while_on: impl FnOnce(),
+) {
+    let d = m.pqos(&["-d"]).ok().stdout;
     assert!(
         d.contains("CDP: disabled") && d.contains("Num COS: 16"),
         "{d}"
@@ -14,15 +26,15 @@ fn cdp_reset_halves_classes_and_masks_have_data_and_code() {
 
     eqnice!(
         "Allocation reset successful\n",
-        sim.pqos(&["-R", "l3cdp-on"]).ok().stdout
+        m.pqos(&["-R", "l3cdp-on"]).ok().stdout
     );
-    let d = sim.pqos(&["-d"]).ok().stdout;
+    let d = m.pqos(&["-d"]).ok().stdout;
     assert!(
         d.contains("CDP: enabled") && d.contains("Num COS: 8"),
         "{d}"
     );
 
-    let e = sim.pqos(&["-e", "llc:3d=0x0f00,3c=0xf000"]).ok().stdout;
+    let e = m.pqos(&["-e", "llc:3d=0x0f00,3c=0xf000"]).ok().stdout;
     // pqos applies each COSSPEC in turn and prints the class after each.
     eqnice!(
         "SOCKET 0 L3CA COS3 => DATA 0xf00,CODE 0xfffff\n\
@@ -32,7 +44,7 @@ fn cdp_reset_halves_classes_and_masks_have_data_and_code() {
          Allocation configuration altered.\n",
         e
     );
-    let s = sim.pqos(&["-s"]).ok().stdout;
+    let s = m.pqos(&["-s"]).ok().stdout;
     assert!(
         s.contains("\n    L3CA COS3 => DATA 0xf00, CODE 0xf000\n"),
         "{s}"
@@ -40,14 +52,15 @@ fn cdp_reset_halves_classes_and_masks_have_data_and_code() {
     assert!(!s.contains("COS8 =>"), "only 8 classes with CDP on:\n{s}");
 
     // COS8 exists without CDP but not with it.
-    let bad = sim.pqos(&["-e", "llc:8=0xf"]).failed();
+    let bad = m.pqos(&["-e", "llc:8=0xf"]).failed();
     assert!(bad.stderr.contains("COS8"), "{}", bad.stderr);
+    while_on();
 
     eqnice!(
         "Allocation reset successful\n",
-        sim.pqos(&["-R", "l3cdp-off"]).ok().stdout
+        m.pqos(&["-R", "l3cdp-off"]).ok().stdout
     );
-    let s = sim.pqos(&["-s"]).ok().stdout;
+    let s = m.pqos(&["-s"]).ok().stdout;
     assert!(
         s.contains("\n    L3CA COS3 => MASK 0xfffff\n"),
         "reset restores full masks:\n{s}"
@@ -57,11 +70,15 @@ fn cdp_reset_halves_classes_and_masks_have_data_and_code() {
 
 #[test]
 fn l2_cat_on_sapphire_rapids_is_per_l2_id() {
-    let sim = Sim::new("sapphire-rapids");
-    let d = sim.pqos(&["-d"]).ok().stdout;
+    l2_cat_on_sapphire_rapids_is_per_l2_id_on(&Sim::new("sapphire-rapids"));
+}
+
+/// L2 masks by L2 ID on a Sapphire Rapids.
+pub fn l2_cat_on_sapphire_rapids_is_per_l2_id_on(m: &dyn Machine) {
+    let d = m.pqos(&["-d"]).ok().stdout;
     assert!(d.contains("            L2 CAT\n"), "{d}");
 
-    let e = sim.pqos(&["-e", "l2@0,1:1=0xf;l2@7:2=0xff00"]).ok().stdout;
+    let e = m.pqos(&["-e", "l2@0,1:1=0xf;l2@7:2=0xff00"]).ok().stdout;
     eqnice!(
         "L2ID 0 L2CA COS1 => MASK 0xf\n\
          L2ID 1 L2CA COS1 => MASK 0xf\n\
@@ -69,7 +86,7 @@ fn l2_cat_on_sapphire_rapids_is_per_l2_id() {
          Allocation configuration altered.\n",
         e
     );
-    let s = sim.pqos(&["-s"]).ok().stdout;
+    let s = m.pqos(&["-s"]).ok().stdout;
     let l2_block = |id: u32| {
         s.split("L2CA COS definitions for L2ID ")
             .find(|b| b.starts_with(&format!("{id}:")))
@@ -86,8 +103,12 @@ fn l2_cat_on_sapphire_rapids_is_per_l2_id() {
 
 #[test]
 fn intel_mba_is_rounded_to_the_granularity() {
-    let sim = Sim::new("skylake-sp");
-    let e = sim.pqos(&["-e", "mba:1=50;mba@1:2=75"]).ok().stdout;
+    intel_mba_is_rounded_to_the_granularity_on(&Sim::new("skylake-sp"));
+}
+
+/// MBA classes on a Skylake-SP.
+pub fn intel_mba_is_rounded_to_the_granularity_on(m: &dyn Machine) {
+    let e = m.pqos(&["-e", "mba:1=50;mba@1:2=75"]).ok().stdout;
     // Skylake-SP: max delay 90, so 10% steps; pqos rounds half up (75 -> 80).
     eqnice!(
         "SOCKET 0 MBA COS1 => 50% requested, 50% applied\n\
@@ -96,17 +117,21 @@ fn intel_mba_is_rounded_to_the_granularity() {
          Allocation configuration altered.\n",
         e
     );
-    let s = sim.pqos(&["-s"]).ok().stdout;
+    let s = m.pqos(&["-s"]).ok().stdout;
     assert!(s.contains("L3CA/MBA COS definitions for Socket 1:"), "{s}");
     assert!(s.contains("\n    MBA COS2 => 80% available\n"), "{s}");
-    let bad = sim.pqos(&["-e", "mba:1=0"]).failed();
+    let bad = m.pqos(&["-e", "mba:1=0"]).failed();
     assert!(bad.stderr.contains("mba:1=0"), "{}", bad.stderr);
 }
 
 #[test]
 fn milan_has_one_l3_domain_per_ccx_and_amd_mba_units() {
-    let sim = Sim::new("milan");
-    let e = sim.pqos(&["-e", "llc@0,15:1=0xff;mba@3:1=256"]).ok().stdout;
+    milan_has_one_l3_domain_per_ccx_and_amd_mba_units_on(&Sim::new("milan"));
+}
+
+/// L3 masks and MBA by CCX on a Milan.
+pub fn milan_has_one_l3_domain_per_ccx_and_amd_mba_units_on(m: &dyn Machine) {
+    let e = m.pqos(&["-e", "llc@0,15:1=0xff;mba@3:1=256"]).ok().stdout;
     eqnice!(
         "Core Complex 0 L3CA COS1 => MASK 0xff\n\
          Core Complex 15 L3CA COS1 => MASK 0xff\n\
@@ -114,7 +139,7 @@ fn milan_has_one_l3_domain_per_ccx_and_amd_mba_units() {
          Allocation configuration altered.\n",
         e
     );
-    let s = sim.pqos(&["-s"]).ok().stdout;
+    let s = m.pqos(&["-s"]).ok().stdout;
     let headers: Vec<&str> = s
         .lines()
         .filter(|l| l.contains("COS definitions for"))
@@ -125,10 +150,10 @@ fn milan_has_one_l3_domain_per_ccx_and_amd_mba_units() {
         "L3CA/MBA COS definitions for L3 Cluster (or Core Complex) 0:"
     );
     // Non-contiguous masks are fine on AMD.
-    sim.pqos(&["-e", "llc@1:2=0xf0f"]).ok();
+    m.pqos(&["-e", "llc@1:2=0xf0f"]).ok();
     // Each CCX holds 8 CPUs: associating CPU 8 puts it in CCX 1.
-    sim.pqos(&["-a", "cos:2=8"]).ok();
-    let s = sim.pqos(&["-s"]).ok().stdout;
+    m.pqos(&["-a", "cos:2=8"]).ok();
+    let s = m.pqos(&["-s"]).ok().stdout;
     let line = s
         .lines()
         .find(|l| l.starts_with("    Core 8, "))
@@ -138,14 +163,15 @@ fn milan_has_one_l3_domain_per_ccx_and_amd_mba_units() {
 
 #[test]
 fn reset_restores_every_class_and_core() {
-    let sim = Sim::new("skylake-sp");
-    let fresh = sim.pqos(&["-s"]).ok().stdout;
-    sim.pqos(&["-e", "llc:1=0xf;mba:1=30"]).ok();
-    sim.pqos(&["-a", "core:1=0-3"]).ok();
-    assert_ne!(sim.pqos(&["-s"]).ok().stdout, fresh);
-    eqnice!(
-        "Allocation reset successful\n",
-        sim.pqos(&["-R"]).ok().stdout
-    );
-    eqnice!(fresh, sim.pqos(&["-s"]).ok().stdout);
+    reset_restores_every_class_and_core_on(&Sim::new("skylake-sp"));
+}
+
+/// `-e`, `-a` and then `-R` on a Skylake-SP.
+pub fn reset_restores_every_class_and_core_on(m: &dyn Machine) {
+    let fresh = m.pqos(&["-s"]).ok().stdout;
+    m.pqos(&["-e", "llc:1=0xf;mba:1=30"]).ok();
+    m.pqos(&["-a", "core:1=0-3"]).ok();
+    assert_ne!(m.pqos(&["-s"]).ok().stdout, fresh);
+    eqnice!("Allocation reset successful\n", m.pqos(&["-R"]).ok().stdout);
+    eqnice!(fresh, m.pqos(&["-s"]).ok().stdout);
 }

@@ -1,6 +1,6 @@
 //! Bad input: a clear error naming the offending token, a non-zero exit, and nothing written.
 
-use crate::util::Sim;
+use crate::util::{Machine, Sim};
 
 /// Runs `args` on a sim with the paper's allocation applied and asserts the run fails, its
 /// error names `token`, and `pqos -s` prints exactly what it printed before.

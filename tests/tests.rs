@@ -1,7 +1,8 @@
 //! End-to-end tests: the real `pqos` binary against the simulated platform.
 #![allow(clippy::tests_outside_test_module)]
 
-// Shared helpers: locating and running the built `pqos` binary with a private sim state.
+// Shared helpers: locating and running the built `pqos` binary on a `Machine`, a private sim
+// state (`Sim`) or a FUSE-mounted model (`Mounted`).
 mod util;
 
 // The seed white paper's commands (-e, -a, -s, -m) on the simulated Broadwell-EP.
@@ -16,6 +17,6 @@ mod bad_input;
 // The host itself, without --sim.
 mod native;
 
-// paper.rs and alloc.rs again through `pqos --iface=msr --sysroot DIR` on a FUSE-mounted
-// simulated platform: DevCpuMsr's positioned reads, DevCpuid, the sysfs parser.
+// paper.rs's and alloc.rs's scenarios again through `pqos --iface=msr --sysroot DIR` on a
+// FUSE-mounted simulated platform: DevCpuMsr's positioned reads, DevCpuid, the sysfs parser.
 mod sysroot;

@@ -1,9 +1,10 @@
 //! Running the built `pqos` binary.
 
 pub mod monitor;
+pub mod mounted;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 
 /// Path of the `pqos` binary of this workspace, building it once if needed.
@@ -97,7 +98,46 @@ impl Sim {
     pub fn state(&self) -> PathBuf {
         self.dir.path().join("sim-state.json")
     }
+}
 
+/// A platform `pqos` can be pointed at: a built-in model through `--sim` ([`Sim`]), or the same
+/// model FUSE-mounted and reached through `--iface=msr --sysroot` ([`mounted::Mounted`]).
+/// The scenarios of `paper.rs` and `alloc.rs` are written once against this and run on both.
+pub trait Machine {
+    /// `pqos` with the flags that select this machine, then `args`.
+    fn command(&self, args: &[&str]) -> Command;
+
+    /// What a monitoring run adds so that its samples follow the machine's clock: the sim
+    /// steps a virtual one (`--sim-virtual-clock`); the mounted model follows the wall clock,
+    /// so `-t 1` takes a second there and the scenarios assert relations, not exact numbers.
+    fn monitor_args(&self) -> &'static [&'static str];
+
+    /// Whether the IPC and MISSES columns are measured (the native path has no PMU source yet).
+    fn has_pmu(&self) -> bool;
+
+    /// Runs `pqos ARGS...` on this machine.
+    fn pqos(&self, args: &[&str]) -> Run {
+        self.command(args).output().expect("run pqos").into()
+    }
+
+    /// Runs the monitoring command `args` with [`Machine::monitor_args`] appended.
+    fn monitor(&self, args: &[&str]) -> Run {
+        let args: Vec<&str> = args.iter().chain(self.monitor_args()).copied().collect();
+        self.pqos(&args)
+    }
+
+    /// Starts `pqos ARGS...` in the background, output captured.
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn pqos")
+    }
+}
+
+impl Machine for Sim {
+    /// `pqos --sim=MODEL --sim-state STATE ARGS...`.
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(pqos_bin());
         cmd.arg(format!("--sim={}", self.model))
@@ -109,18 +149,12 @@ impl Sim {
         cmd
     }
 
-    /// Runs `pqos --sim=MODEL --sim-state STATE ARGS...`.
-    pub fn pqos(&self, args: &[&str]) -> Run {
-        self.command(args).output().expect("run pqos").into()
+    fn monitor_args(&self) -> &'static [&'static str] {
+        &["--sim-virtual-clock"]
     }
 
-    /// Starts the same in the background, output captured.
-    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
-        self.command(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn pqos")
+    fn has_pmu(&self) -> bool {
+        true
     }
 }
 
