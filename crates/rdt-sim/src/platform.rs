@@ -5,7 +5,8 @@ use std::io;
 use std::time::Duration;
 
 use rdt_core::{
-    CacheDomain, Capabilities, CatCaps, LogicalCpu, MbaKind, PmuCounts, PmuSource, Rmid, Topology,
+    CacheBitmask, CacheDomain, Capabilities, CatCaps, LogicalCpu, MbaKind, PmuCounts, PmuSource,
+    Rmid, Topology,
 };
 use rdt_msr::regs::{
     AMD_MBA_BW_0, AMD_SMBA_BW_0, IA32_L2_QOS_CFG, IA32_L2_QOS_MASK_0, IA32_L3_QOS_CFG,
@@ -834,8 +835,10 @@ pub(crate) fn mask_accepted(cat: &CatCaps, v: u64) -> bool {
     if v & !full != 0 {
         return false;
     }
-    let contiguous = (v >> v.trailing_zeros()).wrapping_add(1) & (v >> v.trailing_zeros()) == 0;
-    (contiguous || cat.non_contiguous_cbm) && v.count_ones() >= cat.min_cbm_bits
+    let Ok(mask) = CacheBitmask::new(v) else {
+        return false;
+    };
+    (mask.is_contiguous() || cat.non_contiguous_cbm) && mask.ways() >= cat.min_cbm_bits
 }
 
 const fn mba_reset(kind: MbaKind) -> u64 {
