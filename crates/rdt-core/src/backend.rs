@@ -4,7 +4,7 @@ use std::ops::BitOr;
 
 use crate::{
     CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, CpuSet, LogicalCpu, MbaLimit,
-    Rmid, Topology,
+    Rmid, TaskId, Topology,
 };
 
 /// The interface a backend programs the hardware through (pqos `--iface`).
@@ -173,6 +173,54 @@ impl MonValues {
     }
 }
 
+/// An operation the backend's interface cannot do: per-task allocation and monitoring need
+/// the OS interface (MSR RMIDs and COS follow CPUs only; pqos(8) narrows `-p` and `pid:` to
+/// `--iface=os`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{operation} needs the OS (resctrl) interface; this platform was opened with the {interface:?} interface"
+)]
+pub struct Unsupported {
+    /// What was asked (`"task association"`, `"PID monitoring"`).
+    pub operation: &'static str,
+    /// The interface in use.
+    pub interface: Interface,
+}
+
+/// Whether a resctrl group is a control group (own `schemata`, a CLOSID) or a monitor group
+/// (under a control group's `mon_groups/`, an RMID only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GroupKind {
+    /// A CTRL_MON group: `/sys/fs/resctrl/<name>` (or the root).
+    Control,
+    /// A MON group: `<control>/mon_groups/<name>`.
+    Monitor,
+}
+
+/// Who made a resctrl group, judged by its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GroupOwner {
+    /// A name pqos (Intel's or this one) uses: `COS<n>` control groups, `pqos-<pid>-<n>`
+    /// monitor groups. Both tools read, rewrite and remove these.
+    Pqos,
+    /// Any other name (goresctrl, kubelet, a user's `mkdir`): never rewritten or removed,
+    /// except by a full reset the user asked for.
+    Foreign,
+}
+
+/// One resctrl group as [`Backend::groups`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GroupInfo {
+    /// Path relative to the resctrl root: `COS1`, `kubepods`, `COS1/mon_groups/pqos-42-0`.
+    pub path: String,
+    /// Control or monitor group.
+    pub kind: GroupKind,
+    /// Who made it.
+    pub owner: GroupOwner,
+    /// The class of service it maps to, for `COS<n>` control groups and groups under them.
+    pub class: Option<ClassId>,
+}
+
 /// One way of programming RDT: raw MSRs or resctrl.
 ///
 /// Domains are cache instances: `CacheDomain` is an L3 id for L3 CAT and MBA (the kernel's
@@ -181,8 +229,8 @@ impl MonValues {
 /// Implementations validate their arguments against [`Backend::capabilities`] before
 /// writing anything, so a rejected call leaves the platform as it was.
 pub trait Backend {
-    /// A fake may use [`std::convert::Infallible`].
-    type Error: std::error::Error + Send + Sync + 'static;
+    /// The backend's error; the task methods' defaults return [`Unsupported`] through it.
+    type Error: std::error::Error + Send + Sync + 'static + From<Unsupported>;
 
     /// The interface this backend uses.
     fn interface(&self) -> Interface;
@@ -288,4 +336,67 @@ pub trait Backend {
     /// # Errors
     /// When the group is unknown or a write fails.
     fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), Self::Error>;
+
+    /// The class the task `task` (one thread) is associated with.
+    ///
+    /// # Errors
+    /// [`Unsupported`] on the MSR interface; no such task; the files cannot be read.
+    fn class_of_task(&mut self, task: TaskId) -> Result<ClassId, Self::Error> {
+        let _ = task;
+        Err(self.unsupported("task association").into())
+    }
+
+    /// Puts a task in `class`. A process id (a thread-group leader) moves every thread of
+    /// the process, one `tasks` write each (pqos `pqos_alloc_assoc_set_pid`, resctrl takes
+    /// one id per write); a thread id moves that thread only.
+    ///
+    /// # Errors
+    /// [`Unsupported`] on the MSR interface; no such task or class (nothing is written then);
+    /// the kernel refused a write.
+    fn associate_task(&mut self, task: TaskId, class: ClassId) -> Result<(), Self::Error> {
+        let _ = (task, class);
+        Err(self.unsupported("task association").into())
+    }
+
+    /// The tasks explicitly placed in `class` (its `tasks` file), ascending. For COS 0 (the
+    /// root group) that is every task not in another group.
+    ///
+    /// # Errors
+    /// [`Unsupported`] on the MSR interface; the files cannot be read.
+    fn tasks_of_class(&mut self, class: ClassId) -> Result<Vec<TaskId>, Self::Error> {
+        let _ = class;
+        Err(self.unsupported("task association").into())
+    }
+
+    /// Starts monitoring `events` on `tasks` as one group (a resctrl monitor group holding
+    /// every thread of each named process). IPC and misses come from per-task PMU counts.
+    ///
+    /// # Errors
+    /// [`Unsupported`] on the MSR interface; no such task, a task already monitored, events
+    /// unsupported, no RMID free.
+    fn start_monitoring_tasks(
+        &mut self,
+        tasks: &[TaskId],
+        events: MonEvents,
+    ) -> Result<MonGroupId, Self::Error> {
+        let _ = (tasks, events);
+        Err(self.unsupported("PID monitoring").into())
+    }
+
+    /// Every resctrl group present, ours and other tools', root excluded; empty on the MSR
+    /// interface (which has no groups).
+    ///
+    /// # Errors
+    /// When the resctrl tree cannot be read.
+    fn groups(&mut self) -> Result<Vec<GroupInfo>, Self::Error> {
+        Ok(Vec::new())
+    }
+
+    /// The [`Unsupported`] error for `operation` on this backend's interface.
+    fn unsupported(&self, operation: &'static str) -> Unsupported {
+        Unsupported {
+            operation,
+            interface: self.interface(),
+        }
+    }
 }

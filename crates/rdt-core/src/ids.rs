@@ -1,4 +1,5 @@
-//! Plain numeric identifiers: classes of service, RMIDs, logical CPUs and cache domains.
+//! Plain numeric identifiers: classes of service, RMIDs, logical CPUs, cache domains and
+//! tasks.
 //!
 //! Each id is a newtype over `u32` so that a CPU number can never be passed where a COS is
 //! expected. `Display` and `FromStr` use the kernel's text form, which for all of these is
@@ -113,6 +114,17 @@ id_type!(
     "cache domain id"
 );
 
+id_type!(
+    /// A Linux task: a thread id, or a process id (the id of its main thread), as in
+    /// resctrl's `tasks` files and `/proc/<pid>/task/<tid>`. 0 is never a valid task here
+    /// (resctrl reads `0` as "the writing task"); the kernel's limit is `pid_max`
+    /// (at most 4194304).
+    #[doc(alias = "pid")]
+    #[doc(alias = "tid")]
+    TaskId,
+    "task id"
+);
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -136,6 +148,7 @@ mod tests {
             prop_assert_eq!(Rmid::new(n).to_string().parse::<Rmid>().unwrap(), Rmid::new(n));
             prop_assert_eq!(LogicalCpu::new(n).to_string().parse::<LogicalCpu>().unwrap(), LogicalCpu::new(n));
             prop_assert_eq!(CacheDomain::new(n).to_string().parse::<CacheDomain>().unwrap(), CacheDomain::new(n));
+            prop_assert_eq!(TaskId::new(n).to_string().parse::<TaskId>().unwrap(), TaskId::new(n));
         }
     }
 }

@@ -33,8 +33,8 @@ pub mod pmu;
 pub mod topology;
 
 pub use backend::{
-    AllocReset, Backend, CatClass, CatMask, FeatureSetting, Interface, MbaClass, MonEvents,
-    MonGroupId, MonValues,
+    AllocReset, Backend, CatClass, CatMask, FeatureSetting, GroupInfo, GroupKind, GroupOwner,
+    Interface, MbaClass, MonEvents, MonGroupId, MonValues, Unsupported,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, LimitError, MbaCaps, MbaKind,
@@ -43,7 +43,7 @@ pub use caps::{
 pub use cpuid::{CpuidDump, CpuidRegs, CpuidSource, DevCpuid, DumpCpu, DumpError, NativeCpuid};
 pub use cpuset::{CpuSet, MAX_CPU, ParseCpuSetError};
 pub use detect::rdt_absence as explain_no_rdt;
-pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid};
+pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{MbaLimit, ParseMbaLimitError};
 pub use pmu::{NoPmu, PmuCounts, PmuSource};

@@ -4,7 +4,7 @@
 //! simulated platform provides them from its workload model. Monitoring works without a
 //! PMU: the IPC and miss columns are then reported as unavailable.
 
-use crate::LogicalCpu;
+use crate::{LogicalCpu, TaskId};
 
 /// Cumulative PMU counts of one logical CPU (free-running, 64-bit, wrapping).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -21,6 +21,19 @@ pub struct PmuCounts {
 pub trait PmuSource {
     /// Cumulative counts of `cpu`, or `None` when this source cannot count on it.
     fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts>;
+
+    /// Cumulative counts of one task (a thread id; counting follows the thread on every CPU),
+    /// or `None` when this source cannot count tasks. The first read of a task may start its
+    /// counters (and return zeros); [`PmuSource::release_task`] stops them.
+    fn read_task(&mut self, task: TaskId) -> Option<PmuCounts> {
+        let _ = task;
+        None
+    }
+
+    /// Stops counting `task` and frees what counting it held (perf file descriptors).
+    fn release_task(&mut self, task: TaskId) {
+        let _ = task;
+    }
 }
 
 /// A platform without a usable PMU: every read is `None`.
@@ -36,5 +49,11 @@ impl PmuSource for NoPmu {
 impl<T: PmuSource + ?Sized> PmuSource for Box<T> {
     fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts> {
         (**self).read(cpu)
+    }
+    fn read_task(&mut self, task: TaskId) -> Option<PmuCounts> {
+        (**self).read_task(task)
+    }
+    fn release_task(&mut self, task: TaskId) {
+        (**self).release_task(task);
     }
 }

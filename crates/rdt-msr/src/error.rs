@@ -3,7 +3,9 @@
 use std::io;
 use std::path::PathBuf;
 
-use rdt_core::{CacheDomain, CatResource, ClassId, LimitError, LogicalCpu, MonGroupId};
+use rdt_core::{
+    CacheDomain, CatResource, ClassId, LimitError, LogicalCpu, MonGroupId, Unsupported,
+};
 
 use crate::MsrAddr;
 
@@ -115,6 +117,9 @@ pub enum MsrError {
     /// A monitoring group id this backend did not hand out, or one already stopped.
     #[error("no monitoring group {}", .0.0)]
     NoSuchGroup(MonGroupId),
+    /// Per-task work asked of the MSR interface.
+    #[error(transparent)]
+    Interface(#[from] Unsupported),
     /// A monitoring group was requested without CPUs or without events.
     #[error("a monitoring group needs at least one CPU and one event")]
     EmptyGroup,

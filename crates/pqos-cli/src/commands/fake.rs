@@ -23,6 +23,12 @@ impl fmt::Display for FakeError {
 
 impl std::error::Error for FakeError {}
 
+impl From<rdt_core::Unsupported> for FakeError {
+    fn from(e: rdt_core::Unsupported) -> Self {
+        Self(e.to_string())
+    }
+}
+
 type R<T> = Result<T, FakeError>;
 
 fn fail<T>(msg: impl Into<String>) -> R<T> {
