@@ -10,7 +10,10 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use rdt_core::{AllocReset, ClassId, CpuSet, FeatureSetting, LogicalCpu, MonEvents};
+use rdt_core::{
+    AllocReset, ClassId, CpuSet, FeatureSetting, ListLimits, LogicalCpu, MonEvents, TaskId,
+    parse_pqos_list,
+};
 
 /// A command-line value does not follow pqos's grammar. The message names the token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,38 +54,31 @@ fn parse_u32(token: &str, what: &str) -> Result<u32, ArgError> {
     u32::try_from(v).map_err(|_| err(format!("{what} '{token}' is out of range")))
 }
 
-/// pqos's `strlisttotab()` for resource ids: comma-separated numbers and `a-b` ranges;
-/// empty elements are skipped, reversed ranges swapped, duplicates removed. Sorted.
+/// pqos's `strlisttotab()` for resource ids (the ids after `@` in `-e`), through the one
+/// list parser of rdt-core ([`parse_pqos_list`] with [`ListLimits::RESOURCE_IDS`]):
+/// comma-separated numbers and `a-b` ranges; empty elements are skipped, reversed ranges
+/// swapped, duplicates removed; in first-mention order, as pqos applies them.
 ///
 /// # Errors
-/// When an element is not a number or a range of numbers.
+/// When an element is not a number or a range of numbers, or the list is too long.
 pub fn parse_id_list(list: &str) -> Result<Vec<u32>, ArgError> {
-    let mut ids = Vec::new();
-    for token in list.split(',') {
-        let t = token.trim();
-        if t.is_empty() {
-            continue;
-        }
-        let (lo, hi) = match t.split_once('-') {
-            None => {
-                let n = parse_u32(t, "resource id")?;
-                (n, n)
-            }
-            Some((a, b)) => {
-                let bad = || err(format!("'{t}' in '{list}' is not a number or a range N-M"));
-                let a = parse_u32(a, "resource id").map_err(|_| bad())?;
-                let b = parse_u32(b, "resource id").map_err(|_| bad())?;
-                (a.min(b), a.max(b))
-            }
-        };
-        if hi - lo > 4096 {
-            return Err(err(format!("range '{t}' in '{list}' is too large")));
-        }
-        ids.extend(lo..=hi);
-    }
-    ids.sort_unstable();
-    ids.dedup();
-    Ok(ids)
+    let ids = parse_pqos_list(list, &ListLimits::RESOURCE_IDS).map_err(|e| err(e.to_string()))?;
+    // RESOURCE_IDS caps values below u32::MAX.
+    Ok(ids
+        .into_iter()
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+        .collect())
+}
+
+/// A task list of `-a pid:` in pqos's lenient form ([`ListLimits::TASKS`]).
+fn parse_task_list(list: &str, item: &str) -> Result<Vec<TaskId>, ArgError> {
+    let ids = parse_pqos_list(list, &ListLimits::TASKS)
+        .map_err(|e| err(format!("{e} (in \"{item}\")")))?;
+    // TASKS caps values at MAX_TASK_ID, far below u32::MAX.
+    Ok(ids
+        .into_iter()
+        .map(|n| TaskId::new(u32::try_from(n).unwrap_or(u32::MAX)))
+        .collect())
 }
 
 /// A CPU list in pqos's lenient form, with the error naming the item it came from.
@@ -287,8 +283,9 @@ impl FromStr for ClassDefs {
 pub enum AssocTarget {
     /// `llc:`, `cos:`, `core:`: logical CPUs.
     Cores(CpuSet),
-    /// `pid:`: task ids (OS interface only).
-    Pids(Vec<u32>),
+    /// `pid:`: task ids (OS interface only), in first-mention order. A process id stands for
+    /// every thread of the process.
+    Pids(Vec<TaskId>),
 }
 
 /// One `;`-separated item of `-a`: `cos:COS=LIST`.
@@ -306,8 +303,8 @@ pub struct Assoc {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AssocDefs(pub Vec<Assoc>);
 
-const ASSOC_RULE: &str =
-    "expected llc:COS=CPU_LIST, cos:COS=CPU_LIST or core:COS=CPU_LIST, e.g. llc:1=2-7";
+const ASSOC_RULE: &str = "expected llc:COS=CPU_LIST, cos:COS=CPU_LIST, core:COS=CPU_LIST or \
+     pid:COS=TASK_LIST, e.g. llc:1=2-7 or pid:1=1234,5678";
 
 impl FromStr for Assoc {
     type Err = ArgError;
@@ -338,10 +335,7 @@ impl FromStr for Assoc {
                 .map_err(|e| err(format!("{e} (class of service in \"{item}\")")))?,
         );
         let target = if prefix == "pid:" {
-            let mut pids = Vec::new();
-            for id in parse_id_list(list).map_err(|e| err(format!("{e} (in \"{item}\")")))? {
-                pids.push(id);
-            }
+            let pids = parse_task_list(list, item)?;
             if pids.is_empty() {
                 return Err(err(format!("No task id specified in \"{item}\"")));
             }
@@ -778,7 +772,29 @@ mod tests {
         let a: AssocDefs = "core:1=3".parse().unwrap();
         assert_eq!(a.0[0].target, AssocTarget::Cores(cpus("3")));
         let a: AssocDefs = "pid:2=1234,5678".parse().unwrap();
-        assert_eq!(a.0[0].target, AssocTarget::Pids(vec![1234, 5678]));
+        assert_eq!(
+            a.0[0].target,
+            AssocTarget::Pids(vec![TaskId::new(1234), TaskId::new(5678)])
+        );
+        let a: AssocDefs = "llc:1=0-1;pid:2=5678-5677,9;core:3=4".parse().unwrap();
+        assert_eq!(a.0.len(), 3, "core and pid items mix in one -a");
+        assert_eq!(
+            a.0[1].target,
+            AssocTarget::Pids(vec![
+                TaskId::new(5677),
+                TaskId::new(5678),
+                TaskId::new(9)
+            ])
+        );
+        // PIDs go beyond every CPU number, up to the kernel's pid_max limit
+        let a: AssocDefs = "pid:1=4194304".parse().unwrap();
+        assert_eq!(a.0[0].target, AssocTarget::Pids(vec![TaskId::new(4_194_304)]));
+        let m = "pid:1=4194305".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("task id 4194305") && m.contains("pid:1=4194305"), "{m}");
+        let m = "pid:1=1-300000".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("more than 262144 task ids"), "{m}");
+        let m = "pid:1=".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("No task id specified"), "{m}");
     }
 
     #[test]

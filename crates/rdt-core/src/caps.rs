@@ -167,6 +167,12 @@ pub struct MbaCaps {
     pub num_classes: u32,
     /// Limit encoding.
     pub kind: MbaKind,
+    /// The kernel's MBA software controller is on (resctrl mounted with `mba_MBps`): limits
+    /// are set and shown in MiB/s ([`MbaLimit::MibPerSec`], pqos's `mba_max`, "MBA CTRL")
+    /// instead of the hardware's encoding. CPUID cannot tell and the MSR interface has no
+    /// such controller, so detection reports `false`; the resctrl backend sets it from the
+    /// mount options in force.
+    pub ctrl_enabled: bool,
 }
 
 impl MbaCaps {

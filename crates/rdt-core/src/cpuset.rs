@@ -155,13 +155,31 @@ impl CpuSet {
         }
     }
 
-    /// Parses pqos's lenient list form (`strlisttotab` in pqos/main.c): like `FromStr`, but
-    /// empty elements are skipped and reversed ranges (`7-2`) are swapped.
+    /// Parses pqos's lenient list form (`strlisttotab` in pqos/main.c) with
+    /// [`parse_pqos_list`] and [`ListLimits::CPUS`]: like `FromStr`, but empty elements are
+    /// skipped, reversed ranges (`7-2`) are swapped and numbers may be hexadecimal (`0x1f`).
     ///
     /// # Errors
     /// [`ParseCpuSetError::BadToken`] or [`ParseCpuSetError::TooLarge`], naming the element.
     pub fn from_pqos_list(list: &str) -> Result<Self, ParseCpuSetError> {
-        parse_list(list, true)
+        let ids = parse_pqos_list(list, &ListLimits::CPUS).map_err(|e| match e {
+            ParsePqosListError::BadToken { list, token, .. } => {
+                ParseCpuSetError::BadToken { list, token }
+            }
+            ParsePqosListError::TooLarge { list, value, .. } => {
+                ParseCpuSetError::TooLarge { list, cpu: value }
+            }
+            // CPUS allows one entry per possible CPU: a list cannot exceed it without a
+            // number above MAX_CPU, which is reported first.
+            ParsePqosListError::TooMany { list, .. } => ParseCpuSetError::TooLarge {
+                list,
+                cpu: u64::from(MAX_CPU) + 1,
+            },
+        })?;
+        Ok(ids
+            .into_iter()
+            .map(|n| LogicalCpu::new(u32::try_from(n).unwrap_or(MAX_CPU)))
+            .collect())
     }
 
     /// Parses the kernel's hex-mask form of `cpus` files: comma-separated 32-bit words, most
@@ -228,6 +246,175 @@ impl CpuSet {
     }
 }
 
+/// The largest task id Linux can hand out: `pid_max` is at most 2^22 (`PID_MAX_LIMIT`,
+/// `include/linux/threads.h`), and ids are below it.
+pub const MAX_TASK_ID: u64 = 4_194_304;
+
+/// What one use of pqos's list grammar accepts: the largest number and how many entries a
+/// list may expand to (ranges included), and the noun for messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListLimits {
+    /// The largest number accepted.
+    pub max_value: u64,
+    /// The most distinct entries a list may expand to.
+    pub max_entries: usize,
+    /// What the numbers are, for messages (`"CPU"`, `"task id"`).
+    pub what: &'static str,
+}
+
+impl ListLimits {
+    /// Logical CPUs (pqos `CORE_LIST`): up to [`MAX_CPU`].
+    pub const CPUS: Self = Self {
+        max_value: MAX_CPU as u64,
+        max_entries: MAX_CPU as usize + 1,
+        what: "CPU",
+    };
+    /// Task ids (pqos `PID_LIST` of `-a pid:` and `-p`): up to [`MAX_TASK_ID`], and at most
+    /// 262144 entries after expanding ranges (pqos/monitor.c caps PID ranges there).
+    pub const TASKS: Self = Self {
+        max_value: MAX_TASK_ID,
+        max_entries: 262_144,
+        what: "task id",
+    };
+    /// Resource ids after `@` in `-e` (sockets, L3 or L2 ids): pqos keeps at most 256.
+    pub const RESOURCE_IDS: Self = Self {
+        max_value: u32::MAX as u64 - 1,
+        max_entries: 256,
+        what: "resource id",
+    };
+}
+
+/// A pqos list could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParsePqosListError {
+    /// An element is neither `N` nor `N-M`.
+    #[error(
+        "`{token}` in {what} list `{list}` is not a number or a range N-M (numbers are decimal, or hexadecimal with 0x)"
+    )]
+    BadToken {
+        /// What the numbers are.
+        what: &'static str,
+        /// The whole list.
+        list: String,
+        /// The offending element.
+        token: String,
+    },
+    /// A number is above the limit.
+    #[error("{what} {value} in `{list}` is above the largest allowed {what} {max}")]
+    TooLarge {
+        /// What the numbers are.
+        what: &'static str,
+        /// The whole list.
+        list: String,
+        /// The offending number.
+        value: u64,
+        /// The limit.
+        max: u64,
+    },
+    /// The list expands to too many entries.
+    #[error("`{list}` selects more than {max} {what}s")]
+    TooMany {
+        /// What the numbers are.
+        what: &'static str,
+        /// The whole list.
+        list: String,
+        /// The limit.
+        max: usize,
+    },
+}
+
+fn parse_list_number(
+    list: &str,
+    token: &str,
+    text: &str,
+    limits: &ListLimits,
+) -> Result<u64, ParsePqosListError> {
+    let t = text.trim();
+    let (digits, radix) = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None => (t, 10),
+    };
+    let bad = || ParsePqosListError::BadToken {
+        what: limits.what,
+        list: list.into(),
+        token: token.into(),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(bad());
+    }
+    let too_large = |value| ParsePqosListError::TooLarge {
+        what: limits.what,
+        list: list.into(),
+        value,
+        max: limits.max_value,
+    };
+    let n = u64::from_str_radix(digits, radix).map_err(|_| too_large(u64::MAX))?;
+    if n > limits.max_value {
+        return Err(too_large(n));
+    }
+    Ok(n)
+}
+
+/// pqos's list grammar (`strlisttotab()` in pqos/main.c), shared by CPU lists, task lists
+/// and resource ids: comma-separated elements `N` or `N-M`; leading and trailing spaces and
+/// empty elements are skipped, a reversed range (`7-2`) is swapped, numbers are decimal or
+/// hexadecimal with `0x`; duplicates are dropped. The result is in first-mention order, as
+/// pqos applies it.
+///
+/// # Errors
+/// [`ParsePqosListError::BadToken`] for an element that is not a number or range,
+/// [`ParsePqosListError::TooLarge`] for a number above `limits.max_value`,
+/// [`ParsePqosListError::TooMany`] when the list expands beyond `limits.max_entries`.
+///
+/// # Examples
+/// ```
+/// use rdt_core::{ListLimits, parse_pqos_list};
+/// assert_eq!(parse_pqos_list("8, 3-1,,0x2", &ListLimits::TASKS).unwrap(), [8, 1, 2, 3]);
+/// assert!(parse_pqos_list("1-", &ListLimits::CPUS).is_err());
+/// ```
+pub fn parse_pqos_list(list: &str, limits: &ListLimits) -> Result<Vec<u64>, ParsePqosListError> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for token in list.split(',') {
+        if token.trim().is_empty() {
+            continue;
+        }
+        let (lo, hi) = match token.trim().split_once('-') {
+            None => {
+                let n = parse_list_number(list, token, token, limits)?;
+                (n, n)
+            }
+            Some((a, b)) => {
+                let a = parse_list_number(list, token, a, limits)?;
+                let b = parse_list_number(list, token, b, limits)?;
+                (a.min(b), a.max(b))
+            }
+        };
+        let too_many = || ParsePqosListError::TooMany {
+            what: limits.what,
+            list: list.into(),
+            max: limits.max_entries,
+        };
+        // Refuse before expanding: `0-4194304` must not allocate first and complain after.
+        if usize::try_from(hi - lo)
+            .ok()
+            .is_none_or(|n| n >= limits.max_entries)
+        {
+            return Err(too_many());
+        }
+        for n in lo..=hi {
+            if seen.insert(n) {
+                if out.len() == limits.max_entries {
+                    return Err(too_many());
+                }
+                out.push(n);
+            }
+        }
+    }
+    Ok(out)
+}
+
 fn split(cpu: u32) -> (usize, u64) {
     ((cpu / 64) as usize, 1u64 << (cpu % 64))
 }
@@ -253,7 +440,8 @@ fn parse_cpu(list: &str, token: &str, text: &str) -> Result<u32, ParseCpuSetErro
     Ok(u32::try_from(n).unwrap_or(MAX_CPU))
 }
 
-fn parse_list(list: &str, lenient: bool) -> Result<CpuSet, ParseCpuSetError> {
+/// The kernel's strict list form: no empty elements, no reversed ranges, decimal only.
+fn parse_list(list: &str) -> Result<CpuSet, ParseCpuSetError> {
     let mut set = CpuSet::new();
     let text = list.trim();
     if text.is_empty() {
@@ -261,9 +449,6 @@ fn parse_list(list: &str, lenient: bool) -> Result<CpuSet, ParseCpuSetError> {
     }
     for token in text.split(',') {
         if token.trim().is_empty() {
-            if lenient {
-                continue;
-            }
             return Err(ParseCpuSetError::BadToken {
                 list: list.into(),
                 token: token.into(),
@@ -279,8 +464,6 @@ fn parse_list(list: &str, lenient: bool) -> Result<CpuSet, ParseCpuSetError> {
                 let b = parse_cpu(list, token, b)?;
                 if a <= b {
                     (a, b)
-                } else if lenient {
-                    (b, a)
                 } else {
                     return Err(ParseCpuSetError::Reversed {
                         list: list.into(),
@@ -301,7 +484,7 @@ impl FromStr for CpuSet {
 
     /// Parses the kernel's list form (`0-3,8`); a trailing newline is accepted.
     fn from_str(s: &str) -> Result<Self, ParseCpuSetError> {
-        parse_list(s, false)
+        parse_list(s)
     }
 }
 
@@ -397,6 +580,70 @@ mod tests {
         let s = CpuSet::from_pqos_list("7-5,,1").unwrap();
         assert_eq!(s.to_string(), "1,5-7");
         assert!(CpuSet::from_pqos_list("2-").is_err());
+    }
+
+    #[test]
+    fn pqos_list_accepts_hex_keeps_mention_order_and_dedups() {
+        assert_eq!(
+            parse_pqos_list(" 5,0x2-1 ,5,,", &ListLimits::TASKS).unwrap(),
+            [5, 1, 2]
+        );
+        assert_eq!(
+            parse_pqos_list("", &ListLimits::CPUS).unwrap(),
+            Vec::<u64>::new()
+        );
+        let s = CpuSet::from_pqos_list("0x3,1").unwrap();
+        assert_eq!(s.to_string(), "1,3");
+    }
+
+    #[test]
+    fn pqos_list_limits_are_per_use() {
+        // arrange: a PID beyond every CPU number
+        let pid = "4194304";
+        // act / assert
+        assert_eq!(
+            parse_pqos_list(pid, &ListLimits::TASKS).unwrap(),
+            [4_194_304]
+        );
+        assert!(matches!(
+            parse_pqos_list(pid, &ListLimits::CPUS),
+            Err(ParsePqosListError::TooLarge {
+                value: 4_194_304,
+                max: 8191,
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse_pqos_list("4194305", &ListLimits::TASKS),
+            Err(ParsePqosListError::TooLarge { .. })
+        ));
+        // pqos's 262144-entry cap on PID ranges, refused before expanding
+        let e = parse_pqos_list("1-262145", &ListLimits::TASKS).unwrap_err();
+        assert!(
+            matches!(e, ParsePqosListError::TooMany { max: 262_144, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("more than 262144 task ids"), "{e}");
+        assert_eq!(
+            parse_pqos_list("1-262144", &ListLimits::TASKS)
+                .unwrap()
+                .len(),
+            262_144
+        );
+        let e = parse_pqos_list("1-200000,300000-400000", &ListLimits::TASKS).unwrap_err();
+        assert!(matches!(e, ParsePqosListError::TooMany { .. }), "{e}");
+    }
+
+    #[test]
+    fn pqos_list_errors_name_the_token_and_the_rule() {
+        let e = parse_pqos_list("1,2-x", &ListLimits::TASKS).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`2-x` in task id list `1,2-x` is not a number or a range N-M (numbers are decimal, or hexadecimal with 0x)"
+        );
+        assert!(parse_pqos_list("0x", &ListLimits::CPUS).is_err());
+        assert!(parse_pqos_list("-3", &ListLimits::CPUS).is_err());
+        assert!(parse_pqos_list("99999999999999999999999", &ListLimits::CPUS).is_err());
     }
 
     proptest! {

@@ -345,6 +345,7 @@ fn allocation(p: &Probe<'_>, raw: &Raw<'_>, amd: bool) -> Allocation {
                 // CPUID.(EAX=10H,ECX=3):ECX[0]: per-thread MBA controls (MBA 3.0)
                 per_thread: bit(r.ecx, 0),
             },
+            ctrl_enabled: false,
         })
     } else {
         Feature::DetailsUnknown
@@ -397,6 +398,7 @@ fn amd_bandwidth(p: &Probe<'_>, raw: &Raw<'_>) -> (Feature<MbaCaps>, Feature<Mba
             // CPUID.(EAX=80000020H,ECX=1 or 2):EDX[15:0]: highest COS
             num_classes: bits(info.cos_max(), 15, 0) + 1,
             kind: MbaKind::AmdBandwidth { width },
+            ctrl_enabled: false,
         })
     };
     // CPUID.(EAX=80000020H,ECX=0):EBX[1]: L3MBE (MBA); EBX[2]: L3SMBE (SMBA)
@@ -689,6 +691,7 @@ mod tests {
                     linear: true,
                     per_thread: false
                 },
+                ctrl_enabled: false,
             })
         );
         assert_eq!(caps.smba, Feature::Unsupported);
@@ -837,7 +840,8 @@ mod tests {
             caps.mba,
             Feature::Supported(MbaCaps {
                 num_classes: 16,
-                kind: MbaKind::AmdBandwidth { width: 11 }
+                kind: MbaKind::AmdBandwidth { width: 11 },
+                ctrl_enabled: false,
             })
         );
         assert_eq!(caps.smba, Feature::Unsupported);

@@ -41,7 +41,9 @@ pub use caps::{
     MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
 };
 pub use cpuid::{CpuidDump, CpuidRegs, CpuidSource, DevCpuid, DumpCpu, DumpError, NativeCpuid};
-pub use cpuset::{CpuSet, MAX_CPU, ParseCpuSetError};
+pub use cpuset::{
+    CpuSet, ListLimits, MAX_CPU, MAX_TASK_ID, ParseCpuSetError, ParsePqosListError, parse_pqos_list,
+};
 pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};

@@ -95,6 +95,7 @@ fn expected_amd_bw(s: &str) -> MbaCaps {
     MbaCaps {
         num_classes: u32::try_from(num(&f, "numCOS")).unwrap(),
         kind: MbaKind::AmdBandwidth { width },
+        ctrl_enabled: false,
     }
 }
 
@@ -174,6 +175,7 @@ fn expected_bandwidth(
                     // Not in the summary: CPUID.(10H,3):ECX[0], read from the dump.
                     per_thread: dump.cpuid(0x10, 3).is_some_and(|r| r.ecx & 1 == 1),
                 },
+                ctrl_enabled: false,
             })
         }
     };

@@ -262,6 +262,7 @@ mod tests {
                     linear: true,
                     per_thread: false,
                 },
+                ctrl_enabled: false,
             });
         });
         let sample = crate::testdata::sample("intel_pqos-d_hw_issue143.txt");

@@ -226,6 +226,7 @@ impl FakeBackend {
                     linear: true,
                     per_thread: false,
                 },
+                ctrl_enabled: false,
             }),
             smba: Feature::Unsupported,
             l3_cache: None,
@@ -252,6 +253,7 @@ impl FakeBackend {
             mba: Feature::Supported(MbaCaps {
                 num_classes: 16,
                 kind: MbaKind::AmdBandwidth { width: 11 },
+                ctrl_enabled: false,
             }),
             smba: Feature::Unsupported,
             l3_cache: None,

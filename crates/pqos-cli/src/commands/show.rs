@@ -214,6 +214,7 @@ mod tests {
                     linear: true,
                     per_thread: false,
                 },
+                ctrl_enabled: false,
             });
         });
         define(&mut b, "mba:1=50;mba:2=70;mba:5=10");

@@ -74,6 +74,7 @@ fn caps() -> Capabilities {
                 linear: true,
                 per_thread: false,
             },
+            ctrl_enabled: false,
         }),
         smba: Feature::Unsupported,
         l3_cache: None,
@@ -581,10 +582,12 @@ fn amd_caps() -> Capabilities {
     c.mba = Feature::Supported(MbaCaps {
         num_classes: 16,
         kind: MbaKind::AmdBandwidth { width: 11 },
+        ctrl_enabled: false,
     });
     c.smba = Feature::Supported(MbaCaps {
         num_classes: 16,
         kind: MbaKind::AmdBandwidth { width: 11 },
+        ctrl_enabled: false,
     });
     c
 }
