@@ -5,9 +5,15 @@
 //! reports bad values naming the option and the token. [`crate::command::Plan::from_args`]
 //! then turns the flags into one validated [`crate::command::Command`].
 
+pub mod config_file;
+pub mod logger;
+pub mod safe_open;
+
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::error::ErrorKind;
+use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::grammar::{AssocDefs, ClassDefs, EvtCores, Interval, MonResetCfg, MonTime, ResetCfg};
 
@@ -25,7 +31,7 @@ pub enum FileType {
 /// `--iface`: which interface programs the hardware.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum IfaceArg {
-    /// Let the tool choose (MSR for now).
+    /// Let the tool choose: `RDT_IFACE` if set, else OS where resctrl is mounted, else MSR.
     Auto,
     /// Model-specific registers (`/dev/cpu/N/msr`).
     Msr,
@@ -42,6 +48,10 @@ Examples:
   pqos -e \"llc:1d=0xf,1c=0xf0\"              CDP data and code masks of class 1
   pqos -e \"mba:1=50\"                        limit class 1 to 50% of memory bandwidth
   pqos -a \"llc:1=2-7;llc:2=8-10\"            put cores 2-7 in class 1, 8-10 in class 2
+  pqos -a \"pid:1=1234,5678\" -I             put processes 1234 and 5678 (all threads) in class 1
+  pqos -e \"mba_max:1=6000\" -I               cap class 1 at 6000 MBps (resctrl mounted with mba_MBps)
+  pqos -H                                   list the allocation profiles; -c CFG1 applies one
+  pqos -f alloc.cfg                         run the commands of a configuration file
   pqos -R                                   reset allocation (-R l3cdp-on: and turn CDP on)
   pqos -m \"all:[2-7];all:[8-10]\" -t 10      monitor two core groups for 10 s
   pqos -r -m all:0-3 -i 5                   reset RMIDs, monitor cores 0-3 every 500 ms
@@ -52,12 +62,17 @@ sapphire-rapids, or the path of a CPUID dump. Their state persists between runs 
 state file (--sim-state PATH).";
 
 /// pqos: Intel RDT / AMD PQoS monitoring and allocation, compatible with intel-cmt-cat's pqos.
-#[derive(Parser, Debug, Default)]
+///
+/// `Parser` is implemented by hand (below) so that parsing follows pqos: `-f` files expand in
+/// place, `-H` answers at once, `-l`/`-v`/`-V` install the log sink.
+#[derive(clap::Args, Debug, Default)]
 #[command(
-    name = "pqos",
     about = "Intel(R) RDT / AMD PQoS: monitor and allocate last-level cache and memory bandwidth",
     long_about = None,
     disable_version_flag = true,
+    // A later option overrides an earlier one, as with getopt: `-t 1 -t 5` is `-t 5`, and a
+    // -f file's options mix with the command line's (see `config_file`).
+    args_override_self = true,
     after_help = AFTER_HELP
 )]
 #[allow(clippy::struct_excessive_bools)] // pqos's flags are booleans one to one
@@ -183,6 +198,23 @@ pub struct Args {
     #[arg(long = "version")]
     pub version: bool,
 
+    /// List the allocation profiles (for -c) and exit.
+    #[arg(short = 'H', long = "profile-list")]
+    pub profile_list: bool,
+
+    /// Apply an allocation profile: its L3 classes as -e items (CFG0..CFG3; see -H).
+    #[arg(short = 'c', long = "profile-set", value_name = "PROFILE")]
+    pub profile_set: Option<String>,
+
+    /// Read commands from a configuration file, in place of this option ("KEY: VALUE" lines,
+    /// e.g. "alloc-class-set: llc:1=0xf"; # comments). Only one -f.
+    #[arg(short = 'f', long = "config-file", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
+
+    /// Write log messages (WARN; INFO with -v; DEBUG with -V) to FILE instead of stderr.
+    #[arg(short = 'l', long = "log-file", value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+
     /// Use the OS (resctrl) interface; same as --iface=os.
     #[arg(short = 'I', long = "iface-os", conflicts_with = "iface")]
     pub iface_os: bool,
@@ -237,10 +269,98 @@ pub struct Args {
     pub sim_virtual_clock: bool,
 }
 
+/// A clap error of `kind` with pqos's message, printed by `main` as clap errors are.
+fn arg_error(kind: ErrorKind, message: &str) -> clap::Error {
+    clap::Error::raw(kind, format!("{message}\n"))
+}
+
+/// `pqos -H`: the profile list on stdout, exit 0, as soon as `-H` is seen (pqos answers it
+/// in its getopt loop, before the platform is opened). Built as clap's own help output, so
+/// `main` prints it and exits 0 as it does for `-h`.
+fn profile_list_exit() -> clap::Error {
+    let mut cmd = clap::Command::new("pqos")
+        .help_template(crate::commands::profiles::list_text())
+        .disable_help_flag(true)
+        .arg(
+            clap::Arg::new("profile-list")
+                .short('H')
+                .action(clap::ArgAction::Help),
+        );
+    match cmd.try_get_matches_from_mut(["pqos", "-H"]) {
+        Err(e) => e,
+        Ok(_) => arg_error(
+            ErrorKind::DisplayHelp,
+            &crate::commands::profiles::list_text(),
+        ),
+    }
+}
+
+impl CommandFactory for Args {
+    fn command() -> clap::Command {
+        <Self as clap::Args>::augment_args(clap::Command::new("pqos"))
+    }
+
+    fn command_for_update() -> clap::Command {
+        <Self as clap::Args>::augment_args_for_update(clap::Command::new("pqos"))
+    }
+}
+
+impl Parser for Args {
+    /// Parses this process's command line the pqos way ([`Args::try_parse_argv`]) and
+    /// installs the log sink of `-l`/`-v`/`-V` ([`logger::Sink`]).
+    fn try_parse() -> Result<Self, clap::Error> {
+        let args = Self::try_parse_argv(std::env::args_os().collect())?;
+        let verbosity = if args.super_verbose {
+            2
+        } else {
+            u8::from(args.verbose)
+        };
+        let sink = logger::Sink::for_args(args.log_file.as_deref(), verbosity).map_err(|e| {
+            let name = args
+                .log_file
+                .as_deref()
+                .map_or_else(String::new, |p| p.display().to_string());
+            arg_error(
+                ErrorKind::Io,
+                &format!("Error opening {name} log file! ({e})"),
+            )
+        })?;
+        sink.install();
+        Ok(args)
+    }
+
+    fn try_parse_from<I, T>(itr: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Self::try_parse_argv(itr.into_iter().map(Into::into).collect())
+    }
+}
+
+impl Args {
+    /// Parses an argument list the pqos way, without installing the log sink: `-f FILE` is
+    /// replaced by the file's options where it stands ([`config_file::expand`]), then clap
+    /// parses, then `-H` answers at once.
+    ///
+    /// # Errors
+    /// A clap error to print: bad options or values, a bad configuration file; `-h` and
+    /// `-H` as clap's help "errors" (printed on stdout, exit 0).
+    pub fn try_parse_argv(argv: Vec<OsString>) -> Result<Self, clap::Error> {
+        let mut cmd = Self::command();
+        let argv = config_file::expand(argv, &mut cmd)
+            .map_err(|m| arg_error(ErrorKind::ValueValidation, &m))?;
+        let mut matches = cmd.try_get_matches_from_mut(argv)?;
+        let parsed = Self::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd))?;
+        if parsed.profile_list {
+            return Err(profile_list_exit());
+        }
+        Ok(parsed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
-
     use super::*;
 
     #[test]

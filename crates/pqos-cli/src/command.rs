@@ -1,14 +1,17 @@
 //! From flags to one validated [`Command`] (ripgrep's LowArgs -> HiArgs).
 //!
 //! The order of actions follows pqos's `main()` (pqos(8), spec §1.10): `--version`; then
-//! `-r` and `-R` run first; then `-s` or `-d`/`-D` and exit; else `-e`/`-a` and exit; else,
-//! unless `-R` was given, monitoring (every core when no `-m`).
+//! `-r` and `-R` run first; then `-s` or `-d`/`-D` and exit; else `-c`/`-e`/`-a` and exit;
+//! else, unless `-R` was given, monitoring (every core when no `-m`).
+//!
+//! The interface is resolved here too ([`resolve_iface`]), so the plan names the one
+//! interface the platform is opened with.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use rdt_core::{AllocReset, ClassId, LogicalCpu};
+use rdt_core::{AllocReset, ClassId, LogicalCpu, TaskId};
 
 use crate::args::{Args, FileType, IfaceArg};
 use crate::grammar::{AssocTarget, ClassDef, MonGroupSpec, MonTime, merge_groups};
@@ -35,26 +38,44 @@ pub struct SimOptions {
     pub virtual_clock: bool,
 }
 
-/// The interface asked for.
+/// The interface the platform is opened with, after resolving `auto` ([`resolve_iface`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Iface {
-    /// Choose (MSR for now).
-    Auto,
-    /// Model-specific registers.
+    /// Model-specific registers (`/dev/cpu/N/msr`).
     Msr,
-    /// resctrl (not implemented yet).
+    /// The kernel's resctrl filesystem.
     Os,
 }
 
-/// `-e` and `-a` together.
+impl Iface {
+    /// pqos's name of the interface: `msr`, `os`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Msr => "msr",
+            Self::Os => "os",
+        }
+    }
+}
+
+/// `-e`, `-c` and `-a` together.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct AllocRequest {
     /// Class definitions, in command-line order.
     pub classes: Vec<ClassDef>,
+    /// `-c PROFILE`: an allocation profile whose L3 classes are applied after the `-e`
+    /// definitions (pqos appends them to the `-e` list; resolved against the CBM length
+    /// when applied, see `commands::profiles`).
+    pub profile: Option<String>,
     /// Core associations after merging repeated cores (the last one wins, as in pqos),
     /// in first-mention order, each with the `-a` item it came from.
     pub assoc: Vec<(LogicalCpu, ClassId, String)>,
-    /// pqos's `warn: updating COS for core %u from %u to %u` lines, printed on stdout.
+    /// Task associations (`-a pid:COS=LIST`) after merging repeated tasks (the last one
+    /// wins), in first-mention order, each with its `-a` item. A process id moves every
+    /// thread of the process.
+    pub tasks: Vec<(TaskId, ClassId, String)>,
+    /// pqos's `warn: updating COS for core %u from %u to %u` (and `... for task ...`)
+    /// lines, printed on stdout.
     pub warnings: Vec<String>,
 }
 
@@ -118,41 +139,132 @@ pub struct Plan {
     pub command: Command,
 }
 
-/// The message for anything that needs the OS interface.
+/// The message for anything that needs the OS interface where it is not built in.
 pub const OS_IFACE_NOT_IMPLEMENTED: &str =
     "the OS (resctrl) interface is not implemented yet; use --iface=msr";
+
+/// Why the in-process simulated platform cannot serve the OS interface, and what to do.
+pub const SIM_HAS_NO_OS_IFACE: &str = "the in-process simulated platform (--sim) has the MSR \
+     interface only; to use the OS (resctrl) interface, mount the simulated platform \
+     (rdt-sim mount DIR) and run pqos --sysroot DIR --iface=os";
+
+/// What interface resolution needs to know about the host (pqos `lib/cap.c`
+/// `discover_interface`, v25.04): the `RDT_IFACE` environment variable and whether resctrl
+/// is mounted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IfaceProbe {
+    /// `RDT_IFACE`, when set.
+    pub rdt_iface: Option<String>,
+    /// Whether a resctrl filesystem is mounted at `/sys/fs/resctrl` (under `--sysroot`).
+    pub resctrl_mounted: bool,
+}
+
+impl IfaceProbe {
+    /// Looks at this process's environment and at `<root>/sys/fs/resctrl/schemata` (the
+    /// root group's `schemata` exists only while resctrl is mounted); `root` is `/` or the
+    /// `--sysroot` directory.
+    #[must_use]
+    pub fn current(root: &Path) -> Self {
+        Self {
+            rdt_iface: std::env::var("RDT_IFACE").ok(),
+            resctrl_mounted: root.join("sys/fs/resctrl/schemata").exists(),
+        }
+    }
+}
+
+/// What the command line asks of the interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IfaceRequest {
+    /// `--iface=auto` or nothing.
+    Auto,
+    /// `--iface=msr`.
+    Msr,
+    /// `--iface=os` or `-I`.
+    Os,
+}
+
+/// Resolves the interface as pqos does (spec §1.9): options narrow the choice (`pid:`
+/// associations and `-p` need `os`; `needs_os` names the first such option), an explicit
+/// `--iface` must fit them, `RDT_IFACE` (`OS`/`MSR` prefix, any case) restricts the
+/// interface and chooses it for `auto`; otherwise `auto` is `os` where resctrl is mounted,
+/// else `msr` (v25.04).
+///
+/// # Errors
+/// pqos's messages: `Error: explicit interface 'msr' is not compatible with option '...'
+/// which requires 'os'.`, `Error: option '...' requires interface 'os' but only 'msr' is
+/// available on this platform.`, `Interface initialization error! Your system has been
+/// restricted to use the OS interface only!` (or MSR), `Invalid interface enforcement
+/// selection.`
+pub fn resolve_iface(
+    request: IfaceRequest,
+    needs_os: Option<&str>,
+    probe: &IfaceProbe,
+) -> Result<Iface> {
+    if let (IfaceRequest::Msr, Some(option)) = (request, needs_os) {
+        bail!(
+            "Error: explicit interface 'msr' is not compatible with option '{option}' which \
+             requires 'os'."
+        );
+    }
+    let forced = match probe.rdt_iface.as_deref() {
+        None => None,
+        Some(v) if v.len() >= 2 && v[..2].eq_ignore_ascii_case("OS") => Some(Iface::Os),
+        Some(v) if v.len() >= 3 && v[..3].eq_ignore_ascii_case("MSR") => Some(Iface::Msr),
+        Some(v) => bail!(
+            "Interface initialization error! Invalid interface enforcement selection: \
+             RDT_IFACE={v:?} (expected OS or MSR)"
+        ),
+    };
+    let restricted = |iface: Iface| {
+        anyhow::anyhow!(
+            "Interface initialization error! Your system has been restricted to use the {} \
+             interface only! (RDT_IFACE is set{})",
+            iface.name().to_ascii_uppercase(),
+            needs_os.map_or_else(String::new, |o| format!("; option '{o}' requires 'os'"))
+        )
+    };
+    match (request, forced) {
+        (IfaceRequest::Msr, Some(Iface::Os)) => Err(restricted(Iface::Os)),
+        (IfaceRequest::Os, Some(Iface::Msr)) => Err(restricted(Iface::Msr)),
+        (IfaceRequest::Auto, Some(Iface::Msr)) if needs_os.is_some() => Err(restricted(Iface::Msr)),
+        (IfaceRequest::Msr, _) => Ok(Iface::Msr),
+        (IfaceRequest::Os, _) => Ok(Iface::Os),
+        (IfaceRequest::Auto, Some(forced)) => Ok(forced),
+        (IfaceRequest::Auto, None) => match needs_os {
+            Some(option) if !probe.resctrl_mounted => bail!(
+                "Error: option '{option}' requires interface 'os' but only 'msr' is available \
+                 on this platform. (resctrl is not mounted: mount -t resctrl resctrl \
+                 /sys/fs/resctrl)"
+            ),
+            _ if probe.resctrl_mounted => Ok(Iface::Os),
+            _ => Ok(Iface::Msr),
+        },
+    }
+}
 
 impl Plan {
     /// Validates flag combinations and converts the flags into a plan.
     ///
     /// # Errors
-    /// PID operations (they need the OS interface), a core in two monitoring groups.
-    pub fn from_args(mut args: Args) -> Result<Self> {
+    /// An interface that does not fit the options or the host ([`resolve_iface`]), a core
+    /// in two monitoring groups.
+    pub fn from_args(args: Args) -> Result<Self> {
         if args.mon_pid.is_some() {
             bail!(
                 "-p/--mon-pid: monitoring processes needs the OS (resctrl) interface, which is not \
                  implemented yet; the MSR interface monitors cores: use -m EVENT:CORES"
             );
         }
-        let iface = match (args.iface_os, args.iface) {
-            (true, _) | (false, Some(IfaceArg::Os)) => Iface::Os,
-            (false, Some(IfaceArg::Msr)) => Iface::Msr,
-            (false, Some(IfaceArg::Auto) | None) => Iface::Auto,
-        };
-        let source = match args.sim.take() {
-            Some(model) => {
-                if iface == Iface::Os {
-                    bail!("{OS_IFACE_NOT_IMPLEMENTED} (the simulated platform is MSR-based)");
-                }
-                Source::Sim(SimOptions {
-                    model,
-                    state: args.sim_state.take(),
-                    scenario: args.sim_scenario.take(),
-                    virtual_clock: args.sim_virtual_clock,
-                })
-            }
-            None => Source::Native(iface),
-        };
+        let probe = IfaceProbe::current(args.sysroot.as_deref().unwrap_or(Path::new("/")));
+        Self::from_args_with(args, &probe)
+    }
+
+    /// [`Plan::from_args`] with the host's view given, for tests.
+    ///
+    /// # Errors
+    /// As [`Plan::from_args`].
+    pub fn from_args_with(mut args: Args, probe: &IfaceProbe) -> Result<Self> {
+        let source = resolve_source(&mut args, probe)?;
         let verbosity = if args.super_verbose {
             2
         } else {
@@ -166,8 +278,11 @@ impl Plan {
             Command::Display {
                 verbose: args.display_verbose,
             }
-        } else if !args.alloc_class.is_empty() || !args.alloc_assoc.is_empty() {
-            Command::Allocate(alloc_request(&args)?)
+        } else if !args.alloc_class.is_empty()
+            || !args.alloc_assoc.is_empty()
+            || args.profile_set.is_some()
+        {
+            Command::Allocate(alloc_request(&args))
         } else if args.alloc_reset.is_some() {
             Command::Nothing
         } else {
@@ -184,21 +299,94 @@ impl Plan {
     }
 }
 
-fn alloc_request(args: &Args) -> Result<AllocRequest> {
+/// The option that requires the OS interface, if any (pqos master's `narrow_iface`).
+fn needs_os(args: &Args) -> Option<&'static str> {
+    let pid_assoc = args
+        .alloc_assoc
+        .iter()
+        .flat_map(|a| a.0.iter())
+        .any(|item| matches!(item.target, AssocTarget::Pids(_)));
+    if pid_assoc {
+        Some("-a/--alloc-assoc (pid)")
+    } else if args.mon_pid.is_some() {
+        Some("-p/--mon-pid")
+    } else {
+        None
+    }
+}
+
+/// The platform: the in-process simulator (MSR only) or this machine through the resolved
+/// interface.
+fn resolve_source(args: &mut Args, probe: &IfaceProbe) -> Result<Source> {
+    let request = match (args.iface_os, args.iface) {
+        (true, _) | (false, Some(IfaceArg::Os)) => IfaceRequest::Os,
+        (false, Some(IfaceArg::Msr)) => IfaceRequest::Msr,
+        (false, Some(IfaceArg::Auto) | None) => IfaceRequest::Auto,
+    };
+    let needs = needs_os(args);
+    log::info!(
+        "Requested interface: {}",
+        match request {
+            IfaceRequest::Auto => "AUTO",
+            IfaceRequest::Msr => "MSR",
+            IfaceRequest::Os => "OS",
+        }
+    );
+    if let Some(v) = &probe.rdt_iface {
+        log::info!("RDT_IFACE={v}");
+    }
+    if probe.resctrl_mounted {
+        log::info!("resctrl detected");
+    }
+    let Some(model) = args.sim.take() else {
+        return Ok(Source::Native(resolve_iface(request, needs, probe)?));
+    };
+    // The in-process simulator has no resctrl: it is "a host without resctrl".
+    let sim_probe = IfaceProbe {
+        rdt_iface: probe.rdt_iface.clone(),
+        resctrl_mounted: false,
+    };
+    match (request, needs) {
+        (IfaceRequest::Os, _) => bail!("{SIM_HAS_NO_OS_IFACE}"),
+        (IfaceRequest::Auto, Some(option)) => bail!("{SIM_HAS_NO_OS_IFACE} ('{option}' needs it)"),
+        _ => {}
+    }
+    if resolve_iface(request, needs, &sim_probe)? == Iface::Os {
+        bail!("{SIM_HAS_NO_OS_IFACE} (RDT_IFACE asks for it)");
+    }
+    Ok(Source::Sim(SimOptions {
+        model,
+        state: args.sim_state.take(),
+        scenario: args.sim_scenario.take(),
+        virtual_clock: args.sim_virtual_clock,
+    }))
+}
+
+fn alloc_request(args: &Args) -> AllocRequest {
     let classes = args
         .alloc_class
         .iter()
         .flat_map(|d| d.0.iter().cloned())
         .collect();
     let mut assoc: Vec<(LogicalCpu, ClassId, String)> = Vec::new();
+    let mut tasks: Vec<(TaskId, ClassId, String)> = Vec::new();
     let mut warnings = Vec::new();
     for item in args.alloc_assoc.iter().flat_map(|a| a.0.iter()) {
         match &item.target {
-            AssocTarget::Pids(_) => bail!(
-                "\"{}\": associating tasks needs the OS (resctrl) interface, which is not \
-                 implemented yet; the MSR interface associates cores: use llc:COS=CORES",
-                item.text
-            ),
+            AssocTarget::Pids(pids) => {
+                for &task in pids {
+                    if let Some(entry) = tasks.iter_mut().find(|(t, _, _)| *t == task) {
+                        warnings.push(format!(
+                            "warn: updating COS for task {task} from {} to {}",
+                            entry.1, item.class
+                        ));
+                        entry.1 = item.class;
+                        entry.2.clone_from(&item.text);
+                    } else {
+                        tasks.push((task, item.class, item.text.clone()));
+                    }
+                }
+            }
             AssocTarget::Cores(cpus) => {
                 for cpu in cpus.iter() {
                     if let Some(entry) = assoc.iter_mut().find(|(c, _, _)| *c == cpu) {
@@ -215,11 +403,13 @@ fn alloc_request(args: &Args) -> Result<AllocRequest> {
             }
         }
     }
-    Ok(AllocRequest {
+    AllocRequest {
         classes,
+        profile: args.profile_set.clone(),
         assoc,
+        tasks,
         warnings,
-    })
+    }
 }
 
 fn monitor_request(args: &Args) -> Result<MonitorRequest> {
@@ -248,9 +438,28 @@ mod tests {
     use super::*;
     use crate::grammar::{AllocKind, MaskScope};
 
+    /// A plan on a host without resctrl and without RDT_IFACE.
     fn plan(argv: &[&str]) -> Result<Plan> {
+        plan_on(&IfaceProbe::default(), argv)
+    }
+
+    fn plan_on(probe: &IfaceProbe, argv: &[&str]) -> Result<Plan> {
         let parsed = Args::try_parse_from(std::iter::once("pqos").chain(argv.iter().copied()))?;
-        Plan::from_args(parsed)
+        Plan::from_args_with(parsed, probe)
+    }
+
+    fn resctrl() -> IfaceProbe {
+        IfaceProbe {
+            rdt_iface: None,
+            resctrl_mounted: true,
+        }
+    }
+
+    fn env(v: &str) -> IfaceProbe {
+        IfaceProbe {
+            rdt_iface: Some(v.into()),
+            resctrl_mounted: true,
+        }
     }
 
     fn command(argv: &[&str]) -> Command {
@@ -518,7 +727,7 @@ mod tests {
 
     #[test]
     fn example_interfaces() {
-        assert_eq!(plan(&["-d"]).unwrap().source, Source::Native(Iface::Auto));
+        assert_eq!(plan(&["-d"]).unwrap().source, Source::Native(Iface::Msr));
         assert_eq!(
             plan(&["--iface=msr", "-d"]).unwrap().source,
             Source::Native(Iface::Msr)
@@ -533,9 +742,153 @@ mod tests {
         );
         let e = plan(&["--sim", "-I", "-d"]).unwrap_err().to_string();
         assert!(
-            e.contains("OS (resctrl) interface is not implemented yet"),
+            e.contains("OS (resctrl) interface") && e.contains("rdt-sim mount DIR"),
             "{e}"
         );
+        assert!(e.contains("--sysroot DIR --iface=os"), "{e}");
+    }
+
+    #[test]
+    fn auto_chooses_os_where_resctrl_is_mounted_as_pqos_v25_04() {
+        assert_eq!(
+            plan_on(&resctrl(), &["-s"]).unwrap().source,
+            Source::Native(Iface::Os)
+        );
+        assert_eq!(
+            plan_on(&resctrl(), &["--iface=auto", "-s"]).unwrap().source,
+            Source::Native(Iface::Os)
+        );
+        assert_eq!(
+            plan_on(&resctrl(), &["--iface=msr", "-s"]).unwrap().source,
+            Source::Native(Iface::Msr)
+        );
+        // the in-process simulator is MSR only, whatever the host has
+        assert!(matches!(
+            plan_on(&resctrl(), &["--sim", "-s"]).unwrap().source,
+            Source::Sim(_)
+        ));
+    }
+
+    #[test]
+    fn rdt_iface_chooses_for_auto_and_restricts_explicit_choices() {
+        for v in ["OS", "os", "Os_only"] {
+            assert_eq!(
+                plan_on(&env(v), &["-s"]).unwrap().source,
+                Source::Native(Iface::Os),
+                "{v}"
+            );
+        }
+        let mut msr = env("msr");
+        msr.resctrl_mounted = true;
+        assert_eq!(
+            plan_on(&msr, &["-s"]).unwrap().source,
+            Source::Native(Iface::Msr)
+        );
+        let e = plan_on(&env("OS"), &["--iface=msr", "-s"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "Interface initialization error! Your system has been restricted to use the OS interface only!"
+            ),
+            "{e}"
+        );
+        let e = plan_on(&env("MSR"), &["-I", "-s"]).unwrap_err().to_string();
+        assert!(
+            e.contains("restricted to use the MSR interface only!"),
+            "{e}"
+        );
+        let e = plan_on(&env("MSR"), &["-a", "pid:1=1"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("restricted to use the MSR interface only!"),
+            "{e}"
+        );
+        assert!(e.contains("'-a/--alloc-assoc (pid)' requires 'os'"), "{e}");
+        let e = plan_on(&env("mmio"), &["-s"]).unwrap_err().to_string();
+        assert!(e.contains("Invalid interface enforcement selection"), "{e}");
+        let e = plan_on(&env("OS"), &["--sim", "-s"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("rdt-sim mount DIR") && e.contains("RDT_IFACE"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pid_association_narrows_the_interface_to_os() {
+        // auto on a resctrl host: os
+        let p = plan_on(&resctrl(), &["-a", "llc:1=0-1;pid:2=1234"]).unwrap();
+        assert_eq!(p.source, Source::Native(Iface::Os));
+        // explicit msr: pqos master's message
+        let e = plan_on(&resctrl(), &["--iface=msr", "-a", "pid:1=1234"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "Error: explicit interface 'msr' is not compatible with option \
+             '-a/--alloc-assoc (pid)' which requires 'os'."
+        );
+        // auto without resctrl
+        let e = plan(&["-a", "pid:1=1234"]).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "Error: option '-a/--alloc-assoc (pid)' requires interface 'os' but only 'msr' \
+                 is available on this platform."
+            ),
+            "{e}"
+        );
+        // the in-process simulator
+        let e = plan(&["--sim", "-a", "pid:1=1234"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("rdt-sim mount DIR") && e.contains("(pid)"),
+            "{e}"
+        );
+        // core associations leave the choice alone
+        assert_eq!(
+            plan(&["-a", "core:1=2"]).unwrap().source,
+            Source::Native(Iface::Msr)
+        );
+    }
+
+    #[test]
+    fn mon_pid_narrows_the_interface_to_os() {
+        assert_eq!(
+            resolve_iface(IfaceRequest::Auto, Some("-p/--mon-pid"), &resctrl()).unwrap(),
+            Iface::Os
+        );
+        let e = resolve_iface(IfaceRequest::Msr, Some("-p/--mon-pid"), &resctrl())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("with option '-p/--mon-pid' which requires 'os'"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn task_associations_merge_like_pqos_with_a_warning() {
+        let p = plan_on(&resctrl(), &["-a", "pid:1=10,11;pid:2=11;core:3=0"]).unwrap();
+        let Command::Allocate(a) = p.command else {
+            panic!()
+        };
+        let got: Vec<(u32, u32)> = a.tasks.iter().map(|(t, c, _)| (t.get(), c.get())).collect();
+        assert_eq!(got, [(10, 1), (11, 2)]);
+        assert_eq!(a.warnings, ["warn: updating COS for task 11 from 1 to 2"]);
+        assert_eq!(a.assoc.len(), 1);
+    }
+
+    #[test]
+    fn profile_alone_is_an_allocation() {
+        let Command::Allocate(a) = command(&["-c", "CFG1"]) else {
+            panic!()
+        };
+        assert_eq!(a.profile.as_deref(), Some("CFG1"));
+        assert_eq!(command(&["-c", "CFG1", "-s"]), Command::Show);
     }
 
     #[test]
@@ -554,13 +907,13 @@ mod tests {
 
     #[test]
     fn pid_operations_fail_with_a_clear_message() {
-        let e = plan(&["-p", "all:1234"]).unwrap_err().to_string();
-        assert!(e.contains("OS (resctrl) interface"), "{e}");
-        let e = plan(&["-p"]).unwrap_err().to_string();
+        let e = Plan::from_args(Args::try_parse_from(["pqos", "-p", "all:1234"]).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("-p/--mon-pid"), "{e}");
         let e = plan(&["-a", "pid:1=1234"]).unwrap_err().to_string();
         assert!(
-            e.contains("\"pid:1=1234\"") && e.contains("OS (resctrl)"),
+            e.contains("'-a/--alloc-assoc (pid)'") && e.contains("'os'"),
             "{e}"
         );
     }

@@ -780,17 +780,19 @@ mod tests {
         assert_eq!(a.0.len(), 3, "core and pid items mix in one -a");
         assert_eq!(
             a.0[1].target,
-            AssocTarget::Pids(vec![
-                TaskId::new(5677),
-                TaskId::new(5678),
-                TaskId::new(9)
-            ])
+            AssocTarget::Pids(vec![TaskId::new(5677), TaskId::new(5678), TaskId::new(9)])
         );
         // PIDs go beyond every CPU number, up to the kernel's pid_max limit
         let a: AssocDefs = "pid:1=4194304".parse().unwrap();
-        assert_eq!(a.0[0].target, AssocTarget::Pids(vec![TaskId::new(4_194_304)]));
+        assert_eq!(
+            a.0[0].target,
+            AssocTarget::Pids(vec![TaskId::new(4_194_304)])
+        );
         let m = "pid:1=4194305".parse::<AssocDefs>().unwrap_err().0;
-        assert!(m.contains("task id 4194305") && m.contains("pid:1=4194305"), "{m}");
+        assert!(
+            m.contains("task id 4194305") && m.contains("pid:1=4194305"),
+            "{m}"
+        );
         let m = "pid:1=1-300000".parse::<AssocDefs>().unwrap_err().0;
         assert!(m.contains("more than 262144 task ids"), "{m}");
         let m = "pid:1=".parse::<AssocDefs>().unwrap_err().0;

@@ -1,19 +1,21 @@
-//! `-e` (class definitions), `-a` (core association), `-R` (allocation reset) and `-r`
-//! (monitoring reset), with pqos's output lines (pqos/alloc.c, v25.04 strings).
+//! `-e` (class definitions), `-c` (a profile's classes), `-a` (core and task association),
+//! `-R` (allocation reset) and `-r` (monitoring reset), with pqos's output lines
+//! (pqos/alloc.c, v25.04 strings).
 //!
 //! Every definition and association is checked against the backend's capabilities and
-//! topology first; if any fails, nothing is written.
+//! topology (tasks: against `/proc`) first; if any fails, nothing is written.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use rdt_core::{
-    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask, CatResource,
-    ClassId, FeatureSetting, Interface, LogicalCpu, MbaClass, MbaKind, MbaLimit, Topology,
+    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
+    CatResource, ClassId, FeatureSetting, Interface, LogicalCpu, MbaClass, MbaKind, MbaLimit,
+    TaskId, Topology,
 };
 
-use super::{L3Domains, join};
+use super::{L3Domains, join, profiles};
 use crate::command::AllocRequest;
 use crate::grammar::{AllocKind, ClassDef, CosValue, MaskScope};
 
@@ -48,14 +50,20 @@ pub fn run_alloc<B: Backend>(
     for w in &req.warnings {
         writeln!(out, "{w}")?;
     }
-    let ops = match plan_classes(backend, &req.classes) {
+    let mut classes = req.classes.clone();
+    if let Some(name) = &req.profile {
+        // pqos appends the profile's classes to the -e list (pqos/profiles.c).
+        classes.extend(profiles::class_defs(name, backend.capabilities()).map_err(|m| anyhow!(m))?);
+    }
+    let ops = match plan_classes(backend, &classes) {
         Ok(ops) => ops,
         Err(e) => {
             writeln!(out, "Allocation configuration error!")?;
             return Err(e);
         }
     };
-    if let Err(e) = check_assoc(backend, &req.assoc) {
+    if let Err(e) = check_assoc(backend, &req.assoc).and_then(|()| check_tasks(backend, &req.tasks))
+    {
         writeln!(out, "Allocation association error!")?;
         return Err(e);
     }
@@ -77,8 +85,78 @@ pub fn run_alloc<B: Backend>(
             )));
         }
     }
-    if !ops.is_empty() || !req.assoc.is_empty() {
+    for (task, class, text) in &req.tasks {
+        if let Err(e) = backend.associate_task(*task, *class) {
+            writeln!(
+                out,
+                "Setting allocation class of service association failed!"
+            )?;
+            writeln!(out, "Allocation association error!")?;
+            return Err(anyhow!(e).context(format!(
+                "associating task {task} with COS{class} (\"{text}\")"
+            )));
+        }
+    }
+    if !ops.is_empty() || !req.assoc.is_empty() || !req.tasks.is_empty() {
         writeln!(out, "Allocation configuration altered.")?;
+    }
+    Ok(())
+}
+
+/// The classes a task can be put in on the OS interface: resctrl has as many CLOSIDs as the
+/// resource with the fewest (the kernel's `num_closids` minimum; pqos
+/// `resctrl_alloc_get_grps_num`).
+#[must_use]
+pub fn os_classes(caps: &Capabilities) -> u32 {
+    [
+        caps.l3_cat.get().map(CatCaps::usable_classes),
+        caps.l2_cat.get().map(CatCaps::usable_classes),
+        caps.mba.get().map(|m| m.num_classes),
+        caps.smba.get().map(|m| m.num_classes),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .unwrap_or(0)
+}
+
+/// Whether a task (a process or a thread) exists: `/proc/<id>` (the host's `/proc`; thread
+/// ids have one too, not listed but reachable).
+fn task_exists(task: TaskId) -> bool {
+    task.get() != 0
+        && std::path::Path::new("/proc")
+            .join(task.to_string())
+            .exists()
+}
+
+fn check_tasks<B: Backend>(backend: &B, tasks: &[(TaskId, ClassId, String)]) -> Result<()> {
+    let Some((_, _, first)) = tasks.first() else {
+        return Ok(());
+    };
+    if backend.interface() != Interface::Os {
+        bail!(
+            "\"{first}\": associating tasks needs the OS (resctrl) interface (--iface=os); this \
+             platform was opened with the MSR interface, which associates cores only"
+        );
+    }
+    let max = os_classes(backend.capabilities());
+    if max == 0 {
+        bail!("Allocation capability not detected! (no L3 CAT, L2 CAT or MBA on this platform)");
+    }
+    for (task, class, text) in tasks {
+        if class.get() >= max {
+            bail!(
+                "Task ID number or class id is out of bounds! COS{class} in \"{text}\" is beyond \
+                 the {max} classes of this platform (COS0-COS{})",
+                max - 1
+            );
+        }
+        if !task_exists(*task) {
+            bail!(
+                "Task ID number or class id is out of bounds! Task {task} in \"{text}\" does not \
+                 exist (no /proc/{task})"
+            );
+        }
     }
     Ok(())
 }
@@ -118,6 +196,15 @@ fn apply<B: Backend>(backend: &mut B, op: &Op, out: &mut dyn Write) -> Result<()
             class,
             unit,
         } => match backend.set_mba_classes(*domain, &[*class]) {
+            Ok(_) if matches!(class.limit, MbaLimit::MibPerSec(_)) => {
+                // pqos/alloc.c set_mba_clos with ctrl: `%u MBps`, no "applied" part.
+                writeln!(
+                    out,
+                    "{label} MBA COS{} => {} MBps",
+                    class.class,
+                    class.limit.value()
+                )?;
+            }
             Ok(applied) => {
                 let got = applied
                     .iter()
@@ -149,12 +236,7 @@ fn plan_classes<B: Backend>(backend: &mut B, defs: &[ClassDef]) -> Result<Vec<Op
     for def in defs {
         match def.kind {
             AllocKind::L3 | AllocKind::L2 => plan_cat(backend, def, &mut tables, &mut ops)?,
-            AllocKind::Mba => plan_mba(backend, def, &mut ops)?,
-            AllocKind::MbaMax => bail!(
-                "\"{}\": mba_max (MBps) needs the OS interface with resctrl's mba_MBps \
-                 controller, which is not implemented yet; use mba:COS=PERCENT",
-                def.text
-            ),
+            AllocKind::Mba | AllocKind::MbaMax => plan_mba(backend, def, &mut ops)?,
             AllocKind::Smba => bail!(
                 "\"{}\": {}",
                 def.text,
@@ -344,6 +426,8 @@ fn plan_mba<B: Backend>(backend: &mut B, def: &ClassDef, ops: &mut Vec<Op>) -> R
             })
             .collect::<Result<_>>()?,
     };
+    let mbps = def.kind == AllocKind::MbaMax;
+    check_mba_controller(backend.interface(), mba.ctrl_enabled, mbps, &def.text)?;
     for v in &def.values {
         caps.check_mba_class(v.class).map_err(|e| {
             anyhow!(
@@ -353,6 +437,31 @@ fn plan_mba<B: Backend>(backend: &mut B, def: &ClassDef, ops: &mut Vec<Op>) -> R
                 def.text
             )
         })?;
+        if mbps {
+            // pqos checks no range with the controller (lib/api.c pqos_mba_set); the kernel
+            // takes any u32 MBps value.
+            let v32 = u32::try_from(v.value).map_err(|_| {
+                anyhow!(
+                    "MBA COS{} rate out of range (from 1-{})! \"{}\" in \"{}\"",
+                    v.class,
+                    u32::MAX,
+                    v.text,
+                    def.text
+                )
+            })?;
+            for (id, domain) in &targets {
+                ops.push(Op::Mba {
+                    domain: *domain,
+                    label: l3.alloc_label(*id),
+                    class: MbaClass {
+                        class: v.class,
+                        limit: MbaLimit::MibPerSec(v32),
+                    },
+                    unit: " MBps",
+                });
+            }
+            continue;
+        }
         let max = u64::from(mba.unlimited().value());
         if v.value > max {
             bail!(
@@ -385,6 +494,28 @@ fn plan_mba<B: Backend>(backend: &mut B, def: &ClassDef, ops: &mut Vec<Op>) -> R
         }
     }
     Ok(())
+}
+
+/// `mba_max` needs the kernel's MBA controller (resctrl mounted with `mba_MBps`), and plain
+/// `mba` cannot be used while it is on (pqos lib/os_allocation.c `os_mba_set`; the MSR
+/// interface has no controller: lib/hw_allocation.c).
+fn check_mba_controller(iface: Interface, ctrl_on: bool, mbps: bool, item: &str) -> Result<()> {
+    match (iface, ctrl_on, mbps) {
+        (Interface::Msr, _, true) => bail!(
+            "MBA controller not supported! \"{item}\": mba_max sets MBps through the kernel's \
+             MBA software controller, which needs the OS interface (--iface=os) on a resctrl \
+             mounted with -o mba_MBps"
+        ),
+        (Interface::Os, false, true) => bail!(
+            "MBA controller requested but not enabled! \"{item}\": resctrl is not mounted with \
+             -o mba_MBps (pqos -R mbaCtrl-on remounts it so); use mba:COS=PERCENT meanwhile"
+        ),
+        (Interface::Os, true, false) => bail!(
+            "Expected MBA controller but not requested! \"{item}\": resctrl is mounted with \
+             mba_MBps, so MBA limits are in MBps: use mba_max:COS=MBPS"
+        ),
+        _ => Ok(()),
+    }
 }
 
 fn check_assoc<B: Backend>(backend: &B, assoc: &[(LogicalCpu, ClassId, String)]) -> Result<()> {
@@ -504,7 +635,12 @@ mod tests {
     fn request(argv: &[&str]) -> AllocRequest {
         let parsed =
             Args::try_parse_from(std::iter::once("pqos").chain(argv.iter().copied())).unwrap();
-        match Plan::from_args(parsed).unwrap().command {
+        // A host with resctrl, so that pid: items resolve to the OS interface.
+        let probe = crate::command::IfaceProbe {
+            rdt_iface: None,
+            resctrl_mounted: true,
+        };
+        match Plan::from_args_with(parsed, &probe).unwrap().command {
             Command::Allocate(r) => r,
             c => panic!("{c:?}"),
         }
@@ -526,7 +662,7 @@ mod tests {
             "nothing may be written: {:?}",
             backend.writes
         );
-        assert!(out.ends_with(" error!\n"), "{out}");
+        assert!(out.is_empty() || out.ends_with(" error!\n"), "{out}");
         e
     }
 
@@ -715,7 +851,168 @@ mod tests {
         let e = rejected(&mut b, &["-e", "l2:1=0xf"]);
         assert!(e.contains("L2 CAT is not supported"), "{e}");
         let e = rejected(&mut b, &["-e", "mba_max:1=6000"]);
-        assert!(e.contains("OS interface"), "{e}");
+        assert!(
+            e.contains("\"mba_max:1=6000\": MBA is not supported"),
+            "{e}"
+        );
+    }
+
+    /// intel_1s on the OS interface, with the MBA controller on or off.
+    fn os_backend(mba_ctrl: bool) -> FakeBackend {
+        let mut b = FakeBackend::intel_1s();
+        b.os_interface = true;
+        b.reconfigure(|c| c.mba.get_mut().unwrap().ctrl_enabled = mba_ctrl);
+        b
+    }
+
+    #[test]
+    fn mba_max_sets_mbps_through_the_controller() {
+        // arrange
+        let mut b = os_backend(true);
+        // act
+        let (r, out) = run(&mut b, &["-e", "mba_max:1=6000;mba_max@0:2=0x100"]);
+        // assert
+        r.unwrap();
+        assert_eq!(
+            out,
+            "SOCKET 0 MBA COS1 => 6000 MBps\nSOCKET 0 MBA COS2 => 256 MBps\n\
+             Allocation configuration altered.\n"
+        );
+        assert_eq!(b.writes, ["MBA 0 COS1 = 6000", "MBA 0 COS2 = 256"]);
+        let mut show = Vec::new();
+        crate::commands::show::run_show(&mut b, false, &mut show).unwrap();
+        let show = String::from_utf8(show).unwrap();
+        assert!(
+            show.contains("    MBA COS1 => 6000 MBps\n    MBA COS2 => 256 MBps\n"),
+            "{show}"
+        );
+    }
+
+    #[test]
+    fn mba_max_without_the_controller_gets_pqos_errors() {
+        let mut b = os_backend(false);
+        let e = rejected(&mut b, &["-e", "llc:1=0xf;mba_max:1=6000"]);
+        assert!(
+            e.starts_with("MBA controller requested but not enabled! \"mba_max:1=6000\""),
+            "{e}"
+        );
+        assert!(e.contains("mba_MBps"), "{e}");
+        let mut b = FakeBackend::intel_1s();
+        let e = rejected(&mut b, &["-e", "mba_max:1=6000"]);
+        assert!(e.starts_with("MBA controller not supported!"), "{e}");
+        assert!(e.contains("--iface=os"), "{e}");
+        let mut b = os_backend(true);
+        let e = rejected(&mut b, &["-e", "mba:1=50"]);
+        assert!(
+            e.starts_with("Expected MBA controller but not requested! \"mba:1=50\""),
+            "{e}"
+        );
+        let e = rejected(&mut b, &["-e", "mba_max:9=100"]);
+        assert!(e.starts_with("Invalid class ID: 9!"), "{e}");
+        let e = rejected(&mut b, &["-e", "mba_max:1=0x100000000"]);
+        assert!(e.contains("rate out of range"), "{e}");
+    }
+
+    fn me() -> u32 {
+        std::process::id()
+    }
+
+    #[test]
+    fn pid_association_moves_every_thread_of_the_process() {
+        // arrange: this test process (it exists in /proc) with two more threads, and init
+        let mut b = os_backend(false);
+        b.add_process(me(), &[me() + 1, me() + 2]);
+        b.add_process(1, &[]);
+        // act
+        let (r, out) = run(&mut b, &["-a", &format!("llc:1=0;pid:3={};pid:2=1", me())]);
+        // assert
+        r.unwrap();
+        assert_eq!(out, "Allocation configuration altered.\n");
+        assert_eq!(
+            (b.class_of_thread(me()), b.class_of_thread(me() + 2)),
+            (3, 3)
+        );
+        assert_eq!(b.class_of_thread(1), 2);
+        assert_eq!(b.class_of_cpu(0), 1);
+        assert_eq!(b.writes[0], "assoc 0 COS1", "cores first, as pqos");
+    }
+
+    #[test]
+    fn pid_association_is_validated_before_anything_is_written() {
+        let mut b = os_backend(false);
+        b.add_process(me(), &[]);
+        // a task that cannot exist (pid_max is at most 4194304: ids are below it)
+        let e = rejected(
+            &mut b,
+            &[
+                "-e",
+                "llc:1=0xf",
+                "-a",
+                &format!("pid:1={};pid:1=4194304", me()),
+            ],
+        );
+        assert!(
+            e.starts_with(
+                "Task ID number or class id is out of bounds! Task 4194304 in \"pid:1=4194304\" \
+                 does not exist"
+            ),
+            "{e}"
+        );
+        // resctrl's CLOSIDs are the fewest of any resource: 8 here (L2 CAT and MBA)
+        let e = rejected(&mut b, &["-a", &format!("pid:8={}", me())]);
+        assert!(
+            e.starts_with("Task ID number or class id is out of bounds! COS8 in"),
+            "{e}"
+        );
+        assert!(e.contains("(COS0-COS7)"), "{e}");
+    }
+
+    #[test]
+    fn pid_association_on_the_msr_interface_names_the_os_interface() {
+        let mut b = FakeBackend::intel_1s();
+        let e = rejected(&mut b, &["-a", &format!("pid:1={}", me())]);
+        assert!(
+            e.contains("OS (resctrl) interface (--iface=os)") && e.contains("MSR interface"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn failed_task_write_prints_pqos_lines() {
+        let mut b = os_backend(false);
+        b.add_process(me(), &[]);
+        b.fail_writes = true;
+        let (r, out) = run(&mut b, &["-a", &format!("pid:1={}", me())]);
+        let e = format!("{:#}", r.unwrap_err());
+        assert_eq!(
+            out,
+            "Setting allocation class of service association failed!\n\
+             Allocation association error!\n"
+        );
+        assert!(e.contains(&format!("task {} with COS1", me())), "{e}");
+    }
+
+    #[test]
+    fn profile_applies_after_the_command_line_classes() {
+        // broadwell_2s: 20 ways -> CFG1's 20-way table
+        let mut b = FakeBackend::broadwell_2s();
+        let (r, out) = run(&mut b, &["-e", "llc@0:5=0x3", "-c", "cfg1"]);
+        r.unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "SOCKET 0 L3CA COS5 => MASK 0x3");
+        assert_eq!(lines[1], "SOCKET 0 L3CA COS0 => MASK 0xff");
+        assert_eq!(lines[2], "SOCKET 1 L3CA COS0 => MASK 0xff");
+        assert_eq!(lines[8], "SOCKET 1 L3CA COS3 => MASK 0xf0000");
+        assert_eq!(lines[9], "Allocation configuration altered.");
+        assert_eq!(
+            b.l3_mask(1, 2),
+            CatMask::Unified(CacheBitmask::new(0xf000).unwrap())
+        );
+        let e = rejected(&mut b, &["-c", "CFG7"]);
+        assert!(
+            e.starts_with("Allocation profile 'CFG7' not found or cache allocation not supported!"),
+            "{e}"
+        );
     }
 
     #[test]

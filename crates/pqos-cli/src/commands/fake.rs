@@ -6,9 +6,10 @@ use std::fmt;
 
 use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, CacheGeometry, Capabilities, CatCaps, CatClass,
-    CatMask, CatResource, ClassId, CpuPlacement, CpuSet, Feature, FeatureSetting, Interface,
-    LogicalCpu, MbaCaps, MbaClass, MbaKind, MbaLimit, MonEventSupport, MonEvents, MonGroupId,
-    MonValues, MonitoringCaps, PmuCaps, Rmid, Topology, Vendor,
+    CatMask, CatResource, ClassId, CpuPlacement, CpuSet, Feature, FeatureSetting, GroupInfo,
+    GroupKind, GroupOwner, Interface, LogicalCpu, MbaCaps, MbaClass, MbaKind, MbaLimit,
+    MonEventSupport, MonEvents, MonGroupId, MonValues, MonitoringCaps, PmuCaps, Rmid, TaskId,
+    Topology, Vendor,
 };
 
 /// The fake's error: a message.
@@ -59,8 +60,14 @@ pub struct FakeBackend {
     pub writes: Vec<String>,
     /// Make every write fail.
     pub fail_writes: bool,
-    /// Report the OS interface (no RMIDs in `rmid_of`).
+    /// Report the OS interface (no RMIDs in `rmid_of`; task association works).
     pub os_interface: bool,
+    /// Processes: process id (its main thread) -> every thread id, main thread included.
+    processes: BTreeMap<TaskId, Vec<TaskId>>,
+    /// The class of every known thread (resctrl: which group's `tasks` lists it).
+    task_class: BTreeMap<TaskId, ClassId>,
+    /// resctrl groups present besides the root (ours and other tools').
+    groups_present: Vec<GroupInfo>,
 }
 
 fn cpus(topo_spec: &[(u32, u32, u32, u32)]) -> Topology {
@@ -129,6 +136,9 @@ impl FakeBackend {
             writes: Vec::new(),
             fail_writes: false,
             os_interface: false,
+            processes: BTreeMap::new(),
+            task_class: BTreeMap::new(),
+            groups_present: Vec::new(),
         };
         b.reset_tables();
         for c in b.topo.cpus() {
@@ -292,6 +302,39 @@ impl FakeBackend {
         self.rmid[&LogicalCpu::new(cpu)].get()
     }
 
+    /// Adds a process with its threads (the process id is its main thread), all in COS0.
+    pub fn add_process(&mut self, pid: u32, threads: &[u32]) {
+        let mut all = vec![TaskId::new(pid)];
+        all.extend(threads.iter().map(|&t| TaskId::new(t)));
+        all.sort_unstable();
+        all.dedup();
+        for t in &all {
+            self.task_class.insert(*t, ClassId::new(0));
+        }
+        self.processes.insert(TaskId::new(pid), all);
+    }
+
+    /// The class of thread `tid`.
+    pub fn class_of_thread(&self, tid: u32) -> u32 {
+        self.task_class[&TaskId::new(tid)].get()
+    }
+
+    /// Adds a resctrl group as `ls /sys/fs/resctrl` would show it.
+    pub fn add_group(&mut self, path: &str, kind: GroupKind, owner: GroupOwner) {
+        let class = path
+            .split('/')
+            .next()
+            .and_then(|top| top.strip_prefix("COS"))
+            .and_then(|n| n.parse().ok())
+            .map(ClassId::new);
+        self.groups_present.push(GroupInfo {
+            path: path.to_owned(),
+            kind,
+            owner,
+            class,
+        });
+    }
+
     /// Whether a monitoring group is still running.
     pub fn running_groups(&self) -> usize {
         self.groups.len()
@@ -412,12 +455,17 @@ impl Backend for FakeBackend {
                 .check_mba_class(cl.class)
                 .map_err(|e| FakeError(e.to_string()))?;
             let limit = match (m.kind, cl.limit) {
-                (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p)) => {
+                (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p))
+                    if !m.ctrl_enabled =>
+                {
                     let step = 100 - max_delay;
                     let rounded = (u32::from(p) + step / 2) / step * step;
                     MbaLimit::Percent(u8::try_from(rounded.clamp(100 - max_delay, 100)).unwrap())
                 }
-                (MbaKind::AmdBandwidth { .. }, MbaLimit::AmdUnits(u)) => MbaLimit::AmdUnits(u),
+                (MbaKind::AmdBandwidth { .. }, MbaLimit::AmdUnits(u)) if !m.ctrl_enabled => {
+                    MbaLimit::AmdUnits(u)
+                }
+                (_, MbaLimit::MibPerSec(v)) if m.ctrl_enabled => MbaLimit::MibPerSec(v),
                 _ => return fail("wrong MBA limit kind"),
             };
             applied.push(MbaClass {
@@ -534,6 +582,58 @@ impl Backend for FakeBackend {
 
     fn values(&self, group: MonGroupId) -> Option<&MonValues> {
         self.values.get(&group)
+    }
+
+    fn class_of_task(&mut self, task: TaskId) -> R<ClassId> {
+        if !self.os_interface {
+            return Err(self.unsupported("task association").into());
+        }
+        self.task_class
+            .get(&task)
+            .copied()
+            .ok_or_else(|| FakeError(format!("no task {task}")))
+    }
+
+    fn associate_task(&mut self, task: TaskId, class: ClassId) -> R<()> {
+        if !self.os_interface {
+            return Err(self.unsupported("task association").into());
+        }
+        if class.get() >= crate::commands::alloc::os_classes(&self.caps) {
+            return fail(format!("COS{class} out of range"));
+        }
+        let threads = match self.processes.get(&task) {
+            Some(all) => all.clone(),
+            None if self.task_class.contains_key(&task) => vec![task],
+            None => return fail(format!("no task {task}")),
+        };
+        for t in threads {
+            self.write(format!("task {t} COS{class}"))?;
+            self.task_class.insert(t, class);
+        }
+        Ok(())
+    }
+
+    fn tasks_of_class(&mut self, class: ClassId) -> R<Vec<TaskId>> {
+        if !self.os_interface {
+            return Err(self.unsupported("task association").into());
+        }
+        if self.fail_writes {
+            return fail("injected failure reading tasks");
+        }
+        Ok(self
+            .task_class
+            .iter()
+            .filter(|(_, c)| **c == class)
+            .map(|(t, _)| *t)
+            .collect())
+    }
+
+    fn groups(&mut self) -> R<Vec<GroupInfo>> {
+        Ok(if self.os_interface {
+            self.groups_present.clone()
+        } else {
+            Vec::new()
+        })
     }
 
     fn stop_monitoring(&mut self, group: MonGroupId) -> R<()> {

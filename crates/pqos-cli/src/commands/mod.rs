@@ -5,6 +5,7 @@
 pub mod alloc;
 pub mod caps;
 pub mod monitor;
+pub mod profiles;
 pub mod show;
 
 use std::fmt;
@@ -46,7 +47,7 @@ pub fn execute<B: Backend>(
     match &plan.command {
         Command::Version => writeln!(out, "{}", version_line())?,
         Command::Display { verbose } => caps::run_display(backend, *verbose, out)?,
-        Command::Show => show::run_show(backend, out)?,
+        Command::Show => show::run_show(backend, plan.verbosity > 0, out)?,
         Command::Allocate(req) => alloc::run_alloc(backend, req, out)?,
         Command::Nothing => {}
         Command::Monitor(req) => monitor::run_monitor(backend, req, ctx, out)?,

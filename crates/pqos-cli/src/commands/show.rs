@@ -1,12 +1,18 @@
 //! `-s`: allocation classes per domain and the core-to-class association (pqos/alloc.c
-//! `alloc_print_config`, v25.04 layout).
+//! `alloc_print_config`, v25.04 layout); on the OS interface also the task association
+//! (`PID association information:`) and, as this tool's own addition after pqos's
+//! sections, the resctrl groups other tools made (`Other resctrl groups (not managed by
+//! pqos):`), which pqos and this tool leave alone.
 
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
-use rdt_core::{Backend, CatClass, CatMask, CatResource, MbaLimit};
+use rdt_core::{
+    Backend, CatClass, CatMask, CatResource, GroupKind, GroupOwner, Interface, MbaLimit,
+};
 
 use super::L3Domains;
+use super::alloc::os_classes;
 
 fn cat_line(name: &str, c: &CatClass) -> String {
     match c.mask {
@@ -36,7 +42,9 @@ fn print_core_info<B: Backend>(
     out: &mut dyn Write,
 ) -> Result<()> {
     let topo = backend.topology().clone();
-    let is_mon = backend.capabilities().monitoring.is_present();
+    // The OS interface has no RMIDs to show (pqos prints `, RMID%u` on MSR/MMIO only).
+    let is_mon =
+        backend.capabilities().monitoring.is_present() && backend.interface() != Interface::Os;
     for package in topo.packages() {
         writeln!(out, "Core information for socket {package}:")?;
         for cpu in topo.cpus_in_package(package).iter() {
@@ -77,13 +85,73 @@ fn print_core_info<B: Backend>(
     Ok(())
 }
 
-/// Prints pqos's `-s` report. Like pqos, a domain whose classes cannot be read gets a
-/// `Couldn't obtain info.` line and the report goes on; the first such error is returned
-/// at the end.
+/// `PID association information:` (OS interface): the tasks of each class from COS1, or
+/// from COS0 with `-v` (pqos/alloc.c; classes up to resctrl's CLOSID count).
+fn print_task_info<B: Backend>(
+    backend: &mut B,
+    verbose: bool,
+    note: &mut dyn FnMut(anyhow::Error),
+    out: &mut dyn Write,
+) -> Result<()> {
+    let classes = os_classes(backend.capabilities());
+    writeln!(out, "PID association information:")?;
+    for class in u32::from(!verbose)..classes {
+        let class = rdt_core::ClassId::new(class);
+        match backend.tasks_of_class(class) {
+            Ok(tasks) if tasks.is_empty() => writeln!(out, "    COS{class} => (none)")?,
+            Ok(tasks) => {
+                let list: Vec<String> = tasks.iter().map(ToString::to_string).collect();
+                writeln!(out, "    COS{class} => {}", list.join(", "))?;
+            }
+            Err(e) => {
+                writeln!(out, "Error retrieving PID information!")?;
+                note(anyhow!(e).context(format!("reading the tasks of COS{class}")));
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// This tool's addition: the resctrl groups present that neither pqos nor this tool made
+/// (goresctrl's, kubelet's, a user's), which `-e`, `-a`, `-r` and `-R` leave alone.
+fn print_foreign_groups<B: Backend>(
+    backend: &mut B,
+    note: &mut dyn FnMut(anyhow::Error),
+    out: &mut dyn Write,
+) -> Result<()> {
+    let groups = match backend.groups() {
+        Ok(g) => g,
+        Err(e) => {
+            note(anyhow!(e).context("listing the resctrl groups"));
+            return Ok(());
+        }
+    };
+    let foreign: Vec<_> = groups
+        .iter()
+        .filter(|g| g.owner == GroupOwner::Foreign)
+        .collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "Other resctrl groups (not managed by pqos):")?;
+    for g in foreign {
+        let kind = match g.kind {
+            GroupKind::Control => "control group",
+            GroupKind::Monitor => "monitor group",
+        };
+        writeln!(out, "    {} ({kind})", g.path)?;
+    }
+    Ok(())
+}
+
+/// Prints pqos's `-s` report (`verbose`: `-v`, which lists COS0's tasks too). Like pqos,
+/// a domain whose classes cannot be read gets a `Couldn't obtain info.` line and the report
+/// goes on; the first such error is returned at the end.
 ///
 /// # Errors
 /// The first read that failed, or an output error.
-pub fn run_show<B: Backend>(backend: &mut B, out: &mut dyn Write) -> Result<()> {
+pub fn run_show<B: Backend>(backend: &mut B, verbose: bool, out: &mut dyn Write) -> Result<()> {
     let caps = backend.capabilities().clone();
     let topo = backend.topology().clone();
     let mut first_err: Option<anyhow::Error> = None;
@@ -154,12 +222,18 @@ pub fn run_show<B: Backend>(backend: &mut B, out: &mut dyn Write) -> Result<()> 
         }
     }
     print_core_info(backend, l3ca || l2ca || mba, &mut note, out)?;
+    if backend.interface() == Interface::Os {
+        if l3ca || l2ca || mba {
+            print_task_info(backend, verbose, &mut note, out)?;
+        }
+        print_foreign_groups(backend, &mut note, out)?;
+    }
     first_err.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
 mod tests {
-    use rdt_core::{Feature, MbaCaps, MbaKind};
+    use rdt_core::{Feature, GroupKind, GroupOwner, MbaCaps, MbaKind};
 
     use super::*;
     use crate::command::AllocRequest;
@@ -168,8 +242,12 @@ mod tests {
     use crate::testdata::{sample, without_note_banner};
 
     fn show(b: &mut FakeBackend) -> String {
+        show_v(b, false)
+    }
+
+    fn show_v(b: &mut FakeBackend, verbose: bool) -> String {
         let mut out = Vec::new();
-        run_show(b, &mut out).unwrap();
+        run_show(b, verbose, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -263,5 +341,92 @@ mod tests {
             got.ends_with("    Core 7, L2ID 3, L3ID 0 => COS0, RMID0\n"),
             "{got}"
         );
+    }
+
+    #[test]
+    fn os_interface_lists_tasks_per_class_from_cos1_and_cos0_with_v() {
+        // arrange: intel_1s on resctrl has 8 CLOSIDs (L2 CAT and MBA have 8)
+        let mut b = FakeBackend::intel_1s();
+        b.os_interface = true;
+        b.add_process(123, &[124]);
+        b.add_process(456, &[]);
+        b.add_process(7, &[]);
+        for pid in [123, 456] {
+            b.associate_task(rdt_core::TaskId::new(pid), rdt_core::ClassId::new(1))
+                .unwrap();
+        }
+        // act
+        let got = show(&mut b);
+        let got_v = show_v(&mut b, true);
+        // assert
+        let tail = "Core information for socket 0:\n";
+        let cores = &got[got.find(tail).unwrap()..];
+        assert!(
+            cores.starts_with(
+                "Core information for socket 0:\n    Core 0, L2ID 0, L3ID 0 => COS0\n"
+            ),
+            "no RMID on the OS interface: {cores}"
+        );
+        assert!(
+            got.ends_with(
+                "    Core 7, L2ID 3, L3ID 0 => COS0\nPID association information:\n    \
+                 COS1 => 123, 124, 456\n    COS2 => (none)\n    COS3 => (none)\n    \
+                 COS4 => (none)\n    COS5 => (none)\n    COS6 => (none)\n    COS7 => (none)\n"
+            ),
+            "{got}"
+        );
+        assert!(
+            got_v.contains("PID association information:\n    COS0 => 7\n    COS1 => 123"),
+            "{got_v}"
+        );
+    }
+
+    #[test]
+    fn foreign_groups_are_listed_after_pqos_sections() {
+        let mut b = FakeBackend::broadwell_2s();
+        b.os_interface = true;
+        b.add_group("COS1", GroupKind::Control, GroupOwner::Pqos);
+        b.add_group("kubepods", GroupKind::Control, GroupOwner::Foreign);
+        b.add_group(
+            "COS1/mon_groups/pqos-1-0",
+            GroupKind::Monitor,
+            GroupOwner::Pqos,
+        );
+        b.add_group(
+            "COS1/mon_groups/mine",
+            GroupKind::Monitor,
+            GroupOwner::Foreign,
+        );
+        let got = show(&mut b);
+        assert!(
+            got.ends_with(
+                "    COS15 => (none)\nOther resctrl groups (not managed by pqos):\n    \
+                 kubepods (control group)\n    COS1/mon_groups/mine (monitor group)\n"
+            ),
+            "{got}"
+        );
+        // MSR: no task section, no groups, RMIDs shown
+        b.os_interface = false;
+        let got = show(&mut b);
+        assert!(
+            !got.contains("PID association") && !got.contains("Other resctrl"),
+            "{got}"
+        );
+        assert!(got.ends_with(", RMID0\n"), "{got}");
+    }
+
+    #[test]
+    fn unreadable_tasks_get_pqos_error_line() {
+        let mut b = FakeBackend::broadwell_2s();
+        b.os_interface = true;
+        b.fail_writes = true;
+        let mut out = Vec::new();
+        let e = run_show(&mut b, false, &mut out).unwrap_err();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.ends_with("PID association information:\nError retrieving PID information!\n"),
+            "{out}"
+        );
+        assert!(format!("{e:#}").contains("tasks of COS1"), "{e:#}");
     }
 }
