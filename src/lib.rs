@@ -30,8 +30,11 @@
 //! # References
 //! Intel SDM Vol. 3B, 18.18-18.19; Linux `Documentation/arch/x86/resctrl.rst`; pqos(8).
 
+pub mod perf;
+
 use std::path::{Path, PathBuf};
 
+pub use perf::PerfPmu;
 pub use rdt_core::*;
 pub use rdt_msr as msr;
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};

@@ -244,7 +244,15 @@ fn run_native(
              and cause unexpected behaviour"
         );
     }
-    let mut backend = MsrBackend::new(DevCpuMsr::with_root(&paths.dev_cpu), caps, topo, NoPmu)
+    // IPC and LLC misses through perf_event_open; a host without a PMU reads None.
+    let pmu: Box<dyn rdt_core::PmuSource> = match rdt::PerfPmu::open(&topo.all_cpus()) {
+        Ok(pmu) => Box::new(pmu),
+        Err(e) => {
+            log::debug!("{:#}", anyhow::Error::new(e));
+            Box::new(NoPmu)
+        }
+    };
+    let mut backend = MsrBackend::new(DevCpuMsr::with_root(&paths.dev_cpu), caps, topo, pmu)
         .context("opening the MSR interface")?;
     let mut clock = RealClock::new();
     let mut ctx = Context {
