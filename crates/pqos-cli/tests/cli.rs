@@ -1,0 +1,278 @@
+//! End-to-end runs of the built `pqos` binary for what the unit tests cannot reach: the
+//! process's own argument list (`-f` expanded in place), `-H` answered before any platform
+//! is opened, `-l` log files, `RDT_IFACE`, and real exit codes and streams.
+//!
+//! Platforms come from the in-process simulator (`--sim`, a state file per test in a
+//! temporary directory); nothing here needs RDT hardware.
+
+use std::path::Path;
+use std::process::Command;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn pqos(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pqos"));
+    cmd.args(args)
+        .env_remove("RDT_IFACE")
+        .env_remove("RDT_SYSROOT")
+        .env_remove("RUST_BACKTRACE");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run pqos");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// `pqos --sim --sim-state DIR/state.json ARGS...`
+fn sim(dir: &Path, args: &[&str]) -> Run {
+    let state = dir.join("state.json");
+    let mut full = vec!["--sim", "--sim-state", state.to_str().unwrap()];
+    full.extend_from_slice(args);
+    pqos(&full, &[])
+}
+
+fn l3ca_cos1_line(show: &str, socket_header: &str) -> String {
+    let section = &show[show.find(socket_header).unwrap()..];
+    section
+        .lines()
+        .find(|l| l.starts_with("    L3CA COS1 "))
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn profile_list_needs_no_platform_and_exits_zero() {
+    // arrange: this machine has no RDT (a VM), so anything opening a platform would fail
+    // act
+    let run = pqos(&["-H"], &[]);
+    // assert
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with(
+            "1)\n      Config ID: CFG0\n    Description: non-overlapping, ways equally divided\n \
+             Configurations:\n\tnumber of classes = 4, number of cache ways = 11\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("4)\n      Config ID: CFG3\n"));
+    assert_eq!(run.stdout.lines().count(), 36);
+    assert!(run.stdout.ends_with("number of cache ways = 20\n"));
+}
+
+#[test]
+fn profile_set_applies_the_table_for_the_platforms_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = sim(dir.path(), &["-c", "CFG3"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // broadwell-ep: 20-bit CBM
+    assert!(
+        run.stdout.starts_with(
+            "SOCKET 0 L3CA COS0 => MASK 0xfffff\nSOCKET 1 L3CA COS0 => MASK 0xfffff\n\
+             SOCKET 0 L3CA COS1 => MASK 0xff000\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    let show = sim(dir.path(), &["-s"]).stdout;
+    assert!(show.contains("    L3CA COS3 => MASK 0xc0000\n"), "{show}");
+    let run = sim(dir.path(), &["-c", "nope"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains("Allocation profile 'nope' not found or cache allocation not supported!"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn config_file_runs_in_place_of_f() {
+    // arrange: our own example file, in the form of pqos/configs/*.cfg
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("alloc.cfg");
+    std::fs::write(
+        &cfg,
+        "# the seed paper's classes\n\nalloc-class-set: llc@0:1=0xff\n",
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    // act: the file after a command-line -e for the same class wins, and before it loses
+    let after = sim(dir.path(), &["-e", "llc@0:1=0xf", "-f", cfg]);
+    let show_after = sim(dir.path(), &["-s"]).stdout;
+    let before = sim(dir.path(), &["-f", cfg, "-e", "llc@0:1=0xf"]);
+    let show_before = sim(dir.path(), &["-s"]).stdout;
+    // assert
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    assert_eq!(
+        after.stdout,
+        "SOCKET 0 L3CA COS1 => MASK 0xf\nSOCKET 0 L3CA COS1 => MASK 0xff\n\
+         Allocation configuration altered.\n"
+    );
+    assert_eq!(
+        l3ca_cos1_line(&show_after, "Socket 0:"),
+        "    L3CA COS1 => MASK 0xff"
+    );
+    assert_eq!(before.code, 0, "{}", before.stderr);
+    assert_eq!(
+        l3ca_cos1_line(&show_before, "Socket 0:"),
+        "    L3CA COS1 => MASK 0xf"
+    );
+}
+
+#[test]
+fn config_file_show_key_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("show.cfg");
+    std::fs::write(&good, "SHOW-ALLOC:\n").unwrap();
+    let run = sim(dir.path(), &["-f", good.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .starts_with("L3CA COS definitions for Socket 0:\n")
+    );
+
+    let bad = dir.path().join("bad.cfg");
+    std::fs::write(&bad, "show-alloc:\nshow-everything: yes\n").unwrap();
+    let run = sim(dir.path(), &["-f", bad.to_str().unwrap()]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains(
+            "Error parsing \"show-everything: yes\" command line argument. Unrecognized configuration file command"
+        ),
+        "{}",
+        run.stderr
+    );
+
+    let link = dir.path().join("link.cfg");
+    std::os::unix::fs::symlink(&good, &link).unwrap();
+    let run = sim(dir.path(), &["-f", link.to_str().unwrap()]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains(&format!("File {} is a symlink", link.display())),
+        "{}",
+        run.stderr
+    );
+    let run = sim(
+        dir.path(),
+        &["-f", good.to_str().unwrap(), "-f", good.to_str().unwrap()],
+    );
+    assert!(
+        run.code == 1
+            && run
+                .stderr
+                .contains("Only one config file argument is accepted!"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn log_file_takes_the_log_records_and_refuses_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("pqos.log");
+    std::fs::write(&log, "earlier run\n").unwrap();
+    let run = sim(dir.path(), &["-v", "-l", log.to_str().unwrap(), "-s"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.starts_with("earlier run\nINFO: Requested interface: AUTO\n"),
+        "{text}"
+    );
+    assert!(
+        !run.stderr.contains("Requested interface"),
+        "{}",
+        run.stderr
+    );
+    // without -v, INFO records are not written
+    let quiet = dir.path().join("quiet.log");
+    sim(dir.path(), &["-l", quiet.to_str().unwrap(), "-s"]);
+    assert_eq!(std::fs::read_to_string(&quiet).unwrap(), "");
+
+    let link = dir.path().join("link.log");
+    std::os::unix::fs::symlink(&log, &link).unwrap();
+    let run = sim(dir.path(), &["-l", link.to_str().unwrap(), "-s"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains(&format!(
+            "Error opening {} log file! (File {} is a symlink",
+            link.display(),
+            link.display()
+        )),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn interface_choices_and_rdt_iface() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = std::process::id().to_string();
+    let pid_item = format!("pid:1={me}");
+    // pid: on the in-process simulator: mount it instead
+    let run = sim(dir.path(), &["-a", &pid_item]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("rdt-sim mount DIR") && run.stderr.contains("--iface=os"),
+        "{}",
+        run.stderr
+    );
+    // explicit msr with pid:
+    let run = pqos(&["--iface=msr", "-a", &pid_item], &[]);
+    assert!(
+        run.stderr.contains(
+            "Error: explicit interface 'msr' is not compatible with option '-a/--alloc-assoc (pid)' which requires 'os'."
+        ),
+        "{}",
+        run.stderr
+    );
+    // RDT_IFACE restricts
+    let run = pqos(&["--iface=msr", "-d"], &[("RDT_IFACE", "os")]);
+    assert!(
+        run.code == 1
+            && run
+                .stderr
+                .contains("Your system has been restricted to use the OS interface only!"),
+        "{}",
+        run.stderr
+    );
+    let run = pqos(&["-d"], &[("RDT_IFACE", "bogus")]);
+    assert!(
+        run.stderr
+            .contains("Invalid interface enforcement selection"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn mba_max_on_the_msr_interface_gets_pqos_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("s.json");
+    let run = pqos(
+        &[
+            "--sim=skylake-sp",
+            "--sim-state",
+            state.to_str().unwrap(),
+            "-e",
+            "mba_max:1=6000",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(run.stdout, "Allocation configuration error!\n");
+    assert!(
+        run.stderr.contains("MBA controller not supported!"),
+        "{}",
+        run.stderr
+    );
+}
