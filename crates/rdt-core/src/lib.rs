@@ -34,7 +34,7 @@ pub mod topology;
 
 pub use backend::{
     AllocReset, Backend, CatClass, CatMask, FeatureSetting, GroupInfo, GroupKind, GroupOwner,
-    Interface, MbaClass, MonEvents, MonGroupId, MonValues, Unsupported,
+    Interface, MbaClass, MbaCtrl, MonEvents, MonGroupId, MonValues, Unsupported,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, LimitError, MbaCaps, MbaKind,
