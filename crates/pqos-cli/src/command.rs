@@ -42,7 +42,7 @@ pub enum Iface {
     Auto,
     /// Model-specific registers.
     Msr,
-    /// resctrl (not implemented yet).
+    /// resctrl.
     Os,
 }
 
@@ -118,10 +118,6 @@ pub struct Plan {
     pub command: Command,
 }
 
-/// The message for anything that needs the OS interface.
-pub const OS_IFACE_NOT_IMPLEMENTED: &str =
-    "the OS (resctrl) interface is not implemented yet; use --iface=msr";
-
 impl Plan {
     /// Validates flag combinations and converts the flags into a plan.
     ///
@@ -142,7 +138,11 @@ impl Plan {
         let source = match args.sim.take() {
             Some(model) => {
                 if iface == Iface::Os {
-                    bail!("{OS_IFACE_NOT_IMPLEMENTED} (the simulated platform is MSR-based)");
+                    bail!(
+                        "--sim drives the simulated platform through its MSR interface; for the \
+                         OS (resctrl) interface mount it (`rdt-sim mount DIR`) and run \
+                         --iface=os --sysroot DIR"
+                    );
                 }
                 Source::Sim(SimOptions {
                     model,
@@ -533,7 +533,7 @@ mod tests {
         );
         let e = plan(&["--sim", "-I", "-d"]).unwrap_err().to_string();
         assert!(
-            e.contains("OS (resctrl) interface is not implemented yet"),
+            e.contains("--iface=os --sysroot DIR") && e.contains("rdt-sim mount"),
             "{e}"
         );
     }
