@@ -809,3 +809,42 @@ fn amd_limits_are_units_and_empty_masks_are_refused_locally() {
         CatMask::Unified(mask(0xf0f))
     );
 }
+
+#[test]
+fn a_poll_reads_each_counter_file_once_and_opens_stats_or_lists_nothing() {
+    // arrange: 4 groups of two CPUs, each pair spanning both L3 domains
+    let sim = Sim::manual("skylake-sp");
+    let mut rdt = sim.open();
+    let mut groups = Vec::new();
+    for k in 0..4 {
+        let pair = cpus(&format!("{},{}", 2 * k, 2 * k + 1));
+        let doms: std::collections::BTreeSet<_> = pair
+            .iter()
+            .map(|c| rdt.topology().get(c).unwrap().l3)
+            .collect();
+        assert_eq!(doms.len(), 2, "CPUs {pair} span both domains");
+        groups.push(
+            rdt.start_monitoring(&pair, MonEvents::LLC_OCCUPANCY | MonEvents::MBM_REMOTE)
+                .unwrap(),
+        );
+    }
+    for _ in 0..2 {
+        // act
+        sim.m.mount().reset_op_counts();
+        rdt.poll().unwrap();
+        let c = sim.m.mount().op_counts();
+        // assert: groups x domains x (occupancy, local, total) reads and nothing else
+        assert_eq!(c.read, 4 * 2 * 3, "{c}");
+        assert_eq!(
+            (c.open, c.lookup, c.getattr, c.opendir, c.readdir, c.write),
+            (0, 0, 0, 0, 0, 0),
+            "{c}"
+        );
+        sim.m.platform().advance(Duration::from_secs(1));
+    }
+    assert!(
+        groups
+            .iter()
+            .all(|g| rdt.values(*g).unwrap().mbm_remote_delta_bytes.is_some())
+    );
+}
