@@ -4,8 +4,8 @@
 //!
 //! What this crate is **not**: it does no backend I/O. It never opens `/dev/cpu/N/msr` or
 //! `/sys/fs/resctrl`; reading CPUID and sysfs goes through seams ([`CpuidSource`], a sysfs
-//! root path) so everything here runs against fixtures. The MSR backend is `rdt-msr`, the
-//! simulated platform `rdt-sim`.
+//! root path) so everything here runs against fixtures. The MSR backend is `rdt-msr`, the OS
+//! (resctrl) backend `rdt-resctrl`, the simulated platform `rdt-sim`.
 //!
 //! | vendor | CMT/MBM | L3 CAT | CDP | L2 CAT | MBA | SMBA |
 //! |---|---|---|---|---|---|---|

@@ -1278,17 +1278,11 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
         }
         let mut undo = Undo::default();
         let target = self.ensure_group(class, &mut undo)?;
-        let mut cpus = if target.is_empty() {
-            self.topology
-                .all_cpus()
-                .iter()
-                .filter(|c| !ctrl.iter().any(|(_, s)| s.contains(*c)))
-                .collect()
-        } else {
-            self.fs.cpus(&target)?
-        };
-        cpus.insert(cpu);
-        if let Err(e) = self.write_ctrl_cpus(&target, &cpus) {
+        let step = self.fs.cpus(&target).and_then(|mut cpus| {
+            cpus.insert(cpu);
+            self.write_ctrl_cpus(&target, &cpus)
+        });
+        if let Err(e) = step {
             self.rollback(undo);
             return Err(e);
         }

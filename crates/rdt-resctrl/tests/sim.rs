@@ -848,3 +848,61 @@ fn a_poll_reads_each_counter_file_once_and_opens_stats_or_lists_nothing() {
             .all(|g| rdt.values(*g).unwrap().mbm_remote_delta_bytes.is_some())
     );
 }
+
+/// A PMU that counts 1000 instructions, 2000 cycles and 10 misses per read, per CPU and per
+/// task, and records which tasks it was asked about.
+#[derive(Default)]
+struct CountingPmu {
+    reads: std::collections::BTreeMap<String, u64>,
+    released: Vec<TaskId>,
+}
+
+impl CountingPmu {
+    fn next(&mut self, key: String) -> rdt_core::PmuCounts {
+        let n = self.reads.entry(key).or_default();
+        *n += 1;
+        rdt_core::PmuCounts {
+            instructions: *n * 1000,
+            cycles: *n * 2000,
+            llc_misses: *n * 10,
+        }
+    }
+}
+
+impl rdt_core::PmuSource for CountingPmu {
+    fn read(&mut self, cpu: LogicalCpu) -> Option<rdt_core::PmuCounts> {
+        Some(self.next(format!("cpu{cpu}")))
+    }
+    fn read_task(&mut self, task: TaskId) -> Option<rdt_core::PmuCounts> {
+        Some(self.next(format!("task{task}")))
+    }
+    fn release_task(&mut self, task: TaskId) {
+        self.released.push(task);
+    }
+}
+
+#[test]
+fn ipc_and_misses_come_from_the_pmu_per_cpu_and_per_thread() {
+    let sim = Sim::manual("skylake-sp");
+    let topo = Topology::from_sysfs(&sim.m.path("sys/devices/system")).unwrap();
+    let mut rdt = ResctrlBackend::open(sim.options(), topo, None, CountingPmu::default()).unwrap();
+    let child = Sleeper::sleep();
+    let events = MonEvents::LLC_OCCUPANCY | MonEvents::IPC | MonEvents::LLC_MISSES;
+    let by_cpu = rdt.start_monitoring(&cpus("4-6"), events).unwrap();
+    let by_task = rdt.start_monitoring_tasks(&[child.id()], events).unwrap();
+    rdt.poll().unwrap();
+    assert_eq!(rdt.values(by_cpu).unwrap().instructions_delta, Some(0));
+    rdt.poll().unwrap();
+    // three CPUs, one read each per poll; the child's one thread
+    let v = *rdt.values(by_cpu).unwrap();
+    assert_eq!(
+        (v.instructions_delta, v.cycles_delta, v.llc_misses_delta),
+        (Some(3000), Some(6000), Some(30))
+    );
+    assert_eq!(v.ipc(), Some(0.5));
+    let v = *rdt.values(by_task).unwrap();
+    assert_eq!(v.instructions_delta, Some(1000));
+    assert_eq!(rdt.pmu_mut().reads[&format!("task{}", child.id())], 2);
+    rdt.stop_monitoring(by_task).unwrap();
+    assert_eq!(rdt.pmu_mut().released, [child.id()]);
+}
