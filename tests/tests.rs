@@ -20,3 +20,7 @@ mod native;
 // paper.rs's and alloc.rs's scenarios again through `pqos --iface=msr --sysroot DIR` on a
 // FUSE-mounted simulated platform: DevCpuMsr's positioned reads, DevCpuid, the sysfs parser.
 mod sysroot;
+
+// The OS interface: Rdt::open_at(Iface::Os | Iface::Auto) and `pqos --iface=os --sysroot DIR`
+// on a FUSE-mounted simulated platform's resctrl.
+mod resctrl;

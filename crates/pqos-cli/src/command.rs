@@ -139,10 +139,6 @@ pub struct Plan {
     pub command: Command,
 }
 
-/// The message for anything that needs the OS interface where it is not built in.
-pub const OS_IFACE_NOT_IMPLEMENTED: &str =
-    "the OS (resctrl) interface is not implemented yet; use --iface=msr";
-
 /// Why the in-process simulated platform cannot serve the OS interface, and what to do.
 pub const SIM_HAS_NO_OS_IFACE: &str = "the in-process simulated platform (--sim) has the MSR \
      interface only; to use the OS (resctrl) interface, mount the simulated platform \

@@ -10,7 +10,9 @@
 //!   (as `rdt::Rdt::open_at` with `rdt::Paths::under`): `DIR/dev/cpu/N/msr`, CPUID from
 //!   `DIR/dev/cpu/0/cpuid` (the instruction if that device is missing), topology from
 //!   `DIR/sys/devices/system`. A mounted `rdt-sim` is such a DIR.
-//! - `--iface=os` / `-I`: not implemented yet.
+//! - `--iface=os` / `-I` (native, or with `--sysroot DIR`): [`rdt::Rdt`] on the OS interface,
+//!   the resctrl filesystem at `/sys/fs/resctrl` (`DIR/sys/fs/resctrl`), as
+//!   `rdt::Rdt::open_at(rdt::Iface::Os, ..)` opens it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,7 +26,7 @@ use rdt_core::{
 use rdt_msr::{DevCpuMsr, MsrBackend};
 use rdt_sim::{BUILTIN_MODELS, Scenario, SimHandle, SimPlatform};
 
-use crate::command::{Command, Iface, OS_IFACE_NOT_IMPLEMENTED, Plan, SimOptions, Source};
+use crate::command::{Command, Iface, Plan, SimOptions, Source};
 use crate::commands::{AdvancingClock, Clock, Context, RealClock, VirtualClock, execute};
 
 /// Runs `plan` on the platform it names.
@@ -193,9 +195,6 @@ fn run_native(
     stdout_is_tty: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    if iface == Iface::Os {
-        bail!("{OS_IFACE_NOT_IMPLEMENTED}");
-    }
     if let Some(dir) = plan.sysroot.as_deref().filter(|d| !d.is_dir()) {
         bail!("--sysroot {}: no such directory", dir.display());
     }
@@ -203,6 +202,20 @@ fn run_native(
         .sysroot
         .as_deref()
         .map_or_else(Paths::host, Paths::under);
+    if iface == Iface::Os {
+        let mut rdt =
+            rdt::Rdt::open_at(rdt::Iface::Os, &paths).context("opening the OS interface")?;
+        if plan.verbosity > 0 {
+            eprintln!("INFO: Selected interface: OS");
+        }
+        let mut clock = RealClock::new();
+        let mut ctx = Context {
+            clock: &mut clock,
+            stop,
+            stdout_is_tty,
+        };
+        return execute(&mut rdt, plan, &mut ctx, out);
+    }
     // With --sysroot, CPUID comes from DIR/dev/cpu/0/cpuid as in rdt::Rdt::open_at.
     let dev_cpuid = plan
         .sysroot

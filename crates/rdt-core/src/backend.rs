@@ -221,6 +221,23 @@ pub struct GroupInfo {
     pub class: Option<ClassId>,
 }
 
+/// The state of the kernel's MBA software controller (resctrl's `mba_MBps` mount option,
+/// pqos's "MBA CTRL"): with it on, MBA limits are MiB/s targets the kernel holds each class
+/// to (a 1 s feedback loop over MBM local bytes), not percentages.
+///
+/// # References
+/// Linux `Documentation/arch/x86/resctrl.rst`, "Memory bandwidth Allocation specified in
+/// MiBps"; pqos `pqos_cap_mba.ctrl`/`ctrl_on`, `pqos -R mbaCtrl-on`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MbaCtrl {
+    /// The platform cannot run it: no MBA, no MBM, or non-linear MBA (AMD), or SNC.
+    Unsupported,
+    /// Supported, resctrl is mounted without `mba_MBps`: limits are percentages.
+    Disabled,
+    /// resctrl is mounted with `mba_MBps`: limits are MiB/s ([`crate::MbaLimit::MibPerSec`]).
+    Enabled,
+}
+
 /// One way of programming RDT: raw MSRs or resctrl.
 ///
 /// Domains are cache instances: `CacheDomain` is an L3 id for L3 CAT and MBA (the kernel's
@@ -381,6 +398,12 @@ pub trait Backend {
     ) -> Result<MonGroupId, Self::Error> {
         let _ = (tasks, events);
         Err(self.unsupported("PID monitoring").into())
+    }
+
+    /// The MBA software controller's state; `None` where it does not apply (the MSR
+    /// interface: the controller is the kernel's).
+    fn mba_ctrl(&self) -> Option<MbaCtrl> {
+        None
     }
 
     /// Every resctrl group present, ours and other tools', root excluded; empty on the MSR

@@ -4,8 +4,8 @@
 //!
 //! What this crate is **not**: it does no backend I/O. It never opens `/dev/cpu/N/msr` or
 //! `/sys/fs/resctrl`; reading CPUID and sysfs goes through seams ([`CpuidSource`], a sysfs
-//! root path) so everything here runs against fixtures. The MSR backend is `rdt-msr`, the
-//! simulated platform `rdt-sim`.
+//! root path) so everything here runs against fixtures. The MSR backend is `rdt-msr`, the OS
+//! (resctrl) backend `rdt-resctrl`, the simulated platform `rdt-sim`.
 //!
 //! | vendor | CMT/MBM | L3 CAT | CDP | L2 CAT | MBA | SMBA |
 //! |---|---|---|---|---|---|---|
@@ -34,7 +34,7 @@ pub mod topology;
 
 pub use backend::{
     AllocReset, Backend, CatClass, CatMask, FeatureSetting, GroupInfo, GroupKind, GroupOwner,
-    Interface, MbaClass, MonEvents, MonGroupId, MonValues, Unsupported,
+    Interface, MbaClass, MbaCtrl, MonEvents, MonGroupId, MonValues, Unsupported,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, LimitError, MbaCaps, MbaKind,

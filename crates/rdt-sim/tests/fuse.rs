@@ -553,3 +553,92 @@ fn mounting_on_a_missing_directory_names_it() {
         "{e}"
     );
 }
+
+#[test]
+fn stats_count_each_client_request_on_resctrl_once_by_kind() {
+    // arrange: resctrl is served uncached, so every syscall of a client reaches the model
+    let m = manual("skylake-sp");
+    let occ = m.path("sys/fs/resctrl/mon_data/mon_L3_00/llc_occupancy");
+    let f = std::fs::File::open(&occ).expect("open llc_occupancy");
+    m.mount().reset_op_counts();
+    // act: three positioned reads of a file kept open, one stat, one listing
+    let mut buf = [0u8; 64];
+    for _ in 0..3 {
+        let _ = f.read_at(&mut buf, 0).expect("pread");
+    }
+    let before = m.mount().op_counts();
+    std::fs::metadata(m.path("sys/fs/resctrl/schemata")).expect("stat");
+    let after_stat = m.mount().op_counts();
+    let names = std::fs::read_dir(m.path("sys/fs/resctrl"))
+        .expect("opendir")
+        .count();
+    let after_scan = m.mount().op_counts();
+    // assert
+    assert_eq!(before.read, 3, "{before}");
+    assert_eq!(
+        (before.open, before.lookup, before.getattr, before.readdir),
+        (0, 0, 0, 0),
+        "{before}"
+    );
+    let stat = after_stat.since(&before);
+    assert_eq!(stat.read + stat.open + stat.readdir, 0, "{stat}");
+    assert!(
+        stat.lookup + stat.getattr >= 1,
+        "a stat reaches the filesystem: {stat}"
+    );
+    let scan = after_scan.since(&after_stat);
+    assert!(
+        names > 5 && scan.opendir == 1 && scan.readdir >= 1,
+        "{scan}"
+    );
+    let text = std::fs::read_to_string(m.path(".sim/stats")).expect(".sim/stats");
+    assert!(
+        text.contains(&format!("read {}\n", after_scan.read)),
+        "{text}"
+    );
+    assert_eq!(
+        m.mount().op_counts().read,
+        after_scan.read,
+        ".sim reads are not counted"
+    );
+    std::fs::write(m.path(".sim/stats"), "reset\n").expect("reset");
+    assert_eq!(m.mount().op_counts().read, 0);
+}
+
+#[test]
+fn writing_resctrl_mount_remounts_with_cdp_and_mba_mbps() {
+    // arrange
+    let m = manual("skylake-sp");
+    let ctl = m.path(".sim/resctrl_mount");
+    let root = m.path("sys/fs/resctrl");
+    std::fs::create_dir(root.join("other")).expect("mkdir a group");
+    assert_eq!(std::fs::read_to_string(&ctl).expect("read"), "\n");
+    // act
+    std::fs::write(&ctl, "remount cdp,mba_MBps\n").expect("remount");
+    // assert: the new mount's files, no groups, the options readable
+    assert_eq!(
+        std::fs::read_to_string(&ctl).expect("read"),
+        "cdp,mba_MBps\n"
+    );
+    assert!(root.join("info/L3CODE").is_dir() && !root.join("info/L3").exists());
+    assert!(!root.join("other").exists());
+    let schemata = std::fs::read_to_string(root.join("schemata")).expect("schemata");
+    assert!(
+        schemata.contains("L3CODE:") && schemata.contains("MB:"),
+        "{schemata}"
+    );
+    // a bad option is EINVAL and leaves the mount as it was
+    let e = std::fs::write(&ctl, "remount cdpl2\n").expect_err("skylake-sp has no L2 CAT");
+    assert_eq!(e.raw_os_error(), Some(EINVAL));
+    assert_eq!(
+        std::fs::read_to_string(&ctl).expect("read"),
+        "cdp,mba_MBps\n"
+    );
+    assert_eq!(
+        m.mount()
+            .resctrl_options()
+            .map(|o| o.to_string())
+            .as_deref(),
+        Some("cdp,mba_MBps")
+    );
+}

@@ -36,7 +36,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rdt_core::LogicalCpu;
 use rdt_msr::MsrAddr;
 
+use super::remount::ResctrlSlot;
 use super::static_tree::slice_at;
+use super::stats::SharedCounts;
 use crate::SimHandle;
 use crate::vfs::errno::{EACCES, EINVAL, EISDIR, ENOENT, ENOTDIR};
 use crate::vfs::{NodeKind, Tree, err};
@@ -371,27 +373,40 @@ impl Faults {
 pub(crate) type SharedFaults = Arc<Mutex<Faults>>;
 
 /// The `.sim/` directory: `fail` (arm and list faults, module docs), `status` (the outcome
-/// of the last write to `fail`: `ok` or the error naming the bad token), `model` (the
-/// model's name and identity) and `clock` (the model's simulated time, in seconds).
+/// of the last write to `fail`, `stats` or `resctrl_mount`: `ok` or the error naming the bad
+/// token), `model` (the model's name and identity), `clock` (the model's simulated time, in
+/// seconds), `stats` (request counts, [`super::stats`]; write `reset`) and `resctrl_mount`
+/// (mount, unmount or remount resctrl, [`super::remount`]).
 #[derive(Debug)]
 pub struct ControlTree {
     sim: SimHandle,
     faults: SharedFaults,
+    resctrl: ResctrlSlot,
+    counts: SharedCounts,
     status: String,
 }
 
-const FILES: [(&str, u16); 4] = [
+const FILES: [(&str, u16); 6] = [
     ("fail", 0o644),
     ("status", 0o444),
     ("model", 0o444),
     ("clock", 0o444),
+    ("stats", 0o644),
+    ("resctrl_mount", 0o644),
 ];
 
 impl ControlTree {
-    pub(crate) fn new(sim: SimHandle, faults: SharedFaults) -> Self {
+    pub(crate) fn new(
+        sim: SimHandle,
+        faults: SharedFaults,
+        resctrl: ResctrlSlot,
+        counts: SharedCounts,
+    ) -> Self {
         Self {
             sim,
             faults,
+            resctrl,
+            counts,
             status: "ok\n".into(),
         }
     }
@@ -417,6 +432,8 @@ impl ControlTree {
                 format!("{} {}\n", p.model(), p.identity())
             }
             "clock" => format!("{:.6}\n", self.sim.lock().now().as_secs_f64()),
+            "stats" => self.counts.snapshot().to_string(),
+            "resctrl_mount" => self.resctrl.describe(),
             _ => return Err(err(ENOENT)),
         })
     }
@@ -477,6 +494,27 @@ impl Tree for ControlTree {
     fn write(&mut self, path: &str, _offset: u64, data: &[u8]) -> io::Result<usize> {
         match path {
             "fail" => {}
+            "stats" => {
+                if String::from_utf8_lossy(data).trim() != "reset" {
+                    self.status = "stats: expected `reset`\n".into();
+                    return Err(err(EINVAL));
+                }
+                self.counts.reset();
+                self.status = "ok\n".into();
+                return Ok(data.len());
+            }
+            "resctrl_mount" => {
+                return match self.resctrl.command(&String::from_utf8_lossy(data)) {
+                    Ok(()) => {
+                        self.status = "ok\n".into();
+                        Ok(data.len())
+                    }
+                    Err((errno, msg)) => {
+                        self.status = format!("{msg}\n");
+                        Err(err(errno))
+                    }
+                };
+            }
             "" => return Err(err(EISDIR)),
             _ => {
                 self.kind(path)?;
@@ -508,6 +546,7 @@ impl Tree for ControlTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resctrl::MountOptions;
 
     #[test]
     fn parses_the_documented_examples_and_prints_them_canonically() {
@@ -597,7 +636,8 @@ mod tests {
         // arrange
         let sim = SimHandle::new(crate::SimPlatform::builtin("broadwell-ep").unwrap());
         let faults = SharedFaults::default();
-        let mut t = ControlTree::new(sim, faults.clone());
+        let slot = ResctrlSlot::new(sim.clone(), None).unwrap();
+        let mut t = ControlTree::new(sim, faults.clone(), slot, SharedCounts::default());
         let read =
             |t: &mut ControlTree, p: &str| String::from_utf8(t.read(p, 0, 4096).unwrap()).unwrap();
         // act
@@ -630,5 +670,84 @@ mod tests {
             t.write("model", 0, b"x").unwrap_err().raw_os_error(),
             Some(EACCES)
         );
+    }
+
+    #[test]
+    fn resctrl_mount_file_remounts_with_kernel_effects_and_refuses_bad_options() {
+        // arrange: skylake-sp has L3 CDP and linear MBA with MBM, so cdp and mba_MBps mount
+        use crate::fs::remount::ResctrlView;
+        let sim = SimHandle::new(crate::SimPlatform::builtin("skylake-sp").unwrap());
+        let slot = ResctrlSlot::new(sim.clone(), Some(&MountOptions::default())).unwrap();
+        let mut view = ResctrlView(slot.clone());
+        let mut t = ControlTree::new(
+            sim.clone(),
+            SharedFaults::default(),
+            slot,
+            SharedCounts::default(),
+        );
+        let read =
+            |t: &mut ControlTree, p: &str| String::from_utf8(t.read(p, 0, 4096).unwrap()).unwrap();
+        assert_eq!(
+            read(&mut t, "resctrl_mount"),
+            "\n",
+            "defaults: an empty line"
+        );
+        view.mkdir("g1").unwrap();
+        assert!(view.kind("info/L3").is_ok() && view.kind("info/L3CODE").is_err());
+        // act
+        t.write("resctrl_mount", 0, b"remount cdp,mba_MBps\n")
+            .unwrap();
+        // assert: the new mount's view, the old group gone, CDP on in the register
+        assert_eq!(read(&mut t, "resctrl_mount"), "cdp,mba_MBps\n");
+        assert!(view.kind("info/L3CODE").is_ok() && view.kind("info/L3").is_err());
+        assert!(view.kind("g1").is_err(), "a remount starts with no groups");
+        let cfg = rdt_msr::MsrIo::read(&mut sim.clone(), LogicalCpu::new(0), MsrAddr::new(0xc81))
+            .unwrap();
+        assert_eq!(cfg & 1, 1, "IA32_L3_QOS_CFG.CDP set by the cdp mount");
+        // a bad option fails before anything is unmounted
+        let e = t
+            .write("resctrl_mount", 0, b"remount cdp,nosuch\n")
+            .unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(EINVAL));
+        assert!(
+            read(&mut t, "status").contains("nosuch"),
+            "{}",
+            read(&mut t, "status")
+        );
+        assert_eq!(read(&mut t, "resctrl_mount"), "cdp,mba_MBps\n");
+        // mount while mounted is EBUSY; umount twice is EINVAL
+        let e = t.write("resctrl_mount", 0, b"mount \n").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(crate::vfs::errno::EBUSY));
+        t.write("resctrl_mount", 0, b"umount\n").unwrap();
+        assert_eq!(read(&mut t, "resctrl_mount"), "unmounted\n");
+        assert!(
+            view.list("").unwrap().is_empty(),
+            "an empty directory when unmounted"
+        );
+        let cfg = rdt_msr::MsrIo::read(&mut sim.clone(), LogicalCpu::new(0), MsrAddr::new(0xc81))
+            .unwrap();
+        assert_eq!(cfg & 1, 0, "unmounting turns CDP off as the kernel does");
+        let e = t.write("resctrl_mount", 0, b"umount\n").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(EINVAL));
+        t.write("resctrl_mount", 0, b"mount cdp\n").unwrap();
+        assert_eq!(read(&mut t, "resctrl_mount"), "cdp\n");
+    }
+
+    #[test]
+    fn stats_file_reads_counts_and_takes_only_reset() {
+        use super::super::stats::Op;
+        let sim = SimHandle::new(crate::SimPlatform::builtin("broadwell-ep").unwrap());
+        let slot = ResctrlSlot::new(sim.clone(), None).unwrap();
+        let counts = SharedCounts::default();
+        let mut t = ControlTree::new(sim, SharedFaults::default(), slot, counts.clone());
+        counts.count(Op::Read, "sys/fs/resctrl/schemata");
+        let text = String::from_utf8(t.read("stats", 0, 4096).unwrap()).unwrap();
+        assert!(text.lines().any(|l| l == "read 1"), "{text}");
+        assert_eq!(
+            t.write("stats", 0, b"zero\n").unwrap_err().raw_os_error(),
+            Some(EINVAL)
+        );
+        t.write("stats", 0, b"reset\n").unwrap();
+        assert_eq!(counts.snapshot().read, 0);
     }
 }

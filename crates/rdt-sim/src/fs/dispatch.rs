@@ -18,6 +18,7 @@ use rdt_core::LogicalCpu;
 use rdt_msr::MsrAddr;
 
 use super::control::{Access, FaultOp, SharedFaults};
+use super::stats::{Op, SharedCounts};
 use crate::SimHandle;
 use crate::vfs::errno::{EACCES, EINVAL, EISDIR, ENOENT, ENOTDIR, EPERM};
 use crate::vfs::{NodeKind, Tree, err};
@@ -108,6 +109,8 @@ struct Inner {
     faults: SharedFaults,
     /// The model and the instant up to which its clock has been advanced (wall-clock mode).
     clock: Option<(SimHandle, Instant)>,
+    /// Requests served, by kind.
+    counts: SharedCounts,
 }
 
 impl Inner {
@@ -234,13 +237,19 @@ pub(crate) struct SimFs {
 }
 
 impl SimFs {
-    pub(crate) fn new(views: Vec<View>, faults: SharedFaults, clock: Option<SimHandle>) -> Self {
+    pub(crate) fn new(
+        views: Vec<View>,
+        faults: SharedFaults,
+        clock: Option<SimHandle>,
+        counts: SharedCounts,
+    ) -> Self {
         Self {
             inner: Mutex::new(Inner {
                 views,
                 inodes: Inodes::new(),
                 faults,
                 clock: clock.map(|sim| (sim, Instant::now())),
+                counts,
             }),
             born: SystemTime::now(),
         }
@@ -307,6 +316,7 @@ impl Filesystem for SimFs {
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         match self.with(|inner| {
             let path = join(&inner.inodes.path(parent)?, name)?;
+            inner.counts.count(Op::Lookup, &path);
             self.entry(inner, &path)
         }) {
             Ok((attr, ttl)) => reply.entry(&ttl, &attr, Generation(0)),
@@ -317,6 +327,7 @@ impl Filesystem for SimFs {
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.with(|inner| {
             let path = inner.inodes.path(ino)?;
+            inner.counts.count(Op::Getattr, &path);
             self.entry(inner, &path)
         }) {
             Ok((attr, ttl)) => reply.attr(&ttl, &attr),
@@ -370,15 +381,19 @@ impl Filesystem for SimFs {
     /// own offset and size, as on sysfs and the device drivers. Opening a file without write
     /// permission bits for writing is EACCES, as kernfs does even for root.
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        match self.with(|inner| match inner.kind(&inner.inodes.path(ino)?)? {
-            NodeKind::File { mode } => {
-                if flags.acc_mode() != OpenAccMode::O_RDONLY && mode & 0o222 == 0 {
-                    return Err(err(EACCES));
+        match self.with(|inner| {
+            let path = inner.inodes.path(ino)?;
+            inner.counts.count(Op::Open, &path);
+            match inner.kind(&path)? {
+                NodeKind::File { mode } => {
+                    if flags.acc_mode() != OpenAccMode::O_RDONLY && mode & 0o222 == 0 {
+                        return Err(err(EACCES));
+                    }
+                    Ok(())
                 }
-                Ok(())
+                NodeKind::Dir => Err(err(EISDIR)),
+                NodeKind::Symlink { .. } => Err(err(ENOENT)),
             }
-            NodeKind::Dir => Err(err(EISDIR)),
-            NodeKind::Symlink { .. } => Err(err(ENOENT)),
         }) {
             Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_DIRECT_IO),
             Err(e) => reply.error(e),
@@ -398,6 +413,7 @@ impl Filesystem for SimFs {
     ) {
         match self.with(|inner| {
             let path = inner.inodes.path(ino)?;
+            inner.counts.count(Op::Read, &path);
             inner.check_faults(&io_accesses(FaultOp::Read, &path, offset))?;
             match inner.place(&path)? {
                 Place::View(i, rel) => inner.views[i].tree.read(rel, offset, size),
@@ -423,6 +439,7 @@ impl Filesystem for SimFs {
     ) {
         match self.with(|inner| {
             let path = inner.inodes.path(ino)?;
+            inner.counts.count(Op::Write, &path);
             inner.check_faults(&io_accesses(FaultOp::Write, &path, offset))?;
             match inner.place(&path)? {
                 Place::View(i, rel) => inner.views[i].tree.write(rel, offset, data),
@@ -445,14 +462,36 @@ impl Filesystem for SimFs {
         reply.ok();
     }
 
+    fn release(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let _ = self.with(|inner| {
+            let path = inner.inodes.path(ino)?;
+            inner.counts.count(Op::Release, &path);
+            Ok(())
+        });
+        reply.ok();
+    }
+
     fn fsync(&self, _req: &Request, _ino: INodeNo, _fh: FileHandle, _d: bool, reply: ReplyEmpty) {
         reply.ok();
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.with(|inner| match inner.kind(&inner.inodes.path(ino)?)? {
-            NodeKind::Dir => Ok(()),
-            _ => Err(err(ENOTDIR)),
+        match self.with(|inner| {
+            let path = inner.inodes.path(ino)?;
+            inner.counts.count(Op::Opendir, &path);
+            match inner.kind(&path)? {
+                NodeKind::Dir => Ok(()),
+                _ => Err(err(ENOTDIR)),
+            }
         }) {
             Ok(()) => reply.opened(FileHandle(0), FopenFlags::empty()),
             Err(e) => reply.error(e),
@@ -469,6 +508,7 @@ impl Filesystem for SimFs {
     ) {
         let entries = self.with(|inner| {
             let path = inner.inodes.path(ino)?;
+            inner.counts.count(Op::Readdir, &path);
             let parent = path.rsplit_once('/').map_or("", |(p, _)| p).to_owned();
             let mut out = vec![
                 (ino.0, FileType::Directory, ".".to_owned()),
@@ -509,6 +549,7 @@ impl Filesystem for SimFs {
     ) {
         match self.with(|inner| {
             let path = join(&inner.inodes.path(parent)?, name)?;
+            inner.counts.count(Op::Mkdir, &path);
             inner.check_faults(&[Access::Path(FaultOp::Mkdir, &path)])?;
             match inner.place(&path)? {
                 Place::View(i, rel) if !rel.is_empty() => inner.views[i].tree.mkdir(rel)?,
@@ -524,6 +565,7 @@ impl Filesystem for SimFs {
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         match self.with(|inner| {
             let path = join(&inner.inodes.path(parent)?, name)?;
+            inner.counts.count(Op::Rmdir, &path);
             inner.check_faults(&[Access::Path(FaultOp::Rmdir, &path)])?;
             match inner.place(&path)? {
                 Place::View(i, rel) if !rel.is_empty() => inner.views[i].tree.rmdir(rel),
@@ -548,6 +590,7 @@ impl Filesystem for SimFs {
         match self.with(|inner| {
             let from = join(&inner.inodes.path(parent)?, name)?;
             let to = join(&inner.inodes.path(newparent)?, newname)?;
+            inner.counts.count(Op::Rename, &from);
             match (inner.place(&from)?, inner.place(&to)?) {
                 (Place::View(i, a), Place::View(j, b)) if i == j && !a.is_empty() => {
                     inner.views[i].tree.rename(a, b)

@@ -9,7 +9,7 @@
 //! | `dev/cpu/N/{msr,cpuid}` | [`DevCpuTree`] | the `msr` and `cpuid` drivers: 8-byte registers at offset = MSR address, 16-byte CPUID answers at offset `leaf \| subleaf << 32` |
 //! | `sys/devices/system/{cpu,node}` | [`SysfsTree`] | topology and cache files consistent with the model's [`crate::SimPlatform::topology`] |
 //! | `sys/fs/resctrl` | [`crate::resctrl::Resctrl`] | the kernel's resctrl filesystem over the same registers (an empty directory, as on a host where resctrl is not mounted, with [`MountConfig::resctrl`] `None`) |
-//! | `.sim/` | [`ControlTree`] | `fail` (fault injection, grammar in [`control`]), `status`, `model`, `clock` |
+//! | `.sim/` | [`ControlTree`] | `fail` (fault injection, grammar in [`control`]), `status`, `model`, `clock`, `stats` (request counts, [`stats`]), `resctrl_mount` (mount, unmount, remount resctrl, [`remount`]) |
 //!
 //! A schemata write changes what `dev/cpu/N/msr` reads at 0xC90+n, an MSR write through
 //! `dev/cpu` is what an in-process [`SimHandle`] reads, and so on: every view locks the one
@@ -39,7 +39,9 @@
 pub mod control;
 mod devcpu;
 mod dispatch;
+pub mod remount;
 mod static_tree;
+pub mod stats;
 mod sysfs;
 pub mod testing;
 
@@ -48,14 +50,15 @@ use std::path::{Path, PathBuf};
 
 pub use control::{ControlTree, Fault, FaultOp, FaultTarget, Faults, ParseFaultError};
 pub use devcpu::DevCpuTree;
+pub use stats::OpCounts;
 pub use sysfs::SysfsTree;
 
 use self::control::SharedFaults;
 use self::dispatch::{SimFs, View};
+use self::remount::{ResctrlSlot, ResctrlView};
+use self::stats::SharedCounts;
 use crate::SimHandle;
-use crate::resctrl::{MountOptions, Resctrl};
-use crate::vfs::errno::ENOENT;
-use crate::vfs::{NodeKind, Tree, err};
+use crate::resctrl::MountOptions;
 
 /// How the mounted model's clock moves (module docs, "Time").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,45 +120,8 @@ pub struct Mount {
     dir: PathBuf,
     platform: SimHandle,
     faults: SharedFaults,
-}
-
-/// The resctrl view: the kernel's resctrl mounted with `options`, or an empty directory.
-fn resctrl_view(platform: &SimHandle, options: Option<&MountOptions>) -> io::Result<Box<dyn Tree>> {
-    let Some(options) = options else {
-        return Ok(Box::new(EmptyDir));
-    };
-    // Validated here too for the message: the io::Error of Resctrl::mount carries the errno.
-    let caps = platform.lock().capabilities().clone();
-    options
-        .validate(&caps)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    Ok(Box::new(Resctrl::mount(platform.clone(), options)?))
-}
-
-/// An empty directory (`sys/fs/resctrl` where resctrl is not mounted).
-#[derive(Debug)]
-struct EmptyDir;
-
-impl Tree for EmptyDir {
-    fn kind(&self, path: &str) -> io::Result<NodeKind> {
-        if path.is_empty() {
-            Ok(NodeKind::Dir)
-        } else {
-            Err(err(ENOENT))
-        }
-    }
-
-    fn list(&self, path: &str) -> io::Result<Vec<(String, NodeKind)>> {
-        self.kind(path).map(|_| Vec::new())
-    }
-
-    fn read(&mut self, _path: &str, _offset: u64, _size: u32) -> io::Result<Vec<u8>> {
-        Err(err(ENOENT))
-    }
-
-    fn write(&mut self, _path: &str, _offset: u64, _data: &[u8]) -> io::Result<usize> {
-        Err(err(ENOENT))
-    }
+    resctrl: ResctrlSlot,
+    counts: SharedCounts,
 }
 
 impl Mount {
@@ -190,8 +156,9 @@ impl Mount {
             .map_err(|e| fail("the mount point does not exist", e))?;
         let MountConfig { resctrl, clock } = config;
         let faults = SharedFaults::default();
-        let resctrl = resctrl_view(&platform, resctrl.as_ref())
+        let slot = ResctrlSlot::new(platform.clone(), resctrl.as_ref())
             .map_err(|e| fail("resctrl cannot be mounted with these options", e))?;
+        let counts = SharedCounts::default();
         let sysfs = SysfsTree::new(&platform.lock());
         let views = vec![
             View {
@@ -208,19 +175,24 @@ impl Mount {
             },
             View {
                 prefix: "sys/fs/resctrl",
-                tree: resctrl,
+                tree: Box::new(ResctrlView(slot.clone())),
                 file_size: 4096,
                 dynamic: true,
             },
             View {
                 prefix: ".sim",
-                tree: Box::new(ControlTree::new(platform.clone(), faults.clone())),
+                tree: Box::new(ControlTree::new(
+                    platform.clone(),
+                    faults.clone(),
+                    slot.clone(),
+                    counts.clone(),
+                )),
                 file_size: 4096,
                 dynamic: true,
             },
         ];
         let clock = (clock == SimClock::WallClock).then(|| platform.clone());
-        let fs = SimFs::new(views, faults.clone(), clock);
+        let fs = SimFs::new(views, faults.clone(), clock, counts.clone());
         let mut options = fuser::Config::default();
         options.mount_options = vec![
             fuser::MountOption::FSName("rdt-sim".into()),
@@ -234,6 +206,8 @@ impl Mount {
             dir,
             platform,
             faults,
+            resctrl: slot,
+            counts,
         })
     }
 
@@ -255,6 +229,33 @@ impl Mount {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .arm(fault);
+    }
+
+    /// The requests served so far, by kind, outside `.sim/` ([`stats`]).
+    #[must_use]
+    pub fn op_counts(&self) -> OpCounts {
+        self.counts.snapshot()
+    }
+
+    /// Zeroes the request counts.
+    pub fn reset_op_counts(&self) {
+        self.counts.reset();
+    }
+
+    /// The options resctrl is mounted with at `sys/fs/resctrl`, `None` when unmounted.
+    #[must_use]
+    pub fn resctrl_options(&self) -> Option<MountOptions> {
+        self.resctrl.options()
+    }
+
+    /// Remounts resctrl with `options`, as a line `remount OPTS` written to
+    /// `.sim/resctrl_mount` does ([`remount`]).
+    ///
+    /// # Errors
+    /// `InvalidInput` when the platform cannot honour an option (the mount is unchanged
+    /// then); the model refused a register write.
+    pub fn remount_resctrl(&self, options: &MountOptions) -> io::Result<()> {
+        self.resctrl.remount(*options)
     }
 
     /// Whether the filesystem is still served (false once someone ran `umount DIR`).

@@ -1,0 +1,322 @@
+//! File access under the resctrl root and `/proc`, with the kernel's conventions: one
+//! `write(2)` per command, errors carrying the path, a refused write carrying
+//! `info/last_cmd_status`; and the group naming rules that tell our groups from other tools'.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use rdt_core::{CpuSet, TaskId};
+
+use crate::ResctrlError;
+
+/// Entries of the root that are not control groups.
+const ROOT_RESERVED: &[&str] = &["info", "mon_groups", "mon_data"];
+
+/// `ESRCH`: a task id that does not exist (any more).
+pub(crate) const ESRCH: i32 = 3;
+/// `ENOSPC`: out of CLOSIDs / RMIDs on mkdir.
+pub(crate) const ENOSPC: i32 = 28;
+/// `EBUSY`: RMIDs in limbo on mkdir.
+pub(crate) const EBUSY: i32 = 16;
+
+/// `rel` inside group `group` (`""` is the root).
+pub(crate) fn join(group: &str, rel: &str) -> String {
+    if group.is_empty() {
+        rel.to_owned()
+    } else {
+        format!("{group}/{rel}")
+    }
+}
+
+/// The class of a control group named as pqos names them: `COS<n>`, `n` decimal without
+/// leading zeros (pqos: `"COS%u"`).
+#[must_use]
+pub fn cos_of_name(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("COS")?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if canonical { digits.parse().ok() } else { None }
+}
+
+/// Whether a monitor group's name is one pqos uses: `pqos-<pid>-<counter>`, both decimal.
+#[must_use]
+pub fn is_pqos_mon_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("pqos-") else {
+        return false;
+    };
+    let Some((pid, n)) = rest.split_once('-') else {
+        return false;
+    };
+    let num = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    num(pid) && num(n)
+}
+
+/// Typed access to one resctrl root.
+#[derive(Clone, Debug)]
+pub(crate) struct Fs {
+    root: PathBuf,
+}
+
+impl Fs {
+    pub(crate) const fn new(root: PathBuf) -> Self {
+        Self { root }
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
+        if rel.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(rel)
+        }
+    }
+
+    pub(crate) fn exists(&self, rel: &str) -> bool {
+        self.path(rel).exists()
+    }
+
+    pub(crate) fn read(&self, rel: &str) -> Result<String, ResctrlError> {
+        let p = self.path(rel);
+        fs::read_to_string(&p).map_err(|e| ResctrlError::io("read", p, e))
+    }
+
+    /// The file's text, `None` when it does not exist.
+    pub(crate) fn read_opt(&self, rel: &str) -> Result<Option<String>, ResctrlError> {
+        let p = self.path(rel);
+        match fs::read_to_string(&p) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(ResctrlError::io("read", p, e)),
+        }
+    }
+
+    pub(crate) fn parse<T: FromStr>(&self, rel: &str, expected: &str) -> Result<T, ResctrlError> {
+        let text = self.read(rel)?;
+        text.trim().parse().map_err(|_| ResctrlError::Parse {
+            path: self.path(rel),
+            text: text.trim().to_owned(),
+            expected: expected.to_owned(),
+        })
+    }
+
+    pub(crate) fn cpus(&self, group: &str) -> Result<CpuSet, ResctrlError> {
+        self.parse(&join(group, "cpus_list"), "a CPU list such as 0-3,8")
+    }
+
+    /// The ids in a `tasks` file, in file order.
+    pub(crate) fn tasks(&self, group: &str) -> Result<Vec<TaskId>, ResctrlError> {
+        let rel = join(group, "tasks");
+        let text = self.read(&rel)?;
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                l.parse().map_err(|_| ResctrlError::Parse {
+                    path: self.path(&rel),
+                    text: l.to_owned(),
+                    expected: "one task id per line".into(),
+                })
+            })
+            .collect()
+    }
+
+    /// `info/last_cmd_status`, trimmed ("ok" when empty or unreadable).
+    pub(crate) fn last_cmd_status(&self) -> String {
+        fs::read_to_string(self.path("info/last_cmd_status")).map_or_else(
+            |e| format!("(info/last_cmd_status unreadable: {e})"),
+            |s| {
+                let t = s.trim();
+                if t.is_empty() {
+                    "ok".into()
+                } else {
+                    t.replace('\n', "; ")
+                }
+            },
+        )
+    }
+
+    /// One `write(2)` of `text` to `rel`. The caller holds the exclusive lock, so the
+    /// `last_cmd_status` read after a failure is this write's.
+    pub(crate) fn write(&self, rel: &str, text: &str) -> Result<(), ResctrlError> {
+        let p = self.path(rel);
+        let rejected = |source: io::Error| ResctrlError::Rejected {
+            file: p.clone(),
+            written: text.to_owned(),
+            status: self.last_cmd_status(),
+            source,
+        };
+        let mut f = OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .map_err(|e| ResctrlError::io("open for writing", &p, e))?;
+        match f.write(text.as_bytes()) {
+            Ok(n) if n == text.len() => Ok(()),
+            Ok(n) => Err(rejected(io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("short write: {n} of {} bytes", text.len()),
+            ))),
+            Err(e) => Err(rejected(e)),
+        }
+    }
+
+    pub(crate) fn mkdir(&self, rel: &str) -> io::Result<()> {
+        fs::create_dir(self.path(rel))
+    }
+
+    pub(crate) fn rmdir(&self, rel: &str) -> Result<(), ResctrlError> {
+        let p = self.path(rel);
+        fs::remove_dir(&p).map_err(|e| ResctrlError::io("remove", p, e))
+    }
+
+    /// Names of the subdirectories of `rel`, sorted; empty when `rel` does not exist.
+    pub(crate) fn subdirs(&self, rel: &str) -> Result<Vec<String>, ResctrlError> {
+        let p = self.path(rel);
+        let rd = match fs::read_dir(&p) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(ResctrlError::io("list", p, e)),
+        };
+        let mut out = Vec::new();
+        for entry in rd {
+            let entry = entry.map_err(|e| ResctrlError::io("list", &p, e))?;
+            let is_dir = entry
+                .file_type()
+                .map_err(|e| ResctrlError::io("stat", entry.path(), e))?
+                .is_dir();
+            if is_dir {
+                out.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// The control groups other than the root (directories of the root that are not
+    /// `info`, `mon_groups`, `mon_data`).
+    pub(crate) fn ctrl_groups(&self) -> Result<Vec<String>, ResctrlError> {
+        Ok(self
+            .subdirs("")?
+            .into_iter()
+            .filter(|n| !ROOT_RESERVED.contains(&n.as_str()))
+            .collect())
+    }
+
+    /// Every monitor group, as `(parent control group, path)`; the root's first.
+    pub(crate) fn mon_groups(&self) -> Result<Vec<(String, String)>, ResctrlError> {
+        let mut out = Vec::new();
+        for parent in std::iter::once(String::new()).chain(self.ctrl_groups()?) {
+            for name in self.subdirs(&join(&parent, "mon_groups"))? {
+                let path = join(&parent, &format!("mon_groups/{name}"));
+                out.push((parent.clone(), path));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `/proc` (injectable): which threads a task id stands for.
+#[derive(Clone, Debug)]
+pub(crate) struct Proc {
+    root: PathBuf,
+}
+
+impl Proc {
+    pub(crate) const fn new(root: PathBuf) -> Self {
+        Self { root }
+    }
+
+    /// Whether the task exists.
+    pub(crate) fn exists(&self, task: TaskId) -> bool {
+        task.get() != 0 && self.root.join(task.get().to_string()).exists()
+    }
+
+    /// The threads `task` names: every thread of the process when `task` is a process id
+    /// (its `Tgid` is itself), else the thread alone (pqos `tid_find`).
+    pub(crate) fn threads(&self, task: TaskId) -> Result<Vec<TaskId>, ResctrlError> {
+        if task.get() == 0 {
+            return Err(ResctrlError::NoSuchTask(task));
+        }
+        let dir = self.root.join(task.get().to_string());
+        let status = match fs::read_to_string(dir.join("status")) {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(ResctrlError::NoSuchTask(task));
+            }
+            Err(e) => return Err(ResctrlError::io("read", dir.join("status"), e)),
+        };
+        let tgid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Tgid:"))
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        if tgid != Some(task.get()) {
+            return Ok(vec![task]);
+        }
+        let tdir = dir.join("task");
+        let rd = match fs::read_dir(&tdir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(ResctrlError::NoSuchTask(task));
+            }
+            Err(e) => return Err(ResctrlError::io("list", tdir, e)),
+        };
+        let mut tids: Vec<TaskId> = rd
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        tids.sort();
+        if tids.is_empty() {
+            tids.push(task);
+        }
+        Ok(tids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pqos_names_are_recognised_strictly() {
+        assert_eq!(cos_of_name("COS0"), Some(0));
+        assert_eq!(cos_of_name("COS15"), Some(15));
+        assert_eq!(cos_of_name("COS01"), None);
+        assert_eq!(cos_of_name("COS"), None);
+        assert_eq!(cos_of_name("cos1"), None);
+        assert_eq!(cos_of_name("COS1a"), None);
+        assert!(is_pqos_mon_name("pqos-1234-0"));
+        assert!(!is_pqos_mon_name("pqos-1234"));
+        assert!(!is_pqos_mon_name("pqos-x-1"));
+        assert!(!is_pqos_mon_name("goresctrl.pqos-1-1"));
+    }
+
+    #[test]
+    fn threads_of_a_process_are_its_task_entries_and_a_thread_is_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        for (id, tgid) in [(100, 100), (101, 100)] {
+            fs::create_dir_all(p.join(format!("{id}"))).unwrap();
+            fs::write(
+                p.join(format!("{id}/status")),
+                format!("Name:\tx\nTgid:\t{tgid}\nPid:\t{id}\n"),
+            )
+            .unwrap();
+        }
+        for t in [100, 101] {
+            fs::create_dir_all(p.join(format!("100/task/{t}"))).unwrap();
+        }
+        let proc = Proc::new(p.to_owned());
+        let ids = |v: &[u32]| v.iter().map(|&t| TaskId::new(t)).collect::<Vec<_>>();
+        assert_eq!(proc.threads(TaskId::new(100)).unwrap(), ids(&[100, 101]));
+        assert_eq!(proc.threads(TaskId::new(101)).unwrap(), ids(&[101]));
+        assert!(matches!(
+            proc.threads(TaskId::new(7)),
+            Err(ResctrlError::NoSuchTask(_))
+        ));
+    }
+}

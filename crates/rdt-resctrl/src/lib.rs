@@ -1,0 +1,47 @@
+//! The OS interface of Intel RDT / AMD PQoS: the Linux resctrl filesystem
+//! (`/sys/fs/resctrl`) as an [`rdt_core::Backend`].
+//!
+//! [`ResctrlBackend`] maps pqos's model onto resctrl as Intel's pqos does, so both tools
+//! see and clean up one configuration: class of service *n* is the control group `COS<n>`
+//! (COS 0 is the root), monitoring groups are `pqos-<pid>-<n>` monitor groups. It allocates
+//! and monitors per CPU and per task, follows the kernel's locking convention (`flock` on
+//! the root), and leaves other tools' groups (goresctrl, kubelet, a user's) alone.
+//!
+//! Parsing is separate from I/O: [`ResctrlInfo::parse`] reads the text of `info/`,
+//! [`Schemata`] the text of a `schemata` file, [`parse_proc_mounts`] `/proc/mounts`; all run
+//! on captured trees without CPUID or root.
+//!
+//! What this crate is **not**: it does not detect CPUID (pass the capabilities rdt-core
+//! detected), does not mount resctrl when it is not mounted (it says how to), and does not
+//! do pseudo-locking, `mode` changes (exclusive groups), AMD ABMC counter assignment or
+//! BMEC event configuration. Association changes made while a group is monitored are not
+//! followed by the monitor group (pqos's OS interface re-adds moved CPUs; this crate
+//! monitors what the group held at start).
+//!
+//! | vendor | L3 CAT | CDP (L3, L2) | L2 CAT | MBA | `mba_MBps` | SMBA | CMT/MBM | tasks |
+//! |---|---|---|---|---|---|---|---|---|
+//! | Intel | ✅ | ✅ (remount) | ✅ | ✅ percent | ✅ | — | ✅ | ✅ |
+//! | AMD | ✅ | ✅ (remount) | — | ✅ 1/8 GB/s units | ❌ (kernel) | reset only | ✅ | ✅ |
+//!
+//! # References
+//! - Linux `Documentation/arch/x86/resctrl.rst` (`Documentation/filesystems/resctrl.rst`
+//!   since 6.16).
+//! - intel-cmt-cat `lib/resctrl*.c`, `lib/os_allocation.c`, `lib/os_monitoring.c`; pqos(8).
+//! - Intel SDM Vol. 3B, ch. 18 "Intel Resource Director Technology"; AMD pub. 56375.
+
+mod backend;
+mod error;
+mod fs;
+mod info;
+mod lock;
+mod monitor;
+mod mount;
+mod schemata;
+
+pub use backend::{DEFAULT_PROC, DEFAULT_ROOT, ResctrlBackend, ResctrlOptions};
+pub use error::ResctrlError;
+pub use fs::{cos_of_name, is_pqos_mon_name};
+pub use info::{BwInfo, CacheInfo, InfoError, InfoFiles, MonInfo, ResctrlInfo};
+pub use lock::DEFAULT_LOCK_TIMEOUT;
+pub use mount::{ControlFileMount, KernelMount, MountControl, MountOptions, parse_proc_mounts};
+pub use schemata::{Schemata, SchemataError, SchemataLine};

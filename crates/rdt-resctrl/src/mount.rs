@@ -1,0 +1,242 @@
+//! The mount options in force and the seam that changes them.
+//!
+//! CDP (`cdp`, `cdpl2`) and the MBA software controller (`mba_MBps`) are resctrl mount
+//! options: the only way to change them is to unmount and mount again, which deletes every
+//! group and resets every control register (spec §2.3). [`MountControl`] is that seam:
+//! [`KernelMount`] reads `/proc/mounts` and calls `umount2(2)` + `mount(2)` as pqos does
+//! (`lib/resctrl.c`); [`ControlFileMount`] asks a control file to do it (the simulated
+//! platform's `.sim/resctrl_mount`).
+
+use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// resctrl's mount options (`mount -t resctrl resctrl -o cdp,cdpl2,mba_MBps,debug DIR`).
+///
+/// `FromStr` reads a comma-separated list and ignores options resctrl does not define (the
+/// VFS's own `rw`, `relatime`, ... as `/proc/mounts` shows them); `Display` writes the
+/// resctrl options in the order `/proc/mounts` does, `""` for none.
+///
+/// # Examples
+/// ```
+/// use rdt_resctrl::MountOptions;
+/// let o: MountOptions = "rw,relatime,cdp,mba_MBps".parse().unwrap();
+/// assert!(o.cdp && o.mba_mbps && !o.cdpl2);
+/// assert_eq!(o.to_string(), "cdp,mba_MBps");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MountOptions {
+    /// `cdp`: L3 code/data prioritization.
+    pub cdp: bool,
+    /// `cdpl2`: L2 code/data prioritization.
+    pub cdpl2: bool,
+    /// `mba_MBps`: the MBA software controller; `MB` values are MiB/s.
+    pub mba_mbps: bool,
+    /// `debug`: `ctrl_hw_id`/`mon_hw_id` files.
+    pub debug: bool,
+}
+
+impl FromStr for MountOptions {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut o = Self::default();
+        for opt in s.trim().split(',') {
+            match opt {
+                "cdp" => o.cdp = true,
+                "cdpl2" => o.cdpl2 = true,
+                "mba_MBps" => o.mba_mbps = true,
+                "debug" => o.debug = true,
+                _ => {}
+            }
+        }
+        Ok(o)
+    }
+}
+
+impl fmt::Display for MountOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let on: Vec<&str> = [
+            (self.cdp, "cdp"),
+            (self.cdpl2, "cdpl2"),
+            (self.mba_mbps, "mba_MBps"),
+            (self.debug, "debug"),
+        ]
+        .into_iter()
+        .filter_map(|(b, n)| b.then_some(n))
+        .collect();
+        f.write_str(&on.join(","))
+    }
+}
+
+/// Reads and changes how resctrl is mounted.
+pub trait MountControl: fmt::Debug + Send {
+    /// The options resctrl is mounted with, `None` when it is not mounted.
+    ///
+    /// # Errors
+    /// The source of the information cannot be read.
+    fn options(&self) -> io::Result<Option<MountOptions>>;
+
+    /// Unmounts resctrl (if mounted) and mounts it again with `new`. Every group is gone
+    /// afterwards and every control value is back to its default.
+    ///
+    /// # Errors
+    /// EBUSY when the mount is in use (an open file under it), EINVAL when the platform
+    /// cannot do an option, EPERM without CAP_SYS_ADMIN.
+    fn remount(&self, new: &MountOptions) -> io::Result<()>;
+}
+
+/// The resctrl entry for `root` in the text of `/proc/mounts`: its options, or `None` when
+/// no `resctrl` filesystem is mounted there. Octal escapes of the mount point (`\040` for a
+/// space) are decoded.
+#[must_use]
+pub fn parse_proc_mounts(text: &str, root: &Path) -> Option<MountOptions> {
+    let want = root.to_string_lossy();
+    let want = want.trim_end_matches('/');
+    text.lines().find_map(|line| {
+        let mut f = line.split_whitespace();
+        let (_src, dir, fstype, opts) = (f.next()?, f.next()?, f.next()?, f.next()?);
+        let dir = unescape(dir);
+        (fstype == "resctrl" && dir.trim_end_matches('/') == want)
+            .then(|| opts.parse().unwrap_or_default())
+    })
+}
+
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..=i + 3].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The host's resctrl mount: options from `/proc/mounts`, remount with `umount2(2)` and
+/// `mount("resctrl", root, "resctrl", 0, options)` (pqos `resctrl_mount`).
+#[derive(Clone, Debug)]
+pub struct KernelMount {
+    root: PathBuf,
+    proc_mounts: PathBuf,
+}
+
+impl KernelMount {
+    /// The mount at `root`, looked up in `proc_mounts` (normally `/proc/mounts`).
+    #[must_use]
+    pub fn new(root: impl Into<PathBuf>, proc_mounts: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            proc_mounts: proc_mounts.into(),
+        }
+    }
+}
+
+impl MountControl for KernelMount {
+    fn options(&self) -> io::Result<Option<MountOptions>> {
+        let text = std::fs::read_to_string(&self.proc_mounts)?;
+        Ok(parse_proc_mounts(&text, &self.root))
+    }
+
+    fn remount(&self, new: &MountOptions) -> io::Result<()> {
+        use nix::mount::{MntFlags, MsFlags, mount, umount2};
+        if self.options()?.is_some() {
+            umount2(&self.root, MntFlags::empty()).map_err(io::Error::from)?;
+        }
+        let data = new.to_string();
+        mount(
+            Some("resctrl"),
+            &self.root,
+            Some("resctrl"),
+            MsFlags::empty(),
+            Some(data.as_str()),
+        )
+        .map_err(io::Error::from)
+    }
+}
+
+/// A resctrl mount served by a control file: reading it gives the options as one line
+/// (`cdp,mba_MBps`; an empty line for the defaults; `unmounted`), writing
+/// `remount OPTS` remounts. The simulated platform serves one at `DIR/.sim/resctrl_mount`.
+#[derive(Clone, Debug)]
+pub struct ControlFileMount {
+    path: PathBuf,
+}
+
+impl ControlFileMount {
+    /// The control file at `path`.
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+}
+
+impl MountControl for ControlFileMount {
+    fn options(&self) -> io::Result<Option<MountOptions>> {
+        let text = std::fs::read_to_string(&self.path)?;
+        let line = text.trim();
+        if line == "unmounted" {
+            return Ok(None);
+        }
+        Ok(Some(line.parse().unwrap_or_default()))
+    }
+
+    fn remount(&self, new: &MountOptions) -> io::Result<()> {
+        let mut f = std::fs::OpenOptions::new().write(true).open(&self.path)?;
+        let line = format!("remount {new}\n");
+        let n = f.write(line.as_bytes())?;
+        if n == line.len() {
+            Ok(())
+        } else {
+            Err(io::Error::new(io::ErrorKind::WriteZero, "short write"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_resctrl_entry_of_the_root_only() {
+        let text = "sysfs /sys sysfs rw,nosuid 0 0\n\
+                    resctrl /sys/fs/resctrl resctrl rw,relatime,cdp,mba_MBps 0 0\n\
+                    resctrl /mnt/my\\040rdt resctrl rw,cdpl2 0 0\n";
+        let o = parse_proc_mounts(text, Path::new("/sys/fs/resctrl/")).unwrap();
+        assert_eq!(o.to_string(), "cdp,mba_MBps");
+        let o = parse_proc_mounts(text, Path::new("/mnt/my rdt")).unwrap();
+        assert!(o.cdpl2 && !o.cdp);
+        assert_eq!(parse_proc_mounts(text, Path::new("/sys")), None);
+    }
+
+    #[test]
+    fn control_file_reads_options_and_writes_one_remount_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("resctrl_mount");
+        let m = ControlFileMount::new(&p);
+        std::fs::write(&p, "cdp,mba_MBps\n").unwrap();
+        assert_eq!(
+            m.options().unwrap(),
+            Some(MountOptions {
+                cdp: true,
+                mba_mbps: true,
+                ..MountOptions::default()
+            })
+        );
+        std::fs::write(&p, "\n").unwrap();
+        assert_eq!(m.options().unwrap(), Some(MountOptions::default()));
+        std::fs::write(&p, "unmounted\n").unwrap();
+        assert_eq!(m.options().unwrap(), None);
+        m.remount(&"cdpl2".parse().unwrap()).unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "remount cdpl2\n");
+    }
+}

@@ -1,0 +1,158 @@
+//! The OS interface end to end: the facade's `Rdt::open_at(Iface::Os | Iface::Auto, ..)` and
+//! `pqos --iface=os --sysroot DIR` on a FUSE-mounted simulated platform whose resctrl is at
+//! `DIR/sys/fs/resctrl`.
+
+use std::path::Path;
+use std::process::Command;
+
+use rdt::resctrl::ResctrlError;
+use rdt::{
+    Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId, Iface, Interface,
+    LogicalCpu, MonEvents, OpenError, Paths, Rdt, TaskId,
+};
+use rdt_sim::fs::testing::TestMount;
+use rdt_sim::fs::{MountConfig, SimClock};
+use rdt_sim::{SimHandle, SimPlatform};
+
+use crate::util::{Run, pqos_bin};
+
+fn pqos_os(root: &Path, args: &[&str]) -> Run {
+    Command::new(pqos_bin())
+        .arg("--iface=os")
+        .arg("--sysroot")
+        .arg(root)
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RDT_IFACE")
+        .env_remove("RDT_SYSROOT")
+        .output()
+        .expect("run pqos")
+        .into()
+}
+
+fn without_resctrl(model: &str) -> TestMount {
+    TestMount::new(
+        SimHandle::new(SimPlatform::builtin(model).expect("model")),
+        MountConfig {
+            resctrl: None,
+            clock: SimClock::WallClock,
+        },
+    )
+}
+
+#[test]
+fn auto_takes_the_os_interface_where_resctrl_is_mounted_and_msr_elsewhere() {
+    let m = TestMount::builtin("skylake-sp");
+    let rdt = Rdt::open_at(Iface::Auto, &Paths::under(m.root())).expect("open");
+    assert_eq!(rdt.interface(), Interface::Os);
+    assert!(rdt.resctrl().is_some());
+    let bare = without_resctrl("skylake-sp");
+    let rdt = Rdt::open_at(Iface::Auto, &Paths::under(bare.root())).expect("open");
+    assert_eq!(rdt.interface(), Interface::Msr);
+    let e = Rdt::open_at(Iface::Os, &Paths::under(bare.root())).expect_err("not mounted");
+    assert!(
+        matches!(&e, OpenError::Resctrl(ResctrlError::NotMounted { .. })),
+        "{e:?}"
+    );
+    let chain = format!("{e}: {}", std::error::Error::source(&e).expect("cause"));
+    assert!(chain.contains("mount -t resctrl resctrl"), "{chain}");
+}
+
+#[test]
+fn the_facade_allocates_monitors_and_moves_tasks_through_resctrl() {
+    // arrange
+    let m = TestMount::builtin("skylake-sp");
+    let mut rdt = Rdt::open_at(Iface::Os, &Paths::under(m.root())).expect("open");
+    let mask = CatMask::Unified(CacheBitmask::new(0x3f).expect("mask"));
+    let mut child = Command::new("sleep").arg("30").spawn().expect("sleep");
+    let task = TaskId::new(child.id());
+    // act
+    rdt.set_cat_classes(
+        CatResource::L3,
+        CacheDomain::new(0),
+        &[CatClass {
+            class: ClassId::new(1),
+            mask,
+        }],
+    )
+    .expect("set");
+    rdt.associate(LogicalCpu::new(2), ClassId::new(1))
+        .expect("associate");
+    rdt.associate_task(task, ClassId::new(1)).expect("task");
+    let g = rdt
+        .start_monitoring_tasks(&[task], MonEvents::LLC_OCCUPANCY)
+        .expect("monitor task");
+    rdt.poll().expect("poll");
+    // assert: through the facade and in the kernel's files
+    assert_eq!(
+        rdt.cat_classes(CatResource::L3, CacheDomain::new(0))
+            .expect("read")[1]
+            .mask,
+        mask
+    );
+    assert_eq!(
+        rdt.class_of(LogicalCpu::new(2)).expect("class"),
+        ClassId::new(1)
+    );
+    assert_eq!(rdt.class_of_task(task).expect("class"), ClassId::new(1));
+    assert!(rdt.values(g).expect("values").llc_occupancy_bytes.is_some());
+    let root = m.path("sys/fs/resctrl");
+    assert_eq!(
+        std::fs::read_to_string(root.join("COS1/tasks")).expect("tasks"),
+        format!("{task}\n")
+    );
+    assert_eq!(rdt.rmid_of(LogicalCpu::new(2)).expect("rmid"), None);
+    rdt.stop_monitoring(g).expect("stop");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn the_msr_interface_still_refuses_task_work_with_the_unsupported_error() {
+    let bare = without_resctrl("skylake-sp");
+    let mut rdt = Rdt::open_at(Iface::Msr, &Paths::under(bare.root())).expect("open");
+    let e = rdt
+        .associate_task(TaskId::new(1), ClassId::new(1))
+        .expect_err("MSR has no tasks");
+    assert!(matches!(e, rdt::Error::Unsupported(_)), "{e:?}");
+    assert!(e.to_string().contains("OS (resctrl) interface"), "{e}");
+}
+
+#[test]
+fn pqos_iface_os_sets_shows_and_resets_classes_through_resctrl() {
+    let m = TestMount::builtin("skylake-sp");
+    let root = m.root();
+    // -e, -a
+    let run = pqos_os(root, &["-e", "llc:1=0xffe00"]).failed();
+    assert!(run.stderr.contains("0xffe00"), "11-bit CBM: {}", run.stderr);
+    pqos_os(root, &["-e", "llc:1=0x7f0;llc:2=0x00f"]).ok();
+    pqos_os(root, &["-a", "llc:1=2-3"]).ok();
+    let resctrl = root.join("sys/fs/resctrl");
+    let s = std::fs::read_to_string(resctrl.join("COS1/schemata")).expect("COS1");
+    assert!(s.contains("L3:0=7f0;1=7f0"), "{s}");
+    assert_eq!(
+        std::fs::read_to_string(resctrl.join("COS1/cpus_list")).expect("cpus"),
+        "2-3\n"
+    );
+    // -s shows the same
+    let show = pqos_os(root, &["-s"]).ok().stdout;
+    assert!(
+        show.contains("L3CA COS1 => MASK 0x7f0") && show.contains("L3CA COS2 => MASK 0xf"),
+        "{show}"
+    );
+    // -m over the OS interface
+    let mon = pqos_os(root, &["-m", "llc:2-3", "-t", "1"]).ok().stdout;
+    assert!(mon.contains("TIME "), "{mon}");
+    // a foreign group survives -R; ours are reset
+    std::fs::create_dir(resctrl.join("kubepods")).expect("foreign group");
+    std::fs::write(resctrl.join("kubepods/schemata"), "L3:0=f0\n").expect("foreign schemata");
+    pqos_os(root, &["-R"]).ok();
+    let s = std::fs::read_to_string(resctrl.join("COS1/schemata")).expect("COS1");
+    assert!(s.contains("L3:0=7ff;1=7ff"), "{s}");
+    assert_eq!(
+        std::fs::read_to_string(resctrl.join("COS1/cpus_list")).expect("cpus"),
+        "\n"
+    );
+    let k = std::fs::read_to_string(resctrl.join("kubepods/schemata")).expect("kubepods");
+    assert!(k.contains("L3:0=f0;"), "{k}");
+}
