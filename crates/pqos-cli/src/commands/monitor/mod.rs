@@ -843,6 +843,67 @@ mod tests {
         assert_eq!(b.running_groups(), 0, "groups are stopped");
     }
 
+    /// The number format of a field: integer digits `N`, decimals counted (`0.00` -> `N.2`).
+    fn number_format(v: &str) -> String {
+        match v.split_once('.') {
+            Some((_, frac)) => format!("N.{}", frac.len()),
+            None if v.chars().all(|c| c.is_ascii_digit()) => "N".into(),
+            None => v.into(),
+        }
+    }
+
+    #[test]
+    fn pid_csv_rows_parse_as_telegraf_parses_the_real_line() {
+        // telegraf_pqos_csv_line.txt: `time,"pids",cores...,6 metrics`, read by Telegraf's
+        // intel_rdt input (split on commas; the PIDs are the first quoted string; the last
+        // six fields are IPC, misses, LLC, MBL, MBR, MBT).
+        let real = crate::testdata::sample("telegraf_pqos_csv_line.txt");
+        let real: Vec<&str> = real.trim_end().split(',').collect();
+        let mut b = FakeBackend::broadwell_2s();
+        b.os_interface = true;
+        let (mut c1, mut c2) = (spawn_sleeper(), spawn_sleeper());
+        let pids = format!("{},{}", c1.id(), c2.id());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        // Telegraf's -p argument (createArgsForGroups): all:[PIDS];mbt:[PIDS];
+        let (r, _) = run(
+            &mut b,
+            &[
+                &format!("--mon-pid=all:[{pids}];mbt:[{pids}];"),
+                "-u",
+                "csv",
+                "-o",
+                path.to_str().unwrap(),
+                "-t",
+                "1",
+            ],
+            false,
+        );
+        c1.kill().unwrap();
+        c2.kill().unwrap();
+        c1.wait().unwrap();
+        c2.wait().unwrap();
+        r.unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let row = text.lines().last().unwrap();
+        let ours: Vec<&str> = row.split(',').collect();
+        let shape = |s: &str| -> String {
+            s.chars()
+                .map(|c| if c.is_ascii_digit() { 'D' } else { c })
+                .collect()
+        };
+        assert_eq!(shape(ours[0]), shape(real[0]), "{row}");
+        let quoted = |l: &str| l.split('"').nth(1).map(str::to_owned);
+        assert_eq!(quoted(row), Some(pids.clone()), "PIDs first, quoted: {row}");
+        let metrics = |v: &[&str]| -> Vec<String> {
+            v[v.len() - 6..].iter().map(|m| number_format(m)).collect()
+        };
+        assert_eq!(metrics(&ours), metrics(&real), "{row}");
+        for m in &ours[ours.len() - 6..] {
+            m.parse::<f64>().unwrap();
+        }
+    }
+
     #[test]
     fn pid_mode_on_the_msr_interface_says_it_needs_the_os_interface() {
         let mut b = FakeBackend::broadwell_2s();
