@@ -350,11 +350,17 @@ fn redraw(mut w: &mut dyn Write, text: &str, width: Option<u16>) -> io::Result<(
 /// pqos's CSV: one header line, then per row `time,"group"` (PID mode:
 /// `time,"pids","cores"`) and the cells: IPC `%.2f`, misses as a raw count, the rest `%.1f`;
 /// a blank cell is a bare `,`.
-#[derive(Debug)]
 pub struct Csv {
     cols: Columns,
+    table: Vec<Column>,
     tty: bool,
     buf: String,
+}
+
+impl std::fmt::Debug for Csv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Csv").field("cols", &self.cols).finish_non_exhaustive()
+    }
 }
 
 impl Csv {
@@ -363,6 +369,7 @@ impl Csv {
     pub fn new(cols: Columns, tty: bool) -> Self {
         Self {
             cols,
+            table: columns(cols),
             tty,
             buf: String::new(),
         }
@@ -376,7 +383,7 @@ impl Csv {
         } else {
             "Time,Core"
         });
-        for c in columns(self.cols) {
+        for c in &self.table {
             h.push_str(c.csv);
         }
         h
@@ -392,7 +399,7 @@ impl Format for Csv {
 
     fn sample(&mut self, w: &mut dyn Write, s: &Sample<'_>) -> io::Result<()> {
         use std::fmt::Write as _;
-        let table = columns(self.cols);
+        let table = &self.table;
         let time = pqos_time(s.time);
         let buf = &mut self.buf;
         buf.clear();
@@ -401,7 +408,7 @@ impl Format for Csv {
             if self.cols.pid_mode {
                 let _ = write!(buf, ",\"{}\"", row.cores.as_deref().unwrap_or("err"));
             }
-            for c in &table {
+            for c in table {
                 match value(&row.cells, c.event, self.cols.llc) {
                     None => buf.push(','),
                     Some(v) if c.event == MonEvents::IPC => {
@@ -431,16 +438,27 @@ impl Format for Csv {
 
 /// pqos's XML: `<records>` holding one tab-indented `<record>` per row, written with
 /// quick-xml (which escapes the text).
-#[derive(Debug)]
 pub struct Xml {
     cols: Columns,
+    table: Vec<Column>,
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for Xml {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Xml").field("cols", &self.cols).finish_non_exhaustive()
+    }
 }
 
 impl Xml {
     /// XML records.
     #[must_use]
     pub fn new(cols: Columns) -> Self {
-        Self { cols }
+        Self {
+            cols,
+            table: columns(cols),
+            buf: Vec::new(),
+        }
     }
 }
 
@@ -465,9 +483,9 @@ impl Format for Xml {
     }
 
     fn sample(&mut self, w: &mut dyn Write, s: &Sample<'_>) -> io::Result<()> {
-        let table = columns(self.cols);
         let time = pqos_time(s.time);
-        let mut buf = Vec::new();
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
         let mut x = quick_xml::Writer::new(&mut buf);
         for row in s.rows {
             x.write_event(Event::Start(BytesStart::new("record")))?;
@@ -479,7 +497,7 @@ impl Format for Xml {
             } else {
                 xml_node(&mut x, "core", row.desc)?;
             }
-            for c in &table {
+            for c in &self.table {
                 let text = match value(&row.cells, c.event, self.cols.llc) {
                     None => String::new(),
                     Some(v) if c.event == MonEvents::IPC => format!("{v:.2}"),
@@ -491,7 +509,9 @@ impl Format for Xml {
             x.write_event(Event::End(BytesEnd::new("record")))?;
             x.write_event(Event::Text(BytesText::from_escaped("\n")))?;
         }
-        w.write_all(&buf)?;
+        let written = w.write_all(&buf);
+        self.buf = buf;
+        written?;
         w.flush()
     }
 
