@@ -907,8 +907,11 @@ mod tests {
     #[test]
     fn pid_mode_on_the_msr_interface_says_it_needs_the_os_interface() {
         let mut b = FakeBackend::broadwell_2s();
-        let me = std::process::id();
+        let mut child = spawn_sleeper();
+        let me = child.id();
         let (r, out) = run(&mut b, &["-p", &format!("all:{me}"), "-t", "0"], false);
+        child.kill().unwrap();
+        child.wait().unwrap();
         let e = format!("{:#}", r.unwrap_err());
         assert!(
             e.starts_with(&format!(
@@ -927,12 +930,15 @@ mod tests {
         let gone = c.id();
         c.kill().unwrap();
         c.wait().unwrap();
-        let me = std::process::id();
+        let mut live = spawn_sleeper();
+        let me = live.id();
         let (r, _) = run(
             &mut b,
             &["-p", &format!("all:{me};all:{gone}"), "-t", "0"],
             false,
         );
+        live.kill().unwrap();
+        live.wait().unwrap();
         assert_eq!(
             r.unwrap_err().to_string(),
             format!("Requested PID set contains nonexistent processes (first invalid PID: {gone})")

@@ -359,7 +359,9 @@ pub struct Csv {
 
 impl std::fmt::Debug for Csv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Csv").field("cols", &self.cols).finish_non_exhaustive()
+        f.debug_struct("Csv")
+            .field("cols", &self.cols)
+            .finish_non_exhaustive()
     }
 }
 
@@ -446,7 +448,9 @@ pub struct Xml {
 
 impl std::fmt::Debug for Xml {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Xml").field("cols", &self.cols).finish_non_exhaustive()
+        f.debug_struct("Xml")
+            .field("cols", &self.cols)
+            .finish_non_exhaustive()
     }
 }
 

@@ -173,23 +173,52 @@ mod tests {
     }
 
     #[test]
-    fn this_process_exists_and_its_threads_report_a_cpu() {
+    fn a_live_process_exists_and_its_thread_reports_a_cpu() {
+        // A child with one thread (this test binary's own threads come and go).
         let proc = ProcFs::host();
-        let me = TaskId::new(std::process::id());
-        assert_eq!(proc.first_missing(&[me]), None);
+        let mut child = std::process::Command::new("sleep")
+            .arg("10")
+            .spawn()
+            .unwrap();
+        let pid = TaskId::new(child.id());
+        assert_eq!(proc.first_missing(&[pid]), None);
         assert_eq!(
-            proc.first_missing(&[me, TaskId::new(0)]),
+            proc.first_missing(&[pid, TaskId::new(0)]),
             Some(TaskId::new(0))
         );
-        let threads = proc.threads(me).unwrap();
-        assert!(threads.contains(&me), "{threads:?}");
-        let mut g = GroupThreads::open(&proc, &[me]).unwrap();
+        assert_eq!(proc.threads(pid).unwrap(), [pid]);
+        let mut g = GroupThreads::open(&proc, &[pid]).unwrap();
         let cores = g.cores();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let cpu: usize = cores.parse().unwrap_or_else(|_| panic!("{cores}"));
         let online = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        for c in cores.split(',') {
-            let c: usize = c.parse().unwrap_or_else(|_| panic!("{cores}"));
-            assert!(c < online.max(1024), "{cores}");
-        }
+        assert!(cpu < online.max(1024), "{cores}");
+    }
+
+    #[test]
+    fn a_thread_named_alone_stands_for_itself() {
+        let proc = ProcFs::host();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            let tid = std::fs::read_link("/proc/thread-self").unwrap();
+            tx.send(
+                tid.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .parse::<u32>()
+                    .unwrap(),
+            )
+            .unwrap();
+            done_rx.recv().unwrap();
+        });
+        let tid = TaskId::new(rx.recv().unwrap());
+        let threads = proc.threads(tid);
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+        assert_eq!(threads.unwrap(), [tid]);
     }
 
     #[test]
