@@ -14,6 +14,10 @@ mod alloc;
 // Malformed or out-of-range arguments: clear errors and nothing written.
 mod bad_input;
 
+// Monitoring output: golden layouts from real pqos samples, CSV and XML consumers, signals,
+// a closed pipe, a simulated day of counter wraps.
+mod monitor_output;
+
 // The host itself, without --sim.
 mod native;
 

@@ -7,12 +7,15 @@ use std::collections::BTreeMap;
 pub type Row = BTreeMap<String, f64>;
 
 /// The samples (`TIME` blocks) of pqos's text output, each a map from group (the CORE cell)
-/// to its row. Panics on output that does not have pqos's layout: every header cell and
-/// every value cell is 12 characters wide, the group cell 8 (pqos/monitor_text.c).
+/// to its row; blank cells (an event the group does not monitor, no PMU) are left out.
+/// What comes before the first `TIME` line (v25.04's `NOTE:` banner) is skipped. Panics on
+/// output that does not have pqos's layout: every header cell and every value cell is 12
+/// characters wide, the group cell 8 (pqos/monitor_text.c).
 pub fn parse_text(stdout: &str) -> Vec<BTreeMap<String, Row>> {
     let mut samples = Vec::new();
     let mut header: Vec<String> = Vec::new();
-    for line in stdout.lines() {
+    let first_time = stdout.find("TIME ").unwrap_or(stdout.len());
+    for line in stdout[first_time..].lines() {
         if line.starts_with("TIME ") {
             samples.push(BTreeMap::new());
             continue;
@@ -40,15 +43,17 @@ pub fn parse_text(stdout: &str) -> Vec<BTreeMap<String, Row>> {
         let row = header
             .iter()
             .enumerate()
-            .map(|(i, name)| {
+            .filter_map(|(i, name)| {
                 let cell = line[8 + i * 12..8 + (i + 1) * 12].trim();
                 let number = cell.strip_suffix('k').unwrap_or(cell);
-                (
-                    name.clone(),
-                    number
-                        .parse()
-                        .unwrap_or_else(|_| panic!("cell {cell:?} in {line:?}")),
-                )
+                (!cell.is_empty()).then(|| {
+                    (
+                        name.clone(),
+                        number
+                            .parse()
+                            .unwrap_or_else(|_| panic!("cell {cell:?} in {line:?}")),
+                    )
+                })
             })
             .collect();
         samples

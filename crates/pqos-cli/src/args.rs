@@ -15,7 +15,9 @@ use std::path::PathBuf;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
-use crate::grammar::{AssocDefs, ClassDefs, EvtCores, Interval, MonResetCfg, MonTime, ResetCfg};
+use crate::grammar::{
+    AssocDefs, ClassDefs, EvtCores, EvtPids, Interval, MonResetCfg, MonTime, ResetCfg,
+};
 
 /// `-u`: the monitoring output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -26,6 +28,8 @@ pub enum FileType {
     Xml,
     /// Comma-separated values, one header line.
     Csv,
+    /// JSON Lines: one object per row (ours; field names in docs/compat.md).
+    Json,
 }
 
 /// `--iface`: which interface programs the hardware.
@@ -139,15 +143,17 @@ pub struct Args {
     )]
     pub mon_core: Vec<EvtCores>,
 
-    /// Monitor processes (needs the OS interface, which is not implemented yet).
+    /// `-p`: process monitoring groups.
     #[arg(
         short = 'p',
         long = "mon-pid",
         value_name = "EVTPIDS",
         num_args = 0..=1,
-        default_missing_value = ""
+        default_missing_value = "",
+        help = "Monitor processes: EVENT:PIDS[;...] with EVENT llc, mbl, mbr, mbt or all; \
+                [a,b] is one group, a,b is one group per process (needs the OS interface)"
     )]
-    pub mon_pid: Option<String>,
+    pub mon_pid: Vec<EvtPids>,
 
     /// Monitoring time in seconds, or inf/infinite (the default).
     #[arg(short = 't', long = "mon-time", value_name = "SECONDS")]
@@ -161,11 +167,11 @@ pub struct Args {
     #[arg(short = 'T', long = "mon-top")]
     pub mon_top: bool,
 
-    /// Write monitoring data to FILE (text appends; csv and xml overwrite).
+    /// Write monitoring data to FILE (text appends; csv, xml and json overwrite).
     #[arg(short = 'o', long = "mon-file", value_name = "FILE")]
     pub mon_file: Option<PathBuf>,
 
-    /// Monitoring output format: text, xml or csv.
+    /// Monitoring output format: text, xml, csv or json (one JSON object per row).
     #[arg(
         short = 'u',
         long = "mon-file-type",

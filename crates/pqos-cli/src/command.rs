@@ -14,7 +14,10 @@ use anyhow::{Result, bail};
 use rdt_core::{AllocReset, ClassId, LogicalCpu, TaskId};
 
 use crate::args::{Args, FileType, IfaceArg};
-use crate::grammar::{AssocTarget, ClassDef, MonGroupSpec, MonTime, merge_groups};
+use crate::grammar::{
+    AssocTarget, ClassDef, EvtPids, MonGroupSpec, MonTime, PidGroupSpec, merge_groups,
+    merge_pid_groups,
+};
 
 /// Where the platform comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,11 +82,14 @@ pub struct AllocRequest {
     pub warnings: Vec<String>,
 }
 
-/// Monitoring settings (`-m`, `-t`, `-i`, `-T`, `-o`, `-u`, `-P`, `--disable-mon-*`).
+/// Monitoring settings (`-m`, `-p`, `-t`, `-i`, `-T`, `-o`, `-u`, `-P`, `--disable-mon-*`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MonitorRequest {
-    /// Groups after merging; empty = one group per core with all events (pqos's default).
+    /// Core groups after merging; empty (and no `pid_groups`) = one group per core with all
+    /// events (pqos's default).
     pub groups: Vec<MonGroupSpec>,
+    /// `-p`: process groups after merging (PID mode); never together with `groups`.
+    pub pid_groups: Vec<PidGroupSpec>,
     /// Sampling interval (`-i` × 100 ms; default 1 s).
     pub interval: Duration,
     /// How long to run; `None` = until interrupted.
@@ -245,12 +251,6 @@ impl Plan {
     /// An interface that does not fit the options or the host ([`resolve_iface`]), a core
     /// in two monitoring groups.
     pub fn from_args(args: Args) -> Result<Self> {
-        if args.mon_pid.is_some() {
-            bail!(
-                "-p/--mon-pid: monitoring processes needs the OS (resctrl) interface, which is not \
-                 implemented yet; the MSR interface monitors cores: use -m EVENT:CORES"
-            );
-        }
         let probe = IfaceProbe::current(args.sysroot.as_deref().unwrap_or(Path::new("/")));
         Self::from_args_with(args, &probe)
     }
@@ -304,7 +304,7 @@ fn needs_os(args: &Args) -> Option<&'static str> {
         .any(|item| matches!(item.target, AssocTarget::Pids(_)));
     if pid_assoc {
         Some("-a/--alloc-assoc (pid)")
-    } else if args.mon_pid.is_some() {
+    } else if !args.mon_pid.is_empty() {
         Some("-p/--mon-pid")
     } else {
         None
@@ -410,8 +410,26 @@ fn alloc_request(args: &Args) -> AllocRequest {
 
 fn monitor_request(args: &Args) -> Result<MonitorRequest> {
     let groups = merge_groups(args.mon_core.iter().flat_map(|m| m.0.iter().cloned()))?;
+    let mut pids = Vec::new();
+    for p in &args.mon_pid {
+        match p {
+            EvtPids::Top => bail!(
+                "-p without EVTPIDS (pqos's top-pids mode) is not implemented; name the \
+                 processes: -p all:PID[,PID...]"
+            ),
+            EvtPids::Groups(g) => pids.extend(g.iter().cloned()),
+        }
+    }
+    let pid_groups = merge_pid_groups(pids)?;
+    if !groups.is_empty() && !pid_groups.is_empty() {
+        bail!(
+            "Monitoring start error, process, core, channel/device tracking can not be done \
+             simultaneously (-m and -p given)"
+        );
+    }
     Ok(MonitorRequest {
         groups,
+        pid_groups,
         interval: args.mon_interval.map_or(Duration::from_secs(1), |i| i.0),
         duration: match args.mon_time {
             Some(MonTime::Limited(d)) => Some(d),
@@ -456,6 +474,11 @@ mod tests {
             rdt_iface: Some(v.into()),
             resctrl_mounted: true,
         }
+    }
+
+    /// The command of `argv` on a host where resctrl is mounted (`-p` needs the OS interface).
+    fn command_os(argv: &[&str]) -> Command {
+        plan_on(&resctrl(), argv).unwrap().command
     }
 
     fn command(argv: &[&str]) -> Command {
@@ -902,11 +925,64 @@ mod tests {
     }
 
     #[test]
-    fn pid_operations_fail_with_a_clear_message() {
-        let e = Plan::from_args(Args::try_parse_from(["pqos", "-p", "all:1234"]).unwrap())
+    fn example_monitoring_processes() {
+        let Command::Monitor(m) = command_os(&["-p", "all:1234,5678;llc:[10,11]"]) else {
+            panic!()
+        };
+        assert!(m.groups.is_empty());
+        let descs: Vec<&str> = m.pid_groups.iter().map(|g| g.desc.as_str()).collect();
+        assert_eq!(descs, ["1234", "5678", "10,11"]);
+        assert_eq!(m.pid_groups[2].events, MonEvents::LLC_OCCUPANCY);
+        let Command::Monitor(m) = command_os(&["-p", "llc:7", "-p", "mbl:7", "-t", "1"]) else {
+            panic!()
+        };
+        assert_eq!(
+            m.pid_groups.len(),
+            1,
+            "one process named twice: events merged"
+        );
+        assert_eq!(
+            m.pid_groups[0].events,
+            MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL
+        );
+    }
+
+    #[test]
+    fn processes_and_cores_cannot_be_monitored_together() {
+        let e = plan_on(&resctrl(), &["-p", "all:1", "-m", "all:0"])
             .unwrap_err()
             .to_string();
-        assert!(e.contains("-p/--mon-pid"), "{e}");
+        assert!(
+            e.starts_with("Monitoring start error, process, core, channel/device tracking"),
+            "{e}"
+        );
+        let e = plan_on(&resctrl(), &["-p", "all:[1,2];llc:2"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("Error: cannot monitor same pids in different groups"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn top_pids_mode_says_it_is_not_implemented() {
+        let e = plan_on(&resctrl(), &["-p"]).unwrap_err().to_string();
+        assert!(
+            e.contains("top-pids mode") && e.contains("not implemented"),
+            "{e}"
+        );
+        let e = plan_on(&resctrl(), &["-p", "-t", "1"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("top-pids"),
+            "a following option is not -p's value: {e}"
+        );
+    }
+
+    #[test]
+    fn pid_association_fails_with_a_clear_message() {
         let e = plan(&["-a", "pid:1=1234"]).unwrap_err().to_string();
         assert!(
             e.contains("'-a/--alloc-assoc (pid)'") && e.contains("'os'"),

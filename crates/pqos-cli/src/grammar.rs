@@ -1,5 +1,5 @@
 //! pqos's argument grammar (pqos(8), `pqos/main.c`, `pqos/alloc.c`, `pqos/monitor.c`): the
-//! values of `-e`, `-a`, `-R`, `-r`, `-m`, `-t` and `-i`, each a type with its own `FromStr`.
+//! values of `-e`, `-a`, `-R`, `-r`, `-m`, `-p`, `-t` and `-i`, each a type with its own `FromStr`.
 //!
 //! Parsing checks syntax only. Whether a class, mask, CPU or resource id exists on this
 //! platform is checked against the backend's capabilities before anything is written
@@ -480,7 +480,7 @@ pub struct EvtCores(pub Vec<MonGroupSpec>);
 const EVTCORES_RULE: &str =
     "expected EVENT:CORES with EVENT llc, mbl, mbr, mbt or all, e.g. all:0-3 or llc:[0-3];mbl:4";
 
-fn parse_event(name: &str, item: &str) -> Result<MonEvents, ArgError> {
+fn parse_event(name: &str, item: &str, rule: &str) -> Result<MonEvents, ArgError> {
     Ok(match name.trim().to_ascii_lowercase().as_str() {
         "llc" => MonEvents::LLC_OCCUPANCY,
         "mbl" => MonEvents::MBM_LOCAL,
@@ -489,10 +489,66 @@ fn parse_event(name: &str, item: &str) -> Result<MonEvents, ArgError> {
         "all" | "" => MonEvents::ALL,
         _ => {
             return Err(err(format!(
-                "Unrecognized monitoring event type \"{name}\" in \"{item}\" ({EVTCORES_RULE})"
+                "Unrecognized monitoring event type \"{name}\" in \"{item}\" ({rule})"
             )));
         }
     })
+}
+
+/// One part of an `EVENT:LIST` item: a bracketed group or a plain list of ids.
+enum ListPart<'a> {
+    /// `[0-3]`: the text between the brackets, one group.
+    Bracket(&'a str),
+    /// `0,2,4-6` (up to the next bracket or the end): one group per id.
+    Plain(&'a str),
+}
+
+/// One `EVENT:LIST` item: its text, its events and its list parts.
+type EvtItem<'a> = (&'a str, MonEvents, Vec<ListPart<'a>>);
+
+/// Splits an `EVENT:LIST[;EVENT:LIST...]` value (`-m`, `-p`) into its items, each with its
+/// events and list parts. `rule` (the expected form) goes into the messages.
+fn split_evt_items<'a>(s: &'a str, rule: &str) -> Result<Vec<EvtItem<'a>>, ArgError> {
+    let mut items = Vec::new();
+    for item in s.split(';') {
+        if item.trim().is_empty() {
+            continue;
+        }
+        let Some((event, list)) = item.split_once(':') else {
+            return Err(err(format!(
+                "Unrecognized monitoring event type: \"{item}\" has no ':' ({rule})"
+            )));
+        };
+        let events = parse_event(event, item, rule)?;
+        let mut parts = Vec::new();
+        let mut rest = list.trim();
+        while !rest.is_empty() {
+            if let Some(inner_start) = rest.strip_prefix('[') {
+                let Some(end) = inner_start.find(']') else {
+                    return Err(err(format!("Missing ']' in \"{item}\" ({rule})")));
+                };
+                parts.push(ListPart::Bracket(&inner_start[..end]));
+                rest = inner_start[end + 1..].trim_start();
+                rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
+                if !rest.is_empty() && rest.starts_with(']') {
+                    return Err(err(format!("Unbalanced ']' in \"{item}\"")));
+                }
+            } else {
+                let end = rest.find(',').unwrap_or(rest.len());
+                let token = &rest[..end];
+                if token.contains(']') || token.contains('[') {
+                    return Err(err(format!("Misplaced bracket in '{token}' in \"{item}\"")));
+                }
+                parts.push(ListPart::Plain(token));
+                rest = rest[end..].strip_prefix(',').unwrap_or("").trim_start();
+            }
+        }
+        items.push((item, events, parts));
+    }
+    if items.is_empty() {
+        return Err(err(format!("Empty monitoring selection \"{s}\" ({rule})")));
+    }
+    Ok(items)
 }
 
 impl FromStr for EvtCores {
@@ -500,52 +556,30 @@ impl FromStr for EvtCores {
 
     fn from_str(s: &str) -> Result<Self, ArgError> {
         let mut groups = Vec::new();
-        for item in s.split(';') {
-            if item.trim().is_empty() {
-                continue;
-            }
-            let Some((event, list)) = item.split_once(':') else {
-                return Err(err(format!(
-                    "Unrecognized monitoring event type: \"{item}\" has no ':' ({EVTCORES_RULE})"
-                )));
-            };
-            let events = parse_event(event, item)?;
+        for (item, events, parts) in split_evt_items(s, EVTCORES_RULE)? {
             let before = groups.len();
-            let mut rest = list.trim();
-            while !rest.is_empty() {
-                if let Some(inner_start) = rest.strip_prefix('[') {
-                    let Some(end) = inner_start.find(']') else {
-                        return Err(err(format!("Missing ']' in \"{item}\" ({EVTCORES_RULE})")));
-                    };
-                    let inner = &inner_start[..end];
-                    let cpus = parse_cpu_list(inner, item)?;
-                    if cpus.is_empty() {
-                        return Err(err(format!("Empty core group '[{inner}]' in \"{item}\"")));
-                    }
-                    groups.push(MonGroupSpec {
-                        desc: inner.trim().to_owned(),
-                        cpus,
-                        events,
-                    });
-                    rest = inner_start[end + 1..].trim_start();
-                    rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
-                    if !rest.is_empty() && rest.starts_with(']') {
-                        return Err(err(format!("Unbalanced ']' in \"{item}\"")));
-                    }
-                } else {
-                    let end = rest.find(',').unwrap_or(rest.len());
-                    let token = &rest[..end];
-                    if token.contains(']') || token.contains('[') {
-                        return Err(err(format!("Misplaced bracket in '{token}' in \"{item}\"")));
-                    }
-                    for cpu in parse_cpu_list(token, item)?.iter() {
+            for part in parts {
+                match part {
+                    ListPart::Bracket(inner) => {
+                        let cpus = parse_cpu_list(inner, item)?;
+                        if cpus.is_empty() {
+                            return Err(err(format!("Empty core group '[{inner}]' in \"{item}\"")));
+                        }
                         groups.push(MonGroupSpec {
-                            desc: cpu.get().to_string(),
-                            cpus: std::iter::once(cpu).collect(),
+                            desc: inner.trim().to_owned(),
+                            cpus,
                             events,
                         });
                     }
-                    rest = rest[end..].strip_prefix(',').unwrap_or("").trim_start();
+                    ListPart::Plain(token) => {
+                        for cpu in parse_cpu_list(token, item)?.iter() {
+                            groups.push(MonGroupSpec {
+                                desc: cpu.get().to_string(),
+                                cpus: std::iter::once(cpu).collect(),
+                                events,
+                            });
+                        }
+                    }
                 }
             }
             if groups.len() == before {
@@ -553,11 +587,6 @@ impl FromStr for EvtCores {
                     "No cores selected for monitoring in \"{item}\" ({EVTCORES_RULE})"
                 )));
             }
-        }
-        if groups.is_empty() {
-            return Err(err(format!(
-                "Empty monitoring selection \"{s}\" ({EVTCORES_RULE})"
-            )));
         }
         Ok(Self(groups))
     }
@@ -586,6 +615,153 @@ pub fn merge_groups(
                 .map_or(0, LogicalCpu::get);
             return Err(err(format!(
                 "Error: cannot monitor same cores in different groups: core {core} is in group \"{}\" and group \"{}\"",
+                other.desc, g.desc
+            )));
+        }
+        out.push(g);
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// -p EVTPIDS
+// ---------------------------------------------------------------------------------------
+
+/// One monitoring group of `-p`: processes (or single threads) counted together, and its
+/// events. A process id stands for all of its threads (pqos `pqos_mon_start_pids2`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PidGroupSpec {
+    /// The row label: the id of an ungrouped process, the bracket text of a group.
+    pub desc: String,
+    /// The process (or thread) ids, ascending, without duplicates.
+    pub pids: Vec<TaskId>,
+    /// The events asked for (`all` = [`MonEvents::ALL`]); IPC and misses are added later.
+    pub events: MonEvents,
+}
+
+/// The value of one `-p` option.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EvtPids {
+    /// `-p` without a value: pqos's top-pids mode.
+    Top,
+    /// `EVENT:PIDS[;EVENT:PIDS...]`, where PIDS mixes ungrouped ids (`1234,5678`: one group
+    /// each) and bracketed groups (`[1234,5678]`: one group).
+    Groups(Vec<PidGroupSpec>),
+}
+
+const EVTPIDS_RULE: &str = "expected EVENT:PIDS with EVENT llc, mbl, mbr, mbt or all, e.g. all:1234,5678 or llc:[1234,5678]";
+
+/// How many ids one `-p` list may expand to (pqos's `strlisttotab` capacity for PIDs).
+pub const PID_LIST_CAPACITY: usize = 262_144;
+
+/// pqos's `strlisttotab()` for process ids: comma-separated ids and `a-b` ranges; empty
+/// elements skipped, reversed ranges swapped, duplicates removed. Ascending.
+fn parse_pid_list(list: &str, item: &str) -> Result<Vec<TaskId>, ArgError> {
+    let mut ids: Vec<u32> = Vec::new();
+    for token in list.split(',') {
+        let t = token.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let bad = || {
+            err(format!(
+                "'{t}' in \"{item}\" is not a process id or a range of process ids N-M"
+            ))
+        };
+        let (lo, hi) = match t.split_once('-') {
+            None => {
+                let n =
+                    parse_u32(t, "process id").map_err(|e| err(format!("{e} (in \"{item}\")")))?;
+                (n, n)
+            }
+            Some((a, b)) => {
+                let a = parse_u32(a, "process id").map_err(|_| bad())?;
+                let b = parse_u32(b, "process id").map_err(|_| bad())?;
+                (a.min(b), a.max(b))
+            }
+        };
+        let count = usize::try_from(hi - lo)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
+        if ids.len().saturating_add(count) > PID_LIST_CAPACITY {
+            return Err(err(format!(
+                "Exceeded parser capacity of {PID_LIST_CAPACITY} entries in \"{item}\""
+            )));
+        }
+        ids.extend(lo..=hi);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids.into_iter().map(TaskId::new).collect())
+}
+
+impl FromStr for EvtPids {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        if s.trim().is_empty() {
+            return Ok(Self::Top);
+        }
+        let mut groups = Vec::new();
+        for (item, events, parts) in split_evt_items(s, EVTPIDS_RULE)? {
+            let before = groups.len();
+            for part in parts {
+                match part {
+                    ListPart::Bracket(inner) => {
+                        let pids = parse_pid_list(inner, item)?;
+                        if pids.is_empty() {
+                            return Err(err(format!(
+                                "Empty process group '[{inner}]' in \"{item}\""
+                            )));
+                        }
+                        groups.push(PidGroupSpec {
+                            desc: inner.trim().to_owned(),
+                            pids,
+                            events,
+                        });
+                    }
+                    ListPart::Plain(token) => {
+                        for pid in parse_pid_list(token, item)? {
+                            groups.push(PidGroupSpec {
+                                desc: pid.to_string(),
+                                pids: vec![pid],
+                                events,
+                            });
+                        }
+                    }
+                }
+            }
+            if groups.len() == before {
+                return Err(err(format!(
+                    "No process id selected for monitoring in \"{item}\" ({EVTPIDS_RULE})"
+                )));
+            }
+        }
+        Ok(Self::Groups(groups))
+    }
+}
+
+/// Merges `-p` groups as pqos does: a group listed twice with the same ids gets the union
+/// of its events; an id in two different groups is an error.
+///
+/// # Errors
+/// pqos's `Error: cannot monitor same pids in different groups`, naming the id and both
+/// groups.
+pub fn merge_pid_groups(
+    groups: impl IntoIterator<Item = PidGroupSpec>,
+) -> Result<Vec<PidGroupSpec>, ArgError> {
+    let mut out: Vec<PidGroupSpec> = Vec::new();
+    for g in groups {
+        if let Some(same) = out.iter_mut().find(|o| o.pids == g.pids) {
+            same.events = same.events | g.events;
+            continue;
+        }
+        if let Some((other, pid)) = out
+            .iter()
+            .find_map(|o| g.pids.iter().find(|p| o.pids.contains(p)).map(|p| (o, *p)))
+        {
+            return Err(err(format!(
+                "Error: cannot monitor same pids in different groups: pid {pid} is in group \"{}\" and group \"{}\"",
                 other.desc, g.desc
             )));
         }
@@ -878,6 +1054,64 @@ mod tests {
         assert!(m.contains("`2-`"), "{m}");
         let m = "all:".parse::<EvtCores>().unwrap_err().0;
         assert!(m.contains("No cores selected"), "{m}");
+    }
+
+    fn pid_groups(s: &str) -> Vec<PidGroupSpec> {
+        match s.parse::<EvtPids>().unwrap() {
+            EvtPids::Groups(g) => g,
+            EvtPids::Top => panic!("top"),
+        }
+    }
+
+    fn tasks(ids: &[u32]) -> Vec<TaskId> {
+        ids.iter().copied().map(TaskId::new).collect()
+    }
+
+    #[test]
+    fn pid_lists_give_one_group_per_pid_or_per_bracket() {
+        let g = pid_groups("all:1234,5678");
+        assert_eq!(g.len(), 2);
+        assert_eq!((g[0].desc.as_str(), &g[0].pids), ("1234", &tasks(&[1234])));
+        assert_eq!(g[1].events, MonEvents::ALL);
+        let g = pid_groups("llc:[1234,5678];mbl:7,9-8");
+        let descs: Vec<&str> = g.iter().map(|g| g.desc.as_str()).collect();
+        assert_eq!(descs, ["1234,5678", "7", "8", "9"]);
+        assert_eq!(g[0].pids, tasks(&[1234, 5678]));
+        assert_eq!(g[0].events, MonEvents::LLC_OCCUPANCY);
+        assert_eq!(pid_groups("all:[30-28,28]")[0].pids, tasks(&[28, 29, 30]));
+        assert_eq!("".parse::<EvtPids>().unwrap(), EvtPids::Top);
+    }
+
+    #[test]
+    fn pid_list_errors_name_the_token() {
+        let m = "all:12x".parse::<EvtPids>().unwrap_err().0;
+        assert!(m.contains("'12x'") && m.contains("all:12x"), "{m}");
+        let m = "all:[]".parse::<EvtPids>().unwrap_err().0;
+        assert!(m.contains("Empty process group"), "{m}");
+        let m = "cpu:1".parse::<EvtPids>().unwrap_err().0;
+        assert!(
+            m.starts_with("Unrecognized monitoring event type \"cpu\""),
+            "{m}"
+        );
+        let m = "all:1-300000".parse::<EvtPids>().unwrap_err().0;
+        assert!(
+            m.contains("Exceeded parser capacity of 262144 entries"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn same_pid_in_two_groups_is_refused_and_same_group_merges() {
+        let g = merge_pid_groups(pid_groups("llc:5;mbl:5")).unwrap();
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].events, MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL);
+        let e = merge_pid_groups(pid_groups("llc:[5,6];mbl:6"))
+            .unwrap_err()
+            .0;
+        assert_eq!(
+            e,
+            "Error: cannot monitor same pids in different groups: pid 6 is in group \"5,6\" and group \"6\""
+        );
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! `pqos`: an intel-cmt-cat compatible command line for Intel RDT and AMD PQoS.
 //!
-//! Flags and output follow pqos(8) v25.04. Two
-//! deliberate differences: the two-line `NOTE:  Mixed use of MSR and kernel interfaces`
-//! banner v25.04 prints first on stdout is not printed (master dropped it too), and bad
-//! options exit 1 with an error instead of printing the usage and exiting 0.
+//! Flags and output follow pqos(8) v25.04. Two deliberate differences: the two-line
+//! `NOTE:  Mixed use of MSR and kernel interfaces` banner v25.04 prints first on stdout is
+//! printed before monitoring output only (tools that read monitoring output skip a fixed
+//! number of lines; master dropped the banner everywhere), and bad options exit 1 with an
+//! error instead of printing the usage and exiting 0.
 //!
 //! Layout: [`args`] (the flags), [`grammar`] (the values' syntax), [`command`] (flags to a
 //! validated plan), [`commands`] (the actions, generic over `rdt_core::Backend`),
@@ -43,9 +44,9 @@ fn main() -> ExitCode {
     };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
-        // A closed pipe (`pqos -s | head`) is not worth a message; monitoring groups have
-        // been stopped on the way out.
-        Err(err) if is_broken_pipe(&err) => ExitCode::FAILURE,
+        // A closed pipe (`pqos -m all:0 | head -3`) ends the run quietly and successfully:
+        // the reader has what it wanted, and monitoring groups were stopped on the way out.
+        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             let _ = std::io::stdout().flush();
             eprintln!("error: {err:#}");
@@ -53,6 +54,11 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// What pqos v25.04 prints first on stdout (pqos/main.c `print_warning`). Tools that read
+/// its monitoring output count on it: Telegraf's `intel_rdt` input skips the first four lines
+/// of `pqos -r ... --mon-file-type=csv` (this banner, `CMT/MBM reset successful`, the header).
+const NOTE_BANNER: &str = "NOTE:  Mixed use of MSR and kernel interfaces to manage\n       CAT or CMT & MBM may lead to unexpected behavior.\n";
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
@@ -72,6 +78,8 @@ fn run(args: Args) -> Result<()> {
     }
     let stop = Arc::new(AtomicBool::new(false));
     if matches!(plan.command, Command::Monitor(_)) {
+        out.write_all(NOTE_BANNER.as_bytes())?;
+        out.flush()?;
         for sig in [
             signal_hook::consts::SIGINT,
             signal_hook::consts::SIGTERM,

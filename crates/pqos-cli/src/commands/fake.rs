@@ -41,6 +41,8 @@ struct Group {
     cpus: CpuSet,
     events: MonEvents,
     polls: u64,
+    /// PID groups: the tasks (`cpus` is empty then).
+    tasks: Vec<TaskId>,
 }
 
 /// The fake platform.
@@ -548,6 +550,34 @@ impl Backend for FakeBackend {
                 cpus: cpus.clone(),
                 events,
                 polls: 0,
+                tasks: Vec::new(),
+            },
+        );
+        Ok(id)
+    }
+
+    /// PID monitoring where [`FakeBackend::os_interface`] is set (else `Unsupported`, as
+    /// the MSR backend): a task may be in one group only; values as for one CPU per task.
+    fn start_monitoring_tasks(&mut self, tasks: &[TaskId], events: MonEvents) -> R<MonGroupId> {
+        if !self.os_interface {
+            return Err(self.unsupported("PID monitoring").into());
+        }
+        if let Some(t) = tasks
+            .iter()
+            .find(|t| self.groups.values().any(|g| g.tasks.contains(t)))
+        {
+            return fail(format!("task {t} is already monitored"));
+        }
+        let id = MonGroupId(self.next_group);
+        self.next_group += 1;
+        self.write(format!("start tasks {tasks:?} {events:?}"))?;
+        self.groups.insert(
+            id,
+            Group {
+                cpus: CpuSet::default(),
+                events,
+                polls: 0,
+                tasks: tasks.to_vec(),
             },
         );
         Ok(id)
@@ -558,10 +588,15 @@ impl Backend for FakeBackend {
     fn poll(&mut self) -> R<()> {
         for (id, g) in &mut self.groups {
             g.polls += 1;
-            let n = g.cpus.len() as u64;
+            let n = (g.cpus.len() + g.tasks.len()) as u64;
             let first = g.polls == 1;
             let d = |v: u64| if first { 0 } else { v * n };
-            let occ: u64 = g.cpus.iter().map(|c| mib(u64::from(c.get()) + 1)).sum();
+            let occ: u64 = g
+                .cpus
+                .iter()
+                .map(|c| mib(u64::from(c.get()) + 1))
+                .sum::<u64>()
+                + g.tasks.len() as u64 * mib(1);
             let e = g.events;
             let on = |ev: MonEvents, v: u64| e.contains(ev).then_some(v);
             self.values.insert(
@@ -644,7 +679,11 @@ impl Backend for FakeBackend {
         for cpu in g.cpus.iter() {
             self.rmid.insert(cpu, Rmid::new(0));
         }
-        self.writes.push(format!("stop {}", g.cpus));
+        if g.tasks.is_empty() {
+            self.writes.push(format!("stop {}", g.cpus));
+        } else {
+            self.writes.push(format!("stop tasks {:?}", g.tasks));
+        }
         Ok(())
     }
 }

@@ -1,0 +1,1048 @@
+//! Monitoring (`-m`, `-p`, `-t`, `-i`, `-T`, `-P`, `-o`, `-u`): start the groups once, then
+//! per tick poll and print, and stop the groups at the end, on error, on SIGINT/SIGTERM/
+//! SIGHUP and when stdout is closed.
+//!
+//! Output formats follow pqos/monitor_text.c, monitor_csv.c and monitor_xml.c (v25.04;
+//! spec §2.3-2.5), plus JSON Lines ([`output::Json`]). As in v25.04 the first sample is
+//! printed (its bandwidths are 0.0: there is no previous reading yet). Samples are due at
+//! `k × interval` from the start ([`Schedule`]); MB/s use the measured time between two
+//! polls, not the nominal interval (docs/compat.md).
+//!
+//! Layout: [`clock`] (time and waiting), [`output`] (the formats), [`proc`] (procfs for PID
+//! mode).
+
+pub mod clock;
+pub mod output;
+pub mod proc;
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use rdt_core::{Backend, Capabilities, LogicalCpu, MonEvents, MonGroupId, TaskId};
+
+pub use self::clock::{AdvancingClock, Clock, RealClock, Schedule, VirtualClock};
+use self::output::{Cells, Columns, Csv, Format, Json, LlcUnit, Row, Sample, TermSize, Text, Xml};
+use self::proc::{GroupThreads, ProcFs};
+use super::Context;
+use crate::args::FileType;
+use crate::command::MonitorRequest;
+use crate::grammar::MonGroupSpec;
+
+/// The events this platform can count (pqos's `all_evts`).
+#[must_use]
+pub fn supported_events(caps: &Capabilities) -> MonEvents {
+    let mut e = MonEvents::NONE;
+    if let Some(m) = caps.monitoring.get() {
+        if m.events.llc_occupancy {
+            e = e | MonEvents::LLC_OCCUPANCY;
+        }
+        if m.events.mbm_local {
+            e = e | MonEvents::MBM_LOCAL;
+        }
+        if m.events.mbm_total {
+            e = e | MonEvents::MBM_TOTAL;
+        }
+        if m.events.mbm_local && m.events.mbm_total {
+            e = e | MonEvents::MBM_REMOTE;
+        }
+    }
+    if caps.pmu.ipc {
+        e = e | MonEvents::IPC;
+    }
+    if caps.pmu.llc_misses {
+        e = e | MonEvents::LLC_MISSES;
+    }
+    e
+}
+
+fn intersect(a: MonEvents, b: MonEvents) -> MonEvents {
+    a.without(a.without(b))
+}
+
+/// pqos's `monitor_setup_events`: `all` becomes every supported event; any other selection
+/// gets IPC and LLC misses added when available; `--disable-mon-*` removes those.
+///
+/// # Errors
+/// An explicitly requested event the platform does not count, naming the group.
+pub fn setup_events(
+    desc: &str,
+    requested: MonEvents,
+    supported: MonEvents,
+    disable_ipc: bool,
+    disable_misses: bool,
+) -> Result<MonEvents> {
+    let mut all = supported;
+    if disable_ipc {
+        all = all.without(MonEvents::IPC);
+    }
+    if disable_misses {
+        all = all.without(MonEvents::LLC_MISSES);
+    }
+    if requested.contains(MonEvents::ALL) {
+        return Ok(intersect(requested, all));
+    }
+    for (ev, name) in [
+        (MonEvents::LLC_OCCUPANCY, "llc (LLC occupancy)"),
+        (MonEvents::MBM_LOCAL, "mbl (local memory bandwidth)"),
+        (MonEvents::MBM_REMOTE, "mbr (remote memory bandwidth)"),
+        (MonEvents::MBM_TOTAL, "mbt (total memory bandwidth)"),
+    ] {
+        if requested.contains(ev) && !supported.contains(ev) {
+            bail!("monitoring event {name} of group \"{desc}\" is not supported on this platform");
+        }
+    }
+    Ok(requested | intersect(all, MonEvents::IPC | MonEvents::LLC_MISSES))
+}
+
+/// The PMU events (IPC, LLC misses): always offered as columns; where the platform has no
+/// PMU they stay blank and stderr says so once.
+fn pmu_events() -> MonEvents {
+    MonEvents::IPC | MonEvents::LLC_MISSES
+}
+
+/// What a group monitors: cores or processes.
+#[derive(Clone, Debug)]
+enum Target {
+    Cores(rdt_core::CpuSet),
+    Pids(Vec<TaskId>),
+}
+
+/// A group to start: its label, what it monitors and the events asked for.
+#[derive(Clone, Debug)]
+struct GroupPlan {
+    desc: String,
+    target: Target,
+    /// The events shown for this group (IPC and misses even without a PMU).
+    events: MonEvents,
+}
+
+/// A started group.
+#[derive(Debug)]
+struct Started<'a> {
+    id: MonGroupId,
+    plan: &'a GroupPlan,
+    /// Core mode: the lowest core (rows are sorted by it).
+    first_cpu: LogicalCpu,
+    /// PID mode: the threads' `stat` files for the `CORE` cell.
+    threads: Option<GroupThreads>,
+}
+
+/// Runs monitoring until `-t` has elapsed, a stop signal arrives or the output is closed.
+///
+/// # Errors
+/// No monitoring capability, an unsupported event, an absent core, a process that does not
+/// exist, an output file that cannot be opened (or is a symlink), a group that cannot start
+/// (groups already started are stopped again), a failed poll, or an output error. Groups
+/// are stopped and the output closed (XML `</records>`) on every one of these exits.
+pub fn run_monitor<B: Backend>(
+    backend: &mut B,
+    req: &MonitorRequest,
+    ctx: &mut Context<'_>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let caps = backend.capabilities().clone();
+    if !caps.monitoring.is_present() {
+        bail!("Monitoring capability not detected!");
+    }
+    let plans = group_plans(backend, req)?;
+    let proc = ProcFs::host();
+    validate_targets(backend, &proc, &plans)?;
+
+    let llc = if req.llc_percent {
+        let total = caps.l3_cache.map(|g| g.total_size()).filter(|t| *t > 0);
+        LlcUnit::Percent {
+            l3_bytes: total
+                .ok_or_else(|| anyhow!("-P: the L3 cache size of this platform is unknown"))?,
+        }
+    } else {
+        LlcUnit::KiB
+    };
+    let cols = Columns {
+        events: plans.iter().fold(MonEvents::NONE, |a, g| a | g.events),
+        llc,
+        pid_mode: !req.pid_groups.is_empty(),
+    };
+    // PID mode: every thread's stat file, opened before anything is started.
+    let mut threads: Vec<Option<GroupThreads>> = Vec::with_capacity(plans.len());
+    for g in &plans {
+        threads.push(match &g.target {
+            Target::Cores(_) => None,
+            Target::Pids(pids) => Some(GroupThreads::open(&proc, pids).with_context(|| {
+                format!("PID {} monitoring start error: reading its threads", g.desc)
+            })?),
+        });
+    }
+
+    let mut file = match &req.output {
+        Some(path) => Some(BufWriter::new(open_output(path, req.format)?)),
+        None => None,
+    };
+    let tty = req.output.is_none() && ctx.stdout_is_tty;
+    let mut fmt: Box<dyn Format> = match req.format {
+        FileType::Text => {
+            let size: Option<TermSize> =
+                tty.then(|| Box::new(|| crossterm::terminal::size().ok()) as TermSize);
+            Box::new(Text::new(cols, size))
+        }
+        FileType::Csv => Box::new(Csv::new(cols, tty)),
+        FileType::Xml => Box::new(Xml::new(cols)),
+        FileType::Json => Box::new(Json::new(cols)),
+    };
+    let w: &mut dyn Write = match &mut file {
+        Some(f) => f,
+        None => out,
+    };
+
+    let pmu = supported_events(&caps);
+    let mut started: Vec<Started<'_>> = Vec::with_capacity(plans.len());
+    for (g, threads) in plans.iter().zip(threads) {
+        // Without a PMU the backend is not asked for IPC and misses: their cells stay blank.
+        let events = g.events.without(pmu_events().without(pmu));
+        let id = match &g.target {
+            Target::Cores(cpus) => backend.start_monitoring(cpus, events).map_err(|e| {
+                anyhow!(e).context(format!("Monitoring start error on core(s) {}", g.desc))
+            }),
+            Target::Pids(pids) => backend
+                .start_monitoring_tasks(pids, events)
+                .map_err(|e| anyhow!(e).context(format!("PID {} monitoring start error", g.desc))),
+        };
+        match id {
+            Ok(id) => started.push(Started {
+                id,
+                plan: g,
+                first_cpu: match &g.target {
+                    Target::Cores(cpus) => cpus.first().unwrap_or_default(),
+                    Target::Pids(_) => LogicalCpu::default(),
+                },
+                threads,
+            }),
+            Err(e) => {
+                let _ = stop_all(backend, &started);
+                return Err(e);
+            }
+        }
+    }
+
+    let result = fmt
+        .begin(w)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| monitor_loop(backend, req, ctx, w, fmt.as_mut(), &mut started));
+    // The output is closed (XML `</records>`) and the groups stopped on every exit.
+    let ended = fmt.end(w).map_err(anyhow::Error::from);
+    let stopped = stop_all(backend, &started);
+    result.and(ended).and(stopped)
+}
+
+/// The groups to start: `-p` groups, `-m` groups, or one group per core with every event.
+fn group_plans<B: Backend>(backend: &B, req: &MonitorRequest) -> Result<Vec<GroupPlan>> {
+    let supported = supported_events(backend.capabilities()) | pmu_events();
+    let plan = |desc: &str, target: Target, requested: MonEvents| -> Result<GroupPlan> {
+        Ok(GroupPlan {
+            desc: desc.to_owned(),
+            target,
+            events: setup_events(
+                desc,
+                requested,
+                supported,
+                req.disable_ipc,
+                req.disable_llc_miss,
+            )?,
+        })
+    };
+    if !req.pid_groups.is_empty() {
+        return req
+            .pid_groups
+            .iter()
+            .map(|g| plan(&g.desc, Target::Pids(g.pids.clone()), g.events))
+            .collect();
+    }
+    let default_groups: Vec<MonGroupSpec>;
+    let specs: &[MonGroupSpec] = if req.groups.is_empty() {
+        default_groups = backend
+            .topology()
+            .cpus()
+            .iter()
+            .map(|c| MonGroupSpec {
+                desc: c.cpu.to_string(),
+                cpus: std::iter::once(c.cpu).collect(),
+                events: MonEvents::ALL,
+            })
+            .collect();
+        &default_groups
+    } else {
+        &req.groups
+    };
+    specs
+        .iter()
+        .map(|g| plan(&g.desc, Target::Cores(g.cpus.clone()), g.events))
+        .collect()
+}
+
+/// Every core is present; every process exists (pqos master's `/proc` check).
+fn validate_targets<B: Backend>(backend: &B, proc: &ProcFs, plans: &[GroupPlan]) -> Result<()> {
+    for g in plans {
+        match &g.target {
+            Target::Cores(cpus) => {
+                if let Some(cpu) = cpus.iter().find(|c| backend.topology().get(*c).is_none()) {
+                    bail!(
+                        "Monitoring start error on core(s) {}: core {cpu} is not present (cores on this platform: {})",
+                        g.desc,
+                        backend.topology().all_cpus()
+                    );
+                }
+            }
+            Target::Pids(pids) => {
+                if let Some(pid) = proc.first_missing(pids) {
+                    bail!(
+                        "Requested PID set contains nonexistent processes (first invalid PID: {pid})"
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Opens `-o FILE` as pqos's `safe_fopen` does: a symlink is refused (`File %s is a
+/// symlink`); text appends, CSV, XML and JSON truncate.
+fn open_output(path: &Path, format: FileType) -> Result<File> {
+    let symlink = |p: &Path| anyhow!("File {} is a symlink", p.display());
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(symlink(path));
+    }
+    let mut o = OpenOptions::new();
+    match format {
+        FileType::Text => o.append(true).create(true),
+        FileType::Csv | FileType::Xml | FileType::Json => o.write(true).create(true).truncate(true),
+    };
+    // O_NOFOLLOW: a symlink put there after the check above is refused too (ELOOP).
+    o.custom_flags(libc::O_NOFOLLOW);
+    o.open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            symlink(path)
+        } else {
+            anyhow!(e).context(format!("Error opening '{}' output file!", path.display()))
+        }
+    })
+}
+
+fn stop_all<B: Backend>(backend: &mut B, started: &[Started<'_>]) -> Result<()> {
+    let mut first = Ok(());
+    for s in started {
+        if let Err(e) = backend.stop_monitoring(s.id)
+            && first.is_ok()
+        {
+            first =
+                Err(anyhow!(e).context(format!("Monitoring stop error! (group {})", s.plan.desc)));
+        }
+    }
+    first
+}
+
+fn monitor_loop<'a, B: Backend>(
+    backend: &mut B,
+    req: &MonitorRequest,
+    ctx: &mut Context<'_>,
+    w: &mut dyn Write,
+    fmt: &mut dyn Format,
+    started: &mut [Started<'a>],
+) -> Result<()> {
+    let mut schedule = Schedule::new(req.interval);
+    let mut last_poll: Option<Duration> = None;
+    let mut keyed: Vec<(Row<'a>, LogicalCpu)> = Vec::with_capacity(started.len());
+    let mut rows: Vec<Row<'a>> = Vec::with_capacity(started.len());
+    let mut said_no_pmu = false;
+    loop {
+        backend
+            .poll()
+            .map_err(|e| anyhow!(e).context("Failed to poll monitoring data!"))?;
+        let now = ctx.clock.elapsed();
+        let interval = last_poll.map_or(Duration::ZERO, |p| now.saturating_sub(p));
+        last_poll = Some(now);
+        for s in started.iter_mut() {
+            let plan: &'a GroupPlan = s.plan;
+            let values = backend.values(s.id).copied().unwrap_or_default();
+            let cells = Cells::new(&values, plan.events, interval);
+            if !said_no_pmu
+                && (plan.events.contains(MonEvents::IPC) && cells.ipc.is_none()
+                    || plan.events.contains(MonEvents::LLC_MISSES) && cells.llc_misses.is_none())
+            {
+                said_no_pmu = true;
+                eprintln!(
+                    "NOTE: the PMU is unavailable: IPC and LLC misses are not measured on this \
+                     platform; their columns are left blank"
+                );
+            }
+            let row = Row {
+                desc: &plan.desc,
+                cores: s.threads.as_mut().map(GroupThreads::cores),
+                cells,
+            };
+            keyed.push((row, s.first_cpu));
+        }
+        if req.top {
+            keyed.sort_by_key(|(r, _)| std::cmp::Reverse(r.cells.llc_occupancy_bytes.unwrap_or(0)));
+        } else if req.pid_groups.is_empty() {
+            keyed.sort_by_key(|(_, first_cpu)| *first_cpu);
+        }
+        rows.clear();
+        rows.extend(keyed.drain(..).map(|(r, _)| r));
+        let time = ctx.clock.now();
+        fmt.sample(
+            w,
+            &Sample {
+                time: &time,
+                interval,
+                rows: &rows,
+            },
+        )?;
+        if ctx.stop.load(Ordering::Relaxed) || req.duration.is_some_and(|d| schedule.due() >= d) {
+            return Ok(());
+        }
+        let due = schedule.advance(ctx.clock.elapsed());
+        ctx.clock.wait_until(due, ctx.stop);
+        if ctx.stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use clap::Parser;
+
+    use super::*;
+    use crate::args::Args;
+    use crate::command::{Command, Plan};
+    use crate::commands::fake::FakeBackend;
+
+    /// A virtual clock at a fixed local time, so `TIME` lines are exact.
+    struct TestClock {
+        t: Duration,
+    }
+
+    impl Clock for TestClock {
+        fn elapsed(&self) -> Duration {
+            self.t
+        }
+        fn wait_until(&mut self, t: Duration, _stop: &AtomicBool) {
+            self.t = self.t.max(t);
+        }
+        fn now(&self) -> jiff::Zoned {
+            let start: jiff::Zoned = "2024-09-23T10:00:00[UTC]".parse().unwrap();
+            start
+                .checked_add(jiff::SignedDuration::try_from(self.t).unwrap())
+                .unwrap()
+        }
+    }
+
+    fn request(argv: &[&str]) -> MonitorRequest {
+        let parsed =
+            Args::try_parse_from(std::iter::once("pqos").chain(argv.iter().copied())).unwrap();
+        // As on a host with resctrl mounted: `-p` needs the OS interface.
+        let probe = crate::command::IfaceProbe {
+            rdt_iface: None,
+            resctrl_mounted: true,
+        };
+        match Plan::from_args_with(parsed, &probe).unwrap().command {
+            Command::Monitor(r) => r,
+            c => panic!("{c:?}"),
+        }
+    }
+
+    fn run(b: &mut FakeBackend, argv: &[&str], tty: bool) -> (Result<()>, String) {
+        let mut clock = TestClock { t: Duration::ZERO };
+        let stop = AtomicBool::new(false);
+        let mut ctx = Context {
+            clock: &mut clock,
+            stop: &stop,
+            stdout_is_tty: tty,
+        };
+        let mut out = Vec::new();
+        let r = run_monitor(b, &request(argv), &mut ctx, &mut out);
+        (r, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn text_output_matches_pqos_layout_and_first_sample_has_zero_bandwidth() {
+        // arrange
+        let mut b = FakeBackend::broadwell_2s();
+        // act: -t 1 at 500 ms: samples at 0, 0.5 and 1 s
+        let (r, out) = run(
+            &mut b,
+            &["-m", "all:[2-7];all:8", "-t", "1", "-i", "5"],
+            false,
+        );
+        // assert
+        r.unwrap();
+        let header = "    CORE         IPC      MISSES     LLC[KB]   MBL[MB/s]   MBR[MB/s]";
+        assert_eq!(
+            out,
+            format!(
+                "TIME 2024-09-23 10:00:00\n{header}\n\
+                 \x20    2-7        0.00          0k     33792.0         0.0         0.0\n\
+                 \x20      8        0.00          0k      9216.0         0.0         0.0\n\
+                 TIME 2024-09-23 10:00:00\n{header}\n\
+                 \x20    2-7        2.00       6000k     33792.0      1200.0       600.0\n\
+                 \x20      8        2.00       1000k      9216.0       200.0       100.0\n\
+                 TIME 2024-09-23 10:00:01\n{header}\n\
+                 \x20    2-7        2.00       6000k     33792.0      1200.0       600.0\n\
+                 \x20      8        2.00       1000k      9216.0       200.0       100.0\n"
+            )
+        );
+        assert_eq!(b.running_groups(), 0, "groups are stopped at the end");
+        assert_eq!(b.rmid_of_cpu(2), 0);
+    }
+
+    #[test]
+    fn explicit_events_get_ipc_and_misses_unless_disabled() {
+        let mut b = FakeBackend::broadwell_2s();
+        let (r, out) = run(&mut b, &["-m", "llc:0", "-t", "0"], false);
+        r.unwrap();
+        assert!(out.contains("    CORE         IPC      MISSES     LLC[KB]\n       0        0.00          0k      1024.0\n"), "{out}");
+        let (r, out) = run(
+            &mut b,
+            &[
+                "-m",
+                "llc:0",
+                "-t",
+                "0",
+                "--disable-mon-ipc",
+                "--disable-mon-llc_miss",
+            ],
+            false,
+        );
+        r.unwrap();
+        assert!(
+            out.ends_with("    CORE     LLC[KB]\n       0      1024.0\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn events_missing_in_a_group_print_blank_cells() {
+        let mut b = FakeBackend::broadwell_2s();
+        let (r, out) = run(
+            &mut b,
+            &[
+                "-m",
+                "llc:0;mbt:1",
+                "-t",
+                "0",
+                "--disable-mon-ipc",
+                "--disable-mon-llc_miss",
+            ],
+            false,
+        );
+        r.unwrap();
+        assert!(out.ends_with(
+            "    CORE     LLC[KB]   MBT[MB/s]\n       0      1024.0            \n       1                     0.0\n"
+        ), "{out}");
+    }
+
+    #[test]
+    fn default_monitors_every_core_and_top_sorts_by_llc() {
+        let mut b = FakeBackend::amd_2ccx();
+        let (r, out) = run(&mut b, &["-t", "0", "-T"], false);
+        r.unwrap();
+        let rows: Vec<&str> = out
+            .lines()
+            .skip(2)
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        assert_eq!(rows, ["7", "6", "5", "4", "3", "2", "1", "0"]);
+        // No PMU on this fake: IPC and MISSES are there, blank.
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[1],
+            "    CORE         IPC      MISSES     LLC[KB]   MBL[MB/s]   MBR[MB/s]"
+        );
+        let blank = " ".repeat(12);
+        assert_eq!(
+            lines[2],
+            format!("       7{blank}{blank}      8192.0         0.0         0.0")
+        );
+    }
+
+    #[test]
+    fn percent_llc() {
+        let mut b = FakeBackend::broadwell_2s();
+        let (r, out) = run(
+            &mut b,
+            &[
+                "-m",
+                "llc:0",
+                "-t",
+                "0",
+                "-P",
+                "--disable-mon-ipc",
+                "--disable-mon-llc_miss",
+            ],
+            false,
+        );
+        r.unwrap();
+        assert!(
+            out.ends_with("    CORE      LLC[%]\n       0         2.0\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn tty_clears_the_screen_and_ends_with_blank_lines() {
+        let mut b = FakeBackend::broadwell_2s();
+        let (r, out) = run(
+            &mut b,
+            &[
+                "-m",
+                "llc:0",
+                "-t",
+                "0",
+                "--disable-mon-ipc",
+                "--disable-mon-llc_miss",
+            ],
+            true,
+        );
+        r.unwrap();
+        // Clear the screen, cursor to the top left; no newline after the last row; two at
+        // the end (pqos monitor_text.c on a terminal).
+        assert_eq!(
+            out,
+            "\x1b[2J\x1b[1;1HTIME 2024-09-23 10:00:00\n    CORE     LLC[KB]\n       0      1024.0\n\n"
+        );
+    }
+
+    #[test]
+    fn csv_output() {
+        let mut b = FakeBackend::broadwell_2s();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.csv");
+        let p = path.to_str().unwrap();
+        let (r, out) = run(
+            &mut b,
+            &["-m", "all:0", "-t", "0", "-i", "5", "-u", "csv", "-o", p],
+            false,
+        );
+        r.unwrap();
+        assert!(out.is_empty());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "Time,Core,IPC,LLC Misses,LLC[KB],MBL[MB/s],MBR[MB/s]\n\
+             2024-09-23 10:00:00,\"0\",0.00,0,1024.0,0.0,0.0\n"
+        );
+    }
+
+    #[test]
+    fn xml_output() {
+        let mut b = FakeBackend::broadwell_2s();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.xml");
+        let p = path.to_str().unwrap();
+        let (r, _) = run(
+            &mut b,
+            &[
+                "-m",
+                "llc:0;mbl:1",
+                "-t",
+                "0",
+                "-u",
+                "xml",
+                "-o",
+                p,
+                "--disable-mon-ipc",
+            ],
+            false,
+        );
+        r.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<records>\n\
+             <record>\n\t<time>2024-09-23 10:00:00</time>\n\t<core>0</core>\n\t<llc_misses>0</llc_misses>\n\
+             \t<l3_occupancy_kB>1024.0</l3_occupancy_kB>\n\t<mbm_local_MB></mbm_local_MB>\n</record>\n\
+             <record>\n\t<time>2024-09-23 10:00:00</time>\n\t<core>1</core>\n\t<llc_misses>0</llc_misses>\n\
+             \t<l3_occupancy_kB></l3_occupancy_kB>\n\t<mbm_local_MB>0.0</mbm_local_MB>\n</record>\n\
+             </records>\n"
+        );
+    }
+
+    #[test]
+    fn a_group_that_cannot_start_stops_the_others() {
+        let mut b = FakeBackend::broadwell_2s();
+        b.start_monitoring(&"5".parse().unwrap(), MonEvents::LLC_OCCUPANCY)
+            .unwrap();
+        let (r, out) = run(&mut b, &["-m", "all:[2-4];all:5"], false);
+        let e = format!("{:#}", r.unwrap_err());
+        assert!(
+            e.starts_with(
+                "Monitoring start error on core(s) 5: monitoring on CPU 5 is already started"
+            ),
+            "{e}"
+        );
+        assert!(out.is_empty());
+        assert_eq!(b.rmid_of_cpu(2), 0, "group [2-4] was stopped again");
+    }
+
+    #[test]
+    fn unsupported_event_and_absent_core_are_errors() {
+        let mut b = FakeBackend::broadwell_2s();
+        b.reconfigure(|c| {
+            if let Some(m) = c.monitoring.get_mut() {
+                m.events.mbm_local = false;
+            }
+        });
+        let (r, _) = run(&mut b, &["-m", "mbl:0"], false);
+        let e = r.unwrap_err().to_string();
+        assert!(
+            e.contains("mbl (local memory bandwidth) of group \"0\" is not supported"),
+            "{e}"
+        );
+        let (r, _) = run(&mut b, &["-m", "all:99"], false);
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("core 99 is not present"), "{e}");
+        assert!(b.writes.is_empty());
+    }
+
+    #[test]
+    fn stop_flag_ends_infinite_monitoring() {
+        let mut b = FakeBackend::broadwell_2s();
+        let mut clock = TestClock { t: Duration::ZERO };
+        let stop = AtomicBool::new(true);
+        let mut ctx = Context {
+            clock: &mut clock,
+            stop: &stop,
+            stdout_is_tty: false,
+        };
+        let mut out = Vec::new();
+        run_monitor(&mut b, &request(&["-m", "llc:0"]), &mut ctx, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap().matches("TIME").count(), 1);
+        assert_eq!(b.running_groups(), 0);
+    }
+
+    fn spawn_sleeper() -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep")
+    }
+
+    #[test]
+    fn json_rows_have_unit_named_fields_and_null_for_blank_cells() {
+        let mut b = FakeBackend::broadwell_2s();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        let p = path.to_str().unwrap();
+        let (r, out) = run(
+            &mut b,
+            &["-m", "llc:0;mbl:1", "-t", "1", "-u", "json", "-o", p],
+            false,
+        );
+        r.unwrap();
+        assert!(out.is_empty());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rows: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(rows.len(), 4, "2 groups x 2 samples:\n{text}");
+        let last = &rows[2];
+        assert_eq!(last["time"], "2024-09-23T10:00:01+00:00");
+        assert_eq!(last["core"], "0");
+        assert_eq!(last["interval_s"], 1.0);
+        assert_eq!(last["ipc"], 2.0);
+        assert_eq!(last["llc_misses"], 1_000_000);
+        assert_eq!(last["llc_occupancy_kib"], 1024.0);
+        assert!(last["mbm_local_mib_per_s"].is_null(), "{last}");
+        assert_eq!(rows[3]["mbm_local_mib_per_s"], 100.0);
+        assert!(rows[3]["llc_occupancy_kib"].is_null());
+        let keys: Vec<&String> = last.as_object().unwrap().keys().collect();
+        assert!(
+            !keys
+                .iter()
+                .any(|k| k.contains("remote") || k.contains("total") || *k == "pid"),
+            "only the columns shown: {keys:?}"
+        );
+    }
+
+    #[test]
+    fn pid_mode_monitors_real_processes_and_prints_the_cores_they_ran_on() {
+        // arrange: two live processes
+        let mut b = FakeBackend::broadwell_2s();
+        b.os_interface = true;
+        let (mut c1, mut c2) = (spawn_sleeper(), spawn_sleeper());
+        let (p1, p2) = (c1.id(), c2.id());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.csv");
+        // act
+        let (r, text) = run(
+            &mut b,
+            &["-p", &format!("llc:[{p1},{p2}]"), "-t", "0"],
+            false,
+        );
+        r.unwrap();
+        let (r, _) = run(
+            &mut b,
+            &[
+                "-p",
+                &format!("all:{p1},{p2}"),
+                "-t",
+                "1",
+                "-u",
+                "csv",
+                "-o",
+                path.to_str().unwrap(),
+            ],
+            false,
+        );
+        r.unwrap();
+        c1.kill().unwrap();
+        c2.kill().unwrap();
+        c1.wait().unwrap();
+        c2.wait().unwrap();
+        // assert: text layout of PID mode
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1], "     PID     CORE         IPC      MISSES     LLC[KB]",
+            "{text}"
+        );
+        let desc = format!("{p1},{p2}");
+        let want_desc = &desc[..desc.len().min(8)];
+        assert_eq!(
+            lines[2][..8].trim(),
+            want_desc,
+            "%8.8s cuts the label: {text}"
+        );
+        assert!(
+            lines[2][9..17]
+                .trim()
+                .split(',')
+                .all(|c| c.parse::<u32>().is_ok()),
+            "{text}"
+        );
+        // CSV: header and rows with quoted PID and core lists
+        let csv = std::fs::read_to_string(&path).unwrap();
+        let mut csv_lines = csv.lines();
+        assert_eq!(
+            csv_lines.next(),
+            Some("Time,PID,Core,IPC,LLC Misses,LLC[KB],MBL[MB/s],MBR[MB/s]")
+        );
+        let rows: Vec<&str> = csv_lines.collect();
+        assert_eq!(rows.len(), 4, "{csv}");
+        for (row, pid) in rows.iter().zip([p1, p2, p1, p2]) {
+            let rest = row
+                .strip_prefix("2024-09-23 10:00:0")
+                .and_then(|r| r.get(1..))
+                .unwrap_or_else(|| panic!("{row}"));
+            let rest = rest
+                .strip_prefix(&format!(",\"{pid}\",\""))
+                .unwrap_or_else(|| panic!("{row}"));
+            let (cores, values) = rest.split_once('"').unwrap();
+            assert!(cores.split(',').all(|c| c.parse::<u32>().is_ok()), "{row}");
+            assert_eq!(values.split(',').count(), 6, "{row}");
+        }
+        assert_eq!(b.running_groups(), 0, "groups are stopped");
+    }
+
+    /// The number format of a field: integer digits `N`, decimals counted (`0.00` -> `N.2`).
+    fn number_format(v: &str) -> String {
+        match v.split_once('.') {
+            Some((_, frac)) => format!("N.{}", frac.len()),
+            None if v.chars().all(|c| c.is_ascii_digit()) => "N".into(),
+            None => v.into(),
+        }
+    }
+
+    #[test]
+    fn pid_csv_rows_parse_as_telegraf_parses_the_real_line() {
+        // telegraf_pqos_csv_line.txt: `time,"pids",cores...,6 metrics`, read by Telegraf's
+        // intel_rdt input (split on commas; the PIDs are the first quoted string; the last
+        // six fields are IPC, misses, LLC, MBL, MBR, MBT).
+        let real = crate::testdata::sample("telegraf_pqos_csv_line.txt");
+        let real: Vec<&str> = real.trim_end().split(',').collect();
+        let mut b = FakeBackend::broadwell_2s();
+        b.os_interface = true;
+        let (mut c1, mut c2) = (spawn_sleeper(), spawn_sleeper());
+        let pids = format!("{},{}", c1.id(), c2.id());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        // Telegraf's -p argument (createArgsForGroups): all:[PIDS];mbt:[PIDS];
+        let (r, _) = run(
+            &mut b,
+            &[
+                &format!("--mon-pid=all:[{pids}];mbt:[{pids}];"),
+                "-u",
+                "csv",
+                "-o",
+                path.to_str().unwrap(),
+                "-t",
+                "1",
+            ],
+            false,
+        );
+        c1.kill().unwrap();
+        c2.kill().unwrap();
+        c1.wait().unwrap();
+        c2.wait().unwrap();
+        r.unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let row = text.lines().last().unwrap();
+        let ours: Vec<&str> = row.split(',').collect();
+        let shape = |s: &str| -> String {
+            s.chars()
+                .map(|c| if c.is_ascii_digit() { 'D' } else { c })
+                .collect()
+        };
+        assert_eq!(shape(ours[0]), shape(real[0]), "{row}");
+        let quoted = |l: &str| l.split('"').nth(1).map(str::to_owned);
+        assert_eq!(quoted(row), Some(pids.clone()), "PIDs first, quoted: {row}");
+        let metrics = |v: &[&str]| -> Vec<String> {
+            v[v.len() - 6..].iter().map(|m| number_format(m)).collect()
+        };
+        assert_eq!(metrics(&ours), metrics(&real), "{row}");
+        for m in &ours[ours.len() - 6..] {
+            m.parse::<f64>().unwrap();
+        }
+    }
+
+    #[test]
+    fn pid_mode_on_the_msr_interface_says_it_needs_the_os_interface() {
+        let mut b = FakeBackend::broadwell_2s();
+        let mut child = spawn_sleeper();
+        let me = child.id();
+        let (r, out) = run(&mut b, &["-p", &format!("all:{me}"), "-t", "0"], false);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let e = format!("{:#}", r.unwrap_err());
+        assert!(
+            e.starts_with(&format!(
+                "PID {me} monitoring start error: PID monitoring needs the OS (resctrl) interface"
+            )),
+            "{e}"
+        );
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_process_that_does_not_exist_is_named_before_anything_starts() {
+        let mut b = FakeBackend::broadwell_2s();
+        b.os_interface = true;
+        let mut c = spawn_sleeper();
+        let gone = c.id();
+        c.kill().unwrap();
+        c.wait().unwrap();
+        let mut live = spawn_sleeper();
+        let me = live.id();
+        let (r, _) = run(
+            &mut b,
+            &["-p", &format!("all:{me};all:{gone}"), "-t", "0"],
+            false,
+        );
+        live.kill().unwrap();
+        live.wait().unwrap();
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            format!("Requested PID set contains nonexistent processes (first invalid PID: {gone})")
+        );
+        assert!(b.writes.is_empty(), "nothing started: {:?}", b.writes);
+    }
+
+    #[test]
+    fn output_file_that_is_a_symlink_is_refused_and_left_alone() {
+        let mut b = FakeBackend::broadwell_2s();
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("precious");
+        std::fs::write(&target, "keep me\n").unwrap();
+        let link = dir.path().join("out.csv");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let (r, _) = run(
+            &mut b,
+            &[
+                "-m",
+                "llc:0",
+                "-t",
+                "0",
+                "-u",
+                "csv",
+                "-o",
+                link.to_str().unwrap(),
+            ],
+            false,
+        );
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            format!("File {} is a symlink", link.display())
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
+        assert!(b.writes.is_empty());
+    }
+
+    #[test]
+    fn text_files_are_appended_to_and_csv_files_truncated() {
+        let mut b = FakeBackend::broadwell_2s();
+        let dir = tempfile::tempdir().unwrap();
+        for (format, name) in [("text", "m.txt"), ("csv", "m.csv")] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, "old line\n").unwrap();
+            let p = path.to_str().unwrap();
+            run(
+                &mut b,
+                &["-m", "llc:0", "-t", "0", "-u", format, "-o", p],
+                false,
+            )
+            .0
+            .unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(
+                text.starts_with("old line\n"),
+                format == "text",
+                "{format}: {text}"
+            );
+        }
+    }
+
+    /// A writer whose reader went away after `left` bytes (`pqos ... | head`).
+    struct ClosedPipe {
+        left: usize,
+    }
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.left == 0 {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+            let n = buf.len().min(self.left);
+            self.left -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_stdout_ends_infinite_monitoring_and_stops_the_groups() {
+        let mut b = FakeBackend::broadwell_2s();
+        let mut clock = TestClock { t: Duration::ZERO };
+        let stop = AtomicBool::new(false);
+        let mut ctx = Context {
+            clock: &mut clock,
+            stop: &stop,
+            stdout_is_tty: false,
+        };
+        let mut out = ClosedPipe { left: 300 };
+        let e = run_monitor(&mut b, &request(&["-m", "all:0-3"]), &mut ctx, &mut out).unwrap_err();
+        assert!(
+            e.chain().any(|c| c
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)),
+            "{e:#}"
+        );
+        assert_eq!(b.running_groups(), 0);
+        assert_eq!(b.rmid_of_cpu(0), 0);
+    }
+}
