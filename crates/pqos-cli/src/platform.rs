@@ -4,8 +4,8 @@
 //!   (`SimHandle` is both its MSRs and its PMU), loaded from and saved to a state file so that
 //!   separate runs see one machine.
 //! - native, `--iface=msr` or `auto`: [`MsrBackend`] over `/dev/cpu/N/msr`, capabilities
-//!   from the CPUID instruction, topology from sysfs. IPC and LLC misses need perf events,
-//!   which are not wired yet ([`NoPmu`]: the columns are left out).
+//!   from the CPUID instruction, topology from sysfs. IPC and LLC misses from perf events
+//!   ([`rdt::PerfPmu`]); where the host has no PMU ([`NoPmu`]) their cells stay blank.
 //! - native with `--sysroot DIR`: the same code path with `/dev/cpu` and `/sys` under DIR
 //!   (as `rdt::Rdt::open_at` with `rdt::Paths::under`): `DIR/dev/cpu/N/msr`, CPUID from
 //!   `DIR/dev/cpu/0/cpuid` (the instruction if that device is missing), topology from
@@ -229,11 +229,6 @@ fn run_native(
         bail!("this CPU has no Intel RDT or AMD PQoS: {why}");
     }
     let mut caps = Capabilities::detect(cpuid);
-    if !matches!(plan.command, Command::Display { .. }) {
-        // IPC and LLC misses need perf events, not wired yet: monitoring leaves those
-        // columns out rather than printing zeros. `-d` still shows what CPUID enumerates.
-        caps.pmu = PmuCaps::default();
-    }
     let topo = Topology::from_sysfs(&paths.sys_devices_system).with_context(|| {
         format!(
             "reading the CPU topology from {}",
@@ -257,11 +252,16 @@ fn run_native(
              and cause unexpected behaviour"
         );
     }
-    // IPC and LLC misses through perf_event_open; a host without a PMU reads None.
+    // IPC and LLC misses through perf_event_open. A host without a PMU (most VMs) has no
+    // source: monitoring then says so once and leaves those cells blank, while `-d` still
+    // shows what CPUID enumerates.
     let pmu: Box<dyn rdt_core::PmuSource> = match rdt::PerfPmu::open(&topo.all_cpus()) {
         Ok(pmu) => Box::new(pmu),
         Err(e) => {
             log::debug!("{:#}", anyhow::Error::new(e));
+            if !matches!(plan.command, Command::Display { .. }) {
+                caps.pmu = PmuCaps::default();
+            }
             Box::new(NoPmu)
         }
     };
