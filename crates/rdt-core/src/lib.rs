@@ -48,5 +48,5 @@ pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{MbaLimit, ParseMbaLimitError};
-pub use pmu::{NoPmu, PmuCounts, PmuSource};
+pub use pmu::{NoPmu, PmuCounts, PmuSource, sum_deltas};
 pub use topology::{CpuPlacement, Topology, TopologyError};

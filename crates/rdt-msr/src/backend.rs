@@ -7,7 +7,7 @@ use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
     CatResource, ClassId, CpuSet, FeatureSetting, Interface, LimitError, LogicalCpu, MbaClass,
     MbaKind, MbaLimit, MonEvents, MonGroupId, MonValues, NoPmu, PmuCounts, PmuSource, Rmid,
-    Topology,
+    Topology, sum_deltas,
 };
 
 use crate::regs::{
@@ -667,25 +667,8 @@ impl Group {
         let want_ipc = self.events.contains(MonEvents::IPC);
         let want_misses = self.events.contains(MonEvents::LLC_MISSES);
         if want_ipc || want_misses {
-            let mut acc = Some(PmuCounts::default());
-            for (&cpu, prev) in self.cpus.iter().zip(&mut self.pmu_prev) {
-                let now = pmu.read(cpu);
-                let d = match (*prev, now) {
-                    (Some(p), Some(n)) => Some(PmuCounts {
-                        instructions: n.instructions.wrapping_sub(p.instructions),
-                        cycles: n.cycles.wrapping_sub(p.cycles),
-                        llc_misses: n.llc_misses.wrapping_sub(p.llc_misses),
-                    }),
-                    (None, Some(_)) if first => Some(PmuCounts::default()),
-                    _ => None,
-                };
-                *prev = now;
-                acc = acc.zip(d).map(|(a, d)| PmuCounts {
-                    instructions: a.instructions.wrapping_add(d.instructions),
-                    cycles: a.cycles.wrapping_add(d.cycles),
-                    llc_misses: a.llc_misses.wrapping_add(d.llc_misses),
-                });
-            }
+            let now = self.cpus.iter().map(|&cpu| pmu.read(cpu));
+            let acc = sum_deltas(&mut self.pmu_prev, now, first);
             v.instructions_delta = acc.filter(|_| want_ipc).map(|a| a.instructions);
             v.cycles_delta = acc.filter(|_| want_ipc).map(|a| a.cycles);
             v.llc_misses_delta = acc.filter(|_| want_misses).map(|a| a.llc_misses);

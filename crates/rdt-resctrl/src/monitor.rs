@@ -6,7 +6,9 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use rdt_core::monitor::counter_delta;
-use rdt_core::{LogicalCpu, MonEvents, MonGroupId, MonValues, PmuCounts, PmuSource, TaskId};
+use rdt_core::{
+    LogicalCpu, MonEvents, MonGroupId, MonValues, PmuCounts, PmuSource, TaskId, sum_deltas,
+};
 
 use crate::ResctrlError;
 
@@ -157,24 +159,7 @@ impl MonGroup {
             Members::Tasks(tasks) => tasks.iter().map(|&t| pmu.read_task(t)).collect(),
             Members::None => Vec::new(),
         };
-        let mut acc = (!reads.is_empty()).then(PmuCounts::default);
-        for (prev, now) in self.pmu_prev.iter_mut().zip(reads) {
-            let d = match (*prev, now) {
-                (Some(p), Some(n)) => Some(PmuCounts {
-                    instructions: n.instructions.wrapping_sub(p.instructions),
-                    cycles: n.cycles.wrapping_sub(p.cycles),
-                    llc_misses: n.llc_misses.wrapping_sub(p.llc_misses),
-                }),
-                (None, Some(_)) if first => Some(PmuCounts::default()),
-                _ => None,
-            };
-            *prev = now;
-            acc = acc.zip(d).map(|(a, d)| PmuCounts {
-                instructions: a.instructions.wrapping_add(d.instructions),
-                cycles: a.cycles.wrapping_add(d.cycles),
-                llc_misses: a.llc_misses.wrapping_add(d.llc_misses),
-            });
-        }
+        let acc = sum_deltas(&mut self.pmu_prev, reads, first);
         let v = &mut self.values;
         v.instructions_delta = acc.filter(|_| want_ipc).map(|a| a.instructions);
         v.cycles_delta = acc.filter(|_| want_ipc).map(|a| a.cycles);
