@@ -444,6 +444,20 @@ fn monitor_request(args: &Args) -> Result<MonitorRequest> {
     })
 }
 
+/// The plan of `pqos ARGV...` on a host where resctrl is mounted (so `pid:` and `-p` resolve
+/// to the OS interface), for the unit tests of the actions.
+#[cfg(test)]
+pub(crate) fn plan_on_resctrl_host(argv: &[&str]) -> Plan {
+    use clap::Parser as _;
+    let parsed = Args::try_parse_from(std::iter::once("pqos").chain(argv.iter().copied()))
+        .expect("valid arguments");
+    let probe = IfaceProbe {
+        rdt_iface: None,
+        resctrl_mounted: true,
+    };
+    Plan::from_args_with(parsed, &probe).expect("a valid plan")
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;

@@ -625,22 +625,12 @@ pub fn run_reset_monitoring<B: Backend>(backend: &mut B, out: &mut dyn Write) ->
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
-    use crate::args::Args;
-    use crate::command::{Command, Plan};
+    use crate::command::Command;
     use crate::commands::fake::FakeBackend;
 
     fn request(argv: &[&str]) -> AllocRequest {
-        let parsed =
-            Args::try_parse_from(std::iter::once("pqos").chain(argv.iter().copied())).unwrap();
-        // A host with resctrl, so that pid: items resolve to the OS interface.
-        let probe = crate::command::IfaceProbe {
-            rdt_iface: None,
-            resctrl_mounted: true,
-        };
-        match Plan::from_args_with(parsed, &probe).unwrap().command {
+        match crate::command::plan_on_resctrl_host(argv).command {
             Command::Allocate(r) => r,
             c => panic!("{c:?}"),
         }

@@ -416,11 +416,8 @@ fn monitor_loop<'a, B: Backend>(
 mod tests {
     use std::sync::atomic::AtomicBool;
 
-    use clap::Parser;
-
     use super::*;
-    use crate::args::Args;
-    use crate::command::{Command, Plan};
+    use crate::command::Command;
     use crate::commands::fake::FakeBackend;
 
     /// A virtual clock at a fixed local time, so `TIME` lines are exact.
@@ -444,14 +441,7 @@ mod tests {
     }
 
     fn request(argv: &[&str]) -> MonitorRequest {
-        let parsed =
-            Args::try_parse_from(std::iter::once("pqos").chain(argv.iter().copied())).unwrap();
-        // As on a host with resctrl mounted: `-p` needs the OS interface.
-        let probe = crate::command::IfaceProbe {
-            rdt_iface: None,
-            resctrl_mounted: true,
-        };
-        match Plan::from_args_with(parsed, &probe).unwrap().command {
+        match crate::command::plan_on_resctrl_host(argv).command {
             Command::Monitor(r) => r,
             c => panic!("{c:?}"),
         }
