@@ -126,12 +126,20 @@ fn an_injected_wrmsr_fault_fails_pqos_with_the_drivers_error() {
         "names the register: {}",
         run.stderr
     );
-    // Socket 0 took the mask, socket 1 never saw it, as on hardware.
+    // Socket 0 took the mask, socket 1 never saw it, as on hardware; then pqos put socket
+    // 0's mask back, so the command changed nothing.
+    assert!(
+        run.stdout
+            .starts_with("SOCKET 0 L3CA COS1 => MASK 0xff\nSOCKET 1 L3CA COS1 - FAILED!\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stderr.contains("nothing was changed"), "{}", run.stderr);
     let s = m.pqos(&["-s"]).ok().stdout;
     let (socket0, socket1) = s
         .split_once("L3CA COS definitions for Socket 1")
         .expect("socket 1");
-    assert!(socket0.contains("\n    L3CA COS1 => MASK 0xff\n"), "{s}");
+    assert!(socket0.contains("\n    L3CA COS1 => MASK 0xfffff\n"), "{s}");
     assert!(socket1.contains("\n    L3CA COS1 => MASK 0xfffff\n"), "{s}");
     // The fault is spent: a retry succeeds.
     m.pqos(&["-e", "llc:1=0xff"]).ok();

@@ -28,3 +28,8 @@ mod sysroot;
 // The OS interface: Rdt::open_at(Iface::Os | Iface::Auto) and `pqos --iface=os --sysroot DIR`
 // on a FUSE-mounted simulated platform's resctrl.
 mod resctrl;
+
+// Every command of "pqos runs end to end" through `pqos --iface=os --sysroot DIR`, checked in
+// the resctrl files: tasks and PIDs, CLOSIDs and RMIDs running out, kernel rejections,
+// another tool's groups, two pqos at once, faults midway.
+mod os_mode;

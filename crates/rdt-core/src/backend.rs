@@ -187,6 +187,54 @@ pub struct Unsupported {
     pub interface: Interface,
 }
 
+/// Marks an error about a CPU or task that sits in a resctrl group another tool created
+/// ([`GroupOwner::Foreign`]): such a CPU or task has no pqos class of service, and it is not
+/// moved. A backend puts this in the [`source`](std::error::Error::source) chain of the
+/// error it returns for such a CPU or task ([`Backend::class_of`], [`Backend::associate`],
+/// [`Backend::class_of_task`], [`Backend::associate_task`]), so that code generic over
+/// [`Backend`] can tell this case from a failure and report the group
+/// ([`ForeignGroup::find`]). `pqos -s` prints such a CPU as
+/// `Core 3, L2ID 3, L3ID 0 => kubepods (not managed by pqos)`.
+///
+/// # References
+/// Linux `Documentation/arch/x86/resctrl.rst`, "Locking between applications" (several
+/// tools share one resctrl).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[error(
+    "another tool created `{group}`, so pqos leaves the group, its CPUs and its tasks alone \
+     (change them with that tool)"
+)]
+pub struct ForeignGroup {
+    /// The group's path relative to the resctrl root: `kubepods`, `COS1/mon_groups/agent`.
+    pub group: String,
+}
+
+impl ForeignGroup {
+    /// The [`ForeignGroup`] in `err`'s chain (`err` itself, then each
+    /// [`source`](std::error::Error::source)), if any.
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::ForeignGroup;
+    /// #[derive(Debug, thiserror::Error)]
+    /// #[error("CPU 3 belongs to resctrl group kubepods")]
+    /// struct InForeignGroup(#[source] ForeignGroup);
+    /// let e = InForeignGroup(ForeignGroup { group: "kubepods".into() });
+    /// assert_eq!(ForeignGroup::find(&e).map(|f| f.group.as_str()), Some("kubepods"));
+    /// ```
+    #[must_use]
+    pub fn find<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a Self> {
+        let mut next = Some(err);
+        while let Some(e) = next {
+            if let Some(found) = e.downcast_ref::<Self>() {
+                return Some(found);
+            }
+            next = e.source();
+        }
+        None
+    }
+}
+
 /// Whether a resctrl group is a control group (own `schemata`, a CLOSID) or a monitor group
 /// (under a control group's `mon_groups/`, an RMID only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -33,8 +33,8 @@ pub mod pmu;
 pub mod topology;
 
 pub use backend::{
-    AllocReset, Backend, CatClass, CatMask, FeatureSetting, GroupInfo, GroupKind, GroupOwner,
-    Interface, MbaClass, MbaCtrl, MonEvents, MonGroupId, MonValues, Unsupported,
+    AllocReset, Backend, CatClass, CatMask, FeatureSetting, ForeignGroup, GroupInfo, GroupKind,
+    GroupOwner, Interface, MbaClass, MbaCtrl, MonEvents, MonGroupId, MonValues, Unsupported,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, LimitError, MbaCaps, MbaKind,

@@ -100,6 +100,8 @@ struct Undo {
     written: Vec<(String, Schemata)>,
     /// Groups created by this change.
     created: Vec<String>,
+    /// Groups this backend made earlier that the change removed, with their `schemata`.
+    removed: Vec<(String, Schemata)>,
 }
 
 /// Intel RDT / AMD PQoS through the Linux resctrl filesystem: pqos's "OS interface".
@@ -170,6 +172,8 @@ pub struct ResctrlBackend<P: PmuSource = NoPmu> {
     groups: Vec<MonGroup>,
     next_id: u32,
     next_name: u32,
+    /// Control groups this backend made (and has not removed since).
+    created: BTreeSet<String>,
 }
 
 impl<P: PmuSource> fmt::Debug for ResctrlBackend<P> {
@@ -249,6 +253,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             groups: Vec::new(),
             next_id: 0,
             next_name: 0,
+            created: BTreeSet::new(),
         };
         let guard = this.lock.shared()?;
         this.load()?;
@@ -536,32 +541,119 @@ impl<P: PmuSource> ResctrlBackend<P> {
         for g in undo.created.into_iter().rev() {
             let _ = self.fs.rmdir(&g);
         }
+        for (group, old) in undo.removed.into_iter().rev() {
+            if self.fs.mkdir(&group).is_ok() {
+                let _ = self.write_schemata(&group, &old);
+            }
+        }
     }
 
     /// Writes per class the `(schema, domain, value)` triples, one `schemata` write per
     /// group, undoing everything on the first failure. Holds: the exclusive lock.
+    ///
+    /// A class whose group does not exist and whose values are all the reset defaults needs
+    /// no group (an absent group reads as the defaults), so none is made; a group this
+    /// backend made that such a write brings back to the defaults, with no CPU, task or
+    /// monitor group in it, is removed instead of written, giving its CLOSID back (an undone
+    /// `pqos -e` leaves no group behind).
     fn apply(
-        &self,
+        &mut self,
         plan: &BTreeMap<ClassId, Vec<(&'static str, u32, String)>>,
     ) -> Result<(), ResctrlError> {
         let mut undo = Undo::default();
         for (&class, sets) in plan {
-            let step = self.ensure_group(class, &mut undo).and_then(|g| {
-                let old = self.read_schemata(&g)?;
-                let mut new = old.clone();
-                for (schema, domain, value) in sets {
-                    new.set(schema, *domain, value.clone());
-                }
-                self.write_schemata(&g, &new)?;
-                undo.written.push((g, old));
-                Ok(())
-            });
-            if let Err(e) = step {
+            if let Err(e) = self.apply_class(class, sets, &mut undo) {
                 self.rollback(undo);
                 return Err(e);
             }
         }
+        for g in &undo.removed {
+            self.created.remove(&g.0);
+        }
+        self.created.extend(undo.created);
         Ok(())
+    }
+
+    /// One class of [`ResctrlBackend::apply`].
+    fn apply_class(
+        &self,
+        class: ClassId,
+        sets: &[(&'static str, u32, String)],
+        undo: &mut Undo,
+    ) -> Result<(), ResctrlError> {
+        let g = group_of(class);
+        if !g.is_empty()
+            && !self.fs.exists(&g)
+            && sets.iter().all(|(schema, _, v)| self.is_default(schema, v))
+        {
+            return Ok(());
+        }
+        let g = self.ensure_group(class, undo)?;
+        let old = self.read_schemata(&g)?;
+        let mut new = old.clone();
+        for (schema, domain, value) in sets {
+            new.set(schema, *domain, value.clone());
+        }
+        let made_here = undo.created.contains(&g);
+        if (made_here || self.created.contains(&g)) && self.is_unused(&g, &new)? {
+            self.fs.rmdir(&g)?;
+            if made_here {
+                undo.created.retain(|c| *c != g);
+            } else {
+                undo.removed.push((g, old));
+            }
+            return Ok(());
+        }
+        self.write_schemata(&g, &new)?;
+        undo.written.push((g, old));
+        Ok(())
+    }
+
+    /// Whether `value` of `schema` is what a reset group holds.
+    fn is_default(&self, schema: &str, value: &str) -> bool {
+        let Some(default) = self.default_value(schema) else {
+            return false;
+        };
+        let radix = if self.info.caches.contains_key(schema) {
+            16
+        } else {
+            10
+        };
+        match (
+            u64::from_str_radix(value.trim(), radix),
+            u64::from_str_radix(&default, radix),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Whether control group `group` with `schemata` holds nothing: every value the
+    /// default, no CPU, no task, no monitor group. Holds: a lock.
+    fn is_unused(&self, group: &str, schemata: &Schemata) -> Result<bool, ResctrlError> {
+        let defaults = schemata
+            .lines()
+            .iter()
+            .all(|l| l.values.iter().all(|(_, v)| self.is_default(&l.name, v)));
+        Ok(defaults
+            && self.fs.cpus(group)?.is_empty()
+            && self.fs.tasks(group)?.is_empty()
+            && self.fs.subdirs(&join(group, "mon_groups"))?.is_empty())
+    }
+
+    /// Removes `group` when this backend made it and it now holds nothing (its last CPU or
+    /// task moved out, its values the defaults), giving its CLOSID back; best effort.
+    /// Holds: the exclusive lock.
+    fn release_if_unused(&mut self, group: &str) {
+        if group.is_empty() || !self.created.contains(group) {
+            return;
+        }
+        let unused = self
+            .read_schemata(group)
+            .and_then(|s| self.is_unused(group, &s));
+        if matches!(unused, Ok(true)) && self.fs.rmdir(group).is_ok() {
+            self.created.remove(group);
+        }
     }
 
     /// Which control group holds each CPU (absent: the root), and which monitor group.
@@ -855,6 +947,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         // Nothing may stay open under the mount, or umount2 fails with EBUSY: our counters
         // and the lock's directory handle go first (the lock is released for the remount).
         self.groups.clear();
+        self.created.clear();
         self.lock.close();
         let result = mount
             .remount(&want)
@@ -1238,10 +1331,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
             if self.fs.cpus(&g)?.contains(cpu) {
                 return cos_of_name(&g)
                     .map(ClassId::new)
-                    .ok_or(ResctrlError::Foreign {
-                        what: format!("CPU {cpu}"),
-                        group: g,
-                    });
+                    .ok_or_else(|| ResctrlError::foreign(format!("CPU {cpu}"), &g));
             }
         }
         Ok(ClassId::new(0))
@@ -1263,10 +1353,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
             .iter()
             .find(|(_, s)| s.contains(cpu))
             .map_or("", |(g, _)| g.as_str());
-        let foreign = |g: &str| ResctrlError::Foreign {
-            what: format!("CPU {cpu}"),
-            group: g.to_owned(),
-        };
+        let foreign = |g: &str| ResctrlError::foreign(format!("CPU {cpu}"), g);
         if !home.is_empty() && cos_of_name(home).is_none() {
             return Err(foreign(home));
         }
@@ -1289,6 +1376,9 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
             self.rollback(undo);
             return Err(e);
         }
+        self.created.extend(undo.created);
+        let home = home.to_owned();
+        self.release_if_unused(&home);
         Ok(())
     }
 
@@ -1489,10 +1579,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
             if self.fs.tasks(&g)?.contains(&task) {
                 return cos_of_name(&g)
                     .map(ClassId::new)
-                    .ok_or(ResctrlError::Foreign {
-                        what: format!("task {task}"),
-                        group: g,
-                    });
+                    .ok_or_else(|| ResctrlError::foreign(format!("task {task}"), &g));
             }
         }
         Ok(ClassId::new(0))
@@ -1522,30 +1609,40 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
                     })
                 });
             if let Some((g, _)) = foreign {
-                return Err(ResctrlError::Foreign {
-                    what: format!("task {t}"),
-                    group: g.clone(),
-                });
+                return Err(ResctrlError::foreign(format!("task {t}"), g));
             }
         }
+        let home_of = |t: &TaskId| {
+            ctrl.iter()
+                .find(|(_, s)| s.contains(t))
+                .map_or(String::new(), |(g, _)| g.clone())
+        };
+        let homes: Vec<String> = tids.iter().map(home_of).collect();
         let mut undo = Undo::default();
         let target = self.ensure_group(class, &mut undo)?;
-        let mut moved = 0;
-        for &t in &tids {
+        let mut moved = Vec::new();
+        for (&t, home) in tids.iter().zip(&homes) {
             match self.move_task(&target, t) {
-                Ok(true) => moved += 1,
+                Ok(true) => moved.push((t, home)),
                 Ok(false) => {}
                 Err(e) => {
-                    if moved == 0 {
-                        self.rollback(undo);
+                    // Put back the threads already moved, so that no process is left split.
+                    for (t, home) in moved.into_iter().rev() {
+                        let _ = self.move_task(home, t);
                     }
+                    self.rollback(undo);
                     return Err(e);
                 }
             }
         }
-        if moved == 0 {
+        if moved.is_empty() {
             self.rollback(undo);
             return Err(ResctrlError::NoSuchTask(task));
+        }
+        self.created.extend(undo.created);
+        let homes: BTreeSet<String> = homes.into_iter().collect();
+        for home in homes {
+            self.release_if_unused(&home);
         }
         Ok(())
     }

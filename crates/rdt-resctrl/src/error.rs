@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rdt_core::{
-    CacheDomain, CatResource, ClassId, LimitError, LogicalCpu, MbaLimit, MonGroupId, TaskId,
-    Unsupported,
+    CacheDomain, CatResource, ClassId, ForeignGroup, LimitError, LogicalCpu, MbaLimit, MonGroupId,
+    TaskId, Unsupported,
 };
 
 use crate::info::InfoError;
@@ -42,7 +42,10 @@ pub enum ResctrlError {
     },
     /// The kernel refused a write; `status` is `info/last_cmd_status`, read under the same
     /// exclusive lock right after the write.
-    #[error("kernel rejected `{}` in {}: {status}", written.trim_end(), file.display())]
+    #[error(
+        "kernel rejected `{}` in {}{}",
+        written.trim_end(), file.display(), status_suffix(status)
+    )]
     Rejected {
         /// The file written.
         file: PathBuf,
@@ -90,7 +93,7 @@ pub enum ResctrlError {
     /// `mkdir` of a control group failed with ENOSPC: every CLOSID is taken.
     #[error(
         "out of CLOSIDs: cannot create {}; the groups holding CLOSIDs are: {}",
-        group.display(), in_use.join(", ")
+        group.display(), holders(in_use)
     )]
     OutOfClosids {
         /// The group that could not be made.
@@ -106,7 +109,7 @@ pub enum ResctrlError {
         "out of RMIDs: cannot create {}{}; the groups holding RMIDs are: {}",
         group.display(),
         if *limbo { " (freed RMIDs are still in limbo, retry in a second)" } else { "" },
-        in_use.join(", ")
+        holders(in_use)
     )]
     OutOfRmids {
         /// The group that could not be made.
@@ -175,16 +178,16 @@ pub enum ResctrlError {
         /// The monitor group's path relative to the root.
         group: String,
     },
-    /// A CPU or task belongs to a group another tool created; it is not moved.
-    #[error(
-        "{what} belongs to resctrl group {group}, which another tool created; \
-         it is left alone (move it out with that tool first)"
-    )]
+    /// A CPU or task belongs to a group another tool created; it has no pqos class and is
+    /// not moved. The source is the [`ForeignGroup`] marker, which callers generic over
+    /// [`rdt_core::Backend`] find with [`ForeignGroup::find`].
+    #[error("{what} belongs to resctrl group {}", owner.group)]
     Foreign {
         /// `"CPU 3"`, `"task 1234"`.
         what: String,
-        /// The group's path relative to the root.
-        group: String,
+        /// The group (its path relative to the root).
+        #[source]
+        owner: ForeignGroup,
     },
     /// Changing CDP or `mba_MBps` means remounting resctrl, which destroys every group;
     /// other tools' groups exist, so it is refused.
@@ -215,12 +218,48 @@ pub enum ResctrlError {
     EmptyGroup,
 }
 
+/// The first groups of `list` and how many more (of which how many are other tools'), so
+/// that a resctrl full of groups gives a readable message; the error keeps the whole list.
+fn holders(list: &[String]) -> String {
+    const SHOWN: usize = 8;
+    if list.len() <= SHOWN + 1 {
+        return list.join(", ");
+    }
+    let (shown, rest) = list.split_at(SHOWN);
+    let foreign = rest.iter().filter(|g| g.ends_with(" (foreign)")).count();
+    format!(
+        "{} and {} more ({foreign} of them foreign)",
+        shown.join(", "),
+        rest.len()
+    )
+}
+
+/// `: <status>`, or nothing when the kernel left no message ("ok": the errno, the error's
+/// source, is all there is).
+fn status_suffix(status: &str) -> String {
+    if status == "ok" {
+        String::new()
+    } else {
+        format!(": {status}")
+    }
+}
+
 impl ResctrlError {
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         Self::Io {
             op,
             path: path.into(),
             source,
+        }
+    }
+
+    /// [`ResctrlError::Foreign`] for `what` (`"CPU 3"`) in another tool's `group`.
+    pub(crate) fn foreign(what: String, group: &str) -> Self {
+        Self::Foreign {
+            what,
+            owner: ForeignGroup {
+                group: group.to_owned(),
+            },
         }
     }
 }

@@ -3,7 +3,12 @@
 //! (pqos/alloc.c, v25.04 strings).
 //!
 //! Every definition and association is checked against the backend's capabilities and
-//! topology (tasks: against `/proc`) first; if any fails, nothing is written.
+//! topology (tasks: against `/proc`) first, and the current class of every core and task
+//! named is read (a core or task in another tool's resctrl group is refused then); if any
+//! check fails, nothing is written. pqos applies the definitions one by one; when a write
+//! still fails (the kernel or the hardware refuses it), the writes this command made before
+//! it are undone, newest first, so that a command takes effect whole or not at all (this
+//! tool's addition: pqos leaves the earlier writes in place).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -11,8 +16,8 @@ use std::io::Write;
 use anyhow::{Context as _, Result, anyhow, bail};
 use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
-    CatResource, ClassId, FeatureSetting, Interface, LogicalCpu, MbaClass, MbaKind, MbaLimit,
-    TaskId, Topology,
+    CatResource, ClassId, FeatureSetting, ForeignGroup, Interface, LogicalCpu, MbaClass, MbaKind,
+    MbaLimit, TaskId, Topology,
 };
 
 use super::{L3Domains, join, profiles};
@@ -27,13 +32,78 @@ enum Op {
         domain: CacheDomain,
         label: String,
         class: CatClass,
+        /// The class as it was before this write, for the undo.
+        before: CatClass,
     },
     Mba {
         domain: CacheDomain,
         label: String,
         class: MbaClass,
         unit: &'static str,
+        /// The class as it was before this write, for the undo.
+        before: MbaClass,
     },
+}
+
+/// A write this command made, as the write that puts it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Undo {
+    Cat(CatResource, CacheDomain, CatClass),
+    Mba(CacheDomain, MbaClass),
+    Core(LogicalCpu, ClassId),
+    Task(TaskId, ClassId),
+}
+
+impl Undo {
+    /// Only the backend's verdict matters for an undo; the lines were printed already.
+    fn run<B: Backend>(&self, backend: &mut B) -> Result<(), B::Error> {
+        match self {
+            Self::Cat(resource, domain, class) => {
+                backend.set_cat_classes(*resource, *domain, &[*class])
+            }
+            Self::Mba(domain, class) => backend.set_mba_classes(*domain, &[*class]).map(|_| ()),
+            Self::Core(cpu, class) => backend.associate(*cpu, *class),
+            Self::Task(task, class) => backend.associate_task(*task, *class),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Self::Cat(resource, domain, class) => {
+                format!("{resource} COS{} of domain {domain}", class.class)
+            }
+            Self::Mba(domain, class) => format!("MBA COS{} of domain {domain}", class.class),
+            Self::Core(cpu, class) => format!("core {cpu} back to COS{class}"),
+            Self::Task(task, class) => format!("task {task} back to COS{class}"),
+        }
+    }
+}
+
+/// Puts back what `done` records, newest first, and adds the outcome to `err`: nothing
+/// changed, or what could not be put back.
+fn undo_all<B: Backend>(backend: &mut B, done: Vec<Undo>, err: anyhow::Error) -> anyhow::Error {
+    if done.is_empty() {
+        return err;
+    }
+    let n = done.len();
+    let mut failed = Vec::new();
+    for u in done.into_iter().rev() {
+        if let Err(e) = u.run(backend) {
+            failed.push(format!("{}: {:#}", u.describe(), anyhow!(e)));
+        }
+    }
+    if failed.is_empty() {
+        err.context(format!(
+            "nothing was changed: the {n} write(s) this command made before the failure were \
+             undone"
+        ))
+    } else {
+        err.context(format!(
+            "the configuration is partly changed: undoing the writes made before the failure \
+             failed for {}",
+            failed.join("; ")
+        ))
+    }
 }
 
 /// `-e` and `-a`: validates everything, then writes and prints pqos's lines.
@@ -62,16 +132,31 @@ pub fn run_alloc<B: Backend>(
             return Err(e);
         }
     };
-    if let Err(e) = check_assoc(backend, &req.assoc).and_then(|()| check_tasks(backend, &req.tasks))
-    {
-        writeln!(out, "Allocation association error!")?;
-        return Err(e);
-    }
+    let checked = check_assoc(backend, &req.assoc)
+        .and_then(|()| check_tasks(backend, &req.tasks))
+        .and_then(|()| current_classes(backend, req));
+    let (mut core_class, mut task_class) = match checked {
+        Ok(current) => current,
+        Err(e) => {
+            writeln!(out, "Allocation association error!")?;
+            return Err(e);
+        }
+    };
+    let mut done = Vec::new();
     for op in &ops {
         if let Err(e) = apply(backend, op, out) {
             writeln!(out, "Allocation configuration error!")?;
-            return Err(e);
+            return Err(undo_all(backend, done, e));
         }
+        done.push(match op {
+            Op::Cat {
+                resource,
+                domain,
+                before,
+                ..
+            } => Undo::Cat(*resource, *domain, *before),
+            Op::Mba { domain, before, .. } => Undo::Mba(*domain, *before),
+        });
     }
     for (cpu, class, text) in &req.assoc {
         if let Err(e) = backend.associate(*cpu, *class) {
@@ -80,9 +165,13 @@ pub fn run_alloc<B: Backend>(
                 "Setting allocation class of service association failed!"
             )?;
             writeln!(out, "Allocation association error!")?;
-            return Err(anyhow!(e).context(format!(
+            let e = anyhow!(e).context(format!(
                 "associating core {cpu} with COS{class} (\"{text}\")"
-            )));
+            ));
+            return Err(undo_all(backend, done, e));
+        }
+        if let Some(was) = core_class.insert(*cpu, *class) {
+            done.push(Undo::Core(*cpu, was));
         }
     }
     for (task, class, text) in &req.tasks {
@@ -92,15 +181,57 @@ pub fn run_alloc<B: Backend>(
                 "Setting allocation class of service association failed!"
             )?;
             writeln!(out, "Allocation association error!")?;
-            return Err(anyhow!(e).context(format!(
+            let e = anyhow!(e).context(format!(
                 "associating task {task} with COS{class} (\"{text}\")"
-            )));
+            ));
+            return Err(undo_all(backend, done, e));
+        }
+        if let Some(was) = task_class.insert(*task, *class) {
+            done.push(Undo::Task(*task, was));
         }
     }
     if !ops.is_empty() || !req.assoc.is_empty() || !req.tasks.is_empty() {
         writeln!(out, "Allocation configuration altered.")?;
     }
     Ok(())
+}
+
+/// The class of each core and task `req` associates, read before anything is written: for
+/// the undo, and to refuse a core or task in another tool's resctrl group up front.
+fn current_classes<B: Backend>(
+    backend: &mut B,
+    req: &AllocRequest,
+) -> Result<(BTreeMap<LogicalCpu, ClassId>, BTreeMap<TaskId, ClassId>)> {
+    let mut cores = BTreeMap::new();
+    for (cpu, _, text) in &req.assoc {
+        let class = backend
+            .class_of(*cpu)
+            .map_err(|e| refused(e, &format!("core {cpu}"), text))?;
+        cores.insert(*cpu, class);
+    }
+    let mut tasks = BTreeMap::new();
+    for (task, _, text) in &req.tasks {
+        let class = backend
+            .class_of_task(*task)
+            .map_err(|e| refused(e, &format!("task {task}"), text))?;
+        tasks.insert(*task, class);
+    }
+    Ok((cores, tasks))
+}
+
+/// The error for a core or task whose class could not be read before an association.
+fn refused<E: std::error::Error + Send + Sync + 'static>(
+    e: E,
+    what: &str,
+    text: &str,
+) -> anyhow::Error {
+    if let Some(f) = ForeignGroup::find(&e) {
+        return anyhow!(
+            "{what} in \"{text}\" is in resctrl group {}, which pqos does not manage: {f}",
+            f.group
+        );
+    }
+    anyhow::Error::new(e).context(format!("reading the class of {what} (\"{text}\")"))
 }
 
 /// The classes a task can be put in on the OS interface: resctrl has as many CLOSIDs as the
@@ -168,6 +299,7 @@ fn apply<B: Backend>(backend: &mut B, op: &Op, out: &mut dyn Write) -> Result<()
             domain,
             label,
             class,
+            ..
         } => {
             let (label, name) = match resource {
                 CatResource::L3 => (label.clone(), "L3CA"),
@@ -195,6 +327,7 @@ fn apply<B: Backend>(backend: &mut B, op: &Op, out: &mut dyn Write) -> Result<()
             label,
             class,
             unit,
+            ..
         } => match backend.set_mba_classes(*domain, &[*class]) {
             Ok(_) if matches!(class.limit, MbaLimit::MibPerSec(_)) => {
                 // pqos/alloc.c set_mba_clos with ctrl: `%u MBps`, no "applied" part.
@@ -232,11 +365,14 @@ type CatTables = BTreeMap<(CatResource, CacheDomain), Vec<CatClass>>;
 
 fn plan_classes<B: Backend>(backend: &mut B, defs: &[ClassDef]) -> Result<Vec<Op>> {
     let mut tables = CatTables::new();
+    let mut mba_tables = MbaTables::new();
     let mut ops = Vec::new();
     for def in defs {
         match def.kind {
             AllocKind::L3 | AllocKind::L2 => plan_cat(backend, def, &mut tables, &mut ops)?,
-            AllocKind::Mba | AllocKind::MbaMax => plan_mba(backend, def, &mut ops)?,
+            AllocKind::Mba | AllocKind::MbaMax => {
+                plan_mba(backend, def, &mut mba_tables, &mut ops)?;
+            }
             AllocKind::Smba => bail!(
                 "\"{}\": {}",
                 def.text,
@@ -292,6 +428,7 @@ fn plan_cat<B: Backend>(
                 def.text
             )
         })?;
+        check_closid(backend, v.class, &v.text, &def.text)?;
         let mask = CacheBitmask::new(v.value)
             .map_err(|e| anyhow!("\"{}\" in \"{}\": {e}", v.text, def.text))?;
         caps.check_mask(resource, mask)
@@ -314,6 +451,7 @@ fn plan_cat<B: Backend>(
                     def.text
                 );
             };
+            let before = *class;
             class.mask = new_mask(class.mask, v, mask).ok_or_else(|| {
                 let (what, unit) = if resource == CatResource::L3 {
                     ("L3", "socket")
@@ -333,6 +471,7 @@ fn plan_cat<B: Backend>(
                 domain: *domain,
                 label: label.clone(),
                 class: *class,
+                before,
             });
         }
     }
@@ -404,7 +543,56 @@ fn new_mask(current: CatMask, v: &CosValue, mask: CacheBitmask) -> Option<CatMas
     })
 }
 
-fn plan_mba<B: Backend>(backend: &mut B, def: &ClassDef, ops: &mut Vec<Op>) -> Result<()> {
+/// On the OS interface a class needs a CLOSID, and resctrl has as many as the resource with
+/// the fewest ([`os_classes`]; pqos `os_l3ca_set` and friends check `class_id` against
+/// it): a class the resource has but resctrl cannot give a group is refused up front.
+fn check_closid<B: Backend>(backend: &B, class: ClassId, token: &str, item: &str) -> Result<()> {
+    if backend.interface() != Interface::Os {
+        return Ok(());
+    }
+    let max = os_classes(backend.capabilities());
+    if class.get() >= max {
+        bail!(
+            "Invalid class ID: {class}! \"{token}\" in \"{item}\": resctrl has {max} CLOSIDs \
+             (COS0-COS{}), the fewest num_closids of its resources",
+            max.saturating_sub(1)
+        );
+    }
+    Ok(())
+}
+
+/// The current MBA classes of the domains touched, updated as definitions are applied.
+type MbaTables = BTreeMap<CacheDomain, Vec<MbaClass>>;
+
+/// The class `class` of MBA `domain` before the next write, read once per domain.
+fn mba_before<B: Backend>(
+    backend: &mut B,
+    tables: &mut MbaTables,
+    domain: CacheDomain,
+    class: MbaClass,
+) -> Result<MbaClass> {
+    let table = match tables.entry(domain) {
+        std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+        std::collections::btree_map::Entry::Vacant(slot) => slot.insert(
+            backend
+                .mba_classes(domain)
+                .map_err(|e| anyhow!(e).context(format!("reading the MBA classes of {domain}")))?,
+        ),
+    };
+    let Some(current) = table.iter_mut().find(|c| c.class == class.class) else {
+        bail!("Invalid class ID: {}!", class.class);
+    };
+    let before = *current;
+    *current = class;
+    Ok(before)
+}
+
+fn plan_mba<B: Backend>(
+    backend: &mut B,
+    def: &ClassDef,
+    tables: &mut MbaTables,
+    ops: &mut Vec<Op>,
+) -> Result<()> {
     let caps = backend.capabilities().clone();
     let topo = backend.topology();
     let Some(mba) = caps.mba.get() else {
@@ -437,6 +625,7 @@ fn plan_mba<B: Backend>(backend: &mut B, def: &ClassDef, ops: &mut Vec<Op>) -> R
                 def.text
             )
         })?;
+        check_closid(backend, v.class, &v.text, &def.text)?;
         if mbps {
             // pqos checks no range with the controller (lib/api.c pqos_mba_set); the kernel
             // takes any u32 MBps value.
@@ -450,14 +639,16 @@ fn plan_mba<B: Backend>(backend: &mut B, def: &ClassDef, ops: &mut Vec<Op>) -> R
                 )
             })?;
             for (id, domain) in &targets {
+                let class = MbaClass {
+                    class: v.class,
+                    limit: MbaLimit::MibPerSec(v32),
+                };
                 ops.push(Op::Mba {
                     domain: *domain,
                     label: l3.alloc_label(*id),
-                    class: MbaClass {
-                        class: v.class,
-                        limit: MbaLimit::MibPerSec(v32),
-                    },
+                    class,
                     unit: " MBps",
+                    before: mba_before(backend, tables, *domain, class)?,
                 });
             }
             continue;
@@ -482,14 +673,16 @@ fn plan_mba<B: Backend>(backend: &mut B, def: &ClassDef, ops: &mut Vec<Op>) -> R
             ),
         };
         for (id, domain) in &targets {
+            let class = MbaClass {
+                class: v.class,
+                limit,
+            };
             ops.push(Op::Mba {
                 domain: *domain,
                 label: l3.alloc_label(*id),
-                class: MbaClass {
-                    class: v.class,
-                    limit,
-                },
+                class,
                 unit,
+                before: mba_before(backend, tables, *domain, class)?,
             });
         }
     }
@@ -524,7 +717,12 @@ fn check_assoc<B: Backend>(backend: &B, assoc: &[(LogicalCpu, ClassId, String)])
     }
     let caps = backend.capabilities();
     let topo = backend.topology();
-    let max = caps.max_classes();
+    // resctrl: one CLOSID per class, as many as the resource with the fewest.
+    let max = if backend.interface() == Interface::Os {
+        os_classes(caps)
+    } else {
+        caps.max_classes()
+    };
     if max == 0 {
         bail!("Allocation capability not detected! (no L3 CAT, L2 CAT or MBA on this platform)");
     }
@@ -1052,6 +1250,172 @@ mod tests {
             "SOCKET 0 L3CA COS2 - FAILED!\nAllocation configuration error!\n"
         );
         assert!(e.contains("injected failure"), "{e}");
+    }
+
+    /// The fake, with its `n`th change (class write or association) refused, as a kernel
+    /// or a #GP refuses one write in the middle of a command.
+    struct FailNth {
+        inner: FakeBackend,
+        n: usize,
+    }
+
+    impl FailNth {
+        fn change(&mut self) {
+            self.inner.fail_writes = self.n == 1;
+            self.n = self.n.saturating_sub(1);
+        }
+
+        fn done<T>(&mut self, r: T) -> T {
+            self.inner.fail_writes = false;
+            r
+        }
+    }
+
+    impl Backend for FailNth {
+        type Error = crate::commands::fake::FakeError;
+        fn interface(&self) -> Interface {
+            self.inner.interface()
+        }
+        fn capabilities(&self) -> &Capabilities {
+            self.inner.capabilities()
+        }
+        fn topology(&self) -> &Topology {
+            self.inner.topology()
+        }
+        fn cat_classes(
+            &mut self,
+            r: CatResource,
+            d: CacheDomain,
+        ) -> Result<Vec<CatClass>, Self::Error> {
+            self.inner.cat_classes(r, d)
+        }
+        fn set_cat_classes(
+            &mut self,
+            r: CatResource,
+            d: CacheDomain,
+            c: &[CatClass],
+        ) -> Result<(), Self::Error> {
+            self.change();
+            let r = self.inner.set_cat_classes(r, d, c);
+            self.done(r)
+        }
+        fn mba_classes(&mut self, d: CacheDomain) -> Result<Vec<MbaClass>, Self::Error> {
+            self.inner.mba_classes(d)
+        }
+        fn set_mba_classes(
+            &mut self,
+            d: CacheDomain,
+            c: &[MbaClass],
+        ) -> Result<Vec<MbaClass>, Self::Error> {
+            self.change();
+            let r = self.inner.set_mba_classes(d, c);
+            self.done(r)
+        }
+        fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Self::Error> {
+            self.inner.class_of(cpu)
+        }
+        fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), Self::Error> {
+            self.change();
+            let r = self.inner.associate(cpu, class);
+            self.done(r)
+        }
+        fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<rdt_core::Rmid>, Self::Error> {
+            self.inner.rmid_of(cpu)
+        }
+        fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), Self::Error> {
+            self.inner.reset_allocation(cfg)
+        }
+        fn reset_monitoring(&mut self) -> Result<(), Self::Error> {
+            self.inner.reset_monitoring()
+        }
+        fn start_monitoring(
+            &mut self,
+            cpus: &rdt_core::CpuSet,
+            events: rdt_core::MonEvents,
+        ) -> Result<rdt_core::MonGroupId, Self::Error> {
+            self.inner.start_monitoring(cpus, events)
+        }
+        fn poll(&mut self) -> Result<(), Self::Error> {
+            self.inner.poll()
+        }
+        fn values(&self, g: rdt_core::MonGroupId) -> Option<&rdt_core::MonValues> {
+            self.inner.values(g)
+        }
+        fn stop_monitoring(&mut self, g: rdt_core::MonGroupId) -> Result<(), Self::Error> {
+            self.inner.stop_monitoring(g)
+        }
+    }
+
+    #[test]
+    fn a_write_refused_midway_undoes_the_writes_before_it() {
+        // arrange: the 3rd change (COS2 on socket 0) is refused
+        let mut b = FailNth {
+            inner: FakeBackend::broadwell_2s(),
+            n: 3,
+        };
+        let full = CatMask::Unified(CacheBitmask::new(0xfffff).unwrap());
+        // act
+        let mut out = Vec::new();
+        let r = run_alloc(&mut b, &request(&["-e", "llc:1=0xf;llc:2=0xf0"]), &mut out);
+        // assert: pqos's lines, and COS1 back as it was on both sockets
+        let e = format!("{:#}", r.unwrap_err());
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "SOCKET 0 L3CA COS1 => MASK 0xf\n\
+             SOCKET 1 L3CA COS1 => MASK 0xf\n\
+             SOCKET 0 L3CA COS2 - FAILED!\n\
+             Allocation configuration error!\n"
+        );
+        assert!(
+            e.starts_with("nothing was changed: the 2 write(s)") && e.contains("injected failure"),
+            "{e}"
+        );
+        for socket in [0, 1] {
+            assert_eq!(b.inner.l3_mask(socket, 1), full);
+            assert_eq!(b.inner.l3_mask(socket, 2), full);
+        }
+        assert_eq!(
+            b.inner.writes.last().map(String::as_str),
+            Some("L3 0 COS1 = Unified(CacheBitmask(1048575))"),
+            "undone newest first: {:?}",
+            b.inner.writes
+        );
+    }
+
+    #[test]
+    fn a_refused_association_puts_back_the_classes_and_cores_before_it() {
+        // arrange: core 2 starts in COS3; the 4th change (core 3) is refused
+        let mut b = FailNth {
+            inner: FakeBackend::intel_1s(),
+            n: 0,
+        };
+        b.inner
+            .associate(LogicalCpu::new(2), ClassId::new(3))
+            .unwrap();
+        b.n = 4;
+        // act
+        let mut out = Vec::new();
+        let r = run_alloc(
+            &mut b,
+            &request(&["-e", "mba:1=50", "-a", "llc:1=1-3"]),
+            &mut out,
+        );
+        // assert
+        r.unwrap_err();
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .ends_with("Setting allocation class of service association failed!\nAllocation association error!\n")
+        );
+        assert_eq!(
+            [1, 2, 3].map(|c| b.inner.class_of_cpu(c)),
+            [0, 3, 0],
+            "cores back where they were"
+        );
+        assert_eq!(
+            b.inner.mba_classes(CacheDomain::new(0)).unwrap()[1].limit,
+            MbaLimit::Percent(100)
+        );
     }
 
     #[test]

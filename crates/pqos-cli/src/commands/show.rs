@@ -1,14 +1,17 @@
 //! `-s`: allocation classes per domain and the core-to-class association (pqos/alloc.c
 //! `alloc_print_config`, v25.04 layout); on the OS interface also the task association
-//! (`PID association information:`) and, as this tool's own addition after pqos's
-//! sections, the resctrl groups other tools made (`Other resctrl groups (not managed by
-//! pqos):`), which pqos and this tool leave alone.
+//! (`PID association information:`) and, as this tool's own additions, the resctrl groups
+//! other tools made (`Other resctrl groups (not managed by pqos):`, after pqos's sections),
+//! which pqos and this tool leave alone, and for a CPU in such a group a core line naming
+//! the group instead of a class (`    Core 3, L2ID 3, L3ID 0 => kubepods (not managed by
+//! pqos)`), where pqos has no class to print.
 
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
 use rdt_core::{
-    Backend, CatClass, CatMask, CatResource, GroupKind, GroupOwner, Interface, MbaLimit,
+    Backend, CatClass, CatMask, CatResource, ForeignGroup, GroupKind, GroupOwner, Interface,
+    MbaLimit,
 };
 
 use super::L3Domains;
@@ -61,17 +64,24 @@ fn print_core_info<B: Backend>(
             } else {
                 Ok(None)
             };
+            let mut line = match place.l3 {
+                Some(l3) => format!("    Core {cpu}, L2ID {}, L3ID {l3} => ", place.l2),
+                None => format!("    Core {cpu}, L2ID {} => ", place.l2),
+            };
             let (class, rmid) = match (class, rmid) {
                 (Ok(c), Ok(r)) => (c, r),
+                (Err(e), Ok(_)) if ForeignGroup::find(&e).is_some() => {
+                    // This tool's extension: a CPU in another tool's resctrl group has no
+                    // pqos class; say whose it is.
+                    let group = ForeignGroup::find(&e).map_or("", |f| f.group.as_str());
+                    writeln!(out, "{line}{group} (not managed by pqos)")?;
+                    continue;
+                }
                 (Err(e), _) | (_, Err(e)) => {
                     writeln!(out, "    Core {cpu} => ERROR")?;
                     note(anyhow!(e).context(format!("reading the association of core {cpu}")));
                     continue;
                 }
-            };
-            let mut line = match place.l3 {
-                Some(l3) => format!("    Core {cpu}, L2ID {}, L3ID {l3} => ", place.l2),
-                None => format!("    Core {cpu}, L2ID {} => ", place.l2),
             };
             if let Some(c) = class {
                 line.push_str(&format!("COS{c}"));
