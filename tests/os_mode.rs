@@ -366,6 +366,11 @@ fn mba_max_on_an_mba_mbps_mount_and_mba_ctrl_through_the_remount_seam() {
         e
     );
     assert!(m.read("COS1/schemata").contains("MB:0=6000;1=6000"));
+    let d = m.pqos(&["-d"]).ok().stdout;
+    assert!(
+        d.contains("            Num COS: 8\n            CTRL: enabled\n"),
+        "pqos's OS -d says the controller is on: {d}"
+    );
     let s = m.pqos(&["-s"]).ok().stdout;
     assert!(s.contains("\n    MBA COS1 => 6000 MBps\n"), "{s}");
     let bad = m.pqos(&["-e", "mba:1=50"]).failed();
@@ -382,6 +387,8 @@ fn mba_max_on_an_mba_mbps_mount_and_mba_ctrl_through_the_remount_seam() {
         m.pqos(&["-R", "mbaCtrl-off"]).ok().stdout
     );
     assert_eq!(m.mount_options(), "");
+    let d = m.pqos(&["-d"]).ok().stdout;
+    assert!(d.contains("CTRL: disabled\n"), "{d}");
     let s = m.pqos(&["-s"]).ok().stdout;
     assert!(s.contains("\n    MBA COS1 => 100% available\n"), "{s}");
     let bad = m.pqos(&["-e", "mba_max:1=6000"]).failed();
@@ -396,6 +403,12 @@ fn mba_max_on_an_mba_mbps_mount_and_mba_ctrl_through_the_remount_seam() {
 #[test]
 fn alloc_milan_ccx_domains_through_resctrl() {
     let m = MountedOs::new("milan");
+    let d = m.pqos(&["-d"]).ok().stdout;
+    let (_, mba) = d.split_once("(MBA)").expect("MBA section");
+    assert!(
+        mba.contains("CTRL: unsupported\n") && !d.contains("CTRL: disabled"),
+        "AMD's MBA is not linear: no mba_MBps controller (as pqos's issue-311 output): {d}"
+    );
     alloc::milan_has_one_l3_domain_per_ccx_and_amd_mba_units_on(&m);
     let s = m.read("COS2/schemata");
     assert!(s.contains(";1=f0f;"), "{s}");

@@ -8,8 +8,8 @@ use std::io::Write;
 
 use anyhow::{Result, bail};
 use rdt_core::{
-    Backend, CacheGeometry, Capabilities, CatCaps, Interface, MbaCaps, MbaKind, MonitoringCaps,
-    PmuCaps,
+    Backend, CacheGeometry, Capabilities, CatCaps, Interface, MbaCaps, MbaCtrl, MbaKind,
+    MonitoringCaps, PmuCaps,
 };
 
 /// Prints the capabilities of `backend`'s platform.
@@ -17,20 +17,34 @@ use rdt_core::{
 /// # Errors
 /// pqos's `No Platform QoS capability discovered` when there is nothing to show.
 pub fn run_display<B: Backend>(backend: &mut B, verbose: bool, out: &mut dyn Write) -> Result<()> {
-    print_capabilities(backend.capabilities(), backend.interface(), verbose, out)
+    let ctrl = match backend.interface() {
+        // pqos prints the MBA controller's state on the OS interface only.
+        Interface::Os => Some(backend.mba_ctrl().unwrap_or(MbaCtrl::Unsupported)),
+        Interface::Msr => None,
+    };
+    print_capabilities(
+        backend.capabilities(),
+        backend.interface(),
+        ctrl,
+        verbose,
+        out,
+    )
 }
 
 fn line(out: &mut dyn Write, indent: usize, text: &str) -> std::io::Result<()> {
     writeln!(out, "{:indent$}{text}", "")
 }
 
-/// Writes pqos's `-d` (or with `verbose`, `-D`) report.
+/// Writes pqos's `-d` (or with `verbose`, `-D`) report. `mba_ctrl` is the MBA software
+/// controller's state, printed as `CTRL:` under MBA (and `unsupported` under SMBA) when given,
+/// as pqos does on the OS interface.
 ///
 /// # Errors
 /// `No Platform QoS capability discovered`, or an output error.
 pub fn print_capabilities(
     caps: &Capabilities,
     iface: Interface,
+    mba_ctrl: Option<MbaCtrl>,
     verbose: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -69,13 +83,22 @@ pub fn print_capabilities(
         print_cat(out, "L2 CAT", c, caps.l2_cache.as_ref(), false, verbose)?;
     }
     if let Some(m) = mba {
-        print_mba(out, "Memory Bandwidth Allocation (MBA)", m, verbose, true)?;
+        print_mba(
+            out,
+            "Memory Bandwidth Allocation (MBA)",
+            m,
+            mba_ctrl,
+            verbose,
+            true,
+        )?;
     }
     if let Some(m) = smba {
         print_mba(
             out,
             "Slow Memory Bandwidth Allocation (SMBA)",
             m,
+            // The kernel's controller drives MBA only.
+            mba_ctrl.map(|_| MbaCtrl::Unsupported),
             verbose,
             false,
         )?;
@@ -204,11 +227,20 @@ fn print_mba(
     out: &mut dyn Write,
     title: &str,
     m: &MbaCaps,
+    ctrl: Option<MbaCtrl>,
     verbose: bool,
     mba40: bool,
 ) -> Result<()> {
     line(out, 8, title)?;
     line(out, 12, &format!("Num COS: {}", m.num_classes))?;
+    if let Some(ctrl) = ctrl {
+        let state = match ctrl {
+            MbaCtrl::Unsupported => "unsupported",
+            MbaCtrl::Disabled => "disabled",
+            MbaCtrl::Enabled => "enabled",
+        };
+        line(out, 12, &format!("CTRL: {state}"))?;
+    }
     if verbose {
         // pqos's throttle_max is 0 and is_linear 0 for AMD.
         let (max_delay, linear) = match m.kind {
