@@ -160,14 +160,7 @@ pub fn run_alloc<B: Backend>(
     }
     for (cpu, class, text) in &req.assoc {
         if let Err(e) = backend.associate(*cpu, *class) {
-            writeln!(
-                out,
-                "Setting allocation class of service association failed!"
-            )?;
-            writeln!(out, "Allocation association error!")?;
-            let e = anyhow!(e).context(format!(
-                "associating core {cpu} with COS{class} (\"{text}\")"
-            ));
+            let e = association_failed(out, e, &format!("core {cpu}"), *class, text)?;
             return Err(undo_all(backend, done, e));
         }
         if let Some(was) = core_class.insert(*cpu, *class) {
@@ -176,14 +169,7 @@ pub fn run_alloc<B: Backend>(
     }
     for (task, class, text) in &req.tasks {
         if let Err(e) = backend.associate_task(*task, *class) {
-            writeln!(
-                out,
-                "Setting allocation class of service association failed!"
-            )?;
-            writeln!(out, "Allocation association error!")?;
-            let e = anyhow!(e).context(format!(
-                "associating task {task} with COS{class} (\"{text}\")"
-            ));
+            let e = association_failed(out, e, &format!("task {task}"), *class, text)?;
             return Err(undo_all(backend, done, e));
         }
         if let Some(was) = task_class.insert(*task, *class) {
@@ -819,6 +805,26 @@ pub fn run_reset_monitoring<B: Backend>(backend: &mut B, out: &mut dyn Write) ->
             Err(e)
         }
     }
+}
+
+/// Writes pqos's two lines for a failed association and returns the error, naming what was
+/// associated (`core 3`, `task 1234`) and the `-a` item it came from.
+fn association_failed<E>(
+    out: &mut dyn Write,
+    e: E,
+    what: &str,
+    class: ClassId,
+    item: &str,
+) -> Result<anyhow::Error>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    writeln!(
+        out,
+        "Setting allocation class of service association failed!"
+    )?;
+    writeln!(out, "Allocation association error!")?;
+    Ok(anyhow!(e).context(format!("associating {what} with COS{class} (\"{item}\")")))
 }
 
 #[cfg(test)]
