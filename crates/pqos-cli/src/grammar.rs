@@ -253,20 +253,30 @@ fn parse_cos_value(spec: &str, kind: AllocKind, item: &str) -> Result<CosValue, 
     })
 }
 
+/// The `;`-separated items of an `-e`/`-a` argument, each parsed; empty items are skipped,
+/// and an argument with none is `EMPTY "ARG" (RULE)`.
+fn semicolon_items<T: FromStr<Err = ArgError>>(
+    s: &str,
+    empty: &str,
+    rule: &str,
+) -> Result<Vec<T>, ArgError> {
+    let items: Vec<T> = s
+        .split(';')
+        .filter(|i| !i.trim().is_empty())
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    if items.is_empty() {
+        return Err(err(format!("{empty} \"{s}\" ({rule})")));
+    }
+    Ok(items)
+}
+
 impl FromStr for ClassDefs {
     type Err = ArgError;
 
     fn from_str(s: &str) -> Result<Self, ArgError> {
-        let items: Vec<ClassDef> = s
-            .split(';')
-            .filter(|i| !i.trim().is_empty())
-            .map(str::parse)
-            .collect::<Result<_, _>>()?;
-        if items.is_empty() {
-            return Err(err(format!(
-                "Empty allocation class definition \"{s}\" ({CLASSDEF_RULE})"
-            )));
-        }
+        let items: Vec<ClassDef> =
+            semicolon_items(s, "Empty allocation class definition", CLASSDEF_RULE)?;
         if items.len() > 32 {
             return Err(err("Too many allocation options! (at most 32 per -e)"));
         }
@@ -361,16 +371,7 @@ impl FromStr for AssocDefs {
     type Err = ArgError;
 
     fn from_str(s: &str) -> Result<Self, ArgError> {
-        let items: Vec<Assoc> = s
-            .split(';')
-            .filter(|i| !i.trim().is_empty())
-            .map(str::parse)
-            .collect::<Result<_, _>>()?;
-        if items.is_empty() {
-            return Err(err(format!(
-                "Empty allocation association \"{s}\" ({ASSOC_RULE})"
-            )));
-        }
+        let items: Vec<Assoc> = semicolon_items(s, "Empty allocation association", ASSOC_RULE)?;
         Ok(Self(items))
     }
 }

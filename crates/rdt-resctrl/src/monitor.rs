@@ -154,12 +154,14 @@ impl MonGroup {
         if !(want_ipc || want_misses) {
             return;
         }
-        let reads: Vec<Option<PmuCounts>> = match &self.members {
-            Members::Cpus(cpus) => cpus.iter().map(|&c| pmu.read(c)).collect(),
-            Members::Tasks(tasks) => tasks.iter().map(|&t| pmu.read_task(t)).collect(),
-            Members::None => Vec::new(),
+        let prev = &mut self.pmu_prev;
+        let acc = match &self.members {
+            Members::Cpus(cpus) => sum_deltas(prev, cpus.iter().map(|&c| pmu.read(c)), first),
+            Members::Tasks(tasks) => {
+                sum_deltas(prev, tasks.iter().map(|&t| pmu.read_task(t)), first)
+            }
+            Members::None => None,
         };
-        let acc = sum_deltas(&mut self.pmu_prev, reads, first);
         let v = &mut self.values;
         v.instructions_delta = acc.filter(|_| want_ipc).map(|a| a.instructions);
         v.cycles_delta = acc.filter(|_| want_ipc).map(|a| a.cycles);
