@@ -37,95 +37,19 @@
 //! # References
 //! Intel SDM Vol. 3B, 18.18-18.19; Linux `Documentation/arch/x86/resctrl.rst`; pqos(8).
 
+mod open;
 pub mod perf;
 
-use std::path::{Path, PathBuf};
-
+pub use open::{
+    CpuidFrom, Iface, IfaceError, MsrSource, Notice, OpenError, OpenOptions, OsWanted,
+    ParseIfaceError, Paths, PmuCapsPolicy, resolve_iface,
+};
 pub use perf::PerfPmu;
 pub use rdt_core::*;
 pub use rdt_msr as msr;
-use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
+use rdt_msr::{MsrBackend, MsrError, MsrIo};
 pub use rdt_resctrl as resctrl;
-use rdt_resctrl::{ControlFileMount, KernelMount, ResctrlBackend, ResctrlError, ResctrlOptions};
-
-/// Which interface to program RDT through (pqos `--iface`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Iface {
-    /// Choose: the OS interface when resctrl is mounted (`<resctrl>/info` exists), else MSR
-    /// (pqos v25.04's `auto`).
-    #[default]
-    Auto,
-    /// Model-specific registers through `/dev/cpu/N/msr`.
-    Msr,
-    /// The kernel's resctrl filesystem.
-    Os,
-}
-
-/// Where the platform's device, sysfs and resctrl files live: the host's by default, or
-/// under a directory (a mounted simulated platform, a container's view). `/proc` is always
-/// the host's: tasks are this kernel's.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Paths {
-    /// Directory of the per-CPU `N/msr` and `N/cpuid` devices (`/dev/cpu`).
-    pub dev_cpu: PathBuf,
-    /// The sysfs system directory holding `cpu/` and `node/` (`/sys/devices/system`).
-    pub sys_devices_system: PathBuf,
-    /// The resctrl root (`/sys/fs/resctrl`).
-    pub resctrl: PathBuf,
-    /// A control file that serves the resctrl mount (reading gives the options, writing
-    /// `remount OPTS` remounts): the simulated platform's `.sim/resctrl_mount`. Used when it
-    /// exists; otherwise the mount is read from [`Paths::proc`]`/mounts` and changed with
-    /// `umount2(2)` + `mount(2)`.
-    pub resctrl_mount_control: PathBuf,
-    /// The host's `/proc` (threads of a process, `/proc/mounts`).
-    pub proc: PathBuf,
-}
-
-impl Paths {
-    /// The host's paths: `/dev/cpu` and `/sys/devices/system`.
-    #[must_use]
-    pub fn host() -> Self {
-        Self::under(Path::new("/"))
-    }
-
-    /// The same paths under `root` (`<root>/dev/cpu`, `<root>/sys/devices/system`,
-    /// `<root>/sys/fs/resctrl`, `<root>/.sim/resctrl_mount`); `/proc` stays the host's.
-    #[must_use]
-    pub fn under(root: &Path) -> Self {
-        Self {
-            dev_cpu: root.join("dev/cpu"),
-            sys_devices_system: root.join("sys/devices/system"),
-            resctrl: root.join("sys/fs/resctrl"),
-            resctrl_mount_control: root.join(".sim/resctrl_mount"),
-            proc: PathBuf::from("/proc"),
-        }
-    }
-}
-
-impl Default for Paths {
-    fn default() -> Self {
-        Self::host()
-    }
-}
-
-/// Opening a platform failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OpenError {
-    /// The CPU enumerates no RDT/PQoS feature; the text names the CPUID bits.
-    #[error("no RDT/PQoS on this platform: {0}")]
-    NoRdt(String),
-    /// The topology could not be read from sysfs.
-    #[error("cannot read the CPU topology")]
-    Topology(#[from] TopologyError),
-    /// The MSR backend could not start (e.g. inconsistent CDP state across domains).
-    #[error("cannot start the MSR backend")]
-    Msr(#[from] MsrError),
-    /// The OS interface could not start: resctrl is not mounted (the message says how to
-    /// mount it), its `info/` does not parse, another tool holds its lock.
-    #[error("cannot open the OS (resctrl) interface")]
-    Resctrl(#[from] ResctrlError),
-}
+use rdt_resctrl::{ResctrlBackend, ResctrlError};
 
 /// An operation of an opened [`Rdt`] failed, on either interface.
 ///
@@ -179,70 +103,39 @@ enum Inner {
 #[derive(Debug)]
 pub struct Rdt {
     backend: Inner,
+    notices: Vec<Notice>,
 }
 
 impl Rdt {
-    /// Opens the host's platform: capabilities from CPUID, topology from sysfs, the chosen
-    /// interface.
+    /// Opens the host's platform through `iface` (`RDT_IFACE` from the environment):
+    /// `OpenOptions::new(iface).open()`.
     ///
     /// # Errors
-    /// See [`Rdt::open_at`].
+    /// See [`OpenOptions::open`].
     pub fn open(iface: Iface) -> Result<Self, OpenError> {
-        Self::open_at(iface, &Paths::host())
+        OpenOptions::new(iface).open()
     }
 
-    /// Opens the platform whose devices, sysfs and resctrl live at `paths`.
-    ///
-    /// CPUID comes from `<dev_cpu>/0/cpuid` when that device exists (the `cpuid` module, or a
-    /// mounted simulated platform), else from the CPUID instruction; the topology from
-    /// sysfs. [`Iface::Auto`] takes the OS interface when `<resctrl>/info` exists.
-    ///
-    /// The OS interface reads `info/` over CPUID's capabilities
-    /// ([`resctrl::ResctrlInfo::capabilities`]), takes tasks' threads from `/proc`, and
-    /// remounts (for CDP or `mba_MBps` changes) through [`Paths::resctrl_mount_control`] when
-    /// it exists, else with `umount2(2)` + `mount(2)`. IPC and LLC misses come from perf
-    /// events ([`PerfPmu`], per CPU and per task); where the host has no PMU the capabilities
-    /// report no IPC or LLC-miss counting.
+    /// Opens the platform whose devices, sysfs and resctrl live at `paths`:
+    /// `OpenOptions::new(iface).paths(paths.clone()).open()`.
     ///
     /// # Errors
-    /// [`OpenError::NoRdt`] when the CPU has no RDT/PQoS (naming the CPUID bits; MSR
-    /// interface); [`OpenError::Topology`] when sysfs cannot be read; [`OpenError::Msr`] when
-    /// the MSR backend cannot read its initial state (no `msr` module, not root);
-    /// [`OpenError::Resctrl`] when resctrl is not mounted (saying how to mount it) or cannot
-    /// be read.
+    /// See [`OpenOptions::open`].
     pub fn open_at(iface: Iface, paths: &Paths) -> Result<Self, OpenError> {
-        let os = match iface {
-            Iface::Os => true,
-            Iface::Msr => false,
-            Iface::Auto => paths.resctrl.join("info").is_dir(),
-        };
-        let dev_root = paths.dev_cpu.parent().unwrap_or(Path::new("/"));
-        let cpuid: Box<dyn CpuidSource> = match DevCpuid::open(dev_root, LogicalCpu::new(0)) {
-            Ok(dev) => Box::new(dev),
-            Err(_) => Box::new(NativeCpuid),
-        };
-        if os {
-            let mut caps = Capabilities::detect(cpuid.as_ref());
-            let topology = Topology::from_sysfs(&paths.sys_devices_system)?;
-            let pmu = host_pmu(&topology, &mut caps);
-            let opts = ResctrlOptions::new(&paths.resctrl).proc_root(&paths.proc);
-            let opts = if paths.resctrl_mount_control.is_file() {
-                opts.mount_control(ControlFileMount::new(&paths.resctrl_mount_control))
-            } else {
-                opts.mount_control(KernelMount::new(&paths.resctrl, paths.proc.join("mounts")))
-            };
-            let backend = ResctrlBackend::open(opts, topology, Some(caps), pmu)?;
-            return Ok(Self::from_resctrl(backend));
-        }
-        let mut caps = detect_or_explain(cpuid.as_ref())?;
-        let topology = Topology::from_sysfs(&paths.sys_devices_system)?;
-        let pmu = host_pmu(&topology, &mut caps);
-        let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
-        Self::from_msr(io, caps, topology, pmu)
+        OpenOptions::new(iface).paths(paths.clone()).open()
     }
 
-    /// A platform over any MSR implementation (the simulated platform, a test fake), with
-    /// the given capabilities, topology and PMU source.
+    /// Opens a platform the caller brings (the in-process simulated platform, a test
+    /// double): `OpenOptions::new(Iface::Auto).open_source(source)`.
+    ///
+    /// # Errors
+    /// See [`OpenOptions::open_source`].
+    pub fn from_source(source: MsrSource) -> Result<Self, OpenError> {
+        OpenOptions::new(Iface::Auto).open_source(source)
+    }
+
+    /// A platform over any MSR implementation, with the given capabilities, topology and
+    /// PMU source (no interface resolution: see [`Rdt::from_source`]).
     ///
     /// # Errors
     /// [`OpenError::Msr`] when the initial CDP state cannot be read or is inconsistent.
@@ -254,6 +147,7 @@ impl Rdt {
     ) -> Result<Self, OpenError> {
         Ok(Self {
             backend: Inner::Msr(MsrBackend::new(io, caps, topology, pmu)?),
+            notices: Vec::new(),
         })
     }
 
@@ -262,7 +156,14 @@ impl Rdt {
     pub const fn from_resctrl(backend: DynResctrlBackend) -> Self {
         Self {
             backend: Inner::Os(backend),
+            notices: Vec::new(),
         }
+    }
+
+    /// What opening found worth telling the user (pqos's `WARN:` lines).
+    #[must_use]
+    pub fn notices(&self) -> &[Notice] {
+        &self.notices
     }
 
     /// The OS-interface backend, when this platform uses it (mount options, watching
@@ -281,28 +182,6 @@ impl Rdt {
             Inner::Os(b) => Some(b),
             Inner::Msr(_) => None,
         }
-    }
-}
-
-/// The host's PMU through perf events ([`PerfPmu`]); where the kernel offers none (a VM
-/// without a virtual PMU), no source, and `caps` then report no IPC or LLC-miss counting.
-fn host_pmu(topology: &Topology, caps: &mut Capabilities) -> Box<dyn PmuSource + Send> {
-    if let Ok(pmu) = PerfPmu::open(&topology.all_cpus()) {
-        Box::new(pmu)
-    } else {
-        caps.pmu = PmuCaps::default();
-        Box::new(NoPmu)
-    }
-}
-
-fn detect_or_explain(src: &dyn CpuidSource) -> Result<Capabilities, OpenError> {
-    let caps = Capabilities::detect(src);
-    if caps.has_rdt() {
-        Ok(caps)
-    } else {
-        Err(OpenError::NoRdt(
-            explain_no_rdt(src).unwrap_or_else(|| "no RDT feature is enumerated".into()),
-        ))
     }
 }
 

@@ -32,15 +32,17 @@ pub enum FileType {
     Json,
 }
 
-/// `--iface`: which interface programs the hardware.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum IfaceArg {
-    /// Let the tool choose: `RDT_IFACE` if set, else OS where resctrl is mounted, else MSR.
-    Auto,
-    /// Model-specific registers (`/dev/cpu/N/msr`).
-    Msr,
-    /// The Linux resctrl filesystem.
-    Os,
+/// `--iface`: the library's [`rdt::Iface`], offered with pqos's names and a line each.
+fn iface_parser() -> impl clap::builder::TypedValueParser<Value = rdt::Iface> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new([
+        PossibleValue::new("auto").help(
+            "Let the tool choose: `RDT_IFACE` if set, else OS where resctrl is mounted, else MSR",
+        ),
+        PossibleValue::new("msr").help("Model-specific registers (`/dev/cpu/N/msr`)"),
+        PossibleValue::new("os").help("The Linux resctrl filesystem"),
+    ])
+    .try_map(|s| s.parse::<rdt::Iface>())
 }
 
 const AFTER_HELP: &str = "\
@@ -226,8 +228,8 @@ pub struct Args {
     pub iface_os: bool,
 
     /// The interface: auto, msr or os.
-    #[arg(long = "iface", value_name = "IFACE", ignore_case = true)]
-    pub iface: Option<IfaceArg>,
+    #[arg(long = "iface", value_name = "IFACE", ignore_case = true, value_parser = iface_parser())]
+    pub iface: Option<rdt::Iface>,
 
     /// `--sim`: the simulated platform's model.
     #[arg(
@@ -385,15 +387,9 @@ mod tests {
         assert_eq!(a.alloc_reset, Some(ResetCfg::default()));
         assert!(a.show);
         let a = parse(&["-R", "l3cdp-on"]);
-        assert_eq!(
-            a.alloc_reset.unwrap().0.l3_cdp,
-            rdt_core::FeatureSetting::On
-        );
+        assert_eq!(a.alloc_reset.unwrap().0.l3_cdp, rdt::FeatureSetting::On);
         let a = parse(&["--alloc-reset=l3cdp-off"]);
-        assert_eq!(
-            a.alloc_reset.unwrap().0.l3_cdp,
-            rdt_core::FeatureSetting::Off
-        );
+        assert_eq!(a.alloc_reset.unwrap().0.l3_cdp, rdt::FeatureSetting::Off);
     }
 
     #[test]
@@ -433,7 +429,7 @@ mod tests {
     #[test]
     fn file_type_and_iface_are_case_insensitive() {
         assert_eq!(parse(&["-u", "CSV"]).mon_file_type, Some(FileType::Csv));
-        assert_eq!(parse(&["--iface=MSR"]).iface, Some(IfaceArg::Msr));
+        assert_eq!(parse(&["--iface=MSR"]).iface, Some(rdt::Iface::Msr));
     }
 
     #[test]

@@ -4,16 +4,17 @@
 //! `-r` and `-R` run first; then `-s` or `-d`/`-D` and exit; else `-c`/`-e`/`-a` and exit;
 //! else, unless `-R` was given, monitoring (every core when no `-m`).
 //!
-//! The interface is resolved here too ([`resolve_iface`]), so the plan names the one
-//! interface the platform is opened with.
+//! The plan names the interface the user asked for and the option that needs the OS
+//! interface (`pid:`, `-p`); the library resolves it when it opens the platform
+//! ([`rdt::OpenOptions`], pqos v25.04's rules).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use rdt_core::{AllocReset, ClassId, LogicalCpu, TaskId};
+use rdt::{AllocReset, ClassId, LogicalCpu, TaskId};
 
-use crate::args::{Args, FileType, IfaceArg};
+use crate::args::{Args, FileType};
 use crate::grammar::{
     AssocTarget, ClassDef, EvtPids, MonGroupSpec, MonTime, PidGroupSpec, merge_groups,
     merge_pid_groups,
@@ -22,9 +23,10 @@ use crate::grammar::{
 /// Where the platform comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
-    /// This machine's hardware, through the chosen interface.
-    Native(Iface),
-    /// The simulated platform.
+    /// This machine's hardware (or the `--sysroot` directory), through the requested
+    /// interface.
+    Native(rdt::Iface),
+    /// The in-process simulated platform.
     Sim(SimOptions),
 }
 
@@ -33,32 +35,14 @@ pub enum Source {
 pub struct SimOptions {
     /// Built-in model name or CPUID dump path.
     pub model: String,
+    /// The interface asked for (the in-process simulator has the MSR interface only).
+    pub iface: rdt::Iface,
     /// State file; `None` = the default location.
     pub state: Option<PathBuf>,
     /// A workload scenario file to install before running (kept in the state afterwards).
     pub scenario: Option<PathBuf>,
     /// Advance the simulated clock instead of sleeping.
     pub virtual_clock: bool,
-}
-
-/// The interface the platform is opened with, after resolving `auto` ([`resolve_iface`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Iface {
-    /// Model-specific registers (`/dev/cpu/N/msr`).
-    Msr,
-    /// The kernel's resctrl filesystem.
-    Os,
-}
-
-impl Iface {
-    /// pqos's name of the interface: `msr`, `os`.
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::Msr => "msr",
-            Self::Os => "os",
-        }
-    }
 }
 
 /// `-e`, `-c` and `-a` together.
@@ -133,6 +117,9 @@ pub enum Command {
 pub struct Plan {
     /// The platform.
     pub source: Source,
+    /// The first option that needs the OS interface (`pid:` associations, `-p`), which
+    /// narrows the interface when the platform is opened.
+    pub needs_os: Option<&'static str>,
     /// Log level on stderr: 0 normal, 1 `-v`, 2 `-V`.
     pub verbosity: u8,
     /// `--sysroot`: the directory `/dev/cpu` and `/sys` are looked up under (native only).
@@ -145,122 +132,15 @@ pub struct Plan {
     pub command: Command,
 }
 
-/// Why the in-process simulated platform cannot serve the OS interface, and what to do.
-pub const SIM_HAS_NO_OS_IFACE: &str = "the in-process simulated platform (--sim) has the MSR \
-     interface only; to use the OS (resctrl) interface, mount the simulated platform \
-     (rdt-sim mount DIR) and run pqos --sysroot DIR --iface=os";
-
-/// What interface resolution needs to know about the host (pqos `lib/cap.c`
-/// `discover_interface`, v25.04): the `RDT_IFACE` environment variable and whether resctrl
-/// is mounted.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct IfaceProbe {
-    /// `RDT_IFACE`, when set.
-    pub rdt_iface: Option<String>,
-    /// Whether a resctrl filesystem is mounted at `/sys/fs/resctrl` (under `--sysroot`).
-    pub resctrl_mounted: bool,
-}
-
-impl IfaceProbe {
-    /// Looks at this process's environment and at `<root>/sys/fs/resctrl/schemata` (the
-    /// root group's `schemata` exists only while resctrl is mounted); `root` is `/` or the
-    /// `--sysroot` directory.
-    #[must_use]
-    pub fn current(root: &Path) -> Self {
-        Self {
-            rdt_iface: std::env::var("RDT_IFACE").ok(),
-            resctrl_mounted: root.join("sys/fs/resctrl/schemata").exists(),
-        }
-    }
-}
-
-/// What the command line asks of the interface.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IfaceRequest {
-    /// `--iface=auto` or nothing.
-    Auto,
-    /// `--iface=msr`.
-    Msr,
-    /// `--iface=os` or `-I`.
-    Os,
-}
-
-/// Resolves the interface as pqos does (spec §1.9): options narrow the choice (`pid:`
-/// associations and `-p` need `os`; `needs_os` names the first such option), an explicit
-/// `--iface` must fit them, `RDT_IFACE` (`OS`/`MSR` prefix, any case) restricts the
-/// interface and chooses it for `auto`; otherwise `auto` is `os` where resctrl is mounted,
-/// else `msr` (v25.04).
-///
-/// # Errors
-/// pqos's messages: `Error: explicit interface 'msr' is not compatible with option '...'
-/// which requires 'os'.`, `Error: option '...' requires interface 'os' but only 'msr' is
-/// available on this platform.`, `Interface initialization error! Your system has been
-/// restricted to use the OS interface only!` (or MSR), `Invalid interface enforcement
-/// selection.`
-pub fn resolve_iface(
-    request: IfaceRequest,
-    needs_os: Option<&str>,
-    probe: &IfaceProbe,
-) -> Result<Iface> {
-    if let (IfaceRequest::Msr, Some(option)) = (request, needs_os) {
-        bail!(
-            "Error: explicit interface 'msr' is not compatible with option '{option}' which \
-             requires 'os'."
-        );
-    }
-    let forced = match probe.rdt_iface.as_deref() {
-        None => None,
-        Some(v) if v.len() >= 2 && v[..2].eq_ignore_ascii_case("OS") => Some(Iface::Os),
-        Some(v) if v.len() >= 3 && v[..3].eq_ignore_ascii_case("MSR") => Some(Iface::Msr),
-        Some(v) => bail!(
-            "Interface initialization error! Invalid interface enforcement selection: \
-             RDT_IFACE={v:?} (expected OS or MSR)"
-        ),
-    };
-    let restricted = |iface: Iface| {
-        anyhow::anyhow!(
-            "Interface initialization error! Your system has been restricted to use the {} \
-             interface only! (RDT_IFACE is set{})",
-            iface.name().to_ascii_uppercase(),
-            needs_os.map_or_else(String::new, |o| format!("; option '{o}' requires 'os'"))
-        )
-    };
-    match (request, forced) {
-        (IfaceRequest::Msr, Some(Iface::Os)) => Err(restricted(Iface::Os)),
-        (IfaceRequest::Os, Some(Iface::Msr)) => Err(restricted(Iface::Msr)),
-        (IfaceRequest::Auto, Some(Iface::Msr)) if needs_os.is_some() => Err(restricted(Iface::Msr)),
-        (IfaceRequest::Msr, _) => Ok(Iface::Msr),
-        (IfaceRequest::Os, _) => Ok(Iface::Os),
-        (IfaceRequest::Auto, Some(forced)) => Ok(forced),
-        (IfaceRequest::Auto, None) => match needs_os {
-            Some(option) if !probe.resctrl_mounted => bail!(
-                "Error: option '{option}' requires interface 'os' but only 'msr' is available \
-                 on this platform. (resctrl is not mounted: mount -t resctrl resctrl \
-                 /sys/fs/resctrl)"
-            ),
-            _ if probe.resctrl_mounted => Ok(Iface::Os),
-            _ => Ok(Iface::Msr),
-        },
-    }
-}
-
 impl Plan {
     /// Validates flag combinations and converts the flags into a plan.
     ///
     /// # Errors
-    /// An interface that does not fit the options or the host ([`resolve_iface`]), a core
-    /// in two monitoring groups.
-    pub fn from_args(args: Args) -> Result<Self> {
-        let probe = IfaceProbe::current(args.sysroot.as_deref().unwrap_or(Path::new("/")));
-        Self::from_args_with(args, &probe)
-    }
-
-    /// [`Plan::from_args`] with the host's view given, for tests.
-    ///
-    /// # Errors
-    /// As [`Plan::from_args`].
-    pub fn from_args_with(mut args: Args, probe: &IfaceProbe) -> Result<Self> {
-        let source = resolve_source(&mut args, probe)?;
+    /// A core in two monitoring groups, processes and cores monitored together, and other
+    /// invalid combinations.
+    pub fn from_args(mut args: Args) -> Result<Self> {
+        let source = source(&mut args);
+        let needs_os = needs_os(&args);
         let verbosity = if args.super_verbose {
             2
         } else {
@@ -286,12 +166,36 @@ impl Plan {
         };
         Ok(Self {
             source,
+            needs_os,
             sysroot: args.sysroot.take(),
             verbosity,
             mon_reset: args.mon_reset.is_some(),
             alloc_reset: args.alloc_reset.map(|r| r.0),
             command,
         })
+    }
+}
+
+impl Plan {
+    /// How the library opens this plan's platform: the requested interface, the option that
+    /// needs the OS interface, `--sysroot`; `-d`/`-D` report the PMU events CPUID enumerates.
+    #[must_use]
+    pub fn open_options(&self) -> rdt::OpenOptions {
+        let iface = match &self.source {
+            Source::Native(iface) => *iface,
+            Source::Sim(sim) => sim.iface,
+        };
+        let mut opts = rdt::OpenOptions::new(iface);
+        if let Some(dir) = &self.sysroot {
+            opts = opts.sysroot(dir);
+        }
+        if let Some(option) = self.needs_os {
+            opts = opts.needs_os(option);
+        }
+        if matches!(self.command, Command::Display { .. }) {
+            opts = opts.pmu_caps(rdt::PmuCapsPolicy::Enumerated);
+        }
+        opts
     }
 }
 
@@ -311,51 +215,24 @@ fn needs_os(args: &Args) -> Option<&'static str> {
     }
 }
 
-/// The platform: the in-process simulator (MSR only) or this machine through the resolved
+/// The platform: the in-process simulator, or this machine through the requested
 /// interface.
-fn resolve_source(args: &mut Args, probe: &IfaceProbe) -> Result<Source> {
-    let request = match (args.iface_os, args.iface) {
-        (true, _) | (false, Some(IfaceArg::Os)) => IfaceRequest::Os,
-        (false, Some(IfaceArg::Msr)) => IfaceRequest::Msr,
-        (false, Some(IfaceArg::Auto) | None) => IfaceRequest::Auto,
+fn source(args: &mut Args) -> Source {
+    let iface = if args.iface_os {
+        rdt::Iface::Os
+    } else {
+        args.iface.unwrap_or_default()
     };
-    let needs = needs_os(args);
-    log::info!(
-        "Requested interface: {}",
-        match request {
-            IfaceRequest::Auto => "AUTO",
-            IfaceRequest::Msr => "MSR",
-            IfaceRequest::Os => "OS",
-        }
-    );
-    if let Some(v) = &probe.rdt_iface {
-        log::info!("RDT_IFACE={v}");
+    match args.sim.take() {
+        None => Source::Native(iface),
+        Some(model) => Source::Sim(SimOptions {
+            model,
+            iface,
+            state: args.sim_state.take(),
+            scenario: args.sim_scenario.take(),
+            virtual_clock: args.sim_virtual_clock,
+        }),
     }
-    if probe.resctrl_mounted {
-        log::info!("resctrl detected");
-    }
-    let Some(model) = args.sim.take() else {
-        return Ok(Source::Native(resolve_iface(request, needs, probe)?));
-    };
-    // The in-process simulator has no resctrl: it is "a host without resctrl".
-    let sim_probe = IfaceProbe {
-        rdt_iface: probe.rdt_iface.clone(),
-        resctrl_mounted: false,
-    };
-    match (request, needs) {
-        (IfaceRequest::Os, _) => bail!("{SIM_HAS_NO_OS_IFACE}"),
-        (IfaceRequest::Auto, Some(option)) => bail!("{SIM_HAS_NO_OS_IFACE} ('{option}' needs it)"),
-        _ => {}
-    }
-    if resolve_iface(request, needs, &sim_probe)? == Iface::Os {
-        bail!("{SIM_HAS_NO_OS_IFACE} (RDT_IFACE asks for it)");
-    }
-    Ok(Source::Sim(SimOptions {
-        model,
-        state: args.sim_state.take(),
-        scenario: args.sim_scenario.take(),
-        virtual_clock: args.sim_virtual_clock,
-    }))
 }
 
 fn alloc_request(args: &Args) -> AllocRequest {
@@ -444,55 +321,74 @@ fn monitor_request(args: &Args) -> Result<MonitorRequest> {
     })
 }
 
-/// The plan of `pqos ARGV...` on a host where resctrl is mounted (so `pid:` and `-p` resolve
-/// to the OS interface), for the unit tests of the actions.
+/// The plan of `pqos ARGV...`, for the unit tests of the actions.
 #[cfg(test)]
-pub(crate) fn plan_on_resctrl_host(argv: &[&str]) -> Plan {
+pub(crate) fn plan_of(argv: &[&str]) -> Plan {
     use clap::Parser as _;
     let parsed = Args::try_parse_from(std::iter::once("pqos").chain(argv.iter().copied()))
         .expect("valid arguments");
-    let probe = IfaceProbe {
-        rdt_iface: None,
-        resctrl_mounted: true,
-    };
-    Plan::from_args_with(parsed, &probe).expect("a valid plan")
+    Plan::from_args(parsed).expect("a valid plan")
 }
 
 #[cfg(test)]
 mod tests {
     use clap::Parser;
-    use rdt_core::{CpuSet, FeatureSetting, MonEvents};
+    use rdt::Interface;
+    use rdt::{CpuSet, FeatureSetting, MonEvents};
 
     use super::*;
     use crate::grammar::{AllocKind, MaskScope};
 
-    /// A plan on a host without resctrl and without RDT_IFACE.
     fn plan(argv: &[&str]) -> Result<Plan> {
-        plan_on(&IfaceProbe::default(), argv)
-    }
-
-    fn plan_on(probe: &IfaceProbe, argv: &[&str]) -> Result<Plan> {
         let parsed = Args::try_parse_from(std::iter::once("pqos").chain(argv.iter().copied()))?;
-        Plan::from_args_with(parsed, probe)
+        Plan::from_args(parsed)
     }
 
-    fn resctrl() -> IfaceProbe {
-        IfaceProbe {
-            rdt_iface: None,
-            resctrl_mounted: true,
+    /// A host as interface resolution sees it: resctrl mounted or not, `RDT_IFACE`.
+    struct Host {
+        dir: tempfile::TempDir,
+        rdt_iface: Option<String>,
+    }
+
+    fn host(resctrl_mounted: bool, rdt_iface: Option<&str>) -> Host {
+        let dir = tempfile::tempdir().unwrap();
+        if resctrl_mounted {
+            let root = dir.path().join("sys/fs/resctrl");
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::write(root.join("schemata"), "L3:0=fffff\n").unwrap();
+        }
+        Host {
+            dir,
+            rdt_iface: rdt_iface.map(str::to_owned),
         }
     }
 
-    fn env(v: &str) -> IfaceProbe {
-        IfaceProbe {
-            rdt_iface: Some(v.into()),
-            resctrl_mounted: true,
-        }
+    fn resctrl() -> Host {
+        host(true, None)
+    }
+
+    fn env(v: &str) -> Host {
+        host(true, Some(v))
+    }
+
+    /// The interface `pqos ARGV...` resolves to on `host` (the library's resolution, with
+    /// the plan's request and narrowing).
+    fn iface_on(host: &Host, argv: &[&str]) -> Result<Interface> {
+        let plan = plan(argv)?;
+        let opts = plan
+            .open_options()
+            .paths(rdt::Paths::under(host.dir.path()))
+            .rdt_iface(host.rdt_iface.clone());
+        Ok(opts.resolve()?)
+    }
+
+    fn iface(argv: &[&str]) -> Result<Interface> {
+        iface_on(&host(false, None), argv)
     }
 
     /// The command of `argv` on a host where resctrl is mounted (`-p` needs the OS interface).
     fn command_os(argv: &[&str]) -> Command {
-        plan_on(&resctrl(), argv).unwrap().command
+        plan(argv).unwrap().command
     }
 
     fn command(argv: &[&str]) -> Command {
@@ -760,44 +656,33 @@ mod tests {
 
     #[test]
     fn example_interfaces() {
-        assert_eq!(plan(&["-d"]).unwrap().source, Source::Native(Iface::Msr));
-        assert_eq!(
-            plan(&["--iface=msr", "-d"]).unwrap().source,
-            Source::Native(Iface::Msr)
-        );
-        assert_eq!(
-            plan(&["-I", "-d"]).unwrap().source,
-            Source::Native(Iface::Os)
-        );
-        assert_eq!(
-            plan(&["--iface", "os", "-d"]).unwrap().source,
-            Source::Native(Iface::Os)
-        );
-        let e = plan(&["--sim", "-I", "-d"]).unwrap_err().to_string();
-        assert!(
-            e.contains("OS (resctrl) interface") && e.contains("rdt-sim mount DIR"),
-            "{e}"
-        );
-        assert!(e.contains("--sysroot DIR --iface=os"), "{e}");
+        assert_eq!(iface(&["-d"]).unwrap(), Interface::Msr);
+        assert_eq!(iface(&["--iface=msr", "-d"]).unwrap(), Interface::Msr);
+        assert_eq!(iface(&["-I", "-d"]).unwrap(), Interface::Os);
+        assert_eq!(iface(&["--iface", "os", "-d"]).unwrap(), Interface::Os);
+        assert!(matches!(
+            plan(&["--sim", "-I", "-d"]).unwrap().source,
+            Source::Sim(SimOptions {
+                iface: rdt::Iface::Os,
+                ..
+            })
+        ));
     }
 
     #[test]
     fn auto_chooses_os_where_resctrl_is_mounted_as_pqos_v25_04() {
+        assert_eq!(iface_on(&resctrl(), &["-s"]).unwrap(), Interface::Os);
         assert_eq!(
-            plan_on(&resctrl(), &["-s"]).unwrap().source,
-            Source::Native(Iface::Os)
+            iface_on(&resctrl(), &["--iface=auto", "-s"]).unwrap(),
+            Interface::Os
         );
         assert_eq!(
-            plan_on(&resctrl(), &["--iface=auto", "-s"]).unwrap().source,
-            Source::Native(Iface::Os)
+            iface_on(&resctrl(), &["--iface=msr", "-s"]).unwrap(),
+            Interface::Msr
         );
-        assert_eq!(
-            plan_on(&resctrl(), &["--iface=msr", "-s"]).unwrap().source,
-            Source::Native(Iface::Msr)
-        );
-        // the in-process simulator is MSR only, whatever the host has
+        // the in-process simulator is its own source, whatever the host has
         assert!(matches!(
-            plan_on(&resctrl(), &["--sim", "-s"]).unwrap().source,
+            plan(&["--sim", "-s"]).unwrap().source,
             Source::Sim(_)
         ));
     }
@@ -805,19 +690,10 @@ mod tests {
     #[test]
     fn rdt_iface_chooses_for_auto_and_restricts_explicit_choices() {
         for v in ["OS", "os", "Os_only"] {
-            assert_eq!(
-                plan_on(&env(v), &["-s"]).unwrap().source,
-                Source::Native(Iface::Os),
-                "{v}"
-            );
+            assert_eq!(iface_on(&env(v), &["-s"]).unwrap(), Interface::Os, "{v}");
         }
-        let mut msr = env("msr");
-        msr.resctrl_mounted = true;
-        assert_eq!(
-            plan_on(&msr, &["-s"]).unwrap().source,
-            Source::Native(Iface::Msr)
-        );
-        let e = plan_on(&env("OS"), &["--iface=msr", "-s"])
+        assert_eq!(iface_on(&env("msr"), &["-s"]).unwrap(), Interface::Msr);
+        let e = iface_on(&env("OS"), &["--iface=msr", "-s"])
             .unwrap_err()
             .to_string();
         assert!(
@@ -826,12 +702,14 @@ mod tests {
             ),
             "{e}"
         );
-        let e = plan_on(&env("MSR"), &["-I", "-s"]).unwrap_err().to_string();
+        let e = iface_on(&env("MSR"), &["-I", "-s"])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("restricted to use the MSR interface only!"),
             "{e}"
         );
-        let e = plan_on(&env("MSR"), &["-a", "pid:1=1"])
+        let e = iface_on(&env("MSR"), &["-a", "pid:1=1"])
             .unwrap_err()
             .to_string();
         assert!(
@@ -839,24 +717,21 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("'-a/--alloc-assoc (pid)' requires 'os'"), "{e}");
-        let e = plan_on(&env("mmio"), &["-s"]).unwrap_err().to_string();
+        let e = iface_on(&env("mmio"), &["-s"]).unwrap_err().to_string();
         assert!(e.contains("Invalid interface enforcement selection"), "{e}");
-        let e = plan_on(&env("OS"), &["--sim", "-s"])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("rdt-sim mount DIR") && e.contains("RDT_IFACE"),
-            "{e}"
-        );
     }
 
     #[test]
     fn pid_association_narrows_the_interface_to_os() {
         // auto on a resctrl host: os
-        let p = plan_on(&resctrl(), &["-a", "llc:1=0-1;pid:2=1234"]).unwrap();
-        assert_eq!(p.source, Source::Native(Iface::Os));
+        let p = plan(&["-a", "llc:1=0-1;pid:2=1234"]).unwrap();
+        assert_eq!(p.needs_os, Some("-a/--alloc-assoc (pid)"));
+        assert_eq!(
+            iface_on(&resctrl(), &["-a", "llc:1=0-1;pid:2=1234"]).unwrap(),
+            Interface::Os
+        );
         // explicit msr: pqos master's message
-        let e = plan_on(&resctrl(), &["--iface=msr", "-a", "pid:1=1234"])
+        let e = iface_on(&resctrl(), &["--iface=msr", "-a", "pid:1=1234"])
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -865,7 +740,7 @@ mod tests {
              '-a/--alloc-assoc (pid)' which requires 'os'."
         );
         // auto without resctrl
-        let e = plan(&["-a", "pid:1=1234"]).unwrap_err().to_string();
+        let e = iface(&["-a", "pid:1=1234"]).unwrap_err().to_string();
         assert!(
             e.starts_with(
                 "Error: option '-a/--alloc-assoc (pid)' requires interface 'os' but only 'msr' \
@@ -873,28 +748,18 @@ mod tests {
             ),
             "{e}"
         );
-        // the in-process simulator
-        let e = plan(&["--sim", "-a", "pid:1=1234"])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("rdt-sim mount DIR") && e.contains("(pid)"),
-            "{e}"
-        );
         // core associations leave the choice alone
-        assert_eq!(
-            plan(&["-a", "core:1=2"]).unwrap().source,
-            Source::Native(Iface::Msr)
-        );
+        assert_eq!(plan(&["-a", "core:1=2"]).unwrap().needs_os, None);
+        assert_eq!(iface(&["-a", "core:1=2"]).unwrap(), Interface::Msr);
     }
 
     #[test]
     fn mon_pid_narrows_the_interface_to_os() {
         assert_eq!(
-            resolve_iface(IfaceRequest::Auto, Some("-p/--mon-pid"), &resctrl()).unwrap(),
-            Iface::Os
+            iface_on(&resctrl(), &["-p", "all:1"]).unwrap(),
+            Interface::Os
         );
-        let e = resolve_iface(IfaceRequest::Msr, Some("-p/--mon-pid"), &resctrl())
+        let e = iface_on(&resctrl(), &["--iface=msr", "-p", "all:1"])
             .unwrap_err()
             .to_string();
         assert!(
@@ -905,7 +770,7 @@ mod tests {
 
     #[test]
     fn task_associations_merge_like_pqos_with_a_warning() {
-        let p = plan_on(&resctrl(), &["-a", "pid:1=10,11;pid:2=11;core:3=0"]).unwrap();
+        let p = plan(&["-a", "pid:1=10,11;pid:2=11;core:3=0"]).unwrap();
         let Command::Allocate(a) = p.command else {
             panic!()
         };
@@ -931,6 +796,7 @@ mod tests {
             p.source,
             Source::Sim(SimOptions {
                 model: "milan".into(),
+                iface: rdt::Iface::Auto,
                 state: Some(PathBuf::from("/tmp/s.json")),
                 scenario: None,
                 virtual_clock: false
@@ -963,16 +829,14 @@ mod tests {
 
     #[test]
     fn processes_and_cores_cannot_be_monitored_together() {
-        let e = plan_on(&resctrl(), &["-p", "all:1", "-m", "all:0"])
+        let e = plan(&["-p", "all:1", "-m", "all:0"])
             .unwrap_err()
             .to_string();
         assert!(
             e.starts_with("Monitoring start error, process, core, channel/device tracking"),
             "{e}"
         );
-        let e = plan_on(&resctrl(), &["-p", "all:[1,2];llc:2"])
-            .unwrap_err()
-            .to_string();
+        let e = plan(&["-p", "all:[1,2];llc:2"]).unwrap_err().to_string();
         assert!(
             e.starts_with("Error: cannot monitor same pids in different groups"),
             "{e}"
@@ -981,14 +845,12 @@ mod tests {
 
     #[test]
     fn top_pids_mode_says_it_is_not_implemented() {
-        let e = plan_on(&resctrl(), &["-p"]).unwrap_err().to_string();
+        let e = plan(&["-p"]).unwrap_err().to_string();
         assert!(
             e.contains("top-pids mode") && e.contains("not implemented"),
             "{e}"
         );
-        let e = plan_on(&resctrl(), &["-p", "-t", "1"])
-            .unwrap_err()
-            .to_string();
+        let e = plan(&["-p", "-t", "1"]).unwrap_err().to_string();
         assert!(
             e.contains("top-pids"),
             "a following option is not -p's value: {e}"
@@ -997,7 +859,7 @@ mod tests {
 
     #[test]
     fn pid_association_fails_with_a_clear_message() {
-        let e = plan(&["-a", "pid:1=1234"]).unwrap_err().to_string();
+        let e = iface(&["-a", "pid:1=1234"]).unwrap_err().to_string();
         assert!(
             e.contains("'-a/--alloc-assoc (pid)'") && e.contains("'os'"),
             "{e}"

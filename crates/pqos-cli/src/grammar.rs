@@ -10,7 +10,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use rdt_core::{
+use rdt::{
     AllocReset, ClassId, CpuSet, FeatureSetting, ListLimits, LogicalCpu, MonEvents, TaskId,
     parse_pqos_list,
 };

@@ -7,7 +7,7 @@
 //! error instead of printing the usage and exiting 0.
 //!
 //! Layout: [`args`] (the flags), [`grammar`] (the values' syntax), [`command`] (flags to a
-//! validated plan), [`commands`] (the actions, generic over `rdt_core::Backend`),
+//! validated plan), [`commands`] (the actions, generic over `rdt::Backend`),
 //! [`platform`] (which backend: simulated or `/dev/cpu/N/msr`).
 
 mod args;

@@ -1,286 +1,194 @@
-//! The final wiring: which backend a plan runs on.
+//! The final wiring: the library opens the platform a plan names, the action runs on it.
 //!
-//! - `--sim[=MODEL]`: [`MsrBackend`] over the simulated platform of `rdt-sim`
-//!   (`SimHandle` is both its MSRs and its PMU), loaded from and saved to a state file so that
-//!   separate runs see one machine.
-//! - native, `--iface=msr` or `auto`: [`MsrBackend`] over `/dev/cpu/N/msr`, capabilities
-//!   from the CPUID instruction, topology from sysfs. IPC and LLC misses from perf events
-//!   ([`rdt::PerfPmu`]); where the host has no PMU ([`NoPmu`]) their cells stay blank.
-//! - native with `--sysroot DIR`: the same code path with `/dev/cpu` and `/sys` under DIR
-//!   (as `rdt::Rdt::open_at` with `rdt::Paths::under`): `DIR/dev/cpu/N/msr`, CPUID from
-//!   `DIR/dev/cpu/0/cpuid` (the instruction if that device is missing), topology from
-//!   `DIR/sys/devices/system`. A mounted `rdt-sim` is such a DIR.
-//! - `--iface=os` / `-I` (native, or with `--sysroot DIR`): [`rdt::Rdt`] on the OS interface,
-//!   the resctrl filesystem at `/sys/fs/resctrl` (`DIR/sys/fs/resctrl`), as
-//!   `rdt::Rdt::open_at(rdt::Iface::Os, ..)` opens it.
+//! Every platform is opened by the library ([`rdt::OpenOptions`]): the host or a `--sysroot`
+//! directory with [`rdt::OpenOptions::open`], the in-process simulated platform (`--sim`,
+//! feature `sim`) with [`rdt::OpenOptions::open_source`]. The interface is resolved there,
+//! as pqos v25.04 resolves it. What stays here is pqos's wording: the `WARN:` line of a
+//! notice, the hint of an error, the simulator's `NOTE:` line.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context as _, Result, bail};
-use rdt::Paths;
-use rdt_core::{
-    Capabilities, CpuidSource, DevCpuid, LogicalCpu, NativeCpuid, NoPmu, PmuCaps, Topology,
-    explain_no_rdt,
-};
-use rdt_msr::{DevCpuMsr, MsrBackend};
-use rdt_sim::{BUILTIN_MODELS, Scenario, SimHandle, SimPlatform};
+use anyhow::{Result, anyhow};
 
-use crate::command::{Command, Iface, Plan, SimOptions, Source};
-use crate::commands::{AdvancingClock, Clock, Context, RealClock, VirtualClock, execute};
+use crate::command::{Plan, Source};
+use crate::commands::{Context, RealClock, execute};
 
 /// Runs `plan` on the platform it names.
 ///
 /// # Errors
 /// The platform cannot be opened (no RDT, no MSR access, unknown model, bad state file), or
 /// the action failed.
-pub fn run(
-    plan: &Plan,
-    stop: &std::sync::atomic::AtomicBool,
-    stdout_is_tty: bool,
-    out: &mut dyn Write,
-) -> Result<()> {
+pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Write) -> Result<()> {
     match &plan.source {
-        Source::Sim(sim) => run_sim(plan, sim, stop, stdout_is_tty, out),
-        Source::Native(iface) => run_native(plan, *iface, stop, stdout_is_tty, out),
-    }
-}
-
-/// `$XDG_RUNTIME_DIR/rdt-sim-<model>.json`, or the same name in the temp dir.
-fn default_state_path(identity: &str) -> PathBuf {
-    let name: String = identity
-        .strip_prefix("builtin:")
-        .unwrap_or(identity)
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '-'
+        Source::Sim(sim) => sim::run(plan, sim, stop, stdout_is_tty, out),
+        Source::Native(_) => {
+            let mut rdt = plan.open_options().open().map_err(open_error)?;
+            for notice in rdt.notices() {
+                eprintln!("WARN: {}", pqos_words(notice));
             }
-        })
-        .collect();
-    let dir = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|d| d.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
-    dir.join(format!("rdt-sim-{name}.json"))
-}
-
-fn open_sim(model: &str) -> Result<SimPlatform> {
-    if BUILTIN_MODELS.contains(&model) {
-        return Ok(SimPlatform::builtin(model)?);
-    }
-    let path = Path::new(model);
-    if !path.exists() {
-        bail!(
-            "--sim={model}: not a built-in model ({}) and no such CPUID dump file",
-            BUILTIN_MODELS.join(", ")
-        );
-    }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("--sim={model}: reading the CPUID dump"))?;
-    SimPlatform::from_dump(&text).with_context(|| format!("--sim={model}"))
-}
-
-fn run_sim(
-    plan: &Plan,
-    opts: &SimOptions,
-    stop: &std::sync::atomic::AtomicBool,
-    stdout_is_tty: bool,
-    out: &mut dyn Write,
-) -> Result<()> {
-    let mut platform = open_sim(&opts.model)?;
-    let state_path = opts.state.as_deref().map_or_else(
-        || default_state_path(platform.identity()),
-        Path::to_path_buf,
-    );
-    let _lock = lock_state(&state_path)?;
-    if state_path.exists() {
-        platform.load_from(&state_path).with_context(|| {
-            format!(
-                "loading the simulated platform's state from {} (delete the file to start afresh, \
-                 or choose another with --sim-state)",
-                state_path.display()
-            )
-        })?;
-    }
-    if let Some(path) = &opts.scenario {
-        let scenario = Scenario::from_path(path)
-            .with_context(|| format!("--sim-scenario {}", path.display()))?;
-        platform
-            .set_scenario(&scenario)
-            .with_context(|| format!("--sim-scenario {}", path.display()))?;
-    }
-    eprintln!(
-        "NOTE: simulated platform ({}); nothing here touches real hardware",
-        platform.model()
-    );
-    if plan.verbosity > 0 {
-        eprintln!("INFO: simulator state file: {}", state_path.display());
-        for note in platform.notes() {
-            eprintln!("INFO: simulator: {note}");
-        }
-    }
-    let caps = platform.capabilities().clone();
-    let topo = platform.topology().clone();
-    let sim = SimHandle::new(platform);
-    let result = MsrBackend::new(sim.clone(), caps, topo, sim.clone())
-        .context("opening the MSR backend on the simulated platform")
-        .and_then(|mut backend| {
-            let advance = |dt| sim.advance(dt);
-            let mut clock: Box<dyn Clock> = if opts.virtual_clock {
-                Box::new(VirtualClock::new(advance))
-            } else {
-                Box::new(AdvancingClock::new(advance))
-            };
+            let mut clock = RealClock::new();
             let mut ctx = Context {
-                clock: clock.as_mut(),
+                clock: &mut clock,
                 stop,
                 stdout_is_tty,
             };
-            execute(&mut backend, plan, &mut ctx, out)
-        });
-    // The state is saved even after a failure: a failed write leaves the platform as the
-    // writes before it made it, as on hardware.
-    let saved = sim.lock().save_to(&state_path).with_context(|| {
-        format!(
-            "saving the simulated platform's state to {}",
-            state_path.display()
-        )
-    });
-    result.and(saved)
-}
-
-/// How long a `--sim` run waits for another run on the same state file to finish.
-const STATE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Takes an exclusive lock on `<state>.lock` for the whole run, so two `pqos --sim` runs on
-/// one state file behave as two tools on one machine taking turns, instead of the last one
-/// to save silently undoing the other's changes. Waits up to [`STATE_LOCK_WAIT`].
-fn lock_state(state_path: &Path) -> Result<std::fs::File> {
-    let mut lock_path = state_path.as_os_str().to_owned();
-    lock_path.push(".lock");
-    let lock_path = std::path::PathBuf::from(lock_path);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("opening the simulator lock file {}", lock_path.display()))?;
-    let deadline = std::time::Instant::now() + STATE_LOCK_WAIT;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => bail!(
-                "another pqos is using the simulated platform in {} (still busy after {} s); \
-                 wait for it or choose another state file with --sim-state",
-                state_path.display(),
-                STATE_LOCK_WAIT.as_secs()
-            ),
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("locking {}", lock_path.display()));
-            }
+            execute(&mut rdt, plan, &mut ctx, out)
         }
     }
 }
 
-fn run_native(
-    plan: &Plan,
-    iface: Iface,
-    stop: &std::sync::atomic::AtomicBool,
-    stdout_is_tty: bool,
-    out: &mut dyn Write,
-) -> Result<()> {
-    if let Some(dir) = plan.sysroot.as_deref().filter(|d| !d.is_dir()) {
-        bail!("--sysroot {}: no such directory", dir.display());
+/// pqos's line for a notice of the library.
+fn pqos_words(notice: &rdt::Notice) -> String {
+    match notice {
+        rdt::Notice::ResctrlMountedOnMsr { .. } => "resctl filesystem mounted! Using MSR \
+             interface may corrupt resctrl filesystem and cause unexpected behaviour"
+            .to_owned(),
+        other => other.to_string(),
     }
-    let paths = plan
-        .sysroot
-        .as_deref()
-        .map_or_else(Paths::host, Paths::under);
-    if iface == Iface::Os {
-        let mut rdt =
-            rdt::Rdt::open_at(rdt::Iface::Os, &paths).context("opening the OS interface")?;
+}
+
+/// The library's open error, with what an operator can do about it.
+fn open_error(e: rdt::OpenError) -> anyhow::Error {
+    match e {
+        rdt::OpenError::NoRdt(_) if cfg!(feature = "sim") => {
+            anyhow!("{e}; to try pqos without RDT hardware, use the simulated platform: pqos --sim")
+        }
+        rdt::OpenError::Iface(rdt::IfaceError::SourceHasNoOs { because, .. }) => {
+            let why = match because {
+                rdt::OsWanted::Explicit => String::new(),
+                rdt::OsWanted::Option(option) => format!(" ('{option}' needs it)"),
+                rdt::OsWanted::RdtIface => " (RDT_IFACE asks for it)".to_owned(),
+            };
+            anyhow!("{SIM_HAS_NO_OS_IFACE}{why}")
+        }
+        e => e.into(),
+    }
+}
+
+/// Why the in-process simulated platform cannot serve the OS interface, and what to do.
+pub const SIM_HAS_NO_OS_IFACE: &str = "the in-process simulated platform (--sim) has the MSR \
+     interface only; to use the OS (resctrl) interface, mount the simulated platform \
+     (rdt-sim mount DIR) and run pqos --sysroot DIR --iface=os";
+
+#[cfg(feature = "sim")]
+mod sim {
+    use std::io::Write;
+    use std::sync::atomic::AtomicBool;
+
+    use anyhow::{Context as _, Result, anyhow};
+    use rdt_sim::session::{Session, SessionError, SessionOptions};
+
+    use super::open_error;
+    use crate::command::{Plan, SimOptions};
+    use crate::commands::{AdvancingClock, Clock, Context, VirtualClock, execute};
+
+    /// Runs `plan` on the persistent in-process simulated platform: the session is locked
+    /// and loaded, the library opens it as an [`rdt::MsrSource`], and its state is saved
+    /// afterwards, even after a failure (a failed write leaves the platform as the writes
+    /// before it made it, as on hardware).
+    pub fn run(
+        plan: &Plan,
+        opts: &SimOptions,
+        stop: &AtomicBool,
+        stdout_is_tty: bool,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        let session = Session::open(&SessionOptions {
+            state: opts.state.clone(),
+            scenario: opts.scenario.clone(),
+            ..SessionOptions::new(&opts.model)
+        })
+        .map_err(|e| match e {
+            SessionError::Busy { .. } => {
+                anyhow!("{e}; wait for it or choose another state file with --sim-state")
+            }
+            SessionError::NoSuchModel { .. } => anyhow!("--sim={}: {e}", opts.model),
+            SessionError::Scenario { .. } | SessionError::Load { .. } => e.into(),
+            e => anyhow::Error::new(e).context(format!("--sim={}", opts.model)),
+        })?;
+        let sim = session.handle().clone();
+        let source = {
+            let platform = sim.lock();
+            rdt::MsrSource {
+                io: Box::new(sim.clone()),
+                pmu: Box::new(sim.clone()),
+                capabilities: platform.capabilities().clone(),
+                topology: platform.topology().clone(),
+                name: format!("the simulated {}", platform.model()),
+            }
+        };
+        let mut rdt = plan
+            .open_options()
+            .open_source(source)
+            .map_err(open_error)?;
+        eprintln!(
+            "NOTE: simulated platform ({}); nothing here touches real hardware",
+            sim.lock().model()
+        );
         if plan.verbosity > 0 {
-            eprintln!("INFO: Selected interface: OS");
+            eprintln!(
+                "INFO: simulator state file: {}",
+                session.state_path().display()
+            );
+            for note in sim.lock().notes() {
+                eprintln!("INFO: simulator: {note}");
+            }
         }
-        let mut clock = RealClock::new();
+        let advance = |dt| sim.advance(dt);
+        let mut clock: Box<dyn Clock> = if opts.virtual_clock {
+            Box::new(VirtualClock::new(advance))
+        } else {
+            Box::new(AdvancingClock::new(advance))
+        };
         let mut ctx = Context {
-            clock: &mut clock,
+            clock: clock.as_mut(),
             stop,
             stdout_is_tty,
         };
-        return execute(&mut rdt, plan, &mut ctx, out);
+        let result = execute(&mut rdt, plan, &mut ctx, out);
+        let saved = session.save().with_context(|| {
+            format!(
+                "saving the simulated platform's state to {}",
+                session.state_path().display()
+            )
+        });
+        result.and(saved)
     }
-    // With --sysroot, CPUID comes from DIR/dev/cpu/0/cpuid as in rdt::Rdt::open_at.
-    let dev_cpuid = plan
-        .sysroot
-        .as_deref()
-        .and_then(|dir| DevCpuid::open(&dir.join("dev"), LogicalCpu::new(0)).ok());
-    let cpuid: &dyn CpuidSource = match &dev_cpuid {
-        Some(dev) => dev,
-        None => &NativeCpuid,
-    };
-    if let Some(why) = explain_no_rdt(cpuid) {
-        bail!("this CPU has no Intel RDT or AMD PQoS: {why}");
-    }
-    let mut caps = Capabilities::detect(cpuid);
-    let topo = Topology::from_sysfs(&paths.sys_devices_system).with_context(|| {
-        format!(
-            "reading the CPU topology from {}",
-            paths.sys_devices_system.display()
+}
+
+#[cfg(not(feature = "sim"))]
+mod sim {
+    use std::io::Write;
+    use std::sync::atomic::AtomicBool;
+
+    use anyhow::{Result, bail};
+
+    use crate::command::{Plan, SimOptions};
+
+    /// This `pqos` was built without the simulated platform.
+    pub fn run(
+        _plan: &Plan,
+        _opts: &SimOptions,
+        _stop: &AtomicBool,
+        _stdout_is_tty: bool,
+        _out: &mut dyn Write,
+    ) -> Result<()> {
+        bail!(
+            "--sim: this pqos was built without the simulated platform (cargo feature `sim` \
+             of pqos-cli); rebuild with default features, or mount one with rdt-sim and use \
+             --sysroot DIR"
         )
-    })?;
-    if plan.verbosity > 0 {
-        eprintln!("INFO: Selected interface: MSR");
-        if let Some(dev) = &dev_cpuid {
-            eprintln!("INFO: CPUID from {}", dev.path().display());
-        }
     }
-    let resctrl_cpus = plan
-        .sysroot
-        .as_deref()
-        .unwrap_or(Path::new("/"))
-        .join("sys/fs/resctrl/cpus");
-    if resctrl_cpus.exists() {
-        eprintln!(
-            "WARN: resctl filesystem mounted! Using MSR interface may corrupt resctrl filesystem \
-             and cause unexpected behaviour"
-        );
-    }
-    // IPC and LLC misses through perf_event_open. A host without a PMU (most VMs) has no
-    // source: monitoring then says so once and leaves those cells blank, while `-d` still
-    // shows what CPUID enumerates.
-    let pmu: Box<dyn rdt_core::PmuSource> = match rdt::PerfPmu::open(&topo.all_cpus()) {
-        Ok(pmu) => Box::new(pmu),
-        Err(e) => {
-            log::debug!("{:#}", anyhow::Error::new(e));
-            if !matches!(plan.command, Command::Display { .. }) {
-                caps.pmu = PmuCaps::default();
-            }
-            Box::new(NoPmu)
-        }
-    };
-    let mut backend = MsrBackend::new(DevCpuMsr::with_root(&paths.dev_cpu), caps, topo, pmu)
-        .context("opening the MSR interface")?;
-    let mut clock = RealClock::new();
-    let mut ctx = Context {
-        clock: &mut clock,
-        stop,
-        stdout_is_tty,
-    };
-    execute(&mut backend, plan, &mut ctx, out)
 }
 
 #[cfg(test)]
+#[cfg(feature = "sim")]
 mod tests {
-    use std::sync::atomic::AtomicBool;
+    use std::path::Path;
 
-    use clap::Parser;
+    use clap::Parser as _;
+    use rdt_sim::BUILTIN_MODELS;
 
     use super::*;
     use crate::args::Args;
@@ -391,11 +299,51 @@ mod tests {
         );
     }
 
+    /// The error of opening the in-process simulated platform for `argv` with `RDT_IFACE`
+    /// set to `rdt_iface`, in pqos's words.
+    fn sim_open_error(argv: &[&str], rdt_iface: Option<&str>) -> String {
+        let mut full = vec!["pqos", "--sim"];
+        full.extend_from_slice(argv);
+        let plan = Plan::from_args(Args::try_parse_from(full).unwrap()).unwrap();
+        let sim = rdt_sim::SimPlatform::builtin("broadwell-ep").unwrap();
+        let source = rdt::MsrSource {
+            capabilities: sim.capabilities().clone(),
+            topology: sim.topology().clone(),
+            name: "the simulated broadwell-ep".into(),
+            io: Box::new(rdt_sim::SimHandle::new(sim)),
+            pmu: Box::new(rdt::NoPmu),
+        };
+        let e = plan
+            .open_options()
+            .rdt_iface(rdt_iface.map(str::to_owned))
+            .open_source(source)
+            .map(|_| ())
+            .unwrap_err();
+        format!("{:#}", open_error(e))
+    }
+
     #[test]
-    fn default_state_file_is_named_after_the_model() {
-        let p = default_state_path("builtin:broadwell-ep");
-        assert_eq!(p.file_name().unwrap(), "rdt-sim-broadwell-ep.json");
-        let p = default_state_path("dump:fnv1a64:00ab");
-        assert_eq!(p.file_name().unwrap(), "rdt-sim-dump-fnv1a64-00ab.json");
+    fn the_simulated_platform_refuses_the_os_interface_saying_how_to_get_it() {
+        let e = sim_open_error(&["-I", "-d"], None);
+        assert!(
+            e.contains("OS (resctrl) interface") && e.contains("rdt-sim mount DIR"),
+            "{e}"
+        );
+        assert!(e.contains("--sysroot DIR --iface=os"), "{e}");
+        let e = sim_open_error(&["-a", "pid:1=1234"], None);
+        assert!(
+            e.contains("rdt-sim mount DIR") && e.contains("(pid)"),
+            "{e}"
+        );
+        let e = sim_open_error(&["-s"], Some("OS"));
+        assert!(
+            e.contains("rdt-sim mount DIR") && e.contains("RDT_IFACE"),
+            "{e}"
+        );
+        let e = sim_open_error(&["--iface=msr", "-s"], Some("OS"));
+        assert!(
+            e.contains("restricted to use the OS interface only!"),
+            "{e}"
+        );
     }
 }

@@ -41,6 +41,7 @@ mod models;
 mod platform;
 pub mod resctrl;
 mod scenario;
+pub mod session;
 pub mod state;
 pub mod vfs;
 

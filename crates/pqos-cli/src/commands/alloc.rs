@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use rdt_core::{
+use rdt::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
     CatResource, ClassId, FeatureSetting, ForeignGroup, Interface, LogicalCpu, MbaClass, MbaKind,
     MbaLimit, TaskId, Topology,
@@ -834,7 +834,7 @@ mod tests {
     use crate::commands::fake::FakeBackend;
 
     fn request(argv: &[&str]) -> AllocRequest {
-        match crate::command::plan_on_resctrl_host(argv).command {
+        match crate::command::plan_of(argv).command {
             Command::Allocate(r) => r,
             c => panic!("{c:?}"),
         }
@@ -1325,7 +1325,7 @@ mod tests {
             let r = self.inner.associate(cpu, class);
             self.done(r)
         }
-        fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<rdt_core::Rmid>, Self::Error> {
+        fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<rdt::Rmid>, Self::Error> {
             self.inner.rmid_of(cpu)
         }
         fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), Self::Error> {
@@ -1336,18 +1336,18 @@ mod tests {
         }
         fn start_monitoring(
             &mut self,
-            cpus: &rdt_core::CpuSet,
-            events: rdt_core::MonEvents,
-        ) -> Result<rdt_core::MonGroupId, Self::Error> {
+            cpus: &rdt::CpuSet,
+            events: rdt::MonEvents,
+        ) -> Result<rdt::MonGroupId, Self::Error> {
             self.inner.start_monitoring(cpus, events)
         }
         fn poll(&mut self) -> Result<(), Self::Error> {
             self.inner.poll()
         }
-        fn values(&self, g: rdt_core::MonGroupId) -> Option<&rdt_core::MonValues> {
+        fn values(&self, g: rdt::MonGroupId) -> Option<&rdt::MonValues> {
             self.inner.values(g)
         }
-        fn stop_monitoring(&mut self, g: rdt_core::MonGroupId) -> Result<(), Self::Error> {
+        fn stop_monitoring(&mut self, g: rdt::MonGroupId) -> Result<(), Self::Error> {
             self.inner.stop_monitoring(g)
         }
     }

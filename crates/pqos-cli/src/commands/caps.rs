@@ -7,7 +7,7 @@
 use std::io::Write;
 
 use anyhow::{Result, bail};
-use rdt_core::{
+use rdt::{
     Backend, CacheGeometry, Capabilities, CatCaps, Interface, MbaCaps, MbaCtrl, MbaKind,
     MonitoringCaps, PmuCaps,
 };
@@ -269,7 +269,7 @@ fn print_mba(
 
 #[cfg(test)]
 mod tests {
-    use rdt_core::{Feature, MbaCaps, MbaKind};
+    use rdt::{Feature, MbaCaps, MbaKind};
 
     use super::*;
     use crate::commands::fake::FakeBackend;

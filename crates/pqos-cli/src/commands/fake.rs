@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use rdt_core::{
+use rdt::{
     AllocReset, Backend, CacheBitmask, CacheDomain, CacheGeometry, Capabilities, CatCaps, CatClass,
     CatMask, CatResource, ClassId, CpuPlacement, CpuSet, Feature, FeatureSetting, GroupInfo,
     GroupKind, GroupOwner, Interface, LogicalCpu, MbaCaps, MbaClass, MbaKind, MbaLimit,
@@ -24,8 +24,8 @@ impl fmt::Display for FakeError {
 
 impl std::error::Error for FakeError {}
 
-impl From<rdt_core::Unsupported> for FakeError {
-    fn from(e: rdt_core::Unsupported) -> Self {
+impl From<rdt::Unsupported> for FakeError {
+    fn from(e: rdt::Unsupported) -> Self {
         Self(e.to_string())
     }
 }

@@ -1,4 +1,4 @@
-//! The actions. Everything here is generic over [`rdt_core::Backend`] and writes to a
+//! The actions. Everything here is generic over [`rdt::Backend`] and writes to a
 //! `&mut dyn Write`, so the same code runs on the hardware, on the simulated platform and
 //! against the test fake.
 
@@ -12,10 +12,12 @@ use std::fmt;
 use std::io::Write;
 
 use anyhow::Result;
-use rdt_core::{Backend, CacheDomain, Capabilities, Topology, Vendor};
+use rdt::{Backend, CacheDomain, Capabilities, Topology, Vendor};
 
 use crate::command::{Command, Plan};
-pub use monitor::{AdvancingClock, Clock, RealClock, VirtualClock};
+#[cfg(feature = "sim")]
+pub use monitor::{AdvancingClock, VirtualClock};
+pub use monitor::{Clock, RealClock};
 
 /// Everything an action needs besides the backend.
 #[allow(missing_debug_implementations)] // holds trait objects

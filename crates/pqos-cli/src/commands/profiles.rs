@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use rdt_core::Capabilities;
+use rdt::Capabilities;
 
 use crate::grammar::ClassDef;
 
@@ -149,7 +149,7 @@ pub fn class_defs(name: &str, caps: &Capabilities) -> Result<Vec<ClassDef>, Stri
 mod tests {
     use super::*;
     use crate::commands::fake::FakeBackend;
-    use rdt_core::Backend;
+    use rdt::Backend;
 
     #[test]
     fn list_matches_pqos_layout() {
@@ -169,7 +169,7 @@ mod tests {
             for (ways, masks) in p.tables {
                 for m in masks {
                     assert!(m != 0 && m >> ways == 0, "{} {ways}: {m:#x}", p.id);
-                    assert!(rdt_core::CacheBitmask::new(m).unwrap().is_contiguous());
+                    assert!(rdt::CacheBitmask::new(m).unwrap().is_contiguous());
                 }
                 let overlapping = masks
                     .iter()

@@ -9,7 +9,7 @@
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
-use rdt_core::{
+use rdt::{
     Backend, CatClass, CatMask, CatResource, ForeignGroup, GroupKind, GroupOwner, Interface,
     MbaLimit,
 };
@@ -106,7 +106,7 @@ fn print_task_info<B: Backend>(
     let classes = os_classes(backend.capabilities());
     writeln!(out, "PID association information:")?;
     for class in u32::from(!verbose)..classes {
-        let class = rdt_core::ClassId::new(class);
+        let class = rdt::ClassId::new(class);
         match backend.tasks_of_class(class) {
             Ok(tasks) if tasks.is_empty() => writeln!(out, "    COS{class} => (none)")?,
             Ok(tasks) => {
@@ -243,7 +243,7 @@ pub fn run_show<B: Backend>(backend: &mut B, verbose: bool, out: &mut dyn Write)
 
 #[cfg(test)]
 mod tests {
-    use rdt_core::{Feature, GroupKind, GroupOwner, MbaCaps, MbaKind};
+    use rdt::{Feature, GroupKind, GroupOwner, MbaCaps, MbaKind};
 
     use super::*;
     use crate::command::AllocRequest;
@@ -362,7 +362,7 @@ mod tests {
         b.add_process(456, &[]);
         b.add_process(7, &[]);
         for pid in [123, 456] {
-            b.associate_task(rdt_core::TaskId::new(pid), rdt_core::ClassId::new(1))
+            b.associate_task(rdt::TaskId::new(pid), rdt::ClassId::new(1))
                 .unwrap();
         }
         // act

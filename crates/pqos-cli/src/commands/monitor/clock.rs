@@ -59,12 +59,15 @@ impl Clock for RealClock {
 /// A clock that does not sleep: waiting calls `advance` with the time to move on (the
 /// simulated platform's virtual clock), and `TIME` is the start time plus virtual time.
 #[allow(missing_debug_implementations)] // holds a closure
+// The clocks of the simulated platform (`--sim`).
+#[cfg_attr(not(feature = "sim"), allow(dead_code))]
 pub struct VirtualClock<F: FnMut(Duration)> {
     start: jiff::Zoned,
     t: Duration,
     advance: F,
 }
 
+#[cfg_attr(not(feature = "sim"), allow(dead_code))]
 impl<F: FnMut(Duration)> VirtualClock<F> {
     /// A virtual clock at 0 that calls `advance(dt)` whenever it waits.
     pub fn new(advance: F) -> Self {
@@ -100,12 +103,14 @@ impl<F: FnMut(Duration)> Clock for VirtualClock<F> {
 /// clock on by the real time that passed (`advance`). Elapsed time is the simulated time, so
 /// rates are computed over exactly the time the counters saw.
 #[allow(missing_debug_implementations)] // holds a closure
+#[cfg_attr(not(feature = "sim"), allow(dead_code))]
 pub struct AdvancingClock<F: FnMut(Duration)> {
     real: RealClock,
     advanced: Duration,
     advance: F,
 }
 
+#[cfg_attr(not(feature = "sim"), allow(dead_code))]
 impl<F: FnMut(Duration)> AdvancingClock<F> {
     /// Starts the clock; `advance(dt)` moves the simulated platform on.
     pub fn new(advance: F) -> Self {

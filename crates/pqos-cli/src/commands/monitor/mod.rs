@@ -23,9 +23,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use rdt_core::{Backend, Capabilities, LogicalCpu, MonEvents, MonGroupId, TaskId};
+use rdt::{Backend, Capabilities, LogicalCpu, MonEvents, MonGroupId, TaskId};
 
-pub use self::clock::{AdvancingClock, Clock, RealClock, Schedule, VirtualClock};
+#[cfg(feature = "sim")]
+pub use self::clock::{AdvancingClock, VirtualClock};
+pub use self::clock::{Clock, RealClock, Schedule};
 use self::output::{Cells, Columns, Csv, Format, Json, LlcUnit, Row, Sample, TermSize, Text, Xml};
 use self::proc::{GroupThreads, ProcFs};
 use super::Context;
@@ -108,7 +110,7 @@ fn pmu_events() -> MonEvents {
 /// What a group monitors: cores or processes.
 #[derive(Clone, Debug)]
 enum Target {
-    Cores(rdt_core::CpuSet),
+    Cores(rdt::CpuSet),
     Pids(Vec<TaskId>),
 }
 
@@ -441,7 +443,7 @@ mod tests {
     }
 
     fn request(argv: &[&str]) -> MonitorRequest {
-        match crate::command::plan_on_resctrl_host(argv).command {
+        match crate::command::plan_of(argv).command {
             Command::Monitor(r) => r,
             c => panic!("{c:?}"),
         }

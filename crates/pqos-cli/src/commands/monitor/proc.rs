@@ -9,7 +9,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
-use rdt_core::TaskId;
+use rdt::TaskId;
 
 /// A procfs mount: `/proc` on a host.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,842 @@
+//! Opening a platform: where its files are ([`Paths`]), which interface to use ([`Iface`],
+//! resolved as pqos v25.04 resolves it), and everything else an opener decides
+//! ([`OpenOptions`]). [`OpenOptions::open`] is the one way a platform is opened, for the
+//! host, for a directory that looks like one (`--sysroot`, a mounted simulated platform),
+//! and for an in-process platform the caller brings ([`MsrSource`]).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use rdt_core::{
+    Capabilities, CpuidSource, DevCpuid, Interface, LogicalCpu, NativeCpuid, NoPmu, PmuCaps,
+    PmuSource, Topology, TopologyError, explain_no_rdt,
+};
+use rdt_msr::{DevCpuMsr, MsrError, MsrIo};
+use rdt_resctrl::{ControlFileMount, KernelMount, ResctrlBackend, ResctrlError, ResctrlOptions};
+
+use crate::{PerfPmu, Rdt};
+
+/// The interface a caller asks for (pqos `--iface`); [`Interface`] is the one it resolves to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub enum Iface {
+    /// Choose as pqos v25.04 does (`lib/cap.c` `discover_interface`): what `RDT_IFACE`
+    /// forces, else the OS interface when resctrl is mounted, else MSR.
+    #[default]
+    Auto,
+    /// Model-specific registers through `/dev/cpu/N/msr`.
+    Msr,
+    /// The kernel's resctrl filesystem.
+    Os,
+}
+
+impl Iface {
+    /// pqos's name: `auto`, `msr`, `os`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Msr => "msr",
+            Self::Os => "os",
+        }
+    }
+}
+
+impl fmt::Display for Iface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An interface name that is not `auto`, `msr` or `os`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown interface `{0}` (expected auto, msr or os)")]
+pub struct ParseIfaceError(pub String);
+
+impl FromStr for Iface {
+    type Err = ParseIfaceError;
+
+    /// `auto`, `msr` or `os`, any case (pqos `--iface`).
+    fn from_str(s: &str) -> Result<Self, ParseIfaceError> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "msr" => Ok(Self::Msr),
+            "os" => Ok(Self::Os),
+            _ => Err(ParseIfaceError(s.to_owned())),
+        }
+    }
+}
+
+/// Where CPUID comes from when a platform is opened from files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CpuidFrom {
+    /// `<dev_cpu>/0/cpuid` when that device exists (the `cpuid` module), else the CPUID
+    /// instruction: the host.
+    DeviceOrInstruction,
+    /// `<dev_cpu>/0/cpuid`, which must exist: a directory standing for another machine (a
+    /// mounted simulated platform, `--sysroot`), whose CPUID is never the host's.
+    Device,
+}
+
+/// Where the platform's device, sysfs and resctrl files live: the host's by default, or
+/// under a directory (a mounted simulated platform, a container's view). `/proc` is always
+/// the host's: tasks are this kernel's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Paths {
+    /// Directory of the per-CPU `N/msr` and `N/cpuid` devices (`/dev/cpu`).
+    pub dev_cpu: PathBuf,
+    /// The sysfs system directory holding `cpu/` and `node/` (`/sys/devices/system`).
+    pub sys_devices_system: PathBuf,
+    /// The resctrl root (`/sys/fs/resctrl`).
+    pub resctrl: PathBuf,
+    /// A control file that serves the resctrl mount (reading gives the options, writing
+    /// `remount OPTS` remounts): the simulated platform's `.sim/resctrl_mount`. Used when it
+    /// exists; otherwise the mount is read from [`Paths::proc`]`/mounts` and changed with
+    /// `umount2(2)` + `mount(2)`.
+    pub resctrl_mount_control: PathBuf,
+    /// The host's `/proc` (threads of a process, `/proc/mounts`).
+    pub proc: PathBuf,
+    /// Where CPUID comes from.
+    pub cpuid: CpuidFrom,
+}
+
+impl Paths {
+    /// The host's paths: `/dev/cpu`, `/sys/devices/system`, `/sys/fs/resctrl`, `/proc`;
+    /// CPUID from `/dev/cpu/0/cpuid` or the instruction.
+    #[must_use]
+    pub fn host() -> Self {
+        Self {
+            cpuid: CpuidFrom::DeviceOrInstruction,
+            ..Self::under(Path::new("/"))
+        }
+    }
+
+    /// The same paths under `root` (`<root>/dev/cpu`, `<root>/sys/devices/system`,
+    /// `<root>/sys/fs/resctrl`, `<root>/.sim/resctrl_mount`); `/proc` stays the host's, and
+    /// CPUID must come from `<root>/dev/cpu/0/cpuid` ([`CpuidFrom::Device`]).
+    #[must_use]
+    pub fn under(root: &Path) -> Self {
+        Self {
+            dev_cpu: root.join("dev/cpu"),
+            sys_devices_system: root.join("sys/devices/system"),
+            resctrl: root.join("sys/fs/resctrl"),
+            resctrl_mount_control: root.join(".sim/resctrl_mount"),
+            proc: PathBuf::from("/proc"),
+            cpuid: CpuidFrom::Device,
+        }
+    }
+
+    /// Whether resctrl is mounted at [`Paths::resctrl`]: its root group's `schemata` exists
+    /// only while it is (the probe of pqos's `auto`).
+    #[must_use]
+    pub fn resctrl_mounted(&self) -> bool {
+        self.resctrl.join("schemata").exists()
+    }
+}
+
+impl Default for Paths {
+    fn default() -> Self {
+        Self::host()
+    }
+}
+
+/// Resolving the requested interface failed: pqos v25.04's refusals, with its words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IfaceError {
+    /// `--iface=msr` together with an option that needs the OS interface.
+    #[error(
+        "Error: explicit interface 'msr' is not compatible with option '{option}' which requires 'os'."
+    )]
+    MsrConflicts {
+        /// The option (`-p/--mon-pid`).
+        option: String,
+    },
+    /// `RDT_IFACE` is neither `OS…` nor `MSR…`.
+    #[error(
+        "Interface initialization error! Invalid interface enforcement selection: RDT_IFACE={value:?} (expected OS or MSR)"
+    )]
+    BadRdtIface {
+        /// The variable's value.
+        value: String,
+    },
+    /// `RDT_IFACE` forces the other interface.
+    #[error(
+        "Interface initialization error! Your system has been restricted to use the {} interface only! (RDT_IFACE is set{})",
+        iface_upper(*.forced),
+        .option.as_ref().map_or_else(String::new, |o| format!("; option '{o}' requires 'os'"))
+    )]
+    Restricted {
+        /// The interface `RDT_IFACE` forces.
+        forced: Interface,
+        /// The option that needs the OS interface, if any.
+        option: Option<String>,
+    },
+    /// `auto` with an option that needs the OS interface, and resctrl is not mounted.
+    #[error(
+        "Error: option '{option}' requires interface 'os' but only 'msr' is available on this platform. (resctrl is not mounted: mount -t resctrl resctrl /sys/fs/resctrl)"
+    )]
+    OsUnavailable {
+        /// The option.
+        option: String,
+    },
+    /// The platform has no OS interface at all (an in-process [`MsrSource`]), and the
+    /// request resolves to it.
+    #[error("{platform} has the MSR interface only ({})", .because)]
+    SourceHasNoOs {
+        /// The platform ([`MsrSource::name`]).
+        platform: String,
+        /// Why the OS interface was wanted.
+        because: OsWanted,
+    },
+}
+
+/// Why a request resolved to the OS interface ([`IfaceError::SourceHasNoOs`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OsWanted {
+    /// `--iface=os`.
+    Explicit,
+    /// An option needs it (`pid:` associations, `-p`).
+    Option(String),
+    /// `RDT_IFACE=OS`.
+    RdtIface,
+}
+
+impl fmt::Display for OsWanted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Explicit => f.write_str("the OS interface was asked for"),
+            Self::Option(o) => write!(f, "'{o}' needs the OS interface"),
+            Self::RdtIface => f.write_str("RDT_IFACE asks for the OS interface"),
+        }
+    }
+}
+
+const fn iface_upper(i: Interface) -> &'static str {
+    match i {
+        Interface::Msr => "MSR",
+        Interface::Os => "OS",
+    }
+}
+
+/// Resolves the interface as pqos v25.04 does (`lib/cap.c` `discover_interface`,
+/// pqos(8)): an option that needs the OS interface (`needs_os`: `pid:` associations, `-p`)
+/// narrows the choice and an explicit `msr` must not contradict it; `RDT_IFACE` (`OS…` or
+/// `MSR…`, any case) restricts the interface and chooses it for `auto`; otherwise `auto` is
+/// the OS interface where resctrl is mounted, else MSR.
+///
+/// # Errors
+/// [`IfaceError::MsrConflicts`], [`IfaceError::BadRdtIface`], [`IfaceError::Restricted`],
+/// [`IfaceError::OsUnavailable`], each worded as pqos words it.
+///
+/// # Examples
+/// ```
+/// use rdt::{Iface, Interface, resolve_iface};
+/// assert_eq!(resolve_iface(Iface::Auto, None, None, true), Ok(Interface::Os));
+/// assert_eq!(resolve_iface(Iface::Auto, None, Some("msr"), true), Ok(Interface::Msr));
+/// assert!(resolve_iface(Iface::Msr, Some("-p/--mon-pid"), None, true).is_err());
+/// ```
+pub fn resolve_iface(
+    request: Iface,
+    needs_os: Option<&str>,
+    rdt_iface: Option<&str>,
+    resctrl_mounted: bool,
+) -> Result<Interface, IfaceError> {
+    if let (Iface::Msr, Some(option)) = (request, needs_os) {
+        return Err(IfaceError::MsrConflicts {
+            option: option.to_owned(),
+        });
+    }
+    let forced = match rdt_iface {
+        None => None,
+        Some(v) if v.len() >= 2 && v.as_bytes()[..2].eq_ignore_ascii_case(b"OS") => {
+            Some(Interface::Os)
+        }
+        Some(v) if v.len() >= 3 && v.as_bytes()[..3].eq_ignore_ascii_case(b"MSR") => {
+            Some(Interface::Msr)
+        }
+        Some(v) => {
+            return Err(IfaceError::BadRdtIface {
+                value: v.to_owned(),
+            });
+        }
+    };
+    let restricted = |forced| IfaceError::Restricted {
+        forced,
+        option: needs_os.map(str::to_owned),
+    };
+    match (request, forced) {
+        (Iface::Msr, Some(Interface::Os)) => Err(restricted(Interface::Os)),
+        (Iface::Os, Some(Interface::Msr)) => Err(restricted(Interface::Msr)),
+        (Iface::Auto, Some(Interface::Msr)) if needs_os.is_some() => {
+            Err(restricted(Interface::Msr))
+        }
+        (Iface::Msr, _) => Ok(Interface::Msr),
+        (Iface::Os, _) => Ok(Interface::Os),
+        (Iface::Auto, Some(forced)) => Ok(forced),
+        (Iface::Auto, None) => match needs_os {
+            Some(option) if !resctrl_mounted => Err(IfaceError::OsUnavailable {
+                option: option.to_owned(),
+            }),
+            _ if resctrl_mounted => Ok(Interface::Os),
+            _ => Ok(Interface::Msr),
+        },
+    }
+}
+
+/// Opening a platform failed. The message names the cause itself (a library user printing
+/// it with `{}` learns what went wrong), so the cause is not repeated as a
+/// [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The interface cannot be resolved.
+    #[error(transparent)]
+    Iface(#[from] IfaceError),
+    /// The CPU enumerates no RDT/PQoS feature; the text names the CPUID bits.
+    #[error("this CPU has no Intel RDT or AMD PQoS: {0}")]
+    NoRdt(String),
+    /// A directory standing for a platform lacks a file the opener needs (never replaced
+    /// by the host's: `--sysroot DIR` without `DIR/dev/cpu`).
+    #[error("{}: no such file or directory ({what})", .path.display())]
+    Missing {
+        /// The missing path.
+        path: PathBuf,
+        /// What it was needed for.
+        what: &'static str,
+    },
+    /// The topology could not be read from sysfs.
+    #[error("cannot read the CPU topology from {}: {}", .path.display(), chain(.source))]
+    Topology {
+        /// The sysfs directory.
+        path: PathBuf,
+        /// Why.
+        source: TopologyError,
+    },
+    /// The MSR interface could not start (no `msr` module, not root, inconsistent CDP state
+    /// across domains).
+    #[error("cannot open the MSR interface: {}", chain(.0))]
+    Msr(MsrError),
+    /// The OS interface could not start: resctrl is not mounted (the message says how to
+    /// mount it), its `info/` does not parse, another tool holds its lock.
+    #[error("cannot open the OS interface: {}", chain(.0))]
+    Resctrl(ResctrlError),
+}
+
+impl OpenError {
+    /// The MSR backend's error, when opening failed there.
+    #[must_use]
+    pub const fn msr(&self) -> Option<&MsrError> {
+        match self {
+            Self::Msr(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The OS backend's error, when opening failed there.
+    #[must_use]
+    pub const fn resctrl(&self) -> Option<&ResctrlError> {
+        match self {
+            Self::Resctrl(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// `err` and each of its sources, joined with `: `.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut next = err.source();
+    while let Some(e) = next {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        next = e.source();
+    }
+    text
+}
+
+/// Something worth telling the user about a platform that did open (pqos prints these as
+/// `WARN:` lines).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Notice {
+    /// The MSR interface was opened while resctrl is mounted: writing registers under the
+    /// kernel's feet may corrupt resctrl's view (pqos `lib/cap.c`).
+    ResctrlMountedOnMsr {
+        /// The resctrl root.
+        resctrl: PathBuf,
+    },
+}
+
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ResctrlMountedOnMsr { resctrl } => write!(
+                f,
+                "resctrl is mounted at {}: programming the MSR interface may corrupt its \
+                 configuration",
+                resctrl.display()
+            ),
+        }
+    }
+}
+
+/// What happens to the capabilities' PMU events when perf events cannot be opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub enum PmuCapsPolicy {
+    /// Report only what can be counted: without perf events the capabilities list no IPC
+    /// or LLC-miss counting (for monitoring).
+    #[default]
+    Usable,
+    /// On the MSR interface, report what CPUID enumerates even when perf events cannot
+    /// count it (a capability display: pqos `-d`, `lib/hw_cap.c`). The OS interface always
+    /// reports what perf events can count (`lib/os_cap.c`).
+    Enumerated,
+}
+
+/// A platform the caller brings, programmed through MSRs: the in-process simulated
+/// platform (`rdt_sim::SimHandle` is both its [`MsrIo`] and its [`PmuSource`]), a test
+/// double, a recorded machine.
+#[allow(missing_debug_implementations)] // trait objects
+pub struct MsrSource {
+    /// Its registers.
+    pub io: Box<dyn MsrIo + Send>,
+    /// Its PMU (IPC, LLC misses); [`NoPmu`] for none.
+    pub pmu: Box<dyn PmuSource + Send>,
+    /// Its capabilities.
+    pub capabilities: Capabilities,
+    /// Its topology.
+    pub topology: Topology,
+    /// A name for messages (`the simulated broadwell-ep`).
+    pub name: String,
+}
+
+/// Where `RDT_IFACE` comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum RdtIfaceFrom {
+    /// This process's environment, read when the platform is opened.
+    Environment,
+    /// A value the caller gives (`None`: unset).
+    Given(Option<String>),
+}
+
+/// How to open a platform: the requested [`Iface`], the [`Paths`], `RDT_IFACE`, the
+/// options that narrow the interface, the resctrl lock timeout, the PMU policy. The one
+/// opener of the library: [`Rdt::open`] and [`Rdt::open_at`] are shorthands for it.
+///
+/// # Examples
+/// ```no_run
+/// use std::time::Duration;
+/// use rdt::{Backend, Iface, OpenOptions};
+/// let rdt = OpenOptions::new(Iface::Auto)
+///     .sysroot("/tmp/rdt")              // a mounted simulated platform
+///     .lock_timeout(Duration::from_secs(1))
+///     .open()?;
+/// println!("{:?} interface, {} CPUs", rdt.interface(), rdt.topology().all_cpus().len());
+/// # Ok::<(), rdt::OpenError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenOptions {
+    iface: Iface,
+    paths: Paths,
+    rdt_iface: RdtIfaceFrom,
+    needs_os: Option<String>,
+    lock_timeout: Option<Duration>,
+    pmu_caps: PmuCapsPolicy,
+}
+
+impl OpenOptions {
+    /// Options to open the host's platform through `iface`; `RDT_IFACE` is read from the
+    /// environment when the platform is opened.
+    #[must_use]
+    pub fn new(iface: Iface) -> Self {
+        Self {
+            iface,
+            paths: Paths::host(),
+            rdt_iface: RdtIfaceFrom::Environment,
+            needs_os: None,
+            lock_timeout: None,
+            pmu_caps: PmuCapsPolicy::Usable,
+        }
+    }
+
+    /// The platform whose files are under `root` ([`Paths::under`]): `root/dev/cpu` must
+    /// exist and CPUID comes from its device, never from the host.
+    #[must_use]
+    pub fn sysroot(self, root: impl AsRef<Path>) -> Self {
+        self.paths(Paths::under(root.as_ref()))
+    }
+
+    /// The platform whose files are at `paths`.
+    #[must_use]
+    pub fn paths(mut self, paths: Paths) -> Self {
+        self.paths = paths;
+        self
+    }
+
+    /// The value of `RDT_IFACE` to use instead of the environment's (`None`: unset).
+    #[must_use]
+    pub fn rdt_iface(mut self, value: Option<String>) -> Self {
+        self.rdt_iface = RdtIfaceFrom::Given(value);
+        self
+    }
+
+    /// An option of the caller needs the OS interface (`pid:` associations, per-task
+    /// monitoring; pqos's `narrow_iface`); `option` names it in errors.
+    #[must_use]
+    pub fn needs_os(mut self, option: impl Into<String>) -> Self {
+        self.needs_os = Some(option.into());
+        self
+    }
+
+    /// How long the OS interface waits for another tool's resctrl lock (default 5 s).
+    #[must_use]
+    pub const fn lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = Some(timeout);
+        self
+    }
+
+    /// What the capabilities say about PMU events when perf events are unusable.
+    #[must_use]
+    pub const fn pmu_caps(mut self, policy: PmuCapsPolicy) -> Self {
+        self.pmu_caps = policy;
+        self
+    }
+
+    /// The requested interface.
+    #[must_use]
+    pub const fn iface(&self) -> Iface {
+        self.iface
+    }
+
+    /// The paths.
+    #[must_use]
+    pub const fn get_paths(&self) -> &Paths {
+        &self.paths
+    }
+
+    fn rdt_iface_value(&self) -> Option<String> {
+        match &self.rdt_iface {
+            RdtIfaceFrom::Given(v) => v.clone(),
+            RdtIfaceFrom::Environment => std::env::var("RDT_IFACE").ok(),
+        }
+    }
+
+    /// The interface [`OpenOptions::open`] would use, without opening anything
+    /// ([`resolve_iface`] with this host's `RDT_IFACE` and resctrl mount).
+    ///
+    /// # Errors
+    /// As [`resolve_iface`].
+    pub fn resolve(&self) -> Result<Interface, IfaceError> {
+        self.resolve_with(self.paths.resctrl_mounted())
+    }
+
+    /// [`resolve_iface`] for a platform where resctrl is `mounted` or not, logging what
+    /// goes into the choice as pqos does (`INFO:` records).
+    fn resolve_with(&self, mounted: bool) -> Result<Interface, IfaceError> {
+        let rdt_iface = self.rdt_iface_value();
+        log::info!(
+            "Requested interface: {}",
+            self.iface.name().to_ascii_uppercase()
+        );
+        if let Some(v) = &rdt_iface {
+            log::info!("RDT_IFACE={v}");
+        }
+        if mounted {
+            log::info!("resctrl detected");
+        }
+        resolve_iface(
+            self.iface,
+            self.needs_os.as_deref(),
+            rdt_iface.as_deref(),
+            mounted,
+        )
+    }
+
+    /// Opens the platform at the paths: CPUID from [`Paths::cpuid`], the topology from
+    /// sysfs, the resolved interface ([`OpenOptions::resolve`]), IPC and LLC misses from
+    /// perf events ([`PerfPmu`], per CPU and per task) where the host has a PMU.
+    ///
+    /// The OS interface reads `info/` over CPUID's capabilities
+    /// ([`rdt_resctrl::ResctrlInfo::capabilities`]), takes tasks' threads from `/proc`, and
+    /// remounts (for CDP or `mba_MBps` changes) through [`Paths::resctrl_mount_control`]
+    /// when it exists, else with `umount2(2)` + `mount(2)`. The MSR interface opened while
+    /// resctrl is mounted adds [`Notice::ResctrlMountedOnMsr`] to [`Rdt::notices`].
+    ///
+    /// # Errors
+    /// [`OpenError::Iface`] (the interface cannot be resolved); [`OpenError::Missing`] (no
+    /// `dev/cpu` under a sysroot); [`OpenError::NoRdt`] when the CPU has no RDT/PQoS
+    /// (naming the CPUID bits; MSR interface); [`OpenError::Topology`] when sysfs cannot be
+    /// read; [`OpenError::Msr`] when the MSR backend cannot read its initial state (no `msr`
+    /// module, not root); [`OpenError::Resctrl`] when resctrl is not mounted (saying how to
+    /// mount it), cannot be read, or another tool holds its lock.
+    pub fn open(&self) -> Result<Rdt, OpenError> {
+        let interface = self.resolve()?;
+        log::info!("Selected interface: {}", iface_upper(interface));
+        let paths = &self.paths;
+        let device = match paths.cpuid {
+            CpuidFrom::Device => {
+                if !paths.dev_cpu.is_dir() {
+                    return Err(OpenError::Missing {
+                        path: paths.dev_cpu.clone(),
+                        what: "the per-CPU msr and cpuid devices",
+                    });
+                }
+                let dev = DevCpuid::open(dev_root(paths), LogicalCpu::new(0)).map_err(|_| {
+                    OpenError::Missing {
+                        path: paths.dev_cpu.join("0/cpuid"),
+                        what: "CPUID of CPU 0",
+                    }
+                })?;
+                Some(dev)
+            }
+            CpuidFrom::DeviceOrInstruction => {
+                DevCpuid::open(dev_root(paths), LogicalCpu::new(0)).ok()
+            }
+        };
+        if let Some(dev) = &device {
+            log::info!("CPUID from {}", dev.path().display());
+        }
+        let cpuid: &dyn CpuidSource = match &device {
+            Some(dev) => dev,
+            None => &NativeCpuid,
+        };
+        let topology = || {
+            Topology::from_sysfs(&paths.sys_devices_system).map_err(|source| OpenError::Topology {
+                path: paths.sys_devices_system.clone(),
+                source,
+            })
+        };
+        if interface == Interface::Os {
+            let mut caps = Capabilities::detect(cpuid);
+            let topology = topology()?;
+            // pqos `lib/os_cap.c`: on the OS interface PMU events are what perf can count.
+            let pmu = host_pmu(&topology, &mut caps, PmuCapsPolicy::Usable);
+            let mut opts = ResctrlOptions::new(&paths.resctrl).proc_root(&paths.proc);
+            opts = if paths.resctrl_mount_control.is_file() {
+                opts.mount_control(ControlFileMount::new(&paths.resctrl_mount_control))
+            } else {
+                opts.mount_control(KernelMount::new(&paths.resctrl, paths.proc.join("mounts")))
+            };
+            if let Some(t) = self.lock_timeout {
+                opts = opts.lock_timeout(t);
+            }
+            let backend = ResctrlBackend::open(opts, topology, Some(caps), pmu)
+                .map_err(OpenError::Resctrl)?;
+            return Ok(Rdt::from_resctrl(backend));
+        }
+        if let Some(why) = explain_no_rdt(cpuid) {
+            return Err(OpenError::NoRdt(why));
+        }
+        let mut caps = Capabilities::detect(cpuid);
+        let topology = topology()?;
+        let pmu = host_pmu(&topology, &mut caps, self.pmu_caps);
+        let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
+        let mut rdt = Rdt::from_msr(io, caps, topology, pmu)?;
+        if paths.resctrl.join("cpus").exists() {
+            rdt.notices.push(Notice::ResctrlMountedOnMsr {
+                resctrl: paths.resctrl.clone(),
+            });
+        }
+        Ok(rdt)
+    }
+
+    /// Opens a platform the caller brings. It has the MSR interface only, so a request
+    /// that resolves to the OS interface (explicitly, through `RDT_IFACE`, or for an option
+    /// that needs it) is refused; resctrl counts as not mounted.
+    ///
+    /// # Errors
+    /// [`OpenError::Iface`] ([`IfaceError::SourceHasNoOs`] among others);
+    /// [`OpenError::Msr`] when the initial CDP state cannot be read or is inconsistent.
+    pub fn open_source(&self, source: MsrSource) -> Result<Rdt, OpenError> {
+        let no_os = |because| IfaceError::SourceHasNoOs {
+            platform: source.name.clone(),
+            because,
+        };
+        // The source has no resctrl: it is "a host where resctrl is not mounted", except that
+        // asking for the OS interface is refused naming the platform, not the mount.
+        match (self.iface, &self.needs_os) {
+            (Iface::Os, _) => return Err(no_os(OsWanted::Explicit).into()),
+            (Iface::Auto, Some(option)) => {
+                return Err(no_os(OsWanted::Option(option.clone())).into());
+            }
+            _ => {}
+        }
+        if self.resolve_with(false)? == Interface::Os {
+            return Err(no_os(OsWanted::RdtIface).into());
+        }
+        let MsrSource {
+            io,
+            pmu,
+            capabilities,
+            topology,
+            name: _,
+        } = source;
+        Rdt::from_msr(io, capabilities, topology, pmu)
+    }
+}
+
+/// The host's PMU through perf events ([`PerfPmu`]); where the kernel offers none (a VM
+/// without a virtual PMU), no source, and under [`PmuCapsPolicy::Usable`] `caps` then report
+/// no IPC or LLC-miss counting.
+fn host_pmu(
+    topology: &Topology,
+    caps: &mut Capabilities,
+    policy: PmuCapsPolicy,
+) -> Box<dyn PmuSource + Send> {
+    match PerfPmu::open(&topology.all_cpus()) {
+        Ok(pmu) => Box::new(pmu),
+        Err(e) => {
+            log::debug!("perf events: {}", chain(&e));
+            if policy == PmuCapsPolicy::Usable {
+                caps.pmu = PmuCaps::default();
+            }
+            Box::new(NoPmu)
+        }
+    }
+}
+
+/// The directory holding `cpu/N/cpuid` as [`DevCpuid::open`] wants it: the parent of
+/// `dev_cpu`.
+fn dev_root(paths: &Paths) -> &Path {
+    paths.dev_cpu.parent().unwrap_or(Path::new("/"))
+}
+
+impl From<MsrError> for OpenError {
+    fn from(e: MsrError) -> Self {
+        Self::Msr(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_follows_rdt_iface_then_the_resctrl_mount() {
+        assert_eq!(
+            resolve_iface(Iface::Auto, None, None, false),
+            Ok(Interface::Msr)
+        );
+        assert_eq!(
+            resolve_iface(Iface::Auto, None, None, true),
+            Ok(Interface::Os)
+        );
+        assert_eq!(
+            resolve_iface(Iface::Auto, None, Some("os"), false),
+            Ok(Interface::Os)
+        );
+        assert_eq!(
+            resolve_iface(Iface::Auto, None, Some("MSR_ONLY"), true),
+            Ok(Interface::Msr)
+        );
+    }
+
+    #[test]
+    fn options_that_need_the_os_interface_narrow_auto_and_refuse_msr() {
+        let p = Some("-p/--mon-pid");
+        assert_eq!(resolve_iface(Iface::Auto, p, None, true), Ok(Interface::Os));
+        let e = resolve_iface(Iface::Auto, p, None, false).unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "Error: option '-p/--mon-pid' requires interface 'os' but only 'msr' is available"
+            ),
+            "{e}"
+        );
+        let e = resolve_iface(Iface::Msr, p, None, true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Error: explicit interface 'msr' is not compatible with option '-p/--mon-pid' which requires 'os'."
+        );
+        let e = resolve_iface(Iface::Auto, p, Some("msr"), true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Interface initialization error! Your system has been restricted to use the MSR \
+             interface only! (RDT_IFACE is set; option '-p/--mon-pid' requires 'os')"
+        );
+    }
+
+    #[test]
+    fn rdt_iface_restricts_explicit_choices_and_must_be_valid() {
+        assert!(matches!(
+            resolve_iface(Iface::Msr, None, Some("os"), false),
+            Err(IfaceError::Restricted {
+                forced: Interface::Os,
+                ..
+            })
+        ));
+        assert!(matches!(
+            resolve_iface(Iface::Os, None, Some("Msr"), true),
+            Err(IfaceError::Restricted {
+                forced: Interface::Msr,
+                ..
+            })
+        ));
+        let e = resolve_iface(Iface::Auto, None, Some("bogus"), true).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("Invalid interface enforcement selection: RDT_IFACE=\"bogus\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn iface_names_round_trip() {
+        for i in [Iface::Auto, Iface::Msr, Iface::Os] {
+            assert_eq!(i.to_string().parse::<Iface>(), Ok(i));
+        }
+        assert_eq!("OS".parse::<Iface>(), Ok(Iface::Os));
+        assert!("resctrl".parse::<Iface>().is_err());
+    }
+
+    #[test]
+    fn a_sysroot_without_dev_cpu_is_an_error_naming_the_path() {
+        // arrange: a directory with sysfs and resctrl-looking files but no dev/cpu
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/devices/system/cpu")).unwrap();
+        // act
+        let e = OpenOptions::new(Iface::Msr)
+            .sysroot(dir.path())
+            .rdt_iface(None)
+            .open()
+            .unwrap_err();
+        // assert
+        let want = dir.path().join("dev/cpu");
+        assert!(
+            matches!(&e, OpenError::Missing { path, .. } if *path == want),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains(&want.display().to_string()), "{e}");
+    }
+
+    #[test]
+    fn a_sysroot_without_cpuid_device_is_an_error_not_the_hosts_cpuid() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("dev/cpu/0")).unwrap();
+        let e = OpenOptions::new(Iface::Msr)
+            .sysroot(dir.path())
+            .rdt_iface(None)
+            .open()
+            .unwrap_err();
+        let want = dir.path().join("dev/cpu/0/cpuid");
+        assert!(
+            matches!(&e, OpenError::Missing { path, .. } if *path == want),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn open_errors_carry_their_cause_in_the_message() {
+        let e = OpenError::Resctrl(ResctrlError::NotMounted {
+            root: PathBuf::from("/x/sys/fs/resctrl"),
+        });
+        let text = e.to_string();
+        assert!(text.starts_with("cannot open the OS interface: "), "{text}");
+        assert!(text.contains("/x/sys/fs/resctrl"), "{text}");
+        assert!(
+            std::error::Error::source(&e).is_none(),
+            "said once, not twice"
+        );
+    }
+}
