@@ -37,16 +37,10 @@ fn err(msg: impl Into<String>) -> ArgError {
 /// `No digits were found` for an empty token, pqos's `Error converting '%s' to unsigned
 /// number!` for anything else that is not a number.
 pub fn parse_u64(token: &str) -> Result<u64, ArgError> {
-    let t = token.trim();
-    let (digits, radix) = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => (hex, 16),
-        None => (t, 10),
-    };
-    if digits.is_empty() {
-        return Err(err(format!("No digits were found in '{token}'")));
-    }
-    u64::from_str_radix(digits, radix)
-        .map_err(|_| err(format!("Error converting '{token}' to unsigned number!")))
+    rdt::parse_number(token).map_err(|e| match e {
+        rdt::ParseNumberError::NoDigits => err(format!("No digits were found in '{token}'")),
+        _ => err(format!("Error converting '{token}' to unsigned number!")),
+    })
 }
 
 fn parse_u32(token: &str, what: &str) -> Result<u32, ArgError> {

@@ -20,6 +20,16 @@ pub enum Vendor {
     Other(String),
 }
 
+impl Vendor {
+    /// Whether the CPU follows AMD's PQoS register and leaf layout: AMD, and Hygon (an
+    /// AMD-derived design; cache leaf 8000_001DH, PQoS leaf 8000_0020H, MBA in 1/8 GB/s
+    /// units, one L3 per core complex). The one vendor test of the workspace.
+    #[must_use]
+    pub const fn is_amd_like(&self) -> bool {
+        matches!(self, Self::Amd | Self::Hygon)
+    }
+}
+
 /// Whether a feature is present, and its parameters when the CPUID source recorded them.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum Feature<T> {

@@ -324,32 +324,75 @@ pub enum ParsePqosListError {
     },
 }
 
+/// A number as pqos reads one (`strtouint64()` in pqos/main.c): decimal, or hexadecimal
+/// with a `0x`/`0X` prefix; spaces around it are ignored, a sign is not a digit. The one
+/// number parser of pqos's grammars (CPU, task and resource-id lists, class ids, masks' ids,
+/// MBA values, intervals).
+///
+/// # Errors
+/// [`ParseNumberError::NoDigits`] for an empty token or a bare `0x`,
+/// [`ParseNumberError::NotANumber`] for any other character, [`ParseNumberError::TooLarge`]
+/// above 2^64 − 1.
+///
+/// # Examples
+/// ```
+/// use rdt_core::{ParseNumberError, parse_number};
+/// assert_eq!(parse_number(" 0xff "), Ok(255));
+/// assert_eq!(parse_number("255"), Ok(255));
+/// assert_eq!(parse_number("0x"), Err(ParseNumberError::NoDigits));
+/// assert_eq!(parse_number("+5"), Err(ParseNumberError::NotANumber));
+/// ```
+pub fn parse_number(token: &str) -> Result<u64, ParseNumberError> {
+    let t = token.trim();
+    let (digits, radix) = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None => (t, 10),
+    };
+    if digits.is_empty() {
+        return Err(ParseNumberError::NoDigits);
+    }
+    if !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(ParseNumberError::NotANumber);
+    }
+    u64::from_str_radix(digits, radix).map_err(|_| ParseNumberError::TooLarge)
+}
+
+/// Why a token is not a number ([`parse_number`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseNumberError {
+    /// Nothing after the optional `0x`.
+    #[error("no digits")]
+    NoDigits,
+    /// A character that is not a digit of the radix.
+    #[error("not a decimal or 0x-prefixed hexadecimal number")]
+    NotANumber,
+    /// More than 64 bits.
+    #[error("larger than 2^64 - 1")]
+    TooLarge,
+}
+
 fn parse_list_number(
     list: &str,
     token: &str,
     text: &str,
     limits: &ListLimits,
 ) -> Result<u64, ParsePqosListError> {
-    let t = text.trim();
-    let (digits, radix) = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        Some(hex) => (hex, 16),
-        None => (t, 10),
-    };
     let bad = || ParsePqosListError::BadToken {
         what: limits.what,
         list: list.into(),
         token: token.into(),
     };
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        return Err(bad());
-    }
     let too_large = |value| ParsePqosListError::TooLarge {
         what: limits.what,
         list: list.into(),
         value,
         max: limits.max_value,
     };
-    let n = u64::from_str_radix(digits, radix).map_err(|_| too_large(u64::MAX))?;
+    let n = match parse_number(text) {
+        Ok(n) => n,
+        Err(ParseNumberError::TooLarge) => return Err(too_large(u64::MAX)),
+        Err(_) => return Err(bad()),
+    };
     if n > limits.max_value {
         return Err(too_large(n));
     }

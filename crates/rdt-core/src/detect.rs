@@ -119,11 +119,6 @@ pub(crate) fn vendor_of(raw: &Raw<'_>) -> Vendor {
     }
 }
 
-/// AMD and Hygon share the AMD register layout (cache leaf 8000_001DH, PQoS leaf 8000_0020H).
-pub(crate) const fn is_amd_like(vendor: &Vendor) -> bool {
-    matches!(vendor, Vendor::Amd | Vendor::Hygon)
-}
-
 pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
     let p = Probe::new(src);
     let raw = raw_cpuid(src);
@@ -143,7 +138,7 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         };
     }
     let vendor = vendor_of(&raw);
-    let amd = is_amd_like(&vendor);
+    let amd = vendor.is_amd_like();
     let alloc = allocation(&p, &raw, amd);
     let (mba, smba) = if amd {
         amd_bandwidth(&p, &raw)
@@ -561,7 +556,7 @@ pub fn rdt_absence(src: &dyn CpuidSource) -> Option<String> {
             }
         }
     }
-    if is_amd_like(&caps.vendor) {
+    if caps.vendor.is_amd_like() {
         reasons.push(match p.leaf(0x8000_0020, 0) {
             Leaf::BeyondMax => format!(
                 "CPUID.80000020H is absent (the maximum extended leaf is {:08X}H)",

@@ -42,7 +42,8 @@ pub use caps::{
 };
 pub use cpuid::{CpuidDump, CpuidRegs, CpuidSource, DevCpuid, DumpCpu, DumpError, NativeCpuid};
 pub use cpuset::{
-    CpuSet, ListLimits, MAX_CPU, MAX_TASK_ID, ParseCpuSetError, ParsePqosListError, parse_pqos_list,
+    CpuSet, ListLimits, MAX_CPU, MAX_TASK_ID, ParseCpuSetError, ParseNumberError,
+    ParsePqosListError, parse_number, parse_pqos_list,
 };
 pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};

@@ -314,7 +314,7 @@ impl ResctrlInfo {
         root_schemata: &Schemata,
     ) -> Capabilities {
         let vendor = cpu.map_or_else(|| self.inferred_vendor(), |c| c.vendor.clone());
-        let amd = matches!(vendor, Vendor::Amd | Vendor::Hygon);
+        let amd = vendor.is_amd_like();
         let padded_cdp = self.cdp_capable_from_padding(root_schemata);
         let cat = |level: &str, cdp_on: bool, cpu_cat: Option<&CatCaps>| -> Feature<CatCaps> {
             let Some(c) = self.cache(level) else {

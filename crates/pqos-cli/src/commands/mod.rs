@@ -12,7 +12,7 @@ use std::fmt;
 use std::io::Write;
 
 use anyhow::Result;
-use rdt::{Backend, CacheDomain, Capabilities, Topology, Vendor};
+use rdt::{Backend, CacheDomain, Capabilities, Topology};
 
 use crate::command::{Command, Plan};
 #[cfg(feature = "sim")]
@@ -88,7 +88,7 @@ impl L3Domains {
     /// Builds the list from the topology.
     #[must_use]
     pub fn new(caps: &Capabilities, topo: &Topology) -> Self {
-        if matches!(caps.vendor, Vendor::Amd | Vendor::Hygon) {
+        if caps.vendor.is_amd_like() {
             let list = topo
                 .l3_domains()
                 .into_iter()

@@ -5,11 +5,11 @@ use raw_cpuid::CacheType;
 use super::{CpuPlacement, Topology, TopologyError};
 use crate::CacheDomain;
 use crate::cpuid::{CpuidDump, DumpCpu, raw_cpuid};
-use crate::detect::{Probe, bits, cache_leaf, ceil_log2, is_amd_like, vendor_of};
+use crate::detect::{Probe, bits, cache_leaf, ceil_log2, vendor_of};
 
 pub(super) fn from_dump(dump: &CpuidDump) -> Result<Topology, TopologyError> {
     let vendor = vendor_of(&raw_cpuid(dump));
-    let amd = is_amd_like(&vendor);
+    let amd = vendor.is_amd_like();
     let placements = dump
         .cpus()
         .iter()

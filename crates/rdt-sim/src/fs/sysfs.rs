@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io;
 
-use rdt_core::{CacheDomain, CpuPlacement, CpuSet, LogicalCpu, Topology, Vendor};
+use rdt_core::{CacheDomain, CpuPlacement, CpuSet, LogicalCpu, Topology};
 
 use super::static_tree::StaticTree;
 use crate::vfs::{NodeKind, Tree};
@@ -54,10 +54,6 @@ const fn ceil_log2(n: u32) -> u32 {
     } else {
         u32::BITS - (n - 1).leading_zeros()
     }
-}
-
-fn is_amd(vendor: &Vendor) -> bool {
-    matches!(vendor, Vendor::Amd | Vendor::Hygon)
 }
 
 /// The cache entries CPU `cpu` enumerates, in subleaf order (index0, index1, ...).
@@ -171,7 +167,7 @@ impl SysfsTree {
     pub fn new(platform: &SimPlatform) -> Self {
         let topo = platform.topology();
         let cpuid = platform.cpuid();
-        let amd = is_amd(&platform.capabilities().vendor);
+        let amd = platform.capabilities().vendor.is_amd_like();
         let mut t = StaticTree::new();
         let all = topo.all_cpus();
         let bits = all.iter().last().map_or(1, |c| c.get() + 1);

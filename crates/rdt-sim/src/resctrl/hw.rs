@@ -2,7 +2,7 @@
 //! the model's capabilities and topology: resources, their parameters and domains, and the
 //! register each control value lives in.
 
-use rdt_core::{CacheDomain, CpuSet, LogicalCpu, MbaKind, Vendor};
+use rdt_core::{CacheDomain, CpuSet, LogicalCpu, MbaKind};
 use rdt_msr::MsrAddr;
 use rdt_msr::regs::{
     AMD_MBA_BW_0, AMD_SMBA_BW_0, IA32_L2_QOS_MASK_0, IA32_L3_QOS_MASK_0, IA32_MBA_THRTL_0,
@@ -166,7 +166,7 @@ impl Hw {
     pub(crate) fn probe(p: &SimPlatform) -> Self {
         let caps = p.capabilities();
         let topo = p.topology();
-        let amd = matches!(caps.vendor, Vendor::Amd | Vendor::Hygon);
+        let amd = caps.vendor.is_amd_like();
         let l3_total = caps.l3_cache.map_or_else(
             // Without a geometry the model assumed a size; use the same one.
             || crate::platform::f64_floor_u64(p.portion_bytes * f64::from(p.portions)),
