@@ -24,7 +24,7 @@ fn platform_with_64_groups() -> (Rdt, SimHandle) {
         Rdt::from_msr(Box::new(sim.clone()), caps, topology, Box::new(sim.clone())).expect("open");
     for cpu in 0..GROUPS {
         let cpus: CpuSet = std::iter::once(LogicalCpu::new(cpu)).collect();
-        rdt.start_monitoring(&cpus, MonEvents::ALL)
+        rdt.start_monitoring(&cpus, MonEvents::PQOS_ALL)
             .expect("start group");
     }
     rdt.poll().expect("first poll");

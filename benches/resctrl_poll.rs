@@ -38,7 +38,7 @@ fn poll_64_groups(c: &mut Criterion) {
     assert_eq!(rdt.topology().l3_domains().len(), 2, "two L3 domains");
     for cpu in 0..GROUPS {
         let cpus: CpuSet = std::iter::once(LogicalCpu::new(cpu)).collect();
-        rdt.start_monitoring(&cpus, MonEvents::ALL)
+        rdt.start_monitoring(&cpus, MonEvents::PQOS_ALL)
             .expect("start group");
     }
 

@@ -12,7 +12,7 @@
 //! OS interface when resctrl is mounted (`<resctrl>/info` exists), else MSR, as pqos v25.04
 //! does. Only the OS interface allocates and monitors per task
 //! ([`Backend::associate_task`], [`Backend::start_monitoring_tasks`]); the MSR interface
-//! answers those with [`Unsupported`].
+//! answers those with [`RequestError::NeedsOsInterface`].
 //!
 //! What this crate does not do: it never falls back silently (a platform without RDT is an
 //! error that names the CPUID bits; an unmounted resctrl is an error that says how to mount
@@ -53,26 +53,60 @@ use rdt_resctrl::{ResctrlBackend, ResctrlError};
 
 /// An operation of an opened [`Rdt`] failed, on either interface.
 ///
-/// An operation the interface cannot do is always [`Error::Unsupported`], whichever backend
-/// reported it.
+/// A request the platform or interface cannot carry out is always [`Error::Request`]
+/// (the same [`RequestError`] variants on both interfaces: limits, unknown CPUs, domains,
+/// tasks or groups, unsupported events, already monitored, out of RMIDs, per-task work on
+/// the MSR interface), whichever backend found it. The message carries the whole cause
+/// (printing it with `{}` tells what went wrong), so it is not repeated as a
+/// [`source`](std::error::Error::source).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// From the MSR interface.
+    /// A request the platform, the interface or the current state cannot satisfy.
     #[error(transparent)]
+    Request(RequestError),
+    /// A register access of the MSR interface failed.
+    #[error("{}", error_chain(.0))]
     Msr(MsrError),
-    /// From the OS (resctrl) interface.
-    #[error(transparent)]
+    /// A resctrl file of the OS interface could not be read or written, or the kernel
+    /// refused a write.
+    #[error("{}", error_chain(.0))]
     Resctrl(ResctrlError),
-    /// An operation the interface in use cannot do (per-task work on MSR).
-    #[error(transparent)]
-    Unsupported(#[from] Unsupported),
+}
+
+impl Error {
+    /// The MSR backend's error, when it failed there.
+    #[must_use]
+    pub const fn msr(&self) -> Option<&MsrError> {
+        match self {
+            Self::Msr(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The OS backend's error, when it failed there.
+    #[must_use]
+    pub const fn resctrl(&self) -> Option<&ResctrlError> {
+        match self {
+            Self::Resctrl(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl BackendError for Error {
+    fn request(&self) -> Option<&RequestError> {
+        match self {
+            Self::Request(r) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 impl From<MsrError> for Error {
     fn from(e: MsrError) -> Self {
         match e {
-            MsrError::Interface(u) => Self::Unsupported(u),
+            MsrError::Request(r) => Self::Request(r),
             e => Self::Msr(e),
         }
     }
@@ -81,9 +115,15 @@ impl From<MsrError> for Error {
 impl From<ResctrlError> for Error {
     fn from(e: ResctrlError) -> Self {
         match e {
-            ResctrlError::Interface(u) => Self::Unsupported(u),
+            ResctrlError::Request(r) => Self::Request(r),
             e => Self::Resctrl(e),
         }
+    }
+}
+
+impl From<RequestError> for Error {
+    fn from(e: RequestError) -> Self {
+        Self::Request(e)
     }
 }
 

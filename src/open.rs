@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rdt_core::{
     Capabilities, CpuidSource, DevCpuid, Interface, LogicalCpu, NativeCpuid, NoPmu, PmuCaps,
-    PmuSource, Topology, TopologyError, explain_no_rdt,
+    PmuSource, Topology, TopologyError, error_chain, explain_no_rdt,
 };
 use rdt_msr::{DevCpuMsr, MsrError, MsrIo};
 use rdt_resctrl::{ControlFileMount, KernelMount, ResctrlBackend, ResctrlError, ResctrlOptions};
@@ -307,7 +307,7 @@ pub enum OpenError {
         what: &'static str,
     },
     /// The topology could not be read from sysfs.
-    #[error("cannot read the CPU topology from {}: {}", .path.display(), chain(.source))]
+    #[error("cannot read the CPU topology from {}: {}", .path.display(), error_chain(.source))]
     Topology {
         /// The sysfs directory.
         path: PathBuf,
@@ -316,11 +316,11 @@ pub enum OpenError {
     },
     /// The MSR interface could not start (no `msr` module, not root, inconsistent CDP state
     /// across domains).
-    #[error("cannot open the MSR interface: {}", chain(.0))]
+    #[error("cannot open the MSR interface: {}", error_chain(.0))]
     Msr(MsrError),
     /// The OS interface could not start: resctrl is not mounted (the message says how to
     /// mount it), its `info/` does not parse, another tool holds its lock.
-    #[error("cannot open the OS interface: {}", chain(.0))]
+    #[error("cannot open the OS interface: {}", error_chain(.0))]
     Resctrl(ResctrlError),
 }
 
@@ -342,18 +342,6 @@ impl OpenError {
             _ => None,
         }
     }
-}
-
-/// `err` and each of its sources, joined with `: `.
-fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut next = err.source();
-    while let Some(e) = next {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        next = e.source();
-    }
-    text
 }
 
 /// Something worth telling the user about a platform that did open (pqos prints these as
@@ -688,7 +676,7 @@ fn host_pmu(
     match PerfPmu::open(&topology.all_cpus()) {
         Ok(pmu) => Box::new(pmu),
         Err(e) => {
-            log::debug!("perf events: {}", chain(&e));
+            log::debug!("perf events: {}", error_chain(&e));
             if policy == PmuCapsPolicy::Usable {
                 caps.pmu = PmuCaps::default();
             }

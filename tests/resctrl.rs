@@ -115,7 +115,13 @@ fn the_msr_interface_still_refuses_task_work_with_the_unsupported_error() {
     let e = rdt
         .associate_task(TaskId::new(1), ClassId::new(1))
         .expect_err("MSR has no tasks");
-    assert!(matches!(e, rdt::Error::Unsupported(_)), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            rdt::Error::Request(rdt::RequestError::NeedsOsInterface { .. })
+        ),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("OS (resctrl) interface"), "{e}");
 }
 

@@ -25,6 +25,10 @@ mod native;
 // FUSE-mounted simulated platform: DevCpuMsr's positioned reads, DevCpuid, the sysfs parser.
 mod sysroot;
 
+// One monitoring accumulator: both interfaces give the same values for the same traffic,
+// including an unreadable domain.
+mod monitoring;
+
 // The OS interface: Rdt::open_at(Iface::Os | Iface::Auto) and `pqos --iface=os --sysroot DIR`
 // on a FUSE-mounted simulated platform's resctrl.
 mod resctrl;

@@ -565,7 +565,7 @@ mod tests {
             panic!()
         };
         assert_eq!(m.groups.len(), 4);
-        assert!(m.groups.iter().all(|g| g.events == MonEvents::ALL));
+        assert!(m.groups.iter().all(|g| g.events == MonEvents::PQOS_ALL));
     }
 
     #[test]

@@ -463,7 +463,7 @@ pub struct MonGroupSpec {
     pub desc: String,
     /// The cores.
     pub cpus: CpuSet,
-    /// The events asked for (`all` = [`MonEvents::ALL`]); IPC and misses are added later.
+    /// The events asked for (`all` = [`MonEvents::PQOS_ALL`]); IPC and misses are added later.
     pub events: MonEvents,
 }
 
@@ -481,7 +481,7 @@ fn parse_event(name: &str, item: &str, rule: &str) -> Result<MonEvents, ArgError
         "mbl" => MonEvents::MBM_LOCAL,
         "mbr" => MonEvents::MBM_REMOTE,
         "mbt" => MonEvents::MBM_TOTAL,
-        "all" | "" => MonEvents::ALL,
+        "all" | "" => MonEvents::PQOS_ALL,
         _ => {
             return Err(err(format!(
                 "Unrecognized monitoring event type \"{name}\" in \"{item}\" ({rule})"
@@ -599,7 +599,7 @@ pub fn merge_groups(
     let mut out: Vec<MonGroupSpec> = Vec::new();
     for g in groups {
         if let Some(same) = out.iter_mut().find(|o| o.cpus == g.cpus) {
-            same.events = same.events | g.events;
+            same.events |= g.events;
             continue;
         }
         if let Some(other) = out.iter().find(|o| o.cpus.intersects(&g.cpus)) {
@@ -630,7 +630,7 @@ pub struct PidGroupSpec {
     pub desc: String,
     /// The process (or thread) ids, ascending, without duplicates.
     pub pids: Vec<TaskId>,
-    /// The events asked for (`all` = [`MonEvents::ALL`]); IPC and misses are added later.
+    /// The events asked for (`all` = [`MonEvents::PQOS_ALL`]); IPC and misses are added later.
     pub events: MonEvents,
 }
 
@@ -748,7 +748,7 @@ pub fn merge_pid_groups(
     let mut out: Vec<PidGroupSpec> = Vec::new();
     for g in groups {
         if let Some(same) = out.iter_mut().find(|o| o.pids == g.pids) {
-            same.events = same.events | g.events;
+            same.events |= g.events;
             continue;
         }
         if let Some((other, pid)) = out
@@ -1016,7 +1016,7 @@ mod tests {
         assert_eq!(descs, ["0-3", "4,5,6", "7-8", "9", "10"]);
         assert_eq!(m.0[2].events, MonEvents::MBM_REMOTE);
         let m: EvtCores = ":1".parse().unwrap();
-        assert_eq!(m.0[0].events, MonEvents::ALL);
+        assert_eq!(m.0[0].events, MonEvents::PQOS_ALL);
     }
 
     #[test]
@@ -1067,7 +1067,7 @@ mod tests {
         let g = pid_groups("all:1234,5678");
         assert_eq!(g.len(), 2);
         assert_eq!((g[0].desc.as_str(), &g[0].pids), ("1234", &tasks(&[1234])));
-        assert_eq!(g[1].events, MonEvents::ALL);
+        assert_eq!(g[1].events, MonEvents::PQOS_ALL);
         let g = pid_groups("llc:[1234,5678];mbl:7,9-8");
         let descs: Vec<&str> = g.iter().map(|g| g.desc.as_str()).collect();
         assert_eq!(descs, ["1234,5678", "7", "8", "9"]);

@@ -1,10 +1,8 @@
 //! The `Backend` trait both interfaces (MSR and resctrl) implement, and the values it speaks.
 
-use std::ops::BitOr;
-
 use crate::{
     CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, CpuSet, LogicalCpu, MbaLimit,
-    Rmid, TaskId, Topology,
+    MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId, Topology,
 };
 
 /// The interface a backend programs the hardware through (pqos `--iface`).
@@ -71,167 +69,18 @@ pub struct AllocReset {
     pub mba_ctrl: FeatureSetting,
 }
 
-/// A set of monitoring events (pqos `enum pqos_mon_event`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
-pub struct MonEvents(u32);
-
-impl MonEvents {
-    /// No events.
-    pub const NONE: Self = Self(0);
-    /// LLC occupancy (CMT), in bytes.
-    pub const LLC_OCCUPANCY: Self = Self(1);
-    /// Local memory bandwidth (MBM local).
-    pub const MBM_LOCAL: Self = Self(2);
-    /// Total memory bandwidth (MBM total).
-    pub const MBM_TOTAL: Self = Self(4);
-    /// Remote memory bandwidth, computed as total - local.
-    pub const MBM_REMOTE: Self = Self(8);
-    /// LLC misses (PMU).
-    pub const LLC_MISSES: Self = Self(0x4000);
-    /// Instructions per cycle (PMU).
-    pub const IPC: Self = Self(0x8000);
-    /// pqos's `all`: occupancy, local, remote, IPC and misses (not total).
-    pub const ALL: Self = Self(1 | 2 | 8 | 0x4000 | 0x8000);
-
-    /// Whether every event of `other` is in `self`.
-    #[must_use]
-    pub const fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    /// Whether no event is selected.
-    #[must_use]
-    pub const fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// `self` without the events of `other`.
-    #[must_use]
-    pub const fn without(self, other: Self) -> Self {
-        Self(self.0 & !other.0)
-    }
-
-    /// The raw bits (pqos's values).
-    #[must_use]
-    pub const fn bits(self) -> u32 {
-        self.0
-    }
-
-    /// The hardware (RMID-counted) events this selection needs: remote implies local and total.
-    #[must_use]
-    pub const fn rmid_events(self) -> Self {
-        let mut bits = self.0 & (1 | 2 | 4);
-        if self.0 & 8 != 0 {
-            bits |= 2 | 4;
-        }
-        Self(bits)
-    }
+/// What the error of every [`Backend`] offers code that is generic over the trait: the
+/// shared [`RequestError`] inside it, when that is what it is (a CPU in another tool's
+/// resctrl group, an unsupported event, out of RMIDs, ...), so the caller can tell these
+/// cases from a failed write without knowing the backend.
+pub trait BackendError: std::error::Error + Send + Sync + 'static + From<RequestError> {
+    /// The [`RequestError`] this error is, if any.
+    fn request(&self) -> Option<&RequestError>;
 }
 
-impl BitOr for MonEvents {
-    type Output = Self;
-    fn bitor(self, rhs: Self) -> Self {
-        Self(self.0 | rhs.0)
-    }
-}
-
-/// A handle to a monitoring group started on a backend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct MonGroupId(pub u32);
-
-/// The values of one monitoring group after a poll.
-///
-/// Deltas are since the previous poll; the first poll after start reports 0 deltas
-/// (pqos does the same). `None` means the event is not monitored or could not be read
-/// this time (IA32_QM_CTR Unavailable, no PMU).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct MonValues {
-    /// LLC occupancy in bytes, summed over the group's L3 domains.
-    pub llc_occupancy_bytes: Option<u64>,
-    /// Local memory traffic since the previous poll, in bytes.
-    pub mbm_local_delta_bytes: Option<u64>,
-    /// Total memory traffic since the previous poll, in bytes.
-    pub mbm_total_delta_bytes: Option<u64>,
-    /// Remote traffic since the previous poll (total - local, 0 if negative), in bytes.
-    pub mbm_remote_delta_bytes: Option<u64>,
-    /// Instructions retired since the previous poll.
-    pub instructions_delta: Option<u64>,
-    /// Unhalted core cycles since the previous poll.
-    pub cycles_delta: Option<u64>,
-    /// LLC misses since the previous poll.
-    pub llc_misses_delta: Option<u64>,
-}
-
-impl MonValues {
-    /// Instructions per cycle over the last interval; `None` without PMU data, 0 when no
-    /// cycle elapsed.
-    #[must_use]
-    #[allow(clippy::cast_precision_loss)] // counts far below 2^52 in one interval
-    pub fn ipc(&self) -> Option<f64> {
-        let (i, c) = (self.instructions_delta?, self.cycles_delta?);
-        Some(if c == 0 { 0.0 } else { i as f64 / c as f64 })
-    }
-}
-
-/// An operation the backend's interface cannot do: per-task allocation and monitoring need
-/// the OS interface (MSR RMIDs and COS follow CPUs only; pqos(8) narrows `-p` and `pid:` to
-/// `--iface=os`).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "{operation} needs the OS (resctrl) interface; this platform was opened with the {interface:?} interface"
-)]
-pub struct Unsupported {
-    /// What was asked (`"task association"`, `"PID monitoring"`).
-    pub operation: &'static str,
-    /// The interface in use.
-    pub interface: Interface,
-}
-
-/// Marks an error about a CPU or task that sits in a resctrl group another tool created
-/// ([`GroupOwner::Foreign`]): such a CPU or task has no pqos class of service, and it is not
-/// moved. A backend puts this in the [`source`](std::error::Error::source) chain of the
-/// error it returns for such a CPU or task ([`Backend::class_of`], [`Backend::associate`],
-/// [`Backend::class_of_task`], [`Backend::associate_task`]), so that code generic over
-/// [`Backend`] can tell this case from a failure and report the group
-/// ([`ForeignGroup::find`]). `pqos -s` prints such a CPU as
-/// `Core 3, L2ID 3, L3ID 0 => kubepods (not managed by pqos)`.
-///
-/// # References
-/// Linux `Documentation/arch/x86/resctrl.rst`, "Locking between applications" (several
-/// tools share one resctrl).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
-#[error(
-    "another tool created `{group}`, so pqos leaves the group, its CPUs and its tasks alone \
-     (change them with that tool)"
-)]
-pub struct ForeignGroup {
-    /// The group's path relative to the resctrl root: `kubepods`, `COS1/mon_groups/agent`.
-    pub group: String,
-}
-
-impl ForeignGroup {
-    /// The [`ForeignGroup`] in `err`'s chain (`err` itself, then each
-    /// [`source`](std::error::Error::source)), if any.
-    ///
-    /// # Examples
-    /// ```
-    /// use rdt_core::ForeignGroup;
-    /// #[derive(Debug, thiserror::Error)]
-    /// #[error("CPU 3 belongs to resctrl group kubepods")]
-    /// struct InForeignGroup(#[source] ForeignGroup);
-    /// let e = InForeignGroup(ForeignGroup { group: "kubepods".into() });
-    /// assert_eq!(ForeignGroup::find(&e).map(|f| f.group.as_str()), Some("kubepods"));
-    /// ```
-    #[must_use]
-    pub fn find<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a Self> {
-        let mut next = Some(err);
-        while let Some(e) = next {
-            if let Some(found) = e.downcast_ref::<Self>() {
-                return Some(found);
-            }
-            next = e.source();
-        }
-        None
+impl BackendError for RequestError {
+    fn request(&self) -> Option<&RequestError> {
+        Some(self)
     }
 }
 
@@ -294,8 +143,10 @@ pub enum MbaCtrl {
 /// Implementations validate their arguments against [`Backend::capabilities`] before
 /// writing anything, so a rejected call leaves the platform as it was.
 pub trait Backend {
-    /// The backend's error; the task methods' defaults return [`Unsupported`] through it.
-    type Error: std::error::Error + Send + Sync + 'static + From<Unsupported>;
+    /// The backend's error. Requests the platform or interface cannot carry out are
+    /// [`RequestError`]s in it (the task methods' defaults return
+    /// [`RequestError::NeedsOsInterface`] through it).
+    type Error: BackendError;
 
     /// The interface this backend uses.
     fn interface(&self) -> Interface;
@@ -405,7 +256,7 @@ pub trait Backend {
     /// The class the task `task` (one thread) is associated with.
     ///
     /// # Errors
-    /// [`Unsupported`] on the MSR interface; no such task; the files cannot be read.
+    /// [`RequestError::NeedsOsInterface`] on the MSR interface; no such task; the files cannot be read.
     fn class_of_task(&mut self, task: TaskId) -> Result<ClassId, Self::Error> {
         let _ = task;
         Err(self.unsupported("task association").into())
@@ -416,7 +267,7 @@ pub trait Backend {
     /// one id per write); a thread id moves that thread only.
     ///
     /// # Errors
-    /// [`Unsupported`] on the MSR interface; no such task or class (nothing is written then);
+    /// [`RequestError::NeedsOsInterface`] on the MSR interface; no such task or class (nothing is written then);
     /// the kernel refused a write.
     fn associate_task(&mut self, task: TaskId, class: ClassId) -> Result<(), Self::Error> {
         let _ = (task, class);
@@ -427,7 +278,7 @@ pub trait Backend {
     /// root group) that is every task not in another group.
     ///
     /// # Errors
-    /// [`Unsupported`] on the MSR interface; the files cannot be read.
+    /// [`RequestError::NeedsOsInterface`] on the MSR interface; the files cannot be read.
     fn tasks_of_class(&mut self, class: ClassId) -> Result<Vec<TaskId>, Self::Error> {
         let _ = class;
         Err(self.unsupported("task association").into())
@@ -437,7 +288,7 @@ pub trait Backend {
     /// every thread of each named process). IPC and misses come from per-task PMU counts.
     ///
     /// # Errors
-    /// [`Unsupported`] on the MSR interface; no such task, a task already monitored, events
+    /// [`RequestError::NeedsOsInterface`] on the MSR interface; no such task, a task already monitored, events
     /// unsupported, no RMID free.
     fn start_monitoring_tasks(
         &mut self,
@@ -463,9 +314,10 @@ pub trait Backend {
         Ok(Vec::new())
     }
 
-    /// The [`Unsupported`] error for `operation` on this backend's interface.
-    fn unsupported(&self, operation: &'static str) -> Unsupported {
-        Unsupported {
+    /// The [`RequestError::NeedsOsInterface`] error for `operation` on this backend's
+    /// interface.
+    fn unsupported(&self, operation: &'static str) -> RequestError {
+        RequestError::NeedsOsInterface {
             operation,
             interface: self.interface(),
         }

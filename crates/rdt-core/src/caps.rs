@@ -495,6 +495,31 @@ impl Capabilities {
     /// allocation resources present (pqos: `class_id < max(#L3, #L2, #MBA COS)`).
     #[must_use]
     pub fn max_classes(&self) -> u32 {
+        self.class_counts().max().unwrap_or(0)
+    }
+
+    /// The number of classes of service on the OS interface: resctrl gives a control group
+    /// one CLOSID valid for every resource, so there are as many as the resource with the
+    /// fewest (the kernel's `closids_supported()`, the minimum `num_closids`; pqos
+    /// `resctrl_alloc_get_grps_num`); 0 without allocation.
+    #[must_use]
+    pub fn os_classes(&self) -> u32 {
+        self.class_counts().min().unwrap_or(0)
+    }
+
+    /// The classes a CPU (or, on the OS interface, a task) can be associated with on
+    /// `interface`: [`Capabilities::max_classes`] on MSR, [`Capabilities::os_classes`] on
+    /// OS.
+    #[must_use]
+    pub fn classes(&self, interface: crate::Interface) -> u32 {
+        match interface {
+            crate::Interface::Msr => self.max_classes(),
+            crate::Interface::Os => self.os_classes(),
+        }
+    }
+
+    /// The usable class count of each allocation resource present.
+    fn class_counts(&self) -> impl Iterator<Item = u32> {
         [
             self.l3_cat.get().map(CatCaps::usable_classes),
             self.l2_cat.get().map(CatCaps::usable_classes),
@@ -503,7 +528,5 @@ impl Capabilities {
         ]
         .into_iter()
         .flatten()
-        .max()
-        .unwrap_or(0)
     }
 }

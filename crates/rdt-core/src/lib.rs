@@ -25,16 +25,19 @@ mod caps;
 pub mod cpuid;
 mod cpuset;
 mod detect;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 mod ids;
 mod mask;
 mod mba;
 pub mod monitor;
 pub mod pmu;
+mod request;
 pub mod topology;
 
 pub use backend::{
-    AllocReset, Backend, CatClass, CatMask, FeatureSetting, ForeignGroup, GroupInfo, GroupKind,
-    GroupOwner, Interface, MbaClass, MbaCtrl, MonEvents, MonGroupId, MonValues, Unsupported,
+    AllocReset, Backend, BackendError, CatClass, CatMask, FeatureSetting, GroupInfo, GroupKind,
+    GroupOwner, Interface, MbaClass, MbaCtrl,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, LimitError, MbaCaps, MbaKind,
@@ -49,5 +52,7 @@ pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{MbaLimit, ParseMbaLimitError};
+pub use monitor::{DomainValues, MonAccumulator, MonEvents, MonGroupId, MonValues, RmidEvent};
 pub use pmu::{NoPmu, PmuCounts, PmuSource, sum_deltas};
+pub use request::{RequestError, error_chain, holders};
 pub use topology::{CpuPlacement, Topology, TopologyError};

@@ -1,9 +1,250 @@
-//! Monitoring arithmetic: counter deltas with wrap-around, and unit conversions.
+//! Monitoring: which events a group counts ([`MonEvents`], pqos's selection rules in
+//! [`MonEvents::select`]), what a poll gives ([`MonValues`]), and the one accumulator both
+//! interfaces feed their raw readings into ([`MonAccumulator`]): counter width and wrap,
+//! upscaling, the first-poll rule, remote = total − local, PMU deltas and the policy for a
+//! domain that cannot be read.
 //!
 //! pqos's "KB" and "MB/s" are binary units (`pqos/monitor_utils.c`: `bytes / 1024.0`,
 //! `bytes / (1024.0 * 1024.0)`); they are named KiB and MiB here.
+//!
+//! # The Unavailable policy
+//! A reading of one domain can fail without the poll failing: IA32_QM_CTR with its
+//! Unavailable (bit 62) or Error (bit 63) flag on the MSR interface, `Unavailable`, `Error`
+//! or `Unassigned` in a resctrl `mon_data` file on the OS interface. Both interfaces treat
+//! it the same way, here:
+//! - the domain's own value for that event is `None` in [`MonValues::domains`];
+//! - the group's value for that event is `None` for this poll: a sum without one of its
+//!   domains would silently understate the group;
+//! - an interval's traffic (a `*_delta_bytes`) is known only when both of its ends were read,
+//!   so the poll after an unreadable one is `None` for that domain as well;
+//! - the cumulative counters ([`MonValues::mbm_local_bytes`], …) lose nothing: the next good
+//!   reading is compared with the last good one, so the bytes of the gap are counted then
+//!   (exact as long as the gap is shorter than one counter wrap: 2^width × upscaling factor
+//!   bytes, over a minute at 30 GB/s for a 24-bit counter with 64 KiB per count);
+//! - other events and other groups are unaffected.
+//!
+//! # References
+//! Intel SDM Vol. 3B, 18.18.5 "Reading Monitoring Data" (IA32_QM_CTR Error/Unavailable);
+//! Linux `Documentation/arch/x86/resctrl.rst`, "Reading monitored data"; pqos
+//! `lib/monitoring.c` (`pqos_mon_poll`), `lib/hw_monitoring.c`, `pqos/monitor.c`
+//! (`monitor_setup_events`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use crate::pmu::{PmuCounts, sum_deltas};
+use crate::{CacheDomain, Capabilities, RequestError};
+
+bitflags::bitflags! {
+    /// A set of monitoring events, with pqos's bit values (`enum pqos_mon_event`).
+    ///
+    /// The RMID-counted events are [`MonEvents::LLC_OCCUPANCY`], [`MonEvents::MBM_LOCAL`]
+    /// and [`MonEvents::MBM_TOTAL`]; [`MonEvents::MBM_REMOTE`] is computed as total − local
+    /// and needs both; [`MonEvents::IPC`] and [`MonEvents::LLC_MISSES`] come from the PMU
+    /// (perf events), not from RMIDs.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct MonEvents: u32 {
+        /// LLC occupancy (CMT), in bytes (pqos `PQOS_MON_EVENT_L3_OCCUP`).
+        const LLC_OCCUPANCY = 0x1;
+        /// Local memory bandwidth (MBM local; `PQOS_MON_EVENT_LMEM_BW`).
+        const MBM_LOCAL = 0x2;
+        /// Total memory bandwidth (MBM total; `PQOS_MON_EVENT_TMEM_BW`).
+        const MBM_TOTAL = 0x4;
+        /// Remote memory bandwidth, total − local (`PQOS_MON_EVENT_RMEM_BW`).
+        const MBM_REMOTE = 0x8;
+        /// LLC misses, from the PMU (`PQOS_PERF_EVENT_LLC_MISS`).
+        const LLC_MISSES = 0x4000;
+        /// Instructions per cycle, from the PMU (`PQOS_PERF_EVENT_IPC`).
+        const IPC = 0x8000;
+    }
+}
+
+impl MonEvents {
+    /// pqos's `all` (`-m all:…`): occupancy, local and remote bandwidth, IPC and LLC misses;
+    /// not total bandwidth, which pqos shows only when asked for (`mbt:`).
+    pub const PQOS_ALL: Self = Self::LLC_OCCUPANCY
+        .union(Self::MBM_LOCAL)
+        .union(Self::MBM_REMOTE)
+        .union(Self::LLC_MISSES)
+        .union(Self::IPC);
+
+    /// The PMU events: IPC and LLC misses.
+    pub const PMU: Self = Self::IPC.union(Self::LLC_MISSES);
+
+    /// The hardware (RMID-counted) events this selection needs: remote implies local and
+    /// total.
+    #[must_use]
+    pub const fn rmid_events(self) -> Self {
+        let mut e = self.intersection(
+            Self::LLC_OCCUPANCY
+                .union(Self::MBM_LOCAL)
+                .union(Self::MBM_TOTAL),
+        );
+        if self.contains(Self::MBM_REMOTE) {
+            e = e.union(Self::MBM_LOCAL).union(Self::MBM_TOTAL);
+        }
+        e
+    }
+
+    /// The events of a monitoring group as pqos chooses them (`pqos/monitor.c`,
+    /// `monitor_setup_events`): a request that contains [`MonEvents::PQOS_ALL`] becomes every
+    /// requested event the platform counts (`supported`), others are refused if the
+    /// platform does not count them, and get IPC and LLC misses added where supported;
+    /// `excluded` (pqos `--disable-mon-ipc`, `--disable-mon-llc_miss`) is never added.
+    ///
+    /// # Errors
+    /// [`RequestError::UnsupportedEvent`] for the first explicitly requested RMID event
+    /// (occupancy, local, remote, total, in that order) that `supported` lacks.
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::MonEvents;
+    /// let supported = MonEvents::LLC_OCCUPANCY | MonEvents::IPC;
+    /// assert_eq!(
+    ///     MonEvents::PQOS_ALL.select(supported, MonEvents::empty()),
+    ///     Ok(MonEvents::LLC_OCCUPANCY | MonEvents::IPC)
+    /// );
+    /// assert_eq!(
+    ///     MonEvents::LLC_OCCUPANCY.select(supported, MonEvents::IPC),
+    ///     Ok(MonEvents::LLC_OCCUPANCY)
+    /// );
+    /// assert!(MonEvents::MBM_TOTAL.select(supported, MonEvents::empty()).is_err());
+    /// ```
+    pub fn select(self, supported: Self, excluded: Self) -> Result<Self, RequestError> {
+        let offered = supported.difference(excluded);
+        if self.contains(Self::PQOS_ALL) {
+            return Ok(self.intersection(offered));
+        }
+        for event in [
+            Self::LLC_OCCUPANCY,
+            Self::MBM_LOCAL,
+            Self::MBM_REMOTE,
+            Self::MBM_TOTAL,
+        ] {
+            if self.contains(event) && !supported.contains(event) {
+                return Err(RequestError::UnsupportedEvent {
+                    event,
+                    needed_for: None,
+                });
+            }
+        }
+        Ok(self | offered.intersection(Self::PMU))
+    }
+
+    /// What the event is, for messages: `LLC occupancy`, `local memory bandwidth`, …; the
+    /// names of a set's events joined with `, ` for a set.
+    #[must_use]
+    pub fn describe(self) -> String {
+        let names: Vec<&str> = self
+            .iter()
+            .map(|e| match e {
+                Self::LLC_OCCUPANCY => "LLC occupancy",
+                Self::MBM_LOCAL => "local memory bandwidth",
+                Self::MBM_TOTAL => "total memory bandwidth",
+                Self::MBM_REMOTE => "remote memory bandwidth",
+                Self::LLC_MISSES => "LLC misses",
+                Self::IPC => "instructions per cycle",
+                _ => "an unknown event",
+            })
+            .collect();
+        names.join(", ")
+    }
+}
+
+/// An RMID-counted event: what IA32_QM_EVTSEL selects and what a resctrl `mon_data`
+/// directory holds one file of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RmidEvent {
+    /// LLC occupancy: bytes in the cache now (event id 1; `llc_occupancy`).
+    LlcOccupancy,
+    /// Local memory traffic: a running count (event id 3; `mbm_local_bytes`).
+    MbmLocal,
+    /// Total memory traffic: a running count (event id 2; `mbm_total_bytes`).
+    MbmTotal,
+}
+
+impl RmidEvent {
+    /// Every RMID event, in the order a poll reads them.
+    pub const ALL: [Self; 3] = [Self::LlcOccupancy, Self::MbmLocal, Self::MbmTotal];
+
+    /// The event as a [`MonEvents`] flag.
+    #[must_use]
+    pub const fn flag(self) -> MonEvents {
+        match self {
+            Self::LlcOccupancy => MonEvents::LLC_OCCUPANCY,
+            Self::MbmLocal => MonEvents::MBM_LOCAL,
+            Self::MbmTotal => MonEvents::MBM_TOTAL,
+        }
+    }
+
+    /// The kernel's name: the `mon_data/mon_L3_XX/` file and the `info/L3_MON/mon_features`
+    /// entry.
+    #[must_use]
+    pub const fn resctrl_name(self) -> &'static str {
+        match self {
+            Self::LlcOccupancy => "llc_occupancy",
+            Self::MbmLocal => "mbm_local_bytes",
+            Self::MbmTotal => "mbm_total_bytes",
+        }
+    }
+
+    /// The RMID events of `events` ([`MonEvents::rmid_events`]), in [`RmidEvent::ALL`]'s
+    /// order.
+    pub fn of(events: MonEvents) -> impl Iterator<Item = Self> {
+        let rmid = events.rmid_events();
+        Self::ALL
+            .into_iter()
+            .filter(move |e| rmid.contains(e.flag()))
+    }
+}
+
+impl Capabilities {
+    /// The events this platform can count (pqos's `all_evts`): the RMID events CPUID (or
+    /// resctrl's `info/L3_MON/mon_features`) lists, remote where local and total both exist,
+    /// and the PMU events [`crate::PmuCaps`] reports usable.
+    #[must_use]
+    pub fn supported_events(&self) -> MonEvents {
+        let mut e = MonEvents::empty();
+        if let Some(m) = self.monitoring.get() {
+            e.set(MonEvents::LLC_OCCUPANCY, m.events.llc_occupancy);
+            e.set(MonEvents::MBM_LOCAL, m.events.mbm_local);
+            e.set(MonEvents::MBM_TOTAL, m.events.mbm_total);
+            e.set(
+                MonEvents::MBM_REMOTE,
+                m.events.mbm_local && m.events.mbm_total,
+            );
+        }
+        e.set(MonEvents::IPC, self.pmu.ipc);
+        e.set(MonEvents::LLC_MISSES, self.pmu.llc_misses);
+        e
+    }
+
+    /// The RMID events a group monitoring `events` reads, checked against the monitoring
+    /// capabilities (IPC and LLC misses need no RMID and are not checked here).
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`] when the platform has no CMT/MBM at all;
+    /// [`RequestError::UnsupportedEvent`] naming the first RMID event it does not count (and
+    /// remote bandwidth when that is what needs it).
+    pub fn check_rmid_events(&self, events: MonEvents) -> Result<MonEvents, RequestError> {
+        let rmid = events.rmid_events();
+        if rmid.is_empty() {
+            return Ok(rmid);
+        }
+        if self.monitoring.get().is_none() {
+            return Err(RequestError::Unsupported(
+                "CMT/MBM monitoring is not supported on this platform (CPUID.(EAX=0FH))".into(),
+            ));
+        }
+        let supported = self.supported_events();
+        match RmidEvent::of(events).find(|e| !supported.contains(e.flag())) {
+            Some(missing) => Err(RequestError::UnsupportedEvent {
+                event: missing.flag(),
+                needed_for: (!events.contains(missing.flag())).then_some(MonEvents::MBM_REMOTE),
+            }),
+            None => Ok(rmid),
+        }
+    }
+}
 
 /// The increase of a counter `width` bits wide from `old` to `new`, assuming it wrapped at
 /// most once (`2^width` is the wrap point; IA32_QM_CTR data is 24 + CPUID.(0FH,1):EAX\[7:0\]
@@ -19,12 +260,17 @@ use std::time::Duration;
 /// ```
 #[must_use]
 pub const fn counter_delta(old: u64, new: u64, width: u32) -> u64 {
-    let mask = if width >= 64 {
+    let mask = width_mask(width);
+    (new & mask).wrapping_sub(old & mask) & mask
+}
+
+/// The value mask of a counter `width` bits wide.
+const fn width_mask(width: u32) -> u64 {
+    if width >= 64 {
         u64::MAX
     } else {
         (1u64 << width) - 1
-    };
-    (new & mask).wrapping_sub(old & mask) & mask
+    }
 }
 
 /// Bytes to KiB (pqos's `LLC[KB]`).
@@ -51,6 +297,356 @@ impl MibPerSec {
             return Self(0.0);
         }
         Self(bytes as f64 / (1024.0 * 1024.0) / secs)
+    }
+}
+
+/// A handle to a monitoring group started on a backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MonGroupId(pub u32);
+
+/// One L3 monitoring domain's values of a group after a poll (see the module's Unavailable
+/// policy). Byte values are already upscaled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DomainValues {
+    /// The L3 domain (cache id; `mon_L3_XX` on resctrl).
+    pub domain: CacheDomain,
+    /// LLC occupancy now, in bytes; `None` when not monitored or not readable this poll.
+    pub llc_occupancy_bytes: Option<u64>,
+    /// Local memory traffic since the group started, in bytes (monotonic, wraps handled);
+    /// `None` when not monitored or never read yet.
+    pub mbm_local_bytes: Option<u64>,
+    /// Total memory traffic since the group started, in bytes, as `mbm_local_bytes`.
+    pub mbm_total_bytes: Option<u64>,
+    /// Local memory traffic since the previous poll, in bytes; `None` unless both polls read
+    /// the domain (0 on the group's first poll).
+    pub mbm_local_delta_bytes: Option<u64>,
+    /// Total memory traffic since the previous poll, in bytes, as `mbm_local_delta_bytes`.
+    pub mbm_total_delta_bytes: Option<u64>,
+}
+
+impl DomainValues {
+    const fn new(domain: CacheDomain) -> Self {
+        Self {
+            domain,
+            llc_occupancy_bytes: None,
+            mbm_local_bytes: None,
+            mbm_total_bytes: None,
+            mbm_local_delta_bytes: None,
+            mbm_total_delta_bytes: None,
+        }
+    }
+}
+
+/// The values of one monitoring group after a poll.
+///
+/// Deltas are since the previous poll; the first poll after start reports 0 deltas (pqos
+/// does the same). `None` means the event is not monitored or could not be read this time
+/// (see the module's Unavailable policy; no PMU for IPC and misses). Group values are sums
+/// over the group's L3 domains ([`MonValues::domains`]).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct MonValues {
+    /// LLC occupancy in bytes, summed over the group's L3 domains.
+    pub llc_occupancy_bytes: Option<u64>,
+    /// Local memory traffic since the previous poll, in bytes.
+    pub mbm_local_delta_bytes: Option<u64>,
+    /// Total memory traffic since the previous poll, in bytes.
+    pub mbm_total_delta_bytes: Option<u64>,
+    /// Remote traffic since the previous poll (total − local, 0 if negative; pqos
+    /// `lib/monitoring.c`), in bytes.
+    pub mbm_remote_delta_bytes: Option<u64>,
+    /// Local memory traffic since the group started, in bytes: a counter that never goes
+    /// back (hardware wraps handled), for exporters.
+    pub mbm_local_bytes: Option<u64>,
+    /// Total memory traffic since the group started, in bytes, as `mbm_local_bytes`.
+    pub mbm_total_bytes: Option<u64>,
+    /// Instructions retired since the previous poll.
+    pub instructions_delta: Option<u64>,
+    /// Unhalted core cycles since the previous poll.
+    pub cycles_delta: Option<u64>,
+    /// LLC misses since the previous poll.
+    pub llc_misses_delta: Option<u64>,
+    /// Per L3 domain, ascending by domain: the RMID events' values of each domain the group
+    /// spans (empty when it monitors no RMID event).
+    pub domains: Vec<DomainValues>,
+    /// When the poll that produced these values finished (monotonic clock); `None` before
+    /// the first poll.
+    pub polled_at: Option<Instant>,
+    /// Time since the previous poll (zero on the first), measured by the backend on the
+    /// monotonic clock.
+    pub interval: Duration,
+}
+
+impl MonValues {
+    /// Instructions per cycle over the last interval; `None` without PMU data, 0 when no
+    /// cycle elapsed.
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)] // counts far below 2^52 in one interval
+    pub fn ipc(&self) -> Option<f64> {
+        let (i, c) = (self.instructions_delta?, self.cycles_delta?);
+        Some(if c == 0 { 0.0 } else { i as f64 / c as f64 })
+    }
+
+    /// The values without their timestamps ([`MonValues::polled_at`],
+    /// [`MonValues::interval`]): what two runs over the same traffic have in common.
+    #[must_use]
+    pub fn without_time(&self) -> Self {
+        Self {
+            polled_at: None,
+            interval: Duration::ZERO,
+            ..self.clone()
+        }
+    }
+}
+
+/// How an interface's raw RMID counter readings translate into bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CounterFormat {
+    /// Counter width in bits: MBM readings wrap at `2^width` (IA32_QM_CTR: 24 +
+    /// CPUID.(0FH,1):EAX\[7:0\]; resctrl: 64, the kernel extends the hardware counter).
+    pub width: u32,
+    /// Bytes per count (IA32_QM_CTR: the upscaling factor, CPUID.(0FH,1):EBX; resctrl: 1,
+    /// the kernel reports bytes).
+    pub bytes_per_count: u64,
+}
+
+impl CounterFormat {
+    /// resctrl's `mon_data` files: 64-bit byte counts.
+    pub const BYTES: Self = Self {
+        width: 64,
+        bytes_per_count: 1,
+    };
+
+    /// IA32_QM_CTR as the monitoring capabilities describe it; 64-bit single bytes when the
+    /// platform has no monitoring.
+    #[must_use]
+    pub fn of_qm_ctr(caps: &Capabilities) -> Self {
+        caps.monitoring.get().map_or(Self::BYTES, |m| Self {
+            width: m.counter_width,
+            bytes_per_count: u64::from(m.upscaling_factor),
+        })
+    }
+}
+
+/// One counter context of a group: an RMID in an L3 domain (one per domain on the MSR
+/// interface; one per monitor-group directory and domain on resctrl, where a group whose
+/// CPUs sit in several control groups has a directory under each).
+#[derive(Clone, Debug)]
+struct Context {
+    domain: usize,
+    /// This poll's readings, by [`RmidEvent`] index; `None`: unread or unreadable.
+    now: [Option<u64>; 3],
+    /// The last good MBM reading (local, total), masked to the width.
+    last_good: [Option<u64>; 2],
+    /// Whether the previous poll read MBM (local, total) successfully.
+    prev_ok: [bool; 2],
+    /// Bytes counted since start (local, total), `None` until the first good reading.
+    cumulative: [Option<u64>; 2],
+}
+
+/// Turns a group's raw readings into [`MonValues`], the same way on both interfaces.
+///
+/// A backend creates one per monitoring group with its counter contexts (one per RMID per
+/// L3 domain) and, each poll, records every context's readings ([`MonAccumulator::record`])
+/// and the PMU counts of the group's members ([`MonAccumulator::record_pmu`]), then calls
+/// [`MonAccumulator::finish`]. It handles the counter width and wrap, the upscaling factor,
+/// the first poll (zero deltas), remote = total − local, PMU deltas and unreadable domains
+/// (the module's Unavailable policy).
+///
+/// # Examples
+/// ```
+/// use std::time::Instant;
+/// use rdt_core::monitor::{CounterFormat, MonAccumulator, RmidEvent};
+/// use rdt_core::{CacheDomain, MonEvents};
+///
+/// let format = CounterFormat { width: 24, bytes_per_count: 64 };
+/// let events = MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL;
+/// let mut acc = MonAccumulator::new(events, &[CacheDomain::new(0)], format, 0);
+/// acc.record(0, RmidEvent::MbmLocal, Some(0xff_fff0));
+/// acc.finish(Instant::now());
+/// acc.record(0, RmidEvent::LlcOccupancy, Some(10));
+/// acc.record(0, RmidEvent::MbmLocal, Some(0x10)); // wrapped at 2^24
+/// let v = acc.finish(Instant::now());
+/// assert_eq!(v.mbm_local_delta_bytes, Some(0x20 * 64));
+/// assert_eq!(v.llc_occupancy_bytes, Some(640));
+/// ```
+#[derive(Clone, Debug)]
+pub struct MonAccumulator {
+    events: MonEvents,
+    rmid: MonEvents,
+    format: CounterFormat,
+    /// The distinct domains, ascending.
+    domains: Vec<CacheDomain>,
+    contexts: Vec<Context>,
+    pmu_prev: Vec<Option<PmuCounts>>,
+    /// This poll's PMU deltas; `None` when not recorded or not countable.
+    pmu_now: Option<PmuCounts>,
+    polled: bool,
+    values: MonValues,
+}
+
+const fn event_index(event: RmidEvent) -> usize {
+    match event {
+        RmidEvent::LlcOccupancy => 0,
+        RmidEvent::MbmLocal => 1,
+        RmidEvent::MbmTotal => 2,
+    }
+}
+
+fn sum(mut values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    values.try_fold(0u64, |acc, v| Some(acc.saturating_add(v?)))
+}
+
+impl MonAccumulator {
+    /// An accumulator for a group monitoring `events` whose counter contexts are in
+    /// `contexts` (an L3 domain each, in the order the backend records them; a domain may
+    /// appear more than once), reading counters in `format`, with `pmu_members` members
+    /// (CPUs or tasks) counted on the PMU.
+    #[must_use]
+    pub fn new(
+        events: MonEvents,
+        contexts: &[CacheDomain],
+        format: CounterFormat,
+        pmu_members: usize,
+    ) -> Self {
+        let mut domains = contexts.to_vec();
+        domains.sort_unstable();
+        domains.dedup();
+        let contexts = contexts
+            .iter()
+            .map(|d| Context {
+                domain: domains.binary_search(d).unwrap_or_default(),
+                now: [None; 3],
+                last_good: [None; 2],
+                prev_ok: [false; 2],
+                cumulative: [None; 2],
+            })
+            .collect();
+        Self {
+            events,
+            rmid: events.rmid_events(),
+            format,
+            domains,
+            contexts,
+            pmu_prev: vec![None; pmu_members],
+            pmu_now: None,
+            polled: false,
+            values: MonValues::default(),
+        }
+    }
+
+    /// The events the group monitors.
+    #[must_use]
+    pub const fn events(&self) -> MonEvents {
+        self.events
+    }
+
+    /// The values of the last [`MonAccumulator::finish`].
+    #[must_use]
+    pub const fn values(&self) -> &MonValues {
+        &self.values
+    }
+
+    /// Records this poll's raw reading of `event` in counter context `context` (an index
+    /// into the `contexts` given to [`MonAccumulator::new`]): counts as the hardware or
+    /// kernel gives them, or `None` when unreadable (Unavailable, Error, Unassigned). A
+    /// context not recorded in a poll counts as unreadable; an out-of-range index is ignored.
+    pub fn record(&mut self, context: usize, event: RmidEvent, reading: Option<u64>) {
+        if let Some(c) = self.contexts.get_mut(context) {
+            c.now[event_index(event)] = reading.map(|r| r & width_mask(self.format.width));
+        }
+    }
+
+    /// Records this poll's cumulative PMU counts of the group's members, one per member in a
+    /// fixed order (`None` for a member that cannot be counted).
+    pub fn record_pmu(&mut self, readings: impl IntoIterator<Item = Option<PmuCounts>>) {
+        let first = !self.polled;
+        self.pmu_now = sum_deltas(&mut self.pmu_prev, readings, first);
+    }
+
+    /// Ends a poll that finished at `at`: computes the values from what was recorded and
+    /// clears the readings for the next poll.
+    pub fn finish(&mut self, at: Instant) -> &MonValues {
+        let first = !self.polled;
+        let scale = self.format.bytes_per_count;
+        let width = self.format.width;
+        let mut domains: Vec<DomainValues> =
+            self.domains.iter().map(|&d| DomainValues::new(d)).collect();
+        // Per domain, per event: the sum over its contexts, `None` if any is unknown.
+        let mut occupancy: Vec<Option<u64>> = vec![Some(0); domains.len()];
+        let mut deltas: Vec<[Option<u64>; 2]> = vec![[Some(0); 2]; domains.len()];
+        let mut cumulative: Vec<[Option<u64>; 2]> = vec![[Some(0); 2]; domains.len()];
+        for c in &mut self.contexts {
+            let d = c.domain;
+            occupancy[d] =
+                sum([occupancy[d], c.now[0].map(|v| v.saturating_mul(scale))].into_iter());
+            for (i, event) in [RmidEvent::MbmLocal, RmidEvent::MbmTotal]
+                .into_iter()
+                .enumerate()
+            {
+                let now = c.now[event_index(event)];
+                let delta = match (now, c.last_good[i]) {
+                    (Some(n), Some(last)) => {
+                        let d = counter_delta(last, n, width).saturating_mul(scale);
+                        c.cumulative[i] = Some(c.cumulative[i].unwrap_or(0).saturating_add(d));
+                        c.prev_ok[i].then_some(d)
+                    }
+                    (Some(_), None) => {
+                        c.cumulative[i] = Some(c.cumulative[i].unwrap_or(0));
+                        first.then_some(0)
+                    }
+                    (None, _) => None,
+                };
+                if now.is_some() {
+                    c.last_good[i] = now;
+                }
+                c.prev_ok[i] = now.is_some();
+                deltas[d][i] = sum([deltas[d][i], delta].into_iter());
+                cumulative[d][i] = sum([cumulative[d][i], c.cumulative[i]].into_iter());
+            }
+            c.now = [None; 3];
+        }
+        let has = |e: MonEvents| self.rmid.contains(e);
+        for (i, dv) in domains.iter_mut().enumerate() {
+            dv.llc_occupancy_bytes = occupancy[i].filter(|_| has(MonEvents::LLC_OCCUPANCY));
+            dv.mbm_local_delta_bytes = deltas[i][0].filter(|_| has(MonEvents::MBM_LOCAL));
+            dv.mbm_total_delta_bytes = deltas[i][1].filter(|_| has(MonEvents::MBM_TOTAL));
+            dv.mbm_local_bytes = cumulative[i][0].filter(|_| has(MonEvents::MBM_LOCAL));
+            dv.mbm_total_bytes = cumulative[i][1].filter(|_| has(MonEvents::MBM_TOTAL));
+        }
+        let group = |f: fn(&DomainValues) -> Option<u64>| {
+            if domains.is_empty() {
+                None
+            } else {
+                sum(domains.iter().map(f))
+            }
+        };
+        let v = &mut self.values;
+        v.llc_occupancy_bytes = group(|d| d.llc_occupancy_bytes);
+        v.mbm_local_delta_bytes = group(|d| d.mbm_local_delta_bytes);
+        v.mbm_total_delta_bytes = group(|d| d.mbm_total_delta_bytes);
+        v.mbm_local_bytes = group(|d| d.mbm_local_bytes);
+        v.mbm_total_bytes = group(|d| d.mbm_total_bytes);
+        v.mbm_remote_delta_bytes = if self.events.contains(MonEvents::MBM_REMOTE) {
+            // RMEM = total - local, 0 if negative (pqos lib/monitoring.c)
+            v.mbm_total_delta_bytes
+                .zip(v.mbm_local_delta_bytes)
+                .map(|(t, l)| t.saturating_sub(l))
+        } else {
+            None
+        };
+        v.domains = domains;
+        let pmu = self.pmu_now.take();
+        let want_ipc = self.events.contains(MonEvents::IPC);
+        let want_misses = self.events.contains(MonEvents::LLC_MISSES);
+        v.instructions_delta = pmu.filter(|_| want_ipc).map(|a| a.instructions);
+        v.cycles_delta = pmu.filter(|_| want_ipc).map(|a| a.cycles);
+        v.llc_misses_delta = pmu.filter(|_| want_misses).map(|a| a.llc_misses);
+        v.interval = v
+            .polled_at
+            .map_or(Duration::ZERO, |p| at.saturating_duration_since(p));
+        v.polled_at = Some(at);
+        self.polled = true;
+        &self.values
     }
 }
 
@@ -83,5 +679,166 @@ mod tests {
             let new = (old & mask).wrapping_add(inc) & mask;
             prop_assert_eq!(counter_delta(old, new, width), inc);
         }
+    }
+
+    #[test]
+    fn remote_implies_local_and_total_and_pqos_all_excludes_total() {
+        assert_eq!(
+            MonEvents::MBM_REMOTE.rmid_events(),
+            MonEvents::MBM_LOCAL | MonEvents::MBM_TOTAL
+        );
+        assert!(!MonEvents::PQOS_ALL.contains(MonEvents::MBM_TOTAL));
+        assert_eq!(MonEvents::PQOS_ALL.bits(), 0xc00b, "pqos's values");
+        assert_eq!(
+            RmidEvent::of(MonEvents::PQOS_ALL).collect::<Vec<_>>(),
+            RmidEvent::ALL
+        );
+    }
+
+    #[test]
+    fn selection_follows_pqos_monitor_setup_events() {
+        let hw = MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL | MonEvents::MBM_TOTAL;
+        let supported = hw | MonEvents::MBM_REMOTE | MonEvents::PMU;
+        // all: every supported event of the request, minus the excluded ones
+        assert_eq!(
+            (MonEvents::PQOS_ALL | MonEvents::MBM_TOTAL).select(supported, MonEvents::IPC),
+            Ok(supported.difference(MonEvents::IPC))
+        );
+        // explicit: PMU events added unless excluded
+        assert_eq!(
+            MonEvents::MBM_LOCAL.select(supported, MonEvents::LLC_MISSES),
+            Ok(MonEvents::MBM_LOCAL | MonEvents::IPC)
+        );
+        // explicit and unsupported: refused, naming the event
+        assert_eq!(
+            MonEvents::MBM_REMOTE.select(MonEvents::LLC_OCCUPANCY, MonEvents::empty()),
+            Err(RequestError::UnsupportedEvent {
+                event: MonEvents::MBM_REMOTE,
+                needed_for: None
+            })
+        );
+    }
+
+    const D0: CacheDomain = CacheDomain::new(0);
+    const D1: CacheDomain = CacheDomain::new(1);
+
+    fn two_domains(events: MonEvents) -> MonAccumulator {
+        let f = CounterFormat {
+            width: 24,
+            bytes_per_count: 100,
+        };
+        MonAccumulator::new(events, &[D0, D1], f, 0)
+    }
+
+    fn poll(
+        acc: &mut MonAccumulator,
+        local: [Option<u64>; 2],
+        total: [Option<u64>; 2],
+    ) -> MonValues {
+        for i in 0..2 {
+            acc.record(i, RmidEvent::MbmLocal, local[i]);
+            acc.record(i, RmidEvent::MbmTotal, total[i]);
+        }
+        acc.finish(Instant::now()).clone()
+    }
+
+    #[test]
+    fn first_poll_is_zero_then_deltas_are_upscaled_and_remote_is_total_minus_local() {
+        let mut acc = two_domains(MonEvents::MBM_REMOTE);
+        let v = poll(&mut acc, [Some(10), Some(20)], [Some(50), Some(60)]);
+        assert_eq!(v.mbm_local_delta_bytes, Some(0));
+        assert_eq!(v.mbm_remote_delta_bytes, Some(0));
+        assert_eq!(v.mbm_local_bytes, Some(0));
+        let v = poll(&mut acc, [Some(11), Some(23)], [Some(60), Some(62)]);
+        assert_eq!(v.mbm_local_delta_bytes, Some(400));
+        assert_eq!(v.mbm_total_delta_bytes, Some(1200));
+        assert_eq!(v.mbm_remote_delta_bytes, Some(800));
+        assert_eq!(v.domains[1].mbm_local_delta_bytes, Some(300));
+        assert_eq!(v.domains[1].domain, D1);
+        assert_eq!(v.mbm_total_bytes, Some(1200));
+    }
+
+    #[test]
+    fn an_unreadable_domain_blanks_the_group_event_but_the_cumulative_count_loses_nothing() {
+        let mut acc = two_domains(MonEvents::MBM_LOCAL | MonEvents::MBM_TOTAL);
+        poll(&mut acc, [Some(10), Some(20)], [Some(0), Some(0)]);
+        poll(&mut acc, [Some(12), Some(21)], [Some(0), Some(0)]);
+        // domain 1 unavailable this poll
+        let v = poll(&mut acc, [Some(13), None], [Some(0), Some(0)]);
+        assert_eq!(
+            v.mbm_local_delta_bytes, None,
+            "a partial sum would understate"
+        );
+        assert_eq!(v.domains[0].mbm_local_delta_bytes, Some(100));
+        assert_eq!(v.domains[1].mbm_local_delta_bytes, None);
+        assert_eq!(v.mbm_total_delta_bytes, Some(0), "other events unaffected");
+        assert_eq!(
+            v.mbm_local_bytes,
+            Some(300 + 100),
+            "the last good count of domain 1 stays"
+        );
+        // readable again: the interval is not placed (one end missing), the bytes are counted
+        let v = poll(&mut acc, [Some(14), Some(25)], [Some(0), Some(0)]);
+        assert_eq!(v.domains[1].mbm_local_delta_bytes, None);
+        assert_eq!(v.mbm_local_delta_bytes, None);
+        assert_eq!(v.mbm_local_bytes, Some(400 + 500));
+        let v = poll(&mut acc, [Some(15), Some(26)], [Some(0), Some(0)]);
+        assert_eq!(v.mbm_local_delta_bytes, Some(200));
+        assert_eq!(v.mbm_local_bytes, Some(500 + 600));
+    }
+
+    #[test]
+    fn cumulative_counts_cross_the_counter_wrap() {
+        let mut acc = two_domains(MonEvents::MBM_TOTAL);
+        let top = (1u64 << 24) - 5;
+        poll(&mut acc, [None, None], [Some(top), Some(0)]);
+        let v = poll(&mut acc, [None, None], [Some(5), Some(1)]);
+        assert_eq!(v.domains[0].mbm_total_delta_bytes, Some(1000));
+        assert_eq!(v.mbm_total_bytes, Some(1100));
+        assert_eq!(v.mbm_local_bytes, None, "not monitored");
+    }
+
+    #[test]
+    fn occupancy_is_summed_per_domain_over_its_contexts_and_blank_when_one_is_unknown() {
+        let f = CounterFormat::BYTES;
+        let mut acc = MonAccumulator::new(MonEvents::LLC_OCCUPANCY, &[D1, D0, D1], f, 0);
+        acc.record(0, RmidEvent::LlcOccupancy, Some(5));
+        acc.record(1, RmidEvent::LlcOccupancy, Some(7));
+        acc.record(2, RmidEvent::LlcOccupancy, Some(11));
+        let v = acc.finish(Instant::now()).clone();
+        assert_eq!(v.domains.len(), 2);
+        assert_eq!(v.domains[0].llc_occupancy_bytes, Some(7));
+        assert_eq!(v.domains[1].llc_occupancy_bytes, Some(16));
+        assert_eq!(v.llc_occupancy_bytes, Some(23));
+        acc.record(0, RmidEvent::LlcOccupancy, Some(5));
+        acc.record(1, RmidEvent::LlcOccupancy, Some(7));
+        let v = acc.finish(Instant::now()).clone();
+        assert_eq!(
+            v.domains[1].llc_occupancy_bytes, None,
+            "context 2 unrecorded"
+        );
+        assert_eq!(v.llc_occupancy_bytes, None);
+    }
+
+    #[test]
+    fn pmu_deltas_and_time_are_reported() {
+        let mut acc = MonAccumulator::new(MonEvents::IPC, &[], CounterFormat::BYTES, 1);
+        let c = |i, cy| PmuCounts {
+            instructions: i,
+            cycles: cy,
+            llc_misses: 0,
+        };
+        let t0 = Instant::now();
+        acc.record_pmu([Some(c(100, 100))]);
+        let v = acc.finish(t0).clone();
+        assert_eq!(v.instructions_delta, Some(0));
+        assert_eq!(v.interval, Duration::ZERO);
+        acc.record_pmu([Some(c(400, 250))]);
+        let v = acc.finish(t0 + Duration::from_secs(1)).clone();
+        assert_eq!(v.ipc(), Some(2.0));
+        assert_eq!(v.llc_misses_delta, None, "not monitored");
+        assert_eq!(v.llc_occupancy_bytes, None, "no RMID event, no domain");
+        assert_eq!(v.interval, Duration::from_secs(1));
+        assert_eq!(v.polled_at, Some(t0 + Duration::from_secs(1)));
     }
 }

@@ -2,12 +2,14 @@
 
 use std::fmt;
 
-use rdt_core::monitor::counter_delta;
+use std::time::Instant;
+
+use rdt_core::monitor::CounterFormat;
 use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
     CatResource, ClassId, CpuSet, FeatureSetting, Interface, LimitError, LogicalCpu, MbaClass,
-    MbaKind, MbaLimit, MonEvents, MonGroupId, MonValues, NoPmu, PmuCounts, PmuSource, Rmid,
-    Topology, sum_deltas,
+    MbaKind, MbaLimit, MonAccumulator, MonEvents, MonGroupId, MonValues, NoPmu, PmuSource,
+    RequestError, Rmid, RmidEvent, Topology,
 };
 
 use crate::regs::{
@@ -44,24 +46,13 @@ fn domains(ids: Vec<CacheDomain>, cpus_of: impl Fn(CacheDomain) -> CpuSet) -> Ve
         .collect()
 }
 
-/// A hardware (RMID-counted) event, in IA32_QM_EVTSEL terms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum HwEvent {
-    /// Event id 1.
-    Occupancy,
-    /// Event id 3.
-    MbmLocal,
-    /// Event id 2.
-    MbmTotal,
-}
-
-impl HwEvent {
-    const fn id(self) -> u64 {
-        match self {
-            Self::Occupancy => regs::EVT_LLC_OCCUPANCY,
-            Self::MbmLocal => regs::EVT_MBM_LOCAL,
-            Self::MbmTotal => regs::EVT_MBM_TOTAL,
-        }
+/// The IA32_QM_EVTSEL event id of an RMID event (SDM Vol. 3B, 18.18.5: 1 occupancy,
+/// 2 total, 3 local).
+const fn evtsel_id(event: RmidEvent) -> u64 {
+    match event {
+        RmidEvent::LlcOccupancy => regs::EVT_LLC_OCCUPANCY,
+        RmidEvent::MbmLocal => regs::EVT_MBM_LOCAL,
+        RmidEvent::MbmTotal => regs::EVT_MBM_TOTAL,
     }
 }
 
@@ -72,31 +63,18 @@ struct Context {
     rmid: u32,
     /// The CPU IA32_QM_EVTSEL/IA32_QM_CTR are accessed on: the group's lowest CPU in the domain.
     cpu: LogicalCpu,
-    /// Last MBM local reading (counts, masked to the counter width); `None` before the first
-    /// read and after a failed one.
-    prev_local: Option<u64>,
-    /// Last MBM total reading, as `prev_local`.
-    prev_total: Option<u64>,
 }
 
 /// A started monitoring group with everything a poll needs precomputed.
 #[derive(Clone, Debug)]
 struct Group {
     id: MonGroupId,
-    events: MonEvents,
     cpus: Vec<LogicalCpu>,
-    /// Hardware events read per context, in the order occupancy, local, total.
-    hw_events: Vec<HwEvent>,
+    /// RMID events read per context, in [`RmidEvent::ALL`]'s order.
+    rmid_events: Vec<RmidEvent>,
+    /// One per L3 domain spanned, ascending; the accumulator's contexts in the same order.
     contexts: Vec<Context>,
-    /// Counter width in bits (MBM wrap point is `2^width`).
-    width: u32,
-    /// Bytes per IA32_QM_CTR count.
-    scale: u64,
-    /// Last PMU counts per CPU of `cpus`.
-    pmu_prev: Vec<Option<PmuCounts>>,
-    /// Whether a poll has happened since start (the first one reports zero deltas).
-    polled: bool,
-    values: MonValues,
+    acc: MonAccumulator,
 }
 
 /// Intel RDT / AMD PQoS programmed through model-specific registers: the pqos "MSR
@@ -357,9 +335,13 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     ) -> Result<LogicalCpu, MsrError> {
         list.binary_search_by_key(&id, |d| d.id)
             .map(|i| list[i].cpu)
-            .map_err(|_| MsrError::NoSuchDomain {
-                resource: which,
-                domain: id,
+            .map_err(|_| {
+                RequestError::NoSuchDomain {
+                    resource: which,
+                    domain: id,
+                    known: None,
+                }
+                .into()
             })
     }
 
@@ -375,7 +357,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         self.topology
             .get(cpu)
             .map(|_| ())
-            .ok_or(MsrError::NoSuchCpu(cpu))
+            .ok_or_else(|| RequestError::NoSuchCpu(cpu).into())
     }
 
     fn read_mask(&mut self, cpu: LogicalCpu, addr: MsrAddr) -> Result<CacheBitmask, MsrError> {
@@ -414,14 +396,15 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             return Ok(None);
         }
         let Some(cat) = self.caps.cat(resource) else {
-            return Err(MsrError::Unsupported(format!(
+            return Err(RequestError::Unsupported(format!(
                 "{resource} CDP setting requested but {resource} CAT is not supported on this platform"
-            )));
+            )).into());
         };
         match (setting, cat.cdp_supported) {
-            (FeatureSetting::On, false) => Err(MsrError::Unsupported(format!(
+            (FeatureSetting::On, false) => Err(RequestError::Unsupported(format!(
                 "{resource} CDP requested but not supported by the platform"
-            ))),
+            ))
+            .into()),
             (_, false) => Ok(None), // off, and it cannot be on
             (s, true) => Ok(Some(s == FeatureSetting::On)),
         }
@@ -451,61 +434,6 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         Ok(changed)
     }
 
-    /// The hardware events `events` needs, checked against the monitoring capabilities.
-    fn hw_events(&self, events: MonEvents) -> Result<Vec<HwEvent>, MsrError> {
-        let rmid_events = events.rmid_events();
-        let mut out = Vec::with_capacity(3);
-        if rmid_events.is_empty() {
-            return Ok(out);
-        }
-        let mon = self.caps.monitoring.get().ok_or_else(|| {
-            MsrError::Unsupported(
-                "CMT/MBM monitoring is not supported on this platform (CPUID.(EAX=0FH))".into(),
-            )
-        })?;
-        let remote = if events.contains(MonEvents::MBM_REMOTE) {
-            ", needed for remote"
-        } else {
-            ""
-        };
-        let wanted = [
-            (
-                MonEvents::LLC_OCCUPANCY,
-                HwEvent::Occupancy,
-                mon.events.llc_occupancy,
-                "LLC occupancy (CMT)",
-                "",
-            ),
-            (
-                MonEvents::MBM_LOCAL,
-                HwEvent::MbmLocal,
-                mon.events.mbm_local,
-                "local memory bandwidth (MBM local",
-                remote,
-            ),
-            (
-                MonEvents::MBM_TOTAL,
-                HwEvent::MbmTotal,
-                mon.events.mbm_total,
-                "total memory bandwidth (MBM total",
-                remote,
-            ),
-        ];
-        for (flag, hw, supported, name, why) in wanted {
-            if !rmid_events.contains(flag) {
-                continue;
-            }
-            if !supported {
-                let close = if name.ends_with(')') { "" } else { ")" };
-                return Err(MsrError::Unsupported(format!(
-                    "monitoring of {name}{why}{close} is not supported on this platform"
-                )));
-            }
-            out.push(hw);
-        }
-        Ok(out)
-    }
-
     /// One context per L3 domain spanned by `members`, each with the lowest RMID >= 1 that
     /// no IA32_PQR_ASSOC of the domain (outside `cpus`, known to hold RMID 0) and no group of
     /// this backend uses (pqos `hw_mon_assoc_unused`). Reads only; writes nothing.
@@ -524,9 +452,10 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         spanned.dedup();
         let mut contexts = Vec::with_capacity(spanned.len());
         for id in spanned {
-            let no_domain = || MsrError::NoSuchDomain {
+            let no_domain = || RequestError::NoSuchDomain {
                 resource: "L3",
                 domain: id,
+                known: None,
             };
             let dom = self
                 .l3
@@ -556,10 +485,12 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                     *u = true;
                 }
             }
-            let rmid = used
-                .iter()
-                .position(|u| !u)
-                .ok_or(MsrError::OutOfRmids(id))?;
+            let out_of_rmids = || RequestError::OutOfRmids {
+                scope: format!("L3 domain {id}"),
+                limbo: false,
+                in_use: Vec::new(),
+            };
+            let rmid = used.iter().position(|u| !u).ok_or_else(out_of_rmids)?;
             let cpu = members
                 .iter()
                 .find(|m| m.1 == Some(id))
@@ -567,10 +498,8 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                 .ok_or_else(no_domain)?;
             contexts.push(Context {
                 domain: id,
-                rmid: u32::try_from(rmid).map_err(|_| MsrError::OutOfRmids(id))?,
+                rmid: u32::try_from(rmid).map_err(|_| out_of_rmids())?,
                 cpu,
-                prev_local: None,
-                prev_total: None,
             });
         }
         Ok(contexts)
@@ -580,21 +509,16 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
 /// Reads one event of one RMID: WRMSR IA32_QM_EVTSEL, RDMSR IA32_QM_CTR (pqos
 /// `hw_mon_read`). On the Error flag (bit 63) EVTSEL is written again before the next read;
 /// on the Unavailable flag (bit 62) IA32_QM_CTR is read again; after [`QM_CTR_ATTEMPTS`]
-/// reads the value is `None`. Data is masked to `width` bits.
+/// reads the value is `None`. The data is bits 61:0 (the accumulator masks it to the
+/// counter width).
 fn read_event<M: MsrIo>(
     io: &mut M,
     cpu: LogicalCpu,
     rmid: u32,
-    event: HwEvent,
-    width: u32,
+    event: RmidEvent,
 ) -> Result<Option<u64>, MsrError> {
-    let sel = regs::qm_evtsel(rmid, event.id()); // EVTSEL: RMID in 41:32, event id in 7:0
+    let sel = regs::qm_evtsel(rmid, evtsel_id(event)); // EVTSEL: RMID in 41:32, event id in 7:0
     io.write(cpu, IA32_QM_EVTSEL, sel)?;
-    let mask = if width >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << width) - 1
-    };
     for attempt in 1..=QM_CTR_ATTEMPTS {
         let v = io.read(cpu, IA32_QM_CTR)?;
         if v & regs::QM_CTR_ERROR != 0 {
@@ -607,73 +531,25 @@ fn read_event<M: MsrIo>(
         if v & regs::QM_CTR_UNAVAILABLE != 0 {
             continue; // QM_CTR bit 62: no data yet; read again
         }
-        return Ok(Some(v & regs::QM_CTR_DATA & mask)); // bits 61:0, counter width
+        return Ok(Some(v & regs::QM_CTR_DATA)); // bits 61:0
     }
     Ok(None)
 }
 
-/// The increase since `prev` of a counter reading, updating `prev`. `None` when this or the
-/// previous reading failed (the traffic can then not be placed in one interval), except on
-/// the first poll after start, which reports 0 like pqos.
-fn mbm_delta(prev: &mut Option<u64>, now: Option<u64>, first: bool, width: u32) -> Option<u64> {
-    let d = match (*prev, now) {
-        (Some(p), Some(n)) => Some(counter_delta(p, n, width)),
-        (None, Some(_)) if first => Some(0),
-        _ => None,
-    };
-    *prev = now;
-    d
-}
-
-fn add(acc: Option<u64>, v: Option<u64>) -> Option<u64> {
-    Some(acc?.saturating_add(v?))
-}
-
 impl Group {
-    /// Reads this group's RMID counters and PMU counts and updates `values`.
+    /// Reads this group's RMID counters and PMU counts into its accumulator.
     fn poll<M: MsrIo, P: PmuSource>(&mut self, io: &mut M, pmu: &mut P) -> Result<(), MsrError> {
-        let first = !self.polled;
-        let (mut occ, mut local, mut total) = (Some(0u64), Some(0u64), Some(0u64));
-        for ctx in &mut self.contexts {
-            for &event in &self.hw_events {
-                let now = read_event(io, ctx.cpu, ctx.rmid, event, self.width)?;
-                match event {
-                    HwEvent::Occupancy => occ = add(occ, now.map(|n| n.saturating_mul(self.scale))),
-                    HwEvent::MbmLocal => {
-                        let d = mbm_delta(&mut ctx.prev_local, now, first, self.width);
-                        local = add(local, d.map(|d| d.saturating_mul(self.scale)));
-                    }
-                    HwEvent::MbmTotal => {
-                        let d = mbm_delta(&mut ctx.prev_total, now, first, self.width);
-                        total = add(total, d.map(|d| d.saturating_mul(self.scale)));
-                    }
-                }
+        for (i, ctx) in self.contexts.iter().enumerate() {
+            for &event in &self.rmid_events {
+                let now = read_event(io, ctx.cpu, ctx.rmid, event)?;
+                self.acc.record(i, event, now);
             }
         }
-        let has = |e| self.hw_events.contains(&e);
-        let v = &mut self.values;
-        v.llc_occupancy_bytes = occ.filter(|_| has(HwEvent::Occupancy));
-        v.mbm_local_delta_bytes = local.filter(|_| has(HwEvent::MbmLocal));
-        v.mbm_total_delta_bytes = total.filter(|_| has(HwEvent::MbmTotal));
-        v.mbm_remote_delta_bytes = if self.events.contains(MonEvents::MBM_REMOTE) {
-            // RMEM = total - local, 0 if negative (pqos lib/monitoring.c)
-            v.mbm_total_delta_bytes
-                .zip(v.mbm_local_delta_bytes)
-                .map(|(t, l)| t.saturating_sub(l))
-        } else {
-            None
-        };
-
-        let want_ipc = self.events.contains(MonEvents::IPC);
-        let want_misses = self.events.contains(MonEvents::LLC_MISSES);
-        if want_ipc || want_misses {
-            let now = self.cpus.iter().map(|&cpu| pmu.read(cpu));
-            let acc = sum_deltas(&mut self.pmu_prev, now, first);
-            v.instructions_delta = acc.filter(|_| want_ipc).map(|a| a.instructions);
-            v.cycles_delta = acc.filter(|_| want_ipc).map(|a| a.cycles);
-            v.llc_misses_delta = acc.filter(|_| want_misses).map(|a| a.llc_misses);
+        if self.acc.events().intersects(MonEvents::PMU) {
+            self.acc
+                .record_pmu(self.cpus.iter().map(|&cpu| pmu.read(cpu)));
         }
-        self.polled = true;
+        self.acc.finish(Instant::now());
         Ok(())
     }
 }
@@ -758,18 +634,20 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                     self.caps.check_mask(resource, code)?;
                 }
                 (CatMask::Unified(_), true) => {
-                    return Err(MsrError::CdpMismatch {
+                    return Err(RequestError::CdpMismatch {
                         resource,
                         class: c.class,
                         reason: "CDP is on, so the class needs a data and a code mask",
-                    });
+                    }
+                    .into());
                 }
                 (CatMask::Cdp { .. }, false) => {
-                    return Err(MsrError::CdpMismatch {
+                    return Err(RequestError::CdpMismatch {
                         resource,
                         class: c.class,
                         reason: "CDP is off, so the class takes one mask, not a data/code pair",
-                    });
+                    }
+                    .into());
                 }
             }
         }
@@ -841,16 +719,18 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             self.caps.check_mba_class(c.class)?;
             let (addr, value) = match (kind, c.limit) {
                 (_, MbaLimit::MibPerSec(_)) => {
-                    return Err(MsrError::Unsupported(
+                    return Err(RequestError::Unsupported(
                         "MBA in MBps needs the OS interface (the kernel's mba_MBps controller); \
                          the MSR interface takes percent (Intel) or bandwidth units (AMD)"
                             .into(),
-                    ));
+                    )
+                    .into());
                 }
                 (MbaKind::IntelDelay { linear: false, .. }, _) => {
-                    return Err(MsrError::Unsupported(
+                    return Err(RequestError::Unsupported(
                         "non-linear Intel MBA is not supported".into(),
-                    ));
+                    )
+                    .into());
                 }
                 (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p)) => {
                     let p = u32::from(p);
@@ -867,9 +747,10 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                     (IA32_MBA_THRTL_0.offset(c.class.get()), u64::from(delay))
                 }
                 (MbaKind::IntelDelay { .. }, MbaLimit::AmdUnits(_)) => {
-                    return Err(MsrError::Unsupported(
+                    return Err(RequestError::Unsupported(
                         "Intel MBA limits are percentages, not AMD bandwidth units".into(),
-                    ));
+                    )
+                    .into());
                 }
                 (MbaKind::AmdBandwidth { width }, MbaLimit::AmdUnits(u)) => {
                     let max = amd_unlimited(width);
@@ -884,9 +765,10 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                     (AMD_MBA_BW_0.offset(c.class.get()), u64::from(u))
                 }
                 (MbaKind::AmdBandwidth { .. }, MbaLimit::Percent(_)) => {
-                    return Err(MsrError::Unsupported(
+                    return Err(RequestError::Unsupported(
                         "AMD MBA limits are bandwidth units of 1/8 GB/s, not percentages".into(),
-                    ));
+                    )
+                    .into());
                 }
             };
             writes.push((c.class, addr, value));
@@ -968,11 +850,12 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// part-way.
     fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), MsrError> {
         if cfg.mba_ctrl == FeatureSetting::On {
-            return Err(MsrError::Unsupported(
+            return Err(RequestError::Unsupported(
                 "MBA CTRL requested but not supported by the MSR interface: the MBps controller \
                  (mba_MBps) needs the OS interface"
                     .into(),
-            ));
+            )
+            .into());
         }
         let l3_cdp = self.cdp_target(CatResource::L3, cfg.l3_cdp)?;
         let l2_cdp = self.cdp_target(CatResource::L2, cfg.l2_cdp)?;
@@ -1044,40 +927,48 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         events: MonEvents,
     ) -> Result<MonGroupId, MsrError> {
         if cpus.is_empty() || events.is_empty() {
-            return Err(MsrError::EmptyGroup);
+            return Err(RequestError::EmptyGroup.into());
         }
         let mut members: Vec<(LogicalCpu, Option<CacheDomain>)> = Vec::with_capacity(cpus.len());
         for cpu in cpus.iter() {
-            let p = self.topology.get(cpu).ok_or(MsrError::NoSuchCpu(cpu))?;
+            let p = self.topology.get(cpu).ok_or(RequestError::NoSuchCpu(cpu))?;
             members.push((cpu, p.l3));
         }
-        let hw_events = self.hw_events(events)?;
-        if !hw_events.is_empty()
+        let rmid_events = self.caps.check_rmid_events(events)?;
+        if !rmid_events.is_empty()
             && let Some(&(cpu, _)) = members.iter().find(|(_, l3)| l3.is_none())
         {
-            return Err(MsrError::Unsupported(format!(
+            return Err(RequestError::Unsupported(format!(
                 "CPU {cpu} has no L3 cache, so its LLC occupancy and memory bandwidth cannot be monitored"
-            )));
+            )).into());
         }
         for &(cpu, _) in &members {
-            if self.groups.iter().any(|g| g.cpus.contains(&cpu)) {
-                return Err(MsrError::AlreadyMonitored(cpu));
+            if let Some(g) = self.groups.iter().find(|g| g.cpus.contains(&cpu)) {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("CPU {cpu}"),
+                    by: Some(format!("monitoring group {} of this process", g.id.0)),
+                }
+                .into());
             }
         }
         let mut assoc = Vec::with_capacity(members.len());
         for &(cpu, _) in &members {
             let v = self.io.read(cpu, IA32_PQR_ASSOC)?;
-            if regs::pqr_rmid(v) != 0 {
-                return Err(MsrError::AlreadyMonitored(cpu));
+            let rmid = regs::pqr_rmid(v); // IA32_PQR_ASSOC bits 9:0
+            if rmid != 0 {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("CPU {cpu}"),
+                    by: Some(format!(
+                        "RMID {rmid} (another tool or a run that did not stop)"
+                    )),
+                }
+                .into());
             }
             assoc.push(v);
         }
 
-        let (width, scale) = self.caps.monitoring.get().map_or((64, 1), |m| {
-            (m.counter_width, u64::from(m.upscaling_factor))
-        });
         let mut contexts: Vec<Context> = Vec::new();
-        if !hw_events.is_empty() {
+        if !rmid_events.is_empty() {
             contexts = self.allocate_rmids(cpus, &members)?;
             for (i, &(cpu, l3)) in members.iter().enumerate() {
                 let rmid = contexts
@@ -1099,17 +990,19 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         let id = MonGroupId(self.next_group);
         self.next_group += 1;
         let cpus: Vec<LogicalCpu> = members.iter().map(|m| m.0).collect();
+        let domains: Vec<CacheDomain> = contexts.iter().map(|c| c.domain).collect();
+        let acc = MonAccumulator::new(
+            events,
+            &domains,
+            CounterFormat::of_qm_ctr(&self.caps),
+            cpus.len(),
+        );
         self.groups.push(Group {
             id,
-            events,
-            pmu_prev: vec![None; cpus.len()],
             cpus,
-            hw_events,
+            rmid_events: RmidEvent::of(events).collect(),
             contexts,
-            width,
-            scale,
-            polled: false,
-            values: MonValues::default(),
+            acc,
         });
         Ok(id)
     }
@@ -1133,7 +1026,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
 
     fn values(&self, group: MonGroupId) -> Option<&MonValues> {
         let i = self.groups.binary_search_by_key(&group, |g| g.id).ok()?;
-        Some(&self.groups[i].values)
+        Some(self.groups[i].acc.values())
     }
 
     /// Forgets the group and writes RMID 0 back into its CPUs' IA32_PQR_ASSOC (COS kept).
@@ -1145,7 +1038,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         let i = self
             .groups
             .binary_search_by_key(&group, |g| g.id)
-            .map_err(|_| MsrError::NoSuchGroup(group))?;
+            .map_err(|_| RequestError::NoSuchGroup(group))?;
         let g = self.groups.remove(i);
         if g.contexts.is_empty() {
             return Ok(());

@@ -6,7 +6,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use rdt_core::LogicalCpu;
+use rdt_core::{LogicalCpu, RequestError};
 
 use crate::{MsrAddr, MsrError, MsrIo};
 
@@ -92,7 +92,9 @@ impl DevCpuMsr {
             self.files.insert(cpu, file);
         }
         // Just inserted or already present.
-        self.files.get(&cpu).ok_or(MsrError::NoSuchCpu(cpu))
+        self.files
+            .get(&cpu)
+            .ok_or_else(|| RequestError::NoSuchCpu(cpu).into())
     }
 }
 

@@ -3,9 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use rdt_core::{
-    CacheDomain, CatResource, ClassId, LimitError, LogicalCpu, MonGroupId, Unsupported,
-};
+use rdt_core::{BackendError, LimitError, LogicalCpu, RequestError};
 
 use crate::MsrAddr;
 
@@ -64,44 +62,9 @@ pub enum MsrError {
         #[source]
         source: io::Error,
     },
-    /// A value is outside the platform's limits; nothing was written.
-    #[error(transparent)]
-    Limit(#[from] LimitError),
-    /// A CPU is not online (not in the topology).
-    #[error("CPU {0} is not present or not online")]
-    NoSuchCpu(LogicalCpu),
-    /// A cache domain does not exist.
-    #[error("{resource} domain {domain} does not exist")]
-    NoSuchDomain {
-        /// `"L3"`, `"L2"`, `"MBA"`.
-        resource: &'static str,
-        /// The domain.
-        domain: CacheDomain,
-    },
-    /// The platform lacks a feature the operation needs.
-    #[error("{0}")]
-    Unsupported(String),
-    /// A CPU of a new monitoring group already has a non-zero RMID (another tool, or a
-    /// crashed run, is monitoring it; `pqos -r` resets).
-    #[error("monitoring on CPU {0} is already started (non-zero RMID); use -r to reset monitoring")]
-    AlreadyMonitored(LogicalCpu),
-    /// No RMID is free in an L3 domain.
-    #[error("no free RMID in L3 domain {0}")]
-    OutOfRmids(CacheDomain),
     /// Configuration is inconsistent across domains (e.g. CDP on in one domain only).
     #[error("{0}")]
     Inconsistent(String),
-    /// A CAT class was given one mask while CDP is on, or a data/code pair while CDP is off;
-    /// nothing was written.
-    #[error("{resource} COS{class}: {reason}")]
-    CdpMismatch {
-        /// The resource.
-        resource: CatResource,
-        /// The class.
-        class: ClassId,
-        /// What was expected (`"CDP is on: give a data and a code mask"`).
-        reason: &'static str,
-    },
     /// A register holds a value that is not valid for what it encodes (a zero CBM).
     #[error("register {addr} on CPU {cpu} holds {value:#x}, which is not a valid {what}")]
     BadRegister {
@@ -114,13 +77,24 @@ pub enum MsrError {
         /// What the register encodes (`"cache bitmask"`).
         what: &'static str,
     },
-    /// A monitoring group id this backend did not hand out, or one already stopped.
-    #[error("no monitoring group {}", .0.0)]
-    NoSuchGroup(MonGroupId),
-    /// Per-task work asked of the MSR interface.
+    /// A request the platform or the MSR interface cannot carry out (limits, a CPU or
+    /// domain that does not exist, an event not counted, CPUs already monitored, no free
+    /// RMID, per-task work); the same variants as on the OS interface.
     #[error(transparent)]
-    Interface(#[from] Unsupported),
-    /// A monitoring group was requested without CPUs or without events.
-    #[error("a monitoring group needs at least one CPU and one event")]
-    EmptyGroup,
+    Request(#[from] RequestError),
+}
+
+impl From<LimitError> for MsrError {
+    fn from(e: LimitError) -> Self {
+        Self::Request(e.into())
+    }
+}
+
+impl BackendError for MsrError {
+    fn request(&self) -> Option<&RequestError> {
+        match self {
+            Self::Request(r) => Some(r),
+            _ => None,
+        }
+    }
 }

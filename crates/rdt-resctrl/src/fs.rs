@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use rdt_core::{CpuSet, TaskId};
+use rdt_core::{CpuSet, RequestError, TaskId};
 
 use crate::ResctrlError;
 
@@ -240,13 +240,13 @@ impl Proc {
     /// (its `Tgid` is itself), else the thread alone (pqos `tid_find`).
     pub(crate) fn threads(&self, task: TaskId) -> Result<Vec<TaskId>, ResctrlError> {
         if task.get() == 0 {
-            return Err(ResctrlError::NoSuchTask(task));
+            return Err(RequestError::NoSuchTask(task).into());
         }
         let dir = self.root.join(task.get().to_string());
         let status = match fs::read_to_string(dir.join("status")) {
             Ok(s) => s,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(ResctrlError::NoSuchTask(task));
+                return Err(RequestError::NoSuchTask(task).into());
             }
             Err(e) => return Err(ResctrlError::io("read", dir.join("status"), e)),
         };
@@ -261,7 +261,7 @@ impl Proc {
         let rd = match fs::read_dir(&tdir) {
             Ok(rd) => rd,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(ResctrlError::NoSuchTask(task));
+                return Err(RequestError::NoSuchTask(task).into());
             }
             Err(e) => return Err(ResctrlError::io("list", tdir, e)),
         };
@@ -316,7 +316,7 @@ mod tests {
         assert_eq!(proc.threads(TaskId::new(101)).unwrap(), ids(&[101]));
         assert!(matches!(
             proc.threads(TaskId::new(7)),
-            Err(ResctrlError::NoSuchTask(_))
+            Err(ResctrlError::Request(RequestError::NoSuchTask(_)))
         ));
     }
 }

@@ -34,7 +34,6 @@ mod error;
 mod fs;
 mod info;
 mod lock;
-mod monitor;
 mod mount;
 mod schemata;
 

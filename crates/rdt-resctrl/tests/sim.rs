@@ -14,7 +14,7 @@ use std::time::Duration;
 use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask, CatResource,
     ClassId, CpuSet, DevCpuid, FeatureSetting, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaLimit,
-    MonEvents, NoPmu, TaskId, Topology,
+    MonEvents, NoPmu, RequestError, TaskId, Topology,
 };
 use rdt_resctrl::{ControlFileMount, ResctrlBackend, ResctrlError, ResctrlOptions};
 use rdt_sim::fs::testing::TestMount;
@@ -289,7 +289,10 @@ fn tasks_move_with_every_thread_of_a_process_and_a_thread_alone() {
     let e = rdt
         .associate_task(TaskId::new(999_999_999), ClassId::new(5))
         .unwrap_err();
-    assert!(matches!(e, ResctrlError::NoSuchTask(_)), "{e}");
+    assert!(
+        matches!(e, ResctrlError::Request(RequestError::NoSuchTask(_))),
+        "{e}"
+    );
     assert!(!sim.root().join("COS5").exists());
     tx.send(()).unwrap();
     t.join().unwrap().unwrap();
@@ -328,7 +331,7 @@ fn task_monitoring_puts_the_group_under_the_tasks_control_group() {
         format!("{}\n", in_root.id())
     );
     rdt.poll().unwrap();
-    let v = *rdt.values(g).unwrap();
+    let v = rdt.values(g).unwrap().clone();
     assert!(
         v.llc_occupancy_bytes.is_some() && v.mbm_local_delta_bytes == Some(0),
         "{v:?}"
@@ -337,7 +340,13 @@ fn task_monitoring_puts_the_group_under_the_tasks_control_group() {
     let e = rdt
         .start_monitoring_tasks(&[in_root.id()], MonEvents::LLC_OCCUPANCY)
         .unwrap_err();
-    assert!(matches!(e, ResctrlError::AlreadyMonitored { .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            ResctrlError::Request(RequestError::AlreadyMonitored { .. })
+        ),
+        "{e}"
+    );
     // stop removes both directories; the tasks stay in their control groups
     rdt.stop_monitoring(g).unwrap();
     assert!(!sim.root().join(format!("COS1/mon_groups/{name}")).exists());
@@ -354,7 +363,7 @@ fn cpu_monitoring_spans_control_groups_and_sums_them() {
     rdt.associate(LogicalCpu::new(3), ClassId::new(1)).unwrap();
     // act
     let g = rdt
-        .start_monitoring(&cpus("2-3"), MonEvents::ALL | MonEvents::MBM_TOTAL)
+        .start_monitoring(&cpus("2-3"), MonEvents::PQOS_ALL | MonEvents::MBM_TOTAL)
         .unwrap();
     // assert: the same name under the root and COS1, each with its CPU
     let listed: Vec<String> = rdt
@@ -394,7 +403,7 @@ fn cpu_monitoring_spans_control_groups_and_sums_them() {
     };
     sim.m.platform().advance(Duration::from_millis(500));
     rdt.poll().unwrap();
-    let first = *rdt.values(g).unwrap();
+    let first = rdt.values(g).unwrap().clone();
     assert_eq!(
         first.mbm_total_delta_bytes,
         Some(0),
@@ -403,7 +412,7 @@ fn cpu_monitoring_spans_control_groups_and_sums_them() {
     let (total0, local0) = (sum("mbm_total_bytes"), sum("mbm_local_bytes"));
     sim.m.platform().advance(Duration::from_secs(1));
     rdt.poll().unwrap();
-    let v = *rdt.values(g).unwrap();
+    let v = rdt.values(g).unwrap().clone();
     let (total, local) = (
         sum("mbm_total_bytes") - total0,
         sum("mbm_local_bytes") - local0,
@@ -474,7 +483,10 @@ fn out_of_rmids_names_the_groups_holding_them() {
         .unwrap_err();
     let msg = e.to_string();
     assert!(
-        matches!(e, ResctrlError::OutOfRmids { limbo: false, .. }),
+        matches!(
+            e,
+            ResctrlError::Request(RequestError::OutOfRmids { limbo: false, .. })
+        ),
         "{msg}"
     );
     assert!(msg.contains("mon_groups/agent0 (foreign)"), "{msg}");
@@ -592,11 +604,15 @@ fn a_foreign_group_survives_everything_short_of_a_remount_and_blocks_that() {
         .associate(LogicalCpu::new(6), ClassId::new(1))
         .unwrap_err();
     assert!(
-        matches!(e, ResctrlError::Foreign { .. }) && e.to_string().contains("kubepods"),
+        matches!(e, ResctrlError::Request(RequestError::ForeignGroup { .. }))
+            && e.to_string().contains("kubepods"),
         "{e}"
     );
     let e = rdt.associate_task(child.id(), ClassId::new(1)).unwrap_err();
-    assert!(matches!(e, ResctrlError::Foreign { .. }), "{e}");
+    assert!(
+        matches!(e, ResctrlError::Request(RequestError::ForeignGroup { .. })),
+        "{e}"
+    );
     let e = rdt
         .start_monitoring(&cpus("6"), MonEvents::LLC_OCCUPANCY)
         .unwrap_err();
@@ -703,7 +719,10 @@ fn cdp_and_mba_mbps_change_by_remounting_through_the_seam() {
     let e = rdt
         .set_mba_classes(CacheDomain::new(0), &[mbps(MbaLimit::Percent(50))])
         .unwrap_err();
-    assert!(matches!(e, ResctrlError::MbaUnit { .. }), "{e}");
+    assert!(
+        matches!(e, ResctrlError::Request(RequestError::MbaUnit { .. })),
+        "{e}"
+    );
     // and back
     rdt.reset_allocation(&AllocReset {
         l3_cdp: FeatureSetting::Off,
@@ -810,7 +829,10 @@ fn amd_limits_are_units_and_empty_masks_are_refused_locally() {
             }],
         )
         .unwrap_err();
-    assert!(matches!(e, ResctrlError::MbaUnit { .. }), "{e}");
+    assert!(
+        matches!(e, ResctrlError::Request(RequestError::MbaUnit { .. })),
+        "{e}"
+    );
     // non-contiguous masks are fine on AMD
     rdt.set_cat_classes(CatResource::L3, d, &[l3(2, 0xf0f)])
         .unwrap();
@@ -904,13 +926,13 @@ fn ipc_and_misses_come_from_the_pmu_per_cpu_and_per_thread() {
     assert_eq!(rdt.values(by_cpu).unwrap().instructions_delta, Some(0));
     rdt.poll().unwrap();
     // three CPUs, one read each per poll; the child's one thread
-    let v = *rdt.values(by_cpu).unwrap();
+    let v = rdt.values(by_cpu).unwrap().clone();
     assert_eq!(
         (v.instructions_delta, v.cycles_delta, v.llc_misses_delta),
         (Some(3000), Some(6000), Some(30))
     );
     assert_eq!(v.ipc(), Some(0.5));
-    let v = *rdt.values(by_task).unwrap();
+    let v = rdt.values(by_task).unwrap().clone();
     assert_eq!(v.instructions_delta, Some(1000));
     assert_eq!(rdt.pmu_mut().reads[&format!("task{}", child.id())], 2);
     rdt.stop_monitoring(by_task).unwrap();

@@ -886,7 +886,9 @@ impl MsrIo for SimPlatform {
     /// model does not implement; [`MsrError::NoSuchCpu`] for a CPU it does not have.
     fn read(&mut self, cpu: LogicalCpu, addr: MsrAddr) -> Result<u64, MsrError> {
         self.msr_reads += 1;
-        let i = self.index(cpu).ok_or(MsrError::NoSuchCpu(cpu))?;
+        let i = self
+            .index(cpu)
+            .ok_or(rdt_core::RequestError::NoSuchCpu(cpu))?;
         self.decode(addr)
             .and_then(|reg| self.read_reg(i, reg))
             .ok_or_else(|| MsrError::Read {
@@ -900,7 +902,9 @@ impl MsrIo for SimPlatform {
     /// raise #GP (type docs); [`MsrError::NoSuchCpu`] for a CPU it does not have.
     fn write(&mut self, cpu: LogicalCpu, addr: MsrAddr, value: u64) -> Result<(), MsrError> {
         self.msr_writes += 1;
-        let i = self.index(cpu).ok_or(MsrError::NoSuchCpu(cpu))?;
+        let i = self
+            .index(cpu)
+            .ok_or(rdt_core::RequestError::NoSuchCpu(cpu))?;
         match self.decode(addr) {
             Some(reg) if self.write_reg(i, reg, value) => Ok(()),
             _ => Err(MsrError::Write {

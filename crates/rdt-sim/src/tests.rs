@@ -179,7 +179,9 @@ fn reserved_cfg_bits_unknown_msrs_and_qm_ctr_writes_fault() {
         let e = p.read(cpu(0), MsrAddr::new(addr)).unwrap_err();
         assert!(is_eio(&e), "{addr:#x}: {e:?}");
     }
-    assert!(matches!(p.read(cpu(56), IA32_PQR_ASSOC), Err(MsrError::NoSuchCpu(c)) if c == cpu(56)));
+    assert!(
+        matches!(p.read(cpu(56), IA32_PQR_ASSOC), Err(MsrError::Request(rdt_core::RequestError::NoSuchCpu(c))) if c == cpu(56))
+    );
 }
 
 #[test]
@@ -618,13 +620,16 @@ mod with_msr_backend {
     fn paper_commands_through_the_backend_move_occupancy() {
         // arrange
         let (sim, mut b) = backend("broadwell-ep");
-        let events = MonEvents::ALL | MonEvents::MBM_TOTAL;
+        let events = MonEvents::PQOS_ALL | MonEvents::MBM_TOTAL;
         let pipe = b.start_monitoring(&"2-7".parse().unwrap(), events).unwrap();
         let thrash = b
             .start_monitoring(&"8-10".parse().unwrap(), events)
             .unwrap();
         b.poll().unwrap();
-        let before = (*b.values(pipe).unwrap(), *b.values(thrash).unwrap());
+        let before = (
+            b.values(pipe).unwrap().clone(),
+            b.values(thrash).unwrap().clone(),
+        );
         // act: pqos -e "llc:1=0xffe00;llc:2=0x00003"; pqos -a "llc:1=2-7;llc:2=8-10"
         for d in b.topology().l3_domains() {
             b.set_cat_classes(CatResource::L3, d, &[class(1, 0xffe00), class(2, 0x3)])
@@ -636,7 +641,10 @@ mod with_msr_backend {
         }
         sim.advance(Duration::from_secs(1));
         b.poll().unwrap();
-        let after = (*b.values(pipe).unwrap(), *b.values(thrash).unwrap());
+        let after = (
+            b.values(pipe).unwrap().clone(),
+            b.values(thrash).unwrap().clone(),
+        );
         // assert
         let mib = |v: Option<u64>| {
             #[allow(clippy::cast_precision_loss)]

@@ -15,9 +15,9 @@ use std::io::Write;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use rdt::{
-    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
-    CatResource, ClassId, FeatureSetting, ForeignGroup, Interface, LogicalCpu, MbaClass, MbaKind,
-    MbaLimit, TaskId, Topology,
+    AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask,
+    CatResource, ClassId, FeatureSetting, Interface, LogicalCpu, MbaClass, MbaKind, MbaLimit,
+    RequestError, TaskId, Topology,
 };
 
 use super::{L3Domains, join, profiles};
@@ -206,35 +206,15 @@ fn current_classes<B: Backend>(
 }
 
 /// The error for a core or task whose class could not be read before an association.
-fn refused<E: std::error::Error + Send + Sync + 'static>(
-    e: E,
-    what: &str,
-    text: &str,
-) -> anyhow::Error {
-    if let Some(f) = ForeignGroup::find(&e) {
+fn refused<E: BackendError>(e: E, what: &str, text: &str) -> anyhow::Error {
+    if let Some(RequestError::ForeignGroup { group, .. }) = e.request() {
         return anyhow!(
-            "{what} in \"{text}\" is in resctrl group {}, which pqos does not manage: {f}",
-            f.group
+            "{what} in \"{text}\" is in resctrl group {group}, which pqos does not manage: \
+             another tool created `{group}`, so pqos leaves the group, its CPUs and its tasks \
+             alone (change them with that tool)"
         );
     }
     anyhow::Error::new(e).context(format!("reading the class of {what} (\"{text}\")"))
-}
-
-/// The classes a task can be put in on the OS interface: resctrl has as many CLOSIDs as the
-/// resource with the fewest (the kernel's `num_closids` minimum; pqos
-/// `resctrl_alloc_get_grps_num`).
-#[must_use]
-pub fn os_classes(caps: &Capabilities) -> u32 {
-    [
-        caps.l3_cat.get().map(CatCaps::usable_classes),
-        caps.l2_cat.get().map(CatCaps::usable_classes),
-        caps.mba.get().map(|m| m.num_classes),
-        caps.smba.get().map(|m| m.num_classes),
-    ]
-    .into_iter()
-    .flatten()
-    .min()
-    .unwrap_or(0)
 }
 
 /// Whether a task (a process or a thread) exists: `/proc/<id>` (the host's `/proc`; thread
@@ -256,7 +236,7 @@ fn check_tasks<B: Backend>(backend: &B, tasks: &[(TaskId, ClassId, String)]) -> 
              platform was opened with the MSR interface, which associates cores only"
         );
     }
-    let max = os_classes(backend.capabilities());
+    let max = backend.capabilities().os_classes();
     if max == 0 {
         bail!("Allocation capability not detected! (no L3 CAT, L2 CAT or MBA on this platform)");
     }
@@ -530,13 +510,13 @@ fn new_mask(current: CatMask, v: &CosValue, mask: CacheBitmask) -> Option<CatMas
 }
 
 /// On the OS interface a class needs a CLOSID, and resctrl has as many as the resource with
-/// the fewest ([`os_classes`]; pqos `os_l3ca_set` and friends check `class_id` against
+/// the fewest ([`rdt::Capabilities::os_classes`]; pqos `os_l3ca_set` and friends check `class_id` against
 /// it): a class the resource has but resctrl cannot give a group is refused up front.
 fn check_closid<B: Backend>(backend: &B, class: ClassId, token: &str, item: &str) -> Result<()> {
     if backend.interface() != Interface::Os {
         return Ok(());
     }
-    let max = os_classes(backend.capabilities());
+    let max = backend.capabilities().os_classes();
     if class.get() >= max {
         bail!(
             "Invalid class ID: {class}! \"{token}\" in \"{item}\": resctrl has {max} CLOSIDs \
@@ -704,11 +684,7 @@ fn check_assoc<B: Backend>(backend: &B, assoc: &[(LogicalCpu, ClassId, String)])
     let caps = backend.capabilities();
     let topo = backend.topology();
     // resctrl: one CLOSID per class, as many as the resource with the fewest.
-    let max = if backend.interface() == Interface::Os {
-        os_classes(caps)
-    } else {
-        caps.max_classes()
-    };
+    let max = caps.classes(backend.interface());
     if max == 0 {
         bail!("Allocation capability not detected! (no L3 CAT, L2 CAT or MBA on this platform)");
     }
@@ -831,7 +807,7 @@ where
 mod tests {
     use super::*;
     use crate::command::Command;
-    use crate::commands::fake::FakeBackend;
+    use rdt::fake::FakeBackend;
 
     fn request(argv: &[&str]) -> AllocRequest {
         match crate::command::plan_of(argv).command {
@@ -1175,7 +1151,7 @@ mod tests {
     fn failed_task_write_prints_pqos_lines() {
         let mut b = os_backend(false);
         b.add_process(me(), &[]);
-        b.fail_writes = true;
+        b.fail_writes(true);
         let (r, out) = run(&mut b, &["-a", &format!("pid:1={}", me())]);
         let e = format!("{:#}", r.unwrap_err());
         assert_eq!(
@@ -1248,7 +1224,7 @@ mod tests {
     #[test]
     fn failed_write_prints_pqos_failed_line() {
         let mut b = FakeBackend::broadwell_2s();
-        b.fail_writes = true;
+        b.fail_writes(true);
         let (r, out) = run(&mut b, &["-e", "llc:2=0xf"]);
         let e = format!("{:#}", r.unwrap_err());
         assert_eq!(
@@ -1258,107 +1234,11 @@ mod tests {
         assert!(e.contains("injected failure"), "{e}");
     }
 
-    /// The fake, with its `n`th change (class write or association) refused, as a kernel
-    /// or a #GP refuses one write in the middle of a command.
-    struct FailNth {
-        inner: FakeBackend,
-        n: usize,
-    }
-
-    impl FailNth {
-        fn change(&mut self) {
-            self.inner.fail_writes = self.n == 1;
-            self.n = self.n.saturating_sub(1);
-        }
-
-        fn done<T>(&mut self, r: T) -> T {
-            self.inner.fail_writes = false;
-            r
-        }
-    }
-
-    impl Backend for FailNth {
-        type Error = crate::commands::fake::FakeError;
-        fn interface(&self) -> Interface {
-            self.inner.interface()
-        }
-        fn capabilities(&self) -> &Capabilities {
-            self.inner.capabilities()
-        }
-        fn topology(&self) -> &Topology {
-            self.inner.topology()
-        }
-        fn cat_classes(
-            &mut self,
-            r: CatResource,
-            d: CacheDomain,
-        ) -> Result<Vec<CatClass>, Self::Error> {
-            self.inner.cat_classes(r, d)
-        }
-        fn set_cat_classes(
-            &mut self,
-            r: CatResource,
-            d: CacheDomain,
-            c: &[CatClass],
-        ) -> Result<(), Self::Error> {
-            self.change();
-            let r = self.inner.set_cat_classes(r, d, c);
-            self.done(r)
-        }
-        fn mba_classes(&mut self, d: CacheDomain) -> Result<Vec<MbaClass>, Self::Error> {
-            self.inner.mba_classes(d)
-        }
-        fn set_mba_classes(
-            &mut self,
-            d: CacheDomain,
-            c: &[MbaClass],
-        ) -> Result<Vec<MbaClass>, Self::Error> {
-            self.change();
-            let r = self.inner.set_mba_classes(d, c);
-            self.done(r)
-        }
-        fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Self::Error> {
-            self.inner.class_of(cpu)
-        }
-        fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), Self::Error> {
-            self.change();
-            let r = self.inner.associate(cpu, class);
-            self.done(r)
-        }
-        fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<rdt::Rmid>, Self::Error> {
-            self.inner.rmid_of(cpu)
-        }
-        fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), Self::Error> {
-            self.inner.reset_allocation(cfg)
-        }
-        fn reset_monitoring(&mut self) -> Result<(), Self::Error> {
-            self.inner.reset_monitoring()
-        }
-        fn start_monitoring(
-            &mut self,
-            cpus: &rdt::CpuSet,
-            events: rdt::MonEvents,
-        ) -> Result<rdt::MonGroupId, Self::Error> {
-            self.inner.start_monitoring(cpus, events)
-        }
-        fn poll(&mut self) -> Result<(), Self::Error> {
-            self.inner.poll()
-        }
-        fn values(&self, g: rdt::MonGroupId) -> Option<&rdt::MonValues> {
-            self.inner.values(g)
-        }
-        fn stop_monitoring(&mut self, g: rdt::MonGroupId) -> Result<(), Self::Error> {
-            self.inner.stop_monitoring(g)
-        }
-    }
-
     #[test]
     fn a_write_refused_midway_undoes_the_writes_before_it() {
         // arrange: the 3rd change (COS2 on socket 0) is refused
-        let mut b = FailNth {
-            inner: FakeBackend::broadwell_2s(),
-            n: 3,
-        };
+        let mut b = FakeBackend::broadwell_2s();
+        b.fail_nth_write(3);
         let full = CatMask::Unified(CacheBitmask::new(0xfffff).unwrap());
         // act
         let mut out = Vec::new();
@@ -1377,28 +1257,23 @@ mod tests {
             "{e}"
         );
         for socket in [0, 1] {
-            assert_eq!(b.inner.l3_mask(socket, 1), full);
-            assert_eq!(b.inner.l3_mask(socket, 2), full);
+            assert_eq!(b.l3_mask(socket, 1), full);
+            assert_eq!(b.l3_mask(socket, 2), full);
         }
         assert_eq!(
-            b.inner.writes.last().map(String::as_str),
+            b.writes.last().map(String::as_str),
             Some("L3 0 COS1 = Unified(CacheBitmask(1048575))"),
             "undone newest first: {:?}",
-            b.inner.writes
+            b.writes
         );
     }
 
     #[test]
     fn a_refused_association_puts_back_the_classes_and_cores_before_it() {
         // arrange: core 2 starts in COS3; the 4th change (core 3) is refused
-        let mut b = FailNth {
-            inner: FakeBackend::intel_1s(),
-            n: 0,
-        };
-        b.inner
-            .associate(LogicalCpu::new(2), ClassId::new(3))
-            .unwrap();
-        b.n = 4;
+        let mut b = FakeBackend::intel_1s();
+        b.associate(LogicalCpu::new(2), ClassId::new(3)).unwrap();
+        b.fail_nth_write(4);
         // act
         let mut out = Vec::new();
         let r = run_alloc(
@@ -1414,12 +1289,12 @@ mod tests {
                 .ends_with("Setting allocation class of service association failed!\nAllocation association error!\n")
         );
         assert_eq!(
-            [1, 2, 3].map(|c| b.inner.class_of_cpu(c)),
+            [1, 2, 3].map(|c| b.class_of_cpu(c)),
             [0, 3, 0],
             "cores back where they were"
         );
         assert_eq!(
-            b.inner.mba_classes(CacheDomain::new(0)).unwrap()[1].limit,
+            b.mba_classes(CacheDomain::new(0)).unwrap()[1].limit,
             MbaLimit::Percent(100)
         );
     }

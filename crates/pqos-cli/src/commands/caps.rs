@@ -272,7 +272,7 @@ mod tests {
     use rdt::{Feature, MbaCaps, MbaKind};
 
     use super::*;
-    use crate::commands::fake::FakeBackend;
+    use rdt::fake::FakeBackend;
 
     fn display(b: &mut FakeBackend, verbose: bool) -> String {
         let mut out = Vec::new();

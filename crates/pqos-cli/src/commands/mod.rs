@@ -165,6 +165,3 @@ pub fn join<T: fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
         .collect::<Vec<_>>()
         .join(",")
 }
-
-#[cfg(test)]
-pub mod fake;

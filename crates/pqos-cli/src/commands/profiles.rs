@@ -148,8 +148,8 @@ pub fn class_defs(name: &str, caps: &Capabilities) -> Result<Vec<ClassDef>, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::fake::FakeBackend;
     use rdt::Backend;
+    use rdt::fake::FakeBackend;
 
     #[test]
     fn list_matches_pqos_layout() {

@@ -10,12 +10,11 @@ use std::io::Write;
 
 use anyhow::{Result, anyhow};
 use rdt::{
-    Backend, CatClass, CatMask, CatResource, ForeignGroup, GroupKind, GroupOwner, Interface,
-    MbaLimit,
+    Backend, BackendError, CatClass, CatMask, CatResource, GroupKind, GroupOwner, Interface,
+    MbaLimit, RequestError,
 };
 
 use super::L3Domains;
-use super::alloc::os_classes;
 
 fn cat_line(name: &str, c: &CatClass) -> String {
     match c.mask {
@@ -70,11 +69,14 @@ fn print_core_info<B: Backend>(
             };
             let (class, rmid) = match (class, rmid) {
                 (Ok(c), Ok(r)) => (c, r),
-                (Err(e), Ok(_)) if ForeignGroup::find(&e).is_some() => {
+                (Err(e), Ok(_))
+                    if matches!(e.request(), Some(RequestError::ForeignGroup { .. })) =>
+                {
                     // This tool's extension: a CPU in another tool's resctrl group has no
                     // pqos class; say whose it is.
-                    let group = ForeignGroup::find(&e).map_or("", |f| f.group.as_str());
-                    writeln!(out, "{line}{group} (not managed by pqos)")?;
+                    if let Some(RequestError::ForeignGroup { group, .. }) = e.request() {
+                        writeln!(out, "{line}{group} (not managed by pqos)")?;
+                    }
                     continue;
                 }
                 (Err(e), _) | (_, Err(e)) => {
@@ -103,7 +105,7 @@ fn print_task_info<B: Backend>(
     note: &mut dyn FnMut(anyhow::Error),
     out: &mut dyn Write,
 ) -> Result<()> {
-    let classes = os_classes(backend.capabilities());
+    let classes = backend.capabilities().os_classes();
     writeln!(out, "PID association information:")?;
     for class in u32::from(!verbose)..classes {
         let class = rdt::ClassId::new(class);
@@ -248,8 +250,8 @@ mod tests {
     use super::*;
     use crate::command::AllocRequest;
     use crate::commands::alloc::run_alloc;
-    use crate::commands::fake::FakeBackend;
     use crate::testdata::{sample, without_note_banner};
+    use rdt::fake::FakeBackend;
 
     fn show(b: &mut FakeBackend) -> String {
         show_v(b, false)
@@ -429,7 +431,7 @@ mod tests {
     fn unreadable_tasks_get_pqos_error_line() {
         let mut b = FakeBackend::broadwell_2s();
         b.os_interface = true;
-        b.fail_writes = true;
+        b.fail_reads(true);
         let mut out = Vec::new();
         let e = run_show(&mut b, false, &mut out).unwrap_err();
         let out = String::from_utf8(out).unwrap();

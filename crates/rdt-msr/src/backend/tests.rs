@@ -11,7 +11,7 @@ use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
     CatResource, ClassId, CpuPlacement, CpuSet, Feature, FeatureSetting, LimitError, LogicalCpu,
     MbaCaps, MbaClass, MbaKind, MbaLimit, MonEventSupport, MonEvents, MonGroupId, MonitoringCaps,
-    PmuCaps, PmuCounts, PmuSource, Rmid, Topology, Vendor,
+    PmuCaps, PmuCounts, PmuSource, RequestError, Rmid, Topology, Vendor,
 };
 
 use super::MsrBackend;
@@ -203,10 +203,10 @@ fn associate_rejects_a_class_beyond_the_largest_class_count_without_writing() {
     assert!(
         matches!(
             err,
-            MsrError::Limit(LimitError::ClassOutOfRange {
+            MsrError::Request(RequestError::Limit(LimitError::ClassOutOfRange {
                 num_classes: 16,
                 ..
-            })
+            }))
         ),
         "{err}"
     );
@@ -217,8 +217,11 @@ fn associate_rejects_a_class_beyond_the_largest_class_count_without_writing() {
 fn associate_rejects_an_offline_cpu_without_writing() {
     let mut b = fresh();
     let err = b.associate(cpu(8), ClassId::new(1)).unwrap_err();
-    assert!(matches!(err, MsrError::NoSuchCpu(c) if c == cpu(8)));
-    assert!(matches!(b.class_of(cpu(9)), Err(MsrError::NoSuchCpu(_))));
+    assert!(matches!(err, MsrError::Request(RequestError::NoSuchCpu(c)) if c == cpu(8)));
+    assert!(matches!(
+        b.class_of(cpu(9)),
+        Err(MsrError::Request(RequestError::NoSuchCpu(_)))
+    ));
     assert_eq!(accesses(&b), 0);
 }
 
@@ -339,7 +342,10 @@ fn masks_are_validated_for_every_class_before_any_write() {
         .unwrap_err();
     // assert
     assert!(
-        matches!(err, MsrError::Limit(LimitError::NonContiguous { .. })),
+        matches!(
+            err,
+            MsrError::Request(RequestError::Limit(LimitError::NonContiguous { .. }))
+        ),
         "{err}"
     );
     assert_eq!(b.io().writes(), 0);
@@ -358,7 +364,10 @@ fn a_mask_wider_than_the_cbm_is_rejected_before_any_write() {
     assert!(
         matches!(
             err,
-            MsrError::Limit(LimitError::MaskTooWide { cbm_len: 20, .. })
+            MsrError::Request(RequestError::Limit(LimitError::MaskTooWide {
+                cbm_len: 20,
+                ..
+            }))
         ),
         "{err}"
     );
@@ -393,7 +402,10 @@ fn a_class_beyond_the_usable_count_with_cdp_on_is_rejected_before_any_write() {
     assert!(
         matches!(
             err,
-            MsrError::Limit(LimitError::ClassOutOfRange { num_classes: 8, .. })
+            MsrError::Request(RequestError::Limit(LimitError::ClassOutOfRange {
+                num_classes: 8,
+                ..
+            }))
         ),
         "{err}"
     );
@@ -424,7 +436,10 @@ fn mask_kind_must_match_the_cdp_state() {
         .set_cat_classes(CatResource::L3, dom(0), &one)
         .unwrap_err();
     // assert
-    assert!(matches!(e_off, MsrError::CdpMismatch { .. }));
+    assert!(matches!(
+        e_off,
+        MsrError::Request(RequestError::CdpMismatch { .. })
+    ));
     assert_eq!(
         e_on.to_string(),
         "L3 COS1: CDP is on, so the class needs a data and a code mask"
@@ -437,7 +452,10 @@ fn an_unknown_domain_is_rejected_without_access() {
     let mut b = fresh();
     let err = b.cat_classes(CatResource::L3, dom(2)).unwrap_err();
     assert!(
-        matches!(err, MsrError::NoSuchDomain { resource: "L3", .. }),
+        matches!(
+            err,
+            MsrError::Request(RequestError::NoSuchDomain { resource: "L3", .. })
+        ),
         "{err}"
     );
     assert_eq!(accesses(&b), 0);
@@ -462,7 +480,10 @@ fn an_unsupported_resource_is_a_limit_error() {
     let mut b = backend_with(FakeMsrs::new(), c);
     let err = b.set_cat_classes(CatResource::L2, dom(0), &[]).unwrap_err();
     assert!(
-        matches!(err, MsrError::Limit(LimitError::Unsupported("L2 CAT"))),
+        matches!(
+            err,
+            MsrError::Request(RequestError::Limit(LimitError::Unsupported("L2 CAT")))
+        ),
         "{err}"
     );
 }
@@ -511,11 +532,17 @@ fn mba_zero_or_above_100_percent_is_rejected_before_writing() {
     let e101 = set_mba(&mut b, 1, 101).unwrap_err();
     assert!(matches!(
         e0,
-        MsrError::Limit(LimitError::MbaOutOfRange { value: 0, .. })
+        MsrError::Request(RequestError::Limit(LimitError::MbaOutOfRange {
+            value: 0,
+            ..
+        }))
     ));
     assert!(matches!(
         e101,
-        MsrError::Limit(LimitError::MbaOutOfRange { value: 101, .. })
+        MsrError::Request(RequestError::Limit(LimitError::MbaOutOfRange {
+            value: 101,
+            ..
+        }))
     ));
     assert_eq!(b.io().writes(), 0);
 }
@@ -537,10 +564,10 @@ fn mba_validates_every_class_before_writing() {
     assert!(
         matches!(
             err,
-            MsrError::Limit(LimitError::ClassOutOfRange {
+            MsrError::Request(RequestError::Limit(LimitError::ClassOutOfRange {
                 resource: "MBA",
                 ..
-            })
+            }))
         ),
         "{err}"
     );
@@ -560,7 +587,7 @@ fn mba_in_mbps_is_unsupported_on_the_msr_interface() {
         )
         .unwrap_err();
     assert!(
-        matches!(&err, MsrError::Unsupported(m) if m.starts_with("MBA in MBps needs the OS interface"))
+        matches!(&err, MsrError::Request(RequestError::Unsupported(m)) if m.starts_with("MBA in MBps needs the OS interface"))
     );
     assert_eq!(b.io().writes(), 0);
 }
@@ -615,15 +642,18 @@ fn amd_mba_writes_raw_units_and_rejects_zero_or_above_2_pow_width() {
     assert_eq!(b.io().get(cpu(4), MsrAddr::new(0xC000_0203)), Some(100));
     assert!(matches!(
         e0,
-        MsrError::Limit(LimitError::MbaOutOfRange {
+        MsrError::Request(RequestError::Limit(LimitError::MbaOutOfRange {
             value: 0,
             min: 1,
             max: 2048
-        })
+        }))
     ));
     assert!(matches!(
         e_max,
-        MsrError::Limit(LimitError::MbaOutOfRange { value: 2049, .. })
+        MsrError::Request(RequestError::Limit(LimitError::MbaOutOfRange {
+            value: 2049,
+            ..
+        }))
     ));
     assert!(set(&mut b, 2048).is_ok());
     assert_eq!(b.io().writes(), 1);
@@ -634,7 +664,7 @@ fn amd_mba_refuses_percentages() {
     let mut b = backend_with(FakeMsrs::new(), amd_caps());
     assert!(matches!(
         set_mba(&mut b, 1, 50),
-        Err(MsrError::Unsupported(_))
+        Err(MsrError::Request(RequestError::Unsupported(_)))
     ));
 }
 
@@ -730,7 +760,7 @@ fn cdp_on_where_unsupported_fails_before_any_write() {
     let err = b.reset_allocation(&cfg).unwrap_err();
     // assert
     assert!(
-        matches!(&err, MsrError::Unsupported(m) if m.contains("L2 CDP requested")),
+        matches!(&err, MsrError::Request(RequestError::Unsupported(m)) if m.contains("L2 CDP requested")),
         "{err}"
     );
     assert_eq!(accesses(&b), 0);
@@ -745,7 +775,7 @@ fn mba_ctrl_on_is_unsupported_on_msr() {
     };
     assert!(matches!(
         b.reset_allocation(&cfg),
-        Err(MsrError::Unsupported(_))
+        Err(MsrError::Request(RequestError::Unsupported(_)))
     ));
     assert_eq!(accesses(&b), 0);
 }
@@ -787,7 +817,7 @@ fn rmid_allocation_picks_the_lowest_free_rmid_skipping_those_in_pqr_assoc() {
 fn start_keeps_the_class_of_service() {
     let mut b = fresh();
     b.io_mut().set(cpu(1), PQR, regs::pqr_assoc(6, 0));
-    b.start_monitoring(&cpus("1"), MonEvents::ALL).unwrap();
+    b.start_monitoring(&cpus("1"), MonEvents::PQOS_ALL).unwrap();
     assert_eq!(b.io().get(cpu(1), PQR), Some(regs::pqr_assoc(6, 1)));
 }
 
@@ -798,11 +828,11 @@ fn a_cpu_with_a_non_zero_rmid_refuses_start_and_nothing_is_written() {
     b.io_mut().set(cpu(2), PQR, regs::pqr_assoc(0, 5));
     // act
     let err = b
-        .start_monitoring(&cpus("1-3"), MonEvents::ALL)
+        .start_monitoring(&cpus("1-3"), MonEvents::PQOS_ALL)
         .unwrap_err();
     // assert
     assert!(
-        matches!(err, MsrError::AlreadyMonitored(c) if c == cpu(2)),
+        matches!(&err, MsrError::Request(RequestError::AlreadyMonitored { what, by: Some(by) }) if what == "CPU 2" && by.starts_with("RMID 5")),
         "{err}"
     );
     assert_eq!(b.io().writes(), 0);
@@ -816,7 +846,7 @@ fn a_cpu_already_in_a_group_of_this_backend_refuses_start() {
         .start_monitoring(&cpus("0-1"), MonEvents::IPC)
         .unwrap_err();
     assert!(
-        matches!(err, MsrError::AlreadyMonitored(c) if c == cpu(1)),
+        matches!(&err, MsrError::Request(RequestError::AlreadyMonitored { what, .. }) if what == "CPU 1"),
         "{err}"
     );
 }
@@ -843,11 +873,14 @@ fn unsupported_events_are_refused_naming_the_event() {
     c.monitoring.get_mut().unwrap().events.mbm_total = false;
     let mut b = backend_with(FakeMsrs::new(), c);
     // act
-    let err = b.start_monitoring(&cpus("0"), MonEvents::ALL).unwrap_err();
+    let err = b
+        .start_monitoring(&cpus("0"), MonEvents::PQOS_ALL)
+        .unwrap_err();
     // assert
     assert_eq!(
         err.to_string(),
-        "monitoring of total memory bandwidth (MBM total, needed for remote) is not supported on this platform"
+        "monitoring of total memory bandwidth (needed for remote memory bandwidth) is not supported on \
+         this platform"
     );
     assert!(
         b.start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL)
@@ -878,16 +911,16 @@ fn pmu_events_start_without_a_pmu() {
 fn offline_cpus_and_empty_groups_are_refused() {
     let mut b = fresh();
     assert!(matches!(
-        b.start_monitoring(&cpus("8"), MonEvents::ALL),
-        Err(MsrError::NoSuchCpu(_))
+        b.start_monitoring(&cpus("8"), MonEvents::PQOS_ALL),
+        Err(MsrError::Request(RequestError::NoSuchCpu(_)))
     ));
     assert!(matches!(
-        b.start_monitoring(&CpuSet::new(), MonEvents::ALL),
-        Err(MsrError::EmptyGroup)
+        b.start_monitoring(&CpuSet::new(), MonEvents::PQOS_ALL),
+        Err(MsrError::Request(RequestError::EmptyGroup))
     ));
     assert!(matches!(
-        b.start_monitoring(&cpus("0"), MonEvents::NONE),
-        Err(MsrError::EmptyGroup)
+        b.start_monitoring(&cpus("0"), MonEvents::empty()),
+        Err(MsrError::Request(RequestError::EmptyGroup))
     ));
 }
 
@@ -907,7 +940,7 @@ fn running_out_of_rmids_is_an_error_naming_the_domain() {
         .unwrap_err();
     // assert
     assert!(
-        matches!(err, MsrError::OutOfRmids(d) if d == dom(1)),
+        matches!(&err, MsrError::Request(RequestError::OutOfRmids { scope, .. }) if *scope == format!("L3 domain {}", dom(1))),
         "{err}"
     );
     assert_eq!(b.io().writes(), 0);
@@ -927,7 +960,9 @@ fn stop_restores_rmid_0_keeping_cos_and_frees_the_rmid() {
     assert_eq!(b.io().get(cpu(1), PQR), Some(regs::pqr_assoc(2, 0)));
     assert_eq!(b.io().get(cpu(0), PQR), Some(0));
     assert!(b.values(g).is_none());
-    assert!(matches!(b.stop_monitoring(g), Err(MsrError::NoSuchGroup(id)) if id == g));
+    assert!(
+        matches!(b.stop_monitoring(g), Err(MsrError::Request(RequestError::NoSuchGroup(id))) if id == g)
+    );
     b.start_monitoring(&cpus("2"), MonEvents::LLC_OCCUPANCY)
         .unwrap();
     assert_eq!(b.rmid_of(cpu(2)).unwrap(), Some(Rmid::new(1)));
@@ -961,7 +996,7 @@ fn poll_does_exactly_two_msr_accesses_per_event_per_context() {
     // arrange: a group over both L3 domains, occupancy + local + total (remote implies both)
     let mut b = fresh();
     let g = b
-        .start_monitoring(&cpus("2-5"), MonEvents::ALL | MonEvents::MBM_TOTAL)
+        .start_monitoring(&cpus("2-5"), MonEvents::PQOS_ALL | MonEvents::MBM_TOTAL)
         .unwrap();
     b.io_mut().reset_counts();
     // act
@@ -975,7 +1010,9 @@ fn poll_does_exactly_two_msr_accesses_per_event_per_context() {
 fn first_poll_reports_zero_deltas_and_scaled_occupancy_summed_over_domains() {
     // arrange
     let mut b = fresh();
-    let g = b.start_monitoring(&cpus("3-4"), MonEvents::ALL).unwrap();
+    let g = b
+        .start_monitoring(&cpus("3-4"), MonEvents::PQOS_ALL)
+        .unwrap();
     ctr(&mut b, 3, 1, EVT_LLC_OCCUPANCY, 10);
     ctr(&mut b, 4, 1, EVT_LLC_OCCUPANCY, 5);
     ctr(&mut b, 3, 1, EVT_MBM_LOCAL, 1000);
@@ -983,7 +1020,7 @@ fn first_poll_reports_zero_deltas_and_scaled_occupancy_summed_over_domains() {
     // act
     b.poll().unwrap();
     // assert
-    let v = *b.values(g).unwrap();
+    let v = b.values(g).unwrap().clone();
     assert_eq!(v.llc_occupancy_bytes, Some(15 * SCALE));
     assert_eq!(v.mbm_local_delta_bytes, Some(0));
     assert_eq!(v.mbm_total_delta_bytes, Some(0));
@@ -1005,7 +1042,7 @@ fn mbm_deltas_are_scaled_and_remote_is_total_minus_local() {
     // act
     b.poll().unwrap();
     // assert
-    let v = *b.values(g).unwrap();
+    let v = b.values(g).unwrap().clone();
     assert_eq!(v.mbm_local_delta_bytes, Some(30 * SCALE));
     assert_eq!(v.mbm_total_delta_bytes, Some(50 * SCALE));
     assert_eq!(v.mbm_remote_delta_bytes, Some(20 * SCALE));
@@ -1171,7 +1208,7 @@ fn pmu_deltas_are_summed_over_the_group_cpus() {
     // act
     b.poll().unwrap();
     // assert
-    let v = *b.values(g).unwrap();
+    let v = b.values(g).unwrap().clone();
     assert_eq!(
         (v.instructions_delta, v.cycles_delta, v.llc_misses_delta),
         (Some(2500), Some(1500), Some(4))

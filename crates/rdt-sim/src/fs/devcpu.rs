@@ -92,7 +92,7 @@ impl DevCpuTree {
 
     fn msr_errno(e: &MsrError) -> i32 {
         match e {
-            MsrError::NoSuchCpu(_) => ENXIO,
+            MsrError::Request(rdt_core::RequestError::NoSuchCpu(_)) => ENXIO,
             _ => EIO,
         }
     }

@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use rdt::{Backend, Capabilities, LogicalCpu, MonEvents, MonGroupId, TaskId};
+use rdt::{Backend, LogicalCpu, MonEvents, MonGroupId, RequestError, TaskId};
 
 #[cfg(feature = "sim")]
 pub use self::clock::{AdvancingClock, VirtualClock};
@@ -35,76 +35,30 @@ use crate::args::FileType;
 use crate::command::MonitorRequest;
 use crate::grammar::MonGroupSpec;
 
-/// The events this platform can count (pqos's `all_evts`).
-#[must_use]
-pub fn supported_events(caps: &Capabilities) -> MonEvents {
-    let mut e = MonEvents::NONE;
-    if let Some(m) = caps.monitoring.get() {
-        if m.events.llc_occupancy {
-            e = e | MonEvents::LLC_OCCUPANCY;
-        }
-        if m.events.mbm_local {
-            e = e | MonEvents::MBM_LOCAL;
-        }
-        if m.events.mbm_total {
-            e = e | MonEvents::MBM_TOTAL;
-        }
-        if m.events.mbm_local && m.events.mbm_total {
-            e = e | MonEvents::MBM_REMOTE;
-        }
-    }
-    if caps.pmu.ipc {
-        e = e | MonEvents::IPC;
-    }
-    if caps.pmu.llc_misses {
-        e = e | MonEvents::LLC_MISSES;
-    }
-    e
-}
-
-fn intersect(a: MonEvents, b: MonEvents) -> MonEvents {
-    a.without(a.without(b))
-}
-
-/// pqos's `monitor_setup_events`: `all` becomes every supported event; any other selection
-/// gets IPC and LLC misses added when available; `--disable-mon-*` removes those.
-///
-/// # Errors
-/// An explicitly requested event the platform does not count, naming the group.
-pub fn setup_events(
+/// The group's events as pqos chooses them ([`MonEvents::select`]), with pqos's words for
+/// an event the platform does not count.
+fn setup_events(
     desc: &str,
     requested: MonEvents,
     supported: MonEvents,
-    disable_ipc: bool,
-    disable_misses: bool,
+    excluded: MonEvents,
 ) -> Result<MonEvents> {
-    let mut all = supported;
-    if disable_ipc {
-        all = all.without(MonEvents::IPC);
-    }
-    if disable_misses {
-        all = all.without(MonEvents::LLC_MISSES);
-    }
-    if requested.contains(MonEvents::ALL) {
-        return Ok(intersect(requested, all));
-    }
-    for (ev, name) in [
-        (MonEvents::LLC_OCCUPANCY, "llc (LLC occupancy)"),
-        (MonEvents::MBM_LOCAL, "mbl (local memory bandwidth)"),
-        (MonEvents::MBM_REMOTE, "mbr (remote memory bandwidth)"),
-        (MonEvents::MBM_TOTAL, "mbt (total memory bandwidth)"),
-    ] {
-        if requested.contains(ev) && !supported.contains(ev) {
-            bail!("monitoring event {name} of group \"{desc}\" is not supported on this platform");
+    requested.select(supported, excluded).map_err(|e| match e {
+        RequestError::UnsupportedEvent { event, .. } => {
+            let token = match event {
+                MonEvents::LLC_OCCUPANCY => "llc",
+                MonEvents::MBM_LOCAL => "mbl",
+                MonEvents::MBM_REMOTE => "mbr",
+                _ => "mbt",
+            };
+            anyhow!(
+                "monitoring event {token} ({}) of group \"{desc}\" is not supported on this \
+                     platform",
+                event.describe()
+            )
         }
-    }
-    Ok(requested | intersect(all, MonEvents::IPC | MonEvents::LLC_MISSES))
-}
-
-/// The PMU events (IPC, LLC misses): always offered as columns; where the platform has no
-/// PMU they stay blank and stderr says so once.
-fn pmu_events() -> MonEvents {
-    MonEvents::IPC | MonEvents::LLC_MISSES
+        e => e.into(),
+    })
 }
 
 /// What a group monitors: cores or processes.
@@ -165,7 +119,7 @@ pub fn run_monitor<B: Backend>(
         LlcUnit::KiB
     };
     let cols = Columns {
-        events: plans.iter().fold(MonEvents::NONE, |a, g| a | g.events),
+        events: plans.iter().fold(MonEvents::empty(), |a, g| a | g.events),
         llc,
         pid_mode: !req.pid_groups.is_empty(),
     };
@@ -200,11 +154,11 @@ pub fn run_monitor<B: Backend>(
         None => out,
     };
 
-    let pmu = supported_events(&caps);
+    let supported = caps.supported_events();
     let mut started: Vec<Started<'_>> = Vec::with_capacity(plans.len());
     for (g, threads) in plans.iter().zip(threads) {
         // Without a PMU the backend is not asked for IPC and misses: their cells stay blank.
-        let events = g.events.without(pmu_events().without(pmu));
+        let events = g.events.difference(MonEvents::PMU.difference(supported));
         let id = match &g.target {
             Target::Cores(cpus) => backend.start_monitoring(cpus, events).map_err(|e| {
                 anyhow!(e).context(format!("Monitoring start error on core(s) {}", g.desc))
@@ -242,18 +196,17 @@ pub fn run_monitor<B: Backend>(
 
 /// The groups to start: `-p` groups, `-m` groups, or one group per core with every event.
 fn group_plans<B: Backend>(backend: &B, req: &MonitorRequest) -> Result<Vec<GroupPlan>> {
-    let supported = supported_events(backend.capabilities()) | pmu_events();
+    // IPC and misses are always offered as columns; without a PMU they stay blank and
+    // stderr says so once.
+    let supported = backend.capabilities().supported_events() | MonEvents::PMU;
+    let mut excluded = MonEvents::empty();
+    excluded.set(MonEvents::IPC, req.disable_ipc);
+    excluded.set(MonEvents::LLC_MISSES, req.disable_llc_miss);
     let plan = |desc: &str, target: Target, requested: MonEvents| -> Result<GroupPlan> {
         Ok(GroupPlan {
             desc: desc.to_owned(),
             target,
-            events: setup_events(
-                desc,
-                requested,
-                supported,
-                req.disable_ipc,
-                req.disable_llc_miss,
-            )?,
+            events: setup_events(desc, requested, supported, excluded)?,
         })
     };
     if !req.pid_groups.is_empty() {
@@ -272,7 +225,7 @@ fn group_plans<B: Backend>(backend: &B, req: &MonitorRequest) -> Result<Vec<Grou
             .map(|c| MonGroupSpec {
                 desc: c.cpu.to_string(),
                 cpus: std::iter::once(c.cpu).collect(),
-                events: MonEvents::ALL,
+                events: MonEvents::PQOS_ALL,
             })
             .collect();
         &default_groups
@@ -368,8 +321,9 @@ fn monitor_loop<'a, B: Backend>(
         last_poll = Some(now);
         for s in started.iter_mut() {
             let plan: &'a GroupPlan = s.plan;
-            let values = backend.values(s.id).copied().unwrap_or_default();
-            let cells = Cells::new(&values, plan.events, interval);
+            let cells = backend
+                .values(s.id)
+                .map_or_else(Cells::default, |v| Cells::new(v, plan.events, interval));
             if !said_no_pmu
                 && (plan.events.contains(MonEvents::IPC) && cells.ipc.is_none()
                     || plan.events.contains(MonEvents::LLC_MISSES) && cells.llc_misses.is_none())
@@ -420,7 +374,7 @@ mod tests {
 
     use super::*;
     use crate::command::Command;
-    use crate::commands::fake::FakeBackend;
+    use rdt::fake::FakeBackend;
 
     /// A virtual clock at a fixed local time, so `TIME` lines are exact.
     struct TestClock {
@@ -671,9 +625,7 @@ mod tests {
         let (r, out) = run(&mut b, &["-m", "all:[2-4];all:5"], false);
         let e = format!("{:#}", r.unwrap_err());
         assert!(
-            e.starts_with(
-                "Monitoring start error on core(s) 5: monitoring on CPU 5 is already started"
-            ),
+            e.starts_with("Monitoring start error on core(s) 5: CPU 5 is already monitored"),
             "{e}"
         );
         assert!(out.is_empty());

@@ -639,7 +639,7 @@ mod tests {
 
     fn all_cols(pid_mode: bool) -> Columns {
         Columns {
-            events: MonEvents::ALL,
+            events: MonEvents::PQOS_ALL,
             llc: LlcUnit::KiB,
             pid_mode,
         }
@@ -731,7 +731,7 @@ mod tests {
             },
         }];
         let cols = Columns {
-            events: MonEvents::ALL | MonEvents::MBM_TOTAL,
+            events: MonEvents::PQOS_ALL | MonEvents::MBM_TOTAL,
             ..all_cols(true)
         };
         let out = render(&mut Csv::new(cols, false), &rows);

@@ -1,0 +1,1030 @@
+//! A [`Backend`] in memory, for the tests of programs that link the library: platform
+//! fixtures ([`fixtures`]), register-like class tables, a record of every change
+//! ([`FakeBackend::writes`]), fault injection ([`FakeBackend::fail_nth_write`]) and a
+//! deterministic monitoring model fed through the same [`MonAccumulator`] the real
+//! interfaces use.
+//!
+//! Enable it in the tests of a crate that uses the library:
+//! ```toml
+//! [dev-dependencies]
+//! rdt-core = { version = "0.1", features = ["fake"] }
+//! ```
+//!
+//! # Examples
+//! ```
+//! use rdt_core::fake::FakeBackend;
+//! use rdt_core::{Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
+//!
+//! let mut b = FakeBackend::broadwell_2s();
+//! b.fail_nth_write(2);
+//! let class = |n, bits| CatClass {
+//!     class: ClassId::new(n),
+//!     mask: CatMask::Unified(CacheBitmask::new(bits).unwrap()),
+//! };
+//! let domain = CacheDomain::new(0);
+//! b.set_cat_classes(CatResource::L3, domain, &[class(1, 0xf)]).unwrap();
+//! let e = b.set_cat_classes(CatResource::L3, domain, &[class(2, 0xf0)]).unwrap_err();
+//! assert!(e.to_string().contains("injected failure"));
+//! assert_eq!(b.writes.len(), 1);
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::monitor::CounterFormat;
+use crate::{
+    AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatMask, CatResource, ClassId,
+    CpuSet, FeatureSetting, GroupInfo, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass,
+    MbaKind, MbaLimit, MonAccumulator, MonEvents, MonGroupId, MonValues, PmuCounts, RequestError,
+    Rmid, RmidEvent, TaskId, Topology,
+};
+
+/// Platforms for tests: capabilities and topologies of typical parts, and builders for the
+/// capability structs, so that tests name a platform instead of spelling out every CPUID
+/// field.
+pub mod fixtures {
+    use crate::{
+        CacheDomain, CacheGeometry, Capabilities, CatCaps, CpuPlacement, Feature, LogicalCpu,
+        MbaCaps, MbaKind, MonEventSupport, MonitoringCaps, PmuCaps, Topology, Vendor,
+    };
+
+    /// CAT with a `cbm_len`-bit CBM and `num_classes` classes: no shareable bits, CDP
+    /// supported and off, contiguous masks, at least one bit (Intel).
+    #[must_use]
+    pub const fn cat(cbm_len: u32, num_classes: u32) -> CatCaps {
+        CatCaps {
+            cbm_len,
+            shareable_bits: 0,
+            num_classes,
+            cdp_supported: true,
+            cdp_enabled: false,
+            non_contiguous_cbm: false,
+            io_rdt: false,
+            min_cbm_bits: 1,
+        }
+    }
+
+    /// Intel MBA with `num_classes` classes, linear, in 10 % steps (maximum delay 90).
+    #[must_use]
+    pub const fn intel_mba(num_classes: u32) -> MbaCaps {
+        MbaCaps {
+            num_classes,
+            kind: MbaKind::IntelDelay {
+                max_delay: 90,
+                linear: true,
+                per_thread: false,
+            },
+            ctrl_enabled: false,
+        }
+    }
+
+    /// AMD MBA with `num_classes` classes in 1/8 GB/s units, an 11-bit field (2048 =
+    /// unlimited).
+    #[must_use]
+    pub const fn amd_mba(num_classes: u32) -> MbaCaps {
+        MbaCaps {
+            num_classes,
+            kind: MbaKind::AmdBandwidth { width: 11 },
+            ctrl_enabled: false,
+        }
+    }
+
+    /// CMT and MBM (occupancy, local, total) with `num_rmids` RMIDs, `upscaling_factor`
+    /// bytes per count and 24-bit counters.
+    #[must_use]
+    pub const fn monitoring(num_rmids: u32, upscaling_factor: u32) -> MonitoringCaps {
+        MonitoringCaps {
+            max_rmid: num_rmids.saturating_sub(1),
+            num_rmids,
+            upscaling_factor,
+            counter_width: 24,
+            overflow_bit: false,
+            io_rdt: false,
+            events: MonEventSupport {
+                llc_occupancy: true,
+                mbm_total: true,
+                mbm_local: true,
+            },
+        }
+    }
+
+    /// A topology from `(cpu, package, l2 id, l3 id)` tuples (core id = CPU, NUMA node =
+    /// package).
+    #[must_use]
+    pub fn topology(cpus: impl IntoIterator<Item = (u32, u32, u32, u32)>) -> Topology {
+        Topology::from_placements(
+            cpus.into_iter()
+                .map(|(cpu, package, l2, l3)| CpuPlacement {
+                    cpu: LogicalCpu::new(cpu),
+                    package,
+                    core: cpu,
+                    l2: CacheDomain::new(l2),
+                    l3: Some(CacheDomain::new(l3)),
+                    node: package,
+                })
+                .collect(),
+        )
+    }
+
+    /// Capabilities with nothing but the vendor: add what the test needs.
+    #[must_use]
+    pub const fn bare(vendor: Vendor) -> Capabilities {
+        Capabilities {
+            vendor,
+            brand: None,
+            signature: None,
+            monitoring: Feature::Unsupported,
+            l3_cat: Feature::Unsupported,
+            l2_cat: Feature::Unsupported,
+            mba: Feature::Unsupported,
+            smba: Feature::Unsupported,
+            l3_cache: None,
+            l2_cache: None,
+            pmu: PmuCaps {
+                ipc: false,
+                llc_misses: false,
+            },
+        }
+    }
+
+    const fn with_pmu(mut caps: Capabilities) -> Capabilities {
+        caps.pmu = PmuCaps {
+            ipc: true,
+            llc_misses: true,
+        };
+        caps
+    }
+
+    /// Two-socket Xeon E5 v4 (Broadwell-EP) like the seed paper's: 24 CPUs, 12 per socket,
+    /// one L3 per socket with a 20-bit CBM and 16 classes, CDP supported, CMT/MBM (176
+    /// RMIDs, 64 KiB per count), a PMU, no MBA; the E5-2650L v4's brand and cache geometry.
+    #[must_use]
+    pub fn broadwell_2s() -> (Capabilities, Topology) {
+        let mut caps = with_pmu(bare(Vendor::Intel));
+        caps.brand = Some("Intel(R) Xeon(R) CPU E5-2650L v4 @ 1.70GHz".into());
+        caps.signature = Some(0x406f1);
+        caps.monitoring = Feature::Supported(monitoring(176, 65536));
+        caps.l3_cat = Feature::Supported(cat(20, 16));
+        caps.l3_cache = Some(CacheGeometry {
+            level: 3,
+            ways: 20,
+            partitions: 1,
+            line_size: 64,
+            sets: 28672,
+            max_sharing_ids: 32,
+        });
+        caps.l2_cache = Some(CacheGeometry {
+            level: 2,
+            ways: 8,
+            partitions: 1,
+            line_size: 64,
+            sets: 512,
+            max_sharing_ids: 2,
+        });
+        (caps, topology((0..24).map(|c| (c, c / 12, c, c / 12))))
+    }
+
+    /// One-socket Intel part with 8 CPUs: L3 CAT (11-bit CBM, shareable 0x600, 16 classes,
+    /// CDP), L2 CAT (one L2 per pair of CPUs, 8-bit CBM, 8 classes, no CDP), MBA (8 classes,
+    /// 10 % steps), CMT/MBM (192 RMIDs), a PMU.
+    #[must_use]
+    pub fn intel_1s() -> (Capabilities, Topology) {
+        let mut caps = with_pmu(bare(Vendor::Intel));
+        caps.monitoring = Feature::Supported(monitoring(192, 49152));
+        caps.l3_cat = Feature::Supported(CatCaps {
+            shareable_bits: 0x600,
+            ..cat(11, 16)
+        });
+        caps.l2_cat = Feature::Supported(CatCaps {
+            cdp_supported: false,
+            ..cat(8, 8)
+        });
+        caps.mba = Feature::Supported(intel_mba(8));
+        (caps, topology((0..8).map(|c| (c, 0, c / 2, 0))))
+    }
+
+    /// Two-socket Intel part with 8 CPUs, 4 per socket and L3, 2 per L2: L3 CAT (20-bit
+    /// CBM, 16 classes), L2 CAT (8-bit CBM, 8 classes), both with CDP; MBA (8 classes);
+    /// CMT/MBM (112 RMIDs, 56 KiB per count, 24-bit counters); a PMU.
+    #[must_use]
+    pub fn intel_2s() -> (Capabilities, Topology) {
+        let mut caps = with_pmu(bare(Vendor::Intel));
+        caps.monitoring = Feature::Supported(monitoring(112, 57344));
+        caps.l3_cat = Feature::Supported(cat(20, 16));
+        caps.l2_cat = Feature::Supported(cat(8, 8));
+        caps.mba = Feature::Supported(intel_mba(8));
+        let topo = Topology::from_placements(
+            (0..8)
+                .map(|c| CpuPlacement {
+                    cpu: LogicalCpu::new(c),
+                    package: c / 4,
+                    core: c % 4,
+                    l2: CacheDomain::new(c / 2),
+                    l3: Some(CacheDomain::new(c / 4)),
+                    node: c / 4,
+                })
+                .collect(),
+        );
+        (caps, topo)
+    }
+
+    /// One-socket AMD part with two core complexes of 4 CPUs: L3 CAT per CCX (16-bit CBM,
+    /// 16 classes, any mask), MBA in 1/8 GB/s units (11-bit field), CMT/MBM (256 RMIDs), no
+    /// PMU.
+    #[must_use]
+    pub fn amd_2ccx() -> (Capabilities, Topology) {
+        let mut caps = bare(Vendor::Amd);
+        caps.monitoring = Feature::Supported(monitoring(256, 64));
+        caps.l3_cat = Feature::Supported(CatCaps {
+            non_contiguous_cbm: true,
+            ..cat(16, 16)
+        });
+        caps.mba = Feature::Supported(amd_mba(16));
+        (caps, topology((0..8).map(|c| (c, 0, c, c / 4))))
+    }
+}
+
+/// An error of the [`FakeBackend`]: a request it refuses (the library's vocabulary), or an
+/// injected fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FakeError {
+    /// The request is invalid for this platform or state; nothing was changed.
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// A fault armed with [`FakeBackend::fail_nth_write`], [`FakeBackend::fail_writes`] or
+    /// [`FakeBackend::fail_reads`]; nothing was changed by this call.
+    #[error("injected failure {0}")]
+    Injected(String),
+}
+
+impl From<crate::LimitError> for FakeError {
+    fn from(e: crate::LimitError) -> Self {
+        Self::Request(e.into())
+    }
+}
+
+impl crate::BackendError for FakeError {
+    fn request(&self) -> Option<&RequestError> {
+        match self {
+            Self::Request(r) => Some(r),
+            Self::Injected(_) => None,
+        }
+    }
+}
+
+type R<T> = Result<T, FakeError>;
+
+/// A running monitoring group of the fake.
+#[derive(Debug, Clone)]
+struct Group {
+    cpus: CpuSet,
+    /// PID groups: the tasks (`cpus` is empty then).
+    tasks: Vec<TaskId>,
+    /// The accumulator context of each member (its L3 domain's index), in member order.
+    member_context: Vec<usize>,
+    polls: u64,
+    acc: MonAccumulator,
+}
+
+/// An in-memory platform implementing [`Backend`].
+///
+/// Allocation keeps one table of masks per (resource, domain) and one of MBA limits per
+/// domain, checked against the capabilities like the real interfaces. Every change is
+/// appended to [`FakeBackend::writes`] as a line (`"L3 0 COS1 = ..."`, `"assoc 2 COS1"`).
+///
+/// Monitoring model, per member (CPU n, or task): occupancy (n + 1) MiB (1 MiB per task);
+/// every poll 100 MiB local and 150 MiB total traffic, 2·10⁹ instructions in 10⁹ cycles and
+/// 10⁶ LLC misses, counted on a counter per L3 domain that the shared [`MonAccumulator`]
+/// turns into values (so the first poll gives zero deltas, as on hardware).
+#[derive(Debug, Clone)]
+pub struct FakeBackend {
+    caps: Capabilities,
+    topo: Topology,
+    /// Usable classes' masks per (resource, domain).
+    cat: BTreeMap<(CatResource, CacheDomain), Vec<CatMask>>,
+    mba: BTreeMap<CacheDomain, Vec<MbaLimit>>,
+    cos: BTreeMap<LogicalCpu, ClassId>,
+    rmid: BTreeMap<LogicalCpu, Rmid>,
+    groups: BTreeMap<MonGroupId, Group>,
+    next_group: u32,
+    /// Every state change, in order (`"L3 0 COS1 = ..."`, `"assoc 2 COS1"`, ...).
+    pub writes: Vec<String>,
+    /// Report the OS interface (no RMIDs in `rmid_of`; task association works).
+    pub os_interface: bool,
+    /// The write that fails: 1 is the next one; 0 none.
+    fail_nth: usize,
+    fail_all_writes: bool,
+    fail_all_reads: bool,
+    /// Processes: process id (its main thread) -> every thread id, main thread included.
+    processes: BTreeMap<TaskId, Vec<TaskId>>,
+    /// The class of every known thread (resctrl: which group's `tasks` lists it).
+    task_class: BTreeMap<TaskId, ClassId>,
+    /// resctrl groups present besides the root (ours and other tools').
+    groups_present: Vec<GroupInfo>,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+impl FakeBackend {
+    /// A fake platform with `caps` and `topo`: every class at the full mask or no limit,
+    /// every CPU in COS 0 and RMID 0, the MSR interface.
+    #[must_use]
+    pub fn new(caps: Capabilities, topo: Topology) -> Self {
+        let mut b = Self {
+            caps,
+            topo,
+            cat: BTreeMap::new(),
+            mba: BTreeMap::new(),
+            cos: BTreeMap::new(),
+            rmid: BTreeMap::new(),
+            groups: BTreeMap::new(),
+            next_group: 1,
+            writes: Vec::new(),
+            os_interface: false,
+            fail_nth: 0,
+            fail_all_writes: false,
+            fail_all_reads: false,
+            processes: BTreeMap::new(),
+            task_class: BTreeMap::new(),
+            groups_present: Vec::new(),
+        };
+        b.reset_tables();
+        for c in b.topo.cpus() {
+            b.cos.insert(c.cpu, ClassId::new(0));
+            b.rmid.insert(c.cpu, Rmid::new(0));
+        }
+        b
+    }
+
+    /// [`fixtures::broadwell_2s`].
+    #[must_use]
+    pub fn broadwell_2s() -> Self {
+        let (c, t) = fixtures::broadwell_2s();
+        Self::new(c, t)
+    }
+
+    /// [`fixtures::intel_1s`].
+    #[must_use]
+    pub fn intel_1s() -> Self {
+        let (c, t) = fixtures::intel_1s();
+        Self::new(c, t)
+    }
+
+    /// [`fixtures::intel_2s`].
+    #[must_use]
+    pub fn intel_2s() -> Self {
+        let (c, t) = fixtures::intel_2s();
+        Self::new(c, t)
+    }
+
+    /// [`fixtures::amd_2ccx`].
+    #[must_use]
+    pub fn amd_2ccx() -> Self {
+        let (c, t) = fixtures::amd_2ccx();
+        Self::new(c, t)
+    }
+
+    fn reset_tables(&mut self) {
+        self.cat.clear();
+        self.mba.clear();
+        for res in [CatResource::L3, CatResource::L2] {
+            let Some(c) = self.caps.cat(res) else {
+                continue;
+            };
+            let full = c.full_mask();
+            let mask = if c.cdp_enabled {
+                CatMask::Cdp {
+                    data: full,
+                    code: full,
+                }
+            } else {
+                CatMask::Unified(full)
+            };
+            let domains = match res {
+                CatResource::L3 => self.topo.l3_domains(),
+                CatResource::L2 => self.topo.l2_domains(),
+            };
+            for d in domains {
+                self.cat
+                    .insert((res, d), vec![mask; c.usable_classes() as usize]);
+            }
+        }
+        if let Some(m) = self.caps.mba.get() {
+            for d in self.topo.l3_domains() {
+                self.mba
+                    .insert(d, vec![m.unlimited(); m.num_classes as usize]);
+            }
+        }
+    }
+
+    /// Changes the capabilities and rebuilds the class tables (every class back to the
+    /// full mask or no limit).
+    pub fn reconfigure(&mut self, f: impl FnOnce(&mut Capabilities)) {
+        f(&mut self.caps);
+        self.reset_tables();
+    }
+
+    /// Turns L3 CDP on (as `-R l3cdp-on` would), without recording a write.
+    pub fn enable_l3_cdp(&mut self) {
+        if let Some(c) = self.caps.l3_cat.get_mut() {
+            c.cdp_enabled = true;
+        }
+        self.reset_tables();
+    }
+
+    /// Makes the `n`th change from now fail (1: the next one), once; 0 disarms. Changes are
+    /// mask and MBA writes (one per class), associations, resets and monitoring starts.
+    pub fn fail_nth_write(&mut self, n: usize) {
+        self.fail_nth = n;
+    }
+
+    /// Makes every change fail while `on`.
+    pub fn fail_writes(&mut self, on: bool) {
+        self.fail_all_writes = on;
+    }
+
+    /// Makes reads of tasks and groups fail while `on`.
+    pub fn fail_reads(&mut self, on: bool) {
+        self.fail_all_reads = on;
+    }
+
+    /// The L3 masks of `class` in L3 domain `domain`.
+    ///
+    /// # Panics
+    /// For a domain or class the platform does not have.
+    #[must_use]
+    pub fn l3_mask(&self, domain: u32, class: u32) -> CatMask {
+        self.cat[&(CatResource::L3, CacheDomain::new(domain))][class as usize]
+    }
+
+    /// The class of `cpu`.
+    ///
+    /// # Panics
+    /// For a CPU the platform does not have.
+    #[must_use]
+    pub fn class_of_cpu(&self, cpu: u32) -> u32 {
+        self.cos[&LogicalCpu::new(cpu)].get()
+    }
+
+    /// The RMID of `cpu`.
+    ///
+    /// # Panics
+    /// For a CPU the platform does not have.
+    #[must_use]
+    pub fn rmid_of_cpu(&self, cpu: u32) -> u32 {
+        self.rmid[&LogicalCpu::new(cpu)].get()
+    }
+
+    /// Adds a process with its threads (the process id is its main thread), all in COS 0.
+    pub fn add_process(&mut self, pid: u32, threads: &[u32]) {
+        let mut all = vec![TaskId::new(pid)];
+        all.extend(threads.iter().map(|&t| TaskId::new(t)));
+        all.sort_unstable();
+        all.dedup();
+        for t in &all {
+            self.task_class.insert(*t, ClassId::new(0));
+        }
+        self.processes.insert(TaskId::new(pid), all);
+    }
+
+    /// The class of thread `tid`.
+    ///
+    /// # Panics
+    /// For a thread never added.
+    #[must_use]
+    pub fn class_of_thread(&self, tid: u32) -> u32 {
+        self.task_class[&TaskId::new(tid)].get()
+    }
+
+    /// Adds a resctrl group as `ls /sys/fs/resctrl` would show it (`COS<n>` paths map to
+    /// class n).
+    pub fn add_group(&mut self, path: &str, kind: GroupKind, owner: GroupOwner) {
+        let class = path
+            .split('/')
+            .next()
+            .and_then(|top| top.strip_prefix("COS"))
+            .and_then(|n| n.parse().ok())
+            .map(ClassId::new);
+        self.groups_present.push(GroupInfo {
+            path: path.to_owned(),
+            kind,
+            owner,
+            class,
+        });
+    }
+
+    /// How many monitoring groups are running.
+    #[must_use]
+    pub fn running_groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Records a change, or fails it as armed.
+    fn write(&mut self, what: String) -> R<()> {
+        let nth = self.fail_nth == 1;
+        self.fail_nth = self.fail_nth.saturating_sub(1);
+        if nth || self.fail_all_writes {
+            return Err(FakeError::Injected(format!("writing {what}")));
+        }
+        self.writes.push(what);
+        Ok(())
+    }
+
+    fn cpu(&self, cpu: LogicalCpu) -> R<()> {
+        if self.topo.get(cpu).is_none() {
+            return Err(RequestError::NoSuchCpu(cpu).into());
+        }
+        Ok(())
+    }
+
+    fn no_domain(resource: &'static str, domain: CacheDomain) -> FakeError {
+        RequestError::NoSuchDomain {
+            resource,
+            domain,
+            known: None,
+        }
+        .into()
+    }
+
+    fn add_monitoring_group(
+        &mut self,
+        cpus: CpuSet,
+        tasks: Vec<TaskId>,
+        events: MonEvents,
+    ) -> MonGroupId {
+        let id = MonGroupId(self.next_group);
+        self.next_group += 1;
+        let first_l3 = self.topo.l3_domains().first().copied().unwrap_or_default();
+        let member_domains: Vec<CacheDomain> = if tasks.is_empty() {
+            cpus.iter()
+                .map(|c| self.topo.get(c).and_then(|p| p.l3).unwrap_or(first_l3))
+                .collect()
+        } else {
+            vec![first_l3; tasks.len()]
+        };
+        let mut contexts = member_domains.clone();
+        contexts.sort_unstable();
+        contexts.dedup();
+        let member_context = member_domains
+            .iter()
+            .map(|d| contexts.binary_search(d).unwrap_or_default())
+            .collect();
+        let acc = MonAccumulator::new(
+            events,
+            if events.rmid_events().is_empty() {
+                &[]
+            } else {
+                &contexts
+            },
+            CounterFormat::BYTES,
+            member_domains.len(),
+        );
+        self.groups.insert(
+            id,
+            Group {
+                cpus,
+                tasks,
+                member_context,
+                polls: 0,
+                acc,
+            },
+        );
+        id
+    }
+}
+
+impl Backend for FakeBackend {
+    type Error = FakeError;
+
+    fn interface(&self) -> Interface {
+        if self.os_interface {
+            Interface::Os
+        } else {
+            Interface::Msr
+        }
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    fn cat_classes(&mut self, resource: CatResource, domain: CacheDomain) -> R<Vec<CatClass>> {
+        let Some(t) = self.cat.get(&(resource, domain)) else {
+            return Err(Self::no_domain("L3/L2", domain));
+        };
+        Ok((0u32..)
+            .zip(t)
+            .map(|(i, m)| CatClass {
+                class: ClassId::new(i),
+                mask: *m,
+            })
+            .collect())
+    }
+
+    fn set_cat_classes(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+        classes: &[CatClass],
+    ) -> R<()> {
+        let caps = self.caps.clone();
+        let Some(c) = caps.cat(resource) else {
+            return Err(crate::LimitError::Unsupported("CAT").into());
+        };
+        if !self.cat.contains_key(&(resource, domain)) {
+            return Err(Self::no_domain("L3/L2", domain));
+        }
+        for cl in classes {
+            caps.check_cat_class(resource, cl.class)?;
+            let masks = match cl.mask {
+                CatMask::Unified(m) if !c.cdp_enabled => vec![m],
+                CatMask::Cdp { data, code } if c.cdp_enabled => vec![data, code],
+                _ => {
+                    return Err(RequestError::CdpMismatch {
+                        resource,
+                        class: cl.class,
+                        reason: "the mask kind does not match the CDP state",
+                    }
+                    .into());
+                }
+            };
+            for m in masks {
+                caps.check_mask(resource, m)?;
+            }
+        }
+        for cl in classes {
+            self.write(format!(
+                "{resource} {domain} COS{} = {:?}",
+                cl.class, cl.mask
+            ))?;
+            if let Some(t) = self.cat.get_mut(&(resource, domain)) {
+                t[cl.class.get() as usize] = cl.mask;
+            }
+        }
+        Ok(())
+    }
+
+    fn mba_classes(&mut self, domain: CacheDomain) -> R<Vec<MbaClass>> {
+        let Some(t) = self.mba.get(&domain) else {
+            return Err(Self::no_domain("MBA", domain));
+        };
+        Ok((0u32..)
+            .zip(t)
+            .map(|(i, l)| MbaClass {
+                class: ClassId::new(i),
+                limit: *l,
+            })
+            .collect())
+    }
+
+    /// Intel limits are rounded to the 100 − `max_delay` step as the hardware does.
+    fn set_mba_classes(&mut self, domain: CacheDomain, classes: &[MbaClass]) -> R<Vec<MbaClass>> {
+        let Some(m) = self.caps.mba.get().cloned() else {
+            return Err(crate::LimitError::Unsupported("MBA").into());
+        };
+        if !self.mba.contains_key(&domain) {
+            return Err(Self::no_domain("MBA", domain));
+        }
+        let mut applied = Vec::new();
+        for cl in classes {
+            self.caps.check_mba_class(cl.class)?;
+            let limit = match (m.kind, cl.limit) {
+                (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p))
+                    if !m.ctrl_enabled =>
+                {
+                    let step = (100 - max_delay).max(1);
+                    let rounded = (u32::from(p) + step / 2) / step * step;
+                    MbaLimit::Percent(
+                        u8::try_from(rounded.clamp(100 - max_delay, 100)).unwrap_or(100),
+                    )
+                }
+                (MbaKind::AmdBandwidth { .. }, MbaLimit::AmdUnits(u)) if !m.ctrl_enabled => {
+                    MbaLimit::AmdUnits(u)
+                }
+                (_, MbaLimit::MibPerSec(v)) if m.ctrl_enabled => MbaLimit::MibPerSec(v),
+                _ => {
+                    return Err(RequestError::MbaUnit {
+                        class: cl.class,
+                        limit: cl.limit,
+                        reason: "not the unit of this platform's MBA",
+                    }
+                    .into());
+                }
+            };
+            applied.push(MbaClass {
+                class: cl.class,
+                limit,
+            });
+        }
+        for cl in &applied {
+            self.write(format!("MBA {domain} COS{} = {}", cl.class, cl.limit))?;
+            if let Some(t) = self.mba.get_mut(&domain) {
+                t[cl.class.get() as usize] = cl.limit;
+            }
+        }
+        Ok(applied)
+    }
+
+    fn class_of(&mut self, cpu: LogicalCpu) -> R<ClassId> {
+        self.cpu(cpu)?;
+        Ok(self.cos[&cpu])
+    }
+
+    fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> R<()> {
+        self.cpu(cpu)?;
+        let n = self.caps.classes(self.interface());
+        if class.get() >= n {
+            return Err(crate::LimitError::ClassOutOfRange {
+                resource: "association",
+                class,
+                num_classes: n,
+            }
+            .into());
+        }
+        self.write(format!("assoc {cpu} COS{class}"))?;
+        self.cos.insert(cpu, class);
+        Ok(())
+    }
+
+    fn rmid_of(&mut self, cpu: LogicalCpu) -> R<Option<Rmid>> {
+        self.cpu(cpu)?;
+        Ok((!self.os_interface).then(|| self.rmid[&cpu]))
+    }
+
+    fn reset_allocation(&mut self, cfg: &AllocReset) -> R<()> {
+        self.write(format!("reset allocation {cfg:?}"))?;
+        for (feature, setting) in [
+            (&mut self.caps.l3_cat, cfg.l3_cdp),
+            (&mut self.caps.l2_cat, cfg.l2_cdp),
+        ] {
+            if let Some(c) = feature.get_mut() {
+                match setting {
+                    FeatureSetting::On => c.cdp_enabled = true,
+                    FeatureSetting::Off => c.cdp_enabled = false,
+                    FeatureSetting::Any => {}
+                }
+            }
+        }
+        self.reset_tables();
+        for c in self.cos.values_mut() {
+            *c = ClassId::new(0);
+        }
+        Ok(())
+    }
+
+    fn reset_monitoring(&mut self) -> R<()> {
+        self.write("reset monitoring".into())?;
+        for r in self.rmid.values_mut() {
+            *r = Rmid::new(0);
+        }
+        Ok(())
+    }
+
+    fn start_monitoring(&mut self, cpus: &CpuSet, events: MonEvents) -> R<MonGroupId> {
+        if cpus.is_empty() || events.is_empty() {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        self.caps.check_rmid_events(events)?;
+        for cpu in cpus.iter() {
+            self.cpu(cpu)?;
+            let rmid = self.rmid[&cpu];
+            if rmid.get() != 0 {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("CPU {cpu}"),
+                    by: Some(format!("RMID {rmid}")),
+                }
+                .into());
+            }
+        }
+        self.write(format!("start {cpus} {events:?}"))?;
+        let id = self.add_monitoring_group(cpus.clone(), Vec::new(), events);
+        for cpu in cpus.iter() {
+            self.rmid.insert(cpu, Rmid::new(id.0));
+        }
+        Ok(id)
+    }
+
+    /// PID monitoring where [`FakeBackend::os_interface`] is set (else
+    /// [`RequestError::NeedsOsInterface`], as on the MSR interface): a task may be in one
+    /// group only.
+    fn start_monitoring_tasks(&mut self, tasks: &[TaskId], events: MonEvents) -> R<MonGroupId> {
+        if !self.os_interface {
+            return Err(self.unsupported("PID monitoring").into());
+        }
+        if tasks.is_empty() || events.is_empty() {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        self.caps.check_rmid_events(events)?;
+        if let Some(t) = tasks
+            .iter()
+            .find(|t| self.groups.values().any(|g| g.tasks.contains(t)))
+        {
+            return Err(RequestError::AlreadyMonitored {
+                what: format!("task {t}"),
+                by: None,
+            }
+            .into());
+        }
+        self.write(format!("start tasks {tasks:?} {events:?}"))?;
+        Ok(self.add_monitoring_group(CpuSet::default(), tasks.to_vec(), events))
+    }
+
+    fn poll(&mut self) -> R<()> {
+        let now = Instant::now();
+        for g in self.groups.values_mut() {
+            g.polls += 1;
+            let k = g.polls;
+            let contexts = g.member_context.iter().copied().max().map_or(0, |m| m + 1);
+            let mut occupancy = vec![0u64; contexts];
+            let mut members = vec![0u64; contexts];
+            let occ_of = |i: usize| {
+                g.cpus
+                    .iter()
+                    .nth(i)
+                    .map_or(MIB, |c| (u64::from(c.get()) + 1) * MIB)
+            };
+            for (i, &ctx) in g.member_context.iter().enumerate() {
+                occupancy[ctx] += occ_of(i);
+                members[ctx] += 1;
+            }
+            for ctx in 0..contexts {
+                g.acc
+                    .record(ctx, RmidEvent::LlcOccupancy, Some(occupancy[ctx]));
+                g.acc
+                    .record(ctx, RmidEvent::MbmLocal, Some(k * members[ctx] * 100 * MIB));
+                g.acc
+                    .record(ctx, RmidEvent::MbmTotal, Some(k * members[ctx] * 150 * MIB));
+            }
+            g.acc.record_pmu(g.member_context.iter().map(|_| {
+                Some(PmuCounts {
+                    instructions: k * 2_000_000_000,
+                    cycles: k * 1_000_000_000,
+                    llc_misses: k * 1_000_000,
+                })
+            }));
+            g.acc.finish(now);
+        }
+        Ok(())
+    }
+
+    fn values(&self, group: MonGroupId) -> Option<&MonValues> {
+        self.groups
+            .get(&group)
+            .filter(|g| g.polls > 0)
+            .map(|g| g.acc.values())
+    }
+
+    fn stop_monitoring(&mut self, group: MonGroupId) -> R<()> {
+        let Some(g) = self.groups.remove(&group) else {
+            return Err(RequestError::NoSuchGroup(group).into());
+        };
+        for cpu in g.cpus.iter() {
+            self.rmid.insert(cpu, Rmid::new(0));
+        }
+        if g.tasks.is_empty() {
+            self.writes.push(format!("stop {}", g.cpus));
+        } else {
+            self.writes.push(format!("stop tasks {:?}", g.tasks));
+        }
+        Ok(())
+    }
+
+    fn class_of_task(&mut self, task: TaskId) -> R<ClassId> {
+        if !self.os_interface {
+            return Err(self.unsupported("task association").into());
+        }
+        self.task_class
+            .get(&task)
+            .copied()
+            .ok_or_else(|| RequestError::NoSuchTask(task).into())
+    }
+
+    fn associate_task(&mut self, task: TaskId, class: ClassId) -> R<()> {
+        if !self.os_interface {
+            return Err(self.unsupported("task association").into());
+        }
+        let n = self.caps.os_classes();
+        if class.get() >= n {
+            return Err(crate::LimitError::ClassOutOfRange {
+                resource: "resctrl (CLOSIDs)",
+                class,
+                num_classes: n,
+            }
+            .into());
+        }
+        let threads = match self.processes.get(&task) {
+            Some(all) => all.clone(),
+            None if self.task_class.contains_key(&task) => vec![task],
+            None => return Err(RequestError::NoSuchTask(task).into()),
+        };
+        for t in threads {
+            self.write(format!("task {t} COS{class}"))?;
+            self.task_class.insert(t, class);
+        }
+        Ok(())
+    }
+
+    fn tasks_of_class(&mut self, class: ClassId) -> R<Vec<TaskId>> {
+        if !self.os_interface {
+            return Err(self.unsupported("task association").into());
+        }
+        if self.fail_all_reads {
+            return Err(FakeError::Injected(format!(
+                "reading the tasks of COS{class}"
+            )));
+        }
+        Ok(self
+            .task_class
+            .iter()
+            .filter(|(_, c)| **c == class)
+            .map(|(t, _)| *t)
+            .collect())
+    }
+
+    fn groups(&mut self) -> R<Vec<GroupInfo>> {
+        if self.fail_all_reads {
+            return Err(FakeError::Injected("reading the groups".into()));
+        }
+        Ok(if self.os_interface {
+            self.groups_present.clone()
+        } else {
+            Vec::new()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CacheBitmask;
+
+    #[test]
+    fn masks_are_full_after_creation() {
+        let b = FakeBackend::broadwell_2s();
+        assert_eq!(
+            b.l3_mask(1, 15),
+            CatMask::Unified(CacheBitmask::new(0xfffff).unwrap())
+        );
+    }
+
+    #[test]
+    fn the_nth_write_fails_once_and_changes_nothing() {
+        // arrange
+        let mut b = FakeBackend::intel_1s();
+        b.fail_nth_write(2);
+        // act
+        let first = b.associate(LogicalCpu::new(1), ClassId::new(1));
+        let second = b.associate(LogicalCpu::new(2), ClassId::new(1));
+        let third = b.associate(LogicalCpu::new(3), ClassId::new(1));
+        // assert
+        assert!(first.is_ok() && third.is_ok());
+        assert!(matches!(second, Err(FakeError::Injected(_))));
+        assert_eq!([1, 2, 3].map(|c| b.class_of_cpu(c)), [1, 0, 1]);
+        assert_eq!(b.writes, ["assoc 1 COS1", "assoc 3 COS1"]);
+    }
+
+    #[test]
+    fn invalid_requests_use_the_librarys_words() {
+        let mut b = FakeBackend::broadwell_2s();
+        let e = b
+            .associate(LogicalCpu::new(99), ClassId::new(1))
+            .unwrap_err();
+        assert_eq!(
+            e,
+            FakeError::Request(RequestError::NoSuchCpu(LogicalCpu::new(99)))
+        );
+        let e = b
+            .start_monitoring_tasks(&[TaskId::new(1)], MonEvents::LLC_OCCUPANCY)
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            FakeError::Request(RequestError::NeedsOsInterface { .. })
+        ));
+    }
+
+    #[test]
+    fn monitoring_goes_through_the_accumulator() {
+        let mut b = FakeBackend::broadwell_2s();
+        let cpus: CpuSet = "11-12".parse().unwrap(); // one CPU in each L3 domain
+        let g = b.start_monitoring(&cpus, MonEvents::PQOS_ALL).unwrap();
+        b.poll().unwrap();
+        let v = b.values(g).unwrap().clone();
+        assert_eq!(v.mbm_local_delta_bytes, Some(0), "first poll");
+        assert_eq!(v.llc_occupancy_bytes, Some((12 + 13) * MIB));
+        b.poll().unwrap();
+        let v = b.values(g).unwrap().clone();
+        assert_eq!(v.mbm_local_delta_bytes, Some(2 * 100 * MIB));
+        assert_eq!(v.mbm_remote_delta_bytes, Some(2 * 50 * MIB));
+        assert_eq!(v.mbm_local_bytes, Some(2 * 100 * MIB));
+        assert_eq!(v.domains.len(), 2);
+        assert_eq!(v.ipc(), Some(2.0));
+        assert_eq!(v.llc_misses_delta, Some(2_000_000));
+        b.stop_monitoring(g).unwrap();
+        assert_eq!(b.rmid_of_cpu(11), 0);
+    }
+}

@@ -1,0 +1,674 @@
+//! Allocation: the `schemata` of `COS<n>` control groups (CAT and MBA values), the
+//! groups made for them and given back, resets and the remounts CDP and `mba_MBps` need.
+
+use std::collections::BTreeMap;
+
+use rdt_core::{
+    AllocReset, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId, FeatureSetting,
+    GroupOwner, LimitError, MbaClass, MbaCtrl, MbaKind, MbaLimit, PmuSource, RequestError, Vendor,
+};
+
+use super::ResctrlBackend;
+use crate::ResctrlError;
+use crate::fs::{ENOSPC, cos_of_name, join};
+use crate::mount::MountOptions;
+use crate::schemata::Schemata;
+
+/// Which schemas hold a CAT resource's masks.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum CatSchemas {
+    Unified(&'static str),
+    Cdp {
+        data: &'static str,
+        code: &'static str,
+    },
+}
+
+/// What a multi-group change did, to put back if a later step fails.
+#[derive(Debug, Default)]
+pub(super) struct Undo {
+    /// Groups whose `schemata` was written, with the text before.
+    pub(super) written: Vec<(String, Schemata)>,
+    /// Groups created by this change.
+    pub(super) created: Vec<String>,
+    /// Groups this backend made earlier that the change removed, with their `schemata`.
+    pub(super) removed: Vec<(String, Schemata)>,
+}
+
+pub(super) fn group_of(class: ClassId) -> String {
+    if class.get() == 0 {
+        String::new()
+    } else {
+        format!("COS{class}")
+    }
+}
+
+/// Domain ids as a list: `0,1`.
+fn list(v: &[u32]) -> String {
+    v.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl<P: PmuSource> ResctrlBackend<P> {
+    pub(super) fn cat_schemas(&self, resource: CatResource) -> Result<CatSchemas, ResctrlError> {
+        let (uni, data, code, name) = match resource {
+            CatResource::L3 => ("L3", "L3DATA", "L3CODE", "L3 CAT"),
+            CatResource::L2 => ("L2", "L2DATA", "L2CODE", "L2 CAT"),
+        };
+        if self.info.caches.contains_key(code) {
+            Ok(CatSchemas::Cdp { data, code })
+        } else if self.info.caches.contains_key(uni) {
+            Ok(CatSchemas::Unified(uni))
+        } else {
+            Err(LimitError::Unsupported(name).into())
+        }
+    }
+
+    pub(super) fn check_domain(
+        &self,
+        schema: &str,
+        resource: &'static str,
+        domain: CacheDomain,
+    ) -> Result<(), ResctrlError> {
+        let known = self.domains.get(schema).map_or(&[][..], Vec::as_slice);
+        if known.contains(&domain.get()) {
+            Ok(())
+        } else {
+            Err(RequestError::NoSuchDomain {
+                resource,
+                domain,
+                known: Some(list(known)),
+            }
+            .into())
+        }
+    }
+
+    /// The class must have a CLOSID: below the smallest `num_closids`.
+    pub(super) fn check_closid(&self, class: ClassId) -> Result<(), ResctrlError> {
+        let n = self.info.closids_supported();
+        if n == 0 {
+            return Err(LimitError::Unsupported("allocation (CAT/MBA)").into());
+        }
+        if class.get() >= n {
+            return Err(LimitError::ClassOutOfRange {
+                resource: "resctrl (CLOSIDs: the smallest num_closids of all resources)",
+                class,
+                num_classes: n,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// The value a freshly reset group has in `schema`, as text.
+    pub(super) fn default_value(&self, schema: &str) -> Option<String> {
+        if let Some(c) = self.info.caches.get(schema) {
+            return Some(format!("{:x}", c.cbm_mask));
+        }
+        match schema {
+            "MB" => Some(self.default_bw(self.caps.mba.get()).to_string()),
+            "SMBA" => Some(self.default_bw(self.caps.smba.get()).to_string()),
+            _ => None,
+        }
+    }
+
+    pub(super) fn default_bw(&self, caps: Option<&rdt_core::MbaCaps>) -> u64 {
+        if self.mba_mbps {
+            return u64::from(u32::MAX); // MBA_MAX_MBPS
+        }
+        match caps.map(|m| m.kind) {
+            Some(MbaKind::AmdBandwidth { width }) => 1u64 << width.min(32),
+            _ => 100,
+        }
+    }
+
+    pub(super) fn mba_limit(&self, v: u32) -> MbaLimit {
+        if self.mba_mbps {
+            MbaLimit::MibPerSec(v)
+        } else if matches!(
+            self.caps.mba.get().map(|m| m.kind),
+            Some(MbaKind::AmdBandwidth { .. })
+        ) {
+            MbaLimit::AmdUnits(v)
+        } else {
+            MbaLimit::Percent(u8::try_from(v).unwrap_or(u8::MAX))
+        }
+    }
+
+    /// The control group of `class`, created when missing; `undo` records a creation.
+    pub(super) fn ensure_group(
+        &self,
+        class: ClassId,
+        undo: &mut Undo,
+    ) -> Result<String, ResctrlError> {
+        let g = group_of(class);
+        if g.is_empty() || self.fs.exists(&g) {
+            return Ok(g);
+        }
+        match self.fs.mkdir(&g) {
+            Ok(()) => {
+                undo.created.push(g.clone());
+                Ok(g)
+            }
+            Err(e) if e.raw_os_error() == Some(ENOSPC) => Err(ResctrlError::OutOfClosids {
+                group: self.fs.path(&g),
+                in_use: self.closid_holders(),
+                status: self.fs.last_cmd_status(),
+            }),
+            Err(e) => Err(ResctrlError::io("create", self.fs.path(&g), e)),
+        }
+    }
+
+    pub(super) fn closid_holders(&self) -> Vec<String> {
+        let mut v = vec!["(root)".to_owned()];
+        for g in self.fs.ctrl_groups().unwrap_or_default() {
+            let foreign = cos_of_name(&g).is_none();
+            v.push(if foreign { format!("{g} (foreign)") } else { g });
+        }
+        v
+    }
+
+    /// Puts back what `undo` recorded, newest first; best effort (the original error is
+    /// what the caller reports).
+    pub(super) fn rollback(&self, undo: Undo) {
+        for (group, old) in undo.written.into_iter().rev() {
+            let _ = self.write_schemata(&group, &old);
+        }
+        for g in undo.created.into_iter().rev() {
+            let _ = self.fs.rmdir(&g);
+        }
+        for (group, old) in undo.removed.into_iter().rev() {
+            if self.fs.mkdir(&group).is_ok() {
+                let _ = self.write_schemata(&group, &old);
+            }
+        }
+    }
+
+    /// Writes per class the `(schema, domain, value)` triples, one `schemata` write per
+    /// group, undoing everything on the first failure. Holds: the exclusive lock.
+    ///
+    /// A class whose group does not exist and whose values are all the reset defaults needs
+    /// no group (an absent group reads as the defaults), so none is made; a group this
+    /// backend made that such a write brings back to the defaults, with no CPU, task or
+    /// monitor group in it, is removed instead of written, giving its CLOSID back (an undone
+    /// `pqos -e` leaves no group behind).
+    pub(super) fn apply(
+        &mut self,
+        plan: &BTreeMap<ClassId, Vec<(&'static str, u32, String)>>,
+    ) -> Result<(), ResctrlError> {
+        let mut undo = Undo::default();
+        for (&class, sets) in plan {
+            if let Err(e) = self.apply_class(class, sets, &mut undo) {
+                self.rollback(undo);
+                return Err(e);
+            }
+        }
+        for g in &undo.removed {
+            self.created.remove(&g.0);
+        }
+        self.created.extend(undo.created);
+        Ok(())
+    }
+
+    /// One class of [`ResctrlBackend::apply`].
+    pub(super) fn apply_class(
+        &self,
+        class: ClassId,
+        sets: &[(&'static str, u32, String)],
+        undo: &mut Undo,
+    ) -> Result<(), ResctrlError> {
+        let g = group_of(class);
+        if !g.is_empty()
+            && !self.fs.exists(&g)
+            && sets.iter().all(|(schema, _, v)| self.is_default(schema, v))
+        {
+            return Ok(());
+        }
+        let g = self.ensure_group(class, undo)?;
+        let old = self.read_schemata(&g)?;
+        let mut new = old.clone();
+        for (schema, domain, value) in sets {
+            new.set(schema, *domain, value.clone());
+        }
+        let made_here = undo.created.contains(&g);
+        if (made_here || self.created.contains(&g)) && self.is_unused(&g, &new)? {
+            self.fs.rmdir(&g)?;
+            if made_here {
+                undo.created.retain(|c| *c != g);
+            } else {
+                undo.removed.push((g, old));
+            }
+            return Ok(());
+        }
+        self.write_schemata(&g, &new)?;
+        undo.written.push((g, old));
+        Ok(())
+    }
+
+    /// Whether `value` of `schema` is what a reset group holds.
+    pub(super) fn is_default(&self, schema: &str, value: &str) -> bool {
+        let Some(default) = self.default_value(schema) else {
+            return false;
+        };
+        let radix = if self.info.caches.contains_key(schema) {
+            16
+        } else {
+            10
+        };
+        match (
+            u64::from_str_radix(value.trim(), radix),
+            u64::from_str_radix(&default, radix),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Whether control group `group` with `schemata` holds nothing: every value the
+    /// default, no CPU, no task, no monitor group. Holds: a lock.
+    pub(super) fn is_unused(&self, group: &str, schemata: &Schemata) -> Result<bool, ResctrlError> {
+        let defaults = schemata
+            .lines()
+            .iter()
+            .all(|l| l.values.iter().all(|(_, v)| self.is_default(&l.name, v)));
+        Ok(defaults
+            && self.fs.cpus(group)?.is_empty()
+            && self.fs.tasks(group)?.is_empty()
+            && self.fs.subdirs(&join(group, "mon_groups"))?.is_empty())
+    }
+
+    /// Removes `group` when this backend made it and it now holds nothing (its last CPU or
+    /// task moved out, its values the defaults), giving its CLOSID back; best effort.
+    /// Holds: the exclusive lock.
+    pub(super) fn release_if_unused(&mut self, group: &str) {
+        if group.is_empty() || !self.created.contains(group) {
+            return;
+        }
+        let unused = self
+            .read_schemata(group)
+            .and_then(|s| self.is_unused(group, &s));
+        if matches!(unused, Ok(true)) && self.fs.rmdir(group).is_ok() {
+            self.created.remove(group);
+        }
+    }
+
+    /// Whether `cdp`/`mba_ctrl` of a reset need a different mount, and the options then.
+    pub(super) fn wanted_options(&self, cfg: AllocReset) -> Result<MountOptions, ResctrlError> {
+        let mut want = self.mount_options();
+        for (setting, resource, on) in [
+            (cfg.l3_cdp, CatResource::L3, &mut want.cdp),
+            (cfg.l2_cdp, CatResource::L2, &mut want.cdpl2),
+        ] {
+            match setting {
+                FeatureSetting::Any => {}
+                FeatureSetting::Off => *on = false,
+                FeatureSetting::On => {
+                    if !self.caps.cat(resource).is_some_and(|c| c.cdp_supported) {
+                        return Err(RequestError::Unsupported(format!(
+                            "{resource} CDP requested but not supported by the platform"
+                        ))
+                        .into());
+                    }
+                    *on = true;
+                }
+            }
+        }
+        match cfg.mba_ctrl {
+            FeatureSetting::Any => {}
+            FeatureSetting::Off => want.mba_mbps = false,
+            FeatureSetting::On => {
+                if self.mba_ctrl_state() == MbaCtrl::Unsupported {
+                    return Err(RequestError::Unsupported(
+                        "MBA CTRL requested but not supported by the platform: the kernel's \
+                         mba_MBps needs MBM, linear (Intel) MBA and no Sub-NUMA Clustering"
+                            .into(),
+                    )
+                    .into());
+                }
+                want.mba_mbps = true;
+            }
+        }
+        Ok(want)
+    }
+
+    /// The full reset: remount with `want` when no other tool's group exists.
+    pub(super) fn remount(&mut self, want: MountOptions) -> Result<(), ResctrlError> {
+        let Some(mount) = &self.mount else {
+            return Err(RequestError::Unsupported(format!(
+                "changing the resctrl mount options to `{want}` needs a remount, and this \
+                 platform was opened without a way to remount resctrl"
+            ))
+            .into());
+        };
+        {
+            let _g = self.lock.exclusive()?;
+            let foreign: Vec<String> = self
+                .groups_unlocked()?
+                .into_iter()
+                .filter(|g| g.owner == GroupOwner::Foreign)
+                .map(|g| g.path)
+                .collect();
+            if !foreign.is_empty() {
+                return Err(ResctrlError::RemountBlocked {
+                    wanted: want,
+                    groups: foreign,
+                });
+            }
+        }
+        // Nothing may stay open under the mount, or umount2 fails with EBUSY: our counters
+        // and the lock's directory handle go first (the lock is released for the remount).
+        self.groups.clear();
+        self.created.clear();
+        self.lock.close();
+        let result = mount
+            .remount(&want)
+            .map_err(|source| ResctrlError::Remount {
+                root: self.fs.root().to_owned(),
+                wanted: want,
+                source,
+            });
+        self.lock.reopen(self.fs.root())?;
+        result?;
+        let _g = self.lock.shared()?;
+        self.load()
+    }
+
+    /// The partial reset: our groups' schemata to defaults, their CPUs and tasks to the
+    /// root. Holds: the exclusive lock.
+    pub(super) fn reset_groups(&self) -> Result<(), ResctrlError> {
+        let ours: Vec<String> = self
+            .fs
+            .ctrl_groups()?
+            .into_iter()
+            .filter(|g| cos_of_name(g).is_some())
+            .collect();
+        for g in std::iter::once(String::new()).chain(ours.iter().cloned()) {
+            let mut s = self.read_schemata(&g)?;
+            let names: Vec<String> = s.lines().iter().map(|l| l.name.clone()).collect();
+            for name in names {
+                let Some(v) = self.default_value(&name) else {
+                    continue;
+                };
+                for d in s.domains(&name) {
+                    s.set(&name, d, v.clone());
+                }
+            }
+            self.write_schemata(&g, &s)?;
+        }
+        for g in &ours {
+            if !self.fs.cpus(g)?.is_empty() {
+                self.fs.write(&join(g, "cpus_list"), "\n")?;
+            }
+            for t in self.fs.tasks(g)? {
+                self.move_task("", t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Backend::cat_classes`] on resctrl.
+    pub(super) fn read_cat_classes(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<CatClass>, ResctrlError> {
+        let schemas = self.cat_schemas(resource)?;
+        let first = match schemas {
+            CatSchemas::Unified(s) | CatSchemas::Cdp { data: s, .. } => s,
+        };
+        let which = if resource == CatResource::L3 {
+            "L3"
+        } else {
+            "L2"
+        };
+        self.check_domain(first, which, domain)?;
+        let n = self
+            .caps
+            .cat(resource)
+            .map_or(0, rdt_core::CatCaps::usable_classes);
+        let _g = self.lock.shared()?;
+        let mut out = Vec::with_capacity(n as usize);
+        for class in (0..n).map(ClassId::new) {
+            let g = group_of(class);
+            let s = if g.is_empty() || self.fs.exists(&g) {
+                Some(self.read_schemata(&g)?)
+            } else {
+                None
+            };
+            let mask = |name: &str| -> Result<CacheBitmask, ResctrlError> {
+                let v = match &s {
+                    Some(s) => s
+                        .cache_mask(name, domain.get())
+                        .map_err(|e| self.bad_value(&g, &e))?,
+                    None => None,
+                };
+                let v = v.unwrap_or_else(|| self.info.caches.get(name).map_or(0, |c| c.cbm_mask));
+                CacheBitmask::new(v).map_err(|_| ResctrlError::Parse {
+                    path: self.fs.path(&join(&g, "schemata")),
+                    text: format!("{name}:{domain}=0"),
+                    expected: "a non-empty mask (an empty CBM, legal on AMD, has no \
+                               CacheBitmask)"
+                        .into(),
+                })
+            };
+            let m = match schemas {
+                CatSchemas::Unified(u) => CatMask::Unified(mask(u)?),
+                CatSchemas::Cdp { data, code } => CatMask::Cdp {
+                    data: mask(data)?,
+                    code: mask(code)?,
+                },
+            };
+            out.push(CatClass { class, mask: m });
+        }
+        Ok(out)
+    }
+
+    /// [`Backend::set_cat_classes`] on resctrl.
+    pub(super) fn write_cat_classes(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+        classes: &[CatClass],
+    ) -> Result<(), ResctrlError> {
+        let schemas = self.cat_schemas(resource)?;
+        let which = if resource == CatResource::L3 {
+            "L3"
+        } else {
+            "L2"
+        };
+        let first = match schemas {
+            CatSchemas::Unified(s) | CatSchemas::Cdp { data: s, .. } => s,
+        };
+        self.check_domain(first, which, domain)?;
+        let mut plan: BTreeMap<ClassId, Vec<(&'static str, u32, String)>> = BTreeMap::new();
+        for c in classes {
+            self.caps.check_cat_class(resource, c.class)?;
+            self.check_closid(c.class)?;
+            let sets = plan.entry(c.class).or_default();
+            match (c.mask, schemas) {
+                (CatMask::Unified(m), CatSchemas::Unified(s)) => {
+                    self.caps.check_mask(resource, m)?;
+                    sets.push((s, domain.get(), m.to_string()));
+                }
+                (CatMask::Cdp { data, code }, CatSchemas::Cdp { data: ds, code: cs }) => {
+                    self.caps.check_mask(resource, data)?;
+                    self.caps.check_mask(resource, code)?;
+                    sets.push((ds, domain.get(), data.to_string()));
+                    sets.push((cs, domain.get(), code.to_string()));
+                }
+                (CatMask::Unified(_), CatSchemas::Cdp { .. }) => {
+                    return Err(RequestError::CdpMismatch {
+                        resource,
+                        class: c.class,
+                        reason: "CDP is on, so the class needs a data and a code mask",
+                    }
+                    .into());
+                }
+                (CatMask::Cdp { .. }, CatSchemas::Unified(_)) => {
+                    return Err(RequestError::CdpMismatch {
+                        resource,
+                        class: c.class,
+                        reason: "CDP is off, so the class takes one mask, not a data/code pair",
+                    }
+                    .into());
+                }
+            }
+        }
+        let _g = self.lock.exclusive()?;
+        self.apply(&plan)
+    }
+
+    /// [`Backend::mba_classes`] on resctrl.
+    pub(super) fn read_mba_classes(
+        &mut self,
+        domain: CacheDomain,
+    ) -> Result<Vec<MbaClass>, ResctrlError> {
+        let mba = self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
+        let n = mba.num_classes;
+        self.check_domain("MB", "MB", domain)?;
+        let _g = self.lock.shared()?;
+        let mut out = Vec::with_capacity(n as usize);
+        for class in (0..n).map(ClassId::new) {
+            let g = group_of(class);
+            let v = if g.is_empty() || self.fs.exists(&g) {
+                self.read_schemata(&g)?
+                    .bandwidth("MB", domain.get())
+                    .map_err(|e| self.bad_value(&g, &e))?
+            } else {
+                None
+            };
+            let v =
+                v.unwrap_or_else(|| u32::try_from(self.default_bw(Some(mba))).unwrap_or(u32::MAX));
+            out.push(MbaClass {
+                class,
+                limit: self.mba_limit(v),
+            });
+        }
+        Ok(out)
+    }
+
+    /// [`Backend::set_mba_classes`] on resctrl.
+    pub(super) fn write_mba_classes(
+        &mut self,
+        domain: CacheDomain,
+        classes: &[MbaClass],
+    ) -> Result<Vec<MbaClass>, ResctrlError> {
+        let mba = self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
+        let amd = matches!(mba.kind, MbaKind::AmdBandwidth { .. });
+        let max_amd = u32::try_from(self.default_bw(Some(mba))).unwrap_or(u32::MAX);
+        let min = self.info.mb.as_ref().map_or(0, |m| m.min_bandwidth);
+        self.check_domain("MB", "MB", domain)?;
+        let mut plan: BTreeMap<ClassId, Vec<(&'static str, u32, String)>> = BTreeMap::new();
+        for c in classes {
+            self.caps.check_mba_class(c.class)?;
+            self.check_closid(c.class)?;
+            let unit = |reason| -> ResctrlError {
+                RequestError::MbaUnit {
+                    class: c.class,
+                    limit: c.limit,
+                    reason,
+                }
+                .into()
+            };
+            let v = match (c.limit, self.mba_mbps, amd) {
+                (MbaLimit::MibPerSec(v), true, _) => v,
+                (_, true, _) => {
+                    return Err(unit(
+                        "resctrl is mounted with mba_MBps, so limits are MBps (mba_max); \
+                         reset with -R mbaCtrl-off for percentages",
+                    ));
+                }
+                (MbaLimit::MibPerSec(_), false, _) => {
+                    return Err(unit(
+                        "MBps limits need the kernel's MBA controller: reset with -R mbaCtrl-on \
+                         (remounts resctrl with mba_MBps)",
+                    ));
+                }
+                (MbaLimit::AmdUnits(v), false, true) => {
+                    if v > max_amd {
+                        return Err(LimitError::MbaOutOfRange {
+                            value: v,
+                            min,
+                            max: max_amd,
+                        }
+                        .into());
+                    }
+                    v
+                }
+                (MbaLimit::Percent(_), false, true) => {
+                    return Err(unit(
+                        "AMD MBA limits are bandwidth units of 1/8 GB/s, not percentages",
+                    ));
+                }
+                (MbaLimit::Percent(p), false, false) => {
+                    let p = u32::from(p);
+                    if p < min.max(1) || p > 100 {
+                        return Err(LimitError::MbaOutOfRange {
+                            value: p,
+                            min: min.max(1),
+                            max: 100,
+                        }
+                        .into());
+                    }
+                    p
+                }
+                (MbaLimit::AmdUnits(_), false, false) => {
+                    return Err(unit("Intel MBA limits are percentages, not AMD units"));
+                }
+            };
+            plan.entry(c.class)
+                .or_default()
+                .push(("MB", domain.get(), v.to_string()));
+        }
+        let _g = self.lock.exclusive()?;
+        self.apply(&plan)?;
+        let mut applied = Vec::with_capacity(plan.len());
+        for &class in plan.keys() {
+            let g = group_of(class);
+            let v = self
+                .read_schemata(&g)?
+                .bandwidth("MB", domain.get())
+                .map_err(|e| self.bad_value(&g, &e))?
+                .unwrap_or(0);
+            applied.push(MbaClass {
+                class,
+                limit: self.mba_limit(v),
+            });
+        }
+        Ok(applied)
+    }
+
+    /// [`Backend::reset_allocation`] on resctrl.
+    pub(super) fn reset_alloc(&mut self, cfg: AllocReset) -> Result<(), ResctrlError> {
+        let want = self.wanted_options(cfg)?;
+        let have = self.mount_options();
+        if (want.cdp, want.cdpl2, want.mba_mbps) != (have.cdp, have.cdpl2, have.mba_mbps) {
+            return self.remount(want);
+        }
+        let _g = self.lock.exclusive()?;
+        self.reset_groups()
+    }
+
+    /// [`Backend::mba_ctrl`] on resctrl.
+    pub(super) fn mba_ctrl_state(&self) -> MbaCtrl {
+        if self.mba_mbps {
+            return MbaCtrl::Enabled;
+        }
+        let mbm = self
+            .caps
+            .monitoring
+            .get()
+            .is_some_and(|m| m.events.mbm_local || m.events.mbm_total);
+        let linear = matches!(
+            self.caps.mba.get().map(|m| m.kind),
+            Some(MbaKind::IntelDelay { linear: true, .. })
+        ) && self.caps.vendor == Vendor::Intel;
+        if mbm && linear && !self.snc {
+            MbaCtrl::Disabled
+        } else {
+            MbaCtrl::Unsupported
+        }
+    }
+}

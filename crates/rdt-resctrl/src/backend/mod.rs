@@ -1,0 +1,593 @@
+//! [`ResctrlBackend`]: the [`Backend`] trait over the resctrl filesystem.
+//!
+//! By concern: [`alloc`] (schemata of `COS<n>` groups, resets, remounts), [`assoc`] (CPUs
+//! and tasks into classes), [`groups`] (listing groups and who holds what), [`monitoring`]
+//! (monitor groups and polls). The [`Backend`] implementation here delegates to them.
+
+mod alloc;
+mod assoc;
+mod groups;
+mod monitoring;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rdt_core::{
+    AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet,
+    GroupInfo, Interface, LogicalCpu, MbaClass, MbaCtrl, MonEvents, MonGroupId, MonValues, NoPmu,
+    PmuSource, Rmid, TaskId, Topology,
+};
+
+use self::monitoring::MonGroup;
+use crate::ResctrlError;
+use crate::fs::{Fs, Proc, join};
+use crate::info::{BW_FILES, CACHE_FILES, CACHE_SCHEMAS, InfoFiles, MON_FILES, ResctrlInfo};
+use crate::lock::{DEFAULT_LOCK_TIMEOUT, RootLock};
+use crate::mount::{KernelMount, MountControl, MountOptions};
+use crate::schemata::Schemata;
+
+/// The default resctrl root.
+pub const DEFAULT_ROOT: &str = "/sys/fs/resctrl";
+/// The default `/proc`.
+pub const DEFAULT_PROC: &str = "/proc";
+/// The most a single `write(2)` to a resctrl file may carry (`PAGE_SIZE`, kernfs
+/// `atomic_write_len`); a longer `schemata` is written one line per write.
+const MAX_WRITE: usize = 4096;
+
+/// Where and how to open resctrl: the paths, the mount seam, the lock wait.
+#[derive(Debug)]
+pub struct ResctrlOptions {
+    root: PathBuf,
+    proc_root: PathBuf,
+    mount: Option<Box<dyn MountControl>>,
+    lock_timeout: Duration,
+}
+
+impl Default for ResctrlOptions {
+    /// The host: `/sys/fs/resctrl`, `/proc`, [`KernelMount`] over `/proc/mounts`, a 5 s wait.
+    fn default() -> Self {
+        Self::new(DEFAULT_ROOT).mount_control(KernelMount::new(DEFAULT_ROOT, "/proc/mounts"))
+    }
+}
+
+impl ResctrlOptions {
+    /// resctrl at `root`, `/proc` for tasks, no mount control (CDP and `mba_MBps` cannot be
+    /// changed; `mba_MBps` is detected from the tree), a 5 s lock wait.
+    #[must_use]
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: root.into(),
+            proc_root: PathBuf::from(DEFAULT_PROC),
+            mount: None,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+        }
+    }
+
+    /// Reads tasks' threads from `proc_root/<pid>/task/` instead of `/proc`.
+    #[must_use]
+    pub fn proc_root(mut self, proc_root: impl Into<PathBuf>) -> Self {
+        self.proc_root = proc_root.into();
+        self
+    }
+
+    /// Reads and changes the mount options through `mount`.
+    #[must_use]
+    pub fn mount_control(mut self, mount: impl MountControl + 'static) -> Self {
+        self.mount = Some(Box::new(mount));
+        self
+    }
+
+    /// Waits at most `timeout` for another tool's lock.
+    #[must_use]
+    pub const fn lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
+        self
+    }
+}
+
+/// Intel RDT / AMD PQoS through the Linux resctrl filesystem: pqos's "OS interface".
+///
+/// # Groups
+/// Class of service *n* is the control group `COS<n>` (COS 0 is the root group), the name
+/// Intel's pqos uses, so both tools see one configuration; it is created the first time it
+/// is needed. Monitor groups are `pqos-<pid>-<n>` under the control group of the CPUs or
+/// tasks they watch. Both kinds of names are "ours" ([`GroupOwner::Pqos`]); any other group
+/// belongs to another tool (goresctrl, kubelet, a user) and is never rewritten, emptied or
+/// removed: a CPU or task in such a group is not moved, and a reset that needs a remount is
+/// refused while one exists.
+///
+/// # Writes
+/// Every value is checked against the capabilities before the first write. A group's
+/// `schemata` is read, changed and written back whole in one `write(2)`; `cpus_list` is
+/// read, changed and written (the written list replaces the group's CPUs); `tasks` gets one
+/// id per write, every thread of a process when a process id is named. When a multi-class
+/// change fails part-way, what it already wrote is written back and the groups it created
+/// are removed. A refused write is [`ResctrlError::Rejected`] with the kernel's
+/// `info/last_cmd_status`.
+///
+/// # Locking
+/// `flock` on the root: `LOCK_EX` around every change (and the `last_cmd_status` read after
+/// it), `LOCK_SH` around reads and polls, waiting at most the configured time for another
+/// tool ([`ResctrlError::Locked`]).
+///
+/// # Monitoring
+/// A poll reads each `mon_data/mon_L3_XX/<event>` file of every group with one positioned
+/// read on a file opened when the group started: no open, stat or directory scan per poll.
+/// IPC and LLC misses come from the [`PmuSource`] `P` (per CPU for CPU groups, per thread
+/// for task groups).
+///
+/// # Examples
+/// ```no_run
+/// use rdt_core::{Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
+/// use rdt_core::{LogicalCpu, NoPmu, Topology};
+/// use rdt_resctrl::{ResctrlBackend, ResctrlOptions};
+/// let topology = Topology::from_sysfs(std::path::Path::new(Topology::DEFAULT_SYSFS))?;
+/// let mut rdt = ResctrlBackend::open(ResctrlOptions::default(), topology, None, NoPmu)?;
+/// // pqos -e "llc:1=0x7f0" -a "llc:1=2-3"
+/// let mask = CatMask::Unified(CacheBitmask::new(0x7f0)?);
+/// rdt.set_cat_classes(CatResource::L3, CacheDomain::new(0), &[CatClass { class: ClassId::new(1), mask }])?;
+/// rdt.associate(LogicalCpu::new(2), ClassId::new(1))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # References
+/// Linux `Documentation/arch/x86/resctrl.rst`; intel-cmt-cat `lib/os_allocation.c`,
+/// `lib/resctrl_monitoring.c`; pqos(8).
+pub struct ResctrlBackend<P: PmuSource = NoPmu> {
+    fs: Fs,
+    proc: Proc,
+    lock: RootLock,
+    mount: Option<Box<dyn MountControl>>,
+    cpu_caps: Option<Capabilities>,
+    info: ResctrlInfo,
+    caps: Capabilities,
+    mba_mbps: bool,
+    debug_mount: bool,
+    snc: bool,
+    /// Domain ids of every schema, from the root's `schemata`.
+    domains: BTreeMap<String, Vec<u32>>,
+    /// L3 monitoring domain ids, from the root's `mon_data/`.
+    mon_domains: Vec<u32>,
+    topology: Topology,
+    pmu: P,
+    groups: Vec<MonGroup>,
+    next_id: u32,
+    next_name: u32,
+    /// Control groups this backend made (and has not removed since).
+    created: BTreeSet<String>,
+}
+
+impl<P: PmuSource> fmt::Debug for ResctrlBackend<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResctrlBackend")
+            .field("root", &self.fs.root())
+            .field("info", &self.info)
+            .field("mba_mbps", &self.mba_mbps)
+            .field("groups", &self.groups)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: PmuSource> ResctrlBackend<P> {
+    /// Opens resctrl as `opts` says, over the online CPUs of `topology` (from sysfs), with
+    /// the CPUID-detected capabilities `cpu_caps` when available (see
+    /// [`ResctrlInfo::capabilities`] for what each source supplies) and IPC/LLC misses from
+    /// `pmu`.
+    ///
+    /// Reads `info/`, the root `schemata` and `mon_data/` under a shared lock. `mba_MBps` is
+    /// taken from the mount control when there is one, else from an `mba_MBps_event` file in
+    /// the root (Linux 6.x), else from the root's `MB` values (above 100 on linear, percent
+    /// MBA only with `mba_MBps`).
+    ///
+    /// # Errors
+    /// [`ResctrlError::NotMounted`] without `<root>/info`; [`ResctrlError::Locked`];
+    /// [`ResctrlError::Info`] or [`ResctrlError::Parse`] for files that do not parse; I/O
+    /// errors naming the path.
+    pub fn open(
+        opts: ResctrlOptions,
+        topology: Topology,
+        cpu_caps: Option<Capabilities>,
+        pmu: P,
+    ) -> Result<Self, ResctrlError> {
+        let ResctrlOptions {
+            root,
+            proc_root,
+            mount,
+            lock_timeout,
+        } = opts;
+        if !root.join("info").is_dir() {
+            return Err(ResctrlError::NotMounted { root });
+        }
+        let lock = RootLock::open(&root, lock_timeout)?;
+        let mut this = Self {
+            fs: Fs::new(root),
+            proc: Proc::new(proc_root),
+            lock,
+            mount,
+            caps: cpu_caps
+                .clone()
+                .unwrap_or_else(|| ResctrlInfo::default().capabilities(None, &Schemata::default())),
+            cpu_caps,
+            info: ResctrlInfo::default(),
+            mba_mbps: false,
+            debug_mount: false,
+            snc: false,
+            domains: BTreeMap::new(),
+            mon_domains: Vec::new(),
+            topology,
+            pmu,
+            groups: Vec::new(),
+            next_id: 0,
+            next_name: 0,
+            created: BTreeSet::new(),
+        };
+        let guard = this.lock.shared()?;
+        this.load()?;
+        drop(guard);
+        Ok(this)
+    }
+
+    /// (Re)reads everything `open` reads. The caller holds a lock.
+    fn load(&mut self) -> Result<(), ResctrlError> {
+        let mut files = InfoFiles::new();
+        for dir in self.fs.subdirs("info")? {
+            let names: &[&str] = if CACHE_SCHEMAS.contains(&dir.as_str()) {
+                CACHE_FILES
+            } else if dir == "MB" || dir == "SMBA" {
+                BW_FILES
+            } else if dir == "L3_MON" {
+                MON_FILES
+            } else {
+                continue;
+            };
+            for name in names {
+                let rel = format!("{dir}/{name}");
+                if let Some(text) = self.fs.read_opt(&format!("info/{rel}"))? {
+                    files.insert(rel, text);
+                }
+            }
+        }
+        let info = ResctrlInfo::parse(&files).map_err(|source| ResctrlError::Info {
+            root: self.fs.root().to_owned(),
+            source,
+        })?;
+        let root_schemata = self.read_schemata("")?;
+        let mut mon_domains = Vec::new();
+        let mut snc = false;
+        for d in self.fs.subdirs("mon_data")? {
+            if let Some(id) = d.strip_prefix("mon_L3_").and_then(|n| n.parse().ok()) {
+                if !snc {
+                    snc = self
+                        .fs
+                        .subdirs(&format!("mon_data/{d}"))?
+                        .iter()
+                        .any(|s| s.starts_with("mon_sub_L3_"));
+                }
+                mon_domains.push(id);
+            }
+        }
+        mon_domains.sort_unstable();
+        let mount = match &self.mount {
+            Some(m) => m.options().ok().flatten(),
+            None => None,
+        };
+        self.debug_mount = mount.is_some_and(|m| m.debug);
+        self.mba_mbps = match mount {
+            Some(m) => m.mba_mbps,
+            None => {
+                self.fs.exists("mba_MBps_event")
+                    || info.mb.as_ref().is_some_and(|mb| {
+                        mb.delay_linear
+                            && root_schemata.line("MB").is_some_and(|l| {
+                                l.values
+                                    .iter()
+                                    .any(|(_, v)| v.parse::<u64>().is_ok_and(|n| n > 100))
+                            })
+                    })
+            }
+        };
+        self.domains = root_schemata
+            .lines()
+            .iter()
+            .map(|l| (l.name.clone(), l.values.iter().map(|(d, _)| *d).collect()))
+            .collect();
+        self.caps = info.capabilities(self.cpu_caps.as_ref(), &root_schemata);
+        if let Some(mba) = self.caps.mba.get_mut() {
+            mba.ctrl_enabled = self.mba_mbps;
+        }
+        self.info = info;
+        self.mon_domains = mon_domains;
+        self.snc = snc;
+        Ok(())
+    }
+
+    /// The resctrl root.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        self.fs.root()
+    }
+
+    /// What `info/` says.
+    #[must_use]
+    pub const fn info(&self) -> &ResctrlInfo {
+        &self.info
+    }
+
+    /// The options resctrl is mounted with, as far as they are known: CDP from `info/`,
+    /// `mba_MBps` as [`ResctrlBackend::open`] found it, `debug` from the mount control.
+    #[must_use]
+    pub fn mount_options(&self) -> MountOptions {
+        MountOptions {
+            cdp: self.info.l3_cdp(),
+            cdpl2: self.info.l2_cdp(),
+            mba_mbps: self.mba_mbps,
+            debug: self.debug_mount,
+        }
+    }
+
+    /// The L3 monitoring domains (`mon_data/mon_L3_XX`).
+    #[must_use]
+    pub fn mon_domains(&self) -> &[u32] {
+        &self.mon_domains
+    }
+
+    /// Changes how long calls wait for another tool's lock.
+    pub fn set_lock_timeout(&mut self, timeout: Duration) {
+        self.lock.set_timeout(timeout);
+    }
+
+    /// The PMU source.
+    pub const fn pmu_mut(&mut self) -> &mut P {
+        &mut self.pmu
+    }
+
+    fn read_schemata(&self, group: &str) -> Result<Schemata, ResctrlError> {
+        let rel = join(group, "schemata");
+        let text = self.fs.read(&rel)?;
+        text.parse()
+            .map_err(|e: crate::SchemataError| ResctrlError::Parse {
+                path: self.fs.path(&rel),
+                text: text.trim().to_owned(),
+                expected: e.to_string(),
+            })
+    }
+
+    fn write_schemata(&self, group: &str, s: &Schemata) -> Result<(), ResctrlError> {
+        let rel = join(group, "schemata");
+        let text = s.to_string();
+        if text.len() <= MAX_WRITE {
+            return self.fs.write(&rel, &text);
+        }
+        for line in text.lines() {
+            self.fs.write(&rel, &format!("{line}\n"))?;
+        }
+        Ok(())
+    }
+
+    fn bad_value(&self, group: &str, e: &crate::SchemataError) -> ResctrlError {
+        ResctrlError::Parse {
+            path: self.fs.path(&join(group, "schemata")),
+            text: String::new(),
+            expected: e.to_string(),
+        }
+    }
+}
+
+impl<P: PmuSource> Backend for ResctrlBackend<P> {
+    type Error = ResctrlError;
+
+    fn interface(&self) -> Interface {
+        Interface::Os
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Reads `schemata` of the root (COS 0) and each `COS<n>`; a class whose group does not
+    /// exist yet reports what a reset group holds (every way).
+    ///
+    /// # Errors
+    /// [`ResctrlError::Limit`] without that CAT, [`ResctrlError::NoSuchDomain`], read or
+    /// parse errors; [`ResctrlError::Parse`] for an empty mask (legal on AMD, not
+    /// representable as a [`CacheBitmask`]).
+    fn cat_classes(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<CatClass>, ResctrlError> {
+        self.read_cat_classes(resource, domain)
+    }
+
+    /// Checks every class and mask first; then per class: creates `COS<n>` if needed,
+    /// reads its `schemata`, changes the domain's value(s) and writes it back in one write.
+    /// A failure undoes the classes already written and removes groups it created.
+    ///
+    /// # Errors
+    /// [`ResctrlError::Limit`] (class beyond the CLOSIDs, mask outside the platform's
+    /// limits), [`ResctrlError::CdpMismatch`], [`ResctrlError::NoSuchDomain`]: nothing
+    /// written; [`ResctrlError::OutOfClosids`]; [`ResctrlError::Rejected`].
+    fn set_cat_classes(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+        classes: &[CatClass],
+    ) -> Result<(), ResctrlError> {
+        self.write_cat_classes(resource, domain, classes)
+    }
+
+    /// Reads the `MB` line of the root and each `COS<n>`: percent, MiB/s on an `mba_MBps`
+    /// mount, AMD units on AMD. A class without a group reports the default.
+    ///
+    /// # Errors
+    /// [`ResctrlError::Limit`] without MBA, [`ResctrlError::NoSuchDomain`], read errors.
+    fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, ResctrlError> {
+        self.read_mba_classes(domain)
+    }
+
+    /// Checks every limit (unit for this mount, range from `info/MB`), writes one `schemata`
+    /// per class as [`Backend::set_cat_classes`] does, and reads back what the kernel
+    /// applied (Intel rounds up to `bandwidth_gran`: 15 -> 20).
+    ///
+    /// # Errors
+    /// [`ResctrlError::MbaUnit`], [`ResctrlError::Limit`], [`ResctrlError::NoSuchDomain`]:
+    /// nothing written; [`ResctrlError::OutOfClosids`]; [`ResctrlError::Rejected`].
+    fn set_mba_classes(
+        &mut self,
+        domain: CacheDomain,
+        classes: &[MbaClass],
+    ) -> Result<Vec<MbaClass>, ResctrlError> {
+        self.write_mba_classes(domain, classes)
+    }
+
+    /// Finds the control group whose `cpus_list` has the CPU: `COS<n>` gives n, none gives
+    /// COS 0 (the root).
+    ///
+    /// # Errors
+    /// [`ResctrlError::NoSuchCpu`]; [`ResctrlError::Foreign`] when the CPU is in another
+    /// tool's group (it has no pqos class); read errors.
+    fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, ResctrlError> {
+        self.cpu_class(cpu)
+    }
+
+    /// Adds the CPU to `COS<n>`'s `cpus_list` (creating the group), or to the root's for
+    /// COS 0; monitor groups of that control group keep their CPUs.
+    ///
+    /// # Errors
+    /// [`ResctrlError::NoSuchCpu`], [`ResctrlError::Limit`] (no CLOSID for the class),
+    /// [`ResctrlError::Foreign`] (the CPU is in another tool's group): nothing written;
+    /// [`ResctrlError::OutOfClosids`], [`ResctrlError::Rejected`].
+    fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), ResctrlError> {
+        self.move_cpu(cpu, class)
+    }
+
+    /// Always `None`: resctrl does not expose RMIDs.
+    fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, ResctrlError> {
+        self.cpu_rmid(cpu)
+    }
+
+    /// pqos `-R`. When CDP or `mba_MBps` must change: remounts through the mount control
+    /// (every group goes, every control value is reset), refused while another tool's
+    /// group exists. Otherwise: the root's and every `COS<n>`'s `schemata` back to the
+    /// defaults (every way; 100 %, the AMD maximum, or 4294967295 MBps), their CPUs and
+    /// tasks back to the root. Other tools' groups are not touched.
+    ///
+    /// # Errors
+    /// [`ResctrlError::Unsupported`] for CDP/MBA CTRL the platform lacks or without a mount
+    /// control; [`ResctrlError::RemountBlocked`]; [`ResctrlError::Remount`];
+    /// [`ResctrlError::Rejected`] (a foreign exclusive group can refuse the full mask).
+    fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), ResctrlError> {
+        self.reset_alloc(*cfg)
+    }
+
+    /// Removes every `pqos-*` monitor group (any pid, under any control group) and forgets
+    /// this backend's groups; other tools' monitor groups stay.
+    ///
+    /// # Errors
+    /// The first failed removal (every group is still attempted).
+    fn reset_monitoring(&mut self) -> Result<(), ResctrlError> {
+        self.reset_mon()
+    }
+
+    /// Creates `pqos-<pid>-<n>` under the control group of the CPUs (the same name under
+    /// each when they span several), writes their `cpus_list`, and opens the `mon_data`
+    /// files of their L3 domains.
+    ///
+    /// # Errors
+    /// [`ResctrlError::EmptyGroup`], [`ResctrlError::NoSuchCpu`],
+    /// [`ResctrlError::Unsupported`], [`ResctrlError::AlreadyMonitored`]: nothing written;
+    /// [`ResctrlError::OutOfRmids`], [`ResctrlError::Rejected`] after removing what was made.
+    fn start_monitoring(
+        &mut self,
+        cpus: &CpuSet,
+        events: MonEvents,
+    ) -> Result<MonGroupId, ResctrlError> {
+        self.start_cpu_group(cpus, events)
+    }
+
+    /// Reads every counter file once (positioned read) under a shared lock, and the PMU.
+    ///
+    /// # Errors
+    /// [`ResctrlError::Locked`]; a read that fails (the group was removed behind our back:
+    /// `ENOENT`) or text that is not a count or a status word.
+    fn poll(&mut self) -> Result<(), ResctrlError> {
+        self.poll_groups()
+    }
+
+    fn values(&self, group: MonGroupId) -> Option<&MonValues> {
+        self.group_values(group)
+    }
+
+    /// Closes the group's files and removes the directories it created (its CPUs and tasks
+    /// go back to their control group); a watched group is only forgotten.
+    ///
+    /// # Errors
+    /// [`ResctrlError::NoSuchGroup`]; the first failed removal.
+    fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), ResctrlError> {
+        self.stop_group(group)
+    }
+
+    /// Finds the task in the `tasks` of the control groups other than the root.
+    ///
+    /// # Errors
+    /// [`ResctrlError::NoSuchTask`], [`ResctrlError::Foreign`], read errors.
+    fn class_of_task(&mut self, task: TaskId) -> Result<ClassId, ResctrlError> {
+        self.task_class(task)
+    }
+
+    /// Writes each thread of the task (every thread of a process) to `COS<n>/tasks` (the
+    /// root's for COS 0), one id per write, creating the group; threads that exit meanwhile
+    /// are skipped.
+    ///
+    /// # Errors
+    /// [`ResctrlError::NoSuchTask`], [`ResctrlError::Limit`], [`ResctrlError::Foreign`]
+    /// (a thread is in another tool's group): nothing written; [`ResctrlError::OutOfClosids`],
+    /// [`ResctrlError::Rejected`].
+    fn associate_task(&mut self, task: TaskId, class: ClassId) -> Result<(), ResctrlError> {
+        self.move_task_to_class(task, class)
+    }
+
+    /// `COS<n>/tasks` (the root's for COS 0), ascending; empty when the group does not
+    /// exist.
+    ///
+    /// # Errors
+    /// Read errors.
+    fn tasks_of_class(&mut self, class: ClassId) -> Result<Vec<TaskId>, ResctrlError> {
+        self.class_tasks(class)
+    }
+
+    /// Creates `pqos-<pid>-<n>` under the control group of each thread (all threads of each
+    /// named process), writes each thread id to it, and opens the `mon_data` files of every
+    /// L3 domain (tasks run anywhere).
+    ///
+    /// # Errors
+    /// [`ResctrlError::EmptyGroup`], [`ResctrlError::NoSuchTask`],
+    /// [`ResctrlError::Unsupported`], [`ResctrlError::AlreadyMonitored`]: nothing written;
+    /// [`ResctrlError::OutOfRmids`], [`ResctrlError::Rejected`] after removing what was made.
+    fn start_monitoring_tasks(
+        &mut self,
+        tasks: &[TaskId],
+        events: MonEvents,
+    ) -> Result<MonGroupId, ResctrlError> {
+        self.start_task_group(tasks, events)
+    }
+
+    /// Every control and monitor group, root excluded: `COS<n>` and `pqos-<pid>-<n>` are
+    /// [`GroupOwner::Pqos`], the rest [`GroupOwner::Foreign`].
+    ///
+    /// # Errors
+    /// Listing errors.
+    fn groups(&mut self) -> Result<Vec<GroupInfo>, ResctrlError> {
+        self.list_groups()
+    }
+
+    fn mba_ctrl(&self) -> Option<MbaCtrl> {
+        Some(self.mba_ctrl_state())
+    }
+}

@@ -1,0 +1,470 @@
+//! Monitoring groups: `pqos-<pid>-<n>` monitor groups for CPUs and tasks, and watched
+//! groups of any owner. Each group's `mon_data` files are opened once at start and read
+//! with one positioned read each per poll; the readings go into the group's
+//! [`MonAccumulator`], which turns them into [`MonValues`] as on the MSR interface.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rdt_core::monitor::CounterFormat;
+use rdt_core::{
+    CacheDomain, CpuSet, LogicalCpu, MonAccumulator, MonEvents, MonGroupId, MonValues, PmuSource,
+    RequestError, RmidEvent, TaskId,
+};
+
+use super::ResctrlBackend;
+use crate::ResctrlError;
+use crate::fs::{EBUSY, ENOSPC, is_pqos_mon_name, join};
+
+/// One open `mon_data/mon_L3_XX/<event>` file of one group directory.
+#[derive(Debug)]
+struct Counter {
+    path: PathBuf,
+    file: File,
+    /// The accumulator context (one per directory and L3 domain) it feeds.
+    context: usize,
+    event: RmidEvent,
+}
+
+impl Counter {
+    /// One `pread(2)` at offset 0: the kernel regenerates the text for every read at 0.
+    /// `Unavailable`, `Error` and `Unassigned` (spec §8.1) are `None`.
+    fn read(&self) -> Result<Option<u64>, ResctrlError> {
+        let mut buf = [0u8; 64];
+        let n = self
+            .file
+            .read_at(&mut buf, 0)
+            .map_err(|e| ResctrlError::io("read", &self.path, e))?;
+        let text = std::str::from_utf8(&buf[..n]).unwrap_or("").trim();
+        if let Ok(v) = text.parse::<u64>() {
+            return Ok(Some(v));
+        }
+        match text {
+            "Unavailable" | "Error" | "Unassigned" => Ok(None),
+            _ => Err(ResctrlError::Parse {
+                path: self.path.clone(),
+                text: text.to_owned(),
+                expected: "a byte count, Unavailable, Error or Unassigned".into(),
+            }),
+        }
+    }
+}
+
+/// What a group counts on the PMU side.
+#[derive(Debug)]
+enum Members {
+    Cpus(Vec<LogicalCpu>),
+    Tasks(Vec<TaskId>),
+    /// A group another tool made, watched without PMU counts.
+    None,
+}
+
+impl Members {
+    fn len(&self) -> usize {
+        match self {
+            Self::Cpus(c) => c.len(),
+            Self::Tasks(t) => t.len(),
+            Self::None => 0,
+        }
+    }
+}
+
+/// A started monitoring group.
+#[derive(Debug)]
+pub(super) struct MonGroup {
+    id: MonGroupId,
+    /// Directories this backend created (relative to the root), removed at stop; empty for
+    /// a watched group.
+    dirs: Vec<String>,
+    counters: Vec<Counter>,
+    members: Members,
+    acc: MonAccumulator,
+}
+
+impl MonGroup {
+    /// Reads every counter once and the PMU into the accumulator.
+    fn poll<P: PmuSource>(&mut self, pmu: &mut P) -> Result<(), ResctrlError> {
+        for c in &self.counters {
+            self.acc.record(c.context, c.event, c.read()?);
+        }
+        if self.acc.events().intersects(MonEvents::PMU) {
+            match &self.members {
+                Members::Cpus(cpus) => self.acc.record_pmu(cpus.iter().map(|&c| pmu.read(c))),
+                Members::Tasks(tasks) => {
+                    self.acc.record_pmu(tasks.iter().map(|&t| pmu.read_task(t)));
+                }
+                Members::None => {}
+            }
+        }
+        self.acc.finish(Instant::now());
+        Ok(())
+    }
+}
+
+/// The counter files of a group being set up, and its accumulator contexts.
+#[derive(Debug, Default)]
+struct Files {
+    counters: Vec<Counter>,
+    contexts: Vec<CacheDomain>,
+}
+
+impl<P: PmuSource> ResctrlBackend<P> {
+    /// The RMID events `events` needs, checked against `info/L3_MON/mon_features` (through
+    /// the capabilities); refuses an empty selection.
+    fn check_events(&self, events: MonEvents) -> Result<Vec<RmidEvent>, ResctrlError> {
+        if events.is_empty() {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        self.caps.check_rmid_events(events)?;
+        Ok(RmidEvent::of(events).collect())
+    }
+
+    /// Opens `dir`'s counter files of `events` for `domains`, one accumulator context per
+    /// domain.
+    fn open_counters(
+        &self,
+        dir: &str,
+        domains: &[u32],
+        events: &[RmidEvent],
+        out: &mut Files,
+    ) -> Result<(), ResctrlError> {
+        for &d in domains {
+            let context = out.contexts.len();
+            out.contexts.push(CacheDomain::new(d));
+            for &event in events {
+                let path = self.fs.path(&join(
+                    dir,
+                    &format!("mon_data/mon_L3_{d:02}/{}", event.resctrl_name()),
+                ));
+                let file = File::open(&path).map_err(|e| ResctrlError::io("open", &path, e))?;
+                out.counters.push(Counter {
+                    path,
+                    file,
+                    context,
+                    event,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers a started group and hands out its id.
+    fn add_group(
+        &mut self,
+        events: MonEvents,
+        dirs: Vec<String>,
+        files: Files,
+        members: Members,
+    ) -> MonGroupId {
+        let id = MonGroupId(self.next_id);
+        self.next_id += 1;
+        let acc = MonAccumulator::new(events, &files.contexts, CounterFormat::BYTES, members.len());
+        self.groups.push(MonGroup {
+            id,
+            dirs,
+            counters: files.counters,
+            members,
+            acc,
+        });
+        id
+    }
+
+    /// A monitor group name no parent has yet: `pqos-<pid>-<n>`.
+    fn fresh_name(&mut self) -> Result<String, ResctrlError> {
+        let taken: BTreeSet<String> = self
+            .fs
+            .mon_groups()?
+            .into_iter()
+            .filter_map(|(_, p)| p.rsplit('/').next().map(str::to_owned))
+            .collect();
+        loop {
+            let name = format!("pqos-{}-{}", std::process::id(), self.next_name);
+            self.next_name += 1;
+            if !taken.contains(&name) {
+                return Ok(name);
+            }
+        }
+    }
+
+    /// Creates `name` under each parent and fills it with `fill`; removes everything it
+    /// created on failure.
+    fn create_mon_dirs(
+        &self,
+        name: &str,
+        parents: &[&str],
+        mut fill: impl FnMut(&str, &str) -> Result<(), ResctrlError>,
+    ) -> Result<Vec<String>, ResctrlError> {
+        let mut made: Vec<String> = Vec::new();
+        let undo = |made: &[String]| {
+            for d in made.iter().rev() {
+                let _ = self.fs.rmdir(d);
+            }
+        };
+        for parent in parents {
+            let dir = join(parent, &format!("mon_groups/{name}"));
+            if let Err(e) = self.fs.mkdir(&dir) {
+                undo(&made);
+                let errno = e.raw_os_error();
+                return Err(if errno == Some(ENOSPC) || errno == Some(EBUSY) {
+                    RequestError::OutOfRmids {
+                        scope: format!("resctrl group {}", self.fs.path(&dir).display()),
+                        limbo: errno == Some(EBUSY),
+                        in_use: self.rmid_holders(),
+                    }
+                    .into()
+                } else {
+                    ResctrlError::io("create", self.fs.path(&dir), e)
+                });
+            }
+            made.push(dir.clone());
+            if let Err(e) = fill(parent, &dir) {
+                undo(&made);
+                return Err(e);
+            }
+        }
+        Ok(made)
+    }
+
+    /// Starts watching an existing group (another tool's, or any group) without changing
+    /// it: its `mon_data` files of every L3 domain are opened and read by
+    /// [`rdt_core::Backend::poll`]. [`rdt_core::Backend::stop_monitoring`] forgets it and
+    /// leaves the group in place. `group` is relative to the root (`""` for the root,
+    /// `kubepods`, `COS1/mon_groups/x`).
+    ///
+    /// # Errors
+    /// [`RequestError::EmptyGroup`] without an L3 event; [`RequestError::Unsupported`] or
+    /// [`RequestError::UnsupportedEvent`] for events resctrl does not offer;
+    /// [`ResctrlError::Io`] when a file cannot be opened.
+    pub fn watch_group(
+        &mut self,
+        group: &str,
+        events: MonEvents,
+    ) -> Result<MonGroupId, ResctrlError> {
+        let evs = self.check_events(events)?;
+        if evs.is_empty() {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        let guard = self.lock.shared()?;
+        let mut files = Files::default();
+        self.open_counters(group, &self.mon_domains, &evs, &mut files)?;
+        drop(guard);
+        Ok(self.add_group(events, Vec::new(), files, Members::None))
+    }
+
+    /// The monitor group path of this backend's group holding `what`, for messages.
+    fn holder(g: &MonGroup) -> String {
+        g.dirs.first().map_or_else(
+            || "a group of this process".to_owned(),
+            |d| format!("resctrl group {d}"),
+        )
+    }
+
+    /// [`rdt_core::Backend::reset_monitoring`] on resctrl: removes every `pqos-*` monitor
+    /// group (any pid, under any control group) and forgets this backend's groups; other
+    /// tools' monitor groups stay.
+    pub(super) fn reset_mon(&mut self) -> Result<(), ResctrlError> {
+        let _g = self.lock.exclusive()?;
+        self.groups.clear();
+        let mut first = None;
+        for (_, path) in self.fs.mon_groups()? {
+            if is_pqos_mon_name(path.rsplit('/').next().unwrap_or_default())
+                && let Err(e) = self.fs.rmdir(&path)
+            {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// [`rdt_core::Backend::start_monitoring`] on resctrl.
+    pub(super) fn start_cpu_group(
+        &mut self,
+        cpus: &CpuSet,
+        events: MonEvents,
+    ) -> Result<MonGroupId, ResctrlError> {
+        if cpus.is_empty() {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        let evs = self.check_events(events)?;
+        let mut domain_of = BTreeMap::new();
+        for cpu in cpus.iter() {
+            let p = self.topology.get(cpu).ok_or(RequestError::NoSuchCpu(cpu))?;
+            if !evs.is_empty() {
+                let l3 = p.l3.ok_or_else(|| {
+                    RequestError::Unsupported(format!(
+                        "CPU {cpu} has no L3 cache, so its LLC occupancy and memory bandwidth \
+                         cannot be monitored"
+                    ))
+                })?;
+                domain_of.insert(cpu, l3.get());
+            }
+        }
+        for g in &self.groups {
+            if let Members::Cpus(c) = &g.members
+                && let Some(cpu) = cpus.iter().find(|x| c.contains(x))
+            {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("CPU {cpu}"),
+                    by: Some(Self::holder(g)),
+                }
+                .into());
+            }
+        }
+        let members = Members::Cpus(cpus.iter().collect());
+        let mut files = Files::default();
+        let mut dirs = Vec::new();
+        if !evs.is_empty() {
+            let guard = self.lock.exclusive()?;
+            let (ctrl, mon) = self.cpu_homes()?;
+            for (path, set) in &mon {
+                if let Some(cpu) = cpus.iter().find(|c| set.contains(*c)) {
+                    return Err(RequestError::AlreadyMonitored {
+                        what: format!("CPU {cpu}"),
+                        by: Some(format!("resctrl group {path}")),
+                    }
+                    .into());
+                }
+            }
+            let mut by_parent: BTreeMap<&str, CpuSet> = BTreeMap::new();
+            for cpu in cpus.iter() {
+                let parent = ctrl
+                    .iter()
+                    .find(|(_, s)| s.contains(cpu))
+                    .map_or("", |(g, _)| g.as_str());
+                by_parent.entry(parent).or_default().insert(cpu);
+            }
+            let name = self.fresh_name()?;
+            let parents: Vec<&str> = by_parent.keys().copied().collect();
+            dirs = self.create_mon_dirs(&name, &parents, |parent, dir| {
+                let set = &by_parent[parent];
+                self.fs
+                    .write(&join(dir, "cpus_list"), &format!("{set}\n"))?;
+                let mut doms: Vec<u32> = set.iter().map(|c| domain_of[&c]).collect();
+                doms.sort_unstable();
+                doms.dedup();
+                self.open_counters(dir, &doms, &evs, &mut files)
+            })?;
+            drop(guard);
+        }
+        Ok(self.add_group(events, dirs, files, members))
+    }
+
+    /// [`rdt_core::Backend::poll`] on resctrl: every counter file once (positioned read)
+    /// under a shared lock, and the PMU.
+    pub(super) fn poll_groups(&mut self) -> Result<(), ResctrlError> {
+        let _g = self.lock.shared()?;
+        let Self { groups, pmu, .. } = self;
+        for g in groups {
+            g.poll(pmu)?;
+        }
+        Ok(())
+    }
+
+    /// [`rdt_core::Backend::values`] on resctrl.
+    pub(super) fn group_values(&self, group: MonGroupId) -> Option<&MonValues> {
+        self.groups
+            .iter()
+            .find(|g| g.id == group)
+            .map(|g| g.acc.values())
+    }
+
+    /// [`rdt_core::Backend::stop_monitoring`] on resctrl: closes the group's files and
+    /// removes the directories it created; a watched group is only forgotten.
+    pub(super) fn stop_group(&mut self, group: MonGroupId) -> Result<(), ResctrlError> {
+        let i = self
+            .groups
+            .iter()
+            .position(|g| g.id == group)
+            .ok_or(RequestError::NoSuchGroup(group))?;
+        let g = self.groups.remove(i);
+        if let Members::Tasks(tasks) = &g.members {
+            for &t in tasks {
+                self.pmu.release_task(t);
+            }
+        }
+        let dirs = g.dirs.clone();
+        drop(g);
+        if dirs.is_empty() {
+            return Ok(());
+        }
+        let _l = self.lock.exclusive()?;
+        let mut first = None;
+        for d in dirs {
+            if let Err(e) = self.fs.rmdir(&d) {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// [`rdt_core::Backend::start_monitoring_tasks`] on resctrl.
+    pub(super) fn start_task_group(
+        &mut self,
+        tasks: &[TaskId],
+        events: MonEvents,
+    ) -> Result<MonGroupId, ResctrlError> {
+        if tasks.is_empty() {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        let evs = self.check_events(events)?;
+        let tids = self.expand(tasks)?;
+        for g in &self.groups {
+            if let Members::Tasks(t) = &g.members
+                && let Some(x) = tids.iter().find(|x| t.contains(x))
+            {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("task {x}"),
+                    by: Some(Self::holder(g)),
+                }
+                .into());
+            }
+        }
+        let members = Members::Tasks(tids.clone());
+        let mut files = Files::default();
+        let mut dirs = Vec::new();
+        if !evs.is_empty() {
+            let guard = self.lock.exclusive()?;
+            let (ctrl, mon) = self.task_homes()?;
+            for (path, set) in &mon {
+                if let Some(t) = tids.iter().find(|t| set.contains(t)) {
+                    return Err(RequestError::AlreadyMonitored {
+                        what: format!("task {t}"),
+                        by: Some(format!("resctrl group {path}")),
+                    }
+                    .into());
+                }
+            }
+            let mut by_parent: BTreeMap<&str, Vec<TaskId>> = BTreeMap::new();
+            for &t in &tids {
+                let parent = ctrl
+                    .iter()
+                    .find(|(_, s)| s.contains(&t))
+                    .map_or("", |(g, _)| g.as_str());
+                by_parent.entry(parent).or_default().push(t);
+            }
+            let name = self.fresh_name()?;
+            let parents: Vec<&str> = by_parent.keys().copied().collect();
+            let domains = self.mon_domains.clone();
+            let mut moved = 0usize;
+            dirs = self.create_mon_dirs(&name, &parents, |parent, dir| {
+                for &t in &by_parent[parent] {
+                    if self.move_task(dir, t)? {
+                        moved += 1;
+                    }
+                }
+                self.open_counters(dir, &domains, &evs, &mut files)
+            })?;
+            if moved == 0 {
+                for d in &dirs {
+                    let _ = self.fs.rmdir(d);
+                }
+                return Err(RequestError::NoSuchTask(tasks[0]).into());
+            }
+            drop(guard);
+        }
+        Ok(self.add_group(events, dirs, files, members))
+    }
+}
