@@ -8,6 +8,10 @@
 // or a FUSE-mounted model (`Mounted`, `MountedOs`), and reading its monitoring text back.
 mod util;
 
+// What the unit tests cannot reach: the process's own argument list (-f expanded in place),
+// -H before any platform is opened, -l log files, RDT_IFACE, real exit codes and streams.
+mod cli;
+
 // The seed white paper's commands (-e, -a, -s, -m) on the simulated Broadwell-EP.
 mod paper;
 
