@@ -1,8 +1,8 @@
-//! The OS interface end to end: the facade's `Rdt::open_at(Iface::Os | Iface::Auto, ..)` and
-//! `pqos --iface=os --sysroot DIR` on a FUSE-mounted simulated platform whose resctrl is at
-//! `DIR/sys/fs/resctrl`.
+//! The OS interface end to end through the facade: `Rdt::open_at(Iface::Os | Iface::Auto, ..)`
+//! on a FUSE-mounted simulated platform whose resctrl is at `DIR/sys/fs/resctrl`.
+//! (`pqos --iface=os --sysroot DIR` on such a mount is tested with the binary, in
+//! `crates/pqos-cli/tests/e2e/os_mode.rs`.)
 
-use std::path::Path;
 use std::process::Command;
 
 use rdt::resctrl::ResctrlError;
@@ -13,22 +13,6 @@ use rdt::{
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};
 use rdt_sim::{SimHandle, SimPlatform};
-
-use crate::util::{Run, pqos_bin};
-
-fn pqos_os(root: &Path, args: &[&str]) -> Run {
-    Command::new(pqos_bin())
-        .arg("--iface=os")
-        .arg("--sysroot")
-        .arg(root)
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .env_remove("RDT_IFACE")
-        .env_remove("RDT_SYSROOT")
-        .output()
-        .expect("run pqos")
-        .into()
-}
 
 fn without_resctrl(model: &str) -> TestMount {
     TestMount::new(
@@ -123,43 +107,4 @@ fn the_msr_interface_still_refuses_task_work_with_the_unsupported_error() {
         "{e:?}"
     );
     assert!(e.to_string().contains("OS (resctrl) interface"), "{e}");
-}
-
-#[test]
-fn pqos_iface_os_sets_shows_and_resets_classes_through_resctrl() {
-    let m = TestMount::builtin("skylake-sp");
-    let root = m.root();
-    // -e, -a
-    let run = pqos_os(root, &["-e", "llc:1=0xffe00"]).failed();
-    assert!(run.stderr.contains("0xffe00"), "11-bit CBM: {}", run.stderr);
-    pqos_os(root, &["-e", "llc:1=0x7f0;llc:2=0x00f"]).ok();
-    pqos_os(root, &["-a", "llc:1=2-3"]).ok();
-    let resctrl = root.join("sys/fs/resctrl");
-    let s = std::fs::read_to_string(resctrl.join("COS1/schemata")).expect("COS1");
-    assert!(s.contains("L3:0=7f0;1=7f0"), "{s}");
-    assert_eq!(
-        std::fs::read_to_string(resctrl.join("COS1/cpus_list")).expect("cpus"),
-        "2-3\n"
-    );
-    // -s shows the same
-    let show = pqos_os(root, &["-s"]).ok().stdout;
-    assert!(
-        show.contains("L3CA COS1 => MASK 0x7f0") && show.contains("L3CA COS2 => MASK 0xf"),
-        "{show}"
-    );
-    // -m over the OS interface
-    let mon = pqos_os(root, &["-m", "llc:2-3", "-t", "1"]).ok().stdout;
-    assert!(mon.contains("TIME "), "{mon}");
-    // a foreign group survives -R; ours are reset
-    std::fs::create_dir(resctrl.join("kubepods")).expect("foreign group");
-    std::fs::write(resctrl.join("kubepods/schemata"), "L3:0=f0\n").expect("foreign schemata");
-    pqos_os(root, &["-R"]).ok();
-    let s = std::fs::read_to_string(resctrl.join("COS1/schemata")).expect("COS1");
-    assert!(s.contains("L3:0=7ff;1=7ff"), "{s}");
-    assert_eq!(
-        std::fs::read_to_string(resctrl.join("COS1/cpus_list")).expect("cpus"),
-        "\n"
-    );
-    let k = std::fs::read_to_string(resctrl.join("kubepods/schemata")).expect("kubepods");
-    assert!(k.contains("L3:0=f0;"), "{k}");
 }

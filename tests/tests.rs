@@ -1,39 +1,15 @@
-//! End-to-end tests: the real `pqos` binary against the simulated platform.
+//! Integration tests of the facade library: `Rdt::open_at` on the simulated platform
+//! FUSE-mounted in a temp dir (`rdt_sim::fs::testing::TestMount`). Tests that run the `pqos`
+//! binary live with it, in `crates/pqos-cli/tests/e2e`, where Cargo builds it for them.
 #![allow(clippy::tests_outside_test_module)]
 
-// Shared helpers: locating and running the built `pqos` binary on a `Machine`, a private sim
-// state (`Sim`) or a FUSE-mounted model (`Mounted`).
-mod util;
-
-// The seed white paper's commands (-e, -a, -s, -m) on the simulated Broadwell-EP.
-mod paper;
-
-// CDP, L2 CAT, MBA and AMD per-CCX domains on the other built-in models.
-mod alloc;
-
-// Malformed or out-of-range arguments: clear errors and nothing written.
-mod bad_input;
-
-// Monitoring output: golden layouts from real pqos samples, CSV and XML consumers, signals,
-// a closed pipe, a simulated day of counter wraps.
-mod monitor_output;
-
-// The host itself, without --sim.
-mod native;
-
-// paper.rs's and alloc.rs's scenarios again through `pqos --iface=msr --sysroot DIR` on a
-// FUSE-mounted simulated platform: DevCpuMsr's positioned reads, DevCpuid, the sysfs parser.
+// The MSR interface under a sysroot: CPUID, topology and registers from the mounted files.
 mod sysroot;
 
 // One monitoring accumulator: both interfaces give the same values for the same traffic,
 // including an unreadable domain.
 mod monitoring;
 
-// The OS interface: Rdt::open_at(Iface::Os | Iface::Auto) and `pqos --iface=os --sysroot DIR`
-// on a FUSE-mounted simulated platform's resctrl.
+// The OS interface: Rdt::open_at(Iface::Os | Iface::Auto) on the mounted platform's resctrl,
+// allocation, monitoring and task association through the facade.
 mod resctrl;
-
-// Every command of "pqos runs end to end" through `pqos --iface=os --sysroot DIR`, checked in
-// the resctrl files: tasks and PIDs, CLOSIDs and RMIDs running out, kernel rejections,
-// another tool's groups, two pqos at once, faults midway.
-mod os_mode;

@@ -1,7 +1,7 @@
 //! Monitoring output that tools can rely on, end to end through the built `pqos` on the
 //! simulated platform:
 //!
-//! - golden tests: each real pqos monitoring sample (`crates/pqos-cli/tests/data/pqos`,
+//! - golden tests: each real pqos monitoring sample (`tests/data/pqos` of this crate,
 //!   provenance in its SOURCES.md) gives the layout our output must have for the same kind
 //!   of run: the header, the cell boundaries (from the header's right-aligned names), the
 //!   number format of every column (derived from the sample's own cells), the `TIME` line
@@ -21,11 +21,8 @@ use std::time::{Duration, Instant};
 use crate::eqnice;
 use crate::util::{Machine, Sim};
 
-/// Where the real pqos samples are kept (the CLI crate's test data).
-const SAMPLES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/crates/pqos-cli/tests/data/pqos"
-);
+/// Where the real pqos samples are kept (this crate's test data).
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pqos");
 
 fn sample(name: &str) -> String {
     let path = Path::new(SAMPLES).join(name);

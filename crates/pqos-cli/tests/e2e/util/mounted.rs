@@ -16,7 +16,7 @@ use rdt_sim::SimHandle;
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};
 
-use super::{Machine, pqos_bin};
+use super::{Machine, PQOS};
 
 /// A built-in model mounted in a temp dir; unmounted when dropped, even on a failed assert.
 pub struct Mounted {
@@ -45,7 +45,7 @@ impl Mounted {
 impl Machine for Mounted {
     /// `pqos --iface=msr --sysroot DIR ARGS...`.
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(pqos_bin());
+        let mut cmd = Command::new(PQOS);
         cmd.arg("--iface=msr")
             .arg("--sysroot")
             .arg(self.root())
@@ -179,7 +179,7 @@ impl MountedOs {
 impl Machine for MountedOs {
     /// `pqos --iface=os --sysroot DIR ARGS...`.
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(pqos_bin());
+        let mut cmd = Command::new(PQOS);
         cmd.arg("--iface=os")
             .arg("--sysroot")
             .arg(self.root())

@@ -1,41 +1,13 @@
-//! Running the built `pqos` binary.
+//! Running the built `pqos` binary ([`PQOS`]).
 
 pub mod monitor;
 pub mod mounted;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 
-/// Path of the `pqos` binary of this workspace, building it once if needed.
-///
-/// Integration tests of the root package cannot use `CARGO_BIN_EXE_pqos` (the binary lives in
-/// `crates/pqos-cli`), so the binary is found next to the test executable, as ripgrep's tests
-/// do, and built with the same profile if it is missing.
-pub fn pqos_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        // target/<profile>/deps/integration-<hash> -> target/<profile>/pqos
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>");
-        let bin = profile_dir.join("pqos");
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "pqos-cli", "--bin", "pqos"])
-            .args(if profile_dir.ends_with("release") {
-                &["--release"][..]
-            } else {
-                &[]
-            })
-            .status()
-            .expect("cargo build -p pqos-cli");
-        assert!(status.success(), "building pqos failed");
-        assert!(bin.exists(), "{} missing after build", bin.display());
-        bin
-    })
-}
+/// The `pqos` binary of this package, built by Cargo for its integration tests.
+pub const PQOS: &str = env!("CARGO_BIN_EXE_pqos");
 
 /// A simulated machine: a built-in model and a private state file in a temp dir.
 pub struct Sim {
@@ -139,7 +111,7 @@ pub trait Machine {
 impl Machine for Sim {
     /// `pqos --sim=MODEL --sim-state STATE ARGS...`.
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(pqos_bin());
+        let mut cmd = Command::new(PQOS);
         cmd.arg(format!("--sim={}", self.model))
             .arg("--sim-state")
             .arg(self.state())

@@ -2,12 +2,12 @@
 
 use std::process::Command;
 
-use crate::util::{Run, pqos_bin};
+use crate::util::{PQOS, Run};
 
 #[test]
 fn display_on_a_host_without_rdt_names_the_missing_cpuid_bits() {
     let explanation = rdt::explain_no_rdt(&rdt::NativeCpuid);
-    let run: Run = Command::new(pqos_bin())
+    let run: Run = Command::new(PQOS)
         .arg("-d")
         .env_remove("RUST_BACKTRACE")
         .output()
@@ -45,7 +45,7 @@ fn display_on_a_host_without_rdt_names_the_missing_cpuid_bits() {
 
 #[test]
 fn os_interface_is_refused_with_a_clear_message() {
-    let run: Run = Command::new(pqos_bin())
+    let run: Run = Command::new(PQOS)
         .args(["--iface=os", "-s", "--sim"])
         .env_remove("RUST_BACKTRACE")
         .output()

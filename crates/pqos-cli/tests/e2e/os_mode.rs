@@ -183,6 +183,45 @@ fn d_and_big_d_report_what_resctrl_info_says() {
 }
 
 #[test]
+fn pqos_iface_os_sets_shows_and_resets_classes_through_resctrl() {
+    let m = MountedOs::new("skylake-sp");
+    let root = m.root();
+    // -e, -a
+    let run = m.pqos(&["-e", "llc:1=0xffe00"]).failed();
+    assert!(run.stderr.contains("0xffe00"), "11-bit CBM: {}", run.stderr);
+    m.pqos(&["-e", "llc:1=0x7f0;llc:2=0x00f"]).ok();
+    m.pqos(&["-a", "llc:1=2-3"]).ok();
+    let resctrl = root.join("sys/fs/resctrl");
+    let s = std::fs::read_to_string(resctrl.join("COS1/schemata")).expect("COS1");
+    assert!(s.contains("L3:0=7f0;1=7f0"), "{s}");
+    assert_eq!(
+        std::fs::read_to_string(resctrl.join("COS1/cpus_list")).expect("cpus"),
+        "2-3\n"
+    );
+    // -s shows the same
+    let show = m.pqos(&["-s"]).ok().stdout;
+    assert!(
+        show.contains("L3CA COS1 => MASK 0x7f0") && show.contains("L3CA COS2 => MASK 0xf"),
+        "{show}"
+    );
+    // -m over the OS interface
+    let mon = m.pqos(&["-m", "llc:2-3", "-t", "1"]).ok().stdout;
+    assert!(mon.contains("TIME "), "{mon}");
+    // a foreign group survives -R; ours are reset
+    std::fs::create_dir(resctrl.join("kubepods")).expect("foreign group");
+    std::fs::write(resctrl.join("kubepods/schemata"), "L3:0=f0\n").expect("foreign schemata");
+    m.pqos(&["-R"]).ok();
+    let s = std::fs::read_to_string(resctrl.join("COS1/schemata")).expect("COS1");
+    assert!(s.contains("L3:0=7ff;1=7ff"), "{s}");
+    assert_eq!(
+        std::fs::read_to_string(resctrl.join("COS1/cpus_list")).expect("cpus"),
+        "\n"
+    );
+    let k = std::fs::read_to_string(resctrl.join("kubepods/schemata")).expect("kubepods");
+    assert!(k.contains("L3:0=f0;"), "{k}");
+}
+
+#[test]
 fn paper_commands_print_pqos_os_lines_and_change_the_resctrl_files() {
     // arrange
     let m = MountedOs::new("broadwell-ep");

@@ -4,19 +4,14 @@
 //!
 //! Platforms come from the in-process simulator (`--sim`, a state file per test in a
 //! temporary directory); nothing here needs RDT hardware.
-#![allow(clippy::tests_outside_test_module)]
 
 use std::path::Path;
 use std::process::Command;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+use crate::util::{PQOS, Run};
 
 fn pqos(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pqos"));
+    let mut cmd = Command::new(PQOS);
     cmd.args(args)
         .env_remove("RDT_IFACE")
         .env_remove("RDT_SYSROOT")
@@ -24,12 +19,7 @@ fn pqos(args: &[&str], env: &[(&str, &str)]) -> Run {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("run pqos");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    cmd.output().expect("run pqos").into()
 }
 
 /// `pqos --sim --sim-state DIR/state.json ARGS...`

@@ -1,0 +1,38 @@
+//! End-to-end tests: the built `pqos` binary (`CARGO_BIN_EXE_pqos`) run as a user runs it,
+//! against the simulated platform: in process (`--sim`) or FUSE-mounted (`--sysroot DIR`).
+//! One test binary, one `mod` per area. The facade library's own tests against a mounted
+//! platform live in the root package's `tests/`.
+#![allow(clippy::tests_outside_test_module)]
+
+// Shared helpers: running the built `pqos` binary on a `Machine`, a private sim state (`Sim`)
+// or a FUSE-mounted model (`Mounted`, `MountedOs`), and reading its monitoring text back.
+mod util;
+
+// What the unit tests cannot reach: the process's own argument list (-f expanded in place),
+// -H before any platform is opened, -l log files, RDT_IFACE, real exit codes and streams.
+mod cli;
+
+// The seed white paper's commands (-e, -a, -s, -m) on the simulated Broadwell-EP.
+mod paper;
+
+// CDP, L2 CAT, MBA and AMD per-CCX domains on the other built-in models.
+mod alloc;
+
+// Malformed or out-of-range arguments: clear errors and nothing written.
+mod bad_input;
+
+// Monitoring output: golden layouts from real pqos samples, CSV and XML consumers, signals,
+// a closed pipe, a simulated day of counter wraps.
+mod monitor_output;
+
+// The host itself, without --sim.
+mod native;
+
+// paper.rs's and alloc.rs's scenarios again through `pqos --iface=msr --sysroot DIR` on a
+// FUSE-mounted simulated platform: DevCpuMsr's positioned reads, DevCpuid, the sysfs parser.
+mod sysroot;
+
+// Every command of "pqos runs end to end" through `pqos --iface=os --sysroot DIR`, checked in
+// the resctrl files: tasks and PIDs, CLOSIDs and RMIDs running out, kernel rejections,
+// another tool's groups, two pqos at once, faults midway.
+mod os_mode;
