@@ -314,6 +314,15 @@ pub trait Backend {
         Ok(Vec::new())
     }
 
+    /// A [`Monitoring`] guard on this backend: groups started through it are stopped when
+    /// it is dropped.
+    fn monitoring(&mut self) -> Monitoring<'_, Self>
+    where
+        Self: Sized,
+    {
+        Monitoring::new(self)
+    }
+
     /// The [`RequestError::NeedsOsInterface`] error for `operation` on this backend's
     /// interface.
     fn unsupported(&self, operation: &'static str) -> RequestError {
@@ -321,5 +330,135 @@ pub trait Backend {
             operation,
             interface: self.interface(),
         }
+    }
+}
+
+/// Monitoring groups that cannot outlive their owner: every group started through the
+/// guard is stopped when the guard is dropped (its RMIDs given back on the MSR interface, its
+/// `pqos-<pid>-<n>` monitor groups removed on resctrl), on an early return, a `?` or a
+/// panic alike. [`Monitoring::finish`] stops them and reports the first error; dropping
+/// ignores errors (there is no one left to tell).
+///
+/// The guard borrows the backend mutably; [`Monitoring::backend`] gives it back for reads
+/// (capabilities, topology) while the guard lives.
+///
+/// # Examples
+/// ```
+/// use rdt_core::fake::FakeBackend;
+/// use rdt_core::{Backend, MonEvents};
+///
+/// let mut b = FakeBackend::broadwell_2s();
+/// {
+///     let mut mon = b.monitoring();
+///     let g = mon.start(&"0-3".parse()?, MonEvents::LLC_OCCUPANCY)?;
+///     mon.poll()?;
+///     println!("{:?} bytes", mon.values(g).and_then(|v| v.llc_occupancy_bytes));
+/// } // stopped here
+/// assert_eq!(b.running_groups(), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Monitoring<'a, B: Backend> {
+    backend: &'a mut B,
+    groups: Vec<MonGroupId>,
+}
+
+impl<'a, B: Backend> Monitoring<'a, B> {
+    /// A guard with no group yet.
+    pub fn new(backend: &'a mut B) -> Self {
+        Self {
+            backend,
+            groups: Vec::new(),
+        }
+    }
+
+    /// Starts a group of CPUs ([`Backend::start_monitoring`]) owned by the guard.
+    ///
+    /// # Errors
+    /// As [`Backend::start_monitoring`].
+    pub fn start(&mut self, cpus: &CpuSet, events: MonEvents) -> Result<MonGroupId, B::Error> {
+        let id = self.backend.start_monitoring(cpus, events)?;
+        self.groups.push(id);
+        Ok(id)
+    }
+
+    /// Starts a group of tasks ([`Backend::start_monitoring_tasks`]) owned by the guard.
+    ///
+    /// # Errors
+    /// As [`Backend::start_monitoring_tasks`].
+    pub fn start_tasks(
+        &mut self,
+        tasks: &[TaskId],
+        events: MonEvents,
+    ) -> Result<MonGroupId, B::Error> {
+        let id = self.backend.start_monitoring_tasks(tasks, events)?;
+        self.groups.push(id);
+        Ok(id)
+    }
+
+    /// Polls every group ([`Backend::poll`]).
+    ///
+    /// # Errors
+    /// As [`Backend::poll`].
+    pub fn poll(&mut self) -> Result<(), B::Error> {
+        self.backend.poll()
+    }
+
+    /// The values of `group` from the last poll.
+    #[must_use]
+    pub fn values(&self, group: MonGroupId) -> Option<&MonValues> {
+        self.backend.values(group)
+    }
+
+    /// The groups the guard holds, in start order.
+    #[must_use]
+    pub fn groups(&self) -> &[MonGroupId] {
+        &self.groups
+    }
+
+    /// The backend, for reads while the guard lives.
+    #[must_use]
+    pub fn backend(&self) -> &B {
+        self.backend
+    }
+
+    /// Stops one group of the guard now.
+    ///
+    /// # Errors
+    /// [`RequestError::NoSuchGroup`] for a group the guard does not hold; as
+    /// [`Backend::stop_monitoring`] (the group is released by the guard either way).
+    pub fn stop(&mut self, group: MonGroupId) -> Result<(), B::Error> {
+        let Some(i) = self.groups.iter().position(|g| *g == group) else {
+            return Err(RequestError::NoSuchGroup(group).into());
+        };
+        self.groups.remove(i);
+        self.backend.stop_monitoring(group)
+    }
+
+    /// Stops every group still held, newest first, and reports the first error (every
+    /// group is attempted).
+    ///
+    /// # Errors
+    /// The first [`Backend::stop_monitoring`] error.
+    pub fn finish(mut self) -> Result<(), B::Error> {
+        self.stop_all()
+    }
+
+    fn stop_all(&mut self) -> Result<(), B::Error> {
+        let mut first = Ok(());
+        while let Some(g) = self.groups.pop() {
+            if let Err(e) = self.backend.stop_monitoring(g)
+                && first.is_ok()
+            {
+                first = Err(e);
+            }
+        }
+        first
+    }
+}
+
+impl<B: Backend> Drop for Monitoring<'_, B> {
+    fn drop(&mut self) {
+        let _ = self.stop_all();
     }
 }

@@ -37,7 +37,7 @@ pub mod topology;
 
 pub use backend::{
     AllocReset, Backend, BackendError, CatClass, CatMask, FeatureSetting, GroupInfo, GroupKind,
-    GroupOwner, Interface, MbaClass, MbaCtrl,
+    GroupOwner, Interface, MbaClass, MbaCtrl, Monitoring,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, LimitError, MbaCaps, MbaKind,
