@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use rdt::{Backend, LogicalCpu, MonEvents, MonGroupId, RequestError, TaskId};
+use rdt::{Backend, LogicalCpu, MonEvents, MonGroupId, Monitoring, RequestError, TaskId};
 
 #[cfg(feature = "sim")]
 pub use self::clock::{AdvancingClock, VirtualClock};
@@ -155,42 +155,38 @@ pub fn run_monitor<B: Backend>(
     };
 
     let supported = caps.supported_events();
+    // The guard stops every group it started on every way out of this function.
+    let mut mon = backend.monitoring();
     let mut started: Vec<Started<'_>> = Vec::with_capacity(plans.len());
     for (g, threads) in plans.iter().zip(threads) {
         // Without a PMU the backend is not asked for IPC and misses: their cells stay blank.
         let events = g.events.difference(MonEvents::PMU.difference(supported));
         let id = match &g.target {
-            Target::Cores(cpus) => backend.start_monitoring(cpus, events).map_err(|e| {
+            Target::Cores(cpus) => mon.start(cpus, events).map_err(|e| {
                 anyhow!(e).context(format!("Monitoring start error on core(s) {}", g.desc))
             }),
-            Target::Pids(pids) => backend
-                .start_monitoring_tasks(pids, events)
+            Target::Pids(pids) => mon
+                .start_tasks(pids, events)
                 .map_err(|e| anyhow!(e).context(format!("PID {} monitoring start error", g.desc))),
-        };
-        match id {
-            Ok(id) => started.push(Started {
-                id,
-                plan: g,
-                first_cpu: match &g.target {
-                    Target::Cores(cpus) => cpus.first().unwrap_or_default(),
-                    Target::Pids(_) => LogicalCpu::default(),
-                },
-                threads,
-            }),
-            Err(e) => {
-                let _ = stop_all(backend, &started);
-                return Err(e);
-            }
-        }
+        }?;
+        started.push(Started {
+            id,
+            plan: g,
+            first_cpu: match &g.target {
+                Target::Cores(cpus) => cpus.first().unwrap_or_default(),
+                Target::Pids(_) => LogicalCpu::default(),
+            },
+            threads,
+        });
     }
 
     let result = fmt
         .begin(w)
         .map_err(anyhow::Error::from)
-        .and_then(|()| monitor_loop(backend, req, ctx, w, fmt.as_mut(), &mut started));
+        .and_then(|()| monitor_loop(&mut mon, req, ctx, w, fmt.as_mut(), &mut started));
     // The output is closed (XML `</records>`) and the groups stopped on every exit.
     let ended = fmt.end(w).map_err(anyhow::Error::from);
-    let stopped = stop_all(backend, &started);
+    let stopped = stop_each(&mut mon, &started);
     result.and(ended).and(stopped)
 }
 
@@ -286,10 +282,11 @@ fn open_output(path: &Path, format: FileType) -> Result<File> {
     })
 }
 
-fn stop_all<B: Backend>(backend: &mut B, started: &[Started<'_>]) -> Result<()> {
+/// Stops the groups one by one, to name the group whose stop failed.
+fn stop_each<B: Backend>(mon: &mut Monitoring<'_, B>, started: &[Started<'_>]) -> Result<()> {
     let mut first = Ok(());
     for s in started {
-        if let Err(e) = backend.stop_monitoring(s.id)
+        if let Err(e) = mon.stop(s.id)
             && first.is_ok()
         {
             first =
@@ -300,7 +297,7 @@ fn stop_all<B: Backend>(backend: &mut B, started: &[Started<'_>]) -> Result<()> 
 }
 
 fn monitor_loop<'a, B: Backend>(
-    backend: &mut B,
+    mon: &mut Monitoring<'_, B>,
     req: &MonitorRequest,
     ctx: &mut Context<'_>,
     w: &mut dyn Write,
@@ -313,15 +310,14 @@ fn monitor_loop<'a, B: Backend>(
     let mut rows: Vec<Row<'a>> = Vec::with_capacity(started.len());
     let mut said_no_pmu = false;
     loop {
-        backend
-            .poll()
+        mon.poll()
             .map_err(|e| anyhow!(e).context("Failed to poll monitoring data!"))?;
         let now = ctx.clock.elapsed();
         let interval = last_poll.map_or(Duration::ZERO, |p| now.saturating_sub(p));
         last_poll = Some(now);
         for s in started.iter_mut() {
             let plan: &'a GroupPlan = s.plan;
-            let cells = backend
+            let cells = mon
                 .values(s.id)
                 .map_or_else(Cells::default, |v| Cells::new(v, plan.events, interval));
             if !said_no_pmu
