@@ -127,7 +127,8 @@ impl From<RequestError> for Error {
     }
 }
 
-type DynMsrBackend = MsrBackend<Box<dyn MsrIo + Send>, Box<dyn PmuSource + Send>>;
+/// The MSR interface as [`Rdt`] holds it.
+pub type DynMsrBackend = MsrBackend<Box<dyn MsrIo + Send>, Box<dyn PmuSource + Send>>;
 /// The OS interface as [`Rdt`] holds it.
 pub type DynResctrlBackend = ResctrlBackend<Box<dyn PmuSource + Send>>;
 
@@ -185,10 +186,18 @@ impl Rdt {
         topology: Topology,
         pmu: Box<dyn PmuSource + Send>,
     ) -> Result<Self, OpenError> {
-        Ok(Self {
-            backend: Inner::Msr(MsrBackend::new(io, caps, topology, pmu)?),
+        Ok(Self::from_msr_backend(MsrBackend::new(
+            io, caps, topology, pmu,
+        )?))
+    }
+
+    /// A platform over an opened MSR-interface backend.
+    #[must_use]
+    pub const fn from_msr_backend(backend: DynMsrBackend) -> Self {
+        Self {
+            backend: Inner::Msr(backend),
             notices: Vec::new(),
-        })
+        }
     }
 
     /// A platform over an opened OS-interface backend (any root, mount control, PMU).

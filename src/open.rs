@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use rdt_core::{
     Capabilities, CpuidSource, DevCpuid, Interface, LogicalCpu, NativeCpuid, NoPmu, PmuCaps,
-    PmuSource, Topology, TopologyError, error_chain, explain_no_rdt,
+    PmuSource, Reclaimed, Topology, TopologyError, error_chain, explain_no_rdt,
 };
-use rdt_msr::{DevCpuMsr, MsrError, MsrIo};
+use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
 use rdt_resctrl::{ControlFileMount, KernelMount, ResctrlBackend, ResctrlError, ResctrlOptions};
 
 use crate::{PerfPmu, Rdt};
@@ -79,6 +79,20 @@ pub enum CpuidFrom {
     Device,
 }
 
+/// The host's run directory of this library.
+const HOST_RUN: &str = "/run/rdt";
+
+/// FNV-1a (64 bit) of a path's bytes: a stable name for a sysroot's run directory.
+fn fnv1a(path: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str()
+        .as_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
 /// Where the platform's device, sysfs and resctrl files live: the host's by default, or
 /// under a directory (a mounted simulated platform, a container's view). `/proc` is always
 /// the host's: tasks are this kernel's.
@@ -99,6 +113,10 @@ pub struct Paths {
     pub proc: PathBuf,
     /// Where CPUID comes from.
     pub cpuid: CpuidFrom,
+    /// A root-only directory for state that must outlive a process: the RMIDs a
+    /// monitoring run gave CPUs on the MSR interface, so that the next open can give back
+    /// those of a run that was killed (`/run/rdt` on a host).
+    pub run: PathBuf,
 }
 
 impl Paths {
@@ -108,13 +126,16 @@ impl Paths {
     pub fn host() -> Self {
         Self {
             cpuid: CpuidFrom::DeviceOrInstruction,
+            run: PathBuf::from(HOST_RUN),
             ..Self::under(Path::new("/"))
         }
     }
 
     /// The same paths under `root` (`<root>/dev/cpu`, `<root>/sys/devices/system`,
     /// `<root>/sys/fs/resctrl`, `<root>/.sim/resctrl_mount`); `/proc` stays the host's, and
-    /// CPUID must come from `<root>/dev/cpu/0/cpuid` ([`CpuidFrom::Device`]).
+    /// CPUID must come from `<root>/dev/cpu/0/cpuid` ([`CpuidFrom::Device`]). The run
+    /// directory is one of the host's per root, `/run/rdt/sysroot-<hash of root>` (a
+    /// mounted platform has no writable `/run` of its own).
     #[must_use]
     pub fn under(root: &Path) -> Self {
         Self {
@@ -124,6 +145,7 @@ impl Paths {
             resctrl_mount_control: root.join(".sim/resctrl_mount"),
             proc: PathBuf::from("/proc"),
             cpuid: CpuidFrom::Device,
+            run: Path::new(HOST_RUN).join(format!("sysroot-{:016x}", fnv1a(root))),
         }
     }
 
@@ -355,6 +377,9 @@ pub enum Notice {
         /// The resctrl root.
         resctrl: PathBuf,
     },
+    /// Monitoring a run left behind when it ended without stopping it was given back
+    /// ([`OpenOptions::reclaim`]); also logged as a `WARN` record.
+    Reclaimed(Reclaimed),
 }
 
 impl fmt::Display for Notice {
@@ -366,6 +391,7 @@ impl fmt::Display for Notice {
                  configuration",
                 resctrl.display()
             ),
+            Self::Reclaimed(r) => r.fmt(f),
         }
     }
 }
@@ -432,6 +458,7 @@ pub struct OpenOptions {
     needs_os: Option<String>,
     lock_timeout: Option<Duration>,
     pmu_caps: PmuCapsPolicy,
+    reclaim: bool,
 }
 
 impl OpenOptions {
@@ -446,6 +473,7 @@ impl OpenOptions {
             needs_os: None,
             lock_timeout: None,
             pmu_caps: PmuCapsPolicy::Usable,
+            reclaim: true,
         }
     }
 
@@ -489,6 +517,17 @@ impl OpenOptions {
     #[must_use]
     pub const fn pmu_caps(mut self, policy: PmuCapsPolicy) -> Self {
         self.pmu_caps = policy;
+        self
+    }
+
+    /// Whether opening gives back the monitoring of runs that ended without stopping it
+    /// (default: yes): `pqos-<pid>-<n>` resctrl groups whose process is gone
+    /// ([`rdt_resctrl::ResctrlBackend::reclaim_dead_groups`]), RMIDs a killed run left on
+    /// CPUs ([`rdt_msr::MsrBackend::reclaim_dead_runs`]). Each is a `WARN` log record and a
+    /// [`Notice::Reclaimed`].
+    #[must_use]
+    pub const fn reclaim(mut self, on: bool) -> Self {
+        self.reclaim = on;
         self
     }
 
@@ -610,9 +649,12 @@ impl OpenOptions {
             if let Some(t) = self.lock_timeout {
                 opts = opts.lock_timeout(t);
             }
-            let backend = ResctrlBackend::open(opts, topology, Some(caps), pmu)
+            let mut backend = ResctrlBackend::open(opts, topology, Some(caps), pmu)
                 .map_err(OpenError::Resctrl)?;
-            return Ok(Rdt::from_resctrl(backend));
+            let reclaimed = self.reclaimed(|| backend.reclaim_dead_groups());
+            let mut rdt = Rdt::from_resctrl(backend);
+            rdt.notices.extend(reclaimed);
+            return Ok(rdt);
         }
         if let Some(why) = explain_no_rdt(cpuid) {
             return Err(OpenError::NoRdt(why));
@@ -621,13 +663,44 @@ impl OpenOptions {
         let topology = topology()?;
         let pmu = host_pmu(&topology, &mut caps, self.pmu_caps);
         let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
-        let mut rdt = Rdt::from_msr(io, caps, topology, pmu)?;
+        let mut backend = MsrBackend::new(io, caps, topology, pmu)?.with_claims(&paths.run);
+        let reclaimed = self.reclaimed(|| backend.reclaim_dead_runs());
+        let mut rdt = Rdt::from_msr_backend(backend);
+        rdt.notices.extend(reclaimed);
         if paths.resctrl.join("cpus").exists() {
             rdt.notices.push(Notice::ResctrlMountedOnMsr {
                 resctrl: paths.resctrl.clone(),
             });
         }
         Ok(rdt)
+    }
+
+    /// Runs a backend's reclaim when [`OpenOptions::reclaim`] asks for it: one `WARN` record
+    /// and one notice per reclaimed item; a failure is a `WARN` record too (housekeeping
+    /// does not stop the open).
+    fn reclaimed<E: std::error::Error + 'static>(
+        &self,
+        reclaim: impl FnOnce() -> Result<Vec<Reclaimed>, E>,
+    ) -> Vec<Notice> {
+        if !self.reclaim {
+            return Vec::new();
+        }
+        match reclaim() {
+            Ok(list) => list
+                .into_iter()
+                .map(|r| {
+                    log::warn!("{r}");
+                    Notice::Reclaimed(r)
+                })
+                .collect(),
+            Err(e) => {
+                log::warn!(
+                    "could not give back the monitoring of ended runs: {}",
+                    error_chain(&e)
+                );
+                Vec::new()
+            }
+        }
     }
 
     /// Opens a platform the caller brings. It has the MSR interface only, so a request

@@ -10,6 +10,10 @@ mod sysroot;
 // including an unreadable domain.
 mod monitoring;
 
+// Monitoring cannot leak: guards stop their groups, and a killed run's groups and RMIDs are
+// given back at the next open, on both interfaces.
+mod reclaim;
+
 // The OS interface: Rdt::open_at(Iface::Os | Iface::Auto) on the mounted platform's resctrl,
 // allocation, monitoring and task association through the facade.
 mod resctrl;

@@ -25,7 +25,11 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
         Source::Native(_) => {
             let mut rdt = plan.open_options().open().map_err(open_error)?;
             for notice in rdt.notices() {
-                eprintln!("WARN: {}", pqos_words(notice));
+                // Reclaimed monitoring is already a WARN record of the library (the logger
+                // writes it to stderr or the -l file).
+                if !matches!(notice, rdt::Notice::Reclaimed(_)) {
+                    eprintln!("WARN: {}", pqos_words(notice));
+                }
             }
             let mut clock = RealClock::new();
             let mut ctx = Context {

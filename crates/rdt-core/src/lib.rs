@@ -52,7 +52,9 @@ pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{MbaLimit, ParseMbaLimitError};
-pub use monitor::{DomainValues, MonAccumulator, MonEvents, MonGroupId, MonValues, RmidEvent};
+pub use monitor::{
+    DomainValues, MonAccumulator, MonEvents, MonGroupId, MonValues, Reclaimed, RmidEvent,
+};
 pub use pmu::{NoPmu, PmuCounts, PmuSource, sum_deltas};
 pub use request::{RequestError, error_chain, holders};
 pub use topology::{CpuPlacement, Topology, TopologyError};

@@ -300,6 +300,47 @@ impl MibPerSec {
     }
 }
 
+/// Monitoring left behind by a process that ended without stopping it (killed, crashed)
+/// and given back when a platform was opened: [`Reclaimed::ResctrlGroup`] on the OS
+/// interface, [`Reclaimed::Rmids`] on the MSR interface.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reclaimed {
+    /// A `pqos-<pid>-<n>` monitor group whose process no longer exists was removed (its RMID
+    /// goes back to the kernel, its CPUs and tasks to their control group).
+    ResctrlGroup {
+        /// The group's path relative to the resctrl root.
+        path: String,
+        /// The process that created it.
+        pid: u32,
+    },
+    /// CPUs still tagged with the RMIDs a process that no longer exists gave them were put
+    /// back on RMID 0 (their class of service kept).
+    Rmids {
+        /// The CPUs.
+        cpus: crate::CpuSet,
+        /// The process that started the monitoring.
+        pid: u32,
+    },
+}
+
+impl std::fmt::Display for Reclaimed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ResctrlGroup { path, pid } => write!(
+                f,
+                "removed resctrl monitor group {path}: process {pid}, which created it, ended \
+                 without stopping its monitoring"
+            ),
+            Self::Rmids { cpus, pid } => write!(
+                f,
+                "reset the RMIDs of CPUs {cpus} to 0: process {pid}, which assigned them, ended \
+                 without stopping its monitoring"
+            ),
+        }
+    }
+}
+
 /// A handle to a monitoring group started on a backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MonGroupId(pub u32);

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use rdt_core::monitor::CounterFormat;
@@ -9,9 +10,10 @@ use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
     CatResource, ClassId, CpuSet, FeatureSetting, Interface, LimitError, LogicalCpu, MbaClass,
     MbaKind, MbaLimit, MonAccumulator, MonEvents, MonGroupId, MonValues, NoPmu, PmuSource,
-    RequestError, Rmid, RmidEvent, Topology,
+    Reclaimed, RequestError, Rmid, RmidEvent, Topology,
 };
 
+use crate::claims::{self, Claims};
 use crate::regs::{
     self, AMD_MBA_BW_0, AMD_SMBA_BW_0, IA32_L2_QOS_CFG, IA32_L2_QOS_MASK_0, IA32_L3_QOS_CFG,
     IA32_L3_QOS_MASK_0, IA32_MBA_THRTL_0, IA32_PQR_ASSOC, IA32_QM_CTR, IA32_QM_EVTSEL,
@@ -155,6 +157,8 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     /// Started groups, sorted by id (ids are handed out increasing).
     groups: Vec<Group>,
     next_group: u32,
+    /// Where this process records the RMIDs it gives CPUs ([`MsrBackend::with_claims`]).
+    claims: Option<Claims>,
 }
 
 impl<M: MsrIo, P: PmuSource> fmt::Debug for MsrBackend<M, P> {
@@ -228,6 +232,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             l2,
             groups: Vec::new(),
             next_group: 0,
+            claims: None,
         };
         for resource in [CatResource::L3, CatResource::L2] {
             if !this.caps.cat(resource).is_some_and(|c| c.cdp_supported) {
@@ -268,6 +273,33 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             }
         }
         Ok(this)
+    }
+
+    /// Records the RMIDs this process's monitoring groups give CPUs in `dir` (a root-only
+    /// directory that outlives the process, `/run/rdt` on a host), so that a run killed
+    /// before it stopped its groups can be cleaned up by the next one
+    /// ([`MsrBackend::reclaim_dead_runs`]). Without it, a killed run's CPUs keep their RMIDs
+    /// until `pqos -r`.
+    #[must_use]
+    pub fn with_claims(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.claims = Some(Claims::new(dir));
+        self
+    }
+
+    /// Gives back the RMIDs of runs that ended without stopping their monitoring: for
+    /// every claim file in the claims directory whose process is gone (its `flock` is
+    /// free), each listed CPU whose IA32_PQR_ASSOC still holds the listed RMID is put back
+    /// on RMID 0 (COS kept); a CPU tagged by someone else since is left alone. Returns what
+    /// was given back; nothing without [`MsrBackend::with_claims`].
+    ///
+    /// # Errors
+    /// [`MsrError::Claims`] when the directory cannot be listed; a register access error
+    /// (the claim is kept for the next attempt).
+    pub fn reclaim_dead_runs(&mut self) -> Result<Vec<Reclaimed>, MsrError> {
+        let Some(dir) = self.claims.as_ref().map(|c| c.dir().to_owned()) else {
+            return Ok(Vec::new());
+        };
+        claims::reclaim(&dir, &mut self.io)
     }
 
     /// The register access this backend uses.
@@ -907,7 +939,9 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     fn reset_monitoring(&mut self) -> Result<(), MsrError> {
         self.groups.clear();
         let all: Vec<LogicalCpu> = self.topology.cpus().iter().map(|c| c.cpu).collect();
-        self.release_rmids(all)
+        let released = self.release_rmids(all);
+        let unclaimed = self.claims.as_mut().map_or(Ok(()), Claims::clear);
+        released.and(unclaimed)
     }
 
     /// Starts a group: checks every CPU is online, not in a group of this backend and has
@@ -970,17 +1004,31 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         let mut contexts: Vec<Context> = Vec::new();
         if !rmid_events.is_empty() {
             contexts = self.allocate_rmids(cpus, &members)?;
-            for (i, &(cpu, l3)) in members.iter().enumerate() {
-                let rmid = contexts
-                    .iter()
-                    .find(|c| Some(c.domain) == l3)
-                    .map_or(0, |c| c.rmid);
+            let rmids: Vec<(LogicalCpu, u32)> = members
+                .iter()
+                .map(|&(cpu, l3)| {
+                    let rmid = contexts
+                        .iter()
+                        .find(|c| Some(c.domain) == l3)
+                        .map_or(0, |c| c.rmid);
+                    (cpu, rmid)
+                })
+                .collect();
+            // The claim is on disk before the first CPU is tagged: a kill at any write leaves
+            // a record of every CPU this group may have tagged.
+            if let Some(c) = &mut self.claims {
+                c.add(rmids.iter().copied())?;
+            }
+            for (i, &(cpu, rmid)) in rmids.iter().enumerate() {
                 if let Err(e) =
                     self.io
                         .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_rmid(assoc[i], rmid))
                 {
                     for (j, &(done, _)) in members.iter().enumerate().take(i) {
                         let _ = self.io.write(done, IA32_PQR_ASSOC, assoc[j]); // best-effort rollback
+                    }
+                    if let Some(c) = &mut self.claims {
+                        let _ = c.remove(members.iter().map(|m| m.0));
                     }
                     return Err(e);
                 }
@@ -1043,7 +1091,9 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         if g.contexts.is_empty() {
             return Ok(());
         }
-        self.release_rmids(g.cpus)
+        let released = self.release_rmids(g.cpus.iter().copied());
+        let unclaimed = self.claims.as_mut().map_or(Ok(()), |c| c.remove(g.cpus));
+        released.and(unclaimed)
     }
 }
 

@@ -77,6 +77,16 @@ pub enum MsrError {
         /// What the register encodes (`"cache bitmask"`).
         what: &'static str,
     },
+    /// The RMID claims of this process (which CPUs its monitoring groups tagged, kept so
+    /// that a killed run's RMIDs can be given back) could not be written or read.
+    #[error("RMID claims in {}", path.display())]
+    Claims {
+        /// The claim file or its directory.
+        path: PathBuf,
+        /// The system's error.
+        #[source]
+        source: io::Error,
+    },
     /// A request the platform or the MSR interface cannot carry out (limits, a CPU or
     /// domain that does not exist, an event not counted, CPUs already monitored, no free
     /// RMID, per-task work); the same variants as on the OS interface.

@@ -35,6 +35,7 @@
 //! - pqos(8); intel-cmt-cat `lib/hw_monitoring.c`, `lib/allocation.c`.
 
 mod backend;
+mod claims;
 mod dev;
 mod error;
 #[cfg(any(test, feature = "fake"))]

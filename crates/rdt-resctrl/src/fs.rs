@@ -44,14 +44,20 @@ pub fn cos_of_name(name: &str) -> Option<u32> {
 /// Whether a monitor group's name is one pqos uses: `pqos-<pid>-<counter>`, both decimal.
 #[must_use]
 pub fn is_pqos_mon_name(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix("pqos-") else {
-        return false;
-    };
-    let Some((pid, n)) = rest.split_once('-') else {
-        return false;
-    };
+    pqos_mon_pid(name).is_some()
+}
+
+/// The process id in a pqos monitor group's name (`pqos-<pid>-<counter>`, both decimal):
+/// the process that created it (pqos `resctrl_mon_new_group`: `getpid()`).
+#[must_use]
+pub fn pqos_mon_pid(name: &str) -> Option<u32> {
+    let (pid, n) = name.strip_prefix("pqos-")?.split_once('-')?;
     let num = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    num(pid) && num(n)
+    if num(pid) && num(n) {
+        pid.parse().ok()
+    } else {
+        None
+    }
 }
 
 /// Typed access to one resctrl root.

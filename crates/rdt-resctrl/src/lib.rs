@@ -39,7 +39,7 @@ mod schemata;
 
 pub use backend::{DEFAULT_PROC, DEFAULT_ROOT, ResctrlBackend, ResctrlOptions};
 pub use error::ResctrlError;
-pub use fs::{cos_of_name, is_pqos_mon_name};
+pub use fs::{cos_of_name, is_pqos_mon_name, pqos_mon_pid};
 pub use info::{BwInfo, CacheInfo, InfoError, InfoFiles, MonInfo, ResctrlInfo};
 pub use lock::DEFAULT_LOCK_TIMEOUT;
 pub use mount::{ControlFileMount, KernelMount, MountControl, MountOptions, parse_proc_mounts};

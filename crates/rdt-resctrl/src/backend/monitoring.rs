@@ -12,12 +12,12 @@ use std::time::Instant;
 use rdt_core::monitor::CounterFormat;
 use rdt_core::{
     CacheDomain, CpuSet, LogicalCpu, MonAccumulator, MonEvents, MonGroupId, MonValues, PmuSource,
-    RequestError, RmidEvent, TaskId,
+    Reclaimed, RequestError, RmidEvent, TaskId,
 };
 
 use super::ResctrlBackend;
 use crate::ResctrlError;
-use crate::fs::{EBUSY, ENOSPC, is_pqos_mon_name, join};
+use crate::fs::{EBUSY, ENOSPC, is_pqos_mon_name, join, pqos_mon_pid};
 
 /// One open `mon_data/mon_L3_XX/<event>` file of one group directory.
 #[derive(Debug)]
@@ -82,6 +82,10 @@ pub(super) struct MonGroup {
     counters: Vec<Counter>,
     members: Members,
     acc: MonAccumulator,
+    /// The directories in `dirs`, open with a shared `flock` held while this process lives:
+    /// a process that finds the lock free knows the group's creator has ended, whatever pid
+    /// namespace it ran in ([`ResctrlBackend::reclaim_dead_groups`]).
+    _alive: Vec<File>,
 }
 
 impl MonGroup {
@@ -159,6 +163,16 @@ impl<P: PmuSource> ResctrlBackend<P> {
         files: Files,
         members: Members,
     ) -> MonGroupId {
+        // Best effort: where flock is not supported nothing holds the directory, and a
+        // reclaiming process then leaves it alone (it cannot take the lock either).
+        let alive = dirs
+            .iter()
+            .filter_map(|d| {
+                let f = File::open(self.fs.path(d)).ok()?;
+                f.try_lock_shared().ok()?;
+                Some(f)
+            })
+            .collect();
         let id = MonGroupId(self.next_id);
         self.next_id += 1;
         let acc = MonAccumulator::new(events, &files.contexts, CounterFormat::BYTES, members.len());
@@ -168,8 +182,47 @@ impl<P: PmuSource> ResctrlBackend<P> {
             counters: files.counters,
             members,
             acc,
+            _alive: alive,
         });
         id
+    }
+
+    /// Removes the `pqos-<pid>-<n>` monitor groups whose process has ended without
+    /// stopping them (killed, crashed), under the exclusive lock, and says which.
+    ///
+    /// A group is taken to be dead when all of these hold: its name is pqos's; its pid is
+    /// not this process's, and `<proc>/<pid>` does not exist; and nobody holds the `flock`
+    /// that this library's processes keep on the directories of their live groups (so a
+    /// live run in another pid namespace, whose pid means nothing here, is left alone). A
+    /// group of Intel's pqos, which takes no such lock, is removed once its pid is gone,
+    /// as Intel's pqos itself reuses such groups. Other tools' groups are never touched.
+    ///
+    /// # Errors
+    /// [`ResctrlError::Locked`]; listing errors. A group that cannot be removed (EBUSY) is
+    /// left and not reported.
+    pub fn reclaim_dead_groups(&mut self) -> Result<Vec<Reclaimed>, ResctrlError> {
+        let _g = self.lock.exclusive()?;
+        let me = std::process::id();
+        let mut out = Vec::new();
+        for (_, path) in self.fs.mon_groups()? {
+            let Some(pid) = pqos_mon_pid(path.rsplit('/').next().unwrap_or_default()) else {
+                continue;
+            };
+            if pid == me || self.proc.exists(TaskId::new(pid)) {
+                continue;
+            }
+            let Ok(dir) = File::open(self.fs.path(&path)) else {
+                continue;
+            };
+            if dir.try_lock().is_err() {
+                continue; // a live holder, or no flock here: leave it
+            }
+            drop(dir);
+            if self.fs.rmdir(&path).is_ok() {
+                out.push(Reclaimed::ResctrlGroup { path, pid });
+            }
+        }
+        Ok(out)
     }
 
     /// A monitor group name no parent has yet: `pqos-<pid>-<n>`.

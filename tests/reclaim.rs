@@ -1,0 +1,234 @@
+//! Monitoring cannot leak: a library user's guard stops its groups on drop (and on a
+//! panic), and a run killed with SIGKILL leaves nothing behind once the platform is opened
+//! again, on both interfaces.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::FileExt as _;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use rdt::msr::regs::{IA32_PQR_ASSOC, pqr_rmid};
+use rdt::{Backend, Iface, LogicalCpu, MonEvents, Notice, OpenOptions, Rdt, Reclaimed};
+use rdt_sim::fs::testing::TestMount;
+use rdt_sim::fs::{MountConfig, SimClock};
+use rdt_sim::{SimHandle, SimPlatform};
+
+/// The environment variable that makes [`child`] a monitoring run: `<iface> <cpus>
+/// <sysroot>`.
+const CHILD: &str = "RDT_TEST_RECLAIM_CHILD";
+
+/// Not a test of its own: the process the tests below start and kill. It opens the
+/// platform named in `RDT_TEST_RECLAIM_CHILD`, starts monitoring the CPUs named there, says
+/// `started` on stdout and waits to be killed.
+#[test]
+#[ignore = "the child process of the reclaim tests"]
+fn child() {
+    let Ok(spec) = std::env::var(CHILD) else {
+        return;
+    };
+    let mut words = spec.splitn(3, ' ');
+    let (Some(iface), Some(cpus), Some(root)) = (words.next(), words.next(), words.next()) else {
+        panic!("{CHILD}={spec}: want <iface> <cpus> <root>");
+    };
+    let mut rdt = OpenOptions::new(iface.parse().expect("iface"))
+        .sysroot(root)
+        .rdt_iface(None)
+        .open()
+        .expect("open");
+    rdt.start_monitoring(&cpus.parse().expect("cpus"), MonEvents::LLC_OCCUPANCY)
+        .expect("start");
+    println!("started");
+    std::thread::sleep(Duration::from_mins(2));
+}
+
+/// Starts [`child`] monitoring `cpus` on the platform under `root` and waits until its
+/// group is started.
+fn start_child(iface: Iface, cpus: &str, root: &std::path::Path) -> Child {
+    let mut c = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "reclaim::child",
+            "--ignored",
+            "--nocapture",
+            "--quiet",
+        ])
+        .env(CHILD, format!("{iface} {cpus} {}", root.display()))
+        .env_remove("RDT_IFACE")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the child");
+    let out = c.stdout.take().expect("stdout");
+    let started = BufReader::new(out)
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l == "started");
+    assert!(started, "the child did not start monitoring");
+    c
+}
+
+fn sigkill(mut c: Child) -> u32 {
+    let pid = c.id();
+    kill(
+        Pid::from_raw(i32::try_from(pid).expect("pid")),
+        Signal::SIGKILL,
+    )
+    .expect("kill");
+    c.wait().expect("wait");
+    pid
+}
+
+fn reclaimed(rdt: &Rdt) -> Vec<Reclaimed> {
+    rdt.notices()
+        .iter()
+        .filter_map(|n| match n {
+            Notice::Reclaimed(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn open(iface: Iface, m: &TestMount) -> Rdt {
+    OpenOptions::new(iface)
+        .sysroot(m.root())
+        .rdt_iface(None)
+        .open()
+        .expect("open")
+}
+
+#[test]
+fn resctrl_groups_of_a_killed_run_are_removed_at_the_next_open_and_live_ones_kept() {
+    // arrange: a run that lives, and one that is killed (after the live one opened: every
+    // open reclaims, the live run's too)
+    let m = TestMount::builtin("broadwell-ep");
+    let live = start_child(Iface::Os, "4-5", m.root());
+    let live_group = m.path(&format!("sys/fs/resctrl/mon_groups/pqos-{}-0", live.id()));
+    let dead = sigkill(start_child(Iface::Os, "2-3", m.root()));
+    let group = format!("mon_groups/pqos-{dead}-0");
+    assert!(
+        m.path(&format!("sys/fs/resctrl/{group}")).is_dir(),
+        "left behind"
+    );
+    // act
+    let rdt = open(Iface::Os, &m);
+    // assert
+    assert_eq!(
+        reclaimed(&rdt),
+        [Reclaimed::ResctrlGroup {
+            path: group.clone(),
+            pid: dead
+        }]
+    );
+    assert!(!m.path(&format!("sys/fs/resctrl/{group}")).exists());
+    assert!(live_group.is_dir(), "a live run's group stays");
+    drop(rdt);
+    let live_pid = sigkill(live);
+    let rdt = open(Iface::Os, &m);
+    assert!(
+        matches!(&reclaimed(&rdt)[..], [Reclaimed::ResctrlGroup { pid, .. }] if *pid == live_pid)
+    );
+    assert!(!live_group.exists());
+}
+
+#[test]
+fn a_group_whose_creator_holds_its_lock_is_kept_even_when_its_pid_is_unknown_here() {
+    // arrange: a pqos group named for a pid that does not exist in this pid namespace, held
+    // by a live process (this one), as a run in another container would hold it
+    let m = TestMount::builtin("broadwell-ep");
+    let dir = m.path("sys/fs/resctrl/mon_groups/pqos-4194000-0");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let held = std::fs::File::open(&dir).expect("open dir");
+    held.lock_shared().expect("flock");
+    // act + assert: kept while the lock is held
+    assert_eq!(reclaimed(&open(Iface::Os, &m)), []);
+    assert!(dir.is_dir());
+    drop(held);
+    assert_eq!(
+        reclaimed(&open(Iface::Os, &m)),
+        [Reclaimed::ResctrlGroup {
+            path: "mon_groups/pqos-4194000-0".into(),
+            pid: 4_194_000
+        }]
+    );
+    assert!(!dir.exists());
+}
+
+#[test]
+fn rmids_of_a_killed_msr_run_are_given_back_at_the_next_open() {
+    // arrange: no resctrl, so nothing but the claim file tells who tagged the CPUs
+    let sim = SimHandle::new(SimPlatform::builtin("broadwell-ep").expect("model"));
+    let m = TestMount::new(
+        sim.clone(),
+        MountConfig {
+            resctrl: None,
+            clock: SimClock::WallClock,
+        },
+    );
+    let rmid = |cpu| {
+        let dev = std::fs::File::open(m.path(&format!("dev/cpu/{cpu}/msr"))).expect("msr");
+        let mut b = [0u8; 8];
+        dev.read_exact_at(&mut b, u64::from(IA32_PQR_ASSOC.get()))
+            .expect("rdmsr");
+        pqr_rmid(u64::from_le_bytes(b))
+    };
+    let dead = sigkill(start_child(Iface::Msr, "2-3", m.root()));
+    assert_ne!(
+        (rmid(2), rmid(3)),
+        (0, 0),
+        "the killed run's RMIDs stay on its CPUs"
+    );
+    // act
+    let mut rdt = open(Iface::Msr, &m);
+    // assert
+    assert_eq!(
+        reclaimed(&rdt),
+        [Reclaimed::Rmids {
+            cpus: "2-3".parse().expect("cpus"),
+            pid: dead
+        }]
+    );
+    assert_eq!((rmid(2), rmid(3)), (0, 0));
+    assert_eq!(
+        rdt.rmid_of(LogicalCpu::new(2))
+            .expect("rmid")
+            .map(rdt::Rmid::get),
+        Some(0)
+    );
+    // a second open finds nothing left
+    drop(rdt);
+    assert_eq!(reclaimed(&open(Iface::Msr, &m)), []);
+}
+
+#[test]
+fn a_dropped_guard_leaves_no_group_even_on_a_panic() {
+    let m = TestMount::builtin("broadwell-ep");
+    let mut rdt = open(Iface::Os, &m);
+    let pqos_groups = || {
+        std::fs::read_dir(m.path("sys/fs/resctrl/mon_groups"))
+            .expect("mon_groups")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("pqos-"))
+            })
+            .count()
+    };
+    {
+        let mut mon = rdt.monitoring();
+        let g = mon
+            .start(&"0-3".parse().expect("cpus"), MonEvents::LLC_OCCUPANCY)
+            .expect("start");
+        mon.poll().expect("poll");
+        assert!(mon.values(g).is_some());
+        assert_eq!(pqos_groups(), 1);
+    }
+    assert_eq!(pqos_groups(), 0, "stopped when the guard went");
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut mon = rdt.monitoring();
+        mon.start(&"4-5".parse().expect("cpus"), MonEvents::LLC_OCCUPANCY)
+            .expect("start");
+        panic!("a library user's bug");
+    }));
+    assert!(r.is_err());
+    assert_eq!(pqos_groups(), 0, "stopped while unwinding");
+}
