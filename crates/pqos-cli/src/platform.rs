@@ -32,10 +32,12 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
                 }
             }
             let mut clock = RealClock::new();
+            let proc = rdt::proc::ProcFs::at(&plan.open_options().get_paths().proc);
             let mut ctx = Context {
                 clock: &mut clock,
                 stop,
                 stdout_is_tty,
+                proc: &proc,
             };
             execute(&mut rdt, plan, &mut ctx, out)
         }
@@ -145,10 +147,12 @@ mod sim {
         } else {
             Box::new(AdvancingClock::new(advance))
         };
+        let proc = rdt::proc::ProcFs::host();
         let mut ctx = Context {
             clock: clock.as_mut(),
             stop,
             stdout_is_tty,
+            proc: &proc,
         };
         let result = execute(&mut rdt, plan, &mut ctx, out);
         let saved = session.save().with_context(|| {

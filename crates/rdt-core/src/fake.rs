@@ -697,8 +697,7 @@ impl Backend for FakeBackend {
                 (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p))
                     if !m.ctrl_enabled =>
                 {
-                    let step = (100 - max_delay).max(1);
-                    let rounded = (u32::from(p) + step / 2) / step * step;
+                    let rounded = crate::round_to_step(u32::from(p), m.granularity());
                     MbaLimit::Percent(
                         u8::try_from(rounded.clamp(100 - max_delay, 100)).unwrap_or(100),
                     )

@@ -32,6 +32,7 @@ mod mask;
 mod mba;
 pub mod monitor;
 pub mod pmu;
+pub mod proc;
 mod request;
 pub mod topology;
 
@@ -51,7 +52,7 @@ pub use cpuset::{
 pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};
-pub use mba::{MbaLimit, ParseMbaLimitError};
+pub use mba::{MbaLimit, ParseMbaLimitError, intel_mba_delay, intel_mba_percent, round_to_step};
 pub use monitor::{
     DomainValues, MonAccumulator, MonEvents, MonGroupId, MonValues, Reclaimed, RmidEvent,
 };

@@ -37,6 +37,33 @@ pub enum MbaLimit {
     AmdUnits(u32),
 }
 
+/// Intel MBA's register value for a limit of `percent` of peak bandwidth: the delay
+/// `100 − percent` that IA32_L2_QOS_Ext_BW_Thrtl_n (0xD50 + n) holds; 0 (no throttling) at
+/// 100 % and above.
+///
+/// # References
+/// Intel SDM Vol. 3B, 18.19.7.1 "Memory Bandwidth Allocation Enumeration"; the kernel's
+/// `delay_bw_map()`.
+#[must_use]
+pub const fn intel_mba_delay(percent: u32) -> u32 {
+    100u32.saturating_sub(percent)
+}
+
+/// The limit in percent an Intel MBA delay value stands for: `100 − delay`, 0 for a
+/// delay of 100 or more (inverse of [`intel_mba_delay`]).
+#[must_use]
+pub fn intel_mba_percent(delay: u64) -> u32 {
+    100 - u32::try_from(delay.min(100)).unwrap_or(100)
+}
+
+/// `percent` rounded half up to a multiple of `step` (pqos `lib/hw_allocation.c`: the MBA
+/// rate rounded to `throttle_step`, e.g. 15 → 20 in 10 % steps).
+#[must_use]
+pub const fn round_to_step(percent: u32, step: u32) -> u32 {
+    let step = if step == 0 { 1 } else { step };
+    (percent + step / 2) / step * step
+}
+
 impl MbaLimit {
     /// The number as the kernel writes it in `schemata`.
     #[must_use]

@@ -10,7 +10,8 @@ use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
     CatResource, ClassId, CpuSet, FeatureSetting, Interface, LimitError, LogicalCpu, MbaClass,
     MbaKind, MbaLimit, MonAccumulator, MonEvents, MonGroupId, MonValues, NoPmu, PmuSource,
-    Reclaimed, RequestError, Rmid, RmidEvent, Topology,
+    Reclaimed, RequestError, Rmid, RmidEvent, Topology, intel_mba_delay, intel_mba_percent,
+    round_to_step,
 };
 
 use crate::claims::{self, Claims};
@@ -711,7 +712,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             let limit = match kind {
                 MbaKind::IntelDelay { .. } => {
                     let delay = self.io.read(cpu, IA32_MBA_THRTL_0.offset(class))?;
-                    MbaLimit::Percent(u8::try_from(100 - delay.min(100)).unwrap_or(0))
+                    MbaLimit::Percent(u8::try_from(intel_mba_percent(delay)).unwrap_or(0))
                 }
                 MbaKind::AmdBandwidth { .. } => {
                     let raw = self.io.read(cpu, AMD_MBA_BW_0.offset(class))?;
@@ -774,8 +775,8 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                         }
                         .into());
                     }
-                    let rounded = (p + step / 2) / step * step; // half up to the granularity
-                    let delay = 100u32.saturating_sub(rounded).min(max_delay);
+                    let rounded = round_to_step(p, step); // half up to the granularity
+                    let delay = intel_mba_delay(rounded).min(max_delay);
                     (IA32_MBA_THRTL_0.offset(c.class.get()), u64::from(delay))
                 }
                 (MbaKind::IntelDelay { .. }, MbaLimit::AmdUnits(_)) => {
@@ -811,7 +812,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             let back = self.io.read(cpu, addr)?;
             let limit = match kind {
                 MbaKind::IntelDelay { .. } => {
-                    MbaLimit::Percent(u8::try_from(100 - back.min(100)).unwrap_or(0))
+                    MbaLimit::Percent(u8::try_from(intel_mba_percent(back)).unwrap_or(0))
                 }
                 MbaKind::AmdBandwidth { .. } => {
                     MbaLimit::AmdUnits(u32::try_from(back).unwrap_or(u32::MAX))

@@ -239,12 +239,11 @@ mod tests {
         // act + assert: alive (this process holds the lock): nothing happens
         assert_eq!(reclaim(dir.path(), &mut io).unwrap(), []);
         assert_eq!(regs::pqr_rmid(io.get(LogicalCpu::new(1), PQR).unwrap()), 5);
-        // the process "dies": its file stays, its lock goes
+        // the process "dies" (as process 4242): its file stays, its lock goes
         let path = claims.path();
-        let text = fs::read_to_string(&path).unwrap();
         drop(claims);
         let dead = dir.path().join(format!("{PREFIX}4242"));
-        fs::write(&dead, text).unwrap();
+        fs::rename(&path, &dead).unwrap();
         // someone else tagged CPU 3 since: it keeps its RMID
         io.set(LogicalCpu::new(3), PQR, regs::pqr_assoc(1, 7));
         let got = reclaim(dir.path(), &mut io).unwrap();

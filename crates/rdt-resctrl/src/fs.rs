@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use rdt_core::proc::ProcFs;
 use rdt_core::{CpuSet, RequestError, TaskId};
 
 use crate::ResctrlError;
@@ -226,60 +227,30 @@ impl Fs {
     }
 }
 
-/// `/proc` (injectable): which threads a task id stands for.
+/// `/proc` (injectable) as this backend needs it: [`ProcFs`] with its errors in resctrl's
+/// words.
 #[derive(Clone, Debug)]
-pub(crate) struct Proc {
-    root: PathBuf,
-}
+pub(crate) struct Proc(ProcFs);
 
 impl Proc {
-    pub(crate) const fn new(root: PathBuf) -> Self {
-        Self { root }
+    pub(crate) fn new(root: PathBuf) -> Self {
+        Self(ProcFs::at(root))
     }
 
     /// Whether the task exists.
     pub(crate) fn exists(&self, task: TaskId) -> bool {
-        task.get() != 0 && self.root.join(task.get().to_string()).exists()
+        self.0.exists(task)
     }
 
-    /// The threads `task` names: every thread of the process when `task` is a process id
-    /// (its `Tgid` is itself), else the thread alone (pqos `tid_find`).
+    /// The threads `task` names ([`ProcFs::threads`]).
     pub(crate) fn threads(&self, task: TaskId) -> Result<Vec<TaskId>, ResctrlError> {
-        if task.get() == 0 {
-            return Err(RequestError::NoSuchTask(task).into());
-        }
-        let dir = self.root.join(task.get().to_string());
-        let status = match fs::read_to_string(dir.join("status")) {
-            Ok(s) => s,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(RequestError::NoSuchTask(task).into());
+        self.0.threads(task).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                RequestError::NoSuchTask(task).into()
+            } else {
+                ResctrlError::io("read", self.0.root().join(task.to_string()), e)
             }
-            Err(e) => return Err(ResctrlError::io("read", dir.join("status"), e)),
-        };
-        let tgid = status
-            .lines()
-            .find_map(|l| l.strip_prefix("Tgid:"))
-            .and_then(|v| v.trim().parse::<u32>().ok());
-        if tgid != Some(task.get()) {
-            return Ok(vec![task]);
-        }
-        let tdir = dir.join("task");
-        let rd = match fs::read_dir(&tdir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(RequestError::NoSuchTask(task).into());
-            }
-            Err(e) => return Err(ResctrlError::io("list", tdir, e)),
-        };
-        let mut tids: Vec<TaskId> = rd
-            .filter_map(Result::ok)
-            .filter_map(|e| e.file_name().to_str()?.parse().ok())
-            .collect();
-        tids.sort();
-        if tids.is_empty() {
-            tids.push(task);
-        }
-        Ok(tids)
+        })
     }
 }
 

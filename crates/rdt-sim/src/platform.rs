@@ -548,7 +548,9 @@ impl SimPlatform {
             return Throttle::None;
         };
         match m.kind {
-            MbaKind::IntelDelay { .. } => Throttle::Scale((100.0 - u64_to_f64(v)) / 100.0),
+            MbaKind::IntelDelay { .. } => {
+                Throttle::Scale(f64::from(rdt_core::intel_mba_percent(v)) / 100.0)
+            }
             MbaKind::AmdBandwidth { width } => {
                 if v >= 1u64 << width {
                     Throttle::None

@@ -21,6 +21,8 @@ use rdt::{
 };
 
 use super::{L3Domains, join, profiles};
+use rdt::proc::ProcFs;
+
 use crate::command::AllocRequest;
 use crate::grammar::{AllocKind, ClassDef, CosValue, MaskScope};
 
@@ -115,6 +117,7 @@ fn undo_all<B: Backend>(backend: &mut B, done: Vec<Undo>, err: anyhow::Error) ->
 pub fn run_alloc<B: Backend>(
     backend: &mut B,
     req: &AllocRequest,
+    proc: &ProcFs,
     out: &mut dyn Write,
 ) -> Result<()> {
     for w in &req.warnings {
@@ -133,7 +136,7 @@ pub fn run_alloc<B: Backend>(
         }
     };
     let checked = check_assoc(backend, &req.assoc)
-        .and_then(|()| check_tasks(backend, &req.tasks))
+        .and_then(|()| check_tasks(backend, proc, &req.tasks))
         .and_then(|()| current_classes(backend, req));
     let (mut core_class, mut task_class) = match checked {
         Ok(current) => current,
@@ -217,16 +220,11 @@ fn refused<E: BackendError>(e: E, what: &str, text: &str) -> anyhow::Error {
     anyhow::Error::new(e).context(format!("reading the class of {what} (\"{text}\")"))
 }
 
-/// Whether a task (a process or a thread) exists: `/proc/<id>` (the host's `/proc`; thread
-/// ids have one too, not listed but reachable).
-fn task_exists(task: TaskId) -> bool {
-    task.get() != 0
-        && std::path::Path::new("/proc")
-            .join(task.to_string())
-            .exists()
-}
-
-fn check_tasks<B: Backend>(backend: &B, tasks: &[(TaskId, ClassId, String)]) -> Result<()> {
+fn check_tasks<B: Backend>(
+    backend: &B,
+    proc: &ProcFs,
+    tasks: &[(TaskId, ClassId, String)],
+) -> Result<()> {
     let Some((_, _, first)) = tasks.first() else {
         return Ok(());
     };
@@ -248,10 +246,11 @@ fn check_tasks<B: Backend>(backend: &B, tasks: &[(TaskId, ClassId, String)]) -> 
                 max - 1
             );
         }
-        if !task_exists(*task) {
+        if !proc.exists(*task) {
             bail!(
                 "Task ID number or class id is out of bounds! Task {task} in \"{text}\" does not \
-                 exist (no /proc/{task})"
+                 exist (no {}/{task})",
+                proc.root().display()
             );
         }
     }
@@ -818,7 +817,7 @@ mod tests {
 
     fn run(backend: &mut FakeBackend, argv: &[&str]) -> (Result<()>, String) {
         let mut out = Vec::new();
-        let r = run_alloc(backend, &request(argv), &mut out);
+        let r = run_alloc(backend, &request(argv), &ProcFs::host(), &mut out);
         (r, String::from_utf8(out).unwrap())
     }
 
@@ -1242,7 +1241,12 @@ mod tests {
         let full = CatMask::Unified(CacheBitmask::new(0xfffff).unwrap());
         // act
         let mut out = Vec::new();
-        let r = run_alloc(&mut b, &request(&["-e", "llc:1=0xf;llc:2=0xf0"]), &mut out);
+        let r = run_alloc(
+            &mut b,
+            &request(&["-e", "llc:1=0xf;llc:2=0xf0"]),
+            &ProcFs::host(),
+            &mut out,
+        );
         // assert: pqos's lines, and COS1 back as it was on both sockets
         let e = format!("{:#}", r.unwrap_err());
         assert_eq!(
@@ -1279,6 +1283,7 @@ mod tests {
         let r = run_alloc(
             &mut b,
             &request(&["-e", "mba:1=50", "-a", "llc:1=1-3"]),
+            &ProcFs::host(),
             &mut out,
         );
         // assert

@@ -28,6 +28,8 @@ pub struct Context<'a> {
     pub stop: &'a std::sync::atomic::AtomicBool,
     /// Whether stdout is a terminal (pqos clears the screen between samples then).
     pub stdout_is_tty: bool,
+    /// The platform's procfs: whether tasks exist, their threads, the CPU each last ran on.
+    pub proc: &'a rdt::proc::ProcFs,
 }
 
 /// Runs a plan's resets and action on `backend` (pqos's `main()` after init).
@@ -50,7 +52,7 @@ pub fn execute<B: Backend>(
         Command::Version => writeln!(out, "{}", version_line())?,
         Command::Display { verbose } => caps::run_display(backend, *verbose, out)?,
         Command::Show => show::run_show(backend, plan.verbosity > 0, out)?,
-        Command::Allocate(req) => alloc::run_alloc(backend, req, out)?,
+        Command::Allocate(req) => alloc::run_alloc(backend, req, ctx.proc, out)?,
         Command::Nothing => {}
         Command::Monitor(req) => monitor::run_monitor(backend, req, ctx, out)?,
     }

@@ -268,7 +268,7 @@ mod tests {
             classes: classdef.parse::<crate::grammar::ClassDefs>().unwrap().0,
             ..AllocRequest::default()
         };
-        run_alloc(b, &req, &mut Vec::new()).unwrap();
+        run_alloc(b, &req, &rdt::proc::ProcFs::host(), &mut Vec::new()).unwrap();
     }
 
     #[test]

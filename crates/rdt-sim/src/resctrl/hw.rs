@@ -291,7 +291,9 @@ impl Hw {
             Res::L2 => (at(IA32_L2_QOS_MASK_0), val),
             Res::Mb if self.mb.as_ref().is_some_and(|b| !b.amd) => (
                 at(IA32_MBA_THRTL_0),
-                u64::from(MAX_MBA_BW).saturating_sub(val),
+                u64::from(rdt_core::intel_mba_delay(
+                    u32::try_from(val).unwrap_or(MAX_MBA_BW),
+                )),
             ),
             Res::Mb => (at(AMD_MBA_BW_0), val),
             Res::Smba => (at(AMD_SMBA_BW_0), val),

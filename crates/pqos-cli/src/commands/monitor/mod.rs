@@ -29,11 +29,12 @@ use rdt::{Backend, LogicalCpu, MonEvents, MonGroupId, Monitoring, RequestError, 
 pub use self::clock::{AdvancingClock, VirtualClock};
 pub use self::clock::{Clock, RealClock, Schedule};
 use self::output::{Cells, Columns, Csv, Format, Json, LlcUnit, Row, Sample, TermSize, Text, Xml};
-use self::proc::{GroupThreads, ProcFs};
+use self::proc::GroupThreads;
 use super::Context;
 use crate::args::FileType;
 use crate::command::MonitorRequest;
 use crate::grammar::MonGroupSpec;
+use rdt::proc::ProcFs;
 
 /// The group's events as pqos chooses them ([`MonEvents::select`]), with pqos's words for
 /// an event the platform does not count.
@@ -106,8 +107,8 @@ pub fn run_monitor<B: Backend>(
         bail!("Monitoring capability not detected!");
     }
     let plans = group_plans(backend, req)?;
-    let proc = ProcFs::host();
-    validate_targets(backend, &proc, &plans)?;
+    let proc = ctx.proc;
+    validate_targets(backend, proc, &plans)?;
 
     let llc = if req.llc_percent {
         let total = caps.l3_cache.map(|g| g.total_size()).filter(|t| *t > 0);
@@ -128,7 +129,7 @@ pub fn run_monitor<B: Backend>(
     for g in &plans {
         threads.push(match &g.target {
             Target::Cores(_) => None,
-            Target::Pids(pids) => Some(GroupThreads::open(&proc, pids).with_context(|| {
+            Target::Pids(pids) => Some(GroupThreads::open(proc, pids).with_context(|| {
                 format!("PID {} monitoring start error: reading its threads", g.desc)
             })?),
         });
@@ -406,6 +407,7 @@ mod tests {
             clock: &mut clock,
             stop: &stop,
             stdout_is_tty: tty,
+            proc: &ProcFs::host(),
         };
         let mut out = Vec::new();
         let r = run_monitor(b, &request(argv), &mut ctx, &mut out);
@@ -657,6 +659,7 @@ mod tests {
             clock: &mut clock,
             stop: &stop,
             stdout_is_tty: false,
+            proc: &ProcFs::host(),
         };
         let mut out = Vec::new();
         run_monitor(&mut b, &request(&["-m", "llc:0"]), &mut ctx, &mut out).unwrap();
@@ -973,6 +976,7 @@ mod tests {
             clock: &mut clock,
             stop: &stop,
             stdout_is_tty: false,
+            proc: &ProcFs::host(),
         };
         let mut out = ClosedPipe { left: 300 };
         let e = run_monitor(&mut b, &request(&["-m", "all:0-3"]), &mut ctx, &mut out).unwrap_err();
