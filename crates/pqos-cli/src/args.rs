@@ -2,8 +2,8 @@
 //! plus `--sim[=MODEL]` and `--sim-state` to choose the simulated platform.
 //!
 //! Each complex value goes through its own `FromStr` (see [`crate::grammar`]), so clap
-//! reports bad values naming the option and the token. [`crate::command::Plan::from_args`]
-//! then turns the flags into one validated [`crate::command::Command`].
+//! reports bad values naming the option and the token. The binary's `command::Plan::from_args`
+//! then turns the flags into one validated `command::Command`.
 
 pub mod config_file;
 pub mod logger;
@@ -287,7 +287,7 @@ fn arg_error(kind: ErrorKind, message: &str) -> clap::Error {
 /// `main` prints it and exits 0 as it does for `-h`.
 fn profile_list_exit() -> clap::Error {
     let mut cmd = clap::Command::new("pqos")
-        .help_template(crate::commands::profiles::list_text())
+        .help_template(crate::profiles::list_text())
         .disable_help_flag(true)
         .arg(
             clap::Arg::new("profile-list")
@@ -296,10 +296,7 @@ fn profile_list_exit() -> clap::Error {
         );
     match cmd.try_get_matches_from_mut(["pqos", "-H"]) {
         Err(e) => e,
-        Ok(_) => arg_error(
-            ErrorKind::DisplayHelp,
-            &crate::commands::profiles::list_text(),
-        ),
+        Ok(_) => arg_error(ErrorKind::DisplayHelp, &crate::profiles::list_text()),
     }
 }
 

@@ -6,14 +6,13 @@
 //! number of lines; master dropped the banner everywhere), and bad options exit 1 with an
 //! error instead of printing the usage and exiting 0.
 //!
-//! Layout: [`args`] (the flags), [`grammar`] (the values' syntax), [`command`] (flags to a
-//! validated plan), [`commands`] (the actions, generic over `rdt::Backend`),
-//! [`platform`] (which backend: simulated or `/dev/cpu/N/msr`).
+//! Layout: [`args`] (the flags) and [`grammar`] (the values' syntax) come from this package's
+//! library target (`src/lib.rs`), which `cargo xtask` also uses for the man page and the
+//! shell completions; [`command`] (flags to a validated plan), [`commands`] (the actions,
+//! generic over `rdt::Backend`), [`platform`] (which backend: simulated or `/dev/cpu/N/msr`).
 
-mod args;
 mod command;
 mod commands;
-mod grammar;
 mod platform;
 #[cfg(test)]
 mod testdata;
@@ -25,6 +24,8 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context as _, Result};
 use clap::Parser;
+// Imported at the crate root so that `crate::args` and `crate::grammar` name them everywhere.
+use pqos_cli::{args, grammar};
 
 use crate::args::Args;
 use crate::command::{Command, Plan};

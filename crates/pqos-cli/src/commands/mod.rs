@@ -5,8 +5,9 @@
 pub mod alloc;
 pub mod caps;
 pub mod monitor;
-pub mod profiles;
 pub mod show;
+
+pub use pqos_cli::profiles;
 
 use std::fmt;
 use std::io::Write;

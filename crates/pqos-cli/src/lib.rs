@@ -1,0 +1,17 @@
+//! The command line of `pqos`, as a library: the one clap definition ([`args::Args`]), the
+//! grammar of its values ([`grammar`]) and the allocation profiles `-H` lists
+//! ([`profiles`]).
+//!
+//! The `pqos` binary (`src/main.rs`) parses with it; `cargo xtask man` and
+//! `cargo xtask completions` generate the man page and the shell completions from the same
+//! [`args::Args`], so neither can drift from `pqos --help`.
+//!
+//! What this crate is not: a stable API. It exists so that one definition serves the binary
+//! and its generated documentation; programs that want RDT use the `rdt` library.
+//!
+//! # References
+//! pqos(8) of intel-cmt-cat v25.04.
+
+pub mod args;
+pub mod grammar;
+pub mod profiles;

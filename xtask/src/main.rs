@@ -1,0 +1,116 @@
+//! The workspace's own tasks, run as `cargo xtask TASK` (the alias is in `.cargo/config.toml`,
+//! after the cargo-xtask convention):
+//!
+//! - `cargo xtask man [--out DIR]`: pqos's man page, `DIR/pqos.1` (default `target/man`).
+//! - `cargo xtask completions [--out DIR]`: pqos's shell completions for bash, zsh, fish,
+//!   elvish and PowerShell (default `target/completions`).
+//!
+//! Both are generated from the one clap definition of pqos's flags,
+//! [`pqos_cli::args::Args`], which pqos-cli's library target exposes to this crate; nothing
+//! here repeats a flag.
+//!
+//! Why a task and not a `build.rs` in pqos-cli: the page and the scripts are files to install,
+//! not inputs of the build. A build script would compile clap_mangen and clap_complete into
+//! every build of pqos and rerun whenever the flags change; it could not reach the flags
+//! without compiling `args.rs` and its grammar (and so the `rdt` library) a second time as
+//! build dependencies; and its output would land in `OUT_DIR`, a hash-named directory that
+//! install instructions cannot name. The task runs only when asked and writes where it is told.
+
+mod completions;
+mod man;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+
+/// The workspace's tasks.
+#[derive(Debug, Parser)]
+#[command(
+    name = "xtask",
+    bin_name = "cargo xtask",
+    about = "The rdt workspace's tasks"
+)]
+enum Task {
+    /// Write pqos's man page, pqos.1 (roff), generated from its clap definition.
+    Man {
+        /// The directory to write pqos.1 in (created if missing) [default: target/man].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+    /// Write pqos's shell completions: pqos.bash, _pqos (zsh), pqos.fish, pqos.elv,
+    /// _pqos.ps1.
+    Completions {
+        /// The directory to write them in (created if missing) [default: target/completions].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let task = Task::parse();
+    let result = match task {
+        Task::Man { out } => man::render(&pqos_command())
+            .map_err(|e| format!("cannot render the man page: {e}"))
+            .and_then(|page| {
+                let dir = out.unwrap_or_else(|| default_out("man"));
+                write(&dir, man::FILE_NAME, &page)
+            }),
+        Task::Completions { out } => completions::render_all(&pqos_command())
+            .map_err(|e| format!("cannot render the completions: {e}"))
+            .and_then(|files| {
+                let dir = out.unwrap_or_else(|| default_out("completions"));
+                files
+                    .iter()
+                    .try_for_each(|(name, text)| write(&dir, name, text))
+            }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// pqos's command line, exactly as the `pqos` binary builds it.
+fn pqos_command() -> clap::Command {
+    pqos_cli::args::Args::command()
+}
+
+/// `$CARGO_TARGET_DIR/NAME`, else `target/NAME` at the workspace root.
+fn default_out(name: &str) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(
+            || {
+                // xtask/ sits at the workspace root.
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .parent()
+                    .unwrap_or_else(|| Path::new("."))
+                    .join("target")
+            },
+            PathBuf::from,
+        )
+        .join(name)
+}
+
+/// Writes `dir/name`, creating `dir`, and says so on stdout.
+fn write(dir: &Path, name: &str, contents: &[u8]) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join(name);
+    fs::write(&path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_definition_is_consistent() {
+        Task::command().debug_assert();
+    }
+}
