@@ -31,6 +31,7 @@ mod ids;
 mod mask;
 mod mba;
 pub mod monitor;
+mod mount;
 pub mod pmu;
 pub mod proc;
 mod request;
@@ -56,6 +57,7 @@ pub use mba::{MbaLimit, ParseMbaLimitError, intel_mba_delay, intel_mba_percent, 
 pub use monitor::{
     DomainValues, MonAccumulator, MonEvents, MonGroupId, MonValues, Reclaimed, RmidEvent,
 };
+pub use mount::{MountOptions, MountOptionsError};
 pub use pmu::{NoPmu, PmuCounts, PmuSource, sum_deltas};
 pub use request::{RequestError, error_chain, holders};
 pub use topology::{CpuPlacement, Topology, TopologyError};

@@ -10,65 +10,8 @@
 use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
-/// resctrl's mount options (`mount -t resctrl resctrl -o cdp,cdpl2,mba_MBps,debug DIR`).
-///
-/// `FromStr` reads a comma-separated list and ignores options resctrl does not define (the
-/// VFS's own `rw`, `relatime`, ... as `/proc/mounts` shows them); `Display` writes the
-/// resctrl options in the order `/proc/mounts` does, `""` for none.
-///
-/// # Examples
-/// ```
-/// use rdt_resctrl::MountOptions;
-/// let o: MountOptions = "rw,relatime,cdp,mba_MBps".parse().unwrap();
-/// assert!(o.cdp && o.mba_mbps && !o.cdpl2);
-/// assert_eq!(o.to_string(), "cdp,mba_MBps");
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct MountOptions {
-    /// `cdp`: L3 code/data prioritization.
-    pub cdp: bool,
-    /// `cdpl2`: L2 code/data prioritization.
-    pub cdpl2: bool,
-    /// `mba_MBps`: the MBA software controller; `MB` values are MiB/s.
-    pub mba_mbps: bool,
-    /// `debug`: `ctrl_hw_id`/`mon_hw_id` files.
-    pub debug: bool,
-}
-
-impl FromStr for MountOptions {
-    type Err = std::convert::Infallible;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let mut o = Self::default();
-        for opt in s.trim().split(',') {
-            match opt {
-                "cdp" => o.cdp = true,
-                "cdpl2" => o.cdpl2 = true,
-                "mba_MBps" => o.mba_mbps = true,
-                "debug" => o.debug = true,
-                _ => {}
-            }
-        }
-        Ok(o)
-    }
-}
-
-impl fmt::Display for MountOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let on: Vec<&str> = [
-            (self.cdp, "cdp"),
-            (self.cdpl2, "cdpl2"),
-            (self.mba_mbps, "mba_MBps"),
-            (self.debug, "debug"),
-        ]
-        .into_iter()
-        .filter_map(|(b, n)| b.then_some(n))
-        .collect();
-        f.write_str(&on.join(","))
-    }
-}
+pub use rdt_core::MountOptions;
 
 /// Reads and changes how resctrl is mounted.
 pub trait MountControl: fmt::Debug + Send {
@@ -99,7 +42,7 @@ pub fn parse_proc_mounts(text: &str, root: &Path) -> Option<MountOptions> {
         let (_src, dir, fstype, opts) = (f.next()?, f.next()?, f.next()?, f.next()?);
         let dir = unescape(dir);
         (fstype == "resctrl" && dir.trim_end_matches('/') == want)
-            .then(|| opts.parse().unwrap_or_default())
+            .then(|| MountOptions::from_mount_entry(opts))
     })
 }
 
@@ -187,7 +130,7 @@ impl MountControl for ControlFileMount {
         if line == "unmounted" {
             return Ok(None);
         }
-        Ok(Some(line.parse().unwrap_or_default()))
+        Ok(Some(MountOptions::from_mount_entry(line)))
     }
 
     fn remount(&self, new: &MountOptions) -> io::Result<()> {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use rdt_core::{
     AllocReset, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId, FeatureSetting,
-    GroupOwner, LimitError, MbaClass, MbaCtrl, MbaKind, MbaLimit, PmuSource, RequestError, Vendor,
+    GroupOwner, LimitError, MbaClass, MbaCtrl, MbaKind, MbaLimit, PmuSource, RequestError,
 };
 
 use super::ResctrlBackend;
@@ -654,18 +654,8 @@ impl<P: PmuSource> ResctrlBackend<P> {
     /// [`Backend::mba_ctrl`] on resctrl.
     pub(super) fn mba_ctrl_state(&self) -> MbaCtrl {
         if self.mba_mbps {
-            return MbaCtrl::Enabled;
-        }
-        let mbm = self
-            .caps
-            .monitoring
-            .get()
-            .is_some_and(|m| m.events.mbm_local || m.events.mbm_total);
-        let linear = matches!(
-            self.caps.mba.get().map(|m| m.kind),
-            Some(MbaKind::IntelDelay { linear: true, .. })
-        ) && self.caps.vendor == Vendor::Intel;
-        if mbm && linear && !self.snc {
+            MbaCtrl::Enabled
+        } else if self.caps.supports_mba_mbps(self.snc) {
             MbaCtrl::Disabled
         } else {
             MbaCtrl::Unsupported

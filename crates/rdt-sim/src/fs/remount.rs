@@ -72,7 +72,7 @@ impl ResctrlSlot {
     fn validate(slot: &Slot, options: MountOptions) -> io::Result<()> {
         let caps = slot.platform.lock().capabilities().clone();
         options
-            .validate(&caps)
+            .check(&caps, false)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))
     }
 

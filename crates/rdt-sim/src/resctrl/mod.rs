@@ -461,7 +461,8 @@ impl Resctrl {
             if mounted.contains(&key) {
                 return Err(MountError::Busy.into());
             }
-            opts.validate(p.capabilities())?;
+            opts.check(p.capabilities(), false)
+                .map_err(MountError::from)?;
             mounted.insert(key);
         }
         let hw = Hw::probe(p);

@@ -132,7 +132,7 @@ fn options_the_platform_cannot_honour_are_einval() {
     let e = "mba_MBps"
         .parse::<MountOptions>()
         .unwrap()
-        .validate(SimPlatform::builtin("milan").unwrap().capabilities());
+        .check(SimPlatform::builtin("milan").unwrap().capabilities(), false);
     assert_eq!(
         e.unwrap_err().to_string(),
         "mba_MBps requires MBM and linear scale MBA at L3 scope"

@@ -1379,7 +1379,7 @@ impl InProcess {
     pub fn mount(model: &str, options: &str, ctx: &Ctx) -> io::Result<Self> {
         let p = SimPlatform::builtin(model).map_err(io::Error::other)?;
         let sim = SimHandle::new(p);
-        let opts: MountOptions = options.parse()?;
+        let opts: MountOptions = options.parse().map_err(super::MountError::from)?;
         let mut fs = Resctrl::mount(sim.clone(), &opts)?;
         for &t in &ctx.tasks {
             fs.add_sim_task(t);
