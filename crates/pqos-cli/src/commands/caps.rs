@@ -269,7 +269,8 @@ fn print_mba(
 
 #[cfg(test)]
 mod tests {
-    use rdt::{Feature, MbaCaps, MbaKind};
+    use rdt::Feature;
+    use rdt::fake::fixtures;
 
     use super::*;
     use rdt::fake::FakeBackend;
@@ -287,15 +288,7 @@ mod tests {
         // arrange
         let mut b = FakeBackend::broadwell_2s();
         b.reconfigure(|c| {
-            c.mba = Feature::Supported(MbaCaps {
-                num_classes: 8,
-                kind: MbaKind::IntelDelay {
-                    max_delay: 90,
-                    linear: true,
-                    per_thread: false,
-                },
-                ctrl_enabled: false,
-            });
+            c.mba = Feature::Supported(fixtures::intel_mba(8));
         });
         let sample = crate::testdata::sample("intel_pqos-d_hw_issue143.txt");
         let legacy: String = sample

@@ -245,7 +245,8 @@ pub fn run_show<B: Backend>(backend: &mut B, verbose: bool, out: &mut dyn Write)
 
 #[cfg(test)]
 mod tests {
-    use rdt::{Feature, GroupKind, GroupOwner, MbaCaps, MbaKind};
+    use rdt::fake::fixtures;
+    use rdt::{Feature, GroupKind, GroupOwner};
 
     use super::*;
     use crate::command::AllocRequest;
@@ -297,15 +298,7 @@ mod tests {
         let mut b = FakeBackend::broadwell_2s();
         b.reconfigure(|c| {
             c.l3_cat = Feature::Unsupported;
-            c.mba = Feature::Supported(MbaCaps {
-                num_classes: 8,
-                kind: MbaKind::IntelDelay {
-                    max_delay: 90,
-                    linear: true,
-                    per_thread: false,
-                },
-                ctrl_enabled: false,
-            });
+            c.mba = Feature::Supported(fixtures::intel_mba(8));
         });
         define(&mut b, "mba:1=50;mba:2=70;mba:5=10");
         let sample = sample("intel_pqos-e_and_-s_mba_only_issue228.txt");

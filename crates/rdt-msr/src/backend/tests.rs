@@ -8,11 +8,12 @@
 use std::collections::HashMap;
 
 use rdt_core::{
-    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
-    CatResource, ClassId, CpuPlacement, CpuSet, Feature, FeatureSetting, LimitError, LogicalCpu,
-    MbaCaps, MbaClass, MbaKind, MbaLimit, MonEventSupport, MonEvents, MonGroupId, MonitoringCaps,
-    PmuCaps, PmuCounts, PmuSource, RequestError, Rmid, Topology, Vendor,
+    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask, CatResource,
+    ClassId, CpuSet, Feature, FeatureSetting, LimitError, LogicalCpu, MbaClass, MbaLimit,
+    MonEvents, MonGroupId, PmuCounts, PmuSource, RequestError, Rmid, Topology, Vendor,
 };
+
+use rdt_core::fake::fixtures;
 
 use super::MsrBackend;
 use crate::regs::{self, EVT_LLC_OCCUPANCY, EVT_MBM_LOCAL, EVT_MBM_TOTAL};
@@ -37,68 +38,15 @@ fn l3(n: u32) -> MsrAddr {
     regs::IA32_L3_QOS_MASK_0.offset(n)
 }
 
+/// The platform of these tests: two sockets of 4 CPUs (L3 per socket, L2 per pair), L3
+/// CAT 20 bits/16 COS, L2 CAT 8 bits/8 COS, both with CDP, MBA 8 COS, 112 RMIDs at 56 KiB
+/// per count ([`fixtures::intel_2s`]).
 fn caps() -> Capabilities {
-    let cat = |cbm_len, num_classes| CatCaps {
-        cbm_len,
-        shareable_bits: 0,
-        num_classes,
-        cdp_supported: true,
-        cdp_enabled: false,
-        non_contiguous_cbm: false,
-        io_rdt: false,
-        min_cbm_bits: 1,
-    };
-    Capabilities {
-        vendor: Vendor::Intel,
-        brand: None,
-        signature: None,
-        monitoring: Feature::Supported(MonitoringCaps {
-            max_rmid: 111,
-            num_rmids: 112,
-            upscaling_factor: 57344,
-            counter_width: 24,
-            overflow_bit: false,
-            io_rdt: false,
-            events: MonEventSupport {
-                llc_occupancy: true,
-                mbm_total: true,
-                mbm_local: true,
-            },
-        }),
-        l3_cat: Feature::Supported(cat(20, 16)),
-        l2_cat: Feature::Supported(cat(8, 8)),
-        mba: Feature::Supported(MbaCaps {
-            num_classes: 8,
-            kind: MbaKind::IntelDelay {
-                max_delay: 90,
-                linear: true,
-                per_thread: false,
-            },
-            ctrl_enabled: false,
-        }),
-        smba: Feature::Unsupported,
-        l3_cache: None,
-        l2_cache: None,
-        pmu: PmuCaps {
-            ipc: true,
-            llc_misses: true,
-        },
-    }
+    fixtures::intel_2s().0
 }
 
 fn topology() -> Topology {
-    Topology::from_placements(
-        (0..8)
-            .map(|c| CpuPlacement {
-                cpu: cpu(c),
-                package: c / 4,
-                core: c % 4,
-                l2: dom(c / 2),
-                l3: Some(dom(c / 4)),
-                node: c / 4,
-            })
-            .collect(),
-    )
+    fixtures::intel_2s().1
 }
 
 fn backend_with(io: FakeMsrs, caps: Capabilities) -> MsrBackend<FakeMsrs> {
@@ -606,16 +554,8 @@ fn amd_caps() -> Capabilities {
     let mut c = caps();
     c.vendor = Vendor::Amd;
     c.l2_cat = Feature::Unsupported;
-    c.mba = Feature::Supported(MbaCaps {
-        num_classes: 16,
-        kind: MbaKind::AmdBandwidth { width: 11 },
-        ctrl_enabled: false,
-    });
-    c.smba = Feature::Supported(MbaCaps {
-        num_classes: 16,
-        kind: MbaKind::AmdBandwidth { width: 11 },
-        ctrl_enabled: false,
-    });
+    c.mba = Feature::Supported(fixtures::amd_mba(16));
+    c.smba = Feature::Supported(fixtures::amd_mba(16));
     c
 }
 
