@@ -47,7 +47,8 @@
 //! # References
 //! - Linux `Documentation/filesystems/resctrl.rst`, `fs/resctrl/{rdtgroup,ctrlmondata,monitor}.c`,
 //!   `arch/x86/kernel/cpu/resctrl/`.
-//! - `../shared/spec/resctrl.md` (behaviour contract, with the transcripts in [`transcripts`]).
+//! - `../shared/spec/resctrl.md` (behaviour contract, with the transcripts in `transcripts`,
+//!   feature `transcripts`).
 //! - Intel SDM Vol. 3B, ch. 18 "Intel Resource Director Technology"; AMD pub. 56375.
 
 // p = platform, g = group, s = schema, d/di = domain, e = event, as in the kernel's code.
@@ -59,7 +60,7 @@ mod hw;
 mod kstr;
 mod mon;
 mod options;
-#[doc(hidden)]
+#[cfg(any(test, feature = "transcripts"))]
 pub mod transcripts;
 
 #[cfg(test)]
