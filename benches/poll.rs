@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rdt::{Backend, CpuSet, LogicalCpu, MonEvents, Rdt};
+use rdt_pqos::{Backend, CpuSet, LogicalCpu, MonEvents, Rdt};
 use rdt_sim::{SimHandle, SimPlatform};
 
 const GROUPS: u32 = 64;
@@ -52,7 +52,7 @@ fn poll_64_groups(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 rdt.poll().expect("poll");
-                black_box(rdt.values(rdt::MonGroupId(0)));
+                black_box(rdt.values(rdt_pqos::MonGroupId(0)));
             });
         },
     );

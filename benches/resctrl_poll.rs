@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rdt::{Backend, CpuSet, Iface, LogicalCpu, MonEvents, MonGroupId, Paths, Rdt};
+use rdt_pqos::{Backend, CpuSet, Iface, LogicalCpu, MonEvents, MonGroupId, Paths, Rdt};
 use rdt_sim::fs::testing::TestMount;
 
 const GROUPS: u32 = 64;

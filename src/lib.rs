@@ -24,7 +24,7 @@
 //! Opening the real platform needs root and either the `msr` module or a mounted resctrl,
 //! and an RDT CPU; without them the error says which is missing:
 //! ```no_run
-//! use rdt::{Backend, CatResource, Iface, Rdt};
+//! use rdt_pqos::{Backend, CatResource, Iface, Rdt};
 //! let mut rdt = Rdt::open(Iface::Auto)?;
 //! for domain in rdt.topology().l3_domains() {
 //!     for class in rdt.cat_classes(CatResource::L3, domain)? {

@@ -254,7 +254,7 @@ const fn iface_upper(i: Interface) -> &'static str {
 ///
 /// # Examples
 /// ```
-/// use rdt::{Iface, Interface, resolve_iface};
+/// use rdt_pqos::{Iface, Interface, resolve_iface};
 /// assert_eq!(resolve_iface(Iface::Auto, None, None, true), Ok(Interface::Os));
 /// assert_eq!(resolve_iface(Iface::Auto, None, Some("msr"), true), Ok(Interface::Msr));
 /// assert!(resolve_iface(Iface::Msr, Some("-p/--mon-pid"), None, true).is_err());
@@ -442,13 +442,13 @@ enum RdtIfaceFrom {
 /// # Examples
 /// ```no_run
 /// use std::time::Duration;
-/// use rdt::{Backend, Iface, OpenOptions};
+/// use rdt_pqos::{Backend, Iface, OpenOptions};
 /// let rdt = OpenOptions::new(Iface::Auto)
 ///     .sysroot("/tmp/rdt")              // a mounted simulated platform
 ///     .lock_timeout(Duration::from_secs(1))
 ///     .open()?;
 /// println!("{:?} interface, {} CPUs", rdt.interface(), rdt.topology().all_cpus().len());
-/// # Ok::<(), rdt::OpenError>(())
+/// # Ok::<(), rdt_pqos::OpenError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpenOptions {

@@ -97,8 +97,8 @@ impl Counters {
 ///
 /// # Examples
 /// ```no_run
-/// use rdt::perf::PerfPmu;
-/// use rdt::{CpuSet, LogicalCpu, PmuSource};
+/// use rdt_pqos::perf::PerfPmu;
+/// use rdt_pqos::{CpuSet, LogicalCpu, PmuSource};
 /// let cpus: CpuSet = "0-3".parse()?;
 /// match PerfPmu::open(&cpus) {
 ///     Ok(mut pmu) => println!("{:?}", pmu.read(LogicalCpu::new(0))),

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use rdt::msr::MsrIo as _;
-use rdt::msr::regs::{IA32_PQR_ASSOC, pqr_rmid};
-use rdt::{
+use rdt_pqos::msr::MsrIo as _;
+use rdt_pqos::msr::regs::{IA32_PQR_ASSOC, pqr_rmid};
+use rdt_pqos::{
     Backend, CacheDomain, CpuSet, Iface, LogicalCpu, MonEvents, MonValues, OpenOptions, Rmid,
 };
 use rdt_sim::fs::testing::TestMount;
@@ -59,7 +59,7 @@ fn run(iface: Iface) -> Vec<MonValues> {
     // reads IA32_QM_CTR up to QM_CTR_ATTEMPTS times per event before it gives up.
     let reads_per_poll = match iface {
         Iface::Os => 3,
-        _ => 3 * rdt::msr::QM_CTR_ATTEMPTS,
+        _ => 3 * rdt_pqos::msr::QM_CTR_ATTEMPTS,
     };
     let mut out = Vec::with_capacity(POLLS);
     for poll in 0..POLLS {

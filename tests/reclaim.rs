@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use rdt::msr::regs::{IA32_PQR_ASSOC, pqr_rmid};
-use rdt::{Backend, Iface, LogicalCpu, MonEvents, Notice, OpenOptions, Rdt, Reclaimed};
+use rdt_pqos::msr::regs::{IA32_PQR_ASSOC, pqr_rmid};
+use rdt_pqos::{Backend, Iface, LogicalCpu, MonEvents, Notice, OpenOptions, Rdt, Reclaimed};
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};
 use rdt_sim::{SimHandle, SimPlatform};
@@ -192,7 +192,7 @@ fn rmids_of_a_killed_msr_run_are_given_back_at_the_next_open() {
     assert_eq!(
         rdt.rmid_of(LogicalCpu::new(2))
             .expect("rmid")
-            .map(rdt::Rmid::get),
+            .map(rdt_pqos::Rmid::get),
         Some(0)
     );
     // a second open finds nothing left

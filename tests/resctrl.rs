@@ -5,8 +5,8 @@
 
 use std::process::Command;
 
-use rdt::resctrl::ResctrlError;
-use rdt::{
+use rdt_pqos::resctrl::ResctrlError;
+use rdt_pqos::{
     Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId, Iface, Interface,
     LogicalCpu, MonEvents, OpenError, Paths, Rdt, TaskId,
 };
@@ -102,7 +102,7 @@ fn the_msr_interface_still_refuses_task_work_with_the_unsupported_error() {
     assert!(
         matches!(
             e,
-            rdt::Error::Request(rdt::RequestError::NeedsOsInterface { .. })
+            rdt_pqos::Error::Request(rdt_pqos::RequestError::NeedsOsInterface { .. })
         ),
         "{e:?}"
     );

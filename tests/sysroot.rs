@@ -4,7 +4,7 @@
 //! (`pqos --iface=msr --sysroot DIR` on the same mount is tested with the binary, in
 //! `crates/pqos-cli/tests/e2e/sysroot.rs`.)
 
-use rdt::{Backend, Iface, Paths, Rdt};
+use rdt_pqos::{Backend, Iface, Paths, Rdt};
 use rdt_sim::fs::testing::TestMount;
 
 #[test]
@@ -15,7 +15,7 @@ fn the_facade_opens_the_mounted_platform_under_its_paths() {
     let mut expected = m.platform().lock().capabilities().clone();
     let host_pmu = rdt.capabilities().pmu;
     assert!(
-        host_pmu == expected.pmu || host_pmu == rdt::PmuCaps::default(),
+        host_pmu == expected.pmu || host_pmu == rdt_pqos::PmuCaps::default(),
         "{host_pmu:?}"
     );
     expected.pmu = host_pmu;
@@ -25,10 +25,10 @@ fn the_facade_opens_the_mounted_platform_under_its_paths() {
         "CPUID from DIR/dev/cpu/0/cpuid, not the host's"
     );
     assert_eq!(rdt.topology(), m.platform().lock().topology());
-    rdt.associate(rdt::LogicalCpu::new(3), rdt::ClassId::new(2))
+    rdt.associate(rdt_pqos::LogicalCpu::new(3), rdt_pqos::ClassId::new(2))
         .expect("associate");
     assert_eq!(
-        rdt.class_of(rdt::LogicalCpu::new(3)).expect("class"),
-        rdt::ClassId::new(2)
+        rdt.class_of(rdt_pqos::LogicalCpu::new(3)).expect("class"),
+        rdt_pqos::ClassId::new(2)
     );
 }

@@ -24,7 +24,7 @@ const DESCRIPTION: &str = "pqos monitors last-level cache occupancy (CMT), memor
     --sim, a simulated platform built from real CPUID dumps, which needs no RDT hardware.";
 
 /// `RDT_IFACE`, read by the `rdt` library rather than declared on a flag (see
-/// `rdt::resolve_iface`).
+/// `rdt_pqos::resolve_iface`).
 const RDT_IFACE: &str = "OS or MSR (any case): restricts pqos to that interface, as with \
     intel-cmt-cat's pqos, and is the interface --iface=auto (the default) chooses. An --iface \
     or -I that asks for the other interface is an error.";

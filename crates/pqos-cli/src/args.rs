@@ -32,8 +32,8 @@ pub enum FileType {
     Json,
 }
 
-/// `--iface`: the library's [`rdt::Iface`], offered with pqos's names and a line each.
-fn iface_parser() -> impl clap::builder::TypedValueParser<Value = rdt::Iface> {
+/// `--iface`: the library's [`rdt_pqos::Iface`], offered with pqos's names and a line each.
+fn iface_parser() -> impl clap::builder::TypedValueParser<Value = rdt_pqos::Iface> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
     PossibleValuesParser::new([
         PossibleValue::new("auto").help(
@@ -42,7 +42,7 @@ fn iface_parser() -> impl clap::builder::TypedValueParser<Value = rdt::Iface> {
         PossibleValue::new("msr").help("Model-specific registers (`/dev/cpu/N/msr`)"),
         PossibleValue::new("os").help("The Linux resctrl filesystem"),
     ])
-    .try_map(|s| s.parse::<rdt::Iface>())
+    .try_map(|s| s.parse::<rdt_pqos::Iface>())
 }
 
 const AFTER_HELP: &str = "\
@@ -229,7 +229,7 @@ pub struct Args {
 
     /// The interface: auto, msr or os.
     #[arg(long = "iface", value_name = "IFACE", ignore_case = true, value_parser = iface_parser())]
-    pub iface: Option<rdt::Iface>,
+    pub iface: Option<rdt_pqos::Iface>,
 
     /// `--sim`: the simulated platform's model.
     #[arg(
@@ -384,9 +384,15 @@ mod tests {
         assert_eq!(a.alloc_reset, Some(ResetCfg::default()));
         assert!(a.show);
         let a = parse(&["-R", "l3cdp-on"]);
-        assert_eq!(a.alloc_reset.unwrap().0.l3_cdp, rdt::FeatureSetting::On);
+        assert_eq!(
+            a.alloc_reset.unwrap().0.l3_cdp,
+            rdt_pqos::FeatureSetting::On
+        );
         let a = parse(&["--alloc-reset=l3cdp-off"]);
-        assert_eq!(a.alloc_reset.unwrap().0.l3_cdp, rdt::FeatureSetting::Off);
+        assert_eq!(
+            a.alloc_reset.unwrap().0.l3_cdp,
+            rdt_pqos::FeatureSetting::Off
+        );
     }
 
     #[test]
@@ -426,7 +432,7 @@ mod tests {
     #[test]
     fn file_type_and_iface_are_case_insensitive() {
         assert_eq!(parse(&["-u", "CSV"]).mon_file_type, Some(FileType::Csv));
-        assert_eq!(parse(&["--iface=MSR"]).iface, Some(rdt::Iface::Msr));
+        assert_eq!(parse(&["--iface=MSR"]).iface, Some(rdt_pqos::Iface::Msr));
     }
 
     #[test]

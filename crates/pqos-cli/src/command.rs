@@ -6,13 +6,13 @@
 //!
 //! The plan names the interface the user asked for and the option that needs the OS
 //! interface (`pid:`, `-p`); the library resolves it when it opens the platform
-//! ([`rdt::OpenOptions`], pqos v25.04's rules).
+//! ([`rdt_pqos::OpenOptions`], pqos v25.04's rules).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use rdt::{AllocReset, ClassId, LogicalCpu, TaskId};
+use rdt_pqos::{AllocReset, ClassId, LogicalCpu, TaskId};
 
 use crate::args::{Args, FileType};
 use crate::grammar::{
@@ -25,7 +25,7 @@ use crate::grammar::{
 pub enum Source {
     /// This machine's hardware (or the `--sysroot` directory), through the requested
     /// interface.
-    Native(rdt::Iface),
+    Native(rdt_pqos::Iface),
     /// The in-process simulated platform.
     Sim(SimOptions),
 }
@@ -36,7 +36,7 @@ pub struct SimOptions {
     /// Built-in model name or CPUID dump path.
     pub model: String,
     /// The interface asked for (the in-process simulator has the MSR interface only).
-    pub iface: rdt::Iface,
+    pub iface: rdt_pqos::Iface,
     /// State file; `None` = the default location.
     pub state: Option<PathBuf>,
     /// A workload scenario file to install before running (kept in the state afterwards).
@@ -180,12 +180,12 @@ impl Plan {
     /// How the library opens this plan's platform: the requested interface, the option that
     /// needs the OS interface, `--sysroot`; `-d`/`-D` report the PMU events CPUID enumerates.
     #[must_use]
-    pub fn open_options(&self) -> rdt::OpenOptions {
+    pub fn open_options(&self) -> rdt_pqos::OpenOptions {
         let iface = match &self.source {
             Source::Native(iface) => *iface,
             Source::Sim(sim) => sim.iface,
         };
-        let mut opts = rdt::OpenOptions::new(iface);
+        let mut opts = rdt_pqos::OpenOptions::new(iface);
         if let Some(dir) = &self.sysroot {
             opts = opts.sysroot(dir);
         }
@@ -193,7 +193,7 @@ impl Plan {
             opts = opts.needs_os(option);
         }
         if matches!(self.command, Command::Display { .. }) {
-            opts = opts.pmu_caps(rdt::PmuCapsPolicy::Enumerated);
+            opts = opts.pmu_caps(rdt_pqos::PmuCapsPolicy::Enumerated);
         }
         opts
     }
@@ -219,7 +219,7 @@ fn needs_os(args: &Args) -> Option<&'static str> {
 /// interface.
 fn source(args: &mut Args) -> Source {
     let iface = if args.iface_os {
-        rdt::Iface::Os
+        rdt_pqos::Iface::Os
     } else {
         args.iface.unwrap_or_default()
     };
@@ -333,8 +333,8 @@ pub(crate) fn plan_of(argv: &[&str]) -> Plan {
 #[cfg(test)]
 mod tests {
     use clap::Parser;
-    use rdt::Interface;
-    use rdt::{CpuSet, FeatureSetting, MonEvents};
+    use rdt_pqos::Interface;
+    use rdt_pqos::{CpuSet, FeatureSetting, MonEvents};
 
     use super::*;
     use crate::grammar::{AllocKind, MaskScope};
@@ -377,7 +377,7 @@ mod tests {
         let plan = plan(argv)?;
         let opts = plan
             .open_options()
-            .paths(rdt::Paths::under(host.dir.path()))
+            .paths(rdt_pqos::Paths::under(host.dir.path()))
             .rdt_iface(host.rdt_iface.clone());
         Ok(opts.resolve()?)
     }
@@ -663,7 +663,7 @@ mod tests {
         assert!(matches!(
             plan(&["--sim", "-I", "-d"]).unwrap().source,
             Source::Sim(SimOptions {
-                iface: rdt::Iface::Os,
+                iface: rdt_pqos::Iface::Os,
                 ..
             })
         ));
@@ -796,7 +796,7 @@ mod tests {
             p.source,
             Source::Sim(SimOptions {
                 model: "milan".into(),
-                iface: rdt::Iface::Auto,
+                iface: rdt_pqos::Iface::Auto,
                 state: Some(PathBuf::from("/tmp/s.json")),
                 scenario: None,
                 virtual_clock: false

@@ -10,7 +10,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use rdt::{
+use rdt_pqos::{
     AllocReset, ClassId, CpuSet, FeatureSetting, ListLimits, LogicalCpu, MonEvents, TaskId,
     parse_pqos_list,
 };
@@ -37,8 +37,8 @@ fn err(msg: impl Into<String>) -> ArgError {
 /// `No digits were found` for an empty token, pqos's `Error converting '%s' to unsigned
 /// number!` for anything else that is not a number.
 pub fn parse_u64(token: &str) -> Result<u64, ArgError> {
-    rdt::parse_number(token).map_err(|e| match e {
-        rdt::ParseNumberError::NoDigits => err(format!("No digits were found in '{token}'")),
+    rdt_pqos::parse_number(token).map_err(|e| match e {
+        rdt_pqos::ParseNumberError::NoDigits => err(format!("No digits were found in '{token}'")),
         _ => err(format!("Error converting '{token}' to unsigned number!")),
     })
 }

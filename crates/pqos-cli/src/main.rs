@@ -9,7 +9,7 @@
 //! Layout: [`args`] (the flags) and [`grammar`] (the values' syntax) come from this package's
 //! library target (`src/lib.rs`), which `cargo xtask` also uses for the man page and the
 //! shell completions; [`command`] (flags to a validated plan), [`commands`] (the actions,
-//! generic over `rdt::Backend`), [`platform`] (which backend: simulated or `/dev/cpu/N/msr`).
+//! generic over `rdt_pqos::Backend`), [`platform`] (which backend: simulated or `/dev/cpu/N/msr`).
 
 mod command;
 mod commands;

@@ -1,8 +1,8 @@
 //! The final wiring: the library opens the platform a plan names, the action runs on it.
 //!
-//! Every platform is opened by the library ([`rdt::OpenOptions`]): the host or a `--sysroot`
-//! directory with [`rdt::OpenOptions::open`], the in-process simulated platform (`--sim`,
-//! feature `sim`) with [`rdt::OpenOptions::open_source`]. The interface is resolved there,
+//! Every platform is opened by the library ([`rdt_pqos::OpenOptions`]): the host or a `--sysroot`
+//! directory with [`rdt_pqos::OpenOptions::open`], the in-process simulated platform (`--sim`,
+//! feature `sim`) with [`rdt_pqos::OpenOptions::open_source`]. The interface is resolved there,
 //! as pqos v25.04 resolves it. What stays here is pqos's wording: the `WARN:` line of a
 //! notice, the hint of an error, the simulator's `NOTE:` line.
 
@@ -27,12 +27,12 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
             for notice in rdt.notices() {
                 // Reclaimed monitoring is already a WARN record of the library (the logger
                 // writes it to stderr or the -l file).
-                if !matches!(notice, rdt::Notice::Reclaimed(_)) {
+                if !matches!(notice, rdt_pqos::Notice::Reclaimed(_)) {
                     eprintln!("WARN: {}", pqos_words(notice));
                 }
             }
             let mut clock = RealClock::new();
-            let proc = rdt::proc::ProcFs::at(&plan.open_options().get_paths().proc);
+            let proc = rdt_pqos::proc::ProcFs::at(&plan.open_options().get_paths().proc);
             let mut ctx = Context {
                 clock: &mut clock,
                 stop,
@@ -45,9 +45,9 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
 }
 
 /// pqos's line for a notice of the library.
-fn pqos_words(notice: &rdt::Notice) -> String {
+fn pqos_words(notice: &rdt_pqos::Notice) -> String {
     match notice {
-        rdt::Notice::ResctrlMountedOnMsr { .. } => "resctl filesystem mounted! Using MSR \
+        rdt_pqos::Notice::ResctrlMountedOnMsr { .. } => "resctl filesystem mounted! Using MSR \
              interface may corrupt resctrl filesystem and cause unexpected behaviour"
             .to_owned(),
         other => other.to_string(),
@@ -55,16 +55,16 @@ fn pqos_words(notice: &rdt::Notice) -> String {
 }
 
 /// The library's open error, with what an operator can do about it.
-fn open_error(e: rdt::OpenError) -> anyhow::Error {
+fn open_error(e: rdt_pqos::OpenError) -> anyhow::Error {
     match e {
-        rdt::OpenError::NoRdt(_) if cfg!(feature = "sim") => {
+        rdt_pqos::OpenError::NoRdt(_) if cfg!(feature = "sim") => {
             anyhow!("{e}; to try pqos without RDT hardware, use the simulated platform: pqos --sim")
         }
-        rdt::OpenError::Iface(rdt::IfaceError::SourceHasNoOs { because, .. }) => {
+        rdt_pqos::OpenError::Iface(rdt_pqos::IfaceError::SourceHasNoOs { because, .. }) => {
             let why = match because {
-                rdt::OsWanted::Explicit => String::new(),
-                rdt::OsWanted::Option(option) => format!(" ('{option}' needs it)"),
-                rdt::OsWanted::RdtIface => " (RDT_IFACE asks for it)".to_owned(),
+                rdt_pqos::OsWanted::Explicit => String::new(),
+                rdt_pqos::OsWanted::Option(option) => format!(" ('{option}' needs it)"),
+                rdt_pqos::OsWanted::RdtIface => " (RDT_IFACE asks for it)".to_owned(),
             };
             anyhow!("{SIM_HAS_NO_OS_IFACE}{why}")
         }
@@ -90,7 +90,7 @@ mod sim {
     use crate::commands::{AdvancingClock, Clock, Context, VirtualClock, execute};
 
     /// Runs `plan` on the persistent in-process simulated platform: the session is locked
-    /// and loaded, the library opens it as an [`rdt::MsrSource`], and its state is saved
+    /// and loaded, the library opens it as an [`rdt_pqos::MsrSource`], and its state is saved
     /// afterwards, even after a failure (a failed write leaves the platform as the writes
     /// before it made it, as on hardware).
     pub fn run(
@@ -116,7 +116,7 @@ mod sim {
         let sim = session.handle().clone();
         let source = {
             let platform = sim.lock();
-            rdt::MsrSource {
+            rdt_pqos::MsrSource {
                 io: Box::new(sim.clone()),
                 pmu: Box::new(sim.clone()),
                 capabilities: platform.capabilities().clone(),
@@ -147,7 +147,7 @@ mod sim {
         } else {
             Box::new(AdvancingClock::new(advance))
         };
-        let proc = rdt::proc::ProcFs::host();
+        let proc = rdt_pqos::proc::ProcFs::host();
         let mut ctx = Context {
             clock: clock.as_mut(),
             stop,
@@ -314,12 +314,12 @@ mod tests {
         full.extend_from_slice(argv);
         let plan = Plan::from_args(Args::try_parse_from(full).unwrap()).unwrap();
         let sim = rdt_sim::SimPlatform::builtin("broadwell-ep").unwrap();
-        let source = rdt::MsrSource {
+        let source = rdt_pqos::MsrSource {
             capabilities: sim.capabilities().clone(),
             topology: sim.topology().clone(),
             name: "the simulated broadwell-ep".into(),
             io: Box::new(rdt_sim::SimHandle::new(sim)),
-            pmu: Box::new(rdt::NoPmu),
+            pmu: Box::new(rdt_pqos::NoPmu),
         };
         let e = plan
             .open_options()

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use rdt::Capabilities;
+use rdt_pqos::Capabilities;
 
 use crate::grammar::ClassDef;
 
@@ -167,7 +167,7 @@ mod tests {
             for (ways, masks) in p.tables {
                 for m in masks {
                     assert!(m != 0 && m >> ways == 0, "{} {ways}: {m:#x}", p.id);
-                    assert!(rdt::CacheBitmask::new(m).unwrap().is_contiguous());
+                    assert!(rdt_pqos::CacheBitmask::new(m).unwrap().is_contiguous());
                 }
                 let overlapping = masks
                     .iter()

@@ -607,8 +607,8 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// with CDP on.
     ///
     /// # Errors
-    /// [`MsrError::Limit`] ([`LimitError::Unsupported`]) without that CAT,
-    /// [`MsrError::NoSuchDomain`], a read error, or [`MsrError::BadRegister`] for a zero mask.
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) ([`LimitError::Unsupported`]) without that CAT,
+    /// [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), a read error, or [`MsrError::BadRegister`] for a zero mask.
     fn cat_classes(
         &mut self,
         resource: CatResource,
@@ -642,8 +642,8 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// state), then writes the mask registers on the lowest CPU of `domain`.
     ///
     /// # Errors
-    /// [`MsrError::Limit`] for an unsupported resource, a class out of range or a mask the
-    /// platform does not accept; [`MsrError::CdpMismatch`]; [`MsrError::NoSuchDomain`];
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) for an unsupported resource, a class out of range or a mask the
+    /// platform does not accept; [`RequestError::CdpMismatch`](rdt_core::RequestError::CdpMismatch); [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain);
     /// nothing is written in these cases. A write error ([`MsrError::Write`]) may leave
     /// earlier classes written.
     fn set_cat_classes(
@@ -702,7 +702,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// bandwidth limit at 0xC000_0200 + n in 1/8 GB/s units.
     ///
     /// # Errors
-    /// [`MsrError::Limit`] without MBA, [`MsrError::NoSuchDomain`], or a read error.
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without MBA, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), or a read error.
     fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, MsrError> {
         let mba = self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
         let (n, kind) = (mba.num_classes, mba.kind);
@@ -733,10 +733,10 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// AMD: writes the units as given (1..=2^width) and returns the readback.
     ///
     /// # Errors
-    /// [`MsrError::Limit`] for missing MBA, a class out of range or a value out of range
-    /// (percent 0 or above 100; AMD units 0 or above 2^width); [`MsrError::Unsupported`] for
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) for missing MBA, a class out of range or a value out of range
+    /// (percent 0 or above 100; AMD units 0 or above 2^width); [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) for
     /// MiB/s limits (the kernel's `mba_MBps` controller, OS interface only), non-linear
-    /// Intel MBA, or a limit of the other vendor's kind; [`MsrError::NoSuchDomain`]. Nothing
+    /// Intel MBA, or a limit of the other vendor's kind; [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain). Nothing
     /// is written in these cases. A write or read error may leave earlier classes written.
     fn set_mba_classes(
         &mut self,
@@ -826,7 +826,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// Reads IA32_PQR_ASSOC bits 63:32.
     ///
     /// # Errors
-    /// [`MsrError::NoSuchCpu`] or a read error.
+    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu) or a read error.
     fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, MsrError> {
         self.check_cpu(cpu)?;
         Ok(ClassId::new(regs::pqr_cos(
@@ -837,7 +837,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// Read-modify-write of IA32_PQR_ASSOC: COS into bits 63:32, RMID (bits 31:0) kept.
     ///
     /// # Errors
-    /// [`MsrError::NoSuchCpu`]; [`MsrError::Limit`] ([`LimitError::ClassOutOfRange`]) when
+    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu); [`RequestError::Limit`](rdt_core::RequestError::Limit) ([`LimitError::ClassOutOfRange`]) when
     /// `class` is not below the largest class count of the allocation resources (nothing is
     /// written then); a read or write error.
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), MsrError> {
@@ -862,7 +862,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// Reads IA32_PQR_ASSOC bits 9:0; always `Some`.
     ///
     /// # Errors
-    /// [`MsrError::NoSuchCpu`] or a read error.
+    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu) or a read error.
     fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, MsrError> {
         self.check_cpu(cpu)?;
         Ok(Some(Rmid::new(regs::pqr_rmid(
@@ -877,7 +877,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// changed CDP, the masks are set to all ways again for the new layout.
     ///
     /// # Errors
-    /// [`MsrError::Unsupported`] before any write when CDP is requested on where it is not
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) before any write when CDP is requested on where it is not
     /// supported, a CDP setting is given without that CAT, or `mba_ctrl` is on (the kernel's
     /// software controller; OS interface only). A read or write error stops the reset
     /// part-way.
@@ -952,9 +952,9 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// without a PMU (their values are then `None`).
     ///
     /// # Errors
-    /// [`MsrError::EmptyGroup`], [`MsrError::NoSuchCpu`], [`MsrError::Unsupported`] (an
-    /// event the platform does not count, or a CPU without L3), [`MsrError::AlreadyMonitored`],
-    /// [`MsrError::OutOfRmids`]: nothing is written in these cases. A failed write is rolled
+    /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup), [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu), [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) (an
+    /// event the platform does not count, or a CPU without L3), [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored),
+    /// [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids): nothing is written in these cases. A failed write is rolled
     /// back on the CPUs already written (best effort) and returned.
     fn start_monitoring(
         &mut self,
@@ -1081,7 +1081,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// Forgets the group and writes RMID 0 back into its CPUs' IA32_PQR_ASSOC (COS kept).
     ///
     /// # Errors
-    /// [`MsrError::NoSuchGroup`]; otherwise the first read or write error (every CPU is
+    /// [`RequestError::NoSuchGroup`](rdt_core::RequestError::NoSuchGroup); otherwise the first read or write error (every CPU is
     /// still attempted and the group is forgotten).
     fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), MsrError> {
         let i = self

@@ -885,7 +885,7 @@ fn eio() -> io::Error {
 
 impl MsrIo for SimPlatform {
     /// RDMSR as the `msr` driver reports it: EIO ([`MsrError::Read`]) for a register the
-    /// model does not implement; [`MsrError::NoSuchCpu`] for a CPU it does not have.
+    /// model does not implement; [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu) for a CPU it does not have.
     fn read(&mut self, cpu: LogicalCpu, addr: MsrAddr) -> Result<u64, MsrError> {
         self.msr_reads += 1;
         let i = self
@@ -901,7 +901,7 @@ impl MsrIo for SimPlatform {
     }
 
     /// WRMSR as the `msr` driver reports it: EIO ([`MsrError::Write`]) where the CPU would
-    /// raise #GP (type docs); [`MsrError::NoSuchCpu`] for a CPU it does not have.
+    /// raise #GP (type docs); [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu) for a CPU it does not have.
     fn write(&mut self, cpu: LogicalCpu, addr: MsrAddr, value: u64) -> Result<(), MsrError> {
         self.msr_writes += 1;
         let i = self

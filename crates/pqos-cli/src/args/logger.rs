@@ -147,7 +147,7 @@ mod tests {
             let sink = Sink::new(level_for(verbosity), Box::new(buf.clone()));
             emit(&sink, Level::Warn, "pqos::x", "w");
             emit(&sink, Level::Info, "rdt_resctrl", "i");
-            emit(&sink, Level::Debug, "rdt::y", "d");
+            emit(&sink, Level::Debug, "rdt_pqos::y", "d");
             emit(&sink, Level::Warn, "fuser", "not ours");
             assert_eq!(
                 String::from_utf8(buf.0.lock().unwrap().clone()).unwrap(),

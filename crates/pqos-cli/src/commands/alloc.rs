@@ -14,14 +14,14 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use rdt::{
+use rdt_pqos::{
     AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask,
     CatResource, ClassId, FeatureSetting, Interface, LogicalCpu, MbaClass, MbaKind, MbaLimit,
     RequestError, TaskId, Topology,
 };
 
 use super::{L3Domains, join, profiles};
-use rdt::proc::ProcFs;
+use rdt_pqos::proc::ProcFs;
 
 use crate::command::AllocRequest;
 use crate::grammar::{AllocKind, ClassDef, CosValue, MaskScope};
@@ -509,7 +509,7 @@ fn new_mask(current: CatMask, v: &CosValue, mask: CacheBitmask) -> Option<CatMas
 }
 
 /// On the OS interface a class needs a CLOSID, and resctrl has as many as the resource with
-/// the fewest ([`rdt::Capabilities::os_classes`]; pqos `os_l3ca_set` and friends check `class_id` against
+/// the fewest ([`rdt_pqos::Capabilities::os_classes`]; pqos `os_l3ca_set` and friends check `class_id` against
 /// it): a class the resource has but resctrl cannot give a group is refused up front.
 fn check_closid<B: Backend>(backend: &B, class: ClassId, token: &str, item: &str) -> Result<()> {
     if backend.interface() != Interface::Os {
@@ -806,7 +806,7 @@ where
 mod tests {
     use super::*;
     use crate::command::Command;
-    use rdt::fake::FakeBackend;
+    use rdt_pqos::fake::FakeBackend;
 
     fn request(argv: &[&str]) -> AllocRequest {
         match crate::command::plan_of(argv).command {

@@ -7,7 +7,7 @@
 use std::io::Write;
 
 use anyhow::{Result, bail};
-use rdt::{
+use rdt_pqos::{
     Backend, CacheGeometry, Capabilities, CatCaps, Interface, MbaCaps, MbaCtrl, MbaKind,
     MonitoringCaps, PmuCaps,
 };
@@ -269,11 +269,11 @@ fn print_mba(
 
 #[cfg(test)]
 mod tests {
-    use rdt::Feature;
-    use rdt::fake::fixtures;
+    use rdt_pqos::Feature;
+    use rdt_pqos::fake::fixtures;
 
     use super::*;
-    use rdt::fake::FakeBackend;
+    use rdt_pqos::fake::FakeBackend;
 
     fn display(b: &mut FakeBackend, verbose: bool) -> String {
         let mut out = Vec::new();

@@ -1,4 +1,4 @@
-//! The actions. Everything here is generic over [`rdt::Backend`] and writes to a
+//! The actions. Everything here is generic over [`rdt_pqos::Backend`] and writes to a
 //! `&mut dyn Write`, so the same code runs on the hardware, on the simulated platform and
 //! against the test fake.
 
@@ -13,7 +13,7 @@ use std::fmt;
 use std::io::Write;
 
 use anyhow::Result;
-use rdt::{Backend, CacheDomain, Capabilities, Topology};
+use rdt_pqos::{Backend, CacheDomain, Capabilities, Topology};
 
 use crate::command::{Command, Plan};
 #[cfg(feature = "sim")]
@@ -30,7 +30,7 @@ pub struct Context<'a> {
     /// Whether stdout is a terminal (pqos clears the screen between samples then).
     pub stdout_is_tty: bool,
     /// The platform's procfs: whether tasks exist, their threads, the CPU each last ran on.
-    pub proc: &'a rdt::proc::ProcFs,
+    pub proc: &'a rdt_pqos::proc::ProcFs,
 }
 
 /// Runs a plan's resets and action on `backend` (pqos's `main()` after init).

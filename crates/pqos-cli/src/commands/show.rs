@@ -9,7 +9,7 @@
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
-use rdt::{
+use rdt_pqos::{
     Backend, BackendError, CatClass, CatMask, CatResource, GroupKind, GroupOwner, Interface,
     MbaLimit, RequestError,
 };
@@ -108,7 +108,7 @@ fn print_task_info<B: Backend>(
     let classes = backend.capabilities().os_classes();
     writeln!(out, "PID association information:")?;
     for class in u32::from(!verbose)..classes {
-        let class = rdt::ClassId::new(class);
+        let class = rdt_pqos::ClassId::new(class);
         match backend.tasks_of_class(class) {
             Ok(tasks) if tasks.is_empty() => writeln!(out, "    COS{class} => (none)")?,
             Ok(tasks) => {
@@ -245,14 +245,14 @@ pub fn run_show<B: Backend>(backend: &mut B, verbose: bool, out: &mut dyn Write)
 
 #[cfg(test)]
 mod tests {
-    use rdt::fake::fixtures;
-    use rdt::{Feature, GroupKind, GroupOwner};
+    use rdt_pqos::fake::fixtures;
+    use rdt_pqos::{Feature, GroupKind, GroupOwner};
 
     use super::*;
     use crate::command::AllocRequest;
     use crate::commands::alloc::run_alloc;
     use crate::testdata::{sample, without_note_banner};
-    use rdt::fake::FakeBackend;
+    use rdt_pqos::fake::FakeBackend;
 
     fn show(b: &mut FakeBackend) -> String {
         show_v(b, false)
@@ -269,7 +269,7 @@ mod tests {
             classes: classdef.parse::<crate::grammar::ClassDefs>().unwrap().0,
             ..AllocRequest::default()
         };
-        run_alloc(b, &req, &rdt::proc::ProcFs::host(), &mut Vec::new()).unwrap();
+        run_alloc(b, &req, &rdt_pqos::proc::ProcFs::host(), &mut Vec::new()).unwrap();
     }
 
     #[test]
@@ -357,7 +357,7 @@ mod tests {
         b.add_process(456, &[]);
         b.add_process(7, &[]);
         for pid in [123, 456] {
-            b.associate_task(rdt::TaskId::new(pid), rdt::ClassId::new(1))
+            b.associate_task(rdt_pqos::TaskId::new(pid), rdt_pqos::ClassId::new(1))
                 .unwrap();
         }
         // act

@@ -6,7 +6,7 @@ use crate::util::{PQOS, Run};
 
 #[test]
 fn display_on_a_host_without_rdt_names_the_missing_cpuid_bits() {
-    let explanation = rdt::explain_no_rdt(&rdt::NativeCpuid);
+    let explanation = rdt_pqos::explain_no_rdt(&rdt_pqos::NativeCpuid);
     let run: Run = Command::new(PQOS)
         .arg("-d")
         .env_remove("RUST_BACKTRACE")

@@ -82,12 +82,12 @@ fn alloc_cdp_reset_halves_classes_and_masks_have_data_and_code() {
     let m = Mounted::new("broadwell-ep");
     alloc::cdp_reset_halves_classes_and_masks_have_data_and_code_on(&m, || {
         // The model holds CDP on in IA32_L3_QOS_CFG of both sockets.
-        let mut msr = rdt::msr::DevCpuMsr::with_root(m.root().join("dev/cpu"));
+        let mut msr = rdt_pqos::msr::DevCpuMsr::with_root(m.root().join("dev/cpu"));
         for cpu in [0, 1] {
-            let cfg = rdt::msr::MsrIo::read(
+            let cfg = rdt_pqos::msr::MsrIo::read(
                 &mut msr,
-                rdt::LogicalCpu::new(cpu),
-                rdt::msr::MsrAddr::new(0xc81),
+                rdt_pqos::LogicalCpu::new(cpu),
+                rdt_pqos::msr::MsrAddr::new(0xc81),
             )
             .expect("IA32_L3_QOS_CFG");
             assert_eq!(cfg & 1, 1, "CPU {cpu}");

@@ -93,7 +93,7 @@ impl ResctrlOptions {
 /// Class of service *n* is the control group `COS<n>` (COS 0 is the root group), the name
 /// Intel's pqos uses, so both tools see one configuration; it is created the first time it
 /// is needed. Monitor groups are `pqos-<pid>-<n>` under the control group of the CPUs or
-/// tasks they watch. Both kinds of names are "ours" ([`GroupOwner::Pqos`]); any other group
+/// tasks they watch. Both kinds of names are "ours" ([`GroupOwner::Pqos`](rdt_core::GroupOwner::Pqos)); any other group
 /// belongs to another tool (goresctrl, kubelet, a user) and is never rewritten, emptied or
 /// removed: a CPU or task in such a group is not moved, and a reset that needs a remount is
 /// refused while one exists.
@@ -394,9 +394,9 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// exist yet reports what a reset group holds (every way).
     ///
     /// # Errors
-    /// [`ResctrlError::Limit`] without that CAT, [`ResctrlError::NoSuchDomain`], read or
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without that CAT, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), read or
     /// parse errors; [`ResctrlError::Parse`] for an empty mask (legal on AMD, not
-    /// representable as a [`CacheBitmask`]).
+    /// representable as a [`CacheBitmask`](rdt_core::CacheBitmask)).
     fn cat_classes(
         &mut self,
         resource: CatResource,
@@ -410,8 +410,8 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// A failure undoes the classes already written and removes groups it created.
     ///
     /// # Errors
-    /// [`ResctrlError::Limit`] (class beyond the CLOSIDs, mask outside the platform's
-    /// limits), [`ResctrlError::CdpMismatch`], [`ResctrlError::NoSuchDomain`]: nothing
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) (class beyond the CLOSIDs, mask outside the platform's
+    /// limits), [`RequestError::CdpMismatch`](rdt_core::RequestError::CdpMismatch), [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain): nothing
     /// written; [`ResctrlError::OutOfClosids`]; [`ResctrlError::Rejected`].
     fn set_cat_classes(
         &mut self,
@@ -426,7 +426,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// mount, AMD units on AMD. A class without a group reports the default.
     ///
     /// # Errors
-    /// [`ResctrlError::Limit`] without MBA, [`ResctrlError::NoSuchDomain`], read errors.
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without MBA, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), read errors.
     fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, ResctrlError> {
         self.read_mba_classes(domain)
     }
@@ -436,7 +436,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// applied (Intel rounds up to `bandwidth_gran`: 15 -> 20).
     ///
     /// # Errors
-    /// [`ResctrlError::MbaUnit`], [`ResctrlError::Limit`], [`ResctrlError::NoSuchDomain`]:
+    /// [`RequestError::MbaUnit`](rdt_core::RequestError::MbaUnit), [`RequestError::Limit`](rdt_core::RequestError::Limit), [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain):
     /// nothing written; [`ResctrlError::OutOfClosids`]; [`ResctrlError::Rejected`].
     fn set_mba_classes(
         &mut self,
@@ -450,7 +450,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// COS 0 (the root).
     ///
     /// # Errors
-    /// [`ResctrlError::NoSuchCpu`]; [`ResctrlError::Foreign`] when the CPU is in another
+    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu); [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup) when the CPU is in another
     /// tool's group (it has no pqos class); read errors.
     fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, ResctrlError> {
         self.cpu_class(cpu)
@@ -460,8 +460,8 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// COS 0; monitor groups of that control group keep their CPUs.
     ///
     /// # Errors
-    /// [`ResctrlError::NoSuchCpu`], [`ResctrlError::Limit`] (no CLOSID for the class),
-    /// [`ResctrlError::Foreign`] (the CPU is in another tool's group): nothing written;
+    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu), [`RequestError::Limit`](rdt_core::RequestError::Limit) (no CLOSID for the class),
+    /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup) (the CPU is in another tool's group): nothing written;
     /// [`ResctrlError::OutOfClosids`], [`ResctrlError::Rejected`].
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), ResctrlError> {
         self.move_cpu(cpu, class)
@@ -479,7 +479,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// tasks back to the root. Other tools' groups are not touched.
     ///
     /// # Errors
-    /// [`ResctrlError::Unsupported`] for CDP/MBA CTRL the platform lacks or without a mount
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) for CDP/MBA CTRL the platform lacks or without a mount
     /// control; [`ResctrlError::RemountBlocked`]; [`ResctrlError::Remount`];
     /// [`ResctrlError::Rejected`] (a foreign exclusive group can refuse the full mask).
     fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), ResctrlError> {
@@ -500,9 +500,9 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// files of their L3 domains.
     ///
     /// # Errors
-    /// [`ResctrlError::EmptyGroup`], [`ResctrlError::NoSuchCpu`],
-    /// [`ResctrlError::Unsupported`], [`ResctrlError::AlreadyMonitored`]: nothing written;
-    /// [`ResctrlError::OutOfRmids`], [`ResctrlError::Rejected`] after removing what was made.
+    /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup), [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu),
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported), [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored): nothing written;
+    /// [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids), [`ResctrlError::Rejected`] after removing what was made.
     fn start_monitoring(
         &mut self,
         cpus: &CpuSet,
@@ -528,7 +528,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// go back to their control group); a watched group is only forgotten.
     ///
     /// # Errors
-    /// [`ResctrlError::NoSuchGroup`]; the first failed removal.
+    /// [`RequestError::NoSuchGroup`](rdt_core::RequestError::NoSuchGroup); the first failed removal.
     fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), ResctrlError> {
         self.stop_group(group)
     }
@@ -536,7 +536,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// Finds the task in the `tasks` of the control groups other than the root.
     ///
     /// # Errors
-    /// [`ResctrlError::NoSuchTask`], [`ResctrlError::Foreign`], read errors.
+    /// [`RequestError::NoSuchTask`](rdt_core::RequestError::NoSuchTask), [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup), read errors.
     fn class_of_task(&mut self, task: TaskId) -> Result<ClassId, ResctrlError> {
         self.task_class(task)
     }
@@ -546,7 +546,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// are skipped.
     ///
     /// # Errors
-    /// [`ResctrlError::NoSuchTask`], [`ResctrlError::Limit`], [`ResctrlError::Foreign`]
+    /// [`RequestError::NoSuchTask`](rdt_core::RequestError::NoSuchTask), [`RequestError::Limit`](rdt_core::RequestError::Limit), [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup)
     /// (a thread is in another tool's group): nothing written; [`ResctrlError::OutOfClosids`],
     /// [`ResctrlError::Rejected`].
     fn associate_task(&mut self, task: TaskId, class: ClassId) -> Result<(), ResctrlError> {
@@ -567,9 +567,9 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// L3 domain (tasks run anywhere).
     ///
     /// # Errors
-    /// [`ResctrlError::EmptyGroup`], [`ResctrlError::NoSuchTask`],
-    /// [`ResctrlError::Unsupported`], [`ResctrlError::AlreadyMonitored`]: nothing written;
-    /// [`ResctrlError::OutOfRmids`], [`ResctrlError::Rejected`] after removing what was made.
+    /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup), [`RequestError::NoSuchTask`](rdt_core::RequestError::NoSuchTask),
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported), [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored): nothing written;
+    /// [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids), [`ResctrlError::Rejected`] after removing what was made.
     fn start_monitoring_tasks(
         &mut self,
         tasks: &[TaskId],
@@ -579,7 +579,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     }
 
     /// Every control and monitor group, root excluded: `COS<n>` and `pqos-<pid>-<n>` are
-    /// [`GroupOwner::Pqos`], the rest [`GroupOwner::Foreign`].
+    /// [`GroupOwner::Pqos`](rdt_core::GroupOwner::Pqos), the rest [`GroupOwner::Foreign`](rdt_core::GroupOwner::Foreign).
     ///
     /// # Errors
     /// Listing errors.

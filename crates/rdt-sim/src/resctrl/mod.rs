@@ -451,7 +451,7 @@ impl Resctrl {
     /// # Errors
     /// `EBUSY` when resctrl is already mounted on this platform; `EINVAL` when `cdp`/`cdpl2`
     /// name a cache without CDP, or `mba_MBps` lacks MBM or linear MBA
-    /// ([`MountOptions::validate`] says which); `EIO` if the model refuses a register write.
+    /// ([`MountOptions::check`] says which); `EIO` if the model refuses a register write.
     pub fn mount(platform: SimHandle, opts: &MountOptions) -> io::Result<Self> {
         let handle = platform.clone();
         let mut guard = handle.lock();

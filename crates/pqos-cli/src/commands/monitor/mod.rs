@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use rdt::{Backend, LogicalCpu, MonEvents, MonGroupId, Monitoring, RequestError, TaskId};
+use rdt_pqos::{Backend, LogicalCpu, MonEvents, MonGroupId, Monitoring, RequestError, TaskId};
 
 #[cfg(feature = "sim")]
 pub use self::clock::{AdvancingClock, VirtualClock};
@@ -34,7 +34,7 @@ use super::Context;
 use crate::args::FileType;
 use crate::command::MonitorRequest;
 use crate::grammar::MonGroupSpec;
-use rdt::proc::ProcFs;
+use rdt_pqos::proc::ProcFs;
 
 /// The group's events as pqos chooses them ([`MonEvents::select`]), with pqos's words for
 /// an event the platform does not count.
@@ -65,7 +65,7 @@ fn setup_events(
 /// What a group monitors: cores or processes.
 #[derive(Clone, Debug)]
 enum Target {
-    Cores(rdt::CpuSet),
+    Cores(rdt_pqos::CpuSet),
     Pids(Vec<TaskId>),
 }
 
@@ -371,7 +371,7 @@ mod tests {
 
     use super::*;
     use crate::command::Command;
-    use rdt::fake::FakeBackend;
+    use rdt_pqos::fake::FakeBackend;
 
     /// A virtual clock at a fixed local time, so `TIME` lines are exact.
     struct TestClock {

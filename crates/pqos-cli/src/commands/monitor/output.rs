@@ -10,9 +10,9 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
-use rdt::MonEvents;
-use rdt::MonValues;
-use rdt::monitor::{MibPerSec, bytes_to_kib};
+use rdt_pqos::MonEvents;
+use rdt_pqos::MonValues;
+use rdt_pqos::monitor::{MibPerSec, bytes_to_kib};
 use serde::Serialize;
 
 /// How LLC occupancy is shown.

@@ -1,9 +1,9 @@
 //! PID mode's `CORE` column: the CPUs a group's threads last ran on, from their
-//! `/proc/<pid>/task/<tid>/stat` files ([`rdt::proc`]), opened once when monitoring starts
+//! `/proc/<pid>/task/<tid>/stat` files ([`rdt_pqos::proc`]), opened once when monitoring starts
 //! and re-read at each sample, so the loop opens nothing per sample.
 
-use rdt::TaskId;
-use rdt::proc::{ProcFs, ThreadStat};
+use rdt_pqos::TaskId;
+use rdt_pqos::proc::{ProcFs, ThreadStat};
 
 /// The threads of one PID group, for the `CORE` cell of each sample.
 #[derive(Debug, Default)]
