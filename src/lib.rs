@@ -1,38 +1,56 @@
-//! `rdt`: Intel Resource Director Technology and AMD Platform QoS from Rust.
+//! `rdt_pqos`: Intel Resource Director Technology and AMD Platform QoS from Rust.
 //!
-//! This facade detects the platform, picks a backend and re-exports the domain model of
-//! [`rdt_core`]: open a platform with [`Rdt::open`], then use it through the [`Backend`]
-//! trait to read and set cache masks ([`Backend::set_cat_classes`]), memory bandwidth limits
-//! ([`Backend::set_mba_classes`]), associate CPUs with classes of service
-//! ([`Backend::associate`]) and monitor LLC occupancy and memory bandwidth
-//! ([`Backend::start_monitoring`], [`Backend::poll`]).
+//! Open a platform with [`OpenOptions`] (or the shorthands [`Rdt::open`], [`Rdt::open_at`]):
+//! it detects the CPU from CPUID, chooses the interface as pqos v25.04 does, and gives back
+//! monitoring that runs killed before they stopped left behind. Then use it through the
+//! [`Backend`] trait to read and set cache masks ([`Backend::set_cat_classes`]), memory
+//! bandwidth limits ([`Backend::set_mba_classes`]), associate CPUs and tasks with classes of
+//! service ([`Backend::associate`], [`Backend::associate_task`]) and monitor LLC occupancy
+//! and memory bandwidth ([`Backend::monitoring`]). The domain model of [`rdt_core`] is
+//! re-exported here.
 //!
 //! Interfaces ([`Iface`]): the MSR interface (`/dev/cpu/N/msr`, crate [`msr`]) and the OS
 //! interface (the kernel's resctrl filesystem, crate [`resctrl`]). [`Iface::Auto`] picks the
-//! OS interface when resctrl is mounted (`<resctrl>/info` exists), else MSR, as pqos v25.04
-//! does. Only the OS interface allocates and monitors per task
-//! ([`Backend::associate_task`], [`Backend::start_monitoring_tasks`]); the MSR interface
-//! answers those with [`RequestError::NeedsOsInterface`].
+//! OS interface when resctrl is mounted, else MSR, as pqos v25.04 does; `RDT_IFACE` forces
+//! one. Only the OS interface allocates and monitors per task; the MSR interface answers
+//! those with [`RequestError::NeedsOsInterface`]. Both interfaces report values through one
+//! accumulator ([`MonAccumulator`]) with one policy for domains that cannot be read
+//! ([`monitor`]).
 //!
 //! What this crate does not do: it never falls back silently (a platform without RDT is an
 //! error that names the CPUID bits; an unmounted resctrl is an error that says how to mount
 //! it), and it does not mount resctrl itself. IPC and LLC misses come from perf events
 //! ([`PerfPmu`]) where the host has a PMU; without one the capabilities say so and those
-//! values are `None`.
+//! values are `None`. Without RDT hardware, `rdt-sim mount DIR` serves a simulated platform
+//! that [`OpenOptions::sysroot`] opens; tests use the in-memory [`fake`] backend (feature
+//! `fake`).
 //!
 //! # Examples
-//! Opening the real platform needs root and either the `msr` module or a mounted resctrl,
-//! and an RDT CPU; without them the error says which is missing:
+//! Monitor CPUs 0-3 once a second; the groups are stopped when `mon` goes out of scope,
+//! also on an error or a panic:
 //! ```no_run
-//! use rdt_pqos::{Backend, CatResource, Iface, Rdt};
-//! let mut rdt = Rdt::open(Iface::Auto)?;
-//! for domain in rdt.topology().l3_domains() {
-//!     for class in rdt.cat_classes(CatResource::L3, domain)? {
-//!         println!("L3 {domain} COS{} {:?}", class.class, class.mask);
-//!     }
+//! use std::time::Duration;
+//! use rdt_pqos::{Backend, Iface, MonEvents, OpenOptions};
+//!
+//! let mut rdt = OpenOptions::new(Iface::Auto).open()?;
+//! let events = rdt.capabilities().supported_events() & MonEvents::PQOS_ALL;
+//! let mut mon = rdt.monitoring();
+//! let group = mon.start(&"0-3".parse()?, events)?;
+//! for _ in 0..10 {
+//!     std::thread::sleep(Duration::from_secs(1));
+//!     mon.poll()?;
+//!     let v = mon.values(group).expect("started");
+//!     println!(
+//!         "LLC {:?} bytes, local {:?} bytes in {:?}, {:?} bytes since start",
+//!         v.llc_occupancy_bytes, v.mbm_local_delta_bytes, v.interval, v.mbm_local_bytes
+//!     );
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//! Opening the real platform needs root and either the `msr` module or a mounted resctrl,
+//! and an RDT CPU; without them the error says which is missing. `examples/` has three
+//! complete programs: `capabilities`, `limit_process` (4 cache ways and a 50 % bandwidth cap
+//! for a process) and `monitor_prometheus`.
 //!
 //! # References
 //! Intel SDM Vol. 3B, 18.18-18.19; Linux `Documentation/arch/x86/resctrl.rst`; pqos(8).

@@ -484,6 +484,16 @@ impl OpenOptions {
         self.paths(Paths::under(root.as_ref()))
     }
 
+    /// The platform under the directory `RDT_SYSROOT` names, when that variable is set (as
+    /// `pqos --sysroot` and its `RDT_SYSROOT` do); the host's otherwise.
+    #[must_use]
+    pub fn sysroot_from_env(self) -> Self {
+        match std::env::var_os("RDT_SYSROOT") {
+            Some(root) if !root.is_empty() => self.sysroot(PathBuf::from(root)),
+            _ => self,
+        }
+    }
+
     /// The platform whose files are at `paths`.
     #[must_use]
     pub fn paths(mut self, paths: Paths) -> Self {

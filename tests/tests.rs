@@ -14,6 +14,9 @@ mod monitoring;
 // given back at the next open, on both interfaces.
 mod reclaim;
 
+// The examples of examples/, run against the mounted simulated platform.
+mod examples;
+
 // The OS interface: Rdt::open_at(Iface::Os | Iface::Auto) on the mounted platform's resctrl,
 // allocation, monitoring and task association through the facade.
 mod resctrl;

@@ -1,0 +1,157 @@
+//! The examples in `examples/` run against the mounted simulated platform (RDT_SYSROOT) and
+//! do what their comments say.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+
+use rdt_pqos::{CatResource, MbaKind};
+use rdt_sim::fs::testing::TestMount;
+
+/// An example's binary: `cargo test` builds the package's examples next to its tests
+/// (`target/<profile>/examples/`).
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary");
+    let profile = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>");
+    let bin = profile.join("examples").join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing: `cargo test` builds the examples (`cargo build --examples` does too)",
+        bin.display()
+    );
+    bin
+}
+
+fn run(m: &TestMount, name: &str, args: &[&str]) -> (String, Output) {
+    let out = Command::new(example(name))
+        .args(args)
+        .env("RDT_SYSROOT", m.root())
+        .env_remove("RDT_IFACE")
+        .output()
+        .expect("run the example");
+    let text = String::from_utf8(out.stdout.clone()).expect("UTF-8");
+    assert!(
+        out.status.success(),
+        "{name} failed:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (text, out)
+}
+
+fn sleeper() -> Child {
+    Command::new("sleep").arg("30").spawn().expect("sleep")
+}
+
+#[test]
+fn capabilities_prints_what_the_platform_has() {
+    let m = TestMount::builtin("skylake-sp");
+    let (out, _) = run(&m, "capabilities", &[]);
+    let caps = m.platform().lock().capabilities().clone();
+    let l3 = caps.cat(CatResource::L3).expect("L3 CAT");
+    let mba = caps.mba.get().expect("MBA");
+    assert!(out.starts_with("Intel via the Os interface\n"), "{out}");
+    assert!(
+        out.contains(&format!("L3 CAT: {}-bit CBM, ", l3.cbm_len)),
+        "{out}"
+    );
+    assert!(out.contains("L2 CAT: no\n"), "{out}");
+    assert!(matches!(mba.kind, MbaKind::IntelDelay { .. }));
+    assert!(out.contains("MBA: 8 classes, step 10\n"), "{out}");
+    assert!(
+        out.contains("monitoring: LLC occupancy, local memory bandwidth, total memory bandwidth"),
+        "{out}"
+    );
+}
+
+#[test]
+fn limit_process_gives_the_process_four_ways_and_half_the_bandwidth() {
+    let m = TestMount::builtin("skylake-sp");
+    let mut child = sleeper();
+    let pid = child.id().to_string();
+    let (out, _) = run(&m, "limit_process", &[&pid]);
+    let schemata = std::fs::read_to_string(m.path("sys/fs/resctrl/COS1/schemata")).unwrap();
+    let tasks = std::fs::read_to_string(m.path("sys/fs/resctrl/COS1/tasks")).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        out.ends_with(&format!("process {pid} is in COS1\n")),
+        "{out}"
+    );
+    let line = |name: &str| {
+        schemata
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{name} in {schemata}"))
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(line("L3"), "L3:0=f;1=f", "{schemata}");
+    // a process that does not exist: refused before anything is written
+    let m2 = TestMount::builtin("skylake-sp");
+    let refused = Command::new(example("limit_process"))
+        .arg("4194000")
+        .env("RDT_SYSROOT", m2.root())
+        .output()
+        .expect("run");
+    assert!(!refused.status.success());
+    assert!(!m2.path("sys/fs/resctrl/COS1").exists());
+    assert_eq!(line("MB"), "MB:0=50;1=50", "{schemata}");
+    assert!(tasks.lines().any(|t| t == pid), "{tasks}");
+}
+
+#[test]
+fn monitor_prometheus_prints_valid_exposition_text_and_leaves_no_group() {
+    let m = TestMount::builtin("skylake-sp");
+    let mut child = sleeper();
+    let pid = child.id().to_string();
+    let (out, _) = run(&m, "monitor_prometheus", &["2", "0-3", &pid]);
+    let _ = child.kill();
+    let _ = child.wait();
+    // Every line is a TYPE line or a sample `name{label="value"} integer`.
+    let mut samples = Vec::new();
+    for line in out.lines() {
+        if let Some(t) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = t.split_once(' ').expect("TYPE name kind");
+            assert!(kind == "gauge" || kind == "counter", "{line}");
+            assert!(name.starts_with("rdt_"), "{line}");
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("series value");
+        let (name, labels) = series.split_once('{').expect("labels");
+        let labels = labels.strip_suffix('}').expect("closing brace");
+        let (key, quoted) = labels.split_once('=').expect("label");
+        assert!(key == "cpus" || key == "pids", "{line}");
+        assert!(quoted.starts_with('"') && quoted.ends_with('"'), "{line}");
+        samples.push((
+            name.to_owned(),
+            key.to_owned(),
+            value.parse::<u64>().expect("value"),
+        ));
+    }
+    let series = |name: &str, key: &str| -> Vec<u64> {
+        samples
+            .iter()
+            .filter(|(n, k, _)| n == name && k == key)
+            .map(|s| s.2)
+            .collect()
+    };
+    let occupancy = series("rdt_llc_occupancy_bytes", "cpus");
+    assert_eq!(occupancy.len(), 2, "one per poll:\n{out}");
+    assert!(occupancy.iter().all(|&b| b > 0), "{out}");
+    let total = series("rdt_mbm_total_bytes_total", "cpus");
+    assert_eq!(total.len(), 2, "{out}");
+    assert!(total[1] >= total[0], "a counter does not go back: {out}");
+    assert_eq!(
+        series("rdt_mbm_local_bytes_total", "pids").len(),
+        2,
+        "{out}"
+    );
+    let left: Vec<_> = std::fs::read_dir(m.path("sys/fs/resctrl/mon_groups"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("pqos-"))
+        .collect();
+    assert!(left.is_empty(), "the guard removed its groups: {left:?}");
+}
