@@ -361,6 +361,28 @@ pub enum LimitError {
 }
 
 impl Capabilities {
+    /// Capabilities of a `vendor` CPU with no RDT/PQoS feature, no cache geometry and no
+    /// PMU: what detection reports when CPUID has nothing, and the base a test adds to.
+    #[must_use]
+    pub const fn none(vendor: Vendor) -> Self {
+        Self {
+            vendor,
+            brand: None,
+            signature: None,
+            monitoring: Feature::Unsupported,
+            l3_cat: Feature::Unsupported,
+            l2_cat: Feature::Unsupported,
+            mba: Feature::Unsupported,
+            smba: Feature::Unsupported,
+            l3_cache: None,
+            l2_cache: None,
+            pmu: PmuCaps {
+                ipc: false,
+                llc_misses: false,
+            },
+        }
+    }
+
     /// Decodes the capabilities from a CPUID source.
     ///
     /// Leaves the source did not record give [`Feature::DetailsUnknown`] or `None`. CDP is

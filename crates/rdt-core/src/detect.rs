@@ -123,19 +123,7 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
     let p = Probe::new(src);
     let raw = raw_cpuid(src);
     if p.max_basic.is_none() {
-        return Capabilities {
-            vendor: Vendor::Other(String::new()),
-            brand: None,
-            signature: None,
-            monitoring: Feature::Unsupported,
-            l3_cat: Feature::Unsupported,
-            l2_cat: Feature::Unsupported,
-            mba: Feature::Unsupported,
-            smba: Feature::Unsupported,
-            l3_cache: None,
-            l2_cache: None,
-            pmu: PmuCaps::default(),
-        };
+        return Capabilities::none(Vendor::Other(String::new()));
     }
     let vendor = vendor_of(&raw);
     let amd = vendor.is_amd_like();

@@ -126,27 +126,6 @@ pub mod fixtures {
         )
     }
 
-    /// Capabilities with nothing but the vendor: add what the test needs.
-    #[must_use]
-    pub const fn bare(vendor: Vendor) -> Capabilities {
-        Capabilities {
-            vendor,
-            brand: None,
-            signature: None,
-            monitoring: Feature::Unsupported,
-            l3_cat: Feature::Unsupported,
-            l2_cat: Feature::Unsupported,
-            mba: Feature::Unsupported,
-            smba: Feature::Unsupported,
-            l3_cache: None,
-            l2_cache: None,
-            pmu: PmuCaps {
-                ipc: false,
-                llc_misses: false,
-            },
-        }
-    }
-
     const fn with_pmu(mut caps: Capabilities) -> Capabilities {
         caps.pmu = PmuCaps {
             ipc: true,
@@ -160,7 +139,7 @@ pub mod fixtures {
     /// RMIDs, 64 KiB per count), a PMU, no MBA; the E5-2650L v4's brand and cache geometry.
     #[must_use]
     pub fn broadwell_2s() -> (Capabilities, Topology) {
-        let mut caps = with_pmu(bare(Vendor::Intel));
+        let mut caps = with_pmu(Capabilities::none(Vendor::Intel));
         caps.brand = Some("Intel(R) Xeon(R) CPU E5-2650L v4 @ 1.70GHz".into());
         caps.signature = Some(0x406f1);
         caps.monitoring = Feature::Supported(monitoring(176, 65536));
@@ -189,7 +168,7 @@ pub mod fixtures {
     /// 10 % steps), CMT/MBM (192 RMIDs), a PMU.
     #[must_use]
     pub fn intel_1s() -> (Capabilities, Topology) {
-        let mut caps = with_pmu(bare(Vendor::Intel));
+        let mut caps = with_pmu(Capabilities::none(Vendor::Intel));
         caps.monitoring = Feature::Supported(monitoring(192, 49152));
         caps.l3_cat = Feature::Supported(CatCaps {
             shareable_bits: 0x600,
@@ -208,7 +187,7 @@ pub mod fixtures {
     /// CMT/MBM (112 RMIDs, 56 KiB per count, 24-bit counters); a PMU.
     #[must_use]
     pub fn intel_2s() -> (Capabilities, Topology) {
-        let mut caps = with_pmu(bare(Vendor::Intel));
+        let mut caps = with_pmu(Capabilities::none(Vendor::Intel));
         caps.monitoring = Feature::Supported(monitoring(112, 57344));
         caps.l3_cat = Feature::Supported(cat(20, 16));
         caps.l2_cat = Feature::Supported(cat(8, 8));
@@ -233,7 +212,7 @@ pub mod fixtures {
     /// PMU.
     #[must_use]
     pub fn amd_2ccx() -> (Capabilities, Topology) {
-        let mut caps = bare(Vendor::Amd);
+        let mut caps = Capabilities::none(Vendor::Amd);
         caps.monitoring = Feature::Supported(monitoring(256, 64));
         caps.l3_cat = Feature::Supported(CatCaps {
             non_contiguous_cbm: true,
