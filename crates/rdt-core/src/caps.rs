@@ -513,6 +513,37 @@ impl Capabilities {
         Ok(())
     }
 
+    /// Checks that a CPU (or, on the OS interface, a task) can be put in `class` on
+    /// `interface`: below [`Capabilities::classes`] (the largest class count of the
+    /// allocation resources on MSR, resctrl's CLOSIDs on OS).
+    ///
+    /// # Errors
+    /// [`LimitError::Unsupported`] without any allocation resource;
+    /// [`LimitError::ClassOutOfRange`].
+    pub fn check_class(
+        &self,
+        interface: crate::Interface,
+        class: ClassId,
+    ) -> Result<(), LimitError> {
+        let n = self.classes(interface);
+        if n == 0 {
+            return Err(LimitError::Unsupported("allocation (CAT/MBA)"));
+        }
+        if class.get() >= n {
+            return Err(LimitError::ClassOutOfRange {
+                resource: match interface {
+                    crate::Interface::Msr => "COS association",
+                    crate::Interface::Os => {
+                        "resctrl (CLOSIDs: the smallest num_closids of all resources)"
+                    }
+                },
+                class,
+                num_classes: n,
+            });
+        }
+        Ok(())
+    }
+
     /// The number of classes a CPU can be associated with: the largest class count of the
     /// allocation resources present (pqos: `class_id < max(#L3, #L2, #MBA COS)`).
     #[must_use]

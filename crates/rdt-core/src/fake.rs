@@ -715,15 +715,7 @@ impl Backend for FakeBackend {
 
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> R<()> {
         self.cpu(cpu)?;
-        let n = self.caps.classes(self.interface());
-        if class.get() >= n {
-            return Err(crate::LimitError::ClassOutOfRange {
-                resource: "association",
-                class,
-                num_classes: n,
-            }
-            .into());
-        }
+        self.caps.check_class(self.interface(), class)?;
         self.write(format!("assoc {cpu} COS{class}"))?;
         self.cos.insert(cpu, class);
         Ok(())
@@ -886,15 +878,7 @@ impl Backend for FakeBackend {
         if !self.os_interface {
             return Err(self.unsupported("task association").into());
         }
-        let n = self.caps.os_classes();
-        if class.get() >= n {
-            return Err(crate::LimitError::ClassOutOfRange {
-                resource: "resctrl (CLOSIDs)",
-                class,
-                num_classes: n,
-            }
-            .into());
-        }
+        self.caps.check_class(Interface::Os, class)?;
         let threads = match self.processes.get(&task) {
             Some(all) => all.clone(),
             None if self.task_class.contains_key(&task) => vec![task],

@@ -842,18 +842,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// written then); a read or write error.
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), MsrError> {
         self.check_cpu(cpu)?;
-        let n = self.caps.max_classes();
-        if n == 0 {
-            return Err(LimitError::Unsupported("allocation (CAT/MBA)").into());
-        }
-        if class.get() >= n {
-            return Err(LimitError::ClassOutOfRange {
-                resource: "COS association",
-                class,
-                num_classes: n,
-            }
-            .into());
-        }
+        self.caps.check_class(Interface::Msr, class)?;
         let old = self.io.read(cpu, IA32_PQR_ASSOC)?;
         self.io
             .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_cos(old, class.get()))

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use rdt_core::{
     AllocReset, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId, FeatureSetting,
-    GroupOwner, LimitError, MbaClass, MbaCtrl, MbaKind, MbaLimit, PmuSource, RequestError,
+    GroupOwner, Interface, LimitError, MbaClass, MbaCtrl, MbaKind, MbaLimit, PmuSource,
+    RequestError,
 };
 
 use super::ResctrlBackend;
@@ -87,19 +88,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
 
     /// The class must have a CLOSID: below the smallest `num_closids`.
     pub(super) fn check_closid(&self, class: ClassId) -> Result<(), ResctrlError> {
-        let n = self.info.closids_supported();
-        if n == 0 {
-            return Err(LimitError::Unsupported("allocation (CAT/MBA)").into());
-        }
-        if class.get() >= n {
-            return Err(LimitError::ClassOutOfRange {
-                resource: "resctrl (CLOSIDs: the smallest num_closids of all resources)",
-                class,
-                num_classes: n,
-            }
-            .into());
-        }
-        Ok(())
+        Ok(self.caps.check_class(Interface::Os, class)?)
     }
 
     /// The value a freshly reset group has in `schema`, as text.
