@@ -484,6 +484,39 @@ struct Context {
     cumulative: [Option<u64>; 2],
 }
 
+impl Context {
+    /// Advances MBM event `event` (index `i`: 0 local, 1 total) by this poll's reading: the
+    /// cumulative count grows by the traffic since the last good reading; returns the
+    /// interval's traffic in bytes, known when both ends were read (0 on the first poll).
+    fn mbm_step(
+        &mut self,
+        i: usize,
+        event: RmidEvent,
+        first: bool,
+        width: u32,
+        scale: u64,
+    ) -> Option<u64> {
+        let now = self.now[event_index(event)];
+        let delta = match (now, self.last_good[i]) {
+            (Some(n), Some(last)) => {
+                let d = counter_delta(last, n, width).saturating_mul(scale);
+                self.cumulative[i] = Some(self.cumulative[i].unwrap_or(0).saturating_add(d));
+                self.prev_ok[i].then_some(d)
+            }
+            (Some(_), None) => {
+                self.cumulative[i] = Some(self.cumulative[i].unwrap_or(0));
+                first.then_some(0)
+            }
+            (None, _) => None,
+        };
+        if now.is_some() {
+            self.last_good[i] = now;
+        }
+        self.prev_ok[i] = now.is_some();
+        delta
+    }
+}
+
 /// Turns a group's raw readings into [`MonValues`], the same way on both interfaces.
 ///
 /// A backend creates one per monitoring group with its counter contexts (one per RMID per
@@ -515,8 +548,6 @@ pub struct MonAccumulator {
     events: MonEvents,
     rmid: MonEvents,
     format: CounterFormat,
-    /// The distinct domains, ascending.
-    domains: Vec<CacheDomain>,
     contexts: Vec<Context>,
     pmu_prev: Vec<Option<PmuCounts>>,
     /// This poll's PMU deltas; `None` when not recorded or not countable.
@@ -552,6 +583,10 @@ impl MonAccumulator {
         let mut domains = contexts.to_vec();
         domains.sort_unstable();
         domains.dedup();
+        let values = MonValues {
+            domains: domains.iter().map(|&d| DomainValues::new(d)).collect(),
+            ..MonValues::default()
+        };
         let contexts = contexts
             .iter()
             .map(|d| Context {
@@ -566,12 +601,11 @@ impl MonAccumulator {
             events,
             rmid: events.rmid_events(),
             format,
-            domains,
             contexts,
             pmu_prev: vec![None; pmu_members],
             pmu_now: None,
             polled: false,
-            values: MonValues::default(),
+            values,
         }
     }
 
@@ -607,52 +641,57 @@ impl MonAccumulator {
     /// Ends a poll that finished at `at`: computes the values from what was recorded and
     /// clears the readings for the next poll.
     pub fn finish(&mut self, at: Instant) -> &MonValues {
+        fn add(acc: &mut Option<u64>, v: Option<u64>) {
+            *acc = acc.zip(v).map(|(a, v)| a.saturating_add(v));
+        }
         let first = !self.polled;
         let scale = self.format.bytes_per_count;
         let width = self.format.width;
-        let mut domains: Vec<DomainValues> =
-            self.domains.iter().map(|&d| DomainValues::new(d)).collect();
-        // Per domain, per event: the sum over its contexts, `None` if any is unknown.
-        let mut occupancy: Vec<Option<u64>> = vec![Some(0); domains.len()];
-        let mut deltas: Vec<[Option<u64>; 2]> = vec![[Some(0); 2]; domains.len()];
-        let mut cumulative: Vec<[Option<u64>; 2]> = vec![[Some(0); 2]; domains.len()];
+        // Per domain, per event: the sum over its contexts, `None` if any is unknown; summed
+        // in place in the domain values kept from poll to poll (nothing allocated per poll).
+        let domains = &mut self.values.domains;
+        for dv in domains.iter_mut() {
+            dv.llc_occupancy_bytes = Some(0);
+            dv.mbm_local_delta_bytes = Some(0);
+            dv.mbm_total_delta_bytes = Some(0);
+            dv.mbm_local_bytes = Some(0);
+            dv.mbm_total_bytes = Some(0);
+        }
         for c in &mut self.contexts {
-            let d = c.domain;
-            occupancy[d] =
-                sum([occupancy[d], c.now[0].map(|v| v.saturating_mul(scale))].into_iter());
+            let Some(dv) = domains.get_mut(c.domain) else {
+                continue;
+            };
+            add(
+                &mut dv.llc_occupancy_bytes,
+                c.now[0].map(|v| v.saturating_mul(scale)),
+            );
             for (i, event) in [RmidEvent::MbmLocal, RmidEvent::MbmTotal]
                 .into_iter()
                 .enumerate()
             {
-                let now = c.now[event_index(event)];
-                let delta = match (now, c.last_good[i]) {
-                    (Some(n), Some(last)) => {
-                        let d = counter_delta(last, n, width).saturating_mul(scale);
-                        c.cumulative[i] = Some(c.cumulative[i].unwrap_or(0).saturating_add(d));
-                        c.prev_ok[i].then_some(d)
-                    }
-                    (Some(_), None) => {
-                        c.cumulative[i] = Some(c.cumulative[i].unwrap_or(0));
-                        first.then_some(0)
-                    }
-                    (None, _) => None,
+                let delta = c.mbm_step(i, event, first, width, scale);
+                let (d, cum) = if i == 0 {
+                    (&mut dv.mbm_local_delta_bytes, &mut dv.mbm_local_bytes)
+                } else {
+                    (&mut dv.mbm_total_delta_bytes, &mut dv.mbm_total_bytes)
                 };
-                if now.is_some() {
-                    c.last_good[i] = now;
-                }
-                c.prev_ok[i] = now.is_some();
-                deltas[d][i] = sum([deltas[d][i], delta].into_iter());
-                cumulative[d][i] = sum([cumulative[d][i], c.cumulative[i]].into_iter());
+                add(d, delta);
+                add(cum, c.cumulative[i]);
             }
             c.now = [None; 3];
         }
         let has = |e: MonEvents| self.rmid.contains(e);
-        for (i, dv) in domains.iter_mut().enumerate() {
-            dv.llc_occupancy_bytes = occupancy[i].filter(|_| has(MonEvents::LLC_OCCUPANCY));
-            dv.mbm_local_delta_bytes = deltas[i][0].filter(|_| has(MonEvents::MBM_LOCAL));
-            dv.mbm_total_delta_bytes = deltas[i][1].filter(|_| has(MonEvents::MBM_TOTAL));
-            dv.mbm_local_bytes = cumulative[i][0].filter(|_| has(MonEvents::MBM_LOCAL));
-            dv.mbm_total_bytes = cumulative[i][1].filter(|_| has(MonEvents::MBM_TOTAL));
+        let (occ, local, total) = (
+            has(MonEvents::LLC_OCCUPANCY),
+            has(MonEvents::MBM_LOCAL),
+            has(MonEvents::MBM_TOTAL),
+        );
+        for dv in domains.iter_mut() {
+            dv.llc_occupancy_bytes = dv.llc_occupancy_bytes.filter(|_| occ);
+            dv.mbm_local_delta_bytes = dv.mbm_local_delta_bytes.filter(|_| local);
+            dv.mbm_total_delta_bytes = dv.mbm_total_delta_bytes.filter(|_| total);
+            dv.mbm_local_bytes = dv.mbm_local_bytes.filter(|_| local);
+            dv.mbm_total_bytes = dv.mbm_total_bytes.filter(|_| total);
         }
         let group = |f: fn(&DomainValues) -> Option<u64>| {
             if domains.is_empty() {
@@ -661,21 +700,25 @@ impl MonAccumulator {
                 sum(domains.iter().map(f))
             }
         };
+        let llc = group(|d| d.llc_occupancy_bytes);
+        let local_delta = group(|d| d.mbm_local_delta_bytes);
+        let total_delta = group(|d| d.mbm_total_delta_bytes);
+        let local_bytes = group(|d| d.mbm_local_bytes);
+        let total_bytes = group(|d| d.mbm_total_bytes);
         let v = &mut self.values;
-        v.llc_occupancy_bytes = group(|d| d.llc_occupancy_bytes);
-        v.mbm_local_delta_bytes = group(|d| d.mbm_local_delta_bytes);
-        v.mbm_total_delta_bytes = group(|d| d.mbm_total_delta_bytes);
-        v.mbm_local_bytes = group(|d| d.mbm_local_bytes);
-        v.mbm_total_bytes = group(|d| d.mbm_total_bytes);
+        v.llc_occupancy_bytes = llc;
+        v.mbm_local_delta_bytes = local_delta;
+        v.mbm_total_delta_bytes = total_delta;
+        v.mbm_local_bytes = local_bytes;
+        v.mbm_total_bytes = total_bytes;
         v.mbm_remote_delta_bytes = if self.events.contains(MonEvents::MBM_REMOTE) {
             // RMEM = total - local, 0 if negative (pqos lib/monitoring.c)
-            v.mbm_total_delta_bytes
-                .zip(v.mbm_local_delta_bytes)
+            total_delta
+                .zip(local_delta)
                 .map(|(t, l)| t.saturating_sub(l))
         } else {
             None
         };
-        v.domains = domains;
         let pmu = self.pmu_now.take();
         let want_ipc = self.events.contains(MonEvents::IPC);
         let want_misses = self.events.contains(MonEvents::LLC_MISSES);

@@ -571,7 +571,12 @@ fn read_event<M: MsrIo>(
 
 impl Group {
     /// Reads this group's RMID counters and PMU counts into its accumulator.
-    fn poll<M: MsrIo, P: PmuSource>(&mut self, io: &mut M, pmu: &mut P) -> Result<(), MsrError> {
+    fn poll<M: MsrIo, P: PmuSource>(
+        &mut self,
+        io: &mut M,
+        pmu: &mut P,
+        at: Instant,
+    ) -> Result<(), MsrError> {
         for (i, ctx) in self.contexts.iter().enumerate() {
             for &event in &self.rmid_events {
                 let now = read_event(io, ctx.cpu, ctx.rmid, event)?;
@@ -582,7 +587,7 @@ impl Group {
             self.acc
                 .record_pmu(self.cpus.iter().map(|&cpu| pmu.read(cpu)));
         }
-        self.acc.finish(Instant::now());
+        self.acc.finish(at);
         Ok(())
     }
 }
@@ -1056,8 +1061,9 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         let Self {
             io, pmu, groups, ..
         } = self;
+        let at = Instant::now(); // one timestamp for every group of the poll
         for g in groups {
-            g.poll(io, pmu)?;
+            g.poll(io, pmu, at)?;
         }
         Ok(())
     }

@@ -90,7 +90,7 @@ pub(super) struct MonGroup {
 
 impl MonGroup {
     /// Reads every counter once and the PMU into the accumulator.
-    fn poll<P: PmuSource>(&mut self, pmu: &mut P) -> Result<(), ResctrlError> {
+    fn poll<P: PmuSource>(&mut self, pmu: &mut P, at: Instant) -> Result<(), ResctrlError> {
         for c in &self.counters {
             self.acc.record(c.context, c.event, c.read()?);
         }
@@ -103,7 +103,7 @@ impl MonGroup {
                 Members::None => {}
             }
         }
-        self.acc.finish(Instant::now());
+        self.acc.finish(at);
         Ok(())
     }
 }
@@ -410,8 +410,9 @@ impl<P: PmuSource> ResctrlBackend<P> {
     pub(super) fn poll_groups(&mut self) -> Result<(), ResctrlError> {
         let _g = self.lock.shared()?;
         let Self { groups, pmu, .. } = self;
+        let at = Instant::now(); // one timestamp for every group of the poll
         for g in groups {
-            g.poll(pmu)?;
+            g.poll(pmu, at)?;
         }
         Ok(())
     }
