@@ -544,6 +544,56 @@ impl Capabilities {
         Ok(())
     }
 
+    /// Checks an MBA limit for `class` on `interface`: the class exists, the unit is the one
+    /// in force (MiB/s exactly when the kernel's `mba_MBps` controller is on, which only the
+    /// OS interface has; percent on Intel; 1/8 GB/s units on AMD) and the value is in range
+    /// (percent 1-100, units 1-2^width; MiB/s any). Interface-specific limits (resctrl's
+    /// `min_bandwidth`) are the backends'.
+    ///
+    /// # Errors
+    /// [`RequestError::Limit`] (no MBA, class or value out of range),
+    /// [`RequestError::MbaUnit`].
+    pub fn check_mba_limit(
+        &self,
+        interface: crate::Interface,
+        class: ClassId,
+        limit: crate::MbaLimit,
+    ) -> Result<(), crate::RequestError> {
+        use crate::{Interface, MbaLimit, MbaUnitMismatch as M, RequestError};
+        let mba = self.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
+        self.check_mba_class(class)?;
+        let unit = |mismatch| RequestError::MbaUnit {
+            class,
+            limit,
+            mismatch,
+        };
+        let range = |value: u32, max: u32| {
+            if value == 0 || value > max {
+                Err(LimitError::MbaOutOfRange { value, min: 1, max }.into())
+            } else {
+                Ok(())
+            }
+        };
+        match (limit, interface, mba.ctrl_enabled, mba.kind) {
+            (MbaLimit::MibPerSec(_), Interface::Msr, _, _) => Err(unit(M::MibPerSecOnMsr)),
+            (MbaLimit::MibPerSec(_), Interface::Os, false, _) => Err(unit(M::ControllerOff)),
+            (MbaLimit::MibPerSec(_), Interface::Os, true, _) => Ok(()),
+            (_, _, true, _) => Err(unit(M::ControllerOn)),
+            (MbaLimit::Percent(p), _, false, MbaKind::IntelDelay { .. }) => {
+                range(u32::from(p), 100)
+            }
+            (MbaLimit::AmdUnits(u), _, false, MbaKind::AmdBandwidth { width }) => {
+                range(u, 1u32.checked_shl(width).unwrap_or(u32::MAX))
+            }
+            (MbaLimit::Percent(_), _, false, MbaKind::AmdBandwidth { .. }) => {
+                Err(unit(M::PercentOnAmd))
+            }
+            (MbaLimit::AmdUnits(_), _, false, MbaKind::IntelDelay { .. }) => {
+                Err(unit(M::UnitsOnIntel))
+            }
+        }
+    }
+
     /// The number of classes a CPU can be associated with: the largest class count of the
     /// allocation resources present (pqos: `class_id < max(#L3, #L2, #MBA COS)`).
     #[must_use]

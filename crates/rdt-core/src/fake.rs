@@ -671,28 +671,16 @@ impl Backend for FakeBackend {
         }
         let mut applied = Vec::new();
         for cl in classes {
-            self.caps.check_mba_class(cl.class)?;
+            self.caps
+                .check_mba_limit(self.interface(), cl.class, cl.limit)?;
             let limit = match (m.kind, cl.limit) {
-                (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p))
-                    if !m.ctrl_enabled =>
-                {
+                (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p)) => {
                     let rounded = crate::round_to_step(u32::from(p), m.granularity());
                     MbaLimit::Percent(
                         u8::try_from(rounded.clamp(100 - max_delay, 100)).unwrap_or(100),
                     )
                 }
-                (MbaKind::AmdBandwidth { .. }, MbaLimit::AmdUnits(u)) if !m.ctrl_enabled => {
-                    MbaLimit::AmdUnits(u)
-                }
-                (_, MbaLimit::MibPerSec(v)) if m.ctrl_enabled => MbaLimit::MibPerSec(v),
-                _ => {
-                    return Err(RequestError::MbaUnit {
-                        class: cl.class,
-                        limit: cl.limit,
-                        reason: "not the unit of this platform's MBA",
-                    }
-                    .into());
-                }
+                (_, limit) => limit,
             };
             applied.push(MbaClass {
                 class: cl.class,

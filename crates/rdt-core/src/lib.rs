@@ -59,5 +59,5 @@ pub use monitor::{
 };
 pub use mount::{MountOptions, MountOptionsError};
 pub use pmu::{NoPmu, PmuCounts, PmuSource, sum_deltas};
-pub use request::{RequestError, error_chain, holders};
+pub use request::{MbaUnitMismatch, RequestError, error_chain, holders};
 pub use topology::{CpuPlacement, Topology, TopologyError};

@@ -98,14 +98,14 @@ pub enum RequestError {
     },
     /// An MBA limit in a unit this platform or mount does not take (percent on an
     /// `mba_MBps` mount, MiB/s without it, percent on AMD).
-    #[error("MBA limit {limit:#} for COS{class}: {reason}")]
+    #[error("MBA limit {limit:#} for COS{class}: {mismatch}")]
     MbaUnit {
         /// The class.
         class: ClassId,
         /// The limit given.
         limit: MbaLimit,
         /// Which unit applies and how to get the other.
-        reason: &'static str,
+        mismatch: MbaUnitMismatch,
     },
     /// A CPU or task sits in a resctrl group another tool created
     /// ([`crate::GroupOwner::Foreign`]): it has no pqos class of service and is not moved.
@@ -129,6 +129,36 @@ pub enum RequestError {
     /// A monitoring group was requested without CPUs or tasks, or without events.
     #[error("a monitoring group needs at least one CPU or task and one event")]
     EmptyGroup,
+}
+
+/// Why an MBA limit's unit does not fit ([`RequestError::MbaUnit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
+pub enum MbaUnitMismatch {
+    /// MiB/s on the MSR interface: only the kernel's `mba_MBps` controller takes MiB/s.
+    #[error(
+        "MBps limits need the kernel's MBA software controller, on the OS interface (resctrl \
+         mounted with mba_MBps)"
+    )]
+    MibPerSecOnMsr,
+    /// MiB/s while resctrl is mounted without `mba_MBps`.
+    #[error(
+        "MBps limits need the kernel's MBA controller: reset with -R mbaCtrl-on (remounts \
+         resctrl with mba_MBps)"
+    )]
+    ControllerOff,
+    /// A percentage or units while resctrl is mounted with `mba_MBps`.
+    #[error(
+        "resctrl is mounted with mba_MBps, so limits are MBps (mba_max); reset with -R \
+         mbaCtrl-off for percentages"
+    )]
+    ControllerOn,
+    /// A percentage on AMD, which takes units of 1/8 GB/s.
+    #[error("AMD MBA limits are bandwidth units of 1/8 GB/s, not percentages")]
+    PercentOnAmd,
+    /// AMD units on Intel, which takes percentages.
+    #[error("Intel MBA limits are percentages, not AMD bandwidth units")]
+    UnitsOnIntel,
 }
 
 fn known_suffix(known: Option<&str>) -> String {

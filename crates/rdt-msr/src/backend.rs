@@ -754,16 +754,10 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         let cpu = Self::domain("MBA", &self.l3, domain)?;
         let mut writes = Vec::with_capacity(classes.len());
         for c in classes {
-            self.caps.check_mba_class(c.class)?;
+            self.caps
+                .check_mba_limit(Interface::Msr, c.class, c.limit)?;
+            // The unit and range are checked (check_mba_limit); what is left is the encoding.
             let (addr, value) = match (kind, c.limit) {
-                (_, MbaLimit::MibPerSec(_)) => {
-                    return Err(RequestError::Unsupported(
-                        "MBA in MBps needs the OS interface (the kernel's mba_MBps controller); \
-                         the MSR interface takes percent (Intel) or bandwidth units (AMD)"
-                            .into(),
-                    )
-                    .into());
-                }
                 (MbaKind::IntelDelay { linear: false, .. }, _) => {
                     return Err(RequestError::Unsupported(
                         "non-linear Intel MBA is not supported".into(),
@@ -771,41 +765,17 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                     .into());
                 }
                 (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p)) => {
-                    let p = u32::from(p);
-                    if p == 0 || p > 100 {
-                        return Err(LimitError::MbaOutOfRange {
-                            value: p,
-                            min: 1,
-                            max: 100,
-                        }
-                        .into());
-                    }
-                    let rounded = round_to_step(p, step); // half up to the granularity
+                    let rounded = round_to_step(u32::from(p), step); // half up to the granularity
                     let delay = intel_mba_delay(rounded).min(max_delay);
                     (IA32_MBA_THRTL_0.offset(c.class.get()), u64::from(delay))
                 }
-                (MbaKind::IntelDelay { .. }, MbaLimit::AmdUnits(_)) => {
-                    return Err(RequestError::Unsupported(
-                        "Intel MBA limits are percentages, not AMD bandwidth units".into(),
-                    )
-                    .into());
-                }
-                (MbaKind::AmdBandwidth { width }, MbaLimit::AmdUnits(u)) => {
-                    let max = amd_unlimited(width);
-                    if u == 0 || u > max {
-                        return Err(LimitError::MbaOutOfRange {
-                            value: u,
-                            min: 1,
-                            max,
-                        }
-                        .into());
-                    }
+                (MbaKind::AmdBandwidth { .. }, MbaLimit::AmdUnits(u)) => {
                     (AMD_MBA_BW_0.offset(c.class.get()), u64::from(u))
                 }
-                (MbaKind::AmdBandwidth { .. }, MbaLimit::Percent(_)) => {
-                    return Err(RequestError::Unsupported(
-                        "AMD MBA limits are bandwidth units of 1/8 GB/s, not percentages".into(),
-                    )
+                (_, limit) => {
+                    return Err(RequestError::Unsupported(format!(
+                        "MBA limit {limit:#} has no encoding on this platform"
+                    ))
                     .into());
                 }
             };

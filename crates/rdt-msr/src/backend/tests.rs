@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask, CatResource,
     ClassId, CpuSet, Feature, FeatureSetting, LimitError, LogicalCpu, MbaClass, MbaLimit,
-    MonEvents, MonGroupId, PmuCounts, PmuSource, RequestError, Rmid, Topology, Vendor,
+    MbaUnitMismatch, MonEvents, MonGroupId, PmuCounts, PmuSource, RequestError, Rmid, Topology,
+    Vendor,
 };
 
 use rdt_core::fake::fixtures;
@@ -535,7 +536,14 @@ fn mba_in_mbps_is_unsupported_on_the_msr_interface() {
         )
         .unwrap_err();
     assert!(
-        matches!(&err, MsrError::Request(RequestError::Unsupported(m)) if m.starts_with("MBA in MBps needs the OS interface"))
+        matches!(
+            &err,
+            MsrError::Request(RequestError::MbaUnit {
+                mismatch: MbaUnitMismatch::MibPerSecOnMsr,
+                ..
+            })
+        ),
+        "{err}"
     );
     assert_eq!(b.io().writes(), 0);
 }
@@ -604,7 +612,10 @@ fn amd_mba_refuses_percentages() {
     let mut b = backend_with(FakeMsrs::new(), amd_caps());
     assert!(matches!(
         set_mba(&mut b, 1, 50),
-        Err(MsrError::Request(RequestError::Unsupported(_)))
+        Err(MsrError::Request(RequestError::MbaUnit {
+            mismatch: MbaUnitMismatch::PercentOnAmd,
+            ..
+        }))
     ));
 }
 

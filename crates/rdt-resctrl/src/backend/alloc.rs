@@ -544,69 +544,24 @@ impl<P: PmuSource> ResctrlBackend<P> {
         domain: CacheDomain,
         classes: &[MbaClass],
     ) -> Result<Vec<MbaClass>, ResctrlError> {
-        let mba = self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
-        let amd = matches!(mba.kind, MbaKind::AmdBandwidth { .. });
-        let max_amd = u32::try_from(self.default_bw(Some(mba))).unwrap_or(u32::MAX);
+        self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
         let min = self.info.mb.as_ref().map_or(0, |m| m.min_bandwidth);
         self.check_domain("MB", "MB", domain)?;
         let mut plan: BTreeMap<ClassId, Vec<(&'static str, u32, String)>> = BTreeMap::new();
         for c in classes {
             self.caps.check_mba_class(c.class)?;
             self.check_closid(c.class)?;
-            let unit = |reason| -> ResctrlError {
-                RequestError::MbaUnit {
-                    class: c.class,
-                    limit: c.limit,
-                    reason,
+            self.caps.check_mba_limit(Interface::Os, c.class, c.limit)?;
+            let v = c.limit.value();
+            // resctrl's own floor: info/MB/min_bandwidth (percent MBA).
+            if matches!(c.limit, MbaLimit::Percent(_)) && v < min {
+                return Err(LimitError::MbaOutOfRange {
+                    value: v,
+                    min,
+                    max: 100,
                 }
-                .into()
-            };
-            let v = match (c.limit, self.mba_mbps, amd) {
-                (MbaLimit::MibPerSec(v), true, _) => v,
-                (_, true, _) => {
-                    return Err(unit(
-                        "resctrl is mounted with mba_MBps, so limits are MBps (mba_max); \
-                         reset with -R mbaCtrl-off for percentages",
-                    ));
-                }
-                (MbaLimit::MibPerSec(_), false, _) => {
-                    return Err(unit(
-                        "MBps limits need the kernel's MBA controller: reset with -R mbaCtrl-on \
-                         (remounts resctrl with mba_MBps)",
-                    ));
-                }
-                (MbaLimit::AmdUnits(v), false, true) => {
-                    if v > max_amd {
-                        return Err(LimitError::MbaOutOfRange {
-                            value: v,
-                            min,
-                            max: max_amd,
-                        }
-                        .into());
-                    }
-                    v
-                }
-                (MbaLimit::Percent(_), false, true) => {
-                    return Err(unit(
-                        "AMD MBA limits are bandwidth units of 1/8 GB/s, not percentages",
-                    ));
-                }
-                (MbaLimit::Percent(p), false, false) => {
-                    let p = u32::from(p);
-                    if p < min.max(1) || p > 100 {
-                        return Err(LimitError::MbaOutOfRange {
-                            value: p,
-                            min: min.max(1),
-                            max: 100,
-                        }
-                        .into());
-                    }
-                    p
-                }
-                (MbaLimit::AmdUnits(_), false, false) => {
-                    return Err(unit("Intel MBA limits are percentages, not AMD units"));
-                }
-            };
+                .into());
+            }
             plan.entry(c.class)
                 .or_default()
                 .push(("MB", domain.get(), v.to_string()));
