@@ -551,8 +551,8 @@ impl Capabilities {
     /// `min_bandwidth`) are the backends'.
     ///
     /// # Errors
-    /// [`RequestError::Limit`] (no MBA, class or value out of range),
-    /// [`RequestError::MbaUnit`].
+    /// [`RequestError::Limit`](crate::RequestError::Limit) (no MBA, class or value out of range),
+    /// [`RequestError::MbaUnit`](crate::RequestError::MbaUnit).
     pub fn check_mba_limit(
         &self,
         interface: crate::Interface,
