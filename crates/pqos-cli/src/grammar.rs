@@ -6,6 +6,7 @@
 //! (`commands::alloc`). Error messages keep pqos's text where pqos has one and add the
 //! offending token and the rule.
 
+pub use rdt_pqos::transaction::MaskScope;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
@@ -97,17 +98,6 @@ pub enum AllocKind {
     MbaMax,
     /// `smba`: AMD slow-memory bandwidth allocation.
     Smba,
-}
-
-/// Which masks of a class a CAT value sets (`1` both, `1d` data, `1c` code).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MaskScope {
-    /// No suffix: code and data masks (or the one mask with CDP off).
-    Both,
-    /// `d`/`D` suffix: the data mask (CDP on only).
-    Data,
-    /// `c`/`C` suffix: the code mask (CDP on only).
-    Code,
 }
 
 /// One `COS=VALUE` of a `-e` item.

@@ -361,6 +361,12 @@ pub enum LimitError {
 }
 
 impl Capabilities {
+    /// The `resource` of the [`LimitError::ClassOutOfRange`] that
+    /// [`Capabilities::check_class`] gives on the OS interface: resctrl's CLOSIDs, the
+    /// smallest `num_closids` of all resources.
+    pub const OS_CLASS_LIMIT: &'static str =
+        "resctrl (CLOSIDs: the smallest num_closids of all resources)";
+
     /// Capabilities of a `vendor` CPU with no RDT/PQoS feature, no cache geometry and no
     /// PMU: what detection reports when CPUID has nothing, and the base a test adds to.
     #[must_use]
@@ -533,9 +539,7 @@ impl Capabilities {
             return Err(LimitError::ClassOutOfRange {
                 resource: match interface {
                     crate::Interface::Msr => "COS association",
-                    crate::Interface::Os => {
-                        "resctrl (CLOSIDs: the smallest num_closids of all resources)"
-                    }
+                    crate::Interface::Os => Self::OS_CLASS_LIMIT,
                 },
                 class,
                 num_classes: n,

@@ -293,6 +293,8 @@ pub struct FakeBackend {
     pub os_interface: bool,
     /// The write that fails: 1 is the next one; 0 none.
     fail_nth: usize,
+    /// The first write that fails, with every one after it: 1 is the next one; 0 none.
+    fail_from: usize,
     fail_all_writes: bool,
     fail_all_reads: bool,
     /// Processes: process id (its main thread) -> every thread id, main thread included.
@@ -322,6 +324,7 @@ impl FakeBackend {
             writes: Vec::new(),
             os_interface: false,
             fail_nth: 0,
+            fail_from: 0,
             fail_all_writes: false,
             fail_all_reads: false,
             processes: BTreeMap::new(),
@@ -418,6 +421,12 @@ impl FakeBackend {
         self.fail_nth = n;
     }
 
+    /// Makes the `n`th change from now (1: the next one) and every change after it fail, as
+    /// a device that stops answering does; 0 disarms.
+    pub fn fail_writes_from(&mut self, n: usize) {
+        self.fail_from = n;
+    }
+
     /// Makes every change fail while `on`.
     pub fn fail_writes(&mut self, on: bool) {
         self.fail_all_writes = on;
@@ -503,7 +512,11 @@ impl FakeBackend {
     fn write(&mut self, what: String) -> R<()> {
         let nth = self.fail_nth == 1;
         self.fail_nth = self.fail_nth.saturating_sub(1);
-        if nth || self.fail_all_writes {
+        let from = self.fail_from == 1;
+        if self.fail_from > 1 {
+            self.fail_from -= 1;
+        }
+        if nth || from || self.fail_all_writes {
             return Err(FakeError::Injected(format!("writing {what}")));
         }
         self.writes.push(what);

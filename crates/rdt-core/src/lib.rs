@@ -36,6 +36,7 @@ pub mod pmu;
 pub mod proc;
 mod request;
 pub mod topology;
+pub mod transaction;
 
 pub use backend::{
     AllocReset, Backend, BackendError, CatClass, CatMask, FeatureSetting, GroupInfo, GroupKind,

@@ -2,118 +2,66 @@
 //! `-R` (allocation reset) and `-r` (monitoring reset), with pqos's output lines
 //! (pqos/alloc.c, v25.04 strings).
 //!
-//! Every definition and association is checked against the backend's capabilities and
-//! topology (tasks: against `/proc`) first, and the current class of every core and task
-//! named is read (a core or task in another tool's resctrl group is refused then); if any
-//! check fails, nothing is written. pqos applies the definitions one by one; when a write
-//! still fails (the kernel or the hardware refuses it), the writes this command made before
-//! it are undone, newest first, so that a command takes effect whole or not at all (this
-//! tool's addition: pqos leaves the earlier writes in place).
+//! `-e`/`-a` are one library transaction ([`rdt_pqos::transaction::Plan`]): every
+//! definition and association is validated and the current class of every core and task is
+//! read before anything is written; a write that still fails is undone with the writes before
+//! it, so a command takes effect whole or not at all (this tool's addition: pqos leaves the
+//! earlier writes in place). What stays here is pqos's grammar (resource ids and their
+//! labels, the meaning of a bare MBA number) and pqos's words.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::{Context as _, Result, anyhow, bail};
+use rdt_pqos::proc::ProcFs;
+use rdt_pqos::transaction::{Change, Done, Failed, Outcome, Plan, PlanError, Step};
 use rdt_pqos::{
-    AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask,
-    CatResource, ClassId, FeatureSetting, Interface, LogicalCpu, MbaClass, MbaKind, MbaLimit,
-    RequestError, TaskId, Topology,
+    AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatMask,
+    CatResource, ClassId, FeatureSetting, Interface, LimitError, MbaKind, MbaLimit,
+    MbaUnitMismatch, RequestError, Topology,
 };
 
 use super::{L3Domains, join, profiles};
-use rdt_pqos::proc::ProcFs;
-
 use crate::command::AllocRequest;
-use crate::grammar::{AllocKind, ClassDef, CosValue, MaskScope};
+use crate::grammar::{AllocKind, ClassDef, CosValue};
 
-/// One validated write, with the label its output line uses.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Op {
+/// Where a change came from: what its pqos line and messages say.
+#[derive(Clone, Debug)]
+enum Origin<'a> {
+    /// One `COS=MASK` of an `llc`/`l2` item, in one domain.
     Cat {
-        resource: CatResource,
-        domain: CacheDomain,
+        def: &'a ClassDef,
+        value: &'a CosValue,
+        /// The domain's user-visible id (socket, CCX, L2 id).
+        id: u32,
+        /// `SOCKET 0`, `Core Complex 0`, `L2ID 1`.
         label: String,
-        class: CatClass,
-        /// The class as it was before this write, for the undo.
-        before: CatClass,
     },
+    /// One `COS=VALUE` of an `mba`/`mba_max` item, in one domain.
     Mba {
-        domain: CacheDomain,
+        def: &'a ClassDef,
+        value: &'a CosValue,
         label: String,
-        class: MbaClass,
+        /// `%`, ` MBps` or nothing (AMD units).
         unit: &'static str,
-        /// The class as it was before this write, for the undo.
-        before: MbaClass,
     },
+    /// A core of `-a`.
+    Core { item: &'a str },
+    /// A task of `-a pid:`.
+    Task { item: &'a str },
 }
 
-/// A write this command made, as the write that puts it back.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Undo {
-    Cat(CatResource, CacheDomain, CatClass),
-    Mba(CacheDomain, MbaClass),
-    Core(LogicalCpu, ClassId),
-    Task(TaskId, ClassId),
-}
-
-impl Undo {
-    /// Only the backend's verdict matters for an undo; the lines were printed already.
-    fn run<B: Backend>(&self, backend: &mut B) -> Result<(), B::Error> {
-        match self {
-            Self::Cat(resource, domain, class) => {
-                backend.set_cat_classes(*resource, *domain, &[*class])
-            }
-            Self::Mba(domain, class) => backend.set_mba_classes(*domain, &[*class]).map(|_| ()),
-            Self::Core(cpu, class) => backend.associate(*cpu, *class),
-            Self::Task(task, class) => backend.associate_task(*task, *class),
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            Self::Cat(resource, domain, class) => {
-                format!("{resource} COS{} of domain {domain}", class.class)
-            }
-            Self::Mba(domain, class) => format!("MBA COS{} of domain {domain}", class.class),
-            Self::Core(cpu, class) => format!("core {cpu} back to COS{class}"),
-            Self::Task(task, class) => format!("task {task} back to COS{class}"),
-        }
+impl Origin<'_> {
+    const fn is_definition(&self) -> bool {
+        matches!(self, Self::Cat { .. } | Self::Mba { .. })
     }
 }
 
-/// Puts back what `done` records, newest first, and adds the outcome to `err`: nothing
-/// changed, or what could not be put back.
-fn undo_all<B: Backend>(backend: &mut B, done: Vec<Undo>, err: anyhow::Error) -> anyhow::Error {
-    if done.is_empty() {
-        return err;
-    }
-    let n = done.len();
-    let mut failed = Vec::new();
-    for u in done.into_iter().rev() {
-        if let Err(e) = u.run(backend) {
-            failed.push(format!("{}: {:#}", u.describe(), anyhow!(e)));
-        }
-    }
-    if failed.is_empty() {
-        err.context(format!(
-            "nothing was changed: the {n} write(s) this command made before the failure were \
-             undone"
-        ))
-    } else {
-        err.context(format!(
-            "the configuration is partly changed: undoing the writes made before the failure \
-             failed for {}",
-            failed.join("; ")
-        ))
-    }
-}
-
-/// `-e` and `-a`: validates everything, then writes and prints pqos's lines.
+/// `-e` and `-a`: one transaction, with pqos's lines.
 ///
 /// # Errors
 /// A definition or association that does not fit the platform (nothing is written then),
-/// or a failed write. pqos's `Allocation configuration error!` or `Allocation association
-/// error!` has been written to `out` then.
+/// or a failed write (the writes before it are undone). pqos's `Allocation configuration
+/// error!` or `Allocation association error!` has been written to `out` then.
 pub fn run_alloc<B: Backend>(
     backend: &mut B,
     req: &AllocRequest,
@@ -128,220 +76,71 @@ pub fn run_alloc<B: Backend>(
         // pqos appends the profile's classes to the -e list (pqos/profiles.c).
         classes.extend(profiles::class_defs(name, backend.capabilities()).map_err(|m| anyhow!(m))?);
     }
-    let ops = match plan_classes(backend, &classes) {
-        Ok(ops) => ops,
+    let (changes, origins) = match changes_of(backend, &classes, req) {
+        Ok(c) => c,
         Err(e) => {
             writeln!(out, "Allocation configuration error!")?;
             return Err(e);
         }
     };
-    let checked = check_assoc(backend, &req.assoc)
-        .and_then(|()| check_tasks(backend, proc, &req.tasks))
-        .and_then(|()| current_classes(backend, req));
-    let (mut core_class, mut task_class) = match checked {
-        Ok(current) => current,
+    let plan = match Plan::new(backend, &changes) {
+        Ok(plan) => plan,
         Err(e) => {
-            writeln!(out, "Allocation association error!")?;
+            let origin = &origins[e.index()];
+            let e = refused(backend, proc, &changes[e.index()], origin, e);
+            if origin.is_definition() {
+                writeln!(out, "Allocation configuration error!")?;
+            } else {
+                writeln!(out, "Allocation association error!")?;
+            }
             return Err(e);
         }
     };
-    let mut done = Vec::new();
-    for op in &ops {
-        if let Err(e) = apply(backend, op, out) {
-            writeln!(out, "Allocation configuration error!")?;
-            return Err(undo_all(backend, done, e));
-        }
-        done.push(match op {
-            Op::Cat {
-                resource,
-                domain,
-                before,
-                ..
-            } => Undo::Cat(*resource, *domain, *before),
-            Op::Mba { domain, before, .. } => Undo::Mba(*domain, *before),
-        });
+    for w in plan.warnings() {
+        log::warn!("{w}");
     }
-    for (cpu, class, text) in &req.assoc {
-        if let Err(e) = backend.associate(*cpu, *class) {
-            let e = association_failed(out, e, &format!("core {cpu}"), *class, text)?;
-            return Err(undo_all(backend, done, e));
-        }
-        if let Some(was) = core_class.insert(*cpu, *class) {
-            done.push(Undo::Core(*cpu, was));
-        }
+    let outcome = plan.apply(backend);
+    let (done, failed, not_undone) = match outcome {
+        Outcome::Applied(done) => (done, None, Vec::new()),
+        Outcome::RolledBack { done, failed } => (done, Some(failed), Vec::new()),
+        Outcome::PartlyChanged {
+            done,
+            failed,
+            not_undone,
+        } => (done, Some(failed), not_undone),
+    };
+    for d in &done {
+        applied_line(out, d, &origins[d.change])?;
     }
-    for (task, class, text) in &req.tasks {
-        if let Err(e) = backend.associate_task(*task, *class) {
-            let e = association_failed(out, e, &format!("task {task}"), *class, text)?;
-            return Err(undo_all(backend, done, e));
-        }
-        if let Some(was) = task_class.insert(*task, *class) {
-            done.push(Undo::Task(*task, was));
-        }
+    if let Some(failed) = failed {
+        let e = failed_lines(out, failed, &origins)?;
+        return Err(undone(e, done.len(), &not_undone));
     }
-    if !ops.is_empty() || !req.assoc.is_empty() || !req.tasks.is_empty() {
+    if !changes.is_empty() {
         writeln!(out, "Allocation configuration altered.")?;
     }
     Ok(())
 }
 
-/// The class of each core and task `req` associates, read before anything is written: for
-/// the undo, and to refuse a core or task in another tool's resctrl group up front.
-fn current_classes<B: Backend>(
-    backend: &mut B,
-    req: &AllocRequest,
-) -> Result<(BTreeMap<LogicalCpu, ClassId>, BTreeMap<TaskId, ClassId>)> {
-    let mut cores = BTreeMap::new();
-    for (cpu, _, text) in &req.assoc {
-        let class = backend
-            .class_of(*cpu)
-            .map_err(|e| refused(e, &format!("core {cpu}"), text))?;
-        cores.insert(*cpu, class);
-    }
-    let mut tasks = BTreeMap::new();
-    for (task, _, text) in &req.tasks {
-        let class = backend
-            .class_of_task(*task)
-            .map_err(|e| refused(e, &format!("task {task}"), text))?;
-        tasks.insert(*task, class);
-    }
-    Ok((cores, tasks))
-}
-
-/// The error for a core or task whose class could not be read before an association.
-fn refused<E: BackendError>(e: E, what: &str, text: &str) -> anyhow::Error {
-    if let Some(RequestError::ForeignGroup { group, .. }) = e.request() {
-        return anyhow!(
-            "{what} in \"{text}\" is in resctrl group {group}, which pqos does not manage: \
-             another tool created `{group}`, so pqos leaves the group, its CPUs and its tasks \
-             alone (change them with that tool)"
-        );
-    }
-    anyhow::Error::new(e).context(format!("reading the class of {what} (\"{text}\")"))
-}
-
-fn check_tasks<B: Backend>(
+/// The transaction's changes in pqos's order (definitions as given, then cores, then
+/// tasks), each with where it came from.
+fn changes_of<'a, B: Backend>(
     backend: &B,
-    proc: &ProcFs,
-    tasks: &[(TaskId, ClassId, String)],
-) -> Result<()> {
-    let Some((_, _, first)) = tasks.first() else {
-        return Ok(());
-    };
-    if backend.interface() != Interface::Os {
-        bail!(
-            "\"{first}\": associating tasks needs the OS (resctrl) interface (--iface=os); this \
-             platform was opened with the MSR interface, which associates cores only"
-        );
-    }
-    let max = backend.capabilities().os_classes();
-    if max == 0 {
-        bail!("Allocation capability not detected! (no L3 CAT, L2 CAT or MBA on this platform)");
-    }
-    for (task, class, text) in tasks {
-        if class.get() >= max {
-            bail!(
-                "Task ID number or class id is out of bounds! COS{class} in \"{text}\" is beyond \
-                 the {max} classes of this platform (COS0-COS{})",
-                max - 1
-            );
-        }
-        if !proc.exists(*task) {
-            bail!(
-                "Task ID number or class id is out of bounds! Task {task} in \"{text}\" does not \
-                 exist (no {}/{task})",
-                proc.root().display()
-            );
-        }
-    }
-    Ok(())
-}
-
-fn apply<B: Backend>(backend: &mut B, op: &Op, out: &mut dyn Write) -> Result<()> {
-    match op {
-        Op::Cat {
-            resource,
-            domain,
-            label,
-            class,
-            ..
-        } => {
-            let (label, name) = match resource {
-                CatResource::L3 => (label.clone(), "L3CA"),
-                CatResource::L2 => (format!("L2ID {}", domain.get()), "L2CA"),
-            };
-            if let Err(e) = backend.set_cat_classes(*resource, *domain, &[*class]) {
-                writeln!(out, "{label} {name} COS{} - FAILED!", class.class)?;
-                return Err(
-                    anyhow!(e).context(format!("setting {label} {name} COS{}", class.class))
-                );
-            }
-            match class.mask {
-                CatMask::Unified(m) => {
-                    writeln!(out, "{label} {name} COS{} => MASK {m:#x}", class.class)?;
-                }
-                CatMask::Cdp { data, code } => writeln!(
-                    out,
-                    "{label} {name} COS{} => DATA {data:#x},CODE {code:#x}",
-                    class.class
-                )?,
-            }
-        }
-        Op::Mba {
-            domain,
-            label,
-            class,
-            unit,
-            ..
-        } => match backend.set_mba_classes(*domain, &[*class]) {
-            Ok(_) if matches!(class.limit, MbaLimit::MibPerSec(_)) => {
-                // pqos/alloc.c set_mba_clos with ctrl: `%u MBps`, no "applied" part.
-                writeln!(
-                    out,
-                    "{label} MBA COS{} => {} MBps",
-                    class.class,
-                    class.limit.value()
-                )?;
-            }
-            Ok(applied) => {
-                let got = applied
-                    .iter()
-                    .find(|a| a.class == class.class)
-                    .map_or(class.limit.value(), |a| a.limit.value());
-                writeln!(
-                    out,
-                    "{label} MBA COS{} => {}{unit} requested, {got}{unit} applied",
-                    class.class,
-                    class.limit.value()
-                )?;
-            }
-            Err(e) => {
-                writeln!(out, "{label} MBA COS{} - FAILED!", class.class)?;
-                return Err(anyhow!(e).context(format!("setting {label} MBA COS{}", class.class)));
-            }
-        },
-    }
-    Ok(())
-}
-
-/// The current classes of the (resource, domain) pairs touched, updated as definitions are
-/// applied in order (so `1d=..,1c=..` builds on itself as in pqos).
-type CatTables = BTreeMap<(CatResource, CacheDomain), Vec<CatClass>>;
-
-fn plan_classes<B: Backend>(backend: &mut B, defs: &[ClassDef]) -> Result<Vec<Op>> {
-    let mut tables = CatTables::new();
-    let mut mba_tables = MbaTables::new();
-    let mut ops = Vec::new();
+    defs: &'a [ClassDef],
+    req: &'a AllocRequest,
+) -> Result<(Vec<Change>, Vec<Origin<'a>>)> {
+    let caps = backend.capabilities();
+    let topo = backend.topology();
+    let mut list = Changes::default();
     for def in defs {
         match def.kind {
-            AllocKind::L3 | AllocKind::L2 => plan_cat(backend, def, &mut tables, &mut ops)?,
-            AllocKind::Mba | AllocKind::MbaMax => {
-                plan_mba(backend, def, &mut mba_tables, &mut ops)?;
-            }
+            AllocKind::L3 => list.cat(caps, topo, CatResource::L3, def)?,
+            AllocKind::L2 => list.cat(caps, topo, CatResource::L2, def)?,
+            AllocKind::Mba | AllocKind::MbaMax => list.mba(caps, topo, def)?,
             AllocKind::Smba => bail!(
                 "\"{}\": {}",
                 def.text,
-                if backend.capabilities().smba.is_present() {
+                if caps.smba.is_present() {
                     "SMBA allocation is not implemented yet"
                 } else {
                     "SMBA is not supported on this platform"
@@ -349,7 +148,125 @@ fn plan_classes<B: Backend>(backend: &mut B, defs: &[ClassDef]) -> Result<Vec<Op
             ),
         }
     }
-    Ok(ops)
+    for (cpu, class, item) in &req.assoc {
+        let change = Change::Cpu {
+            cpu: *cpu,
+            class: *class,
+        };
+        list.push(change, Origin::Core { item });
+    }
+    for (task, class, item) in &req.tasks {
+        let change = Change::Task {
+            task: *task,
+            class: *class,
+        };
+        list.push(change, Origin::Task { item });
+    }
+    Ok((list.changes, list.origins))
+}
+
+/// Changes and their origins, side by side.
+#[derive(Default)]
+struct Changes<'a> {
+    changes: Vec<Change>,
+    origins: Vec<Origin<'a>>,
+}
+
+impl<'a> Changes<'a> {
+    fn push(&mut self, change: Change, origin: Origin<'a>) {
+        self.changes.push(change);
+        self.origins.push(origin);
+    }
+
+    /// One change per value and domain of an `llc`/`l2` item.
+    fn cat(
+        &mut self,
+        caps: &Capabilities,
+        topo: &Topology,
+        resource: CatResource,
+        def: &'a ClassDef,
+    ) -> Result<()> {
+        if caps.cat(resource).is_none() {
+            let present = match resource {
+                CatResource::L3 => caps.l3_cat.is_present(),
+                CatResource::L2 => caps.l2_cat.is_present(),
+            };
+            return Err(unsupported(def, &format!("{resource} CAT"), present));
+        }
+        let targets = cat_targets(caps, topo, resource, def)?;
+        for value in &def.values {
+            let mask = CacheBitmask::new(value.value)
+                .map_err(|e| anyhow!("\"{}\" in \"{}\": {e}", value.text, def.text))?;
+            for (id, domain, label) in &targets {
+                let change = Change::Cat {
+                    resource,
+                    domain: *domain,
+                    class: value.class,
+                    scope: value.scope,
+                    mask,
+                };
+                let origin = Origin::Cat {
+                    def,
+                    value,
+                    id: *id,
+                    label: label.clone(),
+                };
+                self.push(change, origin);
+            }
+        }
+        Ok(())
+    }
+
+    /// One change per value and domain of an `mba`/`mba_max` item.
+    fn mba(&mut self, caps: &Capabilities, topo: &Topology, def: &'a ClassDef) -> Result<()> {
+        let Some(mba) = caps.mba.get() else {
+            return Err(unsupported(def, "MBA", caps.mba.is_present()));
+        };
+        let l3 = L3Domains::new(caps, topo);
+        let targets = domain_ids(&l3, def, "MBA")?;
+        for value in &def.values {
+            // pqos's number: MBps for mba_max, percent on Intel, 1/8 GB/s units on AMD.
+            let (limit, unit) = match (def.kind, mba.kind) {
+                (AllocKind::MbaMax, _) => {
+                    // pqos checks no range with the controller (lib/api.c pqos_mba_set); the
+                    // kernel takes any u32.
+                    let mbps = u32::try_from(value.value).map_err(|_| {
+                        anyhow!(
+                            "MBA COS{} rate out of range (from 1-{})! \"{}\" in \"{}\"",
+                            value.class,
+                            u32::MAX,
+                            value.text,
+                            def.text
+                        )
+                    })?;
+                    (MbaLimit::MibPerSec(mbps), " MBps")
+                }
+                (_, MbaKind::IntelDelay { .. }) => (
+                    MbaLimit::Percent(u8::try_from(value.value).unwrap_or(u8::MAX)),
+                    "%",
+                ),
+                (_, MbaKind::AmdBandwidth { .. }) => (
+                    MbaLimit::AmdUnits(u32::try_from(value.value).unwrap_or(u32::MAX)),
+                    "",
+                ),
+            };
+            for (id, domain) in &targets {
+                let change = Change::Mba {
+                    domain: *domain,
+                    class: value.class,
+                    limit,
+                };
+                let origin = Origin::Mba {
+                    def,
+                    value,
+                    label: l3.alloc_label(*id),
+                    unit,
+                };
+                self.push(change, origin);
+            }
+        }
+        Ok(())
+    }
 }
 
 fn unsupported(def: &ClassDef, what: &str, present: bool) -> anyhow::Error {
@@ -363,84 +280,24 @@ fn unsupported(def: &ClassDef, what: &str, present: bool) -> anyhow::Error {
     }
 }
 
-fn plan_cat<B: Backend>(
-    backend: &mut B,
-    def: &ClassDef,
-    tables: &mut CatTables,
-    ops: &mut Vec<Op>,
-) -> Result<()> {
-    let caps = backend.capabilities().clone();
-    let topo = backend.topology().clone();
-    let (resource, feature) = match def.kind {
-        AllocKind::L2 => (CatResource::L2, &caps.l2_cat),
-        _ => (CatResource::L3, &caps.l3_cat),
-    };
-    let name = if resource == CatResource::L3 {
-        "L3 CAT"
-    } else {
-        "L2 CAT"
-    };
-    if feature.get().is_none() {
-        return Err(unsupported(def, name, feature.is_present()));
+/// The (user id, cache domain) pairs of an L3 or MBA item (`@IDS` or every domain).
+fn domain_ids(l3: &L3Domains, def: &ClassDef, what: &str) -> Result<Vec<(u32, CacheDomain)>> {
+    match &def.ids {
+        None => Ok(l3.list.clone()),
+        Some(ids) => ids
+            .iter()
+            .map(|&id| {
+                l3.find(id).map(|d| (id, d)).ok_or_else(|| {
+                    anyhow!(
+                        "\"{}\": {what} resource id {id} is not present ({what} ids on this \
+                         platform: {})",
+                        def.text,
+                        l3.ids()
+                    )
+                })
+            })
+            .collect(),
     }
-    let targets = cat_targets(&caps, &topo, resource, def)?;
-    for v in &def.values {
-        caps.check_cat_class(resource, v.class).map_err(|e| {
-            anyhow!(
-                "Invalid class ID: {}! \"{}\" in \"{}\": {e}",
-                v.class,
-                v.text,
-                def.text
-            )
-        })?;
-        check_closid(backend, v.class, &v.text, &def.text)?;
-        let mask = CacheBitmask::new(v.value)
-            .map_err(|e| anyhow!("\"{}\" in \"{}\": {e}", v.text, def.text))?;
-        caps.check_mask(resource, mask)
-            .map_err(|e| anyhow!("\"{}\" in \"{}\": {e}", v.text, def.text))?;
-        for (id, domain, label) in &targets {
-            let table = match tables.entry((resource, *domain)) {
-                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::btree_map::Entry::Vacant(slot) => {
-                    let current = backend.cat_classes(resource, *domain).map_err(|e| {
-                        anyhow!(e).context(format!("reading the {name} classes of {label}"))
-                    })?;
-                    slot.insert(current)
-                }
-            };
-            let Some(class) = table.iter_mut().find(|c| c.class == v.class) else {
-                bail!(
-                    "Invalid class ID: {}! (\"{}\" in \"{}\")",
-                    v.class,
-                    v.text,
-                    def.text
-                );
-            };
-            let before = *class;
-            class.mask = new_mask(class.mask, v, mask).ok_or_else(|| {
-                let (what, unit) = if resource == CatResource::L3 {
-                    ("L3", "socket")
-                } else {
-                    ("L2", "cluster")
-                };
-                anyhow!(
-                    "Failed to set {what} class on {unit} {id}, CDP not enabled! \"{}\" in \"{}\": \
-                     the d/c suffix sets a CDP data/code mask; turn CDP on with -R {}cdp-on",
-                    v.text,
-                    def.text,
-                    what.to_ascii_lowercase()
-                )
-            })?;
-            ops.push(Op::Cat {
-                resource,
-                domain: *domain,
-                label: label.clone(),
-                class: *class,
-                before,
-            });
-        }
-    }
-    Ok(())
 }
 
 /// The (user id, cache domain, `-e` line label) a CAT item applies to.
@@ -450,260 +307,285 @@ fn cat_targets(
     resource: CatResource,
     def: &ClassDef,
 ) -> Result<Vec<(u32, CacheDomain, String)>> {
-    let targets = if resource == CatResource::L3 {
+    if resource == CatResource::L3 {
         let l3 = L3Domains::new(caps, topo);
-        let pick: Vec<(u32, CacheDomain)> = match &def.ids {
-            None => l3.list.clone(),
-            Some(ids) => ids
-                .iter()
-                .map(|&id| {
-                    l3.find(id).map(|d| (id, d)).ok_or_else(|| {
-                        anyhow!(
-                            "\"{}\": L3 resource id {id} is not present (L3 CAT ids on this platform: {})",
-                            def.text,
-                            l3.ids()
-                        )
-                    })
-                })
-                .collect::<Result<_>>()?,
-        };
-        pick.into_iter()
+        return Ok(domain_ids(&l3, def, "L3")?
+            .into_iter()
             .map(|(id, d)| (id, d, l3.alloc_label(id)))
-            .collect()
-    } else {
-        let l2 = topo.l2_domains();
-        let pick: Vec<CacheDomain> = match &def.ids {
-            None => l2.clone(),
-            Some(ids) => ids
-                .iter()
-                .map(|&id| {
-                    l2.iter().copied().find(|d| d.get() == id).ok_or_else(|| {
-                        anyhow!(
-                            "\"{}\": L2 id {id} is not present (L2 ids on this platform: {})",
-                            def.text,
-                            join(&l2)
-                        )
-                    })
-                })
-                .collect::<Result<_>>()?,
-        };
-        pick.into_iter()
-            .map(|d| (d.get(), d, format!("L2ID {}", d.get())))
-            .collect()
-    };
-    Ok(targets)
-}
-
-/// The class's masks after applying one value; `None` for a d/c suffix with CDP off.
-fn new_mask(current: CatMask, v: &CosValue, mask: CacheBitmask) -> Option<CatMask> {
-    Some(match (current, v.scope) {
-        (CatMask::Unified(_), MaskScope::Both) => CatMask::Unified(mask),
-        (CatMask::Unified(_), _) => return None,
-        (CatMask::Cdp { .. }, MaskScope::Both) => CatMask::Cdp {
-            data: mask,
-            code: mask,
-        },
-        (CatMask::Cdp { code, .. }, MaskScope::Data) => CatMask::Cdp { data: mask, code },
-        (CatMask::Cdp { data, .. }, MaskScope::Code) => CatMask::Cdp { data, code: mask },
-    })
-}
-
-/// On the OS interface a class needs a CLOSID, and resctrl has as many as the resource with
-/// the fewest ([`rdt_pqos::Capabilities::os_classes`]; pqos `os_l3ca_set` and friends check `class_id` against
-/// it): a class the resource has but resctrl cannot give a group is refused up front.
-fn check_closid<B: Backend>(backend: &B, class: ClassId, token: &str, item: &str) -> Result<()> {
-    if backend.interface() != Interface::Os {
-        return Ok(());
+            .collect());
     }
-    let max = backend.capabilities().os_classes();
-    if class.get() >= max {
-        bail!(
-            "Invalid class ID: {class}! \"{token}\" in \"{item}\": resctrl has {max} CLOSIDs \
-             (COS0-COS{}), the fewest num_closids of its resources",
-            max.saturating_sub(1)
-        );
-    }
-    Ok(())
-}
-
-/// The current MBA classes of the domains touched, updated as definitions are applied.
-type MbaTables = BTreeMap<CacheDomain, Vec<MbaClass>>;
-
-/// The class `class` of MBA `domain` before the next write, read once per domain.
-fn mba_before<B: Backend>(
-    backend: &mut B,
-    tables: &mut MbaTables,
-    domain: CacheDomain,
-    class: MbaClass,
-) -> Result<MbaClass> {
-    let table = match tables.entry(domain) {
-        std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-        std::collections::btree_map::Entry::Vacant(slot) => slot.insert(
-            backend
-                .mba_classes(domain)
-                .map_err(|e| anyhow!(e).context(format!("reading the MBA classes of {domain}")))?,
-        ),
-    };
-    let Some(current) = table.iter_mut().find(|c| c.class == class.class) else {
-        bail!("Invalid class ID: {}!", class.class);
-    };
-    let before = *current;
-    *current = class;
-    Ok(before)
-}
-
-fn plan_mba<B: Backend>(
-    backend: &mut B,
-    def: &ClassDef,
-    tables: &mut MbaTables,
-    ops: &mut Vec<Op>,
-) -> Result<()> {
-    let caps = backend.capabilities().clone();
-    let topo = backend.topology();
-    let Some(mba) = caps.mba.get() else {
-        return Err(unsupported(def, "MBA", caps.mba.is_present()));
-    };
-    let l3 = L3Domains::new(&caps, topo);
-    let targets: Vec<(u32, CacheDomain)> = match &def.ids {
-        None => l3.list.clone(),
+    let l2 = topo.l2_domains();
+    let pick: Vec<CacheDomain> = match &def.ids {
+        None => l2.clone(),
         Some(ids) => ids
             .iter()
             .map(|&id| {
-                l3.find(id).map(|d| (id, d)).ok_or_else(|| {
+                l2.iter().copied().find(|d| d.get() == id).ok_or_else(|| {
                     anyhow!(
-                        "\"{}\": MBA resource id {id} is not present (MBA ids on this platform: {})",
+                        "\"{}\": L2 id {id} is not present (L2 ids on this platform: {})",
                         def.text,
-                        l3.ids()
+                        join(&l2)
                     )
                 })
             })
             .collect::<Result<_>>()?,
     };
-    let mbps = def.kind == AllocKind::MbaMax;
-    check_mba_controller(backend.interface(), mba.ctrl_enabled, mbps, &def.text)?;
-    for v in &def.values {
-        caps.check_mba_class(v.class).map_err(|e| {
-            anyhow!(
-                "Invalid class ID: {}! \"{}\" in \"{}\": {e}",
-                v.class,
-                v.text,
-                def.text
-            )
-        })?;
-        check_closid(backend, v.class, &v.text, &def.text)?;
-        if mbps {
-            // pqos checks no range with the controller (lib/api.c pqos_mba_set); the kernel
-            // takes any u32 MBps value.
-            let v32 = u32::try_from(v.value).map_err(|_| {
-                anyhow!(
-                    "MBA COS{} rate out of range (from 1-{})! \"{}\" in \"{}\"",
-                    v.class,
-                    u32::MAX,
-                    v.text,
-                    def.text
-                )
-            })?;
-            for (id, domain) in &targets {
-                let class = MbaClass {
-                    class: v.class,
-                    limit: MbaLimit::MibPerSec(v32),
-                };
-                ops.push(Op::Mba {
-                    domain: *domain,
-                    label: l3.alloc_label(*id),
-                    class,
-                    unit: " MBps",
-                    before: mba_before(backend, tables, *domain, class)?,
-                });
-            }
-            continue;
-        }
-        let max = u64::from(mba.unlimited().value());
-        if v.value > max {
-            bail!(
-                "MBA COS{} rate out of range (from 1-{max})! \"{}\" in \"{}\"",
-                v.class,
-                v.text,
-                def.text
-            );
-        }
-        let (limit, unit) = match mba.kind {
-            // Both conversions are in range: checked against `max` (100 or 2^width) above.
-            MbaKind::IntelDelay { .. } => {
-                (MbaLimit::Percent(u8::try_from(v.value).unwrap_or(100)), "%")
-            }
-            MbaKind::AmdBandwidth { .. } => (
-                MbaLimit::AmdUnits(u32::try_from(v.value).unwrap_or(u32::MAX)),
-                "",
-            ),
-        };
-        for (id, domain) in &targets {
-            let class = MbaClass {
-                class: v.class,
-                limit,
-            };
-            ops.push(Op::Mba {
-                domain: *domain,
-                label: l3.alloc_label(*id),
-                class,
-                unit,
-                before: mba_before(backend, tables, *domain, class)?,
-            });
-        }
-    }
-    Ok(())
+    Ok(pick
+        .into_iter()
+        .map(|d| (d.get(), d, format!("L2ID {}", d.get())))
+        .collect())
 }
 
-/// `mba_max` needs the kernel's MBA controller (resctrl mounted with `mba_MBps`), and plain
-/// `mba` cannot be used while it is on (pqos lib/os_allocation.c `os_mba_set`; the MSR
-/// interface has no controller: lib/hw_allocation.c).
-fn check_mba_controller(iface: Interface, ctrl_on: bool, mbps: bool, item: &str) -> Result<()> {
-    match (iface, ctrl_on, mbps) {
-        (Interface::Msr, _, true) => bail!(
-            "MBA controller not supported! \"{item}\": mba_max sets MBps through the kernel's \
-             MBA software controller, which needs the OS interface (--iface=os) on a resctrl \
-             mounted with -o mba_MBps"
+/// A change the plan refused, in pqos's words for what the user wrote.
+fn refused<B: Backend>(
+    backend: &B,
+    proc: &ProcFs,
+    change: &Change,
+    origin: &Origin<'_>,
+    e: PlanError<B::Error>,
+) -> anyhow::Error {
+    let what = match (change, origin) {
+        (Change::Cpu { cpu, .. }, Origin::Core { item }) => format!("core {cpu} in \"{item}\""),
+        (Change::Task { task, .. }, Origin::Task { item }) => {
+            format!("task {task} in \"{item}\"")
+        }
+        _ => "the current classes".to_owned(),
+    };
+    let error = match e {
+        PlanError::Invalid { error, .. } => error,
+        PlanError::Read { error, .. } => {
+            return anyhow::Error::new(error).context(format!("reading the class of {what}"));
+        }
+    };
+    match (origin, &error) {
+        (_, RequestError::ForeignGroup { group, .. }) => anyhow!(
+            "{what} is in resctrl group {group}, which pqos does not manage: another tool \
+             created `{group}`, so pqos leaves the group, its CPUs and its tasks alone (change \
+             them with that tool)"
         ),
-        (Interface::Os, false, true) => bail!(
-            "MBA controller requested but not enabled! \"{item}\": resctrl is not mounted with \
-             -o mba_MBps (pqos -R mbaCtrl-on remounts it so); use mba:COS=PERCENT meanwhile"
+        (Origin::Cat { .. } | Origin::Mba { .. }, _) => definition_refused(change, origin, error),
+        (Origin::Core { item } | Origin::Task { item }, _) => {
+            association_refused(backend, proc, change, item, error)
+        }
+    }
+}
+
+/// A refused `-e` value, in pqos's words.
+fn definition_refused(change: &Change, origin: &Origin<'_>, error: RequestError) -> anyhow::Error {
+    let (Origin::Cat { def, value, .. } | Origin::Mba { def, value, .. }) = origin else {
+        return anyhow!("{error}");
+    };
+    let (token, item, class) = (&value.text, &def.text, value.class);
+    match error {
+        RequestError::CdpMismatch { resource, .. } => {
+            let id = match origin {
+                Origin::Cat { id, .. } => *id,
+                _ => 0,
+            };
+            let (what, unit) = match resource {
+                CatResource::L3 => ("L3", "socket"),
+                CatResource::L2 => ("L2", "cluster"),
+            };
+            anyhow!(
+                "Failed to set {what} class on {unit} {id}, CDP not enabled! \"{token}\" in \
+                 \"{item}\": the d/c suffix sets a CDP data/code mask; turn CDP on with -R \
+                 {}cdp-on",
+                what.to_ascii_lowercase()
+            )
+        }
+        RequestError::Limit(LimitError::ClassOutOfRange {
+            num_classes,
+            resource,
+            ..
+        }) if resource == Capabilities::OS_CLASS_LIMIT => anyhow!(
+            "Invalid class ID: {class}! \"{token}\" in \"{item}\": resctrl has {num_classes} \
+             CLOSIDs (COS0-COS{}), the fewest num_closids of its resources",
+            num_classes.saturating_sub(1)
         ),
-        (Interface::Os, true, false) => bail!(
-            "Expected MBA controller but not requested! \"{item}\": resctrl is mounted with \
-             mba_MBps, so MBA limits are in MBps: use mba_max:COS=MBPS"
+        RequestError::Limit(e @ LimitError::ClassOutOfRange { .. }) => {
+            anyhow!("Invalid class ID: {class}! \"{token}\" in \"{item}\": {e}")
+        }
+        RequestError::Limit(LimitError::MbaOutOfRange { max, .. }) => {
+            anyhow!("MBA COS{class} rate out of range (from 1-{max})! \"{token}\" in \"{item}\"")
+        }
+        RequestError::MbaUnit { mismatch, .. } if matches!(change, Change::Mba { .. }) => {
+            match mismatch {
+                MbaUnitMismatch::MibPerSecOnMsr => anyhow!(
+                    "MBA controller not supported! \"{item}\": mba_max sets MBps through the \
+                     kernel's MBA software controller, which needs the OS interface \
+                     (--iface=os) on a resctrl mounted with -o mba_MBps"
+                ),
+                MbaUnitMismatch::ControllerOff => anyhow!(
+                    "MBA controller requested but not enabled! \"{item}\": resctrl is not \
+                     mounted with -o mba_MBps (pqos -R mbaCtrl-on remounts it so); use \
+                     mba:COS=PERCENT meanwhile"
+                ),
+                MbaUnitMismatch::ControllerOn => anyhow!(
+                    "Expected MBA controller but not requested! \"{item}\": resctrl is mounted \
+                     with mba_MBps, so MBA limits are in MBps: use mba_max:COS=MBPS"
+                ),
+                m => anyhow!("\"{item}\": {m}"),
+            }
+        }
+        e => anyhow!("\"{token}\" in \"{item}\": {e}"),
+    }
+}
+
+/// A refused `-a` item, in pqos's words.
+fn association_refused<B: Backend>(
+    backend: &B,
+    proc: &ProcFs,
+    change: &Change,
+    item: &str,
+    error: RequestError,
+) -> anyhow::Error {
+    let (kind, subject, class) = match change {
+        Change::Cpu { cpu, class } => ("Core", format!("Core {cpu}"), *class),
+        Change::Task { task, class } => ("Task ID", format!("Task {task}"), *class),
+        _ => return anyhow!("\"{item}\": {error}"),
+    };
+    match error {
+        RequestError::NoSuchCpu(_) => anyhow!(
+            "{kind} number or class id is out of bounds! {subject} in \"{item}\" is not present \
+             (cores on this platform: {})",
+            backend.topology().all_cpus()
         ),
+        RequestError::NoSuchTask(task) => anyhow!(
+            "{kind} number or class id is out of bounds! {subject} in \"{item}\" does not exist \
+             (no {}/{task})",
+            proc.root().display()
+        ),
+        RequestError::Limit(LimitError::ClassOutOfRange { num_classes, .. }) => anyhow!(
+            "{kind} number or class id is out of bounds! COS{class} in \"{item}\" is beyond the \
+             {num_classes} classes of this platform (COS0-COS{})",
+            num_classes.saturating_sub(1)
+        ),
+        RequestError::Limit(LimitError::Unsupported(_)) => anyhow!(
+            "Allocation capability not detected! (no L3 CAT, L2 CAT or MBA on this platform)"
+        ),
+        RequestError::NeedsOsInterface { .. } => anyhow!(
+            "\"{item}\": associating tasks needs the OS (resctrl) interface (--iface=os); this \
+             platform was opened with the MSR interface, which associates cores only"
+        ),
+        e => anyhow!("\"{item}\": {e}"),
+    }
+}
+
+/// pqos's line for a write that was made.
+fn applied_line(out: &mut dyn Write, d: &Done, origin: &Origin<'_>) -> std::io::Result<()> {
+    match (&d.step, origin) {
+        (
+            Step::Cat {
+                resource, after, ..
+            },
+            Origin::Cat { label, .. },
+        ) => {
+            let name = cat_name(*resource);
+            match after.mask {
+                CatMask::Unified(m) => {
+                    writeln!(out, "{label} {name} COS{} => MASK {m:#x}", after.class)
+                }
+                CatMask::Cdp { data, code } => writeln!(
+                    out,
+                    "{label} {name} COS{} => DATA {data:#x},CODE {code:#x}",
+                    after.class
+                ),
+            }
+        }
+        (Step::Mba { after, .. }, Origin::Mba { label, unit, .. }) => {
+            if let MbaLimit::MibPerSec(v) = after.limit {
+                // pqos/alloc.c set_mba_clos with ctrl: `%u MBps`, no "applied" part.
+                writeln!(out, "{label} MBA COS{} => {v} MBps", after.class)
+            } else {
+                let got = d.applied.unwrap_or(after.limit).value();
+                writeln!(
+                    out,
+                    "{label} MBA COS{} => {}{unit} requested, {got}{unit} applied",
+                    after.class,
+                    after.limit.value()
+                )
+            }
+        }
         _ => Ok(()),
     }
 }
 
-fn check_assoc<B: Backend>(backend: &B, assoc: &[(LogicalCpu, ClassId, String)]) -> Result<()> {
-    if assoc.is_empty() {
-        return Ok(());
+const fn cat_name(resource: CatResource) -> &'static str {
+    match resource {
+        CatResource::L3 => "L3CA",
+        CatResource::L2 => "L2CA",
     }
-    let caps = backend.capabilities();
-    let topo = backend.topology();
-    // resctrl: one CLOSID per class, as many as the resource with the fewest.
-    let max = caps.classes(backend.interface());
-    if max == 0 {
-        bail!("Allocation capability not detected! (no L3 CAT, L2 CAT or MBA on this platform)");
-    }
-    for (cpu, class, text) in assoc {
-        if topo.get(*cpu).is_none() {
-            bail!(
-                "Core number or class id is out of bounds! Core {cpu} in \"{text}\" is not present \
-                 (cores on this platform: {})",
-                topo.all_cpus()
-            );
+}
+
+/// pqos's lines for the write that failed, and its error.
+fn failed_lines<E: BackendError>(
+    out: &mut dyn Write,
+    failed: Failed<E>,
+    origins: &[Origin<'_>],
+) -> Result<anyhow::Error> {
+    let error = anyhow::Error::new(failed.error);
+    Ok(match (&failed.step, &origins[failed.change]) {
+        (
+            Step::Cat {
+                resource, after, ..
+            },
+            Origin::Cat { label, .. },
+        ) => {
+            let name = cat_name(*resource);
+            writeln!(out, "{label} {name} COS{} - FAILED!", after.class)?;
+            writeln!(out, "Allocation configuration error!")?;
+            error.context(format!("setting {label} {name} COS{}", after.class))
         }
-        if class.get() >= max {
-            bail!(
-                "Core number or class id is out of bounds! COS{class} in \"{text}\" is beyond the \
-                 {max} classes of this platform (COS0-COS{})",
-                max - 1
-            );
+        (Step::Mba { after, .. }, Origin::Mba { label, .. }) => {
+            writeln!(out, "{label} MBA COS{} - FAILED!", after.class)?;
+            writeln!(out, "Allocation configuration error!")?;
+            error.context(format!("setting {label} MBA COS{}", after.class))
         }
+        (step, origin) => {
+            let (what, class, item) = match (step, origin) {
+                (Step::Cpu { cpu, after, .. }, Origin::Core { item }) => {
+                    (format!("core {cpu}"), *after, *item)
+                }
+                (Step::Task { task, after, .. }, Origin::Task { item }) => {
+                    (format!("task {task}"), *after, *item)
+                }
+                (step, _) => (step.to_string(), ClassId::new(0), ""),
+            };
+            writeln!(
+                out,
+                "Setting allocation class of service association failed!"
+            )?;
+            writeln!(out, "Allocation association error!")?;
+            error.context(format!("associating {what} with COS{class} (\"{item}\")"))
+        }
+    })
+}
+
+/// Adds to `err` whether the writes before the failure were undone.
+fn undone<E: std::error::Error + Send + Sync + 'static>(
+    err: anyhow::Error,
+    done: usize,
+    not_undone: &[(Step, E)],
+) -> anyhow::Error {
+    if done == 0 {
+        return err;
     }
-    Ok(())
+    if not_undone.is_empty() {
+        err.context(format!(
+            "nothing was changed: the {done} write(s) this command made before the failure were \
+             undone"
+        ))
+    } else {
+        let failed: Vec<String> = not_undone
+            .iter()
+            .map(|(s, e)| format!("{s}: {e}"))
+            .collect();
+        err.context(format!(
+            "the configuration is partly changed: undoing the writes made before the failure \
+             failed for {}",
+            failed.join("; ")
+        ))
+    }
 }
 
 /// `-R [CFG]`: pqos's `Allocation reset successful` or `Allocation reset failed!`.
@@ -782,31 +664,12 @@ pub fn run_reset_monitoring<B: Backend>(backend: &mut B, out: &mut dyn Write) ->
     }
 }
 
-/// Writes pqos's two lines for a failed association and returns the error, naming what was
-/// associated (`core 3`, `task 1234`) and the `-a` item it came from.
-fn association_failed<E>(
-    out: &mut dyn Write,
-    e: E,
-    what: &str,
-    class: ClassId,
-    item: &str,
-) -> Result<anyhow::Error>
-where
-    E: std::error::Error + Send + Sync + 'static,
-{
-    writeln!(
-        out,
-        "Setting allocation class of service association failed!"
-    )?;
-    writeln!(out, "Allocation association error!")?;
-    Ok(anyhow!(e).context(format!("associating {what} with COS{class} (\"{item}\")")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::command::Command;
     use rdt_pqos::fake::FakeBackend;
+    use rdt_pqos::LogicalCpu;
 
     fn request(argv: &[&str]) -> AllocRequest {
         match crate::command::plan_of(argv).command {
