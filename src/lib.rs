@@ -211,10 +211,15 @@ impl Rdt {
 
     /// A platform over an opened MSR-interface backend.
     #[must_use]
-    pub const fn from_msr_backend(backend: DynMsrBackend) -> Self {
+    pub fn from_msr_backend(backend: DynMsrBackend) -> Self {
+        let notices = backend
+            .cdp_inconsistency()
+            .map(Notice::CdpInconsistent)
+            .into_iter()
+            .collect();
         Self {
             backend: Inner::Msr(backend),
-            notices: Vec::new(),
+            notices,
         }
     }
 

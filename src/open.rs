@@ -377,6 +377,10 @@ pub enum Notice {
         /// The resctrl root.
         resctrl: PathBuf,
     },
+    /// CDP is on in some cache domains and off in others (a reset that was killed half-way):
+    /// the platform opened for reads and resets; mask writes are refused until a reset sets
+    /// CDP on or off everywhere (the message says which).
+    CdpInconsistent(String),
     /// Monitoring a run left behind when it ended without stopping it was given back
     /// ([`OpenOptions::reclaim`]); also logged as a `WARN` record.
     Reclaimed(Reclaimed),
@@ -392,6 +396,7 @@ impl fmt::Display for Notice {
                 resctrl.display()
             ),
             Self::Reclaimed(r) => r.fmt(f),
+            Self::CdpInconsistent(why) => f.write_str(why),
         }
     }
 }

@@ -160,6 +160,9 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     next_group: u32,
     /// Where this process records the RMIDs it gives CPUs ([`MsrBackend::with_claims`]).
     claims: Option<Claims>,
+    /// Per CAT resource (L3, L2): the domains with CDP on, when CDP is on in some domains and
+    /// off in others (a reset killed half-way); `None` when consistent.
+    cdp_split: [Option<Vec<CacheDomain>>; 2],
 }
 
 impl<M: MsrIo, P: PmuSource> fmt::Debug for MsrBackend<M, P> {
@@ -185,6 +188,14 @@ fn cat_mut(caps: &mut Capabilities, resource: CatResource) -> Option<&mut CatCap
     match resource {
         CatResource::L3 => caps.l3_cat.get_mut(),
         CatResource::L2 => caps.l2_cat.get_mut(),
+    }
+}
+
+/// The index of a CAT resource in per-resource arrays.
+const fn cdp_index(resource: CatResource) -> usize {
+    match resource {
+        CatResource::L3 => 0,
+        CatResource::L2 => 1,
     }
 }
 
@@ -234,6 +245,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             groups: Vec::new(),
             next_group: 0,
             claims: None,
+            cdp_split: [None, None],
         };
         for resource in [CatResource::L3, CatResource::L2] {
             if !this.caps.cat(resource).is_some_and(|c| c.cdp_supported) {
@@ -253,27 +265,50 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                     off.push(d.id);
                 }
             }
-            if !on.is_empty() && !off.is_empty() {
-                let list = |v: &[CacheDomain]| {
-                    v.iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join(",")
-                };
-                return Err(MsrError::Inconsistent(format!(
-                    "{resource} CDP is enabled in {resource} domains {} but disabled in {}; \
-                     reset allocation with -R {}cdp-on or -R {}cdp-off",
-                    list(&on),
-                    list(&off),
-                    resource.to_string().to_lowercase(),
-                    resource.to_string().to_lowercase(),
-                )));
-            }
+            // CDP on in some domains and off in others (a reset killed half-way) still opens:
+            // reads follow each domain's layout, mask writes are refused, and a reset that
+            // sets CDP on or off everywhere repairs it.
+            let split = !on.is_empty() && !off.is_empty();
             if let Some(cat) = cat_mut(&mut this.caps, resource) {
-                cat.cdp_enabled = !on.is_empty();
+                cat.cdp_enabled = !on.is_empty() && !split;
             }
+            this.cdp_split[cdp_index(resource)] = split.then_some(on);
         }
         Ok(this)
+    }
+
+    /// The CDP inconsistency this backend was opened with, if any: a message naming the
+    /// domains with CDP on and off and the reset that repairs it. Until then the resource's
+    /// masks are read per domain and cannot be written.
+    #[must_use]
+    pub fn cdp_inconsistency(&self) -> Option<String> {
+        [CatResource::L3, CatResource::L2]
+            .into_iter()
+            .find_map(|r| self.cdp_split_error(r).map(|e| e.to_string()))
+    }
+
+    /// [`MsrError::Inconsistent`] for `resource` while its CDP state is split.
+    fn cdp_split_error(&self, resource: CatResource) -> Option<MsrError> {
+        let on = self.cdp_split[cdp_index(resource)].as_ref()?;
+        let list = |v: &[CacheDomain]| {
+            v.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let off: Vec<CacheDomain> = self
+            .domains(resource)
+            .iter()
+            .map(|d| d.id)
+            .filter(|d| !on.contains(d))
+            .collect();
+        let r = resource.to_string().to_lowercase();
+        Some(MsrError::Inconsistent(format!(
+            "{resource} CDP is enabled in {resource} domains {} but disabled in {} (a reset \
+             stopped half-way); reset allocation with -R {r}cdp-on or -R {r}cdp-off",
+            list(on),
+            list(&off),
+        )))
     }
 
     /// Records the RMIDs this process's monitoring groups give CPUs in `dir` (a root-only
@@ -426,7 +461,8 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         setting: FeatureSetting,
     ) -> Result<Option<bool>, MsrError> {
         if setting == FeatureSetting::Any {
-            return Ok(None);
+            // a split CDP state has no "as is" to keep: the reset must choose
+            return self.cdp_split_error(resource).map_or(Ok(None), Err);
         }
         let Some(cat) = self.caps.cat(resource) else {
             return Err(RequestError::Unsupported(format!(
@@ -464,6 +500,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         if let Some(cat) = cat_mut(&mut self.caps, resource) {
             cat.cdp_enabled = on;
         }
+        self.cdp_split[cdp_index(resource)] = None;
         Ok(changed)
     }
 
@@ -623,8 +660,13 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             .caps
             .cat(resource)
             .ok_or(LimitError::Unsupported(cat_name(resource)))?;
-        let (n, cdp) = (cat.usable_classes(), cat.cdp_enabled);
         let cpu = self.cat_domain(resource, domain)?;
+        let (n, cdp) = match &self.cdp_split[cdp_index(resource)] {
+            // a split CDP state: this domain's own layout
+            Some(on) if on.contains(&domain) => (cat.num_classes / 2, true),
+            Some(_) => (cat.num_classes, false),
+            None => (cat.usable_classes(), cat.cdp_enabled),
+        };
         let (base, _) = cat_regs(resource);
         let mut out = Vec::with_capacity(n as usize);
         for class in 0..n {
@@ -662,6 +704,9 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             .cat(resource)
             .ok_or(LimitError::Unsupported(cat_name(resource)))?;
         let cdp = cat.cdp_enabled;
+        if let Some(e) = self.cdp_split_error(resource) {
+            return Err(e);
+        }
         let cpu = self.cat_domain(resource, domain)?;
         for c in classes {
             self.caps.check_cat_class(resource, c.class)?;

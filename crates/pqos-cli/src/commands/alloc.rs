@@ -668,8 +668,8 @@ pub fn run_reset_monitoring<B: Backend>(backend: &mut B, out: &mut dyn Write) ->
 mod tests {
     use super::*;
     use crate::command::Command;
-    use rdt_pqos::fake::FakeBackend;
     use rdt_pqos::LogicalCpu;
+    use rdt_pqos::fake::FakeBackend;
 
     fn request(argv: &[&str]) -> AllocRequest {
         match crate::command::plan_of(argv).command {

@@ -162,3 +162,45 @@ fn sysroot_comes_from_the_environment_too() {
         run.stdout
     );
 }
+
+/// The lock-out of issue 10: `pqos -R l3cdp-on` stopped between the two L3 domains (here
+/// the second IA32_L3_QOS_CFG write fails, as a kill at that point would leave it) left CDP
+/// on in one domain only. Every command still opens the platform, says what is wrong, and
+/// the reset the message names repairs it.
+#[test]
+fn a_cdp_switch_stopped_half_way_does_not_lock_the_platform_out() {
+    let m = Mounted::new("broadwell-ep");
+    std::fs::write(m.root().join(".sim/fail"), "msr 0xc81 nth=2 errno=EIO\n").expect("arm");
+    let run = m.pqos(&["-R", "l3cdp-on"]).failed();
+    assert_eq!(run.stdout, "Allocation reset failed!\n");
+    // reads work, with a warning naming the repair
+    let s = m.pqos(&["-s"]).ok();
+    assert!(
+        s.stderr.contains("CDP is enabled in L3 domains") && s.stderr.contains("-R l3cdp-on"),
+        "{}",
+        s.stderr
+    );
+    assert!(
+        s.stdout.contains("L3CA COS definitions for Socket 0"),
+        "{}",
+        s.stdout
+    );
+    // writes are refused, before anything is written
+    let e = m.pqos(&["-e", "llc:1=0xf"]).failed();
+    assert!(
+        e.stderr.contains("-R l3cdp-on or -R l3cdp-off"),
+        "{}",
+        e.stderr
+    );
+    // the reset repairs it
+    m.pqos(&["-R", "l3cdp-on"]).ok();
+    let s = m.pqos(&["-s"]).ok();
+    assert!(!s.stderr.contains("CDP is enabled in"), "{}", s.stderr);
+    assert!(
+        s.stdout
+            .contains("    L3CA COS1 => DATA 0xfffff, CODE 0xfffff\n"),
+        "{}",
+        s.stdout
+    );
+    m.pqos(&["-e", "llc:1d=0xf"]).ok();
+}

@@ -102,17 +102,50 @@ fn cdp_state_is_read_from_qos_cfg_on_the_lowest_cpu_of_each_domain() {
 }
 
 #[test]
-fn cdp_on_in_one_domain_only_is_inconsistent() {
-    // arrange
+fn cdp_on_in_one_domain_only_opens_reads_refuses_writes_and_a_cdp_reset_repairs_it() {
+    // arrange: a reset killed between the two L3 domains left CDP on in domain 1 only
     let mut io = FakeMsrs::new();
     io.set(cpu(4), regs::IA32_L3_QOS_CFG, 1);
-    // act
-    let err = MsrBackend::new(io, caps(), topology(), rdt_core::NoPmu).unwrap_err();
+    for n in 0..20 {
+        io.set(cpu(0), l3(n), 0xfffff);
+        io.set(cpu(4), l3(n), 0xfffff);
+    }
+    // act: it opens (no lock-out)
+    let mut b = MsrBackend::new(io, caps(), topology(), rdt_core::NoPmu).expect("opens");
     // assert
+    let why = b.cdp_inconsistency().expect("reported");
     assert!(
-        matches!(&err, MsrError::Inconsistent(m) if m.contains("domains 1 but disabled in 0")),
-        "{err}"
+        why.contains("domains 1 but disabled in 0") && why.contains("-R l3cdp-on"),
+        "{why}"
     );
+    assert_eq!(b.cat_classes(CatResource::L3, dom(0)).unwrap().len(), 16);
+    let cdp = b.cat_classes(CatResource::L3, dom(1)).unwrap();
+    assert_eq!(cdp.len(), 8, "domain 1 has CDP's layout");
+    assert!(matches!(cdp[1].mask, CatMask::Cdp { .. }));
+    let one = CatClass {
+        class: ClassId::new(1),
+        mask: CatMask::Unified(mask(0xf)),
+    };
+    let writes = b.io().writes();
+    assert!(matches!(
+        b.set_cat_classes(CatResource::L3, dom(0), &[one]),
+        Err(MsrError::Inconsistent(_))
+    ));
+    assert!(matches!(
+        b.reset_allocation(&AllocReset::default()),
+        Err(MsrError::Inconsistent(_))
+    ));
+    assert_eq!(b.io().writes(), writes, "refused before any write");
+    // the repair
+    let off = AllocReset {
+        l3_cdp: FeatureSetting::Off,
+        ..AllocReset::default()
+    };
+    b.reset_allocation(&off).unwrap();
+    assert_eq!(b.cdp_inconsistency(), None);
+    assert_eq!(b.io().get(cpu(4), regs::IA32_L3_QOS_CFG), Some(0));
+    assert_eq!(b.cat_classes(CatResource::L3, dom(1)).unwrap().len(), 16);
+    b.set_cat_classes(CatResource::L3, dom(0), &[one]).unwrap();
 }
 
 #[test]
