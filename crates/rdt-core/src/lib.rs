@@ -35,6 +35,7 @@ mod mount;
 pub mod pmu;
 pub mod proc;
 mod request;
+pub mod runfile;
 pub mod topology;
 pub mod transaction;
 

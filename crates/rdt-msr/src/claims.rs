@@ -12,11 +12,10 @@
 //! IA32_PQR_ASSOC still holds the listed RMID, so a CPU someone tagged since is left alone.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
 
+use rdt_core::runfile::{RunFile, dead_run_files};
 use rdt_core::{CpuSet, LogicalCpu, Reclaimed};
 
 use crate::regs::{self, IA32_PQR_ASSOC};
@@ -33,7 +32,7 @@ const MAX_CLAIM_BYTES: u64 = 1 << 20;
 pub(crate) struct Claims {
     dir: PathBuf,
     /// The claim file, locked, while there are claims.
-    file: Option<File>,
+    file: Option<RunFile>,
     entries: BTreeMap<LogicalCpu, u32>,
 }
 
@@ -52,13 +51,14 @@ impl Claims {
         &self.dir
     }
 
+    #[cfg(test)]
     fn path(&self) -> PathBuf {
         self.dir.join(format!("{PREFIX}{}", std::process::id()))
     }
 
     fn error(&self, source: io::Error) -> MsrError {
         MsrError::Claims {
-            path: self.path(),
+            path: self.dir.join(format!("{PREFIX}{}", std::process::id())),
             source,
         }
     }
@@ -101,37 +101,14 @@ impl Claims {
     }
 
     fn store(&mut self) -> io::Result<()> {
-        let path = self.path();
         if self.entries.is_empty() {
-            if self.file.take().is_some() {
-                fs::remove_file(&path)?;
-            }
-            return Ok(());
+            return self.file.take().map_or(Ok(()), RunFile::remove);
         }
-        if let Some(f) = &self.file {
-            f.set_len(0)?;
-            f.write_all_at(self.text().as_bytes(), 0)?;
-            return f.sync_data();
+        let text = self.text();
+        if let Some(f) = &mut self.file {
+            return f.rewrite(text.as_bytes());
         }
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)?;
-        let tmp = self
-            .dir
-            .join(format!(".{PREFIX}{}.tmp", std::process::id()));
-        let mut f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.try_lock().map_err(io::Error::from)?;
-        f.write_all(self.text().as_bytes())?;
-        f.sync_data()?;
-        fs::rename(&tmp, &path)?;
-        self.file = Some(f);
+        self.file = Some(RunFile::create(&self.dir, PREFIX, text.as_bytes())?);
         Ok(())
     }
 }
@@ -150,57 +127,23 @@ fn parse(text: &str) -> Vec<(LogicalCpu, u32)> {
         .collect()
 }
 
-/// Gives back the RMIDs of every claim file in `dir` whose process has ended (its lock is
-/// free): each listed CPU whose IA32_PQR_ASSOC still holds the listed RMID goes back to
-/// RMID 0, its COS kept; the file is removed. A directory that does not exist holds no
-/// claims.
+/// Gives back the RMIDs of every claim file in `dir` whose process has ended
+/// ([`dead_run_files`]): each listed CPU whose IA32_PQR_ASSOC still holds the listed RMID
+/// goes back to RMID 0, its COS kept; the file is removed. A directory that does not exist
+/// holds no claims.
 ///
 /// # Errors
 /// The directory cannot be listed; a register access fails (the claim file is kept, so
 /// the next open tries again).
 pub(crate) fn reclaim<M: MsrIo>(dir: &Path, io: &mut M) -> Result<Vec<Reclaimed>, MsrError> {
-    let list_error = |source| MsrError::Claims {
+    let dead = dead_run_files(dir, PREFIX, MAX_CLAIM_BYTES).map_err(|source| MsrError::Claims {
         path: dir.to_owned(),
         source,
-    };
-    let entries = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(list_error(e)),
-    };
+    })?;
     let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(list_error)?;
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let path = entry.path();
-        // O_NOFOLLOW: a symlink planted there is not followed; a FIFO is not a file.
-        let Ok(mut f) = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-        else {
-            continue;
-        };
-        if !f.metadata().is_ok_and(|m| m.is_file()) || f.try_lock().is_err() {
-            continue; // not a claim file, or its process is alive
-        }
-        let mut text = String::new();
-        if (&mut f)
-            .take(MAX_CLAIM_BYTES)
-            .read_to_string(&mut text)
-            .is_err()
-        {
-            continue;
-        }
+    for file in dead {
         let mut cpus = CpuSet::default();
-        for (cpu, rmid) in parse(&text) {
+        for (cpu, rmid) in parse(&file.text) {
             let Ok(v) = io.read(cpu, IA32_PQR_ASSOC) else {
                 continue; // a CPU that is gone keeps nothing
             };
@@ -209,7 +152,8 @@ pub(crate) fn reclaim<M: MsrIo>(dir: &Path, io: &mut M) -> Result<Vec<Reclaimed>
                 cpus.insert(cpu);
             }
         }
-        let _ = fs::remove_file(&path);
+        let pid = file.pid;
+        let _ = file.remove();
         if !cpus.is_empty() {
             out.push(Reclaimed::Rmids { cpus, pid });
         }
@@ -221,6 +165,7 @@ pub(crate) fn reclaim<M: MsrIo>(dir: &Path, io: &mut M) -> Result<Vec<Reclaimed>
 mod tests {
     use super::*;
     use crate::FakeMsrs;
+    use std::fs;
 
     const PQR: crate::MsrAddr = IA32_PQR_ASSOC;
 

@@ -5,10 +5,12 @@
 //! The wait is bounded: [`RootLock`] tries the lock, sleeping between attempts, until a
 //! deadline, then reports [`ResctrlError::Locked`].
 
-use std::fs::{File, TryLockError};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use rdt_core::runfile::{LockWaitError, lock_with_timeout};
 
 use crate::ResctrlError;
 
@@ -78,31 +80,14 @@ impl RootLock {
                 root: self.root.clone(),
             });
         };
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(1);
-        loop {
-            let r = if exclusive {
-                dir.try_lock()
-            } else {
-                dir.try_lock_shared()
-            };
-            match r {
-                Ok(()) => return Ok(LockGuard(Arc::clone(dir))),
-                Err(TryLockError::WouldBlock) => {
-                    let waited = start.elapsed();
-                    if waited >= self.timeout {
-                        return Err(ResctrlError::Locked {
-                            root: self.root.clone(),
-                            waited,
-                        });
-                    }
-                    std::thread::sleep(pause.min(self.timeout.saturating_sub(waited)));
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-                Err(TryLockError::Error(e)) => {
-                    return Err(ResctrlError::io("flock", &self.root, e));
-                }
-            }
-        }
+        lock_with_timeout(dir, exclusive, self.timeout)
+            .map(|()| LockGuard(Arc::clone(dir)))
+            .map_err(|e| match e {
+                LockWaitError::Timeout { waited } => ResctrlError::Locked {
+                    root: self.root.clone(),
+                    waited,
+                },
+                LockWaitError::Io(e) => ResctrlError::io("flock", &self.root, e),
+            })
     }
 }

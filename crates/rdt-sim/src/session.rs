@@ -8,7 +8,9 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use rdt_core::runfile::{LockWaitError, lock_with_timeout};
 
 use crate::{BUILTIN_MODELS, Scenario, SimError, SimHandle, SimPlatform};
 
@@ -239,21 +241,13 @@ fn lock_state(state: &Path, wait: Duration) -> Result<File, SessionError> {
         .write(true)
         .open(&lock_path)
         .map_err(lock_err)?;
-    let deadline = Instant::now() + wait;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(SessionError::Busy {
-                    state: state.to_owned(),
-                    waited: wait,
-                });
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(lock_err(e)),
-        }
+    match lock_with_timeout(&file, true, wait) {
+        Ok(()) => Ok(file),
+        Err(LockWaitError::Timeout { waited }) => Err(SessionError::Busy {
+            state: state.to_owned(),
+            waited,
+        }),
+        Err(LockWaitError::Io(e)) => Err(lock_err(e)),
     }
 }
 

@@ -1,0 +1,308 @@
+//! Files a process keeps in a run directory for as long as it lives, and the bounded wait
+//! for a `flock(2)`.
+//!
+//! A [`RunFile`] is `<dir>/<prefix><pid>`, written whole (under a temporary name, locked
+//! with an exclusive `flock`, synced, then renamed) and kept locked until the process drops
+//! it or ends. The kernel drops a `flock` with the last file descriptor, on SIGKILL too, so
+//! a process that can take the lock of such a file knows its writer has ended:
+//! [`dead_run_files`] finds those, locked for the caller, so that the next process to open
+//! the platform can finish or undo what a killed one left (RMIDs it gave CPUs, a
+//! transaction it did not complete). Nothing here trusts the pid in the name: liveness is
+//! the lock alone, so a reused pid changes nothing.
+//!
+//! Hostile directories are expected (the run directory is root's, but a test or a
+//! mistaken `chmod` may change that): files are opened with `O_NOFOLLOW`, anything that is
+//! not a regular file is skipped, reads are bounded, and a file replaced between the
+//! listing and the lock is skipped.
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Waiting for a `flock` took longer than allowed.
+#[derive(Debug, thiserror::Error)]
+pub enum LockWaitError {
+    /// Another holder kept the lock for the whole wait.
+    #[error("another process held the lock for {waited:?}")]
+    Timeout {
+        /// How long this process waited.
+        waited: Duration,
+    },
+    /// `flock(2)` failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Takes `file`'s `flock` (exclusive or shared), trying again with a growing pause (1 ms
+/// doubling to 50 ms) until `timeout` has passed.
+///
+/// # Errors
+/// [`LockWaitError::Timeout`] when another holder kept it that long;
+/// [`LockWaitError::Io`] when `flock(2)` fails otherwise.
+pub fn lock_with_timeout(
+    file: &File,
+    exclusive: bool,
+    timeout: Duration,
+) -> Result<(), LockWaitError> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let r = if exclusive {
+            file.try_lock()
+        } else {
+            file.try_lock_shared()
+        };
+        match r {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) => {
+                let waited = start.elapsed();
+                if waited >= timeout {
+                    return Err(LockWaitError::Timeout { waited });
+                }
+                std::thread::sleep(pause.min(timeout.saturating_sub(waited)));
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(TryLockError::Error(e)) => return Err(LockWaitError::Io(e)),
+        }
+    }
+}
+
+/// Creates `dir` (and its parents) with mode 0700 where it does not exist.
+///
+/// # Errors
+/// `mkdir(2)` errors.
+pub fn create_run_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// This process's `<dir>/<prefix><pid>`, locked while it exists.
+#[derive(Debug)]
+pub struct RunFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl RunFile {
+    /// Writes `contents` to `<dir>/<prefix><pid of this process>` whole: a temporary file
+    /// is created (mode 0600), locked, written and synced, then renamed into place, so a
+    /// reader sees either no file or all of it. `dir` is created (0700) first.
+    ///
+    /// # Errors
+    /// Any file system error (the temporary file is removed).
+    pub fn create(dir: &Path, prefix: &str, contents: &[u8]) -> io::Result<Self> {
+        create_run_dir(dir)?;
+        let pid = std::process::id();
+        let path = dir.join(format!("{prefix}{pid}"));
+        let tmp = dir.join(format!(".{prefix}{pid}.tmp"));
+        let made = (|| {
+            let mut f = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
+            f.try_lock().map_err(io::Error::from)?;
+            f.write_all(contents)?;
+            f.sync_data()?;
+            fs::rename(&tmp, &path)?;
+            Ok(f)
+        })();
+        match made {
+            Ok(file) => Ok(Self { path, file }),
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(e)
+            }
+        }
+    }
+
+    /// Replaces the contents in place, synced. (A reader that takes the lock only after
+    /// this process ended never sees a partial rewrite.)
+    ///
+    /// # Errors
+    /// Write or sync errors.
+    pub fn rewrite(&mut self, contents: &[u8]) -> io::Result<()> {
+        self.file.set_len(0)?;
+        self.file.write_all_at(contents, 0)?;
+        self.file.sync_data()
+    }
+
+    /// The file's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the file (then drops its lock).
+    ///
+    /// # Errors
+    /// `unlink(2)` errors.
+    pub fn remove(self) -> io::Result<()> {
+        fs::remove_file(&self.path)
+    }
+}
+
+/// A run file whose writer has ended, locked by this process until dropped.
+#[derive(Debug)]
+pub struct DeadRunFile {
+    /// The pid in its name (the process that wrote it; it no longer holds the lock).
+    pub pid: u32,
+    /// Its path.
+    pub path: PathBuf,
+    /// Its contents, at most the `max_bytes` asked for.
+    pub text: String,
+    _file: File,
+}
+
+impl DeadRunFile {
+    /// Removes the file (its work is done), then drops the lock.
+    ///
+    /// # Errors
+    /// `unlink(2)` errors.
+    pub fn remove(self) -> io::Result<()> {
+        fs::remove_file(&self.path)
+    }
+}
+
+/// The files `<dir>/<prefix><pid>` whose writer has ended (their `flock` is free), each
+/// locked for the caller. Skipped: names without a decimal pid, symlinks, anything not a
+/// regular file, files longer than `max_bytes` or not UTF-8 (left in place: not ours), and
+/// a file replaced or removed between the listing and the lock (someone else handled it).
+/// A directory that does not exist holds none.
+///
+/// # Errors
+/// The directory cannot be listed.
+pub fn dead_run_files(dir: &Path, prefix: &str, max_bytes: u64) -> io::Result<Vec<DeadRunFile>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let path = entry.path();
+        // O_NOFOLLOW: a planted symlink is not followed; O_NONBLOCK: a FIFO does not block
+        // the open (it is then skipped as not a regular file).
+        let Ok(file) = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(&path)
+        else {
+            continue;
+        };
+        let Ok(meta) = file.metadata() else { continue };
+        if !meta.is_file() || meta.len() > max_bytes || file.try_lock().is_err() {
+            continue; // not a run file, or its process is alive
+        }
+        // Still the file the directory names? (Another process may have handled and
+        // removed it, and a new one taken the name, between the open and the lock.)
+        let same = fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino());
+        if !same {
+            continue;
+        }
+        let mut text = String::new();
+        if (&file).take(max_bytes).read_to_string(&mut text).is_err() {
+            continue;
+        }
+        out.push(DeadRunFile {
+            pid,
+            path,
+            text,
+            _file: file,
+        });
+    }
+    out.sort_by_key(|d| d.pid);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_file_is_not_dead_and_a_released_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = RunFile::create(&dir.path().join("run"), "x-", b"hello\n").unwrap();
+        let run = dir.path().join("run");
+        assert_eq!(
+            fs::metadata(&run).unwrap().mode() & 0o777,
+            0o700,
+            "root-only"
+        );
+        assert!(
+            dead_run_files(&run, "x-", 1024).unwrap().is_empty(),
+            "alive"
+        );
+        // the process "dies": its lock goes, its file stays (renamed to another pid)
+        let dead_path = run.join("x-4242");
+        fs::rename(f.path(), &dead_path).unwrap();
+        drop(f);
+        let dead = dead_run_files(&run, "x-", 1024).unwrap();
+        assert_eq!(dead.len(), 1);
+        assert_eq!((dead[0].pid, dead[0].text.as_str()), (4242, "hello\n"));
+        // while this process holds it, a second scan does not hand it out again
+        let again = std::thread::scope(|s| {
+            s.spawn(|| dead_run_files(&run, "x-", 1024).unwrap().len())
+                .join()
+                .unwrap()
+        });
+        assert_eq!(again, 0, "locked by the first scanner");
+        dead.into_iter().next().unwrap().remove().unwrap();
+        assert!(!dead_path.exists());
+    }
+
+    #[test]
+    fn hostile_entries_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        fs::write(d.join("x-1"), vec![b'a'; 100]).unwrap(); // too long
+        fs::write(d.join("x-2"), [0xff, 0xfe]).unwrap(); // not UTF-8
+        std::os::unix::fs::symlink("/etc/passwd", d.join("x-3")).unwrap();
+        fs::create_dir(d.join("x-4")).unwrap();
+        fs::write(d.join("x-"), b"").unwrap();
+        fs::write(d.join("x-5a"), b"").unwrap();
+        fs::write(d.join("y-6"), b"").unwrap();
+        // (mkfifo(3), not the program: a fork would hold other tests' locks for a moment)
+        nix::unistd::mkfifo(&d.join("x-7"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let found = dead_run_files(d, "x-", 10).unwrap();
+        assert!(found.is_empty(), "{found:?}");
+        assert!(
+            dead_run_files(&d.join("missing"), "x-", 10)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_wait_for_a_held_lock_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let a = File::create(&path).unwrap();
+        let b = File::open(&path).unwrap();
+        lock_with_timeout(&a, true, Duration::ZERO).unwrap();
+        let e = lock_with_timeout(&b, false, Duration::from_millis(20)).unwrap_err();
+        assert!(
+            matches!(e, LockWaitError::Timeout { waited } if waited >= Duration::from_millis(20))
+        );
+        a.unlock().unwrap();
+        lock_with_timeout(&b, false, Duration::ZERO).unwrap();
+    }
+}
