@@ -368,6 +368,33 @@ impl Backend for Rdt {
             Inner::Os(b) => b.mba_ctrl(),
         }
     }
+    fn run_dir(&self) -> Option<&std::path::Path> {
+        match &self.backend {
+            Inner::Msr(b) => b.run_dir(),
+            Inner::Os(b) => b.run_dir(),
+        }
+    }
+    fn hold_writers(&mut self) -> Result<(), Error> {
+        forward!(self, b => b.hold_writers())
+    }
+    fn release_writers(&mut self) {
+        match &mut self.backend {
+            Inner::Msr(b) => b.release_writers(),
+            Inner::Os(b) => b.release_writers(),
+        }
+    }
+    fn needs_reset(&self) -> Option<String> {
+        match &self.backend {
+            Inner::Msr(b) => b.needs_reset(),
+            Inner::Os(b) => b.needs_reset(),
+        }
+    }
+    fn own_classes(&mut self, classes: &[ClassId]) {
+        match &mut self.backend {
+            Inner::Msr(b) => b.own_classes(classes),
+            Inner::Os(b) => b.own_classes(classes),
+        }
+    }
 }
 
 /// Compiles the README's Rust examples as doctests.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use rdt_core::{
     Capabilities, CpuidSource, DevCpuid, Interface, LogicalCpu, NativeCpuid, NoPmu, PmuCaps,
-    PmuSource, Reclaimed, Topology, TopologyError, error_chain, explain_no_rdt,
+    PmuSource, Reclaimed, Topology, TopologyError, error_chain, explain_no_rdt, transaction,
 };
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
 use rdt_resctrl::{ControlFileMount, KernelMount, ResctrlBackend, ResctrlError, ResctrlOptions};
@@ -113,9 +113,10 @@ pub struct Paths {
     pub proc: PathBuf,
     /// Where CPUID comes from.
     pub cpuid: CpuidFrom,
-    /// A root-only directory for state that must outlive a process: the RMIDs a
-    /// monitoring run gave CPUs on the MSR interface, so that the next open can give back
-    /// those of a run that was killed (`/run/rdt` on a host).
+    /// A root-only directory for state that must outlive a process, so that the next open
+    /// can clean up after a process that was killed (`/run/rdt` on a host): the journal of
+    /// a transaction in progress (both interfaces), the RMIDs a monitoring run gave CPUs
+    /// and the writers' lock `msr.lock` (MSR interface).
     pub run: PathBuf,
 }
 
@@ -535,11 +536,13 @@ impl OpenOptions {
         self
     }
 
-    /// Whether opening gives back the monitoring of runs that ended without stopping it
-    /// (default: yes): `pqos-<pid>-<n>` resctrl groups whose process is gone
-    /// ([`rdt_resctrl::ResctrlBackend::reclaim_dead_groups`]), RMIDs a killed run left on
-    /// CPUs ([`rdt_msr::MsrBackend::reclaim_dead_runs`]). Each is a `WARN` log record and a
-    /// [`Notice::Reclaimed`].
+    /// Whether opening first rolls back the allocation changes and gives back the
+    /// monitoring of runs that ended before they finished (default: yes): transactions
+    /// whose process was killed half-way, from their journals in [`Paths::run`]
+    /// ([`rdt_core::transaction::recover`]); `pqos-<pid>-<n>` resctrl groups whose process
+    /// is gone ([`rdt_resctrl::ResctrlBackend::reclaim_dead_groups`]); RMIDs a killed run
+    /// left on CPUs ([`rdt_msr::MsrBackend::reclaim_dead_runs`]). Each is a `WARN` log
+    /// record and a [`Notice::Reclaimed`].
     #[must_use]
     pub const fn reclaim(mut self, on: bool) -> Self {
         self.reclaim = on;
@@ -655,7 +658,9 @@ impl OpenOptions {
             let topology = topology()?;
             // pqos `lib/os_cap.c`: on the OS interface PMU events are what perf can count.
             let pmu = host_pmu(&topology, &mut caps, PmuCapsPolicy::Usable);
-            let mut opts = ResctrlOptions::new(&paths.resctrl).proc_root(&paths.proc);
+            let mut opts = ResctrlOptions::new(&paths.resctrl)
+                .proc_root(&paths.proc)
+                .run_dir(&paths.run);
             opts = if paths.resctrl_mount_control.is_file() {
                 opts.mount_control(ControlFileMount::new(&paths.resctrl_mount_control))
             } else {
@@ -666,7 +671,8 @@ impl OpenOptions {
             }
             let mut backend = ResctrlBackend::open(opts, topology, Some(caps), pmu)
                 .map_err(OpenError::Resctrl)?;
-            let reclaimed = self.reclaimed(|| backend.reclaim_dead_groups());
+            let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
+            reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_groups()));
             let mut rdt = Rdt::from_resctrl(backend);
             rdt.notices.extend(reclaimed);
             return Ok(rdt);
@@ -678,8 +684,12 @@ impl OpenOptions {
         let topology = topology()?;
         let pmu = host_pmu(&topology, &mut caps, self.pmu_caps);
         let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
-        let mut backend = MsrBackend::new(io, caps, topology, pmu)?.with_claims(&paths.run);
-        let reclaimed = self.reclaimed(|| backend.reclaim_dead_runs());
+        let mut backend = MsrBackend::new(io, caps, topology, pmu)?.with_run_dir(&paths.run);
+        if let Some(t) = self.lock_timeout {
+            backend.set_lock_timeout(t);
+        }
+        let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
+        reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_runs()));
         let mut rdt = Rdt::from_msr_backend(backend);
         rdt.notices.extend(reclaimed);
         if paths.resctrl.join("cpus").exists() {

@@ -6,7 +6,7 @@ use crate::{
 };
 
 /// The interface a backend programs the hardware through (pqos `--iface`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Interface {
     /// Model-specific registers through `/dev/cpu/N/msr`.
     Msr,
@@ -15,7 +15,7 @@ pub enum Interface {
 }
 
 /// The masks of one CAT class: one mask, or a data and a code mask while CDP is on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum CatMask {
     /// CDP off: one mask for code and data.
     Unified(CacheBitmask),
@@ -29,7 +29,7 @@ pub enum CatMask {
 }
 
 /// One class of service's CAT masks in one cache domain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct CatClass {
     /// The class.
     pub class: ClassId,
@@ -38,7 +38,7 @@ pub struct CatClass {
 }
 
 /// One class of service's bandwidth limit in one MBA domain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct MbaClass {
     /// The class.
     pub class: ClassId,
@@ -47,7 +47,9 @@ pub struct MbaClass {
 }
 
 /// A requested state of an on/off feature at reset (pqos `-R l3cdp-on`, `pqos_cdp_config`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Default, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum FeatureSetting {
     /// Keep as is.
     #[default]
@@ -59,7 +61,9 @@ pub enum FeatureSetting {
 }
 
 /// What `-R` resets besides the masks and associations (pqos `pqos_alloc_config`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Default, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct AllocReset {
     /// L3 code/data prioritization.
     pub l3_cdp: FeatureSetting,
@@ -312,6 +316,47 @@ pub trait Backend {
     /// When the resctrl tree cannot be read.
     fn groups(&mut self) -> Result<Vec<GroupInfo>, Self::Error> {
         Ok(Vec::new())
+    }
+
+    /// The directory where this backend keeps what must outlive the process: RMID claims,
+    /// the journal of a transaction in progress ([`crate::transaction`]), the MSR writers'
+    /// lock. A root-only directory under `/run` on a host (`/run/rdt`); `None` for a
+    /// backend without one (then a transaction killed half-way cannot be rolled back by the
+    /// next process).
+    fn run_dir(&self) -> Option<&std::path::Path> {
+        None
+    }
+
+    /// Takes the interface's writers' lock (the `flock` on the resctrl root, `LOCK_EX`;
+    /// `<run dir>/msr.lock` on the MSR interface) and holds it until as many
+    /// [`Backend::release_writers`] calls; calls in between do not take it again. A
+    /// transaction holds it from reading the state to its last write, so that two
+    /// processes' changes serialize.
+    ///
+    /// # Errors
+    /// Another process kept the lock for longer than the backend's lock timeout, or the
+    /// lock file cannot be opened.
+    fn hold_writers(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
+    /// Gives back one [`Backend::hold_writers`]; the lock goes with the last.
+    fn release_writers(&mut self) {}
+
+    /// Why allocation can only be reset, if it can (CDP on in some cache domains and off in
+    /// others on the MSR interface, after a reset was killed half-way): then reads work,
+    /// writes of masks are refused, and [`Backend::reset_allocation`] with CDP set on or off
+    /// repairs it.
+    fn needs_reset(&self) -> Option<String> {
+        None
+    }
+
+    /// Treats the resctrl groups of `classes` as made by this process (OS interface; a
+    /// no-op on MSR): a group of them brought back to the defaults with no CPU, task or
+    /// monitor group in it is removed, as one this process created is. Rolling back a
+    /// killed transaction uses it for the groups that transaction created.
+    fn own_classes(&mut self, classes: &[ClassId]) {
+        let _ = classes;
     }
 
     /// A [`Monitoring`] guard on this backend: groups started through it are stopped when

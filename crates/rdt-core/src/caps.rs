@@ -280,7 +280,9 @@ pub struct Capabilities {
 }
 
 /// Which CAT resource a mask or class is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum CatResource {
     /// Last-level (L3) cache.
     L3,
@@ -544,6 +546,54 @@ impl Capabilities {
                 class,
                 num_classes: n,
             });
+        }
+        Ok(())
+    }
+
+    /// Checks that a reset of allocation (pqos `-R`) can do what `cfg` asks on `interface`,
+    /// with `mba_ctrl` the backend's [`crate::Backend::mba_ctrl`]: allocation exists, CDP
+    /// asked on is supported, and MBA CTRL asked on is the OS interface's and supported.
+    ///
+    /// # Errors
+    /// [`RequestError::FeatureUnsupported`](crate::RequestError::FeatureUnsupported) naming
+    /// the feature (`"Allocation"`, `"L3 CDP"`, `"L2 CDP"`, `"MBA CTRL"`).
+    pub fn check_alloc_reset(
+        &self,
+        interface: crate::Interface,
+        cfg: &crate::AllocReset,
+        mba_ctrl: Option<crate::MbaCtrl>,
+    ) -> Result<(), crate::RequestError> {
+        use crate::{FeatureSetting, RequestError};
+        let unsupported = |feature, reason: Option<&str>| RequestError::FeatureUnsupported {
+            feature,
+            reason: reason.map(str::to_owned),
+        };
+        if self.max_classes() == 0 {
+            return Err(unsupported("Allocation", Some("no L3 CAT, L2 CAT or MBA")));
+        }
+        for (setting, resource, feature) in [
+            (cfg.l3_cdp, CatResource::L3, "L3 CDP"),
+            (cfg.l2_cdp, CatResource::L2, "L2 CDP"),
+        ] {
+            if setting == FeatureSetting::On && !self.cat(resource).is_some_and(|c| c.cdp_supported)
+            {
+                return Err(unsupported(feature, None));
+            }
+        }
+        if cfg.mba_ctrl == FeatureSetting::On {
+            let why = match (interface, mba_ctrl) {
+                (crate::Interface::Msr, _) => Some(
+                    "the MBps controller (mba_MBps) is the kernel's: it needs the OS interface",
+                ),
+                (_, None | Some(crate::MbaCtrl::Unsupported)) => Some(
+                    "the kernel's mba_MBps needs MBM, linear (Intel) MBA and no Sub-NUMA \
+                     Clustering",
+                ),
+                _ => None,
+            };
+            if let Some(why) = why {
+                return Err(unsupported("MBA CTRL", Some(why)));
+            }
         }
         Ok(())
     }

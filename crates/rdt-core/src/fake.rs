@@ -303,6 +303,12 @@ pub struct FakeBackend {
     task_class: BTreeMap<TaskId, ClassId>,
     /// resctrl groups present besides the root (ours and other tools').
     groups_present: Vec<GroupInfo>,
+    /// [`Backend::run_dir`].
+    run_dir: Option<std::path::PathBuf>,
+    /// The write at which the "process dies" (panics): 1 is the next one; 0 none.
+    panic_nth: usize,
+    /// [`Backend::hold_writers`] depth.
+    writers_held: u32,
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -330,6 +336,9 @@ impl FakeBackend {
             processes: BTreeMap::new(),
             task_class: BTreeMap::new(),
             groups_present: Vec::new(),
+            run_dir: None,
+            panic_nth: 0,
+            writers_held: 0,
         };
         b.reset_tables();
         for c in b.topo.cpus() {
@@ -508,8 +517,33 @@ impl FakeBackend {
         self.groups.len()
     }
 
+    /// Keeps transaction journals in `dir` ([`Backend::run_dir`]), so that
+    /// [`crate::transaction::recover`] can roll back a transaction that "died" half-way
+    /// ([`FakeBackend::panic_at_nth_write`]).
+    #[must_use]
+    pub fn with_run_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.run_dir = Some(dir.into());
+        self
+    }
+
+    /// Makes the `n`th write from now (1: the next) panic before it changes anything: the
+    /// in-process stand-in for a process killed at that write (catch it with
+    /// `std::panic::catch_unwind`).
+    pub fn panic_at_nth_write(&mut self, n: usize) {
+        self.panic_nth = n;
+    }
+
+    /// How many [`Backend::hold_writers`] are not yet released.
+    #[must_use]
+    pub const fn writers_held(&self) -> u32 {
+        self.writers_held
+    }
+
     /// Records a change, or fails it as armed.
     fn write(&mut self, what: String) -> R<()> {
+        let die = self.panic_nth == 1;
+        self.panic_nth = self.panic_nth.saturating_sub(1);
+        assert!(!die, "killed before writing {what}");
         let nth = self.fail_nth == 1;
         self.fail_nth = self.fail_nth.saturating_sub(1);
         let from = self.fail_from == 1;
@@ -745,6 +779,9 @@ impl Backend for FakeBackend {
         for c in self.cos.values_mut() {
             *c = ClassId::new(0);
         }
+        for c in self.task_class.values_mut() {
+            *c = ClassId::new(0);
+        }
         Ok(())
     }
 
@@ -909,15 +946,48 @@ impl Backend for FakeBackend {
             .collect())
     }
 
+    fn run_dir(&self) -> Option<&std::path::Path> {
+        self.run_dir.as_deref()
+    }
+
+    fn hold_writers(&mut self) -> R<()> {
+        self.writers_held += 1;
+        Ok(())
+    }
+
+    fn release_writers(&mut self) {
+        self.writers_held = self.writers_held.saturating_sub(1);
+    }
+
     fn groups(&mut self) -> R<Vec<GroupInfo>> {
         if self.fail_all_reads {
             return Err(FakeError::Injected("reading the groups".into()));
         }
-        Ok(if self.os_interface {
-            self.groups_present.clone()
-        } else {
-            Vec::new()
-        })
+        if !self.os_interface {
+            return Ok(Vec::new());
+        }
+        // `COS<n>` groups exist for the classes that hold a CPU or a task (resctrl makes
+        // them on the first association), besides the groups added.
+        let mut list = self.groups_present.clone();
+        let used: std::collections::BTreeSet<ClassId> = self
+            .cos
+            .values()
+            .chain(self.task_class.values())
+            .copied()
+            .filter(|c| c.get() != 0)
+            .collect();
+        for class in used {
+            let path = format!("COS{class}");
+            if !list.iter().any(|g| g.path == path) {
+                list.push(GroupInfo {
+                    path,
+                    kind: GroupKind::Control,
+                    owner: GroupOwner::Pqos,
+                    class: Some(class),
+                });
+            }
+        }
+        Ok(list)
     }
 }
 

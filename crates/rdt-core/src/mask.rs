@@ -35,7 +35,10 @@ pub enum MaskError {
 /// # References
 /// Intel SDM Vol. 3B, 18.19.4 "Cache Allocation Technology"; kernel
 /// `Documentation/arch/x86/resctrl.rst`, "Cache resource allocation".
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "u64", into = "u64")]
 pub struct CacheBitmask(u64);
 
 impl CacheBitmask {
@@ -78,6 +81,20 @@ impl CacheBitmask {
     pub const fn is_contiguous(self) -> bool {
         let shifted = self.0 >> self.0.trailing_zeros();
         shifted & (shifted.wrapping_add(1)) == 0
+    }
+}
+
+impl TryFrom<u64> for CacheBitmask {
+    type Error = MaskError;
+
+    fn try_from(bits: u64) -> Result<Self, MaskError> {
+        Self::new(bits)
+    }
+}
+
+impl From<CacheBitmask> for u64 {
+    fn from(mask: CacheBitmask) -> Self {
+        mask.bits()
     }
 }
 

@@ -300,9 +300,10 @@ impl MibPerSec {
     }
 }
 
-/// Monitoring left behind by a process that ended without stopping it (killed, crashed)
-/// and given back when a platform was opened: [`Reclaimed::ResctrlGroup`] on the OS
-/// interface, [`Reclaimed::Rmids`] on the MSR interface.
+/// Work left behind by a process that ended before it finished (killed, crashed), given
+/// back or rolled back when a platform was opened: monitoring it did not stop
+/// ([`Reclaimed::ResctrlGroup`] on the OS interface, [`Reclaimed::Rmids`] on the MSR
+/// interface) and allocation changes it did not complete ([`Reclaimed::Transaction`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Reclaimed {
@@ -322,6 +323,17 @@ pub enum Reclaimed {
         /// The process that started the monitoring.
         pid: u32,
     },
+    /// The writes of a transaction ([`crate::transaction`]) whose process ended before it
+    /// completed were undone from its journal: the allocation is as before it.
+    Transaction {
+        /// The process that ran it.
+        pid: u32,
+        /// What was written back, newest first (`L3 COS1 of domain 0 back to 0xfffff`).
+        undone: Vec<String>,
+        /// What could not be written back, with the error (the journal stays for the next
+        /// open to try again).
+        failed: Vec<String>,
+    },
 }
 
 impl std::fmt::Display for Reclaimed {
@@ -337,6 +349,26 @@ impl std::fmt::Display for Reclaimed {
                 "reset the RMIDs of CPUs {cpus} to 0: process {pid}, which assigned them, ended \
                  without stopping its monitoring"
             ),
+            Self::Transaction {
+                pid,
+                undone,
+                failed,
+            } => {
+                write!(
+                    f,
+                    "rolled back the allocation change of process {pid}, which ended before \
+                     it completed: {}",
+                    if undone.is_empty() {
+                        "nothing to write back".to_owned()
+                    } else {
+                        undone.join(", ")
+                    }
+                )?;
+                if !failed.is_empty() {
+                    write!(f, "; could not write back {}", failed.join("; "))?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -15,6 +15,24 @@ use crate::{
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestError {
+    /// A reset asked for a feature the platform or interface does not have (pqos `-R
+    /// l3cdp-on` without CDP).
+    #[error("{}", feature_unsupported(.feature, .reason.as_deref()))]
+    FeatureUnsupported {
+        /// `"Allocation"`, `"L3 CDP"`, `"L2 CDP"`, `"MBA CTRL"`.
+        feature: &'static str,
+        /// Why, where there is more to say.
+        reason: Option<String>,
+    },
+    /// The run directory (the transaction journal, the MSR writers' lock) cannot be
+    /// used: nothing was written.
+    #[error("{}: {message}", .path.display())]
+    RunState {
+        /// The directory or file.
+        path: std::path::PathBuf,
+        /// What failed, with the system's error.
+        message: String,
+    },
     /// A value is outside the platform's limits (mask width, contiguity, class count, MBA
     /// range).
     #[error(transparent)]
@@ -217,6 +235,19 @@ pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
         }
     }
     Chain(err).to_string()
+}
+
+/// [`RequestError::FeatureUnsupported`]'s message, in pqos's words.
+fn feature_unsupported(feature: &str, reason: Option<&str>) -> String {
+    let head = if feature == "Allocation" {
+        "Allocation capability not detected".to_owned()
+    } else {
+        format!("{feature} requested but not supported by the platform")
+    };
+    match reason {
+        Some(r) => format!("{head}: {r}"),
+        None => head,
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,10 @@ use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// How long a writer waits for another process's lock by default (the resctrl root's
+/// `flock`, the MSR interface's `msr.lock`).
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Waiting for a `flock` took longer than allowed.
 #[derive(Debug, thiserror::Error)]
 pub enum LockWaitError {
@@ -78,6 +82,91 @@ pub fn create_run_dir(dir: &Path) -> io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
+}
+
+/// An exclusive `flock` on a lock file, held re-entrantly: [`WriterLock::hold`] takes it
+/// on the first call and counts nested calls, [`WriterLock::release`] gives it back with
+/// the last. The file (mode 0600, its directory 0700) is opened at the first hold.
+#[derive(Debug)]
+pub struct WriterLock {
+    path: PathBuf,
+    timeout: Duration,
+    file: Option<File>,
+    depth: u32,
+}
+
+impl WriterLock {
+    /// A lock on `path` (not opened yet), waiting at most `timeout` for another holder.
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>, timeout: Duration) -> Self {
+        Self {
+            path: path.into(),
+            timeout,
+            file: None,
+            depth: 0,
+        }
+    }
+
+    /// The lock file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Changes how long [`WriterLock::hold`] waits.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// Takes the lock, or counts one more hold if this process has it.
+    ///
+    /// # Errors
+    /// [`LockWaitError::Timeout`] when another process kept it for the whole timeout;
+    /// [`LockWaitError::Io`] when the file cannot be created or locked.
+    pub fn hold(&mut self) -> Result<(), LockWaitError> {
+        if self.depth == 0 {
+            if self.file.is_none() {
+                if let Some(dir) = self.path.parent() {
+                    create_run_dir(dir)?;
+                }
+                self.file = Some(
+                    OpenOptions::new()
+                        .read(true)
+                        .write(true)
+                        .create(true)
+                        .truncate(false)
+                        .mode(0o600)
+                        .custom_flags(libc::O_NOFOLLOW)
+                        .open(&self.path)?,
+                );
+            }
+            if let Some(f) = &self.file {
+                lock_with_timeout(f, true, self.timeout)?;
+            }
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Gives back one hold; the lock goes with the last.
+    pub fn release(&mut self) {
+        match self.depth {
+            0 => {}
+            1 => {
+                self.depth = 0;
+                if let Some(f) = &self.file {
+                    let _ = f.unlock();
+                }
+            }
+            _ => self.depth -= 1,
+        }
+    }
+
+    /// Whether this process holds it.
+    #[must_use]
+    pub const fn is_held(&self) -> bool {
+        self.depth > 0
+    }
 }
 
 /// This process's `<dir>/<prefix><pid>`, locked while it exists.
@@ -289,6 +378,22 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_writer_lock_is_reentrant_and_excludes_other_holders() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run/w.lock");
+        let mut a = WriterLock::new(&path, Duration::ZERO);
+        let mut b = WriterLock::new(&path, Duration::from_millis(10));
+        a.hold().unwrap();
+        a.hold().unwrap();
+        assert!(matches!(b.hold(), Err(LockWaitError::Timeout { .. })));
+        a.release();
+        assert!(a.is_held() && b.hold().is_err(), "still held once");
+        a.release();
+        b.hold().unwrap();
+        assert!(!a.is_held() && b.is_held());
     }
 
     #[test]

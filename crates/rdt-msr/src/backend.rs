@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use std::path::PathBuf;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use rdt_core::monitor::CounterFormat;
 use rdt_core::{
@@ -20,6 +20,7 @@ use crate::regs::{
     IA32_L3_QOS_MASK_0, IA32_MBA_THRTL_0, IA32_PQR_ASSOC, IA32_QM_CTR, IA32_QM_EVTSEL,
 };
 use crate::{MsrAddr, MsrError, MsrIo};
+use rdt_core::runfile::{DEFAULT_LOCK_TIMEOUT, LockWaitError, WriterLock};
 
 /// Reads of IA32_QM_CTR per event per poll before the value is reported as unavailable
 /// (pqos `hw_mon_read`: at most 4 attempts).
@@ -158,8 +159,10 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     /// Started groups, sorted by id (ids are handed out increasing).
     groups: Vec<Group>,
     next_group: u32,
-    /// Where this process records the RMIDs it gives CPUs ([`MsrBackend::with_claims`]).
+    /// Where this process records the RMIDs it gives CPUs ([`MsrBackend::with_run_dir`]).
     claims: Option<Claims>,
+    /// The run directory and the writers' lock in it ([`MsrBackend::with_run_dir`]).
+    run: Option<(PathBuf, WriterLock)>,
     /// Per CAT resource (L3, L2): the domains with CDP on, when CDP is on in some domains and
     /// off in others (a reset killed half-way); `None` when consistent.
     cdp_split: [Option<Vec<CacheDomain>>; 2],
@@ -245,6 +248,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             groups: Vec::new(),
             next_group: 0,
             claims: None,
+            run: None,
             cdp_split: [None, None],
         };
         for resource in [CatResource::L3, CatResource::L2] {
@@ -311,22 +315,35 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         )))
     }
 
-    /// Records the RMIDs this process's monitoring groups give CPUs in `dir` (a root-only
-    /// directory that outlives the process, `/run/rdt` on a host), so that a run killed
-    /// before it stopped its groups can be cleaned up by the next one
-    /// ([`MsrBackend::reclaim_dead_runs`]). Without it, a killed run's CPUs keep their RMIDs
-    /// until `pqos -r`.
+    /// Keeps this process's run state in `dir` (a root-only directory that outlives the
+    /// process, `/run/rdt` on a host; [`Backend::run_dir`]): the RMIDs its monitoring
+    /// groups give CPUs, so that a run killed before it stopped its groups can be cleaned
+    /// up by the next one ([`MsrBackend::reclaim_dead_runs`]); the journal of a transaction
+    /// in progress; and the writers' lock `msr.lock`, which transactions and
+    /// [`Backend::start_monitoring`] hold so that two processes' changes serialize (waiting
+    /// at most [`MsrBackend::set_lock_timeout`], 5 s by default). Without it, a killed
+    /// run's CPUs keep their RMIDs until `pqos -r`, and nothing serializes writers.
     #[must_use]
-    pub fn with_claims(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.claims = Some(Claims::new(dir));
+    pub fn with_run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        self.claims = Some(Claims::new(&dir));
+        let lock = WriterLock::new(dir.join("msr.lock"), DEFAULT_LOCK_TIMEOUT);
+        self.run = Some((dir, lock));
         self
+    }
+
+    /// Changes how long taking the writers' lock waits for another process.
+    pub fn set_lock_timeout(&mut self, timeout: Duration) {
+        if let Some((_, lock)) = &mut self.run {
+            lock.set_timeout(timeout);
+        }
     }
 
     /// Gives back the RMIDs of runs that ended without stopping their monitoring: for
     /// every claim file in the claims directory whose process is gone (its `flock` is
     /// free), each listed CPU whose IA32_PQR_ASSOC still holds the listed RMID is put back
     /// on RMID 0 (COS kept); a CPU tagged by someone else since is left alone. Returns what
-    /// was given back; nothing without [`MsrBackend::with_claims`].
+    /// was given back; nothing without [`MsrBackend::with_run_dir`].
     ///
     /// # Errors
     /// [`MsrError::Claims`] when the directory cannot be listed; a register access error
@@ -336,6 +353,103 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             return Ok(Vec::new());
         };
         claims::reclaim(&dir, &mut self.io)
+    }
+
+    /// [`Backend::start_monitoring`] without the lock.
+    fn start_group(&mut self, cpus: &CpuSet, events: MonEvents) -> Result<MonGroupId, MsrError> {
+        if cpus.is_empty() || events.is_empty() {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        let mut members: Vec<(LogicalCpu, Option<CacheDomain>)> = Vec::with_capacity(cpus.len());
+        for cpu in cpus.iter() {
+            let p = self.topology.get(cpu).ok_or(RequestError::NoSuchCpu(cpu))?;
+            members.push((cpu, p.l3));
+        }
+        let rmid_events = self.caps.check_rmid_events(events)?;
+        if !rmid_events.is_empty()
+            && let Some(&(cpu, _)) = members.iter().find(|(_, l3)| l3.is_none())
+        {
+            return Err(RequestError::Unsupported(format!(
+                "CPU {cpu} has no L3 cache, so its LLC occupancy and memory bandwidth cannot be monitored"
+            )).into());
+        }
+        for &(cpu, _) in &members {
+            if let Some(g) = self.groups.iter().find(|g| g.cpus.contains(&cpu)) {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("CPU {cpu}"),
+                    by: Some(format!("monitoring group {} of this process", g.id.0)),
+                }
+                .into());
+            }
+        }
+        let mut assoc = Vec::with_capacity(members.len());
+        for &(cpu, _) in &members {
+            let v = self.io.read(cpu, IA32_PQR_ASSOC)?;
+            let rmid = regs::pqr_rmid(v); // IA32_PQR_ASSOC bits 9:0
+            if rmid != 0 {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("CPU {cpu}"),
+                    by: Some(format!(
+                        "RMID {rmid} (another tool or a run that did not stop)"
+                    )),
+                }
+                .into());
+            }
+            assoc.push(v);
+        }
+
+        let mut contexts: Vec<Context> = Vec::new();
+        if !rmid_events.is_empty() {
+            contexts = self.allocate_rmids(cpus, &members)?;
+            let rmids: Vec<(LogicalCpu, u32)> = members
+                .iter()
+                .map(|&(cpu, l3)| {
+                    let rmid = contexts
+                        .iter()
+                        .find(|c| Some(c.domain) == l3)
+                        .map_or(0, |c| c.rmid);
+                    (cpu, rmid)
+                })
+                .collect();
+            // The claim is on disk before the first CPU is tagged: a kill at any write leaves
+            // a record of every CPU this group may have tagged.
+            if let Some(c) = &mut self.claims {
+                c.add(rmids.iter().copied())?;
+            }
+            for (i, &(cpu, rmid)) in rmids.iter().enumerate() {
+                if let Err(e) =
+                    self.io
+                        .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_rmid(assoc[i], rmid))
+                {
+                    for (j, &(done, _)) in members.iter().enumerate().take(i) {
+                        let _ = self.io.write(done, IA32_PQR_ASSOC, assoc[j]); // best-effort rollback
+                    }
+                    if let Some(c) = &mut self.claims {
+                        let _ = c.remove(members.iter().map(|m| m.0));
+                    }
+                    return Err(e);
+                }
+            }
+        }
+
+        let id = MonGroupId(self.next_group);
+        self.next_group += 1;
+        let cpus: Vec<LogicalCpu> = members.iter().map(|m| m.0).collect();
+        let domains: Vec<CacheDomain> = contexts.iter().map(|c| c.domain).collect();
+        let acc = MonAccumulator::new(
+            events,
+            &domains,
+            CounterFormat::of_qm_ctr(&self.caps),
+            cpus.len(),
+        );
+        self.groups.push(Group {
+            id,
+            cpus,
+            rmid_events: RmidEvent::of(events).collect(),
+            contexts,
+            acc,
+        });
+        Ok(id)
     }
 
     /// The register access this backend uses.
@@ -965,104 +1079,51 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// event the platform does not count, or a CPU without L3), [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored),
     /// [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids): nothing is written in these cases. A failed write is rolled
     /// back on the CPUs already written (best effort) and returned.
+    /// Holds the writers' lock ([`MsrBackend::with_run_dir`]) while it picks and writes
+    /// the RMIDs, so two processes cannot pick the same one.
     fn start_monitoring(
         &mut self,
         cpus: &CpuSet,
         events: MonEvents,
     ) -> Result<MonGroupId, MsrError> {
-        if cpus.is_empty() || events.is_empty() {
-            return Err(RequestError::EmptyGroup.into());
-        }
-        let mut members: Vec<(LogicalCpu, Option<CacheDomain>)> = Vec::with_capacity(cpus.len());
-        for cpu in cpus.iter() {
-            let p = self.topology.get(cpu).ok_or(RequestError::NoSuchCpu(cpu))?;
-            members.push((cpu, p.l3));
-        }
-        let rmid_events = self.caps.check_rmid_events(events)?;
-        if !rmid_events.is_empty()
-            && let Some(&(cpu, _)) = members.iter().find(|(_, l3)| l3.is_none())
-        {
-            return Err(RequestError::Unsupported(format!(
-                "CPU {cpu} has no L3 cache, so its LLC occupancy and memory bandwidth cannot be monitored"
-            )).into());
-        }
-        for &(cpu, _) in &members {
-            if let Some(g) = self.groups.iter().find(|g| g.cpus.contains(&cpu)) {
-                return Err(RequestError::AlreadyMonitored {
-                    what: format!("CPU {cpu}"),
-                    by: Some(format!("monitoring group {} of this process", g.id.0)),
-                }
-                .into());
-            }
-        }
-        let mut assoc = Vec::with_capacity(members.len());
-        for &(cpu, _) in &members {
-            let v = self.io.read(cpu, IA32_PQR_ASSOC)?;
-            let rmid = regs::pqr_rmid(v); // IA32_PQR_ASSOC bits 9:0
-            if rmid != 0 {
-                return Err(RequestError::AlreadyMonitored {
-                    what: format!("CPU {cpu}"),
-                    by: Some(format!(
-                        "RMID {rmid} (another tool or a run that did not stop)"
-                    )),
-                }
-                .into());
-            }
-            assoc.push(v);
-        }
+        self.hold_writers()?;
+        let r = self.start_group(cpus, events);
+        self.release_writers();
+        r
+    }
 
-        let mut contexts: Vec<Context> = Vec::new();
-        if !rmid_events.is_empty() {
-            contexts = self.allocate_rmids(cpus, &members)?;
-            let rmids: Vec<(LogicalCpu, u32)> = members
-                .iter()
-                .map(|&(cpu, l3)| {
-                    let rmid = contexts
-                        .iter()
-                        .find(|c| Some(c.domain) == l3)
-                        .map_or(0, |c| c.rmid);
-                    (cpu, rmid)
-                })
-                .collect();
-            // The claim is on disk before the first CPU is tagged: a kill at any write leaves
-            // a record of every CPU this group may have tagged.
-            if let Some(c) = &mut self.claims {
-                c.add(rmids.iter().copied())?;
-            }
-            for (i, &(cpu, rmid)) in rmids.iter().enumerate() {
-                if let Err(e) =
-                    self.io
-                        .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_rmid(assoc[i], rmid))
-                {
-                    for (j, &(done, _)) in members.iter().enumerate().take(i) {
-                        let _ = self.io.write(done, IA32_PQR_ASSOC, assoc[j]); // best-effort rollback
-                    }
-                    if let Some(c) = &mut self.claims {
-                        let _ = c.remove(members.iter().map(|m| m.0));
-                    }
-                    return Err(e);
-                }
-            }
-        }
+    fn run_dir(&self) -> Option<&Path> {
+        self.run.as_ref().map(|(dir, _)| dir.as_path())
+    }
 
-        let id = MonGroupId(self.next_group);
-        self.next_group += 1;
-        let cpus: Vec<LogicalCpu> = members.iter().map(|m| m.0).collect();
-        let domains: Vec<CacheDomain> = contexts.iter().map(|c| c.domain).collect();
-        let acc = MonAccumulator::new(
-            events,
-            &domains,
-            CounterFormat::of_qm_ctr(&self.caps),
-            cpus.len(),
-        );
-        self.groups.push(Group {
-            id,
-            cpus,
-            rmid_events: RmidEvent::of(events).collect(),
-            contexts,
-            acc,
-        });
-        Ok(id)
+    /// Takes `<run dir>/msr.lock` (nothing without a run directory).
+    ///
+    /// # Errors
+    /// [`MsrError::Locked`] after the lock timeout; [`MsrError::Lock`].
+    fn hold_writers(&mut self) -> Result<(), MsrError> {
+        let Some((_, lock)) = &mut self.run else {
+            return Ok(());
+        };
+        lock.hold().map_err(|e| match e {
+            LockWaitError::Timeout { waited } => MsrError::Locked {
+                path: lock.path().to_owned(),
+                waited,
+            },
+            LockWaitError::Io(source) => MsrError::Lock {
+                path: lock.path().to_owned(),
+                source,
+            },
+        })
+    }
+
+    fn release_writers(&mut self) {
+        if let Some((_, lock)) = &mut self.run {
+            lock.release();
+        }
+    }
+
+    fn needs_reset(&self) -> Option<String> {
+        self.cdp_inconsistency()
     }
 
     /// For every group, every L3 domain it spans and every hardware event: WRMSR

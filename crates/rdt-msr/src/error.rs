@@ -77,6 +77,27 @@ pub enum MsrError {
         /// What the register encodes (`"cache bitmask"`).
         what: &'static str,
     },
+    /// Another process held the MSR interface's writers' lock (`<run dir>/msr.lock`) for
+    /// the whole wait.
+    #[error(
+        "another process is changing the platform through the MSR interface: it held {} for {waited:?}",
+        path.display()
+    )]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// How long this process waited.
+        waited: std::time::Duration,
+    },
+    /// The writers' lock file cannot be created or locked.
+    #[error("the MSR writers' lock {}", path.display())]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// The system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The RMID claims of this process (which CPUs its monitoring groups tagged, kept so
     /// that a killed run's RMIDs can be given back) could not be written or read.
     #[error("RMID claims in {}", path.display())]

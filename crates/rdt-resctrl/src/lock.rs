@@ -14,8 +14,7 @@ use rdt_core::runfile::{LockWaitError, lock_with_timeout};
 
 use crate::ResctrlError;
 
-/// How long a call waits for another tool's lock by default.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+pub use rdt_core::runfile::DEFAULT_LOCK_TIMEOUT;
 
 /// The open root directory whose `flock` serializes resctrl users.
 #[derive(Debug)]
@@ -24,16 +23,21 @@ pub(crate) struct RootLock {
     dir: Option<Arc<File>>,
     root: PathBuf,
     timeout: Duration,
+    /// [`RootLock::hold`]s not yet released: while above 0 this process has `LOCK_EX` and
+    /// the guards of single calls take nothing.
+    held: u32,
 }
 
-/// A held lock; released on drop.
+/// A held lock; released on drop (nothing to release inside a [`RootLock::hold`]).
 #[derive(Debug)]
 #[must_use = "the lock is released when the guard is dropped"]
-pub(crate) struct LockGuard(Arc<File>);
+pub(crate) struct LockGuard(Option<Arc<File>>);
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
-        let _ = self.0.unlock();
+        if let Some(f) = &self.0 {
+            let _ = f.unlock();
+        }
     }
 }
 
@@ -45,6 +49,7 @@ impl RootLock {
             dir: Some(Arc::new(dir)),
             root: root.to_owned(),
             timeout,
+            held: 0,
         })
     }
 
@@ -53,11 +58,34 @@ impl RootLock {
         self.dir = None;
     }
 
-    /// Opens the (remounted) root again.
+    /// Opens the (remounted) root again, and takes `LOCK_EX` again inside a
+    /// [`RootLock::hold`].
     pub(crate) fn reopen(&mut self, root: &Path) -> Result<(), ResctrlError> {
         let dir = File::open(root).map_err(|e| ResctrlError::io("open", root, e))?;
         self.dir = Some(Arc::new(dir));
+        if self.held > 0 {
+            self.take(true)?;
+        }
         Ok(())
+    }
+
+    /// Takes `LOCK_EX` and keeps it until as many [`RootLock::release`]s.
+    pub(crate) fn hold(&mut self) -> Result<(), ResctrlError> {
+        if self.held == 0 {
+            self.take(true)?;
+        }
+        self.held += 1;
+        Ok(())
+    }
+
+    /// Gives back one [`RootLock::hold`]; `LOCK_EX` goes with the last.
+    pub(crate) fn release(&mut self) {
+        if self.held == 1
+            && let Some(dir) = &self.dir
+        {
+            let _ = dir.unlock();
+        }
+        self.held = self.held.saturating_sub(1);
     }
 
     pub(crate) fn set_timeout(&mut self, timeout: Duration) {
@@ -75,13 +103,21 @@ impl RootLock {
     }
 
     fn acquire(&self, exclusive: bool) -> Result<LockGuard, ResctrlError> {
+        if self.held > 0 && self.dir.is_some() {
+            return Ok(LockGuard(None));
+        }
+        self.take(exclusive).map(|dir| LockGuard(Some(dir)))
+    }
+
+    /// Takes the lock (no guard: the caller releases it).
+    fn take(&self, exclusive: bool) -> Result<Arc<File>, ResctrlError> {
         let Some(dir) = &self.dir else {
             return Err(ResctrlError::NotMounted {
                 root: self.root.clone(),
             });
         };
         lock_with_timeout(dir, exclusive, self.timeout)
-            .map(|()| LockGuard(Arc::clone(dir)))
+            .map(|()| Arc::clone(dir))
             .map_err(|e| match e {
                 LockWaitError::Timeout { waited } => ResctrlError::Locked {
                     root: self.root.clone(),

@@ -13,11 +13,10 @@ use std::io::Write;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use rdt_pqos::proc::ProcFs;
-use rdt_pqos::transaction::{Change, Done, Failed, Outcome, Plan, PlanError, Step};
+use rdt_pqos::transaction::{self, Change, Done, Failed, Outcome, Plan, PlanError, Step};
 use rdt_pqos::{
     AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatMask,
-    CatResource, ClassId, FeatureSetting, Interface, LimitError, MbaKind, MbaLimit,
-    MbaUnitMismatch, RequestError, Topology,
+    CatResource, ClassId, LimitError, MbaKind, MbaLimit, MbaUnitMismatch, RequestError, Topology,
 };
 
 use super::{L3Domains, join, profiles};
@@ -83,7 +82,25 @@ pub fn run_alloc<B: Backend>(
             return Err(e);
         }
     };
-    let plan = match Plan::new(backend, &changes) {
+    // The writers' lock is held from reading the state to the last write.
+    if let Err(e) = backend.hold_writers() {
+        writeln!(out, "Allocation configuration error!")?;
+        return Err(e.into());
+    }
+    let result = plan_and_apply(backend, proc, &changes, &origins, out);
+    backend.release_writers();
+    result
+}
+
+/// [`run_alloc`] under the writers' lock.
+fn plan_and_apply<B: Backend>(
+    backend: &mut B,
+    proc: &ProcFs,
+    changes: &[Change],
+    origins: &[Origin<'_>],
+    out: &mut dyn Write,
+) -> Result<()> {
+    let plan = match Plan::new(backend, changes) {
         Ok(plan) => plan,
         Err(e) => {
             let origin = &origins[e.index()];
@@ -102,6 +119,10 @@ pub fn run_alloc<B: Backend>(
     let outcome = plan.apply(backend);
     let (done, failed, not_undone) = match outcome {
         Outcome::Applied(done) => (done, None, Vec::new()),
+        Outcome::NotApplied(e) => {
+            writeln!(out, "Allocation configuration error!")?;
+            return Err(e.into());
+        }
         Outcome::RolledBack { done, failed } => (done, Some(failed), Vec::new()),
         Outcome::PartlyChanged {
             done,
@@ -113,7 +134,7 @@ pub fn run_alloc<B: Backend>(
         applied_line(out, d, &origins[d.change])?;
     }
     if let Some(failed) = failed {
-        let e = failed_lines(out, failed, &origins)?;
+        let e = failed_lines(out, failed, origins)?;
         return Err(undone(e, done.len(), &not_undone));
     }
     if !changes.is_empty() {
@@ -597,36 +618,21 @@ pub fn run_reset_allocation<B: Backend>(
     cfg: AllocReset,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let caps = backend.capabilities().clone();
-    let check = |setting: FeatureSetting, supported: bool, what: &str| {
-        if setting == FeatureSetting::On && !supported {
-            Err(anyhow!(
-                "{what} requested but not supported by the platform!"
-            ))
+    let result = match transaction::run(backend, &[Change::Reset(cfg)]) {
+        Err(PlanError::Invalid {
+            error: RequestError::FeatureUnsupported { feature, .. },
+            ..
+        }) => Err(if feature == "Allocation" {
+            anyhow!("Allocation capability not detected!")
         } else {
-            Ok(())
-        }
+            anyhow!("{feature} requested but not supported by the platform!")
+        }),
+        Err(e) => Err(anyhow::Error::new(e).context("resetting allocation")),
+        Ok(outcome) => outcome
+            .into_result()
+            .map(drop)
+            .map_err(|e| anyhow::Error::new(e).context("resetting allocation")),
     };
-    let l3_cdp = caps.l3_cat.get().is_some_and(|c| c.cdp_supported);
-    let l2_cdp = caps.l2_cat.get().is_some_and(|c| c.cdp_supported);
-    let checked = check(cfg.l3_cdp, l3_cdp, "L3 CDP")
-        .and_then(|()| check(cfg.l2_cdp, l2_cdp, "L2 CDP"))
-        .and_then(|()| {
-            check(
-                cfg.mba_ctrl,
-                backend.interface() == Interface::Os,
-                "MBA CTRL",
-            )
-        });
-    let result = checked.and_then(|()| {
-        if caps.max_classes() == 0 {
-            bail!("Allocation capability not detected!");
-        }
-        backend
-            .reset_allocation(&cfg)
-            .map_err(anyhow::Error::new)
-            .context("resetting allocation")
-    });
     match result {
         Ok(()) => {
             writeln!(out, "Allocation reset successful")?;
@@ -668,7 +674,7 @@ pub fn run_reset_monitoring<B: Backend>(backend: &mut B, out: &mut dyn Write) ->
 mod tests {
     use super::*;
     use crate::command::Command;
-    use rdt_pqos::LogicalCpu;
+    use rdt_pqos::{FeatureSetting, LogicalCpu};
     use rdt_pqos::fake::FakeBackend;
 
     fn request(argv: &[&str]) -> AllocRequest {

@@ -20,6 +20,7 @@ use rdt_core::{
     PmuSource, Rmid, TaskId, Topology,
 };
 
+use self::alloc::group_of;
 use self::monitoring::MonGroup;
 use crate::ResctrlError;
 use crate::fs::{Fs, Proc, join};
@@ -43,6 +44,7 @@ pub struct ResctrlOptions {
     proc_root: PathBuf,
     mount: Option<Box<dyn MountControl>>,
     lock_timeout: Duration,
+    run_dir: Option<PathBuf>,
 }
 
 impl Default for ResctrlOptions {
@@ -62,7 +64,18 @@ impl ResctrlOptions {
             proc_root: PathBuf::from(DEFAULT_PROC),
             mount: None,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            run_dir: None,
         }
+    }
+
+    /// Keeps the journal of a transaction in progress in `dir` ([`Backend::run_dir`]; a
+    /// root-only directory that outlives the process, `/run/rdt` on a host), so that the
+    /// next process can roll back one that was killed half-way
+    /// ([`rdt_core::transaction::recover`]).
+    #[must_use]
+    pub fn run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.run_dir = Some(dir.into());
+        self
     }
 
     /// Reads tasks' threads from `proc_root/<pid>/task/` instead of `/proc`.
@@ -157,6 +170,8 @@ pub struct ResctrlBackend<P: PmuSource = NoPmu> {
     next_name: u32,
     /// Control groups this backend made (and has not removed since).
     created: BTreeSet<String>,
+    /// [`ResctrlOptions::run_dir`].
+    run_dir: Option<PathBuf>,
 }
 
 impl<P: PmuSource> fmt::Debug for ResctrlBackend<P> {
@@ -196,6 +211,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             proc_root,
             mount,
             lock_timeout,
+            run_dir,
         } = opts;
         if !root.join("info").is_dir() {
             return Err(ResctrlError::NotMounted { root });
@@ -222,6 +238,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             next_id: 0,
             next_name: 0,
             created: BTreeSet::new(),
+            run_dir,
         };
         let guard = this.lock.shared()?;
         this.load()?;
@@ -589,5 +606,32 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
 
     fn mba_ctrl(&self) -> Option<MbaCtrl> {
         Some(self.mba_ctrl_state())
+    }
+
+    fn run_dir(&self) -> Option<&Path> {
+        self.run_dir.as_deref()
+    }
+
+    /// Takes `LOCK_EX` on the resctrl root and keeps it (across a remount too) until the
+    /// last [`Backend::release_writers`]; the calls in between take no lock of their own.
+    ///
+    /// # Errors
+    /// [`ResctrlError::Locked`] after the lock timeout; [`ResctrlError::NotMounted`].
+    fn hold_writers(&mut self) -> Result<(), ResctrlError> {
+        self.lock.hold()
+    }
+
+    fn release_writers(&mut self) {
+        self.lock.release();
+    }
+
+    /// Adds the classes' `COS<n>` groups to the groups this backend made.
+    fn own_classes(&mut self, classes: &[ClassId]) {
+        self.created.extend(
+            classes
+                .iter()
+                .filter(|c| c.get() != 0)
+                .map(|c| group_of(*c)),
+        );
     }
 }

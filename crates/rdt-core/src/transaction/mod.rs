@@ -1,0 +1,624 @@
+//! Allocation as a transaction: a list of [`Change`]s is validated whole against the
+//! capabilities and the current state ([`Plan::new`], which reads that state once and
+//! writes nothing), then applied in order ([`Plan::apply`]); when a write fails, every write
+//! the plan made before it is undone, newest first, and the [`Outcome`] says which of
+//! "applied", "rolled back" or "partly changed" happened.
+//!
+//! The contract is the same on both interfaces, for any [`Backend`]:
+//! - nothing is written unless every change is valid: the class limits of the interface
+//!   ([`Capabilities::check_class`]: on the OS interface the smallest `num_closids`), masks
+//!   ([`Capabilities::check_mask`]), MBA units and ranges ([`Capabilities::check_mba_limit`]),
+//!   domains, CPUs, tasks (they exist; the OS interface only), and the current class of every
+//!   CPU and task (a CPU or task in another tool's resctrl group is refused:
+//!   [`RequestError::ForeignGroup`]);
+//! - the writes are the backend's single-class calls, one per step, in the order of the
+//!   changes (masks, then bandwidth, then CPUs and tasks, as the caller lists them);
+//! - a failed write is undone with the same calls and the values read by [`Plan::new`];
+//!   [`Outcome::PartlyChanged`] lists exactly the steps whose undo failed too.
+//!
+//! # Examples
+//! ```
+//! use rdt_core::fake::FakeBackend;
+//! use rdt_core::transaction::{Change, MaskScope, Outcome, Plan};
+//! use rdt_core::{CacheBitmask, CacheDomain, CatResource, ClassId, LogicalCpu};
+//!
+//! let mut b = FakeBackend::broadwell_2s();
+//! let class = ClassId::new(1);
+//! let mut changes: Vec<Change> = [0, 1]
+//!     .map(|d| Change::Cat {
+//!         resource: CatResource::L3,
+//!         domain: CacheDomain::new(d),
+//!         class,
+//!         scope: MaskScope::Both,
+//!         mask: CacheBitmask::new(0xf).unwrap(),
+//!     })
+//!     .into();
+//! changes.push(Change::Cpu { cpu: LogicalCpu::new(2), class });
+//! b.fail_nth_write(3); // the association is refused...
+//! let plan = Plan::new(&mut b, &changes).unwrap();
+//! assert!(matches!(plan.apply(&mut b), Outcome::RolledBack { .. }));
+//! assert_eq!(b.l3_mask(0, 1), b.l3_mask(0, 0)); // ...and the masks are back
+//! ```
+
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId,
+    LogicalCpu, MbaClass, MbaLimit, RequestError, TaskId,
+};
+use journal::Journal;
+
+/// Which masks of a CAT class a change sets (pqos `-e llc:1=..`, `1d=..`, `1c=..`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum MaskScope {
+    /// The one mask with CDP off; both the data and the code mask with CDP on.
+    #[default]
+    Both,
+    /// The data mask (CDP on only).
+    Data,
+    /// The code mask (CDP on only).
+    Code,
+}
+
+/// One change of a transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Change {
+    /// A class's cache mask in one cache domain (an L3 id for L3, an L2 id for L2).
+    Cat {
+        /// The cache level.
+        resource: CatResource,
+        /// The cache domain.
+        domain: CacheDomain,
+        /// The class of service.
+        class: ClassId,
+        /// Which masks (data/code with CDP on).
+        scope: MaskScope,
+        /// The mask.
+        mask: CacheBitmask,
+    },
+    /// A class's memory bandwidth limit in one L3 domain.
+    Mba {
+        /// The L3 domain.
+        domain: CacheDomain,
+        /// The class of service.
+        class: ClassId,
+        /// The limit, in the unit in force ([`Capabilities::check_mba_limit`]).
+        ///
+        /// [`Capabilities::check_mba_limit`]: crate::Capabilities::check_mba_limit
+        limit: MbaLimit,
+    },
+    /// A CPU into a class.
+    Cpu {
+        /// The CPU.
+        cpu: LogicalCpu,
+        /// The class.
+        class: ClassId,
+    },
+    /// A task into a class (a process id moves every thread of the process; OS interface).
+    Task {
+        /// The task.
+        task: TaskId,
+        /// The class.
+        class: ClassId,
+    },
+    /// Allocation back to the defaults, CDP and MBA CTRL as asked (pqos `-R`,
+    /// [`Backend::reset_allocation`]). It is the only change of its plan; undoing it writes
+    /// back the whole [`AllocState`] it replaced.
+    Reset(AllocReset),
+}
+
+/// One write of a plan, with the value it replaces.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Step {
+    /// `set_cat_classes` of one class.
+    Cat {
+        /// The cache level.
+        resource: CatResource,
+        /// The cache domain.
+        domain: CacheDomain,
+        /// The class as it was.
+        before: CatClass,
+        /// The class as it will be.
+        after: CatClass,
+    },
+    /// `set_mba_classes` of one class.
+    Mba {
+        /// The L3 domain.
+        domain: CacheDomain,
+        /// The class as it was.
+        before: MbaClass,
+        /// The class as it will be (before the hardware's rounding).
+        after: MbaClass,
+    },
+    /// `associate` of one CPU.
+    Cpu {
+        /// The CPU.
+        cpu: LogicalCpu,
+        /// Its class before.
+        before: ClassId,
+        /// Its class after.
+        after: ClassId,
+    },
+    /// `associate_task` of one task.
+    Task {
+        /// The task.
+        task: TaskId,
+        /// Its class before.
+        before: ClassId,
+        /// Its class after.
+        after: ClassId,
+    },
+    /// `reset_allocation`.
+    Reset {
+        /// What the reset sets.
+        cfg: AllocReset,
+        /// The whole allocation state before it.
+        before: Box<AllocState>,
+    },
+}
+
+impl Step {
+    /// Whether the step writes what is already there.
+    #[must_use]
+    pub fn is_unchanged(&self) -> bool {
+        match self {
+            Self::Cat { before, after, .. } => before == after,
+            Self::Mba { before, after, .. } => before == after,
+            Self::Cpu { before, after, .. } | Self::Task { before, after, .. } => before == after,
+            Self::Reset { .. } => false,
+        }
+    }
+
+    /// What undoing the step writes back, for logs: `L3 COS1 of domain 0 back to 0xfffff`.
+    #[must_use]
+    pub fn undo_description(&self) -> String {
+        match self {
+            Self::Cat {
+                resource,
+                domain,
+                before,
+                ..
+            } => {
+                let masks = match before.mask {
+                    CatMask::Unified(m) => format!("{m:#x}"),
+                    CatMask::Cdp { data, code } => format!("data {data:#x} code {code:#x}"),
+                };
+                format!(
+                    "{resource} COS{} of domain {domain} back to {masks}",
+                    before.class
+                )
+            }
+            Self::Mba { domain, before, .. } => format!(
+                "MBA COS{} of domain {domain} back to {}",
+                before.class, before.limit
+            ),
+            Self::Cpu { cpu, before, .. } => format!("CPU {cpu} back into COS{before}"),
+            Self::Task { task, before, .. } => format!("task {task} back into COS{before}"),
+            Self::Reset { .. } => "the allocation as it was before the reset".to_owned(),
+        }
+    }
+
+    /// Writes the step; for MBA, the limit the hardware applied.
+    fn write<B: Backend>(&self, backend: &mut B) -> Result<Option<MbaLimit>, B::Error> {
+        match self {
+            Self::Cat {
+                resource,
+                domain,
+                after,
+                ..
+            } => backend
+                .set_cat_classes(*resource, *domain, &[*after])
+                .map(|()| None),
+            Self::Mba { domain, after, .. } => {
+                let applied = backend.set_mba_classes(*domain, &[*after])?;
+                Ok(Some(
+                    applied
+                        .iter()
+                        .find(|a| a.class == after.class)
+                        .map_or(after.limit, |a| a.limit),
+                ))
+            }
+            Self::Cpu { cpu, after, .. } => backend.associate(*cpu, *after).map(|()| None),
+            Self::Task { task, after, .. } => backend.associate_task(*task, *after).map(|()| None),
+            Self::Reset { cfg, .. } => backend.reset_allocation(cfg).map(|()| None),
+        }
+    }
+
+    /// Writes back what the step replaced.
+    fn undo<B: Backend>(&self, backend: &mut B) -> Result<(), B::Error> {
+        match self {
+            Self::Cat {
+                resource,
+                domain,
+                before,
+                ..
+            } => backend.set_cat_classes(*resource, *domain, &[*before]),
+            Self::Mba { domain, before, .. } => {
+                backend.set_mba_classes(*domain, &[*before]).map(|_| ())
+            }
+            Self::Cpu { cpu, before, .. } => backend.associate(*cpu, *before),
+            Self::Task { task, before, .. } => backend.associate_task(*task, *before),
+            Self::Reset { before, .. } => before.restore(backend).map(|_| ()),
+        }
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Cat {
+                resource,
+                domain,
+                after,
+                ..
+            } => write!(f, "{resource} COS{} of domain {domain}", after.class),
+            Self::Mba { domain, after, .. } => {
+                write!(f, "MBA COS{} of domain {domain}", after.class)
+            }
+            Self::Cpu { cpu, after, .. } => write!(f, "CPU {cpu} into COS{after}"),
+            Self::Task { task, after, .. } => write!(f, "task {task} into COS{after}"),
+            Self::Reset { .. } => f.write_str("allocation reset"),
+        }
+    }
+}
+
+/// A change that cannot be planned: which one, and why.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError<E: std::error::Error + 'static> {
+    /// Change `index` is not valid for this platform or state; nothing was written.
+    #[error("change {index}: {error}")]
+    Invalid {
+        /// Its index in the list given to [`Plan::new`].
+        index: usize,
+        /// Why.
+        error: RequestError,
+    },
+    /// Reading the current state for change `index` failed; nothing was written.
+    #[error("change {index}: reading the current state")]
+    Read {
+        /// Its index in the list given to [`Plan::new`].
+        index: usize,
+        /// The backend's error.
+        #[source]
+        error: E,
+    },
+}
+
+impl<E: std::error::Error + 'static> PlanError<E> {
+    /// The index of the change at fault.
+    #[must_use]
+    pub const fn index(&self) -> usize {
+        match self {
+            Self::Invalid { index, .. } | Self::Read { index, .. } => *index,
+        }
+    }
+}
+
+/// A validated list of writes, each with the value it replaces ([`Plan::new`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// (index of the change, step), in order.
+    steps: Vec<(usize, Step)>,
+    warnings: Vec<PlanWarning>,
+    /// OS interface: classes of the steps whose `COS<n>` groups do not exist yet.
+    new_groups: Vec<ClassId>,
+}
+
+/// Something worth telling about a valid plan.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PlanWarning {
+    /// A mask uses ways that other agents (GPU, I/O) may fill too (CPUID `shareable_bits`,
+    /// resctrl `info/L3/shareable_bits`): the class does not have them to itself.
+    Shareable {
+        /// The change.
+        index: usize,
+        /// The cache level.
+        resource: CatResource,
+        /// The ways shared, as a mask.
+        shared: u64,
+    },
+}
+
+impl fmt::Display for PlanWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Shareable {
+                resource, shared, ..
+            } => write!(
+                f,
+                "{resource} ways {shared:#x} are shareable with other agents (GPU, I/O)"
+            ),
+        }
+    }
+}
+
+/// The outcome of one write that succeeded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Done {
+    /// The index of the change it came from.
+    pub change: usize,
+    /// The write.
+    pub step: Step,
+    /// For MBA: the limit the hardware applied (Intel rounds to its granularity).
+    pub applied: Option<MbaLimit>,
+}
+
+/// The write that failed.
+#[derive(Debug)]
+pub struct Failed<E> {
+    /// The index of the change it came from.
+    pub change: usize,
+    /// The write.
+    pub step: Step,
+    /// The backend's error.
+    pub error: E,
+}
+
+/// What [`Plan::apply`] did.
+#[derive(Debug)]
+#[must_use = "a failed transaction is reported only in its outcome"]
+pub enum Outcome<E> {
+    /// Every write was made.
+    Applied(Vec<Done>),
+    /// Nothing was written: the writers' lock could not be taken, or the journal could not
+    /// be recorded ([`RequestError::RunState`]).
+    NotApplied(E),
+    /// A write failed and every write before it was undone: the platform is as before.
+    RolledBack {
+        /// The writes made, then undone, in order.
+        done: Vec<Done>,
+        /// The write that failed.
+        failed: Failed<E>,
+    },
+    /// A write failed and some undo failed too: `not_undone` lists those writes (and the
+    /// undo's error); everything else is as before.
+    PartlyChanged {
+        /// The writes made, in order.
+        done: Vec<Done>,
+        /// The write that failed.
+        failed: Failed<E>,
+        /// The writes whose undo failed, newest first.
+        not_undone: Vec<(Step, E)>,
+    },
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> Outcome<E> {
+    /// The writes on success; an [`ApplyError`] otherwise.
+    ///
+    /// # Errors
+    /// [`ApplyError`] when the outcome is not [`Outcome::Applied`].
+    pub fn into_result(self) -> Result<Vec<Done>, ApplyError<E>> {
+        match self {
+            Self::Applied(done) => Ok(done),
+            Self::NotApplied(error) => Err(ApplyError::NotStarted(error)),
+            Self::RolledBack { done, failed } => Err(ApplyError::Write {
+                undone: done.len(),
+                failed,
+                not_undone: Vec::new(),
+            }),
+            Self::PartlyChanged {
+                done,
+                failed,
+                not_undone,
+            } => Err(ApplyError::Write {
+                undone: done
+                    .iter()
+                    .filter(|d| !not_undone.iter().any(|(s, _)| *s == d.step))
+                    .count(),
+                failed,
+                not_undone,
+            }),
+        }
+    }
+}
+
+/// A transaction that did not apply: nothing written, or the failed write and whether the
+/// writes before it were undone.
+#[derive(Debug)]
+pub enum ApplyError<E> {
+    /// Nothing was written ([`Outcome::NotApplied`]).
+    NotStarted(E),
+    /// A write failed ([`Outcome::RolledBack`], [`Outcome::PartlyChanged`]).
+    Write {
+        /// The write that failed.
+        failed: Failed<E>,
+        /// How many writes before it were undone.
+        undone: usize,
+        /// The writes that could not be undone, with the undo's error.
+        not_undone: Vec<(Step, E)>,
+    },
+}
+
+impl<E: std::error::Error> fmt::Display for ApplyError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (failed, undone, not_undone) = match self {
+            Self::NotStarted(e) => return write!(f, "nothing was changed: {e}"),
+            Self::Write {
+                failed,
+                undone,
+                not_undone,
+            } => (failed, undone, not_undone),
+        };
+        write!(f, "{} failed: {}", failed.step, failed.error)?;
+        if not_undone.is_empty() {
+            write!(
+                f,
+                "; nothing was changed (the {undone} write(s) before it were undone)"
+            )
+        } else {
+            let list: Vec<String> = not_undone
+                .iter()
+                .map(|(s, e)| format!("{s}: {e}"))
+                .collect();
+            write!(
+                f,
+                "; the configuration is partly changed: undoing failed for {}",
+                list.join("; ")
+            )
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for ApplyError<E> {}
+
+impl Plan {
+    /// Validates `changes` and reads the state they replace; writes nothing. Changes to the
+    /// same class, CPU or task apply in order (`1d=` then `1c=` builds one CDP pair).
+    ///
+    /// # Errors
+    /// [`PlanError::Invalid`] for the first change the platform or its state does not allow
+    /// (see the module docs); [`PlanError::Read`] when reading the current state fails.
+    pub fn new<B: Backend>(
+        backend: &mut B,
+        changes: &[Change],
+    ) -> Result<Self, PlanError<B::Error>> {
+        planner::plan(backend, changes)
+    }
+
+    /// The writes, in order, each with the index of the change it came from.
+    #[must_use]
+    pub fn steps(&self) -> &[(usize, Step)] {
+        &self.steps
+    }
+
+    /// What is worth telling about the plan (masks that overlap shareable ways).
+    #[must_use]
+    pub fn warnings(&self) -> &[PlanWarning] {
+        &self.warnings
+    }
+
+    /// Whether the plan writes nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The plan without the steps that would write what is already there (applying the same
+    /// configuration twice writes nothing the second time).
+    #[must_use]
+    pub fn without_unchanged(mut self) -> Self {
+        self.steps.retain(|(_, s)| !s.is_unchanged());
+        self
+    }
+
+    /// Classes of the plan whose `COS<n>` resctrl groups do not exist yet (OS interface;
+    /// empty on MSR): a rollback removes them again.
+    #[must_use]
+    pub fn new_groups(&self) -> &[ClassId] {
+        &self.new_groups
+    }
+
+    /// Writes the steps in order under the writers' lock ([`Backend::hold_writers`]),
+    /// with the journal recorded first where the backend has a run directory (module
+    /// docs); on the first failure undoes that write and the ones before it, newest first,
+    /// and reports which of [`Outcome`]'s cases happened. The journal goes after
+    /// [`Outcome::Applied`] and [`Outcome::RolledBack`]; after
+    /// [`Outcome::PartlyChanged`] it stays, so the next open tries the undo again. An empty
+    /// plan takes no lock and writes nothing.
+    pub fn apply<B: Backend>(self, backend: &mut B) -> Outcome<B::Error> {
+        if self.steps.is_empty() {
+            return Outcome::Applied(Vec::new());
+        }
+        if let Err(e) = backend.hold_writers() {
+            return Outcome::NotApplied(e);
+        }
+        let journal = match backend.run_dir().map(Path::to_owned) {
+            None => None,
+            Some(dir) => {
+                let steps: Vec<Step> = self.steps.iter().map(|(_, s)| s.clone()).collect();
+                match Journal::begin(&dir, backend.interface(), &self.new_groups, &steps) {
+                    Ok(j) => Some(j),
+                    Err(e) => {
+                        backend.release_writers();
+                        return Outcome::NotApplied(journal::journal_error(&dir, &e).into());
+                    }
+                }
+            }
+        };
+        let outcome = self.write(backend);
+        if let Some(j) = journal {
+            if matches!(outcome, Outcome::PartlyChanged { .. }) {
+                drop(j); // unlocked, kept: the next open undoes the rest
+            } else if let Err(e) = j.end() {
+                log::warn!("the transaction is over, but its journal stays: {e}");
+            }
+        }
+        backend.release_writers();
+        outcome
+    }
+
+    /// [`Plan::apply`] without the lock and the journal.
+    fn write<B: Backend>(self, backend: &mut B) -> Outcome<B::Error> {
+        let mut done: Vec<Done> = Vec::with_capacity(self.steps.len());
+        for (change, step) in self.steps {
+            match step.write(backend) {
+                Ok(applied) => done.push(Done {
+                    change,
+                    step,
+                    applied,
+                }),
+                Err(error) => {
+                    // The failed write may have changed part of what it covers (a process
+                    // of several threads, a reset): it is undone too.
+                    let mut not_undone = Vec::new();
+                    let failed_undo = step.undo(backend).err();
+                    for d in done.iter().rev() {
+                        if let Err(e) = d.step.undo(backend) {
+                            not_undone.push((d.step.clone(), e));
+                        }
+                    }
+                    if let Some(e) = failed_undo {
+                        not_undone.insert(0, (step.clone(), e));
+                    }
+                    let failed = Failed {
+                        change,
+                        step,
+                        error,
+                    };
+                    return if not_undone.is_empty() {
+                        Outcome::RolledBack { done, failed }
+                    } else {
+                        Outcome::PartlyChanged {
+                            done,
+                            failed,
+                            not_undone,
+                        }
+                    };
+                }
+            }
+        }
+        Outcome::Applied(done)
+    }
+}
+
+/// Plans `changes` and applies them as one transaction under the writers' lock, held from
+/// the first read of the current state to the last write, so no other writer changes the
+/// state in between: [`Plan::new`] then [`Plan::apply`].
+///
+/// # Errors
+/// As [`Plan::new`] (nothing written). A lock that cannot be taken is
+/// [`Outcome::NotApplied`].
+pub fn run<B: Backend>(
+    backend: &mut B,
+    changes: &[Change],
+) -> Result<Outcome<B::Error>, PlanError<B::Error>> {
+    if let Err(e) = backend.hold_writers() {
+        return Ok(Outcome::NotApplied(e));
+    }
+    let outcome = Plan::new(backend, changes).map(|plan| plan.apply(backend));
+    backend.release_writers();
+    outcome
+}
+
+mod journal;
+mod planner;
+mod state;
+
+pub use journal::recover;
+pub use state::{AllocState, Restored};
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,345 @@
+//! [`Plan::new`]: reads the state each change replaces, once, and validates the change.
+
+use std::collections::BTreeMap;
+
+use super::{AllocState, Change, MaskScope, Plan, PlanError, PlanWarning, Step};
+use crate::{
+    AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource,
+    ClassId, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, RequestError,
+    TaskId,
+};
+
+/// The current state the plan read, updated as its steps are planned.
+#[derive(Default)]
+struct Current {
+    cat: BTreeMap<(CatResource, CacheDomain), Vec<CatClass>>,
+    mba: BTreeMap<CacheDomain, Vec<MbaClass>>,
+    cpus: BTreeMap<LogicalCpu, ClassId>,
+    tasks: BTreeMap<TaskId, ClassId>,
+}
+
+/// A backend error as a plan error: its [`RequestError`] when it is one, a read error else.
+fn read_error<E: BackendError>(index: usize, e: E) -> PlanError<E> {
+    match e.request() {
+        Some(r) => PlanError::Invalid {
+            index,
+            error: r.clone(),
+        },
+        None => PlanError::Read { index, error: e },
+    }
+}
+
+/// [`Plan::new`]'s working state.
+struct Planner<'b, B: Backend> {
+    backend: &'b mut B,
+    interface: Interface,
+    current: Current,
+    warnings: Vec<PlanWarning>,
+}
+
+impl<B: Backend> Planner<'_, B> {
+    fn reset(&mut self, index: usize, cfg: AllocReset) -> Result<Step, PlanError<B::Error>> {
+        self.backend
+            .capabilities()
+            .check_alloc_reset(self.interface, &cfg, self.backend.mba_ctrl())
+            .map_err(|error| PlanError::Invalid { index, error })?;
+        let before = AllocState::read(self.backend).map_err(|e| read_error(index, e))?;
+        Ok(Step::Reset {
+            cfg,
+            before: Box::new(before),
+        })
+    }
+
+    /// The classes (other than COS 0) the steps write whose `COS<n>` groups do not exist
+    /// (OS interface; none on MSR, which has no groups).
+    fn new_groups(&mut self, steps: &[(usize, Step)]) -> Result<Vec<ClassId>, PlanError<B::Error>> {
+        let mut classes: Vec<ClassId> = steps
+            .iter()
+            .filter_map(|(_, s)| match s {
+                Step::Cat { after, .. } => Some(after.class),
+                Step::Mba { after, .. } => Some(after.class),
+                Step::Cpu { after, .. } | Step::Task { after, .. } => Some(*after),
+                Step::Reset { .. } => None,
+            })
+            .filter(|c| c.get() != 0)
+            .collect();
+        if self.interface != crate::Interface::Os || classes.is_empty() {
+            return Ok(Vec::new());
+        }
+        classes.sort_unstable();
+        classes.dedup();
+        let index = steps.first().map_or(0, |(i, _)| *i);
+        let groups = self.backend.groups().map_err(|e| read_error(index, e))?;
+        classes.retain(|c| {
+            !groups.iter().any(|g| {
+                g.kind == GroupKind::Control && g.owner == GroupOwner::Pqos && g.class == Some(*c)
+            })
+        });
+        Ok(classes)
+    }
+
+    fn cat(
+        &mut self,
+        index: usize,
+        resource: CatResource,
+        domain: CacheDomain,
+        class: ClassId,
+        scope: MaskScope,
+        mask: CacheBitmask,
+    ) -> Result<Step, PlanError<B::Error>> {
+        let invalid = |error: RequestError| PlanError::Invalid { index, error };
+        let caps = self.backend.capabilities();
+        caps.check_cat_class(resource, class)
+            .map_err(|e| invalid(e.into()))?;
+        if self.interface == Interface::Os {
+            caps.check_class(self.interface, class)
+                .map_err(|e| invalid(e.into()))?;
+        }
+        caps.check_mask(resource, mask)
+            .map_err(|e| invalid(e.into()))?;
+        let shared = caps
+            .cat(resource)
+            .map_or(0, |c| c.shareable_bits & mask.bits());
+        if shared != 0 {
+            self.warnings.push(PlanWarning::Shareable {
+                index,
+                resource,
+                shared,
+            });
+        }
+        let domains = match resource {
+            CatResource::L3 => self.backend.topology().l3_domains(),
+            CatResource::L2 => self.backend.topology().l2_domains(),
+        };
+        if !domains.contains(&domain) {
+            return Err(invalid(no_domain(
+                resource_name(resource),
+                domain,
+                &domains,
+            )));
+        }
+        let table = match self.current.cat.entry((resource, domain)) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => v.insert(
+                self.backend
+                    .cat_classes(resource, domain)
+                    .map_err(|e| read_error(index, e))?,
+            ),
+        };
+        let Some(entry) = table.iter_mut().find(|c| c.class == class) else {
+            return Err(invalid(no_class(
+                resource_name(resource),
+                class,
+                table.len(),
+            )));
+        };
+        let before = *entry;
+        entry.mask = new_mask(before.mask, scope, mask).ok_or_else(|| {
+            invalid(RequestError::CdpMismatch {
+                resource,
+                class,
+                reason: "CDP is off: a data (d) or code (c) mask needs CDP on",
+            })
+        })?;
+        Ok(Step::Cat {
+            resource,
+            domain,
+            before,
+            after: *entry,
+        })
+    }
+
+    fn mba(
+        &mut self,
+        index: usize,
+        domain: CacheDomain,
+        class: ClassId,
+        limit: MbaLimit,
+    ) -> Result<Step, PlanError<B::Error>> {
+        let invalid = |error: RequestError| PlanError::Invalid { index, error };
+        let caps = self.backend.capabilities();
+        caps.check_mba_limit(self.interface, class, limit)
+            .map_err(invalid)?;
+        if self.interface == Interface::Os {
+            caps.check_class(self.interface, class)
+                .map_err(|e| invalid(e.into()))?;
+        }
+        let domains = self.backend.topology().l3_domains();
+        if !domains.contains(&domain) {
+            return Err(invalid(no_domain("MBA", domain, &domains)));
+        }
+        let table = match self.current.mba.entry(domain) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => v.insert(
+                self.backend
+                    .mba_classes(domain)
+                    .map_err(|e| read_error(index, e))?,
+            ),
+        };
+        let Some(entry) = table.iter_mut().find(|c| c.class == class) else {
+            return Err(invalid(no_class("MBA", class, table.len())));
+        };
+        let before = *entry;
+        entry.limit = limit;
+        Ok(Step::Mba {
+            domain,
+            before,
+            after: *entry,
+        })
+    }
+
+    fn cpu(
+        &mut self,
+        index: usize,
+        cpu: LogicalCpu,
+        class: ClassId,
+    ) -> Result<Step, PlanError<B::Error>> {
+        let invalid = |error: RequestError| PlanError::Invalid { index, error };
+        if self.backend.topology().get(cpu).is_none() {
+            return Err(invalid(RequestError::NoSuchCpu(cpu)));
+        }
+        self.backend
+            .capabilities()
+            .check_class(self.interface, class)
+            .map_err(|e| invalid(e.into()))?;
+        let before = match self.current.cpus.get(&cpu) {
+            Some(c) => *c,
+            None => self
+                .backend
+                .class_of(cpu)
+                .map_err(|e| read_error(index, e))?,
+        };
+        self.current.cpus.insert(cpu, class);
+        Ok(Step::Cpu {
+            cpu,
+            before,
+            after: class,
+        })
+    }
+
+    fn task(
+        &mut self,
+        index: usize,
+        task: TaskId,
+        class: ClassId,
+    ) -> Result<Step, PlanError<B::Error>> {
+        let invalid = |error: RequestError| PlanError::Invalid { index, error };
+        if self.interface != Interface::Os {
+            return Err(invalid(self.backend.unsupported("task association")));
+        }
+        self.backend
+            .capabilities()
+            .check_class(self.interface, class)
+            .map_err(|e| invalid(e.into()))?;
+        let before = match self.current.tasks.get(&task) {
+            Some(c) => *c,
+            None => self
+                .backend
+                .class_of_task(task)
+                .map_err(|e| read_error(index, e))?,
+        };
+        self.current.tasks.insert(task, class);
+        Ok(Step::Task {
+            task,
+            before,
+            after: class,
+        })
+    }
+}
+
+/// [`Plan::new`].
+pub(super) fn plan<B: Backend>(
+    backend: &mut B,
+    changes: &[Change],
+) -> Result<Plan, PlanError<B::Error>> {
+    if let Some(i) = changes.iter().position(|c| matches!(c, Change::Reset(_)))
+        && changes.len() > 1
+    {
+        return Err(PlanError::Invalid {
+            index: if i == 0 { 1 } else { i },
+            error: RequestError::Unsupported(
+                "an allocation reset is a plan of its own: it cannot be combined with other \
+                 changes"
+                    .into(),
+            ),
+        });
+    }
+    let mut p = Planner {
+        interface: backend.interface(),
+        backend,
+        current: Current::default(),
+        warnings: Vec::new(),
+    };
+    let mut steps = Vec::with_capacity(changes.len());
+    for (index, change) in changes.iter().enumerate() {
+        let step = match *change {
+            Change::Cat {
+                resource,
+                domain,
+                class,
+                scope,
+                mask,
+            } => p.cat(index, resource, domain, class, scope, mask)?,
+            Change::Mba {
+                domain,
+                class,
+                limit,
+            } => p.mba(index, domain, class, limit)?,
+            Change::Cpu { cpu, class } => p.cpu(index, cpu, class)?,
+            Change::Task { task, class } => p.task(index, task, class)?,
+            Change::Reset(cfg) => p.reset(index, cfg)?,
+        };
+        steps.push((index, step));
+    }
+    let new_groups = p.new_groups(&steps)?;
+    Ok(Plan {
+        steps,
+        warnings: p.warnings,
+        new_groups,
+    })
+}
+
+const fn resource_name(resource: CatResource) -> &'static str {
+    match resource {
+        CatResource::L3 => "L3",
+        CatResource::L2 => "L2",
+    }
+}
+
+fn no_domain(resource: &'static str, domain: CacheDomain, known: &[CacheDomain]) -> RequestError {
+    RequestError::NoSuchDomain {
+        resource,
+        domain,
+        known: Some(
+            known
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+    }
+}
+
+fn no_class(resource: &'static str, class: ClassId, n: usize) -> RequestError {
+    crate::LimitError::ClassOutOfRange {
+        resource,
+        class,
+        num_classes: u32::try_from(n).unwrap_or(u32::MAX),
+    }
+    .into()
+}
+
+/// The class's masks after setting `mask` in `scope`; `None` for a data/code scope with CDP
+/// off.
+fn new_mask(current: CatMask, scope: MaskScope, mask: CacheBitmask) -> Option<CatMask> {
+    Some(match (current, scope) {
+        (CatMask::Unified(_), MaskScope::Both) => CatMask::Unified(mask),
+        (CatMask::Unified(_), _) => return None,
+        (CatMask::Cdp { .. }, MaskScope::Both) => CatMask::Cdp {
+            data: mask,
+            code: mask,
+        },
+        (CatMask::Cdp { code, .. }, MaskScope::Data) => CatMask::Cdp { data: mask, code },
+        (CatMask::Cdp { data, .. }, MaskScope::Code) => CatMask::Cdp { data, code: mask },
+    })
+}

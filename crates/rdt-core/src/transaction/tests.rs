@@ -1,0 +1,383 @@
+//! Tests of the transaction: fault injection at every write, validation, idempotence.
+
+use super::*;
+use crate::fake::{FakeBackend, FakeError};
+use crate::{FeatureSetting, Reclaimed};
+
+fn cat(domain: u32, class: u32, bits: u64) -> Change {
+    Change::Cat {
+        resource: CatResource::L3,
+        domain: CacheDomain::new(domain),
+        class: ClassId::new(class),
+        scope: MaskScope::Both,
+        mask: CacheBitmask::new(bits).unwrap(),
+    }
+}
+
+fn mba(domain: u32, class: u32, percent: u8) -> Change {
+    Change::Mba {
+        domain: CacheDomain::new(domain),
+        class: ClassId::new(class),
+        limit: MbaLimit::Percent(percent),
+    }
+}
+
+fn cpu(n: u32, class: u32) -> Change {
+    Change::Cpu {
+        cpu: LogicalCpu::new(n),
+        class: ClassId::new(class),
+    }
+}
+
+/// Classes of every table and every CPU, to compare before and after.
+fn snapshot(b: &mut FakeBackend) -> (Vec<CatClass>, Vec<MbaClass>, Vec<u32>) {
+    let cat = b.cat_classes(CatResource::L3, CacheDomain::new(0)).unwrap();
+    let mba = b.mba_classes(CacheDomain::new(0)).unwrap();
+    let cpus = (0..8).map(|c| b.class_of_cpu(c)).collect();
+    (cat, mba, cpus)
+}
+
+fn changes() -> Vec<Change> {
+    vec![
+        cat(0, 1, 0xf),
+        cat(0, 2, 0xf0),
+        mba(0, 1, 50),
+        mba(0, 2, 20),
+        cpu(1, 1),
+        cpu(2, 2),
+    ]
+}
+
+#[test]
+fn a_failure_at_every_write_position_leaves_the_platform_as_before() {
+    let n = changes().len();
+    for position in 1..=n {
+        // arrange
+        let mut b = FakeBackend::intel_1s();
+        b.associate(LogicalCpu::new(2), ClassId::new(3)).unwrap();
+        let before = snapshot(&mut b);
+        b.fail_nth_write(position);
+        // act
+        let plan = Plan::new(&mut b, &changes()).unwrap();
+        let outcome = plan.apply(&mut b);
+        // assert
+        match outcome {
+            Outcome::RolledBack { done, failed } => {
+                assert_eq!(done.len(), position - 1);
+                assert_eq!(failed.change, position - 1);
+                assert!(matches!(failed.error, FakeError::Injected(_)));
+            }
+            other => panic!("position {position}: {other:?}"),
+        }
+        assert_eq!(snapshot(&mut b), before, "position {position}");
+    }
+}
+
+#[test]
+fn an_undo_that_fails_is_reported_exactly() {
+    // arrange: the 2nd write fails, and so does every write after it (the undo)
+    let mut b = FakeBackend::intel_1s();
+    let plan = Plan::new(&mut b, &changes()).unwrap();
+    b.fail_writes_from(2);
+    // act
+    let outcome = plan.apply(&mut b);
+    // assert
+    match outcome {
+        Outcome::PartlyChanged {
+            done,
+            failed,
+            not_undone,
+        } => {
+            assert_eq!(done.len(), 1);
+            assert_eq!(failed.change, 1);
+            // the failed write itself (it may have half-happened), then the one before it
+            assert_eq!(not_undone.len(), 2);
+            assert_eq!(not_undone[0].0, failed.step);
+            assert_eq!(not_undone[1].0, done[0].step);
+            let e = Outcome::PartlyChanged {
+                done,
+                failed,
+                not_undone,
+            }
+            .into_result()
+            .unwrap_err();
+            assert!(e.to_string().contains("partly changed"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_invalid_change_is_refused_by_index_before_any_write() {
+    let mut b = FakeBackend::broadwell_2s();
+    let mut list = vec![cat(0, 1, 0xf), cat(0, 1, 0x1_fffff), cpu(99, 1)];
+    let e = Plan::new(&mut b, &list).unwrap_err();
+    assert_eq!(e.index(), 1, "{e}");
+    list.remove(1);
+    let e = Plan::new(&mut b, &list).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            PlanError::Invalid {
+                index: 1,
+                error: RequestError::NoSuchCpu(_)
+            }
+        ),
+        "{e}"
+    );
+    let e = Plan::new(&mut b, &[mba(0, 1, 50)]).unwrap_err();
+    assert!(
+        matches!(e, PlanError::Invalid { index: 0, .. }),
+        "no MBA: {e}"
+    );
+    let e = Plan::new(&mut b, &[cat(7, 1, 0xf)]).unwrap_err();
+    assert!(e.to_string().contains("L3 domain 7 does not exist"), "{e}");
+    let task = Change::Task {
+        task: TaskId::new(1),
+        class: ClassId::new(1),
+    };
+    let e = Plan::new(&mut b, &[task]).unwrap_err();
+    assert!(matches!(
+        e,
+        PlanError::Invalid {
+            error: RequestError::NeedsOsInterface { .. },
+            ..
+        }
+    ));
+    assert!(b.writes.is_empty());
+}
+
+#[test]
+fn changes_to_one_class_build_on_each_other_and_unchanged_steps_can_be_dropped() {
+    let mut b = FakeBackend::broadwell_2s();
+    b.enable_l3_cdp();
+    let scoped = |scope, bits| Change::Cat {
+        resource: CatResource::L3,
+        domain: CacheDomain::new(0),
+        class: ClassId::new(1),
+        scope,
+        mask: CacheBitmask::new(bits).unwrap(),
+    };
+    let (data, code) = (scoped(MaskScope::Data, 0xf), scoped(MaskScope::Code, 0xf0));
+    let plan = Plan::new(&mut b, &[data.clone(), code.clone()]).unwrap();
+    let Step::Cat { after, .. } = &plan.steps()[1].1 else {
+        panic!()
+    };
+    assert_eq!(
+        after.mask,
+        CatMask::Cdp {
+            data: CacheBitmask::new(0xf).unwrap(),
+            code: CacheBitmask::new(0xf0).unwrap()
+        }
+    );
+    let Outcome::Applied(done) = plan.apply(&mut b) else {
+        panic!()
+    };
+    assert_eq!(done.len(), 2);
+    let again = Plan::new(&mut b, &[data, code])
+        .unwrap()
+        .without_unchanged();
+    assert!(again.is_empty(), "applied already: {:?}", again.steps());
+    let writes = b.writes.len();
+    let same = Plan::new(&mut b, &[cat(0, 2, 0xfffff)])
+        .unwrap()
+        .without_unchanged();
+    assert!(same.is_empty());
+    assert!(matches!(same.apply(&mut b), Outcome::Applied(d) if d.is_empty()));
+    assert_eq!(b.writes.len(), writes, "nothing written");
+}
+
+#[test]
+fn a_mask_over_shareable_ways_is_a_warning() {
+    let mut b = FakeBackend::intel_1s(); // shareable 0x600
+    let plan = Plan::new(&mut b, &[cat(0, 1, 0x700)]).unwrap();
+    assert_eq!(
+        plan.warnings(),
+        [PlanWarning::Shareable {
+            index: 0,
+            resource: CatResource::L3,
+            shared: 0x600
+        }]
+    );
+}
+
+#[test]
+fn mba_records_the_applied_rounding() {
+    let mut b = FakeBackend::intel_1s();
+    let plan = Plan::new(&mut b, &[mba(0, 1, 15)]).unwrap();
+    let Outcome::Applied(done) = plan.apply(&mut b) else {
+        panic!()
+    };
+    assert_eq!(done[0].applied, Some(MbaLimit::Percent(20)));
+}
+
+/// A platform whose transactions journal to a temporary run directory, with CPU 2 in COS 3
+/// and process 40 (threads 40, 41) in COS 2 (the OS interface).
+fn journaled() -> (FakeBackend, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = FakeBackend::intel_1s().with_run_dir(dir.path().join("run"));
+    b.os_interface = true;
+    b.add_process(40, &[40, 41]);
+    b.associate(LogicalCpu::new(2), ClassId::new(3)).unwrap();
+    b.associate_task(TaskId::new(40), ClassId::new(2)).unwrap();
+    (b, dir)
+}
+
+fn journals(dir: &tempfile::TempDir) -> Vec<String> {
+    std::fs::read_dir(dir.path().join("run"))
+        .map(|rd| {
+            rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn with_tasks(mut list: Vec<Change>) -> Vec<Change> {
+    list.push(Change::Task {
+        task: TaskId::new(40),
+        class: ClassId::new(1),
+    });
+    list
+}
+
+#[test]
+fn a_process_killed_at_any_write_is_rolled_back_by_the_next_open() {
+    let plans: [(&str, Vec<Change>); 2] = [
+        ("classes, CPUs and a task", with_tasks(changes())),
+        (
+            "a reset turning CDP on",
+            vec![Change::Reset(AllocReset {
+                l3_cdp: FeatureSetting::On,
+                ..AllocReset::default()
+            })],
+        ),
+    ];
+    let mut tried = 0;
+    for (what, list) in plans {
+        let writes = {
+            let (mut b, _dir) = journaled();
+            let n = b.writes.len();
+            let plan = Plan::new(&mut b, &list).unwrap();
+            assert!(matches!(plan.apply(&mut b), Outcome::Applied(_)));
+            b.writes.len() - n
+        };
+        for position in 1..=writes {
+            // arrange
+            let (mut b, dir) = journaled();
+            let before = AllocState::read(&mut b).unwrap();
+            let plan = Plan::new(&mut b, &list).unwrap();
+            b.panic_at_nth_write(position);
+            // act: the process "dies" at the write; the next open recovers
+            let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _ = plan.apply(&mut b);
+            }));
+            assert!(died.is_err(), "{what}, write {position}");
+            assert_eq!(
+                journals(&dir).len(),
+                1,
+                "{what}, write {position}: journal kept"
+            );
+            let recovered = recover(&mut b).unwrap();
+            // assert
+            assert!(
+                matches!(&recovered[..], [Reclaimed::Transaction { failed, .. }] if failed.is_empty()),
+                "{what}, write {position}: {recovered:?}"
+            );
+            assert_eq!(
+                AllocState::read(&mut b).unwrap(),
+                before,
+                "{what}, write {position}"
+            );
+            assert!(
+                journals(&dir).is_empty(),
+                "{what}, write {position}: journal removed"
+            );
+            assert_eq!(recover(&mut b).unwrap(), [], "nothing twice");
+            tried += 1;
+        }
+    }
+    assert_eq!(
+        tried, 9,
+        "8 writes of the first plan (a write per thread), 1 of the reset"
+    );
+}
+
+#[test]
+fn the_journal_lives_exactly_as_long_as_the_transaction() {
+    let (mut b, dir) = journaled();
+    let plan = Plan::new(&mut b, &changes()).unwrap();
+    assert!(matches!(plan.apply(&mut b), Outcome::Applied(_)));
+    assert!(journals(&dir).is_empty(), "applied: no journal");
+    assert_eq!(b.writers_held(), 0, "lock released");
+    b.fail_nth_write(3);
+    let plan = Plan::new(&mut b, &[cat(0, 1, 0x3), cat(0, 2, 0xc), cpu(3, 1)]).unwrap();
+    assert!(matches!(plan.apply(&mut b), Outcome::RolledBack { .. }));
+    assert!(journals(&dir).is_empty(), "rolled back: no journal");
+    // an undo that fails leaves the journal for the next open
+    let plan = Plan::new(&mut b, &[cat(0, 1, 0x30), cat(0, 2, 0xc0)]).unwrap();
+    b.fail_writes_from(2);
+    assert!(matches!(plan.apply(&mut b), Outcome::PartlyChanged { .. }));
+    assert_eq!(journals(&dir).len(), 1);
+    b.fail_writes(false);
+    b.fail_writes_from(0);
+    let r = recover(&mut b).unwrap();
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        b.l3_mask(0, 1),
+        CatMask::Unified(CacheBitmask::new(0xf).unwrap())
+    );
+    // an empty plan takes no lock and writes nothing
+    let writes = b.writes.len();
+    let plan = Plan::new(&mut b, &[cat(0, 1, 0xf)])
+        .unwrap()
+        .without_unchanged();
+    assert!(matches!(plan.apply(&mut b), Outcome::Applied(d) if d.is_empty()));
+    assert_eq!(b.writes.len(), writes);
+}
+
+#[test]
+fn a_reset_is_undone_whole_and_validated_first() {
+    // arrange: CDP off, classes, CPUs and a task placed
+    let (mut b, _dir) = journaled();
+    let plan = Plan::new(&mut b, &with_tasks(changes())).unwrap();
+    assert!(matches!(plan.apply(&mut b), Outcome::Applied(_)));
+    let before = AllocState::read(&mut b).unwrap();
+    let on = AllocReset {
+        l3_cdp: FeatureSetting::On,
+        ..AllocReset::default()
+    };
+    // act: the reset is written, then undone whole
+    let plan = Plan::new(&mut b, &[Change::Reset(on)]).unwrap();
+    let Step::Reset { before: read, .. } = &plan.steps()[0].1 else {
+        panic!("{:?}", plan.steps())
+    };
+    assert_eq!(**read, before);
+    assert!(matches!(plan.apply(&mut b), Outcome::Applied(_)));
+    assert!(b.capabilities().l3_cat.get().unwrap().cdp_enabled);
+    let restored = before.restore(&mut b).unwrap();
+    // assert
+    assert!(
+        restored.reset && restored.classes == 4 && restored.associations == 3,
+        "{restored:?}"
+    );
+    assert_eq!(AllocState::read(&mut b).unwrap(), before);
+    assert_eq!(
+        before.restore(&mut b).unwrap(),
+        Restored::default(),
+        "twice: nothing"
+    );
+    // a reset is validated before anything is written, and stands alone
+    let writes = b.writes.len();
+    let l2 = AllocReset {
+        l2_cdp: FeatureSetting::On,
+        ..AllocReset::default()
+    };
+    let e = Plan::new(&mut b, &[Change::Reset(l2)]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "change 0: L2 CDP requested but not supported by the platform"
+    );
+    let e = Plan::new(&mut b, &[cat(0, 1, 0xf), Change::Reset(on)]).unwrap_err();
+    assert_eq!(e.index(), 1, "{e}");
+    assert_eq!(b.writes.len(), writes);
+}
