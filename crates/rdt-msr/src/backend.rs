@@ -252,33 +252,39 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             cdp_split: [None, None],
         };
         for resource in [CatResource::L3, CatResource::L2] {
-            if !this.caps.cat(resource).is_some_and(|c| c.cdp_supported) {
-                continue;
-            }
-            let (_, cfg) = cat_regs(resource);
-            let (mut on, mut off) = (Vec::new(), Vec::new());
-            let list = match resource {
-                CatResource::L3 => &this.l3,
-                CatResource::L2 => &this.l2,
-            };
-            for d in list {
-                let v = this.io.read(d.cpu, cfg)?; // QOS_CFG bit 0: CDP enabled
-                if v & regs::QOS_CFG_CDP_ENABLE != 0 {
-                    on.push(d.id);
-                } else {
-                    off.push(d.id);
-                }
-            }
-            // CDP on in some domains and off in others (a reset killed half-way) still opens:
-            // reads follow each domain's layout, mask writes are refused, and a reset that
-            // sets CDP on or off everywhere repairs it.
-            let split = !on.is_empty() && !off.is_empty();
-            if let Some(cat) = cat_mut(&mut this.caps, resource) {
-                cat.cdp_enabled = !on.is_empty() && !split;
-            }
-            this.cdp_split[cdp_index(resource)] = split.then_some(on);
+            this.read_cdp(resource)?;
         }
         Ok(this)
+    }
+
+    /// Reads the CDP enable bit of `resource` in every domain into the capabilities and
+    /// the split state. CDP on in some domains and off in others (a reset killed half-way)
+    /// still opens: reads follow each domain's layout, mask writes are refused, and a reset
+    /// that sets CDP on or off everywhere repairs it.
+    fn read_cdp(&mut self, resource: CatResource) -> Result<(), MsrError> {
+        if !self.caps.cat(resource).is_some_and(|c| c.cdp_supported) {
+            return Ok(());
+        }
+        let (_, cfg) = cat_regs(resource);
+        let (mut on, mut off) = (Vec::new(), Vec::new());
+        let list = match resource {
+            CatResource::L3 => &self.l3,
+            CatResource::L2 => &self.l2,
+        };
+        for d in list {
+            let v = self.io.read(d.cpu, cfg)?; // QOS_CFG bit 0: CDP enabled
+            if v & regs::QOS_CFG_CDP_ENABLE != 0 {
+                on.push(d.id);
+            } else {
+                off.push(d.id);
+            }
+        }
+        let split = !on.is_empty() && !off.is_empty();
+        if let Some(cat) = cat_mut(&mut self.caps, resource) {
+            cat.cdp_enabled = !on.is_empty() && !split;
+        }
+        self.cdp_split[cdp_index(resource)] = split.then_some(on);
+        Ok(())
     }
 
     /// The CDP inconsistency this backend was opened with, if any: a message naming the
@@ -607,7 +613,12 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                 old & !regs::QOS_CFG_CDP_ENABLE
             };
             if new != old {
-                self.io.write(cpu, cfg, new)?;
+                if let Err(e) = self.io.write(cpu, cfg, new) {
+                    // Some domains may have switched: know which (best effort), so that
+                    // reads follow them and a reset can repair the split.
+                    let _ = self.read_cdp(resource);
+                    return Err(e);
+                }
                 changed = true;
             }
         }

@@ -674,8 +674,8 @@ pub fn run_reset_monitoring<B: Backend>(backend: &mut B, out: &mut dyn Write) ->
 mod tests {
     use super::*;
     use crate::command::Command;
-    use rdt_pqos::{FeatureSetting, LogicalCpu};
     use rdt_pqos::fake::FakeBackend;
+    use rdt_pqos::{FeatureSetting, LogicalCpu};
 
     fn request(argv: &[&str]) -> AllocRequest {
         match crate::command::plan_of(argv).command {

@@ -36,3 +36,6 @@ mod sysroot;
 // the resctrl files: tasks and PIDs, CLOSIDs and RMIDs running out, kernel rejections,
 // another tool's groups, two pqos at once, faults midway.
 mod os_mode;
+
+// All or nothing under faults and SIGKILL at every write position.
+mod crash;

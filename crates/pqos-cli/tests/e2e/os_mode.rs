@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rdt_sim::Scenario;
@@ -21,50 +21,8 @@ use rdt_sim::Scenario;
 use crate::eqnice;
 use crate::util::monitor::parse_text;
 use crate::util::mounted::MountedOs;
-use crate::util::{Machine, Run};
+use crate::util::{Machine, Reaped, Run};
 use crate::{alloc, paper};
-
-/// A child process killed and reaped when dropped, even when an assert fails.
-struct Reaped(Child);
-
-impl Reaped {
-    /// `sleep 30`: a single-threaded process to associate and monitor.
-    fn sleeper() -> Self {
-        Self(
-            Command::new("sleep")
-                .arg("30")
-                .spawn()
-                .expect("spawn sleep"),
-        )
-    }
-
-    fn pid(&self) -> u32 {
-        self.0.id()
-    }
-
-    /// Its thread ids, from `/proc/<pid>/task`, ascending.
-    fn threads(&self) -> Vec<u32> {
-        let mut t: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", self.pid()))
-            .expect("/proc/<pid>/task")
-            .map(|e| {
-                e.expect("entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .parse()
-                    .expect("tid")
-            })
-            .collect();
-        t.sort_unstable();
-        t
-    }
-}
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Set in the environment of [`helper_child_with_three_threads`]'s process.
 const THREADED_CHILD: &str = "RDT_TEST_THREADED_CHILD";

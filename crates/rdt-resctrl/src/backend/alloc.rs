@@ -571,6 +571,14 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let mut applied = Vec::with_capacity(plan.len());
         for &class in plan.keys() {
             let g = group_of(class);
+            if !g.is_empty() && !self.fs.exists(&g) {
+                // No group (the defaults were asked for, so none was made, or it was
+                // removed as unused): it reads as the defaults, which is what was asked.
+                if let Some(c) = classes.iter().rev().find(|c| c.class == class) {
+                    applied.push(*c);
+                }
+                continue;
+            }
             let v = self
                 .read_schemata(&g)?
                 .bandwidth("MB", domain.get())

@@ -6,12 +6,19 @@
 //!
 //! ```text
 //! LINE    := OP TARGET OPTION*   |   clear
-//! OP      := write | read | mkdir | rmdir     TARGET: a path under DIR (`*` matches one component)
+//! OP      := write | read | mkdir | rmdir     TARGET: a path under DIR (`*` matches one
+//!          | modify                             component, `**` any number of them)
 //!          | msr | rdmsr                       TARGET: an MSR address, 0x-hex or decimal
 //! OPTION  := nth=N       the Nth matching operation after arming fails (default 1)
 //!          | errno=E     with E: a name (EIO, EINVAL, ENOSPC, ...) or a number (default EIO)
 //!          | cpu=N       msr/rdmsr only: only on logical CPU N (default any)
+//!          | signal=KILL the process making the operation is killed (SIGKILL) instead
 //! ```
+//!
+//! `modify` is any operation that changes something: a `write(2)` (WRMSR included, through
+//! its `dev/cpu/N/msr` path), `mkdir(2)` or `rmdir(2)`. `modify ** nth=5 signal=KILL` kills
+//! the process at its fifth change of anything, before that change reaches the model: the
+//! way to test what a SIGKILL at every write position leaves behind.
 //!
 //! `msr` is WRMSR through a write of `dev/cpu/N/msr` at that offset, `rdmsr` a read; `write`
 //! and `read` are `write(2)`/`read(2)` calls on a file, `mkdir`/`rmdir` the system calls.
@@ -100,14 +107,17 @@ pub enum FaultOp {
     Wrmsr,
     /// RDMSR: a read of `dev/cpu/N/msr` at the register's offset.
     Rdmsr,
+    /// Any change: a write (WRMSR included), `mkdir` or `rmdir` (matched on paths only).
+    Modify,
 }
 
 impl FaultOp {
-    const ALL: [(&'static str, Self); 6] = [
+    const ALL: [(&'static str, Self); 7] = [
         ("write", Self::Write),
         ("read", Self::Read),
         ("mkdir", Self::Mkdir),
         ("rmdir", Self::Rmdir),
+        ("modify", Self::Modify),
         ("msr", Self::Wrmsr),
         ("rdmsr", Self::Rdmsr),
     ];
@@ -148,6 +158,17 @@ pub struct Fault {
     pub nth: u32,
     /// The errno the operation fails with.
     pub errno: i32,
+    /// Whether the process making the operation is killed (SIGKILL) when it fires.
+    pub kill: bool,
+}
+
+/// What a fault that fired does to the operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fired {
+    /// The operation fails with this errno.
+    pub(crate) errno: i32,
+    /// And the process that made it is killed first.
+    pub(crate) kill: bool,
 }
 
 /// A `.sim/fail` line that does not follow the grammar; each variant names the bad token.
@@ -169,7 +190,7 @@ pub enum ParseFaultError {
     #[error("`{0}` is not a path under the mount (no `.` or `..` components, not under .sim/)")]
     BadPath(String),
     /// A word that is not `key=value` with a known key.
-    #[error("unknown option `{0}` (expected nth=N, errno=E or, for msr/rdmsr, cpu=N)")]
+    #[error("unknown option `{0}` (expected nth=N, errno=E, signal=KILL or, for msr/rdmsr, cpu=N)")]
     BadOption(String),
     /// `nth=` without a positive number.
     #[error("`{0}`: nth must be a number of at least 1")]
@@ -180,6 +201,9 @@ pub enum ParseFaultError {
     /// `cpu=` that is not a number, or on a path operation.
     #[error("`{0}`: cpu=N takes a CPU number and applies to msr and rdmsr only")]
     BadCpu(String),
+    /// `signal=` with anything but KILL.
+    #[error("`{0}`: the only signal is KILL (signal=KILL)")]
+    BadSignal(String),
 }
 
 fn parse_addr(s: &str) -> Result<MsrAddr, ParseFaultError> {
@@ -242,6 +266,7 @@ impl FromStr for Fault {
             cpu: None,
             nth: 1,
             errno: crate::vfs::errno::EIO,
+            kill: false,
         };
         for word in words {
             let (key, value) = word
@@ -263,6 +288,12 @@ impl FromStr for Fault {
                     fault.cpu = Some(LogicalCpu::new(n));
                 }
                 "cpu" => return Err(ParseFaultError::BadCpu(word.into())),
+                "signal" => {
+                    if !["KILL", "SIGKILL", "9"].contains(&value.to_ascii_uppercase().as_str()) {
+                        return Err(ParseFaultError::BadSignal(word.into()));
+                    }
+                    fault.kill = true;
+                }
                 _ => return Err(ParseFaultError::BadOption(word.into())),
             }
         }
@@ -283,9 +314,13 @@ impl fmt::Display for Fault {
         }
         write!(f, " nth={} errno=", self.nth)?;
         match errno_name(self.errno) {
-            Some(name) => write!(f, "{name}"),
-            None => write!(f, "{}", self.errno),
+            Some(name) => write!(f, "{name}")?,
+            None => write!(f, "{}", self.errno)?,
         }
+        if self.kill {
+            write!(f, " signal=KILL")?;
+        }
+        Ok(())
     }
 }
 
@@ -299,14 +334,20 @@ pub(crate) enum Access<'a> {
 }
 
 fn path_matches(pattern: &str, path: &str) -> bool {
-    let mut p = pattern.split('/');
-    let mut q = path.split('/');
-    loop {
-        match (p.next(), q.next()) {
-            (None, None) => return true,
-            (Some(a), Some(b)) if a == "*" || a == b => {}
-            _ => return false,
+    let p: Vec<&str> = pattern.split('/').collect();
+    let q: Vec<&str> = path.split('/').collect();
+    components_match(&p, &q)
+}
+
+/// `*` matches one component, `**` any number (zero included).
+fn components_match(p: &[&str], q: &[&str]) -> bool {
+    match (p.first(), q.first()) {
+        (None, None) => true,
+        (Some(&"**"), _) => {
+            components_match(&p[1..], q) || (!q.is_empty() && components_match(p, &q[1..]))
         }
+        (Some(a), Some(b)) if *a == "*" || a == b => components_match(&p[1..], &q[1..]),
+        _ => false,
     }
 }
 
@@ -314,7 +355,10 @@ impl Fault {
     fn matches(&self, access: Access<'_>) -> bool {
         match (access, &self.target) {
             (Access::Path(op, path), FaultTarget::Path(pattern)) => {
-                op == self.op
+                let op_matches = op == self.op
+                    || (self.op == FaultOp::Modify
+                        && matches!(op, FaultOp::Write | FaultOp::Mkdir | FaultOp::Rmdir));
+                op_matches
                     && path != ".sim"
                     && !path.starts_with(".sim/")
                     && path_matches(pattern, path)
@@ -351,16 +395,20 @@ impl Faults {
         &self.armed
     }
 
-    /// Counts one operation; `Some(errno)` when a fault fires on it (module docs).
-    pub(crate) fn check(&mut self, accesses: &[Access<'_>]) -> Option<i32> {
-        let mut fired = None;
+    /// Counts one operation; what happens to it when a fault fires on it (module docs).
+    pub(crate) fn check(&mut self, accesses: &[Access<'_>]) -> Option<Fired> {
+        let mut fired: Option<Fired> = None;
         self.armed.retain_mut(|f| {
             if !accesses.iter().any(|a| f.matches(*a)) {
                 return true;
             }
             f.nth -= 1;
             if f.nth == 0 {
-                fired.get_or_insert(f.errno);
+                let first = fired.get_or_insert(Fired {
+                    errno: f.errno,
+                    kill: false,
+                });
+                first.kill |= f.kill;
                 return false;
             }
             true
@@ -565,7 +613,8 @@ mod tests {
                 target: FaultTarget::Msr(MsrAddr::new(0xc90)),
                 cpu: None,
                 nth: 1,
-                errno: 5
+                errno: 5,
+                kill: false,
             }
         );
         let f: Fault = "rdmsr 3214 cpu=3 errno=7".parse().unwrap();
@@ -593,6 +642,43 @@ mod tests {
         assert!(e("msr 0xc90 cpu=x").contains("`cpu=x`"));
         assert!(e("msr 0xc90 times=2").contains("`times=2`"));
         assert!(e("msr 0xc90 nth").contains("`nth`"));
+        assert!(e("modify ** signal=TERM").contains("`signal=TERM`"));
+    }
+
+    #[test]
+    fn modify_counts_every_change_and_double_star_any_depth() {
+        let f: Fault = "modify sys/** nth=3 signal=KILL".parse().unwrap();
+        assert_eq!(f.to_string(), "modify sys/** nth=3 errno=EIO signal=KILL");
+        let mut faults = Faults::default();
+        faults.arm(f);
+        let w = |op, p| [Access::Path(op, p)];
+        assert_eq!(
+            faults.check(&w(FaultOp::Read, "sys/fs/resctrl/schemata")),
+            None
+        );
+        assert_eq!(
+            faults.check(&w(FaultOp::Mkdir, "sys/fs/resctrl/COS1")),
+            None
+        );
+        assert_eq!(
+            faults.check(&w(FaultOp::Write, "dev/cpu/0/msr")),
+            None,
+            "not under sys/"
+        );
+        let wrmsr = [
+            Access::Path(FaultOp::Write, "sys/x/msr"),
+            Access::Msr(FaultOp::Wrmsr, LogicalCpu::new(0), MsrAddr::new(0xc90)),
+        ];
+        assert_eq!(faults.check(&wrmsr), None, "one operation counts once");
+        assert_eq!(
+            faults.check(&w(FaultOp::Rmdir, "sys/fs/resctrl/COS1/mon_groups/g")),
+            Some(Fired {
+                errno: 5,
+                kill: true
+            })
+        );
+        assert!(path_matches("**", "a/b/c") && path_matches("a/**/c", "a/c"));
+        assert!(!path_matches("a/**/c", "a/b/d"));
     }
 
     #[test]
@@ -616,7 +702,13 @@ mod tests {
             None
         );
         assert_eq!(faults.check(&[schemata]), None);
-        assert_eq!(faults.check(&[schemata]), Some(EINVAL));
+        assert_eq!(
+            faults.check(&[schemata]),
+            Some(Fired {
+                errno: EINVAL,
+                kill: false
+            })
+        );
         assert_eq!(faults.check(&[schemata]), None, "disarmed after firing");
         let mut wild = Faults::default();
         wild.arm("write */fail".parse().unwrap());
@@ -627,7 +719,13 @@ mod tests {
         );
         let on = |cpu| Access::Msr(FaultOp::Wrmsr, LogicalCpu::new(cpu), MsrAddr::new(0xc90));
         assert_eq!(faults.check(&[on(0)]), None);
-        assert_eq!(faults.check(&[on(1)]), Some(5));
+        assert_eq!(
+            faults.check(&[on(1)]),
+            Some(Fired {
+                errno: 5,
+                kill: false
+            })
+        );
         assert!(faults.armed().is_empty());
     }
 

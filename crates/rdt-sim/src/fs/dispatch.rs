@@ -196,14 +196,25 @@ impl Inner {
         }
     }
 
-    /// Fails with the errno of a fault that fires on these accesses.
-    fn check_faults(&self, accesses: &[Access<'_>]) -> io::Result<()> {
+    /// Fails with the errno of a fault that fires on these accesses, made by process
+    /// `pid`; a `signal=KILL` fault kills that process first (the operation never reaches
+    /// the model, as if the process had died just before it).
+    fn check_faults(&self, pid: u32, accesses: &[Access<'_>]) -> io::Result<()> {
         let fired = self
             .faults
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .check(accesses);
-        fired.map_or(Ok(()), |e| Err(err(e)))
+        let Some(fired) = fired else { return Ok(()) };
+        if fired.kill
+            && let Ok(pid) = i32::try_from(pid)
+        {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        Err(err(fired.errno))
     }
 }
 
@@ -402,7 +413,7 @@ impl Filesystem for SimFs {
 
     fn read(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -414,7 +425,7 @@ impl Filesystem for SimFs {
         match self.with(|inner| {
             let path = inner.inodes.path(ino)?;
             inner.counts.count(Op::Read, &path);
-            inner.check_faults(&io_accesses(FaultOp::Read, &path, offset))?;
+            inner.check_faults(req.pid(), &io_accesses(FaultOp::Read, &path, offset))?;
             match inner.place(&path)? {
                 Place::View(i, rel) => inner.views[i].tree.read(rel, offset, size),
                 Place::Above => Err(err(EISDIR)),
@@ -427,7 +438,7 @@ impl Filesystem for SimFs {
 
     fn write(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         _fh: FileHandle,
         offset: u64,
@@ -440,7 +451,7 @@ impl Filesystem for SimFs {
         match self.with(|inner| {
             let path = inner.inodes.path(ino)?;
             inner.counts.count(Op::Write, &path);
-            inner.check_faults(&io_accesses(FaultOp::Write, &path, offset))?;
+            inner.check_faults(req.pid(), &io_accesses(FaultOp::Write, &path, offset))?;
             match inner.place(&path)? {
                 Place::View(i, rel) => inner.views[i].tree.write(rel, offset, data),
                 Place::Above => Err(err(EISDIR)),
@@ -540,7 +551,7 @@ impl Filesystem for SimFs {
 
     fn mkdir(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         _mode: u32,
@@ -550,7 +561,7 @@ impl Filesystem for SimFs {
         match self.with(|inner| {
             let path = join(&inner.inodes.path(parent)?, name)?;
             inner.counts.count(Op::Mkdir, &path);
-            inner.check_faults(&[Access::Path(FaultOp::Mkdir, &path)])?;
+            inner.check_faults(req.pid(), &[Access::Path(FaultOp::Mkdir, &path)])?;
             match inner.place(&path)? {
                 Place::View(i, rel) if !rel.is_empty() => inner.views[i].tree.mkdir(rel)?,
                 _ => return Err(err(EPERM)),
@@ -562,11 +573,11 @@ impl Filesystem for SimFs {
         }
     }
 
-    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         match self.with(|inner| {
             let path = join(&inner.inodes.path(parent)?, name)?;
             inner.counts.count(Op::Rmdir, &path);
-            inner.check_faults(&[Access::Path(FaultOp::Rmdir, &path)])?;
+            inner.check_faults(req.pid(), &[Access::Path(FaultOp::Rmdir, &path)])?;
             match inner.place(&path)? {
                 Place::View(i, rel) if !rel.is_empty() => inner.views[i].tree.rmdir(rel),
                 _ => Err(err(EPERM)),

@@ -140,3 +140,45 @@ macro_rules! eqnice {
         }
     }};
 }
+
+/// A child process killed and reaped when dropped, even when an assert fails.
+pub struct Reaped(pub Child);
+
+impl Reaped {
+    /// `sleep 30`: a single-threaded process to associate and monitor.
+    pub fn sleeper() -> Self {
+        Self(
+            Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .expect("spawn sleep"),
+        )
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Its thread ids, from `/proc/<pid>/task`, ascending.
+    pub fn threads(&self) -> Vec<u32> {
+        let mut t: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", self.pid()))
+            .expect("/proc/<pid>/task")
+            .map(|e| {
+                e.expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .parse()
+                    .expect("tid")
+            })
+            .collect();
+        t.sort_unstable();
+        t
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
