@@ -6,8 +6,10 @@
 //!
 //! The contract is the same on both interfaces, for any [`Backend`]:
 //! - nothing is written unless every change is valid: the class limits of the interface
-//!   ([`Capabilities::check_class`]: on the OS interface the smallest `num_closids`), masks
-//!   ([`Capabilities::check_mask`]), MBA units and ranges ([`Capabilities::check_mba_limit`]),
+//!   ([`Capabilities::check_class`](crate::Capabilities::check_class): on the OS interface
+//!   the smallest `num_closids`), masks
+//!   ([`Capabilities::check_mask`](crate::Capabilities::check_mask)), MBA units and ranges
+//!   ([`Capabilities::check_mba_limit`](crate::Capabilities::check_mba_limit)),
 //!   domains, CPUs, tasks (they exist; the OS interface only), and the current class of every
 //!   CPU and task (a CPU or task in another tool's resctrl group is refused:
 //!   [`RequestError::ForeignGroup`]);
