@@ -55,6 +55,7 @@ mod error;
 mod load;
 mod node;
 mod parse;
+mod place;
 #[cfg(test)]
 mod tests;
 
@@ -64,6 +65,7 @@ use std::path::{Path, PathBuf};
 
 pub use error::{ConfigError, ConfigErrorKind};
 pub use load::MAX_CONFIG_BYTES;
+pub use place::{PlaceError, PlaceRequest, place};
 
 use crate::{CacheBitmask, CacheDomain, CatCaps, CatResource, ClassId, CpuSet, MbaLimit, TaskId};
 
@@ -359,5 +361,35 @@ impl Config {
     #[must_use]
     pub fn class(&self, name: &str) -> Option<&ClassSpec> {
         self.classes.iter().find(|c| c.name == name)
+    }
+
+    /// Places the classes' sizes for cache level `resource` in `domain` ([`place`], in file
+    /// order), keeping out of the ways in `taken` (held by classes outside the
+    /// configuration). Returns each class that allocates `resource` with its mask.
+    ///
+    /// # Errors
+    /// [`PlaceError`] as [`place`] gives it.
+    pub fn place(
+        &self,
+        resource: CatResource,
+        cat: &CatCaps,
+        domain: CacheDomain,
+        taken: u64,
+    ) -> Result<Vec<(&ClassSpec, CacheBitmask)>, PlaceError> {
+        let classes: Vec<(&ClassSpec, &CacheSpec)> = self
+            .classes
+            .iter()
+            .filter_map(|c| c.cache(resource).map(|s| (c, s)))
+            .collect();
+        let requests: Vec<PlaceRequest<'_>> = classes
+            .iter()
+            .map(|(c, s)| PlaceRequest {
+                class: &c.name,
+                size: *s.size_in(domain),
+                shared: s.shared,
+            })
+            .collect();
+        let masks = place(resource, cat, &requests, taken)?;
+        Ok(classes.into_iter().map(|(c, _)| c).zip(masks).collect())
     }
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::fake::fixtures;
 
 /// The example of the module's documentation, verbatim.
 const EXAMPLE: &str = r#"[[class]]
@@ -743,6 +744,32 @@ fn hostile_files_fail_quickly() {
     let e = Config::load(&long).unwrap_err();
     assert!(e.to_string().len() < 600, "{}", e.to_string().len());
     assert!(start.elapsed() < std::time::Duration::from_secs(10));
+}
+
+// ---- placement ----
+
+#[test]
+fn config_place_gives_each_class_its_mask_per_domain() {
+    let cfg = toml(&format!(
+        "{}\n{}\n{}",
+        class("pipeline", "l3 = { ways = 11 }\n"),
+        class(
+            "batch",
+            "l3 = { ways = 4, domains = { \"1\" = { ways = 2 } } }\n"
+        ),
+        class("mba-only", "mba = { percent = 10 }\n"),
+    ))
+    .unwrap();
+    let cat = fixtures::cat(20, 16);
+    let placed = |d| {
+        cfg.place(CatResource::L3, &cat, CacheDomain::new(d), 0)
+            .unwrap()
+            .into_iter()
+            .map(|(c, m)| (c.name.as_str(), m.bits()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(placed(0), [("pipeline", 0xffe00), ("batch", 0x1e0)]);
+    assert_eq!(placed(1), [("pipeline", 0xffe00), ("batch", 0x180)]);
 }
 
 #[test]
