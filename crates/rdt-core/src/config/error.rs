@@ -1,5 +1,6 @@
 //! [`ConfigError`] and [`ConfigWarning`]: where in which file, and what is wrong.
 
+use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -153,6 +154,45 @@ impl ConfigError {
     }
 }
 
+/// Something [`Config::check`](super::Config::check) accepts but a user should know: a
+/// class nothing runs in, an MBA percentage the hardware rounds, a MiB/s limit the
+/// capabilities cannot confirm. Displays like [`ConfigError`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigWarning {
+    /// The configuration file.
+    pub file: PathBuf,
+    /// 1-based line number.
+    pub line: Option<usize>,
+    /// The class.
+    pub class_name: Option<String>,
+    /// The dotted key within the class.
+    pub key: Option<String>,
+    /// What to know.
+    pub message: String,
+}
+
+impl ConfigWarning {
+    pub(super) fn new(file: impl Into<PathBuf>, at: Location, message: impl Into<String>) -> Self {
+        Self {
+            file: file.into(),
+            line: at.line,
+            class_name: at.class_name,
+            key: at.key,
+            message: tidy(&message.into()),
+        }
+    }
+
+    fn location(&self) -> Location {
+        Location {
+            line: self.line,
+            class_name: self.class_name.clone(),
+            class_index: None,
+            key: self.key.clone(),
+        }
+    }
+}
+
 /// The longest message kept, in characters: a hostile file must not make a megabyte-long
 /// error line (a CPU list is quoted whole by its parser).
 const MAX_MESSAGE_CHARS: usize = 400;
@@ -175,4 +215,15 @@ fn tidy(message: &str) -> String {
         out.push_str("...");
     }
     out
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}{}",
+            prefix(&self.file, &self.location()),
+            self.message
+        )
+    }
 }

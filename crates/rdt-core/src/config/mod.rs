@@ -51,6 +51,7 @@
 //! - Intel SDM Vol. 3B, 18.19.4 "Cache Allocation Technology" (capacity bitmasks).
 //! - proc(5), `/proc/pid/comm` (15-byte command names).
 
+mod check;
 mod error;
 mod load;
 mod node;
@@ -63,11 +64,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use error::{ConfigError, ConfigErrorKind};
+pub use error::{ConfigError, ConfigErrorKind, ConfigWarning};
 pub use load::MAX_CONFIG_BYTES;
 pub use place::{PlaceError, PlaceRequest, place};
 
-use crate::{CacheBitmask, CacheDomain, CatCaps, CatResource, ClassId, CpuSet, MbaLimit, TaskId};
+use crate::{
+    CacheBitmask, CacheDomain, Capabilities, CatCaps, CatResource, ClassId, CpuSet, MbaLimit,
+    TaskId, Topology,
+};
 
 /// A parsed configuration: the classes, in file order.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -268,6 +272,14 @@ impl ClassSpec {
     pub fn mba_limit(&self, domain: CacheDomain) -> Option<MbaLimit> {
         self.mba.as_ref().map(|m| m.limit_in(domain))
     }
+
+    /// The key of `resource` in the file: `l3` or `l2`.
+    const fn cache_key(resource: CatResource) -> &'static str {
+        match resource {
+            CatResource::L3 => "l3",
+            CatResource::L2 => "l2",
+        }
+    }
 }
 
 impl Config {
@@ -361,6 +373,31 @@ impl Config {
     #[must_use]
     pub fn class(&self, name: &str) -> Option<&ClassSpec> {
         self.classes.iter().find(|c| c.name == name)
+    }
+
+    /// Checks the configuration against a platform, and returns what it accepts with a
+    /// remark ([`ConfigWarning`]: a class with no CPU, task or process; an MBA percentage
+    /// the hardware rounds to its granularity; MiB/s limits the capabilities cannot confirm).
+    ///
+    /// Checked: the cache levels and MBA the classes use exist; way counts are within the
+    /// CBM length and at least its minimum; masks pass [`Capabilities::check_mask`]; MBA
+    /// limits pass [`Capabilities::check_mba_limit`]'s unit and range rules; `domains`
+    /// name domains of `topology`; CPUs are in `topology`; `cos` is below the class count
+    /// of every resource the class uses ([`Capabilities::check_cat_class`],
+    /// [`Capabilities::check_mba_class`], [`Capabilities::check_class`] on MSR); and the
+    /// sizes of each level can be [placed](place) in every domain, assuming no other
+    /// class holds ways (the caller repeats the placement with the ways taken at apply
+    /// time).
+    ///
+    /// # Errors
+    /// The first problem found, as [`ConfigErrorKind::Platform`] or
+    /// [`ConfigErrorKind::Placement`], naming the file, line, class and key.
+    pub fn check(
+        &self,
+        caps: &Capabilities,
+        topology: &Topology,
+    ) -> Result<Vec<ConfigWarning>, ConfigError> {
+        check::check(self, caps, topology)
     }
 
     /// Places the classes' sizes for cache level `resource` in `domain` ([`place`], in file

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::*;
 use crate::fake::fixtures;
+use crate::{Capabilities, CatCaps, Feature, MbaCaps, Vendor};
 
 /// The example of the module's documentation, verbatim.
 const EXAMPLE: &str = r#"[[class]]
@@ -746,7 +747,267 @@ fn hostile_files_fail_quickly() {
     assert!(start.elapsed() < std::time::Duration::from_secs(10));
 }
 
-// ---- placement ----
+// ---- check ----
+
+/// Intel, 16 CPUs, two L3 domains of 8 CPUs (20-way CBM, 16 classes), L2 per pair of CPUs
+/// (8-way CBM, 8 classes), MBA with 8 classes in 10 % steps.
+fn platform() -> (Capabilities, Topology) {
+    let mut caps = Capabilities::none(Vendor::Intel);
+    caps.l3_cat = Feature::Supported(fixtures::cat(20, 16));
+    caps.l2_cat = Feature::Supported(fixtures::cat(8, 8));
+    caps.mba = Feature::Supported(fixtures::intel_mba(8));
+    (
+        caps,
+        fixtures::topology((0..16).map(|c| (c, c / 8, c / 2, c / 8))),
+    )
+}
+
+fn check(
+    text: &str,
+    caps: &Capabilities,
+    topo: &Topology,
+) -> Result<Vec<ConfigWarning>, ConfigError> {
+    toml(text).unwrap().check(caps, topo)
+}
+
+#[track_caller]
+fn assert_check_fails(text: &str, caps: &Capabilities, line: usize, key: &str, expected: &str) {
+    let (_, topo) = platform();
+    let e = check(text, caps, &topo).expect_err("the check should fail");
+    assert_eq!((e.line(), e.key()), (Some(line), Some(key)), "{e}");
+    assert_eq!(e.to_string(), expected);
+}
+
+#[test]
+fn the_example_passes_the_check() {
+    let (caps, topo) = platform();
+    assert_eq!(check(EXAMPLE, &caps, &topo).unwrap(), []);
+}
+
+#[test]
+fn ways_beyond_the_cbm_or_below_its_minimum_are_refused() {
+    let (mut caps, _) = platform();
+    let text = "[[class]]\nname = \"pipeline\"\ncpus = \"0\"\nl3 = { ways = 30 }\n";
+    assert_check_fails(
+        text,
+        &caps,
+        4,
+        "l3.ways",
+        "cfg.toml:4: class \"pipeline\": l3.ways: 30 ways, but the L3 CBM has 20",
+    );
+    caps.l2_cat = Feature::Supported(CatCaps {
+        min_cbm_bits: 2,
+        ..fixtures::cat(8, 8)
+    });
+    assert_check_fails(
+        &class(
+            "a",
+            "cpus = \"0\"\nl2 = { ways = 4, domains = { \"3\" = { ways = 1 } } }\n",
+        ),
+        &caps,
+        4,
+        "l2.domains.3.ways",
+        "cfg.toml:4: class \"a\": l2.domains.3.ways: 1 ways, but L2 CAT needs at least 2 (min_cbm_bits)",
+    );
+}
+
+#[test]
+fn masks_the_platform_refuses_carry_its_reason() {
+    let (caps, _) = platform();
+    assert_check_fails(
+        &class("a", "cpus = \"0\"\nl3 = { mask = \"0x5\" }\n"),
+        &caps,
+        4,
+        "l3.mask",
+        "cfg.toml:4: class \"a\": l3.mask: mask 0x5 is not contiguous and this CPU's L3 CAT requires contiguous masks",
+    );
+    assert_check_fails(
+        &class("a", "cpus = \"0\"\nl3 = { mask = \"0x100000\" }\n"),
+        &caps,
+        4,
+        "l3.mask",
+        "cfg.toml:4: class \"a\": l3.mask: mask 0x100000 is wider than the 20-bit L3 capacity bitmask (highest allowed 0xfffff)",
+    );
+}
+
+#[test]
+fn missing_cache_levels_and_mba_are_refused() {
+    let (mut caps, _) = platform();
+    caps.l2_cat = Feature::Unsupported;
+    caps.mba = Feature::DetailsUnknown;
+    assert_check_fails(
+        &class("a", "cpus = \"0\"\n\nl2 = { ways = 2 }\n"),
+        &caps,
+        5,
+        "l2",
+        "cfg.toml:5: class \"a\": l2: this platform has no L2 CAT",
+    );
+    assert_check_fails(
+        &class("a", "cpus = \"0\"\nmba = { percent = 50 }\n"),
+        &caps,
+        4,
+        "mba",
+        "cfg.toml:4: class \"a\": mba: MBA is enumerated but its parameters are unknown (a partial CPUID dump?)",
+    );
+}
+
+#[test]
+fn domains_that_do_not_exist_are_refused_listing_those_that_do() {
+    let (caps, _) = platform();
+    assert_check_fails(
+        &class(
+            "a",
+            "cpus = \"0\"\nl3 = { ways = 2, domains = { \"5\" = { ways = 1 } } }\n",
+        ),
+        &caps,
+        4,
+        "l3.domains.5",
+        "cfg.toml:4: class \"a\": l3.domains.5: L3 domain 5 does not exist (L3 domains: 0, 1)",
+    );
+    assert_check_fails(
+        &class(
+            "a",
+            "cpus = \"0\"\nmba = { percent = 50, domains = { \"2\" = { percent = 10 } } }\n",
+        ),
+        &caps,
+        4,
+        "mba.domains.2",
+        "cfg.toml:4: class \"a\": mba.domains.2: MBA domain 2 does not exist (MBA domains are L3 domains; L3 domains: 0, 1)",
+    );
+}
+
+#[test]
+fn cpus_that_do_not_exist_are_refused() {
+    let (caps, _) = platform();
+    assert_check_fails(
+        &class("a", "cpus = \"14-17\"\n"),
+        &caps,
+        3,
+        "cpus",
+        "cfg.toml:3: class \"a\": cpus: CPUs 16-17 do not exist (online CPUs: 0-15)",
+    );
+}
+
+#[test]
+fn cos_beyond_the_classes_is_refused() {
+    let (caps, _) = platform();
+    assert_check_fails(
+        &class("a", "cpus = \"0\"\ncos = 16\n"),
+        &caps,
+        4,
+        "cos",
+        "cfg.toml:4: class \"a\": cos: COS16 is out of range: COS association has 16 classes (COS0-COS15)",
+    );
+    // L2 has 8 classes: COS 8 is fine for L3, not for L2.
+    assert_check_fails(
+        &class("a", "cpus = \"0\"\ncos = 8\nl2 = { ways = 1 }\n"),
+        &caps,
+        4,
+        "cos",
+        "cfg.toml:4: class \"a\": cos: COS8 is out of range: L2 CAT has 8 classes (COS0-COS7)",
+    );
+}
+
+#[test]
+fn mba_limits_follow_the_platform_unit() {
+    let (caps, topo) = fixtures::amd_2ccx();
+    let e = check(
+        &class("a", "cpus = \"0\"\nmba = { percent = 50 }\n"),
+        &caps,
+        &topo,
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "cfg.toml:4: class \"a\": mba.percent: percent 50: AMD MBA limits are bandwidth units of 1/8 GB/s, not percentages"
+    );
+    let (mut caps, topo) = platform();
+    let w = check(
+        &class("a", "cpus = \"0\"\nmba = { mbps = 900 }\n"),
+        &caps,
+        &topo,
+    )
+    .unwrap();
+    assert_eq!(w.len(), 1);
+    assert_eq!(
+        (w[0].line, w[0].key.as_deref()),
+        (Some(4), Some("mba.mbps"))
+    );
+    assert!(
+        w[0].to_string()
+            .contains("needs resctrl mounted with mba_MBps"),
+        "{}",
+        w[0]
+    );
+    caps.mba = Feature::Supported(MbaCaps {
+        ctrl_enabled: true,
+        ..fixtures::intel_mba(8)
+    });
+    assert_eq!(
+        check(
+            &class("a", "cpus = \"0\"\nmba = { mbps = 900 }\n"),
+            &caps,
+            &topo
+        )
+        .unwrap(),
+        []
+    );
+    let e = check(
+        &class("a", "cpus = \"0\"\nmba = { percent = 50 }\n"),
+        &caps,
+        &topo,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("resctrl is mounted with mba_MBps"),
+        "{e}"
+    );
+}
+
+#[test]
+fn warnings_for_empty_classes_and_rounded_mba() {
+    let (caps, topo) = platform();
+    let w = check(&class("idle", "mba = { percent = 15 }\n"), &caps, &topo).unwrap();
+    let shown: Vec<String> = w.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        [
+            "cfg.toml:3: class \"idle\": mba.percent: percent 15 is not a multiple of the 10% MBA granularity: the hardware applies a rounded value (pqos: 20%)",
+            "cfg.toml:2: class \"idle\": name: the class has no cpus, tasks or processes: nothing will run in it",
+        ]
+    );
+}
+
+#[test]
+fn sizes_that_cannot_be_placed_are_refused_at_check_time() {
+    let (caps, _) = platform();
+    let text = format!(
+        "{}\n{}",
+        class("a", "cpus = \"0\"\nl3 = { ways = 11 }\n"),
+        class(
+            "b",
+            "cpus = \"1\"\nl3 = { ways = 4, domains = { \"1\" = { ways = 10 } } }\n"
+        )
+    );
+    let (_, topo) = platform();
+    let e = check(&text, &caps, &topo).unwrap_err();
+    assert_eq!(e.kind(), ConfigErrorKind::Placement);
+    assert_eq!(
+        e.to_string(),
+        "cfg.toml:9: class \"b\": l3.domains.1.ways: in L3 domain 1: wanted 10 contiguous L3 ways, but 9 are free (the largest free block has 9)"
+    );
+    let text = format!(
+        "{}\n{}",
+        class("a", "cpus = \"0\"\nl3 = { mask = \"0xf\" }\n"),
+        class("b", "cpus = \"1\"\nl3 = { mask = \"0x3c\" }\n")
+    );
+    let e = check(&text, &caps, &topo).unwrap_err();
+    assert_eq!((e.line(), e.key()), (Some(9), Some("l3.mask")));
+    assert_eq!(
+        e.message(),
+        "in L3 domain 0: overlapping exclusive classes: L3 mask 0x3c shares ways 0xc with class \"a\"'s mask 0xf; mark one shared = true or change the masks (class \"a\" is on line 4)"
+    );
+}
 
 #[test]
 fn config_place_gives_each_class_its_mask_per_domain() {
