@@ -22,6 +22,7 @@
 
 mod backend;
 mod caps;
+pub mod config;
 pub mod cpuid;
 mod cpuset;
 mod detect;
