@@ -389,6 +389,18 @@ impl Backend for Rdt {
             Inner::Os(b) => b.needs_reset(),
         }
     }
+    fn class_named(&mut self, name: &str) -> Result<ClassId, Error> {
+        forward!(self, b => b.class_named(name))
+    }
+    fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), Error> {
+        forward!(self, b => b.bind_class(class, name))
+    }
+    fn class_names(&self) -> Vec<(ClassId, String)> {
+        match &self.backend {
+            Inner::Msr(b) => b.class_names(),
+            Inner::Os(b) => b.class_names(),
+        }
+    }
     fn own_classes(&mut self, classes: &[ClassId]) {
         match &mut self.backend {
             Inner::Msr(b) => b.own_classes(classes),

@@ -430,6 +430,10 @@ pub struct MsrSource {
     pub topology: Topology,
     /// A name for messages (`the simulated broadwell-ep`).
     pub name: String,
+    /// Where the platform keeps the state that outlives a process ([`Paths::run`]: journals,
+    /// named classes, the writers' lock, RMID claims); `None` for none (a transaction killed
+    /// half-way is then not rolled back, and named classes last one process).
+    pub run_dir: Option<PathBuf>,
 }
 
 /// Where `RDT_IFACE` comes from.
@@ -758,8 +762,20 @@ impl OpenOptions {
             capabilities,
             topology,
             name: _,
+            run_dir,
         } = source;
-        Rdt::from_msr(io, capabilities, topology, pmu)
+        let Some(dir) = run_dir else {
+            return Rdt::from_msr(io, capabilities, topology, pmu);
+        };
+        let mut backend = MsrBackend::new(io, capabilities, topology, pmu)?.with_run_dir(dir);
+        if let Some(t) = self.lock_timeout {
+            backend.set_lock_timeout(t);
+        }
+        let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
+        reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_runs()));
+        let mut rdt = Rdt::from_msr_backend(backend);
+        rdt.notices.extend(reclaimed);
+        Ok(rdt)
     }
 }
 

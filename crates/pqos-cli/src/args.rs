@@ -219,6 +219,19 @@ pub struct Args {
     #[arg(short = 'f', long = "config-file", value_name = "FILE")]
     pub config_file: Option<PathBuf>,
 
+    /// Apply a declarative configuration of named classes (TOML, or JSON for *.json) as one
+    /// transaction: prints each write and makes only the writes that change something.
+    #[arg(
+        long = "apply",
+        value_name = "FILE",
+        conflicts_with_all = ["alloc_class", "alloc_assoc", "profile_set", "show", "display", "display_verbose"]
+    )]
+    pub apply: Option<PathBuf>,
+
+    /// With --apply: print the writes the configuration needs and write nothing.
+    #[arg(long = "dry-run", requires = "apply")]
+    pub dry_run: bool,
+
     /// Write log messages (WARN; INFO with -v; DEBUG with -V) to FILE instead of stderr.
     #[arg(short = 'l', long = "log-file", value_name = "FILE")]
     pub log_file: Option<PathBuf>,

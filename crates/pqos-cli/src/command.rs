@@ -106,6 +106,13 @@ pub enum Command {
     Show,
     /// `-e` and/or `-a`.
     Allocate(AllocRequest),
+    /// `--apply FILE [--dry-run]`.
+    Apply {
+        /// The configuration file.
+        file: PathBuf,
+        /// `--dry-run`.
+        dry_run: bool,
+    },
     /// Nothing after the resets (`-R` alone: pqos exits after it).
     Nothing,
     /// Monitoring.
@@ -153,6 +160,11 @@ impl Plan {
         } else if args.display || args.display_verbose {
             Command::Display {
                 verbose: args.display_verbose,
+            }
+        } else if let Some(file) = &args.apply {
+            Command::Apply {
+                file: file.clone(),
+                dry_run: args.dry_run,
             }
         } else if !args.alloc_class.is_empty()
             || !args.alloc_assoc.is_empty()

@@ -89,6 +89,13 @@ mod sim {
     use crate::command::{Plan, SimOptions};
     use crate::commands::{AdvancingClock, Clock, Context, VirtualClock, execute};
 
+    /// The run directory of the simulated platform saved at `state`: `<state>.run`.
+    fn run_dir_of(state: &std::path::Path) -> std::path::PathBuf {
+        let mut dir = state.as_os_str().to_owned();
+        dir.push(".run");
+        dir.into()
+    }
+
     /// Runs `plan` on the persistent in-process simulated platform: the session is locked
     /// and loaded, the library opens it as an [`rdt_pqos::MsrSource`], and its state is saved
     /// afterwards, even after a failure (a failed write leaves the platform as the writes
@@ -122,6 +129,8 @@ mod sim {
                 capabilities: platform.capabilities().clone(),
                 topology: platform.topology().clone(),
                 name: format!("the simulated {}", platform.model()),
+                // Journals and named classes live next to the state file, as long as it.
+                run_dir: Some(run_dir_of(session.state_path())),
             }
         };
         let mut rdt = plan
@@ -318,6 +327,7 @@ mod tests {
             capabilities: sim.capabilities().clone(),
             topology: sim.topology().clone(),
             name: "the simulated broadwell-ep".into(),
+            run_dir: None,
             io: Box::new(rdt_sim::SimHandle::new(sim)),
             pmu: Box::new(rdt_pqos::NoPmu),
         };

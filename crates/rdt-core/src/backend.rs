@@ -359,6 +359,35 @@ pub trait Backend {
         let _ = classes;
     }
 
+    /// The class of service that stands for the named class `name` (a declarative
+    /// configuration's class, [`crate::config`]): on the OS interface the resctrl control
+    /// group of that name, on the MSR interface the COS recorded for the name in the run
+    /// directory, else the lowest free one ([`crate::transaction::free_classes`]), recorded.
+    /// The same name gives the same class for as long as the platform runs.
+    ///
+    /// # Errors
+    /// [`RequestError::NeedsOsInterface`] for a backend without named classes; a name that
+    /// cannot be a group; no class left.
+    fn class_named(&mut self, name: &str) -> Result<ClassId, Self::Error> {
+        let _ = name;
+        Err(self.unsupported("named classes").into())
+    }
+
+    /// Makes `class` stand for the named class `name` (a configuration's fixed `cos`, or a
+    /// journal's record replayed by [`crate::transaction::recover`]).
+    ///
+    /// # Errors
+    /// As [`Backend::class_named`].
+    fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), Self::Error> {
+        let _ = (class, name);
+        Err(self.unsupported("named classes").into())
+    }
+
+    /// The named classes this backend knows, by class.
+    fn class_names(&self) -> Vec<(ClassId, String)> {
+        Vec::new()
+    }
+
     /// A [`Monitoring`] guard on this backend: groups started through it are stopped when
     /// it is dropped.
     fn monitoring(&mut self) -> Monitoring<'_, Self>

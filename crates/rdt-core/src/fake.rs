@@ -309,6 +309,8 @@ pub struct FakeBackend {
     panic_nth: usize,
     /// [`Backend::hold_writers`] depth.
     writers_held: u32,
+    /// Named classes ([`Backend::class_named`]).
+    names: BTreeMap<ClassId, String>,
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -339,6 +341,7 @@ impl FakeBackend {
             run_dir: None,
             panic_nth: 0,
             writers_held: 0,
+            names: BTreeMap::new(),
         };
         b.reset_tables();
         for c in b.topo.cpus() {
@@ -957,6 +960,30 @@ impl Backend for FakeBackend {
 
     fn release_writers(&mut self) {
         self.writers_held = self.writers_held.saturating_sub(1);
+    }
+
+    /// The recorded class of `name`, else the lowest free one, recorded.
+    fn class_named(&mut self, name: &str) -> R<ClassId> {
+        if let Some((c, _)) = self.names.iter().find(|(_, n)| *n == name) {
+            return Ok(*c);
+        }
+        let taken: Vec<ClassId> = self.names.keys().copied().collect();
+        let class = crate::transaction::free_classes(self, &taken)?
+            .first()
+            .copied()
+            .ok_or_else(|| RequestError::Unsupported(format!("no free class for {name}")))?;
+        self.names.insert(class, name.to_owned());
+        Ok(class)
+    }
+
+    fn bind_class(&mut self, class: ClassId, name: &str) -> R<()> {
+        self.names.retain(|_, n| n != name);
+        self.names.insert(class, name.to_owned());
+        Ok(())
+    }
+
+    fn class_names(&self) -> Vec<(ClassId, String)> {
+        self.names.iter().map(|(c, n)| (*c, n.clone())).collect()
     }
 
     fn groups(&mut self) -> R<Vec<GroupInfo>> {

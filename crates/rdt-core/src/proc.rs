@@ -116,6 +116,32 @@ impl ProcFs {
         Ok(tids)
     }
 
+    /// The processes whose command name (`<root>/<pid>/comm`, at most 15 bytes, the name
+    /// `ps -o comm` shows) is `name`, ascending. Processes that exit while the list is read
+    /// are left out.
+    ///
+    /// # Errors
+    /// `<root>` cannot be listed.
+    pub fn processes_named(&self, name: &str) -> io::Result<Vec<TaskId>> {
+        let mut pids = Vec::new();
+        for entry in fs::read_dir(&self.root)? {
+            let Some(pid) = entry
+                .ok()
+                .and_then(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let mut comm = Vec::with_capacity(16);
+            let read = File::open(self.dir(TaskId::new(pid)).join("comm"))
+                .and_then(|f| f.take(64).read_to_end(&mut comm));
+            if read.is_ok() && comm.strip_suffix(b"\n").unwrap_or(&comm) == name.as_bytes() {
+                pids.push(TaskId::new(pid));
+            }
+        }
+        pids.sort_unstable();
+        Ok(pids)
+    }
+
     /// Opens `<root>/<pid>/task/<tid>/stat`, to read the thread's CPU again and again
     /// without opening it each time.
     ///

@@ -84,6 +84,28 @@ pub fn create_run_dir(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
+/// Reads a file of the run directory: not through a symlink, not a FIFO or device (an
+/// `InvalidData` error), at most `max_bytes` (more is an `InvalidData` error), UTF-8.
+///
+/// # Errors
+/// Open and read errors (`NotFound` for a missing file); `InvalidData` as above.
+pub fn read_run_file(path: &Path, max_bytes: u64) -> io::Result<String> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > max_bytes {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("not a regular file of at most {max_bytes} bytes"),
+        ));
+    }
+    let mut text = String::new();
+    (&file).take(max_bytes).read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// An exclusive `flock` on a lock file, held re-entrantly: [`WriterLock::hold`] takes it
 /// on the first call and counts nested calls, [`WriterLock::release`] gives it back with
 /// the last. The file (mode 0600, its directory 0700) is opened at the first hold.

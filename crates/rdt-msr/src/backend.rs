@@ -1,5 +1,6 @@
 //! [`MsrBackend`]: the [`Backend`] trait implemented with RDMSR/WRMSR.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use std::path::{Path, PathBuf};
@@ -163,6 +164,8 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     claims: Option<Claims>,
     /// The run directory and the writers' lock in it ([`MsrBackend::with_run_dir`]).
     run: Option<(PathBuf, WriterLock)>,
+    /// Named classes ([`Backend::class_named`]), loaded from the run directory on first use.
+    names: Option<BTreeMap<ClassId, String>>,
     /// Per CAT resource (L3, L2): the domains with CDP on, when CDP is on in some domains and
     /// off in others (a reset killed half-way); `None` when consistent.
     cdp_split: [Option<Vec<CacheDomain>>; 2],
@@ -219,6 +222,9 @@ const fn mask_registers(cat: &CatCaps) -> u32 {
     }
 }
 
+/// The record of named classes in the run directory ([`Backend::class_named`]).
+const NAMES_FILE: &str = "msr-classes";
+
 /// `2^width` AMD bandwidth units: unlimited.
 fn amd_unlimited(width: u32) -> u32 {
     1u32.checked_shl(width).unwrap_or(u32::MAX)
@@ -249,6 +255,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             next_group: 0,
             claims: None,
             run: None,
+            names: None,
             cdp_split: [None, None],
         };
         for resource in [CatResource::L3, CatResource::L2] {
@@ -336,6 +343,31 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         let lock = WriterLock::new(dir.join("msr.lock"), DEFAULT_LOCK_TIMEOUT);
         self.run = Some((dir, lock));
         self
+    }
+
+    /// The named classes, read from `<run dir>/msr-classes` the first time (`<cos> <name>`
+    /// lines; lines that do not parse are skipped; a missing file holds none).
+    fn names(&mut self) -> Result<&BTreeMap<ClassId, String>, MsrError> {
+        if self.names.is_none() {
+            let mut names = BTreeMap::new();
+            if let Some((dir, _)) = &self.run {
+                let path = dir.join(NAMES_FILE);
+                let text = match rdt_core::runfile::read_run_file(&path, 1 << 20) {
+                    Ok(t) => t,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                    Err(source) => return Err(MsrError::Claims { path, source }),
+                };
+                for line in text.lines() {
+                    if let Some((c, n)) = line.split_once(' ')
+                        && let Ok(c) = c.parse::<u32>()
+                    {
+                        names.insert(ClassId::new(c), n.to_owned());
+                    }
+                }
+            }
+            self.names = Some(names);
+        }
+        Ok(self.names.get_or_insert_default())
     }
 
     /// Changes how long taking the writers' lock waits for another process.
@@ -1135,6 +1167,67 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
 
     fn needs_reset(&self) -> Option<String> {
         self.cdp_inconsistency()
+    }
+
+    /// The COS recorded for `name` in `<run dir>/msr-classes`, else the lowest free one
+    /// ([`rdt_core::transaction::free_classes`], not another name's), recorded there. The
+    /// record lives as long as the run directory (`/run` is emptied at boot, as the
+    /// registers are).
+    ///
+    /// # Errors
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) when no class is free;
+    /// [`MsrError::Claims`] when the record cannot be written; register reads.
+    fn class_named(&mut self, name: &str) -> Result<ClassId, MsrError> {
+        let names = self.names()?.clone();
+        if let Some((c, _)) = names.iter().find(|(_, n)| *n == name) {
+            return Ok(*c);
+        }
+        let taken: Vec<ClassId> = names.keys().copied().collect();
+        let n = self.caps.classes(Interface::Msr);
+        let class = rdt_core::transaction::free_classes(self, &taken)?
+            .first()
+            .copied()
+            .ok_or(LimitError::ClassOutOfRange {
+                resource: "free class of service",
+                class: ClassId::new(n),
+                num_classes: n,
+            })?;
+        self.bind_class(class, name)?;
+        Ok(class)
+    }
+
+    /// Records `class` as `name` in `<run dir>/msr-classes` (another name of that class
+    /// goes).
+    ///
+    /// # Errors
+    /// [`MsrError::Claims`] when the record cannot be written.
+    fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), MsrError> {
+        self.caps.check_class(Interface::Msr, class)?;
+        let mut names = self.names()?.clone();
+        names.retain(|_, n| n != name);
+        names.insert(class, name.to_owned());
+        if let Some((dir, _)) = &self.run {
+            let mut text = String::new();
+            for (c, n) in &names {
+                text.push_str(&format!("{c} {n}\n"));
+            }
+            let path = dir.join(NAMES_FILE);
+            let tmp = dir.join(format!(".{NAMES_FILE}.{}", std::process::id()));
+            rdt_core::runfile::create_run_dir(dir)
+                .and_then(|()| std::fs::write(&tmp, text))
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .map_err(|source| MsrError::Claims { path, source })?;
+        }
+        self.names = Some(names);
+        Ok(())
+    }
+
+    fn class_names(&self) -> Vec<(ClassId, String)> {
+        self.names
+            .iter()
+            .flatten()
+            .map(|(c, n)| (*c, n.clone()))
+            .collect()
     }
 
     /// For every group, every L3 domain it spans and every hardware event: WRMSR

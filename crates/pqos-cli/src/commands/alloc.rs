@@ -12,6 +12,7 @@
 use std::io::Write;
 
 use anyhow::{Context as _, Result, anyhow, bail};
+use rdt_pqos::config::{Config, ConfigPlanError};
 use rdt_pqos::proc::ProcFs;
 use rdt_pqos::transaction::{self, Change, Done, Failed, Outcome, Plan, PlanError, Step};
 use rdt_pqos::{
@@ -607,6 +608,62 @@ fn undone<E: std::error::Error + Send + Sync + 'static>(
             failed.join("; ")
         ))
     }
+}
+
+/// `--apply FILE [--dry-run]`: the configuration as one transaction. Prints one line per
+/// write (`pipeline (COS1): L3 domain 0: 0x7fff -> 0x7ff0`), then what happened; with
+/// `--dry-run` nothing is written.
+///
+/// # Errors
+/// The file cannot be read or does not fit the platform (naming file, line and key;
+/// nothing is written), or a write failed (the writes before it are undone).
+pub fn run_apply<B: Backend>(
+    backend: &mut B,
+    file: &std::path::Path,
+    dry_run: bool,
+    proc: &ProcFs,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let config = Config::load(file)?;
+    // The writers' lock is held from reading the state to the last write.
+    backend.hold_writers()?;
+    let result = (|| {
+        let planned = config.plan(backend, proc).map_err(|e| match e {
+            ConfigPlanError::Config(e) => anyhow::Error::new(e),
+            ConfigPlanError::Backend(e) => anyhow::Error::new(e).context("reading the platform"),
+        })?;
+        for w in &planned.warnings {
+            log::warn!("{w}");
+        }
+        let lines = planned.lines();
+        for line in &lines {
+            writeln!(out, "{line}")?;
+        }
+        if lines.is_empty() {
+            writeln!(out, "Nothing to change.")?;
+            return Ok(());
+        }
+        if dry_run {
+            writeln!(
+                out,
+                "{} write(s) planned; dry run: nothing written.",
+                lines.len()
+            )?;
+            return Ok(());
+        }
+        match planned.plan.apply(backend).into_result() {
+            Ok(done) => {
+                writeln!(out, "Applied {} write(s).", done.len())?;
+                Ok(())
+            }
+            Err(e) => {
+                writeln!(out, "Allocation configuration error!")?;
+                Err(anyhow::Error::new(e).context(format!("applying {}", file.display())))
+            }
+        }
+    })();
+    backend.release_writers();
+    result
 }
 
 /// `-R [CFG]`: pqos's `Allocation reset successful` or `Allocation reset failed!`.

@@ -54,6 +54,9 @@ pub fn execute<B: Backend>(
         Command::Display { verbose } => caps::run_display(backend, *verbose, out)?,
         Command::Show => show::run_show(backend, plan.verbosity > 0, out)?,
         Command::Allocate(req) => alloc::run_alloc(backend, req, ctx.proc, out)?,
+        Command::Apply { file, dry_run } => {
+            alloc::run_apply(backend, file, *dry_run, ctx.proc, out)?;
+        }
         Command::Nothing => {}
         Command::Monitor(req) => monitor::run_monitor(backend, req, ctx, out)?,
     }

@@ -32,7 +32,7 @@ fn arm(root: &Path, line: &str) {
 /// process at each of those positions (after `back` brought the platform back to the state
 /// before); the next `pqos -s` restores the state before. Returns the number of write
 /// positions.
-fn every_write_position<S: PartialEq + std::fmt::Debug>(
+pub fn every_write_position<S: PartialEq + std::fmt::Debug>(
     m: &impl Machine,
     root: &Path,
     target: &str,
@@ -120,7 +120,7 @@ fn registers(m: &Mounted) -> serde_json::Value {
 /// Every control group of the resctrl tree with its files (`schemata`, `cpus_list`,
 /// `tasks`, `mode`) and monitor groups. The root's `tasks` is left out: the kernel lists
 /// every task outside the other groups there, the model only those written to it.
-fn tree(m: &MountedOs) -> BTreeMap<String, String> {
+pub fn tree(m: &MountedOs) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut groups = vec![String::new()];
     groups.extend(

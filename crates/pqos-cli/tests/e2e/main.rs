@@ -39,3 +39,6 @@ mod os_mode;
 
 // All or nothing under faults and SIGKILL at every write position.
 mod crash;
+
+// `pqos --apply FILE`: named classes from TOML, idempotent, all or nothing.
+mod declarative;

@@ -102,6 +102,10 @@ impl ConfigError {
         }
     }
 
+    pub(super) fn set_kind(&mut self, kind: ConfigErrorKind) {
+        self.details.kind = kind;
+    }
+
     pub(super) fn io(file: impl Into<PathBuf>, message: &str, source: io::Error) -> Self {
         let mut e = Self::new(ConfigErrorKind::Io, file, Location::default(), message);
         e.source = Some(source);

@@ -51,6 +51,7 @@
 //! - Intel SDM Vol. 3B, 18.19.4 "Cache Allocation Technology" (capacity bitmasks).
 //! - proc(5), `/proc/pid/comm` (15-byte command names).
 
+mod apply;
 mod check;
 mod error;
 mod load;
@@ -64,6 +65,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use apply::{ConfigPlan, ConfigPlanError};
 pub use error::{ConfigError, ConfigErrorKind, ConfigWarning};
 pub use load::MAX_CONFIG_BYTES;
 pub use place::{PlaceError, PlaceRequest, place};

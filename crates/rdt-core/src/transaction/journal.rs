@@ -42,8 +42,11 @@ const fn prefix(interface: Interface) -> &'static str {
 struct Record {
     version: u32,
     interface: Interface,
-    /// OS interface: classes whose `COS<n>` groups did not exist before the transaction.
+    /// OS interface: classes whose groups did not exist before the transaction.
     new_groups: Vec<ClassId>,
+    /// Named classes of the steps ([`Backend::class_named`]).
+    #[serde(default)]
+    names: Vec<(ClassId, String)>,
     /// The steps, in write order.
     steps: Vec<Step>,
 }
@@ -58,12 +61,14 @@ impl Journal {
         dir: &Path,
         interface: Interface,
         new_groups: &[ClassId],
+        names: &[(ClassId, String)],
         steps: &[Step],
     ) -> io::Result<Self> {
         let record = Record {
             version: VERSION,
             interface,
             new_groups: new_groups.to_vec(),
+            names: names.to_vec(),
             steps: steps.to_vec(),
         };
         let text = serde_json::to_vec(&record).map_err(io::Error::other)?;
@@ -129,6 +134,11 @@ pub fn recover<B: Backend>(backend: &mut B) -> Result<Vec<Reclaimed>, B::Error> 
                     record.interface
                 );
                 continue;
+            }
+            for (class, name) in &record.names {
+                if let Err(e) = backend.bind_class(*class, name) {
+                    log::warn!("class {class} of {}: {e}", file.path.display());
+                }
             }
             backend.own_classes(&record.new_groups);
             let mut undone = Vec::new();

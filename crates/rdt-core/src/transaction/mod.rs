@@ -46,8 +46,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId,
-    LogicalCpu, MbaClass, MbaLimit, RequestError, TaskId,
+    AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource,
+    ClassId, LogicalCpu, MbaClass, MbaLimit, RequestError, TaskId,
 };
 use journal::Journal;
 
@@ -169,6 +169,17 @@ impl Step {
             Self::Mba { before, after, .. } => before == after,
             Self::Cpu { before, after, .. } | Self::Task { before, after, .. } => before == after,
             Self::Reset { .. } => false,
+        }
+    }
+
+    /// The class the step writes to or moves into (`None` for a reset).
+    #[must_use]
+    pub const fn class(&self) -> Option<ClassId> {
+        match self {
+            Self::Cat { after, .. } => Some(after.class),
+            Self::Mba { after, .. } => Some(after.class),
+            Self::Cpu { after, .. } | Self::Task { after, .. } => Some(*after),
+            Self::Reset { .. } => None,
         }
     }
 
@@ -305,6 +316,8 @@ pub struct Plan {
     warnings: Vec<PlanWarning>,
     /// OS interface: classes of the steps whose `COS<n>` groups do not exist yet.
     new_groups: Vec<ClassId>,
+    /// The named classes among the steps' ([`Backend::class_names`]).
+    names: Vec<(ClassId, String)>,
 }
 
 /// Something worth telling about a valid plan.
@@ -530,7 +543,13 @@ impl Plan {
             None => None,
             Some(dir) => {
                 let steps: Vec<Step> = self.steps.iter().map(|(_, s)| s.clone()).collect();
-                match Journal::begin(&dir, backend.interface(), &self.new_groups, &steps) {
+                match Journal::begin(
+                    &dir,
+                    backend.interface(),
+                    &self.new_groups,
+                    &self.names,
+                    &steps,
+                ) {
                     Ok(j) => Some(j),
                     Err(e) => {
                         backend.release_writers();
@@ -622,3 +641,62 @@ pub use journal::recover;
 pub use state::{AllocState, Restored};
 #[cfg(test)]
 mod tests;
+
+/// The free classes of service of `backend`, ascending: every class from 1 below the
+/// interface's class count ([`crate::Capabilities::classes`]) that no CPU is associated
+/// with, no task is in (OS interface), whose masks are all ways in every L3 and L2 domain,
+/// and that is not in `taken` (classes spoken for, such as other named classes). COS 0,
+/// every CPU's default, is never free.
+///
+/// # Errors
+/// A read fails.
+pub fn free_classes<B: Backend>(
+    backend: &mut B,
+    taken: &[ClassId],
+) -> Result<Vec<ClassId>, B::Error> {
+    let n = backend.capabilities().classes(backend.interface());
+    let mut free: Vec<ClassId> = (1..n)
+        .map(ClassId::new)
+        .filter(|c| !taken.contains(c))
+        .collect();
+    let cpus: Vec<LogicalCpu> = backend.topology().cpus().iter().map(|c| c.cpu).collect();
+    for cpu in cpus {
+        match backend.class_of(cpu) {
+            Ok(c) => free.retain(|f| *f != c),
+            Err(e) if matches!(e.request(), Some(RequestError::ForeignGroup { .. })) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    for resource in [CatResource::L3, CatResource::L2] {
+        let Some(full) = backend
+            .capabilities()
+            .cat(resource)
+            .map(crate::CatCaps::full_mask)
+        else {
+            continue;
+        };
+        let domains = match resource {
+            CatResource::L3 => backend.topology().l3_domains(),
+            CatResource::L2 => backend.topology().l2_domains(),
+        };
+        for d in domains {
+            for c in backend.cat_classes(resource, d)? {
+                let all = match c.mask {
+                    CatMask::Unified(m) => m == full,
+                    CatMask::Cdp { data, code } => data == full && code == full,
+                };
+                if !all {
+                    free.retain(|f| *f != c.class);
+                }
+            }
+        }
+    }
+    if backend.interface() == crate::Interface::Os {
+        for g in backend.groups()? {
+            if let Some(c) = g.class {
+                free.retain(|f| *f != c || backend.tasks_of_class(c).is_ok_and(|t| t.is_empty()));
+            }
+        }
+    }
+    Ok(free)
+}

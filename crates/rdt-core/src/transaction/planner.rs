@@ -55,12 +55,7 @@ impl<B: Backend> Planner<'_, B> {
     fn new_groups(&mut self, steps: &[(usize, Step)]) -> Result<Vec<ClassId>, PlanError<B::Error>> {
         let mut classes: Vec<ClassId> = steps
             .iter()
-            .filter_map(|(_, s)| match s {
-                Step::Cat { after, .. } => Some(after.class),
-                Step::Mba { after, .. } => Some(after.class),
-                Step::Cpu { after, .. } | Step::Task { after, .. } => Some(*after),
-                Step::Reset { .. } => None,
-            })
+            .filter_map(|(_, s)| s.class())
             .filter(|c| c.get() != 0)
             .collect();
         if self.interface != crate::Interface::Os || classes.is_empty() {
@@ -292,10 +287,17 @@ pub(super) fn plan<B: Backend>(
         steps.push((index, step));
     }
     let new_groups = p.new_groups(&steps)?;
+    let names = p
+        .backend
+        .class_names()
+        .into_iter()
+        .filter(|(c, _)| steps.iter().any(|(_, s)| s.class() == Some(*c)))
+        .collect();
     Ok(Plan {
         steps,
         warnings: p.warnings,
         new_groups,
+        names,
     })
 }
 

@@ -12,6 +12,9 @@ use rdt_core::{
 use super::ResctrlBackend;
 use crate::ResctrlError;
 use crate::fs::{ENOSPC, cos_of_name, join};
+
+/// The reserved names of the resctrl root a named class cannot take.
+const RESERVED: [&str; 3] = ["info", "mon_groups", "mon_data"];
 use crate::mount::MountOptions;
 use crate::schemata::Schemata;
 
@@ -36,7 +39,7 @@ pub(super) struct Undo {
     pub(super) removed: Vec<(String, Schemata)>,
 }
 
-pub(super) fn group_of(class: ClassId) -> String {
+pub(super) fn cos_group(class: ClassId) -> String {
     if class.get() == 0 {
         String::new()
     } else {
@@ -132,7 +135,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         class: ClassId,
         undo: &mut Undo,
     ) -> Result<String, ResctrlError> {
-        let g = group_of(class);
+        let g = self.group_of(class);
         if g.is_empty() || self.fs.exists(&g) {
             return Ok(g);
         }
@@ -153,7 +156,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
     pub(super) fn closid_holders(&self) -> Vec<String> {
         let mut v = vec!["(root)".to_owned()];
         for g in self.fs.ctrl_groups().unwrap_or_default() {
-            let foreign = cos_of_name(&g).is_none();
+            let foreign = self.class_of_group(&g).is_none();
             v.push(if foreign { format!("{g} (foreign)") } else { g });
         }
         v
@@ -208,7 +211,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         sets: &[(&'static str, u32, String)],
         undo: &mut Undo,
     ) -> Result<(), ResctrlError> {
-        let g = group_of(class);
+        let g = self.group_of(class);
         if !g.is_empty()
             && !self.fs.exists(&g)
             && sets.iter().all(|(schema, _, v)| self.is_default(schema, v))
@@ -371,7 +374,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             .fs
             .ctrl_groups()?
             .into_iter()
-            .filter(|g| cos_of_name(g).is_some())
+            .filter(|g| self.class_of_group(g).is_some())
             .collect();
         for g in std::iter::once(String::new()).chain(ours.iter().cloned()) {
             let mut s = self.read_schemata(&g)?;
@@ -420,7 +423,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let _g = self.lock.shared()?;
         let mut out = Vec::with_capacity(n as usize);
         for class in (0..n).map(ClassId::new) {
-            let g = group_of(class);
+            let g = self.group_of(class);
             let s = if g.is_empty() || self.fs.exists(&g) {
                 Some(self.read_schemata(&g)?)
             } else {
@@ -520,7 +523,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let _g = self.lock.shared()?;
         let mut out = Vec::with_capacity(n as usize);
         for class in (0..n).map(ClassId::new) {
-            let g = group_of(class);
+            let g = self.group_of(class);
             let v = if g.is_empty() || self.fs.exists(&g) {
                 self.read_schemata(&g)?
                     .bandwidth("MB", domain.get())
@@ -570,7 +573,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         self.apply(&plan)?;
         let mut applied = Vec::with_capacity(plan.len());
         for &class in plan.keys() {
-            let g = group_of(class);
+            let g = self.group_of(class);
             if !g.is_empty() && !self.fs.exists(&g) {
                 // No group (the defaults were asked for, so none was made, or it was
                 // removed as unused): it reads as the defaults, which is what was asked.
@@ -612,5 +615,45 @@ impl<P: PmuSource> ResctrlBackend<P> {
         } else {
             MbaCtrl::Unsupported
         }
+    }
+}
+
+impl<P: PmuSource> ResctrlBackend<P> {
+    /// The control group of `class`: its name ([`Backend::class_named`]), `COS<n>`, or the
+    /// root (`""`) for COS 0.
+    pub(super) fn group_of(&self, class: ClassId) -> String {
+        self.names
+            .get(&class)
+            .cloned()
+            .unwrap_or_else(|| cos_group(class))
+    }
+
+    /// The class of control group `g`: `COS<n>` gives n, a named class its number; `None`
+    /// for another tool's group.
+    pub(super) fn class_of_group(&self, g: &str) -> Option<u32> {
+        cos_of_name(g).or_else(|| {
+            self.names
+                .iter()
+                .find(|(_, n)| *n == g)
+                .map(|(c, _)| c.get())
+        })
+    }
+
+    /// Refuses a name that cannot be a control group of ours.
+    pub(super) fn check_group_name(name: &str) -> Result<(), ResctrlError> {
+        let bad = name.is_empty()
+            || name.contains('/')
+            || name == "."
+            || name == ".."
+            || RESERVED.contains(&name)
+            || cos_of_name(name).is_some();
+        if bad {
+            return Err(RequestError::Unsupported(format!(
+                "`{name}` cannot name a class: a resctrl group name must not be empty, `.`, \
+                 `..`, info, mon_groups, mon_data or COS<n>, nor contain `/`"
+            ))
+            .into());
+        }
+        Ok(())
     }
 }

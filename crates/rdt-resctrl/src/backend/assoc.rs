@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use rdt_core::{ClassId, CpuSet, LogicalCpu, PmuSource, RequestError, Rmid, TaskId};
 
 use super::ResctrlBackend;
-use super::alloc::{Undo, group_of};
+use super::alloc::Undo;
 use crate::ResctrlError;
-use crate::fs::{ESRCH, cos_of_name, is_pqos_mon_name, join};
+use crate::fs::{ESRCH, is_pqos_mon_name, join};
 
 impl<P: PmuSource> ResctrlBackend<P> {
     /// Writes `cpus` to control group `group`'s `cpus_list`, and gives its monitor groups
@@ -61,7 +61,8 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let _g = self.lock.shared()?;
         for g in self.fs.ctrl_groups()? {
             if self.fs.cpus(&g)?.contains(cpu) {
-                return cos_of_name(&g)
+                return self
+                    .class_of_group(&g)
                     .map(ClassId::new)
                     .ok_or_else(|| ResctrlError::foreign(format!("CPU {cpu}"), &g));
             }
@@ -80,7 +81,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             .find(|(_, s)| s.contains(cpu))
             .map_or("", |(g, _)| g.as_str());
         let foreign = |g: &str| ResctrlError::foreign(format!("CPU {cpu}"), g);
-        if !home.is_empty() && cos_of_name(home).is_none() {
+        if !home.is_empty() && self.class_of_group(home).is_none() {
             return Err(foreign(home));
         }
         if let Some((g, _)) = mon.iter().find(|(g, s)| {
@@ -88,7 +89,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         }) {
             return Err(foreign(g));
         }
-        let target = group_of(class);
+        let target = self.group_of(class);
         if home == target {
             return Ok(());
         }
@@ -122,7 +123,8 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let _g = self.lock.shared()?;
         for g in self.fs.ctrl_groups()? {
             if self.fs.tasks(&g)?.contains(&task) {
-                return cos_of_name(&g)
+                return self
+                    .class_of_group(&g)
                     .map(ClassId::new)
                     .ok_or_else(|| ResctrlError::foreign(format!("task {task}"), &g));
             }
@@ -143,7 +145,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         for &t in &tids {
             let foreign = ctrl
                 .iter()
-                .find(|(g, s)| s.contains(&t) && cos_of_name(g).is_none())
+                .find(|(g, s)| s.contains(&t) && self.class_of_group(g).is_none())
                 .or_else(|| {
                     mon.iter().find(|(g, s)| {
                         s.contains(&t)
@@ -191,7 +193,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
 
     /// [`Backend::tasks_of_class`] on resctrl.
     pub(super) fn class_tasks(&mut self, class: ClassId) -> Result<Vec<TaskId>, ResctrlError> {
-        let g = group_of(class);
+        let g = self.group_of(class);
         let _l = self.lock.shared()?;
         if !g.is_empty() && !self.fs.exists(&g) {
             return Ok(Vec::new());

@@ -7,7 +7,7 @@ use rdt_core::{ClassId, CpuSet, GroupInfo, GroupKind, GroupOwner, PmuSource, Tas
 
 use super::ResctrlBackend;
 use crate::ResctrlError;
-use crate::fs::{cos_of_name, is_pqos_mon_name};
+use crate::fs::is_pqos_mon_name;
 
 /// Control groups and monitor groups with a member set each, by path.
 pub(super) type Homes<T> = (Vec<(String, T)>, Vec<(String, T)>);
@@ -30,14 +30,14 @@ impl<P: PmuSource> ResctrlBackend<P> {
                     class: if p.is_empty() {
                         Some(ClassId::new(0))
                     } else {
-                        cos_of_name(p).map(ClassId::new)
+                        self.class_of_group(p).map(ClassId::new)
                     },
                 });
             }
         };
         push_mon(&mut out, "");
         for g in self.fs.ctrl_groups()? {
-            let class = cos_of_name(&g).map(ClassId::new);
+            let class = self.class_of_group(&g).map(ClassId::new);
             out.push(GroupInfo {
                 path: g.clone(),
                 kind: GroupKind::Control,

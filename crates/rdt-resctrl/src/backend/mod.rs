@@ -20,7 +20,6 @@ use rdt_core::{
     PmuSource, Rmid, TaskId, Topology,
 };
 
-use self::alloc::group_of;
 use self::monitoring::MonGroup;
 use crate::ResctrlError;
 use crate::fs::{Fs, Proc, join};
@@ -172,6 +171,9 @@ pub struct ResctrlBackend<P: PmuSource = NoPmu> {
     created: BTreeSet<String>,
     /// [`ResctrlOptions::run_dir`].
     run_dir: Option<PathBuf>,
+    /// Named classes ([`Backend::class_named`]): the control group of each class that is
+    /// not `COS<n>`.
+    names: BTreeMap<ClassId, String>,
 }
 
 impl<P: PmuSource> fmt::Debug for ResctrlBackend<P> {
@@ -239,6 +241,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             next_name: 0,
             created: BTreeSet::new(),
             run_dir,
+            names: BTreeMap::new(),
         };
         let guard = this.lock.shared()?;
         this.load()?;
@@ -612,6 +615,53 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
         self.run_dir.as_deref()
     }
 
+    /// The control group `name` as a class: its handle is the lowest class number that
+    /// neither has a `COS<n>` group nor names another group, below the CLOSID limit. The
+    /// group is made on the first write, like `COS<n>` (the kernel gives it its CLOSID).
+    /// A group of that name made by another tool becomes this class: naming it claims it.
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) for a name that
+    /// cannot be a group (empty, `/`, `.`, `..`, `info`, `mon_groups`, `mon_data`, a
+    /// `COS<n>` name); [`RequestError::Limit`](rdt_core::RequestError::Limit) when every
+    /// class number is taken; listing errors.
+    fn class_named(&mut self, name: &str) -> Result<ClassId, ResctrlError> {
+        if let Some((c, _)) = self.names.iter().find(|(_, n)| *n == name) {
+            return Ok(*c);
+        }
+        Self::check_group_name(name)?;
+        let existing: BTreeSet<String> = {
+            let _g = self.lock.shared()?;
+            self.fs.ctrl_groups()?.into_iter().collect()
+        };
+        let n = self.caps.classes(Interface::Os);
+        let class = (1..n)
+            .map(ClassId::new)
+            .find(|c| !self.names.contains_key(c) && !existing.contains(&format!("COS{c}")))
+            .ok_or(rdt_core::LimitError::ClassOutOfRange {
+                resource: "named class",
+                class: ClassId::new(n),
+                num_classes: n,
+            })?;
+        self.names.insert(class, name.to_owned());
+        Ok(class)
+    }
+
+    /// Makes `class` stand for the control group `name` (a journal's record of a named
+    /// class, replayed by [`rdt_core::transaction::recover`]).
+    ///
+    /// # Errors
+    /// As [`Backend::class_named`] for the name.
+    fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), ResctrlError> {
+        Self::check_group_name(name)?;
+        self.names.insert(class, name.to_owned());
+        Ok(())
+    }
+
+    fn class_names(&self) -> Vec<(ClassId, String)> {
+        self.names.iter().map(|(c, n)| (*c, n.clone())).collect()
+    }
+
     /// Takes `LOCK_EX` on the resctrl root and keeps it (across a remount too) until the
     /// last [`Backend::release_writers`]; the calls in between take no lock of their own.
     ///
@@ -625,13 +675,13 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
         self.lock.release();
     }
 
-    /// Adds the classes' `COS<n>` groups to the groups this backend made.
+    /// Adds the classes' groups (`COS<n>` or named) to the groups this backend made.
     fn own_classes(&mut self, classes: &[ClassId]) {
-        self.created.extend(
-            classes
-                .iter()
-                .filter(|c| c.get() != 0)
-                .map(|c| group_of(*c)),
-        );
+        let groups: Vec<String> = classes
+            .iter()
+            .filter(|c| c.get() != 0)
+            .map(|c| self.group_of(*c))
+            .collect();
+        self.created.extend(groups);
     }
 }

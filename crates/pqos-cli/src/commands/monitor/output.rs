@@ -766,7 +766,8 @@ mod tests {
                 Event::Start(e) => in_core = e.name().as_ref() == b"core",
                 Event::Text(t) if in_core => core.push_str(&t.decode().unwrap()),
                 Event::GeneralRef(r) if in_core => {
-                    core.push_str(match r.as_ref() {
+                    let name: &[u8] = &r;
+                    core.push_str(match name {
                         b"lt" => "<",
                         b"amp" => "&",
                         b"gt" => ">",

@@ -1,0 +1,245 @@
+//! `pqos --apply FILE`: named classes from a TOML file as one transaction, on both
+//! interfaces of a FUSE-mounted simulated platform. The issue's example applies verbatim;
+//! applying it again writes nothing (counted in `.sim/stats`); bad files are refused naming
+//! the file, line and key, with nothing written; a kill at any write is rolled back, named
+//! resctrl groups included.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::crash::every_write_position;
+use crate::util::mounted::{Mounted, MountedOs};
+use crate::util::{Machine, Reaped};
+
+/// The example of issue 10, verbatim.
+const EXAMPLE: &str = r#"[[class]]
+name = "pipeline"
+l3 = { ways = 11 }            # or mask = "0xffe00", or percent = 55; optional per-domain table
+mba = { percent = 100 }
+cpus = "2-7"
+
+[[class]]
+name = "noisy"
+l3 = { mask = "0x3" }
+mba = { percent = 20 }
+cpus = "8-10"
+tasks = [1234]                # or processes = ["stress-ng"], all threads
+"#;
+
+/// Writes `text` to `name` in a fresh temporary directory.
+fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let p = dir.path().join(name);
+    std::fs::write(&p, text).expect("write the configuration");
+    p
+}
+
+/// The changes (`write`, `mkdir`, `rmdir`) the mount served since the last call.
+fn changes(root: &Path) -> u64 {
+    let stats = std::fs::read_to_string(root.join(".sim/stats")).expect(".sim/stats");
+    std::fs::write(root.join(".sim/stats"), "reset\n").expect("reset .sim/stats");
+    stats
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(k, _)| ["write", "mkdir", "rmdir"].contains(k))
+        .map(|(_, n)| n.trim().parse::<u64>().expect("a count"))
+        .sum()
+}
+
+/// A process whose id is `pid`, made by setting the kernel's last pid just below it (root);
+/// `None` when the id is in use or another process took it first.
+fn process_with_pid(pid: u32) -> Option<Reaped> {
+    if Path::new(&format!("/proc/{pid}")).exists() {
+        return None;
+    }
+    for _ in 0..20 {
+        std::fs::write("/proc/sys/kernel/ns_last_pid", format!("{}", pid - 1)).ok()?;
+        let child = Reaped(
+            Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .expect("spawn sleep"),
+        );
+        if child.pid() == pid {
+            return Some(child);
+        }
+    }
+    None
+}
+
+#[test]
+fn the_issue_example_applies_verbatim_through_resctrl_and_again_writes_nothing() {
+    let m = MountedOs::new("sapphire-rapids");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = file(&dir, "classes.toml", EXAMPLE);
+    let cfg = cfg.to_str().expect("UTF-8 path");
+    let _task = process_with_pid(1234).expect("process 1234 (ns_last_pid, as root)");
+    changes(m.root());
+    // a dry run prints the plan and writes nothing
+    let dry = m.pqos(&["--apply", cfg, "--dry-run"]).ok();
+    assert!(
+        dry.stdout.ends_with("dry run: nothing written.\n"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(changes(m.root()), 0, "dry run");
+    // applied: named groups, masks placed, MBA, CPUs and the task
+    let run = m.pqos(&["--apply", cfg]).ok();
+    assert!(
+        run.stdout.ends_with("Applied 16 write(s).\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.stdout.lines().count(), 17, "{}", run.stdout);
+    assert!(changes(m.root()) >= 16);
+    assert_eq!(m.read("noisy/tasks"), "1234\n");
+    assert_eq!(m.read("noisy/cpus_list"), "8-10\n");
+    assert_eq!(m.read("pipeline/cpus_list"), "2-7\n");
+    let noisy = m.read("noisy/schemata");
+    assert!(
+        noisy.contains("L3:0=3;1=3") && noisy.contains("MB:0=20;1=20"),
+        "{noisy}"
+    );
+    let pipeline = m.read("pipeline/schemata");
+    let l3 = pipeline
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("L3:0="))
+        .expect("L3 line");
+    let mask = u64::from_str_radix(l3.split(';').next().expect("domain 0"), 16).expect("hex");
+    assert_eq!(mask.count_ones(), 11, "{pipeline}");
+    assert_eq!(mask & 0x3, 0, "exclusive of noisy: {pipeline}");
+    // the second time: nothing to change, not one write
+    let again = m.pqos(&["--apply", cfg]).ok();
+    assert_eq!(again.stdout, "Nothing to change.\n");
+    assert_eq!(changes(m.root()), 0, "the second apply writes nothing");
+}
+
+#[test]
+fn msr_named_classes_keep_their_class_of_service_and_apply_once() {
+    let m = Mounted::new("broadwell-ep");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = file(
+        &dir,
+        "c.toml",
+        "[[class]]\nname = \"db\"\nl3 = { ways = 4 }\ncpus = \"0-1\"\n\n\
+         [[class]]\nname = \"batch\"\ncos = 5\nl3 = { percent = 10 }\ncpus = \"2\"\n",
+    );
+    let cfg = cfg.to_str().expect("UTF-8 path");
+    let run = m.pqos(&["--apply", cfg]).ok();
+    assert!(
+        run.stdout.contains("db (COS1): CPU 0 from COS0"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("batch (COS5): CPU 2 from COS0"),
+        "{}",
+        run.stdout
+    );
+    changes(m.root());
+    assert_eq!(
+        m.pqos(&["--apply", cfg]).ok().stdout,
+        "Nothing to change.\n"
+    );
+    assert_eq!(changes(m.root()), 0, "the second apply writes no register");
+    let s = m.pqos(&["-s"]).ok().stdout;
+    assert!(s.contains("L3CA COS1 => MASK 0x"), "{s}");
+    let core2 = s
+        .lines()
+        .find(|l| l.trim_start().starts_with("Core 2,"))
+        .expect("core 2");
+    assert!(core2.contains("=> COS5"), "{core2}");
+}
+
+#[test]
+fn bad_configurations_name_file_line_and_key_and_write_nothing() {
+    let m = MountedOs::new("skylake-sp");
+    m.mkdir("kube");
+    m.write("kube/cpus_list", "20");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        (
+            "[[class]]\nname = \"x\"\ncolour = 1\n",
+            3,
+            "colour",
+            "unknown key",
+        ),
+        (
+            "[[class]]\nname = \"a/b\"\ncpus = \"1\"\n",
+            2,
+            "name",
+            "contains `/`",
+        ),
+        (
+            "[[class]]\nname = \"x\"\nl3 = { ways = 30 }\n",
+            3,
+            "l3.ways",
+            "the L3 CBM has 11",
+        ),
+        (
+            "[[class]]\nname = \"x\"\nl3 = { mask = \"0xf0\" }\n\n[[class]]\nname = \"y\"\n\
+             l3 = { mask = \"0x30\" }\n",
+            7,
+            "l3.mask",
+            "overlapping exclusive classes",
+        ),
+        (
+            "[[class]]\nname = \"x\"\n\ntasks = [4000000]\n",
+            4,
+            "tasks",
+            "does not exist",
+        ),
+        (
+            "[[class]]\nname = \"x\"\ncpus = \"20\"\n",
+            3,
+            "cpus",
+            "kube",
+        ),
+    ];
+    changes(m.root());
+    for (i, (text, line, key, why)) in cases.into_iter().enumerate() {
+        let cfg = file(&dir, &format!("bad{i}.toml"), text);
+        let run = m.pqos(&["--apply", cfg.to_str().expect("UTF-8")]).failed();
+        let want = format!("{}:{line}: ", cfg.display());
+        assert!(
+            run.stderr.contains(&want)
+                && run.stderr.contains(&format!("{key}: "))
+                && run.stderr.contains(why),
+            "case {i}: want {want}..{key}: ..{why} in:\n{}",
+            run.stderr
+        );
+        assert_eq!(changes(m.root()), 0, "case {i}: nothing written");
+    }
+}
+
+#[test]
+fn a_kill_at_any_write_of_an_apply_is_rolled_back_named_groups_included() {
+    let m = MountedOs::new("skylake-sp");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = Reaped::sleeper();
+    let cfg = file(
+        &dir,
+        "c.toml",
+        &format!(
+            "[[class]]\nname = \"web\"\nl3 = {{ ways = 4 }}\nmba = {{ percent = 50 }}\n\
+             cpus = \"2-3\"\ntasks = [{}]\n",
+            a.pid()
+        ),
+    );
+    let cfg = cfg.to_str().expect("UTF-8 path");
+    let back = || {
+        // removing the group puts its CPUs and tasks back in the root, as the kernel does
+        let _ = std::fs::remove_dir(m.resctrl("web"));
+    };
+    let n = every_write_position(
+        &m,
+        m.root(),
+        "sys/fs/resctrl/**",
+        &["--apply", cfg],
+        || crate::crash::tree(&m),
+        back,
+    );
+    assert_eq!(
+        n, 8,
+        "mkdir, 4 schemata (L3 and MB in 2 domains), 2 cpus_list, tasks"
+    );
+}
