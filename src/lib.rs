@@ -316,6 +316,9 @@ impl Backend for Rdt {
     fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Error> {
         forward!(self, b => b.class_of(cpu))
     }
+    fn cpu_classes(&mut self) -> Result<Vec<(LogicalCpu, Option<ClassId>)>, Error> {
+        forward!(self, b => b.cpu_classes())
+    }
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), Error> {
         forward!(self, b => b.associate(cpu, class))
     }

@@ -20,3 +20,6 @@ mod examples;
 // The OS interface: Rdt::open_at(Iface::Os | Iface::Auto) on the mounted platform's resctrl,
 // allocation, monitoring and task association through the facade.
 mod resctrl;
+
+// The transaction API as a program uses it, on both interfaces.
+mod transaction;

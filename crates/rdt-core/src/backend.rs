@@ -206,6 +206,27 @@ pub trait Backend {
     /// When the CPU is not online or its association cannot be read.
     fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Self::Error>;
 
+    /// Every online CPU's class, ascending by CPU; `None` for a CPU in another tool's
+    /// resctrl group ([`Backend::class_of`] says which). The default asks
+    /// [`Backend::class_of`] CPU by CPU; resctrl reads each group's `cpus_list` once.
+    ///
+    /// # Errors
+    /// A read fails.
+    fn cpu_classes(&mut self) -> Result<Vec<(LogicalCpu, Option<ClassId>)>, Self::Error> {
+        let cpus: Vec<LogicalCpu> = self.topology().cpus().iter().map(|c| c.cpu).collect();
+        let mut out = Vec::with_capacity(cpus.len());
+        for cpu in cpus {
+            match self.class_of(cpu) {
+                Ok(c) => out.push((cpu, Some(c))),
+                Err(e) if matches!(e.request(), Some(RequestError::ForeignGroup { .. })) => {
+                    out.push((cpu, None));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
     /// Puts `cpu` in `class`.
     ///
     /// # Errors

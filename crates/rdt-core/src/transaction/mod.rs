@@ -46,8 +46,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource,
-    ClassId, LogicalCpu, MbaClass, MbaLimit, RequestError, TaskId,
+    AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId,
+    LogicalCpu, MbaClass, MbaLimit, RequestError, TaskId,
 };
 use journal::Journal;
 
@@ -108,6 +108,54 @@ pub enum Change {
     /// [`Backend::reset_allocation`]). It is the only change of its plan; undoing it writes
     /// back the whole [`AllocState`] it replaced.
     Reset(AllocReset),
+}
+
+impl Change {
+    /// An L3 mask of `class` in `domain` (both masks with CDP on).
+    #[must_use]
+    pub const fn l3(domain: CacheDomain, class: ClassId, mask: CacheBitmask) -> Self {
+        Self::Cat {
+            resource: CatResource::L3,
+            domain,
+            class,
+            scope: MaskScope::Both,
+            mask,
+        }
+    }
+
+    /// An L2 mask of `class` in L2 `domain` (both masks with CDP on).
+    #[must_use]
+    pub const fn l2(domain: CacheDomain, class: ClassId, mask: CacheBitmask) -> Self {
+        Self::Cat {
+            resource: CatResource::L2,
+            domain,
+            class,
+            scope: MaskScope::Both,
+            mask,
+        }
+    }
+
+    /// An MBA limit of `class` in L3 `domain`.
+    #[must_use]
+    pub const fn mba(domain: CacheDomain, class: ClassId, limit: MbaLimit) -> Self {
+        Self::Mba {
+            domain,
+            class,
+            limit,
+        }
+    }
+
+    /// `cpu` into `class`.
+    #[must_use]
+    pub const fn cpu(cpu: LogicalCpu, class: ClassId) -> Self {
+        Self::Cpu { cpu, class }
+    }
+
+    /// `task` (every thread of a process) into `class` (OS interface).
+    #[must_use]
+    pub const fn task(task: TaskId, class: ClassId) -> Self {
+        Self::Task { task, class }
+    }
 }
 
 /// One write of a plan, with the value it replaces.
@@ -659,12 +707,9 @@ pub fn free_classes<B: Backend>(
         .map(ClassId::new)
         .filter(|c| !taken.contains(c))
         .collect();
-    let cpus: Vec<LogicalCpu> = backend.topology().cpus().iter().map(|c| c.cpu).collect();
-    for cpu in cpus {
-        match backend.class_of(cpu) {
-            Ok(c) => free.retain(|f| *f != c),
-            Err(e) if matches!(e.request(), Some(RequestError::ForeignGroup { .. })) => {}
-            Err(e) => return Err(e),
+    for (_, class) in backend.cpu_classes()? {
+        if let Some(c) = class {
+            free.retain(|f| *f != c);
         }
     }
     for resource in [CatResource::L3, CatResource::L2] {

@@ -35,6 +35,8 @@ struct Planner<'b, B: Backend> {
     interface: Interface,
     current: Current,
     warnings: Vec<PlanWarning>,
+    /// Whether `current.cpus` holds every CPU's class yet.
+    cpus_read: bool,
 }
 
 impl<B: Backend> Planner<'_, B> {
@@ -197,8 +199,22 @@ impl<B: Backend> Planner<'_, B> {
             .capabilities()
             .check_class(self.interface, class)
             .map_err(|e| invalid(e.into()))?;
+        if !self.cpus_read {
+            // One read of every CPU's class (resctrl: each group's cpus_list once).
+            for (c, class) in self
+                .backend
+                .cpu_classes()
+                .map_err(|e| read_error(index, e))?
+            {
+                if let Some(class) = class {
+                    self.current.cpus.entry(c).or_insert(class);
+                }
+            }
+            self.cpus_read = true;
+        }
         let before = match self.current.cpus.get(&cpu) {
             Some(c) => *c,
+            // in another tool's group: class_of says which
             None => self
                 .backend
                 .class_of(cpu)
@@ -264,6 +280,7 @@ pub(super) fn plan<B: Backend>(
         backend,
         current: Current::default(),
         warnings: Vec::new(),
+        cpus_read: false,
     };
     let mut steps = Vec::with_capacity(changes.len());
     for (index, change) in changes.iter().enumerate() {

@@ -91,15 +91,11 @@ impl AllocState {
                 mba.push((d, b.mba_classes(d)?));
             }
         }
-        let mut cpus = Vec::new();
-        let all: Vec<LogicalCpu> = b.topology().cpus().iter().map(|c| c.cpu).collect();
-        for cpu in all {
-            match b.class_of(cpu) {
-                Ok(class) => cpus.push((cpu, class)),
-                Err(e) if matches!(e.request(), Some(RequestError::ForeignGroup { .. })) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let cpus: Vec<(LogicalCpu, ClassId)> = b
+            .cpu_classes()?
+            .into_iter()
+            .filter_map(|(cpu, class)| Some((cpu, class?)))
+            .collect();
         let mut tasks = Vec::new();
         for g in b.groups()? {
             if let (GroupKind::Control, GroupOwner::Pqos, Some(class)) = (g.kind, g.owner, g.class)
@@ -167,8 +163,12 @@ impl AllocState {
                 done.classes += differ.len();
             }
         }
+        let now = b.cpu_classes()?;
         for &(cpu, class) in &self.cpus {
-            if b.class_of(cpu)? != class {
+            if now
+                .iter()
+                .any(|(c, have)| *c == cpu && *have != Some(class))
+            {
                 b.associate(cpu, class)?;
                 done.associations += 1;
             }

@@ -483,6 +483,25 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu), [`RequestError::Limit`](rdt_core::RequestError::Limit) (no CLOSID for the class),
     /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup) (the CPU is in another tool's group): nothing written;
     /// [`ResctrlError::OutOfClosids`], [`ResctrlError::Rejected`].
+    fn cpu_classes(&mut self) -> Result<Vec<(LogicalCpu, Option<ClassId>)>, ResctrlError> {
+        let ctrl = {
+            let _g = self.lock.shared()?;
+            self.cpu_homes()?.0
+        };
+        Ok(self
+            .topology
+            .cpus()
+            .iter()
+            .map(|p| {
+                let class = match ctrl.iter().find(|(_, s)| s.contains(p.cpu)) {
+                    None => Some(ClassId::new(0)),
+                    Some((g, _)) => self.class_of_group(g).map(ClassId::new),
+                };
+                (p.cpu, class)
+            })
+            .collect())
+    }
+
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), ResctrlError> {
         self.move_cpu(cpu, class)
     }

@@ -1,0 +1,61 @@
+//! The transaction API as a program uses it, on both interfaces of the mounted simulated
+//! platform: a process (OS interface) or a core (MSR interface: pqos associates cores) put
+//! in a 4-way class in a few lines, as one transaction.
+
+use std::process::Command;
+
+use rdt_pqos::transaction::{self, Change};
+use rdt_pqos::{
+    Backend, CacheBitmask, CacheDomain, CatMask, CatResource, ClassId, Iface, Interface,
+    LogicalCpu, Paths, Rdt, TaskId,
+};
+use rdt_sim::fs::testing::TestMount;
+
+/// The whole of what a program writes: a named class with 4 L3 ways in domain 0, and the
+/// process (or, on MSR, the core) in it; applied all or nothing.
+fn limit<B: Backend>(
+    rdt: &mut B,
+    pid: u32,
+    cpu: u32,
+) -> Result<ClassId, Box<dyn std::error::Error>> {
+    let class = rdt.class_named("limited")?;
+    let member = match rdt.interface() {
+        Interface::Os => Change::task(TaskId::new(pid), class),
+        Interface::Msr => Change::cpu(LogicalCpu::new(cpu), class),
+    };
+    let ways = Change::l3(CacheDomain::new(0), class, CacheBitmask::new(0xf)?);
+    transaction::run(rdt, &[ways, member])?.into_result()?;
+    Ok(class)
+}
+
+#[test]
+fn a_process_or_core_is_limited_in_a_few_lines_on_both_interfaces() {
+    let mut child = Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("spawn sleep");
+    let pid = child.id();
+    for iface in [Iface::Os, Iface::Msr] {
+        let m = TestMount::builtin("skylake-sp");
+        let mut rdt = Rdt::open_at(iface, &Paths::under(m.root())).expect("open");
+        let class = limit(&mut rdt, pid, 3).expect("limit");
+        let masks = rdt
+            .cat_classes(CatResource::L3, CacheDomain::new(0))
+            .expect("masks");
+        let mask = masks.iter().find(|c| c.class == class).expect("class").mask;
+        assert_eq!(
+            mask,
+            CatMask::Unified(CacheBitmask::new(0xf).expect("mask"))
+        );
+        match iface {
+            Iface::Os => {
+                assert_eq!(rdt.class_of_task(TaskId::new(pid)).expect("task"), class);
+                let tasks = std::fs::read_to_string(m.path("sys/fs/resctrl/limited/tasks"));
+                assert_eq!(tasks.expect("the named group"), format!("{pid}\n"));
+            }
+            _ => assert_eq!(rdt.class_of(LogicalCpu::new(3)).expect("core"), class),
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
