@@ -316,6 +316,13 @@ impl Backend for Rdt {
     fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Error> {
         forward!(self, b => b.class_of(cpu))
     }
+    fn exclusive_ways(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<(String, Option<ClassId>, u64)>, Error> {
+        forward!(self, b => b.exclusive_ways(resource, domain))
+    }
     fn cpu_classes(&mut self) -> Result<Vec<(LogicalCpu, Option<ClassId>)>, Error> {
         forward!(self, b => b.cpu_classes())
     }

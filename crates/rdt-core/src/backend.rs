@@ -206,6 +206,22 @@ pub trait Backend {
     /// When the CPU is not online or its association cannot be read.
     fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Self::Error>;
 
+    /// The cache ways of `resource` in `domain` that resctrl groups in `exclusive` mode hold
+    /// (resctrl.rst "Resource Sharing"; the kernel refuses any other group's mask that
+    /// overlaps them): `(group path, its class if it has one, its mask bits)`. Empty on the
+    /// MSR interface, which has no modes.
+    ///
+    /// # Errors
+    /// A read fails.
+    fn exclusive_ways(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<(String, Option<ClassId>, u64)>, Self::Error> {
+        let _ = (resource, domain);
+        Ok(Vec::new())
+    }
+
     /// Every online CPU's class, ascending by CPU; `None` for a CPU in another tool's
     /// resctrl group ([`Backend::class_of`] says which). The default asks
     /// [`Backend::class_of`] CPU by CPU; resctrl reads each group's `cpus_list` once.

@@ -15,6 +15,23 @@ use crate::{
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestError {
+    /// A mask overlaps the ways of a resctrl group in `exclusive` mode (the kernel would
+    /// refuse the write: resctrl.rst "Resource Sharing").
+    #[error(
+        "{resource} mask {mask:#x} of COS{class} overlaps ways {overlap:#x} of resctrl group {group}, which holds them exclusively (mode exclusive)"
+    )]
+    ExclusiveOverlap {
+        /// The cache level.
+        resource: crate::CatResource,
+        /// The class written.
+        class: ClassId,
+        /// Its mask.
+        mask: u64,
+        /// The exclusive group.
+        group: String,
+        /// The ways both hold.
+        overlap: u64,
+    },
     /// A reset asked for a feature the platform or interface does not have (pqos `-R
     /// l3cdp-on` without CDP).
     #[error("{}", feature_unsupported(.feature, .reason.as_deref()))]

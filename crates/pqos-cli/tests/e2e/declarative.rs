@@ -243,3 +243,35 @@ fn a_kill_at_any_write_of_an_apply_is_rolled_back_named_groups_included() {
         "mkdir, 4 schemata (L3 and MB in 2 domains), 2 cpus_list, tasks"
     );
 }
+
+#[test]
+fn another_tools_exclusive_ways_are_refused_to_e_and_placed_around_by_apply() {
+    let m = MountedOs::new("skylake-sp");
+    // the root gives up ways 6-7, which group `iso` then holds exclusively
+    m.write("schemata", "L3:0=03f;1=03f\n");
+    m.mkdir("iso");
+    m.write("iso/schemata", "L3:0=0c0;1=0c0\n");
+    m.write("iso/mode", "exclusive\n");
+    changes(m.root());
+    let e = m.pqos(&["-e", "llc:1=0x80"]).failed();
+    assert!(
+        e.stderr
+            .contains("overlaps ways 0x80 of resctrl group iso, which holds them exclusively"),
+        "{}",
+        e.stderr
+    );
+    assert_eq!(changes(m.root()), 0, "refused before any write");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = file(
+        &dir,
+        "c.toml",
+        "[[class]]\nname = \"y\"\nl3 = { ways = 3 }\ncpus = \"1\"\n",
+    );
+    m.pqos(&["--apply", cfg.to_str().expect("UTF-8")]).ok();
+    // 3 ways from the top, around the shareable ways 9-10 and iso's 6-7
+    assert!(
+        m.read("y/schemata").contains("L3:0=38;1=38"),
+        "{}",
+        m.read("y/schemata")
+    );
+}

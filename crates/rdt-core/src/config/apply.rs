@@ -339,8 +339,15 @@ impl Config {
                     })
                     .filter(|m| *m != full)
                     .fold(0, |acc, m| acc | m.bits());
+                // Other groups' exclusive ways are out of bounds too.
+                let exclusive = backend
+                    .exclusive_ways(resource, domain)
+                    .map_err(ConfigPlanError::Backend)?
+                    .into_iter()
+                    .filter(|(_, c, _)| c.is_none_or(|c| !ids.contains(&c)))
+                    .fold(0, |acc, (_, _, bits)| acc | bits);
                 let placed = self
-                    .place(resource, &cat, domain, taken)
+                    .place(resource, &cat, domain, taken | exclusive)
                     .map_err(|e| self.place_error(resource, domain, &e))?;
                 for (spec, mask) in placed {
                     let i = self.index_of(spec);

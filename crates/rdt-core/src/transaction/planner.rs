@@ -37,6 +37,8 @@ struct Planner<'b, B: Backend> {
     warnings: Vec<PlanWarning>,
     /// Whether `current.cpus` holds every CPU's class yet.
     cpus_read: bool,
+    /// [`Backend::exclusive_ways`] per cache level and domain, read once.
+    exclusive: BTreeMap<(CatResource, CacheDomain), Vec<(String, Option<ClassId>, u64)>>,
 }
 
 impl<B: Backend> Planner<'_, B> {
@@ -114,6 +116,28 @@ impl<B: Backend> Planner<'_, B> {
                 domain,
                 &domains,
             )));
+        }
+        if self.interface == Interface::Os {
+            let exclusive = match self.exclusive.entry((resource, domain)) {
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::btree_map::Entry::Vacant(v) => v.insert(
+                    self.backend
+                        .exclusive_ways(resource, domain)
+                        .map_err(|e| read_error(index, e))?,
+                ),
+            };
+            if let Some((group, _, bits)) = exclusive
+                .iter()
+                .find(|(_, c, bits)| *c != Some(class) && bits & mask.bits() != 0)
+            {
+                return Err(invalid(RequestError::ExclusiveOverlap {
+                    resource,
+                    class,
+                    mask: mask.bits(),
+                    group: group.clone(),
+                    overlap: bits & mask.bits(),
+                }));
+            }
         }
         let table = match self.current.cat.entry((resource, domain)) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
@@ -281,6 +305,7 @@ pub(super) fn plan<B: Backend>(
         current: Current::default(),
         warnings: Vec::new(),
         cpus_read: false,
+        exclusive: BTreeMap::new(),
     };
     let mut steps = Vec::with_capacity(changes.len());
     for (index, change) in changes.iter().enumerate() {

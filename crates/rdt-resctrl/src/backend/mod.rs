@@ -483,6 +483,38 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu), [`RequestError::Limit`](rdt_core::RequestError::Limit) (no CLOSID for the class),
     /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup) (the CPU is in another tool's group): nothing written;
     /// [`ResctrlError::OutOfClosids`], [`ResctrlError::Rejected`].
+    /// Reads `mode` of every control group, and the masks of the `exclusive` ones.
+    fn exclusive_ways(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<(String, Option<ClassId>, u64)>, ResctrlError> {
+        let schemas = match self.cat_schemas(resource) {
+            Ok(alloc::CatSchemas::Unified(s)) => vec![s],
+            Ok(alloc::CatSchemas::Cdp { data, code }) => vec![data, code],
+            Err(_) => return Ok(Vec::new()),
+        };
+        let _g = self.lock.shared()?;
+        let mut out = Vec::new();
+        for g in self.fs.ctrl_groups()? {
+            let mode = self.fs.read_opt(&join(&g, "mode"))?.unwrap_or_default();
+            if !mode.trim().starts_with("exclusive") {
+                continue;
+            }
+            let schemata = self.read_schemata(&g)?;
+            let mut bits = 0;
+            for s in &schemas {
+                bits |= schemata
+                    .cache_mask(s, domain.get())
+                    .map_err(|e| self.bad_value(&g, &e))?
+                    .unwrap_or(0);
+            }
+            let class = self.class_of_group(&g).map(ClassId::new);
+            out.push((g, class, bits));
+        }
+        Ok(out)
+    }
+
     fn cpu_classes(&mut self) -> Result<Vec<(LogicalCpu, Option<ClassId>)>, ResctrlError> {
         let ctrl = {
             let _g = self.lock.shared()?;
