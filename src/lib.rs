@@ -320,7 +320,7 @@ impl Backend for Rdt {
         &mut self,
         resource: CatResource,
         domain: CacheDomain,
-    ) -> Result<Vec<(String, Option<ClassId>, u64)>, Error> {
+    ) -> Result<Vec<ExclusiveWays>, Error> {
         forward!(self, b => b.exclusive_ways(resource, domain))
     }
     fn cpu_classes(&mut self) -> Result<Vec<(LogicalCpu, Option<ClassId>)>, Error> {

@@ -122,6 +122,18 @@ pub struct GroupInfo {
     pub class: Option<ClassId>,
 }
 
+/// The ways a resctrl group in `exclusive` mode holds in one cache domain
+/// ([`Backend::exclusive_ways`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ExclusiveWays {
+    /// The group's path relative to the resctrl root.
+    pub group: String,
+    /// Its class of service, for `COS<n>` and named classes.
+    pub class: Option<ClassId>,
+    /// Its mask (data and code masks together with CDP on).
+    pub bits: u64,
+}
+
 /// The state of the kernel's MBA software controller (resctrl's `mba_MBps` mount option,
 /// pqos's "MBA CTRL"): with it on, MBA limits are MiB/s targets the kernel holds each class
 /// to (a 1 s feedback loop over MBM local bytes), not percentages.
@@ -208,8 +220,7 @@ pub trait Backend {
 
     /// The cache ways of `resource` in `domain` that resctrl groups in `exclusive` mode hold
     /// (resctrl.rst "Resource Sharing"; the kernel refuses any other group's mask that
-    /// overlaps them): `(group path, its class if it has one, its mask bits)`. Empty on the
-    /// MSR interface, which has no modes.
+    /// overlaps them). Empty on the MSR interface, which has no modes.
     ///
     /// # Errors
     /// A read fails.
@@ -217,7 +228,7 @@ pub trait Backend {
         &mut self,
         resource: CatResource,
         domain: CacheDomain,
-    ) -> Result<Vec<(String, Option<ClassId>, u64)>, Self::Error> {
+    ) -> Result<Vec<ExclusiveWays>, Self::Error> {
         let _ = (resource, domain);
         Ok(Vec::new())
     }

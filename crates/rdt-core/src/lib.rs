@@ -41,8 +41,8 @@ pub mod topology;
 pub mod transaction;
 
 pub use backend::{
-    AllocReset, Backend, BackendError, CatClass, CatMask, FeatureSetting, GroupInfo, GroupKind,
-    GroupOwner, Interface, MbaClass, MbaCtrl, Monitoring,
+    AllocReset, Backend, BackendError, CatClass, CatMask, ExclusiveWays, FeatureSetting, GroupInfo,
+    GroupKind, GroupOwner, Interface, MbaClass, MbaCtrl, Monitoring,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, LimitError, MbaCaps, MbaKind,

@@ -344,8 +344,8 @@ impl Config {
                     .exclusive_ways(resource, domain)
                     .map_err(ConfigPlanError::Backend)?
                     .into_iter()
-                    .filter(|(_, c, _)| c.is_none_or(|c| !ids.contains(&c)))
-                    .fold(0, |acc, (_, _, bits)| acc | bits);
+                    .filter(|x| x.class.is_none_or(|c| !ids.contains(&c)))
+                    .fold(0, |acc, x| acc | x.bits);
                 let placed = self
                     .place(resource, &cat, domain, taken | exclusive)
                     .map_err(|e| self.place_error(resource, domain, &e))?;

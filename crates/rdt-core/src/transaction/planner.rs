@@ -38,7 +38,7 @@ struct Planner<'b, B: Backend> {
     /// Whether `current.cpus` holds every CPU's class yet.
     cpus_read: bool,
     /// [`Backend::exclusive_ways`] per cache level and domain, read once.
-    exclusive: BTreeMap<(CatResource, CacheDomain), Vec<(String, Option<ClassId>, u64)>>,
+    exclusive: BTreeMap<(CatResource, CacheDomain), Vec<crate::ExclusiveWays>>,
 }
 
 impl<B: Backend> Planner<'_, B> {
@@ -126,16 +126,16 @@ impl<B: Backend> Planner<'_, B> {
                         .map_err(|e| read_error(index, e))?,
                 ),
             };
-            if let Some((group, _, bits)) = exclusive
+            if let Some(x) = exclusive
                 .iter()
-                .find(|(_, c, bits)| *c != Some(class) && bits & mask.bits() != 0)
+                .find(|x| x.class != Some(class) && x.bits & mask.bits() != 0)
             {
                 return Err(invalid(RequestError::ExclusiveOverlap {
                     resource,
                     class,
                     mask: mask.bits(),
-                    group: group.clone(),
-                    overlap: bits & mask.bits(),
+                    group: x.group.clone(),
+                    overlap: x.bits & mask.bits(),
                 }));
             }
         }

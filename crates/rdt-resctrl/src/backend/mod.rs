@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use rdt_core::{
     AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet,
-    GroupInfo, Interface, LogicalCpu, MbaClass, MbaCtrl, MonEvents, MonGroupId, MonValues, NoPmu,
-    PmuSource, Rmid, TaskId, Topology,
+    ExclusiveWays, GroupInfo, Interface, LogicalCpu, MbaClass, MbaCtrl, MonEvents, MonGroupId,
+    MonValues, NoPmu, PmuSource, Rmid, TaskId, Topology,
 };
 
 use self::monitoring::MonGroup;
@@ -488,7 +488,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
         &mut self,
         resource: CatResource,
         domain: CacheDomain,
-    ) -> Result<Vec<(String, Option<ClassId>, u64)>, ResctrlError> {
+    ) -> Result<Vec<ExclusiveWays>, ResctrlError> {
         let schemas = match self.cat_schemas(resource) {
             Ok(alloc::CatSchemas::Unified(s)) => vec![s],
             Ok(alloc::CatSchemas::Cdp { data, code }) => vec![data, code],
@@ -510,7 +510,11 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
                     .unwrap_or(0);
             }
             let class = self.class_of_group(&g).map(ClassId::new);
-            out.push((g, class, bits));
+            out.push(ExclusiveWays {
+                group: g,
+                class,
+                bits,
+            });
         }
         Ok(out)
     }
