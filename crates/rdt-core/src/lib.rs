@@ -28,6 +28,7 @@ mod cpuset;
 mod detect;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+mod file;
 mod ids;
 mod mask;
 mod mba;

@@ -90,20 +90,15 @@ pub fn create_run_dir(dir: &Path) -> io::Result<()> {
 /// # Errors
 /// Open and read errors (`NotFound` for a missing file); `InvalidData` as above.
 pub fn read_run_file(path: &Path, max_bytes: u64) -> io::Result<String> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() > max_bytes {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("not a regular file of at most {max_bytes} bytes"),
-        ));
-    }
-    let mut text = String::new();
-    (&file).take(max_bytes).read_to_string(&mut text)?;
-    Ok(text)
+    let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidData, m);
+    let bytes = crate::file::read_regular(path, max_bytes, true).map_err(|e| match e {
+        crate::file::ReadError::Open(e) | crate::file::ReadError::Io(e) => e,
+        crate::file::ReadError::NotRegular(_) => invalid("not a regular file".into()),
+        crate::file::ReadError::TooLarge(n) => {
+            invalid(format!("{n} bytes or more, more than {max_bytes}"))
+        }
+    })?;
+    String::from_utf8(bytes).map_err(|e| invalid(e.to_string()))
 }
 
 /// An exclusive `flock` on a lock file, held re-entrantly: [`WriterLock::hold`] takes it
@@ -311,11 +306,7 @@ pub fn dead_run_files(dir: &Path, prefix: &str, max_bytes: u64) -> io::Result<Ve
         let path = entry.path();
         // O_NOFOLLOW: a planted symlink is not followed; O_NONBLOCK: a FIFO does not block
         // the open (it is then skipped as not a regular file).
-        let Ok(file) = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&path)
-        else {
+        let Ok(file) = crate::file::open_nonblocking(&path, true) else {
             continue;
         };
         let Ok(meta) = file.metadata() else { continue };
@@ -366,7 +357,15 @@ mod tests {
         let dead_path = run.join("x-4242");
         fs::rename(f.path(), &dead_path).unwrap();
         drop(f);
-        let dead = dead_run_files(&run, "x-", 1024).unwrap();
+        // (a child another test forks holds our descriptors, and so the lock, until it execs)
+        let mut dead = Vec::new();
+        for _ in 0..100 {
+            dead = dead_run_files(&run, "x-", 1024).unwrap();
+            if !dead.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert_eq!(dead.len(), 1);
         assert_eq!((dead[0].pid, dead[0].text.as_str()), (4242, "hello\n"));
         // while this process holds it, a second scan does not hand it out again

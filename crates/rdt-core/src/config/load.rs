@@ -1,27 +1,17 @@
 //! Reading a configuration file that may be hostile: a FIFO, a device, a huge file or bytes
 //! that are not text.
 
-use std::fs::{File, OpenOptions};
-use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use super::error::Location;
 use super::node::LineIndex;
 use super::{ConfigError, ConfigErrorKind};
+use crate::file::{ReadError, read_regular};
 
 /// The largest configuration file read, in bytes (1 MiB). A file of named classes is a
 /// few kilobytes.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// Opens `path` without blocking (a FIFO without a writer would block `open` forever) and
-/// without making a terminal the controlling one.
-fn open(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-}
 
 /// What a non-regular file is, for the message.
 fn kind_of(ft: std::fs::FileType) -> &'static str {
@@ -44,39 +34,29 @@ fn kind_of(ft: std::fs::FileType) -> &'static str {
 /// [`MAX_CONFIG_BYTES`].
 pub(super) fn read(path: &Path) -> Result<String, ConfigError> {
     let error = |kind, message: String| ConfigError::new(kind, path, Location::default(), message);
-    let file = open(path).map_err(|e| ConfigError::io(path, "cannot open the file", e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| ConfigError::io(path, "cannot stat the file", e))?;
-    if !meta.is_file() {
-        return Err(error(
-            ConfigErrorKind::NotRegularFile,
-            format!(
-                "{} is not read: a configuration is a regular file",
-                kind_of(meta.file_type())
-            ),
-        ));
-    }
-    let too_large = |size: String| {
-        error(
-            ConfigErrorKind::TooLarge,
-            format!(
-                "the file is {size} bytes, more than the {MAX_CONFIG_BYTES} bytes (1 MiB) a \
-                 configuration may have"
-            ),
-        )
+    let bytes = match read_regular(path, MAX_CONFIG_BYTES, false) {
+        Ok(bytes) => bytes,
+        Err(ReadError::Open(e)) => return Err(ConfigError::io(path, "cannot open the file", e)),
+        Err(ReadError::Io(e)) => return Err(ConfigError::io(path, "cannot read the file", e)),
+        Err(ReadError::NotRegular(ft)) => {
+            return Err(error(
+                ConfigErrorKind::NotRegularFile,
+                format!(
+                    "{} is not read: a configuration is a regular file",
+                    kind_of(ft)
+                ),
+            ));
+        }
+        Err(ReadError::TooLarge(size)) => {
+            return Err(error(
+                ConfigErrorKind::TooLarge,
+                format!(
+                    "the file is {size} bytes or more, more than the {MAX_CONFIG_BYTES} bytes \
+                     (1 MiB) a configuration may have"
+                ),
+            ));
+        }
     };
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(too_large(meta.len().to_string()));
-    }
-    let mut bytes = Vec::new();
-    // The file may grow after fstat: read one byte past the limit to notice.
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ConfigError::io(path, "cannot read the file", e))?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(too_large("at least ".to_owned() + &bytes.len().to_string()));
-    }
     String::from_utf8(bytes).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
         let bytes = e.as_bytes();
@@ -109,11 +89,8 @@ mod tests {
         // arrange
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("cfg.toml");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        // (mkfifo(3), not the program: a fork would hold other tests' run-file locks)
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         let start = Instant::now();
         // act
         let e = read(&fifo).unwrap_err();
