@@ -16,7 +16,7 @@ use rdt_core::{
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
 use rdt_resctrl::{ControlFileMount, KernelMount, ResctrlBackend, ResctrlError, ResctrlOptions};
 
-use crate::{PerfPmu, Rdt};
+use crate::{DynMsrBackend, PerfPmu, Rdt};
 
 /// The interface a caller asks for (pqos `--iface`); [`Interface`] is the one it resolves to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
@@ -688,14 +688,7 @@ impl OpenOptions {
         let topology = topology()?;
         let pmu = host_pmu(&topology, &mut caps, self.pmu_caps);
         let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
-        let mut backend = MsrBackend::new(io, caps, topology, pmu)?.with_run_dir(&paths.run);
-        if let Some(t) = self.lock_timeout {
-            backend.set_lock_timeout(t);
-        }
-        let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
-        reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_runs()));
-        let mut rdt = Rdt::from_msr_backend(backend);
-        rdt.notices.extend(reclaimed);
+        let mut rdt = self.msr_with_run_dir(MsrBackend::new(io, caps, topology, pmu)?, &paths.run);
         if paths.resctrl.join("cpus").exists() {
             rdt.notices.push(Notice::ResctrlMountedOnMsr {
                 resctrl: paths.resctrl.clone(),
@@ -767,7 +760,15 @@ impl OpenOptions {
         let Some(dir) = run_dir else {
             return Rdt::from_msr(io, capabilities, topology, pmu);
         };
-        let mut backend = MsrBackend::new(io, capabilities, topology, pmu)?.with_run_dir(dir);
+        let backend = MsrBackend::new(io, capabilities, topology, pmu)?;
+        Ok(self.msr_with_run_dir(backend, &dir))
+    }
+
+    /// The MSR interface keeping its run state in `dir` ([`MsrBackend::with_run_dir`]),
+    /// with the lock timeout asked for, after rolling back the transactions and giving back
+    /// the RMIDs of runs that ended before they finished ([`OpenOptions::reclaim`]).
+    fn msr_with_run_dir(&self, backend: DynMsrBackend, dir: &Path) -> Rdt {
+        let mut backend = backend.with_run_dir(dir);
         if let Some(t) = self.lock_timeout {
             backend.set_lock_timeout(t);
         }
@@ -775,7 +776,7 @@ impl OpenOptions {
         reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_runs()));
         let mut rdt = Rdt::from_msr_backend(backend);
         rdt.notices.extend(reclaimed);
-        Ok(rdt)
+        rdt
     }
 }
 

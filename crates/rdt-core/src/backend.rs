@@ -28,6 +28,36 @@ pub enum CatMask {
     },
 }
 
+impl CatMask {
+    /// Every way the class may fill, as mask bits: the mask, or data and code together.
+    #[must_use]
+    pub const fn ways(self) -> u64 {
+        match self {
+            Self::Unified(m) => m.bits(),
+            Self::Cdp { data, code } => data.bits() | code.bits(),
+        }
+    }
+
+    /// Whether every mask is `full` (a class as a reset leaves it).
+    #[must_use]
+    pub fn is_all(self, full: CacheBitmask) -> bool {
+        match self {
+            Self::Unified(m) => m == full,
+            Self::Cdp { data, code } => data == full && code == full,
+        }
+    }
+}
+
+impl std::fmt::Display for CatMask {
+    /// `0xffe00`, or `data 0xf code 0xf0` with CDP on.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unified(m) => write!(f, "{m:#x}"),
+            Self::Cdp { data, code } => write!(f, "data {data:#x} code {code:#x}"),
+        }
+    }
+}
+
 /// One class of service's CAT masks in one cache domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct CatClass {

@@ -2,13 +2,11 @@
 //! around the ways other classes hold, and the transaction that makes it so
 //! ([`Config::plan`]).
 
-use std::fmt;
-
 use super::error::Location;
 use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
 use crate::proc::ProcFs;
 use crate::transaction::{Change, MaskScope, Plan, PlanError, Step};
-use crate::{Backend, CatMask, CatResource, ClassId, Interface};
+use crate::{Backend, CatResource, ClassId, Interface};
 
 /// A configuration resolved against a platform ([`Config::plan`]): the class of service of
 /// every named class and the plan of the writes that make the platform match the file, the
@@ -54,8 +52,8 @@ impl ConfigPlan {
                     } => format!(
                         "{}: {resource} domain {domain}: {} -> {}",
                         who(after.class),
-                        Masks(before.mask),
-                        Masks(after.mask)
+                        before.mask,
+                        after.mask
                     ),
                     Step::Mba {
                         domain,
@@ -81,18 +79,6 @@ impl ConfigPlan {
                 }
             })
             .collect()
-    }
-}
-
-/// A class's masks as a configuration shows them.
-struct Masks(CatMask);
-
-impl fmt::Display for Masks {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            CatMask::Unified(m) => write!(f, "{m:#x}"),
-            CatMask::Cdp { data, code } => write!(f, "data {data:#x} code {code:#x}"),
-        }
     }
 }
 
@@ -331,14 +317,8 @@ impl Config {
                 let taken = table
                     .iter()
                     .filter(|c| c.class.get() != 0 && !ids.contains(&c.class))
-                    .map(|c| match c.mask {
-                        CatMask::Unified(m) => m,
-                        CatMask::Cdp { data, code } => {
-                            crate::CacheBitmask::new(data.bits() | code.bits()).unwrap_or(full)
-                        }
-                    })
-                    .filter(|m| *m != full)
-                    .fold(0, |acc, m| acc | m.bits());
+                    .filter(|c| !c.mask.is_all(full))
+                    .fold(0, |acc, c| acc | c.mask.ways());
                 // Other groups' exclusive ways are out of bounds too.
                 let exclusive = backend
                     .exclusive_ways(resource, domain)

@@ -446,22 +446,7 @@ impl ClassCx<'_> {
                     _ => return Err(self.wrong_type(&e.node, &key, "true or false")),
                 },
                 "domains" => {
-                    let mut raw_keys: HashMap<CacheDomain, &str> = HashMap::new();
-                    for d in self.domains_table(&e.node, &key)? {
-                        let domain = self.domain(d, &join(&key, &d.key))?;
-                        let dkey = format!("{key}.{domain}");
-                        self.record(&dkey, d.line);
-                        if let Some(first) = raw_keys.insert(domain, &d.key) {
-                            return Err(self.error(
-                                d.line,
-                                &dkey,
-                                format!("domain {domain} given twice (also as {first:?})"),
-                            ));
-                        }
-                        let sizes = self.table(&d.node, &dkey, CACHE_SIZE_KEYS)?;
-                        let s = self.exactly_one(sizes, &d.node, &dkey, CACHE_SIZE_KEYS)?;
-                        let skey = join(&dkey, &s.key);
-                        self.record(&skey, s.line);
+                    for (domain, skey, s) in self.per_domain(&e.node, &key, CACHE_SIZE_KEYS)? {
                         let size = self.cache_size(&s.key, &s.node, &skey)?;
                         spec.domains.insert(domain, size);
                     }
@@ -470,6 +455,36 @@ impl ClassCx<'_> {
             }
         }
         Ok(spec)
+    }
+
+    /// The per-domain values of a `domains` table at `key`: each domain id (given once), the
+    /// key of its value and the entry with exactly one of `keys`; every key's line recorded.
+    fn per_domain<'n>(
+        &mut self,
+        node: &'n Node,
+        key: &str,
+        keys: &[&str],
+    ) -> Result<Vec<(CacheDomain, String, &'n Entry)>, ConfigError> {
+        let mut out = Vec::new();
+        let mut raw_keys: HashMap<CacheDomain, &str> = HashMap::new();
+        for d in self.domains_table(node, key)? {
+            let domain = self.domain(d, &join(key, &d.key))?;
+            let dkey = format!("{key}.{domain}");
+            self.record(&dkey, d.line);
+            if let Some(first) = raw_keys.insert(domain, &d.key) {
+                return Err(self.error(
+                    d.line,
+                    &dkey,
+                    format!("domain {domain} given twice (also as {first:?})"),
+                ));
+            }
+            let values = self.table(&d.node, &dkey, keys)?;
+            let v = self.exactly_one(values, &d.node, &dkey, keys)?;
+            let vkey = join(&dkey, &v.key);
+            self.record(&vkey, v.line);
+            out.push((domain, vkey, v));
+        }
+        Ok(out)
     }
 
     /// The entries of a `domains` table (any keys; each is checked as a domain id after).
@@ -524,22 +539,7 @@ impl ClassCx<'_> {
             if e.key != "domains" {
                 continue;
             }
-            let mut raw_keys: HashMap<CacheDomain, &str> = HashMap::new();
-            for d in self.domains_table(&e.node, &key)? {
-                let domain = self.domain(d, &join(&key, &d.key))?;
-                let dkey = format!("{key}.{domain}");
-                self.record(&dkey, d.line);
-                if let Some(first) = raw_keys.insert(domain, &d.key) {
-                    return Err(self.error(
-                        d.line,
-                        &dkey,
-                        format!("domain {domain} given twice (also as {first:?})"),
-                    ));
-                }
-                let limits = self.table(&d.node, &dkey, MBA_LIMIT_KEYS)?;
-                let l = self.exactly_one(limits, &d.node, &dkey, MBA_LIMIT_KEYS)?;
-                let lkey = join(&dkey, &l.key);
-                self.record(&lkey, l.line);
+            for (domain, lkey, l) in self.per_domain(&e.node, &key, MBA_LIMIT_KEYS)? {
                 let value = self.mba_limit(&l.key, &l.node, &lkey)?;
                 if unit(value) != unit(limit) {
                     return Err(self.error(

@@ -46,8 +46,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId,
-    LogicalCpu, MbaClass, MbaLimit, RequestError, TaskId,
+    AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ClassId, LogicalCpu,
+    MbaClass, MbaLimit, RequestError, TaskId,
 };
 use journal::Journal;
 
@@ -240,16 +240,10 @@ impl Step {
                 domain,
                 before,
                 ..
-            } => {
-                let masks = match before.mask {
-                    CatMask::Unified(m) => format!("{m:#x}"),
-                    CatMask::Cdp { data, code } => format!("data {data:#x} code {code:#x}"),
-                };
-                format!(
-                    "{resource} COS{} of domain {domain} back to {masks}",
-                    before.class
-                )
-            }
+            } => format!(
+                "{resource} COS{} of domain {domain} back to {}",
+                before.class, before.mask
+            ),
             Self::Mba { domain, before, .. } => format!(
                 "MBA COS{} of domain {domain} back to {}",
                 before.class, before.limit
@@ -726,20 +720,16 @@ pub fn free_classes<B: Backend>(
         };
         for d in domains {
             for c in backend.cat_classes(resource, d)? {
-                let all = match c.mask {
-                    CatMask::Unified(m) => m == full,
-                    CatMask::Cdp { data, code } => data == full && code == full,
-                };
-                if !all {
+                if !c.mask.is_all(full) {
                     free.retain(|f| *f != c.class);
                 }
             }
         }
     }
     if backend.interface() == crate::Interface::Os {
-        for g in backend.groups()? {
-            if let Some(c) = g.class {
-                free.retain(|f| *f != c || backend.tasks_of_class(c).is_ok_and(|t| t.is_empty()));
+        for c in backend.groups()?.into_iter().filter_map(|g| g.class) {
+            if free.contains(&c) && !backend.tasks_of_class(c)?.is_empty() {
+                free.retain(|f| *f != c);
             }
         }
     }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::fake::{FakeBackend, FakeError};
-use crate::{FeatureSetting, Reclaimed};
+use crate::{CatMask, FeatureSetting, Reclaimed};
 
 fn cat(domain: u32, class: u32, bits: u64) -> Change {
     Change::Cat {
