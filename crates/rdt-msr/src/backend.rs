@@ -1129,10 +1129,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         cpus: &CpuSet,
         events: MonEvents,
     ) -> Result<MonGroupId, MsrError> {
-        self.hold_writers()?;
-        let r = self.start_group(cpus, events);
-        self.release_writers();
-        r
+        rdt_core::transaction::with_writers(self, |b| b.start_group(cpus, events))?
     }
 
     fn run_dir(&self) -> Option<&Path> {

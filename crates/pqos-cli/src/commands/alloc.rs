@@ -84,13 +84,15 @@ pub fn run_alloc<B: Backend>(
         }
     };
     // The writers' lock is held from reading the state to the last write.
-    if let Err(e) = backend.hold_writers() {
-        writeln!(out, "Allocation configuration error!")?;
-        return Err(e.into());
+    match transaction::with_writers(backend, |b| {
+        plan_and_apply(b, proc, &changes, &origins, out)
+    }) {
+        Ok(result) => result,
+        Err(e) => {
+            writeln!(out, "Allocation configuration error!")?;
+            Err(e.into())
+        }
     }
-    let result = plan_and_apply(backend, proc, &changes, &origins, out);
-    backend.release_writers();
-    result
 }
 
 /// [`run_alloc`] under the writers' lock.
@@ -626,8 +628,7 @@ pub fn run_apply<B: Backend>(
 ) -> Result<()> {
     let config = Config::load(file)?;
     // The writers' lock is held from reading the state to the last write.
-    backend.hold_writers()?;
-    let result = (|| {
+    transaction::with_writers(backend, |backend| {
         let planned = config.plan(backend, proc).map_err(|e| match e {
             ConfigPlanError::Config(e) => anyhow::Error::new(e),
             ConfigPlanError::Backend(e) => anyhow::Error::new(e).context("reading the platform"),
@@ -661,9 +662,7 @@ pub fn run_apply<B: Backend>(
                 Err(anyhow::Error::new(e).context(format!("applying {}", file.display())))
             }
         }
-    })();
-    backend.release_writers();
-    result
+    })?
 }
 
 /// `-R [CFG]`: pqos's `Allocation reset successful` or `Allocation reset failed!`.

@@ -106,8 +106,7 @@ pub fn recover<B: Backend>(backend: &mut B) -> Result<Vec<Reclaimed>, B::Error> 
         return Ok(Vec::new());
     };
     let interface = backend.interface();
-    backend.hold_writers()?;
-    let result = (|| {
+    super::with_writers(backend, |backend| {
         let dead = dead_run_files(&dir, prefix(interface), MAX_JOURNAL_BYTES).map_err(|e| {
             B::Error::from(RequestError::RunState {
                 path: dir.clone(),
@@ -174,7 +173,5 @@ pub fn recover<B: Backend>(backend: &mut B) -> Result<Vec<Reclaimed>, B::Error> 
             out.push(r);
         }
         Ok(out)
-    })();
-    backend.release_writers();
-    result
+    })?
 }

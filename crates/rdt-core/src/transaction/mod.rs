@@ -578,25 +578,25 @@ impl Plan {
         if self.steps.is_empty() {
             return Outcome::Applied(Vec::new());
         }
-        if let Err(e) = backend.hold_writers() {
-            return Outcome::NotApplied(e);
-        }
+        with_writers(backend, |backend| self.journaled(backend)).unwrap_or_else(Outcome::NotApplied)
+    }
+
+    /// [`Plan::apply`] under the lock: the journal around the writes.
+    fn journaled<B: Backend>(self, backend: &mut B) -> Outcome<B::Error> {
         let journal = match backend.run_dir().map(Path::to_owned) {
             None => None,
             Some(dir) => {
                 let steps: Vec<Step> = self.steps.iter().map(|(_, s)| s.clone()).collect();
-                match Journal::begin(
+                let begun = Journal::begin(
                     &dir,
                     backend.interface(),
                     &self.new_groups,
                     &self.names,
                     &steps,
-                ) {
+                );
+                match begun {
                     Ok(j) => Some(j),
-                    Err(e) => {
-                        backend.release_writers();
-                        return Outcome::NotApplied(journal::journal_error(&dir, &e).into());
-                    }
+                    Err(e) => return Outcome::NotApplied(journal::journal_error(&dir, &e).into()),
                 }
             }
         };
@@ -608,7 +608,6 @@ impl Plan {
                 log::warn!("the transaction is over, but its journal stays: {e}");
             }
         }
-        backend.release_writers();
         outcome
     }
 
@@ -667,12 +666,32 @@ pub fn run<B: Backend>(
     backend: &mut B,
     changes: &[Change],
 ) -> Result<Outcome<B::Error>, PlanError<B::Error>> {
-    if let Err(e) = backend.hold_writers() {
-        return Ok(Outcome::NotApplied(e));
+    match with_writers(backend, |b| Plan::new(b, changes).map(|plan| plan.apply(b))) {
+        Ok(outcome) => outcome,
+        Err(e) => Ok(Outcome::NotApplied(e)),
     }
-    let outcome = Plan::new(backend, changes).map(|plan| plan.apply(backend));
-    backend.release_writers();
-    outcome
+}
+
+/// Runs `f` holding `backend`'s writers' lock ([`Backend::hold_writers`]), released when
+/// `f` returns or panics: a caller that reads the state, decides and writes (a transaction,
+/// a configuration's plan and apply) keeps other writers out for the whole of it.
+///
+/// # Errors
+/// The lock cannot be taken (the backend's lock timeout passed); `f` does not run.
+pub fn with_writers<B: Backend, T>(
+    backend: &mut B,
+    f: impl FnOnce(&mut B) -> T,
+) -> Result<T, B::Error> {
+    /// Releases the hold when dropped, on a panic too.
+    struct Held<'a, B: Backend>(&'a mut B);
+    impl<B: Backend> Drop for Held<'_, B> {
+        fn drop(&mut self) {
+            self.0.release_writers();
+        }
+    }
+    backend.hold_writers()?;
+    let held = Held(backend);
+    Ok(f(&mut *held.0))
 }
 
 mod journal;

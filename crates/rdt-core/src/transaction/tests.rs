@@ -394,3 +394,15 @@ fn a_reset_is_undone_whole_and_validated_first() {
     assert_eq!(e.index(), 1, "{e}");
     assert_eq!(b.writes.len(), writes);
 }
+
+#[test]
+fn the_writers_lock_is_released_on_return_and_on_a_panic() {
+    let mut b = FakeBackend::intel_1s();
+    let depth = with_writers(&mut b, |b| b.writers_held()).unwrap();
+    assert_eq!((depth, b.writers_held()), (1, 0));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        with_writers(&mut b, |_| panic!("a bug in the caller"))
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(b.writers_held(), 0, "released while unwinding");
+}
