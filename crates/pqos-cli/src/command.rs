@@ -137,6 +137,9 @@ pub struct Plan {
     pub alloc_reset: Option<AllocReset>,
     /// The action.
     pub command: Command,
+    /// `-u json`: stdout carries only JSON (the capabilities of `-d`/`-D`, the
+    /// configuration of `-s`, monitoring rows); every other line goes to stderr.
+    pub json: bool,
 }
 
 impl Plan {
@@ -183,6 +186,7 @@ impl Plan {
             verbosity,
             mon_reset: args.mon_reset.is_some(),
             alloc_reset: args.alloc_reset.map(|r| r.0),
+            json: args.mon_file_type == Some(FileType::Json),
             command,
         })
     }

@@ -974,7 +974,7 @@ mod tests {
         );
         assert_eq!(b.writes, ["MBA 0 COS1 = 6000", "MBA 0 COS2 = 256"]);
         let mut show = Vec::new();
-        crate::commands::show::run_show(&mut b, false, &mut show).unwrap();
+        crate::commands::show::run_show(&mut b, false, false, &mut show).unwrap();
         let show = String::from_utf8(show).unwrap();
         assert!(
             show.contains("    MBA COS1 => 6000 MBps\n    MBA COS2 => 256 MBps\n"),

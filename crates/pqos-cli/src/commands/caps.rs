@@ -9,19 +9,27 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use rdt_pqos::{
     Backend, CacheGeometry, Capabilities, CatCaps, Interface, MbaCaps, MbaCtrl, MbaKind,
-    MonitoringCaps, PmuCaps,
+    MonitoringCaps, PmuCaps, Vendor,
 };
 
 /// Prints the capabilities of `backend`'s platform.
 ///
 /// # Errors
 /// pqos's `No Platform QoS capability discovered` when there is nothing to show.
-pub fn run_display<B: Backend>(backend: &mut B, verbose: bool, out: &mut dyn Write) -> Result<()> {
+pub fn run_display<B: Backend>(
+    backend: &mut B,
+    verbose: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     let ctrl = match backend.interface() {
         // pqos prints the MBA controller's state on the OS interface only.
         Interface::Os => Some(backend.mba_ctrl().unwrap_or(MbaCtrl::Unsupported)),
         Interface::Msr => None,
     };
+    if json {
+        return print_capabilities_json(backend.capabilities(), backend.interface(), ctrl, out);
+    }
     print_capabilities(
         backend.capabilities(),
         backend.interface(),
@@ -29,6 +37,22 @@ pub fn run_display<B: Backend>(backend: &mut B, verbose: bool, out: &mut dyn Wri
         verbose,
         out,
     )
+}
+
+/// Whether the platform has none of the features `-d` reports.
+fn nothing_discovered(caps: &Capabilities) -> bool {
+    caps.monitoring.get().is_none()
+        && caps.l3_cat.get().is_none()
+        && caps.l2_cat.get().is_none()
+        && caps.mba.get().is_none()
+        && caps.smba.get().is_none()
+}
+
+/// The running kernel's release (`/proc/sys/kernel/osrelease`), empty when unreadable.
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
 }
 
 fn line(out: &mut dyn Write, indent: usize, text: &str) -> std::io::Result<()> {
@@ -53,19 +77,16 @@ pub fn print_capabilities(
     let l2 = caps.l2_cat.get();
     let mba = caps.mba.get();
     let smba = caps.smba.get();
-    if mon.is_none() && l3.is_none() && l2.is_none() && mba.is_none() && smba.is_none() {
+    if nothing_discovered(caps) {
         bail!("No Platform QoS capability discovered");
     }
     match iface {
         Interface::Msr => line(out, 0, "Hardware capabilities")?,
-        Interface::Os => {
-            let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-            line(
-                out,
-                0,
-                &format!("OS capabilities (Linux kernel {})", release.trim()),
-            )?;
-        }
+        Interface::Os => line(
+            out,
+            0,
+            &format!("OS capabilities (Linux kernel {})", kernel_release()),
+        )?,
     }
     if let Some(m) = mon {
         print_monitoring(out, m, caps.pmu, verbose)?;
@@ -190,13 +211,8 @@ fn print_cat(
     io_rdt_line: bool,
     verbose: bool,
 ) -> Result<()> {
-    let cdp = match (c.cdp_supported, c.cdp_enabled) {
-        (false, _) => "unsupported",
-        (true, true) => "enabled",
-        (true, false) => "disabled",
-    };
     line(out, 12, name)?;
-    line(out, 16, &format!("CDP: {cdp}"))?;
+    line(out, 16, &format!("CDP: {}", cdp_state(c)))?;
     let nc = if c.non_contiguous_cbm {
         "supported"
     } else {
@@ -234,12 +250,7 @@ fn print_mba(
     line(out, 8, title)?;
     line(out, 12, &format!("Num COS: {}", m.num_classes))?;
     if let Some(ctrl) = ctrl {
-        let state = match ctrl {
-            MbaCtrl::Unsupported => "unsupported",
-            MbaCtrl::Disabled => "disabled",
-            MbaCtrl::Enabled => "enabled",
-        };
-        line(out, 12, &format!("CTRL: {state}"))?;
+        line(out, 12, &format!("CTRL: {}", ctrl_state(ctrl)))?;
     }
     if verbose {
         // pqos's throttle_max is 0 and is_linear 0 for AMD.
@@ -267,6 +278,199 @@ fn print_mba(
     Ok(())
 }
 
+/// `-d`/`-D` with `-u json`: the capabilities as one JSON document (schema:
+/// `docs/json/capabilities.schema.json`, described in `docs/json.md`). The same fields as
+/// `-D` prints, with units in the field names; resources the platform lacks are `null`.
+#[derive(Debug, serde::Serialize)]
+struct CapsDoc {
+    interface: &'static str,
+    /// The running kernel's release on the OS interface (pqos's `OS capabilities (Linux
+    /// kernel X)`), `null` on MSR.
+    kernel: Option<String>,
+    vendor: String,
+    monitoring: Option<MonDoc>,
+    l3_cat: Option<CatDoc>,
+    l2_cat: Option<CatDoc>,
+    mba: Option<MbaDoc>,
+    smba: Option<MbaDoc>,
+    l3_cache: Option<CacheDoc>,
+    l2_cache: Option<CacheDoc>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct MonDoc {
+    /// pqos's event names in `-m`'s grammar: `llc`, `mbl`, `mbt`, `mbr`, `ipc`, `llc_miss`.
+    events: Vec<&'static str>,
+    num_rmids: u32,
+    upscaling_factor_bytes: u32,
+    counter_width_bits: u32,
+    io_rdt: bool,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct CatDoc {
+    num_classes: u32,
+    cdp: &'static str,
+    non_contiguous_cbm: bool,
+    io_rdt: bool,
+    cbm_len_bits: u32,
+    min_cbm_bits: u32,
+    shareable_mask: String,
+    way_size_bytes: Option<u64>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct MbaDoc {
+    num_classes: u32,
+    /// `intel` (delay, percent steps) or `amd` (1/8 GB/s units).
+    kind: &'static str,
+    /// `enabled`/`disabled`/`unsupported` on the OS interface, `null` on MSR.
+    ctrl: Option<&'static str>,
+    granularity: u32,
+    min_bandwidth_percent: Option<u32>,
+    linear: Option<bool>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct CacheDoc {
+    ways: u32,
+    way_size_bytes: u64,
+    sets: u32,
+    line_size_bytes: u32,
+    total_size_bytes: u64,
+}
+
+const fn cdp_state(c: &CatCaps) -> &'static str {
+    match (c.cdp_supported, c.cdp_enabled) {
+        (false, _) => "unsupported",
+        (true, true) => "enabled",
+        (true, false) => "disabled",
+    }
+}
+
+const fn ctrl_state(ctrl: MbaCtrl) -> &'static str {
+    match ctrl {
+        MbaCtrl::Unsupported => "unsupported",
+        MbaCtrl::Disabled => "disabled",
+        MbaCtrl::Enabled => "enabled",
+    }
+}
+
+/// The events `-d` lists, by pqos's `-m` names, in `-d`'s order.
+fn event_names(m: &MonitoringCaps, pmu: PmuCaps) -> Vec<&'static str> {
+    let e = &m.events;
+    [
+        (e.llc_occupancy, "llc"),
+        (e.mbm_total, "mbt"),
+        (e.mbm_local, "mbl"),
+        (e.mbm_total && e.mbm_local, "mbr"),
+        (pmu.ipc, "ipc"),
+        (pmu.llc_misses, "llc_miss"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect()
+}
+
+fn cat_doc(c: &CatCaps, cache: Option<&CacheGeometry>) -> CatDoc {
+    CatDoc {
+        num_classes: c.usable_classes(),
+        cdp: cdp_state(c),
+        non_contiguous_cbm: c.non_contiguous_cbm,
+        io_rdt: c.io_rdt,
+        cbm_len_bits: c.cbm_len,
+        min_cbm_bits: c.min_cbm_bits,
+        shareable_mask: format!("{:#x}", c.shareable_bits),
+        way_size_bytes: cache.map(CacheGeometry::way_size),
+    }
+}
+
+fn mba_doc(m: &MbaCaps, ctrl: Option<MbaCtrl>) -> MbaDoc {
+    let (kind, min, linear) = match m.kind {
+        MbaKind::IntelDelay {
+            max_delay, linear, ..
+        } => (
+            "intel",
+            Some(100u32.saturating_sub(max_delay)),
+            Some(linear),
+        ),
+        MbaKind::AmdBandwidth { .. } => ("amd", None, None),
+    };
+    MbaDoc {
+        num_classes: m.num_classes,
+        kind,
+        ctrl: ctrl.map(ctrl_state),
+        granularity: m.granularity(),
+        min_bandwidth_percent: min,
+        linear,
+    }
+}
+
+fn cache_doc(g: &CacheGeometry) -> CacheDoc {
+    CacheDoc {
+        ways: g.ways,
+        way_size_bytes: g.way_size(),
+        sets: g.sets,
+        line_size_bytes: g.line_size,
+        total_size_bytes: g.total_size(),
+    }
+}
+
+/// Writes the capabilities as one JSON document and a newline (`-d`/`-D` with `-u json`;
+/// both give every detail).
+///
+/// # Errors
+/// `No Platform QoS capability discovered`, or an output error.
+pub fn print_capabilities_json(
+    caps: &Capabilities,
+    iface: Interface,
+    mba_ctrl: Option<MbaCtrl>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if nothing_discovered(caps) {
+        bail!("No Platform QoS capability discovered");
+    }
+    let doc = CapsDoc {
+        interface: match iface {
+            Interface::Msr => "msr",
+            Interface::Os => "os",
+        },
+        kernel: (iface == Interface::Os).then(kernel_release),
+        vendor: match &caps.vendor {
+            Vendor::Intel => "intel".to_owned(),
+            Vendor::Amd => "amd".to_owned(),
+            Vendor::Hygon => "hygon".to_owned(),
+            Vendor::Other(s) => s.clone(),
+            _ => "unknown".to_owned(),
+        },
+        monitoring: caps.monitoring.get().map(|m| MonDoc {
+            events: event_names(m, caps.pmu),
+            num_rmids: m.num_rmids,
+            upscaling_factor_bytes: m.upscaling_factor,
+            counter_width_bits: m.counter_width,
+            io_rdt: m.io_rdt,
+        }),
+        l3_cat: caps
+            .l3_cat
+            .get()
+            .map(|c| cat_doc(c, caps.l3_cache.as_ref())),
+        l2_cat: caps
+            .l2_cat
+            .get()
+            .map(|c| cat_doc(c, caps.l2_cache.as_ref())),
+        mba: caps.mba.get().map(|m| mba_doc(m, mba_ctrl)),
+        smba: caps
+            .smba
+            .get()
+            .map(|m| mba_doc(m, mba_ctrl.map(|_| MbaCtrl::Unsupported))),
+        l3_cache: caps.l3_cache.as_ref().map(cache_doc),
+        l2_cache: caps.l2_cache.as_ref().map(cache_doc),
+    };
+    serde_json::to_writer(&mut *out, &doc)?;
+    writeln!(out)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use rdt_pqos::Feature;
@@ -277,7 +481,7 @@ mod tests {
 
     fn display(b: &mut FakeBackend, verbose: bool) -> String {
         let mut out = Vec::new();
-        run_display(b, verbose, &mut out).unwrap();
+        run_display(b, verbose, false, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -387,7 +591,7 @@ Cache information
             c.monitoring = Feature::Unsupported;
             c.l3_cat = Feature::Unsupported;
         });
-        let e = run_display(&mut b, false, &mut Vec::new()).unwrap_err();
+        let e = run_display(&mut b, false, false, &mut Vec::new()).unwrap_err();
         assert_eq!(e.to_string(), "No Platform QoS capability discovered");
     }
 }

@@ -43,24 +43,43 @@ pub fn execute<B: Backend>(
     ctx: &mut Context<'_>,
     out: &mut dyn Write,
 ) -> Result<()> {
+    // `-u json`: stdout is JSON only; pqos's report lines go to stderr.
+    let mut stderr = std::io::stderr();
     if plan.mon_reset {
-        alloc::run_reset_monitoring(backend, out)?;
+        alloc::run_reset_monitoring(backend, text(plan, out, &mut stderr))?;
     }
     if let Some(cfg) = plan.alloc_reset {
-        alloc::run_reset_allocation(backend, cfg, out)?;
+        alloc::run_reset_allocation(backend, cfg, text(plan, out, &mut stderr))?;
     }
     match &plan.command {
         Command::Version => writeln!(out, "{}", version_line())?,
-        Command::Display { verbose } => caps::run_display(backend, *verbose, out)?,
-        Command::Show => show::run_show(backend, plan.verbosity > 0, out)?,
-        Command::Allocate(req) => alloc::run_alloc(backend, req, ctx.proc, out)?,
+        Command::Display { verbose } => caps::run_display(backend, *verbose, plan.json, out)?,
+        Command::Show => show::run_show(backend, plan.verbosity > 0, plan.json, out)?,
+        Command::Allocate(req) => {
+            alloc::run_alloc(backend, req, ctx.proc, text(plan, out, &mut stderr))?;
+        }
         Command::Apply { file, dry_run } => {
-            alloc::run_apply(backend, file, *dry_run, ctx.proc, out)?;
+            alloc::run_apply(
+                backend,
+                file,
+                *dry_run,
+                ctx.proc,
+                text(plan, out, &mut stderr),
+            )?;
         }
         Command::Nothing => {}
         Command::Monitor(req) => monitor::run_monitor(backend, req, ctx, out)?,
     }
     Ok(())
+}
+
+/// Where pqos's report lines go: stdout, or stderr under `-u json` (stdout is JSON only).
+fn text<'a>(
+    plan: &Plan,
+    out: &'a mut dyn Write,
+    stderr: &'a mut std::io::Stderr,
+) -> &'a mut dyn Write {
+    if plan.json { stderr } else { out }
 }
 
 /// `PQoS Tool version: X.Y.Z`, as pqos prints it, marked as this implementation.

@@ -10,8 +10,9 @@ use std::io::Write;
 
 use anyhow::{Result, anyhow};
 use rdt_pqos::{
-    Backend, BackendError, CatClass, CatMask, CatResource, GroupKind, GroupOwner, Interface,
-    MbaLimit, RequestError,
+    Backend, BackendError, CacheDomain, CatClass, CatMask, CatResource, ClassId, CpuPlacement,
+    GroupInfo, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, RequestError,
+    Rmid, TaskId,
 };
 
 use super::L3Domains;
@@ -36,211 +37,583 @@ fn mba_value(limit: MbaLimit) -> String {
     }
 }
 
-/// `Core information for socket N:` and one line per core.
-fn print_core_info<B: Backend>(
-    backend: &mut B,
-    is_alloc: bool,
-    note: &mut dyn FnMut(anyhow::Error),
-    out: &mut dyn Write,
-) -> Result<()> {
-    let topo = backend.topology().clone();
-    // The OS interface has no RMIDs to show (pqos prints `, RMID%u` on MSR/MMIO only).
-    let is_mon =
-        backend.capabilities().monitoring.is_present() && backend.interface() != Interface::Os;
-    for package in topo.packages() {
-        writeln!(out, "Core information for socket {package}:")?;
-        for cpu in topo.cpus_in_package(package).iter() {
-            let Some(place) = topo.get(cpu).copied() else {
-                continue;
-            };
-            let class = if is_alloc {
-                backend.class_of(cpu).map(Some)
-            } else {
-                Ok(None)
-            };
-            let rmid = if is_mon {
-                backend.rmid_of(cpu)
-            } else {
-                Ok(None)
-            };
-            let mut line = match place.l3 {
-                Some(l3) => format!("    Core {cpu}, L2ID {}, L3ID {l3} => ", place.l2),
-                None => format!("    Core {cpu}, L2ID {} => ", place.l2),
-            };
-            let (class, rmid) = match (class, rmid) {
-                (Ok(c), Ok(r)) => (c, r),
-                (Err(e), Ok(_))
-                    if matches!(e.request(), Some(RequestError::ForeignGroup { .. })) =>
-                {
-                    // This tool's extension: a CPU in another tool's resctrl group has no
-                    // pqos class; say whose it is.
-                    if let Some(RequestError::ForeignGroup { group, .. }) = e.request() {
-                        writeln!(out, "{line}{group} (not managed by pqos)")?;
-                    }
-                    continue;
-                }
-                (Err(e), _) | (_, Err(e)) => {
-                    writeln!(out, "    Core {cpu} => ERROR")?;
-                    note(anyhow!(e).context(format!("reading the association of core {cpu}")));
-                    continue;
-                }
-            };
-            if let Some(c) = class {
-                line.push_str(&format!("COS{c}"));
-            }
-            if let Some(r) = rmid {
-                line.push_str(&format!("{}RMID{r}", if is_alloc { ", " } else { "" }));
-            }
-            writeln!(out, "{line}")?;
-        }
-    }
-    Ok(())
+/// What `-s` found for one core.
+#[derive(Debug)]
+enum CoreAssoc {
+    /// Its class (when allocation is present) and RMID (MSR interface, when monitoring is).
+    Assoc {
+        class: Option<ClassId>,
+        rmid: Option<Rmid>,
+    },
+    /// It sits in another tool's resctrl group, which has no pqos class.
+    Foreign(String),
+    /// Its association could not be read.
+    Error,
 }
 
-/// `PID association information:` (OS interface): the tasks of each class from COS1, or
-/// from COS0 with `-v` (pqos/alloc.c; classes up to resctrl's CLOSID count).
-fn print_task_info<B: Backend>(
+/// One core of `Core information for socket N:`.
+#[derive(Debug)]
+struct Core {
+    place: CpuPlacement,
+    assoc: CoreAssoc,
+}
+
+/// One part of `-s`: not shown here (the platform lacks the resource, or the interface has
+/// no such thing), shown but unreadable, or read.
+#[derive(Debug)]
+enum Part<T> {
+    Absent,
+    Failed,
+    Read(T),
+}
+
+impl<T> Part<T> {
+    /// `Absent` unless `shown`; else the read's value, or `Failed` after noting its error.
+    fn read<E: Into<anyhow::Error>>(
+        shown: bool,
+        read: impl FnOnce() -> Result<T, E>,
+        context: impl FnOnce() -> String,
+        note: &mut dyn FnMut(anyhow::Error),
+    ) -> Self {
+        if !shown {
+            return Self::Absent;
+        }
+        match read() {
+            Ok(v) => Self::Read(v),
+            Err(e) => {
+                note(e.into().context(context()));
+                Self::Failed
+            }
+        }
+    }
+
+    const fn value(&self) -> Option<&T> {
+        match self {
+            Self::Read(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// One L3 domain's `L3CA/MBA COS definitions for ...:` section.
+#[derive(Debug)]
+struct L3Section {
+    label: String,
+    domain: CacheDomain,
+    l3: Part<Vec<CatClass>>,
+    mba: Part<Vec<MbaClass>>,
+}
+
+/// `PID association information:`: the tasks of each class in order, and whether reading
+/// stopped at a class that failed.
+#[derive(Debug)]
+struct ClassTasks {
+    list: Vec<(ClassId, Vec<TaskId>)>,
+    failed: bool,
+}
+
+/// Everything `-s` shows, read once; the text and JSON forms are printed from it.
+#[derive(Debug)]
+struct Config {
+    interface: Interface,
+    l3ca: bool,
+    l2ca: bool,
+    mba: bool,
+    l3: Vec<L3Section>,
+    /// Per L2 domain, its classes.
+    l2: Vec<(CacheDomain, Part<Vec<CatClass>>)>,
+    /// Per package, its cores.
+    packages: Vec<(u32, Vec<Core>)>,
+    /// OS interface with allocation: the tasks of each class.
+    tasks: Option<ClassTasks>,
+    /// OS interface: every resctrl group.
+    groups: Part<Vec<GroupInfo>>,
+}
+
+/// Reads one core's class and RMID.
+fn core_assoc<B: Backend>(
+    backend: &mut B,
+    cpu: LogicalCpu,
+    is_alloc: bool,
+    is_mon: bool,
+    note: &mut dyn FnMut(anyhow::Error),
+) -> CoreAssoc {
+    let class = if is_alloc {
+        backend.class_of(cpu).map(Some)
+    } else {
+        Ok(None)
+    };
+    let rmid = if is_mon {
+        backend.rmid_of(cpu)
+    } else {
+        Ok(None)
+    };
+    match (class, rmid) {
+        (Ok(class), Ok(rmid)) => CoreAssoc::Assoc { class, rmid },
+        (Err(e), Ok(_)) if matches!(e.request(), Some(RequestError::ForeignGroup { .. })) => {
+            match e.request() {
+                Some(RequestError::ForeignGroup { group, .. }) => CoreAssoc::Foreign(group.clone()),
+                _ => CoreAssoc::Error,
+            }
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            note(anyhow!(e).context(format!("reading the association of core {cpu}")));
+            CoreAssoc::Error
+        }
+    }
+}
+
+/// The tasks of each class from COS1, or from COS0 with `-v` (pqos/alloc.c; classes up to
+/// resctrl's CLOSID count), up to the first class whose tasks cannot be read.
+fn read_tasks<B: Backend>(
     backend: &mut B,
     verbose: bool,
     note: &mut dyn FnMut(anyhow::Error),
-    out: &mut dyn Write,
-) -> Result<()> {
+) -> ClassTasks {
     let classes = backend.capabilities().os_classes();
-    writeln!(out, "PID association information:")?;
+    let mut list = Vec::new();
     for class in u32::from(!verbose)..classes {
-        let class = rdt_pqos::ClassId::new(class);
+        let class = ClassId::new(class);
         match backend.tasks_of_class(class) {
-            Ok(tasks) if tasks.is_empty() => writeln!(out, "    COS{class} => (none)")?,
-            Ok(tasks) => {
-                let list: Vec<String> = tasks.iter().map(ToString::to_string).collect();
-                writeln!(out, "    COS{class} => {}", list.join(", "))?;
-            }
+            Ok(tasks) => list.push((class, tasks)),
             Err(e) => {
-                writeln!(out, "Error retrieving PID information!")?;
                 note(anyhow!(e).context(format!("reading the tasks of COS{class}")));
-                return Ok(());
+                return ClassTasks { list, failed: true };
             }
         }
     }
-    Ok(())
+    ClassTasks {
+        list,
+        failed: false,
+    }
 }
 
-/// This tool's addition: the resctrl groups present that neither pqos nor this tool made
-/// (goresctrl's, kubelet's, a user's), which `-e`, `-a`, `-r` and `-R` leave alone.
-fn print_foreign_groups<B: Backend>(
-    backend: &mut B,
-    note: &mut dyn FnMut(anyhow::Error),
-    out: &mut dyn Write,
-) -> Result<()> {
-    let groups = match backend.groups() {
-        Ok(g) => g,
-        Err(e) => {
-            note(anyhow!(e).context("listing the resctrl groups"));
-            return Ok(());
+impl Config {
+    /// Reads what `-s` shows; each failed read goes to `note` and leaves its part empty.
+    fn read<B: Backend>(
+        backend: &mut B,
+        verbose: bool,
+        note: &mut dyn FnMut(anyhow::Error),
+    ) -> Self {
+        let caps = backend.capabilities().clone();
+        let topo = backend.topology().clone();
+        let l3ca = caps.l3_cat.get().is_some();
+        let l2ca = caps.l2_cat.get().is_some();
+        let mba = caps.mba.get().is_some();
+        let mut l3 = Vec::new();
+        if l3ca || mba {
+            let domains = L3Domains::new(&caps, &topo);
+            for (id, domain) in &domains.list {
+                let cat = Part::read(
+                    l3ca,
+                    || backend.cat_classes(CatResource::L3, *domain),
+                    || format!("reading the L3 classes of domain {domain}"),
+                    note,
+                );
+                let limits = Part::read(
+                    mba,
+                    || backend.mba_classes(*domain),
+                    || format!("reading the MBA classes of domain {domain}"),
+                    note,
+                );
+                l3.push(L3Section {
+                    label: domains.show_label(*id),
+                    domain: *domain,
+                    l3: cat,
+                    mba: limits,
+                });
+            }
         }
-    };
-    let foreign: Vec<_> = groups
-        .iter()
-        .filter(|g| g.owner == GroupOwner::Foreign)
-        .collect();
-    if foreign.is_empty() {
-        return Ok(());
+        let l2_domains = if l2ca { topo.l2_domains() } else { Vec::new() };
+        let l2 = l2_domains
+            .into_iter()
+            .map(|domain| {
+                let classes = Part::read(
+                    true,
+                    || backend.cat_classes(CatResource::L2, domain),
+                    || format!("reading the L2 classes of L2 id {domain}"),
+                    note,
+                );
+                (domain, classes)
+            })
+            .collect();
+        let is_alloc = l3ca || l2ca || mba;
+        // The OS interface has no RMIDs to show (pqos prints `, RMID%u` on MSR/MMIO only).
+        let is_mon = caps.monitoring.is_present() && backend.interface() != Interface::Os;
+        let mut packages = Vec::new();
+        for package in topo.packages() {
+            let mut cores = Vec::new();
+            for cpu in topo.cpus_in_package(package).iter() {
+                let Some(place) = topo.get(cpu).copied() else {
+                    continue;
+                };
+                let assoc = core_assoc(backend, cpu, is_alloc, is_mon, note);
+                cores.push(Core { place, assoc });
+            }
+            packages.push((package, cores));
+        }
+        let os = backend.interface() == Interface::Os;
+        let tasks = (os && is_alloc).then(|| read_tasks(backend, verbose, note));
+        let groups = Part::read(
+            os,
+            || backend.groups(),
+            || "listing the resctrl groups".to_owned(),
+            note,
+        );
+        Self {
+            interface: backend.interface(),
+            l3ca,
+            l2ca,
+            mba,
+            l3,
+            l2,
+            packages,
+            tasks,
+            groups,
+        }
     }
-    writeln!(out, "Other resctrl groups (not managed by pqos):")?;
-    for g in foreign {
-        let kind = match g.kind {
-            GroupKind::Control => "control group",
-            GroupKind::Monitor => "monitor group",
-        };
-        writeln!(out, "    {} ({kind})", g.path)?;
-    }
-    Ok(())
-}
 
-/// Prints pqos's `-s` report (`verbose`: `-v`, which lists COS0's tasks too). Like pqos,
-/// a domain whose classes cannot be read gets a `Couldn't obtain info.` line and the report
-/// goes on; the first such error is returned at the end.
-///
-/// # Errors
-/// The first read that failed, or an output error.
-pub fn run_show<B: Backend>(backend: &mut B, verbose: bool, out: &mut dyn Write) -> Result<()> {
-    let caps = backend.capabilities().clone();
-    let topo = backend.topology().clone();
-    let mut first_err: Option<anyhow::Error> = None;
-    let mut note = |e: anyhow::Error| {
-        first_err.get_or_insert(e);
-    };
-    let l3ca = caps.l3_cat.get().is_some();
-    let l2ca = caps.l2_cat.get().is_some();
-    let mba = caps.mba.get().is_some();
-    if l3ca || mba {
-        let domains = L3Domains::new(&caps, &topo);
-        for (id, domain) in &domains.list {
+    /// pqos's `-s` text (v25.04 layout) and this tool's foreign-group section.
+    fn print_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for section in &self.l3 {
             writeln!(
                 out,
                 "{}{}{} COS definitions for {}:",
-                if l3ca { "L3CA" } else { "" },
-                if l3ca && mba { "/" } else { "" },
-                if mba { "MBA" } else { "" },
-                domains.show_label(*id)
+                if self.l3ca { "L3CA" } else { "" },
+                if self.l3ca && self.mba { "/" } else { "" },
+                if self.mba { "MBA" } else { "" },
+                section.label
             )?;
-            if l3ca {
-                match backend.cat_classes(CatResource::L3, *domain) {
-                    Ok(classes) => {
-                        for c in &classes {
-                            writeln!(out, "{}", cat_line("L3CA", c))?;
+            match &section.l3 {
+                Part::Read(classes) => {
+                    for c in classes {
+                        writeln!(out, "{}", cat_line("L3CA", c))?;
+                    }
+                }
+                Part::Failed => writeln!(out, "L3CA: Couldn't obtain info.")?,
+                Part::Absent => {}
+            }
+            match &section.mba {
+                Part::Read(classes) => {
+                    for c in classes {
+                        writeln!(out, "    MBA COS{} => {}", c.class, mba_value(c.limit))?;
+                    }
+                }
+                Part::Failed => writeln!(out, "MBA: Couldn't obtain info.")?,
+                Part::Absent => {}
+            }
+        }
+        for (domain, classes) in &self.l2 {
+            if let Part::Read(classes) = classes {
+                writeln!(out, "L2CA COS definitions for L2ID {domain}:")?;
+                for c in classes {
+                    writeln!(out, "{}", cat_line("L2CA", c))?;
+                }
+            }
+        }
+        for (package, cores) in &self.packages {
+            writeln!(out, "Core information for socket {package}:")?;
+            for core in cores {
+                let place = &core.place;
+                let cpu = place.cpu;
+                let mut line = match place.l3 {
+                    Some(l3) => format!("    Core {cpu}, L2ID {}, L3ID {l3} => ", place.l2),
+                    None => format!("    Core {cpu}, L2ID {} => ", place.l2),
+                };
+                match &core.assoc {
+                    CoreAssoc::Assoc { class, rmid } => {
+                        if let Some(c) = class {
+                            line.push_str(&format!("COS{c}"));
                         }
-                    }
-                    Err(e) => {
-                        writeln!(out, "L3CA: Couldn't obtain info.")?;
-                        note(
-                            anyhow!(e)
-                                .context(format!("reading the L3 classes of domain {domain}")),
-                        );
-                    }
-                }
-            }
-            if mba {
-                match backend.mba_classes(*domain) {
-                    Ok(classes) => {
-                        for c in &classes {
-                            writeln!(out, "    MBA COS{} => {}", c.class, mba_value(c.limit))?;
+                        if let Some(r) = rmid {
+                            let sep = if class.is_some() { ", " } else { "" };
+                            line.push_str(&format!("{sep}RMID{r}"));
                         }
+                        writeln!(out, "{line}")?;
                     }
-                    Err(e) => {
-                        writeln!(out, "MBA: Couldn't obtain info.")?;
-                        note(
-                            anyhow!(e)
-                                .context(format!("reading the MBA classes of domain {domain}")),
-                        );
+                    // This tool's extension: a CPU in another tool's resctrl group has no
+                    // pqos class; say whose it is.
+                    CoreAssoc::Foreign(group) => {
+                        writeln!(out, "{line}{group} (not managed by pqos)")?;
                     }
+                    CoreAssoc::Error => writeln!(out, "    Core {cpu} => ERROR")?,
                 }
             }
         }
+        if let Some(ClassTasks { list, failed }) = &self.tasks {
+            writeln!(out, "PID association information:")?;
+            for (class, tasks) in list {
+                if tasks.is_empty() {
+                    writeln!(out, "    COS{class} => (none)")?;
+                } else {
+                    let list: Vec<String> = tasks.iter().map(ToString::to_string).collect();
+                    writeln!(out, "    COS{class} => {}", list.join(", "))?;
+                }
+            }
+            if *failed {
+                writeln!(out, "Error retrieving PID information!")?;
+            }
+        }
+        let foreign: Vec<&GroupInfo> = self
+            .groups
+            .value()
+            .into_iter()
+            .flatten()
+            .filter(|g| g.owner == GroupOwner::Foreign)
+            .collect();
+        if !foreign.is_empty() {
+            writeln!(out, "Other resctrl groups (not managed by pqos):")?;
+            for g in foreign {
+                let kind = match g.kind {
+                    GroupKind::Control => "control group",
+                    GroupKind::Monitor => "monitor group",
+                };
+                writeln!(out, "    {} ({kind})", g.path)?;
+            }
+        }
+        Ok(())
     }
-    if l2ca {
-        for domain in topo.l2_domains() {
-            match backend.cat_classes(CatResource::L2, domain) {
-                Ok(classes) => {
-                    writeln!(out, "L2CA COS definitions for L2ID {domain}:")?;
-                    for c in &classes {
-                        writeln!(out, "{}", cat_line("L2CA", c))?;
+
+    /// The same as one JSON document (`docs/json/configuration.schema.json`).
+    fn print_json(&self, errors: Vec<String>, out: &mut dyn Write) -> Result<()> {
+        let doc = json::ConfigDoc::new(self, errors);
+        serde_json::to_writer(&mut *out, &doc)?;
+        writeln!(out)?;
+        Ok(())
+    }
+}
+
+/// The JSON form of `-s` (`-u json`): field names carry units; masks are `0x` hex strings as
+/// pqos prints them.
+mod json {
+    use serde::Serialize;
+
+    use super::{Config, CoreAssoc};
+    use rdt_pqos::{
+        CacheDomain, CatClass, CatMask, ClassId, GroupKind, GroupOwner, MbaClass, MbaLimit, Rmid,
+    };
+
+    #[derive(Debug, Serialize)]
+    pub(super) struct ConfigDoc {
+        interface: &'static str,
+        l3_cat: Option<Vec<CatDomainDoc>>,
+        l2_cat: Option<Vec<CatDomainDoc>>,
+        mba: Option<Vec<MbaDomainDoc>>,
+        cores: Vec<CoreDoc>,
+        tasks: Option<Vec<TasksDoc>>,
+        groups: Option<Vec<GroupDoc>>,
+        errors: Vec<String>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct CatDomainDoc {
+        domain: u32,
+        label: Option<String>,
+        /// `null` when the classes could not be read.
+        classes: Option<Vec<CatClassDoc>>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct CatClassDoc {
+        class: u32,
+        mask: Option<String>,
+        data_mask: Option<String>,
+        code_mask: Option<String>,
+        /// Ways the class may fill (data and code together with CDP on).
+        ways: u32,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct MbaDomainDoc {
+        domain: u32,
+        label: String,
+        classes: Option<Vec<MbaClassDoc>>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct MbaClassDoc {
+        class: u32,
+        percent: Option<u8>,
+        mib_per_s: Option<u32>,
+        amd_units: Option<u32>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct CoreDoc {
+        cpu: u32,
+        socket: u32,
+        l2_id: u32,
+        l3_id: Option<u32>,
+        class: Option<u32>,
+        rmid: Option<u32>,
+        /// The other tool's resctrl group the core sits in.
+        foreign_group: Option<String>,
+        /// The association could not be read.
+        error: bool,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct TasksDoc {
+        class: u32,
+        tasks: Vec<u32>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct GroupDoc {
+        path: String,
+        kind: &'static str,
+        owner: &'static str,
+        class: Option<u32>,
+    }
+
+    fn cat_class(c: &CatClass) -> CatClassDoc {
+        let hex = |m: rdt_pqos::CacheBitmask| Some(format!("{m:#x}"));
+        let (mask, data_mask, code_mask) = match c.mask {
+            CatMask::Unified(m) => (hex(m), None, None),
+            CatMask::Cdp { data, code } => (None, hex(data), hex(code)),
+        };
+        CatClassDoc {
+            class: c.class.get(),
+            mask,
+            data_mask,
+            code_mask,
+            ways: c.mask.ways().count_ones(),
+        }
+    }
+
+    fn mba_class(c: &MbaClass) -> MbaClassDoc {
+        let (mut percent, mut mib_per_s, mut amd_units) = (None, None, None);
+        match c.limit {
+            MbaLimit::Percent(p) => percent = Some(p),
+            MbaLimit::MibPerSec(v) => mib_per_s = Some(v),
+            MbaLimit::AmdUnits(u) => amd_units = Some(u),
+        }
+        MbaClassDoc {
+            class: c.class.get(),
+            percent,
+            mib_per_s,
+            amd_units,
+        }
+    }
+
+    impl ConfigDoc {
+        pub(super) fn new(c: &Config, errors: Vec<String>) -> Self {
+            let l3_cat = c.l3ca.then(|| {
+                c.l3.iter()
+                    .map(|s| CatDomainDoc {
+                        domain: s.domain.get(),
+                        label: Some(s.label.clone()),
+                        classes: s.l3.value().map(|v| v.iter().map(cat_class).collect()),
+                    })
+                    .collect()
+            });
+            let mba = c.mba.then(|| {
+                c.l3.iter()
+                    .map(|s| MbaDomainDoc {
+                        domain: s.domain.get(),
+                        label: s.label.clone(),
+                        classes: s.mba.value().map(|v| v.iter().map(mba_class).collect()),
+                    })
+                    .collect()
+            });
+            let l2_cat = c.l2ca.then(|| {
+                c.l2.iter()
+                    .map(|(domain, classes)| CatDomainDoc {
+                        domain: domain.get(),
+                        label: None,
+                        classes: classes.value().map(|v| v.iter().map(cat_class).collect()),
+                    })
+                    .collect()
+            });
+            let cores = c
+                .packages
+                .iter()
+                .flat_map(|(_, cores)| cores)
+                .map(|core| {
+                    let (class, rmid, foreign_group, error) = match &core.assoc {
+                        CoreAssoc::Assoc { class, rmid } => {
+                            (class.map(ClassId::get), rmid.map(Rmid::get), None, false)
+                        }
+                        CoreAssoc::Foreign(g) => (None, None, Some(g.clone()), false),
+                        CoreAssoc::Error => (None, None, None, true),
+                    };
+                    CoreDoc {
+                        cpu: core.place.cpu.get(),
+                        socket: core.place.package,
+                        l2_id: core.place.l2.get(),
+                        l3_id: core.place.l3.map(CacheDomain::get),
+                        class,
+                        rmid,
+                        foreign_group,
+                        error,
                     }
-                }
-                Err(e) => {
-                    note(anyhow!(e).context(format!("reading the L2 classes of L2 id {domain}")));
-                }
+                })
+                .collect();
+            let tasks = c.tasks.as_ref().map(|t| {
+                t.list
+                    .iter()
+                    .map(|(class, tasks)| TasksDoc {
+                        class: class.get(),
+                        tasks: tasks.iter().map(|t| t.get()).collect(),
+                    })
+                    .collect()
+            });
+            // `null` on the MSR interface and when unreadable (said in `errors`).
+            let groups = c.groups.value().map(|g| {
+                g.iter()
+                    .map(|g| GroupDoc {
+                        path: g.path.clone(),
+                        kind: match g.kind {
+                            GroupKind::Control => "ctrl",
+                            GroupKind::Monitor => "mon",
+                        },
+                        owner: match g.owner {
+                            GroupOwner::Pqos => "ours",
+                            GroupOwner::Foreign => "foreign",
+                        },
+                        class: g.class.map(ClassId::get),
+                    })
+                    .collect()
+            });
+            Self {
+                interface: match c.interface {
+                    rdt_pqos::Interface::Msr => "msr",
+                    rdt_pqos::Interface::Os => "os",
+                },
+                l3_cat,
+                l2_cat,
+                mba,
+                cores,
+                tasks,
+                groups,
+                errors,
             }
         }
     }
-    print_core_info(backend, l3ca || l2ca || mba, &mut note, out)?;
-    if backend.interface() == Interface::Os {
-        if l3ca || l2ca || mba {
-            print_task_info(backend, verbose, &mut note, out)?;
-        }
-        print_foreign_groups(backend, &mut note, out)?;
+}
+
+/// Prints pqos's `-s` report (`verbose`: `-v`, which lists COS0's tasks too), or with
+/// `json` the same as one JSON document. Like pqos, a domain whose classes cannot be read
+/// gets a `Couldn't obtain info.` line and the report goes on; the first such error is
+/// returned at the end (JSON: every error is listed in `errors`).
+///
+/// # Errors
+/// The first read that failed, or an output error.
+pub fn run_show<B: Backend>(
+    backend: &mut B,
+    verbose: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let mut errors: Vec<anyhow::Error> = Vec::new();
+    let config = Config::read(backend, verbose, &mut |e| errors.push(e));
+    if json {
+        let messages = errors.iter().map(|e| format!("{e:#}")).collect();
+        config.print_json(messages, out)?;
+    } else {
+        config.print_text(out)?;
     }
-    first_err.map_or(Ok(()), Err)
+    errors.into_iter().next().map_or(Ok(()), Err)
 }
 
 #[cfg(test)]
@@ -260,7 +633,7 @@ mod tests {
 
     fn show_v(b: &mut FakeBackend, verbose: bool) -> String {
         let mut out = Vec::new();
-        run_show(b, verbose, &mut out).unwrap();
+        run_show(b, verbose, false, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -426,12 +799,59 @@ mod tests {
         b.os_interface = true;
         b.fail_reads(true);
         let mut out = Vec::new();
-        let e = run_show(&mut b, false, &mut out).unwrap_err();
+        let e = run_show(&mut b, false, false, &mut out).unwrap_err();
         let out = String::from_utf8(out).unwrap();
         assert!(
             out.ends_with("PID association information:\nError retrieving PID information!\n"),
             "{out}"
         );
         assert!(format!("{e:#}").contains("tasks of COS1"), "{e:#}");
+    }
+
+    #[test]
+    fn json_lists_failed_reads_and_leaves_their_parts_empty() {
+        // arrange: the OS interface, the task and group reads failing
+        let mut b = FakeBackend::broadwell_2s();
+        b.os_interface = true;
+        b.fail_reads(true);
+        let mut out = Vec::new();
+        // act
+        let e = run_show(&mut b, false, true, &mut out).unwrap_err();
+        // assert: one document, the same first error, every failure listed
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let errors: Vec<&str> = doc["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(errors.first().copied(), Some(format!("{e:#}").as_str()));
+        assert!(
+            errors.iter().any(|m| m.contains("tasks of COS1")),
+            "{errors:?}"
+        );
+        assert!(doc["groups"].is_null(), "{doc}");
+        assert_eq!(doc["tasks"], serde_json::json!([]), "{doc}");
+        assert_eq!(doc["interface"], "os");
+    }
+
+    #[test]
+    fn json_shows_cdp_masks_and_foreign_cores() {
+        let mut b = FakeBackend::broadwell_2s();
+        define(&mut b, "llc:1=0xf0");
+        let mut out = Vec::new();
+        run_show(&mut b, false, true, &mut out).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let cos1 = &doc["l3_cat"][1]["classes"][1];
+        assert_eq!(
+            (cos1["mask"].as_str(), cos1["ways"].as_u64()),
+            (Some("0xf0"), Some(4)),
+            "{doc}"
+        );
+        assert!(
+            doc["groups"].is_null() && doc["tasks"].is_null(),
+            "MSR: {doc}"
+        );
+        assert_eq!(doc["cores"][0]["rmid"], 0, "{doc}");
     }
 }

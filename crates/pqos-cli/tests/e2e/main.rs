@@ -42,3 +42,6 @@ mod crash;
 
 // `pqos --apply FILE`: named classes from TOML, idempotent, all or nothing.
 mod declarative;
+
+// `-u json`: pure JSON on stdout, every document valid against docs/json's schemas.
+mod json;
