@@ -14,6 +14,7 @@
 mod command;
 mod commands;
 mod platform;
+mod stdout;
 #[cfg(test)]
 mod testdata;
 
@@ -47,7 +48,8 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // A closed pipe (`pqos -m all:0 | head -3`) ends the run quietly and successfully:
         // the reader has what it wanted, and monitoring groups were stopped on the way out.
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+        // So does a stop signal while nobody was reading stdout.
+        Err(err) if is_broken_pipe(&err) || is_abandoned(&err) => ExitCode::SUCCESS,
         Err(err) => {
             let _ = std::io::stdout().flush();
             eprintln!("error: {err:#}");
@@ -68,6 +70,14 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
+/// Whether the run ended because a stop signal arrived while stdout was not being read.
+fn is_abandoned(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(stdout::Abandoned::is)
+    })
+}
+
 fn run(args: Args) -> Result<()> {
     let plan = Plan::from_args(args)?;
     let stdout = std::io::stdout();
@@ -78,17 +88,30 @@ fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let stop = Arc::new(AtomicBool::new(false));
-    if matches!(plan.command, Command::Monitor(_)) {
+    if !matches!(plan.command, Command::Monitor(_)) {
+        return platform::run(&plan, &stop, tty, &mut out);
+    }
+    drop(out);
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing the signal handler")?;
+    }
+    // Monitoring runs until stopped: its stdout goes through a writer thread, so that a
+    // signal ends the run even when the reader has stopped reading (stdout.rs).
+    let mut out = stdout::Detached::spawn(Box::new(std::io::stdout()), Arc::clone(&stop))
+        .context("starting the stdout writer")?;
+    // `-u json` keeps stdout pure JSON Lines: the banner goes to stderr then.
+    if plan.json {
+        eprint!("{NOTE_BANNER}");
+    } else {
         out.write_all(NOTE_BANNER.as_bytes())?;
         out.flush()?;
-        for sig in [
-            signal_hook::consts::SIGINT,
-            signal_hook::consts::SIGTERM,
-            signal_hook::consts::SIGHUP,
-        ] {
-            signal_hook::flag::register(sig, Arc::clone(&stop))
-                .context("installing the signal handler")?;
-        }
     }
-    platform::run(&plan, &stop, tty, &mut out)
+    let result = platform::run(&plan, &stop, tty, &mut out);
+    let finished = out.finish().map_err(anyhow::Error::from);
+    result.and(finished)
 }
