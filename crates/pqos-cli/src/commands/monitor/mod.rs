@@ -74,7 +74,7 @@ enum Target {
 struct GroupPlan {
     desc: String,
     target: Target,
-    /// The events shown for this group (IPC and misses even without a PMU).
+    /// The events shown for this group (IPC and misses only where a PMU counts them).
     events: MonEvents,
 }
 
@@ -155,13 +155,11 @@ pub fn run_monitor<B: Backend>(
         None => out,
     };
 
-    let supported = caps.supported_events();
     // The guard stops every group it started on every way out of this function.
     let mut mon = backend.monitoring();
     let mut started: Vec<Started<'_>> = Vec::with_capacity(plans.len());
     for (g, threads) in plans.iter().zip(threads) {
-        // Without a PMU the backend is not asked for IPC and misses: their cells stay blank.
-        let events = g.events.difference(MonEvents::PMU.difference(supported));
+        let events = g.events;
         let id = match &g.target {
             Target::Cores(cpus) => mon.start(cpus, events).map_err(|e| {
                 anyhow!(e).context(format!("Monitoring start error on core(s) {}", g.desc))
@@ -193,12 +191,20 @@ pub fn run_monitor<B: Backend>(
 
 /// The groups to start: `-p` groups, `-m` groups, or one group per core with every event.
 fn group_plans<B: Backend>(backend: &B, req: &MonitorRequest) -> Result<Vec<GroupPlan>> {
-    // IPC and misses are always offered as columns; without a PMU they stay blank and
-    // stderr says so once.
-    let supported = backend.capabilities().supported_events() | MonEvents::PMU;
+    let supported = backend.capabilities().supported_events();
     let mut excluded = MonEvents::empty();
     excluded.set(MonEvents::IPC, req.disable_ipc);
     excluded.set(MonEvents::LLC_MISSES, req.disable_llc_miss);
+    // pqos adds IPC and misses to every group where the platform counts them. Without a
+    // usable PMU the capabilities list neither, so their columns are left out, as pqos
+    // leaves out every event the platform lacks; stderr says so once.
+    let missing = MonEvents::PMU.difference(supported).difference(excluded);
+    if !missing.is_empty() {
+        eprintln!(
+            "NOTE: no usable PMU (perf events cannot count here): {} not monitored",
+            missing.describe()
+        );
+    }
     let plan = |desc: &str, target: Target, requested: MonEvents| -> Result<GroupPlan> {
         Ok(GroupPlan {
             desc: desc.to_owned(),
@@ -502,17 +508,10 @@ mod tests {
             .map(|l| l.split_whitespace().next().unwrap())
             .collect();
         assert_eq!(rows, ["7", "6", "5", "4", "3", "2", "1", "0"]);
-        // No PMU on this fake: IPC and MISSES are there, blank.
+        // No PMU on this fake: no IPC or MISSES columns (never a column of blank cells).
         let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(
-            lines[1],
-            "    CORE         IPC      MISSES     LLC[KB]   MBL[MB/s]   MBR[MB/s]"
-        );
-        let blank = " ".repeat(12);
-        assert_eq!(
-            lines[2],
-            format!("       7{blank}{blank}      8192.0         0.0         0.0")
-        );
+        assert_eq!(lines[1], "    CORE     LLC[KB]   MBL[MB/s]   MBR[MB/s]");
+        assert_eq!(lines[2], "       7      8192.0         0.0         0.0");
     }
 
     #[test]
