@@ -4,16 +4,25 @@
 //! What is counted, as pqos does (pqos `lib/perf_monitoring.c`, spec §5.2-5.3): the generic
 //! hardware events `PERF_COUNT_HW_INSTRUCTIONS`, `PERF_COUNT_HW_CPU_CYCLES` and
 //! `PERF_COUNT_HW_CACHE_MISSES` (the kernel maps the last to the LLC-miss event of the CPU),
-//! user and kernel mode, one file descriptor per (event, target):
+//! user and kernel mode, one perf event group per target:
 //! - per logical CPU (`pid = -1, cpu = N`: every task on that CPU), for core groups; needs
 //!   root, `CAP_PERFMON` or `perf_event_paranoid` <= 0;
 //! - per task (`pid = TID, cpu = -1`: that thread on every CPU), for task groups.
 //!
-//! Counters are opened once per CPU (on first use) or per task and kept open; a poll is one
-//! `read(2)` per counter, nothing is re-opened. A host without a PMU (most VMs: the kernel
+//! Unlike pqos, which opens each event on its own, the three events of a target form one
+//! group (a software leader and three members): the kernel puts them on the PMU together,
+//! so instructions and cycles cover the same window and IPC stays exact when other users
+//! of the PMU force multiplexing; one `read(2)` of the leader gives all three counts with
+//! the group's `time_enabled`/`time_running`, and each count is scaled by
+//! `time_enabled / time_running` ([`scale_multiplexed`]) as `perf stat` does.
+//!
+//! Groups are opened once per CPU (on first use) or per task and kept open; a poll is one
+//! `read(2)` per target, nothing is re-opened. A host without a PMU (most VMs: the kernel
 //! says "PMU not available due to virtualization") cannot open hardware events:
 //! [`PerfPmu::open`] fails, and callers use [`rdt_core::NoPmu`], so monitoring shows no IPC or
-//! miss values rather than zeros.
+//! miss values rather than zeros. What is tested where: the grouping, the one read and the
+//! scaling run with software events on any Linux (this crate's tests); hardware counting
+//! and real multiplexing need a host with a PMU (the tests check them only there).
 //!
 //! # References
 //! `perf_event_open(2)`; Linux `include/uapi/linux/perf_event.h`; pqos(8).
@@ -22,7 +31,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 
 use perf_event::events::Hardware;
-use perf_event::{Builder, Counter};
+use perf_event::{Builder, Counter, Group};
 use rdt_core::{CpuSet, LogicalCpu, PmuCounts, PmuSource, TaskId};
 
 /// A PMU counter could not be opened.
@@ -47,49 +56,88 @@ pub enum PerfError {
     NoCpu,
 }
 
-/// The three counters of one target.
+/// The counters of one target, opened as one perf event group: a software leader (perf-event2's
+/// [`Group`]) and the members, which the kernel schedules onto the PMU together, so their
+/// counts cover the same time window even when more events are asked for than the PMU has
+/// counters (multiplexing). One `read(2)` of the leader returns every member's count with
+/// the group's `time_enabled` and `time_running` ([`Group::read`], `PERF_FORMAT_GROUP`).
 struct Counters {
-    instructions: Counter,
-    cycles: Counter,
-    llc_misses: Counter,
+    group: Group,
+    /// The members, in the order they were given.
+    members: Vec<Counter>,
 }
 
-const EVENTS: [(Hardware, &str); 3] = [
-    (Hardware::INSTRUCTIONS, "instructions"),
-    (Hardware::CPU_CYCLES, "cycles"),
-    (Hardware::CACHE_MISSES, "LLC misses"),
-];
+/// The events pqos counts, in [`PmuCounts`] order.
+fn pmu_events() -> [(Builder<'static>, &'static str); 3] {
+    [
+        (Builder::new(Hardware::INSTRUCTIONS), "instructions"),
+        (Builder::new(Hardware::CPU_CYCLES), "cycles"),
+        (Builder::new(Hardware::CACHE_MISSES), "LLC misses"),
+    ]
+}
+
+/// A count scaled for multiplexing, as `perf stat` does: `value × time_enabled /
+/// time_running`, the estimate of what the event would have counted had it been on the PMU
+/// the whole time it was enabled. `None` while the group has not run yet (`time_running` 0:
+/// nothing to estimate from). Exact (no scaling) when it ran the whole time.
+///
+/// # References
+/// `perf_event_open(2)`, "read_format": `PERF_FORMAT_TOTAL_TIME_ENABLED`/`_RUNNING`.
+#[must_use]
+pub fn scale_multiplexed(value: u64, time_enabled: u64, time_running: u64) -> Option<u64> {
+    if time_running == 0 {
+        return None;
+    }
+    if time_running >= time_enabled {
+        return Some(value);
+    }
+    let scaled = u128::from(value) * u128::from(time_enabled) / u128::from(time_running);
+    Some(u64::try_from(scaled).unwrap_or(u64::MAX))
+}
 
 impl Counters {
-    /// Opens and enables the three counters, each configured by `target`.
-    fn open(target: impl Fn(&mut Builder)) -> Result<Self, (&'static str, io::Error)> {
-        let mut opened = Vec::with_capacity(3);
-        for (event, name) in EVENTS {
-            let mut builder = Builder::new(event);
+    /// Opens `events` as one group on the target `target` configures, and enables it.
+    fn open(
+        events: impl IntoIterator<Item = (Builder<'static>, &'static str)>,
+        target: impl Fn(&mut Builder),
+    ) -> Result<Self, (&'static str, io::Error)> {
+        let mut leader = Group::builder();
+        target(&mut leader);
+        let mut group = leader.build_group().map_err(|e| ("the group leader", e))?;
+        let mut members = Vec::new();
+        for (mut builder, name) in events {
             builder.exclude_kernel(false);
             target(&mut builder);
-            let mut counter = builder.build().map_err(|e| (name, e))?;
-            counter.enable().map_err(|e| (name, e))?;
-            opened.push(counter);
+            members.push(group.add(&builder).map_err(|e| (name, e))?);
         }
-        let mut it = opened.into_iter();
-        match (it.next(), it.next(), it.next()) {
-            (Some(instructions), Some(cycles), Some(llc_misses)) => Ok(Self {
+        group.enable().map_err(|e| ("the group", e))?;
+        Ok(Self { group, members })
+    }
+
+    /// The members' counts, scaled for multiplexing, from one read of the group; `None` if
+    /// the read fails or the group has not been scheduled yet.
+    fn read_scaled(&mut self) -> Option<Vec<u64>> {
+        let data = self.group.read().ok()?;
+        let nanos = |d: Option<std::time::Duration>| {
+            d.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        };
+        let (enabled, running) = (nanos(data.time_enabled()), nanos(data.time_running()));
+        self.members
+            .iter()
+            .map(|m| scale_multiplexed(data.get(m)?.value(), enabled, running))
+            .collect()
+    }
+
+    /// pqos's three counts.
+    fn read(&mut self) -> Option<PmuCounts> {
+        match self.read_scaled()?.as_slice() {
+            &[instructions, cycles, llc_misses] => Some(PmuCounts {
                 instructions,
                 cycles,
                 llc_misses,
             }),
-            _ => Err(("events", io::Error::other("counter set incomplete"))),
+            _ => None,
         }
-    }
-
-    /// One read per counter; `None` if any read fails.
-    fn read(&mut self) -> Option<PmuCounts> {
-        Some(PmuCounts {
-            instructions: self.instructions.read().ok()?,
-            cycles: self.cycles.read().ok()?,
-            llc_misses: self.llc_misses.read().ok()?,
-        })
     }
 }
 
@@ -140,10 +188,12 @@ impl PerfPmu {
     pub fn open(cpus: &CpuSet) -> Result<Self, PerfError> {
         let first = cpus.first().ok_or(PerfError::NoCpu)?;
         let counters =
-            Counters::open(cpu_target(first)).map_err(|(event, source)| PerfError::Cpu {
-                event,
-                cpu: first,
-                source,
+            Counters::open(pmu_events(), cpu_target(first)).map_err(|(event, source)| {
+                PerfError::Cpu {
+                    event,
+                    cpu: first,
+                    source,
+                }
             })?;
         let mut map: BTreeMap<LogicalCpu, Option<Counters>> = BTreeMap::new();
         for cpu in cpus.iter() {
@@ -172,7 +222,7 @@ impl PmuSource for PerfPmu {
         if slot.is_none() {
             // First use of this CPU: open once; a failure is remembered (the entry is
             // removed) so later polls do not retry.
-            if let Ok(c) = Counters::open(cpu_target(cpu)) {
+            if let Ok(c) = Counters::open(pmu_events(), cpu_target(cpu)) {
                 *slot = Some(c);
             } else {
                 self.cpus.remove(&cpu);
@@ -185,7 +235,7 @@ impl PmuSource for PerfPmu {
     fn read_task(&mut self, task: TaskId) -> Option<PmuCounts> {
         let counters = self.tasks.entry(task).or_insert_with(|| {
             let pid = i32::try_from(task.get()).ok()?;
-            Counters::open(move |b: &mut Builder| {
+            Counters::open(pmu_events(), move |b: &mut Builder| {
                 b.observe_pid(pid).any_cpu();
             })
             .ok()
@@ -288,5 +338,57 @@ mod tests {
             // CPUs outside the set given to open are not counted
             assert_eq!(pmu.read(LogicalCpu::new(4095)), None);
         }
+    }
+
+    #[test]
+    fn multiplexed_counts_are_scaled_to_the_enabled_time() {
+        // ran the whole time: exact
+        assert_eq!(scale_multiplexed(1000, 50, 50), Some(1000));
+        // on the PMU half the time it was enabled: doubled
+        assert_eq!(scale_multiplexed(1000, 100, 50), Some(2000));
+        // a third of the time, rounded down
+        assert_eq!(scale_multiplexed(10, 3, 1), Some(30));
+        assert_eq!(scale_multiplexed(10, 100, 33), Some(30));
+        // not scheduled yet: no estimate
+        assert_eq!(scale_multiplexed(0, 100, 0), None);
+        // huge values do not overflow
+        assert_eq!(scale_multiplexed(u64::MAX, u64::MAX, 1), Some(u64::MAX));
+    }
+
+    #[test]
+    fn a_group_of_software_events_is_read_in_one_go_and_follows_the_thread() {
+        use perf_event::events::Software;
+        // arrange: this thread's task clock, CPU clock and page faults as one group (every
+        // Linux has software events, with or without a PMU)
+        let events = [
+            (Builder::new(Software::TASK_CLOCK), "task clock"),
+            (Builder::new(Software::CPU_CLOCK), "cpu clock"),
+            (Builder::new(Software::PAGE_FAULTS), "page faults"),
+        ];
+        let Ok(mut counters) = Counters::open(events, |b: &mut Builder| {
+            b.observe_self().any_cpu();
+        }) else {
+            // perf_event_paranoid 3 (some distributions) forbids even this; nothing to test
+            assert!(
+                std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").is_ok_and(|p| p
+                    .trim()
+                    .parse::<i32>()
+                    .unwrap_or(0)
+                    > 2),
+                "software events must open unless perf_event_paranoid forbids them"
+            );
+            return;
+        };
+        // act
+        let a = counters.read_scaled().expect("one read of the group");
+        busy();
+        let pages: Vec<u8> = vec![1; 1 << 22];
+        black_box(&pages);
+        let b = counters.read_scaled().expect("one read of the group");
+        // assert: three counts, each grown; the clocks advanced by the busy loop
+        assert_eq!((a.len(), b.len()), (3, 3));
+        assert!(b[0] > a[0] && b[1] > a[1], "{a:?} -> {b:?}");
+        assert!(b[2] > a[2], "page faults counted: {a:?} -> {b:?}");
+        assert_eq!(counters.members.len(), 3);
     }
 }
