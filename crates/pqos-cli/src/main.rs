@@ -89,7 +89,12 @@ fn run(args: Args) -> Result<()> {
     }
     let stop = Arc::new(AtomicBool::new(false));
     if !matches!(plan.command, Command::Monitor(_)) {
-        return platform::run(&plan, &stop, tty, &mut out);
+        // One report, one write(2) where it fits the buffer (`-s` on 160 CPUs is ~900
+        // lines); flushed before main prints an error, so stdout's lines come first.
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        let result = platform::run(&plan, &stop, tty, &mut out);
+        let flushed = out.flush().map_err(anyhow::Error::from);
+        return result.and(flushed);
     }
     drop(out);
     for sig in [
