@@ -59,7 +59,7 @@ mod open;
 pub mod perf;
 
 pub use open::{
-    CpuidFrom, Iface, IfaceError, MsrSource, Notice, OpenError, OpenOptions, OsWanted,
+    CpuidFrom, Iface, IfaceError, MsrSource, Notice, OpenError, OpenOptions, OsFace, OsWanted,
     ParseIfaceError, Paths, PmuCapsPolicy, resolve_iface,
 };
 pub use perf::PerfPmu;

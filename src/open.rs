@@ -7,6 +7,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rdt_core::{
@@ -14,7 +15,10 @@ use rdt_core::{
     PmuSource, Reclaimed, Topology, TopologyError, error_chain, explain_no_rdt, transaction,
 };
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
-use rdt_resctrl::{ControlFileMount, KernelMount, ResctrlBackend, ResctrlError, ResctrlOptions};
+use rdt_resctrl::{
+    ControlFileMount, KernelMount, MountControl, MountOptions, ResctrlBackend, ResctrlError,
+    ResctrlFs, ResctrlOptions,
+};
 
 use crate::{DynMsrBackend, PerfPmu, Rdt};
 
@@ -434,6 +438,27 @@ pub struct MsrSource {
     /// named classes, the writers' lock, RMID claims); `None` for none (a transaction killed
     /// half-way is then not rolled back, and named classes last one process).
     pub run_dir: Option<PathBuf>,
+    /// Its OS interface, when it has one: a resctrl served without a mount
+    /// (`rdt_sim::inprocess::InProcessResctrl` for the in-process simulated platform).
+    /// `None`: the MSR interface only.
+    pub os: Option<OsFace>,
+}
+
+/// The OS interface of a platform the caller brings ([`MsrSource::os`]): its resctrl
+/// filesystem behind the backend's file seam, and the seam that mounts it.
+///
+/// [`OpenOptions::open_source`] treats it as a host's resctrl: `auto` chooses it when it is
+/// mounted ([`MountControl::options`]); a request that needs the OS interface while it is
+/// not mounted mounts it with the default options first (as an operator runs `mount -t
+/// resctrl` before using it), which [`OpenOptions::open`] never does on a host.
+#[allow(missing_debug_implementations)] // trait objects
+pub struct OsFace {
+    /// The files under its root ([`rdt_resctrl::ResctrlOptions::files`]).
+    pub files: Arc<dyn ResctrlFs>,
+    /// Reading and changing how it is mounted (CDP and `mba_MBps` remounts).
+    pub mount: Box<dyn MountControl>,
+    /// The name of its root in messages and errors (`sim:skylake-sp:/sys/fs/resctrl`).
+    pub root: PathBuf,
 }
 
 /// Where `RDT_IFACE` comes from.
@@ -673,13 +698,9 @@ impl OpenOptions {
             if let Some(t) = self.lock_timeout {
                 opts = opts.lock_timeout(t);
             }
-            let mut backend = ResctrlBackend::open(opts, topology, Some(caps), pmu)
+            let backend = ResctrlBackend::open(opts, topology, Some(caps), pmu)
                 .map_err(OpenError::Resctrl)?;
-            let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
-            reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_groups()));
-            let mut rdt = Rdt::from_resctrl(backend);
-            rdt.notices.extend(reclaimed);
-            return Ok(rdt);
+            return Ok(self.resctrl_reclaimed(backend));
         }
         if let Some(why) = explain_no_rdt(cpuid) {
             return Err(OpenError::NoRdt(why));
@@ -725,14 +746,24 @@ impl OpenOptions {
         }
     }
 
-    /// Opens a platform the caller brings. It has the MSR interface only, so a request
+    /// Opens a platform the caller brings.
+    ///
+    /// Without an OS face ([`MsrSource::os`]) it has the MSR interface only, so a request
     /// that resolves to the OS interface (explicitly, through `RDT_IFACE`, or for an option
-    /// that needs it) is refused; resctrl counts as not mounted.
+    /// that needs it) is refused; resctrl counts as not mounted. With one, the interface is
+    /// resolved as on a host whose resctrl is mounted when the face is, and a request that
+    /// needs the OS interface mounts it first ([`OsFace`]); the OS interface is then the
+    /// resctrl backend over the face's files, with the source's capabilities, topology and
+    /// PMU, tasks from the host's `/proc`.
     ///
     /// # Errors
     /// [`OpenError::Iface`] ([`IfaceError::SourceHasNoOs`] among others);
-    /// [`OpenError::Msr`] when the initial CDP state cannot be read or is inconsistent.
-    pub fn open_source(&self, source: MsrSource) -> Result<Rdt, OpenError> {
+    /// [`OpenError::Msr`] when the initial CDP state cannot be read or is inconsistent;
+    /// [`OpenError::Resctrl`] when the face cannot be mounted or read.
+    pub fn open_source(&self, mut source: MsrSource) -> Result<Rdt, OpenError> {
+        if let Some(os) = source.os.take() {
+            return self.open_source_with_os(source, os);
+        }
         let no_os = |because| IfaceError::SourceHasNoOs {
             platform: source.name.clone(),
             because,
@@ -749,6 +780,11 @@ impl OpenOptions {
         if self.resolve_with(false)? == Interface::Os {
             return Err(no_os(OsWanted::RdtIface).into());
         }
+        self.open_source_msr(source)
+    }
+
+    /// The MSR interface of a source.
+    fn open_source_msr(&self, source: MsrSource) -> Result<Rdt, OpenError> {
         let MsrSource {
             io,
             pmu,
@@ -756,12 +792,69 @@ impl OpenOptions {
             topology,
             name: _,
             run_dir,
+            os: _,
         } = source;
         let Some(dir) = run_dir else {
             return Rdt::from_msr(io, capabilities, topology, pmu);
         };
         let backend = MsrBackend::new(io, capabilities, topology, pmu)?;
         Ok(self.msr_with_run_dir(backend, &dir))
+    }
+
+    /// [`OpenOptions::open_source`] of a source with an OS face.
+    fn open_source_with_os(&self, source: MsrSource, os: OsFace) -> Result<Rdt, OpenError> {
+        let mounted = os.mount.options().ok().flatten().is_some();
+        let wants_os = self.iface == Iface::Os || self.needs_os.is_some();
+        let interface = self.resolve_with(mounted || wants_os)?;
+        log::info!("Selected interface: {}", iface_upper(interface));
+        if interface == Interface::Msr {
+            let mut rdt = self.open_source_msr(source)?;
+            if mounted {
+                rdt.notices
+                    .push(Notice::ResctrlMountedOnMsr { resctrl: os.root });
+            }
+            return Ok(rdt);
+        }
+        if !mounted {
+            let defaults = MountOptions::default();
+            os.mount.remount(&defaults).map_err(|source| {
+                OpenError::Resctrl(ResctrlError::Remount {
+                    root: os.root.clone(),
+                    wanted: defaults,
+                    source,
+                })
+            })?;
+        }
+        let MsrSource {
+            pmu,
+            capabilities,
+            topology,
+            run_dir,
+            ..
+        } = source;
+        let mut opts = ResctrlOptions::new(&os.root)
+            .files(os.files)
+            .mount_control(os.mount)
+            .proc_root(&self.paths.proc);
+        if let Some(dir) = run_dir {
+            opts = opts.run_dir(dir);
+        }
+        if let Some(t) = self.lock_timeout {
+            opts = opts.lock_timeout(t);
+        }
+        let backend = ResctrlBackend::open(opts, topology, Some(capabilities), pmu)
+            .map_err(OpenError::Resctrl)?;
+        Ok(self.resctrl_reclaimed(backend))
+    }
+
+    /// The OS interface after rolling back the transactions and removing the monitor groups
+    /// of runs that ended before they finished ([`OpenOptions::reclaim`]).
+    fn resctrl_reclaimed(&self, mut backend: crate::DynResctrlBackend) -> Rdt {
+        let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
+        reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_groups()));
+        let mut rdt = Rdt::from_resctrl(backend);
+        rdt.notices.extend(reclaimed);
+        rdt
     }
 
     /// The MSR interface keeping its run state in `dir` ([`MsrBackend::with_run_dir`]),

@@ -34,19 +34,23 @@ pub(super) struct HostSample {
 
 impl Resctrl {
     /// Starts following the host tasks written to a `tasks` file and not followed yet:
-    /// their CPU time from now on counts, what they used before does not.
+    /// their CPU time from now on counts, what they used before does not. Every followed
+    /// task has PMU counts on the platform from then on (at 0 in a new process).
     pub(super) fn follow_host_tasks(&mut self, p: &mut SimPlatform) {
-        let new: Vec<u32> = self
+        let host: Vec<u32> = self
             .tasks
             .keys()
-            .filter(|id| !self.sim_tasks.contains(id) && !self.host.contains_key(id))
+            .filter(|id| !self.sim_tasks.contains(id))
             .copied()
             .collect();
-        for id in new {
-            if let Ok(ticks) = self.proc.cpu_ticks(TaskId::new(id)) {
+        for id in host {
+            if !self.host.contains_key(&id) {
+                let Ok(ticks) = self.proc.cpu_ticks(TaskId::new(id)) else {
+                    continue;
+                };
                 self.host.insert(id, HostSample { ticks, at: p.now() });
-                p.follow_host_task(id);
             }
+            p.follow_host_task(id);
         }
     }
 
