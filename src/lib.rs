@@ -57,6 +57,7 @@
 
 mod open;
 pub mod perf;
+pub mod simpmu;
 
 pub use open::{
     CpuidFrom, Iface, IfaceError, MsrSource, Notice, OpenError, OpenOptions, OsFace, OsWanted,

@@ -122,6 +122,10 @@ pub struct Paths {
     /// a transaction in progress (both interfaces), the RMIDs a monitoring run gave CPUs
     /// and the writers' lock `msr.lock` (MSR interface).
     pub run: PathBuf,
+    /// Where a simulated platform serves its PMU counters (`<root>/.sim/pmu`,
+    /// [`crate::simpmu`]): used for IPC and LLC misses only when the host's PMU cannot be
+    /// opened and the directory exists. `None` on a host.
+    pub sim_pmu: Option<PathBuf>,
 }
 
 impl Paths {
@@ -132,6 +136,7 @@ impl Paths {
         Self {
             cpuid: CpuidFrom::DeviceOrInstruction,
             run: PathBuf::from(HOST_RUN),
+            sim_pmu: None,
             ..Self::under(Path::new("/"))
         }
     }
@@ -140,7 +145,8 @@ impl Paths {
     /// `<root>/sys/fs/resctrl`, `<root>/.sim/resctrl_mount`); `/proc` stays the host's, and
     /// CPUID must come from `<root>/dev/cpu/0/cpuid` ([`CpuidFrom::Device`]). The run
     /// directory is one of the host's per root, `/run/rdt/sysroot-<hash of root>` (a
-    /// mounted platform has no writable `/run` of its own).
+    /// mounted platform has no writable `/run` of its own). A simulated platform's PMU
+    /// counters are looked for at `<root>/.sim/pmu` ([`Paths::sim_pmu`]).
     #[must_use]
     pub fn under(root: &Path) -> Self {
         Self {
@@ -151,6 +157,7 @@ impl Paths {
             proc: PathBuf::from("/proc"),
             cpuid: CpuidFrom::Device,
             run: Path::new(HOST_RUN).join(format!("sysroot-{:016x}", fnv1a(root))),
+            sim_pmu: Some(root.join(".sim/pmu")),
         }
     }
 
@@ -686,7 +693,7 @@ impl OpenOptions {
             let mut caps = Capabilities::detect(cpuid);
             let topology = topology()?;
             // pqos `lib/os_cap.c`: on the OS interface PMU events are what perf can count.
-            let pmu = host_pmu(&topology, &mut caps, PmuCapsPolicy::Usable);
+            let pmu = host_pmu(&topology, &mut caps, PmuCapsPolicy::Usable, paths);
             let mut opts = ResctrlOptions::new(&paths.resctrl)
                 .proc_root(&paths.proc)
                 .run_dir(&paths.run);
@@ -707,7 +714,7 @@ impl OpenOptions {
         }
         let mut caps = Capabilities::detect(cpuid);
         let topology = topology()?;
-        let pmu = host_pmu(&topology, &mut caps, self.pmu_caps);
+        let pmu = host_pmu(&topology, &mut caps, self.pmu_caps, paths);
         let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
         let mut rdt = self.msr_with_run_dir(MsrBackend::new(io, caps, topology, pmu)?, &paths.run);
         if paths.resctrl.join("cpus").exists() {
@@ -874,17 +881,23 @@ impl OpenOptions {
 }
 
 /// The host's PMU through perf events ([`PerfPmu`]); where the kernel offers none (a VM
-/// without a virtual PMU), no source, and under [`PmuCapsPolicy::Usable`] `caps` then report
-/// no IPC or LLC-miss counting.
+/// without a virtual PMU), the simulated platform's counters when the paths are one's
+/// ([`Paths::sim_pmu`] exists: [`crate::simpmu`]), else no source, and under
+/// [`PmuCapsPolicy::Usable`] `caps` then report no IPC or LLC-miss counting.
 fn host_pmu(
     topology: &Topology,
     caps: &mut Capabilities,
     policy: PmuCapsPolicy,
+    paths: &Paths,
 ) -> Box<dyn PmuSource + Send> {
     match PerfPmu::open(&topology.all_cpus()) {
         Ok(pmu) => Box::new(pmu),
         Err(e) => {
             log::debug!("perf events: {}", error_chain(&e));
+            if let Some(dir) = paths.sim_pmu.as_ref().filter(|d| d.is_dir()) {
+                log::info!("PMU counters of the simulated platform: {}", dir.display());
+                return Box::new(crate::simpmu::SimPmuFiles::new(dir));
+            }
             if policy == PmuCapsPolicy::Usable {
                 caps.pmu = PmuCaps::default();
             }
