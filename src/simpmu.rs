@@ -134,7 +134,14 @@ mod tests {
         assert_eq!(pmu.read_task(TaskId::new(78)), None);
         pmu.release_task(TaskId::new(77));
         assert!(pmu.tasks.is_empty());
-        for bad in [&b""[..], b"\n", b"1 2", b"-1 2 3", b"\xff\xfe", b"99999999999999999999999 1 2"] {
+        for bad in [
+            &b""[..],
+            b"\n",
+            b"1 2",
+            b"-1 2 3",
+            b"\xff\xfe",
+            b"99999999999999999999999 1 2",
+        ] {
             assert_eq!(parse_counts(bad), None, "{bad:?}");
         }
     }

@@ -232,10 +232,10 @@ pub(crate) fn activity(
     }
 }
 
-/// [`HOST_TASK_WORKLOAD`]'s working set, bytes (8 MiB).
+/// [`host_task_workload`]'s working set, bytes (8 MiB).
 pub const HOST_TASK_WORKING_SET: f64 = 8.0 * 1024.0 * 1024.0;
 
-/// [`HOST_TASK_WORKLOAD`]'s L3 accesses per CPU-second, bytes (2 GiB).
+/// [`host_task_workload`]'s L3 accesses per CPU-second, bytes (2 GiB).
 pub const HOST_TASK_TRAFFIC: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
 
 /// The workload of a host task busy `cpu_share` (0..=1) of the time (module docs, "Host
