@@ -58,6 +58,7 @@ fn msr(c: &mut Criterion) {
             topology: p.topology().clone(),
             name: "broadwell-ep".into(),
             run_dir: Some(run.path().to_owned()),
+            os: None,
         }
     };
     let mut rdt = OpenOptions::new(Iface::Msr)

@@ -57,9 +57,10 @@
 
 mod open;
 pub mod perf;
+pub mod simpmu;
 
 pub use open::{
-    CpuidFrom, Iface, IfaceError, MsrSource, Notice, OpenError, OpenOptions, OsWanted,
+    CpuidFrom, Iface, IfaceError, MsrSource, Notice, OpenError, OpenOptions, OsFace, OsWanted,
     ParseIfaceError, Paths, PmuCapsPolicy, resolve_iface,
 };
 pub use perf::PerfPmu;

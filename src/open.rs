@@ -7,6 +7,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rdt_core::{
@@ -14,7 +15,10 @@ use rdt_core::{
     PmuSource, Reclaimed, Topology, TopologyError, error_chain, explain_no_rdt, transaction,
 };
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
-use rdt_resctrl::{ControlFileMount, KernelMount, ResctrlBackend, ResctrlError, ResctrlOptions};
+use rdt_resctrl::{
+    ControlFileMount, KernelMount, MountControl, MountOptions, ResctrlBackend, ResctrlError,
+    ResctrlFs, ResctrlOptions,
+};
 
 use crate::{DynMsrBackend, PerfPmu, Rdt};
 
@@ -118,6 +122,10 @@ pub struct Paths {
     /// a transaction in progress (both interfaces), the RMIDs a monitoring run gave CPUs
     /// and the writers' lock `msr.lock` (MSR interface).
     pub run: PathBuf,
+    /// Where a simulated platform serves its PMU counters (`<root>/.sim/pmu`,
+    /// [`crate::simpmu`]): used for IPC and LLC misses only when the host's PMU cannot be
+    /// opened and the directory exists. `None` on a host.
+    pub sim_pmu: Option<PathBuf>,
 }
 
 impl Paths {
@@ -128,6 +136,7 @@ impl Paths {
         Self {
             cpuid: CpuidFrom::DeviceOrInstruction,
             run: PathBuf::from(HOST_RUN),
+            sim_pmu: None,
             ..Self::under(Path::new("/"))
         }
     }
@@ -136,7 +145,8 @@ impl Paths {
     /// `<root>/sys/fs/resctrl`, `<root>/.sim/resctrl_mount`); `/proc` stays the host's, and
     /// CPUID must come from `<root>/dev/cpu/0/cpuid` ([`CpuidFrom::Device`]). The run
     /// directory is one of the host's per root, `/run/rdt/sysroot-<hash of root>` (a
-    /// mounted platform has no writable `/run` of its own).
+    /// mounted platform has no writable `/run` of its own). A simulated platform's PMU
+    /// counters are looked for at `<root>/.sim/pmu` ([`Paths::sim_pmu`]).
     #[must_use]
     pub fn under(root: &Path) -> Self {
         Self {
@@ -147,6 +157,7 @@ impl Paths {
             proc: PathBuf::from("/proc"),
             cpuid: CpuidFrom::Device,
             run: Path::new(HOST_RUN).join(format!("sysroot-{:016x}", fnv1a(root))),
+            sim_pmu: Some(root.join(".sim/pmu")),
         }
     }
 
@@ -434,6 +445,27 @@ pub struct MsrSource {
     /// named classes, the writers' lock, RMID claims); `None` for none (a transaction killed
     /// half-way is then not rolled back, and named classes last one process).
     pub run_dir: Option<PathBuf>,
+    /// Its OS interface, when it has one: a resctrl served without a mount
+    /// (`rdt_sim::inprocess::InProcessResctrl` for the in-process simulated platform).
+    /// `None`: the MSR interface only.
+    pub os: Option<OsFace>,
+}
+
+/// The OS interface of a platform the caller brings ([`MsrSource::os`]): its resctrl
+/// filesystem behind the backend's file seam, and the seam that mounts it.
+///
+/// [`OpenOptions::open_source`] treats it as a host's resctrl: `auto` chooses it when it is
+/// mounted ([`MountControl::options`]); a request that needs the OS interface while it is
+/// not mounted mounts it with the default options first (as an operator runs `mount -t
+/// resctrl` before using it), which [`OpenOptions::open`] never does on a host.
+#[allow(missing_debug_implementations)] // trait objects
+pub struct OsFace {
+    /// The files under its root ([`rdt_resctrl::ResctrlOptions::files`]).
+    pub files: Arc<dyn ResctrlFs>,
+    /// Reading and changing how it is mounted (CDP and `mba_MBps` remounts).
+    pub mount: Box<dyn MountControl>,
+    /// The name of its root in messages and errors (`sim:skylake-sp:/sys/fs/resctrl`).
+    pub root: PathBuf,
 }
 
 /// Where `RDT_IFACE` comes from.
@@ -661,7 +693,7 @@ impl OpenOptions {
             let mut caps = Capabilities::detect(cpuid);
             let topology = topology()?;
             // pqos `lib/os_cap.c`: on the OS interface PMU events are what perf can count.
-            let pmu = host_pmu(&topology, &mut caps, PmuCapsPolicy::Usable);
+            let pmu = host_pmu(&topology, &mut caps, PmuCapsPolicy::Usable, paths);
             let mut opts = ResctrlOptions::new(&paths.resctrl)
                 .proc_root(&paths.proc)
                 .run_dir(&paths.run);
@@ -673,20 +705,16 @@ impl OpenOptions {
             if let Some(t) = self.lock_timeout {
                 opts = opts.lock_timeout(t);
             }
-            let mut backend = ResctrlBackend::open(opts, topology, Some(caps), pmu)
+            let backend = ResctrlBackend::open(opts, topology, Some(caps), pmu)
                 .map_err(OpenError::Resctrl)?;
-            let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
-            reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_groups()));
-            let mut rdt = Rdt::from_resctrl(backend);
-            rdt.notices.extend(reclaimed);
-            return Ok(rdt);
+            return Ok(self.resctrl_reclaimed(backend));
         }
         if let Some(why) = explain_no_rdt(cpuid) {
             return Err(OpenError::NoRdt(why));
         }
         let mut caps = Capabilities::detect(cpuid);
         let topology = topology()?;
-        let pmu = host_pmu(&topology, &mut caps, self.pmu_caps);
+        let pmu = host_pmu(&topology, &mut caps, self.pmu_caps, paths);
         let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
         let mut rdt = self.msr_with_run_dir(MsrBackend::new(io, caps, topology, pmu)?, &paths.run);
         if paths.resctrl.join("cpus").exists() {
@@ -725,14 +753,24 @@ impl OpenOptions {
         }
     }
 
-    /// Opens a platform the caller brings. It has the MSR interface only, so a request
+    /// Opens a platform the caller brings.
+    ///
+    /// Without an OS face ([`MsrSource::os`]) it has the MSR interface only, so a request
     /// that resolves to the OS interface (explicitly, through `RDT_IFACE`, or for an option
-    /// that needs it) is refused; resctrl counts as not mounted.
+    /// that needs it) is refused; resctrl counts as not mounted. With one, the interface is
+    /// resolved as on a host whose resctrl is mounted when the face is, and a request that
+    /// needs the OS interface mounts it first ([`OsFace`]); the OS interface is then the
+    /// resctrl backend over the face's files, with the source's capabilities, topology and
+    /// PMU, tasks from the host's `/proc`.
     ///
     /// # Errors
     /// [`OpenError::Iface`] ([`IfaceError::SourceHasNoOs`] among others);
-    /// [`OpenError::Msr`] when the initial CDP state cannot be read or is inconsistent.
-    pub fn open_source(&self, source: MsrSource) -> Result<Rdt, OpenError> {
+    /// [`OpenError::Msr`] when the initial CDP state cannot be read or is inconsistent;
+    /// [`OpenError::Resctrl`] when the face cannot be mounted or read.
+    pub fn open_source(&self, mut source: MsrSource) -> Result<Rdt, OpenError> {
+        if let Some(os) = source.os.take() {
+            return self.open_source_with_os(source, os);
+        }
         let no_os = |because| IfaceError::SourceHasNoOs {
             platform: source.name.clone(),
             because,
@@ -749,6 +787,11 @@ impl OpenOptions {
         if self.resolve_with(false)? == Interface::Os {
             return Err(no_os(OsWanted::RdtIface).into());
         }
+        self.open_source_msr(source)
+    }
+
+    /// The MSR interface of a source.
+    fn open_source_msr(&self, source: MsrSource) -> Result<Rdt, OpenError> {
         let MsrSource {
             io,
             pmu,
@@ -756,12 +799,69 @@ impl OpenOptions {
             topology,
             name: _,
             run_dir,
+            os: _,
         } = source;
         let Some(dir) = run_dir else {
             return Rdt::from_msr(io, capabilities, topology, pmu);
         };
         let backend = MsrBackend::new(io, capabilities, topology, pmu)?;
         Ok(self.msr_with_run_dir(backend, &dir))
+    }
+
+    /// [`OpenOptions::open_source`] of a source with an OS face.
+    fn open_source_with_os(&self, source: MsrSource, os: OsFace) -> Result<Rdt, OpenError> {
+        let mounted = os.mount.options().ok().flatten().is_some();
+        let wants_os = self.iface == Iface::Os || self.needs_os.is_some();
+        let interface = self.resolve_with(mounted || wants_os)?;
+        log::info!("Selected interface: {}", iface_upper(interface));
+        if interface == Interface::Msr {
+            let mut rdt = self.open_source_msr(source)?;
+            if mounted {
+                rdt.notices
+                    .push(Notice::ResctrlMountedOnMsr { resctrl: os.root });
+            }
+            return Ok(rdt);
+        }
+        if !mounted {
+            let defaults = MountOptions::default();
+            os.mount.remount(&defaults).map_err(|source| {
+                OpenError::Resctrl(ResctrlError::Remount {
+                    root: os.root.clone(),
+                    wanted: defaults,
+                    source,
+                })
+            })?;
+        }
+        let MsrSource {
+            pmu,
+            capabilities,
+            topology,
+            run_dir,
+            ..
+        } = source;
+        let mut opts = ResctrlOptions::new(&os.root)
+            .files(os.files)
+            .mount_control(os.mount)
+            .proc_root(&self.paths.proc);
+        if let Some(dir) = run_dir {
+            opts = opts.run_dir(dir);
+        }
+        if let Some(t) = self.lock_timeout {
+            opts = opts.lock_timeout(t);
+        }
+        let backend = ResctrlBackend::open(opts, topology, Some(capabilities), pmu)
+            .map_err(OpenError::Resctrl)?;
+        Ok(self.resctrl_reclaimed(backend))
+    }
+
+    /// The OS interface after rolling back the transactions and removing the monitor groups
+    /// of runs that ended before they finished ([`OpenOptions::reclaim`]).
+    fn resctrl_reclaimed(&self, mut backend: crate::DynResctrlBackend) -> Rdt {
+        let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
+        reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_groups()));
+        let mut rdt = Rdt::from_resctrl(backend);
+        rdt.notices.extend(reclaimed);
+        rdt
     }
 
     /// The MSR interface keeping its run state in `dir` ([`MsrBackend::with_run_dir`]),
@@ -781,17 +881,23 @@ impl OpenOptions {
 }
 
 /// The host's PMU through perf events ([`PerfPmu`]); where the kernel offers none (a VM
-/// without a virtual PMU), no source, and under [`PmuCapsPolicy::Usable`] `caps` then report
-/// no IPC or LLC-miss counting.
+/// without a virtual PMU), the simulated platform's counters when the paths are one's
+/// ([`Paths::sim_pmu`] exists: [`crate::simpmu`]), else no source, and under
+/// [`PmuCapsPolicy::Usable`] `caps` then report no IPC or LLC-miss counting.
 fn host_pmu(
     topology: &Topology,
     caps: &mut Capabilities,
     policy: PmuCapsPolicy,
+    paths: &Paths,
 ) -> Box<dyn PmuSource + Send> {
     match PerfPmu::open(&topology.all_cpus()) {
         Ok(pmu) => Box::new(pmu),
         Err(e) => {
             log::debug!("perf events: {}", error_chain(&e));
+            if let Some(dir) = paths.sim_pmu.as_ref().filter(|d| d.is_dir()) {
+                log::info!("PMU counters of the simulated platform: {}", dir.display());
+                return Box::new(crate::simpmu::SimPmuFiles::new(dir));
+            }
             if policy == PmuCapsPolicy::Usable {
                 caps.pmu = PmuCaps::default();
             }

@@ -131,6 +131,13 @@ mod sim {
                 name: format!("the simulated {}", platform.model()),
                 // Journals and named classes live next to the state file, as long as it.
                 run_dir: Some(run_dir_of(session.state_path())),
+                // The OS interface: the model's resctrl in-process, kept mounted with the
+                // state file (rdt_sim::inprocess).
+                os: Some(rdt_pqos::OsFace {
+                    files: session.resctrl().files(),
+                    mount: Box::new(session.resctrl().mount_control()),
+                    root: format!("sim:{}:/sys/fs/resctrl", platform.model()).into(),
+                }),
             }
         };
         let mut rdt = plan
@@ -272,6 +279,30 @@ mod tests {
     }
 
     #[test]
+    fn the_os_interface_is_served_in_process_and_kept_between_runs() {
+        // arrange
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state.json");
+        // act: the first -I mounts the in-process resctrl, the second finds its group
+        let (r, e_out) = pqos("skylake-sp", &state, &["-I", "-e", "llc:1=0xf"]);
+        r.unwrap();
+        let (r, s_out) = pqos("skylake-sp", &state, &["--iface=os", "-s"]);
+        r.unwrap();
+        let (r, msr_out) = pqos("skylake-sp", &state, &["--iface=msr", "-s"]);
+        r.unwrap();
+        // assert
+        assert!(
+            e_out.contains("SOCKET 1 L3CA COS1 => MASK 0xf\n"),
+            "{e_out}"
+        );
+        assert!(s_out.contains("    L3CA COS1 => MASK 0xf\n"), "{s_out}");
+        assert!(
+            msr_out.contains("    L3CA COS1 => MASK 0xf\n"),
+            "the registers hold it too: {msr_out}"
+        );
+    }
+
+    #[test]
     fn every_builtin_model_displays_and_shows() {
         let dir = tempfile::tempdir().unwrap();
         for model in BUILTIN_MODELS {
@@ -328,6 +359,7 @@ mod tests {
             topology: sim.topology().clone(),
             name: "the simulated broadwell-ep".into(),
             run_dir: None,
+            os: None,
             io: Box::new(rdt_sim::SimHandle::new(sim)),
             pmu: Box::new(rdt_pqos::NoPmu),
         };

@@ -142,6 +142,22 @@ impl ProcFs {
         Ok(pids)
     }
 
+    /// The CPU time of task `task` (a process or thread id) so far: `utime + stime` of
+    /// `<root>/<task>/stat` ([`stat_cpu_ticks`]), in clock ticks ([`USER_HZ`] per second).
+    ///
+    /// # Errors
+    /// `NotFound` once the task has exited; `InvalidData` for a line that does not parse.
+    pub fn cpu_ticks(&self, task: TaskId) -> io::Result<u64> {
+        let mut buf = [0u8; STAT_BUFFER];
+        let n = File::open(self.dir(task).join("stat"))?.read_at(&mut buf, 0)?;
+        stat_cpu_ticks(&buf[..n]).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "stat line without utime and stime",
+            )
+        })
+    }
+
     /// Opens `<root>/<pid>/task/<tid>/stat`, to read the thread's CPU again and again
     /// without opening it each time.
     ///
@@ -192,6 +208,31 @@ pub fn status_tgid(text: &[u8]) -> Option<TaskId> {
         .find_map(|l| l.strip_prefix(b"Tgid:"))
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// Clock ticks per second of the times in `/proc/<pid>/stat` (`USER_HZ`, what
+/// `sysconf(_SC_CLK_TCK)` answers: 100 on every Linux architecture's user ABI).
+pub const USER_HZ: u64 = 100;
+
+/// Fields 14 and 15 (`utime`, `stime`: CPU time in user and kernel mode, in clock ticks,
+/// [`USER_HZ`] per second) of a `/proc/<pid>/stat` line, added; counted after the last `)`
+/// as [`stat_processor`] does.
+///
+/// # Examples
+/// ```
+/// use rdt_core::proc::stat_cpu_ticks;
+/// let line = b"42 (a) b) R 1 42 42 0 -1 4194560 170 0 0 0 250 31 0 0 20 0 1 0\n";
+/// assert_eq!(stat_cpu_ticks(line), Some(281));
+/// assert_eq!(stat_cpu_ticks(b"42 (x) R 1 2"), None);
+/// ```
+#[must_use]
+pub fn stat_cpu_ticks(line: &[u8]) -> Option<u64> {
+    let close = line.iter().rposition(|&b| b == b')')?;
+    let after_comm = std::str::from_utf8(&line[close + 1..]).ok()?;
+    let mut f = after_comm.split_ascii_whitespace().skip(14 - 3);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    utime.checked_add(stime)
 }
 
 /// Field 39 (`processor`: the CPU the thread last ran on) of a `/proc/<pid>/stat` line. The

@@ -50,26 +50,47 @@ pub fn lock_with_timeout(
     exclusive: bool,
     timeout: Duration,
 ) -> Result<(), LockWaitError> {
+    wait_for_lock(
+        || {
+            let r = if exclusive {
+                file.try_lock()
+            } else {
+                file.try_lock_shared()
+            };
+            match r {
+                Ok(()) => Ok(true),
+                Err(TryLockError::WouldBlock) => Ok(false),
+                Err(TryLockError::Error(e)) => Err(e),
+            }
+        },
+        timeout,
+    )
+}
+
+/// The bounded wait of [`lock_with_timeout`] for any lock: calls `try_once` (`Ok(true)`:
+/// taken, `Ok(false)`: held by another) with a growing pause (1 ms doubling to 50 ms) until
+/// it succeeds or `timeout` has passed. For locks that are not a `File`'s `flock` (a
+/// filesystem seam's, an in-process model's).
+///
+/// # Errors
+/// [`LockWaitError::Timeout`] when another holder kept it that long;
+/// [`LockWaitError::Io`] when `try_once` fails.
+pub fn wait_for_lock(
+    mut try_once: impl FnMut() -> io::Result<bool>,
+    timeout: Duration,
+) -> Result<(), LockWaitError> {
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
     loop {
-        let r = if exclusive {
-            file.try_lock()
-        } else {
-            file.try_lock_shared()
-        };
-        match r {
-            Ok(()) => return Ok(()),
-            Err(TryLockError::WouldBlock) => {
-                let waited = start.elapsed();
-                if waited >= timeout {
-                    return Err(LockWaitError::Timeout { waited });
-                }
-                std::thread::sleep(pause.min(timeout.saturating_sub(waited)));
-                pause = (pause * 2).min(Duration::from_millis(50));
-            }
-            Err(TryLockError::Error(e)) => return Err(LockWaitError::Io(e)),
+        if try_once()? {
+            return Ok(());
         }
+        let waited = start.elapsed();
+        if waited >= timeout {
+            return Err(LockWaitError::Timeout { waited });
+        }
+        std::thread::sleep(pause.min(timeout.saturating_sub(waited)));
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 

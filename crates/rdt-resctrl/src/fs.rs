@@ -2,19 +2,24 @@
 //! `write(2)` per command, errors carrying the path, a refused write carrying
 //! `info/last_cmd_status`; and the group naming rules that tell our groups from other tools'.
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use rdt_core::proc::ProcFs;
 use rdt_core::{CpuSet, RequestError, TaskId};
 
 use crate::ResctrlError;
+use crate::io::{FsLock, PositionedRead, ResctrlFs};
 
 /// Entries of the root that are not control groups.
 const ROOT_RESERVED: &[&str] = &["info", "mon_groups", "mon_data"];
 
+/// `ENOENT`: no such file (the open of a write failed).
+const ENOENT: i32 = 2;
+/// `EACCES`: a read-only file opened for writing.
+const EACCES: i32 = 13;
 /// `ESRCH`: a task id that does not exist (any more).
 pub(crate) const ESRCH: i32 = 3;
 /// `ENOSPC`: out of CLOSIDs / RMIDs on mkdir.
@@ -61,15 +66,17 @@ pub fn pqos_mon_pid(name: &str) -> Option<u32> {
     }
 }
 
-/// Typed access to one resctrl root.
+/// Typed access to one resctrl root, through the filesystem seam ([`ResctrlFs`]). `root`
+/// names the files in messages and errors.
 #[derive(Clone, Debug)]
 pub(crate) struct Fs {
     root: PathBuf,
+    io: Arc<dyn ResctrlFs>,
 }
 
 impl Fs {
-    pub(crate) const fn new(root: PathBuf) -> Self {
-        Self { root }
+    pub(crate) fn new(root: PathBuf, io: Arc<dyn ResctrlFs>) -> Self {
+        Self { root, io }
     }
 
     pub(crate) fn root(&self) -> &Path {
@@ -85,22 +92,38 @@ impl Fs {
     }
 
     pub(crate) fn exists(&self, rel: &str) -> bool {
-        self.path(rel).exists()
+        self.io.exists(rel)
+    }
+
+    pub(crate) fn is_dir(&self, rel: &str) -> bool {
+        self.io.is_dir(rel)
     }
 
     pub(crate) fn read(&self, rel: &str) -> Result<String, ResctrlError> {
-        let p = self.path(rel);
-        fs::read_to_string(&p).map_err(|e| ResctrlError::io("read", p, e))
+        self.io
+            .read(rel)
+            .map_err(|e| ResctrlError::io("read", self.path(rel), e))
     }
 
     /// The file's text, `None` when it does not exist.
     pub(crate) fn read_opt(&self, rel: &str) -> Result<Option<String>, ResctrlError> {
-        let p = self.path(rel);
-        match fs::read_to_string(&p) {
+        match self.io.read(rel) {
             Ok(s) => Ok(Some(s)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(ResctrlError::io("read", p, e)),
+            Err(e) => Err(ResctrlError::io("read", self.path(rel), e)),
         }
+    }
+
+    /// Opens `rel` for repeated positioned reads (a `mon_data` counter).
+    pub(crate) fn open_reader(&self, rel: &str) -> Result<Box<dyn PositionedRead>, ResctrlError> {
+        self.io
+            .open_reader(rel)
+            .map_err(|e| ResctrlError::io("open", self.path(rel), e))
+    }
+
+    /// Opens directory `rel` for `flock`.
+    pub(crate) fn open_lock(&self, rel: &str) -> io::Result<Box<dyn FsLock>> {
+        self.io.open_lock(rel)
     }
 
     pub(crate) fn parse<T: FromStr>(&self, rel: &str, expected: &str) -> Result<T, ResctrlError> {
@@ -135,7 +158,7 @@ impl Fs {
 
     /// `info/last_cmd_status`, trimmed ("ok" when empty or unreadable).
     pub(crate) fn last_cmd_status(&self) -> String {
-        fs::read_to_string(self.path("info/last_cmd_status")).map_or_else(
+        self.io.read("info/last_cmd_status").map_or_else(
             |e| format!("(info/last_cmd_status unreadable: {e})"),
             |s| {
                 let t = s.trim();
@@ -151,57 +174,47 @@ impl Fs {
     /// One `write(2)` of `text` to `rel`. The caller holds the exclusive lock, so the
     /// `last_cmd_status` read after a failure is this write's.
     pub(crate) fn write(&self, rel: &str, text: &str) -> Result<(), ResctrlError> {
-        let p = self.path(rel);
         let rejected = |source: io::Error| ResctrlError::Rejected {
-            file: p.clone(),
+            file: self.path(rel),
             written: text.to_owned(),
             status: self.last_cmd_status(),
             source,
         };
-        let mut f = OpenOptions::new()
-            .write(true)
-            .open(&p)
-            .map_err(|e| ResctrlError::io("open for writing", &p, e))?;
-        match f.write(text.as_bytes()) {
+        match self.io.write(rel, text.as_bytes()) {
             Ok(n) if n == text.len() => Ok(()),
             Ok(n) => Err(rejected(io::Error::new(
                 io::ErrorKind::WriteZero,
                 format!("short write: {n} of {} bytes", text.len()),
             ))),
+            // The open failed: the file is not there (ENOENT: the group went) or is not
+            // writable (EACCES); a refused command is any other errno of the write itself.
+            Err(e) if matches!(e.raw_os_error(), Some(ENOENT | EACCES)) => {
+                Err(ResctrlError::io("open for writing", self.path(rel), e))
+            }
             Err(e) => Err(rejected(e)),
         }
     }
 
     pub(crate) fn mkdir(&self, rel: &str) -> io::Result<()> {
-        fs::create_dir(self.path(rel))
+        self.io.mkdir(rel)
     }
 
     pub(crate) fn rmdir(&self, rel: &str) -> Result<(), ResctrlError> {
-        let p = self.path(rel);
-        fs::remove_dir(&p).map_err(|e| ResctrlError::io("remove", p, e))
+        self.io
+            .rmdir(rel)
+            .map_err(|e| ResctrlError::io("remove", self.path(rel), e))
     }
 
     /// Names of the subdirectories of `rel`, sorted; empty when `rel` does not exist.
     pub(crate) fn subdirs(&self, rel: &str) -> Result<Vec<String>, ResctrlError> {
-        let p = self.path(rel);
-        let rd = match fs::read_dir(&p) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(ResctrlError::io("list", p, e)),
-        };
-        let mut out = Vec::new();
-        for entry in rd {
-            let entry = entry.map_err(|e| ResctrlError::io("list", &p, e))?;
-            let is_dir = entry
-                .file_type()
-                .map_err(|e| ResctrlError::io("stat", entry.path(), e))?
-                .is_dir();
-            if is_dir {
-                out.push(entry.file_name().to_string_lossy().into_owned());
+        match self.io.subdirs(rel) {
+            Ok(mut out) => {
+                out.sort();
+                Ok(out)
             }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(ResctrlError::io("list", self.path(rel), e)),
         }
-        out.sort();
-        Ok(out)
     }
 
     /// The control groups other than the root (directories of the root that are not
@@ -277,15 +290,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path();
         for (id, tgid) in [(100, 100), (101, 100)] {
-            fs::create_dir_all(p.join(format!("{id}"))).unwrap();
-            fs::write(
+            std::fs::create_dir_all(p.join(format!("{id}"))).unwrap();
+            std::fs::write(
                 p.join(format!("{id}/status")),
                 format!("Name:\tx\nTgid:\t{tgid}\nPid:\t{id}\n"),
             )
             .unwrap();
         }
         for t in [100, 101] {
-            fs::create_dir_all(p.join(format!("100/task/{t}"))).unwrap();
+            std::fs::create_dir_all(p.join(format!("100/task/{t}"))).unwrap();
         }
         let proc = Proc::new(p.to_owned());
         let ids = |v: &[u32]| v.iter().map(|&t| TaskId::new(t)).collect::<Vec<_>>();

@@ -11,6 +11,10 @@
 //! [`Schemata`] the text of a `schemata` file, [`parse_proc_mounts`] `/proc/mounts`; all run
 //! on captured trees without CPUID or root.
 //!
+//! File access goes through one seam, [`ResctrlFs`] ([`io`]): [`HostFs`], the real files
+//! under the root, in production; the simulated platform serves the same tree in-process
+//! (no mount, no root) through [`ResctrlOptions::files`]. Every resctrl rule stays here.
+//!
 //! What this crate is **not**: it does not detect CPUID (pass the capabilities rdt-core
 //! detected), does not mount resctrl when it is not mounted (it says how to), and does not
 //! do pseudo-locking, `mode` changes (exclusive groups), AMD ABMC counter assignment or
@@ -33,6 +37,7 @@ mod backend;
 mod error;
 mod fs;
 mod info;
+pub mod io;
 mod lock;
 mod mount;
 mod schemata;
@@ -41,6 +46,7 @@ pub use backend::{DEFAULT_PROC, DEFAULT_ROOT, ResctrlBackend, ResctrlOptions};
 pub use error::ResctrlError;
 pub use fs::{cos_of_name, is_pqos_mon_name, pqos_mon_pid};
 pub use info::{BwInfo, CacheInfo, InfoError, InfoFiles, MonInfo, ResctrlInfo};
+pub use io::{FsLock, HostFs, PositionedRead, ResctrlFs};
 pub use lock::DEFAULT_LOCK_TIMEOUT;
 pub use mount::{ControlFileMount, KernelMount, MountControl, MountOptions, parse_proc_mounts};
 pub use schemata::{Schemata, SchemataError, SchemataLine};

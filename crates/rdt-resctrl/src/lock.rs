@@ -5,14 +5,15 @@
 //! The wait is bounded: [`RootLock`] tries the lock, sleeping between attempts, until a
 //! deadline, then reports [`ResctrlError::Locked`].
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rdt_core::runfile::{LockWaitError, lock_with_timeout};
+use rdt_core::runfile::{LockWaitError, wait_for_lock};
 
 use crate::ResctrlError;
+use crate::fs::Fs;
+use crate::io::FsLock;
 
 pub use rdt_core::runfile::DEFAULT_LOCK_TIMEOUT;
 
@@ -20,7 +21,7 @@ pub use rdt_core::runfile::DEFAULT_LOCK_TIMEOUT;
 #[derive(Debug)]
 pub(crate) struct RootLock {
     /// `None` between [`RootLock::close`] and [`RootLock::reopen`] (a remount).
-    dir: Option<Arc<File>>,
+    dir: Option<Arc<dyn FsLock>>,
     root: PathBuf,
     timeout: Duration,
     /// [`RootLock::hold`]s not yet released: while above 0 this process has `LOCK_EX` and
@@ -31,7 +32,7 @@ pub(crate) struct RootLock {
 /// A held lock; released on drop (nothing to release inside a [`RootLock::hold`]).
 #[derive(Debug)]
 #[must_use = "the lock is released when the guard is dropped"]
-pub(crate) struct LockGuard(Option<Arc<File>>);
+pub(crate) struct LockGuard(Option<Arc<dyn FsLock>>);
 
 impl Drop for LockGuard {
     fn drop(&mut self) {
@@ -42,11 +43,14 @@ impl Drop for LockGuard {
 }
 
 impl RootLock {
-    /// Opens `root` (read-only, as a directory) for locking.
-    pub(crate) fn open(root: &Path, timeout: Duration) -> Result<Self, ResctrlError> {
-        let dir = File::open(root).map_err(|e| ResctrlError::io("open", root, e))?;
+    /// Opens the root (read-only, as a directory) for locking.
+    pub(crate) fn open(fs: &Fs, timeout: Duration) -> Result<Self, ResctrlError> {
+        let root = fs.root();
+        let dir = fs
+            .open_lock("")
+            .map_err(|e| ResctrlError::io("open", root, e))?;
         Ok(Self {
-            dir: Some(Arc::new(dir)),
+            dir: Some(Arc::from(dir)),
             root: root.to_owned(),
             timeout,
             held: 0,
@@ -60,9 +64,11 @@ impl RootLock {
 
     /// Opens the (remounted) root again, and takes `LOCK_EX` again inside a
     /// [`RootLock::hold`].
-    pub(crate) fn reopen(&mut self, root: &Path) -> Result<(), ResctrlError> {
-        let dir = File::open(root).map_err(|e| ResctrlError::io("open", root, e))?;
-        self.dir = Some(Arc::new(dir));
+    pub(crate) fn reopen(&mut self, fs: &Fs) -> Result<(), ResctrlError> {
+        let dir = fs
+            .open_lock("")
+            .map_err(|e| ResctrlError::io("open", fs.root(), e))?;
+        self.dir = Some(Arc::from(dir));
         if self.held > 0 {
             self.take(true)?;
         }
@@ -110,13 +116,13 @@ impl RootLock {
     }
 
     /// Takes the lock (no guard: the caller releases it).
-    fn take(&self, exclusive: bool) -> Result<Arc<File>, ResctrlError> {
+    fn take(&self, exclusive: bool) -> Result<Arc<dyn FsLock>, ResctrlError> {
         let Some(dir) = &self.dir else {
             return Err(ResctrlError::NotMounted {
                 root: self.root.clone(),
             });
         };
-        lock_with_timeout(dir, exclusive, self.timeout)
+        wait_for_lock(|| dir.try_lock(exclusive), self.timeout)
             .map(|()| Arc::clone(dir))
             .map_err(|e| match e {
                 LockWaitError::Timeout { waited } => ResctrlError::Locked {

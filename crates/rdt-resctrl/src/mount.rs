@@ -30,6 +30,16 @@ pub trait MountControl: fmt::Debug + Send {
     fn remount(&self, new: &MountOptions) -> io::Result<()>;
 }
 
+impl<T: MountControl + ?Sized> MountControl for Box<T> {
+    fn options(&self) -> io::Result<Option<MountOptions>> {
+        (**self).options()
+    }
+
+    fn remount(&self, new: &MountOptions) -> io::Result<()> {
+        (**self).remount(new)
+    }
+}
+
 /// The resctrl entry for `root` in the text of `/proc/mounts`: its options, or `None` when
 /// no `resctrl` filesystem is mounted there. Octal escapes of the mount point (`\040` for a
 /// space) are decoded.

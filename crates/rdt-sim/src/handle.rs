@@ -75,4 +75,9 @@ impl PmuSource for SimHandle {
     fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts> {
         PmuSource::read(&mut *self.lock(), cpu)
     }
+
+    /// [`SimPlatform`]'s counts of a host task in a resctrl group.
+    fn read_task(&mut self, task: rdt_core::TaskId) -> Option<PmuCounts> {
+        self.lock().read_task(task)
+    }
 }

@@ -17,6 +17,9 @@
 //! - [`fs`]: the FUSE face: the same model as `dev/cpu/N/{msr,cpuid}`, the sysfs topology,
 //!   `sys/fs/resctrl` and a `.sim/` control directory (fault injection), mounted with
 //!   [`fs::Mount`] or the `rdt-sim mount` binary.
+//! - [`inprocess`]: the same resctrl in-process, behind the resctrl backend's filesystem seam
+//!   (`rdt_resctrl::ResctrlFs`), for the OS interface without FUSE or root; a
+//!   [`session::Session`] keeps it mounted from one run to the next.
 //!
 //! What it is **not**: a cycle-accurate cache simulator (occupancy is a steady state, not
 //! LRU replay), a model of L2 capacity (L2 masks are held and checked but do not change the
@@ -36,6 +39,7 @@ pub mod cpuid;
 mod error;
 pub mod fs;
 mod handle;
+pub mod inprocess;
 pub mod model;
 mod models;
 mod platform;

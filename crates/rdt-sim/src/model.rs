@@ -37,7 +37,21 @@
 //! - IPC `= ipc / (1 + K · m / θ)` with [`MISS_PENALTY`] `K` = 1: the memory-stall part of a
 //!   cycle grows with the miss fraction and stretches when throttled;
 //! - unhalted cycles/s `= f · utilization` with `f` the model's base frequency, instructions/s
-//!   `= IPC · cycles/s`, LLC misses/s `= T / 64` (64-byte lines).
+//!   `= IPC · cycles/s`, LLC misses/s `= T / 64` (64-byte lines), LLC references/s `= p / 64`.
+//!
+//! # Host tasks
+//! A host thread that resctrl placed in a group ([`crate::resctrl`], "Host tasks") runs the
+//! [`host_task_workload`] for the share `u` of wall time it used a CPU over the last sample
+//! (from its `utime + stime` in `/proc/<tid>/stat`): utilization `u`, so its cycles are
+//! `f · u` per second (`f` per CPU-second), and, per CPU-second, [`HOST_TASK_TRAFFIC`] bytes of
+//! L3 accesses. It does not take part in the water-filling of the CPUs' workloads: its
+//! occupancy is `u · min(W, C)` with `W` = [`HOST_TASK_WORKING_SET`] and `C` the capacity of
+//! its class's L3 mask in the domain (portions × portion size), so a busy task in a group
+//! with 2 ways holds at most 2 ways; misses, memory traffic (after its class's MBA throttle)
+//! and IPC then follow from the formulas above. A task busy the whole interval on
+//! skylake-sp (11 ways of 2.25 MiB): occupancy 8 MiB, 5 % misses, ~100 MiB/s of
+//! memory traffic, IPC 1.43; squeezed into one way: occupancy 2.25 MiB, 72 % misses,
+//! ~1.4 GiB/s, IPC 0.87.
 //!
 //! # Monitoring
 //! The occupancy of an RMID in a domain is the sum of `O_c` over the domain's CPUs whose
@@ -177,6 +191,8 @@ pub struct CpuActivity {
     pub instructions_per_s: f64,
     /// LLC misses per second.
     pub llc_misses_per_s: f64,
+    /// LLC references (L3 accesses) per second.
+    pub llc_references_per_s: f64,
 }
 
 /// Computes a CPU's activity from its workload, its occupancy and its throttle.
@@ -212,7 +228,48 @@ pub(crate) fn activity(
         cycles_per_s: cycles,
         instructions_per_s: cycles * ipc,
         llc_misses_per_s: achieved / LINE_BYTES,
+        llc_references_per_s: pressure / LINE_BYTES,
     }
+}
+
+/// [`host_task_workload`]'s working set, bytes (8 MiB).
+pub const HOST_TASK_WORKING_SET: f64 = 8.0 * 1024.0 * 1024.0;
+
+/// [`host_task_workload`]'s L3 accesses per CPU-second, bytes (2 GiB).
+pub const HOST_TASK_TRAFFIC: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// The workload of a host task busy `cpu_share` (0..=1) of the time (module docs, "Host
+/// tasks"): [`HOST_TASK_WORKING_SET`], [`HOST_TASK_TRAFFIC`] per CPU-second, all of it local,
+/// IPC 1.5 when every access hits.
+#[must_use]
+pub fn host_task_workload(cpu_share: f64) -> crate::Workload {
+    crate::Workload {
+        name: Some("host task".into()),
+        working_set_bytes: HOST_TASK_WORKING_SET,
+        traffic_bytes_per_s: HOST_TASK_TRAFFIC,
+        local_fraction: 1.0,
+        ipc: 1.5,
+        utilization: if cpu_share.is_finite() {
+            cpu_share.clamp(0.0, 1.0)
+        } else {
+            0.0
+        },
+    }
+}
+
+/// What a host task busy `cpu_share` of the time does in a class whose L3 mask holds
+/// `capacity` bytes in the domain (module docs, "Host tasks").
+pub(crate) fn host_task_activity(
+    cpu_share: f64,
+    capacity: f64,
+    throttle: Throttle,
+    freq_hz: f64,
+) -> CpuActivity {
+    let w = host_task_workload(cpu_share);
+    let occupancy = w.utilization * w.working_set_bytes.min(capacity.max(0.0));
+    let mut a = activity(&w, occupancy / w.utilization.max(1e-9), throttle, freq_hz);
+    a.occupancy_bytes = occupancy;
+    a
 }
 
 #[cfg(test)]

@@ -121,6 +121,34 @@ pub(crate) struct PmuAccum {
     pub instructions: Accum,
     pub cycles: Accum,
     pub llc_misses: Accum,
+    pub llc_references: Accum,
+}
+
+impl PmuAccum {
+    /// Adds `dt` seconds of `a`.
+    fn add(&mut self, a: &CpuActivity, dt: f64) {
+        self.cycles.add(a.cycles_per_s * dt);
+        self.instructions.add(a.instructions_per_s * dt);
+        self.llc_misses.add(a.llc_misses_per_s * dt);
+        self.llc_references.add(a.llc_references_per_s * dt);
+    }
+
+    const fn counts(&self) -> PmuCounts {
+        PmuCounts {
+            instructions: self.instructions.whole,
+            cycles: self.cycles.whole,
+            llc_misses: self.llc_misses.whole,
+        }
+    }
+}
+
+/// A host task's share of the model ([`crate::resctrl`], "Host tasks"): where its data
+/// sits, counted in the occupancy of its RMID.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct HostLoad {
+    pub domain: CacheDomain,
+    pub rmid: u32,
+    pub occupancy_bytes: f64,
 }
 
 /// A register the model implements.
@@ -187,6 +215,13 @@ pub struct SimPlatform {
     pub(crate) scenario: Scenario,
     pub(crate) now: Duration,
     pub(crate) unavailable: BTreeMap<(CacheDomain, u32), u32>,
+    /// Host tasks placed in resctrl groups, by thread id: their occupancy.
+    pub(crate) host_loads: BTreeMap<u32, HostLoad>,
+    /// Host tasks' PMU counts, by thread id (not saved: they start at 0 in each process).
+    pub(crate) task_pmu: BTreeMap<u32, PmuAccum>,
+    /// The state of an in-process resctrl mount, saved and loaded with the platform's
+    /// ([`SimPlatform::set_resctrl_state`]).
+    pub(crate) resctrl_state: Option<crate::resctrl::ResctrlState>,
     pub(crate) msr_reads: u64,
     pub(crate) msr_writes: u64,
 }
@@ -265,6 +300,9 @@ impl SimPlatform {
             scenario: Scenario::default(),
             now: Duration::ZERO,
             unavailable: BTreeMap::new(),
+            host_loads: BTreeMap::new(),
+            task_pmu: BTreeMap::new(),
+            resctrl_state: None,
             msr_reads: 0,
             msr_writes: 0,
         };
@@ -429,12 +467,92 @@ impl SimPlatform {
     /// clash with [`MsrIo::read`] when both traits are in scope).
     #[must_use]
     pub fn pmu_counts(&self, cpu: LogicalCpu) -> Option<PmuCounts> {
-        let p = self.pmu[self.index(cpu)?];
-        Some(PmuCounts {
-            instructions: p.instructions.whole,
-            cycles: p.cycles.whole,
-            llc_misses: p.llc_misses.whole,
-        })
+        Some(self.pmu[self.index(cpu)?].counts())
+    }
+
+    /// Cumulative LLC references (L3 accesses, 64-byte lines) of `cpu`: the fourth counter
+    /// of `.sim/pmu/cpu<N>` ([`crate::fs::control`]); `None` for a CPU the platform lacks.
+    #[must_use]
+    pub fn llc_references(&self, cpu: LogicalCpu) -> Option<u64> {
+        Some(self.pmu[self.index(cpu)?].llc_references.whole)
+    }
+
+    /// Cumulative PMU counts of a host task (thread id) that resctrl placed in a group
+    /// ([`crate::resctrl`], "Host tasks"), and its LLC references; `None` for a task the
+    /// model does not follow. They start at 0 when the task is first placed, in each process.
+    #[must_use]
+    pub fn task_pmu_counts(&self, task: u32) -> Option<(PmuCounts, u64)> {
+        self.task_pmu
+            .get(&task)
+            .map(|p| (p.counts(), p.llc_references.whole))
+    }
+
+    /// The state of an in-process resctrl mount kept with the platform's, to be saved with
+    /// it ([`SimPlatform::save_to`]) and found again after [`SimPlatform::load_from`]
+    /// ([`crate::session`] keeps its mount there); `None` for none.
+    pub fn set_resctrl_state(&mut self, state: Option<crate::resctrl::ResctrlState>) {
+        self.resctrl_state = state;
+    }
+
+    /// Takes the state [`SimPlatform::set_resctrl_state`] kept (or a loaded state held).
+    pub fn take_resctrl_state(&mut self) -> Option<crate::resctrl::ResctrlState> {
+        self.resctrl_state.take()
+    }
+
+    /// Starts following a host task's PMU counts (at 0), if not yet.
+    pub(crate) fn follow_host_task(&mut self, task: u32) {
+        self.task_pmu.entry(task).or_default();
+    }
+
+    /// Forgets a host task that exited.
+    pub(crate) fn forget_host_task(&mut self, task: u32) {
+        self.task_pmu.remove(&task);
+        self.host_loads.remove(&task);
+    }
+
+    /// Charges `dt` seconds of a host task that ran `cpu_share` (0..=1) of them, in class
+    /// `cos` and RMID `rmid` of L3 domain `domain` (the host-task model of [`crate::resctrl`]):
+    /// its occupancy is `cpu_share × min(HOST_TASK.working_set, capacity of cos's mask)`, its
+    /// memory traffic, IPC and misses follow from the workload model
+    /// ([`model::host_task_activity`]); MBM counts of (domain, rmid) and the task's PMU
+    /// counts grow by `dt` of them.
+    pub(crate) fn charge_host_task(
+        &mut self,
+        task: u32,
+        domain: CacheDomain,
+        cos: u32,
+        rmid: u32,
+        cpu_share: f64,
+        dt: f64,
+    ) {
+        let capacity = f64::from(self.cos_fill_mask(domain, cos).count_ones()) * self.portion_bytes;
+        let th = self.cos_throttle(cos, domain);
+        let a = model::host_task_activity(cpu_share, capacity, th, self.freq_hz);
+        self.host_loads.insert(
+            task,
+            HostLoad {
+                domain,
+                rmid,
+                occupancy_bytes: a.occupancy_bytes,
+            },
+        );
+        self.task_pmu.entry(task).or_default().add(&a, dt);
+        let Some(up) = self
+            .caps
+            .monitoring
+            .get()
+            .map(|m| f64::from(m.upscaling_factor))
+        else {
+            return;
+        };
+        if let Some(c) = self
+            .counters
+            .get_mut(&domain)
+            .and_then(|v| v.get_mut(rmid as usize))
+        {
+            c.total.add(a.traffic_bytes_per_s * dt / up);
+            c.local.add(a.local_bytes_per_s * dt / up);
+        }
     }
 
     /// The LLC occupancy of `rmid` in L3 domain `domain` as IA32_QM_CTR reports it, converted
@@ -482,10 +600,7 @@ impl SimPlatform {
             .map(|m| f64::from(m.upscaling_factor));
         for (i, place) in self.topology.cpus().iter().enumerate() {
             let a = self.activity[i];
-            let pmu = &mut self.pmu[i];
-            pmu.cycles.add(a.cycles_per_s * s);
-            pmu.instructions.add(a.instructions_per_s * s);
-            pmu.llc_misses.add(a.llc_misses_per_s * s);
+            self.pmu[i].add(&a, s);
             let (Some(up), Some(d)) = (upscale, place.l3) else {
                 continue;
             };
@@ -520,7 +635,13 @@ impl SimPlatform {
                 p.l3 == Some(domain) && rdt_msr::regs::pqr_rmid(r.pqr_assoc) == rmid
             })
             .map(|(_, a)| a.occupancy_bytes)
-            .sum();
+            .sum::<f64>()
+            + self
+                .host_loads
+                .values()
+                .filter(|l| l.domain == domain && l.rmid == rmid)
+                .map(|l| l.occupancy_bytes)
+                .sum::<f64>();
         f64_floor_u64(bytes / f64::from(m.upscaling_factor))
     }
 
@@ -539,8 +660,29 @@ impl SimPlatform {
         regs.masks.get(idx).copied().unwrap_or(full) & full
     }
 
+    /// The L3 portion mask of class `cos` in `domain` (as [`SimPlatform::l3_fill_mask`]).
+    fn cos_fill_mask(&self, domain: CacheDomain, cos: u32) -> u64 {
+        let full = if self.portions >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.portions) - 1
+        };
+        let Some(regs) = self.regs.l3.get(&domain) else {
+            return full;
+        };
+        let cos = cos as usize;
+        let idx = if regs.cdp_on() { cos * 2 } else { cos };
+        regs.masks.get(idx).copied().unwrap_or(full) & full
+    }
+
     fn throttle(&self, i: usize, domain: CacheDomain) -> Throttle {
-        let cos = rdt_msr::regs::pqr_cos(self.regs.cpus[i].pqr_assoc) as usize;
+        let cos = rdt_msr::regs::pqr_cos(self.regs.cpus[i].pqr_assoc);
+        self.cos_throttle(cos, domain)
+    }
+
+    /// The MBA throttle of class `cos` in `domain`.
+    fn cos_throttle(&self, cos: u32, domain: CacheDomain) -> Throttle {
+        let cos = cos as usize;
         let (Some(m), Some(vals)) = (self.caps.mba.get(), self.regs.mba.get(&domain)) else {
             return Throttle::None;
         };
@@ -924,5 +1066,11 @@ impl PmuSource for SimPlatform {
     /// model; `None` for a CPU the platform does not have.
     fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts> {
         self.pmu_counts(cpu)
+    }
+
+    /// A host task's counts from the model ([`SimPlatform::task_pmu_counts`]); `None` for a
+    /// task that resctrl has not placed in a group.
+    fn read_task(&mut self, task: rdt_core::TaskId) -> Option<PmuCounts> {
+        self.task_pmu_counts(task.get()).map(|(c, _)| c)
     }
 }

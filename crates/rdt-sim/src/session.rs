@@ -5,6 +5,10 @@
 //! on `<state>.lock` (two runs on one state file take turns instead of the last one to save
 //! silently undoing the other's changes), loads the saved state, installs a scenario, and
 //! saves the state back when asked ([`Session::save`]).
+//!
+//! The platform's resctrl ([`Session::resctrl`], the OS interface in-process) is part of
+//! the state: once mounted, it stays mounted with its groups across sessions, as the
+//! kernel's mount outlives the processes that use it ([`crate::inprocess`], "Persistence").
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -12,6 +16,7 @@ use std::time::Duration;
 
 use rdt_core::runfile::{LockWaitError, lock_with_timeout};
 
+use crate::inprocess::InProcessResctrl;
 use crate::{BUILTIN_MODELS, Scenario, SimError, SimHandle, SimPlatform};
 
 /// How long [`Session::open`] waits for another run on the same state file by default.
@@ -115,6 +120,8 @@ impl SessionOptions {
 /// A persistent simulated platform, locked for this program until dropped.
 #[derive(Debug)]
 pub struct Session {
+    /// Dropped first: parks the mount before the lock goes.
+    resctrl: InProcessResctrl,
     handle: SimHandle,
     state: PathBuf,
     _lock: File,
@@ -153,8 +160,18 @@ impl Session {
                 .set_scenario(&scenario)
                 .map_err(|e| scenario_err(SimError::Scenario(e)))?;
         }
+        let handle = SimHandle::new(platform);
+        let resctrl = InProcessResctrl::new(handle.clone()).map_err(|e| SessionError::Load {
+            path: state.clone(),
+            source: SimError::Io {
+                op: "mount the saved resctrl of",
+                path: state.clone(),
+                source: e,
+            },
+        })?;
         Ok(Self {
-            handle: SimHandle::new(platform),
+            resctrl,
+            handle,
             state,
             _lock: lock,
         })
@@ -164,6 +181,14 @@ impl Session {
     #[must_use]
     pub const fn handle(&self) -> &SimHandle {
         &self.handle
+    }
+
+    /// The platform's resctrl, in-process: the OS interface without a mount
+    /// ([`crate::inprocess`]). Mounted as the state file left it; unmounted on a fresh
+    /// platform.
+    #[must_use]
+    pub const fn resctrl(&self) -> &InProcessResctrl {
+        &self.resctrl
     }
 
     /// The state file.
@@ -177,7 +202,12 @@ impl Session {
     /// # Errors
     /// [`SimError::Io`] naming the file that could not be written.
     pub fn save(&self) -> Result<(), SimError> {
-        self.handle.lock().save_to(&self.state)
+        let resctrl = self.resctrl.state();
+        let mut platform = self.handle.lock();
+        platform.set_resctrl_state(resctrl);
+        let r = platform.save_to(&self.state);
+        platform.set_resctrl_state(None);
+        r
     }
 }
 

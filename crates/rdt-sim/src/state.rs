@@ -16,6 +16,7 @@ use rdt_core::{CacheDomain, LogicalCpu, MbaKind};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::platform::{Accum, CatRegs, PmuAccum, RmidCounters};
+use crate::resctrl::ResctrlState;
 use crate::{Scenario, SimError, SimPlatform};
 
 /// The `format` field of a state.
@@ -99,6 +100,8 @@ struct PmuState {
     instructions: AccumState,
     cycles: AccumState,
     llc_misses: AccumState,
+    #[serde(default)]
+    llc_references: AccumState,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -115,6 +118,9 @@ struct State {
     counters: Vec<CounterState>,
     pmu: Vec<PmuState>,
     scenario: serde_json::Value,
+    /// The in-process resctrl mount, when one is kept ([`SimPlatform::set_resctrl_state`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resctrl: Option<ResctrlState>,
 }
 
 fn cat_states(m: &BTreeMap<CacheDomain, CatRegs>) -> Vec<CatState> {
@@ -248,6 +254,7 @@ impl SimPlatform {
                 instructions: a.instructions.into(),
                 cycles: a.cycles.into(),
                 llc_misses: a.llc_misses.into(),
+                llc_references: a.llc_references.into(),
             })
             .collect();
         let state = State {
@@ -262,6 +269,7 @@ impl SimPlatform {
             counters,
             pmu,
             scenario: self.scenario.to_value(),
+            resctrl: self.resctrl_state.clone(),
         };
         // Serialising plain structs of strings and numbers into a String cannot fail.
         serde_json::to_string_pretty(&state).unwrap_or_default()
@@ -364,6 +372,7 @@ impl SimPlatform {
                 instructions: p.instructions.into(),
                 cycles: p.cycles.into(),
                 llc_misses: p.llc_misses.into(),
+                llc_references: p.llc_references.into(),
             };
         }
         if let Some((i, cpu)) = scenario.workloads.iter().enumerate().find_map(|(i, a)| {
@@ -379,6 +388,7 @@ impl SimPlatform {
         self.regs = regs;
         self.counters = counters;
         self.pmu = pmu;
+        self.resctrl_state = st.resctrl;
         self.scenario = scenario;
         self.now = Duration::from_nanos(st.now_ns);
         self.recompute();

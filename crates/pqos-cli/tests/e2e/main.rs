@@ -37,6 +37,10 @@ mod sysroot;
 // another tool's groups, two pqos at once, faults midway.
 mod os_mode;
 
+// A monitoring agent's CSV flow (Telegraf intel_rdt) on --sim and on the mount: OS
+// interface in-process, IPC from the model's PMU, a busy process's activity.
+mod agent;
+
 // All or nothing under faults and SIGKILL at every write position.
 mod crash;
 

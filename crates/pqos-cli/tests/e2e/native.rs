@@ -44,17 +44,15 @@ fn display_on_a_host_without_rdt_names_the_missing_cpuid_bits() {
 }
 
 #[test]
-fn os_interface_is_refused_with_a_clear_message() {
+fn os_interface_of_the_simulator_is_served_in_process() {
+    let dir = tempfile::tempdir().expect("tempdir");
     let run: Run = Command::new(PQOS)
-        .args(["--iface=os", "-s", "--sim"])
+        .args(["--iface=os", "-s", "--sim", "--sim-state"])
+        .arg(dir.path().join("s.json"))
         .env_remove("RUST_BACKTRACE")
         .output()
         .expect("run pqos")
         .into();
-    let run = run.failed();
-    assert!(
-        run.stderr.contains("OS (resctrl) interface"),
-        "{}",
-        run.stderr
-    );
+    let run = run.ok();
+    assert!(run.stdout.contains("L3CA COS0 => MASK"), "{}", run.stdout);
 }

@@ -128,11 +128,6 @@ pub fn isolating_the_thrasher_gives_the_pipeline_its_ways_back_on(m: &dyn Machin
     if m.has_pmu() {
         assert!(last_a["2-7"]["IPC"] > last_b["2-7"]["IPC"]);
         assert!(last_a["2-7"]["MISSES"] < last_b["2-7"]["MISSES"]);
-    } else {
-        assert!(
-            !last_b["2-7"].contains_key("IPC"),
-            "no PMU on the native path yet: {last_b:?}"
-        );
     }
 }
 

@@ -361,7 +361,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
                 wanted: want,
                 source,
             });
-        self.lock.reopen(self.fs.root())?;
+        self.lock.reopen(&self.fs)?;
         result?;
         let _g = self.lock.shared()?;
         self.load()

@@ -12,6 +12,7 @@ mod monitoring;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rdt_core::{
@@ -24,6 +25,7 @@ use self::monitoring::MonGroup;
 use crate::ResctrlError;
 use crate::fs::{Fs, Proc, join};
 use crate::info::{BW_FILES, CACHE_FILES, CACHE_SCHEMAS, InfoFiles, MON_FILES, ResctrlInfo};
+use crate::io::{HostFs, ResctrlFs};
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, RootLock};
 use crate::mount::{KernelMount, MountControl, MountOptions};
 use crate::schemata::Schemata;
@@ -36,10 +38,12 @@ pub const DEFAULT_PROC: &str = "/proc";
 /// `atomic_write_len`); a longer `schemata` is written one line per write.
 const MAX_WRITE: usize = 4096;
 
-/// Where and how to open resctrl: the paths, the mount seam, the lock wait.
+/// Where and how to open resctrl: the paths, the filesystem and mount seams, the lock wait.
 #[derive(Debug)]
 pub struct ResctrlOptions {
     root: PathBuf,
+    /// `None`: [`HostFs`] at `root`.
+    files: Option<Arc<dyn ResctrlFs>>,
     proc_root: PathBuf,
     mount: Option<Box<dyn MountControl>>,
     lock_timeout: Duration,
@@ -60,6 +64,7 @@ impl ResctrlOptions {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self {
             root: root.into(),
+            files: None,
             proc_root: PathBuf::from(DEFAULT_PROC),
             mount: None,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
@@ -74,6 +79,15 @@ impl ResctrlOptions {
     #[must_use]
     pub fn run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.run_dir = Some(dir.into());
+        self
+    }
+
+    /// Does the file operations through `files` instead of the real files under the root
+    /// ([`HostFs`]): an in-process resctrl (the simulated platform's, with no mount). The
+    /// root then only names the files in messages and errors.
+    #[must_use]
+    pub fn files(mut self, files: Arc<dyn ResctrlFs>) -> Self {
+        self.files = Some(files);
         self
     }
 
@@ -210,17 +224,22 @@ impl<P: PmuSource> ResctrlBackend<P> {
     ) -> Result<Self, ResctrlError> {
         let ResctrlOptions {
             root,
+            files,
             proc_root,
             mount,
             lock_timeout,
             run_dir,
         } = opts;
-        if !root.join("info").is_dir() {
-            return Err(ResctrlError::NotMounted { root });
+        let files = files.unwrap_or_else(|| Arc::new(HostFs::new(&root)));
+        let fs = Fs::new(root, files);
+        if !fs.is_dir("info") {
+            return Err(ResctrlError::NotMounted {
+                root: fs.root().to_owned(),
+            });
         }
-        let lock = RootLock::open(&root, lock_timeout)?;
+        let lock = RootLock::open(&fs, lock_timeout)?;
         let mut this = Self {
-            fs: Fs::new(root),
+            fs,
             proc: Proc::new(proc_root),
             lock,
             mount,

@@ -4,8 +4,6 @@
 //! [`MonAccumulator`], which turns them into [`MonValues`] as on the MSR interface.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -18,12 +16,13 @@ use rdt_core::{
 use super::ResctrlBackend;
 use crate::ResctrlError;
 use crate::fs::{EBUSY, ENOSPC, is_pqos_mon_name, join, pqos_mon_pid};
+use crate::io::{FsLock, PositionedRead};
 
 /// One open `mon_data/mon_L3_XX/<event>` file of one group directory.
 #[derive(Debug)]
 struct Counter {
     path: PathBuf,
-    file: File,
+    file: Box<dyn PositionedRead>,
     /// The accumulator context (one per directory and L3 domain) it feeds.
     context: usize,
     event: RmidEvent,
@@ -85,7 +84,7 @@ pub(super) struct MonGroup {
     /// The directories in `dirs`, open with a shared `flock` held while this process lives:
     /// a process that finds the lock free knows the group's creator has ended, whatever pid
     /// namespace it ran in ([`ResctrlBackend::reclaim_dead_groups`]).
-    _alive: Vec<File>,
+    _alive: Vec<Box<dyn FsLock>>,
 }
 
 impl MonGroup {
@@ -139,13 +138,13 @@ impl<P: PmuSource> ResctrlBackend<P> {
             let context = out.contexts.len();
             out.contexts.push(CacheDomain::new(d));
             for &event in events {
-                let path = self.fs.path(&join(
+                let rel = join(
                     dir,
                     &format!("mon_data/mon_L3_{d:02}/{}", event.resctrl_name()),
-                ));
-                let file = File::open(&path).map_err(|e| ResctrlError::io("open", &path, e))?;
+                );
+                let file = self.fs.open_reader(&rel)?;
                 out.counters.push(Counter {
-                    path,
+                    path: self.fs.path(&rel),
                     file,
                     context,
                     event,
@@ -168,9 +167,8 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let alive = dirs
             .iter()
             .filter_map(|d| {
-                let f = File::open(self.fs.path(d)).ok()?;
-                f.try_lock_shared().ok()?;
-                Some(f)
+                let f = self.fs.open_lock(d).ok()?;
+                f.try_lock(false).ok()?.then_some(f)
             })
             .collect();
         let id = MonGroupId(self.next_id);
@@ -211,10 +209,10 @@ impl<P: PmuSource> ResctrlBackend<P> {
             if pid == me || self.proc.exists(TaskId::new(pid)) {
                 continue;
             }
-            let Ok(dir) = File::open(self.fs.path(&path)) else {
+            let Ok(dir) = self.fs.open_lock(&path) else {
                 continue;
             };
-            if dir.try_lock().is_err() {
+            if !dir.try_lock(true).unwrap_or(false) {
                 continue; // a live holder, or no flock here: leave it
             }
             drop(dir);

@@ -423,8 +423,9 @@ pub(crate) type SharedFaults = Arc<Mutex<Faults>>;
 /// The `.sim/` directory: `fail` (arm and list faults, module docs), `status` (the outcome
 /// of the last write to `fail`, `stats` or `resctrl_mount`: `ok` or the error naming the bad
 /// token), `model` (the model's name and identity), `clock` (the model's simulated time, in
-/// seconds), `stats` (request counts, [`super::stats`]; write `reset`) and `resctrl_mount`
-/// (mount, unmount or remount resctrl, [`super::remount`]).
+/// seconds), `stats` (request counts, [`super::stats`]; write `reset`), `resctrl_mount`
+/// (mount, unmount or remount resctrl, [`super::remount`]) and `pmu/` (the model's PMU
+/// counters, [`PMU_FORMAT`]).
 #[derive(Debug)]
 pub struct ControlTree {
     sim: SimHandle,
@@ -433,6 +434,23 @@ pub struct ControlTree {
     counts: SharedCounts,
     status: String,
 }
+
+/// The format of the files under `.sim/pmu/`: the PMU of the mounted model, for a client
+/// on a host without a usable PMU of its own (the `rdt_pqos` facade reads them when
+/// `perf_event_open` fails on a simulated sysroot).
+///
+/// - `.sim/pmu/cpu<N>`, one per logical CPU `N` of the model: that CPU's counts.
+/// - `.sim/pmu/task<TID>`, one per host thread the model follows (a thread written to a
+///   resctrl `tasks` file, [`crate::resctrl`] "Host tasks"): that thread's counts, from 0
+///   when it was first placed; absent for any other id (ENOENT).
+///
+/// Each holds one line of four decimal counters separated by one space, cumulative since
+/// the model started (free-running, wrapping at 2^64), in this order:
+/// `instructions cycles llc_misses llc_references` (instructions retired, unhalted core
+/// cycles, LLC misses, LLC references: what `PERF_COUNT_HW_INSTRUCTIONS`, `_CPU_CYCLES`,
+/// `_CACHE_MISSES` and `_CACHE_REFERENCES` count). Readers take the first four fields and
+/// ignore any later ones (room to grow). Example: `2102431234 1468004321 1853 61024\n`.
+pub const PMU_FORMAT: &str = "instructions cycles llc_misses llc_references";
 
 const FILES: [(&str, u16); 6] = [
     ("fail", 0o644),
@@ -506,10 +524,62 @@ impl ControlTree {
     }
 }
 
+impl ControlTree {
+    /// The `pmu/` files there are now: every CPU's, every followed host task's.
+    fn pmu_files(&self) -> Vec<String> {
+        let p = self.sim.lock();
+        let mut v: Vec<String> = p
+            .topology()
+            .cpus()
+            .iter()
+            .map(|c| format!("cpu{}", c.cpu))
+            .collect();
+        v.extend(p.task_pmu.keys().map(|t| format!("task{t}")));
+        v
+    }
+
+    /// The text of `pmu/<name>` ([`PMU_FORMAT`]).
+    fn pmu_content(&self, name: &str) -> io::Result<String> {
+        let p = self.sim.lock();
+        let counts = if let Some(n) = name.strip_prefix("cpu") {
+            let cpu = n.parse().map_err(|_| err(ENOENT))?;
+            let cpu = rdt_core::LogicalCpu::new(cpu);
+            p.pmu_counts(cpu).zip(p.llc_references(cpu))
+        } else if let Some(n) = name.strip_prefix("task") {
+            p.task_pmu_counts(n.parse().map_err(|_| err(ENOENT))?)
+        } else {
+            None
+        };
+        let (c, refs) = counts.ok_or_else(|| err(ENOENT))?;
+        Ok(format!(
+            "{} {} {} {refs}\n",
+            c.instructions, c.cycles, c.llc_misses
+        ))
+    }
+}
+
+/// Whether `name` is `cpu<N>` or `task<N>` with `N` in canonical decimal.
+fn canonical_pmu_name(name: &str) -> bool {
+    let digits = name
+        .strip_prefix("cpu")
+        .or_else(|| name.strip_prefix("task"))
+        .unwrap_or_default();
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+}
+
 impl Tree for ControlTree {
     fn kind(&self, path: &str) -> io::Result<NodeKind> {
-        if path.is_empty() {
+        if path.is_empty() || path == "pmu" {
             return Ok(NodeKind::Dir);
+        }
+        if let Some(name) = path.strip_prefix("pmu/") {
+            return if canonical_pmu_name(name) && self.pmu_content(name).is_ok() {
+                Ok(NodeKind::File { mode: 0o444 })
+            } else {
+                Err(err(ENOENT))
+            };
         }
         FILES
             .iter()
@@ -519,6 +589,13 @@ impl Tree for ControlTree {
     }
 
     fn list(&self, path: &str) -> io::Result<Vec<(String, NodeKind)>> {
+        if path == "pmu" {
+            return Ok(self
+                .pmu_files()
+                .into_iter()
+                .map(|n| (n, NodeKind::File { mode: 0o444 }))
+                .collect());
+        }
         if !path.is_empty() {
             return Err(err(if self.kind(path).is_ok() {
                 ENOTDIR
@@ -526,15 +603,23 @@ impl Tree for ControlTree {
                 ENOENT
             }));
         }
-        Ok(FILES
+        let mut v: Vec<(String, NodeKind)> = FILES
             .iter()
             .map(|(n, mode)| ((*n).to_owned(), NodeKind::File { mode: *mode }))
-            .collect())
+            .collect();
+        v.push(("pmu".into(), NodeKind::Dir));
+        Ok(v)
     }
 
     fn read(&mut self, path: &str, offset: u64, size: u32) -> io::Result<Vec<u8>> {
-        if path.is_empty() {
+        if path.is_empty() || path == "pmu" {
             return Err(err(EISDIR));
+        }
+        if let Some(name) = path.strip_prefix("pmu/") {
+            if !canonical_pmu_name(name) {
+                return Err(err(ENOENT));
+            }
+            return Ok(slice_at(self.pmu_content(name)?.as_bytes(), offset, size));
         }
         Ok(slice_at(self.content(path)?.as_bytes(), offset, size))
     }

@@ -106,6 +106,41 @@ impl ResctrlSlot {
         Ok(())
     }
 
+    /// Runs `f` on the mounted resctrl, or on an empty directory when unmounted.
+    pub(crate) fn with_tree<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Tree) -> io::Result<T>,
+    ) -> io::Result<T> {
+        let mut slot = self.lock();
+        match slot.mounted.as_mut() {
+            Some((_, fs)) => f(fs),
+            None => f(&mut EmptyDir),
+        }
+    }
+
+    /// The mounted resctrl's state ([`Resctrl::state`]), `None` when unmounted.
+    pub(crate) fn state(&self) -> Option<crate::resctrl::ResctrlState> {
+        self.lock().mounted.as_ref().map(|(_, fs)| fs.state())
+    }
+
+    /// Mounts resctrl again from a parked state ([`Resctrl::restore`]). `EBUSY` when
+    /// mounted.
+    pub(crate) fn restore(&self, state: &crate::resctrl::ResctrlState) -> io::Result<()> {
+        let mut slot = self.lock();
+        if slot.mounted.is_some() {
+            return Err(err(EBUSY));
+        }
+        let fs = Resctrl::restore(slot.platform.clone(), state)?;
+        slot.mounted = Some((*fs.options(), fs));
+        Ok(())
+    }
+
+    /// Takes the mount out without the unmount's effects ([`Resctrl::park`]).
+    pub(crate) fn park(&self) -> Option<crate::resctrl::ResctrlState> {
+        let taken = self.lock().mounted.take();
+        taken.map(|(_, fs)| fs.park())
+    }
+
     /// The text of `.sim/resctrl_mount`.
     pub(crate) fn describe(&self) -> String {
         match self.options() {
@@ -146,11 +181,7 @@ pub(crate) struct ResctrlView(pub(crate) ResctrlSlot);
 
 impl ResctrlView {
     fn with<T>(&self, f: impl FnOnce(&mut dyn Tree) -> io::Result<T>) -> io::Result<T> {
-        let mut slot = self.0.lock();
-        match slot.mounted.as_mut() {
-            Some((_, fs)) => f(fs),
-            None => f(&mut EmptyDir),
-        }
+        self.0.with_tree(f)
     }
 }
 

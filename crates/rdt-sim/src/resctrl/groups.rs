@@ -2,7 +2,6 @@
 //! (`fs/resctrl/rdtgroup.c`).
 
 use std::io;
-use std::path::Path;
 
 use rdt_core::CpuSet;
 
@@ -271,7 +270,7 @@ impl Resctrl {
 
     /// Whether task `id` exists: a simulated task, or a host thread (`/proc/<id>`).
     fn task_exists(&self, id: u32) -> bool {
-        self.sim_tasks.contains(&id) || (id != 0 && Path::new(&format!("/proc/{id}")).exists())
+        self.sim_tasks.contains(&id) || self.proc.exists(rdt_core::TaskId::new(id))
     }
 
     /// `show_rdt_tasks`: CTRL_MON groups list every task with their CLOSID (MON children's

@@ -22,12 +22,23 @@
 //!
 //! # What is simplified
 //! - **Tasks.** The model has no scheduler: ids written to `tasks` are simulated tasks
-//!   ([`Resctrl::add_sim_task`]) or host threads that exist (`/proc/<id>`), and a task's group
-//!   does not change the counters (the workload model runs per CPU; `cpus` does). A group's
+//!   ([`Resctrl::add_sim_task`]), which do not change the counters (the workload model runs
+//!   per CPU; `cpus` does), or host threads that exist (`/proc/<id>`), which do (below). A group's
 //!   `tasks` lists the ids placed in it in ascending order; the root lists the simulated tasks
 //!   still there and the host threads that were moved back to it, not every thread of the
 //!   host. Writing `0` (the writer itself) fails with `ESRCH` ("No task 0"): a [`Tree`] call
 //!   does not say who writes. There is no permission check.
+//! - **Host tasks.** A host thread written to a `tasks` file is followed from then on: its
+//!   real CPU time (`utime + stime` of `/proc/<tid>/stat`), sampled at most every
+//!   [`HOST_SAMPLE_PERIOD`] of the platform's clock, is charged to the group it is in, with
+//!   the workload model's host-task formulas ([`crate::model`], "Host tasks": occupancy
+//!   `u × min(8 MiB, its class's ways)` for a CPU share `u`, 2 GiB of L3 accesses per
+//!   CPU-second of which the misses go to memory, IPC from the miss fraction). So `pqos -p`
+//!   of a busy process shows occupancy, memory bandwidth, IPC and misses (its PMU counts:
+//!   [`SimPlatform::task_pmu_counts`]); an idle one shows about nothing. A thread is charged
+//!   to one L3 domain (`tid mod domains`). Host tasks do not take capacity from the CPUs'
+//!   workloads. The platform's clock must follow real time (the default; with a virtual
+//!   clock that jumps, host tasks look idle).
 //! - **Pseudo-locking** is not offered: `pseudo-locksetup` fails with "Pseudo-locking not
 //!   supported" (after the kernel's default-group and CDP checks).
 //! - **Workers** run on the platform's virtual clock ([`SimPlatform::advance`]), checked at the
@@ -56,10 +67,12 @@
 
 mod ctrl;
 mod groups;
+mod host;
 mod hw;
 mod kstr;
 mod mon;
 mod options;
+mod saved;
 #[cfg(any(test, feature = "transcripts"))]
 pub mod transcripts;
 
@@ -78,9 +91,11 @@ use rdt_msr::{MsrAddr, MsrIo};
 use crate::vfs::{NodeKind, Tree, err};
 use crate::{SimHandle, SimPlatform};
 
+pub use host::HOST_SAMPLE_PERIOD;
 use hw::{Event, Hw, Res};
 use mon::{ArchMbm, FsMbm};
 pub use options::{MountError, MountOptions};
+pub use saved::ResctrlState;
 
 /// Linux errno values resctrl returns, beyond [`crate::vfs::errno`].
 pub mod errno {
@@ -408,6 +423,12 @@ pub struct Resctrl {
     mbm_last: Duration,
     /// `last_cmd_status`.
     last_cmd: Vec<u8>,
+    /// Host tasks followed ([`host`]): their CPU time at the last sample.
+    host: BTreeMap<u32, host::HostSample>,
+    /// When the host tasks were last sampled (platform time).
+    host_sampled: Duration,
+    /// Where host tasks are read (`/proc`).
+    proc: rdt_core::proc::ProcFs,
     /// Still mounted (teardown not yet done).
     mounted: bool,
     key: usize,
@@ -542,6 +563,9 @@ impl Resctrl {
             fs_mbm: BTreeMap::new(),
             mbm_last: Duration::ZERO,
             last_cmd: Vec::new(),
+            host: BTreeMap::new(),
+            host_sampled: Duration::ZERO,
+            proc: rdt_core::proc::ProcFs::host(),
             mounted: true,
             key,
         }
@@ -996,7 +1020,11 @@ impl Resctrl {
 
     fn store(&mut self, p: &mut SimPlatform, n: Node, data: &[u8]) -> io::Result<()> {
         match n {
-            Node::GroupFile(g, GroupFile::Tasks) => self.write_tasks(g, data),
+            Node::GroupFile(g, GroupFile::Tasks) => {
+                let r = self.write_tasks(g, data);
+                self.follow_host_tasks(p); // the moves before a failure count too
+                r
+            }
             Node::GroupFile(g, GroupFile::Cpus) => self.write_cpus(p, g, data, false),
             Node::GroupFile(g, GroupFile::CpusList) => self.write_cpus(p, g, data, true),
             Node::GroupFile(g, GroupFile::Schemata) => self.write_schemata(p, g, data),

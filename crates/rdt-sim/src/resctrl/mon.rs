@@ -36,6 +36,33 @@ pub(super) struct FsMbm {
     prev_bw: u64,
 }
 
+impl ArchMbm {
+    /// `(chunks, prev_raw)`, for a saved state.
+    pub(super) const fn to_pair(self) -> (u64, u64) {
+        (self.chunks, self.prev_raw)
+    }
+
+    /// From [`ArchMbm::to_pair`].
+    pub(super) const fn from_pair(chunks: u64, prev_raw: u64) -> Self {
+        Self { chunks, prev_raw }
+    }
+}
+
+impl FsMbm {
+    /// `(prev_bw_bytes, prev_bw)`, for a saved state.
+    pub(super) const fn to_pair(self) -> (u64, u64) {
+        (self.prev_bw_bytes, self.prev_bw)
+    }
+
+    /// From [`FsMbm::to_pair`].
+    pub(super) const fn from_pair(prev_bw_bytes: u64, prev_bw: u64) -> Self {
+        Self {
+            prev_bw_bytes,
+            prev_bw,
+        }
+    }
+}
+
 /// `mbm_overflow_count`: counts between two `width`-bit counter values, across one wrap.
 const fn mbm_overflow_count(prev: u64, cur: u64, width: u32) -> u64 {
     let shift = 64 - width;
@@ -250,6 +277,7 @@ impl Resctrl {
 
     /// Runs the workers due on the virtual clock.
     pub(super) fn run_workers(&mut self, p: &mut SimPlatform) -> io::Result<()> {
+        self.sample_host_tasks(p);
         let now = p.now();
         if self.limbo_due.is_some_and(|due| now >= due) {
             self.check_limbo(p)?;

@@ -18,6 +18,13 @@ use rdt_sim::fs::{MountConfig, SimClock};
 
 use super::{Machine, PQOS};
 
+/// Whether `pqos` on a mounted model counts IPC and misses with the model's PMU
+/// (`.sim/pmu`): where this host's perf events cannot count (a VM, CI). On a host with a
+/// PMU it counts with the host's, whose numbers the model does not drive.
+pub fn model_pmu() -> bool {
+    rdt_pqos::PerfPmu::open(&"0".parse().expect("CPU 0")).is_err()
+}
+
 /// A built-in model mounted in a temp dir; unmounted when dropped, even on a failed assert.
 pub struct Mounted {
     mount: TestMount,
@@ -61,7 +68,7 @@ impl Machine for Mounted {
     }
 
     fn has_pmu(&self) -> bool {
-        false
+        model_pmu()
     }
 }
 
@@ -194,8 +201,7 @@ impl Machine for MountedOs {
         &[]
     }
 
-    /// The OS interface counts IPC and misses with the host's perf events, not the model's.
     fn has_pmu(&self) -> bool {
-        false
+        model_pmu()
     }
 }
