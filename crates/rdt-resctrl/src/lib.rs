@@ -11,6 +11,10 @@
 //! [`Schemata`] the text of a `schemata` file, [`parse_proc_mounts`] `/proc/mounts`; all run
 //! on captured trees without CPUID or root.
 //!
+//! [`ResctrlTelemetry`] is the read-only side for exporters: every group of every tool, its
+//! counters (monotonic across re-creation), allocation and membership, read with files kept
+//! open ([`telemetry`]).
+//!
 //! What this crate is **not**: it does not detect CPUID (pass the capabilities rdt-core
 //! detected), does not mount resctrl when it is not mounted (it says how to), and does not
 //! do pseudo-locking, `mode` changes (exclusive groups), AMD ABMC counter assignment or
@@ -30,12 +34,15 @@
 //! - Intel SDM Vol. 3B, ch. 18 "Intel Resource Director Technology"; AMD pub. 56375.
 
 mod backend;
+mod counter;
 mod error;
 mod fs;
 mod info;
 mod lock;
 mod mount;
+mod owner;
 mod schemata;
+pub mod telemetry;
 
 pub use backend::{DEFAULT_PROC, DEFAULT_ROOT, ResctrlBackend, ResctrlOptions};
 pub use error::ResctrlError;
@@ -44,3 +51,7 @@ pub use info::{BwInfo, CacheInfo, InfoError, InfoFiles, MonInfo, ResctrlInfo};
 pub use lock::DEFAULT_LOCK_TIMEOUT;
 pub use mount::{ControlFileMount, KernelMount, MountControl, MountOptions, parse_proc_mounts};
 pub use schemata::{Schemata, SchemataError, SchemataLine};
+pub use telemetry::{
+    BandwidthAllocation, CacheAllocation, CounterSample, GroupSample, ResctrlTelemetry,
+    TelemetryOptions, TelemetryStats,
+};
