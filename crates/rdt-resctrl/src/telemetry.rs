@@ -193,7 +193,8 @@ pub struct GroupSample {
     pub path: String,
     /// Control (CTRL_MON) or monitor (MON) group.
     pub kind: GroupKind,
-    /// Ours (pqos's names, this library's named classes) or another tool's.
+    /// Ours (pqos's names, this library's named classes; the root group, pqos's COS 0) or
+    /// another tool's.
     pub owner: GroupOwner,
     /// CPUs in the group's `cpus_list`; `None` when unreadable this scrape.
     pub cpus: Option<usize>,
@@ -509,7 +510,12 @@ impl ResctrlTelemetry {
             let Ok(meta) = std::fs::metadata(self.fs.path(&path)) else {
                 continue; // gone since the listing
             };
-            let name = path.rsplit('/').next().unwrap_or_default();
+            // The root is pqos's COS 0 (`COS0` names it).
+            let name = if path.is_empty() {
+                "COS0"
+            } else {
+                path.rsplit('/').next().unwrap_or_default()
+            };
             let owner = group_owner(kind, name, |n| {
                 self.opts.named_classes.iter().any(|c| c == n)
             });
@@ -902,7 +908,7 @@ mod tests {
         assert_eq!(
             got,
             [
-                ("", Control, Foreign),
+                ("", Control, Pqos),
                 ("mon_groups/user", Monitor, Foreign),
                 ("COS1", Control, Pqos),
                 ("COS1/mon_groups/pqos-42-0", Monitor, Pqos),
