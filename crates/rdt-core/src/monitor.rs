@@ -766,6 +766,160 @@ impl MonAccumulator {
     }
 }
 
+/// A byte counter that only goes up, fed with readings of a counter that may start again
+/// from zero: a resctrl `mon_data/mon_L3_XX/mbm_*_bytes` file whose group was removed and
+/// made again under the same name (or whose RMID was reassigned, or whose MBM configuration
+/// changed, which clears the hardware counters), for exporters whose counters must be
+/// monotonic (OpenMetrics `counter`, Prometheus `_total`).
+///
+/// The rule, in bytes: the first reading is the total; after that a reading at or above the
+/// previous one adds the difference, and a reading **below** the previous one means the
+/// counter started again from zero, so the whole new reading is added (the bytes counted
+/// between the last reading before the restart and the restart itself are lost: at most
+/// one scrape interval's worth). [`MonotonicTotal::restart`] says so explicitly when the
+/// caller knows of a restart by other means (the group directory was made again), because
+/// a new counter that has already passed the old reading cannot be told apart by value.
+/// The total saturates at `u64::MAX` (16 EiB) instead of wrapping.
+///
+/// Hardware wraps: resctrl extends the hardware's 24 + CPUID.(0FH,1):EAX\[7:0\]-bit
+/// IA32_QM_CTR to 64 bits (the kernel's MBM overflow worker), so a resctrl reading never
+/// wraps and a decrease can only be a restart. Readings of a narrower counter (the MSR
+/// interface) go through [`MonAccumulator`] instead, whose [`MonValues::mbm_local_bytes`]
+/// are already monotonic.
+///
+/// # Examples
+/// ```
+/// use rdt_core::monitor::MonotonicTotal;
+/// let mut t = MonotonicTotal::new();
+/// assert_eq!(t.update(1000), 1000); // first reading: the counter's own total
+/// assert_eq!(t.update(1500), 1500);
+/// assert_eq!(t.update(200), 1700); // group made again: started from 0, 200 bytes since
+/// t.restart(); // known re-creation
+/// assert_eq!(t.update(900), 2600);
+/// ```
+///
+/// # References
+/// Linux `Documentation/arch/x86/resctrl.rst`, "Reading monitored data" and
+/// `mbm_total_bytes_config`; OpenMetrics 1.0, "Counter" (a counter reset is a decrease).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MonotonicTotal {
+    /// Bytes counted in all, over every restart.
+    total: u64,
+    /// The previous reading; `None` before the first one and after [`MonotonicTotal::restart`].
+    last: Option<u64>,
+}
+
+impl MonotonicTotal {
+    /// A total of 0 that has seen no reading.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            total: 0,
+            last: None,
+        }
+    }
+
+    /// Adds a reading (bytes, as the counter shows them now) and returns the new total in
+    /// bytes.
+    pub const fn update(&mut self, reading: u64) -> u64 {
+        let added = match self.last {
+            Some(prev) if reading >= prev => reading - prev,
+            // First reading, or the counter started again: everything it shows is new.
+            _ => reading,
+        };
+        self.total = self.total.saturating_add(added);
+        self.last = Some(reading);
+        self.total
+    }
+
+    /// The counter is known to have started again from zero (its group was made again):
+    /// the next reading is added whole, whatever its value.
+    pub const fn restart(&mut self) {
+        self.last = None;
+    }
+
+    /// Bytes counted in all, in bytes.
+    #[must_use]
+    pub const fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The last reading, in bytes; `None` before the first and right after a restart.
+    #[must_use]
+    pub const fn last_reading(&self) -> Option<u64> {
+        self.last
+    }
+}
+
+#[cfg(test)]
+mod total_tests {
+    use proptest::prelude::*;
+
+    use super::MonotonicTotal;
+
+    #[test]
+    fn a_rising_counter_is_its_own_total_and_a_drop_adds_the_new_reading() {
+        // arrange
+        let mut t = MonotonicTotal::new();
+        // act / assert
+        assert_eq!(t.total(), 0);
+        assert_eq!(t.update(10), 10);
+        assert_eq!(t.update(10), 10, "no traffic");
+        assert_eq!(t.update(25), 25);
+        assert_eq!(t.update(5), 30, "restarted: 5 new bytes");
+        assert_eq!(t.update(7), 32);
+        assert_eq!(t.last_reading(), Some(7));
+    }
+
+    #[test]
+    fn an_explicit_restart_adds_a_reading_that_is_higher_than_the_old_one() {
+        let mut t = MonotonicTotal::new();
+        t.update(100);
+        t.restart();
+        assert_eq!(t.last_reading(), None);
+        assert_eq!(t.update(150), 250, "150 bytes of a new counter, not 50");
+    }
+
+    #[test]
+    fn the_total_saturates_instead_of_wrapping() {
+        let mut t = MonotonicTotal::new();
+        t.update(u64::MAX - 1);
+        assert_eq!(t.update(10), u64::MAX);
+        assert_eq!(t.update(20), u64::MAX);
+    }
+
+    proptest! {
+        #[test]
+        fn the_total_never_decreases_and_counts_every_rise(
+            readings in proptest::collection::vec(0u64..1 << 40, 0..64)
+        ) {
+            let mut t = MonotonicTotal::new();
+            let mut expected = 0u64;
+            let mut prev: Option<u64> = None;
+            for r in readings {
+                let before = t.total();
+                let now = t.update(r);
+                prop_assert!(now >= before);
+                expected += match prev { Some(p) if r >= p => r - p, _ => r };
+                prev = Some(r);
+                prop_assert_eq!(now, expected);
+            }
+        }
+
+        #[test]
+        fn a_never_restarting_counter_totals_its_last_reading(
+            mut readings in proptest::collection::vec(any::<u64>(), 1..64)
+        ) {
+            readings.sort_unstable();
+            let mut t = MonotonicTotal::new();
+            for &r in &readings {
+                t.update(r);
+            }
+            prop_assert_eq!(t.total(), *readings.last().unwrap());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

@@ -20,10 +20,14 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::TaskId;
+use crate::file::ReadError;
 
 /// The most of a `status` file read: the kernel's is under 2 KiB; a longer file is cut
 /// there (a FIFO or an endless file cannot make a read take memory or time without end).
 const MAX_STATUS_BYTES: u64 = 64 * 1024;
+/// The most of a `cgroup` file read: the kernel's has one line per hierarchy (a dozen on
+/// cgroup v1, one on v2), well under 4 KiB.
+const MAX_CGROUP_BYTES: u64 = 64 * 1024;
 /// The size of the buffer a `stat` line is read into (the kernel's is under 400 bytes).
 const STAT_BUFFER: usize = 1024;
 
@@ -158,6 +162,36 @@ impl ProcFs {
         })
     }
 
+    /// The Kubernetes pod and the container `task` runs in, from its cgroup path
+    /// (`<root>/<task>/cgroup`, [`cgroup_container_ids`]); both `None` for a task outside
+    /// any (a host daemon, a shell). Reads at most 64 KiB through the crate's bounded reader,
+    /// so a FIFO or an endless file under an injected root cannot block or fill memory.
+    ///
+    /// # Errors
+    /// `NotFound` when the task does not exist (or exits while it is read); `InvalidData`
+    /// when the file is not a regular file or is larger than 64 KiB; other read errors.
+    pub fn container_ids(&self, task: TaskId) -> io::Result<ContainerIds> {
+        if task.get() == 0 {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let path = self.dir(task).join("cgroup");
+        match crate::file::read_regular(&path, MAX_CGROUP_BYTES, false) {
+            Ok(bytes) => Ok(cgroup_container_ids(&bytes)),
+            Err(ReadError::Open(e) | ReadError::Io(e)) => Err(e),
+            Err(ReadError::NotRegular(_)) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is not a regular file", path.display()),
+            )),
+            Err(ReadError::TooLarge(n)) => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} is larger than {MAX_CGROUP_BYTES} bytes ({n})",
+                    path.display()
+                ),
+            )),
+        }
+    }
+
     /// Opens `<root>/<pid>/task/<tid>/stat`, to read the thread's CPU again and again
     /// without opening it each time.
     ///
@@ -258,6 +292,134 @@ pub fn stat_processor(line: &[u8]) -> Option<u32> {
         .ok()
 }
 
+/// The Kubernetes pod and the container a task runs in, as its cgroup path names them
+/// ([`cgroup_container_ids`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ContainerIds {
+    /// The pod's UID (`metadata.uid`, `8-4-4-4-12` hex as Kubernetes prints it; the 32 hex
+    /// digits of a static pod's config hash), `None` outside a pod.
+    pub pod_uid: Option<String>,
+    /// The container's id: 64 lowercase hex digits, as `crictl ps` and `docker ps
+    /// --no-trunc` print it; `None` outside a container.
+    pub container_id: Option<String>,
+}
+
+impl ContainerIds {
+    /// Whether neither is known.
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.pod_uid.is_none() && self.container_id.is_none()
+    }
+}
+
+/// The pod UID and container id in a `/proc/<pid>/cgroup` text (cgroups(7): one
+/// `hierarchy-ID:controllers:path` line per hierarchy; cgroup v2 has the single line
+/// `0::path`). The unified (`0::`) line is preferred, then the first v1 line that names a
+/// pod or a container. Understood, as the kubelet's and the runtimes' cgroup drivers name
+/// them:
+///
+/// | driver | path (last components) |
+/// |---|---|
+/// | kubelet, systemd | `kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid with _>.slice/…` |
+/// | kubelet, cgroupfs | `/kubepods/besteffort/pod<uid>/<container id>`, `/kubepods/pod<uid>/…` (guaranteed) |
+/// | containerd (systemd) | `…/cri-containerd-<id>.scope` |
+/// | CRI-O (systemd) | `…/crio-<id>.scope` (not `crio-conmon-<id>.scope`, the monitor process) |
+/// | Docker, Podman (systemd) | `…/docker-<id>.scope`, `…/libpod-<id>.scope` |
+/// | Docker (cgroupfs) | `/docker/<id>` |
+///
+/// Underscores in a systemd slice's pod UID become dashes (systemd slice names cannot hold
+/// `-` inside a component, so the kubelet writes them as `_`). A pod UID must be hex digits
+/// and dashes; a container id must be exactly 64 hex digits; anything else is ignored, so
+/// any bytes give an answer and never a panic.
+///
+/// # Examples
+/// ```
+/// use rdt_core::proc::cgroup_container_ids;
+/// let v2 = b"0::/kubepods.slice/kubepods-besteffort.slice/\
+///     kubepods-besteffort-pod1b4f9c1e_5a7d_4c1e_9f0e_2b6d8c3a4e5f.slice/\
+///     cri-containerd-8e2c3c1f0d9b4a7e6f5d4c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a2918070.scope\n";
+/// let ids = cgroup_container_ids(v2);
+/// assert_eq!(ids.pod_uid.as_deref(), Some("1b4f9c1e-5a7d-4c1e-9f0e-2b6d8c3a4e5f"));
+/// assert_eq!(
+///     ids.container_id.as_deref(),
+///     Some("8e2c3c1f0d9b4a7e6f5d4c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a2918070")
+/// );
+/// assert!(cgroup_container_ids(b"0::/user.slice/user-1000.slice/session-2.scope\n").is_empty());
+/// ```
+///
+/// # References
+/// cgroups(7) "/proc/\[pid\]/cgroup"; kubelet `pkg/kubelet/cm/cgroup_manager_linux.go`
+/// (`ConvertCgroupNameToSystemd`, `escapeSystemdCgroupName`: `-` → `_`); containerd, CRI-O
+/// and Docker systemd cgroup drivers (`<prefix>-<id>.scope`).
+#[must_use]
+pub fn cgroup_container_ids(text: &[u8]) -> ContainerIds {
+    let paths = text.split(|&b| b == b'\n').filter_map(|line| {
+        let line = std::str::from_utf8(line).ok()?;
+        let mut parts = line.splitn(3, ':');
+        let (id, _controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        Some((id == "0", path))
+    });
+    let mut best = ContainerIds::default();
+    for (unified, path) in paths {
+        let ids = path_container_ids(path);
+        if unified && !ids.is_empty() {
+            return ids;
+        }
+        if best.is_empty() {
+            best = ids;
+        }
+    }
+    best
+}
+
+/// [`cgroup_container_ids`] of one cgroup path.
+fn path_container_ids(path: &str) -> ContainerIds {
+    let mut ids = ContainerIds::default();
+    for component in path.split('/') {
+        if let Some(uid) = pod_uid_of(component) {
+            ids.pod_uid = Some(uid);
+        }
+        if let Some(id) = container_id_of(component) {
+            ids.container_id = Some(id);
+        }
+    }
+    ids
+}
+
+/// The pod UID a path component names: `pod<uid>` (cgroupfs) or
+/// `kubepods[-<qos>]-pod<uid>.slice` (systemd, `_` for `-`).
+fn pod_uid_of(component: &str) -> Option<String> {
+    let raw = if let Some(slice) = component.strip_suffix(".slice") {
+        if !slice.starts_with("kubepods") {
+            return None;
+        }
+        slice.rsplit_once("-pod")?.1
+    } else {
+        component.strip_prefix("pod")?
+    };
+    let uid = raw.replace('_', "-");
+    let hex_digits = uid.bytes().filter(u8::is_ascii_hexdigit).count();
+    let well_formed = (32..=36).contains(&uid.len())
+        && hex_digits == 32
+        && uid.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    well_formed.then(|| uid.to_ascii_lowercase())
+}
+
+/// The container id a path component names: `<runtime>-<id>.scope` or a bare `<id>`.
+fn container_id_of(component: &str) -> Option<String> {
+    let id = match component.strip_suffix(".scope") {
+        Some(scope) => {
+            let (prefix, id) = scope.rsplit_once('-')?;
+            if !matches!(prefix, "cri-containerd" | "crio" | "docker" | "libpod") {
+                return None;
+            }
+            id
+        }
+        None => component,
+    };
+    (id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_ascii_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -330,11 +492,153 @@ mod tests {
         );
     }
 
+    const CID: &str = "3f9d2c8b7a6e5d4c3b2a19087f6e5d4c3b2a19087f6e5d4c3b2a19087f6e5d4c";
+    const UID: &str = "7c0f6a1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b";
+
+    fn ids(pod: Option<&str>, container: Option<&str>) -> ContainerIds {
+        ContainerIds {
+            pod_uid: pod.map(str::to_owned),
+            container_id: container.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn cgroup_v2_systemd_paths_of_the_three_qos_classes_and_runtimes() {
+        let u = UID.replace('-', "_");
+        for (line, container) in [
+            (
+                format!(
+                    "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{u}.slice/cri-containerd-{CID}.scope\n"
+                ),
+                Some(CID),
+            ),
+            (
+                format!(
+                    "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{u}.slice/crio-{CID}.scope\n"
+                ),
+                Some(CID),
+            ),
+            (
+                format!("0::/kubepods.slice/kubepods-pod{u}.slice/docker-{CID}.scope\n"),
+                Some(CID),
+            ),
+            // The pause/sandbox cgroup of the pod itself, and CRI-O's monitor process.
+            (
+                format!(
+                    "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{u}.slice\n"
+                ),
+                None,
+            ),
+            (
+                format!(
+                    "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{u}.slice/crio-conmon-{CID}.scope\n"
+                ),
+                None,
+            ),
+        ] {
+            assert_eq!(
+                cgroup_container_ids(line.as_bytes()),
+                ids(Some(UID), container),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn cgroup_v1_cgroupfs_paths_name_the_pod_and_the_bare_container_id() {
+        // A real-looking v1 file: every hierarchy shows the same path, systemd's differs.
+        let text = format!(
+            "12:pids:/kubepods/besteffort/pod{UID}/{CID}\n\
+             11:cpuset:/kubepods/besteffort/pod{UID}/{CID}\n\
+             10:memory:/kubepods/besteffort/pod{UID}/{CID}\n\
+             3:cpu,cpuacct:/kubepods/besteffort/pod{UID}/{CID}\n\
+             1:name=systemd:/kubepods/besteffort/pod{UID}/{CID}\n\
+             0::/\n"
+        );
+        assert_eq!(
+            cgroup_container_ids(text.as_bytes()),
+            ids(Some(UID), Some(CID))
+        );
+        let guaranteed = format!("4:memory:/kubepods/pod{UID}/{CID}\n");
+        assert_eq!(
+            cgroup_container_ids(guaranteed.as_bytes()),
+            ids(Some(UID), Some(CID))
+        );
+        let docker = format!("9:memory:/docker/{CID}\n0::/\n");
+        assert_eq!(
+            cgroup_container_ids(docker.as_bytes()),
+            ids(None, Some(CID))
+        );
+    }
+
+    #[test]
+    fn host_processes_and_lookalikes_have_no_ids() {
+        for text in [
+            "0::/init.scope\n",
+            "0::/system.slice/containerd.service\n",
+            "0::/user.slice/user-1000.slice/user@1000.service/app.slice/podman-1234.scope\n",
+            "0::/kubepods.slice/kubepods-besteffort.slice\n",
+            "0::/kubepods/besteffort/podnot-a-uid/abc\n",
+            "0::/system.slice/docker-1234.scope\n",
+            "garbage without colons",
+            "",
+        ] {
+            assert!(cgroup_container_ids(text.as_bytes()).is_empty(), "{text}");
+        }
+        // An uppercase id is reported lowercase, as the runtimes print it.
+        let upper = format!("0::/docker/{}\n", CID.to_ascii_uppercase());
+        assert_eq!(cgroup_container_ids(upper.as_bytes()), ids(None, Some(CID)));
+    }
+
+    #[test]
+    fn container_ids_reads_an_injected_root_and_refuses_a_fifo() {
+        let dir = tempfile::tempdir().unwrap();
+        let u = UID.replace('-', "_");
+        fs::create_dir_all(dir.path().join("42")).unwrap();
+        fs::write(
+            dir.path().join("42/cgroup"),
+            format!("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{u}.slice/cri-containerd-{CID}.scope\n"),
+        )
+        .unwrap();
+        fs::create_dir_all(dir.path().join("43")).unwrap();
+        nix::unistd::mkfifo(
+            &dir.path().join("43/cgroup"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        fs::create_dir_all(dir.path().join("44")).unwrap();
+        fs::write(dir.path().join("44/cgroup"), vec![b'x'; 70 * 1024]).unwrap();
+        let proc = ProcFs::at(dir.path());
+        assert_eq!(
+            proc.container_ids(TaskId::new(42)).unwrap(),
+            ids(Some(UID), Some(CID))
+        );
+        assert_eq!(
+            proc.container_ids(TaskId::new(43)).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        assert_eq!(
+            proc.container_ids(TaskId::new(44)).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+        assert_eq!(
+            proc.container_ids(TaskId::new(45)).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        // This very process: a real file of the host, whatever it holds.
+        assert!(
+            ProcFs::host()
+                .container_ids(TaskId::new(std::process::id()))
+                .is_ok()
+        );
+    }
+
     proptest! {
         #[test]
         fn any_bytes_parse_without_panicking(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
             let _ = stat_processor(&bytes);
             let _ = status_tgid(&bytes);
+            let _ = cgroup_container_ids(&bytes);
         }
     }
 }

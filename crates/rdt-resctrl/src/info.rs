@@ -451,6 +451,25 @@ fn bw(files: &InfoFiles, dir: &str) -> Result<Option<BwInfo>, InfoError> {
     }))
 }
 
+/// Whether resctrl is mounted with `mba_MBps`, judged from the tree alone (no mount
+/// table): the root has an `mba_MBps_event` file (Linux 6.x), or MBA is linear (Intel) and
+/// a root `MB` value is above 100 (a percentage cannot be).
+pub(crate) fn mba_mbps_in_tree(
+    has_mba_mbps_event: bool,
+    mb: Option<&BwInfo>,
+    root_schemata: &Schemata,
+) -> bool {
+    has_mba_mbps_event
+        || mb.is_some_and(|mb| {
+            mb.delay_linear
+                && root_schemata.line("MB").is_some_and(|l| {
+                    l.values
+                        .iter()
+                        .any(|(_, v)| v.parse::<u64>().is_ok_and(|n| n > 100))
+                })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

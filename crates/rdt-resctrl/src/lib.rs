@@ -14,6 +14,9 @@
 //! File access goes through one seam, [`ResctrlFs`] ([`io`]): [`HostFs`], the real files
 //! under the root, in production; the simulated platform serves the same tree in-process
 //! (no mount, no root) through [`ResctrlOptions::files`]. Every resctrl rule stays here.
+//! [`ResctrlTelemetry`] is the read-only side for exporters: every group of every tool, its
+//! counters (monotonic across re-creation), allocation and membership, read with files kept
+//! open ([`telemetry`]).
 //!
 //! What this crate is **not**: it does not detect CPUID (pass the capabilities rdt-core
 //! detected), does not mount resctrl when it is not mounted (it says how to), and does not
@@ -34,13 +37,16 @@
 //! - Intel SDM Vol. 3B, ch. 18 "Intel Resource Director Technology"; AMD pub. 56375.
 
 mod backend;
+mod counter;
 mod error;
 mod fs;
 mod info;
 pub mod io;
 mod lock;
 mod mount;
+mod owner;
 mod schemata;
+pub mod telemetry;
 
 pub use backend::{DEFAULT_PROC, DEFAULT_ROOT, ResctrlBackend, ResctrlOptions};
 pub use error::ResctrlError;
@@ -50,3 +56,7 @@ pub use io::{FsLock, HostFs, PositionedRead, ResctrlFs};
 pub use lock::DEFAULT_LOCK_TIMEOUT;
 pub use mount::{ControlFileMount, KernelMount, MountControl, MountOptions, parse_proc_mounts};
 pub use schemata::{Schemata, SchemataError, SchemataLine};
+pub use telemetry::{
+    BandwidthAllocation, CacheAllocation, CounterSample, GroupSample, ResctrlTelemetry,
+    TelemetryOptions, TelemetryStats,
+};

@@ -938,3 +938,37 @@ fn ipc_and_misses_come_from_the_pmu_per_cpu_and_per_thread() {
     rdt.stop_monitoring(by_task).unwrap();
     assert_eq!(rdt.pmu_mut().released, [child.id()]);
 }
+
+#[test]
+fn telemetry_reads_the_model_and_notices_a_removed_group_by_its_failed_reads() {
+    // arrange: a foreign group holding the pipeline's CPUs, seen by the telemetry
+    // without inotify and with a long rescan interval, so that only the failed reads of
+    // the removed group's open files can make it look again
+    let sim = Sim::manual("skylake-sp");
+    fs::create_dir(sim.root().join("kubepods")).unwrap();
+    fs::write(sim.root().join("kubepods/cpus_list"), "2-7\n").unwrap();
+    let opts = rdt_resctrl::TelemetryOptions::new(sim.root())
+        .watch(false)
+        .rescan_interval(Duration::from_hours(1));
+    let mut t = rdt_resctrl::ResctrlTelemetry::open(opts).unwrap();
+    sim.m.platform().advance(Duration::from_secs(1));
+    let groups = t.scrape().unwrap();
+    let kube = groups.iter().find(|g| g.path == "kubepods").unwrap();
+    assert_eq!(kube.cpus, Some(6));
+    let occupancy: u64 = kube
+        .counters
+        .iter()
+        .filter(|c| c.event == rdt_core::RmidEvent::LlcOccupancy)
+        .map(|c| c.bytes)
+        .sum();
+    assert!(occupancy > 0, "the pipeline fills the cache: {kube:?}");
+    // act: another tool removes it
+    fs::remove_dir(sim.root().join("kubepods")).unwrap();
+    let errors = t.stats().read_errors;
+    let still_listed = t.scrape().unwrap().iter().any(|g| g.path == "kubepods");
+    // assert
+    assert!(t.stats().read_errors > errors, "its open files fail");
+    assert!(still_listed, "listed until the rescan");
+    assert!(t.scrape().unwrap().iter().all(|g| g.path != "kubepods"));
+    assert_eq!(t.stats().scans, 2);
+}

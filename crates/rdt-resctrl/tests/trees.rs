@@ -15,7 +15,9 @@ use rdt_core::{
     Backend, CacheDomain, CatMask, CatResource, ClassId, CpuPlacement, GroupKind, GroupOwner,
     LogicalCpu, MbaCtrl, MbaKind, MbaLimit, MonEvents, NoPmu, RequestError, Topology,
 };
-use rdt_resctrl::{ResctrlBackend, ResctrlError, ResctrlOptions};
+use rdt_resctrl::{
+    ResctrlBackend, ResctrlError, ResctrlOptions, ResctrlTelemetry, TelemetryOptions,
+};
 use tempfile::TempDir;
 
 const TREES: &[&str] = &[
@@ -659,4 +661,56 @@ fn bad_arguments_are_refused_before_anything_is_written() {
     ));
     assert_eq!(read(&root, "schemata").unwrap(), before);
     assert!(!root.join("COS1").exists() && !root.join("COS8").exists());
+}
+
+#[test]
+fn telemetry_finds_the_groups_the_backend_lists_on_every_tree_with_the_files_values() {
+    for name in TREES {
+        // arrange: the tree plus a group of ours of each kind
+        let (_d, root) = tree(name);
+        fs::create_dir_all(root.join("COS1")).unwrap();
+        fs::create_dir_all(root.join("mon_groups/pqos-12-3")).unwrap();
+        let want = open(&root).groups().unwrap();
+        // act
+        let mut t = ResctrlTelemetry::open(TelemetryOptions::new(&root)).unwrap();
+        let got = t.scrape().unwrap();
+        // assert: the root first, then what Backend::groups lists, classified alike
+        assert_eq!(got[0].path, "", "{name}");
+        let got_groups: Vec<(&str, GroupKind, GroupOwner)> = got[1..]
+            .iter()
+            .map(|g| (g.path.as_str(), g.kind, g.owner))
+            .collect();
+        let want_groups: Vec<(&str, GroupKind, GroupOwner)> = want
+            .iter()
+            .map(|g| (g.path.as_str(), g.kind, g.owner))
+            .collect();
+        assert_eq!(got_groups, want_groups, "{name}");
+        for g in got {
+            for c in &g.counters {
+                let file = root
+                    .join(&g.path)
+                    .join(format!("mon_data/mon_L3_{:02}", c.domain))
+                    .join(c.event.resctrl_name());
+                assert_eq!(
+                    Some(c.bytes),
+                    fs::read_to_string(&file)
+                        .ok()
+                        .and_then(|t| t.trim().parse().ok()),
+                    "{name}: {}",
+                    file.display()
+                );
+            }
+            if g.kind == GroupKind::Control
+                && let Some(text) = read(&root.join(&g.path), "schemata")
+                && text.contains("L3:")
+            {
+                assert!(!g.cache.is_empty(), "{name}: {} has L3 masks", g.path);
+            }
+        }
+        let full = *name == "resctrl.full";
+        assert!(
+            !full || got.iter().any(|g| !g.counters.is_empty()),
+            "{name}"
+        );
+    }
 }

@@ -3,11 +3,12 @@
 
 use std::collections::BTreeSet;
 
-use rdt_core::{ClassId, CpuSet, GroupInfo, GroupKind, GroupOwner, PmuSource, TaskId};
+use rdt_core::{ClassId, CpuSet, GroupInfo, GroupKind, PmuSource, TaskId};
 
 use super::ResctrlBackend;
 use crate::ResctrlError;
 use crate::fs::is_pqos_mon_name;
+use crate::owner::group_owner;
 
 /// Control groups and monitor groups with a member set each, by path.
 pub(super) type Homes<T> = (Vec<(String, T)>, Vec<(String, T)>);
@@ -22,11 +23,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
                 out.push(GroupInfo {
                     path: path.clone(),
                     kind: GroupKind::Monitor,
-                    owner: if is_pqos_mon_name(name) {
-                        GroupOwner::Pqos
-                    } else {
-                        GroupOwner::Foreign
-                    },
+                    owner: group_owner(GroupKind::Monitor, name, |_| false),
                     class: if p.is_empty() {
                         Some(ClassId::new(0))
                     } else {
@@ -41,11 +38,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             out.push(GroupInfo {
                 path: g.clone(),
                 kind: GroupKind::Control,
-                owner: if class.is_some() {
-                    GroupOwner::Pqos
-                } else {
-                    GroupOwner::Foreign
-                },
+                owner: group_owner(GroupKind::Control, &g, |_| class.is_some()),
                 class,
             });
             push_mon(&mut out, &g);

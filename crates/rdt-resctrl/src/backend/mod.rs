@@ -24,7 +24,9 @@ use rdt_core::{
 use self::monitoring::MonGroup;
 use crate::ResctrlError;
 use crate::fs::{Fs, Proc, join};
-use crate::info::{BW_FILES, CACHE_FILES, CACHE_SCHEMAS, InfoFiles, MON_FILES, ResctrlInfo};
+use crate::info::{
+    BW_FILES, CACHE_FILES, CACHE_SCHEMAS, InfoFiles, MON_FILES, ResctrlInfo, mba_mbps_in_tree,
+};
 use crate::io::{HostFs, ResctrlFs};
 use crate::lock::{DEFAULT_LOCK_TIMEOUT, RootLock};
 use crate::mount::{KernelMount, MountControl, MountOptions};
@@ -315,17 +317,11 @@ impl<P: PmuSource> ResctrlBackend<P> {
         self.debug_mount = mount.is_some_and(|m| m.debug);
         self.mba_mbps = match mount {
             Some(m) => m.mba_mbps,
-            None => {
-                self.fs.exists("mba_MBps_event")
-                    || info.mb.as_ref().is_some_and(|mb| {
-                        mb.delay_linear
-                            && root_schemata.line("MB").is_some_and(|l| {
-                                l.values
-                                    .iter()
-                                    .any(|(_, v)| v.parse::<u64>().is_ok_and(|n| n > 100))
-                            })
-                    })
-            }
+            None => mba_mbps_in_tree(
+                self.fs.exists("mba_MBps_event"),
+                info.mb.as_ref(),
+                &root_schemata,
+            ),
         };
         self.domains = root_schemata
             .lines()

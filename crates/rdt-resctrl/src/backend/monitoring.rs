@@ -4,7 +4,6 @@
 //! [`MonAccumulator`], which turns them into [`MonValues`] as on the MSR interface.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::time::Instant;
 
 use rdt_core::monitor::CounterFormat;
@@ -15,42 +14,9 @@ use rdt_core::{
 
 use super::ResctrlBackend;
 use crate::ResctrlError;
+use crate::counter::Counter;
 use crate::fs::{EBUSY, ENOSPC, is_pqos_mon_name, join, pqos_mon_pid};
-use crate::io::{FsLock, PositionedRead};
-
-/// One open `mon_data/mon_L3_XX/<event>` file of one group directory.
-#[derive(Debug)]
-struct Counter {
-    path: PathBuf,
-    file: Box<dyn PositionedRead>,
-    /// The accumulator context (one per directory and L3 domain) it feeds.
-    context: usize,
-    event: RmidEvent,
-}
-
-impl Counter {
-    /// One `pread(2)` at offset 0: the kernel regenerates the text for every read at 0.
-    /// `Unavailable`, `Error` and `Unassigned` (spec §8.1) are `None`.
-    fn read(&self) -> Result<Option<u64>, ResctrlError> {
-        let mut buf = [0u8; 64];
-        let n = self
-            .file
-            .read_at(&mut buf, 0)
-            .map_err(|e| ResctrlError::io("read", &self.path, e))?;
-        let text = std::str::from_utf8(&buf[..n]).unwrap_or("").trim();
-        if let Ok(v) = text.parse::<u64>() {
-            return Ok(Some(v));
-        }
-        match text {
-            "Unavailable" | "Error" | "Unassigned" => Ok(None),
-            _ => Err(ResctrlError::Parse {
-                path: self.path.clone(),
-                text: text.to_owned(),
-                expected: "a byte count, Unavailable, Error or Unassigned".into(),
-            }),
-        }
-    }
-}
+use crate::io::FsLock;
 
 /// What a group counts on the PMU side.
 #[derive(Debug)]
@@ -142,13 +108,8 @@ impl<P: PmuSource> ResctrlBackend<P> {
                     dir,
                     &format!("mon_data/mon_L3_{d:02}/{}", event.resctrl_name()),
                 );
-                let file = self.fs.open_reader(&rel)?;
-                out.counters.push(Counter {
-                    path: self.fs.path(&rel),
-                    file,
-                    context,
-                    event,
-                });
+                out.counters
+                    .push(Counter::open(&self.fs, &rel, context, event)?);
             }
         }
         Ok(())

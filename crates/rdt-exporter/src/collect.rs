@@ -1,0 +1,117 @@
+//! One scrape: the resctrl groups through the library's read-only telemetry, and the
+//! groups this exporter monitors itself through the facade's monitoring guard.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use rdt_pqos::resctrl::{GroupSample, ResctrlTelemetry, pqos_mon_pid};
+use rdt_pqos::{Backend, CpuSet, MonEvents, MonGroupId, MonValues, Monitoring, Rdt, TaskId};
+
+/// A group this exporter started, and how it is named in the labels.
+#[derive(Debug)]
+pub struct OwnGroup {
+    /// `cores:0-3` or `pids:1234,5678`.
+    pub name: String,
+    /// The group's CPUs, for `rdt_group_cpus`; `None` for a task group.
+    pub cpus: Option<usize>,
+    /// The handle.
+    pub id: MonGroupId,
+}
+
+/// What one scrape read.
+#[derive(Debug, Clone, Default)]
+pub struct Scrape {
+    /// Every resctrl group but this exporter's own monitor groups.
+    pub groups: Vec<GroupSample>,
+    /// This exporter's groups with their values.
+    pub own: Vec<(String, Option<usize>, MonValues)>,
+    /// How long the reads took.
+    pub duration: Duration,
+    /// Reads that failed, in all.
+    pub read_errors: u64,
+    /// Group list scans, in all.
+    pub scans: u64,
+}
+
+/// The sources of a scrape.
+#[derive(Debug)]
+pub struct Collector<'a> {
+    pub telemetry: Option<ResctrlTelemetry>,
+    pub monitoring: Option<Monitoring<'a, Rdt>>,
+    pub own: Vec<OwnGroup>,
+}
+
+/// The RMID events the exporter's own groups count.
+pub const OWN_EVENTS: MonEvents = MonEvents::LLC_OCCUPANCY
+    .union(MonEvents::MBM_LOCAL)
+    .union(MonEvents::MBM_TOTAL);
+
+impl Collector<'_> {
+    /// Reads everything once.
+    ///
+    /// # Errors
+    /// A failed rescan of resctrl (unmounted) or a failed poll of the own groups.
+    pub fn scrape(&mut self) -> Result<Scrape> {
+        let start = Instant::now();
+        let mut out = Scrape::default();
+        if let Some(t) = &mut self.telemetry {
+            let me = std::process::id();
+            out.groups = t
+                .scrape()
+                .context("reading resctrl")?
+                .iter()
+                .filter(|g| pqos_mon_pid(g.path.rsplit('/').next().unwrap_or_default()) != Some(me))
+                .cloned()
+                .collect();
+            out.read_errors = t.stats().read_errors;
+            out.scans = t.stats().scans;
+        }
+        if let Some(mon) = &mut self.monitoring {
+            mon.poll().context("polling the exporter's own groups")?;
+            for g in &self.own {
+                if let Some(v) = mon.values(g.id) {
+                    out.own.push((g.name.clone(), g.cpus, v.clone()));
+                }
+            }
+        }
+        out.duration = start.elapsed();
+        Ok(out)
+    }
+}
+
+/// Starts the groups of `--monitor-cores` and `--monitor-pids` on `mon` (released when it
+/// is finished or dropped).
+///
+/// # Errors
+/// A group cannot be started (a CPU or process that does not exist, out of RMIDs, a
+/// process list on the MSR interface).
+pub fn start_own(
+    mon: &mut Monitoring<'_, Rdt>,
+    cores: &[CpuSet],
+    pids: &[Vec<TaskId>],
+) -> Result<Vec<OwnGroup>> {
+    let events = OWN_EVENTS & mon.backend().capabilities().supported_events();
+    let mut own = Vec::new();
+    for cpus in cores {
+        let id = mon
+            .start(cpus, events)
+            .with_context(|| format!("monitoring CPUs {cpus}"))?;
+        own.push(OwnGroup {
+            name: format!("cores:{cpus}"),
+            cpus: Some(cpus.len()),
+            id,
+        });
+    }
+    for tasks in pids {
+        let list: Vec<String> = tasks.iter().map(ToString::to_string).collect();
+        let id = mon
+            .start_tasks(tasks, events)
+            .with_context(|| format!("monitoring processes {}", list.join(",")))?;
+        own.push(OwnGroup {
+            name: format!("pids:{}", list.join(",")),
+            cpus: None,
+            id,
+        });
+    }
+    Ok(own)
+}
