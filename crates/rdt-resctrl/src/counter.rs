@@ -19,7 +19,15 @@ pub(crate) struct Counter {
     /// domain) of a monitoring group, the series index of the telemetry.
     pub(crate) context: usize,
     pub(crate) event: RmidEvent,
+    /// Reads that failed in a row ([`Counter::read_or_skip`]).
+    failures: u32,
 }
+
+/// Failed reads in a row a monitoring group's counter tolerates ([`Counter::read_or_skip`]):
+/// one EIO (an IA32_QM_CTR read that raced a CPU going offline, a kernfs hiccup) must not
+/// end a run of hours, but a file that keeps failing (its group removed under us) must end
+/// it, naming the file.
+pub(crate) const MAX_FAILED_READS: u32 = 3;
 
 impl Counter {
     /// Opens `rel` under `fs`'s root; it stays open until the counter is dropped.
@@ -34,6 +42,7 @@ impl Counter {
             file: fs.open_reader(rel)?,
             context,
             event,
+            failures: 0,
         })
     }
 
@@ -56,6 +65,30 @@ impl Counter {
                 text: text.to_owned(),
                 expected: "a byte count, Unavailable, Error or Unassigned".into(),
             }),
+        }
+    }
+
+    /// [`Counter::read`], except that a failed read gives no value this time (`None`, the
+    /// same as `Unavailable`: the accumulator leaves the cell blank for this sample and
+    /// loses nothing of the cumulative counts) until [`MAX_FAILED_READS`] reads in a row
+    /// have failed; then the last one's error, which names the file.
+    ///
+    /// # Errors
+    /// The read's error, the [`MAX_FAILED_READS`]th time in a row.
+    pub(crate) fn read_or_skip(&mut self) -> Result<Option<u64>, ResctrlError> {
+        match self.read() {
+            Ok(v) => {
+                self.failures = 0;
+                Ok(v)
+            }
+            Err(e) => {
+                self.failures += 1;
+                if self.failures >= MAX_FAILED_READS {
+                    Err(e)
+                } else {
+                    Ok(None)
+                }
+            }
         }
     }
 }

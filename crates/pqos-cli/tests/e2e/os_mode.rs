@@ -714,6 +714,39 @@ fn a_reader_that_stops_reading_cannot_keep_sigint_from_releasing_the_groups() {
     drop(stdout);
 }
 
+#[test]
+fn one_failed_counter_read_blanks_a_cell_and_three_in_a_row_end_the_run_naming_the_file() {
+    // arrange: core 0's group reads mon_L3_00/llc_occupancy once per 200 ms poll
+    let m = MountedOs::new("broadwell-ep");
+    let llc = "sys/fs/resctrl/mon_groups/*/mon_data/mon_L3_00/llc_occupancy";
+    let args = ["-m", "llc:0", "-i", "2", "-t", "1"];
+    // act: the third read fails once
+    m.arm(&format!("read {llc} nth=3 errno=EIO"));
+    let run = m.pqos(&args).ok();
+    // assert: the run went on; that sample's LLC cell is blank, the others have values
+    let samples = parse_text(&run.stdout);
+    assert!(samples.len() >= 4, "{}", run.stdout);
+    let blank = samples
+        .iter()
+        .filter(|sample| !sample["0"].contains_key("LLC[KB]"))
+        .count();
+    assert_eq!(blank, 1, "one blank sample:\n{}", run.stdout);
+    assert!(pqos_mon_groups(&m).is_empty(), "{:?}", m.mon_groups());
+
+    // act: the 2nd, 3rd and 4th reads fail
+    for nth in 2..=4 {
+        m.arm(&format!("read {llc} nth={nth} errno=EIO"));
+    }
+    let run = m.pqos(&args).failed();
+    // assert: an error naming the file, and the group removed all the same
+    assert!(
+        run.stderr.contains("mon_data/mon_L3_00/llc_occupancy"),
+        "{}",
+        run.stderr
+    );
+    assert!(pqos_mon_groups(&m).is_empty(), "{:?}", m.mon_groups());
+}
+
 // ---- running out of CLOSIDs and RMIDs ----
 
 #[test]

@@ -54,10 +54,13 @@ pub(super) struct MonGroup {
 }
 
 impl MonGroup {
-    /// Reads every counter once and the PMU into the accumulator.
+    /// Reads every counter once and the PMU into the accumulator. A counter whose read
+    /// fails is blank for this sample; a counter failing
+    /// [`MAX_FAILED_READS`](crate::counter::MAX_FAILED_READS) polls in a row
+    /// fails the poll.
     fn poll<P: PmuSource>(&mut self, pmu: &mut P, at: Instant) -> Result<(), ResctrlError> {
-        for c in &self.counters {
-            self.acc.record(c.context, c.event, c.read()?);
+        for c in &mut self.counters {
+            self.acc.record(c.context, c.event, c.read_or_skip()?);
         }
         if self.acc.events().intersects(MonEvents::PMU) {
             match &self.members {
