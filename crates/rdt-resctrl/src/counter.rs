@@ -68,10 +68,11 @@ impl Counter {
         }
     }
 
-    /// [`Counter::read`], except that a failed read gives no value this time (`None`, the
-    /// same as `Unavailable`: the accumulator leaves the cell blank for this sample and
-    /// loses nothing of the cumulative counts) until [`MAX_FAILED_READS`] reads in a row
-    /// have failed; then the last one's error, which names the file.
+    /// [`Counter::read`], except that a read failing with an I/O error gives no value this
+    /// time (`None`, the same as `Unavailable`: the accumulator leaves the cell blank for
+    /// this sample and loses nothing of the cumulative counts) until [`MAX_FAILED_READS`]
+    /// reads in a row have failed; then the last one's error, which names the file. Text
+    /// that is not a count fails at once.
     ///
     /// # Errors
     /// The read's error, the [`MAX_FAILED_READS`]th time in a row.
@@ -81,7 +82,8 @@ impl Counter {
                 self.failures = 0;
                 Ok(v)
             }
-            Err(e) => {
+            // Text that is not a count is no hiccup: the file is not what it should be.
+            Err(e @ ResctrlError::Io { .. }) => {
                 self.failures += 1;
                 if self.failures >= MAX_FAILED_READS {
                     Err(e)
@@ -89,6 +91,7 @@ impl Counter {
                     Ok(None)
                 }
             }
+            Err(e) => Err(e),
         }
     }
 }
