@@ -261,12 +261,19 @@ pub const USER_HZ: u64 = 100;
 /// ```
 #[must_use]
 pub fn stat_cpu_ticks(line: &[u8]) -> Option<u64> {
-    let close = line.iter().rposition(|&b| b == b')')?;
-    let after_comm = std::str::from_utf8(&line[close + 1..]).ok()?;
-    let mut f = after_comm.split_ascii_whitespace().skip(14 - 3);
+    let mut f = stat_fields_from(line, 14)?;
     let utime: u64 = f.next()?.parse().ok()?;
     let stime: u64 = f.next()?.parse().ok()?;
     utime.checked_add(stime)
+}
+
+/// The fields of a `/proc/<pid>/stat` line from field `first` (1-based, ≥ 3) on. The
+/// command name (field 2) is in parentheses and may hold spaces and parentheses itself, so
+/// fields are counted after the last `)`, where field 3 begins.
+fn stat_fields_from(line: &[u8], first: usize) -> Option<impl Iterator<Item = &str>> {
+    let close = line.iter().rposition(|&b| b == b')')?;
+    let after_comm = std::str::from_utf8(&line[close + 1..]).ok()?;
+    Some(after_comm.split_ascii_whitespace().skip(first.checked_sub(3)?))
 }
 
 /// Field 39 (`processor`: the CPU the thread last ran on) of a `/proc/<pid>/stat` line. The
@@ -283,13 +290,7 @@ pub fn stat_cpu_ticks(line: &[u8]) -> Option<u64> {
 /// ```
 #[must_use]
 pub fn stat_processor(line: &[u8]) -> Option<u32> {
-    let close = line.iter().rposition(|&b| b == b')')?;
-    let after_comm = std::str::from_utf8(&line[close + 1..]).ok()?;
-    after_comm
-        .split_ascii_whitespace()
-        .nth(39 - 3)?
-        .parse()
-        .ok()
+    stat_fields_from(line, 39)?.next()?.parse().ok()
 }
 
 /// The Kubernetes pod and the container a task runs in, as its cgroup path names them
