@@ -273,7 +273,11 @@ pub fn stat_cpu_ticks(line: &[u8]) -> Option<u64> {
 fn stat_fields_from(line: &[u8], first: usize) -> Option<impl Iterator<Item = &str>> {
     let close = line.iter().rposition(|&b| b == b')')?;
     let after_comm = std::str::from_utf8(&line[close + 1..]).ok()?;
-    Some(after_comm.split_ascii_whitespace().skip(first.checked_sub(3)?))
+    Some(
+        after_comm
+            .split_ascii_whitespace()
+            .skip(first.checked_sub(3)?),
+    )
 }
 
 /// Field 39 (`processor`: the CPU the thread last ran on) of a `/proc/<pid>/stat` line. The

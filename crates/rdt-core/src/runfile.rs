@@ -39,6 +39,24 @@ pub enum LockWaitError {
     Io(#[from] io::Error),
 }
 
+/// One non-blocking `flock(2)` of `file`: `true` when taken, `false` when another open
+/// file description holds a conflicting lock.
+///
+/// # Errors
+/// The system call's other errors.
+pub fn try_lock_file(file: &File, exclusive: bool) -> io::Result<bool> {
+    let r = if exclusive {
+        file.try_lock()
+    } else {
+        file.try_lock_shared()
+    };
+    match r {
+        Ok(()) => Ok(true),
+        Err(TryLockError::WouldBlock) => Ok(false),
+        Err(TryLockError::Error(e)) => Err(e),
+    }
+}
+
 /// Takes `file`'s `flock` (exclusive or shared), trying again with a growing pause (1 ms
 /// doubling to 50 ms) until `timeout` has passed.
 ///
@@ -50,21 +68,7 @@ pub fn lock_with_timeout(
     exclusive: bool,
     timeout: Duration,
 ) -> Result<(), LockWaitError> {
-    wait_for_lock(
-        || {
-            let r = if exclusive {
-                file.try_lock()
-            } else {
-                file.try_lock_shared()
-            };
-            match r {
-                Ok(()) => Ok(true),
-                Err(TryLockError::WouldBlock) => Ok(false),
-                Err(TryLockError::Error(e)) => Err(e),
-            }
-        },
-        timeout,
-    )
+    wait_for_lock(|| try_lock_file(file, exclusive), timeout)
 }
 
 /// The bounded wait of [`lock_with_timeout`] for any lock: calls `try_once` (`Ok(true)`:

@@ -25,7 +25,7 @@
 //! refused command).
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -201,16 +201,7 @@ impl PositionedRead for File {
 
 impl FsLock for File {
     fn try_lock(&self, exclusive: bool) -> io::Result<bool> {
-        let r = if exclusive {
-            File::try_lock(self)
-        } else {
-            self.try_lock_shared()
-        };
-        match r {
-            Ok(()) => Ok(true),
-            Err(TryLockError::WouldBlock) => Ok(false),
-            Err(TryLockError::Error(e)) => Err(e),
-        }
+        rdt_core::runfile::try_lock_file(self, exclusive)
     }
 
     fn unlock(&self) -> io::Result<()> {

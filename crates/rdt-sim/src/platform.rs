@@ -647,17 +647,8 @@ impl SimPlatform {
 
     /// The L3 portion mask the workload model uses for CPU `i` (module docs of `model`).
     fn l3_fill_mask(&self, i: usize, domain: CacheDomain) -> u64 {
-        let full = if self.portions >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << self.portions) - 1
-        };
-        let Some(regs) = self.regs.l3.get(&domain) else {
-            return full;
-        };
-        let cos = rdt_msr::regs::pqr_cos(self.regs.cpus[i].pqr_assoc) as usize;
-        let idx = if regs.cdp_on() { cos * 2 } else { cos };
-        regs.masks.get(idx).copied().unwrap_or(full) & full
+        let cos = rdt_msr::regs::pqr_cos(self.regs.cpus[i].pqr_assoc);
+        self.cos_fill_mask(domain, cos)
     }
 
     /// The L3 portion mask of class `cos` in `domain` (as [`SimPlatform::l3_fill_mask`]).
