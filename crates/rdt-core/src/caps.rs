@@ -196,9 +196,14 @@ impl MbaCaps {
         }
     }
 
-    /// The "no limit" value of a class: 100% on Intel, `2^width` units on AMD.
+    /// The "no limit" value of a class, its reset value: with the kernel's `mba_MBps`
+    /// controller on, `MBA_MAX_MBPS` (`u32::MAX` MiB/s, Linux `fs/resctrl/rdtgroup.c`);
+    /// otherwise 100% on Intel, `2^width` units on AMD.
     #[must_use]
     pub const fn unlimited(&self) -> MbaLimit {
+        if self.ctrl_enabled {
+            return MbaLimit::MibPerSec(u32::MAX);
+        }
         match self.kind {
             MbaKind::IntelDelay { .. } => MbaLimit::Percent(100),
             MbaKind::AmdBandwidth { width } => MbaLimit::AmdUnits(1 << width),

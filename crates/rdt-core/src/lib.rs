@@ -30,6 +30,7 @@ mod detect;
 pub mod fake;
 mod file;
 mod ids;
+pub mod lease;
 mod mask;
 mod mba;
 pub mod monitor;
