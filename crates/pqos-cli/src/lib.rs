@@ -15,3 +15,4 @@
 pub mod args;
 pub mod grammar;
 pub mod profiles;
+pub mod rdtset;

@@ -49,3 +49,6 @@ mod declarative;
 
 // `-u json`: pure JSON on stdout, every document valid against docs/json's schemas.
 mod json;
+
+// `rdtset`: a command in a class of its own, given back when it ends.
+mod rdtset;

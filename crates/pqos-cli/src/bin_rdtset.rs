@@ -1,0 +1,215 @@
+//! `rdtset`: run a command in a class of service of its own, then give the class back
+//! (intel-cmt-cat's rdtset; grammar in `pqos_cli::rdtset`, the class in the library's
+//! `rdt_pqos::lease`).
+//!
+//! How the command gets into its class before it runs, without `fork` hooks: rdtset starts
+//! itself again (`--exec-in-class N`, hidden) with the command; that process moves itself
+//! into class N (OS interface: the transaction's task change), sets its CPU affinity (`-c`)
+//! and then `exec`s the command, which so starts inside its class. rdtset forwards SIGINT,
+//! SIGTERM and SIGHUP to the command, waits for it, gives the class back (unless `--keep`)
+//! and exits with the command's exit status (128 + N for a command killed by signal N).
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use clap::Parser;
+use pqos_cli::rdtset::RdtsetArgs;
+use rdt_pqos::lease::Lease;
+use rdt_pqos::transaction::{self, Change};
+use rdt_pqos::{Backend, ClassId, Interface, OpenOptions, Rdt, TaskId};
+
+fn main() -> ExitCode {
+    let args = match RdtsetArgs::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(&args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("rdtset: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn open(args: &RdtsetArgs) -> Result<Rdt> {
+    let mut opts = OpenOptions::new(args.iface());
+    if let Some(dir) = &args.sysroot {
+        opts = opts.sysroot(dir);
+    }
+    if !args.pid.is_empty() {
+        opts = opts.needs_os("-p/--pid");
+    }
+    opts.open().context("opening the platform")
+}
+
+fn run(args: &RdtsetArgs) -> Result<ExitCode> {
+    if let Some(class) = args.exec_in_class {
+        return Err(exec_in_class(args, ClassId::new(class)));
+    }
+    if args.command.is_empty() && args.pid.is_empty() {
+        bail!("nothing to run: give a command (rdtset -t ... CMD ARGS) or -p PIDLIST");
+    }
+    if !args.pid.is_empty() && args.set.len() > 1 {
+        bail!("-p places processes in one class: give one -t");
+    }
+    if args.set.is_empty() {
+        bail!("no class: give -t FEATURES, e.g. -t 'l3=0xf;cpu=2-3'");
+    }
+    let mut rdt = open(args)?;
+    let os = rdt.interface() == Interface::Os;
+    let mut leases = Vec::new();
+    for spec in &args.set {
+        if !os && spec.0.cpus.is_empty() {
+            release_all(&mut rdt, leases);
+            bail!(
+                "`-t` without cpu= needs the OS interface (-I): on the MSR interface a class \
+                 holds CPUs, not processes"
+            );
+        }
+        match Lease::take(&mut rdt, &spec.0) {
+            Ok(l) => {
+                if args.verbose {
+                    eprintln!("rdtset: took COS{} for CPUs `{}`", l.class(), l.cpus());
+                }
+                leases.push(l);
+            }
+            Err(e) => {
+                release_all(&mut rdt, leases);
+                return Err(anyhow!(e).context("taking a class of service"));
+            }
+        }
+    }
+    if !args.pid.is_empty() {
+        // rdtset -p: the processes join the (first) class, which stays.
+        let lease = &mut leases[0];
+        for pid in args.pids() {
+            lease
+                .add_task(&mut rdt, pid)
+                .with_context(|| format!("placing process {pid} in COS{}", lease.class()))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stop = [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ]
+    .map(|sig| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
+        (sig, flag)
+    });
+    let class = leases[0].class();
+    let status = launch(args, class, rdt.interface(), &stop);
+    if args.keep {
+        if args.verbose {
+            eprintln!("rdtset: keeping COS{class}");
+        }
+    } else {
+        release_all(&mut rdt, leases);
+        if args.verbose {
+            eprintln!("rdtset: gave COS{class} back");
+        }
+    }
+    let status = status?;
+    let code = status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1);
+    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Starts the command through `--exec-in-class`, forwarding stop signals, and waits.
+fn launch(
+    args: &RdtsetArgs,
+    class: ClassId,
+    iface: Interface,
+    stop: &[(i32, Arc<AtomicBool>); 3],
+) -> Result<std::process::ExitStatus> {
+    let me = std::env::current_exe().context("finding rdtset's own executable")?;
+    let mut cmd = Command::new(me);
+    cmd.arg("--exec-in-class").arg(class.get().to_string());
+    cmd.arg("--iface").arg(match iface {
+        Interface::Os => "os",
+        Interface::Msr => "msr",
+    });
+    if let Some(cpus) = &args.cpu {
+        cmd.arg("-c").arg(cpus.to_string());
+    }
+    if let Some(dir) = &args.sysroot {
+        cmd.arg("--sysroot").arg(dir);
+    }
+    cmd.arg("--").args(&args.command);
+    let mut child = cmd.spawn().context("starting the command")?;
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    loop {
+        if let Some(status) = child.try_wait().context("waiting for the command")? {
+            return Ok(status);
+        }
+        for (sig, flag) in stop {
+            if flag.swap(false, Ordering::Relaxed)
+                && let Ok(signal) = nix::sys::signal::Signal::try_from(*sig)
+            {
+                let _ = nix::sys::signal::kill(pid, signal);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The child side: into the class (OS interface), CPU affinity, then the command. Returns
+/// only on failure.
+fn exec_in_class(args: &RdtsetArgs, class: ClassId) -> anyhow::Error {
+    let placed = (|| -> Result<()> {
+        if args.iface() == rdt_pqos::Iface::Os {
+            let mut rdt = open(args)?;
+            {
+                let me = TaskId::new(std::process::id());
+                transaction::run(&mut rdt, &[Change::task(me, class)])
+                    .map_err(|e| anyhow!(e))?
+                    .into_result()
+                    .map_err(|e| anyhow!(e))
+                    .with_context(|| format!("entering COS{class}"))?;
+            }
+        }
+        if let Some(cpus) = &args.cpu {
+            let mut set = nix::sched::CpuSet::new();
+            for cpu in cpus.iter() {
+                set.set(cpu.get() as usize)
+                    .with_context(|| format!("CPU {cpu} is beyond what affinity can name"))?;
+            }
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+                .with_context(|| format!("setting the CPU affinity to {cpus}"))?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = placed {
+        return e;
+    }
+    let Some((program, rest)) = args.command.split_first() else {
+        return anyhow!("no command to run");
+    };
+    let e = Command::new(program).args(rest).exec();
+    anyhow!(e).context(format!("running `{program}`"))
+}
+
+fn release_all(rdt: &mut Rdt, leases: Vec<Lease>) {
+    for l in leases.into_iter().rev() {
+        let class = l.class();
+        if let Err(e) = l.release(rdt) {
+            eprintln!("rdtset: giving COS{class} back: {e:#}");
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! The command line of `rdtset`, intel-cmt-cat's taskset-like launcher (removed from
+//! intel-cmt-cat master; `rdtset(8)` and `rdtset/rdtset.c` of v25.04's predecessors,
+//! `../shared/spec/pqos.md` §8): the clap definition ([`RdtsetArgs`]) and the grammar of
+//! `-t` ([`ClassSpec`]).
+//!
+//! ```text
+//! rdtset -t 'l3=0xf;mba=50;cpu=2-3' -c 2-3 CMD ARGS...
+//! rdtset -I -t 'l3=0xf0' -p 1234,5678
+//! ```
+//!
+//! `-t` takes `FEATURE=VALUE` items separated by `;`: `l3`/`3` (a mask, or with CDP on
+//! `CODE,DATA`: `0xf,0xf0`), `l2`/`2` (the same for L2), `mba`/`m` (percent), `mba_max`/`b`
+//! (MiB/s, the kernel's `mba_MBps` controller), `cpu` (the CPUs the class is given to).
+//! `smba`/`s` is rdtset's too and is refused with a message (not supported yet).
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use rdt_pqos::lease::ClassRequest;
+use rdt_pqos::{CacheBitmask, CatMask, CpuSet, MbaLimit, TaskId, parse_number};
+
+/// `rdtset`: run a command, or place running processes, in a class of service of its own.
+#[derive(Debug, Parser)]
+#[command(
+    name = "rdtset",
+    version,
+    about = "Run a command (or place processes) in a class of service of its own: \
+             rdtset -t 'l3=0xf;cpu=2-3' -c 2-3 CMD ARGS..."
+)]
+pub struct RdtsetArgs {
+    /// The class: `FEATURE=VALUE` items separated by `;` (l3, l2, mba, mba_max, cpu), e.g.
+    /// 'l3=0xf;mba=50;cpu=2-3'. Repeat for more classes, each with its own `cpu=`.
+    #[arg(
+        short = 't',
+        long = "set",
+        value_name = "FEATURES",
+        required_unless_present = "exec_in_class"
+    )]
+    pub set: Vec<ClassSpec>,
+
+    /// The CPUs the command may run on (its CPU affinity), e.g. 2-3.
+    #[arg(short = 'c', long = "cpu", value_name = "CPULIST")]
+    pub cpu: Option<CpuSet>,
+
+    /// Use the OS (resctrl) interface (the same as --iface=os).
+    #[arg(short = 'I', long = "iface-os")]
+    pub iface_os: bool,
+
+    /// The interface: auto, msr or os.
+    #[arg(long = "iface", value_name = "IFACE", conflicts_with = "iface_os")]
+    pub iface: Option<rdt_pqos::Iface>,
+
+    /// Running processes to place in the class instead of a command (OS interface); the
+    /// class stays after rdtset exits.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PIDLIST",
+        value_delimiter = ',',
+        conflicts_with = "command"
+    )]
+    pub pid: Vec<u32>,
+
+    /// Keep the class after the command exits (by default it is given back).
+    #[arg(long = "keep")]
+    pub keep: bool,
+
+    /// Say what is taken and given back, on stderr.
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+
+    /// The directory `/dev/cpu`, `/sys` and resctrl are under (a mounted simulated platform).
+    #[arg(long = "sysroot", value_name = "DIR", env = "RDT_SYSROOT")]
+    pub sysroot: Option<PathBuf>,
+
+    /// Internal: the process rdtset starts, which enters class N itself, sets its CPU
+    /// affinity and then becomes the command.
+    #[arg(long = "exec-in-class", value_name = "N", hide = true)]
+    pub exec_in_class: Option<u32>,
+
+    /// The command and its arguments.
+    #[arg(
+        value_name = "CMD",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<String>,
+}
+
+impl RdtsetArgs {
+    /// The interface asked for.
+    #[must_use]
+    pub fn iface(&self) -> rdt_pqos::Iface {
+        if self.iface_os {
+            rdt_pqos::Iface::Os
+        } else {
+            self.iface.unwrap_or_default()
+        }
+    }
+
+    /// The processes of `-p`.
+    #[must_use]
+    pub fn pids(&self) -> Vec<TaskId> {
+        self.pid.iter().map(|&p| TaskId::new(p)).collect()
+    }
+}
+
+/// One `-t` value: what one class holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassSpec(pub ClassRequest);
+
+/// A `-t` value that does not follow the grammar; the message names the item.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ClassSpecError(String);
+
+const RULE: &str = "expected FEATURE=VALUE items separated by ';' with FEATURE one of l3, l2, \
+                    mba, mba_max, cpu, e.g. 'l3=0xf;mba=50;cpu=2-3'";
+
+/// A mask, or `CODE,DATA` masks (CDP).
+fn cat_masks(item: &str, value: &str) -> Result<CatMask, ClassSpecError> {
+    let mask = |t: &str| {
+        t.parse::<CacheBitmask>()
+            .map_err(|e| ClassSpecError(format!("`{item}`: {e}")))
+    };
+    match value.split_once(',') {
+        None => Ok(CatMask::Unified(mask(value)?)),
+        Some((code, data)) => Ok(CatMask::Cdp {
+            data: mask(data)?,
+            code: mask(code)?,
+        }),
+    }
+}
+
+fn number(item: &str, value: &str, what: &str) -> Result<u32, ClassSpecError> {
+    parse_number(value)
+        .ok()
+        .and_then(|v| u32::try_from(v).ok())
+        .filter(|&v| v > 0)
+        .ok_or_else(|| ClassSpecError(format!("`{item}`: `{value}` is not {what}")))
+}
+
+impl std::str::FromStr for ClassSpec {
+    type Err = ClassSpecError;
+
+    fn from_str(s: &str) -> Result<Self, ClassSpecError> {
+        let mut req = ClassRequest::default();
+        let mut seen: Vec<&'static str> = Vec::new();
+        for item in s.split(';').map(str::trim).filter(|i| !i.is_empty()) {
+            let Some((feature, value)) = item.split_once('=') else {
+                return Err(ClassSpecError(format!("`{item}` has no `=` ({RULE})")));
+            };
+            let value = value.trim();
+            let key = match feature.trim().to_ascii_lowercase().as_str() {
+                "l3" | "3" => {
+                    req.l3 = Some(cat_masks(item, value)?);
+                    "l3"
+                }
+                "l2" | "2" => {
+                    req.l2 = Some(cat_masks(item, value)?);
+                    "l2"
+                }
+                "mba" | "m" => {
+                    let p = number(item, value, "a percentage from 1 to 100")?;
+                    let p = u8::try_from(p).ok().filter(|p| *p <= 100).ok_or_else(|| {
+                        ClassSpecError(format!(
+                            "`{item}`: `{value}` is not a percentage from 1 to 100"
+                        ))
+                    })?;
+                    req.mba = Some(MbaLimit::Percent(p));
+                    "mba"
+                }
+                "mba_max" | "b" => {
+                    req.mba = Some(MbaLimit::MibPerSec(number(item, value, "a rate in MBps")?));
+                    "mba"
+                }
+                "cpu" => {
+                    req.cpus = value
+                        .parse()
+                        .map_err(|e| ClassSpecError(format!("`{item}`: {e}")))?;
+                    "cpu"
+                }
+                "smba" | "s" => {
+                    return Err(ClassSpecError(format!(
+                        "`{item}`: SMBA is not supported by this rdtset yet"
+                    )));
+                }
+                other => {
+                    return Err(ClassSpecError(format!(
+                        "`{item}`: unknown feature `{other}` ({RULE})"
+                    )));
+                }
+            };
+            if seen.contains(&key) {
+                return Err(ClassSpecError(format!(
+                    "`{item}`: {key} is given twice in `{s}`"
+                )));
+            }
+            seen.push(key);
+        }
+        if req.l3.is_none() && req.l2.is_none() && req.mba.is_none() {
+            return Err(ClassSpecError(format!(
+                "`{s}` sets no l3, l2, mba or mba_max ({RULE})"
+            )));
+        }
+        Ok(Self(req))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(s: &str) -> Result<ClassRequest, String> {
+        s.parse::<ClassSpec>()
+            .map(|c| c.0)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn features_by_name_and_by_letter() {
+        let r = spec("l3=0xf;mba=50;cpu=2-3").expect("valid");
+        assert_eq!(r.l3, Some(CatMask::Unified("f".parse().expect("mask"))));
+        assert_eq!(r.mba, Some(MbaLimit::Percent(50)));
+        assert_eq!(r.cpus, "2-3".parse::<CpuSet>().expect("cpus"));
+        assert_eq!(spec("3=0xf;m=50;cpu=2-3"), Ok(r));
+        let r = spec("2=0x3;b=2000").expect("valid");
+        assert_eq!(r.l2, Some(CatMask::Unified("3".parse().expect("mask"))));
+        assert_eq!(r.mba, Some(MbaLimit::MibPerSec(2000)));
+        assert!(r.cpus.is_empty());
+    }
+
+    #[test]
+    fn cdp_masks_are_code_then_data() {
+        let r = spec("l3=0xf,0xf0").expect("valid");
+        assert_eq!(
+            r.l3,
+            Some(CatMask::Cdp {
+                code: "f".parse().expect("mask"),
+                data: "f0".parse().expect("mask"),
+            })
+        );
+    }
+
+    #[test]
+    fn bad_items_are_named() {
+        for (bad, says) in [
+            ("l3", "`l3` has no `=`"),
+            ("l3=0x0", "`l3=0x0`"),
+            ("l3=xyz", "`l3=xyz`"),
+            ("mba=0", "`mba=0`: `0` is not a percentage"),
+            ("mba=101", "`mba=101`: `101` is not a percentage"),
+            ("l3=0xf;l3=0x3", "l3 is given twice"),
+            ("l4=0xf", "unknown feature `l4`"),
+            ("cpu=2-3", "sets no l3"),
+            ("smba=10", "SMBA is not supported"),
+            ("l3=0xf;cpu=3-1", "`cpu=3-1`"),
+        ] {
+            let e = spec(bad).expect_err(bad);
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_command_line_takes_a_command_with_its_own_flags() {
+        let a = RdtsetArgs::try_parse_from(["rdtset", "-t", "l3=0xf", "-c", "1", "ls", "-l", "/"])
+            .expect("valid");
+        assert_eq!(a.command, ["ls", "-l", "/"]);
+        assert_eq!(a.cpu, Some("1".parse().expect("cpus")));
+        assert_eq!(a.iface(), rdt_pqos::Iface::Auto);
+        let a = RdtsetArgs::try_parse_from(["rdtset", "-I", "-t", "l3=0xf", "-p", "12,34"])
+            .expect("valid");
+        assert_eq!(a.pids(), [TaskId::new(12), TaskId::new(34)]);
+        assert_eq!(a.iface(), rdt_pqos::Iface::Os);
+        assert!(
+            RdtsetArgs::try_parse_from(["rdtset", "ls"]).is_err(),
+            "-t is required"
+        );
+    }
+}

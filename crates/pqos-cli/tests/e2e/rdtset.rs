@@ -1,0 +1,163 @@
+//! `rdtset` on a mounted simulated platform: the command starts inside its class with its
+//! CPU affinity, its exit status is rdtset's, SIGINT reaches it, and the class is given back
+//! (its resctrl group gone, its CPUs on COS0) when it ends.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use rdt_sim::fs::testing::TestMount;
+
+use crate::util::PQOS;
+
+const RDTSET: &str = env!("CARGO_BIN_EXE_rdtset");
+
+fn rdtset(mount: &TestMount, args: &[&str]) -> Command {
+    let mut cmd = Command::new(RDTSET);
+    cmd.args(args)
+        .env("RDT_SYSROOT", mount.root())
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RDT_IFACE");
+    cmd
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The control groups under the mount's resctrl root.
+fn groups(mount: &TestMount) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(mount.path("sys/fs/resctrl"))
+        .expect("resctrl")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("schemata").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_command_starts_in_its_class_with_its_affinity_and_its_exit_status_is_returned() {
+    // arrange: skylake-sp; the script reports where it runs, then exits 7
+    let mount = TestMount::builtin("skylake-sp");
+    let resctrl = mount.path("sys/fs/resctrl");
+    let script = format!(
+        "for f in {}/*/tasks; do grep -qx $$ $f && echo group=$f; done; \
+         grep Cpus_allowed_list /proc/self/status; exit 7",
+        resctrl.display()
+    );
+    // act
+    let out = rdtset(
+        &mount,
+        &["-I", "-t", "l3=0xf;mba=50", "-c", "1", "sh", "-c", &script],
+    )
+    .output()
+    .expect("rdtset");
+    // assert: the shell itself (the exec'd child) was in the class before it ran
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    let group = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("group="))
+        .unwrap_or_else(|| panic!("not in a group: {}", text(&out)));
+    assert!(
+        group.ends_with("/COS7/tasks"),
+        "the highest free class of 8: {group}"
+    );
+    assert!(stdout.contains("Cpus_allowed_list:\t1\n"), "{}", text(&out));
+    // the class was given back: its group is gone
+    assert!(groups(&mount).is_empty(), "{:?}", groups(&mount));
+}
+
+#[test]
+fn sigint_reaches_the_command_and_the_class_is_given_back() {
+    let mount = TestMount::builtin("skylake-sp");
+    let child = rdtset(&mount, &["-I", "-t", "l3=0x3", "sleep", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rdtset");
+    let start = std::time::Instant::now();
+    while groups(&mount).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10), "no class taken");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(groups(&mount), ["COS7"]);
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("SIGINT");
+    let out = child.wait_with_output().expect("wait");
+    // sleep died of SIGINT: 128 + 2
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(groups(&mount).is_empty(), "{:?}", groups(&mount));
+}
+
+#[test]
+fn on_the_msr_interface_the_class_holds_the_cpus_while_the_command_runs() {
+    let mount = TestMount::builtin("broadwell-ep");
+    // CPU 1: the affinity is the host's, which has at least 2 CPUs
+    let script = format!("{PQOS} --iface=msr -s | grep '    Core 1,'");
+    let out = rdtset(
+        &mount,
+        &[
+            "--iface",
+            "msr",
+            "-t",
+            "l3=0xf;cpu=1",
+            "-c",
+            "1",
+            "sh",
+            "-c",
+            &script,
+        ],
+    )
+    .output()
+    .expect("rdtset");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout.contains("=> COS15"), "{}", text(&out));
+    let after = Command::new(PQOS)
+        .args(["--iface=msr", "--sysroot"])
+        .arg(mount.root())
+        .arg("-s")
+        .env_remove("RDT_IFACE")
+        .output()
+        .expect("pqos -s");
+    let s = String::from_utf8_lossy(&after.stdout);
+    assert!(
+        s.contains("    L3CA COS15 => MASK 0xfffff"),
+        "mask reset: {s}"
+    );
+    let core2 = s
+        .lines()
+        .find(|l| l.starts_with("    Core 2,"))
+        .expect("core 2");
+    assert!(core2.contains("=> COS0"), "{core2}");
+    // without cpu= the MSR interface cannot hold a process
+    let out = rdtset(&mount, &["--iface", "msr", "-t", "l3=0xf", "true"])
+        .output()
+        .expect("rdtset");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("needs the OS interface (-I)"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn running_processes_join_a_class_that_stays() {
+    let mount = TestMount::builtin("skylake-sp");
+    let sleeper = crate::util::Reaped::sleeper();
+    let pid = sleeper.pid().to_string();
+    let out = rdtset(&mount, &["-I", "-t", "l3=0xf0", "-p", &pid])
+        .output()
+        .expect("rdtset");
+    assert!(out.status.success(), "{}", text(&out));
+    let tasks = std::fs::read_to_string(mount.path("sys/fs/resctrl/COS7/tasks")).expect("tasks");
+    assert!(tasks.lines().any(|l| l == pid), "{tasks}");
+}
