@@ -16,23 +16,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use clap::Parser;
 use pqos_cli::rdtset::RdtsetArgs;
 use rdt_pqos::lease::Lease;
 use rdt_pqos::transaction::{self, Change};
 use rdt_pqos::{Backend, ClassId, Interface, OpenOptions, Rdt, TaskId};
 
 fn main() -> ExitCode {
-    let args = match RdtsetArgs::try_parse() {
+    let args: RdtsetArgs = match pqos_cli::parse_args() {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(code) => return code,
     };
     match run(&args) {
         Ok(code) => code,
@@ -61,6 +53,17 @@ fn run(args: &RdtsetArgs) -> Result<ExitCode> {
     if args.command.is_empty() && args.pid.is_empty() {
         bail!("nothing to run: give a command (rdtset -t ... CMD ARGS) or -p PIDLIST");
     }
+    // From here on a stop signal is noted, not fatal: the class is given back first.
+    let stop = [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ]
+    .map(|sig| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
+        (sig, flag)
+    });
     if !args.pid.is_empty() && args.set.len() > 1 {
         bail!("-p places processes in one class: give one -t");
     }
@@ -101,16 +104,6 @@ fn run(args: &RdtsetArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let stop = [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ]
-    .map(|sig| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
-        (sig, flag)
-    });
     let class = leases[0].class();
     let status = launch(args, class, rdt.interface(), &stop);
     if args.keep {
@@ -131,7 +124,8 @@ fn run(args: &RdtsetArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
 }
 
-/// Starts the command through `--exec-in-class`, forwarding stop signals, and waits.
+/// Starts the command through `--exec-in-class`, forwarding stop signals, and waits. A
+/// stop signal that came before the command started is passed on to it at once.
 fn launch(
     args: &RdtsetArgs,
     class: ClassId,

@@ -16,3 +16,19 @@ pub mod args;
 pub mod grammar;
 pub mod profiles;
 pub mod rdtset;
+
+/// Parses the process's arguments into `T`, or prints clap's message and gives the exit code:
+/// 1 for a bad command line (pqos/main.c `parse_error`), 0 for `--help` and `--version`.
+///
+/// # Errors
+/// The exit code to end with, the message already printed.
+pub fn parse_args<T: clap::Parser>() -> Result<T, std::process::ExitCode> {
+    T::try_parse().map_err(|e| {
+        let _ = e.print();
+        if e.use_stderr() {
+            std::process::ExitCode::FAILURE
+        } else {
+            std::process::ExitCode::SUCCESS
+        }
+    })
+}

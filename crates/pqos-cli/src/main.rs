@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context as _, Result};
-use clap::Parser;
 // Imported at the crate root so that `crate::args` and `crate::grammar` name them everywhere.
 use pqos_cli::{args, grammar};
 
@@ -32,17 +31,9 @@ use crate::args::Args;
 use crate::command::{Command, Plan};
 
 fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args: Args = match pqos_cli::parse_args() {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            // pqos exits 1 on a bad command line (pqos/main.c parse_error); help exits 0.
-            return if e.use_stderr() {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            };
-        }
+        Err(code) => return code,
     };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
