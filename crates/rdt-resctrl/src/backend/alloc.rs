@@ -619,6 +619,35 @@ impl<P: PmuSource> ResctrlBackend<P> {
 }
 
 impl<P: PmuSource> ResctrlBackend<P> {
+    /// Removes the control group of the named class `name`
+    /// ([`Backend::class_named`](rdt_core::Backend::class_named)) when it holds nothing any
+    /// more: no task, no CPU, no monitor group (its `schemata` may be anything: the group
+    /// goes with it, giving its CLOSID back). `false`, and nothing
+    /// removed, when the group is absent or still holds something (another container's
+    /// tasks, say); the name is forgotten when the group is gone.
+    ///
+    /// # Errors
+    /// A name that cannot be a group; the root lock; a read or the `rmdir` fails.
+    pub fn remove_named_group(&mut self, name: &str) -> Result<bool, ResctrlError> {
+        Self::check_group_name(name)?;
+        let removed = {
+            let _g = self.lock.exclusive()?;
+            let held = !self.fs.exists(name)
+                || !self.fs.cpus(name)?.is_empty()
+                || !self.fs.tasks(name)?.is_empty()
+                || !self.fs.subdirs(&join(name, "mon_groups"))?.is_empty();
+            if !held {
+                self.fs.rmdir(name)?;
+            }
+            !held
+        };
+        if removed || !self.fs.exists(name) {
+            self.names.retain(|_, n| n != name);
+            self.created.remove(name);
+        }
+        Ok(removed)
+    }
+
     /// The control group of `class`: its name ([`Backend::class_named`]), `COS<n>`, or the
     /// root (`""`) for COS 0.
     pub(super) fn group_of(&self, class: ClassId) -> String {
