@@ -55,6 +55,8 @@
 //! # References
 //! Intel SDM Vol. 3B, 18.18-18.19; Linux `Documentation/arch/x86/resctrl.rst`; pqos(8).
 
+#[cfg(feature = "oci")]
+pub mod oci;
 mod open;
 pub mod perf;
 pub mod simpmu;

@@ -155,3 +155,51 @@ fn monitor_prometheus_prints_valid_exposition_text_and_leaves_no_group() {
         .collect();
     assert!(left.is_empty(), "the guard removed its groups: {left:?}");
 }
+
+#[cfg(feature = "oci")]
+#[test]
+fn oci_runtime_places_the_container_and_deletes_its_group_when_it_exits() {
+    let m = TestMount::builtin("skylake-sp");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        r#"{"ociVersion": "1.2.0", "root": {"path": "rootfs"},
+            "linux": {"intelRdt": {"l3CacheSchema": "L3:0=3f;1=3f", "memBwSchema": "MB:0=40;1=40"}}}"#,
+    )
+    .expect("config.json");
+    let mut child = Command::new("sleep").arg("1").spawn().expect("sleep");
+    let pid = child.id().to_string();
+    let runtime = Command::new(example("oci_runtime"))
+        .args([config.to_str().expect("utf-8"), "ctr-42", &pid])
+        .env("RDT_SYSROOT", m.root())
+        .env_remove("RDT_IFACE")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the example");
+    // while the container runs, it is in its own group
+    let group = m.path("sys/fs/resctrl/ctr-42");
+    let start = std::time::Instant::now();
+    // the process joins last, after the group's schemata
+    while !std::fs::read_to_string(group.join("tasks")).is_ok_and(|t| t.lines().any(|l| l == pid)) {
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "the container never joined its group"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let schemata = std::fs::read_to_string(group.join("schemata")).expect("schemata");
+    assert!(
+        schemata.contains("L3:0=3f;1=3f") && schemata.contains("MB:0=40;1=40"),
+        "{schemata}"
+    );
+    let _ = child.wait();
+    let out = runtime.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.ends_with("container ctr-42: group Group on delete\n"),
+        "{text}"
+    );
+    assert!(!group.exists(), "the container's own group went with it");
+}

@@ -23,3 +23,7 @@ mod resctrl;
 
 // The transaction API as a program uses it, on both interfaces.
 mod transaction;
+
+// OCI runtime-spec `linux.intelRdt` fragments through `rdt_pqos::oci` (feature `oci`).
+#[cfg(feature = "oci")]
+mod oci;
