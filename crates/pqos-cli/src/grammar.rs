@@ -237,6 +237,62 @@ fn parse_cos_value(spec: &str, kind: AllocKind, item: &str) -> Result<CosValue, 
     })
 }
 
+/// What pqos v25.04 prints on stdout for an `-e` argument this grammar refuses: its line for
+/// the first item it cannot apply, then `Allocation configuration error!` (pqos/alloc.c
+/// `set_allocation_class`, `set_allocation_cos`, `set_l3_cos`/`set_l2_cos`/`set_mba_cos`,
+/// `alloc_apply`). `None` when pqos has no such line (a value that is not a number ends
+/// pqos's option parsing instead) or when `arg` parses.
+///
+/// Scripts look for these lines on stdout; the clearer message stays on stderr.
+#[must_use]
+pub fn classdefs_pqos_failure(arg: &str) -> Option<String> {
+    let failure = arg
+        .split(';')
+        .filter(|i| !i.trim().is_empty())
+        .find_map(|item| item.parse::<ClassDef>().err().map(|_| item))?;
+    let line = classdef_pqos_line(failure)?;
+    Some(format!("{line}\nAllocation configuration error!\n"))
+}
+
+/// pqos's stdout line for the `-e` item `item` that does not parse.
+fn classdef_pqos_line(item: &str) -> Option<String> {
+    let Some((head, body)) = item.split_once(':') else {
+        return Some(format!("Unrecognized allocation format: {item}"));
+    };
+    let type_text = match head.split_once('@') {
+        Some((t, list)) => {
+            if parse_id_list(list).ok()?.is_empty() {
+                return Some(format!("No resource ID specified: {item}"));
+            }
+            t
+        }
+        None => head,
+    };
+    let kind = match type_text.trim().to_ascii_lowercase().as_str() {
+        "llc" => AllocKind::L3,
+        "l2" => AllocKind::L2,
+        "mba" | "mba_max" | "smba" => AllocKind::Mba,
+        _ => return Some(format!("Unrecognized allocation type: {item}")),
+    };
+    // strtok_r skips empty tokens
+    for spec in body.split(',').filter(|s| !s.is_empty()) {
+        let Some((_, value)) = spec.split_once('=') else {
+            return Some(format!("Invalid class of service definition: {spec}"));
+        };
+        if parse_u64(value).ok()? == 0 {
+            return Some(
+                match kind {
+                    AllocKind::L3 => "Failed to set L3 CAT configuration!",
+                    AllocKind::L2 => "Failed to set L2 CAT configuration!",
+                    _ => "Failed to set MBA configuration!",
+                }
+                .to_owned(),
+            );
+        }
+    }
+    None
+}
+
 /// The `;`-separated items of an `-e`/`-a` argument, each parsed; empty items are skipped,
 /// and an argument with none is `EMPTY "ARG" (RULE)`.
 fn semicolon_items<T: FromStr<Err = ArgError>>(
@@ -1112,5 +1168,34 @@ mod tests {
                 .contains("at least 1")
         );
         assert!("x".parse::<MonTime>().is_err());
+    }
+
+    #[test]
+    fn refused_classdefs_get_pqos_stdout_lines() {
+        for (arg, want) in [
+            ("llc1=0xf", Some("Unrecognized allocation format: llc1=0xf")),
+            (
+                "llc:1=0xf;foo:1=0xf",
+                Some("Unrecognized allocation type: foo:1=0xf"),
+            ),
+            ("llc@:1=0xf", Some("No resource ID specified: llc@:1=0xf")),
+            ("llc:1", Some("Invalid class of service definition: 1")),
+            (
+                "llc:1=0xf,2",
+                Some("Invalid class of service definition: 2"),
+            ),
+            ("llc:1=0", Some("Failed to set L3 CAT configuration!")),
+            ("l2:1=0x0", Some("Failed to set L2 CAT configuration!")),
+            ("mba:1=0", Some("Failed to set MBA configuration!")),
+            ("llc:1=0xzz", None),
+            ("llc:1=0xf", None),
+        ] {
+            let got = classdefs_pqos_failure(arg);
+            assert_eq!(
+                got,
+                want.map(|l| format!("{l}\nAllocation configuration error!\n")),
+                "{arg}"
+            );
+        }
     }
 }

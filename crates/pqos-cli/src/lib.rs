@@ -25,10 +25,17 @@ pub mod rdtset;
 pub fn parse_args<T: clap::Parser>() -> Result<T, std::process::ExitCode> {
     T::try_parse().map_err(|e| {
         let _ = e.print();
-        if e.use_stderr() {
-            std::process::ExitCode::FAILURE
-        } else {
-            std::process::ExitCode::SUCCESS
-        }
+        exit_code_of(&e)
     })
+}
+
+/// The exit code of a command line clap refused: 1 for a bad one (pqos/main.c
+/// `parse_error`), 0 for `--help` and `--version`.
+#[must_use]
+pub fn exit_code_of(e: &clap::Error) -> std::process::ExitCode {
+    if e.use_stderr() {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
 }

@@ -1,10 +1,9 @@
 //! `pqos`: an intel-cmt-cat compatible command line for Intel RDT and AMD PQoS.
 //!
-//! Flags and output follow pqos(8) v25.04. Two deliberate differences: the two-line
-//! `NOTE:  Mixed use of MSR and kernel interfaces` banner v25.04 prints first on stdout is
-//! printed before monitoring output only (tools that read monitoring output skip a fixed
-//! number of lines; master dropped the banner everywhere), and bad options exit 1 with an
-//! error instead of printing the usage and exiting 0.
+//! Flags and output follow pqos(8) v25.04, down to the two-line `NOTE:  Mixed use of MSR
+//! and kernel interfaces` banner it prints first on stdout for every command (on stderr with
+//! `-u json`, which keeps stdout pure JSON). One deliberate difference: bad options exit 1
+//! with an error instead of printing the usage and exiting 0.
 //!
 //! Layout: [`args`] (the flags) and [`grammar`] (the values' syntax) come from this package's
 //! library target (`src/lib.rs`), which `cargo xtask` also uses for the man page and the
@@ -31,9 +30,22 @@ use crate::args::Args;
 use crate::command::{Command, Plan};
 
 fn main() -> ExitCode {
-    let args: Args = match pqos_cli::parse_args() {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let args = match <Args as clap::Parser>::try_parse() {
         Ok(a) => a,
-        Err(code) => return code,
+        Err(e) => {
+            // pqos v25.04 prints the banner before it parses its options, so before its
+            // help and its option errors too.
+            let json = asks_for_json(&raw);
+            print_banner(json);
+            // pqos reports a bad `-e` value on stdout (its alloc.c lines, then `Allocation
+            // configuration error!`); scripts look for them there. Our message: stderr.
+            if let Some(lines) = classdef_failure(&e).filter(|_| !json) {
+                print!("{lines}");
+            }
+            let _ = e.print();
+            return pqos_cli::exit_code_of(&e);
+        }
     };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -49,10 +61,45 @@ fn main() -> ExitCode {
     }
 }
 
-/// What pqos v25.04 prints first on stdout (pqos/main.c `print_warning`). Tools that read
-/// its monitoring output count on it: Telegraf's `intel_rdt` input skips the first four lines
-/// of `pqos -r ... --mon-file-type=csv` (this banner, `CMT/MBM reset successful`, the header).
+/// What pqos v25.04 prints first on stdout, for every command (pqos/main.c
+/// `print_warning`, called first in `main`). Tools that read its monitoring output count on
+/// it: Telegraf's `intel_rdt` input skips the first four lines of `pqos -r ...
+/// --mon-file-type=csv` (this banner, `CMT/MBM reset successful`, the header).
 const NOTE_BANNER: &str = "NOTE:  Mixed use of MSR and kernel interfaces to manage\n       CAT or CMT & MBM may lead to unexpected behavior.\n";
+
+/// pqos's stdout lines for a refused `-e`/`--alloc-class` value, if `e` is that.
+fn classdef_failure(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let is_alloc_class = matches!(
+        e.get(ContextKind::InvalidArg),
+        Some(ContextValue::String(a)) if a.starts_with("--alloc-class")
+    );
+    match e.get(ContextKind::InvalidValue) {
+        Some(ContextValue::String(v)) if is_alloc_class => grammar::classdefs_pqos_failure(v),
+        _ => None,
+    }
+}
+
+/// Prints [`NOTE_BANNER`] on stdout, or on stderr when stdout is to carry JSON only.
+fn print_banner(json: bool) {
+    if json {
+        eprint!("{NOTE_BANNER}");
+    } else {
+        print!("{NOTE_BANNER}");
+    }
+}
+
+/// Whether a command line that did not parse asks for `-u json` (`-u json`, `-ujson`,
+/// `--mon-file-type json`, `--mon-file-type=json`), so that even then stdout gets no banner.
+fn asks_for_json(raw: &[std::ffi::OsString]) -> bool {
+    raw.windows(2)
+        .any(|w| (w[0] == "-u" || w[0] == "--mon-file-type") && w[1].eq_ignore_ascii_case("json"))
+        || raw.iter().any(|a| {
+            a.to_str().is_some_and(|a| {
+                a.eq_ignore_ascii_case("-ujson") || a.eq_ignore_ascii_case("--mon-file-type=json")
+            })
+        })
+}
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
@@ -75,6 +122,7 @@ fn run(args: Args) -> Result<()> {
     let tty = stdout.is_terminal();
     let mut out = stdout.lock();
     if plan.command == Command::Version {
+        print_banner(plan.json);
         writeln!(out, "{}", commands::version_line())?;
         return Ok(());
     }
@@ -83,6 +131,12 @@ fn run(args: Args) -> Result<()> {
         // One report, one write(2) where it fits the buffer (`-s` on 160 CPUs is ~900
         // lines); flushed before main prints an error, so stdout's lines come first.
         let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        // `-u json` keeps stdout pure JSON: the banner goes to stderr then.
+        if plan.json {
+            eprint!("{NOTE_BANNER}");
+        } else {
+            out.write_all(NOTE_BANNER.as_bytes())?;
+        }
         let result = platform::run(&plan, &stop, tty, &mut out);
         let flushed = out.flush().map_err(anyhow::Error::from);
         return result.and(flushed);

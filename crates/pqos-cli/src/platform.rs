@@ -25,10 +25,19 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
         Source::Native(_) => {
             let mut rdt = plan.open_options().open().map_err(open_error)?;
             for notice in rdt.notices() {
-                // Reclaimed monitoring is already a WARN record of the library (the logger
-                // writes it to stderr or the -l file).
-                if !matches!(notice, rdt_pqos::Notice::Reclaimed(_)) {
-                    eprintln!("WARN: {}", pqos_words(notice));
+                match notice {
+                    // Reclaimed monitoring is already a WARN record of the library (the
+                    // logger writes it to stderr or the -l file).
+                    rdt_pqos::Notice::Reclaimed(_) => {}
+                    // pqos's own warning: on stdout after the banner, where its library logs
+                    // (pqos/main.c: `cfg.fd_log = STDOUT_FILENO` without -l); stderr under
+                    // `-u json`, whose stdout carries JSON only.
+                    rdt_pqos::Notice::ResctrlMountedOnMsr { .. } if !plan.json => {
+                        writeln!(out, "WARN: {}", pqos_words(notice))?;
+                    }
+                    // This tool's own notices (a rolled-back change, a split CDP state) are
+                    // not pqos lines: stderr, where scripts reading pqos's stdout miss nothing.
+                    _ => eprintln!("WARN: {}", pqos_words(notice)),
                 }
             }
             let mut clock = RealClock::new();

@@ -7,7 +7,7 @@ pub fn sample(name: &str) -> String {
 }
 
 /// The sample without v25.04's two-line `NOTE:  Mixed use of MSR and kernel interfaces`
-/// banner, which this implementation does not print.
+/// banner, which `main` prints, not the report functions under test.
 pub fn without_note_banner(text: &str) -> String {
     let mut lines = text.lines().peekable();
     if lines

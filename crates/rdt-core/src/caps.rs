@@ -242,14 +242,21 @@ impl CacheGeometry {
     }
 }
 
-/// Performance-monitoring capabilities that monitoring uses for IPC and LLC misses,
-/// CPUID.(EAX=0AH) on Intel.
+/// Performance-monitoring capabilities that monitoring uses for IPC, LLC misses and LLC
+/// references, CPUID.(EAX=0AH) on Intel.
+///
+/// pqos (`lib/hw_cap.c` `hw_cap_mon_discover`) lists IPC when CPUID.0AH:EBX\[1:0\] is 0 and
+/// EDX\[4:0\] (fixed counters) is above 1, and LLC misses and LLC references together when
+/// EAX\[15:8\] (general-purpose counters) is above 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct PmuCaps {
     /// Instructions retired and unhalted cycles can be counted (IPC).
     pub ipc: bool,
     /// LLC misses can be counted.
     pub llc_misses: bool,
+    /// LLC references can be counted (the architectural "LLC Reference" event, SDM Vol. 3B
+    /// 20.2.1.2 / 21.2.1.2).
+    pub llc_references: bool,
 }
 
 /// Everything detection found.
@@ -392,6 +399,7 @@ impl Capabilities {
             pmu: PmuCaps {
                 ipc: false,
                 llc_misses: false,
+                llc_references: false,
             },
         }
     }

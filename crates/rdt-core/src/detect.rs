@@ -442,6 +442,7 @@ fn pmu(p: &Probe<'_>, raw: &Raw<'_>, vendor: &Vendor) -> PmuCaps {
         Vendor::Amd | Vendor::Hygon => PmuCaps {
             ipc: true,
             llc_misses: true,
+            llc_references: true,
         },
         Vendor::Intel => {
             if p.regs(0xA, 0).is_none() {
@@ -460,6 +461,7 @@ fn pmu(p: &Probe<'_>, raw: &Raw<'_>, vendor: &Vendor) -> PmuCaps {
                 // CPUID.0AH:EAX[15:8]: general-purpose counters per logical processor (pqos:
                 // LLC misses and references iff more than 1)
                 llc_misses: pm.number_of_counters() > 1,
+                llc_references: pm.number_of_counters() > 1,
             }
         }
         Vendor::Other(_) => PmuCaps::default(),
@@ -690,7 +692,8 @@ mod tests {
             caps.pmu,
             PmuCaps {
                 ipc: true,
-                llc_misses: true
+                llc_misses: true,
+                llc_references: true,
             }
         );
         assert!(
@@ -838,7 +841,8 @@ mod tests {
             caps.pmu,
             PmuCaps {
                 ipc: true,
-                llc_misses: true
+                llc_misses: true,
+                llc_references: true,
             }
         );
     }

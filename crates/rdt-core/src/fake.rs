@@ -130,6 +130,7 @@ pub mod fixtures {
         caps.pmu = PmuCaps {
             ipc: true,
             llc_misses: true,
+            llc_references: true,
         };
         caps
     }

@@ -108,6 +108,9 @@ fn plan_and_apply<B: Backend>(
         Err(e) => {
             let origin = &origins[e.index()];
             let e = refused(backend, proc, &changes[e.index()], origin, e);
+            if let Some(line) = pqos_line(&e) {
+                writeln!(out, "{line}")?;
+            }
             if origin.is_definition() {
                 writeln!(out, "Allocation configuration error!")?;
             } else {
@@ -392,6 +395,30 @@ fn refused<B: Backend>(
             association_refused(backend, proc, change, item, error)
         }
     }
+}
+
+/// The line pqos prints on stdout for a refusal whose message starts with it (pqos/alloc.c
+/// `set_l3_cos`: `Invalid class ID: 9!`, `Failed to set L3 class on socket 0, CDP not
+/// enabled!`; `set_allocation_assoc`: `Core number or class id is out of bounds!`, ...),
+/// before its `Allocation configuration error!`. The rest of the message (which token, why)
+/// is ours and goes to stderr.
+fn pqos_line(e: &anyhow::Error) -> Option<String> {
+    const PQOS_LINES: [&str; 7] = [
+        "Invalid class ID: ",
+        "Failed to set ",
+        "MBA controller not supported!",
+        "MBA controller requested but not enabled!",
+        "Expected MBA controller but not requested!",
+        "Core number or class id is out of bounds!",
+        "Task ID number or class id is out of bounds!",
+    ];
+    let text = e.to_string();
+    let end = text.find('!')? + 1;
+    let line = &text[..end];
+    PQOS_LINES
+        .iter()
+        .any(|p| line.starts_with(p))
+        .then(|| line.to_owned())
 }
 
 /// A refused `-e` value, in pqos's words.

@@ -22,21 +22,40 @@ pub fn run_display<B: Backend>(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let ctrl = match backend.interface() {
-        // pqos prints the MBA controller's state on the OS interface only.
-        Interface::Os => Some(backend.mba_ctrl().unwrap_or(MbaCtrl::Unsupported)),
+    let iface = backend.interface();
+    let caps = backend.capabilities();
+    if json {
+        let ctrl = match iface {
+            // The controller's state as the backend knows it (JSON is ours, not pqos's).
+            Interface::Os => Some(backend.mba_ctrl().unwrap_or(MbaCtrl::Unsupported)),
+            Interface::Msr => None,
+        };
+        return print_capabilities_json(caps, iface, ctrl, out);
+    }
+    let ctrl = match iface {
+        Interface::Os => pqos_ctrl_line(caps, backend.mba_ctrl()),
         Interface::Msr => None,
     };
-    if json {
-        return print_capabilities_json(backend.capabilities(), backend.interface(), ctrl, out);
+    print_capabilities(caps, iface, ctrl, verbose, out)
+}
+
+/// The state pqos v25.04 prints in the OS interface's MBA `CTRL:` line, `None` where it
+/// prints none (`pqos/cap.c` prints the line when `pqos_cap_mba.ctrl != -1`).
+///
+/// resctrl is mounted when this runs, so pqos's answer comes from `lib/os_cap.c`
+/// `os_cap_get_mba_ctrl`: `mba_MBps` among the mount options gives `enabled`; without it the
+/// state stays unknown (no line) unless the platform has no local-bandwidth monitoring,
+/// which gives `unsupported`. pqos's probe of writing `MB:0=2000` into a free group would
+/// call AMD's controller enabled (AMD takes bandwidth units up to 2048); this says
+/// `unsupported` there, which is the truth (the kernel has no `mba_MBps` on AMD) and what
+/// later pqos prints (issue #311's sample).
+fn pqos_ctrl_line(caps: &Capabilities, state: Option<MbaCtrl>) -> Option<MbaCtrl> {
+    let mbl = caps.monitoring.get().is_some_and(|m| m.events.mbm_local);
+    match state.unwrap_or(MbaCtrl::Unsupported) {
+        MbaCtrl::Enabled => Some(MbaCtrl::Enabled),
+        MbaCtrl::Unsupported if !mbl || caps.vendor.is_amd_like() => Some(MbaCtrl::Unsupported),
+        MbaCtrl::Unsupported | MbaCtrl::Disabled => None,
     }
-    print_capabilities(
-        backend.capabilities(),
-        backend.interface(),
-        ctrl,
-        verbose,
-        out,
-    )
 }
 
 /// Whether the platform has none of the features `-d` reports.
@@ -60,8 +79,12 @@ fn line(out: &mut dyn Write, indent: usize, text: &str) -> std::io::Result<()> {
 }
 
 /// Writes pqos's `-d` (or with `verbose`, `-D`) report. `mba_ctrl` is the MBA software
-/// controller's state, printed as `CTRL:` under MBA (and `unsupported` under SMBA) when given,
-/// as pqos does on the OS interface.
+/// controller's state, printed as `CTRL:` under MBA when given; on the OS interface SMBA's
+/// `CTRL: unsupported` is printed always (the kernel's controller drives MBA only).
+///
+/// On the OS interface every resource's `Num COS:` is the class count resctrl gives a
+/// group, the fewest `num_closids` of all resources ([`Capabilities::os_classes`]; pqos
+/// `lib/resctrl_alloc.c` `resctrl_alloc_get_grps_num`).
 ///
 /// # Errors
 /// `No Platform QoS capability discovered`, or an output error.
@@ -89,8 +112,10 @@ pub fn print_capabilities(
         )?,
     }
     if let Some(m) = mon {
-        print_monitoring(out, m, caps.pmu, verbose)?;
+        print_monitoring(out, m, caps.pmu, iface, verbose)?;
     }
+    // resctrl: one CLOSID per group, valid for every resource
+    let os_classes = (iface == Interface::Os).then(|| caps.os_classes());
     if l3.is_some() || l2.is_some() || mba.is_some() {
         line(out, 4, "Allocation")?;
     }
@@ -98,31 +123,40 @@ pub fn print_capabilities(
         line(out, 8, "Cache Allocation Technology (CAT)")?;
     }
     if let Some(c) = l3 {
-        print_cat(out, "L3 CAT", c, caps.l3_cache.as_ref(), true, verbose)?;
+        let classes = os_classes.unwrap_or_else(|| c.usable_classes());
+        print_cat(
+            out,
+            "L3 CAT",
+            c,
+            classes,
+            caps.l3_cache.as_ref(),
+            true,
+            verbose,
+        )?;
     }
     if let Some(c) = l2 {
-        print_cat(out, "L2 CAT", c, caps.l2_cache.as_ref(), false, verbose)?;
+        let classes = os_classes.unwrap_or_else(|| c.usable_classes());
+        print_cat(
+            out,
+            "L2 CAT",
+            c,
+            classes,
+            caps.l2_cache.as_ref(),
+            false,
+            verbose,
+        )?;
     }
     if let Some(m) = mba {
-        print_mba(
-            out,
-            "Memory Bandwidth Allocation (MBA)",
-            m,
-            mba_ctrl,
-            verbose,
-            true,
-        )?;
+        let classes = os_classes.unwrap_or(m.num_classes);
+        let title = "Memory Bandwidth Allocation (MBA)";
+        print_mba(out, title, m, classes, mba_ctrl, verbose, true)?;
     }
     if let Some(m) = smba {
-        print_mba(
-            out,
-            "Slow Memory Bandwidth Allocation (SMBA)",
-            m,
-            // The kernel's controller drives MBA only.
-            mba_ctrl.map(|_| MbaCtrl::Unsupported),
-            verbose,
-            false,
-        )?;
+        let classes = os_classes.unwrap_or(m.num_classes);
+        // The kernel's controller drives MBA only.
+        let ctrl = (iface == Interface::Os).then_some(MbaCtrl::Unsupported);
+        let title = "Slow Memory Bandwidth Allocation (SMBA)";
+        print_mba(out, title, m, classes, ctrl, verbose, false)?;
     }
     if verbose {
         line(out, 0, "Cache information")?;
@@ -140,36 +174,85 @@ pub fn print_capabilities(
     Ok(())
 }
 
+/// The `Monitoring` section. Events come in the order pqos's library lists them
+/// (`pqos/cap.c` prints `pqos_cap_mon.events[]` in order): on MSR `lib/hw_cap.c`
+/// `hw_cap_mon_discover` (LLC, TMEM, LMEM, RMEM, then IPC, LLC misses, LLC references), on
+/// OS `lib/os_cap.c` `os_cap_mon_discover`'s `events[]` (LLC, LMEM, TMEM, RMEM, LLC misses,
+/// LLC references, IPC). `-D`'s details: on MSR each RDT event's CPUID values (scale factor
+/// CPUID.0FH.1:EBX, max RMID, counter length 24 + EAX\[7:0\]) and none for PMU events; on
+/// OS every event has scale factor 1 (the kernel reports bytes) and resctrl's `num_rmids`,
+/// and no counter length (the kernel extends the counters).
 fn print_monitoring(
     out: &mut dyn Write,
     m: &MonitoringCaps,
     pmu_caps: PmuCaps,
+    iface: Interface,
     verbose: bool,
 ) -> Result<()> {
+    const LLC: &str = "LLC Occupancy (LLC)";
+    const TMEM: &str = "Total Memory Bandwidth (TMEM)";
+    const LMEM: &str = "Local Memory Bandwidth (LMEM)";
+    const RMEM: &str = "Remote Memory Bandwidth (RMEM) (calculated)";
+    const IPC: &str = "Instructions/Clock (IPC)";
+    const MISSES: &str = "LLC misses";
+    const REFS: &str = "LLC references";
+    let e = &m.events;
+    let rmem = e.mbm_total && e.mbm_local;
     line(out, 4, "Monitoring")?;
-    // (name, per-RMID event) in pqos's MSR capability order
-    let mut cache = Vec::new();
-    let mut memory = Vec::new();
-    let mut pmu = Vec::new();
-    if m.events.llc_occupancy {
-        cache.push("LLC Occupancy (LLC)");
-    }
-    if m.events.mbm_total {
-        memory.push("Total Memory Bandwidth (TMEM)");
-    }
-    if m.events.mbm_local {
-        memory.push("Local Memory Bandwidth (LMEM)");
-    }
-    if m.events.mbm_total && m.events.mbm_local {
-        memory.push("Remote Memory Bandwidth (RMEM) (calculated)");
-    }
-    if pmu_caps.ipc {
-        pmu.push("Instructions/Clock (IPC)");
-    }
-    if pmu_caps.llc_misses {
-        pmu.push("LLC misses");
-    }
+    let cache: Vec<&str> = [(e.llc_occupancy, LLC)]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+    let (memory, pmu) = match iface {
+        Interface::Msr => (
+            [(e.mbm_total, TMEM), (e.mbm_local, LMEM), (rmem, RMEM)],
+            [
+                (pmu_caps.ipc, IPC),
+                (pmu_caps.llc_misses, MISSES),
+                (pmu_caps.llc_references, REFS),
+            ],
+        ),
+        Interface::Os => (
+            [(e.mbm_local, LMEM), (e.mbm_total, TMEM), (rmem, RMEM)],
+            [
+                (pmu_caps.llc_misses, MISSES),
+                (pmu_caps.llc_references, REFS),
+                (pmu_caps.ipc, IPC),
+            ],
+        ),
+    };
+    let memory: Vec<&str> = memory
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+    let pmu: Vec<&str> = pmu
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect();
+    // (scale factor, max rmid, counter length) of `-D`; 0 is not printed (pqos/cap.c)
+    let (rdt_details, pmu_details) = match iface {
+        Interface::Msr => (
+            (m.upscaling_factor, m.num_rmids, m.counter_width),
+            (0, 0, 0),
+        ),
+        Interface::Os => ((1, m.num_rmids, 0), (1, m.num_rmids, 0)),
+    };
     let io_rdt = if m.io_rdt { "disabled" } else { "unsupported" };
+    let details = |out: &mut dyn Write, (scale, rmids, width): (u32, u32, u32)| {
+        if !verbose {
+            return Ok::<(), std::io::Error>(());
+        }
+        if scale != 0 {
+            line(out, 17, &format!("scale factor: {scale}"))?;
+        }
+        if rmids != 0 {
+            line(out, 17, &format!("max rmid: {rmids}"))?;
+        }
+        if width != 0 {
+            line(out, 17, &format!("counter length: {width}b"))?;
+        }
+        Ok(())
+    };
     for (title, events) in [
         ("Cache Monitoring Technology (CMT) events:", &cache),
         ("Memory Bandwidth Monitoring (MBM) events:", &memory),
@@ -181,23 +264,14 @@ fn print_monitoring(
         for name in events {
             line(out, 12, name)?;
             line(out, 17, &format!("I/O RDT: {io_rdt}"))?;
-            if verbose {
-                if m.upscaling_factor != 0 {
-                    line(out, 17, &format!("scale factor: {}", m.upscaling_factor))?;
-                }
-                if m.num_rmids != 0 {
-                    line(out, 17, &format!("max rmid: {}", m.num_rmids))?;
-                }
-                if m.counter_width != 0 {
-                    line(out, 17, &format!("counter length: {}b", m.counter_width))?;
-                }
-            }
+            details(out, rdt_details)?;
         }
     }
     if !pmu.is_empty() {
         line(out, 8, "PMU events:")?;
         for name in pmu {
             line(out, 12, name)?;
+            details(out, pmu_details)?;
         }
     }
     Ok(())
@@ -207,6 +281,7 @@ fn print_cat(
     out: &mut dyn Write,
     name: &str,
     c: &CatCaps,
+    classes: u32,
     cache: Option<&CacheGeometry>,
     io_rdt_line: bool,
     verbose: bool,
@@ -223,7 +298,7 @@ fn print_cat(
         let io = if c.io_rdt { "disabled" } else { "unsupported" };
         line(out, 16, &format!("I/O RDT: {io}"))?;
     }
-    line(out, 16, &format!("Num COS: {}", c.usable_classes()))?;
+    line(out, 16, &format!("Num COS: {classes}"))?;
     if verbose {
         if let Some(g) = cache {
             line(out, 16, &format!("Way size: {} bytes", g.way_size()))?;
@@ -243,12 +318,13 @@ fn print_mba(
     out: &mut dyn Write,
     title: &str,
     m: &MbaCaps,
+    classes: u32,
     ctrl: Option<MbaCtrl>,
     verbose: bool,
     mba40: bool,
 ) -> Result<()> {
     line(out, 8, title)?;
-    line(out, 12, &format!("Num COS: {}", m.num_classes))?;
+    line(out, 12, &format!("Num COS: {classes}"))?;
     if let Some(ctrl) = ctrl {
         line(out, 12, &format!("CTRL: {}", ctrl_state(ctrl)))?;
     }
@@ -502,10 +578,16 @@ mod tests {
             .collect();
         // act
         let got = display(&mut b, false);
-        // assert: the same report once the v25.04-only lines are taken out
+        // assert: the same report once the lines newer than the sample are taken out
+        // (LLC references came with libpqos 4.4, the I/O RDT and non-contiguous lines with
+        // v23.11)
         let without_new_lines: String = got
             .lines()
-            .filter(|l| !l.contains("I/O RDT:") && !l.contains("Non-Contiguous CBM:"))
+            .filter(|l| {
+                !l.contains("I/O RDT:")
+                    && !l.contains("Non-Contiguous CBM:")
+                    && !l.contains("LLC references")
+            })
             .flat_map(|l| [l, "\n"])
             .collect();
         assert_eq!(without_new_lines, legacy);
@@ -526,6 +608,7 @@ mod tests {
         PMU events:
             Instructions/Clock (IPC)
             LLC misses
+            LLC references
     Allocation
         Cache Allocation Technology (CAT)
             L3 CAT
@@ -537,6 +620,134 @@ mod tests {
             Num COS: 8
 "
         );
+    }
+
+    /// The AMD EPYC of issue #311 on the OS interface: L3 CAT, MBA and SMBA with 16 classes.
+    fn amd_issue_311() -> Capabilities {
+        let (mut caps, _) = fixtures::amd_2ccx();
+        caps.smba = Feature::Supported(fixtures::amd_mba(16));
+        caps.pmu = PmuCaps {
+            ipc: true,
+            llc_misses: true,
+            llc_references: true,
+        };
+        caps
+    }
+
+    fn os_report(caps: &Capabilities, state: MbaCtrl, verbose: bool) -> String {
+        let mut out = Vec::new();
+        let ctrl = pqos_ctrl_line(caps, Some(state));
+        print_capabilities(caps, Interface::Os, ctrl, verbose, &mut out).unwrap();
+        let got = String::from_utf8(out).unwrap();
+        // the running kernel's release is not the sample's
+        let (first, rest) = got.split_once('\n').unwrap();
+        assert!(first.starts_with("OS capabilities (Linux kernel "), "{got}");
+        rest.to_owned()
+    }
+
+    /// Issue #311's `pqos -d` on the OS interface, byte for byte below its first line (the
+    /// kernel release): LMEM before TMEM, the PMU events in the OS library's order (LLC
+    /// misses, LLC references, IPC), `CTRL: unsupported` under MBA and SMBA.
+    #[test]
+    fn os_d_matches_real_pqos_on_amd_issue_311() {
+        // arrange
+        let sample = crate::testdata::sample("amd_pqos-d_os_issue311.txt");
+        // The posted lines below the title are indented one column more than v25.04's
+        // pqos/cap.c prints them (`printf_indent(4, "Monitoring\n")`, as issue #143's
+        // sample shows); that column is taken off.
+        let want: String = sample
+            .lines()
+            .skip_while(|l| !l.starts_with("OS capabilities"))
+            .skip(1)
+            .flat_map(|l| [l.strip_prefix(' ').unwrap_or(l), "\n"])
+            .collect();
+        // act
+        let got = os_report(&amd_issue_311(), MbaCtrl::Unsupported, false);
+        // assert
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn os_big_d_gives_scale_factor_1_and_no_counter_length() {
+        let got = os_report(&amd_issue_311(), MbaCtrl::Unsupported, true);
+        assert!(
+            got.contains(
+                "            Local Memory Bandwidth (LMEM)
+                 I/O RDT: unsupported
+                 scale factor: 1
+                 max rmid: 256
+            Total Memory Bandwidth (TMEM)
+"
+            ),
+            "{got}"
+        );
+        assert!(!got.contains("counter length"), "{got}");
+        assert!(!got.contains("scale factor: 64"), "{got}");
+        // pqos's OS library gives its perf events scale 1 and resctrl's RMID count too
+        assert!(
+            got.contains(
+                "        PMU events:
+            LLC misses
+                 scale factor: 1
+                 max rmid: 256
+            LLC references
+"
+            ),
+            "{got}"
+        );
+    }
+
+    #[test]
+    fn msr_big_d_gives_pmu_events_no_details() {
+        let mut b = FakeBackend::broadwell_2s();
+        let got = display(&mut b, true);
+        assert!(
+            got.contains(
+                "        PMU events:
+            Instructions/Clock (IPC)
+            LLC misses
+            LLC references
+    Allocation
+"
+            ),
+            "{got}"
+        );
+    }
+
+    #[test]
+    fn os_num_cos_is_the_fewest_closids_of_all_resources() {
+        // arrange: L3 with 16 classes, MBA with 8 (Skylake-SP)
+        let (mut caps, _) = fixtures::intel_2s();
+        caps.l3_cat = Feature::Supported(fixtures::cat(11, 16));
+        caps.l2_cat = Feature::Unsupported;
+        caps.mba = Feature::Supported(fixtures::intel_mba(8));
+        let mut msr = Vec::new();
+        print_capabilities(&caps, Interface::Msr, None, false, &mut msr).unwrap();
+        // act
+        let os = os_report(&caps, MbaCtrl::Disabled, false);
+        // assert: resctrl gives a group one CLOSID for every resource
+        assert!(String::from_utf8(msr).unwrap().contains("Num COS: 16"));
+        assert!(!os.contains("Num COS: 16"), "{os}");
+        assert_eq!(os.matches("Num COS: 8\n").count(), 2, "{os}");
+    }
+
+    #[test]
+    fn os_ctrl_line_only_where_pqos_prints_one() {
+        let (mut intel, _) = fixtures::intel_2s();
+        intel.mba = Feature::Supported(fixtures::intel_mba(8));
+        // mba_MBps mounted: enabled
+        assert!(os_report(&intel, MbaCtrl::Enabled, false).contains("CTRL: enabled\n"));
+        // mounted without mba_MBps, local bandwidth monitored: pqos does not know
+        for state in [MbaCtrl::Disabled, MbaCtrl::Unsupported] {
+            let got = os_report(&intel, state, false);
+            assert!(!got.contains("CTRL:"), "{state:?}: {got}");
+        }
+        // no local bandwidth monitoring: pqos says unsupported
+        if let Feature::Supported(m) = &mut intel.monitoring {
+            m.events.mbm_local = false;
+        }
+        let got = os_report(&intel, MbaCtrl::Unsupported, false);
+        assert!(got.contains("CTRL: unsupported\n"), "{got}");
     }
 
     #[test]

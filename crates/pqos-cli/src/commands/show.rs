@@ -188,6 +188,14 @@ fn read_tasks<B: Backend>(
     }
 }
 
+/// The first `limit` classes of `v` (all of them without a limit).
+fn first_classes<T>(mut v: Vec<T>, limit: Option<u32>) -> Vec<T> {
+    if let Some(n) = limit {
+        v.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    v
+}
+
 impl Config {
     /// Reads what `-s` shows; each failed read goes to `note` and leaves its part empty.
     fn read<B: Backend>(
@@ -197,6 +205,10 @@ impl Config {
     ) -> Self {
         let caps = backend.capabilities().clone();
         let topo = backend.topology().clone();
+        // resctrl gives a group one CLOSID valid for every resource: pqos lists as many
+        // classes as the resource with the fewest has (lib/resctrl_alloc.c
+        // `resctrl_alloc_get_grps_num`), on the MSR interface each resource's own count.
+        let limit = (backend.interface() == Interface::Os).then(|| caps.os_classes());
         let l3ca = caps.l3_cat.get().is_some();
         let l2ca = caps.l2_cat.get().is_some();
         let mba = caps.mba.get().is_some();
@@ -206,13 +218,21 @@ impl Config {
             for (id, domain) in &domains.list {
                 let cat = Part::read(
                     l3ca,
-                    || backend.cat_classes(CatResource::L3, *domain),
+                    || {
+                        backend
+                            .cat_classes(CatResource::L3, *domain)
+                            .map(|v| first_classes(v, limit))
+                    },
                     || format!("reading the L3 classes of domain {domain}"),
                     note,
                 );
                 let limits = Part::read(
                     mba,
-                    || backend.mba_classes(*domain),
+                    || {
+                        backend
+                            .mba_classes(*domain)
+                            .map(|v| first_classes(v, limit))
+                    },
                     || format!("reading the MBA classes of domain {domain}"),
                     note,
                 );
@@ -230,7 +250,11 @@ impl Config {
             .map(|domain| {
                 let classes = Part::read(
                     true,
-                    || backend.cat_classes(CatResource::L2, domain),
+                    || {
+                        backend
+                            .cat_classes(CatResource::L2, domain)
+                            .map(|v| first_classes(v, limit))
+                    },
                     || format!("reading the L2 classes of L2 id {domain}"),
                     note,
                 );

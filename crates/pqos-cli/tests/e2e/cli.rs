@@ -257,10 +257,73 @@ fn mba_max_on_the_msr_interface_gets_pqos_error() {
         &[],
     );
     assert_eq!(run.code, 1);
-    assert_eq!(run.stdout, "Allocation configuration error!\n");
+    assert_eq!(
+        run.stdout,
+        "MBA controller not supported!\nAllocation configuration error!\n"
+    );
     assert!(
         run.stderr.contains("MBA controller not supported!"),
         "{}",
         run.stderr
     );
+}
+
+/// pqos v25.04 prints its `NOTE:` banner first on stdout whatever the command (pqos/main.c
+/// `print_warning`), `-u json` aside (stderr then, stdout stays JSON).
+#[test]
+fn every_command_starts_stdout_with_pqos_banner() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["-d"][..],
+        &["-D"],
+        &["-s"],
+        &["-e", "llc:1=0xf"],
+        &["-a", "llc:1=1"],
+        &["-R"],
+        &["-H"],
+        &["--version"],
+        &["-e", "llc1=0xf"],
+        &["--no-such-option"],
+    ] {
+        let run = sim(dir.path(), args);
+        assert!(run.has_banner(), "{args:?}: {}", run.raw_stdout);
+        assert_eq!(
+            run.raw_stdout.matches("NOTE:  Mixed use").count(),
+            1,
+            "{args:?}"
+        );
+    }
+    let json = sim(dir.path(), &["-d", "-u", "json"]).ok();
+    assert!(json.raw_stdout.starts_with('{'), "{}", json.raw_stdout);
+    assert!(json.stderr.contains("NOTE:  Mixed use"), "{}", json.stderr);
+}
+
+/// A refused `-e`/`-a` gets pqos's stdout lines (which scripts grep for) and its exit code,
+/// with this tool's explanation on stderr.
+#[test]
+fn refused_allocations_print_pqos_lines_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, stdout) in [
+        (
+            ["-e", "llc1=0xf"],
+            "Unrecognized allocation format: llc1=0xf\nAllocation configuration error!\n",
+        ),
+        (
+            ["-e", "mba:1=0"],
+            "Failed to set MBA configuration!\nAllocation configuration error!\n",
+        ),
+        (
+            ["-e", "llc:99=0xf"],
+            "Invalid class ID: 99!\nAllocation configuration error!\n",
+        ),
+        (
+            ["-a", "llc:99=1"],
+            "Core number or class id is out of bounds!\nAllocation association error!\n",
+        ),
+    ] {
+        let run = sim(dir.path(), &args);
+        assert_eq!(run.code, 1, "{args:?}");
+        assert_eq!(run.stdout, stdout, "{args:?}");
+        assert!(run.stderr.contains("error: "), "{args:?}: {}", run.stderr);
+    }
 }

@@ -28,8 +28,8 @@ fn errors(v: &jsonschema::Validator, doc: &Value) -> String {
 /// Parses stdout as exactly one JSON document valid against `name`'s schema.
 #[track_caller]
 fn one_document(run: &Run, name: &str) -> Value {
-    let doc: Value = serde_json::from_str(&run.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", run.stdout));
+    let doc: Value = serde_json::from_str(&run.raw_stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", run.raw_stdout));
     let errs = errors(&schema(name), &doc);
     assert!(errs.is_empty(), "{name}: {errs}\n{doc:#}");
     doc
@@ -40,9 +40,11 @@ fn one_document(run: &Run, name: &str) -> Value {
 fn json_lines(run: &Run) -> Vec<Value> {
     let v = schema("monitoring");
     let rows: Vec<Value> = run
-        .stdout
+        .raw_stdout
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{}", run.stdout)))
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{}", run.raw_stdout))
+        })
         .collect();
     assert!(!rows.is_empty(), "no rows:\n{}", run.stderr);
     for row in &rows {
@@ -81,7 +83,7 @@ fn every_command_answers_in_schema_valid_json_on_every_model() {
         }
         // -e: pqos's report line goes to stderr, stdout stays empty (still valid: no JSON).
         let run = sim.pqos(&["-u", "json", "-e", "llc:1=0x3"]).ok();
-        assert_eq!(run.stdout, "", "{model}");
+        assert_eq!(run.raw_stdout, "", "{model}");
         assert!(
             run.stderr.contains("Allocation configuration altered."),
             "{model}: {}",
@@ -99,7 +101,7 @@ fn every_command_answers_in_schema_valid_json_on_every_model() {
             .monitor(&["-u", "json", "-m", "all:[0-1]", "-t", "2"])
             .ok();
         assert!(
-            !run.stdout.contains("NOTE"),
+            !run.raw_stdout.contains("NOTE"),
             "{model}: the banner is on stdout"
         );
         assert!(
@@ -152,7 +154,7 @@ fn the_os_interface_lists_other_tools_groups_and_pid_rows_in_json() {
     assert!(
         rows.iter().all(|r| r["pid"] == pid.as_str()),
         "{}",
-        run.stdout
+        run.raw_stdout
     );
     let ours: Vec<String> = m
         .mon_groups()

@@ -223,7 +223,7 @@ fn golden_text(name: &str, args: &[&str], groups: usize, starts_lost: bool) {
     let real = TextLayout::from_sample(&sample(name), starts_lost);
     let sim = Sim::new("broadwell-ep");
     let args: Vec<&str> = args.iter().chain(&["-t", "1"]).copied().collect();
-    let ours = split_text(&sim.monitor(&args).ok().stdout);
+    let ours = split_text(&sim.monitor(&args).ok().raw_stdout);
 
     eqnice!(note_banner(), ours.preamble);
     assert_eq!(
@@ -362,7 +362,7 @@ fn golden_csv_header_and_row_issue181() {
     let out = sim
         .monitor(&["-m", "all:0", "-u", "csv", "-t", "1"])
         .ok()
-        .stdout;
+        .raw_stdout;
     let body = out.strip_prefix(&note_banner()).expect("the banner first");
     let mut lines = body.lines();
     assert_eq!(lines.next(), Some(real_header), "the header, byte for byte");
@@ -425,7 +425,7 @@ fn telegrafs_pqos_command_gets_the_four_line_preamble_it_skips() {
             "3",
         ])
         .ok()
-        .stdout;
+        .raw_stdout;
     // assert
     let preamble: String = out.lines().take(4).flat_map(|l| [l, "\n"]).collect();
     eqnice!(sample("telegraf_pqos_csv_preamble.txt"), preamble);

@@ -25,9 +25,16 @@ fn paper_allocation_commands_print_pqos_lines_through_dev_cpu_msr() {
             "the native path, not --sim: {}",
             e.stderr
         );
-        // pqos looks for resctrl under the sysroot too, and warns as it does on a host.
+        // pqos looks for resctrl under the sysroot too, and warns as it does on a host:
+        // on stdout, after the banner (its library logs to stdout).
+        assert!(e.has_banner(), "{}", e.raw_stdout);
         assert!(
-            e.stderr.contains("WARN: resctl filesystem mounted!"),
+            e.warnings.starts_with("WARN: resctl filesystem mounted!"),
+            "{}",
+            e.raw_stdout
+        );
+        assert!(
+            !e.stderr.contains("resctl filesystem mounted"),
             "{}",
             e.stderr
         );

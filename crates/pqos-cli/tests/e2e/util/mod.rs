@@ -15,10 +15,19 @@ pub struct Sim {
     dir: tempfile::TempDir,
 }
 
+/// pqos v25.04's two-line banner, first on stdout for every command (pqos/main.c
+/// `print_warning`).
+pub const NOTE_BANNER: &str = "NOTE:  Mixed use of MSR and kernel interfaces to manage\n       CAT or CMT & MBM may lead to unexpected behavior.\n";
+
 /// What one `pqos` run printed.
 #[derive(Debug)]
 pub struct Run {
+    /// The report: stdout after [`NOTE_BANNER`] and the `WARN:` lines that follow it.
     pub stdout: String,
+    /// The `WARN:` lines between the banner and the report (pqos's library logs to stdout).
+    pub warnings: String,
+    /// stdout as printed.
+    pub raw_stdout: String,
     pub stderr: String,
     pub code: i32,
 }
@@ -47,10 +56,27 @@ impl Run {
     }
 }
 
+impl Run {
+    /// Whether stdout starts with pqos's banner.
+    pub fn has_banner(&self) -> bool {
+        self.raw_stdout.starts_with(NOTE_BANNER)
+    }
+}
+
 impl From<Output> for Run {
     fn from(o: Output) -> Self {
+        let raw_stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        let mut rest = raw_stdout.strip_prefix(NOTE_BANNER).unwrap_or(&raw_stdout);
+        let mut warnings = String::new();
+        while rest.starts_with("WARN: ") {
+            let end = rest.find('\n').map_or(rest.len(), |i| i + 1);
+            warnings.push_str(&rest[..end]);
+            rest = &rest[end..];
+        }
         Self {
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stdout: rest.to_owned(),
+            warnings,
+            raw_stdout,
             stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
             code: o.status.code().unwrap_or(-1),
         }
