@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Result, anyhow};
 
-use crate::command::{Plan, Source};
+use crate::command::{Command, Plan, Source};
 use crate::commands::{Context, RealClock, execute};
 
 /// Runs `plan` on the platform it names.
@@ -23,14 +23,19 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
     match &plan.source {
         Source::Sim(sim) => sim::run(plan, sim, stop, stdout_is_tty, out),
         Source::Native(_) => {
-            let mut rdt = plan.open_options().open().map_err(open_error)?;
-            for notice in rdt.notices() {
-                // Reclaimed monitoring is already a WARN record of the library (the logger
-                // writes it to stderr or the -l file).
-                if !matches!(notice, rdt_pqos::Notice::Reclaimed(_)) {
-                    eprintln!("WARN: {}", pqos_words(notice));
-                }
+            if let (Command::Display { verbose }, false, None) =
+                (&plan.command, plan.mon_reset, plan.alloc_reset)
+            {
+                // A report needs the capabilities only, not the per-CPU topology a backend
+                // is opened with.
+                let report = plan.open_options().capabilities().map_err(open_error)?;
+                warn(&report.notices);
+                return crate::commands::caps::run_display_report(
+                    &report, *verbose, plan.json, out,
+                );
             }
+            let mut rdt = plan.open_options().open().map_err(open_error)?;
+            warn(rdt.notices());
             let mut clock = RealClock::new();
             let proc = rdt_pqos::proc::ProcFs::at(&plan.open_options().get_paths().proc);
             let mut ctx = Context {
@@ -40,6 +45,17 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
                 proc: &proc,
             };
             execute(&mut rdt, plan, &mut ctx, out)
+        }
+    }
+}
+
+/// pqos's `WARN:` lines for the notices of an open.
+fn warn(notices: &[rdt_pqos::Notice]) {
+    for notice in notices {
+        // Reclaimed monitoring is already a WARN record of the library (the logger
+        // writes it to stderr or the -l file).
+        if !matches!(notice, rdt_pqos::Notice::Reclaimed(_)) {
+            eprintln!("WARN: {}", pqos_words(notice));
         }
     }
 }

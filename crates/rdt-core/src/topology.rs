@@ -133,6 +133,31 @@ impl Topology {
         sysfs::read(system_dir)
     }
 
+    /// The online CPUs of a sysfs system directory: `cpu/online` (one file), or without it
+    /// every `cpu/cpuN` whose `cpuN/online` is not `0`.
+    ///
+    /// # Errors
+    /// As [`Topology::from_sysfs`].
+    pub fn online_from_sysfs(system_dir: &Path) -> Result<CpuSet, TopologyError> {
+        sysfs::online(system_dir)
+    }
+
+    /// Not the machine's topology but a sample of it for reading per-domain state: the
+    /// lowest online CPU of every L3 instance (of every package, for CPUs without an L3),
+    /// each placed as [`Topology::from_sysfs`] places it. So every package and L3 instance
+    /// is there, and one L2 instance per L3 instance.
+    ///
+    /// It reads the package and L3 lists of [`Topology::from_sysfs`] but an L2 list only
+    /// per representative: a capability report (pqos `-d`) reads the CDP enable bits of
+    /// every L3 instance and of one L2 instance per L3 instance, without a file per L2
+    /// instance (one per core on most Intel parts: 80 on the 160-CPU sapphire-rapids).
+    ///
+    /// # Errors
+    /// As [`Topology::from_sysfs`].
+    pub fn l3_representatives_from_sysfs(system_dir: &Path) -> Result<Self, TopologyError> {
+        sysfs::read_l3_representatives(system_dir)
+    }
+
     /// Computes the topology from a per-CPU CPUID dump (one block per logical CPU), as pqos
     /// does in MSR mode.
     ///

@@ -22,21 +22,54 @@ pub fn run_display<B: Backend>(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let ctrl = match backend.interface() {
+    display(
+        backend.capabilities(),
+        backend.interface(),
+        backend.mba_ctrl(),
+        verbose,
+        json,
+        out,
+    )
+}
+
+/// Prints capabilities read without opening a backend
+/// ([`rdt_pqos::OpenOptions::capabilities`]), as [`run_display`] prints a backend's.
+///
+/// # Errors
+/// As [`run_display`].
+pub fn run_display_report(
+    report: &rdt_pqos::PlatformCapabilities,
+    verbose: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    display(
+        &report.capabilities,
+        report.interface,
+        report.mba_ctrl,
+        verbose,
+        json,
+        out,
+    )
+}
+
+fn display(
+    caps: &Capabilities,
+    iface: Interface,
+    mba_ctrl: Option<MbaCtrl>,
+    verbose: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let ctrl = match iface {
         // pqos prints the MBA controller's state on the OS interface only.
-        Interface::Os => Some(backend.mba_ctrl().unwrap_or(MbaCtrl::Unsupported)),
+        Interface::Os => Some(mba_ctrl.unwrap_or(MbaCtrl::Unsupported)),
         Interface::Msr => None,
     };
     if json {
-        return print_capabilities_json(backend.capabilities(), backend.interface(), ctrl, out);
+        return print_capabilities_json(caps, iface, ctrl, out);
     }
-    print_capabilities(
-        backend.capabilities(),
-        backend.interface(),
-        ctrl,
-        verbose,
-        out,
-    )
+    print_capabilities(caps, iface, ctrl, verbose, out)
 }
 
 /// Whether the platform has none of the features `-d` reports.

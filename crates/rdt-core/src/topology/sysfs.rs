@@ -49,6 +49,57 @@ pub(super) fn read(system: &Path) -> Result<Topology, TopologyError> {
     Ok(Topology::from_placements(placements))
 }
 
+/// The online CPUs (`cpu/online`, or a scan of `cpu/cpuN/online` without it).
+pub(super) fn online(system: &Path) -> Result<CpuSet, TopologyError> {
+    online_cpus(&system.join("cpu"))
+}
+
+/// One CPU per L3 instance (per package where a CPU has no L3), placed fully; see
+/// [`Topology::l3_representatives_from_sysfs`].
+pub(super) fn read_l3_representatives(system: &Path) -> Result<Topology, TopologyError> {
+    let cpu_dir = system.join("cpu");
+    let online = online_cpus(&cpu_dir)?;
+    let Some(first) = online.first() else {
+        return Err(TopologyError::NoCpus { path: cpu_dir });
+    };
+    let layout = CacheLayout::read(&cpu_dir, first)?;
+    let packages = packages(&cpu_dir, &online)?;
+    let l3 = match layout.l3 {
+        Some(k) => cache_domains(&cpu_dir, &online, k)?,
+        None => BTreeMap::new(),
+    };
+    // The lowest CPU of each L3 instance, and of each package for CPUs without an L3.
+    let mut seen_l3 = BTreeMap::new();
+    let mut seen_pkg = BTreeMap::new();
+    let mut chosen = CpuSet::new();
+    for cpu in online.iter() {
+        let fresh = match l3.get(&cpu) {
+            Some(d) => seen_l3.insert(*d, cpu).is_none(),
+            None => seen_pkg.insert(packages.get(&cpu).copied(), cpu).is_none(),
+        };
+        if fresh {
+            chosen.insert(cpu);
+        }
+    }
+    let l2 = match layout.l2 {
+        Some(k) => cache_domains(&cpu_dir, &chosen, k)?,
+        None => BTreeMap::new(),
+    };
+    let nodes = node_lists(&system.join("node"))?;
+    let placements = chosen
+        .iter()
+        .map(|cpu| CpuPlacement {
+            cpu,
+            package: packages.get(&cpu).copied().unwrap_or(0),
+            core: None,
+            l2: l2.get(&cpu).copied().unwrap_or(CacheDomain::new(cpu.get())),
+            l3: l3.get(&cpu).copied(),
+            node: nodes.get(&cpu).copied().unwrap_or(0),
+        })
+        .collect();
+    Ok(Topology::from_placements(placements))
+}
+
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> TopologyError + '_ {
     move |source| TopologyError::Io {
         path: path.to_owned(),
