@@ -492,6 +492,45 @@ mod tests {
         assert_eq!(topo.cpus_in_package(0).to_string(), "0-1,4-5");
     }
 
+    /// The representatives of the L3 instances: the lowest online CPU of each, fully
+    /// placed, and no L2 list read for the other CPUs (here they have none).
+    #[test]
+    fn l3_representatives_are_the_lowest_cpu_of_each_l3_and_read_no_other_l2() {
+        // arrange: 2 packages x 1 L3 each, CPUs 0-3 and 4-7; only CPUs 0 and 4 have L2 files
+        let mut files = vec![
+            ("cpu/online".to_owned(), "0-7\n".to_owned()),
+            ("node/node0/cpulist".into(), "0-3\n".into()),
+            ("node/node1/cpulist".into(), "4-7\n".into()),
+        ];
+        files.extend(cpu_files(0, (0, "0-3"), (10, "0-1"), (20, "0-3")));
+        files.extend(cpu_files(4, (1, "4-7"), (12, "4-5"), (21, "4-7")));
+        let dir = build(&files);
+        // act
+        let sample = Topology::l3_representatives_from_sysfs(dir.path()).unwrap();
+        let online = Topology::online_from_sysfs(dir.path()).unwrap();
+        // assert
+        let got: Vec<_> = sample
+            .cpus()
+            .iter()
+            .map(|c| {
+                (
+                    c.cpu.get(),
+                    c.package,
+                    c.l2.get(),
+                    c.l3.map(CacheDomain::get),
+                    c.node,
+                )
+            })
+            .collect();
+        assert_eq!(got, [(0, 0, 10, Some(20), 0), (4, 1, 12, Some(21), 1)]);
+        assert_eq!(online.to_string(), "0-7");
+        assert_eq!(
+            sample.all_cpus().to_string(),
+            "0,4",
+            "a sample, not the machine"
+        );
+    }
+
     /// A kernel without `package_cpus_list` (before 5.5) has `core_siblings_list`; one
     /// with neither costs a `physical_package_id` per CPU.
     #[test]
