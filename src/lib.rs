@@ -63,7 +63,7 @@ pub mod simpmu;
 
 pub use open::{
     CpuidFrom, Iface, IfaceError, MsrSource, Notice, OpenError, OpenOptions, OsFace, OsWanted,
-    ParseIfaceError, Paths, PmuCapsPolicy, resolve_iface,
+    ParseIfaceError, Paths, PlatformCapabilities, PmuCapsPolicy, resolve_iface,
 };
 pub use perf::PerfPmu;
 pub use rdt_core::*;

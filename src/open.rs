@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdt_core::{
-    Capabilities, CpuidSource, DevCpuid, Interface, LogicalCpu, NativeCpuid, NoPmu, PmuCaps,
-    PmuSource, Reclaimed, Topology, TopologyError, error_chain, explain_no_rdt, transaction,
+    Backend, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface, LogicalCpu, MbaCtrl,
+    NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology, TopologyError, error_chain,
+    explain_no_rdt, transaction,
 };
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
 use rdt_resctrl::{
@@ -378,6 +379,20 @@ impl OpenError {
     }
 }
 
+/// What a platform can do ([`OpenOptions::capabilities`]): what pqos `-d` reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PlatformCapabilities {
+    /// The interface the capabilities were read through.
+    pub interface: Interface,
+    /// The capabilities, with the CDP and MBA controller state of the platform.
+    pub capabilities: Capabilities,
+    /// The MBA software controller's state ([`Backend::mba_ctrl`]).
+    pub mba_ctrl: Option<MbaCtrl>,
+    /// What is worth telling the user (pqos's `WARN:` lines).
+    pub notices: Vec<Notice>,
+}
+
 /// Something worth telling the user about a platform that did open (pqos prints these as
 /// `WARN:` lines).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -656,6 +671,143 @@ impl OpenOptions {
         let interface = self.resolve()?;
         log::info!("Selected interface: {}", iface_upper(interface));
         let paths = &self.paths;
+        let device = self.cpuid_device()?;
+        let cpuid: &dyn CpuidSource = match &device {
+            Some(dev) => dev,
+            None => &NativeCpuid,
+        };
+        let topology =
+            || Topology::from_sysfs(&paths.sys_devices_system).map_err(|e| self.topology_error(e));
+        if interface == Interface::Os {
+            let mut caps = Capabilities::detect(cpuid);
+            let topology = topology()?;
+            // pqos `lib/os_cap.c`: on the OS interface PMU events are what perf can count.
+            let pmu = host_pmu(
+                &topology.all_cpus(),
+                &mut caps,
+                PmuCapsPolicy::Usable,
+                paths,
+            );
+            let backend = ResctrlBackend::open(self.resctrl_options(), topology, Some(caps), pmu)
+                .map_err(OpenError::Resctrl)?;
+            return Ok(self.resctrl_reclaimed(backend));
+        }
+        if let Some(why) = explain_no_rdt(cpuid) {
+            return Err(OpenError::NoRdt(why));
+        }
+        let mut caps = Capabilities::detect(cpuid);
+        let topology = topology()?;
+        let pmu = host_pmu(&topology.all_cpus(), &mut caps, self.pmu_caps, paths);
+        let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
+        let mut rdt = self.msr_with_run_dir(MsrBackend::new(io, caps, topology, pmu)?, &paths.run);
+        if let Some(n) = self.resctrl_mounted_on_msr() {
+            rdt.notices.push(n);
+        }
+        Ok(rdt)
+    }
+
+    /// What the platform at the paths can do, through the interface [`OpenOptions::open`]
+    /// would use, reading only what that takes (pqos `-d`): CPU 0's CPUID, the online CPUs
+    /// (for perf events), and on the MSR interface the CDP enable bits of every L3 instance
+    /// and of one L2 instance per L3 instance ([`Topology::l3_representatives_from_sysfs`];
+    /// an allocation command reads every L2 instance's and reports instances that differ),
+    /// on the OS interface resctrl's `info/` and root group. Nothing is reclaimed
+    /// ([`OpenOptions::reclaim`]): a report changes nothing.
+    ///
+    /// On the 160-CPU sapphire-rapids model this reads ~150 files where
+    /// [`OpenOptions::open`] reads ~330 (the per-CPU topology).
+    ///
+    /// # Errors
+    /// As [`OpenOptions::open`].
+    pub fn capabilities(&self) -> Result<PlatformCapabilities, OpenError> {
+        let interface = self.resolve()?;
+        log::info!("Selected interface: {}", iface_upper(interface));
+        let paths = &self.paths;
+        let device = self.cpuid_device()?;
+        let cpuid: &dyn CpuidSource = match &device {
+            Some(dev) => dev,
+            None => &NativeCpuid,
+        };
+        if interface == Interface::Os {
+            let mut caps = Capabilities::detect(cpuid);
+            let online = Topology::online_from_sysfs(&paths.sys_devices_system)
+                .map_err(|e| self.topology_error(e))?;
+            let pmu = host_pmu(&online, &mut caps, PmuCapsPolicy::Usable, paths);
+            // The backend's topology is only used for per-CPU requests, which a report
+            // makes none of.
+            let backend =
+                ResctrlBackend::open(self.resctrl_options(), Topology::default(), Some(caps), pmu)
+                    .map_err(OpenError::Resctrl)?;
+            return Ok(PlatformCapabilities {
+                interface,
+                capabilities: backend.capabilities().clone(),
+                mba_ctrl: backend.mba_ctrl(),
+                notices: Vec::new(),
+            });
+        }
+        if let Some(why) = explain_no_rdt(cpuid) {
+            return Err(OpenError::NoRdt(why));
+        }
+        let mut caps = Capabilities::detect(cpuid);
+        let sample = Topology::l3_representatives_from_sysfs(&paths.sys_devices_system)
+            .map_err(|e| self.topology_error(e))?;
+        let online = Topology::online_from_sysfs(&paths.sys_devices_system)
+            .map_err(|e| self.topology_error(e))?;
+        let pmu = host_pmu(&online, &mut caps, self.pmu_caps, paths);
+        let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
+        let backend = MsrBackend::new(io, caps, sample, pmu)?;
+        let mut notices: Vec<Notice> = backend
+            .cdp_inconsistency()
+            .map(Notice::CdpInconsistent)
+            .into_iter()
+            .collect();
+        notices.extend(self.resctrl_mounted_on_msr());
+        Ok(PlatformCapabilities {
+            interface,
+            capabilities: backend.capabilities().clone(),
+            mba_ctrl: backend.mba_ctrl(),
+            notices,
+        })
+    }
+
+    fn topology_error(&self, source: TopologyError) -> OpenError {
+        OpenError::Topology {
+            path: self.paths.sys_devices_system.clone(),
+            source,
+        }
+    }
+
+    /// The OS interface's options at the paths.
+    fn resctrl_options(&self) -> ResctrlOptions {
+        let paths = &self.paths;
+        let mut opts = ResctrlOptions::new(&paths.resctrl)
+            .proc_root(&paths.proc)
+            .run_dir(&paths.run);
+        opts = if paths.resctrl_mount_control.is_file() {
+            opts.mount_control(ControlFileMount::new(&paths.resctrl_mount_control))
+        } else {
+            opts.mount_control(KernelMount::new(&paths.resctrl, paths.proc.join("mounts")))
+        };
+        if let Some(t) = self.lock_timeout {
+            opts = opts.lock_timeout(t);
+        }
+        opts
+    }
+
+    /// [`Notice::ResctrlMountedOnMsr`] when resctrl is mounted at the paths.
+    fn resctrl_mounted_on_msr(&self) -> Option<Notice> {
+        self.paths
+            .resctrl
+            .join("cpus")
+            .exists()
+            .then(|| Notice::ResctrlMountedOnMsr {
+                resctrl: self.paths.resctrl.clone(),
+            })
+    }
+
+    /// CPU 0's CPUID device as [`Paths::cpuid`] says: `None` for the CPUID instruction.
+    fn cpuid_device(&self) -> Result<Option<DevCpuid>, OpenError> {
+        let paths = &self.paths;
         let device = match paths.cpuid {
             CpuidFrom::Device => {
                 if !paths.dev_cpu.is_dir() {
@@ -679,50 +831,7 @@ impl OpenOptions {
         if let Some(dev) = &device {
             log::info!("CPUID from {}", dev.path().display());
         }
-        let cpuid: &dyn CpuidSource = match &device {
-            Some(dev) => dev,
-            None => &NativeCpuid,
-        };
-        let topology = || {
-            Topology::from_sysfs(&paths.sys_devices_system).map_err(|source| OpenError::Topology {
-                path: paths.sys_devices_system.clone(),
-                source,
-            })
-        };
-        if interface == Interface::Os {
-            let mut caps = Capabilities::detect(cpuid);
-            let topology = topology()?;
-            // pqos `lib/os_cap.c`: on the OS interface PMU events are what perf can count.
-            let pmu = host_pmu(&topology, &mut caps, PmuCapsPolicy::Usable, paths);
-            let mut opts = ResctrlOptions::new(&paths.resctrl)
-                .proc_root(&paths.proc)
-                .run_dir(&paths.run);
-            opts = if paths.resctrl_mount_control.is_file() {
-                opts.mount_control(ControlFileMount::new(&paths.resctrl_mount_control))
-            } else {
-                opts.mount_control(KernelMount::new(&paths.resctrl, paths.proc.join("mounts")))
-            };
-            if let Some(t) = self.lock_timeout {
-                opts = opts.lock_timeout(t);
-            }
-            let backend = ResctrlBackend::open(opts, topology, Some(caps), pmu)
-                .map_err(OpenError::Resctrl)?;
-            return Ok(self.resctrl_reclaimed(backend));
-        }
-        if let Some(why) = explain_no_rdt(cpuid) {
-            return Err(OpenError::NoRdt(why));
-        }
-        let mut caps = Capabilities::detect(cpuid);
-        let topology = topology()?;
-        let pmu = host_pmu(&topology, &mut caps, self.pmu_caps, paths);
-        let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
-        let mut rdt = self.msr_with_run_dir(MsrBackend::new(io, caps, topology, pmu)?, &paths.run);
-        if paths.resctrl.join("cpus").exists() {
-            rdt.notices.push(Notice::ResctrlMountedOnMsr {
-                resctrl: paths.resctrl.clone(),
-            });
-        }
-        Ok(rdt)
+        Ok(device)
     }
 
     /// Runs a backend's reclaim when [`OpenOptions::reclaim`] asks for it: one `WARN` record
@@ -885,12 +994,12 @@ impl OpenOptions {
 /// ([`Paths::sim_pmu`] exists: [`crate::simpmu`]), else no source, and under
 /// [`PmuCapsPolicy::Usable`] `caps` then report no IPC or LLC-miss counting.
 fn host_pmu(
-    topology: &Topology,
+    cpus: &CpuSet,
     caps: &mut Capabilities,
     policy: PmuCapsPolicy,
     paths: &Paths,
 ) -> Box<dyn PmuSource + Send> {
-    match PerfPmu::open(&topology.all_cpus()) {
+    match PerfPmu::open(cpus) {
         Ok(pmu) => Box::new(pmu),
         Err(e) => {
             log::debug!("perf events: {}", error_chain(&e));

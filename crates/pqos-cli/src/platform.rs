@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Result, anyhow};
 
-use crate::command::{Plan, Source};
+use crate::command::{Command, Plan, Source};
 use crate::commands::{Context, RealClock, execute};
 
 /// Runs `plan` on the platform it names.
@@ -23,23 +23,19 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
     match &plan.source {
         Source::Sim(sim) => sim::run(plan, sim, stop, stdout_is_tty, out),
         Source::Native(_) => {
-            let mut rdt = plan.open_options().open().map_err(open_error)?;
-            for notice in rdt.notices() {
-                match notice {
-                    // Reclaimed monitoring is already a WARN record of the library (the
-                    // logger writes it to stderr or the -l file).
-                    rdt_pqos::Notice::Reclaimed(_) => {}
-                    // pqos's own warning: on stdout after the banner, where its library logs
-                    // (pqos/main.c: `cfg.fd_log = STDOUT_FILENO` without -l); stderr under
-                    // `-u json`, whose stdout carries JSON only.
-                    rdt_pqos::Notice::ResctrlMountedOnMsr { .. } if !plan.json => {
-                        writeln!(out, "WARN: {}", pqos_words(notice))?;
-                    }
-                    // This tool's own notices (a rolled-back change, a split CDP state) are
-                    // not pqos lines: stderr, where scripts reading pqos's stdout miss nothing.
-                    _ => eprintln!("WARN: {}", pqos_words(notice)),
-                }
+            if let (Command::Display { verbose }, false, None) =
+                (&plan.command, plan.mon_reset, plan.alloc_reset)
+            {
+                // A report needs the capabilities only, not the per-CPU topology a backend
+                // is opened with.
+                let report = plan.open_options().capabilities().map_err(open_error)?;
+                warn(&report.notices, plan.json, out)?;
+                return crate::commands::caps::run_display_report(
+                    &report, *verbose, plan.json, out,
+                );
             }
+            let mut rdt = plan.open_options().open().map_err(open_error)?;
+            warn(rdt.notices(), plan.json, out)?;
             let mut clock = RealClock::new();
             let proc = rdt_pqos::proc::ProcFs::at(&plan.open_options().get_paths().proc);
             let mut ctx = Context {
@@ -51,6 +47,27 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
             execute(&mut rdt, plan, &mut ctx, out)
         }
     }
+}
+
+/// pqos's `WARN:` lines for the notices of an open.
+fn warn(notices: &[rdt_pqos::Notice], json: bool, out: &mut dyn Write) -> Result<()> {
+    for notice in notices {
+        match notice {
+            // Reclaimed monitoring is already a WARN record of the library (the logger
+            // writes it to stderr or the -l file).
+            rdt_pqos::Notice::Reclaimed(_) => {}
+            // pqos's own warning: on stdout after the banner, where its library logs
+            // (pqos/main.c: `cfg.fd_log = STDOUT_FILENO` without -l); stderr under `-u json`,
+            // whose stdout carries JSON only.
+            rdt_pqos::Notice::ResctrlMountedOnMsr { .. } if !json => {
+                writeln!(out, "WARN: {}", pqos_words(notice))?;
+            }
+            // This tool's own notices (a rolled-back change, a split CDP state) are not pqos
+            // lines: stderr, where scripts reading pqos's stdout miss nothing.
+            _ => eprintln!("WARN: {}", pqos_words(notice)),
+        }
+    }
+    Ok(())
 }
 
 /// pqos's line for a notice of the library.

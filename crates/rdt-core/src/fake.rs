@@ -117,7 +117,7 @@ pub mod fixtures {
                 .map(|(cpu, package, l2, l3)| CpuPlacement {
                     cpu: LogicalCpu::new(cpu),
                     package,
-                    core: cpu,
+                    core: Some(cpu),
                     l2: CacheDomain::new(l2),
                     l3: Some(CacheDomain::new(l3)),
                     node: package,
@@ -198,7 +198,7 @@ pub mod fixtures {
                 .map(|c| CpuPlacement {
                     cpu: LogicalCpu::new(c),
                     package: c / 4,
-                    core: c % 4,
+                    core: Some(c % 4),
                     l2: CacheDomain::new(c / 2),
                     l3: Some(CacheDomain::new(c / 4)),
                     node: c / 4,

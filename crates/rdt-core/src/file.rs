@@ -20,6 +20,23 @@ pub(crate) enum ReadError {
     TooLarge(u64),
 }
 
+impl ReadError {
+    /// The error as an [`io::Error`] (refusals as `InvalidData`, saying why).
+    pub(crate) fn into_io(self) -> io::Error {
+        match self {
+            Self::Open(e) | Self::Io(e) => e,
+            Self::NotRegular(t) => io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("not a regular file ({t:?})"),
+            ),
+            Self::TooLarge(n) => io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("too large ({n} bytes or more)"),
+            ),
+        }
+    }
+}
+
 /// Opens `path` without blocking (a FIFO without a writer would block `open` forever) and
 /// without making a terminal the controlling one; not through a final symlink when
 /// `nofollow`.
@@ -56,4 +73,44 @@ pub(crate) fn read_regular(
         return Err(ReadError::TooLarge(read));
     }
     Ok(bytes)
+}
+
+/// The bytes of the kernel attribute file at `path` (a sysfs or resctrl file), at most
+/// `max_bytes` of them, refusing what is not a regular file as [`read_regular`] does.
+///
+/// It stops at the first short read instead of reading again for end of file: the kernel
+/// shows an attribute in one piece (sysfs `kernfs_seq_show` and bin attributes copy what
+/// remains up to the count asked for), so a read that returns less than asked has reached
+/// the end, as it has on a regular file. That halves the reads of a small file: one
+/// `read(2)` where `read_to_end` makes two, which counts on a FUSE-served tree (the
+/// simulated platform) and on a host reading hundreds of attributes.
+pub(crate) fn read_attribute(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
+    /// What one read asks for: a page, the size of a sysfs attribute's buffer.
+    const CHUNK: usize = 4096;
+    let mut file = open_nonblocking(path, false).map_err(ReadError::Open)?;
+    let meta = file.metadata().map_err(ReadError::Io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular(meta.file_type()));
+    }
+    let limit = usize::try_from(max_bytes.saturating_add(1)).unwrap_or(usize::MAX);
+    let mut bytes = Vec::new();
+    loop {
+        let want = CHUNK.min(limit - bytes.len());
+        let start = bytes.len();
+        bytes.resize(start + want, 0);
+        let n = loop {
+            match file.read(&mut bytes[start..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ReadError::Io(e)),
+            }
+        };
+        bytes.truncate(start + n);
+        if bytes.len() >= limit {
+            return Err(ReadError::TooLarge(max_bytes.saturating_add(1)));
+        }
+        if n < want {
+            return Ok(bytes);
+        }
+    }
 }

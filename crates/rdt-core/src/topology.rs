@@ -69,8 +69,10 @@ pub struct CpuPlacement {
     pub cpu: LogicalCpu,
     /// Physical package (socket), `topology/physical_package_id`.
     pub package: u32,
-    /// Core id within the package, `topology/core_id`.
-    pub core: u32,
+    /// Core id within the package, from CPUID ([`Topology::from_cpuid_dump`]); `None` from
+    /// sysfs ([`Topology::from_sysfs`]), which would have to read a `topology/core_id` per
+    /// CPU for it and nothing here needs it.
+    pub core: Option<u32>,
     /// L2 cache instance (`cache/indexK/id` where `level` is 2).
     pub l2: CacheDomain,
     /// L3 cache instance, `None` on a CPU without L3.
@@ -92,21 +94,30 @@ impl Topology {
     /// Reads the topology of the online CPUs from a sysfs system directory (the equivalent of
     /// `/sys/devices/system`, holding `cpu/` and optionally `node/`).
     ///
+    /// Files are read per group, never per CPU: each list is read on the lowest online CPU
+    /// of a group not yet placed, and places every online CPU it names.
+    ///
     /// - Online CPUs: `cpu/online` (list form). Without it, every `cpu/cpuN` directory whose
     ///   `cpuN/online` is not `0`.
-    /// - Package and core: `cpuN/topology/physical_package_id` and `topology/core_id` (`-1`,
-    ///   which some architectures write for "unknown", is read as 0).
-    /// - Caches: `cpuN/cache/indexK/{level,type,id}`; the L2 is the level-2 `Data` or
-    ///   `Unified` entry, the L3 the level-3 `Unified` one. Kernels before 4.13 have no `id`
-    ///   file: the id is then the lowest CPU of the entry's `shared_cpu_list`, which
-    ///   identifies the instance just as well (it is not the number the kernel would print).
-    ///   A CPU without an L2 entry (some VMs) gets its own CPU number as L2 id (a private L2);
-    ///   one without an L3 entry gets `l3: None`.
-    /// - NUMA node: a `cpuN/nodeM` entry, else the `node/nodeM/cpulist` that lists the CPU,
-    ///   else 0.
+    /// - Package: `topology/physical_package_id` (`-1`, which some architectures write for
+    ///   "unknown", is read as 0) and `topology/package_cpus_list` (`core_siblings_list`
+    ///   before Linux 5.5), once per package. The core id is not read (`core` is `None`).
+    /// - Caches: which `cache/indexK` is the L2 (the level-2 `Data` or `Unified` entry) and
+    ///   the L3 (the level-3 `Unified` one) from `indexK/{level,type}` of the first online
+    ///   CPU (x86 numbers the entries alike on every CPU: CPUID leaf 4 / 8000_001DH subleaf
+    ///   order); then `indexK/{shared_cpu_list,id}` once per cache instance. Kernels before
+    ///   4.13 have no `id` file: the id is then the lowest CPU of the `shared_cpu_list`,
+    ///   which identifies the instance just as well (it is not the number the kernel would
+    ///   print). A CPU without an L2 entry (some VMs) gets its own CPU number as L2 id (a
+    ///   private L2); one without an L3 entry gets `l3: None`.
+    /// - NUMA node: the `node/nodeM/cpulist` that lists the CPU, else 0.
+    ///
+    /// Files are read as kernel attributes: regular files only (a FIFO is an error, not a
+    /// wait), at most 64 KiB, in one `read(2)` each.
     ///
     /// # Errors
-    /// [`TopologyError::Io`] when a needed file cannot be read (the path is named),
+    /// [`TopologyError::Io`] when a needed file cannot be read or is not a regular file of
+    /// at most 64 KiB (the path is named),
     /// [`TopologyError::Parse`] when one does not hold a number or CPU list, and
     /// [`TopologyError::NoCpus`] when no CPU is online.
     ///
@@ -120,6 +131,31 @@ impl Topology {
     /// ```
     pub fn from_sysfs(system_dir: &Path) -> Result<Self, TopologyError> {
         sysfs::read(system_dir)
+    }
+
+    /// The online CPUs of a sysfs system directory: `cpu/online` (one file), or without it
+    /// every `cpu/cpuN` whose `cpuN/online` is not `0`.
+    ///
+    /// # Errors
+    /// As [`Topology::from_sysfs`].
+    pub fn online_from_sysfs(system_dir: &Path) -> Result<CpuSet, TopologyError> {
+        sysfs::online(system_dir)
+    }
+
+    /// Not the machine's topology but a sample of it for reading per-domain state: the
+    /// lowest online CPU of every L3 instance (of every package, for CPUs without an L3),
+    /// each placed as [`Topology::from_sysfs`] places it. So every package and L3 instance
+    /// is there, and one L2 instance per L3 instance.
+    ///
+    /// It reads the package and L3 lists of [`Topology::from_sysfs`] but an L2 list only
+    /// per representative: a capability report (pqos `-d`) reads the CDP enable bits of
+    /// every L3 instance and of one L2 instance per L3 instance, without a file per L2
+    /// instance (one per core on most Intel parts: 80 on the 160-CPU sapphire-rapids).
+    ///
+    /// # Errors
+    /// As [`Topology::from_sysfs`].
+    pub fn l3_representatives_from_sysfs(system_dir: &Path) -> Result<Self, TopologyError> {
+        sysfs::read_l3_representatives(system_dir)
     }
 
     /// Computes the topology from a per-CPU CPUID dump (one block per logical CPU), as pqos

@@ -447,7 +447,7 @@ fn topology_from_every_per_cpu_dump_has_the_machines_shape() {
             .map(|&p| topo.cpus_in_package(p).len())
             .collect();
         assert_eq!(per_pkg.len(), 1, "{name}: {per_pkg:?}");
-        let mut threads: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+        let mut threads: BTreeMap<(u32, Option<u32>), usize> = BTreeMap::new();
         for c in topo.cpus() {
             *threads.entry((c.package, c.core)).or_default() += 1;
         }
@@ -576,4 +576,78 @@ fn sysfs_hybrid_tree() {
     assert_eq!(topo.l3_domains().len(), 1);
     // 6 P-cores with a private L2 each, 2 clusters of 4 E-cores sharing one L2 each.
     assert_eq!(topo.l2_domains().len(), 8);
+}
+
+/// The per-CPU view of a captured tree, read the slow way (every CPU's own files): the
+/// oracle the aggregated-list reader of `Topology::from_sysfs` must agree with.
+fn per_cpu_oracle(system: &Path) -> Vec<(u32, u32, u32, Option<u32>, u32)> {
+    let read = |p: PathBuf| std::fs::read_to_string(&p).map(|s| s.trim().to_owned());
+    let online: rdt_core::CpuSet = read(system.join("cpu/online")).unwrap().parse().unwrap();
+    let mut node_of = BTreeMap::new();
+    for entry in std::fs::read_dir(system.join("node")).into_iter().flatten() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        let Some(n) = name
+            .strip_prefix("node")
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let list: rdt_core::CpuSet = read(entry.path().join("cpulist")).unwrap().parse().unwrap();
+        for cpu in list.iter() {
+            node_of.insert(cpu.get(), n);
+        }
+    }
+    online
+        .iter()
+        .map(|cpu| {
+            let dir = system.join(format!("cpu/cpu{cpu}"));
+            let package = read(dir.join("topology/physical_package_id"))
+                .unwrap()
+                .parse()
+                .unwrap();
+            let (mut l2, mut l3) = (cpu.get(), None);
+            for k in 0..8 {
+                let index = dir.join(format!("cache/index{k}"));
+                let Ok(level) = read(index.join("level")) else {
+                    continue;
+                };
+                let kind = read(index.join("type")).unwrap();
+                let id: u32 = read(index.join("id")).unwrap().parse().unwrap();
+                match (level.as_str(), kind.as_str()) {
+                    ("2", "Data" | "Unified") => l2 = id,
+                    ("3", "Unified") => l3 = Some(id),
+                    _ => {}
+                }
+            }
+            let node = node_of.get(&cpu.get()).copied().unwrap_or(0);
+            (cpu.get(), package, l2, l3, node)
+        })
+        .collect()
+}
+
+#[test]
+fn sysfs_aggregated_lists_agree_with_every_cpus_own_files() {
+    for tree in [
+        "cri-resource-manager/2-socket-4-node-40-core",
+        "cri-resource-manager/desktop",
+        "hwloc/32intel64-2p8co2t+8ve",
+        "hwloc/20em64t-hybrid-1p6c2t+2ca4co1t",
+    ] {
+        let system = sysfs_dir().join(tree).join("sys/devices/system");
+        let got: Vec<_> = sysfs(tree)
+            .cpus()
+            .iter()
+            .map(|c| {
+                (
+                    c.cpu.get(),
+                    c.package,
+                    c.l2.get(),
+                    c.l3.map(rdt_core::CacheDomain::get),
+                    c.node,
+                )
+            })
+            .collect();
+        assert_eq!(got, per_cpu_oracle(&system), "{tree}");
+    }
 }

@@ -126,7 +126,7 @@ struct Group {
 /// #     l2_cat: Feature::Unsupported, mba: Feature::Unsupported, smba: Feature::Unsupported,
 /// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default() };
 /// # let topology = Topology::from_placements((0..4).map(|c| CpuPlacement {
-/// #     cpu: LogicalCpu::new(c), package: 0, core: c, l2: CacheDomain::new(c),
+/// #     cpu: LogicalCpu::new(c), package: 0, core: Some(c), l2: CacheDomain::new(c),
 /// #     l3: Some(CacheDomain::new(0)), node: 0 }).collect());
 /// # let io = Registers::default();
 /// // `io` is `DevCpuMsr::new()` in production (here an in-memory register map);

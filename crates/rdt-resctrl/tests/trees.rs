@@ -123,7 +123,7 @@ fn topology(root: &Path) -> Topology {
                 CpuPlacement {
                     cpu: LogicalCpu::new(c),
                     package: 0,
-                    core: c,
+                    core: Some(c),
                     l2: CacheDomain::new(l2.get(i / per(l2.len())).copied().unwrap_or(c)),
                     l3: l3.get(i / per(l3.len())).map(|&d| CacheDomain::new(d)),
                     node: 0,

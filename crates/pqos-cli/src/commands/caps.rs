@@ -22,18 +22,55 @@ pub fn run_display<B: Backend>(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let iface = backend.interface();
-    let caps = backend.capabilities();
+    display(
+        backend.capabilities(),
+        backend.interface(),
+        backend.mba_ctrl(),
+        verbose,
+        json,
+        out,
+    )
+}
+
+/// Prints capabilities read without opening a backend
+/// ([`rdt_pqos::OpenOptions::capabilities`]), as [`run_display`] prints a backend's.
+///
+/// # Errors
+/// As [`run_display`].
+pub fn run_display_report(
+    report: &rdt_pqos::PlatformCapabilities,
+    verbose: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    display(
+        &report.capabilities,
+        report.interface,
+        report.mba_ctrl,
+        verbose,
+        json,
+        out,
+    )
+}
+
+fn display(
+    caps: &Capabilities,
+    iface: Interface,
+    mba_ctrl: Option<MbaCtrl>,
+    verbose: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     if json {
         let ctrl = match iface {
             // The controller's state as the backend knows it (JSON is ours, not pqos's).
-            Interface::Os => Some(backend.mba_ctrl().unwrap_or(MbaCtrl::Unsupported)),
+            Interface::Os => Some(mba_ctrl.unwrap_or(MbaCtrl::Unsupported)),
             Interface::Msr => None,
         };
         return print_capabilities_json(caps, iface, ctrl, out);
     }
     let ctrl = match iface {
-        Interface::Os => pqos_ctrl_line(caps, backend.mba_ctrl()),
+        Interface::Os => pqos_ctrl_line(caps, mba_ctrl),
         Interface::Msr => None,
     };
     print_capabilities(caps, iface, ctrl, verbose, out)

@@ -54,7 +54,7 @@ fn place(cpu: &DumpCpu, amd: bool) -> Result<CpuPlacement, TopologyError> {
     Ok(CpuPlacement {
         cpu: cpu.cpu,
         package,
-        core: shr(apic, smt_shift) & core_mask,
+        core: Some(shr(apic, smt_shift) & core_mask),
         l2: CacheDomain::new(shr(apic, l2_shift)),
         l3: l3_shift.map(|s| CacheDomain::new(shr(apic, s))),
         // Dumps carry no NUMA information: one node per package.
@@ -211,7 +211,7 @@ mod tests {
             .map(|c| {
                 (
                     c.package,
-                    c.core,
+                    c.core.unwrap(),
                     c.l2.get(),
                     c.l3.map(CacheDomain::get),
                     c.node,
@@ -256,7 +256,7 @@ mod tests {
             Topology::from_cpuid_dump(&CpuidDump::from_cpus(None, vec![cpu]).unwrap()).unwrap();
         // assert
         let c = topo.cpus()[0];
-        assert_eq!((c.package, c.core), (1, 1));
+        assert_eq!((c.package, c.core), (1, Some(1)));
     }
 
     /// CPU 64 of hwloc's 2x EPYC 7763 capture (no leaf 0BH), without or with leaf 8000001EH.
@@ -291,12 +291,22 @@ mod tests {
         // assert: ApicIdCoreIdSize 6 -> package = apic >> 6; 8 ids share an L3 -> apic >> 3
         assert_eq!(
             (legacy.package, legacy.core, legacy.l3, legacy.l2),
-            (1, 0, Some(CacheDomain::new(8)), CacheDomain::new(0x40))
+            (
+                1,
+                Some(0),
+                Some(CacheDomain::new(8)),
+                CacheDomain::new(0x40)
+            )
         );
         // 0x140 >> 6 = 5; SMT shift 1: core = (0x140 >> 1) & 31 = 0; L2 shared by 1 id
         assert_eq!(
             (ext.package, ext.core, ext.l3, ext.l2),
-            (5, 0, Some(CacheDomain::new(0x28)), CacheDomain::new(0x140))
+            (
+                5,
+                Some(0),
+                Some(CacheDomain::new(0x28)),
+                CacheDomain::new(0x140)
+            )
         );
     }
 

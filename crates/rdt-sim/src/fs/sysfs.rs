@@ -197,7 +197,10 @@ impl SysfsTree {
                 &format!("{td}/physical_package_id"),
                 format!("{}\n", p.package),
             );
-            t.file(&format!("{td}/core_id"), format!("{}\n", p.core));
+            t.file(
+                &format!("{td}/core_id"),
+                format!("{}\n", p.core.unwrap_or(0)),
+            );
             t.file(&format!("{td}/die_id"), "0\n");
             t.file(&format!("{td}/cluster_id"), format!("{}\n", p.l2));
             for name in ["thread_siblings", "core_cpus"] {
