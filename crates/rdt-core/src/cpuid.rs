@@ -253,6 +253,10 @@ impl CpuidSource for DevCpuid {
 // ---------------------------------------------------------------------------------------------
 // Canonical dumps
 
+/// The largest CPUID dump file read, in bytes (16 MiB): a 1,024-CPU dump of 60 leaves is
+/// about 4 MiB.
+pub const MAX_DUMP_BYTES: u64 = 16 << 20;
+
 /// A canonical CPUID dump could not be read or parsed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -490,16 +494,19 @@ impl CpuidDump {
         Self::from_cpus(processor, cpus)
     }
 
-    /// Reads and parses a dump file.
+    /// Reads and parses a dump file: a regular file of at most [`MAX_DUMP_BYTES`]
+    /// ([`crate::file::read_text`]).
     ///
     /// # Errors
-    /// [`DumpError::Io`] when the file cannot be read; [`DumpError::InFile`] wrapping the
+    /// [`DumpError::Io`] when the file cannot be read, is not a regular file, is larger than
+    /// [`MAX_DUMP_BYTES`] or is not UTF-8; [`DumpError::InFile`] wrapping the
     /// [`Self::parse`] error (which names the line) when it does not parse.
     pub fn from_path(path: &Path) -> Result<Self, DumpError> {
-        let text = std::fs::read_to_string(path).map_err(|source| DumpError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text =
+            crate::file::read_text(path, MAX_DUMP_BYTES).map_err(|source| DumpError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
         Self::parse(&text).map_err(|e| DumpError::InFile {
             path: path.to_owned(),
             source: Box::new(e),

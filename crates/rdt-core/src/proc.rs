@@ -92,10 +92,8 @@ impl ProcFs {
         if task.get() == 0 {
             return Err(io::ErrorKind::NotFound.into());
         }
-        let mut text = Vec::new();
-        File::open(self.dir(task).join("status"))?
-            .take(MAX_STATUS_BYTES)
-            .read_to_end(&mut text)?;
+        let text =
+            crate::file::read_regular(&self.dir(task).join("status"), MAX_STATUS_BYTES, false)?;
         status_tgid(&text)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "status has no Tgid: line"))
     }
@@ -182,7 +180,7 @@ impl ProcFs {
                 io::ErrorKind::InvalidData,
                 format!("{} is not a regular file", path.display()),
             )),
-            Err(ReadError::TooLarge(n)) => Err(io::Error::new(
+            Err(ReadError::TooLarge { size: n, .. }) => Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
                     "{} is larger than {MAX_CGROUP_BYTES} bytes ({n})",

@@ -45,9 +45,10 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> TopologyError + '_ {
     }
 }
 
-/// Reads a small sysfs file, `None` when it does not exist.
+/// Reads a small sysfs file, `None` when it does not exist. Bounded and regular files
+/// only (`crate::file`): a FIFO or a link to `/dev/zero` under a `--sysroot` is an error.
 fn read_opt(path: &Path) -> Result<Option<String>, TopologyError> {
-    match fs::read_to_string(path) {
+    match crate::file::read_text(path, crate::file::MAX_KERNEL_TEXT_BYTES) {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_err(path)(e)),
@@ -55,7 +56,7 @@ fn read_opt(path: &Path) -> Result<Option<String>, TopologyError> {
 }
 
 fn read_file(path: &Path) -> Result<String, TopologyError> {
-    fs::read_to_string(path).map_err(io_err(path))
+    crate::file::read_text(path, crate::file::MAX_KERNEL_TEXT_BYTES).map_err(io_err(path))
 }
 
 fn parse_err(path: &Path, text: &str, expected: &'static str) -> TopologyError {
