@@ -129,6 +129,53 @@ fn from_dump_models_any_dump_and_rejects_non_rdt_ones() {
     ));
 }
 
+/// The Broadwell dump with `row` (`leaf subleaf`, 8 hex digits each) of every CPU block
+/// replaced by `regs` (`eax ebx ecx edx`).
+fn broadwell_dump_with(row: &str, regs: &str) -> String {
+    let text = include_str!("../models/intel-xeon-e5-2650lv4_broadwell-ep__hwloc.all.txt");
+    text.lines()
+        .map(|l| {
+            if l.starts_with(row) {
+                format!("{row} {regs}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_dump_claiming_absurd_rmids_or_classes_is_refused_not_allocated() {
+    // arrange: 2^31 RMIDs (CPUID.(0FH,1):ECX = 2^31 - 1; EBX of subleaf 0 alike) and 65,536
+    // classes of service (CPUID.(10H,1):EDX[15:0] = ffff). Taken at face value, the first
+    // makes per-RMID counters of 64 GiB per L3 domain.
+    let rmids = broadwell_dump_with("0000000f 00000001", "00000000 0000e000 7fffffff 00000007");
+    let rmids = rmids.replace(
+        "0000000f 00000000 00000000 0000006f",
+        "0000000f 00000000 00000000 7fffffff",
+    );
+    let classes = broadwell_dump_with("00000010 00000001", "00000013 000c0000 00000004 0000ffff");
+    // act
+    let e_rmids = SimPlatform::from_dump(&rmids).unwrap_err();
+    let e_classes = SimPlatform::from_dump(&classes).unwrap_err();
+    // assert
+    assert!(
+        matches!(e_rmids, SimError::Implausible { .. }),
+        "{e_rmids:?}"
+    );
+    assert_eq!(
+        rdt_core::error_chain(&e_rmids),
+        "model `Intel(R) Xeon(R) CPU E5-2650L v4 @ 1.70GHz` claims a capability no platform \
+         has: implausible RMID count, \
+         CPUID.(0FH,1):ECX + 1: 2147483648 (at most 65536 accepted; no known platform has more)"
+    );
+    assert!(
+        rdt_core::error_chain(&e_classes)
+            .contains("L3 CAT classes of service, CPUID.(10H,1):EDX[15:0] + 1: 65536 (at most 512"),
+        "{e_classes}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Faults
 
