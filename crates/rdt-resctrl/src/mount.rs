@@ -96,7 +96,8 @@ impl KernelMount {
 
 impl MountControl for KernelMount {
     fn options(&self) -> io::Result<Option<MountOptions>> {
-        let text = std::fs::read_to_string(&self.proc_mounts)?;
+        let text =
+            rdt_core::file::read_text(&self.proc_mounts, rdt_core::file::MAX_KERNEL_TEXT_BYTES)?;
         Ok(parse_proc_mounts(&text, &self.root))
     }
 
@@ -135,7 +136,7 @@ impl ControlFileMount {
 
 impl MountControl for ControlFileMount {
     fn options(&self) -> io::Result<Option<MountOptions>> {
-        let text = std::fs::read_to_string(&self.path)?;
+        let text = rdt_core::file::read_text(&self.path, rdt_core::file::MAX_KERNEL_TEXT_BYTES)?;
         let line = text.trim();
         if line == "unmounted" {
             return Ok(None);
@@ -169,6 +170,21 @@ mod tests {
         let o = parse_proc_mounts(text, Path::new("/mnt/my rdt")).unwrap();
         assert!(o.cdpl2 && !o.cdp);
         assert_eq!(parse_proc_mounts(text, Path::new("/sys")), None);
+    }
+
+    #[test]
+    fn a_fifo_or_device_as_proc_mounts_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("mounts");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = KernelMount::new("/sys/fs/resctrl", &fifo)
+            .options()
+            .unwrap_err();
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        let e = KernelMount::new("/sys/fs/resctrl", "/dev/zero")
+            .options()
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
     }
 
     #[test]
