@@ -216,6 +216,32 @@ mod tests {
         );
     }
 
+    /// The readers of this crate that go through this module (sysfs topology, CPUID dumps)
+    /// refuse what it refuses, without blocking.
+    #[test]
+    fn sysfs_and_dump_readers_refuse_fifos_and_devices_without_blocking() {
+        // arrange: `cpu/online` a FIFO (open(2) blocked forever), a dump linked to /dev/zero
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/cpu")).unwrap();
+        let online = dir.path().join("sys/cpu/online");
+        nix::unistd::mkfifo(&online, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let dump = dir.path().join("dump.txt");
+        std::os::unix::fs::symlink("/dev/zero", &dump).unwrap();
+        let start = Instant::now();
+        // act
+        let topo = crate::Topology::from_sysfs(&dir.path().join("sys")).unwrap_err();
+        let dump = crate::CpuidDump::from_path(&dump).unwrap_err();
+        // assert
+        assert!(start.elapsed() < Duration::from_secs(2));
+        let chain = crate::error_chain(&topo);
+        assert!(chain.contains("online") && chain.contains("a FIFO"), "{chain}");
+        let chain = crate::error_chain(&dump);
+        assert!(
+            chain.contains("dump.txt") && chain.contains("a character device"),
+            "{chain}"
+        );
+    }
+
     #[test]
     fn a_procfs_file_of_size_zero_is_read_up_to_the_limit_only() {
         // /proc/self/maps reports size 0 and has more than 16 bytes.
