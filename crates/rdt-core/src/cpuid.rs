@@ -820,6 +820,51 @@ mod tests {
         )
     }
 
+    /// A CPUID dump of any text parses or is an error naming the line and quoting it; a
+    /// dump that parses gives a topology or an error, and capabilities, without a panic.
+    #[test]
+    fn fuzz_cpuid_dump_text_never_panics_and_errors_name_the_line() {
+        use crate::fake::fuzz::{fuzz, text};
+        const WORDS: &[&str] = &[
+            "# canonical-cpuid v1\n",
+            "# canonical-cpuid v2\n",
+            "# logical-cpu 0\n",
+            "# logical-cpu 1\n",
+            "# processor: Xeon\n",
+            "#",
+            "\n",
+            " ",
+            "00000000",
+            "0000000f",
+            "00000010",
+            "00000001",
+            "0000000b",
+            "ffffffff",
+            "7fffffff",
+            "80000020",
+        ];
+        fuzz("CpuidDump::parse", text(WORDS, 30), |t| {
+            match CpuidDump::parse(&t) {
+                Ok(dump) => {
+                    let _ = crate::Topology::from_cpuid_dump(&dump);
+                    let _ = crate::Capabilities::detect(&dump).check_plausible();
+                }
+                Err(DumpError::Empty) => {}
+                Err(e) => {
+                    let m = e.to_string();
+                    let line: usize = m
+                        .strip_prefix("line ")
+                        .and_then(|r| r.split(':').next())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or_else(|| panic!("no line in {m}"));
+                    let text = t.lines().nth(line - 1).unwrap_or_default();
+                    prop_assert!(m.ends_with(&format!("`{text}`")), "{m} for {t:?}");
+                }
+            }
+            Ok(())
+        });
+    }
+
     proptest! {
         #[test]
         fn display_then_parse_round_trips(

@@ -234,7 +234,10 @@ mod tests {
         // assert
         assert!(start.elapsed() < Duration::from_secs(2));
         let chain = crate::error_chain(&topo);
-        assert!(chain.contains("online") && chain.contains("a FIFO"), "{chain}");
+        assert!(
+            chain.contains("online") && chain.contains("a FIFO"),
+            "{chain}"
+        );
         let chain = crate::error_chain(&dump);
         assert!(
             chain.contains("dump.txt") && chain.contains("a character device"),
