@@ -658,4 +658,92 @@ mod tests {
         assert!(cdp(&padded));
         assert!(!cdp(&plain));
     }
+
+    /// Every `info/` file with any text: the parse is an error naming the file and quoting
+    /// the text, or capabilities that pass `check_plausible` and whose masks can be built.
+    #[test]
+    fn fuzz_every_info_file_never_panics_and_errors_name_file_and_text() {
+        use proptest::prelude::*;
+        use rdt_core::fake::fuzz::{fuzz, text};
+        const WORDS: &[&str] = &[
+            "0",
+            "1",
+            "16",
+            "fffff",
+            "0x",
+            "ffffffffffffffff",
+            "\n",
+            " ",
+            "-1",
+            "per-thread",
+            "max",
+        ];
+        let mut paths: Vec<String> = Vec::new();
+        for dir in CACHE_SCHEMAS {
+            paths.extend(CACHE_FILES.iter().map(|f| format!("{dir}/{f}")));
+        }
+        for dir in ["MB", "SMBA"] {
+            paths.extend(BW_FILES.iter().map(|f| format!("{dir}/{f}")));
+        }
+        paths.extend(MON_FILES.iter().map(|f| format!("L3_MON/{f}")));
+        let valid = |path: &str| -> &'static str {
+            match path.rsplit('/').next().unwrap_or_default() {
+                "cbm_mask" => "7ff",
+                "num_rmids" => "176",
+                "mon_features" => "llc_occupancy\nmbm_total_bytes\n",
+                "thread_throttle_mode" => "max",
+                "sparse_masks" | "delay_linear" => "1",
+                "shareable_bits" | "min_bandwidth" | "max_threshold_occupancy" => "0",
+                _ => "10",
+            }
+        };
+        // Each file absent, valid or a hostile value; one of them any text.
+        const HOSTILE: &[&str] = &[
+            "0",
+            "",
+            "ffffffffffffffff",
+            "4294967296",
+            "2147483648",
+            "-1",
+            "é",
+            "0x",
+        ];
+        let choice = (
+            proptest::collection::vec((0u8..3, proptest::sample::select(HOSTILE)), paths.len()),
+            0..paths.len(),
+            text(WORDS, 8),
+        );
+        fuzz("ResctrlInfo::parse", choice, |(choices, fuzzed, t)| {
+            let files: InfoFiles = paths
+                .iter()
+                .zip(choices)
+                .enumerate()
+                .filter_map(|(i, (p, (c, hostile)))| match c {
+                    _ if i == fuzzed => Some((p.clone(), t.clone())),
+                    0 => None,
+                    1 => Some((p.clone(), valid(p).to_owned())),
+                    _ => Some((p.clone(), hostile.to_owned())),
+                })
+                .collect();
+            match ResctrlInfo::parse(&files) {
+                Err(InfoError::Parse { file, text, .. }) => {
+                    prop_assert_eq!(files[&file].trim(), text.as_str());
+                }
+                Err(InfoError::Missing(file)) => prop_assert!(!files.contains_key(&file)),
+                Err(e) => prop_assert!(e.to_string().starts_with("info/"), "{}", e),
+                Ok(info) => {
+                    let caps = info.capabilities(None, &Schemata::default());
+                    prop_assert!(
+                        caps.check_plausible().is_ok(),
+                        "{:?}",
+                        caps.check_plausible()
+                    );
+                    for cat in [caps.l3_cat.get(), caps.l2_cat.get()].into_iter().flatten() {
+                        let _ = cat.full_mask();
+                    }
+                }
+            }
+            Ok(())
+        });
+    }
 }

@@ -208,4 +208,46 @@ mod tests {
         m.remount(&"cdpl2".parse().unwrap()).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "remount cdpl2\n");
     }
+
+    /// Any `/proc/mounts` text gives the root's options or `None`, never a panic; any
+    /// option list parses or is an error naming the option.
+    #[test]
+    fn fuzz_proc_mounts_and_mount_options_never_panic() {
+        use proptest::prelude::*;
+        use rdt_core::fake::fuzz::{fuzz, text};
+        const WORDS: &[&str] = &[
+            "resctrl",
+            " ",
+            "/sys/fs/resctrl",
+            "\\040",
+            "\\",
+            "rw",
+            ",",
+            "cdp",
+            "cdpl2",
+            "mba_MBps",
+            "debug",
+            "=",
+            "0",
+            "\n",
+            "\t",
+        ];
+        fuzz("parse_proc_mounts", text(WORDS, 20), |t| {
+            let _ = parse_proc_mounts(&t, Path::new("/sys/fs/resctrl"));
+            Ok(())
+        });
+        fuzz("MountOptions::from_str", text(WORDS, 10), |t| {
+            if let Err(e) = t.parse::<MountOptions>() {
+                let m = e.to_string();
+                prop_assert!(
+                    t.trim_end_matches('\n').split(',').any(|o| {
+                        let name = o.split('=').next().unwrap_or(o);
+                        (!name.is_empty() && m.contains(name)) || (!o.is_empty() && m.contains(o))
+                    }),
+                    "{m} for {t:?}"
+                );
+            }
+            Ok(())
+        });
+    }
 }

@@ -63,7 +63,7 @@ pub fn text(
         2 => any::<u64>().prop_map(|n| n.to_string()),
         1 => any::<u64>().prop_map(|n| format!("{n:#x}")),
         1 => Just("18446744073709551616".to_owned()),
-        1 => "[0-9]{1,3}",
+        1 => (0u32..1000).prop_map(|n| n.to_string()),
         1 => any::<char>().prop_map(String::from),
         1 => Just("é".to_owned()),
     ];
