@@ -176,6 +176,99 @@ fn a_dump_claiming_absurd_rmids_or_classes_is_refused_not_allocated() {
     );
 }
 
+/// A one-CPU Broadwell dump whose RDT leaves (0FH and 10H, every subleaf) say anything:
+/// the platform is built or refused with an error, never a panic or an abort.
+#[test]
+fn fuzz_dumps_with_any_rdt_leaves_build_or_are_refused() {
+    use proptest::prelude::*;
+    use rdt_core::fake::fuzz::fuzz;
+    let text = include_str!("../models/intel-xeon-e5-2650lv4_broadwell-ep__hwloc.all.txt");
+    let cpu0: String = text
+        .lines()
+        .take_while(|l| *l != "# logical-cpu 1")
+        .filter(|l| !l.starts_with("0000000f") && !l.starts_with("00000010"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let rows = [
+        (0xF, 0),
+        (0xF, 1),
+        (0x10, 0),
+        (0x10, 1),
+        (0x10, 2),
+        (0x10, 3),
+    ];
+    let regs = proptest::collection::vec(any::<[u32; 4]>(), rows.len());
+    fuzz("SimPlatform::from_dump (RDT leaves)", regs, |regs| {
+        let mut dump = cpu0.clone();
+        for ((leaf, sub), [a, b, c, d]) in rows.iter().zip(regs) {
+            dump.push_str(&format!(
+                "{leaf:08x} {sub:08x} {a:08x} {b:08x} {c:08x} {d:08x}\n"
+            ));
+        }
+        match SimPlatform::from_dump(&dump) {
+            Ok(p) => prop_assert!(p.capabilities().check_plausible().is_ok()),
+            Err(e) => prop_assert!(
+                matches!(e, SimError::NoRdt { .. } | SimError::Implausible { .. }),
+                "{e:?}"
+            ),
+        }
+        Ok(())
+    });
+}
+
+/// Any scenario text is a scenario or an error naming a line (JSON syntax) or a field
+/// path; installing a parsed one on a platform never panics.
+#[test]
+fn fuzz_scenario_files_never_panic_and_errors_name_the_field() {
+    use proptest::prelude::*;
+    use rdt_core::fake::fuzz::{fuzz, text};
+    const WORDS: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"workloads\"",
+        "\"idle\"",
+        "\"cpus\"",
+        "\"0-3\"",
+        "\"0-4294967295\"",
+        "\"8191\"",
+        "\"working_set_mib\"",
+        "\"traffic_mibps\"",
+        "\"ipc\"",
+        "\"utilization\"",
+        "\"local_fraction\"",
+        "\"name\"",
+        "1e308",
+        "-1",
+        "0.5",
+        "null",
+        "true",
+        "\n",
+        " ",
+    ];
+    let mut p = broadwell();
+    let p = std::cell::RefCell::new(&mut p);
+    fuzz("Scenario::from_str", text(WORDS, 40), |t| {
+        match t.parse::<Scenario>() {
+            Ok(s) => {
+                let _ = p.borrow_mut().set_scenario(&s);
+            }
+            Err(crate::ScenarioError::Syntax { line, .. }) => {
+                prop_assert!(line <= t.split('\n').count(), "line {line} of {t:?}");
+            }
+            Err(e @ crate::ScenarioError::Field { .. }) => {
+                let m = e.to_string();
+                prop_assert!(m.starts_with("scenario field `"), "{m}");
+            }
+            Err(e) => prop_assert!(false, "unexpected {e:?}"),
+        }
+        Ok(())
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Faults
 
