@@ -511,4 +511,58 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("is a symlink"), "{e}");
     }
+
+    /// Any configuration file text gives options or an error naming a line of it; any
+    /// bytes on disk likewise (invalid UTF-8 names its line), never a panic.
+    #[test]
+    fn fuzz_config_files_never_panic_and_errors_name_the_line() {
+        use proptest::prelude::*;
+        use rdt_pqos::fake::fuzz::{fuzz, text};
+        const WORDS: &[&str] = &[
+            "show-alloc:",
+            "alloc-class-set:",
+            "ALLOC-ASSOC-SET:",
+            "monitor-devs:",
+            "iface-os:",
+            "monitor-time:",
+            "#",
+            "\n",
+            " ",
+            "llc:1=0xf",
+            "é",
+            "ß",
+            "\u{feff}",
+            ":",
+        ];
+        fuzz("-f options_of", text(WORDS, 20), |t| {
+            if let Err(e) = options_of(&t, "f.cfg") {
+                let line: usize = e
+                    .rsplit("f.cfg line ")
+                    .next()
+                    .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("no line number in {e}"));
+                let text = t.lines().nth(line - 1).unwrap_or_default().trim();
+                prop_assert!(e.contains(text), "{e} for {t:?}");
+            }
+            Ok(())
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.cfg");
+        let bytes = proptest::collection::vec(
+            prop_oneof![
+                proptest::sample::select(WORDS).prop_map(|w| w.as_bytes().to_vec()),
+                any::<u8>().prop_map(|b| vec![b]),
+            ],
+            0..20,
+        )
+        .prop_map(|v| v.concat());
+        fuzz("-f file bytes", bytes, |b| {
+            std::fs::write(&path, &b).unwrap();
+            if let Err(e) = read(&path) {
+                prop_assert!(e.starts_with(&format!("{} line ", path.display())), "{e}");
+            }
+            Ok(())
+        });
+    }
 }

@@ -70,13 +70,16 @@ pub fn text(
     proptest::collection::vec(piece, 0..=max_pieces).prop_map(|v| v.concat())
 }
 
-/// Whether `message` quotes `input` or one of its pieces between `separators` (the token an
-/// error is about), ignoring empty pieces.
+/// Whether `message` quotes `input`, or a non-empty piece of it split at one of
+/// `separators` (an item of a `;` list, `=` of `llc:1=`), or split at all of them and at
+/// whitespace (a number of a range): the token an error is about.
 #[must_use]
 pub fn names_a_token(message: &str, input: &str, separators: &[char]) -> bool {
     let input = input.trim();
+    let quoted = |piece: &str| !piece.trim().is_empty() && message.contains(piece.trim());
     message.contains(input)
+        || separators.iter().any(|c| input.split(*c).any(quoted))
         || input
             .split(|c: char| separators.contains(&c) || c.is_whitespace())
-            .any(|t| !t.is_empty() && message.contains(t))
+            .any(quoted)
 }
