@@ -507,13 +507,13 @@ mod tests {
         // act
         let status = proc.thread_group(TaskId::new(7)).unwrap_err();
         let ticks = proc.cpu_ticks(TaskId::new(7));
-        let stat = proc.open_stat(TaskId::new(7), TaskId::new(7));
+        let thread_stat = proc.open_stat(TaskId::new(7), TaskId::new(7));
         let named = proc.processes_named("x").unwrap();
         // assert
         assert!(start.elapsed() < std::time::Duration::from_secs(2));
         assert!(status.to_string().contains("a FIFO"), "{status}");
         assert!(ticks.is_err(), "{ticks:?}");
-        assert!(stat.is_ok_and(|mut s| s.last_cpu().is_none()));
+        assert!(thread_stat.is_ok_and(|mut s| s.last_cpu().is_none()));
         assert!(named.is_empty());
     }
 

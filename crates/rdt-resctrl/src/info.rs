@@ -678,6 +678,16 @@ mod tests {
             "per-thread",
             "max",
         ];
+        const HOSTILE: &[&str] = &[
+            "0",
+            "",
+            "ffffffffffffffff",
+            "4294967296",
+            "2147483648",
+            "-1",
+            "é",
+            "0x",
+        ];
         let mut paths: Vec<String> = Vec::new();
         for dir in CACHE_SCHEMAS {
             paths.extend(CACHE_FILES.iter().map(|f| format!("{dir}/{f}")));
@@ -698,16 +708,6 @@ mod tests {
             }
         };
         // Each file absent, valid or a hostile value; one of them any text.
-        const HOSTILE: &[&str] = &[
-            "0",
-            "",
-            "ffffffffffffffff",
-            "4294967296",
-            "2147483648",
-            "-1",
-            "é",
-            "0x",
-        ];
         let choice = (
             proptest::collection::vec((0u8..3, proptest::sample::select(HOSTILE)), paths.len()),
             0..paths.len(),

@@ -187,7 +187,7 @@ fn fuzz_dumps_with_any_rdt_leaves_build_or_are_refused() {
         .lines()
         .take_while(|l| *l != "# logical-cpu 1")
         .filter(|l| !l.starts_with("0000000f") && !l.starts_with("00000010"))
-        .map(|l| format!("{l}\n"))
+        .flat_map(|l| [l, "\n"])
         .collect();
     let rows = [
         (0xF, 0),

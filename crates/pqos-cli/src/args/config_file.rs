@@ -279,7 +279,8 @@ fn read(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
         let bytes = e.as_bytes();
-        let line = 1 + bytes[..offset].iter().filter(|b| **b == b'\n').count();
+        // The valid prefix gives the line (the invalid byte cannot be a newline).
+        let line = std::str::from_utf8(&bytes[..offset]).map_or(1, |p| p.matches('\n').count() + 1);
         format!(
             "{name} line {line}: not UTF-8 (invalid byte {:#04x} at byte offset {offset})",
             bytes[offset]
