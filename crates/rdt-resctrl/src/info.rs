@@ -174,6 +174,11 @@ fn number<T: TryFrom<u64>>(
 /// `num_closids`: at least 1, at most [`Capabilities::MAX_PLAUSIBLE_CLASSES`].
 const CLOSIDS: std::ops::RangeInclusive<u64> = 1..=Capabilities::MAX_PLAUSIBLE_CLASSES as u64;
 const CLOSIDS_EXPECTED: &str = "a CLOSID count from 1 to 512";
+/// `num_closids` of a CDP schema (`L3CODE`, `L2DATA`...): each CLOSID takes two classes of
+/// service, so at most half of [`Capabilities::MAX_PLAUSIBLE_CLASSES`].
+const CDP_CLOSIDS: std::ops::RangeInclusive<u64> =
+    1..=Capabilities::MAX_PLAUSIBLE_CLASSES as u64 / 2;
+const CDP_CLOSIDS_EXPECTED: &str = "a CLOSID count from 1 to 256 (CDP halves 512 classes)";
 // The messages name the limits as numbers.
 const _: () = assert!(Capabilities::MAX_PLAUSIBLE_CLASSES == 512);
 const _: () = assert!(Capabilities::MAX_PLAUSIBLE_RMIDS == 65536);
@@ -215,8 +220,13 @@ impl ResctrlInfo {
         let mut info = Self::default();
         for &name in CACHE_SCHEMAS {
             let f = |n: &str| format!("{name}/{n}");
+            let (closids, closids_expected) = if name.ends_with("CODE") || name.ends_with("DATA") {
+                (CDP_CLOSIDS, CDP_CLOSIDS_EXPECTED)
+            } else {
+                (CLOSIDS, CLOSIDS_EXPECTED)
+            };
             let Some(num_closids) =
-                number(files, &f("num_closids"), false, CLOSIDS, CLOSIDS_EXPECTED)?
+                number(files, &f("num_closids"), false, closids, closids_expected)?
             else {
                 continue;
             };
@@ -591,6 +601,25 @@ mod tests {
             e.to_string(),
             "info/L3/num_closids: cannot parse `2147483648` as a CLOSID count from 1 to 512"
         );
+        // found by the libFuzzer target resctrl_files: with CDP each CLOSID is two classes
+        let mut f = files(&[
+            ("L2CODE/num_closids", "500"),
+            ("L2CODE/cbm_mask", "ff"),
+            ("L2DATA/num_closids", "500"),
+            ("L2DATA/cbm_mask", "ff"),
+        ]);
+        let e = ResctrlInfo::parse(&f).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`500` as a CLOSID count from 1 to 256"),
+            "{e}"
+        );
+        f.insert("L2DATA/num_closids".into(), "256".into());
+        f.insert("L2CODE/num_closids".into(), "256".into());
+        let caps = ResctrlInfo::parse(&f)
+            .unwrap()
+            .capabilities(None, &Schemata::default());
+        assert_eq!(caps.check_plausible(), Ok(()));
         let e = cache("L3/num_closids", "0").unwrap_err();
         assert!(e.to_string().contains("`0` as a CLOSID count"), "{e}");
         let e = cache("L3_MON/num_rmids", "4294967295").unwrap_err();
@@ -684,6 +713,7 @@ mod tests {
             "ffffffffffffffff",
             "4294967296",
             "2147483648",
+            "500",
             "-1",
             "é",
             "0x",
