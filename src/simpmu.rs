@@ -87,10 +87,9 @@ impl PmuSource for SimPmuFiles {
     /// missing, as [`crate::PerfPmu`] does not re-open).
     fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts> {
         let dir = &self.dir;
-        let f = self
-            .cpus
-            .entry(cpu)
-            .or_insert_with(|| File::open(dir.join(format!("cpu{cpu}"))).ok());
+        let f = self.cpus.entry(cpu).or_insert_with(|| {
+            rdt_core::file::open_nonblocking(&dir.join(format!("cpu{cpu}")), false).ok()
+        });
         Self::read_file(f.as_ref()?)
     }
 
@@ -98,7 +97,8 @@ impl PmuSource for SimPmuFiles {
     /// resctrl group); `None` until it exists.
     fn read_task(&mut self, task: TaskId) -> Option<PmuCounts> {
         if !self.tasks.contains_key(&task) {
-            let f = File::open(self.dir.join(format!("task{task}"))).ok()?;
+            let f = rdt_core::file::open_nonblocking(&self.dir.join(format!("task{task}")), false)
+                .ok()?;
             self.tasks.insert(task, f);
         }
         Self::read_file(&self.tasks[&task])

@@ -158,11 +158,22 @@ pub struct Args {
     pub mon_pid: Vec<EvtPids>,
 
     /// Monitoring time in seconds, or inf/infinite (the default).
-    #[arg(short = 't', long = "mon-time", value_name = "SECONDS")]
+    // allow_negative_numbers: `-t -1128` is an invalid value of -t, not the flags -1 -1 -2 -8.
+    #[arg(
+        short = 't',
+        long = "mon-time",
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
     pub mon_time: Option<MonTime>,
 
     /// Monitoring interval in units of 100 ms (default 10 = 1 s).
-    #[arg(short = 'i', long = "mon-interval", value_name = "N")]
+    #[arg(
+        short = 'i',
+        long = "mon-interval",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
     pub mon_interval: Option<Interval>,
 
     /// Top-like monitoring output: rows sorted by LLC occupancy.
@@ -467,5 +478,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--mon-interval"), "{e}");
+    }
+
+    #[test]
+    fn a_negative_time_or_interval_is_an_invalid_value_of_that_option() {
+        // clap took `-1128` for the flags -1 -1 -2 -8: "unexpected argument '-1' found".
+        for (argv, option) in [
+            (["pqos", "-t", "-1128"], "'--mon-time <SECONDS>'"),
+            (["pqos", "-i", "-5"], "'--mon-interval <N>'"),
+        ] {
+            let e = Args::try_parse_from(argv).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{e}");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!("invalid value '{}' for {option}", argv[2])),
+                "{text}"
+            );
+        }
+        // an option letter after -t is still an option letter
+        assert!(Args::try_parse_from(["pqos", "-t", "-s"]).is_err());
     }
 }

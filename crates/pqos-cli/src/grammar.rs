@@ -1198,4 +1198,73 @@ mod tests {
             );
         }
     }
+
+    /// Every value grammar of the command line: any text parses or is an error quoting the
+    /// value or one of its tokens, never a panic (numbers beyond 64 bits, `é`, empty items).
+    #[test]
+    fn fuzz_every_value_grammar_never_panics_and_errors_quote_a_token() {
+        use proptest::prelude::*;
+        use rdt_pqos::fake::fuzz::{fuzz, names_a_token, text};
+        const WORDS: &[&str] = &[
+            "llc",
+            "l2",
+            "mba",
+            "mba_max",
+            "smba",
+            "code",
+            "data",
+            "all",
+            "mbl",
+            "mbr",
+            "mbt",
+            "ipc",
+            "llc_miss",
+            ":",
+            ";",
+            "=",
+            ",",
+            "@",
+            "-",
+            "[",
+            "]",
+            "0x",
+            "0",
+            "1",
+            "15",
+            "0xffe00",
+            "4294967296",
+            "inf",
+            "l3cdp-on",
+            "mem-bw",
+            " ",
+        ];
+        const SEPARATORS: &[char] = &[';', ':', '=', ',', '@', '[', ']', '-'];
+        fn check<T: FromStr<Err = ArgError>>(t: &str) -> Result<(), TestCaseError> {
+            if let Err(e) = t.parse::<T>() {
+                let m = e.to_string();
+                prop_assert!(
+                    names_a_token(&m, t, SEPARATORS) || (t.trim().is_empty() && !m.is_empty()),
+                    "{m} for {t:?}"
+                );
+            }
+            Ok(())
+        }
+        fuzz("-e ClassDefs", text(WORDS, 16), |t| check::<ClassDefs>(&t));
+        fuzz("-a AssocDefs", text(WORDS, 16), |t| check::<AssocDefs>(&t));
+        fuzz("-R ResetCfg", text(WORDS, 6), |t| check::<ResetCfg>(&t));
+        fuzz("-r MonResetCfg", text(WORDS, 6), |t| {
+            check::<MonResetCfg>(&t)
+        });
+        fuzz("-m EvtCores", text(WORDS, 16), |t| check::<EvtCores>(&t));
+        fuzz("-p EvtPids", text(WORDS, 16), |t| check::<EvtPids>(&t));
+        fuzz("-t MonTime", text(WORDS, 3), |t| check::<MonTime>(&t));
+        fuzz("-i Interval", text(WORDS, 3), |t| check::<Interval>(&t));
+        fuzz("parse_id_list", text(WORDS, 8), |t| {
+            if let Err(e) = parse_id_list(&t) {
+                let m = e.to_string();
+                prop_assert!(names_a_token(&m, &t, SEPARATORS), "{m} for {t:?}");
+            }
+            Ok(())
+        });
+    }
 }

@@ -363,6 +363,45 @@ mod tests {
     }
 
     #[test]
+    fn read_only_commands_leave_the_state_file_alone_and_changes_replace_it() {
+        use std::os::unix::fs::MetadataExt;
+        // arrange: a state file the first run creates
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state.json");
+        pqos("skylake-sp", &state, &["-s"]).0.unwrap();
+        let inode = || std::fs::metadata(&state).unwrap().ino();
+        let first = inode();
+        // act + assert: each save renames a new file over the state, so a new inode means a
+        // rewrite
+        for argv in [&["-s"][..], &["-d"], &["-D"], &["-s", "-v"]] {
+            pqos("skylake-sp", &state, argv).0.unwrap();
+            assert_eq!(inode(), first, "{argv:?} rewrote the state file");
+        }
+        pqos("skylake-sp", &state, &["-e", "llc:1=0xf"]).0.unwrap();
+        assert_ne!(inode(), first, "a change is saved");
+    }
+
+    #[test]
+    fn a_state_file_that_is_a_symlink_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("precious");
+        std::fs::write(&target, "keep me\n").unwrap();
+        let link = dir.path().join("state.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let (r, out) = pqos("skylake-sp", &link, &["-e", "llc:1=0xf"]);
+        assert_eq!(
+            format!("{:#}", r.unwrap_err()),
+            format!(
+                "--sim=skylake-sp: File {} is a symlink (refused: name the state file itself)",
+                link.display()
+            )
+        );
+        assert_eq!(out, "");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    }
+
+    #[test]
     fn unknown_model_names_the_built_in_ones() {
         let dir = tempfile::tempdir().unwrap();
         let (r, _) = pqos("no-such-model", &dir.path().join("s.json"), &["-d"]);

@@ -374,6 +374,107 @@ pub enum LimitError {
     },
 }
 
+/// A capability value no real platform has: CPUID (a dump, a device, a hypervisor) or a
+/// resctrl `info/` file claims more than [`Capabilities::check_plausible`] accepts. Taken at
+/// face value, such a value would make per-class or per-RMID tables of gigabytes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("implausible {what}: {value} (at most {max} accepted; no known platform has more)")]
+pub struct ImplausibleError {
+    /// What the value is (`L3 CAT classes of service`, `RMIDs`, ...), with its CPUID source.
+    pub what: &'static str,
+    /// The value claimed.
+    pub value: u64,
+    /// The largest accepted.
+    pub max: u64,
+}
+
+impl Capabilities {
+    /// The most classes of service a resource may claim: 512. Intel parts have 4 to 16
+    /// (CPUID.(10H,n):EDX\[15:0\] + 1), AMD parts 16; the field allows 65,536.
+    pub const MAX_PLAUSIBLE_CLASSES: u32 = 512;
+    /// The most RMIDs monitoring may claim: 65,536. Parts have 56 to a few thousand
+    /// (CPUID.(0FH,1):ECX + 1); the field allows 2^32.
+    pub const MAX_PLAUSIBLE_RMIDS: u32 = 1 << 16;
+
+    /// Checks that every supported feature's table sizes are plausible: classes of service
+    /// at most [`Self::MAX_PLAUSIBLE_CLASSES`], RMIDs at most
+    /// [`Self::MAX_PLAUSIBLE_RMIDS`], a CBM of 1 to 64 bits, an AMD bandwidth field of at
+    /// most 30 bits (detection refuses wider). Whoever sizes tables from the capabilities (the simulated platform, a
+    /// backend) calls this first, so that a hostile or corrupt source gives an error instead
+    /// of an allocation of gigabytes.
+    ///
+    /// # Errors
+    /// [`ImplausibleError`] naming the first value out of range.
+    pub fn check_plausible(&self) -> Result<(), ImplausibleError> {
+        let check = |what, value: u64, min: u64, max: u64| {
+            if (min..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(ImplausibleError { what, value, max })
+            }
+        };
+        let classes = u64::from(Self::MAX_PLAUSIBLE_CLASSES);
+        if let Some(m) = self.monitoring.get() {
+            let rmids = u64::from(Self::MAX_PLAUSIBLE_RMIDS);
+            check(
+                "RMID count, CPUID.(0FH,1):ECX + 1",
+                u64::from(m.num_rmids),
+                0,
+                rmids,
+            )?;
+            check(
+                "highest RMID, CPUID.(0FH,0):EBX",
+                u64::from(m.max_rmid),
+                0,
+                rmids,
+            )?;
+            check(
+                "MBM counter width, 24 + CPUID.(0FH,1):EAX[7:0]",
+                u64::from(m.counter_width),
+                1,
+                64,
+            )?;
+        }
+        for (what_len, what_cos, cat) in [
+            (
+                "L3 CBM length, CPUID.(10H,1):EAX[4:0] + 1",
+                "L3 CAT classes of service, CPUID.(10H,1):EDX[15:0] + 1",
+                self.l3_cat.get(),
+            ),
+            (
+                "L2 CBM length, CPUID.(10H,2):EAX[4:0] + 1",
+                "L2 CAT classes of service, CPUID.(10H,2):EDX[15:0] + 1",
+                self.l2_cat.get(),
+            ),
+        ] {
+            if let Some(c) = cat {
+                check(what_len, u64::from(c.cbm_len), 1, 64)?;
+                check(what_cos, u64::from(c.num_classes), 1, classes)?;
+            }
+        }
+        for (what, what_width, mba) in [
+            (
+                "MBA classes of service",
+                "MBA bandwidth field width, CPUID.(8000_0020H,1):EAX",
+                self.mba.get(),
+            ),
+            (
+                "SMBA classes of service",
+                "SMBA bandwidth field width, CPUID.(8000_0020H,2):EAX",
+                self.smba.get(),
+            ),
+        ] {
+            if let Some(m) = mba {
+                check(what, u64::from(m.num_classes), 1, classes)?;
+                if let MbaKind::AmdBandwidth { width } = m.kind {
+                    check(what_width, u64::from(width), 0, 30)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Capabilities {
     /// The `resource` of the [`LimitError::ClassOutOfRange`] that
     /// [`Capabilities::check_class`] gives on the OS interface: resctrl's CLOSIDs, the

@@ -253,6 +253,10 @@ impl CpuidSource for DevCpuid {
 // ---------------------------------------------------------------------------------------------
 // Canonical dumps
 
+/// The largest CPUID dump file read, in bytes (16 MiB): a 1,024-CPU dump of 60 leaves is
+/// about 4 MiB.
+pub const MAX_DUMP_BYTES: u64 = 16 << 20;
+
 /// A canonical CPUID dump could not be read or parsed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -490,16 +494,19 @@ impl CpuidDump {
         Self::from_cpus(processor, cpus)
     }
 
-    /// Reads and parses a dump file.
+    /// Reads and parses a dump file: a regular file of at most [`MAX_DUMP_BYTES`]
+    /// ([`crate::file::read_text`]).
     ///
     /// # Errors
-    /// [`DumpError::Io`] when the file cannot be read; [`DumpError::InFile`] wrapping the
+    /// [`DumpError::Io`] when the file cannot be read, is not a regular file, is larger than
+    /// [`MAX_DUMP_BYTES`] or is not UTF-8; [`DumpError::InFile`] wrapping the
     /// [`Self::parse`] error (which names the line) when it does not parse.
     pub fn from_path(path: &Path) -> Result<Self, DumpError> {
-        let text = std::fs::read_to_string(path).map_err(|source| DumpError::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text =
+            crate::file::read_text(path, MAX_DUMP_BYTES).map_err(|source| DumpError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
         Self::parse(&text).map_err(|e| DumpError::InFile {
             path: path.to_owned(),
             source: Box::new(e),
@@ -811,6 +818,51 @@ mod tests {
             }),
             1..8,
         )
+    }
+
+    /// A CPUID dump of any text parses or is an error naming the line and quoting it; a
+    /// dump that parses gives a topology or an error, and capabilities, without a panic.
+    #[test]
+    fn fuzz_cpuid_dump_text_never_panics_and_errors_name_the_line() {
+        use crate::fake::fuzz::{fuzz, text};
+        const WORDS: &[&str] = &[
+            "# canonical-cpuid v1\n",
+            "# canonical-cpuid v2\n",
+            "# logical-cpu 0\n",
+            "# logical-cpu 1\n",
+            "# processor: Xeon\n",
+            "#",
+            "\n",
+            " ",
+            "00000000",
+            "0000000f",
+            "00000010",
+            "00000001",
+            "0000000b",
+            "ffffffff",
+            "7fffffff",
+            "80000020",
+        ];
+        fuzz("CpuidDump::parse", text(WORDS, 30), |t| {
+            match CpuidDump::parse(&t) {
+                Ok(dump) => {
+                    let _ = crate::Topology::from_cpuid_dump(&dump);
+                    let _ = crate::Capabilities::detect(&dump).check_plausible();
+                }
+                Err(DumpError::Empty) => {}
+                Err(e) => {
+                    let m = e.to_string();
+                    let line: usize = m
+                        .strip_prefix("line ")
+                        .and_then(|r| r.split(':').next())
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or_else(|| panic!("no line in {m}"));
+                    let text = t.lines().nth(line - 1).unwrap_or_default();
+                    prop_assert!(m.ends_with(&format!("`{text}`")), "{m} for {t:?}");
+                }
+            }
+            Ok(())
+        });
     }
 
     proptest! {

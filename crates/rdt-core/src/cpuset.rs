@@ -689,6 +689,51 @@ mod tests {
         assert!(parse_pqos_list("99999999999999999999999", &ListLimits::CPUS).is_err());
     }
 
+    /// CPU lists (`cpus_list`, pqos `CORE_LIST`), masks (`cpus`) and pqos's number lists:
+    /// any text parses or is an error quoting it, never a panic or a huge allocation (`0-4294967295`).
+    #[test]
+    fn fuzz_cpu_lists_and_masks_never_panic_and_errors_quote_the_text() {
+        use crate::fake::fuzz::{fuzz, names_a_token, text};
+        const WORDS: &[&str] = &[
+            "0",
+            "1",
+            "-",
+            ",",
+            "\n",
+            " ",
+            "0x",
+            "4294967295",
+            "8191",
+            "ffffffff",
+        ];
+        fuzz("CpuSet::from_str", text(WORDS, 12), |t| {
+            if let Err(e) = t.parse::<CpuSet>() {
+                prop_assert!(
+                    names_a_token(&e.to_string(), &t, &[',', '-']),
+                    "{e} for {t:?}"
+                );
+            }
+            Ok(())
+        });
+        fuzz("CpuSet::from_mask_str", text(WORDS, 12), |t| {
+            if let Err(e) = CpuSet::from_mask_str(&t) {
+                prop_assert!(names_a_token(&e.to_string(), &t, &[',']), "{e} for {t:?}");
+            }
+            Ok(())
+        });
+        fuzz("parse_pqos_list", text(WORDS, 12), |t| {
+            for limits in [&ListLimits::CPUS, &ListLimits::TASKS] {
+                if let Err(e) = parse_pqos_list(&t, limits) {
+                    prop_assert!(
+                        names_a_token(&e.to_string(), &t, &[',', '-']),
+                        "{e} for {t:?}"
+                    );
+                }
+            }
+            Ok(())
+        });
+    }
+
     proptest! {
         #[test]
         fn list_and_mask_round_trip(cpus in proptest::collection::btree_set(0u32..300, 0..40)) {

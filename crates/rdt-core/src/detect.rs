@@ -921,4 +921,58 @@ mod tests {
         assert_eq!(caps.vendor, Vendor::Hygon);
         assert_eq!(caps.monitoring.get().unwrap().counter_width, 32);
     }
+
+    /// Detection on any register values of the RDT leaves (a hostile dump, a device, a
+    /// hypervisor) never panics, and capabilities that pass `check_plausible` can be used:
+    /// the all-ways masks, the MBA limits and the explanation of an absence.
+    #[test]
+    fn fuzz_detection_on_any_rdt_leaves_never_panics() {
+        use proptest::prelude::*;
+
+        use crate::fake::fuzz::fuzz;
+        let leaves = [
+            (7, 0),
+            (0xF, 0),
+            (0xF, 1),
+            (0x10, 0),
+            (0x10, 1),
+            (0x10, 2),
+            (0x10, 3),
+            (0x8000_0008, 0),
+            (0x8000_0020, 0),
+            (0x8000_0020, 1),
+            (0x8000_0020, 2),
+            (4, 3),
+            (0xA, 0),
+        ];
+        let regs = proptest::collection::vec(any::<[u32; 4]>(), leaves.len());
+        fuzz(
+            "Capabilities::detect",
+            (regs, any::<bool>()),
+            |(regs, amd)| {
+                let vendor = if amd {
+                    [0x6874_7541, 0x444d_4163, 0x6974_6e65]
+                } else {
+                    [0x756e_6547, 0x6c65_746e, 0x4965_6e69]
+                };
+                let mut rows = vec![
+                    (0, 0, [0x20, vendor[0], vendor[1], vendor[2]]),
+                    (0x8000_0000, 0, [0x8000_0020, 0, 0, 0]),
+                ];
+                rows.extend(leaves.iter().zip(&regs).map(|(&(l, s), r)| (l, s, *r)));
+                let src = table(&rows);
+                let caps = Capabilities::detect(&src);
+                let _ = rdt_absence(&src);
+                if caps.check_plausible().is_ok() {
+                    for cat in [caps.l3_cat.get(), caps.l2_cat.get()].into_iter().flatten() {
+                        prop_assert!(cat.full_mask().ways() == cat.cbm_len);
+                    }
+                    for m in [caps.mba.get(), caps.smba.get()].into_iter().flatten() {
+                        let _ = (m.granularity(), m.unlimited());
+                    }
+                }
+                Ok(())
+            },
+        );
+    }
 }

@@ -31,6 +31,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+pub mod fuzz;
+
 use crate::monitor::CounterFormat;
 use crate::{
     AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatMask, CatResource, ClassId,

@@ -1,46 +1,109 @@
 //! Reading a file that may be hostile (a FIFO, a device, an endless or huge file): the one
-//! bounded reader of configuration files ([`crate::config`]) and run files
-//! ([`crate::runfile`]).
+//! bounded reader of the workspace. Configuration files ([`crate::config`]), run files
+//! ([`crate::runfile`]), sysfs and procfs text, CPUID dumps, resctrl files (`rdt-resctrl`'s
+//! `HostFs`), pqos's `-f` files and the simulator's state and scenario files all go through
+//! [`read_regular`] (or [`read_text`] on top of it). The `/dev/cpu/N/{cpuid,msr}` devices are
+//! the only files read otherwise: they are character devices by nature.
+//!
+//! A FIFO without a writer would block `open(2)` forever, and one with a writer would block
+//! `read(2)`; a symbolic link to `/dev/zero` (or a FUSE file that never ends) would grow
+//! memory without bound. Both are refused before anything is read.
 
+use std::fmt;
 use std::fs::{File, FileType, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-/// Why [`read_regular`] read nothing.
+/// The largest kernel text file read through [`read_text`] by default, in bytes (1 MiB):
+/// sysfs attributes are at most a page (4 KiB), `/proc/mounts` of a busy container host a
+/// few hundred KiB.
+pub const MAX_KERNEL_TEXT_BYTES: u64 = 1 << 20;
+
+/// Why [`read_regular`] read nothing. Displays without the path (callers name the file);
+/// the underlying error is the [`std::error::Error::source`].
 #[derive(Debug)]
-pub(crate) enum ReadError {
+#[non_exhaustive]
+pub enum ReadError {
     /// Opening failed.
     Open(io::Error),
     /// `fstat` or reading failed.
     Io(io::Error),
     /// Not a regular file (a FIFO, a device, a directory, a socket).
     NotRegular(FileType),
-    /// Larger than allowed: the size `fstat` gave, or at least this many bytes read.
-    TooLarge(u64),
+    /// Larger than allowed.
+    TooLarge {
+        /// The size `fstat` gave, or (for a file that grew or lies about its size) at least
+        /// this many bytes read.
+        size: u64,
+        /// The limit, in bytes.
+        max: u64,
+    },
 }
 
-impl ReadError {
-    /// The error as an [`io::Error`] (refusals as `InvalidData`, saying why).
-    pub(crate) fn into_io(self) -> io::Error {
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Open(e) | Self::Io(e) => e,
-            Self::NotRegular(t) => io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("not a regular file ({t:?})"),
-            ),
-            Self::TooLarge(n) => io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("too large ({n} bytes or more)"),
-            ),
+            Self::Open(_) => f.write_str("cannot open"),
+            Self::Io(_) => f.write_str("cannot read"),
+            Self::NotRegular(ft) => {
+                write!(f, "{} is not read: expected a regular file", kind_of(*ft))
+            }
+            Self::TooLarge { size, max } => {
+                write!(f, "{size} bytes or more, more than the {max} bytes allowed")
+            }
         }
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Open(e) | Self::Io(e) => Some(e),
+            Self::NotRegular(_) | Self::TooLarge { .. } => None,
+        }
+    }
+}
+
+impl From<ReadError> for io::Error {
+    /// Open and read errors as they were; a non-regular file as `InvalidInput`, a file over
+    /// the limit as `FileTooLarge`, each with the message of [`ReadError`]'s `Display`.
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::Open(e) | ReadError::Io(e) => e,
+            ReadError::NotRegular(_) => Self::new(io::ErrorKind::InvalidInput, e.to_string()),
+            ReadError::TooLarge { .. } => Self::new(io::ErrorKind::FileTooLarge, e.to_string()),
+        }
+    }
+}
+
+/// What a non-regular file is, for a message (`a FIFO`, `a character device`, ...).
+#[must_use]
+pub fn kind_of(ft: FileType) -> &'static str {
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
     }
 }
 
 /// Opens `path` without blocking (a FIFO without a writer would block `open` forever) and
 /// without making a terminal the controlling one; not through a final symlink when
-/// `nofollow`.
-pub(crate) fn open_nonblocking(path: &Path, nofollow: bool) -> io::Result<File> {
+/// `nofollow` (`ELOOP` then).
+///
+/// # Errors
+/// `open(2)` errors.
+pub fn open_nonblocking(path: &Path, nofollow: bool) -> io::Result<File> {
     let nofollow = if nofollow { libc::O_NOFOLLOW } else { 0 };
     OpenOptions::new()
         .read(true)
@@ -49,20 +112,31 @@ pub(crate) fn open_nonblocking(path: &Path, nofollow: bool) -> io::Result<File> 
 }
 
 /// The bytes of the regular file at `path`, at most `max_bytes` of them: anything else is
-/// refused before it is read, and a file that grows past the limit after `fstat` is
-/// noticed (one byte past it is read).
-pub(crate) fn read_regular(
-    path: &Path,
-    max_bytes: u64,
-    nofollow: bool,
-) -> Result<Vec<u8>, ReadError> {
+/// refused before it is read, and a file that grows past the limit after `fstat` (or
+/// reports a smaller size than it has, as procfs and sysfs do) is noticed: one byte past it
+/// is read, never more. A symbolic link is followed unless `nofollow`.
+///
+/// # Errors
+/// [`ReadError::Open`] (`ELOOP` for a final symlink when `nofollow`), [`ReadError::Io`],
+/// [`ReadError::NotRegular`], [`ReadError::TooLarge`].
+///
+/// # Examples
+/// ```
+/// use rdt_core::file::{read_regular, ReadError};
+/// let e = read_regular("/dev/zero".as_ref(), 4096, false).unwrap_err();
+/// assert!(matches!(e, ReadError::NotRegular(_)));
+/// ```
+pub fn read_regular(path: &Path, max_bytes: u64, nofollow: bool) -> Result<Vec<u8>, ReadError> {
     let file = open_nonblocking(path, nofollow).map_err(ReadError::Open)?;
     let meta = file.metadata().map_err(ReadError::Io)?;
     if !meta.is_file() {
         return Err(ReadError::NotRegular(meta.file_type()));
     }
     if meta.len() > max_bytes {
-        return Err(ReadError::TooLarge(meta.len()));
+        return Err(ReadError::TooLarge {
+            size: meta.len(),
+            max: max_bytes,
+        });
     }
     let mut bytes = Vec::new();
     file.take(max_bytes.saturating_add(1))
@@ -70,7 +144,10 @@ pub(crate) fn read_regular(
         .map_err(ReadError::Io)?;
     let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     if read > max_bytes {
-        return Err(ReadError::TooLarge(read));
+        return Err(ReadError::TooLarge {
+            size: read,
+            max: max_bytes,
+        });
     }
     Ok(bytes)
 }
@@ -107,10 +184,117 @@ pub(crate) fn read_attribute(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Rea
         };
         bytes.truncate(start + n);
         if bytes.len() >= limit {
-            return Err(ReadError::TooLarge(max_bytes.saturating_add(1)));
+            return Err(ReadError::TooLarge {
+                size: max_bytes.saturating_add(1),
+                max: max_bytes,
+            });
         }
         if n < want {
             return Ok(bytes);
         }
+    }
+}
+
+/// [`read_regular`] as UTF-8 text, following symlinks, with the errors as `io::Error`s
+/// (`From<ReadError>`): for kernel files (sysfs, procfs, resctrl) and other files whose
+/// callers report `io::Error`s with the path.
+///
+/// # Errors
+/// Open and read errors; `InvalidInput` for a file that is not regular, `FileTooLarge` for
+/// one over `max_bytes`, `InvalidData` for text that is not UTF-8.
+pub fn read_text(path: &Path, max_bytes: u64) -> io::Result<String> {
+    let bytes = read_regular(path, max_bytes, false)?;
+    String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn a_symlink_to_dev_zero_is_refused_before_reading() {
+        // arrange
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("cpulist");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        // act
+        let e = read_text(&link, MAX_KERNEL_TEXT_BYTES).unwrap_err();
+        // assert
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(
+            e.to_string(),
+            "a character device is not read: expected a regular file"
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let start = Instant::now();
+        let e = read_text(&fifo, 16).unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(2));
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_too_large_and_non_utf8_is_invalid_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        std::fs::write(&f, b"0123456789").unwrap();
+        assert_eq!(read_text(&f, 10).unwrap(), "0123456789");
+        let e = read_text(&f, 9).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+        assert_eq!(
+            e.to_string(),
+            "10 bytes or more, more than the 9 bytes allowed"
+        );
+        std::fs::write(&f, b"\xff\n").unwrap();
+        assert_eq!(
+            read_text(&f, 9).unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+    }
+
+    /// The readers of this crate that go through this module (sysfs topology, CPUID dumps)
+    /// refuse what it refuses, without blocking.
+    #[test]
+    fn sysfs_and_dump_readers_refuse_fifos_and_devices_without_blocking() {
+        // arrange: `cpu/online` a FIFO (open(2) blocked forever), a dump linked to /dev/zero
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sys/cpu")).unwrap();
+        let online = dir.path().join("sys/cpu/online");
+        nix::unistd::mkfifo(&online, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let dump = dir.path().join("dump.txt");
+        std::os::unix::fs::symlink("/dev/zero", &dump).unwrap();
+        let start = Instant::now();
+        // act
+        let topo = crate::Topology::from_sysfs(&dir.path().join("sys")).unwrap_err();
+        let dump = crate::CpuidDump::from_path(&dump).unwrap_err();
+        // assert
+        assert!(start.elapsed() < Duration::from_secs(2));
+        let chain = crate::error_chain(&topo);
+        assert!(
+            chain.contains("online") && chain.contains("a FIFO"),
+            "{chain}"
+        );
+        let chain = crate::error_chain(&dump);
+        assert!(
+            chain.contains("dump.txt") && chain.contains("a character device"),
+            "{chain}"
+        );
+    }
+
+    #[test]
+    fn a_procfs_file_of_size_zero_is_read_up_to_the_limit_only() {
+        // /proc/self/maps reports size 0 and has more than 16 bytes.
+        let e = read_regular(Path::new("/proc/self/maps"), 16, false).unwrap_err();
+        assert!(
+            matches!(e, ReadError::TooLarge { size: 17, max: 16 }),
+            "{e:?}"
+        );
     }
 }

@@ -28,7 +28,7 @@ mod cpuset;
 mod detect;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
-mod file;
+pub mod file;
 mod ids;
 pub mod lease;
 mod mask;
@@ -47,8 +47,8 @@ pub use backend::{
     GroupKind, GroupOwner, Interface, MbaClass, MbaCtrl, Monitoring,
 };
 pub use caps::{
-    CacheGeometry, Capabilities, CatCaps, CatResource, Feature, LimitError, MbaCaps, MbaKind,
-    MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
+    CacheGeometry, Capabilities, CatCaps, CatResource, Feature, ImplausibleError, LimitError,
+    MbaCaps, MbaKind, MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
 };
 pub use cpuid::{CpuidDump, CpuidRegs, CpuidSource, DevCpuid, DumpCpu, DumpError, NativeCpuid};
 pub use cpuset::{

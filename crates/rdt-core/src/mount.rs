@@ -83,6 +83,8 @@ impl FromStr for MountOptions {
                 None => (opt, false),
             };
             let Some(flag) = o.flag(name) else {
+                // `=x` has no name: the option itself is what is unknown.
+                let name = if name.is_empty() { opt } else { name };
                 return Err(MountOptionsError::UnknownParameter { name: name.into() });
             };
             if value {

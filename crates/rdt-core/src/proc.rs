@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use crate::TaskId;
 use crate::file::ReadError;
 
-/// The most of a `status` file read: the kernel's is under 2 KiB; a longer file is cut
-/// there (a FIFO or an endless file cannot make a read take memory or time without end).
+/// The most of a `status` file read: the kernel's is under 2 KiB; a longer file is an error
+/// (`FileTooLarge`), as is a FIFO (a read cannot take memory or time without end).
 const MAX_STATUS_BYTES: u64 = 64 * 1024;
 /// The most of a `cgroup` file read: the kernel's has one line per hierarchy (a dozen on
 /// cgroup v1, one on v2), well under 4 KiB.
@@ -92,10 +92,8 @@ impl ProcFs {
         if task.get() == 0 {
             return Err(io::ErrorKind::NotFound.into());
         }
-        let mut text = Vec::new();
-        File::open(self.dir(task).join("status"))?
-            .take(MAX_STATUS_BYTES)
-            .read_to_end(&mut text)?;
+        let text =
+            crate::file::read_regular(&self.dir(task).join("status"), MAX_STATUS_BYTES, false)?;
         status_tgid(&text)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "status has no Tgid: line"))
     }
@@ -136,8 +134,9 @@ impl ProcFs {
                 continue;
             };
             let mut comm = Vec::with_capacity(16);
-            let read = File::open(self.dir(TaskId::new(pid)).join("comm"))
-                .and_then(|f| f.take(64).read_to_end(&mut comm));
+            let read =
+                crate::file::open_nonblocking(&self.dir(TaskId::new(pid)).join("comm"), false)
+                    .and_then(|f| f.take(64).read_to_end(&mut comm));
             if read.is_ok() && comm.strip_suffix(b"\n").unwrap_or(&comm) == name.as_bytes() {
                 pids.push(TaskId::new(pid));
             }
@@ -153,7 +152,9 @@ impl ProcFs {
     /// `NotFound` once the task has exited; `InvalidData` for a line that does not parse.
     pub fn cpu_ticks(&self, task: TaskId) -> io::Result<u64> {
         let mut buf = [0u8; STAT_BUFFER];
-        let n = File::open(self.dir(task).join("stat"))?.read_at(&mut buf, 0)?;
+        // O_NONBLOCK: a FIFO under an injected root must not block the open.
+        let n = crate::file::open_nonblocking(&self.dir(task).join("stat"), false)?
+            .read_at(&mut buf, 0)?;
         stat_cpu_ticks(&buf[..n]).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -182,7 +183,7 @@ impl ProcFs {
                 io::ErrorKind::InvalidData,
                 format!("{} is not a regular file", path.display()),
             )),
-            Err(ReadError::TooLarge(n)) => Err(io::Error::new(
+            Err(ReadError::TooLarge { size: n, .. }) => Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!(
                     "{} is larger than {MAX_CGROUP_BYTES} bytes ({n})",
@@ -204,7 +205,7 @@ impl ProcFs {
             .join(tid.to_string())
             .join("stat");
         Ok(ThreadStat {
-            file: File::open(path)?,
+            file: crate::file::open_nonblocking(&path, false)?,
             buf: vec![0; STAT_BUFFER],
         })
     }
@@ -495,6 +496,30 @@ mod tests {
             proc.threads(TaskId::new(7)).unwrap_err().kind(),
             io::ErrorKind::InvalidData
         );
+    }
+
+    #[test]
+    fn fifos_in_an_injected_root_are_errors_not_hangs() {
+        // arrange: status, stat and comm as FIFOs without a writer (open(2) blocked on each)
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("7");
+        fs::create_dir_all(p.join("task/7")).unwrap();
+        for f in ["status", "stat", "comm", "task/7/stat"] {
+            nix::unistd::mkfifo(&p.join(f), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        }
+        let proc = ProcFs::at(dir.path());
+        let start = std::time::Instant::now();
+        // act
+        let status = proc.thread_group(TaskId::new(7)).unwrap_err();
+        let ticks = proc.cpu_ticks(TaskId::new(7));
+        let thread_stat = proc.open_stat(TaskId::new(7), TaskId::new(7));
+        let named = proc.processes_named("x").unwrap();
+        // assert
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
+        assert!(status.to_string().contains("a FIFO"), "{status}");
+        assert!(ticks.is_err(), "{ticks:?}");
+        assert!(thread_stat.is_ok_and(|mut s| s.last_cpu().is_none()));
+        assert!(named.is_empty());
     }
 
     const CID: &str = "3f9d2c8b7a6e5d4c3b2a19087f6e5d4c3b2a19087f6e5d4c3b2a19087f6e5d4c";

@@ -119,8 +119,8 @@ pub fn read_run_file(path: &Path, max_bytes: u64) -> io::Result<String> {
     let bytes = crate::file::read_regular(path, max_bytes, true).map_err(|e| match e {
         crate::file::ReadError::Open(e) | crate::file::ReadError::Io(e) => e,
         crate::file::ReadError::NotRegular(_) => invalid("not a regular file".into()),
-        crate::file::ReadError::TooLarge(n) => {
-            invalid(format!("{n} bytes or more, more than {max_bytes}"))
+        crate::file::ReadError::TooLarge { size, .. } => {
+            invalid(format!("{size} bytes or more, more than {max_bytes}"))
         }
     })?;
     String::from_utf8(bytes).map_err(|e| invalid(e.to_string()))

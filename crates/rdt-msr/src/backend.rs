@@ -239,9 +239,11 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     /// [`CatCaps::cdp_enabled`] (CPUID cannot see it).
     ///
     /// # Errors
+    /// [`MsrError::Implausible`] when `caps` fail [`Capabilities::check_plausible`];
     /// [`MsrError::Inconsistent`] if CDP is on in some domains and off in others (reset
     /// with `-R l3cdp-on` or `-R l3cdp-off`); the read's error if a QOS_CFG read fails.
     pub fn new(io: M, caps: Capabilities, topology: Topology, pmu: P) -> Result<Self, MsrError> {
+        caps.check_plausible().map_err(MsrError::Implausible)?;
         let l3 = domains(topology.l3_domains(), |d| topology.cpus_in_l3(d));
         let l2 = domains(topology.l2_domains(), |d| topology.cpus_in_l2(d));
         let mut this = Self {

@@ -62,6 +62,10 @@ pub enum MsrError {
         #[source]
         source: io::Error,
     },
+    /// CPUID (`/dev/cpu/N/cpuid`, a hypervisor) claims table sizes no platform has (2^31
+    /// RMIDs, thousands of classes): refused before any table is sized or scanned from them.
+    #[error("CPUID claims a capability no platform has")]
+    Implausible(#[source] rdt_core::ImplausibleError),
     /// Configuration is inconsistent across domains (e.g. CDP on in one domain only).
     #[error("{0}")]
     Inconsistent(String),

@@ -141,10 +141,13 @@ pub struct ResctrlInfo {
     pub l3_mon: Option<MonInfo>,
 }
 
+/// The number in `file`, when present, if it lies in `range`. `expected` says what it should
+/// be, range included, for the error.
 fn number<T: TryFrom<u64>>(
     files: &InfoFiles,
     file: &str,
     radix_hex: bool,
+    range: std::ops::RangeInclusive<u64>,
     expected: &'static str,
 ) -> Result<Option<T>, InfoError> {
     let Some(text) = files.get(file) else {
@@ -162,8 +165,27 @@ fn number<T: TryFrom<u64>>(
         t.parse::<u64>()
     }
     .map_err(|_| err())?;
+    if !range.contains(&v) {
+        return Err(err());
+    }
     T::try_from(v).map(Some).map_err(|_| err())
 }
+
+/// `num_closids`: at least 1, at most [`Capabilities::MAX_PLAUSIBLE_CLASSES`].
+const CLOSIDS: std::ops::RangeInclusive<u64> = 1..=Capabilities::MAX_PLAUSIBLE_CLASSES as u64;
+const CLOSIDS_EXPECTED: &str = "a CLOSID count from 1 to 512";
+/// `num_closids` of a CDP schema (`L3CODE`, `L2DATA`...): each CLOSID takes two classes of
+/// service, so at most half of [`Capabilities::MAX_PLAUSIBLE_CLASSES`].
+const CDP_CLOSIDS: std::ops::RangeInclusive<u64> =
+    1..=Capabilities::MAX_PLAUSIBLE_CLASSES as u64 / 2;
+const CDP_CLOSIDS_EXPECTED: &str = "a CLOSID count from 1 to 256 (CDP halves 512 classes)";
+// The messages name the limits as numbers.
+const _: () = assert!(Capabilities::MAX_PLAUSIBLE_CLASSES == 512);
+const _: () = assert!(Capabilities::MAX_PLAUSIBLE_RMIDS == 65536);
+/// Any 64-bit value.
+const ANY: std::ops::RangeInclusive<u64> = 0..=u64::MAX;
+/// `0` or `1`.
+const FLAG: std::ops::RangeInclusive<u64> = 0..=1;
 
 fn required<T>(v: Option<T>, file: &str) -> Result<T, InfoError> {
     v.ok_or_else(|| InfoError::Missing(file.to_owned()))
@@ -176,7 +198,10 @@ impl ResctrlInfo {
     /// # Errors
     /// [`InfoError::Missing`] when a present resource lacks a file every kernel writes
     /// (`cbm_mask`, `min_bandwidth`...), [`InfoError::Parse`] when a file is not the number
-    /// it should be, [`InfoError::HalfCdp`] for `L3CODE` without `L3DATA`.
+    /// it should be or the number is out of range (a `cbm_mask` of 0, `num_closids` of 0 or
+    /// above [`Capabilities::MAX_PLAUSIBLE_CLASSES`], `num_rmids` of 0 or above
+    /// [`Capabilities::MAX_PLAUSIBLE_RMIDS`], `min_cbm_bits` above 64, a flag other than 0
+    /// or 1), [`InfoError::HalfCdp`] for `L3CODE` without `L3DATA`.
     ///
     /// # Examples
     /// ```
@@ -195,20 +220,38 @@ impl ResctrlInfo {
         let mut info = Self::default();
         for &name in CACHE_SCHEMAS {
             let f = |n: &str| format!("{name}/{n}");
-            let Some(num_closids) = number(files, &f("num_closids"), false, "a CLOSID count")?
+            let (closids, closids_expected) = if name.ends_with("CODE") || name.ends_with("DATA") {
+                (CDP_CLOSIDS, CDP_CLOSIDS_EXPECTED)
+            } else {
+                (CLOSIDS, CLOSIDS_EXPECTED)
+            };
+            let Some(num_closids) =
+                number(files, &f("num_closids"), false, closids, closids_expected)?
             else {
                 continue;
             };
             let cbm_mask = required(
-                number(files, &f("cbm_mask"), true, "a hexadecimal mask")?,
+                number(
+                    files,
+                    &f("cbm_mask"),
+                    true,
+                    1..=u64::MAX,
+                    "a non-zero hexadecimal mask",
+                )?,
                 &f("cbm_mask"),
             )?;
-            let min_cbm_bits =
-                number(files, &f("min_cbm_bits"), false, "a bit count")?.unwrap_or(1);
+            let min_cbm_bits = number(
+                files,
+                &f("min_cbm_bits"),
+                false,
+                0..=64,
+                "a bit count from 0 to 64",
+            )?
+            .unwrap_or(1);
             let shareable_bits =
-                number(files, &f("shareable_bits"), true, "a hexadecimal mask")?.unwrap_or(0);
+                number(files, &f("shareable_bits"), true, ANY, "a hexadecimal mask")?.unwrap_or(0);
             let sparse_masks =
-                number::<u64>(files, &f("sparse_masks"), false, "0 or 1")?.map(|v| v != 0);
+                number::<u64>(files, &f("sparse_masks"), false, FLAG, "0 or 1")?.map(|v| v != 0);
             info.caches.insert(
                 name.to_owned(),
                 CacheInfo {
@@ -229,7 +272,13 @@ impl ResctrlInfo {
         }
         info.mb = bw(files, "MB")?;
         info.smba = bw(files, "SMBA")?;
-        if let Some(num_rmids) = number(files, "L3_MON/num_rmids", false, "an RMID count")? {
+        if let Some(num_rmids) = number(
+            files,
+            "L3_MON/num_rmids",
+            false,
+            1..=u64::from(Capabilities::MAX_PLAUSIBLE_RMIDS),
+            "an RMID count from 1 to 65536",
+        )? {
             let features = files
                 .get("L3_MON/mon_features")
                 .map(|t| {
@@ -247,6 +296,7 @@ impl ResctrlInfo {
                     files,
                     "L3_MON/max_threshold_occupancy",
                     false,
+                    ANY,
                     "a byte count",
                 )?,
             });
@@ -427,19 +477,20 @@ impl ResctrlInfo {
 
 fn bw(files: &InfoFiles, dir: &str) -> Result<Option<BwInfo>, InfoError> {
     let f = |n: &str| format!("{dir}/{n}");
-    let Some(num_closids) = number(files, &f("num_closids"), false, "a CLOSID count")? else {
+    let Some(num_closids) = number(files, &f("num_closids"), false, CLOSIDS, CLOSIDS_EXPECTED)?
+    else {
         return Ok(None);
     };
     let min_bandwidth = required(
-        number(files, &f("min_bandwidth"), false, "a bandwidth")?,
+        number(files, &f("min_bandwidth"), false, ANY, "a bandwidth")?,
         &f("min_bandwidth"),
     )?;
     let bandwidth_gran = required(
-        number(files, &f("bandwidth_gran"), false, "a bandwidth step")?,
+        number(files, &f("bandwidth_gran"), false, ANY, "a bandwidth step")?,
         &f("bandwidth_gran"),
     )?;
     let delay_linear =
-        number::<u64>(files, &f("delay_linear"), false, "0 or 1")?.is_none_or(|v| v != 0);
+        number::<u64>(files, &f("delay_linear"), false, FLAG, "0 or 1")?.is_none_or(|v| v != 0);
     Ok(Some(BwInfo {
         num_closids,
         min_bandwidth,
@@ -512,7 +563,7 @@ mod tests {
         let e = ResctrlInfo::parse(&f).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "info/L3/num_closids: cannot parse `sixteen` as a CLOSID count"
+            "info/L3/num_closids: cannot parse `sixteen` as a CLOSID count from 1 to 512"
         );
         let f = files(&[("L3/num_closids", "16\n")]);
         assert_eq!(
@@ -524,6 +575,65 @@ mod tests {
             ResctrlInfo::parse(&f).unwrap_err(),
             InfoError::HalfCdp("L2")
         );
+    }
+
+    #[test]
+    fn a_zero_cbm_mask_or_absurd_counts_are_errors_naming_file_and_value() {
+        // arrange: a cbm_mask of 0 made cbm_len 0, and CacheBitmask::low_bits(0) panicked in
+        // capabilities(); 2^31 CLOSIDs or RMIDs would size tables of gigabytes.
+        let cache = |file: &'static str, text: &'static str| {
+            let mut f = files(&[
+                ("L3/num_closids", "16"),
+                ("L3/cbm_mask", "7ff"),
+                ("L3_MON/num_rmids", "176"),
+            ]);
+            f.insert(file.to_owned(), text.to_owned());
+            ResctrlInfo::parse(&f).map(|i| i.capabilities(None, &Schemata::default()))
+        };
+        // act + assert
+        let e = cache("L3/cbm_mask", "0\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "info/L3/cbm_mask: cannot parse `0` as a non-zero hexadecimal mask"
+        );
+        let e = cache("L3/num_closids", "2147483648\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "info/L3/num_closids: cannot parse `2147483648` as a CLOSID count from 1 to 512"
+        );
+        // found by the libFuzzer target resctrl_files: with CDP each CLOSID is two classes
+        let mut f = files(&[
+            ("L2CODE/num_closids", "500"),
+            ("L2CODE/cbm_mask", "ff"),
+            ("L2DATA/num_closids", "500"),
+            ("L2DATA/cbm_mask", "ff"),
+        ]);
+        let e = ResctrlInfo::parse(&f).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`500` as a CLOSID count from 1 to 256"),
+            "{e}"
+        );
+        f.insert("L2DATA/num_closids".into(), "256".into());
+        f.insert("L2CODE/num_closids".into(), "256".into());
+        let caps = ResctrlInfo::parse(&f)
+            .unwrap()
+            .capabilities(None, &Schemata::default());
+        assert_eq!(caps.check_plausible(), Ok(()));
+        let e = cache("L3/num_closids", "0").unwrap_err();
+        assert!(e.to_string().contains("`0` as a CLOSID count"), "{e}");
+        let e = cache("L3_MON/num_rmids", "4294967295").unwrap_err();
+        assert!(
+            e.to_string().contains("an RMID count from 1 to 65536"),
+            "{e}"
+        );
+        let e = cache("L3/min_cbm_bits", "65").unwrap_err();
+        assert!(e.to_string().contains("info/L3/min_cbm_bits"), "{e}");
+        let e = cache("L3/sparse_masks", "2").unwrap_err();
+        assert!(e.to_string().contains("`2` as 0 or 1"), "{e}");
+        // a full 64-bit mask is the widest CBM there is, and works
+        let caps = cache("L3/cbm_mask", "ffffffffffffffff").unwrap();
+        assert_eq!(caps.l3_cat.get().unwrap().full_mask().bits(), u64::MAX);
     }
 
     #[test]
@@ -576,5 +686,94 @@ mod tests {
         };
         assert!(cdp(&padded));
         assert!(!cdp(&plain));
+    }
+
+    /// Every `info/` file with any text: the parse is an error naming the file and quoting
+    /// the text, or capabilities that pass `check_plausible` and whose masks can be built.
+    #[test]
+    fn fuzz_every_info_file_never_panics_and_errors_name_file_and_text() {
+        use proptest::prelude::*;
+        use rdt_core::fake::fuzz::{fuzz, text};
+        const WORDS: &[&str] = &[
+            "0",
+            "1",
+            "16",
+            "fffff",
+            "0x",
+            "ffffffffffffffff",
+            "\n",
+            " ",
+            "-1",
+            "per-thread",
+            "max",
+        ];
+        const HOSTILE: &[&str] = &[
+            "0",
+            "",
+            "ffffffffffffffff",
+            "4294967296",
+            "2147483648",
+            "500",
+            "-1",
+            "é",
+            "0x",
+        ];
+        let mut paths: Vec<String> = Vec::new();
+        for dir in CACHE_SCHEMAS {
+            paths.extend(CACHE_FILES.iter().map(|f| format!("{dir}/{f}")));
+        }
+        for dir in ["MB", "SMBA"] {
+            paths.extend(BW_FILES.iter().map(|f| format!("{dir}/{f}")));
+        }
+        paths.extend(MON_FILES.iter().map(|f| format!("L3_MON/{f}")));
+        let valid = |path: &str| -> &'static str {
+            match path.rsplit('/').next().unwrap_or_default() {
+                "cbm_mask" => "7ff",
+                "num_rmids" => "176",
+                "mon_features" => "llc_occupancy\nmbm_total_bytes\n",
+                "thread_throttle_mode" => "max",
+                "sparse_masks" | "delay_linear" => "1",
+                "shareable_bits" | "min_bandwidth" | "max_threshold_occupancy" => "0",
+                _ => "10",
+            }
+        };
+        // Each file absent, valid or a hostile value; one of them any text.
+        let choice = (
+            proptest::collection::vec((0u8..3, proptest::sample::select(HOSTILE)), paths.len()),
+            0..paths.len(),
+            text(WORDS, 8),
+        );
+        fuzz("ResctrlInfo::parse", choice, |(choices, fuzzed, t)| {
+            let files: InfoFiles = paths
+                .iter()
+                .zip(choices)
+                .enumerate()
+                .filter_map(|(i, (p, (c, hostile)))| match c {
+                    _ if i == fuzzed => Some((p.clone(), t.clone())),
+                    0 => None,
+                    1 => Some((p.clone(), valid(p).to_owned())),
+                    _ => Some((p.clone(), hostile.to_owned())),
+                })
+                .collect();
+            match ResctrlInfo::parse(&files) {
+                Err(InfoError::Parse { file, text, .. }) => {
+                    prop_assert_eq!(files[&file].trim(), text.as_str());
+                }
+                Err(InfoError::Missing(file)) => prop_assert!(!files.contains_key(&file)),
+                Err(e) => prop_assert!(e.to_string().starts_with("info/"), "{}", e),
+                Ok(info) => {
+                    let caps = info.capabilities(None, &Schemata::default());
+                    prop_assert!(
+                        caps.check_plausible().is_ok(),
+                        "{:?}",
+                        caps.check_plausible()
+                    );
+                    for cat in [caps.l3_cat.get(), caps.l2_cat.get()].into_iter().flatten() {
+                        let _ = cat.full_mask();
+                    }
+                }
+            }
+            Ok(())
+        });
     }
 }

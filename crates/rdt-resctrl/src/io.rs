@@ -11,13 +11,18 @@
 //!
 //! | operation | system call on [`HostFs`] | used for |
 //! |---|---|---|
-//! | [`ResctrlFs::read`] | `open` + `read` to EOF | `schemata`, `cpus_list`, `tasks`, `info/*`, `mode` |
-//! | [`ResctrlFs::write`] | `open(O_WRONLY)` + one `write(2)` | one command to a group file |
+//! | [`ResctrlFs::read`] | `open(O_NONBLOCK)` + `fstat` + `read` to EOF, at most [`MAX_FILE_BYTES`] | `schemata`, `cpus_list`, `tasks`, `info/*`, `mode` |
+//! | [`ResctrlFs::write`] | `open(O_WRONLY\|O_NONBLOCK)` + one `write(2)` | one command to a group file |
 //! | [`ResctrlFs::mkdir`], [`ResctrlFs::rmdir`] | `mkdir(2)`, `rmdir(2)` | control and monitor groups |
 //! | [`ResctrlFs::subdirs`] | `getdents(2)` + `stat` | listing groups and `mon_data` domains |
 //! | [`ResctrlFs::exists`], [`ResctrlFs::is_dir`] | `stat(2)` | probes (`info/`, a group) |
-//! | [`ResctrlFs::open_reader`] | `open(O_RDONLY)`, then `pread(2)` per call | `mon_data` counters, kept open |
-//! | [`ResctrlFs::open_lock`] | `open` of a directory, then `flock(2)` | the root's lock, live groups' markers |
+//! | [`ResctrlFs::open_reader`] | `open(O_RDONLY\|O_NONBLOCK)` + `fstat`, then `pread(2)` per call | `mon_data` counters, kept open |
+//! | [`ResctrlFs::open_lock`] | `open(O_NONBLOCK)` of a directory, then `flock(2)` | the root's lock, live groups' markers |
+//!
+//! [`HostFs`] reads and opens regular files only, through `rdt_core::file` (the one
+//! bounded reader): a FIFO planted under a `--sysroot` tree would block `open(2)` forever,
+//! and a link to `/dev/zero` (or a file that never ends) would grow memory without bound.
+//! Both are errors instead (`InvalidInput`, `FileTooLarge`).
 //!
 //! Paths are relative to the root, `/`-separated, without a leading slash; `""` is the root.
 //! Errors are `io::Error`s carrying the errno the kernel gives (`raw_os_error`), which the
@@ -27,7 +32,7 @@
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The file operations of the resctrl backend under one root (module docs).
@@ -117,6 +122,11 @@ pub trait FsLock: fmt::Debug + Send + Sync {
     fn unlock(&self) -> io::Result<()>;
 }
 
+/// The largest resctrl file [`HostFs`] reads, in bytes (64 MiB): a `tasks` file lists at most
+/// `pid_max` (2^22) task ids of up to 7 digits and a newline each, 32 MiB; every other file
+/// is a few lines.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// The real files under a root directory: the production [`ResctrlFs`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostFs {
@@ -147,12 +157,14 @@ impl HostFs {
 
 impl ResctrlFs for HostFs {
     fn read(&self, rel: &str) -> io::Result<String> {
-        fs::read_to_string(self.path(rel))
+        rdt_core::file::read_text(&self.path(rel), MAX_FILE_BYTES)
     }
 
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<usize> {
+        // O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of blocking the open.
         OpenOptions::new()
             .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(self.path(rel))?
             .write(data)
     }
@@ -185,11 +197,19 @@ impl ResctrlFs for HostFs {
     }
 
     fn open_reader(&self, rel: &str) -> io::Result<Box<dyn PositionedRead>> {
-        Ok(Box::new(File::open(self.path(rel))?))
+        let file = rdt_core::file::open_nonblocking(&self.path(rel), false)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(rdt_core::file::ReadError::NotRegular(meta.file_type()).into());
+        }
+        Ok(Box::new(file))
     }
 
     fn open_lock(&self, rel: &str) -> io::Result<Box<dyn FsLock>> {
-        Ok(Box::new(File::open(self.path(rel))?))
+        Ok(Box::new(rdt_core::file::open_nonblocking(
+            &self.path(rel),
+            false,
+        )?))
     }
 }
 
@@ -246,5 +266,34 @@ mod tests {
         );
         fs.rmdir("g/sub").unwrap();
         assert!(!fs.exists("g/sub"));
+    }
+
+    #[test]
+    fn fifos_devices_and_huge_files_are_refused_without_blocking_or_reading() {
+        // arrange: a tree with a FIFO (open(2) blocked forever), a link to /dev/zero (read
+        // to EOF never ended), and a sparse file over the limit
+        let dir = tempfile::tempdir().unwrap();
+        let fs = HostFs::new(dir.path());
+        nix::unistd::mkfifo(&dir.path().join("schemata"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("tasks")).unwrap();
+        let big = File::create(dir.path().join("cpus_list")).unwrap();
+        big.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let start = std::time::Instant::now();
+        // act
+        let fifo = fs.read("schemata").unwrap_err();
+        let fifo_write = fs.write("schemata", b"L3:0=f\n").unwrap_err();
+        let fifo_reader = fs.open_reader("schemata").unwrap_err();
+        let zero = fs.read("tasks").unwrap_err();
+        let zero_reader = fs.open_reader("tasks").unwrap_err();
+        let huge = fs.read("cpus_list").unwrap_err();
+        // assert
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(fifo.kind(), io::ErrorKind::InvalidInput);
+        assert!(fifo.to_string().contains("a FIFO"), "{fifo}");
+        assert_eq!(fifo_write.raw_os_error(), Some(libc::ENXIO), "{fifo_write}");
+        assert!(fifo_reader.to_string().contains("a FIFO"), "{fifo_reader}");
+        assert!(zero.to_string().contains("a character device"), "{zero}");
+        assert!(zero_reader.to_string().contains("a character device"));
+        assert_eq!(huge.kind(), io::ErrorKind::FileTooLarge, "{huge}");
     }
 }

@@ -96,7 +96,8 @@ impl KernelMount {
 
 impl MountControl for KernelMount {
     fn options(&self) -> io::Result<Option<MountOptions>> {
-        let text = std::fs::read_to_string(&self.proc_mounts)?;
+        let text =
+            rdt_core::file::read_text(&self.proc_mounts, rdt_core::file::MAX_KERNEL_TEXT_BYTES)?;
         Ok(parse_proc_mounts(&text, &self.root))
     }
 
@@ -135,7 +136,7 @@ impl ControlFileMount {
 
 impl MountControl for ControlFileMount {
     fn options(&self) -> io::Result<Option<MountOptions>> {
-        let text = std::fs::read_to_string(&self.path)?;
+        let text = rdt_core::file::read_text(&self.path, rdt_core::file::MAX_KERNEL_TEXT_BYTES)?;
         let line = text.trim();
         if line == "unmounted" {
             return Ok(None);
@@ -172,6 +173,21 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_or_device_as_proc_mounts_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("mounts");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = KernelMount::new("/sys/fs/resctrl", &fifo)
+            .options()
+            .unwrap_err();
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        let e = KernelMount::new("/sys/fs/resctrl", "/dev/zero")
+            .options()
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+    }
+
+    #[test]
     fn control_file_reads_options_and_writes_one_remount_line() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("resctrl_mount");
@@ -191,5 +207,47 @@ mod tests {
         assert_eq!(m.options().unwrap(), None);
         m.remount(&"cdpl2".parse().unwrap()).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "remount cdpl2\n");
+    }
+
+    /// Any `/proc/mounts` text gives the root's options or `None`, never a panic; any
+    /// option list parses or is an error naming the option.
+    #[test]
+    fn fuzz_proc_mounts_and_mount_options_never_panic() {
+        use proptest::prelude::*;
+        use rdt_core::fake::fuzz::{fuzz, text};
+        const WORDS: &[&str] = &[
+            "resctrl",
+            " ",
+            "/sys/fs/resctrl",
+            "\\040",
+            "\\",
+            "rw",
+            ",",
+            "cdp",
+            "cdpl2",
+            "mba_MBps",
+            "debug",
+            "=",
+            "0",
+            "\n",
+            "\t",
+        ];
+        fuzz("parse_proc_mounts", text(WORDS, 20), |t| {
+            let _ = parse_proc_mounts(&t, Path::new("/sys/fs/resctrl"));
+            Ok(())
+        });
+        fuzz("MountOptions::from_str", text(WORDS, 10), |t| {
+            if let Err(e) = t.parse::<MountOptions>() {
+                let m = e.to_string();
+                prop_assert!(
+                    t.trim_end_matches('\n').split(',').any(|o| {
+                        let name = o.split('=').next().unwrap_or(o);
+                        (!name.is_empty() && m.contains(name)) || (!o.is_empty() && m.contains(o))
+                    }),
+                    "{m} for {t:?}"
+                );
+            }
+            Ok(())
+        });
     }
 }

@@ -267,6 +267,59 @@ mod tests {
         assert_eq!(s.to_string(), "L3:0=f;1=3;2=1\nMB:0=50\n");
     }
 
+    /// Any `schemata` text parses or is an error quoting the offending token; every value
+    /// of a parsed one reads as a mask or bandwidth or an error quoting it.
+    #[test]
+    fn fuzz_schemata_never_panics_and_errors_quote_the_token() {
+        use rdt_core::fake::fuzz::{fuzz, names_a_token, text};
+        const WORDS: &[&str] = &[
+            "L3",
+            "L2",
+            "MB",
+            "SMBA",
+            "L3CODE",
+            "    ",
+            ":",
+            "=",
+            ";",
+            "\n",
+            "0",
+            "1",
+            "fff",
+            "0x",
+            "4294967296",
+            "ffffffffffffffffff",
+            "100",
+        ];
+        fuzz("Schemata::from_str", text(WORDS, 24), |t| {
+            match t.parse::<Schemata>() {
+                Err(e) => {
+                    let m = e.to_string();
+                    prop_assert!(
+                        names_a_token(&m, &t, &[':', ';', '='])
+                            || t.lines()
+                                .any(|l| !l.trim().is_empty() && m.contains(l.trim())),
+                        "{m} for {t:?}"
+                    );
+                    Ok(())
+                }
+                Ok(s) => {
+                    for line in s.lines() {
+                        for (d, v) in &line.values {
+                            if let Err(e) = s.cache_mask(&line.name, *d) {
+                                prop_assert!(e.to_string().contains(v.trim()), "{e} for {v:?}");
+                            }
+                            if let Err(e) = s.bandwidth(&line.name, *d) {
+                                prop_assert!(e.to_string().contains(v.trim()), "{e} for {v:?}");
+                            }
+                        }
+                    }
+                    Ok(())
+                }
+            }
+        });
+    }
+
     proptest! {
         #[test]
         fn display_round_trips(

@@ -45,6 +45,16 @@ pub enum SimError {
         /// The model.
         model: String,
     },
+    /// The dump claims a table size no platform has (2^31 RMIDs, thousands of classes):
+    /// refused before anything is sized from it.
+    #[error("model `{model}` claims a capability no platform has")]
+    Implausible {
+        /// The model.
+        model: String,
+        /// The value out of range.
+        #[source]
+        source: rdt_core::ImplausibleError,
+    },
     /// A saved state is not valid JSON of the expected shape.
     #[error("the simulator state is not valid")]
     StateFormat {

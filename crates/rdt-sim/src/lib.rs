@@ -55,7 +55,7 @@ pub use handle::SimHandle;
 pub use model::CpuActivity;
 pub use models::{BUILTIN_MODELS, DEFAULT_MODEL};
 pub use platform::SimPlatform;
-pub use scenario::{Assignment, Scenario, Workload};
+pub use scenario::{Assignment, MAX_SCENARIO_BYTES, Scenario, Workload};
 
 #[cfg(test)]
 mod tests;

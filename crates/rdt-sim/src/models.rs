@@ -113,7 +113,8 @@ impl SimPlatform {
     /// # Errors
     /// [`SimError::Dump`] when the text does not parse, [`SimError::Topology`] when the
     /// per-CPU leaves do not give a topology, [`SimError::NoRdt`] when the dump enumerates no
-    /// simulable RDT/PQoS feature.
+    /// simulable RDT/PQoS feature, [`SimError::Implausible`] when it claims absurd table
+    /// sizes (2^31 RMIDs, thousands of classes).
     pub fn from_dump(text: &str) -> Result<Self, SimError> {
         build(
             "dump",

@@ -237,7 +237,9 @@ impl SimPlatform {
     ///
     /// # Errors
     /// [`SimError::NoCpus`] for an empty topology, [`SimError::NoRdt`] when the capabilities
-    /// hold neither monitoring nor allocation with known parameters.
+    /// hold neither monitoring nor allocation with known parameters,
+    /// [`SimError::Implausible`] when they claim table sizes no platform has
+    /// ([`Capabilities::check_plausible`]).
     pub fn from_parts(
         model: &str,
         identity: &str,
@@ -259,6 +261,12 @@ impl SimPlatform {
                 model: model.into(),
             });
         }
+        // Every table below is sized from the capabilities: refuse absurd claims first.
+        caps.check_plausible()
+            .map_err(|source| SimError::Implausible {
+                model: model.into(),
+                source,
+            })?;
         let mut notes = Vec::new();
         let portions = caps.l3_cat.get().map_or(1, |c| c.cbm_len.clamp(1, 64));
         let total = if let Some(g) = caps.l3_cache {

@@ -113,6 +113,9 @@ pub struct Assignment {
     pub workload: Workload,
 }
 
+/// The largest scenario file read, in bytes (1 MiB): a scenario is a few lines per CPU.
+pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+
 /// What every CPU of the platform runs.
 ///
 /// [`Default`] is the seed paper's scenario: [`Workload::pipeline`] on CPUs 2-7,
@@ -170,15 +173,19 @@ impl Scenario {
         }
     }
 
-    /// Reads a scenario file (format in the module docs).
+    /// Reads a scenario file (format in the module docs): a regular file of at most
+    /// [`MAX_SCENARIO_BYTES`] ([`rdt_core::file::read_text`]).
     ///
     /// # Errors
-    /// [`ScenarioError::Io`] when the file cannot be read; otherwise as [`Scenario::from_str`].
+    /// [`ScenarioError::Io`] when the file cannot be read, is not a regular file, is too large
+    /// or is not UTF-8; otherwise as [`Scenario::from_str`].
     pub fn from_path(path: impl AsRef<Path>) -> Result<Self, ScenarioError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
-            path: path.to_owned(),
-            source,
+        let text = rdt_core::file::read_text(path, MAX_SCENARIO_BYTES).map_err(|source| {
+            ScenarioError::Io {
+                path: path.to_owned(),
+                source,
+            }
         })?;
         text.parse()
     }

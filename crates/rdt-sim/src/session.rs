@@ -11,6 +11,7 @@
 //! kernel's mount outlives the processes that use it ([`crate::inprocess`], "Persistence").
 
 use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -80,6 +81,17 @@ pub enum SessionError {
         #[source]
         source: SimError,
     },
+    /// The state file is a symbolic link: refused (as pqos refuses `-o` and `-l` links), so
+    /// that a link planted where a root-run program saves its state cannot redirect the
+    /// write.
+    #[error(
+        "File {} is a symlink (refused: name the state file itself)",
+        .path.display()
+    )]
+    StateSymlink {
+        /// The state file given.
+        path: PathBuf,
+    },
     /// The scenario file is invalid or does not fit the model.
     #[error("scenario {}", .path.display())]
     Scenario {
@@ -124,6 +136,9 @@ pub struct Session {
     resctrl: InProcessResctrl,
     handle: SimHandle,
     state: PathBuf,
+    /// The state as the file holds it after opening (when it existed): a save that would
+    /// write the same text leaves the file alone.
+    loaded: Option<String>,
     _lock: File,
 }
 
@@ -132,7 +147,8 @@ impl Session {
     ///
     /// # Errors
     /// [`SessionError::NoSuchModel`], [`SessionError::ReadDump`], [`SessionError::Model`],
-    /// [`SessionError::Busy`] after waiting [`SessionOptions::lock_wait`],
+    /// [`SessionError::StateSymlink`] when the state file (or its lock file) is a symbolic
+    /// link, [`SessionError::Busy`] after waiting [`SessionOptions::lock_wait`],
     /// [`SessionError::Lock`], [`SessionError::Load`], [`SessionError::Scenario`].
     pub fn open(opts: &SessionOptions) -> Result<Self, SessionError> {
         let mut platform = open_model(&opts.model)?;
@@ -140,8 +156,10 @@ impl Session {
             .state
             .clone()
             .unwrap_or_else(|| default_state_path(platform.identity()));
+        refuse_symlink(&state)?;
         let lock = lock_state(&state, opts.lock_wait)?;
-        if state.exists() {
+        let existed = state.symlink_metadata().is_ok();
+        if existed {
             platform
                 .load_from(&state)
                 .map_err(|source| SessionError::Load {
@@ -169,12 +187,17 @@ impl Session {
                 source: e,
             },
         })?;
-        Ok(Self {
+        let mut session = Self {
             resctrl,
             handle,
             state,
+            loaded: None,
             _lock: lock,
-        })
+        };
+        if existed {
+            session.loaded = Some(session.serialized());
+        }
+        Ok(session)
     }
 
     /// The platform, to hand to a backend (it is both the MSRs and the PMU).
@@ -197,17 +220,28 @@ impl Session {
         &self.state
     }
 
-    /// Saves the platform's state to the state file (atomically).
+    /// Saves the platform's state to the state file (atomically), unless the file already
+    /// holds exactly this state: a run that changed nothing (`pqos -s`, `-d`) leaves the file
+    /// as it was, neither rewritten nor replaced.
     ///
     /// # Errors
     /// [`SimError::Io`] naming the file that could not be written.
     pub fn save(&self) -> Result<(), SimError> {
+        let text = self.serialized();
+        if self.loaded.as_deref() == Some(text.as_str()) {
+            return Ok(());
+        }
+        crate::state::write_state(&self.state, &text)
+    }
+
+    /// The state [`Self::save`] writes: the platform's, with the resctrl mount's.
+    fn serialized(&self) -> String {
         let resctrl = self.resctrl.state();
         let mut platform = self.handle.lock();
         platform.set_resctrl_state(resctrl);
-        let r = platform.save_to(&self.state);
+        let text = platform.save_state();
         platform.set_resctrl_state(None);
-        r
+        text
     }
 }
 
@@ -225,10 +259,13 @@ pub fn open_model(model: &str) -> Result<SimPlatform, SessionError> {
             model: model.to_owned(),
         });
     }
-    let text = std::fs::read_to_string(path).map_err(|source| SessionError::ReadDump {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text =
+        rdt_core::file::read_text(path, rdt_core::cpuid::MAX_DUMP_BYTES).map_err(|source| {
+            SessionError::ReadDump {
+                path: path.to_owned(),
+                source,
+            }
+        })?;
     SimPlatform::from_dump(&text).map_err(SessionError::Model)
 }
 
@@ -256,11 +293,26 @@ pub fn default_state_path(identity: &str) -> PathBuf {
     dir.join(format!("rdt-sim-{name}.json"))
 }
 
-/// An exclusive lock on `<state>.lock`, waiting up to `wait` for another holder.
+/// [`SessionError::StateSymlink`] when `path` is a symbolic link.
+fn refuse_symlink(path: &Path) -> Result<(), SessionError> {
+    if path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Err(SessionError::StateSymlink {
+            path: path.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// An exclusive lock on `<state>.lock`, waiting up to `wait` for another holder. The lock
+/// file is opened with `O_NOFOLLOW`: a link there is refused, not followed.
 fn lock_state(state: &Path, wait: Duration) -> Result<File, SessionError> {
     let mut lock_path = state.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = PathBuf::from(lock_path);
+    refuse_symlink(&lock_path)?;
     let lock_err = |source| SessionError::Lock {
         path: lock_path.clone(),
         source,
@@ -269,8 +321,17 @@ fn lock_state(state: &Path, wait: Duration) -> Result<File, SessionError> {
         .create(true)
         .truncate(false)
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&lock_path)
-        .map_err(lock_err)?;
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                SessionError::StateSymlink {
+                    path: lock_path.clone(),
+                }
+            } else {
+                lock_err(e)
+            }
+        })?;
     match lock_with_timeout(&file, true, wait) {
         Ok(()) => Ok(file),
         Err(LockWaitError::Timeout { waited }) => Err(SessionError::Busy {

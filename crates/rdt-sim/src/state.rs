@@ -401,31 +401,7 @@ impl SimPlatform {
     /// # Errors
     /// [`SimError::Io`] naming the file that could not be written or renamed.
     pub fn save_to(&self, path: impl AsRef<Path>) -> Result<(), SimError> {
-        let path = path.as_ref();
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(format!(".{}.tmp", std::process::id()));
-        let tmp = std::path::PathBuf::from(tmp);
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(self.save_state().as_bytes())?;
-            f.sync_all()
-        };
-        if let Err(source) = write() {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(SimError::Io {
-                op: "write",
-                path: tmp,
-                source,
-            });
-        }
-        std::fs::rename(&tmp, path).map_err(|source| {
-            let _ = std::fs::remove_file(&tmp);
-            SimError::Io {
-                op: "rename to",
-                path: path.to_owned(),
-                source,
-            }
-        })
+        write_state(path.as_ref(), &self.save_state())
     }
 
     /// Restores the state saved in `path` by [`Self::save_to`].
@@ -434,11 +410,57 @@ impl SimPlatform {
     /// [`SimError::Io`] when the file cannot be read; otherwise as [`Self::restore_state`].
     pub fn load_from(&mut self, path: impl AsRef<Path>) -> Result<(), SimError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| SimError::Io {
-            op: "read",
+        self.restore_state(&read_state(path)?)
+    }
+}
+
+/// The largest state file read, in bytes (64 MiB): the largest built-in model's state
+/// (sapphire-rapids, 160 CPUs) is about 70 KiB.
+pub const MAX_STATE_BYTES: u64 = 64 << 20;
+
+/// The text of the state file at `path`, read with the bounded reader
+/// ([`rdt_core::file::read_text`]): a regular file of at most [`MAX_STATE_BYTES`].
+pub(crate) fn read_state(path: &Path) -> Result<String, SimError> {
+    rdt_core::file::read_text(path, MAX_STATE_BYTES).map_err(|source| SimError::Io {
+        op: "read",
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Writes `text` to `path` atomically: to `<path>.<pid>.tmp`, created anew (`O_EXCL`, so a
+/// symlink planted at that name is not followed), then renamed over `path`.
+pub(crate) fn write_state(path: &Path, text: &str) -> Result<(), SimError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let mut created = false;
+    let mut write = || -> std::io::Result<()> {
+        // A stale temporary file of a dead process with our pid: a regular file only.
+        if std::fs::symlink_metadata(&tmp).is_ok_and(|m| m.is_file()) {
+            std::fs::remove_file(&tmp)?;
+        }
+        let mut f = std::fs::File::create_new(&tmp)?;
+        created = true;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    };
+    if let Err(source) = write() {
+        if created {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        return Err(SimError::Io {
+            op: "write",
+            path: tmp,
+            source,
+        });
+    }
+    std::fs::rename(&tmp, path).map_err(|source| {
+        let _ = std::fs::remove_file(&tmp);
+        SimError::Io {
+            op: "rename to",
             path: path.to_owned(),
             source,
-        })?;
-        self.restore_state(&text)
-    }
+        }
+    })
 }

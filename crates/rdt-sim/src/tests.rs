@@ -129,6 +129,146 @@ fn from_dump_models_any_dump_and_rejects_non_rdt_ones() {
     ));
 }
 
+/// The Broadwell dump with `row` (`leaf subleaf`, 8 hex digits each) of every CPU block
+/// replaced by `regs` (`eax ebx ecx edx`).
+fn broadwell_dump_with(row: &str, regs: &str) -> String {
+    let text = include_str!("../models/intel-xeon-e5-2650lv4_broadwell-ep__hwloc.all.txt");
+    text.lines()
+        .map(|l| {
+            if l.starts_with(row) {
+                format!("{row} {regs}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_dump_claiming_absurd_rmids_or_classes_is_refused_not_allocated() {
+    // arrange: 2^31 RMIDs (CPUID.(0FH,1):ECX = 2^31 - 1; EBX of subleaf 0 alike) and 65,536
+    // classes of service (CPUID.(10H,1):EDX[15:0] = ffff). Taken at face value, the first
+    // makes per-RMID counters of 64 GiB per L3 domain.
+    let rmids = broadwell_dump_with("0000000f 00000001", "00000000 0000e000 7fffffff 00000007");
+    let rmids = rmids.replace(
+        "0000000f 00000000 00000000 0000006f",
+        "0000000f 00000000 00000000 7fffffff",
+    );
+    let classes = broadwell_dump_with("00000010 00000001", "00000013 000c0000 00000004 0000ffff");
+    // act
+    let e_rmids = SimPlatform::from_dump(&rmids).unwrap_err();
+    let e_classes = SimPlatform::from_dump(&classes).unwrap_err();
+    // assert
+    assert!(
+        matches!(e_rmids, SimError::Implausible { .. }),
+        "{e_rmids:?}"
+    );
+    assert_eq!(
+        rdt_core::error_chain(&e_rmids),
+        "model `Intel(R) Xeon(R) CPU E5-2650L v4 @ 1.70GHz` claims a capability no platform \
+         has: implausible RMID count, \
+         CPUID.(0FH,1):ECX + 1: 2147483648 (at most 65536 accepted; no known platform has more)"
+    );
+    assert!(
+        rdt_core::error_chain(&e_classes)
+            .contains("L3 CAT classes of service, CPUID.(10H,1):EDX[15:0] + 1: 65536 (at most 512"),
+        "{e_classes}"
+    );
+}
+
+/// A one-CPU Broadwell dump whose RDT leaves (0FH and 10H, every subleaf) say anything:
+/// the platform is built or refused with an error, never a panic or an abort.
+#[test]
+fn fuzz_dumps_with_any_rdt_leaves_build_or_are_refused() {
+    use proptest::prelude::*;
+    use rdt_core::fake::fuzz::fuzz;
+    let text = include_str!("../models/intel-xeon-e5-2650lv4_broadwell-ep__hwloc.all.txt");
+    let cpu0: String = text
+        .lines()
+        .take_while(|l| *l != "# logical-cpu 1")
+        .filter(|l| !l.starts_with("0000000f") && !l.starts_with("00000010"))
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    let rows = [
+        (0xF, 0),
+        (0xF, 1),
+        (0x10, 0),
+        (0x10, 1),
+        (0x10, 2),
+        (0x10, 3),
+    ];
+    let regs = proptest::collection::vec(any::<[u32; 4]>(), rows.len());
+    fuzz("SimPlatform::from_dump (RDT leaves)", regs, |regs| {
+        let mut dump = cpu0.clone();
+        for ((leaf, sub), [a, b, c, d]) in rows.iter().zip(regs) {
+            dump.push_str(&format!(
+                "{leaf:08x} {sub:08x} {a:08x} {b:08x} {c:08x} {d:08x}\n"
+            ));
+        }
+        match SimPlatform::from_dump(&dump) {
+            Ok(p) => prop_assert!(p.capabilities().check_plausible().is_ok()),
+            Err(e) => prop_assert!(
+                matches!(e, SimError::NoRdt { .. } | SimError::Implausible { .. }),
+                "{e:?}"
+            ),
+        }
+        Ok(())
+    });
+}
+
+/// Any scenario text is a scenario or an error naming a line (JSON syntax) or a field
+/// path; installing a parsed one on a platform never panics.
+#[test]
+fn fuzz_scenario_files_never_panic_and_errors_name_the_field() {
+    use proptest::prelude::*;
+    use rdt_core::fake::fuzz::{fuzz, text};
+    const WORDS: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"workloads\"",
+        "\"idle\"",
+        "\"cpus\"",
+        "\"0-3\"",
+        "\"0-4294967295\"",
+        "\"8191\"",
+        "\"working_set_mib\"",
+        "\"traffic_mibps\"",
+        "\"ipc\"",
+        "\"utilization\"",
+        "\"local_fraction\"",
+        "\"name\"",
+        "1e308",
+        "-1",
+        "0.5",
+        "null",
+        "true",
+        "\n",
+        " ",
+    ];
+    let mut p = broadwell();
+    let p = std::cell::RefCell::new(&mut p);
+    fuzz("Scenario::from_str", text(WORDS, 40), |t| {
+        match t.parse::<Scenario>() {
+            Ok(s) => {
+                let _ = p.borrow_mut().set_scenario(&s);
+            }
+            Err(crate::ScenarioError::Syntax { line, .. }) => {
+                prop_assert!(line <= t.split('\n').count(), "line {line} of {t:?}");
+            }
+            Err(e @ crate::ScenarioError::Field { .. }) => {
+                let m = e.to_string();
+                prop_assert!(m.starts_with("scenario field `"), "{m}");
+            }
+            Err(e) => prop_assert!(false, "unexpected {e:?}"),
+        }
+        Ok(())
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Faults
 

@@ -16,12 +16,11 @@
 //! ```
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::Path;
 
 use clap::Command;
 
-use super::safe_open::open_read;
+use super::safe_open::SafeOpenError;
 
 /// What a configuration key becomes on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,8 +83,11 @@ pub fn options_of(text: &str, file: &str) -> Result<Vec<String>, String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        // Keys are ASCII: compare bytes, so a line with other characters never slices one.
         let found = KEYS.iter().find(|(key, _)| {
-            line.len() >= key.len() && line[..key.len()].eq_ignore_ascii_case(key)
+            line.as_bytes()
+                .get(..key.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(key.as_bytes()))
         });
         let Some((key, becomes)) = found else {
             return Err(format!(
@@ -95,7 +97,8 @@ pub fn options_of(text: &str, file: &str) -> Result<Vec<String>, String> {
                 KEYS.map(|(k, _)| k).join(" ")
             ));
         };
-        let value = line[key.len()..].trim_start();
+        // The key matched ASCII bytes, so its end is a character boundary.
+        let value = line.get(key.len()..).unwrap_or_default().trim_start();
         match becomes {
             Becomes::Flag(option) | Becomes::Fixed(option) => out.push((*option).to_owned()),
             Becomes::Value(option) => out.push(format!("{option}={value}")),
@@ -240,12 +243,59 @@ fn find_config_args(argv: &[OsString], shape: &Shape) -> Vec<ConfigArg> {
     found
 }
 
+/// The largest configuration file read, in bytes (1 MiB; pqos's own are a few hundred bytes).
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// The text of the configuration file at `path`: a regular file, not a symlink (pqos's
+/// `safe_fopen`), at most [`MAX_FILE_BYTES`], UTF-8; read with the one bounded reader
+/// (`rdt_core::file`), so a FIFO or a device is refused without blocking or reading.
+fn read(path: &Path) -> Result<String, String> {
+    use rdt_pqos::file::{ReadError, read_regular};
+    let name = path.display();
+    let cannot_open = |e: &dyn std::fmt::Display| {
+        format!(
+            "{} ({name}: {e})",
+            parse_error(&name.to_string(), "cannot open configuration file!")
+        )
+    };
+    // The lstat gives pqos's message for a link; O_NOFOLLOW refuses one swapped in since.
+    if path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Err(SafeOpenError::Symlink(path.to_owned()).to_string());
+    }
+    let bytes = read_regular(path, MAX_FILE_BYTES, true).map_err(|e| match e {
+        ReadError::Open(io) if io.raw_os_error() == Some(libc::ELOOP) => {
+            SafeOpenError::Symlink(path.to_owned()).to_string()
+        }
+        ReadError::Open(io) => cannot_open(&io),
+        e @ (ReadError::NotRegular(_) | ReadError::TooLarge { .. }) => cannot_open(&e),
+        e => format!(
+            "reading the configuration file {name}: {}",
+            rdt_pqos::error_chain(&e)
+        ),
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        // The valid prefix gives the line (the invalid byte cannot be a newline).
+        let line = std::str::from_utf8(&bytes[..offset]).map_or(1, |p| p.matches('\n').count() + 1);
+        format!(
+            "{name} line {line}: not UTF-8 (invalid byte {:#04x} at byte offset {offset})",
+            bytes[offset]
+        )
+    })
+}
+
 /// Replaces `-f FILE` in `argv` with the options of the file, as pqos runs them in place.
 ///
 /// # Errors
 /// pqos's `Only one config file argument is accepted!`, a symbolic link (`File %s is a
-/// symlink`), a file that cannot be read (`Error parsing "FILE" command line argument.
-/// cannot open configuration file!`), or a line [`options_of`] refuses.
+/// symlink`), a file that cannot be read, is not a regular file or is larger than
+/// [`MAX_FILE_BYTES`] (`Error parsing "FILE" command line argument. cannot open
+/// configuration file!`, then why), text that is not UTF-8 (naming the line), or a line
+/// [`options_of`] refuses.
 pub fn expand(argv: Vec<OsString>, cmd: &mut Command) -> Result<Vec<OsString>, String> {
     let shape = Shape::of(cmd);
     let found = find_config_args(&argv, &shape);
@@ -256,20 +306,7 @@ pub fn expand(argv: Vec<OsString>, cmd: &mut Command) -> Result<Vec<OsString>, S
         return Err("Only one config file argument is accepted!".into());
     }
     let path = Path::new(&at.file);
-    let mut text = String::new();
-    open_read(path)
-        .map_err(|e| match e {
-            super::safe_open::SafeOpenError::Symlink(_) => e.to_string(),
-            super::safe_open::SafeOpenError::Io(..) => format!(
-                "{} ({e})",
-                parse_error(
-                    &path.display().to_string(),
-                    "cannot open configuration file!"
-                )
-            ),
-        })?
-        .read_to_string(&mut text)
-        .map_err(|e| format!("reading the configuration file {}: {e}", path.display()))?;
+    let text = read(path)?;
     let options = options_of(&text, &path.display().to_string())?;
     let mut out: Vec<OsString> = argv[..at.first].to_vec();
     out.extend(at.flags_before.clone());
@@ -330,6 +367,69 @@ mod tests {
         assert!(options_of("show-alloc\n", "c").is_err());
         let e = options_of("monitor-devs: all:0000:00:04.0\n", "c").unwrap_err();
         assert!(e.contains("not supported"), "{e}");
+    }
+
+    #[test]
+    fn non_ascii_lines_are_errors_naming_the_line_not_panics() {
+        // "éééééé" is 12 bytes: slicing it at the 11 bytes of `show-alloc:` cut a character.
+        for (text, line) in [
+            ("show-alloc:\néééééé\n", 2),
+            ("ÄLLOC-CLASS-SET: llc:1=0xf\n", 1),
+            ("alloc-class-set: llc:1=0xf\nmonitor-time: ∞\n", 0),
+        ] {
+            let r = options_of(text, "u.cfg");
+            if line == 0 {
+                // a non-ASCII value is the value's parser's business
+                assert_eq!(r.unwrap()[1], "--mon-time=∞");
+                continue;
+            }
+            let e = r.unwrap_err();
+            assert!(e.contains("Unrecognized configuration file command"), "{e}");
+            assert!(e.contains(&format!("u.cfg line {line}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_fifos_and_huge_files_are_errors_naming_the_file() {
+        // arrange
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.cfg");
+        std::fs::write(&bad, b"show-alloc:\nalloc-class-set: llc:1=0x\xff\n").unwrap();
+        let fifo = dir.path().join("fifo.cfg");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let huge = dir.path().join("huge.cfg");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(MAX_FILE_BYTES + 1)
+            .unwrap();
+        let run = |p: &Path| {
+            expand(
+                os(&["pqos", "-f", p.to_str().unwrap()]),
+                &mut Args::command(),
+            )
+        };
+        let start = std::time::Instant::now();
+        // act
+        let e_bad = run(&bad).unwrap_err();
+        let e_fifo = run(&fifo).unwrap_err();
+        let e_huge = run(&huge).unwrap_err();
+        let e_zero = run(Path::new("/dev/zero")).unwrap_err();
+        // assert
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
+        assert_eq!(
+            e_bad,
+            format!(
+                "{} line 2: not UTF-8 (invalid byte 0xff at byte offset 37)",
+                bad.display()
+            )
+        );
+        assert!(
+            e_fifo.contains(&format!("{}: a FIFO", fifo.display())),
+            "{e_fifo}"
+        );
+        assert!(e_huge.contains("more than the 1048576 bytes"), "{e_huge}");
+        assert!(e_huge.contains("huge.cfg"), "{e_huge}");
+        assert!(e_zero.contains("/dev/zero: a character device"), "{e_zero}");
     }
 
     #[test]
@@ -411,5 +511,59 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("is a symlink"), "{e}");
+    }
+
+    /// Any configuration file text gives options or an error naming a line of it; any
+    /// bytes on disk likewise (invalid UTF-8 names its line), never a panic.
+    #[test]
+    fn fuzz_config_files_never_panic_and_errors_name_the_line() {
+        use proptest::prelude::*;
+        use rdt_pqos::fake::fuzz::{fuzz, text};
+        const WORDS: &[&str] = &[
+            "show-alloc:",
+            "alloc-class-set:",
+            "ALLOC-ASSOC-SET:",
+            "monitor-devs:",
+            "iface-os:",
+            "monitor-time:",
+            "#",
+            "\n",
+            " ",
+            "llc:1=0xf",
+            "é",
+            "ß",
+            "\u{feff}",
+            ":",
+        ];
+        fuzz("-f options_of", text(WORDS, 20), |t| {
+            if let Err(e) = options_of(&t, "f.cfg") {
+                let line: usize = e
+                    .rsplit("f.cfg line ")
+                    .next()
+                    .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("no line number in {e}"));
+                let text = t.lines().nth(line - 1).unwrap_or_default().trim();
+                prop_assert!(e.contains(text), "{e} for {t:?}");
+            }
+            Ok(())
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.cfg");
+        let bytes = proptest::collection::vec(
+            prop_oneof![
+                proptest::sample::select(WORDS).prop_map(|w| w.as_bytes().to_vec()),
+                any::<u8>().prop_map(|b| vec![b]),
+            ],
+            0..20,
+        )
+        .prop_map(|v| v.concat());
+        fuzz("-f file bytes", bytes, |b| {
+            std::fs::write(&path, &b).unwrap();
+            if let Err(e) = read(&path) {
+                prop_assert!(e.starts_with(&format!("{} line ", path.display())), "{e}");
+            }
+            Ok(())
+        });
     }
 }

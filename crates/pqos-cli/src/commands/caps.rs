@@ -106,9 +106,12 @@ fn nothing_discovered(caps: &Capabilities) -> bool {
 
 /// The running kernel's release (`/proc/sys/kernel/osrelease`), empty when unreadable.
 fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
+    rdt_pqos::file::read_text(
+        std::path::Path::new("/proc/sys/kernel/osrelease"),
+        rdt_pqos::file::MAX_KERNEL_TEXT_BYTES,
+    )
+    .map(|s| s.trim().to_owned())
+    .unwrap_or_default()
 }
 
 fn line(out: &mut dyn Write, indent: usize, text: &str) -> std::io::Result<()> {

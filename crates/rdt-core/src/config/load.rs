@@ -1,34 +1,16 @@
 //! Reading a configuration file that may be hostile: a FIFO, a device, a huge file or bytes
 //! that are not text.
 
-use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use super::error::Location;
 use super::node::LineIndex;
 use super::{ConfigError, ConfigErrorKind};
-use crate::file::{ReadError, read_regular};
+use crate::file::{ReadError, kind_of, read_regular};
 
 /// The largest configuration file read, in bytes (1 MiB). A file of named classes is a
 /// few kilobytes.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// What a non-regular file is, for the message.
-fn kind_of(ft: std::fs::FileType) -> &'static str {
-    if ft.is_dir() {
-        "a directory"
-    } else if ft.is_fifo() {
-        "a FIFO"
-    } else if ft.is_char_device() {
-        "a character device"
-    } else if ft.is_block_device() {
-        "a block device"
-    } else if ft.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    }
-}
 
 /// Reads the whole file as UTF-8 text, refusing anything but a regular file of at most
 /// [`MAX_CONFIG_BYTES`].
@@ -47,7 +29,7 @@ pub(super) fn read(path: &Path) -> Result<String, ConfigError> {
                 ),
             ));
         }
-        Err(ReadError::TooLarge(size)) => {
+        Err(ReadError::TooLarge { size, .. }) => {
             return Err(error(
                 ConfigErrorKind::TooLarge,
                 format!(

@@ -114,7 +114,7 @@ fn read_opt(path: &Path) -> Result<Option<String>, TopologyError> {
             .map(Some)
             .map_err(|e| parse_err(path, &String::from_utf8_lossy(e.as_bytes()), "text")),
         Err(ReadError::Open(e)) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io_err(path)(e.into_io())),
+        Err(e) => Err(io_err(path)(io::Error::from(e))),
     }
 }
 

@@ -149,6 +149,23 @@ fn cdp_on_in_one_domain_only_opens_reads_refuses_writes_and_a_cdp_reset_repairs_
 }
 
 #[test]
+fn cpuid_claiming_thousands_of_classes_is_refused_before_any_msr_access() {
+    // arrange: a CPUID device (or hypervisor) claiming 65,536 L3 classes, which -s would
+    // read one MSR per class and domain for
+    let mut c = caps();
+    c.l3_cat.get_mut().unwrap().num_classes = 65_536;
+    // act
+    let e = MsrBackend::new(FakeMsrs::new(), c, topology(), rdt_core::NoPmu).unwrap_err();
+    // assert
+    assert!(matches!(e, MsrError::Implausible(_)), "{e:?}");
+    assert_eq!(
+        rdt_core::error_chain(&e),
+        "CPUID claims a capability no platform has: implausible L3 CAT classes of service, \
+         CPUID.(10H,1):EDX[15:0] + 1: 65536 (at most 512 accepted; no known platform has more)"
+    );
+}
+
+#[test]
 fn qos_cfg_is_not_read_where_cdp_is_not_supported() {
     // arrange
     let mut c = caps();

@@ -136,7 +136,10 @@ pub fn run_monitor<B: Backend>(
     }
 
     let mut file = match &req.output {
-        Some(path) => Some(BufWriter::new(open_output(path, req.format)?)),
+        Some(path) => Some(BufWriter::new(NamedWriter {
+            file: open_output(path, req.format)?,
+            path,
+        })),
         None => None,
     };
     let tty = req.output.is_none() && ctx.stdout_is_tty;
@@ -287,6 +290,45 @@ fn open_output(path: &Path, format: FileType) -> Result<File> {
             anyhow!(e).context(format!("Error opening '{}' output file!", path.display()))
         }
     })
+}
+
+/// The `-o` file, whose write errors name it: `-o /dev/full` fails with "writing the
+/// output file /dev/full: No space left on device", not with the errno alone.
+struct NamedWriter<'a> {
+    file: File,
+    path: &'a Path,
+}
+
+/// A write to the `-o` file failed (the errno is the source).
+#[derive(Debug, thiserror::Error)]
+#[error("writing the output file {}", .path.display())]
+struct OutputWriteError {
+    path: std::path::PathBuf,
+    #[source]
+    source: std::io::Error,
+}
+
+impl NamedWriter<'_> {
+    /// `e` with the path; its kind kept (a broken pipe stays one).
+    fn named(&self, e: std::io::Error) -> std::io::Error {
+        std::io::Error::new(
+            e.kind(),
+            OutputWriteError {
+                path: self.path.to_owned(),
+                source: e,
+            },
+        )
+    }
+}
+
+impl Write for NamedWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.file.write(buf).map_err(|e| self.named(e))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush().map_err(|e| self.named(e))
+    }
 }
 
 /// Stops the groups one by one, to name the group whose stop failed.
@@ -921,6 +963,20 @@ mod tests {
         );
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me\n");
         assert!(b.writes.is_empty());
+    }
+
+    #[test]
+    fn a_failed_write_to_the_output_file_names_the_file() {
+        let mut b = FakeBackend::broadwell_2s();
+        let (r, _) = run(
+            &mut b,
+            &["-m", "llc:0", "-t", "0", "-u", "csv", "-o", "/dev/full"],
+            false,
+        );
+        assert_eq!(
+            format!("{:#}", r.unwrap_err()),
+            "writing the output file /dev/full: No space left on device (os error 28)"
+        );
     }
 
     #[test]
