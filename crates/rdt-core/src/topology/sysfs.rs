@@ -34,7 +34,18 @@ pub(super) fn read(system: &Path) -> Result<Topology, TopologyError> {
         None => BTreeMap::new(),
     };
     let nodes = node_lists(&system.join("node"))?;
-    let placements = online
+    Ok(place(&online, &packages, &l2, &l3, &nodes))
+}
+
+/// The topology of `cpus` from the per-CPU maps the aggregated lists gave.
+fn place(
+    cpus: &CpuSet,
+    packages: &BTreeMap<LogicalCpu, u32>,
+    l2: &BTreeMap<LogicalCpu, CacheDomain>,
+    l3: &BTreeMap<LogicalCpu, CacheDomain>,
+    nodes: &BTreeMap<LogicalCpu, u32>,
+) -> Topology {
+    let placements = cpus
         .iter()
         .map(|cpu| CpuPlacement {
             cpu,
@@ -46,7 +57,7 @@ pub(super) fn read(system: &Path) -> Result<Topology, TopologyError> {
             node: nodes.get(&cpu).copied().unwrap_or(0),
         })
         .collect();
-    Ok(Topology::from_placements(placements))
+    Topology::from_placements(placements)
 }
 
 /// The online CPUs (`cpu/online`, or a scan of `cpu/cpuN/online` without it).
@@ -86,18 +97,7 @@ pub(super) fn read_l3_representatives(system: &Path) -> Result<Topology, Topolog
         None => BTreeMap::new(),
     };
     let nodes = node_lists(&system.join("node"))?;
-    let placements = chosen
-        .iter()
-        .map(|cpu| CpuPlacement {
-            cpu,
-            package: packages.get(&cpu).copied().unwrap_or(0),
-            core: None,
-            l2: l2.get(&cpu).copied().unwrap_or(CacheDomain::new(cpu.get())),
-            l3: l3.get(&cpu).copied(),
-            node: nodes.get(&cpu).copied().unwrap_or(0),
-        })
-        .collect();
-    Ok(Topology::from_placements(placements))
+    Ok(place(&chosen, &packages, &l2, &l3, &nodes))
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> TopologyError + '_ {
