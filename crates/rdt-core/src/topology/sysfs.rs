@@ -17,24 +17,52 @@ use crate::{CacheDomain, CpuSet, LogicalCpu};
 /// bin attributes is `CPULIST_FILE_MAX_BYTES` (`include/linux/cpumask.h`), about as large.
 const MAX_ATTRIBUTE_BYTES: u64 = 64 << 10;
 
+/// What every reading starts from: the online CPUs, which cache index is L2 and L3, and
+/// each CPU's package.
+struct Start {
+    cpu_dir: PathBuf,
+    online: CpuSet,
+    layout: CacheLayout,
+    packages: BTreeMap<LogicalCpu, u32>,
+}
+
+impl Start {
+    fn read(system: &Path) -> Result<Self, TopologyError> {
+        let cpu_dir = system.join("cpu");
+        let online = online_cpus(&cpu_dir)?;
+        let Some(first) = online.first() else {
+            return Err(TopologyError::NoCpus { path: cpu_dir });
+        };
+        let layout = CacheLayout::read(&cpu_dir, first)?;
+        let packages = packages(&cpu_dir, &online)?;
+        Ok(Self {
+            cpu_dir,
+            online,
+            layout,
+            packages,
+        })
+    }
+
+    /// The cache instance of each CPU of `cpus` at cache index `index` (none without one).
+    fn domains(
+        &self,
+        cpus: &CpuSet,
+        index: Option<u32>,
+    ) -> Result<BTreeMap<LogicalCpu, CacheDomain>, TopologyError> {
+        index.map_or_else(
+            || Ok(BTreeMap::new()),
+            |k| cache_domains(&self.cpu_dir, cpus, k),
+        )
+    }
+}
+
 pub(super) fn read(system: &Path) -> Result<Topology, TopologyError> {
-    let cpu_dir = system.join("cpu");
-    let online = online_cpus(&cpu_dir)?;
-    let Some(first) = online.first() else {
-        return Err(TopologyError::NoCpus { path: cpu_dir });
-    };
-    let layout = CacheLayout::read(&cpu_dir, first)?;
-    let packages = packages(&cpu_dir, &online)?;
-    let l2 = match layout.l2 {
-        Some(k) => cache_domains(&cpu_dir, &online, k)?,
-        None => BTreeMap::new(),
-    };
-    let l3 = match layout.l3 {
-        Some(k) => cache_domains(&cpu_dir, &online, k)?,
-        None => BTreeMap::new(),
-    };
+    let start = Start::read(system)?;
+    let online = &start.online;
+    let l2 = start.domains(online, start.layout.l2)?;
+    let l3 = start.domains(online, start.layout.l3)?;
     let nodes = node_lists(&system.join("node"))?;
-    Ok(place(&online, &packages, &l2, &l3, &nodes))
+    Ok(place(online, &start.packages, &l2, &l3, &nodes))
 }
 
 /// The topology of `cpus` from the per-CPU maps the aggregated lists gave.
@@ -68,17 +96,9 @@ pub(super) fn online(system: &Path) -> Result<CpuSet, TopologyError> {
 /// One CPU per L3 instance (per package where a CPU has no L3), placed fully; see
 /// [`Topology::l3_representatives_from_sysfs`].
 pub(super) fn read_l3_representatives(system: &Path) -> Result<Topology, TopologyError> {
-    let cpu_dir = system.join("cpu");
-    let online = online_cpus(&cpu_dir)?;
-    let Some(first) = online.first() else {
-        return Err(TopologyError::NoCpus { path: cpu_dir });
-    };
-    let layout = CacheLayout::read(&cpu_dir, first)?;
-    let packages = packages(&cpu_dir, &online)?;
-    let l3 = match layout.l3 {
-        Some(k) => cache_domains(&cpu_dir, &online, k)?,
-        None => BTreeMap::new(),
-    };
+    let start = Start::read(system)?;
+    let (online, packages) = (&start.online, &start.packages);
+    let l3 = start.domains(online, start.layout.l3)?;
     // The lowest CPU of each L3 instance, and of each package for CPUs without an L3.
     let mut seen_l3 = BTreeMap::new();
     let mut seen_pkg = BTreeMap::new();
@@ -92,12 +112,9 @@ pub(super) fn read_l3_representatives(system: &Path) -> Result<Topology, Topolog
             chosen.insert(cpu);
         }
     }
-    let l2 = match layout.l2 {
-        Some(k) => cache_domains(&cpu_dir, &chosen, k)?,
-        None => BTreeMap::new(),
-    };
+    let l2 = start.domains(&chosen, start.layout.l2)?;
     let nodes = node_lists(&system.join("node"))?;
-    Ok(place(&chosen, &packages, &l2, &l3, &nodes))
+    Ok(place(&chosen, packages, &l2, &l3, &nodes))
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> TopologyError + '_ {
