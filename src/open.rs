@@ -671,15 +671,10 @@ impl OpenOptions {
         let interface = self.resolve()?;
         log::info!("Selected interface: {}", iface_upper(interface));
         let paths = &self.paths;
-        let device = self.cpuid_device()?;
-        let cpuid: &dyn CpuidSource = match &device {
-            Some(dev) => dev,
-            None => &NativeCpuid,
-        };
+        let mut caps = self.detect(interface)?;
         let topology =
             || Topology::from_sysfs(&paths.sys_devices_system).map_err(|e| self.topology_error(e));
         if interface == Interface::Os {
-            let mut caps = Capabilities::detect(cpuid);
             let topology = topology()?;
             // pqos `lib/os_cap.c`: on the OS interface PMU events are what perf can count.
             let pmu = host_pmu(
@@ -692,10 +687,6 @@ impl OpenOptions {
                 .map_err(OpenError::Resctrl)?;
             return Ok(self.resctrl_reclaimed(backend));
         }
-        if let Some(why) = explain_no_rdt(cpuid) {
-            return Err(OpenError::NoRdt(why));
-        }
-        let mut caps = Capabilities::detect(cpuid);
         let topology = topology()?;
         let pmu = host_pmu(&topology.all_cpus(), &mut caps, self.pmu_caps, paths);
         let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
@@ -723,13 +714,8 @@ impl OpenOptions {
         let interface = self.resolve()?;
         log::info!("Selected interface: {}", iface_upper(interface));
         let paths = &self.paths;
-        let device = self.cpuid_device()?;
-        let cpuid: &dyn CpuidSource = match &device {
-            Some(dev) => dev,
-            None => &NativeCpuid,
-        };
+        let mut caps = self.detect(interface)?;
         if interface == Interface::Os {
-            let mut caps = Capabilities::detect(cpuid);
             let online = Topology::online_from_sysfs(&paths.sys_devices_system)
                 .map_err(|e| self.topology_error(e))?;
             let pmu = host_pmu(&online, &mut caps, PmuCapsPolicy::Usable, paths);
@@ -745,10 +731,6 @@ impl OpenOptions {
                 notices: Vec::new(),
             });
         }
-        if let Some(why) = explain_no_rdt(cpuid) {
-            return Err(OpenError::NoRdt(why));
-        }
-        let mut caps = Capabilities::detect(cpuid);
         let sample = Topology::l3_representatives_from_sysfs(&paths.sys_devices_system)
             .map_err(|e| self.topology_error(e))?;
         let online = Topology::online_from_sysfs(&paths.sys_devices_system)
@@ -806,6 +788,23 @@ impl OpenOptions {
     }
 
     /// CPU 0's CPUID device as [`Paths::cpuid`] says: `None` for the CPUID instruction.
+    /// The capabilities CPU 0's CPUID enumerates ([`OpenOptions::cpuid_device`], else the
+    /// instruction); on the MSR interface a CPU without RDT is [`OpenError::NoRdt`], naming
+    /// the CPUID bits (the OS interface takes what resctrl offers).
+    fn detect(&self, interface: Interface) -> Result<Capabilities, OpenError> {
+        let device = self.cpuid_device()?;
+        let cpuid: &dyn CpuidSource = match &device {
+            Some(dev) => dev,
+            None => &NativeCpuid,
+        };
+        if interface == Interface::Msr
+            && let Some(why) = explain_no_rdt(cpuid)
+        {
+            return Err(OpenError::NoRdt(why));
+        }
+        Ok(Capabilities::detect(cpuid))
+    }
+
     fn cpuid_device(&self) -> Result<Option<DevCpuid>, OpenError> {
         let paths = &self.paths;
         let device = match paths.cpuid {
