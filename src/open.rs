@@ -998,8 +998,13 @@ fn host_pmu(
     policy: PmuCapsPolicy,
     paths: &Paths,
 ) -> Box<dyn PmuSource + Send> {
-    match PerfPmu::open(cpus) {
-        Ok(pmu) => Box::new(pmu),
+    match PerfPmu::open(cpus, caps.pmu.llc_references) {
+        Ok(pmu) => {
+            if policy == PmuCapsPolicy::Usable {
+                caps.pmu.llc_references = pmu.counts_references();
+            }
+            Box::new(pmu)
+        }
         Err(e) => {
             log::debug!("perf events: {}", error_chain(&e));
             if let Some(dir) = paths.sim_pmu.as_ref().filter(|d| d.is_dir()) {

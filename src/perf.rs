@@ -1,10 +1,11 @@
-//! IPC and LLC misses from the CPU's performance monitoring unit through Linux
-//! `perf_event_open(2)`: [`PerfPmu`], the production [`PmuSource`].
+//! IPC, LLC misses and LLC references from the CPU's performance monitoring unit through
+//! Linux `perf_event_open(2)`: [`PerfPmu`], the production [`PmuSource`].
 //!
 //! What is counted, as pqos does (pqos `lib/perf_monitoring.c`, spec §5.2-5.3): the generic
 //! hardware events `PERF_COUNT_HW_INSTRUCTIONS`, `PERF_COUNT_HW_CPU_CYCLES` and
 //! `PERF_COUNT_HW_CACHE_MISSES` (the kernel maps the last to the LLC-miss event of the CPU),
-//! user and kernel mode, one perf event group per target:
+//! and where asked for (pqos: when the platform has a second general-purpose counter)
+//! `PERF_COUNT_HW_CACHE_REFERENCES`, user and kernel mode, one perf event group per target:
 //! - per logical CPU (`pid = -1, cpu = N`: every task on that CPU), for core groups; needs
 //!   root, `CAP_PERFMON` or `perf_event_paranoid` <= 0;
 //! - per task (`pid = TID, cpu = -1`: that thread on every CPU), for task groups.
@@ -67,13 +68,17 @@ struct Counters {
     members: Vec<Counter>,
 }
 
-/// The events pqos counts, in [`PmuCounts`] order.
-fn pmu_events() -> [(Builder<'static>, &'static str); 3] {
-    [
+/// The events pqos counts, in [`PmuCounts`] order; LLC references last, when `references`.
+fn pmu_events(references: bool) -> Vec<(Builder<'static>, &'static str)> {
+    let mut events = vec![
         (Builder::new(Hardware::INSTRUCTIONS), "instructions"),
         (Builder::new(Hardware::CPU_CYCLES), "cycles"),
         (Builder::new(Hardware::CACHE_MISSES), "LLC misses"),
-    ]
+    ];
+    if references {
+        events.push((Builder::new(Hardware::CACHE_REFERENCES), "LLC references"));
+    }
+    events
 }
 
 /// A count scaled for multiplexing, as `perf stat` does: `value × time_enabled /
@@ -128,13 +133,20 @@ impl Counters {
             .collect()
     }
 
-    /// pqos's three counts.
+    /// pqos's three counts, and the references when they are a member.
     fn read(&mut self) -> Option<PmuCounts> {
-        match self.read_scaled()?.as_slice() {
-            &[instructions, cycles, llc_misses] => Some(PmuCounts {
+        match *self.read_scaled()?.as_slice() {
+            [instructions, cycles, llc_misses] => Some(PmuCounts {
                 instructions,
                 cycles,
                 llc_misses,
+                llc_references: None,
+            }),
+            [instructions, cycles, llc_misses, references] => Some(PmuCounts {
+                instructions,
+                cycles,
+                llc_misses,
+                llc_references: Some(references),
             }),
             _ => None,
         }
@@ -148,7 +160,7 @@ impl Counters {
 /// use rdt_pqos::perf::PerfPmu;
 /// use rdt_pqos::{CpuSet, LogicalCpu, PmuSource};
 /// let cpus: CpuSet = "0-3".parse()?;
-/// match PerfPmu::open(&cpus) {
+/// match PerfPmu::open(&cpus, true) {
 ///     Ok(mut pmu) => println!("{:?}", pmu.read(LogicalCpu::new(0))),
 ///     Err(e) => eprintln!("no PMU: {e}"),
 /// }
@@ -160,6 +172,8 @@ pub struct PerfPmu {
     cpus: BTreeMap<LogicalCpu, Option<Counters>>,
     /// Counters of each task read so far; `None` once opening failed.
     tasks: HashMap<TaskId, Option<Counters>>,
+    /// Whether LLC references are a member of every group.
+    references: bool,
 }
 
 impl std::fmt::Debug for PerfPmu {
@@ -167,6 +181,7 @@ impl std::fmt::Debug for PerfPmu {
         f.debug_struct("PerfPmu")
             .field("cpus", &self.cpus.len())
             .field("tasks", &self.tasks.len())
+            .field("references", &self.references)
             .finish()
     }
 }
@@ -178,23 +193,29 @@ fn cpu_target(cpu: LogicalCpu) -> impl Fn(&mut Builder) {
 }
 
 impl PerfPmu {
-    /// Prepares counting on `cpus`: the counters of the lowest CPU are opened now, to find
-    /// out whether this host can count at all; the others are opened on their first
-    /// [`PmuSource::read`] and kept.
+    /// Prepares counting on `cpus`, LLC references too when `references` (pqos counts them
+    /// only where the platform has a second general-purpose counter,
+    /// [`rdt_core::PmuCaps::llc_references`]): the counters of the lowest CPU are opened
+    /// now, to find out whether this host can count at all; the others are opened on their
+    /// first [`PmuSource::read`] and kept. When the references cannot be opened but the
+    /// other events can, counting goes on without them ([`PerfPmu::counts_references`]).
     ///
     /// # Errors
     /// [`PerfError::Cpu`] when the lowest CPU's counters cannot be opened (no PMU, no
     /// permission), [`PerfError::NoCpu`] for an empty set.
-    pub fn open(cpus: &CpuSet) -> Result<Self, PerfError> {
+    pub fn open(cpus: &CpuSet, references: bool) -> Result<Self, PerfError> {
         let first = cpus.first().ok_or(PerfError::NoCpu)?;
-        let counters =
-            Counters::open(pmu_events(), cpu_target(first)).map_err(|(event, source)| {
-                PerfError::Cpu {
-                    event,
-                    cpu: first,
-                    source,
-                }
-            })?;
+        let open = |references| Counters::open(pmu_events(references), cpu_target(first));
+        let (counters, references) = match open(references) {
+            Ok(c) => (Ok(c), references),
+            Err(_) if references => (open(false), false),
+            Err(e) => (Err(e), false),
+        };
+        let counters = counters.map_err(|(event, source)| PerfError::Cpu {
+            event,
+            cpu: first,
+            source,
+        })?;
         let mut map: BTreeMap<LogicalCpu, Option<Counters>> = BTreeMap::new();
         for cpu in cpus.iter() {
             map.insert(cpu, None);
@@ -203,7 +224,14 @@ impl PerfPmu {
         Ok(Self {
             cpus: map,
             tasks: HashMap::new(),
+            references,
         })
+    }
+
+    /// Whether LLC references are counted ([`PmuCounts::llc_references`] is `Some`).
+    #[must_use]
+    pub const fn counts_references(&self) -> bool {
+        self.references
     }
 
     /// Number of CPUs and tasks whose counters are open.
@@ -222,7 +250,7 @@ impl PmuSource for PerfPmu {
         if slot.is_none() {
             // First use of this CPU: open once; a failure is remembered (the entry is
             // removed) so later polls do not retry.
-            if let Ok(c) = Counters::open(pmu_events(), cpu_target(cpu)) {
+            if let Ok(c) = Counters::open(pmu_events(self.references), cpu_target(cpu)) {
                 *slot = Some(c);
             } else {
                 self.cpus.remove(&cpu);
@@ -233,9 +261,10 @@ impl PmuSource for PerfPmu {
     }
 
     fn read_task(&mut self, task: TaskId) -> Option<PmuCounts> {
+        let references = self.references;
         let counters = self.tasks.entry(task).or_insert_with(|| {
             let pid = i32::try_from(task.get()).ok()?;
-            Counters::open(pmu_events(), move |b: &mut Builder| {
+            Counters::open(pmu_events(references), move |b: &mut Builder| {
                 b.observe_pid(pid).any_cpu();
             })
             .ok()
@@ -275,7 +304,7 @@ mod tests {
     #[test]
     fn cpu_counters_count_where_the_host_has_a_pmu_and_fail_cleanly_where_not() {
         // arrange / act
-        let opened = PerfPmu::open(&this_cpu_set());
+        let opened = PerfPmu::open(&this_cpu_set(), true);
         // assert: the outcome follows the kernel's own PMU registration
         if host_has_pmu() {
             let mut pmu = opened.expect("a host with a PMU counts (run as root)");
@@ -306,6 +335,7 @@ mod tests {
         let mut pmu = PerfPmu {
             cpus: BTreeMap::new(),
             tasks: HashMap::new(),
+            references: false,
         };
         // act
         let a = pmu.read_task(me);
@@ -331,10 +361,10 @@ mod tests {
     #[test]
     fn empty_cpu_set_and_unknown_cpus_are_errors_not_panics() {
         assert!(matches!(
-            PerfPmu::open(&CpuSet::new()),
+            PerfPmu::open(&CpuSet::new(), false),
             Err(PerfError::NoCpu)
         ));
-        if let Ok(mut pmu) = PerfPmu::open(&this_cpu_set()) {
+        if let Ok(mut pmu) = PerfPmu::open(&this_cpu_set(), false) {
             // CPUs outside the set given to open are not counted
             assert_eq!(pmu.read(LogicalCpu::new(4095)), None);
         }

@@ -4,8 +4,8 @@
 //! The file format (`rdt_sim::fs::control::PMU_FORMAT`): `.sim/pmu/cpu<N>` for each logical
 //! CPU and `.sim/pmu/task<TID>` for each host thread the simulator follows (one it placed in
 //! a resctrl group), each one line of decimal counters separated by spaces, cumulative and
-//! free-running: `instructions cycles llc_misses llc_references`. The first three are read;
-//! later fields are ignored.
+//! free-running: `instructions cycles llc_misses llc_references`. The first three are
+//! required, the fourth read where present; later fields are ignored.
 //!
 //! # When it is used
 //! [`crate::OpenOptions::open`] counts with the host's PMU ([`crate::PerfPmu`]) whenever
@@ -27,15 +27,18 @@ use rdt_core::{LogicalCpu, PmuCounts, PmuSource, TaskId};
 /// The most of a counter file read (four 20-digit numbers and spaces fit many times).
 const LINE_BYTES: usize = 256;
 
-/// Parses one line of `.sim/pmu/*`: the first three of its space-separated decimal
-/// counters (`instructions cycles llc_misses`), later fields ignored. `None` for anything
-/// else (fewer fields, a non-number, not UTF-8).
+/// Parses one line of `.sim/pmu/*`: its space-separated decimal counters `instructions
+/// cycles llc_misses [llc_references]`, later fields ignored. `None` for anything else
+/// (fewer than three fields, a non-number, not UTF-8).
 ///
 /// # Examples
 /// ```
 /// use rdt_pqos::simpmu::parse_counts;
 /// let c = parse_counts(b"2000 1000 7 900\n").unwrap();
 /// assert_eq!((c.instructions, c.cycles, c.llc_misses), (2000, 1000, 7));
+/// assert_eq!(c.llc_references, Some(900));
+/// assert_eq!(parse_counts(b"2000 1000 7\n").unwrap().llc_references, None);
+/// assert_eq!(parse_counts(b"2000 1000 7 x\n"), None);
 /// assert_eq!(parse_counts(b"2000 1000\n"), None);
 /// ```
 #[must_use]
@@ -46,6 +49,10 @@ pub fn parse_counts(text: &[u8]) -> Option<PmuCounts> {
         instructions: f.next()?.ok()?,
         cycles: f.next()?.ok()?,
         llc_misses: f.next()?.ok()?,
+        llc_references: match f.next() {
+            Some(refs) => Some(refs.ok()?),
+            None => None,
+        },
     })
 }
 

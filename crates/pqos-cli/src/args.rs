@@ -140,7 +140,7 @@ pub struct Args {
         short = 'm',
         long = "mon-core",
         value_name = "EVTCORES",
-        help = "Monitor cores: EVENT:CORES[;...] with EVENT llc, mbl, mbr, mbt or all; [a-b] is \
+        help = "Monitor cores: EVENT:CORES[;...] with EVENT llc, mbl, mbr, mbt, llc_ref or all; [a-b] is \
                 one group, a-b is one group per core"
     )]
     pub mon_core: Vec<EvtCores>,
@@ -152,7 +152,7 @@ pub struct Args {
         value_name = "EVTPIDS",
         num_args = 0..=1,
         default_missing_value = "",
-        help = "Monitor processes: EVENT:PIDS[;...] with EVENT llc, mbl, mbr, mbt or all; \
+        help = "Monitor processes: EVENT:PIDS[;...] with EVENT llc, mbl, mbr, mbt, llc_ref or all; \
                 [a,b] is one group, a,b is one group per process (needs the OS interface)"
     )]
     pub mon_pid: Vec<EvtPids>,

@@ -518,8 +518,7 @@ pub struct MonGroupSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EvtCores(pub Vec<MonGroupSpec>);
 
-const EVTCORES_RULE: &str =
-    "expected EVENT:CORES with EVENT llc, mbl, mbr, mbt or all, e.g. all:0-3 or llc:[0-3];mbl:4";
+const EVTCORES_RULE: &str = "expected EVENT:CORES with EVENT llc, mbl, mbr, mbt, llc_ref or all, e.g. all:0-3 or llc:[0-3];mbl:4";
 
 fn parse_event(name: &str, item: &str, rule: &str) -> Result<MonEvents, ArgError> {
     Ok(match name.trim().to_ascii_lowercase().as_str() {
@@ -527,6 +526,7 @@ fn parse_event(name: &str, item: &str, rule: &str) -> Result<MonEvents, ArgError
         "mbl" => MonEvents::MBM_LOCAL,
         "mbr" => MonEvents::MBM_REMOTE,
         "mbt" => MonEvents::MBM_TOTAL,
+        "llc_ref" => MonEvents::LLC_REFERENCES,
         "all" | "" => MonEvents::PQOS_ALL,
         _ => {
             return Err(err(format!(
@@ -690,7 +690,7 @@ pub enum EvtPids {
     Groups(Vec<PidGroupSpec>),
 }
 
-const EVTPIDS_RULE: &str = "expected EVENT:PIDS with EVENT llc, mbl, mbr, mbt or all, e.g. all:1234,5678 or llc:[1234,5678]";
+const EVTPIDS_RULE: &str = "expected EVENT:PIDS with EVENT llc, mbl, mbr, mbt, llc_ref or all, e.g. all:1234,5678 or llc:[1234,5678]";
 
 /// How many ids one `-p` list may expand to (pqos's `strlisttotab` capacity for PIDs).
 pub const PID_LIST_CAPACITY: usize = 262_144;
@@ -1219,6 +1219,7 @@ mod tests {
             "mbt",
             "ipc",
             "llc_miss",
+            "llc_ref",
             ":",
             ";",
             "=",

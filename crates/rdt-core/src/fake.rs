@@ -879,6 +879,7 @@ impl Backend for FakeBackend {
                     instructions: k * 2_000_000_000,
                     cycles: k * 1_000_000_000,
                     llc_misses: k * 1_000_000,
+                    llc_references: Some(k * 4_000_000),
                 })
             }));
             g.acc.finish(now);

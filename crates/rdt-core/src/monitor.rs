@@ -55,6 +55,9 @@ bitflags::bitflags! {
         const LLC_MISSES = 0x4000;
         /// Instructions per cycle, from the PMU (`PQOS_PERF_EVENT_IPC`).
         const IPC = 0x8000;
+        /// LLC references, from the PMU (`PQOS_PERF_EVENT_LLC_REF`); only when asked for
+        /// (`-m llc_ref:…`), never part of `all`.
+        const LLC_REFERENCES = 0x10000;
     }
 }
 
@@ -67,8 +70,14 @@ impl MonEvents {
         .union(Self::LLC_MISSES)
         .union(Self::IPC);
 
-    /// The PMU events: IPC and LLC misses.
-    pub const PMU: Self = Self::IPC.union(Self::LLC_MISSES);
+    /// The PMU events: IPC, LLC misses and LLC references.
+    pub const PMU: Self = Self::IPC
+        .union(Self::LLC_MISSES)
+        .union(Self::LLC_REFERENCES);
+
+    /// The PMU events pqos adds to every selection where the platform counts them
+    /// (`monitor_setup_events`): IPC and LLC misses, not references.
+    pub const PMU_ADDED: Self = Self::IPC.union(Self::LLC_MISSES);
 
     /// The hardware (RMID-counted) events this selection needs: remote implies local and
     /// total.
@@ -88,7 +97,8 @@ impl MonEvents {
     /// The events of a monitoring group as pqos chooses them (`pqos/monitor.c`,
     /// `monitor_setup_events`): a request that contains [`MonEvents::PQOS_ALL`] becomes every
     /// requested event the platform counts (`supported`), others are refused if the
-    /// platform does not count them, and get IPC and LLC misses added where supported;
+    /// platform does not count them (LLC references too: pqos never adds them, `all`
+    /// included), and get IPC and LLC misses added where supported;
     /// `excluded` (pqos `--disable-mon-ipc`, `--disable-mon-llc_miss`) is never added.
     ///
     /// # Errors
@@ -127,7 +137,13 @@ impl MonEvents {
                 });
             }
         }
-        Ok(self | offered.intersection(Self::PMU))
+        if self.contains(Self::LLC_REFERENCES) && !supported.contains(Self::LLC_REFERENCES) {
+            return Err(RequestError::UnsupportedEvent {
+                event: Self::LLC_REFERENCES,
+                needed_for: None,
+            });
+        }
+        Ok(self | offered.intersection(Self::PMU_ADDED))
     }
 
     /// What the event is, for messages: `LLC occupancy`, `local memory bandwidth`, …; the
@@ -143,6 +159,7 @@ impl MonEvents {
                 Self::MBM_REMOTE => "remote memory bandwidth",
                 Self::LLC_MISSES => "LLC misses",
                 Self::IPC => "instructions per cycle",
+                Self::LLC_REFERENCES => "LLC references",
                 _ => "an unknown event",
             })
             .collect();
@@ -215,6 +232,7 @@ impl Capabilities {
         }
         e.set(MonEvents::IPC, self.pmu.ipc);
         e.set(MonEvents::LLC_MISSES, self.pmu.llc_misses);
+        e.set(MonEvents::LLC_REFERENCES, self.pmu.llc_references);
         e
     }
 
@@ -438,6 +456,9 @@ pub struct MonValues {
     pub cycles_delta: Option<u64>,
     /// LLC misses since the previous poll.
     pub llc_misses_delta: Option<u64>,
+    /// LLC references since the previous poll (only when the group monitors
+    /// [`MonEvents::LLC_REFERENCES`] and the PMU source counts them).
+    pub llc_references_delta: Option<u64>,
     /// Per L3 domain, ascending by domain: the RMID events' values of each domain the group
     /// spans (empty when it monitors no RMID event).
     pub domains: Vec<DomainValues>,
@@ -757,6 +778,9 @@ impl MonAccumulator {
         v.instructions_delta = pmu.filter(|_| want_ipc).map(|a| a.instructions);
         v.cycles_delta = pmu.filter(|_| want_ipc).map(|a| a.cycles);
         v.llc_misses_delta = pmu.filter(|_| want_misses).map(|a| a.llc_misses);
+        v.llc_references_delta = pmu
+            .filter(|_| self.events.contains(MonEvents::LLC_REFERENCES))
+            .and_then(|a| a.llc_references);
         v.interval = v
             .polled_at
             .map_or(Duration::ZERO, |p| at.saturating_duration_since(p));
@@ -972,7 +996,22 @@ mod tests {
         // all: every supported event of the request, minus the excluded ones
         assert_eq!(
             (MonEvents::PQOS_ALL | MonEvents::MBM_TOTAL).select(supported, MonEvents::IPC),
-            Ok(supported.difference(MonEvents::IPC))
+            Ok(supported
+                .difference(MonEvents::IPC)
+                .difference(MonEvents::LLC_REFERENCES)),
+            "references are never part of all"
+        );
+        // references only when asked for, with IPC and misses added as for any selection
+        assert_eq!(
+            MonEvents::LLC_REFERENCES.select(supported, MonEvents::empty()),
+            Ok(MonEvents::PMU)
+        );
+        assert_eq!(
+            MonEvents::LLC_REFERENCES.select(hw | MonEvents::PMU_ADDED, MonEvents::empty()),
+            Err(RequestError::UnsupportedEvent {
+                event: MonEvents::LLC_REFERENCES,
+                needed_for: None
+            })
         );
         // explicit: PMU events added unless excluded
         assert_eq!(
@@ -1097,6 +1136,7 @@ mod tests {
             instructions: i,
             cycles: cy,
             llc_misses: 0,
+            llc_references: Some(cy / 2),
         };
         let t0 = Instant::now();
         acc.record_pmu([Some(c(100, 100))]);
@@ -1107,8 +1147,15 @@ mod tests {
         let v = acc.finish(t0 + Duration::from_secs(1)).clone();
         assert_eq!(v.ipc(), Some(2.0));
         assert_eq!(v.llc_misses_delta, None, "not monitored");
+        assert_eq!(v.llc_references_delta, None, "not monitored");
         assert_eq!(v.llc_occupancy_bytes, None, "no RMID event, no domain");
         assert_eq!(v.interval, Duration::from_secs(1));
         assert_eq!(v.polled_at, Some(t0 + Duration::from_secs(1)));
+        let mut acc = MonAccumulator::new(MonEvents::LLC_REFERENCES, &[], CounterFormat::BYTES, 1);
+        acc.record_pmu([Some(c(100, 100))]);
+        acc.finish(t0);
+        acc.record_pmu([Some(c(400, 300))]);
+        let v = acc.finish(t0 + Duration::from_secs(1));
+        assert_eq!(v.llc_references_delta, Some(150 - 50));
     }
 }

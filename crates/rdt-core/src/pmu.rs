@@ -1,4 +1,4 @@
-//! The PMU seam: where IPC and LLC-miss counts come from.
+//! The PMU seam: where IPC, LLC-miss and LLC-reference counts come from.
 //!
 //! On real hardware these come from `perf_event_open` (per CPU for core groups); the
 //! simulated platform provides them from its workload model. Monitoring works without a
@@ -15,26 +15,38 @@ pub struct PmuCounts {
     pub cycles: u64,
     /// Last-level cache misses.
     pub llc_misses: u64,
+    /// Last-level cache references (lookups), or `None` where the source does not count
+    /// them (pqos counts them only with a second general-purpose counter: `lib/hw_cap.c`).
+    pub llc_references: Option<u64>,
 }
 
 impl PmuCounts {
-    /// The counts since `earlier`, each counter wrapping at 2^64 (free-running counters).
+    /// The counts since `earlier`, each counter wrapping at 2^64 (free-running counters);
+    /// references only where both readings have them.
     #[must_use]
     pub const fn since(self, earlier: Self) -> Self {
         Self {
             instructions: self.instructions.wrapping_sub(earlier.instructions),
             cycles: self.cycles.wrapping_sub(earlier.cycles),
             llc_misses: self.llc_misses.wrapping_sub(earlier.llc_misses),
+            llc_references: match (self.llc_references, earlier.llc_references) {
+                (Some(now), Some(then)) => Some(now.wrapping_sub(then)),
+                _ => None,
+            },
         }
     }
 
-    /// The sum of two sets of counts, wrapping.
+    /// The sum of two sets of counts, wrapping; references only where both count them.
     #[must_use]
     pub const fn plus(self, other: Self) -> Self {
         Self {
             instructions: self.instructions.wrapping_add(other.instructions),
             cycles: self.cycles.wrapping_add(other.cycles),
             llc_misses: self.llc_misses.wrapping_add(other.llc_misses),
+            llc_references: match (self.llc_references, other.llc_references) {
+                (Some(a), Some(b)) => Some(a.wrapping_add(b)),
+                _ => None,
+            },
         }
     }
 }
@@ -51,17 +63,22 @@ pub fn sum_deltas(
     now: impl IntoIterator<Item = Option<PmuCounts>>,
     first: bool,
 ) -> Option<PmuCounts> {
-    let mut acc = (!prev.is_empty()).then(PmuCounts::default);
+    // Outer `None`: no member yet; inner `None`: some member cannot be counted.
+    let mut acc: Option<Option<PmuCounts>> = None;
     for (prev, now) in prev.iter_mut().zip(now) {
         let d = match (*prev, now) {
             (Some(p), Some(n)) => Some(n.since(p)),
-            (None, Some(_)) if first => Some(PmuCounts::default()),
+            // zero counts, with references where the source counts them
+            (None, Some(n)) if first => Some(n.since(n)),
             _ => None,
         };
         *prev = now;
-        acc = acc.zip(d).map(|(a, d)| a.plus(d));
+        acc = Some(match acc {
+            None => d,
+            Some(a) => a.zip(d).map(|(a, d)| a.plus(d)),
+        });
     }
-    acc
+    acc.flatten()
 }
 
 /// Reads per-CPU PMU counters.
@@ -114,6 +131,7 @@ mod tests {
             instructions: i,
             cycles: cy,
             llc_misses: m,
+            llc_references: Some(m * 10),
         }
     }
 
@@ -143,6 +161,27 @@ mod tests {
             "the reading is kept for the next poll"
         );
         assert_eq!(sum_deltas(&mut [Some(c(1, 1, 1))], [None], false), None);
+        let first = sum_deltas(&mut [None], [Some(c(5, 5, 5))], true).unwrap();
+        assert_eq!(
+            first.llc_references,
+            Some(0),
+            "zero references on the first poll"
+        );
         assert_eq!(sum_deltas(&mut [], [], true), None, "no member");
+    }
+
+    #[test]
+    fn references_are_summed_only_when_every_member_counts_them() {
+        let no_refs = |i| PmuCounts {
+            llc_references: None,
+            ..c(i, i, i)
+        };
+        let mut prev = [Some(c(1, 1, 1)), Some(no_refs(1))];
+        let d = sum_deltas(&mut prev, [Some(c(3, 3, 3)), Some(no_refs(4))], false).unwrap();
+        assert_eq!((d.instructions, d.llc_misses), (2 + 3, 2 + 3));
+        assert_eq!(d.llc_references, None, "one member does not count them");
+        let mut prev = [Some(c(1, 1, 1)), Some(c(2, 2, 2))];
+        let d = sum_deltas(&mut prev, [Some(c(3, 3, 3)), Some(c(4, 4, 4))], false).unwrap();
+        assert_eq!(d.llc_references, Some(20 + 20));
     }
 }

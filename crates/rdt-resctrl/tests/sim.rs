@@ -897,6 +897,7 @@ impl CountingPmu {
             instructions: *n * 1000,
             cycles: *n * 2000,
             llc_misses: *n * 10,
+            llc_references: Some(*n * 40),
         }
     }
 }

@@ -138,6 +138,7 @@ impl PmuAccum {
             instructions: self.instructions.whole,
             cycles: self.cycles.whole,
             llc_misses: self.llc_misses.whole,
+            llc_references: Some(self.llc_references.whole),
         }
     }
 }
@@ -478,21 +479,12 @@ impl SimPlatform {
         Some(self.pmu[self.index(cpu)?].counts())
     }
 
-    /// Cumulative LLC references (L3 accesses, 64-byte lines) of `cpu`: the fourth counter
-    /// of `.sim/pmu/cpu<N>` ([`crate::fs::control`]); `None` for a CPU the platform lacks.
-    #[must_use]
-    pub fn llc_references(&self, cpu: LogicalCpu) -> Option<u64> {
-        Some(self.pmu[self.index(cpu)?].llc_references.whole)
-    }
-
     /// Cumulative PMU counts of a host task (thread id) that resctrl placed in a group
-    /// ([`crate::resctrl`], "Host tasks"), and its LLC references; `None` for a task the
-    /// model does not follow. They start at 0 when the task is first placed, in each process.
+    /// ([`crate::resctrl`], "Host tasks"); `None` for a task the model does not follow.
+    /// They start at 0 when the task is first placed, in each process.
     #[must_use]
-    pub fn task_pmu_counts(&self, task: u32) -> Option<(PmuCounts, u64)> {
-        self.task_pmu
-            .get(&task)
-            .map(|p| (p.counts(), p.llc_references.whole))
+    pub fn task_pmu_counts(&self, task: u32) -> Option<PmuCounts> {
+        self.task_pmu.get(&task).map(PmuAccum::counts)
     }
 
     /// The state of an in-process resctrl mount kept with the platform's, to be saved with
@@ -1061,7 +1053,7 @@ impl MsrIo for SimPlatform {
 }
 
 impl PmuSource for SimPlatform {
-    /// Cumulative instructions, unhalted cycles and LLC misses of `cpu` from the workload
+    /// Cumulative instructions, unhalted cycles, LLC misses and references of `cpu` from the workload
     /// model; `None` for a CPU the platform does not have.
     fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts> {
         self.pmu_counts(cpu)
@@ -1070,6 +1062,6 @@ impl PmuSource for SimPlatform {
     /// A host task's counts from the model ([`SimPlatform::task_pmu_counts`]); `None` for a
     /// task that resctrl has not placed in a group.
     fn read_task(&mut self, task: rdt_core::TaskId) -> Option<PmuCounts> {
-        self.task_pmu_counts(task.get()).map(|(c, _)| c)
+        self.task_pmu_counts(task.get())
     }
 }

@@ -482,6 +482,7 @@ fn event_names(m: &MonitoringCaps, pmu: PmuCaps) -> Vec<&'static str> {
         (e.mbm_total && e.mbm_local, "mbr"),
         (pmu.ipc, "ipc"),
         (pmu.llc_misses, "llc_miss"),
+        (pmu.llc_references, "llc_ref"),
     ]
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))

@@ -387,6 +387,26 @@ fn golden_csv_header_and_row_issue181() {
     }
 }
 
+/// `-m llc_ref:…` (pqos `parse_event`): references with IPC and misses added, in pqos's column
+/// order, counted by the simulated PMU (a second general-purpose counter: CPUID.0AH).
+#[test]
+fn llc_references_are_monitored_when_asked_for() {
+    let sim = Sim::new("broadwell-ep");
+    let out = sim
+        .monitor(&["-m", "llc_ref:1", "-u", "csv", "-t", "1"])
+        .ok()
+        .raw_stdout;
+    let body = out.strip_prefix(&note_banner()).expect("the banner first");
+    let mut lines = body.lines();
+    assert_eq!(
+        lines.next(),
+        Some("Time,Core,IPC,LLC Misses,LLC References")
+    );
+    let last = csv_fields(lines.last().expect("a second sample"));
+    let references: u64 = last[4].parse().expect("an integer count");
+    assert!(references > 0, "{last:?}");
+}
+
 /// Telegraf's `intel_rdt` input: skip the four constant lines and one row per group (the
 /// first, zero sample), then per line: the time, the last 6 fields as numbers.
 fn telegraf_parse(stdout: &str, groups: usize) -> Vec<(String, Vec<f64>)> {

@@ -1182,13 +1182,12 @@ fn pmu_deltas_are_summed_over_the_group_cpus() {
                 instructions: 1000,
                 cycles: 500,
                 llc_misses: 7,
+                llc_references: Some(70),
             },
         );
     }
     let mut b = MsrBackend::new(FakeMsrs::new(), caps(), topology(), pmu).unwrap();
-    let g = b
-        .start_monitoring(&cpus("1-2"), MonEvents::IPC | MonEvents::LLC_MISSES)
-        .unwrap();
+    let g = b.start_monitoring(&cpus("1-2"), MonEvents::PMU).unwrap();
     b.poll().unwrap();
     b.pmu_mut().0.insert(
         cpu(1),
@@ -1196,6 +1195,7 @@ fn pmu_deltas_are_summed_over_the_group_cpus() {
             instructions: 3000,
             cycles: 1500,
             llc_misses: 10,
+            llc_references: Some(100),
         },
     );
     b.pmu_mut().0.insert(
@@ -1204,6 +1204,7 @@ fn pmu_deltas_are_summed_over_the_group_cpus() {
             instructions: 1500,
             cycles: 1000,
             llc_misses: 8,
+            llc_references: Some(90),
         },
     );
     // act
@@ -1214,6 +1215,7 @@ fn pmu_deltas_are_summed_over_the_group_cpus() {
         (v.instructions_delta, v.cycles_delta, v.llc_misses_delta),
         (Some(2500), Some(1500), Some(4))
     );
+    assert_eq!(v.llc_references_delta, Some(30 + 20));
     assert!((v.ipc().unwrap() - 2500.0 / 1500.0).abs() < 1e-12);
 }
 

@@ -544,16 +544,19 @@ impl ControlTree {
         let counts = if let Some(n) = name.strip_prefix("cpu") {
             let cpu = n.parse().map_err(|_| err(ENOENT))?;
             let cpu = rdt_core::LogicalCpu::new(cpu);
-            p.pmu_counts(cpu).zip(p.llc_references(cpu))
+            p.pmu_counts(cpu)
         } else if let Some(n) = name.strip_prefix("task") {
             p.task_pmu_counts(n.parse().map_err(|_| err(ENOENT))?)
         } else {
             None
         };
-        let (c, refs) = counts.ok_or_else(|| err(ENOENT))?;
+        let c = counts.ok_or_else(|| err(ENOENT))?;
         Ok(format!(
-            "{} {} {} {refs}\n",
-            c.instructions, c.cycles, c.llc_misses
+            "{} {} {} {}\n",
+            c.instructions,
+            c.cycles,
+            c.llc_misses,
+            c.llc_references.unwrap_or(0)
         ))
     }
 }

@@ -146,7 +146,7 @@ mod tests {
         assert!(total > 1 << 20, "{total} bytes");
         let idle = read_u64(&mut fs, &format!("idle/mon_data/{d}/llc_occupancy"));
         assert_eq!(idle, 0);
-        let (pmu, _) = sim.lock().task_pmu_counts(pid).unwrap();
+        let pmu = sim.lock().task_pmu_counts(pid).unwrap();
         assert!(pmu.cycles > 0 && pmu.instructions > 0, "{pmu:?}");
         let ipc = u64_to_f64(pmu.instructions) / u64_to_f64(pmu.cycles);
         assert!(ipc > 1.0 && ipc < 1.5, "{ipc}");

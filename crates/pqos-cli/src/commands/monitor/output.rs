@@ -46,6 +46,8 @@ pub struct Cells {
     pub ipc: Option<f64>,
     /// LLC misses over the interval (a count).
     pub llc_misses: Option<u64>,
+    /// LLC references over the interval (a count).
+    pub llc_references: Option<u64>,
     /// LLC occupancy now, in bytes.
     pub llc_occupancy_bytes: Option<u64>,
     /// Local memory bandwidth, MiB/s.
@@ -68,6 +70,9 @@ impl Cells {
             llc_misses: values
                 .llc_misses_delta
                 .filter(|_| on(MonEvents::LLC_MISSES)),
+            llc_references: values
+                .llc_references_delta
+                .filter(|_| on(MonEvents::LLC_REFERENCES)),
             llc_occupancy_bytes: values
                 .llc_occupancy_bytes
                 .filter(|_| on(MonEvents::LLC_OCCUPANCY)),
@@ -130,6 +135,12 @@ fn columns(cols: Columns) -> Vec<Column> {
             xml: "llc_misses",
         },
         Column {
+            event: MonEvents::LLC_REFERENCES,
+            text: "  REFERENCES",
+            csv: ",LLC References",
+            xml: "llc_references",
+        },
+        Column {
             event: MonEvents::LLC_OCCUPANCY,
             text: if percent {
                 "      LLC[%]"
@@ -167,6 +178,9 @@ fn columns(cols: Columns) -> Vec<Column> {
         .collect()
 }
 
+/// The columns that are event counts: pqos prints them as integers (text: thousands, `k`).
+const COUNTS: MonEvents = MonEvents::LLC_MISSES.union(MonEvents::LLC_REFERENCES);
+
 /// The value of a cell as pqos prints it (before its width and precision), or `None`.
 #[allow(clippy::cast_precision_loss)] // counts and byte values far below 2^52
 fn value(cells: &Cells, event: MonEvents, llc: LlcUnit) -> Option<f64> {
@@ -174,6 +188,8 @@ fn value(cells: &Cells, event: MonEvents, llc: LlcUnit) -> Option<f64> {
         cells.ipc
     } else if event == MonEvents::LLC_MISSES {
         cells.llc_misses.map(|m| m as f64)
+    } else if event == MonEvents::LLC_REFERENCES {
+        cells.llc_references.map(|m| m as f64)
     } else if event == MonEvents::LLC_OCCUPANCY {
         cells.llc_occupancy_bytes.map(|b| match llc {
             LlcUnit::KiB => bytes_to_kib(b),
@@ -272,7 +288,7 @@ impl Text {
                 Some(v) if c.event == MonEvents::IPC => {
                     let _ = write!(out, " {v:11.2}");
                 }
-                Some(v) if c.event == MonEvents::LLC_MISSES => {
+                Some(v) if COUNTS.contains(c.event) => {
                     let _ = write!(out, " {:10.0}k", v / 1000.0);
                 }
                 Some(v) => {
@@ -416,7 +432,7 @@ impl Format for Csv {
                     Some(v) if c.event == MonEvents::IPC => {
                         let _ = write!(buf, ",{v:.2}");
                     }
-                    Some(v) if c.event == MonEvents::LLC_MISSES => {
+                    Some(v) if COUNTS.contains(c.event) => {
                         let _ = write!(buf, ",{v:.0}");
                     }
                     Some(v) => {
@@ -505,7 +521,7 @@ impl Format for Xml {
                 let text = match value(&row.cells, c.event, self.cols.llc) {
                     None => String::new(),
                     Some(v) if c.event == MonEvents::IPC => format!("{v:.2}"),
-                    Some(v) if c.event == MonEvents::LLC_MISSES => format!("{v:.0}"),
+                    Some(v) if COUNTS.contains(c.event) => format!("{v:.0}"),
                     Some(v) => format!("{v:.1}"),
                 };
                 xml_node(&mut x, c.xml, &text)?;
@@ -531,7 +547,8 @@ impl Format for Xml {
 ///
 /// Fields: `time` (RFC 3339 local time with its UTC offset, to the second), `pid` (PID mode),
 /// `core`, `interval_s` (seconds since the previous sample, 0 for the first), then one field
-/// per column shown: `ipc`, `llc_misses` (count over the interval), `llc_occupancy_kib` or
+/// per column shown: `ipc`, `llc_misses` and `llc_references` (counts over the interval),
+/// `llc_occupancy_kib` or
 /// (`-P`) `llc_occupancy_percent`, `mbm_local_mib_per_s`, `mbm_remote_mib_per_s`,
 /// `mbm_total_mib_per_s`. A column's value is `null` where a text cell would be blank.
 /// Numbers are not rounded.
@@ -566,6 +583,8 @@ struct JsonRow<'a> {
     ipc: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     llc_misses: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    llc_references: Option<Option<u64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     llc_occupancy_kib: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -606,6 +625,7 @@ impl Format for Json {
                 interval_s: s.interval.as_secs_f64(),
                 ipc: field(MonEvents::IPC, c.ipc),
                 llc_misses: shown(MonEvents::LLC_MISSES).then_some(c.llc_misses),
+                llc_references: shown(MonEvents::LLC_REFERENCES).then_some(c.llc_references),
                 llc_occupancy_kib: kib.then(|| c.llc_occupancy_bytes.map(bytes_to_kib)),
                 llc_occupancy_percent: percent.filter(|_| shown(MonEvents::LLC_OCCUPANCY)).map(
                     |total| {
@@ -649,6 +669,7 @@ mod tests {
         Cells {
             ipc: Some(0.34),
             llc_misses: Some(55_601_000),
+            llc_references: None,
             llc_occupancy_bytes: Some(22464 * 1024),
             mbm_local: Some(0.0),
             mbm_remote: Some(0.0),
@@ -718,6 +739,52 @@ mod tests {
             body.ends_with("5560\n\n"),
             "no newline after the last row until the end: {body:?}"
         );
+    }
+
+    #[test]
+    fn references_follow_misses_in_every_format_as_pqos_orders_them() {
+        // pqos/monitor_text.c, monitor_csv.c, monitor_xml.c: REFERENCES after MISSES, a count
+        // (text: thousands with `k`; CSV and XML: the raw count)
+        let rows = [Row {
+            desc: "0",
+            cores: None,
+            cells: Cells {
+                llc_references: Some(123_456),
+                ..cells()
+            },
+        }];
+        let cols = Columns {
+            events: MonEvents::PMU | MonEvents::LLC_OCCUPANCY,
+            ..all_cols(false)
+        };
+        let text = render(&mut Text::new(cols, None), &rows);
+        assert_eq!(
+            text.lines().nth(1),
+            Some("    CORE         IPC      MISSES  REFERENCES     LLC[KB]")
+        );
+        assert_eq!(
+            text.lines().nth(2),
+            Some("       0        0.34      55601k        123k     22464.0")
+        );
+        let csv = render(&mut Csv::new(cols, false), &rows);
+        assert_eq!(
+            csv,
+            "Time,Core,IPC,LLC Misses,LLC References,LLC[KB]\n\
+             2024-09-23 10:00:00,\"0\",0.34,55601000,123456,22464.0\n"
+        );
+        let xml = render(&mut Xml::new(cols), &rows);
+        assert!(
+            xml.contains(
+                "\t<llc_misses>55601000</llc_misses>\n\t<llc_references>123456</llc_references>\n"
+            ),
+            "{xml}"
+        );
+        let json = render(&mut Json::new(cols), &rows);
+        let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        assert_eq!(v["llc_references"], 123_456);
+        // not selected: no column, no field
+        let all = render(&mut Json::new(all_cols(false)), &rows);
+        assert!(!all.contains("llc_references"), "{all}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use super::{Machine, PQOS};
 /// (`.sim/pmu`): where this host's perf events cannot count (a VM, CI). On a host with a
 /// PMU it counts with the host's, whose numbers the model does not drive.
 pub fn model_pmu() -> bool {
-    rdt_pqos::PerfPmu::open(&"0".parse().expect("CPU 0")).is_err()
+    rdt_pqos::PerfPmu::open(&"0".parse().expect("CPU 0"), false).is_err()
 }
 
 /// A built-in model mounted in a temp dir; unmounted when dropped, even on a failed assert.
