@@ -309,6 +309,16 @@ impl Backend for Rdt {
     fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, Error> {
         forward!(self, b => b.mba_classes(domain))
     }
+    fn cat_classes_in(
+        &mut self,
+        resource: CatResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<CatClass>>, Error> {
+        forward!(self, b => b.cat_classes_in(resource, domains))
+    }
+    fn mba_classes_in(&mut self, domains: &[CacheDomain]) -> Result<Vec<Vec<MbaClass>>, Error> {
+        forward!(self, b => b.mba_classes_in(domains))
+    }
     fn set_mba_classes(
         &mut self,
         domain: CacheDomain,
@@ -334,6 +344,25 @@ impl Backend for Rdt {
     }
     fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, Error> {
         forward!(self, b => b.rmid_of(cpu))
+    }
+    fn association(&mut self, cpu: LogicalCpu) -> Result<(ClassId, Option<Rmid>), Error> {
+        forward!(self, b => b.association(cpu))
+    }
+    fn associations(
+        &mut self,
+    ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), Error>)>, Error> {
+        #[allow(clippy::type_complexity)] // a list of per-CPU results
+        fn lift<E>(
+            list: Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), E>)>,
+        ) -> Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), Error>)>
+        where
+            Error: From<E>,
+        {
+            list.into_iter()
+                .map(|(cpu, r)| (cpu, r.map_err(Error::from)))
+                .collect()
+        }
+        forward!(self, b => b.associations().map(lift))
     }
     fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), Error> {
         forward!(self, b => b.reset_allocation(cfg))

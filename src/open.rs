@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdt_core::{
-    Backend, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface, LogicalCpu, MbaCtrl,
-    NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology, TopologyError, error_chain,
-    explain_no_rdt, transaction,
+    ApicIdLayout, Backend, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface, LogicalCpu,
+    MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology, TopologyError,
+    error_chain, explain_no_rdt, transaction,
 };
+use rdt_msr::regs::IA32_X2APIC_APICID;
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
 use rdt_resctrl::{
     ControlFileMount, KernelMount, MountControl, MountOptions, ResctrlBackend, ResctrlError,
@@ -671,11 +672,10 @@ impl OpenOptions {
         let interface = self.resolve()?;
         log::info!("Selected interface: {}", iface_upper(interface));
         let paths = &self.paths;
-        let mut caps = self.detect(interface)?;
-        let topology =
-            || Topology::from_sysfs(&paths.sys_devices_system).map_err(|e| self.topology_error(e));
+        let (mut caps, layout) = self.detect(interface, true)?;
         if interface == Interface::Os {
-            let topology = topology()?;
+            let topology = Topology::from_sysfs(&paths.sys_devices_system)
+                .map_err(|e| self.topology_error(e))?;
             // pqos `lib/os_cap.c`: on the OS interface PMU events are what perf can count.
             let pmu = host_pmu(
                 &topology.all_cpus(),
@@ -687,9 +687,9 @@ impl OpenOptions {
                 .map_err(OpenError::Resctrl)?;
             return Ok(self.resctrl_reclaimed(backend));
         }
-        let topology = topology()?;
+        let mut io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
+        let topology = self.msr_topology(io.as_mut(), layout)?;
         let pmu = host_pmu(&topology.all_cpus(), &mut caps, self.pmu_caps, paths);
-        let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
         let mut rdt = self.msr_with_run_dir(MsrBackend::new(io, caps, topology, pmu)?, &paths.run);
         if let Some(n) = self.resctrl_mounted_on_msr() {
             rdt.notices.push(n);
@@ -714,7 +714,7 @@ impl OpenOptions {
         let interface = self.resolve()?;
         log::info!("Selected interface: {}", iface_upper(interface));
         let paths = &self.paths;
-        let mut caps = self.detect(interface)?;
+        let (mut caps, _) = self.detect(interface, false)?;
         if interface == Interface::Os {
             let online = Topology::online_from_sysfs(&paths.sys_devices_system)
                 .map_err(|e| self.topology_error(e))?;
@@ -791,7 +791,13 @@ impl OpenOptions {
     /// The capabilities CPU 0's CPUID enumerates ([`OpenOptions::cpuid_device`], else the
     /// instruction); on the MSR interface a CPU without RDT is [`OpenError::NoRdt`], naming
     /// the CPUID bits (the OS interface takes what resctrl offers).
-    fn detect(&self, interface: Interface) -> Result<Capabilities, OpenError> {
+    /// The capabilities CPUID gives, and when `placing` the x2APIC id layout the MSR
+    /// interface places CPUs with (`None` on the OS interface).
+    fn detect(
+        &self,
+        interface: Interface,
+        placing: bool,
+    ) -> Result<(Capabilities, Option<ApicIdLayout>), OpenError> {
         let device = self.cpuid_device()?;
         let cpuid: &dyn CpuidSource = match &device {
             Some(dev) => dev,
@@ -802,7 +808,34 @@ impl OpenOptions {
         {
             return Err(OpenError::NoRdt(why));
         }
-        Ok(Capabilities::detect(cpuid))
+        let layout = (placing && interface == Interface::Msr)
+            .then(|| ApicIdLayout::from_cpuid(cpuid))
+            .flatten();
+        Ok((Capabilities::detect(cpuid), layout))
+    }
+
+    /// The MSR interface's topology: from every online CPU's x2APIC id (IA32_X2APIC_APICID
+    /// through the msr device the backend keeps open, one read per CPU) where the CPU's
+    /// cores are of one type and in x2APIC mode, else from sysfs.
+    fn msr_topology(
+        &self,
+        io: &mut dyn MsrIo,
+        layout: Option<ApicIdLayout>,
+    ) -> Result<Topology, OpenError> {
+        let system = &self.paths.sys_devices_system;
+        if let Some(layout) = layout {
+            let ids = Topology::from_x2apic_ids(system, layout, |cpu| {
+                let id = io.read(cpu, IA32_X2APIC_APICID).ok()?;
+                u32::try_from(id).ok()
+            })
+            .map_err(|e| self.topology_error(e))?;
+            if let Some(topology) = ids {
+                log::info!("topology from the x2APIC ids (IA32_X2APIC_APICID)");
+                return Ok(topology);
+            }
+            log::info!("no x2APIC id from the msr devices: topology from sysfs");
+        }
+        Topology::from_sysfs(system).map_err(|e| self.topology_error(e))
     }
 
     fn cpuid_device(&self) -> Result<Option<DevCpuid>, OpenError> {

@@ -231,6 +231,36 @@ pub trait Backend {
     /// When MBA is not supported or the registers/files cannot be read.
     fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, Self::Error>;
 
+    /// [`Backend::cat_classes`] of several domains, in the order given: what a report of
+    /// every domain (pqos `-s`) reads. The default asks domain by domain; resctrl reads
+    /// each class's `schemata` once for all of them (one file per class where a domain at
+    /// a time reads one per class and domain: 80 L2 domains on sapphire-rapids).
+    ///
+    /// # Errors
+    /// As [`Backend::cat_classes`], for the first domain that fails.
+    fn cat_classes_in(
+        &mut self,
+        resource: CatResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<CatClass>>, Self::Error> {
+        domains
+            .iter()
+            .map(|&d| self.cat_classes(resource, d))
+            .collect()
+    }
+
+    /// [`Backend::mba_classes`] of several domains, in the order given, as
+    /// [`Backend::cat_classes_in`].
+    ///
+    /// # Errors
+    /// As [`Backend::mba_classes`], for the first domain that fails.
+    fn mba_classes_in(
+        &mut self,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<MbaClass>>, Self::Error> {
+        domains.iter().map(|&d| self.mba_classes(d)).collect()
+    }
+
     /// Sets MBA limits; returns the limits the hardware applied (Intel rounds to the
     /// granularity).
     ///
@@ -295,6 +325,36 @@ pub trait Backend {
     /// # Errors
     /// When the CPU is not online or its association cannot be read.
     fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, Self::Error>;
+
+    /// The class and RMID of `cpu` together ([`Backend::class_of`] and
+    /// [`Backend::rmid_of`]): on the MSR interface one read of IA32_PQR_ASSOC (COS in bits
+    /// 63:32, RMID in bits 9:0) where the two calls read it twice.
+    ///
+    /// # Errors
+    /// As [`Backend::class_of`] (a CPU in another tool's resctrl group included) and
+    /// [`Backend::rmid_of`].
+    fn association(&mut self, cpu: LogicalCpu) -> Result<(ClassId, Option<Rmid>), Self::Error> {
+        let class = self.class_of(cpu)?;
+        Ok((class, self.rmid_of(cpu)?))
+    }
+
+    /// Every online CPU's [`Backend::association`], ascending by CPU, each with its own
+    /// result (a CPU in another tool's resctrl group:
+    /// [`RequestError::ForeignGroup`]). The default asks CPU by CPU; resctrl lists its
+    /// groups and reads each `cpus_list` once for all CPUs.
+    ///
+    /// # Errors
+    /// When what every CPU needs cannot be read (resctrl: the group list).
+    #[allow(clippy::type_complexity)] // a list of per-CPU results
+    fn associations(
+        &mut self,
+    ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), Self::Error>)>, Self::Error> {
+        let cpus: Vec<LogicalCpu> = self.topology().cpus().iter().map(|c| c.cpu).collect();
+        Ok(cpus
+            .into_iter()
+            .map(|cpu| (cpu, self.association(cpu)))
+            .collect())
+    }
 
     /// Resets allocation: every class to the full mask / no limit, every CPU to COS 0, then
     /// CDP on or off as requested (pqos `-R`).

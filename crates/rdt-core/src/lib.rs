@@ -65,4 +65,4 @@ pub use monitor::{
 pub use mount::{MountOptions, MountOptionsError};
 pub use pmu::{NoPmu, PmuCounts, PmuSource, sum_deltas};
 pub use request::{MbaUnitMismatch, RequestError, error_chain, holders};
-pub use topology::{CpuPlacement, Topology, TopologyError};
+pub use topology::{ApicIdLayout, CpuPlacement, Topology, TopologyError};

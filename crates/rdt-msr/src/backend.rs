@@ -1038,6 +1038,19 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         ))))
     }
 
+    /// One read of IA32_PQR_ASSOC: COS from bits 63:32, RMID from bits 9:0.
+    ///
+    /// # Errors
+    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu) or a read error.
+    fn association(&mut self, cpu: LogicalCpu) -> Result<(ClassId, Option<Rmid>), MsrError> {
+        self.check_cpu(cpu)?;
+        let v = self.io.read(cpu, IA32_PQR_ASSOC)?;
+        Ok((
+            ClassId::new(regs::pqr_cos(v)),
+            Some(Rmid::new(regs::pqr_rmid(v))),
+        ))
+    }
+
     /// pqos `alloc_reset`: every L3 and L2 mask register in use (two per class with CDP on)
     /// := all ways in every domain; every MBA class := no limit (Intel delay 0, AMD
     /// 2^width; AMD SMBA likewise); every CPU -> COS 0, RMIDs kept; then IA32_L3_QOS_CFG /

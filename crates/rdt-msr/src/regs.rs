@@ -6,6 +6,11 @@
 
 use crate::MsrAddr;
 
+/// IA32_X2APIC_APICID (0x802): the CPU's x2APIC id in bits 31:0, readable while its local
+/// APIC is in x2APIC mode (SDM Vol. 3A 11.12.1 "Detecting and Enabling x2APIC Mode",
+/// table 11-6), equal to CPUID.(0BH/1FH,0):EDX on that CPU; a #GP (EIO from the msr device)
+/// in xAPIC mode.
+pub const IA32_X2APIC_APICID: MsrAddr = MsrAddr::new(0x802);
 /// IA32_PQR_ASSOC (0xC8F): RMID in bits 9:0 (the field is architecturally up to 31:0; we
 /// keep the 10 bits pqos uses plus what the CPU reports), COS in bits 63:32.
 pub const IA32_PQR_ASSOC: MsrAddr = MsrAddr::new(0xC8F);

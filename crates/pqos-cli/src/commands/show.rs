@@ -6,6 +6,7 @@
 //! the group instead of a class (`    Core 3, L2ID 3, L3ID 0 => kubepods (not managed by
 //! pqos)`), where pqos has no class to print.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use anyhow::{Result, anyhow};
@@ -130,37 +131,85 @@ struct Config {
     groups: Part<Vec<GroupInfo>>,
 }
 
-/// Reads one core's class and RMID.
-fn core_assoc<B: Backend>(
+/// Reads the classes of several domains at once ([`Backend::cat_classes_in`],
+/// [`Backend::mba_classes_in`]).
+type ReadDomains<B, T> = fn(&mut B, &[CacheDomain]) -> Result<Vec<Vec<T>>, <B as Backend>::Error>;
+
+/// One core's class (with allocation) and RMID (MSR interface), or why not.
+type AssocResult<E> = Result<(Option<ClassId>, Option<Rmid>), E>;
+
+/// The classes of every domain of `domains` (`Ok(vec![])` each when not `shown`), read at
+/// once through `all`; when that fails, domain by domain, so that each error names its own
+/// domain.
+fn read_domains<B: Backend, T>(
     backend: &mut B,
-    cpu: LogicalCpu,
+    shown: bool,
+    domains: &[CacheDomain],
+    all: ReadDomains<B, T>,
+) -> Vec<Result<Vec<T>, B::Error>> {
+    if !shown {
+        return domains.iter().map(|_| Ok(Vec::new())).collect();
+    }
+    match all(backend, domains) {
+        Ok(v) if v.len() == domains.len() => v.into_iter().map(Ok).collect(),
+        _ => domains
+            .iter()
+            .map(|d| {
+                all(backend, std::slice::from_ref(d)).map(|v| v.into_iter().flatten().collect())
+            })
+            .collect(),
+    }
+}
+
+/// Every core's class and RMID: with allocation one [`Backend::associations`] (resctrl
+/// lists its groups once, the MSR interface reads IA32_PQR_ASSOC once per core), RMIDs alone
+/// core by core. Cores missing from the map could not be read (the error is noted).
+fn core_assocs<B: Backend>(
+    backend: &mut B,
     is_alloc: bool,
     is_mon: bool,
     note: &mut dyn FnMut(anyhow::Error),
-) -> CoreAssoc {
-    let class = if is_alloc {
-        backend.class_of(cpu).map(Some)
-    } else {
-        Ok(None)
-    };
-    let rmid = if is_mon {
-        backend.rmid_of(cpu)
-    } else {
-        Ok(None)
-    };
-    match (class, rmid) {
-        (Ok(class), Ok(rmid)) => CoreAssoc::Assoc { class, rmid },
-        (Err(e), Ok(_)) if matches!(e.request(), Some(RequestError::ForeignGroup { .. })) => {
-            match e.request() {
-                Some(RequestError::ForeignGroup { group, .. }) => CoreAssoc::Foreign(group.clone()),
-                _ => CoreAssoc::Error,
+) -> BTreeMap<LogicalCpu, CoreAssoc> {
+    let cpus: Vec<LogicalCpu> = backend.topology().cpus().iter().map(|c| c.cpu).collect();
+    let read: Vec<(LogicalCpu, AssocResult<B::Error>)> = if is_alloc {
+        match backend.associations() {
+            Ok(list) => list
+                .into_iter()
+                .map(|(cpu, r)| (cpu, r.map(|(c, rmid)| (Some(c), rmid.filter(|_| is_mon)))))
+                .collect(),
+            Err(e) => {
+                note(anyhow!(e).context("reading the association of the cores"));
+                return BTreeMap::new();
             }
         }
-        (Err(e), _) | (_, Err(e)) => {
-            note(anyhow!(e).context(format!("reading the association of core {cpu}")));
-            CoreAssoc::Error
-        }
-    }
+    } else {
+        cpus.iter()
+            .map(|&cpu| {
+                let rmid = if is_mon {
+                    backend.rmid_of(cpu)
+                } else {
+                    Ok(None)
+                };
+                (cpu, rmid.map(|r| (None, r)))
+            })
+            .collect()
+    };
+    read.into_iter()
+        .map(|(cpu, r)| {
+            let assoc = match r {
+                Ok((class, rmid)) => CoreAssoc::Assoc { class, rmid },
+                Err(e) => {
+                    if let Some(RequestError::ForeignGroup { group, .. }) = e.request() {
+                        CoreAssoc::Foreign(group.clone())
+                    } else {
+                        note(anyhow!(e).context(format!("reading the association of core {cpu}")));
+                        CoreAssoc::Error
+                    }
+                }
+            };
+            (cpu, assoc)
+        })
+        .collect()
 }
 
 /// The tasks of each class from COS1, or from COS0 with `-v` (pqos/alloc.c; classes up to
@@ -215,24 +264,21 @@ impl Config {
         let mut l3 = Vec::new();
         if l3ca || mba {
             let domains = L3Domains::new(&caps, &topo);
-            for (id, domain) in &domains.list {
+            let ids: Vec<CacheDomain> = domains.list.iter().map(|(_, d)| *d).collect();
+            let cat = read_domains(backend, l3ca, &ids, |b, d| {
+                b.cat_classes_in(CatResource::L3, d)
+            });
+            let limits = read_domains(backend, mba, &ids, B::mba_classes_in);
+            for (((id, domain), cat), limits) in domains.list.iter().zip(cat).zip(limits) {
                 let cat = Part::read(
                     l3ca,
-                    || {
-                        backend
-                            .cat_classes(CatResource::L3, *domain)
-                            .map(|v| first_classes(v, limit))
-                    },
+                    || cat.map(|v| first_classes(v, limit)),
                     || format!("reading the L3 classes of domain {domain}"),
                     note,
                 );
                 let limits = Part::read(
                     mba,
-                    || {
-                        backend
-                            .mba_classes(*domain)
-                            .map(|v| first_classes(v, limit))
-                    },
+                    || limits.map(|v| first_classes(v, limit)),
                     || format!("reading the MBA classes of domain {domain}"),
                     note,
                 );
@@ -245,16 +291,16 @@ impl Config {
             }
         }
         let l2_domains = if l2ca { topo.l2_domains() } else { Vec::new() };
+        let l2_classes = read_domains(backend, l2ca, &l2_domains, |b, d| {
+            b.cat_classes_in(CatResource::L2, d)
+        });
         let l2 = l2_domains
             .into_iter()
-            .map(|domain| {
+            .zip(l2_classes)
+            .map(|(domain, classes)| {
                 let classes = Part::read(
                     true,
-                    || {
-                        backend
-                            .cat_classes(CatResource::L2, domain)
-                            .map(|v| first_classes(v, limit))
-                    },
+                    || classes.map(|v| first_classes(v, limit)),
                     || format!("reading the L2 classes of L2 id {domain}"),
                     note,
                 );
@@ -264,6 +310,7 @@ impl Config {
         let is_alloc = l3ca || l2ca || mba;
         // The OS interface has no RMIDs to show (pqos prints `, RMID%u` on MSR/MMIO only).
         let is_mon = caps.monitoring.is_present() && backend.interface() != Interface::Os;
+        let mut assocs = core_assocs(backend, is_alloc, is_mon, note);
         let mut packages = Vec::new();
         for package in topo.packages() {
             let mut cores = Vec::new();
@@ -271,7 +318,7 @@ impl Config {
                 let Some(place) = topo.get(cpu).copied() else {
                     continue;
                 };
-                let assoc = core_assoc(backend, cpu, is_alloc, is_mon, note);
+                let assoc = assocs.remove(&cpu).unwrap_or(CoreAssoc::Error);
                 cores.push(Core { place, assoc });
             }
             packages.push((package, cores));

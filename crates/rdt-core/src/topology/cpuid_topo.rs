@@ -2,10 +2,10 @@
 
 use raw_cpuid::CacheType;
 
-use super::{CpuPlacement, Topology, TopologyError};
-use crate::CacheDomain;
-use crate::cpuid::{CpuidDump, DumpCpu, raw_cpuid};
+use super::{ApicIdLayout, CpuPlacement, Topology, TopologyError};
+use crate::cpuid::{CpuidDump, CpuidSource, DumpCpu, raw_cpuid};
 use crate::detect::{Probe, bits, cache_leaf, ceil_log2, vendor_of};
+use crate::{CacheDomain, LogicalCpu};
 
 pub(super) fn from_dump(dump: &CpuidDump) -> Result<Topology, TopologyError> {
     let vendor = vendor_of(&raw_cpuid(dump));
@@ -27,39 +27,72 @@ struct ApicLayout {
 }
 
 fn place(cpu: &DumpCpu, amd: bool) -> Result<CpuPlacement, TopologyError> {
-    let p = Probe::new(cpu);
-    let layout = topology_leaf(&p, amd)
-        .or_else(|| legacy_layout(&p, amd))
-        .ok_or_else(|| TopologyError::Cpuid {
-            cpu: cpu.cpu,
-            reason: "no x2APIC id: neither leaf 0BH/1FH nor leaf 1 was recorded".into(),
-        })?;
+    let (apic, layout) = id_and_layout(cpu, amd).ok_or_else(|| TopologyError::Cpuid {
+        cpu: cpu.cpu,
+        reason: "no x2APIC id: neither leaf 0BH/1FH nor leaf 1 was recorded".into(),
+    })?;
+    // Dumps carry no NUMA information: one node per package.
+    Ok(layout.place(cpu.cpu, apic, None))
+}
+
+/// The x2APIC id of the CPU whose CPUID `src` answers, and the bit layout of the ids.
+fn id_and_layout(src: &dyn CpuidSource, amd: bool) -> Option<(u32, ApicIdLayout)> {
+    let p = Probe::new(src);
     let ApicLayout {
         apic,
         smt_shift,
         pkg_shift,
-    } = layout;
-    let core_bits = pkg_shift.saturating_sub(smt_shift);
-    let core_mask = if core_bits >= 32 {
-        u32::MAX
-    } else {
-        (1u32 << core_bits) - 1
-    };
+    } = topology_leaf(&p, amd).or_else(|| legacy_layout(&p, amd))?;
     let (l2_shift, l3_shift) = match cache_shifts(&p, amd) {
         Some((l2, l3)) => (l2.unwrap_or(smt_shift), l3),
         // No cache leaf recorded: one L2 per core, one L3 per package (pqos's fallback).
         None => (smt_shift, Some(pkg_shift)),
     };
-    let package = shr(apic, pkg_shift);
-    Ok(CpuPlacement {
-        cpu: cpu.cpu,
-        package,
-        core: Some(shr(apic, smt_shift) & core_mask),
-        l2: CacheDomain::new(shr(apic, l2_shift)),
-        l3: l3_shift.map(|s| CacheDomain::new(shr(apic, s))),
-        // Dumps carry no NUMA information: one node per package.
-        node: package,
-    })
+    Some((
+        apic,
+        ApicIdLayout {
+            smt_shift,
+            package_shift: pkg_shift,
+            l2_shift,
+            l3_shift,
+        },
+    ))
+}
+
+/// [`ApicIdLayout::from_cpuid`].
+pub(super) fn layout_of(src: &dyn CpuidSource) -> Option<ApicIdLayout> {
+    // CPUID.(07H,0):EDX[15] Hybrid: core types differ in cache sharing (leaf 04H).
+    if Probe::new(src)
+        .regs(7, 0)
+        .is_some_and(|r| bits(r.edx, 15, 15) == 1)
+    {
+        return None;
+    }
+    id_and_layout(src, vendor_of(&raw_cpuid(src)).is_amd_like()).map(|(_, layout)| layout)
+}
+
+impl ApicIdLayout {
+    /// Places `cpu`, whose x2APIC id is `apic`: package = id >> package shift, core = the
+    /// id's bits between the SMT and package shifts, cache ids = id >> their shifts (the
+    /// kernel's `cache/indexK/id`); NUMA node `node`, or the package where it is unknown.
+    #[must_use]
+    pub fn place(&self, cpu: LogicalCpu, apic: u32, node: Option<u32>) -> CpuPlacement {
+        let core_bits = self.package_shift.saturating_sub(self.smt_shift);
+        let core_mask = if core_bits >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << core_bits) - 1
+        };
+        let package = shr(apic, self.package_shift);
+        CpuPlacement {
+            cpu,
+            package,
+            core: Some(shr(apic, self.smt_shift) & core_mask),
+            l2: CacheDomain::new(shr(apic, self.l2_shift)),
+            l3: self.l3_shift.map(|s| CacheDomain::new(shr(apic, s))),
+            node: node.unwrap_or(package),
+        }
+    }
 }
 
 const fn shr(v: u32, s: u32) -> u32 {
@@ -321,5 +354,58 @@ mod tests {
             err.to_string()
                 .starts_with("logical CPU 7 of the CPUID dump: ")
         );
+    }
+
+    #[test]
+    fn x2apic_ids_and_one_cpus_layout_place_like_the_per_cpu_dump() {
+        // arrange: five CPUs of two packages; sysfs lists them online and in two nodes
+        let apics = [(0, 0), (1, 1), (2, 2), (3, 16), (4, 19)];
+        let cpus = apics.map(|(n, apic)| intel_cpu(n, apic)).to_vec();
+        let dump = CpuidDump::from_cpus(None, cpus.clone()).unwrap();
+        let sys = tempfile::tempdir().unwrap();
+        for (file, text) in [
+            ("cpu/online", "0-4\n"),
+            ("node/node0/cpulist", "0-2\n"),
+            ("node/node1/cpulist", "3-4\n"),
+        ] {
+            let path = sys.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let layout = ApicIdLayout::from_cpuid(&cpus[0]).expect("leaf 0BH and 04H");
+        // act
+        let topo = Topology::from_x2apic_ids(sys.path(), layout, |cpu| {
+            apics
+                .iter()
+                .find(|(n, _)| *n == cpu.get())
+                .map(|(_, apic)| *apic)
+        })
+        .unwrap()
+        .expect("every id known");
+        // assert: what the per-CPU CPUID gives (nodes there = packages, as here)
+        assert_eq!(topo, Topology::from_cpuid_dump(&dump).unwrap());
+        assert_eq!(
+            layout,
+            ApicIdLayout {
+                smt_shift: 1,
+                package_shift: 4,
+                l2_shift: 1,
+                l3_shift: Some(4)
+            }
+        );
+        // one unknown id: the caller reads sysfs instead
+        let none =
+            Topology::from_x2apic_ids(sys.path(), layout, |cpu| (cpu.get() != 3).then_some(0))
+                .unwrap();
+        assert_eq!(none, None);
+    }
+
+    #[test]
+    fn a_hybrid_part_has_no_single_layout() {
+        let mut cpu = intel_cpu(0, 0);
+        cpu.insert(7, 0, regs(0, 0, 0, 1 << 15));
+        assert_eq!(ApicIdLayout::from_cpuid(&cpu), None);
+        cpu.insert(7, 0, regs(0, 0, 0, 0));
+        assert!(ApicIdLayout::from_cpuid(&cpu).is_some());
     }
 }

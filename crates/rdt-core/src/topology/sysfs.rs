@@ -93,6 +93,11 @@ pub(super) fn online(system: &Path) -> Result<CpuSet, TopologyError> {
     online_cpus(&system.join("cpu"))
 }
 
+/// The NUMA node of each CPU a `node/nodeM/cpulist` lists.
+pub(super) fn nodes(system: &Path) -> Result<BTreeMap<LogicalCpu, u32>, TopologyError> {
+    node_lists(&system.join("node"))
+}
+
 /// One CPU per L3 instance (per package where a CPU has no L3), placed fully; see
 /// [`Topology::l3_representatives_from_sysfs`].
 pub(super) fn read_l3_representatives(system: &Path) -> Result<Topology, TopologyError> {

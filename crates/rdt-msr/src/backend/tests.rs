@@ -1247,3 +1247,23 @@ fn poll_propagates_a_failing_register_access() {
         "{err}"
     );
 }
+
+#[test]
+fn association_is_one_read_of_pqr_assoc() {
+    // arrange: CPU 5 in COS3 with RMID 7
+    let mut io = FakeMsrs::new();
+    io.set(cpu(5), crate::regs::IA32_PQR_ASSOC, 3 << 32 | 7);
+    let mut b = backend(io);
+    b.io_mut().reset_counts();
+    // act
+    let got = b.association(cpu(5)).unwrap();
+    // assert
+    assert_eq!(got, (ClassId::new(3), Some(Rmid::new(7))));
+    assert_eq!(b.io().reads(), 1, "class and RMID from one RDMSR");
+    assert_eq!(
+        (b.class_of(cpu(5)).unwrap(), b.rmid_of(cpu(5)).unwrap()),
+        (got.0, got.1),
+        "the same as the two single calls"
+    );
+    assert!(b.association(cpu(99)).is_err(), "offline CPU");
+}

@@ -406,6 +406,19 @@ impl<P: PmuSource> ResctrlBackend<P> {
         resource: CatResource,
         domain: CacheDomain,
     ) -> Result<Vec<CatClass>, ResctrlError> {
+        Ok(self
+            .read_cat_classes_in(resource, &[domain])?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// [`Backend::cat_classes_in`] on resctrl: each class's `schemata` is read once for
+    /// every domain.
+    pub(super) fn read_cat_classes_in(
+        &mut self,
+        resource: CatResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<CatClass>>, ResctrlError> {
         let schemas = self.cat_schemas(resource)?;
         let first = match schemas {
             CatSchemas::Unified(s) | CatSchemas::Cdp { data: s, .. } => s,
@@ -415,11 +428,59 @@ impl<P: PmuSource> ResctrlBackend<P> {
         } else {
             "L2"
         };
-        self.check_domain(first, which, domain)?;
+        for &domain in domains {
+            self.check_domain(first, which, domain)?;
+        }
         let n = self
             .caps
             .cat(resource)
             .map_or(0, rdt_core::CatCaps::usable_classes);
+        let groups = self.class_schemata(n)?;
+        let mut out = Vec::with_capacity(domains.len());
+        for &domain in domains {
+            let mut classes = Vec::with_capacity(groups.len());
+            for (class, g, s) in &groups {
+                let mask = |name: &str| -> Result<CacheBitmask, ResctrlError> {
+                    let v = match s {
+                        Some(s) => s
+                            .cache_mask(name, domain.get())
+                            .map_err(|e| self.bad_value(g, &e))?,
+                        None => None,
+                    };
+                    let v =
+                        v.unwrap_or_else(|| self.info.caches.get(name).map_or(0, |c| c.cbm_mask));
+                    CacheBitmask::new(v).map_err(|_| ResctrlError::Parse {
+                        path: self.fs.path(&join(g, "schemata")),
+                        text: format!("{name}:{domain}=0"),
+                        expected: "a non-empty mask (an empty CBM, legal on AMD, has no \
+                                   CacheBitmask)"
+                            .into(),
+                    })
+                };
+                let m = match schemas {
+                    CatSchemas::Unified(u) => CatMask::Unified(mask(u)?),
+                    CatSchemas::Cdp { data, code } => CatMask::Cdp {
+                        data: mask(data)?,
+                        code: mask(code)?,
+                    },
+                };
+                classes.push(CatClass {
+                    class: *class,
+                    mask: m,
+                });
+            }
+            out.push(classes);
+        }
+        Ok(out)
+    }
+
+    /// The `schemata` of the root (COS 0) and of each `COS<n>` of the first `n` classes, read
+    /// once under the shared lock: `None` for a class whose group does not exist (it holds
+    /// the defaults).
+    fn class_schemata(
+        &mut self,
+        n: u32,
+    ) -> Result<Vec<(ClassId, String, Option<Schemata>)>, ResctrlError> {
         let _g = self.lock.shared()?;
         let mut out = Vec::with_capacity(n as usize);
         for class in (0..n).map(ClassId::new) {
@@ -429,30 +490,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             } else {
                 None
             };
-            let mask = |name: &str| -> Result<CacheBitmask, ResctrlError> {
-                let v = match &s {
-                    Some(s) => s
-                        .cache_mask(name, domain.get())
-                        .map_err(|e| self.bad_value(&g, &e))?,
-                    None => None,
-                };
-                let v = v.unwrap_or_else(|| self.info.caches.get(name).map_or(0, |c| c.cbm_mask));
-                CacheBitmask::new(v).map_err(|_| ResctrlError::Parse {
-                    path: self.fs.path(&join(&g, "schemata")),
-                    text: format!("{name}:{domain}=0"),
-                    expected: "a non-empty mask (an empty CBM, legal on AMD, has no \
-                               CacheBitmask)"
-                        .into(),
-                })
-            };
-            let m = match schemas {
-                CatSchemas::Unified(u) => CatMask::Unified(mask(u)?),
-                CatSchemas::Cdp { data, code } => CatMask::Cdp {
-                    data: mask(data)?,
-                    code: mask(code)?,
-                },
-            };
-            out.push(CatClass { class, mask: m });
+            out.push((class, g, s));
         }
         Ok(out)
     }
@@ -517,26 +555,41 @@ impl<P: PmuSource> ResctrlBackend<P> {
         &mut self,
         domain: CacheDomain,
     ) -> Result<Vec<MbaClass>, ResctrlError> {
+        Ok(self
+            .read_mba_classes_in(&[domain])?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// [`Backend::mba_classes_in`] on resctrl: each class's `schemata` is read once for
+    /// every domain.
+    pub(super) fn read_mba_classes_in(
+        &mut self,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<MbaClass>>, ResctrlError> {
         let mba = self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
-        let n = mba.num_classes;
-        self.check_domain("MB", "MB", domain)?;
-        let _g = self.lock.shared()?;
-        let mut out = Vec::with_capacity(n as usize);
-        for class in (0..n).map(ClassId::new) {
-            let g = self.group_of(class);
-            let v = if g.is_empty() || self.fs.exists(&g) {
-                self.read_schemata(&g)?
-                    .bandwidth("MB", domain.get())
-                    .map_err(|e| self.bad_value(&g, &e))?
-            } else {
-                None
-            };
-            let v =
-                v.unwrap_or_else(|| u32::try_from(self.default_bw(Some(mba))).unwrap_or(u32::MAX));
-            out.push(MbaClass {
-                class,
-                limit: self.mba_limit(v),
-            });
+        let (n, default) = (mba.num_classes, self.default_bw(Some(mba)));
+        let default = u32::try_from(default).unwrap_or(u32::MAX);
+        for &domain in domains {
+            self.check_domain("MB", "MB", domain)?;
+        }
+        let groups = self.class_schemata(n)?;
+        let mut out = Vec::with_capacity(domains.len());
+        for &domain in domains {
+            let mut classes = Vec::with_capacity(groups.len());
+            for (class, g, s) in &groups {
+                let v = match s {
+                    Some(s) => s
+                        .bandwidth("MB", domain.get())
+                        .map_err(|e| self.bad_value(g, &e))?,
+                    None => None,
+                };
+                classes.push(MbaClass {
+                    class: *class,
+                    limit: self.mba_limit(v.unwrap_or(default)),
+                });
+            }
+            out.push(classes);
         }
         Ok(out)
     }

@@ -466,6 +466,29 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
         self.read_mba_classes(domain)
     }
 
+    /// [`Backend::cat_classes`] of every domain given, each class's `schemata` read once.
+    ///
+    /// # Errors
+    /// As [`Backend::cat_classes`].
+    fn cat_classes_in(
+        &mut self,
+        resource: CatResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<CatClass>>, ResctrlError> {
+        self.read_cat_classes_in(resource, domains)
+    }
+
+    /// [`Backend::mba_classes`] of every domain given, each class's `schemata` read once.
+    ///
+    /// # Errors
+    /// As [`Backend::mba_classes`].
+    fn mba_classes_in(
+        &mut self,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<MbaClass>>, ResctrlError> {
+        self.read_mba_classes_in(domains)
+    }
+
     /// Checks every limit (unit for this mount, range from `info/MB`), writes one `schemata`
     /// per class as [`Backend::set_cat_classes`] does, and reads back what the kernel
     /// applied (Intel rounds up to `bandwidth_gran`: 15 -> 20).
@@ -555,6 +578,37 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
 
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), ResctrlError> {
         self.move_cpu(cpu, class)
+    }
+
+    /// Lists the control groups and reads each `cpus_list` once: a CPU in `COS<n>` is in
+    /// class n, one in no group in COS 0, one in another tool's group
+    /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup). No RMIDs.
+    ///
+    /// # Errors
+    /// Listing the groups or reading a `cpus_list` fails.
+    fn associations(
+        &mut self,
+    ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), ResctrlError>)>, ResctrlError>
+    {
+        let ctrl = {
+            let _g = self.lock.shared()?;
+            self.cpu_homes()?.0
+        };
+        Ok(self
+            .topology
+            .cpus()
+            .iter()
+            .map(|p| {
+                let class = match ctrl.iter().find(|(_, s)| s.contains(p.cpu)) {
+                    None => Ok(ClassId::new(0)),
+                    Some((g, _)) => self
+                        .class_of_group(g)
+                        .map(ClassId::new)
+                        .ok_or_else(|| ResctrlError::foreign(format!("CPU {}", p.cpu), g)),
+                };
+                (p.cpu, class.map(|c| (c, None)))
+            })
+            .collect())
     }
 
     /// Always `None`: resctrl does not expose RMIDs.
