@@ -215,6 +215,7 @@ impl Rdt {
     /// A platform over an opened MSR-interface backend.
     #[must_use]
     pub fn from_msr_backend(backend: DynMsrBackend) -> Self {
+        log_discovery(backend.capabilities());
         let notices = backend
             .cdp_inconsistency()
             .map(Notice::CdpInconsistent)
@@ -228,7 +229,8 @@ impl Rdt {
 
     /// A platform over an opened OS-interface backend (any root, mount control, PMU).
     #[must_use]
-    pub const fn from_resctrl(backend: DynResctrlBackend) -> Self {
+    pub fn from_resctrl(backend: DynResctrlBackend) -> Self {
+        log_discovery(backend.capabilities());
         Self {
             backend: Inner::Os(backend),
             notices: Vec::new(),
@@ -261,6 +263,16 @@ impl Rdt {
 }
 
 /// Forwards a call to whichever backend is open, converting its error.
+/// Logs what discovery found, at `INFO` as pqos's library does on opening
+/// ([`Capabilities::discovery_lines`]).
+pub(crate) fn log_discovery(caps: &Capabilities) {
+    if log::log_enabled!(log::Level::Info) {
+        for line in caps.discovery_lines() {
+            log::info!("{line}");
+        }
+    }
+}
+
 macro_rules! forward {
     ($self:ident, $b:ident => $call:expr) => {
         match &mut $self.backend {

@@ -724,6 +724,7 @@ impl OpenOptions {
             let backend =
                 ResctrlBackend::open(self.resctrl_options(), Topology::default(), Some(caps), pmu)
                     .map_err(OpenError::Resctrl)?;
+            crate::log_discovery(backend.capabilities());
             return Ok(PlatformCapabilities {
                 interface,
                 capabilities: backend.capabilities().clone(),
@@ -744,6 +745,7 @@ impl OpenOptions {
             .into_iter()
             .collect();
         notices.extend(self.resctrl_mounted_on_msr());
+        crate::log_discovery(backend.capabilities());
         Ok(PlatformCapabilities {
             interface,
             capabilities: backend.capabilities().clone(),
@@ -811,6 +813,11 @@ impl OpenOptions {
         let layout = (placing && interface == Interface::Msr)
             .then(|| ApicIdLayout::from_cpuid(cpuid))
             .flatten();
+        if log::log_enabled!(log::Level::Info) {
+            for line in rdt_core::discovery::cache_sharing_lines(cpuid) {
+                log::info!("{line}");
+            }
+        }
         Ok((Capabilities::detect(cpuid), layout))
     }
 

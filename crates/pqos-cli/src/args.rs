@@ -344,16 +344,18 @@ impl Parser for Args {
         } else {
             u8::from(args.verbose)
         };
-        let sink = logger::Sink::for_args(args.log_file.as_deref(), verbosity).map_err(|e| {
-            let name = args
-                .log_file
-                .as_deref()
-                .map_or_else(String::new, |p| p.display().to_string());
-            arg_error(
-                ErrorKind::Io,
-                &format!("Error opening {name} log file! ({e})"),
-            )
-        })?;
+        let json = args.mon_file_type == Some(FileType::Json);
+        let sink =
+            logger::Sink::for_args(args.log_file.as_deref(), verbosity, json).map_err(|e| {
+                let name = args
+                    .log_file
+                    .as_deref()
+                    .map_or_else(String::new, |p| p.display().to_string());
+                arg_error(
+                    ErrorKind::Io,
+                    &format!("Error opening {name} log file! ({e})"),
+                )
+            })?;
         sink.install();
         Ok(args)
     }

@@ -27,6 +27,7 @@ use anyhow::{Context as _, Result};
 use pqos_cli::{args, grammar};
 
 use crate::args::Args;
+use crate::args::logger::SharedStdout;
 use crate::command::{Command, Plan};
 
 fn main() -> ExitCode {
@@ -54,7 +55,7 @@ fn main() -> ExitCode {
         // So does a stop signal while nobody was reading stdout.
         Err(err) if is_broken_pipe(&err) || is_abandoned(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            let _ = std::io::stdout().flush();
+            let _ = SharedStdout.flush();
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
@@ -118,19 +119,19 @@ fn is_abandoned(err: &anyhow::Error) -> bool {
 
 fn run(args: Args) -> Result<()> {
     let plan = Plan::from_args(args)?;
-    let stdout = std::io::stdout();
-    let tty = stdout.is_terminal();
-    let mut out = stdout.lock();
+    let tty = std::io::stdout().is_terminal();
     if plan.command == Command::Version {
         print_banner(plan.json);
-        writeln!(out, "{}", commands::version_line())?;
+        println!("{}", commands::version_line());
         return Ok(());
     }
     let stop = Arc::new(AtomicBool::new(false));
     if !matches!(plan.command, Command::Monitor(_)) {
         // One report, one write(2) where it fits the buffer (`-s` on 160 CPUs is ~900
-        // lines); flushed before main prints an error, so stdout's lines come first.
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+        // lines), shared with the library's log lines (`WARN:`, `-v`'s `INFO:`), which pqos
+        // prints on stdout too: they come out in order, after the banner. Flushed before
+        // main prints an error, so stdout's lines come first.
+        let mut out = SharedStdout;
         // `-u json` keeps stdout pure JSON: the banner goes to stderr then.
         if plan.json {
             eprint!("{NOTE_BANNER}");
@@ -141,7 +142,8 @@ fn run(args: Args) -> Result<()> {
         let flushed = out.flush().map_err(anyhow::Error::from);
         return result.and(flushed);
     }
-    drop(out);
+    // Monitoring prints as it goes: what the library logs goes out at once.
+    SharedStdout::unbuffer()?;
     for sig in [
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,

@@ -26,6 +26,7 @@ pub mod config;
 pub mod cpuid;
 mod cpuset;
 mod detect;
+pub mod discovery;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 pub mod file;

@@ -2,15 +2,18 @@
 //!
 //! Messages are `log` crate records from this program and the `rdt*` libraries, written as
 //! pqos's library writes them: `WARN: ...`, `INFO: ...` (`-v`), `DEBUG: ...` (`-V`), one per
-//! line, to stderr, or appended to the `-l` file instead (opened like pqos: created 0600,
-//! never truncated, a symbolic link refused). Errors that end the program are not log
-//! messages: they stay on stderr even with `-l`.
+//! line, to stdout as pqos's library does (its default log file descriptor is
+//! `STDOUT_FILENO`), after the `NOTE:` banner and before the report; to stderr under `-u json`,
+//! which keeps stdout pure JSON; or appended to the `-l` file instead (opened like pqos:
+//! created 0600, never truncated, a symbolic link refused). Errors that end the program are
+//! not log messages: they stay on stderr even with `-l`.
 //!
 //! Other crates' records (fuser, ...) are left out.
 
-use std::io::Write;
+use std::io::{BufWriter, Stdout, Write};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{LazyLock, Mutex};
 
 use log::{Level, LevelFilter, Log, Metadata, Record};
 
@@ -26,11 +29,60 @@ pub const fn level_for(verbosity: u8) -> LevelFilter {
     }
 }
 
+/// The process's stdout as the report and the log lines share it: one 64 KiB buffer behind
+/// a lock, so that log lines and report lines come out in the order they were written, and a
+/// report with its log lines is one write(2) when it fits. [`Write::flush`] writes the
+/// buffer out; after [`SharedStdout::unbuffer`] (a run that prints as it goes, monitoring)
+/// every write goes out at once.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SharedStdout;
+
+static SHARED_STDOUT: LazyLock<Mutex<BufWriter<Stdout>>> =
+    LazyLock::new(|| Mutex::new(BufWriter::with_capacity(1 << 16, std::io::stdout())));
+
+static UNBUFFERED: AtomicBool = AtomicBool::new(false);
+
+impl SharedStdout {
+    /// From now on every write is written out at once (what is buffered first).
+    ///
+    /// # Errors
+    /// Writing out the buffer fails.
+    pub fn unbuffer() -> std::io::Result<()> {
+        UNBUFFERED.store(true, Ordering::Relaxed);
+        Self.flush()
+    }
+
+    fn lock() -> std::sync::MutexGuard<'static, BufWriter<Stdout>> {
+        // A panic while writing leaves bytes, not a broken invariant: keep going.
+        SHARED_STDOUT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Write for SharedStdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut out = Self::lock();
+        let n = out.write(buf)?;
+        if UNBUFFERED.load(Ordering::Relaxed) {
+            out.flush()?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Self::lock().flush()
+    }
+}
+
 /// A log sink: records of the `pqos`/`rdt*` crates at or below a level, formatted as pqos
 /// does, written to one writer.
 pub struct Sink {
     level: LevelFilter,
     out: Mutex<Box<dyn Write + Send>>,
+    /// Flush after each line (a file, stderr); not on [`SharedStdout`], flushed with the
+    /// report.
+    flush_lines: bool,
 }
 
 impl std::fmt::Debug for Sink {
@@ -48,17 +100,29 @@ impl Sink {
         Self {
             level,
             out: Mutex::new(out),
+            flush_lines: true,
         }
     }
 
-    /// The sink `-l`/`-v`/`-V` ask for: the file (opened safely) or stderr.
+    /// The sink `-l`/`-v`/`-V` ask for: the file (opened safely), else stdout
+    /// ([`SharedStdout`], with the report), or stderr when stdout carries JSON (`json`).
     ///
     /// # Errors
     /// The log file is a symbolic link or cannot be opened.
-    pub fn for_args(log_file: Option<&Path>, verbosity: u8) -> Result<Self, SafeOpenError> {
+    pub fn for_args(
+        log_file: Option<&Path>,
+        verbosity: u8,
+        json: bool,
+    ) -> Result<Self, SafeOpenError> {
         let out: Box<dyn Write + Send> = match log_file {
             Some(path) => Box::new(open_append(path)?),
-            None => Box::new(std::io::stderr()),
+            None if json => Box::new(std::io::stderr()),
+            None => {
+                return Ok(Self {
+                    flush_lines: false,
+                    ..Self::new(level_for(verbosity), Box::new(SharedStdout))
+                });
+            }
         };
         Ok(Self::new(level_for(verbosity), out))
     }
@@ -96,7 +160,9 @@ impl Log for Sink {
         if let Ok(mut out) = self.out.lock() {
             // A log line that cannot be written is dropped: logging never fails the run.
             let _ = writeln!(out, "{}: {}", prefix(record.level()), record.args());
-            let _ = out.flush();
+            if self.flush_lines {
+                let _ = out.flush();
+            }
         }
     }
 
@@ -161,7 +227,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pqos.log");
         std::fs::write(&path, "old\n").unwrap();
-        let sink = Sink::for_args(Some(&path), 1).unwrap();
+        let sink = Sink::for_args(Some(&path), 1, false).unwrap();
         emit(&sink, Level::Info, "pqos", "hello");
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
@@ -169,7 +235,7 @@ mod tests {
         );
         let link = dir.path().join("link.log");
         std::os::unix::fs::symlink(&path, &link).unwrap();
-        let e = Sink::for_args(Some(&link), 0).unwrap_err();
+        let e = Sink::for_args(Some(&link), 0, false).unwrap_err();
         assert!(e.to_string().contains("is a symlink"), "{e}");
     }
 }

@@ -80,11 +80,12 @@ pub fn every_write_position<S: PartialEq + std::fmt::Debug>(
             "killed at write {n}: its journal stays"
         );
         let s = m.pqos(&["-s"]).ok();
+        // a WARN: record of the library, on stdout as pqos's library logs
         assert!(
-            s.stderr
+            s.warnings
                 .contains("rolled back the allocation change of process"),
             "killed at write {n}: {}",
-            s.stderr
+            s.raw_stdout
         );
         assert_eq!(state(), before, "killed at write {n}");
         assert!(

@@ -19,15 +19,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::eqnice;
-use crate::util::{Machine, Sim};
-
-/// Where the real pqos samples are kept (this crate's test data).
-const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pqos");
-
-fn sample(name: &str) -> String {
-    let path = Path::new(SAMPLES).join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use crate::util::{Machine, Sim, sample};
 
 /// pqos v25.04's banner: the first two lines of the preamble sample.
 fn note_banner() -> String {

@@ -9,6 +9,16 @@ use std::process::{Child, Command, Output, Stdio};
 /// The `pqos` binary of this package, built by Cargo for its integration tests.
 pub const PQOS: &str = env!("CARGO_BIN_EXE_pqos");
 
+/// Where the real pqos samples are kept (this crate's test data, provenance in its
+/// SOURCES.md).
+const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pqos");
+
+/// A real pqos sample's text.
+pub fn sample(name: &str) -> String {
+    let path = std::path::Path::new(SAMPLES).join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// A simulated machine: a built-in model and a private state file in a temp dir.
 pub struct Sim {
     model: String,
