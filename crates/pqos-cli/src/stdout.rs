@@ -89,7 +89,7 @@ impl Detached {
             .error
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        kind.map(io::Error::from)
+        kind.map(|k| pqos_cli::args::logger::stdout_error(io::Error::from(k)))
     }
 
     /// Hands everything written so far to the thread and waits for it to be written: at

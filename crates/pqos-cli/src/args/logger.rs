@@ -63,16 +63,24 @@ impl SharedStdout {
 impl Write for SharedStdout {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let mut out = Self::lock();
-        let n = out.write(buf)?;
+        let n = out.write(buf).map_err(stdout_error)?;
         if UNBUFFERED.load(Ordering::Relaxed) {
-            out.flush()?;
+            out.flush().map_err(stdout_error)?;
         }
         Ok(n)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        Self::lock().flush()
+        Self::lock().flush().map_err(stdout_error)
     }
+}
+
+/// A failed write to stdout, saying so (`pqos -s > /dev/full`: "writing to stdout: No space
+/// left on device"), of the same kind (a closed pipe stays
+/// [`std::io::ErrorKind::BrokenPipe`]).
+#[must_use]
+pub fn stdout_error(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("writing to stdout: {e}"))
 }
 
 /// A log sink: records of the `pqos`/`rdt*` crates at or below a level, formatted as pqos

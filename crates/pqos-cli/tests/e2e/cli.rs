@@ -379,3 +379,26 @@ fn sim_model(dir: &Path, model: &str, args: &[&str]) -> Run {
     full.extend_from_slice(args);
     pqos(&full, &[])
 }
+
+/// A full stdout is an error that names it, for a report and for monitoring (they failed
+/// with the errno alone: "No space left on device").
+#[test]
+fn a_full_stdout_is_named_in_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state.json");
+    for args in [&["-s"][..], &["-m", "llc:0", "-t", "1"][..]] {
+        let out = Command::new(PQOS)
+            .args(["--sim", "--sim-state", state.to_str().unwrap()])
+            .args(args)
+            .env_remove("RUST_BACKTRACE")
+            .stdout(std::fs::File::create("/dev/full").expect("/dev/full"))
+            .output()
+            .expect("run pqos");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("error: writing to stdout: "),
+            "{args:?}: {stderr}"
+        );
+    }
+}
