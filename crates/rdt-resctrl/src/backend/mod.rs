@@ -558,21 +558,11 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     }
 
     fn cpu_classes(&mut self) -> Result<Vec<(LogicalCpu, Option<ClassId>)>, ResctrlError> {
-        let ctrl = {
-            let _g = self.lock.shared()?;
-            self.cpu_homes()?.0
-        };
+        // A CPU's only error in `associations` is another tool's group: no class.
         Ok(self
-            .topology
-            .cpus()
-            .iter()
-            .map(|p| {
-                let class = match ctrl.iter().find(|(_, s)| s.contains(p.cpu)) {
-                    None => Some(ClassId::new(0)),
-                    Some((g, _)) => self.class_of_group(g).map(ClassId::new),
-                };
-                (p.cpu, class)
-            })
+            .associations()?
+            .into_iter()
+            .map(|(cpu, a)| (cpu, a.ok().map(|(class, _)| class)))
             .collect())
     }
 
