@@ -73,9 +73,9 @@
 //!   the unit in force. YAML is read as YAML 1.2 (`yes`/`on` are strings, not booleans).
 //! - `options.*.optional` defaults to `false` (required), as goresctrl's code has it (its
 //!   documentation says the default is `true`).
-//! - On AMD, MBA limits are not percentages: a file with `mbAllocation` is refused there
-//!   unless `options.mb.optional` is set... and then the limits are still refused by the
-//!   platform check (resctrl on AMD takes bandwidth units, which goresctrl has no form for).
+//! - On AMD, resctrl's MB values are bandwidth units, which goresctrl has no form for: the
+//!   platform counts as having no MBA (an `mbAllocation` is refused unless
+//!   `options.mb.optional` is set, then skipped).
 //!
 //! # References
 //! - goresctrl, `pkg/rdt/config.go` and `doc/rdt.md` (github.com/intel/goresctrl).
@@ -647,10 +647,10 @@ impl Parser<'_> {
     }
 
     fn class(&mut self, name: &str, node: &Node, at: At) -> Result<Class, ConfigError> {
-        if !ROOT_NAMES.contains(&name) {
-            if let Some(problem) = name_problem(name) {
-                return Err(self.error(&at, problem));
-            }
+        if !ROOT_NAMES.contains(&name)
+            && let Some(problem) = name_problem(name)
+        {
+            return Err(self.error(&at, problem));
         }
         let entries = self.mapping(node, &at)?;
         let [l2, l3, mb, kubernetes] = self.fields(
@@ -1050,7 +1050,7 @@ impl GoresctrlConfig {
             };
             let Some(level) = platform.cat(resource) else {
                 for (p, c) in self.classes() {
-                    if let Some(a) = Self::cat_of(resource, &c.l2, &c.l3) {
+                    if let Some(a) = Self::cat_of(resource, c.l2.as_ref(), c.l3.as_ref()) {
                         if !optional {
                             return Err(self.error(
                                 ConfigErrorKind::Platform,
@@ -1138,12 +1138,12 @@ impl GoresctrlConfig {
 
     const fn cat_of<'a>(
         resource: CatResource,
-        l2: &'a Option<CatAllocation>,
-        l3: &'a Option<CatAllocation>,
+        l2: Option<&'a CatAllocation>,
+        l3: Option<&'a CatAllocation>,
     ) -> Option<&'a CatAllocation> {
         match resource {
-            CatResource::L2 => l2.as_ref(),
-            CatResource::L3 => l3.as_ref(),
+            CatResource::L2 => l2,
+            CatResource::L3 => l3,
         }
     }
 
@@ -1235,7 +1235,7 @@ impl GoresctrlConfig {
         let allocs: Vec<Option<&CatAllocation>> = self
             .partitions
             .iter()
-            .map(|p| Self::cat_of(resource, &p.l2, &p.l3))
+            .map(|p| Self::cat_of(resource, p.l2.as_ref(), p.l3.as_ref()))
             .collect();
         for &domain in &level.domains {
             let id = domain.get();
@@ -1478,7 +1478,7 @@ impl GoresctrlConfig {
         out: &mut ResolvedClass,
     ) -> Result<(), ConfigError> {
         let full = low(u64::from(level.cbm_len));
-        let own = Self::cat_of(resource, &class.l2, &class.l3);
+        let own = Self::cat_of(resource, class.l2.as_ref(), class.l3.as_ref());
         let scopes: &[(MaskScope, CdpType)] = if level.cdp {
             &[
                 (MaskScope::Code, CdpType::Code),
@@ -1619,7 +1619,7 @@ impl GoresctrlConfig {
     ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
         let platform = GoresctrlPlatform::of(backend.capabilities(), backend.topology());
         let resolved = self.resolve(&platform)?;
-        let mut warnings: Vec<String> = resolved.warnings.iter().map(|w| w.to_string()).collect();
+        let mut warnings: Vec<String> = resolved.warnings.iter().map(ToString::to_string).collect();
         let mut ids = Vec::new();
         for c in &resolved.classes {
             let id = if c.is_root() {
@@ -1693,6 +1693,9 @@ impl GoresctrlConfig {
             let PlanWarning::Shareable { index, .. } = w;
             self.warning(origins[*index], w.to_string()).to_string()
         }));
+        // One remark per place, not one per cache id.
+        let mut seen = std::collections::BTreeSet::new();
+        warnings.retain(|w| seen.insert(w.clone()));
         Ok(ConfigPlan {
             classes: resolved
                 .classes
