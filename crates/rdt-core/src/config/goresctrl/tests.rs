@@ -752,3 +752,79 @@ fn too_many_partitions_for_the_ways_are_refused_not_divided_by_zero() {
         "{e}"
     );
 }
+
+/// Any text: parsing never panics, an error's line is within the text, and a parsed file
+/// resolves (or is refused) without panicking on a platform with L2, L3 (CDP) and MB.
+#[test]
+fn fuzz_goresctrl_yaml_never_panics_and_errors_name_a_line_of_the_file() {
+    use crate::fake::fuzz::{fuzz, text};
+    use proptest::prelude::*;
+    const WORDS: &[&str] = &[
+        "partitions:",
+        "options:",
+        "classes:",
+        "l2Allocation:",
+        "l3Allocation:",
+        "mbAllocation:",
+        "unified:",
+        "code:",
+        "data:",
+        "all:",
+        "optional: true",
+        "kubernetes:",
+        "system/default:",
+        "\"\":",
+        "p:",
+        "q:",
+        "c:",
+        "\n",
+        "\n  ",
+        "\n    ",
+        "\n      ",
+        " ",
+        "60%",
+        "101%",
+        "0-100%",
+        "50-20%",
+        "0xff",
+        "0x0",
+        "0-7",
+        "7,8",
+        "0-1:",
+        "2-3:",
+        "[",
+        "]",
+        "\"100%\"",
+        "\"1000MBps\"",
+        "MBps",
+        ",",
+        "&a",
+        "*a",
+        "---",
+        "{",
+        "}",
+        "~",
+    ];
+    let platform = GoresctrlPlatform {
+        l2: Some(l3(16, 1, false)),
+        l3: Some(l3(20, 2, true)),
+        mb: Some(mb(false)),
+    };
+    fuzz("GoresctrlConfig::parse_yaml", text(WORDS, 60), |t| {
+        // YAML's line breaks: `\r\n`, `\r` and `\n`; an error at the end of the input
+        // may name the line after the last.
+        let lines = t.replace("\r\n", "\n").split(['\n', '\r']).count() + 1;
+        match GoresctrlConfig::parse_yaml(&t, Path::new("f.yaml")) {
+            Ok(c) => {
+                if let Err(e) = c.resolve(&platform) {
+                    prop_assert!(e.line().is_some_and(|l| l <= lines), "{e} of {t:?}");
+                    prop_assert!(e.key().is_some(), "a key path: {e} of {t:?}");
+                }
+            }
+            Err(e) => {
+                prop_assert!(e.line().is_none_or(|l| l <= lines), "{e} of {t:?}");
+            }
+        }
+        Ok(())
+    });
+}
