@@ -1,7 +1,9 @@
 //! A container runtime's use of `rdt_pqos::oci`: reads an OCI bundle's `config.json`, puts
 //! the container's process in the resctrl group its `linux.intelRdt` asks for, waits for the
-//! process to exit (the container's life), then deletes the group if it was the container's
-//! own: `cargo run --features oci --example oci_runtime CONFIG.json CONTAINER_ID PID`.
+//! process to exit (the container's life), prints its statistics as runc's `events --stats`
+//! does when `enableMonitoring` is set (JSON, runc's field names), then deletes the group if
+//! it was the container's own:
+//! `cargo run --features oci --example oci_runtime CONFIG.json CONTAINER_ID PID`.
 use oci_spec::runtime::Spec;
 use rdt_pqos::{Iface, OpenOptions, TaskId, oci, proc::ProcFs};
 
@@ -26,6 +28,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     while ProcFs::host().exists(pid) {
         std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if placed.monitor.is_some() {
+        let stats = oci::stats(&mut rdt, &placed)?;
+        println!(
+            "container {id}: intel_rdt {}",
+            serde_json::to_string(&stats)?
+        );
     }
     println!(
         "container {id}: group {:?} on delete",

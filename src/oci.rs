@@ -19,8 +19,14 @@
 //! (another container sharing the `closID` keeps it), as runc removes the container's own
 //! group and leaves pre-configured ones.
 //!
-//! Not supported yet, and refused with [`OciError::Unsupported`]: `enableMonitoring` (and the
-//! deprecated `enableCMT`/`enableMBM`), and `SMBA` lines.
+//! `enableMonitoring` (and the deprecated `enableCMT`/`enableMBM`, which mean the same here)
+//! gives the container its own counters, as runc does: when the group is the container's
+//! own (no `closID`, made by [`apply`]) the group's monitoring is the container's; otherwise
+//! a monitor group `<group>/mon_groups/<container id>` is made and the process put in it.
+//! [`stats`] reads them in the shape runtimes report ([`IntelRdtStats`], runc's
+//! `intelrdt.Stats`); [`remove`] takes the monitor group away with the container.
+//!
+//! Not supported yet, and refused with [`OciError::Unsupported`]: `SMBA` lines.
 //!
 //! # Example: a runtime's create and delete
 //! ```no_run
@@ -100,14 +106,93 @@ pub enum OciError {
     Platform(String),
 }
 
-/// A container placed by [`apply`]: what [`remove`] needs (a runtime keeps it in its
-/// container state).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A container placed by [`apply`]: what [`remove`] and [`stats`] need (a runtime keeps it
+/// in its container state; it serializes with serde).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Placed {
     /// The resctrl group.
     pub group: String,
     /// Whether [`apply`] made the group (then [`remove`] may take it away).
     pub created: bool,
+    /// With `enableMonitoring`: the group whose counters are the container's, relative to
+    /// the resctrl root: [`Placed::group`] itself when it is the container's own, else the
+    /// monitor group `<group>/mon_groups/<container id>` [`apply`] made.
+    pub monitor: Option<String>,
+}
+
+/// runc's `intelrdt.Stats` (`libcontainer/intelrdt/stats.go`), with its JSON names: the
+/// statistics a runtime reports for a container's `intelRdt` ([`stats`]). Empty strings
+/// and `None`s are left out of the JSON, as Go's `omitempty` does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct IntelRdtStats {
+    /// `info/L3`: the platform's L3 CAT, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub l3_cache_info: Option<L3CacheInfo>,
+    /// The root group's L3 schema line (`L3:0=7ff;1=7ff`).
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub l3_cache_schema_root: String,
+    /// The container's group's L3 schema line.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub l3_cache_schema: String,
+    /// `info/MB`: the platform's MBA, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mem_bw_info: Option<MemBwInfo>,
+    /// The root group's `MB:` line.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub mem_bw_schema_root: String,
+    /// The container's group's `MB:` line.
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub mem_bw_schema: String,
+    /// MBM, one entry per L3 monitoring domain in domain order, when monitoring is on and
+    /// the platform counts memory bandwidth.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mbm_stats: Option<Vec<MbmNumaNodeStats>>,
+    /// CMT, one entry per L3 monitoring domain in domain order, when monitoring is on and
+    /// the platform counts LLC occupancy.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cmt_stats: Option<Vec<CmtNumaNodeStats>>,
+}
+
+/// runc's `L3CacheInfo`: resctrl's `info/L3` files.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct L3CacheInfo {
+    /// `cbm_mask`, as the file has it (hex without `0x`).
+    #[serde(skip_serializing_if = "String::is_empty", default)]
+    pub cbm_mask: String,
+    /// `min_cbm_bits`.
+    pub min_cbm_bits: u64,
+    /// `num_closids`.
+    pub num_closids: u64,
+}
+
+/// runc's `MemBwInfo`: resctrl's `info/MB` files.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MemBwInfo {
+    /// `bandwidth_gran`, in percent.
+    pub bandwidth_gran: u64,
+    /// `delay_linear` (1 linear, 0 not).
+    pub delay_linear: u64,
+    /// `min_bandwidth`, in percent.
+    pub min_bandwidth: u64,
+    /// `num_closids`.
+    pub num_closids: u64,
+}
+
+/// runc's `MBMNumaNodeStats`: one L3 monitoring domain's memory traffic, in bytes since
+/// the group was made (the kernel's `mbm_total_bytes`, `mbm_local_bytes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MbmNumaNodeStats {
+    /// `mbm_total_bytes`.
+    pub mbm_total_bytes: u64,
+    /// `mbm_local_bytes`.
+    pub mbm_local_bytes: u64,
+}
+
+/// runc's `CMTNumaNodeStats`: one L3 monitoring domain's occupancy now, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CmtNumaNodeStats {
+    /// `llc_occupancy`.
+    pub llc_occupancy: u64,
 }
 
 /// One value to write: a cache mask or a bandwidth limit in one domain.
@@ -303,14 +388,16 @@ pub fn apply(
     pid: TaskId,
 ) -> Result<Placed, OciError> {
     #[allow(deprecated)] // the v1.2 flags mean the same as enableMonitoring
-    if spec.enable_monitoring().unwrap_or(false)
+    let monitoring = spec.enable_monitoring().unwrap_or(false)
         || spec.enable_cmt().unwrap_or(false)
-        || spec.enable_mbm().unwrap_or(false)
-    {
-        return Err(OciError::Unsupported("enableMonitoring"));
-    }
+        || spec.enable_mbm().unwrap_or(false);
     if rdt.interface() != Interface::Os {
         return Err(OciError::NotResctrl);
+    }
+    if monitoring && !rdt.capabilities().monitoring.is_present() {
+        return Err(OciError::Platform(
+            "enableMonitoring: this platform has no CMT/MBM (resctrl has no info/L3_MON)".into(),
+        ));
     }
     let group = spec
         .clos_id()
@@ -364,10 +451,150 @@ pub fn apply(
         .map_err(platform)?
         .into_result()
         .map_err(platform)?;
+    let created = !exists;
+    let monitor = if !monitoring {
+        None
+    } else if created && spec.clos_id().is_none() {
+        // The group is the container's own: its counters are the container's.
+        Some(group.clone())
+    } else {
+        let made = rdt
+            .resctrl_mut()
+            .ok_or(OciError::NotResctrl)?
+            .place_in_mon_group(&group, container_id, pid);
+        match made {
+            Ok(path) => Some(path),
+            Err(e) => {
+                // Undo the placement: the process back to the root, a group made here away.
+                let _ = transaction::run(rdt, &[Change::task(pid, ClassId::new(0))]);
+                if created && let Some(r) = rdt.resctrl_mut() {
+                    let _ = r.remove_named_group(&group);
+                }
+                return Err(platform(format!("enableMonitoring: {e}")));
+            }
+        }
+    };
     Ok(Placed {
         group,
-        created: !exists,
+        created,
+        monitor,
     })
+}
+
+/// The statistics of a container [`apply`] placed, as runc reports them
+/// ([`IntelRdtStats`]): the platform's `info/L3` and `info/MB`, the root's and the
+/// group's `L3` and `MB` schema lines, and with monitoring the counters of
+/// [`Placed::monitor`] per L3 monitoring domain (read through the backend's counter
+/// reader, the one its monitoring uses).
+///
+/// Like runc, the L3 lines are the last `schemata` line whose name starts with `L3`
+/// (`L3DATA` with CDP on); the MB lines are the `MB:` line.
+///
+/// # Errors
+/// [`OciError::NotResctrl`]; a platform error (a file cannot be read, the group is gone).
+pub fn stats(rdt: &mut Rdt, placed: &Placed) -> Result<IntelRdtStats, OciError> {
+    let resctrl = rdt.resctrl_mut().ok_or(OciError::NotResctrl)?;
+    let info = resctrl.info();
+    let l3_cache_info = info
+        .caches
+        .get("L3")
+        .or_else(|| info.caches.get("L3CODE"))
+        .map(|c| L3CacheInfo {
+            cbm_mask: format!("{:x}", c.cbm_mask),
+            min_cbm_bits: u64::from(c.min_cbm_bits),
+            num_closids: u64::from(c.num_closids),
+        });
+    let mem_bw_info = info.mb.as_ref().map(|m| MemBwInfo {
+        bandwidth_gran: u64::from(m.bandwidth_gran),
+        delay_linear: u64::from(m.delay_linear),
+        min_bandwidth: u64::from(m.min_bandwidth),
+        num_closids: u64::from(m.num_closids),
+    });
+    let lines = |group: &str| -> Result<(String, String), OciError> {
+        let text = resctrl.group_schemata(group).map_err(platform)?.to_string();
+        let l3 = text
+            .lines()
+            .map(str::trim)
+            .rfind(|l| l.starts_with("L3"))
+            .unwrap_or_default()
+            .to_owned();
+        let mb = text
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("MB:"))
+            .unwrap_or_default()
+            .to_owned();
+        Ok((l3, mb))
+    };
+    let (l3_root, mb_root) = lines("")?;
+    let (l3, mb) = lines(&placed.group)?;
+    let mut out = IntelRdtStats {
+        l3_cache_schema_root: if l3_cache_info.is_some() {
+            l3_root
+        } else {
+            String::new()
+        },
+        l3_cache_schema: if l3_cache_info.is_some() {
+            l3
+        } else {
+            String::new()
+        },
+        mem_bw_schema_root: if mem_bw_info.is_some() {
+            mb_root
+        } else {
+            String::new()
+        },
+        mem_bw_schema: if mem_bw_info.is_some() {
+            mb
+        } else {
+            String::new()
+        },
+        l3_cache_info,
+        mem_bw_info,
+        ..IntelRdtStats::default()
+    };
+    if let Some(group) = &placed.monitor {
+        let counters = resctrl.read_group_counters(group).map_err(platform)?;
+        let events = rdt_core_events(resctrl.capabilities());
+        let domains = resctrl.mon_domains().to_vec();
+        let value = |d: u32, e: crate::RmidEvent| {
+            counters
+                .iter()
+                .find(|c| c.domain == d && c.event == e)
+                .map_or(0, |c| c.bytes)
+        };
+        if events.1 {
+            out.mbm_stats = Some(
+                domains
+                    .iter()
+                    .map(|&d| MbmNumaNodeStats {
+                        mbm_total_bytes: value(d, crate::RmidEvent::MbmTotal),
+                        mbm_local_bytes: value(d, crate::RmidEvent::MbmLocal),
+                    })
+                    .collect(),
+            );
+        }
+        if events.0 {
+            out.cmt_stats = Some(
+                domains
+                    .iter()
+                    .map(|&d| CmtNumaNodeStats {
+                        llc_occupancy: value(d, crate::RmidEvent::LlcOccupancy),
+                    })
+                    .collect(),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the platform counts (LLC occupancy, memory bandwidth).
+fn rdt_core_events(caps: &crate::Capabilities) -> (bool, bool) {
+    let e = caps.supported_events();
+    (
+        e.contains(crate::MonEvents::LLC_OCCUPANCY),
+        e.intersects(crate::MonEvents::MBM_TOTAL | crate::MonEvents::MBM_LOCAL),
+    )
 }
 
 /// What [`remove`] did with the group.
@@ -380,16 +607,25 @@ pub enum Removed {
     Kept,
 }
 
-/// Takes the container's group away when [`apply`] made it and no task is left in it
-/// (module docs). Call it after the container's processes have exited.
+/// Takes the container's monitor group away (when [`apply`] made one and no task is left
+/// in it), then its group when [`apply`] made it and no task is left in it (module docs).
+/// Call it after the container's processes have exited.
 ///
 /// # Errors
 /// [`OciError::NotResctrl`]; a platform error.
 pub fn remove(rdt: &mut Rdt, placed: &Placed) -> Result<Removed, OciError> {
+    let resctrl = rdt.resctrl_mut().ok_or(OciError::NotResctrl)?;
+    // The container's monitor group goes first (a control group with one is never removed).
+    if let Some(mon) = placed
+        .monitor
+        .as_deref()
+        .filter(|m| m.contains("mon_groups/"))
+    {
+        resctrl.remove_mon_group(mon).map_err(platform)?;
+    }
     if !placed.created {
         return Ok(Removed::Kept);
     }
-    let resctrl = rdt.resctrl_mut().ok_or(OciError::NotResctrl)?;
     if resctrl
         .remove_named_group(&placed.group)
         .map_err(platform)?

@@ -165,7 +165,8 @@ fn oci_runtime_places_the_container_and_deletes_its_group_when_it_exits() {
     std::fs::write(
         &config,
         r#"{"ociVersion": "1.2.0", "root": {"path": "rootfs"},
-            "linux": {"intelRdt": {"l3CacheSchema": "L3:0=3f;1=3f", "memBwSchema": "MB:0=40;1=40"}}}"#,
+            "linux": {"intelRdt": {"l3CacheSchema": "L3:0=3f;1=3f", "memBwSchema": "MB:0=40;1=40",
+                                   "enableMonitoring": true}}}"#,
     )
     .expect("config.json");
     let mut child = Command::new("sleep").arg("1").spawn().expect("sleep");
@@ -201,5 +202,18 @@ fn oci_runtime_places_the_container_and_deletes_its_group_when_it_exits() {
         text.ends_with("container ctr-42: group Group on delete\n"),
         "{text}"
     );
+    // runc's statistics, its JSON names, the container's group's own counters
+    let stats = text
+        .lines()
+        .find_map(|l| l.strip_prefix("container ctr-42: intel_rdt "))
+        .expect("a statistics line");
+    let stats: serde_json::Value = serde_json::from_str(stats).expect("JSON");
+    assert_eq!(stats["mem_bw_schema"], "MB:0=40;1=40", "{stats}");
+    assert_eq!(
+        stats["mbm_stats"].as_array().map(Vec::len),
+        Some(2),
+        "{stats}"
+    );
+    assert!(stats["cmt_stats"][0]["llc_occupancy"].is_u64(), "{stats}");
     assert!(!group.exists(), "the container's own group went with it");
 }

@@ -189,13 +189,195 @@ fn mb_lines_of_l3cacheschema_give_way_to_membwschema_and_bad_fields_are_named() 
             r#"{"closID": "h", "l3CacheSchema": "L3:0=fffff"}"#,
             "wider than the 11-bit",
         ),
-        (
-            r#"{"closID": "h", "l3CacheSchema": "L3:0=f", "enableMonitoring": true}"#,
-            "enableMonitoring is not supported yet",
-        ),
     ] {
         let e = oci::apply(&mut rdt, &spec(json), "c", ctr.task()).expect_err(json);
         assert!(e.to_string().contains(says), "{json}: {e}");
         assert!(!root.join("h").exists(), "{json}: nothing made");
     }
+}
+
+/// The `mon_data` counter `event` of `group` in L3 domain `d`, as the file reads.
+fn counter(root: &Path, group: &str, d: u32, event: &str) -> u64 {
+    let rel = if group.is_empty() {
+        format!("mon_data/mon_L3_{d:02}/{event}")
+    } else {
+        format!("{group}/mon_data/mon_L3_{d:02}/{event}")
+    };
+    read(root, &rel).trim().parse().expect("a count")
+}
+
+#[test]
+fn monitoring_without_closid_is_the_containers_own_group_and_stats_are_runcs() {
+    // arrange
+    let m = TestMount::builtin("skylake-sp");
+    let root = resctrl(&m);
+    let mut rdt = open(&m);
+    let ctr = Sleeper::new();
+    let s = spec(
+        r#"{"l3CacheSchema": "L3:0=3;1=3", "memBwSchema": "MB:0=50;1=50", "enableMonitoring": true}"#,
+    );
+    // act
+    let placed = oci::apply(&mut rdt, &s, "ctr-mon", ctr.task()).expect("apply");
+    let stats = oci::stats(&mut rdt, &placed).expect("stats");
+    // assert: no monitor group, the group's own counters
+    assert_eq!(placed.monitor.as_deref(), Some("ctr-mon"));
+    assert!(!root.join("ctr-mon/mon_groups/ctr-mon").exists());
+    let info = stats.l3_cache_info.as_ref().expect("L3 info");
+    assert_eq!(info.cbm_mask, "7ff");
+    assert_eq!(
+        info.num_closids,
+        read(&root, "info/L3/num_closids")
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    );
+    assert!(stats.l3_cache_schema.starts_with("L3:0="), "{stats:?}");
+    assert_eq!(stats.mem_bw_schema, "MB:0=50;1=50");
+    assert_eq!(stats.mem_bw_schema_root, "MB:0=100;1=100");
+    let mb = stats.mem_bw_info.as_ref().expect("MB info");
+    assert_eq!(mb.bandwidth_gran, 10);
+    let mbm = stats.mbm_stats.as_ref().expect("mbm_stats");
+    let cmt = stats.cmt_stats.as_ref().expect("cmt_stats");
+    assert_eq!((mbm.len(), cmt.len()), (2, 2));
+    for (d, node) in (0u32..).zip(mbm) {
+        // MBM counts only go up: the files read after stats() hold at least what it gave.
+        let total = counter(&root, "ctr-mon", d, "mbm_total_bytes");
+        let local = counter(&root, "ctr-mon", d, "mbm_local_bytes");
+        assert!(node.mbm_total_bytes <= total && node.mbm_local_bytes <= local);
+    }
+    // runc's JSON names; empty fields left out as Go's omitempty does
+    let json = serde_json::to_value(&stats).expect("json");
+    for key in [
+        "l3_cache_info",
+        "l3_cache_schema_root",
+        "l3_cache_schema",
+        "mem_bw_info",
+        "mem_bw_schema_root",
+        "mem_bw_schema",
+        "mbm_stats",
+        "cmt_stats",
+    ] {
+        assert!(json.get(key).is_some(), "{key} in {json}");
+    }
+    assert!(
+        json["mbm_stats"][0].get("mbm_total_bytes").is_some(),
+        "{json}"
+    );
+    assert!(
+        json["mbm_stats"][0].get("mbm_local_bytes").is_some(),
+        "{json}"
+    );
+    assert!(
+        json["cmt_stats"][1].get("llc_occupancy").is_some(),
+        "{json}"
+    );
+    assert!(
+        json["l3_cache_info"].get("min_cbm_bits").is_some(),
+        "{json}"
+    );
+    drop(ctr);
+    assert_eq!(
+        oci::remove(&mut rdt, &placed).expect("remove"),
+        Removed::Group
+    );
+    assert!(!root.join("ctr-mon").exists());
+}
+
+#[test]
+fn monitoring_with_a_shared_closid_gives_each_container_a_monitor_group_removed_with_it() {
+    // arrange: two containers in one closID, both monitored
+    let m = TestMount::builtin("skylake-sp");
+    let root = resctrl(&m);
+    let mut rdt = open(&m);
+    let (a, b) = (Sleeper::new(), Sleeper::new());
+    let s =
+        spec(r#"{"closID": "shared", "l3CacheSchema": "L3:0=f0;1=f0", "enableMonitoring": true}"#);
+    // act
+    let pa = oci::apply(&mut rdt, &s, "ctr-a", a.task()).expect("apply a");
+    let pb = oci::apply(&mut rdt, &s, "ctr-b", b.task()).expect("apply b");
+    // assert: one monitor group each, holding its own process, in the shared CLOSID
+    assert_eq!(pa.monitor.as_deref(), Some("shared/mon_groups/ctr-a"));
+    assert_eq!(pb.monitor.as_deref(), Some("shared/mon_groups/ctr-b"));
+    assert_eq!(
+        read(&root, "shared/mon_groups/ctr-a/tasks"),
+        format!("{}\n", a.task())
+    );
+    assert_eq!(
+        read(&root, "shared/mon_groups/ctr-b/tasks"),
+        format!("{}\n", b.task())
+    );
+    let tasks = read(&root, "shared/tasks");
+    assert!(
+        tasks.contains(&a.task().to_string()) && tasks.contains(&b.task().to_string()),
+        "{tasks}"
+    );
+    let sb = oci::stats(&mut rdt, &pb).expect("stats");
+    assert_eq!(sb.cmt_stats.as_ref().map(Vec::len), Some(2));
+    assert!(sb.l3_cache_schema.contains("f0"), "{sb:?}");
+    // the second container goes: its monitor group goes, the group stays for the first
+    drop(b);
+    assert_eq!(oci::remove(&mut rdt, &pb).expect("remove b"), Removed::Kept);
+    assert!(!root.join("shared/mon_groups/ctr-b").exists());
+    assert!(root.join("shared/mon_groups/ctr-a").exists());
+    // the first (which made the group) goes: both go
+    drop(a);
+    assert_eq!(
+        oci::remove(&mut rdt, &pa).expect("remove a"),
+        Removed::Group
+    );
+    assert!(!root.join("shared").exists());
+}
+
+#[test]
+fn placed_round_trips_through_a_runtimes_state_file() {
+    let placed = oci::Placed {
+        group: "g".into(),
+        created: true,
+        monitor: Some("g/mon_groups/c".into()),
+    };
+    let json = serde_json::to_string(&placed).expect("json");
+    assert_eq!(
+        json,
+        r#"{"group":"g","created":true,"monitor":"g/mon_groups/c"}"#
+    );
+    assert_eq!(
+        serde_json::from_str::<oci::Placed>(&json).expect("back"),
+        placed
+    );
+    // an empty statistics record is `{}`, as runc's omitempty fields give
+    assert_eq!(
+        serde_json::to_string(&oci::IntelRdtStats::default()).expect("json"),
+        "{}"
+    );
+}
+
+#[test]
+fn a_monitor_path_from_a_state_file_never_leaves_the_resctrl_root() {
+    let m = TestMount::builtin("skylake-sp");
+    let mut rdt = open(&m);
+    // A directory outside resctrl, and the relative path that would reach it from the root.
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(outside.path().join("mon_groups/x")).expect("mkdir");
+    let up = "../".repeat(resctrl(&m).components().count());
+    let escape = format!("{up}{}/mon_groups/x", outside.path().display());
+    for bad in [
+        escape.as_str(),
+        "g/../mon_groups/x",
+        "shared",
+        "a/b/mon_groups/x",
+    ] {
+        let placed = oci::Placed {
+            group: "g".into(),
+            created: false,
+            monitor: Some(bad.into()),
+        };
+        let e = oci::remove(&mut rdt, &placed);
+        assert!(
+            e.as_ref()
+                .is_err_and(|e| e.to_string().contains("not a monitor group"))
+                || (!bad.contains("mon_groups/") && e.is_ok()),
+            "{bad}: {e:?}"
+        );
+    }
+    assert!(outside.path().join("mon_groups/x").exists());
 }

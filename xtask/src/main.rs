@@ -1,13 +1,14 @@
 //! The workspace's own tasks, run as `cargo xtask TASK` (the alias is in `.cargo/config.toml`,
 //! after the cargo-xtask convention):
 //!
-//! - `cargo xtask man [--out DIR]`: pqos's man page, `DIR/pqos.1` (default `target/man`).
+//! - `cargo xtask man [--out DIR]`: the man pages of pqos and rdtset, `DIR/pqos.1` and
+//!   `DIR/rdtset.1` (default `target/man`).
 //! - `cargo xtask completions [--out DIR]`: pqos's shell completions for bash, zsh, fish,
 //!   elvish and PowerShell (default `target/completions`).
 //!
-//! Both are generated from the one clap definition of pqos's flags,
-//! [`pqos_cli::args::Args`], which pqos-cli's library target exposes to this crate; nothing
-//! here repeats a flag.
+//! Both are generated from the one clap definition of each command's flags,
+//! [`pqos_cli::args::Args`] and [`pqos_cli::rdtset::RdtsetArgs`], which pqos-cli's library
+//! target exposes to this crate; nothing here repeats a flag.
 //!
 //! Why a task and not a `build.rs` in pqos-cli: the page and the scripts are files to install,
 //! not inputs of the build. A build script would compile clap_mangen and clap_complete into
@@ -33,9 +34,9 @@ use clap::{CommandFactory, Parser};
     about = "The rdt workspace's tasks"
 )]
 enum Task {
-    /// Write pqos's man page, pqos.1 (roff), generated from its clap definition.
+    /// Write the man pages pqos.1 and rdtset.1 (roff), generated from their clap definitions.
     Man {
-        /// The directory to write pqos.1 in (created if missing) [default: target/man].
+        /// The directory to write them in (created if missing) [default: target/man].
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
@@ -51,12 +52,19 @@ enum Task {
 fn main() -> ExitCode {
     let task = Task::parse();
     let result = match task {
-        Task::Man { out } => man::render(&pqos_command())
-            .map_err(|e| format!("cannot render the man page: {e}"))
-            .and_then(|page| {
-                let dir = out.unwrap_or_else(|| default_out("man"));
-                write(&dir, man::FILE_NAME, &page)
-            }),
+        Task::Man { out } => {
+            let dir = out.unwrap_or_else(|| default_out("man"));
+            [
+                (pqos_command(), &man::PQOS),
+                (rdtset_command(), &man::RDTSET),
+            ]
+            .iter()
+            .try_for_each(|(cmd, page)| {
+                man::render(cmd, page)
+                    .map_err(|e| format!("cannot render {}: {e}", page.file_name))
+                    .and_then(|roff| write(&dir, page.file_name, &roff))
+            })
+        }
         Task::Completions { out } => completions::render_all(&pqos_command())
             .map_err(|e| format!("cannot render the completions: {e}"))
             .and_then(|files| {
@@ -78,6 +86,11 @@ fn main() -> ExitCode {
 /// pqos's command line, exactly as the `pqos` binary builds it.
 fn pqos_command() -> clap::Command {
     pqos_cli::args::Args::command()
+}
+
+/// rdtset's command line, exactly as the `rdtset` binary builds it.
+fn rdtset_command() -> clap::Command {
+    pqos_cli::rdtset::RdtsetArgs::command()
 }
 
 /// `$CARGO_TARGET_DIR/NAME`, else `target/NAME` at the workspace root.

@@ -1,6 +1,7 @@
-//! pqos's man page, `pqos.1`: clap_mangen's NAME, SYNOPSIS and OPTIONS of the clap
-//! definition, with DESCRIPTION, EXAMPLES (the examples of `pqos --help`, from the
-//! definition's after-help), ENVIRONMENT and SEE ALSO around them.
+//! The man pages of the workspace's commands, `pqos.1` and `rdtset.1`: clap_mangen's NAME,
+//! SYNOPSIS and OPTIONS of each command's clap definition, with DESCRIPTION, EXAMPLES (the
+//! examples of `--help`, from the definition's after-help), ENVIRONMENT and SEE ALSO around
+//! them ([`Page`] says what differs between the two).
 //!
 //! clap_mangen would print the after-help as one filled paragraph under `EXTRA`, running the
 //! example lines together; so its example lines become tagged paragraphs here instead, and
@@ -12,16 +13,20 @@ use clap::Command;
 use clap_mangen::Man;
 use clap_mangen::roff::{Roff, bold, roman};
 
-/// The page's file name: pqos in section 1.
-pub const FILE_NAME: &str = "pqos.1";
-
-/// What the description adds to the one-line `about` of the clap definition.
-const DESCRIPTION: &str = "pqos monitors last-level cache occupancy (CMT), memory bandwidth \
-    (MBM), instructions per cycle and LLC misses, and allocates last-level and L2 cache (CAT, \
-    CDP) and memory bandwidth (MBA) to classes of service, with the options and the output of \
-    intel-cmt-cat's pqos v25.04. It reaches the platform through model-specific registers \
-    (--iface=msr), through the kernel's resctrl filesystem (--iface=os or -I), or, with \
-    --sim, a simulated platform built from real CPUID dumps, which needs no RDT hardware.";
+/// What a command's page says beyond its clap definition.
+#[derive(Debug)]
+pub struct Page {
+    /// The page's title (`PQOS`).
+    pub title: &'static str,
+    /// Its file name (`pqos.1`).
+    pub file_name: &'static str,
+    /// What the description adds to the one-line `about` of the clap definition.
+    pub description: &'static str,
+    /// Variables the program reads that no option declares, with what they do.
+    pub environment: &'static [(&'static str, &'static str)],
+    /// SEE ALSO: (page name in bold, the rest).
+    pub see_also: &'static [(&'static str, &'static str)],
+}
 
 /// `RDT_IFACE`, read by the `rdt` library rather than declared on a flag (see
 /// `rdt_pqos::resolve_iface`).
@@ -29,13 +34,66 @@ const RDT_IFACE: &str = "OS or MSR (any case): restricts pqos to that interface,
     intel-cmt-cat's pqos, and is the interface --iface=auto (the default) chooses. An --iface \
     or -I that asks for the other interface is an error.";
 
+/// pqos's page.
+pub const PQOS: Page = Page {
+    title: "PQOS",
+    file_name: "pqos.1",
+    description: "pqos monitors last-level cache occupancy (CMT), memory bandwidth \
+    (MBM), instructions per cycle and LLC misses, and allocates last-level and L2 cache (CAT, \
+    CDP) and memory bandwidth (MBA) to classes of service, with the options and the output of \
+    intel-cmt-cat's pqos v25.04. It reaches the platform through model-specific registers \
+    (--iface=msr), through the kernel's resctrl filesystem (--iface=os or -I), or, with \
+    --sim, a simulated platform built from real CPUID dumps, which needs no RDT hardware.",
+    environment: &[("RDT_IFACE", RDT_IFACE)],
+    see_also: &[
+        (
+            "pqos",
+            "(8) of intel-cmt-cat, whose options and output this pqos follows; the Linux \
+             kernel's Documentation/arch/x86/resctrl.rst; Intel SDM Vol. 3B, chapter 18, \
+             \"Intel Resource Director Technology\".",
+        ),
+        (
+            "rdtset",
+            "(1), which runs a command in a class of service of its own.",
+        ),
+    ],
+};
+
+/// rdtset's page.
+pub const RDTSET: Page = Page {
+    title: "RDTSET",
+    file_name: "rdtset.1",
+    description: "rdtset is a taskset-like launcher, as intel-cmt-cat's rdtset(8): it \
+    takes a class of service of its own for each -t (cache ways, memory bandwidth, the CPUs \
+    the class holds), starts the command in it with the CPU affinity of -c (on the OS \
+    interface the command's process joins the class before it runs), forwards SIGINT, \
+    SIGTERM and SIGHUP to it, and gives the class back when it exits, with its exit status \
+    (128 + N for a command ended by signal N). With -p it places running processes in the \
+    class instead, which stays. Each class is taken and given back as one transaction of the \
+    rdt library: a failure leaves the platform as it was.",
+    environment: &[(
+        "RDT_IFACE",
+        "OS or MSR (any case): the interface --iface=auto (the default) chooses, as for pqos.",
+    )],
+    see_also: &[
+        (
+            "rdtset",
+            "(8) of intel-cmt-cat, whose options this rdtset follows.",
+        ),
+        (
+            "pqos",
+            "(1), which shows the classes rdtset takes (pqos -s).",
+        ),
+    ],
+};
+
 /// The page, in roff.
 ///
 /// # Errors
 /// Only if writing to memory failed, which it does not.
-pub fn render(cmd: &Command) -> io::Result<Vec<u8>> {
+pub fn render(cmd: &Command, spec: &Page) -> io::Result<Vec<u8>> {
     let man = Man::new(cmd.clone())
-        .title("PQOS")
+        .title(spec.title)
         .section("1")
         // The workspace's version: pqos-cli and this crate both take `version.workspace`.
         .source(format!("rdt {}", env!("CARGO_PKG_VERSION")))
@@ -45,29 +103,29 @@ pub fn render(cmd: &Command) -> io::Result<Vec<u8>> {
             .map(ToString::to_string)
             .unwrap_or_default(),
     );
-    let mut page = Page::default();
+    let mut page = Roffs::default();
     page.push_with(|w| man.render_title(w))?;
     page.push(&layout())?;
     page.push_with(|w| man.render_name_section(w))?;
     page.push_with(|w| man.render_synopsis_section(w))?;
-    page.push(&description(cmd, &after_help.notes))?;
+    page.push(&description(cmd, spec.description, &after_help.notes))?;
     page.push_with(|w| man.render_options_section(w))?;
     if !after_help.examples.is_empty() {
         page.push(&examples(&after_help.examples))?;
     }
-    page.push(&environment(cmd))?;
-    page.push(&see_also())?;
+    page.push(&environment(cmd, spec.environment))?;
+    page.push(&see_also(spec.see_also))?;
     Ok(page.roff)
 }
 
 /// Roff text assembled from parts, each of which `roff` starts with the same two-line
 /// apostrophe preamble: it is kept once, at the top.
 #[derive(Debug, Default)]
-struct Page {
+struct Roffs {
     roff: Vec<u8>,
 }
 
-impl Page {
+impl Roffs {
     fn push_with(
         &mut self,
         render: impl FnOnce(&mut dyn io::Write) -> io::Result<()>,
@@ -132,9 +190,9 @@ fn layout() -> Roff {
     roff
 }
 
-/// The definition's long about (if it gets one), [`DESCRIPTION`], then the after-help's
-/// notes. Its one-line about is the NAME line already, so it is not repeated here.
-fn description(cmd: &Command, notes: &[String]) -> Roff {
+/// The definition's long about (if it gets one), the page's description, then the
+/// after-help's notes. Its one-line about is the NAME line already, so it is not repeated.
+fn description(cmd: &Command, text: &str, notes: &[String]) -> Roff {
     let mut roff = Roff::new();
     roff.control("SH", ["DESCRIPTION"]);
     let long_about = cmd.get_long_about().map(ToString::to_string);
@@ -142,7 +200,7 @@ fn description(cmd: &Command, notes: &[String]) -> Roff {
         .iter()
         .flat_map(|text| text.split("\n\n"))
         .map(|p| p.lines().map(str::trim).collect::<Vec<_>>().join(" "))
-        .chain(std::iter::once(DESCRIPTION.to_owned()))
+        .chain(std::iter::once(text.to_owned()))
         .chain(notes.iter().cloned());
     for (i, paragraph) in paragraphs.enumerate() {
         if i > 0 {
@@ -164,13 +222,15 @@ fn examples(examples: &[(String, String)]) -> Roff {
     roff
 }
 
-/// `RDT_IFACE`, then every variable a visible option of `cmd` takes its value from.
-fn environment(cmd: &Command) -> Roff {
+/// The page's variables, then every variable a visible option of `cmd` takes its value from.
+fn environment(cmd: &Command, vars: &[(&str, &str)]) -> Roff {
     let mut roff = Roff::new();
     roff.control("SH", ["ENVIRONMENT"]);
-    roff.control("TP", []);
-    roff.text([bold("RDT_IFACE")]);
-    roff.text([roman(RDT_IFACE)]);
+    for (var, what) in vars {
+        roff.control("TP", []);
+        roff.text([bold(*var)]);
+        roff.text([roman(*what)]);
+    }
     for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
         let (Some(var), Some(long)) = (arg.get_env(), arg.get_long()) else {
             continue;
@@ -187,17 +247,15 @@ fn environment(cmd: &Command) -> Roff {
     roff
 }
 
-fn see_also() -> Roff {
+fn see_also(pages: &[(&str, &str)]) -> Roff {
     let mut roff = Roff::new();
     roff.control("SH", ["SEE ALSO"]);
-    roff.text([
-        bold("pqos"),
-        roman(
-            "(8) of intel-cmt-cat, whose options and output this pqos follows; the Linux \
-             kernel's Documentation/arch/x86/resctrl.rst; Intel SDM Vol. 3B, chapter 18, \
-             \"Intel Resource Director Technology\".",
-        ),
-    ]);
+    for (i, (page, rest)) in pages.iter().enumerate() {
+        if i > 0 {
+            roff.control("br", []);
+        }
+        roff.text([bold(*page), roman(*rest)]);
+    }
     roff
 }
 
@@ -206,25 +264,22 @@ mod tests {
     use std::process::Stdio;
 
     use super::*;
-    use crate::pqos_command;
+    use crate::{pqos_command, rdtset_command};
 
-    /// Every visible option of the definition as the page's option headers print it:
-    /// `-d, --display`, `--sim` (built, so `-h, --help` is included).
-    fn option_headers() -> Vec<String> {
-        let mut cmd = pqos_command();
+    /// Every visible option of a definition as the page's option headers print it:
+    /// `-d, --display`, `--sim` (built, so `-h, --help` is included); positional arguments
+    /// are left out.
+    fn option_headers(mut cmd: Command) -> Vec<String> {
         cmd.build();
-        let headers: Vec<String> = cmd
-            .get_arguments()
+        cmd.get_arguments()
             .filter(|a| !a.is_hide_set())
-            .map(|a| match (a.get_short(), a.get_long()) {
-                (Some(s), Some(l)) => format!("-{s}, --{l}"),
-                (Some(s), None) => format!("-{s}"),
-                (None, Some(l)) => format!("--{l}"),
-                (None, None) => unreachable!("pqos has no positional arguments"),
+            .filter_map(|a| match (a.get_short(), a.get_long()) {
+                (Some(s), Some(l)) => Some(format!("-{s}, --{l}")),
+                (Some(s), None) => Some(format!("-{s}")),
+                (None, Some(l)) => Some(format!("--{l}")),
+                (None, None) => None,
             })
-            .collect();
-        assert!(headers.len() > 30, "{headers:?}");
-        headers
+            .collect()
     }
 
     /// The roff source with fonts and escapes undone, so `\fB\-d\fR, \fB\-\-display\fR` reads
@@ -239,13 +294,18 @@ mod tests {
     }
 
     fn page_text() -> String {
-        String::from_utf8(render(&pqos_command()).unwrap()).unwrap()
+        String::from_utf8(render(&pqos_command(), &PQOS).unwrap()).unwrap()
+    }
+
+    fn rdtset_text() -> String {
+        String::from_utf8(render(&rdtset_command(), &RDTSET).unwrap()).unwrap()
     }
 
     #[test]
     fn roff_names_every_short_and_long_flag_of_the_definition() {
         // arrange
-        let headers = option_headers();
+        let headers = option_headers(pqos_command());
+        assert!(headers.len() > 30, "{headers:?}");
         // act
         let text = plain_roff(&page_text());
         // assert
@@ -319,8 +379,8 @@ mod tests {
     /// overstrike bold and underline removed. `None` when `man` is not installed.
     fn rendered_by_man() -> Option<String> {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
-        std::fs::write(&path, render(&pqos_command()).unwrap()).unwrap();
+        let path = dir.path().join(PQOS.file_name);
+        std::fs::write(&path, render(&pqos_command(), &PQOS).unwrap()).unwrap();
         let out = match std::process::Command::new("man")
             .args(["-P", "cat", "-l"])
             .arg(&path)
@@ -366,7 +426,7 @@ mod tests {
             );
             return;
         };
-        for header in option_headers() {
+        for header in option_headers(pqos_command()) {
             assert!(
                 text.lines().any(|l| l.trim_start().starts_with(&header)),
                 "man -l shows no {header:?}:\n{text}"
@@ -387,5 +447,59 @@ mod tests {
             text.contains("pqos -m \"all:[2-7];all:[8-10]\" -t 10"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn rdtset_page_has_every_flag_example_and_section() {
+        // arrange
+        let headers = option_headers(rdtset_command());
+        // act
+        let roff = rdtset_text();
+        let text = plain_roff(&roff);
+        // assert
+        assert!(roff.contains("\n.TH RDTSET 1 "), "{roff}");
+        for header in &headers {
+            assert!(
+                text.lines().any(|l| l.starts_with(header.as_str())),
+                "no option header {header:?} in\n{text}"
+            );
+        }
+        for flag in [
+            "-t, --set",
+            "-r, --reset",
+            "-p, --pid",
+            "-c, --cpu",
+            "--keep",
+        ] {
+            assert!(headers.iter().any(|h| h == flag), "{flag}: {headers:?}");
+        }
+        assert!(
+            !text.contains("exec-in-class"),
+            "hidden options stay hidden"
+        );
+        for section in [
+            "NAME",
+            "SYNOPSIS",
+            "DESCRIPTION",
+            "OPTIONS",
+            "EXAMPLES",
+            "ENVIRONMENT",
+        ] {
+            assert!(roff.contains(&format!("\n.SH {section}\n")), "{section}");
+        }
+        let parsed = AfterHelp::parse(&rdtset_command().get_after_help().unwrap().to_string());
+        assert!(parsed.examples.len() >= 8, "{parsed:?}");
+        for (command, what) in &parsed.examples {
+            assert!(
+                command.starts_with("rdtset ") && !what.is_empty(),
+                "{command}"
+            );
+            assert!(
+                text.contains(&format!("\n{command}\n{what}\n")),
+                "{command}"
+            );
+        }
+        assert!(text.contains("rdtset -r 0-5 -p $BASHPID"), "{text}");
+        assert!(text.contains("SIGINT"), "{text}");
     }
 }

@@ -230,7 +230,8 @@ pub struct Args {
     #[arg(short = 'f', long = "config-file", value_name = "FILE")]
     pub config_file: Option<PathBuf>,
 
-    /// Apply a declarative configuration of named classes (TOML, or JSON for *.json) as one
+    /// Apply a declarative configuration of named classes (TOML, or JSON for *.json), or
+    /// goresctrl's RDT configuration (YAML: *.yaml, *.yml, or a `partitions:` line), as one
     /// transaction: prints each write and makes only the writes that change something.
     #[arg(
         long = "apply",

@@ -8,6 +8,8 @@
 //! and then `exec`s the command, which so starts inside its class. rdtset forwards SIGINT,
 //! SIGTERM and SIGHUP to the command, waits for it, gives the class back (unless `--keep`)
 //! and exits with the command's exit status (128 + N for a command killed by signal N).
+//!
+//! `-r CPULIST` (with `-p`, as intel-cmt-cat's rdtset) first puts those CPUs back in COS0.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitCode};
@@ -40,7 +42,9 @@ fn open(args: &RdtsetArgs) -> Result<Rdt> {
     if let Some(dir) = &args.sysroot {
         opts = opts.sysroot(dir);
     }
-    if !args.pid.is_empty() {
+    // -p places processes (OS interface), except with -r alone, where it only names the
+    // process whose CPUs are reset (rdtset's `-r CPULIST -p PID`).
+    if !args.pid.is_empty() && !args.set.is_empty() {
         opts = opts.needs_os("-p/--pid");
     }
     opts.open().context("opening the platform")
@@ -67,10 +71,28 @@ fn run(args: &RdtsetArgs) -> Result<ExitCode> {
     if !args.pid.is_empty() && args.set.len() > 1 {
         bail!("-p places processes in one class: give one -t");
     }
-    if args.set.is_empty() {
+    if args.set.is_empty() && args.reset.is_none() {
         bail!("no class: give -t FEATURES, e.g. -t 'l3=0xf;cpu=2-3'");
     }
     let mut rdt = open(args)?;
+    if let Some(cpus) = &args.reset {
+        // rdtset -r: the CPUs back in COS0, as one transaction, before anything else.
+        let changes: Vec<Change> = cpus
+            .iter()
+            .map(|cpu| Change::cpu(cpu, ClassId::new(0)))
+            .collect();
+        transaction::run(&mut rdt, &changes)
+            .map_err(|e| anyhow!(e))?
+            .into_result()
+            .map_err(|e| anyhow!(e))
+            .with_context(|| format!("resetting the allocation of CPUs {cpus}"))?;
+        if args.verbose {
+            eprintln!("rdtset: CPUs `{cpus}` back in COS0");
+        }
+        if args.set.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let os = rdt.interface() == Interface::Os;
     let mut leases = Vec::new();
     for spec in &args.set {

@@ -19,13 +19,29 @@ use clap::Parser;
 use rdt_pqos::lease::ClassRequest;
 use rdt_pqos::{CacheBitmask, CatMask, CpuSet, MbaLimit, TaskId, parse_number};
 
+/// `rdtset --help`'s examples (those of rdtset(8) and rdtset.c's usage text, in this
+/// rdtset's flags), which the man page lists too.
+const AFTER_HELP: &str = "\
+Examples:
+  rdtset -t 'l3=0xf;cpu=1' -c 1 id                         run id on CPU 1 with four L3 ways (mask 0xf)
+  rdtset -t 'l2=0x1;l3=0xf;cpu=1' -c 1 id                  CPU 1 with one L2 way and four L3 ways
+  rdtset -t 'l3=0xf;cpu=2' -t 'l3=0xf0;cpu=3-5' -c 2-5 id  CPU 2 and CPUs 3-5 in two classes on separate ways
+  rdtset -t 'l3=0xf,0xf0;cpu=1' -c 1 id                    with CDP on: four L3 ways for code, four for data
+  rdtset -t 'mba=50;l3=0xf;cpu=1' -c 1 id                  four L3 ways and at most 50% of memory bandwidth
+  rdtset -I -t 'l3=0xf' -p 23187,567                       place running processes in a class (OS interface)
+  rdtset -I -t 'mba=50' memtester 10M                      a class of the command's own, by process (OS interface)
+  rdtset -r 0-5 -p $BASHPID                                reset the allocation of CPUs 0-5 (back to COS0)
+  rdtset -r 0-5 -t 'l3=0xff;cpu=0-5' -p $BASHPID           reset CPUs 0-5, then give them a class
+";
+
 /// `rdtset`: run a command, or place running processes, in a class of service of its own.
 #[derive(Debug, Parser)]
 #[command(
     name = "rdtset",
     version,
     about = "Run a command (or place processes) in a class of service of its own: \
-             rdtset -t 'l3=0xf;cpu=2-3' -c 2-3 CMD ARGS..."
+             rdtset -t 'l3=0xf;cpu=2-3' -c 2-3 CMD ARGS...",
+    after_help = AFTER_HELP
 )]
 pub struct RdtsetArgs {
     /// The class: `FEATURE=VALUE` items separated by `;` (l3, l2, mba, mba_max, cpu), e.g.
@@ -34,9 +50,20 @@ pub struct RdtsetArgs {
         short = 't',
         long = "set",
         value_name = "FEATURES",
-        required_unless_present = "exec_in_class"
+        required_unless_present_any = ["exec_in_class", "reset"]
     )]
     pub set: Vec<ClassSpec>,
+
+    /// Reset the allocation of these CPUs first: put them back in COS0 (with -p, and no
+    /// command, as rdtset's -r).
+    #[arg(
+        short = 'r',
+        long = "reset",
+        value_name = "CPULIST",
+        requires = "pid",
+        conflicts_with = "command"
+    )]
+    pub reset: Option<CpuSet>,
 
     /// The CPUs the command may run on (its CPU affinity), e.g. 2-3.
     #[arg(short = 'c', long = "cpu", value_name = "CPULIST")]
@@ -276,5 +303,33 @@ mod tests {
             RdtsetArgs::try_parse_from(["rdtset", "ls"]).is_err(),
             "-t is required"
         );
+    }
+
+    #[test]
+    fn reset_takes_cpus_with_pids_and_no_command_as_rdtsets_r() {
+        let a = RdtsetArgs::try_parse_from(["rdtset", "-r", "0-3,5", "-p", "12"]).expect("valid");
+        assert_eq!(a.reset, Some("0-3,5".parse().expect("cpus")));
+        assert!(a.set.is_empty(), "-t is optional with -r");
+        let a = RdtsetArgs::try_parse_from([
+            "rdtset",
+            "--reset",
+            "1",
+            "-t",
+            "l3=0xf;cpu=1",
+            "-p",
+            "12",
+        ])
+        .expect("valid");
+        assert_eq!(a.set.len(), 1);
+        // rdtset.c's validate_args: -r needs -p and no command
+        assert!(RdtsetArgs::try_parse_from(["rdtset", "-r", "0-3"]).is_err());
+        assert!(RdtsetArgs::try_parse_from(["rdtset", "-r", "0-3", "-p", "1", "ls"]).is_err());
+        assert!(RdtsetArgs::try_parse_from(["rdtset", "-r", "x", "-p", "1"]).is_err());
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        use clap::CommandFactory;
+        RdtsetArgs::command().debug_assert();
     }
 }

@@ -12,7 +12,7 @@
 use std::io::Write;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use rdt_pqos::config::{Config, ConfigPlanError};
+use rdt_pqos::config::{ConfigFile, ConfigPlanError};
 use rdt_pqos::proc::ProcFs;
 use rdt_pqos::transaction::{self, Change, Done, Failed, Outcome, Plan, PlanError, Step};
 use rdt_pqos::{
@@ -639,9 +639,10 @@ fn undone<E: std::error::Error + Send + Sync + 'static>(
     }
 }
 
-/// `--apply FILE [--dry-run]`: the configuration as one transaction. Prints one line per
-/// write (`pipeline (COS1): L3 domain 0: 0x7fff -> 0x7ff0`), then what happened; with
-/// `--dry-run` nothing is written.
+/// `--apply FILE [--dry-run]`: the configuration (named classes in TOML/JSON, or
+/// goresctrl's YAML) as one transaction. Prints one line per write
+/// (`pipeline (COS1): L3 domain 0: 0x7fff -> 0x7ff0`), then what happened; with `--dry-run`
+/// nothing is written.
 ///
 /// # Errors
 /// The file cannot be read or does not fit the platform (naming file, line and key;
@@ -653,7 +654,7 @@ pub fn run_apply<B: Backend>(
     proc: &ProcFs,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let config = Config::load(file)?;
+    let config = ConfigFile::load(file)?;
     // The writers' lock is held from reading the state to the last write.
     transaction::with_writers(backend, |backend| {
         let planned = config.plan(backend, proc).map_err(|e| match e {

@@ -52,3 +52,7 @@ mod json;
 
 // `rdtset`: a command in a class of its own, given back when it ends.
 mod rdtset;
+
+// `pqos --apply FILE.yaml`: goresctrl's documented configurations on the in-process
+// simulated platform (OS interface), idempotent, invalid ones refused naming the key.
+mod goresctrl;

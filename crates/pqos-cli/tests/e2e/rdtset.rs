@@ -161,3 +161,46 @@ fn running_processes_join_a_class_that_stays() {
     let tasks = std::fs::read_to_string(mount.path("sys/fs/resctrl/COS7/tasks")).expect("tasks");
     assert!(tasks.lines().any(|l| l == pid), "{tasks}");
 }
+
+#[test]
+fn reset_puts_the_cpus_back_in_cos0_before_a_new_class() {
+    // arrange: CPUs 2-3 in COS1 (pqos -a, MSR interface)
+    let mount = TestMount::builtin("broadwell-ep");
+    let pqos = |args: &[&str]| {
+        let out = Command::new(PQOS)
+            .args(["--iface=msr", "--sysroot"])
+            .arg(mount.root())
+            .args(args)
+            .env_remove("RDT_IFACE")
+            .output()
+            .expect("pqos");
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    pqos(&["-a", "llc:1=2-3"]);
+    let core = |s: &str, n: u32| {
+        s.lines()
+            .find(|l| l.starts_with(&format!("    Core {n},")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(core(&pqos(&["-s"]), 3).contains("=> COS1"));
+    let sleeper = crate::util::Reaped::sleeper();
+    let pid = sleeper.pid().to_string();
+    // act: -r alone resets; -t is optional with it
+    let out = rdtset(&mount, &["--iface", "msr", "-r", "2-3", "-p", &pid])
+        .output()
+        .expect("rdtset");
+    // assert
+    assert!(out.status.success(), "{}", text(&out));
+    let s = pqos(&["-s"]);
+    assert!(
+        core(&s, 2).contains("=> COS0") && core(&s, 3).contains("=> COS0"),
+        "{s}"
+    );
+    // -r needs -p and no command, as rdtset's
+    let out = rdtset(&mount, &["--iface", "msr", "-r", "2-3", "true"])
+        .output()
+        .expect("rdtset");
+    assert!(!out.status.success(), "{}", text(&out));
+}

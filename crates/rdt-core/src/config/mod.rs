@@ -45,6 +45,10 @@
 //!
 //! Unknown keys are errors everywhere. A JSON file (`.json`) has the same shape.
 //!
+//! goresctrl's RDT configuration (YAML: partitions and classes, as containerd and CRI-O read
+//! it) is the other form `pqos --apply` takes: [`goresctrl`], and [`ConfigFile`] to read
+//! either.
+//!
 //! # References
 //! - Linux `Documentation/arch/x86/resctrl.rst` (group names, `schemata`, `mba_MBps`,
 //!   "Cache resource allocation", exclusive and shareable modes).
@@ -54,12 +58,14 @@
 mod apply;
 mod check;
 mod error;
+pub mod goresctrl;
 mod load;
 mod node;
 mod parse;
 mod place;
 #[cfg(test)]
 mod tests;
+mod yaml;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -74,6 +80,61 @@ use crate::{
     CacheBitmask, CacheDomain, Capabilities, CatCaps, CatResource, ClassId, CpuSet, MbaLimit,
     TaskId, Topology,
 };
+
+/// A configuration file of either form: named classes (TOML or JSON) or goresctrl's YAML.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigFile {
+    /// Named classes ([`Config`]).
+    Classes(Config),
+    /// goresctrl's partitions and classes ([`goresctrl::GoresctrlConfig`]).
+    Goresctrl(goresctrl::GoresctrlConfig),
+}
+
+impl ConfigFile {
+    /// Reads a configuration file of either form. goresctrl's YAML is recognised by the
+    /// name (`.yaml`, `.yml`, any case) or by a line that starts with `partitions:` or
+    /// `options:` (no TOML or JSON document has one); anything else is [`Config::load`]'s.
+    ///
+    /// # Errors
+    /// Those of [`Config::load`] or [`goresctrl::GoresctrlConfig::load`].
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = load::read(path)?;
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        let yaml = matches!(ext.as_deref(), Some("yaml" | "yml"))
+            || text.lines().any(|l| {
+                l.strip_prefix("partitions")
+                    .or_else(|| l.strip_prefix("options"))
+                    .is_some_and(|rest| rest.trim_start().starts_with(':'))
+            });
+        if yaml {
+            return goresctrl::GoresctrlConfig::parse_yaml(&text, path).map(Self::Goresctrl);
+        }
+        if ext.as_deref() == Some("json") {
+            Config::parse_json(&text, path).map(Self::Classes)
+        } else {
+            Config::parse_toml(&text, path).map(Self::Classes)
+        }
+    }
+
+    /// Plans the file on `backend` ([`Config::plan`] or
+    /// [`goresctrl::GoresctrlConfig::plan`]); `proc` names processes for the TOML form.
+    ///
+    /// # Errors
+    /// As those.
+    pub fn plan<B: crate::Backend>(
+        &self,
+        backend: &mut B,
+        proc: &crate::proc::ProcFs,
+    ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
+        match self {
+            Self::Classes(c) => c.plan(backend, proc),
+            Self::Goresctrl(g) => g.plan(backend),
+        }
+    }
+}
 
 /// A parsed configuration: the classes, in file order.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]

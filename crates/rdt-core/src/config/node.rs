@@ -24,6 +24,8 @@ const MAX_DEPTH: usize = 12;
 pub(super) enum Format {
     Toml,
     Json,
+    /// goresctrl's configuration ([`super::goresctrl`]).
+    Yaml,
 }
 
 /// A value and the 1-based line where it starts.
@@ -54,7 +56,7 @@ pub(super) enum Value {
     Bool(bool),
     /// TOML only.
     Datetime(String),
-    /// JSON only.
+    /// JSON and YAML only.
     Null,
     /// A table or array below [`MAX_DEPTH`], not converted.
     Deep(Kind),
@@ -74,6 +76,7 @@ impl Value {
         let table = match format {
             Format::Toml => "a table",
             Format::Json => "an object",
+            Format::Yaml => "a mapping",
         };
         match self {
             Self::Table(_) | Self::Deep(Kind::Table) => table.to_owned(),

@@ -59,6 +59,7 @@ impl Cx<'_> {
         match self.format {
             Format::Toml => "a table",
             Format::Json => "an object",
+            Format::Yaml => "a mapping",
         }
     }
 
@@ -890,6 +891,7 @@ pub(super) fn config(root: &Node, file: &Path, format: Format) -> Result<Config,
         let expected = match format {
             Format::Toml => "an array of tables ([[class]])",
             Format::Json => "an array of objects",
+            Format::Yaml => "a sequence of mappings",
         };
         return Err(cx.top_error(
             classes.line,

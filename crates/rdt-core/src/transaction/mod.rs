@@ -52,7 +52,7 @@ use crate::{
 use journal::Journal;
 
 /// Which masks of a CAT class a change sets (pqos `-e llc:1=..`, `1d=..`, `1c=..`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum MaskScope {
     /// The one mask with CDP off; both the data and the code mask with CDP on.
     #[default]

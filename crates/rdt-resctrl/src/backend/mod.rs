@@ -6,6 +6,7 @@
 
 mod alloc;
 mod assoc;
+mod containers;
 mod groups;
 mod monitoring;
 

@@ -1,0 +1,163 @@
+//! `pqos -I --apply FILE.yaml`: goresctrl's own configurations (`tests/data/goresctrl`, see
+//! its PROVENANCE.md) on in-process simulated platforms (`--sim`, OS interface) that have the
+//! resources they name. Each gives the masks goresctrl's arithmetic gives, applying it again
+//! writes nothing, and invalid files are refused naming the key path, with nothing written.
+
+use crate::util::{Machine, Run, Sim};
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/goresctrl");
+
+fn data(name: &str) -> String {
+    format!("{DATA}/{name}")
+}
+
+fn apply(sim: &Sim, file: &str) -> Run {
+    sim.pqos(&["-I", "--apply", file])
+}
+
+/// Asserts each expected write line is in the output.
+#[track_caller]
+fn has_lines(run: &Run, lines: &[&str]) {
+    for l in lines {
+        assert!(
+            run.stdout.lines().any(|x| x == *l),
+            "missing {l:?} in\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn the_documented_example_partitions_l2_l3_and_mb_and_applies_once() {
+    // sapphire-rapids: 15-bit L3 CBM (2 domains), 16-bit L2 CBM, MBA in steps of 10%.
+    let sim = Sim::new("sapphire-rapids");
+    let run = apply(&sim, &data("doc-rdt-example.yaml")).ok();
+    // L3: 60% of 15 ways to "exclusive" (bits 0-8), 40% to "shared" (bits 9-14); besteffort
+    // gets half the shared ways, the root (DEFAULT) 30% of them.
+    // L2: 80% of 16 ways to "exclusive" (13), 20% to "shared" (3).
+    has_lines(
+        &run,
+        &[
+            "guaranteed (COS1): L3 domain 0: 0x7fff -> 0x1ff",
+            "guaranteed (COS1): L2 domain 0: 0xffff -> 0x1fff",
+            "burstable (COS3): L3 domain 1: 0x7fff -> 0x7e00",
+            "burstable (COS3): L2 domain 0: 0xffff -> 0xe000",
+            "besteffort (COS2): L3 domain 0: 0x7fff -> 0xe00",
+            "besteffort (COS2): L2 domain 0: 0xffff -> 0xe000",
+            "DEFAULT (COS0): L3 domain 0: 0x7fff -> 0x600",
+            "DEFAULT (COS0): L2 domain 0: 0xffff -> 0x6000",
+            "burstable (COS3): MBA domain 0: 100 -> 50",
+            "DEFAULT (COS0): MBA domain 1: 100 -> 50",
+        ],
+    );
+    assert!(run.stdout.ends_with("write(s).\n"), "{}", run.stdout);
+    // guaranteed keeps the full bandwidth: no MBA write for it.
+    assert!(
+        !run.stdout.contains("guaranteed (COS1): MBA"),
+        "{}",
+        run.stdout
+    );
+    let again = apply(&sim, &data("doc-rdt-example.yaml")).ok();
+    assert_eq!(again.stdout, "Nothing to change.\n");
+}
+
+#[test]
+fn goresctrls_sample_configuration_applies_and_again_writes_nothing() {
+    let sim = Sim::new("sapphire-rapids");
+    let run = apply(&sim, &data("sample-conf.yaml")).ok();
+    // 30% and 60% of one partition holding every way, from bit 0.
+    has_lines(
+        &run,
+        &[
+            "Besteffort (COS1): L3 domain 0: 0x7fff -> 0x1f",
+            "Besteffort (COS1): L2 domain 103: 0xffff -> 0x1f",
+            "Burstable (COS2): L3 domain 1: 0x7fff -> 0x1ff",
+            "Burstable (COS2): L2 domain 0: 0xffff -> 0x3ff",
+            "Besteffort (COS1): MBA domain 0: 100 -> 30",
+            "Burstable (COS2): MBA domain 1: 100 -> 60",
+        ],
+    );
+    let again = apply(&sim, &data("sample-conf.yaml")).ok();
+    assert_eq!(again.stdout, "Nothing to change.\n");
+}
+
+#[test]
+fn goresctrls_test_case_gives_its_expected_masks_on_a_20_way_l3() {
+    // broadwell-ep: 20-bit L3 CBM, cache ids 0-1, as goresctrl's resctrl.nomb tree has.
+    let sim = Sim::new("broadwell-ep");
+    let run = apply(&sim, &data("test-mix-rel-abs.yaml")).ok();
+    has_lines(
+        &run,
+        &[
+            "class-1 (COS1): L3 domain 1: 0xfffff -> 0x3ff",
+            "class-2 (COS2): L3 domain 0: 0xfffff -> 0x3ff",
+            "class-2 (COS2): L3 domain 1: 0xfffff -> 0x7",
+        ],
+    );
+    // class-1 keeps every way in domain 0: nothing written there.
+    assert!(
+        !run.stdout.contains("class-1 (COS1): L3 domain 0"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        apply(&sim, &data("test-mix-rel-abs.yaml")).ok().stdout,
+        "Nothing to change.\n"
+    );
+}
+
+#[test]
+fn a_resource_the_platform_lacks_is_refused_naming_the_key_unless_optional() {
+    // broadwell-ep has no MBA, and the documented snippet does not make MB optional.
+    let sim = Sim::new("broadwell-ep");
+    let run = apply(&sim, &data("doc-rdt-absolute.yaml")).failed();
+    assert!(
+        run.stderr.contains(
+            "doc-rdt-absolute.yaml:22: partitions.shared.classes.besteffort.mbAllocation: \
+             memory bandwidth allocation for class \"besteffort\""
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("Applied"), "{}", run.stdout);
+}
+
+#[test]
+fn invalid_configurations_are_refused_naming_the_key_and_write_nothing() {
+    let sim = Sim::new("skylake-sp");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases = [
+        (
+            "partitions:\n  exclusive:\n    l3Allocation:\n      all: 120%\n  shared:\n    l3Allocation: 10%\n",
+            "rdt.yaml:4: partitions.exclusive.l3Allocation.all: 120% over 100%",
+        ),
+        (
+            "partitions:\n  a:\n    l3Allocation: \"0xf\"\n    classes:\n      one:\n  b:\n    l3Allocation: \"0x3c\"\n    classes:\n      two:\n",
+            "rdt.yaml:7: partitions.b.l3Allocation: L3 mask 0x3c overlaps partition \"a\"'s mask in cache id 0: partitions are exclusive",
+        ),
+        (
+            "partitions:\n  a:\n    l3Allocation: 70%\n    classes:\n      one:\n  b:\n    l3Allocation: 40%\n    classes:\n      two:\n",
+            "rdt.yaml:7: partitions.b.l3Allocation: L3 \"unified\" partition allocations for cache id 0 add up to 110%, over 100% (a 70%, b 40%)",
+        ),
+    ];
+    for (text, message) in cases {
+        let file = dir.path().join("rdt.yaml");
+        std::fs::write(&file, text).expect("write");
+        let run = apply(&sim, file.to_str().expect("UTF-8")).failed();
+        assert!(
+            run.stderr
+                .contains(&format!("{}/{message}", dir.path().display())),
+            "{message}\n{}",
+            run.stderr
+        );
+        assert!(!run.stdout.contains("->"), "{}", run.stdout);
+    }
+    // Nothing was written: a valid file still finds every class at its defaults.
+    std::fs::write(
+        dir.path().join("ok.yaml"),
+        "partitions:\n  a:\n    l3Allocation: 100%\n    classes:\n      one:\n",
+    )
+    .expect("write");
+    let ok = apply(&sim, dir.path().join("ok.yaml").to_str().expect("UTF-8")).ok();
+    assert_eq!(ok.stdout, "Nothing to change.\n");
+}
