@@ -47,6 +47,7 @@ pub mod resctrl;
 mod scenario;
 pub mod session;
 pub mod state;
+pub(crate) mod synth;
 pub mod vfs;
 
 pub use cpuid::{CpuidPatch, SimCpuid};
