@@ -16,10 +16,11 @@ use crate::{SimError, SimPlatform};
 /// | `skylake-sp` | 2 × Xeon Gold 6140, 72 CPUs: 11-bit CBM, CDP, MBA (subleaf patched, see [`crate::cpuid`]) | MBA |
 /// | `milan` | 2 × EPYC 7763, 128 CPUs, SMT off: one 32 MiB L3 per 8-core CCX, 16-bit CBM, AMD MBA (11-bit units) | per-CCX domains, AMD |
 /// | `sapphire-rapids` | Xeon Max 9460, 160 CPUs: 15-bit L3 CBM, L2 CAT (16 bits, 8 COS, CDP), MBA (max 90, 15 COS), 32-bit counters | L2 CAT |
-/// | `genoa` | 2 × EPYC 9654, 384 CPUs (CPU 0 dumped, the others synthesized: [`crate::synth`]): 24 CCX L3 domains of 32 MiB, 16-bit CBM, MBA + SMBA, BMEC (`mbm_*_bytes_config`), no ABMC | scale, BMEC, SMBA |
+/// | `genoa` | 2 × EPYC 9654, 384 CPUs (CPU 0 dumped, the others synthesized): 24 CCX L3 domains of 32 MiB, 16-bit CBM, MBA + SMBA, BMEC (`mbm_*_bytes_config`), no ABMC | scale, BMEC, SMBA |
 /// | `turin` | EPYC 9655 as dumped: 64 CPUs (SMT off, 8 CCDs), one package (CPU 0 dumped, the others synthesized): MBA + SMBA, BMEC, ABMC (32 assignable counters per domain), io_alloc (SDCIAE) | ABMC, io_alloc |
 ///
-/// `milan`'s dump does not record leaf 0BH; the model synthesizes it per CPU ([`crate::synth`]).
+/// `milan`'s dump does not record leaf 0BH; the model synthesizes it per CPU. What every model
+/// adds to its dump is in `crates/rdt-sim/models/PROVENANCE.md` and [`SimPlatform::notes`].
 pub const BUILTIN_MODELS: &[&str] = &[
     "broadwell-ep",
     "skylake-sp",

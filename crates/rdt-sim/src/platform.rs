@@ -224,6 +224,8 @@ pub struct SimPlatform {
     pub(crate) resctrl_state: Option<crate::resctrl::ResctrlState>,
     pub(crate) msr_reads: u64,
     pub(crate) msr_writes: u64,
+    /// The kernel release whose resctrl files a mount shows (not saved: chosen per run).
+    pub(crate) kernel: crate::resctrl::KernelVersion,
 }
 
 impl SimPlatform {
@@ -313,6 +315,7 @@ impl SimPlatform {
             resctrl_state: None,
             msr_reads: 0,
             msr_writes: 0,
+            kernel: crate::resctrl::KernelVersion::default(),
         };
         p.regs = p.reset_registers();
         p.counters = p.zero_counters();
@@ -425,6 +428,19 @@ impl SimPlatform {
             .collect();
         v.extend(self.notes.iter().cloned());
         v
+    }
+
+    /// The kernel release the machine runs, which decides the resctrl files a mount shows
+    /// ([`crate::resctrl::KernelVersion`]; default the newest modelled).
+    #[must_use]
+    pub const fn kernel(&self) -> crate::resctrl::KernelVersion {
+        self.kernel
+    }
+
+    /// Boots another kernel release: the next resctrl mount shows its files (a mounted
+    /// resctrl keeps the files of the release it was mounted with).
+    pub fn set_kernel(&mut self, kernel: crate::resctrl::KernelVersion) {
+        self.kernel = kernel;
     }
 
     /// Base (unhalted-cycle) frequency of every CPU, in Hz.
@@ -915,8 +931,13 @@ impl SimPlatform {
                     self.regs.l2.get_mut(&p.l2)
                 };
                 let Some(r) = regs else { return false };
+                // The steady state depends only on the registers: an unchanged value (as
+                // resctrl's unmount writes every default) needs no recomputation.
+                let changed = r.cfg != v;
                 r.cfg = v;
-                self.recompute();
+                if changed {
+                    self.recompute();
+                }
                 true
             }
             Reg::L3Mask(n) | Reg::L2Mask(n) => {
@@ -934,8 +955,11 @@ impl SimPlatform {
                 if !mask_accepted(cat, v) {
                     return false;
                 }
+                let changed = regs.masks[n] != v;
                 regs.masks[n] = v;
-                self.recompute();
+                if changed {
+                    self.recompute();
+                }
                 true
             }
             Reg::Mba(n) | Reg::Smba(n) => {
@@ -960,8 +984,11 @@ impl SimPlatform {
                 if v > max {
                     return false;
                 }
+                let changed = vals[n] != v;
                 vals[n] = v;
-                self.recompute();
+                if changed {
+                    self.recompute();
+                }
                 true
             }
         }

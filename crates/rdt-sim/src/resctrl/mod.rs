@@ -15,9 +15,11 @@
 //! The behaviour is Linux v6.17's (`fs/resctrl/`), as `../shared/spec/resctrl.md` describes
 //! it: values in `schemata` are not padded (≥ 6.15), `sparse_masks` exists (≥ 6.7), a write
 //! to `tasks` takes a comma-separated list (≥ 6.3), MON groups can be renamed (≥ 6.8), and
-//! there is neither ABMC (`mbm_assign_mode`, 6.18) nor `io_alloc` (6.19) nor the 7.1 "`<file>:
-//! Invalid input`" messages. `last_cmd_status` is cleared at the start of every group-file
-//! write (after the trailing-newline check of `schemata`, `mode` and `mba_MBps_event`, which
+//! there are no 7.1 "`<file>: Invalid input`" messages. The files of 6.18 (ABMC:
+//! `mbm_assign_mode`, counter assignment) and 6.19 (`io_alloc`) exist when the platform runs
+//! that release ([`KernelVersion`], [`SimPlatform::set_kernel`], default 6.19) and, except
+//! `mbm_assign_mode`, has the feature (`resctrl/abmc.rs`: BMEC, ABMC, io_alloc on AMD).
+//! `last_cmd_status` is cleared at the start of every group-file write (after the trailing-newline check of `schemata`, `mode` and `mba_MBps_event`, which
 //! fail silently), by `mkdir` and `rename`, not by reads, `rmdir` or writes to `info/` files.
 //!
 //! # What is simplified
@@ -65,10 +67,12 @@
 // p = platform, g = group, s = schema, d/di = domain, e = event, as in the kernel's code.
 #![allow(clippy::many_single_char_names)]
 
+mod abmc;
 mod ctrl;
 mod groups;
 mod host;
 mod hw;
+mod kernel;
 mod kstr;
 mod mon;
 mod options;
@@ -76,6 +80,8 @@ mod saved;
 #[cfg(any(test, feature = "transcripts"))]
 pub mod transcripts;
 
+#[cfg(test)]
+mod abmc_tests;
 #[cfg(test)]
 mod tests;
 
@@ -93,6 +99,7 @@ use crate::{SimHandle, SimPlatform};
 
 pub use host::HOST_SAMPLE_PERIOD;
 use hw::{Event, Hw, Res};
+pub use kernel::{KernelVersion, UnknownKernel};
 use mon::{ArchMbm, FsMbm};
 pub use options::{MountError, MountOptions};
 pub use saved::ResctrlState;
@@ -227,6 +234,8 @@ enum GroupFile {
     MbaMbpsEvent,
     CtrlHwId,
     MonHwId,
+    /// ABMC (6.18+): [`abmc`].
+    MbmL3Assignments,
 }
 
 impl GroupFile {
@@ -241,6 +250,7 @@ impl GroupFile {
             Self::MbaMbpsEvent => "mba_MBps_event",
             Self::CtrlHwId => "ctrl_hw_id",
             Self::MonHwId => "mon_hw_id",
+            Self::MbmL3Assignments => "mbm_L3_assignments",
         }
     }
 
@@ -259,6 +269,10 @@ enum InfoDir {
     Schema(usize),
     /// `info/L3_MON`.
     L3Mon,
+    /// `info/L3_MON/event_configs` (ABMC).
+    EventConfigs,
+    /// `info/L3_MON/event_configs/<event>` (ABMC).
+    EventConfig(Event),
 }
 
 /// A file of an `info/` resource directory.
@@ -277,6 +291,16 @@ enum InfoFile {
     MaxThresholdOccupancy,
     MonFeatures,
     NumRmids,
+    // AMD extensions ([`abmc`]).
+    MbmTotalConfig,
+    MbmLocalConfig,
+    MbmAssignMode,
+    NumMbmCntrs,
+    AvailableMbmCntrs,
+    MbmAssignOnMkdir,
+    EventFilter,
+    IoAlloc,
+    IoAllocCbm,
 }
 
 impl InfoFile {
@@ -295,12 +319,28 @@ impl InfoFile {
             Self::MaxThresholdOccupancy => "max_threshold_occupancy",
             Self::MonFeatures => "mon_features",
             Self::NumRmids => "num_rmids",
+            Self::MbmTotalConfig => "mbm_total_bytes_config",
+            Self::MbmLocalConfig => "mbm_local_bytes_config",
+            Self::MbmAssignMode => "mbm_assign_mode",
+            Self::NumMbmCntrs => "num_mbm_cntrs",
+            Self::AvailableMbmCntrs => "available_mbm_cntrs",
+            Self::MbmAssignOnMkdir => "mbm_assign_on_mkdir",
+            Self::EventFilter => "event_filter",
+            Self::IoAlloc => "io_alloc",
+            Self::IoAllocCbm => "io_alloc_cbm",
         }
     }
 
     const fn mode(self) -> u16 {
         match self {
-            Self::MaxThresholdOccupancy => 0o644,
+            Self::MaxThresholdOccupancy
+            | Self::MbmTotalConfig
+            | Self::MbmLocalConfig
+            | Self::MbmAssignMode
+            | Self::MbmAssignOnMkdir
+            | Self::EventFilter
+            | Self::IoAlloc
+            | Self::IoAllocCbm => 0o644,
             _ => 0o444,
         }
     }
@@ -429,6 +469,8 @@ pub struct Resctrl {
     host_sampled: Duration,
     /// Where host tasks are read (`/proc`).
     proc: rdt_core::proc::ProcFs,
+    /// BMEC, ABMC and io_alloc ([`abmc`]).
+    amd: abmc::AmdState,
     /// Still mounted (teardown not yet done).
     mounted: bool,
     key: usize,
@@ -489,6 +531,7 @@ impl Resctrl {
         }
         let hw = Hw::probe(p);
         let mut fs = Self::new(platform, *opts, hw, key);
+        fs.amd = abmc::AmdState::new(p, fs.hw.l3_domains.len());
         fs.mbm_last = p.now();
         if let Err(e) = fs.setup(p) {
             fs.mounted = false;
@@ -566,6 +609,7 @@ impl Resctrl {
             host: BTreeMap::new(),
             host_sampled: Duration::ZERO,
             proc: rdt_core::proc::ProcFs::host(),
+            amd: abmc::AmdState::empty(),
             mounted: true,
             key,
         }
@@ -574,7 +618,8 @@ impl Resctrl {
     /// What the kernel's mount does to the registers (see [`Resctrl::mount`]).
     fn setup(&mut self, p: &mut SimPlatform) -> io::Result<()> {
         self.set_cdp(p, true)?;
-        self.reset_mon_counters(p, ROOT)
+        self.reset_mon_counters(p, ROOT)?;
+        self.amd_mount(p)
     }
 
     /// Writes IA32_L3_QOS_CFG / IA32_L2_QOS_CFG bit 0 to `on` in every domain of each cache
@@ -821,6 +866,7 @@ impl Resctrl {
     // ----- paths -----
 
     /// The entries of directory node `n`, in a stable order.
+    #[allow(clippy::too_many_lines)] // one arm per directory kind
     fn entries(&self, n: Node) -> Vec<(String, Node)> {
         let mut v: Vec<(String, Node)> = Vec::new();
         match n {
@@ -840,6 +886,9 @@ impl Resctrl {
                 }
                 if self.opts.debug && mon {
                     files.push(GroupFile::MonHwId);
+                }
+                if mon && self.amd.abmc() {
+                    files.push(GroupFile::MbmL3Assignments);
                 }
                 v.extend(
                     files
@@ -906,6 +955,19 @@ impl Resctrl {
                         .into_iter()
                         .map(|f| (f.name().to_string(), Node::InfoFile(dir, f))),
                 );
+                if dir == InfoDir::L3Mon && self.amd.abmc() {
+                    v.push(("event_configs".into(), Node::InfoRes(InfoDir::EventConfigs)));
+                }
+                if dir == InfoDir::EventConfigs {
+                    v.extend(
+                        self.events()
+                            .into_iter()
+                            .filter(|e| *e != Event::LlcOccupancy)
+                            .map(|e| {
+                                (e.name().to_string(), Node::InfoRes(InfoDir::EventConfig(e)))
+                            }),
+                    );
+                }
             }
             _ => {}
         }
@@ -918,14 +980,17 @@ impl Resctrl {
             InfoDir::Schema(i) => {
                 let r = self.schemas[i].res;
                 if r.is_cache() {
-                    vec![
-                        F::BitUsage,
-                        F::CbmMask,
+                    let mut f = vec![F::BitUsage, F::CbmMask];
+                    if self.amd.io_alloc_files() {
+                        f.extend([F::IoAlloc, F::IoAllocCbm]);
+                    }
+                    f.extend([
                         F::MinCbmBits,
                         F::NumClosids,
                         F::ShareableBits,
                         F::SparseMasks,
-                    ]
+                    ]);
+                    f
                 } else {
                     let mut f = vec![
                         F::BandwidthGran,
@@ -939,7 +1004,14 @@ impl Resctrl {
                     f
                 }
             }
-            InfoDir::L3Mon => vec![F::MaxThresholdOccupancy, F::MonFeatures, F::NumRmids],
+            InfoDir::L3Mon => {
+                let mut f = vec![F::MaxThresholdOccupancy, F::MonFeatures, F::NumRmids];
+                f.extend(self.amd_l3_mon_files());
+                f.sort_by_key(|f| f.name());
+                f
+            }
+            InfoDir::EventConfigs => Vec::new(),
+            InfoDir::EventConfig(_) => vec![F::EventFilter],
         }
     }
 
@@ -989,6 +1061,9 @@ impl Resctrl {
 
     fn show(&mut self, p: &mut SimPlatform, n: Node) -> io::Result<Vec<u8>> {
         Ok(match n {
+            Node::GroupFile(g, GroupFile::MbmL3Assignments) => {
+                self.show_assignments(g)?.into_bytes()
+            }
             Node::GroupFile(g, f) => self.show_group_file(g, f).into_bytes(),
             Node::MonFile(g, d, e) => self.show_mon(p, g, d, e)?.into_bytes(),
             Node::LastCmdStatus => {
@@ -998,7 +1073,10 @@ impl Resctrl {
                     self.last_cmd.clone()
                 }
             }
-            Node::InfoFile(dir, f) => self.show_info(dir, f).into_bytes(),
+            Node::InfoFile(dir, f) => match self.amd_show_info(dir, f) {
+                Some(r) => r?.into_bytes(),
+                None => self.show_info(dir, f).into_bytes(),
+            },
             _ => return Err(err(EISDIR)),
         })
     }
@@ -1015,6 +1093,7 @@ impl Resctrl {
             GroupFile::MbaMbpsEvent => format!("{}\n", grp.mba_event.name()),
             GroupFile::CtrlHwId => format!("{}\n", grp.closid),
             GroupFile::MonHwId => format!("{}\n", grp.rmid),
+            GroupFile::MbmL3Assignments => String::new(), // read in `show`
         }
     }
 
@@ -1033,6 +1112,10 @@ impl Resctrl {
             Node::InfoFile(InfoDir::L3Mon, InfoFile::MaxThresholdOccupancy) => {
                 self.write_threshold(data)
             }
+            Node::GroupFile(g, GroupFile::MbmL3Assignments) => self.write_assignments(p, g, data),
+            Node::InfoFile(dir, f) => self
+                .amd_write_info(p, dir, f, data)
+                .unwrap_or_else(|| Err(err(EACCES))),
             _ => Err(err(EACCES)),
         }
     }

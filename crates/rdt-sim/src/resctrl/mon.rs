@@ -71,9 +71,11 @@ const fn mbm_overflow_count(prev: u64, cur: u64, width: u32) -> u64 {
 
 /// Why a counter read failed: IA32_QM_CTR's Error bit (`Error`) or Unavailable bit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ReadError {
+pub(super) enum ReadError {
     Error,
     Unavailable,
+    /// `mbm_event` mode and no counter assigned (ENOENT in the kernel's `rr->err`).
+    Unassigned,
 }
 
 impl Resctrl {
@@ -183,18 +185,31 @@ impl Resctrl {
                 continue;
             }
             for di in 0..self.hw.l3_domains.len() {
-                let _ = self.qm_read(p, di, rmid, e)?;
-                let prev_raw = self.raw_count(p, di, rmid, e);
-                self.arch_mbm.insert(
-                    (di, rmid, e),
-                    ArchMbm {
-                        chunks: 0,
-                        prev_raw,
-                    },
-                );
-                self.fs_mbm.insert((di, rmid, e), FsMbm::default());
+                self.reset_counter(p, di, rmid, e)?;
             }
         }
+        Ok(())
+    }
+
+    /// `resctrl_arch_reset_rmid` of one (domain, RMID, MBM event): the next count starts
+    /// from 0 at the counter's current value.
+    pub(super) fn reset_counter(
+        &mut self,
+        p: &mut SimPlatform,
+        di: usize,
+        rmid: u32,
+        e: Event,
+    ) -> io::Result<()> {
+        let _ = self.qm_read(p, di, rmid, e)?;
+        let prev_raw = self.raw_count(p, di, rmid, e);
+        self.arch_mbm.insert(
+            (di, rmid, e),
+            ArchMbm {
+                chunks: 0,
+                prev_raw,
+            },
+        );
+        self.fs_mbm.insert((di, rmid, e), FsMbm::default());
         Ok(())
     }
 
@@ -207,12 +222,18 @@ impl Resctrl {
         di: usize,
         e: Event,
     ) -> io::Result<Result<u64, ReadError>> {
-        let mut rmids = vec![self.grp(g).rmid];
-        rmids.extend(self.children(g).iter().map(|&c| self.grp(c).rmid));
+        let mut members = vec![g];
+        members.extend_from_slice(self.children(g));
         let mut total = 0u64;
         let mut ok = false;
         let mut last_err = ReadError::Error;
-        for rmid in rmids {
+        for m in members {
+            // mbm_event mode: only members with a counter here count (abmc.rs).
+            if let Some(er) = self.amd_read_gate(di, m, e) {
+                last_err = er;
+                continue;
+            }
+            let rmid = self.grp(m).rmid;
             match self.rmid_read(p, di, rmid, e)? {
                 Ok(v) => {
                     total = total.wrapping_add(v);
@@ -236,6 +257,7 @@ impl Resctrl {
             Ok(v) => format!("{v}\n"),
             Err(ReadError::Error) => "Error\n".into(),
             Err(ReadError::Unavailable) => "Unavailable\n".into(),
+            Err(ReadError::Unassigned) => "Unassigned\n".into(),
         })
     }
 
