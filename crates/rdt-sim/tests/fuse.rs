@@ -667,3 +667,48 @@ fn writing_resctrl_mount_remounts_with_cdp_and_mba_mbps() {
         Some("cdp,mba_MBps")
     );
 }
+
+/// `rdt-sim mount --kernel`: the release decides the resctrl files (turin: BMEC files on
+/// 6.17; counter assignment on 6.18+, the default 6.19, read and written through FUSE).
+#[test]
+fn rdt_sim_kernel_option_picks_the_resctrl_files_of_the_release() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("mnt");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let child = Command::new(env!("CARGO_BIN_EXE_rdt-sim"))
+        .args(["mount", "--model", "turin", "--kernel", "6.17"])
+        .arg(&dir)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn rdt-sim");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !dir.join(".sim/model").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "rdt-sim did not mount within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let l3mon = dir.join("sys/fs/resctrl/info/L3_MON");
+    let has_config = l3mon.join("mbm_total_bytes_config").exists();
+    let has_mode = l3mon.join("mbm_assign_mode").exists();
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let mut child = child;
+    assert!(child.wait().expect("wait").success());
+    assert!(has_config && !has_mode, "6.17: BMEC files, no ABMC");
+
+    // the default release through an in-test FUSE mount
+    let m = TestMount::builtin("turin");
+    let root = m.path("sys/fs/resctrl");
+    let assignments = root.join("mbm_L3_assignments");
+    std::fs::write(&assignments, "mbm_total_bytes:0=_\n").expect("unassign");
+    let text = std::fs::read_to_string(&assignments).expect("read");
+    assert!(text.starts_with("mbm_total_bytes:0=_;2=e;"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("mon_data/mon_L3_00/mbm_total_bytes")).expect("read"),
+        "Unassigned\n"
+    );
+    let err = std::fs::write(&assignments, "mbm_totl_bytes:0=e\n").expect_err("unknown event");
+    assert_eq!(err.raw_os_error(), Some(2), "ENOENT");
+}
