@@ -27,7 +27,7 @@
 //!
 //! | vendor | registers | models |
 //! |---|---|---|
-//! | Intel | ✅ CAT L3/L2, CDP, MBA (delay), CMT/MBM | `broadwell-ep`, `skylake-sp`, `sapphire-rapids` |
+//! | Intel | ✅ CAT L3/L2, CDP, MBA (delay), CMT/MBM; SNC2 monitoring | `broadwell-ep`, `skylake-sp`, `sapphire-rapids`, `sapphire-rapids-snc2` |
 //! | AMD | ✅ CAT L3, CDP, MBA/SMBA (1/8 GB/s units), CMT/MBM; in resctrl BMEC, ABMC, io_alloc | `milan`, `genoa` (384 CPUs), `turin` |
 //!
 //! # References

@@ -16,6 +16,7 @@ use crate::{SimError, SimPlatform};
 /// | `skylake-sp` | 2 × Xeon Gold 6140, 72 CPUs: 11-bit CBM, CDP, MBA (subleaf patched, see [`crate::cpuid`]) | MBA |
 /// | `milan` | 2 × EPYC 7763, 128 CPUs, SMT off: one 32 MiB L3 per 8-core CCX, 16-bit CBM, AMD MBA (11-bit units) | per-CCX domains, AMD |
 /// | `sapphire-rapids` | Xeon Max 9460, 160 CPUs: 15-bit L3 CBM, L2 CAT (16 bits, 8 COS, CDP), MBA (max 90, 15 COS), 32-bit counters | L2 CAT |
+/// | `sapphire-rapids-snc2` | the same machine with Sub-NUMA Clustering 2: 4 NUMA nodes; resctrl monitors per node (`mon_L3_XX/mon_sub_L3_YY`, `mon_L3_XX` files sum them, `num_rmids` halved) | SNC |
 /// | `genoa` | 2 × EPYC 9654, 384 CPUs (CPU 0 dumped, the others synthesized): 24 CCX L3 domains of 32 MiB, 16-bit CBM, MBA + SMBA, BMEC (`mbm_*_bytes_config`), no ABMC | scale, BMEC, SMBA |
 /// | `turin` | EPYC 9655 as dumped: 64 CPUs (SMT off, 8 CCDs), one package (CPU 0 dumped, the others synthesized): MBA + SMBA, BMEC, ABMC (32 assignable counters per domain), io_alloc (SDCIAE) | ABMC, io_alloc |
 ///
@@ -26,6 +27,7 @@ pub const BUILTIN_MODELS: &[&str] = &[
     "skylake-sp",
     "milan",
     "sapphire-rapids",
+    "sapphire-rapids-snc2",
     "genoa",
     "turin",
 ];
@@ -40,7 +42,13 @@ struct Builtin {
     base_mhz: Option<u32>,
     /// The machine a single-CPU dump stands for ([`crate::synth::expand`]).
     layout: Option<Layout>,
+    /// Sub-NUMA Clustering nodes per package (1: off).
+    snc: u32,
 }
+
+/// The Xeon Max 9460 dump, shared by `sapphire-rapids` and `sapphire-rapids-snc2`.
+const SAPPHIRE_RAPIDS: &str =
+    include_str!("../models/intel-xeon-max-9460_sapphire-rapids__hwloc.all.txt");
 
 const BUILTINS: &[Builtin] = &[
     Builtin {
@@ -48,24 +56,35 @@ const BUILTINS: &[Builtin] = &[
         text: include_str!("../models/intel-xeon-e5-2650lv4_broadwell-ep__hwloc.all.txt"),
         base_mhz: None, // brand string: "@ 1.70GHz"
         layout: None,
+        snc: 1,
     },
     Builtin {
         name: "skylake-sp",
         text: include_str!("../models/intel-xeon-gold-6140_skylake-sp__hwloc.all.txt"),
         base_mhz: None, // CPUID.16H:EAX = 2300
         layout: None,
+        snc: 1,
     },
     Builtin {
         name: "milan",
         text: include_str!("../models/amd-epyc-7763_milan__hwloc.all.txt"),
         base_mhz: Some(2450), // EPYC 7763 base clock (AMD product page); the brand has none
         layout: None,
+        snc: 1,
     },
     Builtin {
         name: "sapphire-rapids",
-        text: include_str!("../models/intel-xeon-max-9460_sapphire-rapids__hwloc.all.txt"),
+        text: SAPPHIRE_RAPIDS,
         base_mhz: None, // CPUID.16H:EAX = 2200
         layout: None,
+        snc: 1,
+    },
+    Builtin {
+        name: "sapphire-rapids-snc2",
+        text: SAPPHIRE_RAPIDS,
+        base_mhz: None,
+        layout: None,
+        snc: 2,
     },
     Builtin {
         name: "genoa",
@@ -77,6 +96,7 @@ const BUILTINS: &[Builtin] = &[
             ccx_per_package: 12,
             cores_per_ccx: 8,
         }),
+        snc: 1,
     },
     Builtin {
         name: "turin",
@@ -89,6 +109,7 @@ const BUILTINS: &[Builtin] = &[
             ccx_per_package: 8,
             cores_per_ccx: 8,
         }),
+        snc: 1,
     },
 ];
 
@@ -156,6 +177,16 @@ impl SimPlatform {
             .find(|b| b.name == name)
             .ok_or_else(|| SimError::UnknownModel { name: name.into() })?;
         let mut p = build(b.name, &format!("builtin:{}", b.name), b.text, b.layout)?;
+        if b.snc > 1 {
+            p.enable_snc(b.snc);
+            p.notes.push(format!(
+                "Sub-NUMA Clustering (SNC{0}) as the BIOS option sets it, not in CPUID: {0} NUMA \
+                 nodes per package (the lower and upper halves of its cores by core id); the L3 \
+                 counts each node's traffic under its own share of the RMIDs (RMID + node x \
+                 RMIDs/{0})",
+                b.snc
+            ));
+        }
         if let Some(mhz) = b.base_mhz {
             p.freq_hz = f64::from(mhz) * 1e6;
             p.notes.retain(|n| !n.contains("base frequency"));

@@ -53,7 +53,11 @@
 //!   between two reads (taken from the model's unwrapped count). No erratum correction
 //!   factor is applied (the model has no erratum).
 //! - The RMID free list is rebuilt at every mount (the kernel builds it once per boot).
-//! - SNC (`mon_sub_L3_YY`) is not modelled: no built-in model has it.
+//! - SNC (`sapphire-rapids-snc2`): monitor sub-domains per NUMA node
+//!   (`mon_L3_XX/mon_sub_L3_YY`, the `mon_L3_XX` files summing them), `num_rmids` divided by
+//!   the nodes per L3, node `k` counting RMID `r` as `r + k × num_rmids`. The occupancy
+//!   scale is not divided (the model counts in the CPUID upscaling factor), and
+//!   `RMID_SNC_CONFIG` (0xCA0) is not modelled.
 //! - Mounting does not reprogram the registers (the kernel did that at boot); it assumes they
 //!   hold resctrl's defaults, which they do on a fresh platform and after an unmount.
 //!
@@ -82,6 +86,8 @@ pub mod transcripts;
 
 #[cfg(test)]
 mod abmc_tests;
+#[cfg(test)]
+mod snc_tests;
 #[cfg(test)]
 mod tests;
 
@@ -357,6 +363,9 @@ enum Node {
     /// `mon_data/mon_L3_XX` (index into the L3 domains).
     MonDomain(Gid, usize),
     MonFile(Gid, usize, Event),
+    /// `mon_data/mon_L3_XX/mon_sub_L3_YY` (SNC): L3 domain index, node index in it.
+    MonSub(Gid, usize, u32),
+    MonSubFile(Gid, usize, u32, Event),
     Info,
     LastCmdStatus,
     InfoRes(InfoDir),
@@ -371,6 +380,7 @@ impl Node {
                 | Self::MonGroups(_)
                 | Self::MonData(_)
                 | Self::MonDomain(..)
+                | Self::MonSub(..)
                 | Self::Info
                 | Self::InfoRes(_)
         )
@@ -393,7 +403,9 @@ impl Node {
             | Self::MonGroups(g)
             | Self::MonData(g)
             | Self::MonDomain(g, _)
-            | Self::MonFile(g, ..) => Some(g),
+            | Self::MonFile(g, ..)
+            | Self::MonSub(g, ..)
+            | Self::MonSubFile(g, ..) => Some(g),
             _ => None,
         }
     }
@@ -525,7 +537,7 @@ impl Resctrl {
             if mounted.contains(&key) {
                 return Err(MountError::Busy.into());
             }
-            opts.check(p.capabilities(), false)
+            opts.check(p.capabilities(), p.snc_nodes() > 1)
                 .map_err(MountError::from)?;
             mounted.insert(key);
         }
@@ -936,6 +948,22 @@ impl Resctrl {
                         .into_iter()
                         .map(|e| (e.name().to_string(), Node::MonFile(g, d, e))),
                 );
+                // SNC: one sub-directory per node of the L3 (`mkdir_mondata_subdir_snc`).
+                if self.hw.snc > 1 {
+                    v.extend(
+                        self.hw.l3_nodes[d]
+                            .iter()
+                            .zip(0..)
+                            .map(|(id, k)| (format!("mon_sub_L3_{id:02}"), Node::MonSub(g, d, k))),
+                    );
+                }
+            }
+            Node::MonSub(g, d, k) => {
+                v.extend(
+                    self.events()
+                        .into_iter()
+                        .map(|e| (e.name().to_string(), Node::MonSubFile(g, d, k, e))),
+                );
             }
             Node::Info => {
                 v.push(("last_cmd_status".into(), Node::LastCmdStatus));
@@ -1065,7 +1093,8 @@ impl Resctrl {
                 self.show_assignments(g)?.into_bytes()
             }
             Node::GroupFile(g, f) => self.show_group_file(g, f).into_bytes(),
-            Node::MonFile(g, d, e) => self.show_mon(p, g, d, e)?.into_bytes(),
+            Node::MonFile(g, d, e) => self.show_mon(p, g, d, e, None)?.into_bytes(),
+            Node::MonSubFile(g, d, k, e) => self.show_mon(p, g, d, e, Some(k))?.into_bytes(),
             Node::LastCmdStatus => {
                 if self.last_cmd.is_empty() {
                     b"ok\n".to_vec()

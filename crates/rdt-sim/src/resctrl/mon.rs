@@ -184,8 +184,11 @@ impl Resctrl {
             if e == Event::LlcOccupancy {
                 continue;
             }
+            let per_node = self.hw.mon.as_ref().map_or(0, |m| m.num_rmids);
             for di in 0..self.hw.l3_domains.len() {
-                self.reset_counter(p, di, rmid, e)?;
+                for k in 0..self.hw.snc {
+                    self.reset_counter(p, di, rmid + k * per_node, e)?;
+                }
             }
         }
         Ok(())
@@ -213,15 +216,19 @@ impl Resctrl {
         Ok(())
     }
 
-    /// `mon_event_count`: the group's RMID, plus (CTRL_MON) every MON child's; a failed read
-    /// is dropped when another succeeded.
+    /// `mon_event_count`: the group's RMID, plus (CTRL_MON) every MON child's, in the SNC
+    /// nodes `nodes` of the domain (all of them for `mon_L3_XX`, one for `mon_sub_L3_YY`;
+    /// node `k` counts RMID `r` as `r + k × num_rmids`); a failed read is dropped when
+    /// another succeeded.
     fn mon_event_count(
         &mut self,
         p: &mut SimPlatform,
         g: Gid,
         di: usize,
         e: Event,
+        nodes: std::ops::Range<u32>,
     ) -> io::Result<Result<u64, ReadError>> {
+        let per_node = self.hw.mon.as_ref().map_or(0, |m| m.num_rmids);
         let mut members = vec![g];
         members.extend_from_slice(self.children(g));
         let mut total = 0u64;
@@ -234,26 +241,31 @@ impl Resctrl {
                 continue;
             }
             let rmid = self.grp(m).rmid;
-            match self.rmid_read(p, di, rmid, e)? {
-                Ok(v) => {
-                    total = total.wrapping_add(v);
-                    ok = true;
+            for k in nodes.clone() {
+                match self.rmid_read(p, di, rmid + k * per_node, e)? {
+                    Ok(v) => {
+                        total = total.wrapping_add(v);
+                        ok = true;
+                    }
+                    Err(er) => last_err = er,
                 }
-                Err(er) => last_err = er,
             }
         }
         Ok(if ok { Ok(total) } else { Err(last_err) })
     }
 
-    /// `rdtgroup_mondata_show`.
+    /// `rdtgroup_mondata_show`: `mon_L3_XX/<event>` (`sub` `None`: the sum over the
+    /// domain's SNC nodes) or `mon_L3_XX/mon_sub_L3_YY/<event>` (node index `sub`).
     pub(super) fn show_mon(
         &mut self,
         p: &mut SimPlatform,
         g: Gid,
         di: usize,
         e: Event,
+        sub: Option<u32>,
     ) -> io::Result<String> {
-        Ok(match self.mon_event_count(p, g, di, e)? {
+        let nodes = sub.map_or(0..self.hw.snc, |k| k..k + 1);
+        Ok(match self.mon_event_count(p, g, di, e, nodes)? {
             Ok(v) => format!("{v}\n"),
             Err(ReadError::Error) => "Error\n".into(),
             Err(ReadError::Unavailable) => "Unavailable\n".into(),
@@ -323,11 +335,17 @@ impl Resctrl {
                 .filter(|(_, d)| d.contains(&di))
                 .map(|(&r, _)| r)
                 .collect();
+            let per_node = self.hw.mon.as_ref().map_or(0, |m| m.num_rmids);
             for rmid in busy {
-                let dirty = match self.rmid_read(p, di, rmid, Event::LlcOccupancy)? {
-                    Ok(v) => v >= u64::from(self.threshold),
-                    Err(_) => true,
-                };
+                // SNC: clean only when clean in every node of the L3.
+                let mut dirty = false;
+                for k in 0..self.hw.snc {
+                    dirty |=
+                        match self.rmid_read(p, di, rmid + k * per_node, Event::LlcOccupancy)? {
+                            Ok(v) => v >= u64::from(self.threshold),
+                            Err(_) => true,
+                        };
+                }
                 if dirty {
                     continue;
                 }

@@ -200,7 +200,7 @@ impl Resctrl {
             .options
             .parse()
             .map_err(|e| invalid(format!("mount options: {e}")))?;
-        opts.check(guard.capabilities(), false)
+        opts.check(guard.capabilities(), guard.snc_nodes() > 1)
             .map_err(|e| invalid(format!("mount options: {e}")))?;
         let hw = super::hw::Hw::probe(&guard);
         let amd = super::abmc::AmdState::new(&guard, hw.l3_domains.len());
