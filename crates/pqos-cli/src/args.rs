@@ -286,6 +286,16 @@ pub struct Args {
     )]
     pub sim_scenario: Option<PathBuf>,
 
+    /// `--sim-kernel`: the Linux release whose resctrl the simulated platform serves.
+    #[arg(
+        long = "sim-kernel",
+        value_name = "RELEASE",
+        requires = "sim",
+        help = "The Linux release the simulated platform runs, which decides its resctrl files: \
+                6.17, 6.18 (ABMC counter assignment) or 6.19 (io_alloc) [default: 6.19]"
+    )]
+    pub sim_kernel: Option<String>,
+
     /// `--sysroot`: where the platform's device and sysfs files are.
     #[arg(
         long = "sysroot",

@@ -43,6 +43,8 @@ pub struct SimOptions {
     pub scenario: Option<PathBuf>,
     /// Advance the simulated clock instead of sleeping.
     pub virtual_clock: bool,
+    /// `--sim-kernel`: the kernel release of the simulated platform (`None`: the newest).
+    pub kernel: Option<String>,
 }
 
 /// `-e`, `-c` and `-a` together.
@@ -247,6 +249,7 @@ fn source(args: &mut Args) -> Source {
             state: args.sim_state.take(),
             scenario: args.sim_scenario.take(),
             virtual_clock: args.sim_virtual_clock,
+            kernel: args.sim_kernel.take(),
         }),
     }
 }
@@ -806,6 +809,20 @@ mod tests {
     }
 
     #[test]
+    fn sim_kernel_is_passed_to_the_simulated_platform() {
+        let p = plan(&["--sim=turin", "--sim-kernel", "6.17", "-d"]).unwrap();
+        assert!(
+            matches!(&p.source, Source::Sim(SimOptions { kernel: Some(k), .. }) if k == "6.17"),
+            "{:?}",
+            p.source
+        );
+        assert!(
+            plan(&["--sim-kernel", "6.17", "-d"]).is_err(),
+            "requires --sim"
+        );
+    }
+
+    #[test]
     fn example_sim_platform() {
         let p = plan(&["--sim=milan", "--sim-state", "/tmp/s.json", "-s"]).unwrap();
         assert_eq!(
@@ -815,7 +832,8 @@ mod tests {
                 iface: rdt_pqos::Iface::Auto,
                 state: Some(PathBuf::from("/tmp/s.json")),
                 scenario: None,
-                virtual_clock: false
+                virtual_clock: false,
+                kernel: None,
             })
         );
     }

@@ -133,9 +133,17 @@ mod sim {
         stdout_is_tty: bool,
         out: &mut dyn Write,
     ) -> Result<()> {
+        let kernel = opts
+            .kernel
+            .as_deref()
+            .map(str::parse::<rdt_sim::resctrl::KernelVersion>)
+            .transpose()
+            .map_err(|e| anyhow!("--sim-kernel: {e}"))?
+            .unwrap_or_default();
         let session = Session::open(&SessionOptions {
             state: opts.state.clone(),
             scenario: opts.scenario.clone(),
+            kernel,
             ..SessionOptions::new(&opts.model)
         })
         .map_err(|e| match e {

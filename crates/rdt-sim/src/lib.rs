@@ -28,8 +28,8 @@
 //!
 //! | vendor | registers | models |
 //! |---|---|---|
-//! | Intel | ✅ CAT L3/L2, CDP, MBA (delay), CMT/MBM | `broadwell-ep`, `skylake-sp`, `sapphire-rapids` |
-//! | AMD | ✅ CAT L3, CDP, MBA/SMBA (1/8 GB/s units), CMT/MBM | `milan` |
+//! | Intel | ✅ CAT L3/L2, CDP, MBA (delay), CMT/MBM; SNC2 monitoring | `broadwell-ep`, `skylake-sp`, `sapphire-rapids`, `sapphire-rapids-snc2` |
+//! | AMD | ✅ CAT L3, CDP, MBA/SMBA (1/8 GB/s units), CMT/MBM; in resctrl BMEC, ABMC, io_alloc | `milan`, `genoa` (384 CPUs), `turin` |
 //!
 //! # References
 //! - Intel SDM Vol. 3B, ch. 18.18-18.19 "Intel Resource Director Technology".
@@ -48,6 +48,7 @@ pub mod resctrl;
 mod scenario;
 pub mod session;
 pub mod state;
+pub(crate) mod synth;
 pub mod sysregs;
 pub mod vfs;
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use rdt_core::{Capabilities, CpuidDump, Topology};
 
 use crate::cpuid::SimCpuid;
+use crate::synth::{self, Layout};
 use crate::{SimError, SimPlatform};
 
 /// Names of the built-in models, the default first.
@@ -15,7 +16,21 @@ use crate::{SimError, SimPlatform};
 /// | `skylake-sp` | 2 × Xeon Gold 6140, 72 CPUs: 11-bit CBM, CDP, MBA (subleaf patched, see [`crate::cpuid`]) | MBA |
 /// | `milan` | 2 × EPYC 7763, 128 CPUs, SMT off: one 32 MiB L3 per 8-core CCX, 16-bit CBM, AMD MBA (11-bit units) | per-CCX domains, AMD |
 /// | `sapphire-rapids` | Xeon Max 9460, 160 CPUs: 15-bit L3 CBM, L2 CAT (16 bits, 8 COS, CDP), MBA (max 90, 15 COS), 32-bit counters | L2 CAT |
-pub const BUILTIN_MODELS: &[&str] = &["broadwell-ep", "skylake-sp", "milan", "sapphire-rapids"];
+/// | `sapphire-rapids-snc2` | the same machine with Sub-NUMA Clustering 2: 4 NUMA nodes; resctrl monitors per node (`mon_L3_XX/mon_sub_L3_YY`, `mon_L3_XX` files sum them, `num_rmids` halved) | SNC |
+/// | `genoa` | 2 × EPYC 9654, 384 CPUs (CPU 0 dumped, the others synthesized): 24 CCX L3 domains of 32 MiB, 16-bit CBM, MBA + SMBA, BMEC (`mbm_*_bytes_config`), no ABMC | scale, BMEC, SMBA |
+/// | `turin` | EPYC 9655 as dumped: 64 CPUs (SMT off, 8 CCDs), one package (CPU 0 dumped, the others synthesized): MBA + SMBA, BMEC, ABMC (32 assignable counters per domain), io_alloc (SDCIAE) | ABMC, io_alloc |
+///
+/// `milan`'s dump does not record leaf 0BH; the model synthesizes it per CPU. What every model
+/// adds to its dump is in `crates/rdt-sim/models/PROVENANCE.md` and [`SimPlatform::notes`].
+pub const BUILTIN_MODELS: &[&str] = &[
+    "broadwell-ep",
+    "skylake-sp",
+    "milan",
+    "sapphire-rapids",
+    "sapphire-rapids-snc2",
+    "genoa",
+    "turin",
+];
 
 /// The model `--sim` selects without a name.
 pub const DEFAULT_MODEL: &str = "broadwell-ep";
@@ -25,28 +40,76 @@ struct Builtin {
     text: &'static str,
     /// Base frequency in MHz where the dump records none (no leaf 16H, none in the brand).
     base_mhz: Option<u32>,
+    /// The machine a single-CPU dump stands for ([`crate::synth::expand`]).
+    layout: Option<Layout>,
+    /// Sub-NUMA Clustering nodes per package (1: off).
+    snc: u32,
 }
+
+/// The Xeon Max 9460 dump, shared by `sapphire-rapids` and `sapphire-rapids-snc2`.
+const SAPPHIRE_RAPIDS: &str =
+    include_str!("../models/intel-xeon-max-9460_sapphire-rapids__hwloc.all.txt");
 
 const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "broadwell-ep",
         text: include_str!("../models/intel-xeon-e5-2650lv4_broadwell-ep__hwloc.all.txt"),
         base_mhz: None, // brand string: "@ 1.70GHz"
+        layout: None,
+        snc: 1,
     },
     Builtin {
         name: "skylake-sp",
         text: include_str!("../models/intel-xeon-gold-6140_skylake-sp__hwloc.all.txt"),
         base_mhz: None, // CPUID.16H:EAX = 2300
+        layout: None,
+        snc: 1,
     },
     Builtin {
         name: "milan",
         text: include_str!("../models/amd-epyc-7763_milan__hwloc.all.txt"),
         base_mhz: Some(2450), // EPYC 7763 base clock (AMD product page); the brand has none
+        layout: None,
+        snc: 1,
     },
     Builtin {
         name: "sapphire-rapids",
-        text: include_str!("../models/intel-xeon-max-9460_sapphire-rapids__hwloc.all.txt"),
+        text: SAPPHIRE_RAPIDS,
         base_mhz: None, // CPUID.16H:EAX = 2200
+        layout: None,
+        snc: 1,
+    },
+    Builtin {
+        name: "sapphire-rapids-snc2",
+        text: SAPPHIRE_RAPIDS,
+        base_mhz: None,
+        layout: None,
+        snc: 2,
+    },
+    Builtin {
+        name: "genoa",
+        text: include_str!("../models/amd-epyc-9654_genoa__instlatx64.txt"),
+        base_mhz: Some(2400), // EPYC 9654 base clock (AMD product page); the brand has none
+        // 2 x 96 cores in 12 CCDs of 8, SMT on: 384 CPUs (hwloc's AMD-19h-Zen4-2xEpyc-9654)
+        layout: Some(Layout {
+            packages: 2,
+            ccx_per_package: 12,
+            cores_per_ccx: 8,
+        }),
+        snc: 1,
+    },
+    Builtin {
+        name: "turin",
+        text: include_str!("../models/amd-epyc-9655_turin__instlatx64.txt"),
+        base_mhz: Some(2600), // EPYC 9655 base clock (AMD product page); the brand has none
+        // What the dump's CPUID describes: 64 threads per package (8000_0008H:ECX[7:0] = 63),
+        // SMT off (0BH.0:EBX = 1), 8 per L3 (8000_001DH.3): 8 CCDs of 8 cores, one package.
+        layout: Some(Layout {
+            packages: 1,
+            ccx_per_package: 8,
+            cores_per_ccx: 8,
+        }),
+        snc: 1,
     },
 ];
 
@@ -60,11 +123,25 @@ fn fnv1a64(text: &str) -> u64 {
     h
 }
 
-fn build(model: &str, identity: &str, text: &str) -> Result<SimPlatform, SimError> {
-    let dump = CpuidDump::parse(text).map_err(|source| SimError::Dump {
+fn build(
+    model: &str,
+    identity: &str,
+    text: &str,
+    layout: Option<Layout>,
+) -> Result<SimPlatform, SimError> {
+    let mut dump = CpuidDump::parse(text).map_err(|source| SimError::Dump {
         model: model.into(),
         source,
     })?;
+    let mut notes = Vec::new();
+    if let Some((big, note)) = layout.and_then(|l| synth::expand(&dump, l)) {
+        dump = big;
+        notes.push(note);
+    }
+    if let Some((filled, note)) = synth::fill_leaf_0b(&dump) {
+        dump = filled;
+        notes.push(note);
+    }
     let topology = Topology::from_cpuid_dump(&dump).map_err(|source| SimError::Topology {
         model: model.into(),
         source,
@@ -76,7 +153,9 @@ fn build(model: &str, identity: &str, text: &str) -> Result<SimPlatform, SimErro
     } else {
         model.into()
     };
-    SimPlatform::from_parts(&name, identity, cpuid, caps, topology)
+    let mut p = SimPlatform::from_parts(&name, identity, cpuid, caps, topology)?;
+    p.notes.extend(notes);
+    Ok(p)
 }
 
 impl SimPlatform {
@@ -97,7 +176,17 @@ impl SimPlatform {
             .iter()
             .find(|b| b.name == name)
             .ok_or_else(|| SimError::UnknownModel { name: name.into() })?;
-        let mut p = build(b.name, &format!("builtin:{}", b.name), b.text)?;
+        let mut p = build(b.name, &format!("builtin:{}", b.name), b.text, b.layout)?;
+        if b.snc > 1 {
+            p.enable_snc(b.snc);
+            p.notes.push(format!(
+                "Sub-NUMA Clustering (SNC{0}) as the BIOS option sets it, not in CPUID: {0} NUMA \
+                 nodes per package (the lower and upper halves of its cores by core id); the L3 \
+                 counts each node's traffic under its own share of the RMIDs (RMID + node x \
+                 RMIDs/{0})",
+                b.snc
+            ));
+        }
         if let Some(mhz) = b.base_mhz {
             p.freq_hz = f64::from(mhz) * 1e6;
             p.notes.retain(|n| !n.contains("base frequency"));
@@ -120,6 +209,7 @@ impl SimPlatform {
             "dump",
             &format!("dump:fnv1a64:{:016x}", fnv1a64(text)),
             text,
+            None,
         )
     }
 }

@@ -227,6 +227,10 @@ pub struct SimPlatform {
     pub(crate) resctrl_state: Option<crate::resctrl::ResctrlState>,
     pub(crate) msr_reads: u64,
     pub(crate) msr_writes: u64,
+    /// The kernel release whose resctrl files a mount shows (not saved: chosen per run).
+    pub(crate) kernel: crate::resctrl::KernelVersion,
+    /// Sub-NUMA Clustering: NUMA nodes per L3 cache (1 = off); see [`SimPlatform::snc_nodes`].
+    pub(crate) snc: u32,
 }
 
 impl SimPlatform {
@@ -316,6 +320,8 @@ impl SimPlatform {
             resctrl_state: None,
             msr_reads: 0,
             msr_writes: 0,
+            kernel: crate::resctrl::KernelVersion::default(),
+            snc: 1,
         };
         p.regs = p.reset_registers();
         p.counters = p.zero_counters();
@@ -428,6 +434,19 @@ impl SimPlatform {
             .collect();
         v.extend(self.notes.iter().cloned());
         v
+    }
+
+    /// The kernel release the machine runs, which decides the resctrl files a mount shows
+    /// ([`crate::resctrl::KernelVersion`]; default the newest modelled).
+    #[must_use]
+    pub const fn kernel(&self) -> crate::resctrl::KernelVersion {
+        self.kernel
+    }
+
+    /// Boots another kernel release: the next resctrl mount shows its files (a mounted
+    /// resctrl keeps the files of the release it was mounted with).
+    pub fn set_kernel(&mut self, kernel: crate::resctrl::KernelVersion) {
+        self.kernel = kernel;
     }
 
     /// Base (unhalted-cycle) frequency of every CPU, in Hz.
@@ -606,7 +625,7 @@ impl SimPlatform {
             let (Some(up), Some(d)) = (upscale, place.l3) else {
                 continue;
             };
-            let rmid = rdt_msr::regs::pqr_rmid(self.regs.cpus[i].pqr_assoc) as usize;
+            let rmid = self.phys_rmid(i) as usize;
             if let Some(c) = self.counters.get_mut(&d).and_then(|v| v.get_mut(rmid)) {
                 c.total.add(a.traffic_bytes_per_s * s / up);
                 c.local.add(a.local_bytes_per_s * s / up);
@@ -622,6 +641,58 @@ impl SimPlatform {
             .ok()
     }
 
+    /// The RMID the L3 counts CPU `i`'s traffic and occupancy under: IA32_PQR_ASSOC's RMID,
+    /// plus, with Sub-NUMA Clustering, `(node mod SNC nodes) × (RMIDs / SNC nodes)`: the
+    /// hardware's RMID sharing mode splits the RMIDs between the nodes of an L3, the kernel's
+    /// `logical_rmid_to_physical_rmid` (arch/x86/kernel/cpu/resctrl/monitor.c).
+    fn phys_rmid(&self, i: usize) -> u32 {
+        let r = rdt_msr::regs::pqr_rmid(self.regs.cpus[i].pqr_assoc);
+        if self.snc <= 1 {
+            return r;
+        }
+        let per_node = self.caps.monitoring.get().map_or(0, |m| m.num_rmids) / self.snc;
+        r + (self.topology.cpus()[i].node % self.snc) * per_node
+    }
+
+    /// Sub-NUMA Clustering nodes per L3 cache (1 without SNC): the kernel's
+    /// `snc_nodes_per_l3_cache`. With SNC, the NUMA node of a CPU is
+    /// `package × SNC + (its core in the package's lower or upper half...)`, and resctrl
+    /// monitors per node (`mon_sub_L3_YY`).
+    #[must_use]
+    pub const fn snc_nodes(&self) -> u32 {
+        self.snc
+    }
+
+    /// Turns Sub-NUMA Clustering on with `n` nodes per package: the cores of each package,
+    /// by core id, are split into `n` equal runs, node `package × n + run` (a thread goes
+    /// with its core).
+    pub(crate) fn enable_snc(&mut self, n: u32) {
+        let n = n.max(1);
+        let mut cpus = self.topology.cpus().to_vec();
+        for pkg in self.topology.packages() {
+            let mut cores: Vec<u32> = cpus
+                .iter()
+                .filter(|c| c.package == pkg)
+                .filter_map(|c| c.core)
+                .collect();
+            cores.sort_unstable();
+            cores.dedup();
+            let per = u32::try_from(cores.len())
+                .unwrap_or(u32::MAX)
+                .div_ceil(n)
+                .max(1);
+            for c in cpus.iter_mut().filter(|c| c.package == pkg) {
+                let rank = c
+                    .core
+                    .and_then(|k| cores.iter().position(|&x| x == k))
+                    .map_or(0, |r| u32::try_from(r).unwrap_or(0));
+                c.node = pkg * n + rank / per;
+            }
+        }
+        self.topology = Topology::from_placements(cpus);
+        self.snc = n;
+    }
+
     /// Occupancy of (domain, rmid) in upscaling-factor counts, rounded down.
     fn occupancy_counts(&self, domain: CacheDomain, rmid: u32) -> u64 {
         let Some(m) = self.caps.monitoring.get() else {
@@ -631,11 +702,9 @@ impl SimPlatform {
             .topology
             .cpus()
             .iter()
-            .zip(&self.regs.cpus)
+            .enumerate()
             .zip(&self.activity)
-            .filter(|((p, r), _)| {
-                p.l3 == Some(domain) && rdt_msr::regs::pqr_rmid(r.pqr_assoc) == rmid
-            })
+            .filter(|((i, p), _)| p.l3 == Some(domain) && self.phys_rmid(*i) == rmid)
             .map(|(_, a)| a.occupancy_bytes)
             .sum::<f64>()
             + self
@@ -911,8 +980,13 @@ impl SimPlatform {
                     self.regs.l2.get_mut(&p.l2)
                 };
                 let Some(r) = regs else { return false };
+                // The steady state depends only on the registers: an unchanged value (as
+                // resctrl's unmount writes every default) needs no recomputation.
+                let changed = r.cfg != v;
                 r.cfg = v;
-                self.recompute();
+                if changed {
+                    self.recompute();
+                }
                 true
             }
             Reg::L3Mask(n) | Reg::L2Mask(n) => {
@@ -930,8 +1004,11 @@ impl SimPlatform {
                 if !mask_accepted(cat, v) {
                     return false;
                 }
+                let changed = regs.masks[n] != v;
                 regs.masks[n] = v;
-                self.recompute();
+                if changed {
+                    self.recompute();
+                }
                 true
             }
             Reg::Mba(n) | Reg::Smba(n) => {
@@ -956,8 +1033,11 @@ impl SimPlatform {
                 if v > max {
                     return false;
                 }
+                let changed = vals[n] != v;
                 vals[n] = v;
-                self.recompute();
+                if changed {
+                    self.recompute();
+                }
                 true
             }
         }

@@ -114,6 +114,9 @@ pub struct SessionOptions {
     pub scenario: Option<PathBuf>,
     /// How long to wait for another run on the same state file.
     pub lock_wait: Duration,
+    /// The kernel release whose resctrl the in-process mount shows (not saved: each run
+    /// chooses).
+    pub kernel: crate::resctrl::KernelVersion,
 }
 
 impl SessionOptions {
@@ -125,6 +128,7 @@ impl SessionOptions {
             state: None,
             scenario: None,
             lock_wait: DEFAULT_LOCK_WAIT,
+            kernel: crate::resctrl::KernelVersion::default(),
         }
     }
 }
@@ -152,6 +156,7 @@ impl Session {
     /// [`SessionError::Lock`], [`SessionError::Load`], [`SessionError::Scenario`].
     pub fn open(opts: &SessionOptions) -> Result<Self, SessionError> {
         let mut platform = open_model(&opts.model)?;
+        platform.set_kernel(opts.kernel);
         let state = opts
             .state
             .clone()

@@ -70,7 +70,14 @@ fn the_schemas_reject_what_they_must() {
 
 #[test]
 fn every_command_answers_in_schema_valid_json_on_every_model() {
-    for model in ["broadwell-ep", "skylake-sp", "milan", "sapphire-rapids"] {
+    for model in [
+        "broadwell-ep",
+        "skylake-sp",
+        "milan",
+        "sapphire-rapids",
+        "genoa",
+        "turin",
+    ] {
         let sim = Sim::new(model);
         for flag in ["-d", "-D"] {
             let run = sim.pqos(&["-u", "json", flag]).ok();

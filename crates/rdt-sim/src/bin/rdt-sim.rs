@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! rdt-sim mount [--model M | --dump FILE] [--resctrl-opts cdp,cdpl2,mba_MBps | --no-resctrl]
-//!               [--state FILE] [--manual-clock] DIR
+//!               [--kernel 6.17|6.18|6.19] [--state FILE] [--manual-clock] DIR
 //! rdt-sim models
 //! ```
 //!
@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use rdt_sim::fs::{Mount, MountConfig, SimClock};
-use rdt_sim::resctrl::MountOptions;
+use rdt_sim::resctrl::{KernelVersion, MountOptions};
 use rdt_sim::{BUILTIN_MODELS, DEFAULT_MODEL, SimHandle, SimPlatform};
 
 /// Mount a simulated Intel RDT / AMD PQoS platform as files, to try rdt, pqos or any tool
@@ -57,6 +57,11 @@ struct MountArgs {
     /// resctrl mount options, comma-separated: cdp, cdpl2, mba_MBps.
     #[arg(long = "resctrl-opts", value_name = "OPTS", default_value = "")]
     resctrl_opts: MountOptions,
+
+    /// The Linux release whose resctrl files to show: 6.17, 6.18 (ABMC counter assignment)
+    /// or 6.19 (io_alloc).
+    #[arg(long, value_name = "RELEASE", default_value_t = KernelVersion::default())]
+    kernel: KernelVersion,
 
     /// Leave DIR/sys/fs/resctrl empty, as on a host where resctrl is not mounted.
     #[arg(long, conflicts_with = "resctrl_opts")]
@@ -147,6 +152,7 @@ fn mount(args: &MountArgs) -> Result<(), Failed> {
             .load_from(state)
             .map_err(|e| failed(format!("loading the state from {}", state.display()))(e.into()))?;
     }
+    platform.set_kernel(args.kernel);
     let model = platform.model().to_owned();
     let sim = SimHandle::new(platform);
     let config = MountConfig {

@@ -16,7 +16,7 @@ use super::{
 };
 
 /// Staged control values of one write (`staged_config`): (resource, CDP type, domain index).
-type Staged = BTreeMap<(Res, Conf, usize), u64>;
+pub(super) type Staged = BTreeMap<(Res, Conf, usize), u64>;
 
 /// `find_first_bit` / `find_next_zero_bit` / `find_next_bit` over the low `len` bits.
 fn next_bit(v: u64, len: u32, from: u32, set: bool) -> u32 {
@@ -45,7 +45,7 @@ impl Resctrl {
     }
 
     /// `resctrl_arch_get_config`: the committed value of `closid` of CDP type `conf`.
-    fn get_config(&self, r: Res, dom: usize, closid: u32, conf: Conf) -> u64 {
+    pub(super) fn get_config(&self, r: Res, dom: usize, closid: u32, conf: Conf) -> u64 {
         self.ctrl(r, dom, super::cfg_index(closid, conf))
     }
 
@@ -192,7 +192,7 @@ impl Resctrl {
         Ok(())
     }
 
-    /// `parse_cbm` + `cbm_validate`.
+    /// `parse_cbm` + `cbm_validate` for group `g`.
     fn parse_cbm(
         &mut self,
         s: &Schema,
@@ -202,6 +202,19 @@ impl Resctrl {
         staged: &mut Staged,
     ) -> io::Result<()> {
         let (closid, mode) = (self.grp(g).closid, self.grp(g).mode);
+        self.parse_cbm_for(s, di, val, closid, mode, staged)
+    }
+
+    /// `parse_cbm` + `cbm_validate` for `closid` with `mode` (a group's, or io_alloc's).
+    pub(super) fn parse_cbm_for(
+        &mut self,
+        s: &Schema,
+        di: usize,
+        val: &[u8],
+        closid: u32,
+        mode: Mode,
+        staged: &mut Staged,
+    ) -> io::Result<()> {
         let c = self.hw.cache(s.res).expect("cache schema").clone();
         let dom_id = self.hw.domains(s.res)[di].id;
         if staged.contains_key(&(s.res, s.conf, di)) {
@@ -318,7 +331,7 @@ impl Resctrl {
 
     /// `resctrl_arch_update_domains`: commits staged values that differ, register by register
     /// on a CPU of the domain.
-    fn update_domains(
+    pub(super) fn update_domains(
         &mut self,
         p: &mut SimPlatform,
         closid: u32,
@@ -461,13 +474,12 @@ impl Resctrl {
             }
             InfoDir::L3Mon => match f {
                 F::NumRmids => format!("{}\n", self.hw.mon.as_ref().map_or(0, |m| m.num_rmids)),
-                F::MonFeatures => self.events().into_iter().fold(String::new(), |mut o, e| {
-                    let _ = writeln!(o, "{}", e.name());
-                    o
-                }),
+                F::MonFeatures => self.amd_mon_features(),
                 F::MaxThresholdOccupancy => format!("{}\n", self.threshold),
                 _ => String::new(),
             },
+            // Their files are AMD's (abmc.rs).
+            InfoDir::EventConfigs | InfoDir::EventConfig(_) => String::new(),
         }
     }
 
@@ -503,7 +515,12 @@ impl Resctrl {
     }
 
     /// `__init_one_rdt_domain`.
-    fn init_one_domain(&mut self, s: &Schema, di: usize, closid: u32) -> io::Result<u64> {
+    pub(super) fn init_one_domain(
+        &mut self,
+        s: &Schema,
+        di: usize,
+        closid: u32,
+    ) -> io::Result<u64> {
         let c = self.hw.cache(s.res).expect("cache schema").clone();
         let full = c.default_ctrl();
         let mut new = c.shareable_bits;

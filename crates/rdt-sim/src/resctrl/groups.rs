@@ -100,7 +100,7 @@ impl Resctrl {
             self.closid_used[closid as usize] = false;
             return Err(e);
         }
-        Ok(())
+        self.amd_assign_on_mkdir(p, g)
     }
 
     /// `rdtgroup_mkdir_mon`: the parent's CLOSID, an RMID of its own.
@@ -122,7 +122,8 @@ impl Resctrl {
         if let GroupKind::Ctrl { children } = &mut self.grp_mut(parent).kind {
             children.insert(0, g);
         }
-        self.reset_mon_counters(p, g)
+        self.reset_mon_counters(p, g)?;
+        self.amd_assign_on_mkdir(p, g)
     }
 
     fn add_group(&mut self, g: Group) -> Gid {
@@ -166,10 +167,12 @@ impl Resctrl {
         self.closid_used[grp.closid as usize] = false;
         self.ctrl_names.remove(&grp.name);
         self.groups[g] = None;
+        self.amd_group_removed(g);
         for &c in children {
             let rmid = self.grp(c).rmid;
             self.free_rmid(p, rmid);
             self.groups[c] = None;
+            self.amd_group_removed(c);
         }
     }
 
@@ -190,6 +193,7 @@ impl Resctrl {
             children.retain(|&c| c != g);
         }
         self.groups[g] = None;
+        self.amd_group_removed(g);
     }
 
     /// `rdtgroup_rename`: only a MON group, to another (or the same) `mon_groups` directory.

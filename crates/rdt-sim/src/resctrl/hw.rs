@@ -139,6 +139,11 @@ pub(crate) struct Hw {
     pub mon: Option<MonRes>,
     pub l3_domains: Vec<Domain>,
     pub l2_domains: Vec<Domain>,
+    /// Sub-NUMA Clustering nodes per L3 (`snc_nodes_per_l3_cache`, 1 without SNC).
+    pub snc: u32,
+    /// Per L3 domain (index), its NUMA node ids, ascending: with SNC the monitor
+    /// sub-domains `mon_sub_L3_YY`, node `k` counting RMID `r` as `r + k × num_rmids`.
+    pub l3_nodes: Vec<Vec<u32>>,
 }
 
 /// Intel's `MAX_MBA_BW`: 100 percent.
@@ -209,7 +214,8 @@ impl Hw {
         let mon = caps.monitoring.get().and_then(|m| {
             let any = m.events.llc_occupancy || m.events.mbm_total || m.events.mbm_local;
             any.then(|| MonRes {
-                num_rmids: m.num_rmids,
+                // SNC: the RMIDs are shared out among the nodes of an L3.
+                num_rmids: m.num_rmids / p.snc_nodes().max(1),
                 scale: u64::from(m.upscaling_factor),
                 width: m.counter_width,
                 llc_occupancy: m.events.llc_occupancy,
@@ -219,6 +225,21 @@ impl Hw {
             })
         });
         let nr_cpu_ids = topo.cpus().last().map_or(0, |c| c.cpu.get() + 1);
+        let l3_domains = domains(topo.l3_domains(), |d| topo.cpus_in_l3(d));
+        let l3_nodes = l3_domains
+            .iter()
+            .map(|d| {
+                let mut n: Vec<u32> = topo
+                    .cpus()
+                    .iter()
+                    .filter(|c| c.l3.map(rdt_core::CacheDomain::get) == Some(d.id))
+                    .map(|c| c.node)
+                    .collect();
+                n.sort_unstable();
+                n.dedup();
+                n
+            })
+            .collect();
         Self {
             nr_cpu_ids,
             online: topo.all_cpus(),
@@ -227,8 +248,10 @@ impl Hw {
             mb: caps.mba.get().and_then(bw),
             smba: caps.smba.get().and_then(bw),
             mon,
-            l3_domains: domains(topo.l3_domains(), |d| topo.cpus_in_l3(d)),
+            l3_domains,
             l2_domains: domains(topo.l2_domains(), |d| topo.cpus_in_l2(d)),
+            snc: p.snc_nodes().max(1),
+            l3_nodes,
         }
     }
 

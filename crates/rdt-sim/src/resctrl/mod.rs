@@ -15,9 +15,11 @@
 //! The behaviour is Linux v6.17's (`fs/resctrl/`), as `../shared/spec/resctrl.md` describes
 //! it: values in `schemata` are not padded (≥ 6.15), `sparse_masks` exists (≥ 6.7), a write
 //! to `tasks` takes a comma-separated list (≥ 6.3), MON groups can be renamed (≥ 6.8), and
-//! there is neither ABMC (`mbm_assign_mode`, 6.18) nor `io_alloc` (6.19) nor the 7.1 "`<file>:
-//! Invalid input`" messages. `last_cmd_status` is cleared at the start of every group-file
-//! write (after the trailing-newline check of `schemata`, `mode` and `mba_MBps_event`, which
+//! there are no 7.1 "`<file>: Invalid input`" messages. The files of 6.18 (ABMC:
+//! `mbm_assign_mode`, counter assignment) and 6.19 (`io_alloc`) exist when the platform runs
+//! that release ([`KernelVersion`], [`SimPlatform::set_kernel`], default 6.19) and, except
+//! `mbm_assign_mode`, has the feature (`resctrl/abmc.rs`: BMEC, ABMC, io_alloc on AMD).
+//! `last_cmd_status` is cleared at the start of every group-file write (after the trailing-newline check of `schemata`, `mode` and `mba_MBps_event`, which
 //! fail silently), by `mkdir` and `rename`, not by reads, `rmdir` or writes to `info/` files.
 //!
 //! # What is simplified
@@ -51,7 +53,11 @@
 //!   between two reads (taken from the model's unwrapped count). No erratum correction
 //!   factor is applied (the model has no erratum).
 //! - The RMID free list is rebuilt at every mount (the kernel builds it once per boot).
-//! - SNC (`mon_sub_L3_YY`) is not modelled: no built-in model has it.
+//! - SNC (`sapphire-rapids-snc2`): monitor sub-domains per NUMA node
+//!   (`mon_L3_XX/mon_sub_L3_YY`, the `mon_L3_XX` files summing them), `num_rmids` divided by
+//!   the nodes per L3, node `k` counting RMID `r` as `r + k × num_rmids`. The occupancy
+//!   scale is not divided (the model counts in the CPUID upscaling factor), and
+//!   `RMID_SNC_CONFIG` (0xCA0) is not modelled.
 //! - Mounting does not reprogram the registers (the kernel did that at boot); it assumes they
 //!   hold resctrl's defaults, which they do on a fresh platform and after an unmount.
 //!
@@ -65,10 +71,12 @@
 // p = platform, g = group, s = schema, d/di = domain, e = event, as in the kernel's code.
 #![allow(clippy::many_single_char_names)]
 
+mod abmc;
 mod ctrl;
 mod groups;
 mod host;
 mod hw;
+mod kernel;
 mod kstr;
 mod mon;
 mod options;
@@ -76,6 +84,10 @@ mod saved;
 #[cfg(any(test, feature = "transcripts"))]
 pub mod transcripts;
 
+#[cfg(test)]
+mod abmc_tests;
+#[cfg(test)]
+mod snc_tests;
 #[cfg(test)]
 mod tests;
 
@@ -93,6 +105,7 @@ use crate::{SimHandle, SimPlatform};
 
 pub use host::HOST_SAMPLE_PERIOD;
 use hw::{Event, Hw, Res};
+pub use kernel::{KernelVersion, UnknownKernel};
 use mon::{ArchMbm, FsMbm};
 pub use options::{MountError, MountOptions};
 pub use saved::ResctrlState;
@@ -227,6 +240,8 @@ enum GroupFile {
     MbaMbpsEvent,
     CtrlHwId,
     MonHwId,
+    /// ABMC (6.18+): [`abmc`].
+    MbmL3Assignments,
 }
 
 impl GroupFile {
@@ -241,6 +256,7 @@ impl GroupFile {
             Self::MbaMbpsEvent => "mba_MBps_event",
             Self::CtrlHwId => "ctrl_hw_id",
             Self::MonHwId => "mon_hw_id",
+            Self::MbmL3Assignments => "mbm_L3_assignments",
         }
     }
 
@@ -259,6 +275,10 @@ enum InfoDir {
     Schema(usize),
     /// `info/L3_MON`.
     L3Mon,
+    /// `info/L3_MON/event_configs` (ABMC).
+    EventConfigs,
+    /// `info/L3_MON/event_configs/<event>` (ABMC).
+    EventConfig(Event),
 }
 
 /// A file of an `info/` resource directory.
@@ -277,6 +297,16 @@ enum InfoFile {
     MaxThresholdOccupancy,
     MonFeatures,
     NumRmids,
+    // AMD extensions ([`abmc`]).
+    MbmTotalConfig,
+    MbmLocalConfig,
+    MbmAssignMode,
+    NumMbmCntrs,
+    AvailableMbmCntrs,
+    MbmAssignOnMkdir,
+    EventFilter,
+    IoAlloc,
+    IoAllocCbm,
 }
 
 impl InfoFile {
@@ -295,12 +325,28 @@ impl InfoFile {
             Self::MaxThresholdOccupancy => "max_threshold_occupancy",
             Self::MonFeatures => "mon_features",
             Self::NumRmids => "num_rmids",
+            Self::MbmTotalConfig => "mbm_total_bytes_config",
+            Self::MbmLocalConfig => "mbm_local_bytes_config",
+            Self::MbmAssignMode => "mbm_assign_mode",
+            Self::NumMbmCntrs => "num_mbm_cntrs",
+            Self::AvailableMbmCntrs => "available_mbm_cntrs",
+            Self::MbmAssignOnMkdir => "mbm_assign_on_mkdir",
+            Self::EventFilter => "event_filter",
+            Self::IoAlloc => "io_alloc",
+            Self::IoAllocCbm => "io_alloc_cbm",
         }
     }
 
     const fn mode(self) -> u16 {
         match self {
-            Self::MaxThresholdOccupancy => 0o644,
+            Self::MaxThresholdOccupancy
+            | Self::MbmTotalConfig
+            | Self::MbmLocalConfig
+            | Self::MbmAssignMode
+            | Self::MbmAssignOnMkdir
+            | Self::EventFilter
+            | Self::IoAlloc
+            | Self::IoAllocCbm => 0o644,
             _ => 0o444,
         }
     }
@@ -317,6 +363,9 @@ enum Node {
     /// `mon_data/mon_L3_XX` (index into the L3 domains).
     MonDomain(Gid, usize),
     MonFile(Gid, usize, Event),
+    /// `mon_data/mon_L3_XX/mon_sub_L3_YY` (SNC): L3 domain index, node index in it.
+    MonSub(Gid, usize, u32),
+    MonSubFile(Gid, usize, u32, Event),
     Info,
     LastCmdStatus,
     InfoRes(InfoDir),
@@ -331,6 +380,7 @@ impl Node {
                 | Self::MonGroups(_)
                 | Self::MonData(_)
                 | Self::MonDomain(..)
+                | Self::MonSub(..)
                 | Self::Info
                 | Self::InfoRes(_)
         )
@@ -353,7 +403,9 @@ impl Node {
             | Self::MonGroups(g)
             | Self::MonData(g)
             | Self::MonDomain(g, _)
-            | Self::MonFile(g, ..) => Some(g),
+            | Self::MonFile(g, ..)
+            | Self::MonSub(g, ..)
+            | Self::MonSubFile(g, ..) => Some(g),
             _ => None,
         }
     }
@@ -429,6 +481,8 @@ pub struct Resctrl {
     host_sampled: Duration,
     /// Where host tasks are read (`/proc`).
     proc: rdt_core::proc::ProcFs,
+    /// BMEC, ABMC and io_alloc ([`abmc`]).
+    amd: abmc::AmdState,
     /// Still mounted (teardown not yet done).
     mounted: bool,
     key: usize,
@@ -483,12 +537,13 @@ impl Resctrl {
             if mounted.contains(&key) {
                 return Err(MountError::Busy.into());
             }
-            opts.check(p.capabilities(), false)
+            opts.check(p.capabilities(), p.snc_nodes() > 1)
                 .map_err(MountError::from)?;
             mounted.insert(key);
         }
         let hw = Hw::probe(p);
         let mut fs = Self::new(platform, *opts, hw, key);
+        fs.amd = abmc::AmdState::new(p, fs.hw.l3_domains.len());
         fs.mbm_last = p.now();
         if let Err(e) = fs.setup(p) {
             fs.mounted = false;
@@ -566,6 +621,7 @@ impl Resctrl {
             host: BTreeMap::new(),
             host_sampled: Duration::ZERO,
             proc: rdt_core::proc::ProcFs::host(),
+            amd: abmc::AmdState::empty(),
             mounted: true,
             key,
         }
@@ -574,7 +630,8 @@ impl Resctrl {
     /// What the kernel's mount does to the registers (see [`Resctrl::mount`]).
     fn setup(&mut self, p: &mut SimPlatform) -> io::Result<()> {
         self.set_cdp(p, true)?;
-        self.reset_mon_counters(p, ROOT)
+        self.reset_mon_counters(p, ROOT)?;
+        self.amd_mount(p)
     }
 
     /// Writes IA32_L3_QOS_CFG / IA32_L2_QOS_CFG bit 0 to `on` in every domain of each cache
@@ -821,6 +878,7 @@ impl Resctrl {
     // ----- paths -----
 
     /// The entries of directory node `n`, in a stable order.
+    #[allow(clippy::too_many_lines)] // one arm per directory kind
     fn entries(&self, n: Node) -> Vec<(String, Node)> {
         let mut v: Vec<(String, Node)> = Vec::new();
         match n {
@@ -840,6 +898,9 @@ impl Resctrl {
                 }
                 if self.opts.debug && mon {
                     files.push(GroupFile::MonHwId);
+                }
+                if mon && self.amd.abmc() {
+                    files.push(GroupFile::MbmL3Assignments);
                 }
                 v.extend(
                     files
@@ -887,6 +948,22 @@ impl Resctrl {
                         .into_iter()
                         .map(|e| (e.name().to_string(), Node::MonFile(g, d, e))),
                 );
+                // SNC: one sub-directory per node of the L3 (`mkdir_mondata_subdir_snc`).
+                if self.hw.snc > 1 {
+                    v.extend(
+                        self.hw.l3_nodes[d]
+                            .iter()
+                            .zip(0..)
+                            .map(|(id, k)| (format!("mon_sub_L3_{id:02}"), Node::MonSub(g, d, k))),
+                    );
+                }
+            }
+            Node::MonSub(g, d, k) => {
+                v.extend(
+                    self.events()
+                        .into_iter()
+                        .map(|e| (e.name().to_string(), Node::MonSubFile(g, d, k, e))),
+                );
             }
             Node::Info => {
                 v.push(("last_cmd_status".into(), Node::LastCmdStatus));
@@ -906,6 +983,19 @@ impl Resctrl {
                         .into_iter()
                         .map(|f| (f.name().to_string(), Node::InfoFile(dir, f))),
                 );
+                if dir == InfoDir::L3Mon && self.amd.abmc() {
+                    v.push(("event_configs".into(), Node::InfoRes(InfoDir::EventConfigs)));
+                }
+                if dir == InfoDir::EventConfigs {
+                    v.extend(
+                        self.events()
+                            .into_iter()
+                            .filter(|e| *e != Event::LlcOccupancy)
+                            .map(|e| {
+                                (e.name().to_string(), Node::InfoRes(InfoDir::EventConfig(e)))
+                            }),
+                    );
+                }
             }
             _ => {}
         }
@@ -918,14 +1008,17 @@ impl Resctrl {
             InfoDir::Schema(i) => {
                 let r = self.schemas[i].res;
                 if r.is_cache() {
-                    vec![
-                        F::BitUsage,
-                        F::CbmMask,
+                    let mut f = vec![F::BitUsage, F::CbmMask];
+                    if self.amd.io_alloc_files() {
+                        f.extend([F::IoAlloc, F::IoAllocCbm]);
+                    }
+                    f.extend([
                         F::MinCbmBits,
                         F::NumClosids,
                         F::ShareableBits,
                         F::SparseMasks,
-                    ]
+                    ]);
+                    f
                 } else {
                     let mut f = vec![
                         F::BandwidthGran,
@@ -939,7 +1032,14 @@ impl Resctrl {
                     f
                 }
             }
-            InfoDir::L3Mon => vec![F::MaxThresholdOccupancy, F::MonFeatures, F::NumRmids],
+            InfoDir::L3Mon => {
+                let mut f = vec![F::MaxThresholdOccupancy, F::MonFeatures, F::NumRmids];
+                f.extend(self.amd_l3_mon_files());
+                f.sort_by_key(|f| f.name());
+                f
+            }
+            InfoDir::EventConfigs => Vec::new(),
+            InfoDir::EventConfig(_) => vec![F::EventFilter],
         }
     }
 
@@ -989,8 +1089,12 @@ impl Resctrl {
 
     fn show(&mut self, p: &mut SimPlatform, n: Node) -> io::Result<Vec<u8>> {
         Ok(match n {
+            Node::GroupFile(g, GroupFile::MbmL3Assignments) => {
+                self.show_assignments(g)?.into_bytes()
+            }
             Node::GroupFile(g, f) => self.show_group_file(g, f).into_bytes(),
-            Node::MonFile(g, d, e) => self.show_mon(p, g, d, e)?.into_bytes(),
+            Node::MonFile(g, d, e) => self.show_mon(p, g, d, e, None)?.into_bytes(),
+            Node::MonSubFile(g, d, k, e) => self.show_mon(p, g, d, e, Some(k))?.into_bytes(),
             Node::LastCmdStatus => {
                 if self.last_cmd.is_empty() {
                     b"ok\n".to_vec()
@@ -998,7 +1102,10 @@ impl Resctrl {
                     self.last_cmd.clone()
                 }
             }
-            Node::InfoFile(dir, f) => self.show_info(dir, f).into_bytes(),
+            Node::InfoFile(dir, f) => match self.amd_show_info(dir, f) {
+                Some(r) => r?.into_bytes(),
+                None => self.show_info(dir, f).into_bytes(),
+            },
             _ => return Err(err(EISDIR)),
         })
     }
@@ -1015,6 +1122,7 @@ impl Resctrl {
             GroupFile::MbaMbpsEvent => format!("{}\n", grp.mba_event.name()),
             GroupFile::CtrlHwId => format!("{}\n", grp.closid),
             GroupFile::MonHwId => format!("{}\n", grp.rmid),
+            GroupFile::MbmL3Assignments => String::new(), // read in `show`
         }
     }
 
@@ -1033,6 +1141,10 @@ impl Resctrl {
             Node::InfoFile(InfoDir::L3Mon, InfoFile::MaxThresholdOccupancy) => {
                 self.write_threshold(data)
             }
+            Node::GroupFile(g, GroupFile::MbmL3Assignments) => self.write_assignments(p, g, data),
+            Node::InfoFile(dir, f) => self
+                .amd_write_info(p, dir, f, data)
+                .unwrap_or_else(|| Err(err(EACCES))),
             _ => Err(err(EACCES)),
         }
     }

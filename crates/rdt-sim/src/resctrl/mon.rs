@@ -71,9 +71,11 @@ const fn mbm_overflow_count(prev: u64, cur: u64, width: u32) -> u64 {
 
 /// Why a counter read failed: IA32_QM_CTR's Error bit (`Error`) or Unavailable bit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ReadError {
+pub(super) enum ReadError {
     Error,
     Unavailable,
+    /// `mbm_event` mode and no counter assigned (ENOENT in the kernel's `rr->err`).
+    Unassigned,
 }
 
 impl Resctrl {
@@ -182,60 +184,92 @@ impl Resctrl {
             if e == Event::LlcOccupancy {
                 continue;
             }
+            let per_node = self.hw.mon.as_ref().map_or(0, |m| m.num_rmids);
             for di in 0..self.hw.l3_domains.len() {
-                let _ = self.qm_read(p, di, rmid, e)?;
-                let prev_raw = self.raw_count(p, di, rmid, e);
-                self.arch_mbm.insert(
-                    (di, rmid, e),
-                    ArchMbm {
-                        chunks: 0,
-                        prev_raw,
-                    },
-                );
-                self.fs_mbm.insert((di, rmid, e), FsMbm::default());
+                for k in 0..self.hw.snc {
+                    self.reset_counter(p, di, rmid + k * per_node, e)?;
+                }
             }
         }
         Ok(())
     }
 
-    /// `mon_event_count`: the group's RMID, plus (CTRL_MON) every MON child's; a failed read
-    /// is dropped when another succeeded.
+    /// `resctrl_arch_reset_rmid` of one (domain, RMID, MBM event): the next count starts
+    /// from 0 at the counter's current value.
+    pub(super) fn reset_counter(
+        &mut self,
+        p: &mut SimPlatform,
+        di: usize,
+        rmid: u32,
+        e: Event,
+    ) -> io::Result<()> {
+        let _ = self.qm_read(p, di, rmid, e)?;
+        let prev_raw = self.raw_count(p, di, rmid, e);
+        self.arch_mbm.insert(
+            (di, rmid, e),
+            ArchMbm {
+                chunks: 0,
+                prev_raw,
+            },
+        );
+        self.fs_mbm.insert((di, rmid, e), FsMbm::default());
+        Ok(())
+    }
+
+    /// `mon_event_count`: the group's RMID, plus (CTRL_MON) every MON child's, in the SNC
+    /// nodes `nodes` of the domain (all of them for `mon_L3_XX`, one for `mon_sub_L3_YY`;
+    /// node `k` counts RMID `r` as `r + k × num_rmids`); a failed read is dropped when
+    /// another succeeded.
     fn mon_event_count(
         &mut self,
         p: &mut SimPlatform,
         g: Gid,
         di: usize,
         e: Event,
+        nodes: std::ops::Range<u32>,
     ) -> io::Result<Result<u64, ReadError>> {
-        let mut rmids = vec![self.grp(g).rmid];
-        rmids.extend(self.children(g).iter().map(|&c| self.grp(c).rmid));
+        let per_node = self.hw.mon.as_ref().map_or(0, |m| m.num_rmids);
+        let mut members = vec![g];
+        members.extend_from_slice(self.children(g));
         let mut total = 0u64;
         let mut ok = false;
         let mut last_err = ReadError::Error;
-        for rmid in rmids {
-            match self.rmid_read(p, di, rmid, e)? {
-                Ok(v) => {
-                    total = total.wrapping_add(v);
-                    ok = true;
+        for m in members {
+            // mbm_event mode: only members with a counter here count (abmc.rs).
+            if let Some(er) = self.amd_read_gate(di, m, e) {
+                last_err = er;
+                continue;
+            }
+            let rmid = self.grp(m).rmid;
+            for k in nodes.clone() {
+                match self.rmid_read(p, di, rmid + k * per_node, e)? {
+                    Ok(v) => {
+                        total = total.wrapping_add(v);
+                        ok = true;
+                    }
+                    Err(er) => last_err = er,
                 }
-                Err(er) => last_err = er,
             }
         }
         Ok(if ok { Ok(total) } else { Err(last_err) })
     }
 
-    /// `rdtgroup_mondata_show`.
+    /// `rdtgroup_mondata_show`: `mon_L3_XX/<event>` (`sub` `None`: the sum over the
+    /// domain's SNC nodes) or `mon_L3_XX/mon_sub_L3_YY/<event>` (node index `sub`).
     pub(super) fn show_mon(
         &mut self,
         p: &mut SimPlatform,
         g: Gid,
         di: usize,
         e: Event,
+        sub: Option<u32>,
     ) -> io::Result<String> {
-        Ok(match self.mon_event_count(p, g, di, e)? {
+        let nodes = sub.map_or(0..self.hw.snc, |k| k..k + 1);
+        Ok(match self.mon_event_count(p, g, di, e, nodes)? {
             Ok(v) => format!("{v}\n"),
             Err(ReadError::Error) => "Error\n".into(),
             Err(ReadError::Unavailable) => "Unavailable\n".into(),
+            Err(ReadError::Unassigned) => "Unassigned\n".into(),
         })
     }
 
@@ -301,11 +335,17 @@ impl Resctrl {
                 .filter(|(_, d)| d.contains(&di))
                 .map(|(&r, _)| r)
                 .collect();
+            let per_node = self.hw.mon.as_ref().map_or(0, |m| m.num_rmids);
             for rmid in busy {
-                let dirty = match self.rmid_read(p, di, rmid, Event::LlcOccupancy)? {
-                    Ok(v) => v >= u64::from(self.threshold),
-                    Err(_) => true,
-                };
+                // SNC: clean only when clean in every node of the L3.
+                let mut dirty = false;
+                for k in 0..self.hw.snc {
+                    dirty |=
+                        match self.rmid_read(p, di, rmid + k * per_node, Event::LlcOccupancy)? {
+                            Ok(v) => v >= u64::from(self.threshold),
+                            Err(_) => true,
+                        };
+                }
                 if dirty {
                     continue;
                 }

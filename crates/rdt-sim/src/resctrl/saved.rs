@@ -74,6 +74,9 @@ pub struct ResctrlState {
     /// virtual ns of the sample)`), [`super::host`].
     #[serde(default)]
     host_cpu: Vec<(u32, u64, u64)>,
+    /// BMEC, ABMC and io_alloc ([`super::abmc`]); absent in older files.
+    #[serde(default)]
+    amd: Option<super::abmc::AmdSaved>,
 }
 
 fn invalid(what: impl Into<String>) -> io::Error {
@@ -178,6 +181,7 @@ impl Resctrl {
                 .iter()
                 .map(|(&id, s)| (id, s.ticks, ns(s.at)))
                 .collect(),
+            amd: self.amd_saved(),
         }
     }
 
@@ -196,11 +200,13 @@ impl Resctrl {
             .options
             .parse()
             .map_err(|e| invalid(format!("mount options: {e}")))?;
-        opts.check(guard.capabilities(), false)
+        opts.check(guard.capabilities(), guard.snc_nodes() > 1)
             .map_err(|e| invalid(format!("mount options: {e}")))?;
         let hw = super::hw::Hw::probe(&guard);
+        let amd = super::abmc::AmdState::new(&guard, hw.l3_domains.len());
         drop(guard);
         let mut fs = Self::new(platform, opts, hw, key);
+        fs.amd = amd;
         fs.mounted = false; // until every check passed: no teardown of a half-made mount
         fs.load(state)?;
         let mut mounted = MOUNTED.lock().unwrap_or_else(PoisonError::into_inner);
@@ -383,6 +389,9 @@ impl Resctrl {
                 )
             })
             .collect();
+        if let Some(a) = &s.amd {
+            self.amd_load(a).map_err(invalid)?;
+        }
         Ok(())
     }
 }
