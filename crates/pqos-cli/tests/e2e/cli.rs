@@ -402,3 +402,23 @@ fn a_full_stdout_is_named_in_the_error() {
         );
     }
 }
+
+/// pqos/monitor.c on the OS interface: more RMID groups than resctrl's `num_rmids` - 1 are
+/// refused before any group is made (genoa: 384 cores, 256 RMIDs); one bracketed group of
+/// every core fits.
+#[test]
+fn more_monitoring_groups_than_rmids_are_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = sim_model(dir.path(), "genoa", &["-I", "-m", "all:0-383", "-t", "1"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stderr.contains(
+            "Too many monitoring groups selected. Requested 384 groups, but only 255 are available"
+        ),
+        "{}",
+        run.stderr
+    );
+    let one = sim_model(dir.path(), "genoa", &["-I", "-m", "all:[0-383]", "-t", "1"]);
+    assert_eq!(one.code, 0, "{}", one.stderr);
+    assert!(one.stdout.contains("   0-383 "), "{}", one.stdout);
+}

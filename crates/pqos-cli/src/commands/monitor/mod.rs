@@ -109,6 +109,7 @@ pub fn run_monitor<B: Backend>(
     let plans = group_plans(backend, req)?;
     let proc = ctx.proc;
     validate_targets(backend, proc, &plans)?;
+    check_rmid_capacity(backend, &plans)?;
 
     let llc = if req.llc_percent {
         let total = caps.l3_cache.map(|g| g.total_size()).filter(|t| *t > 0);
@@ -242,6 +243,32 @@ fn group_plans<B: Backend>(backend: &B, req: &MonitorRequest) -> Result<Vec<Grou
         .iter()
         .map(|g| plan(&g.desc, Target::Cores(g.cpus.clone()), g.events))
         .collect()
+}
+
+/// On the OS interface every group that counts an RMID event is a resctrl monitor group
+/// with an RMID of its own, and the root keeps RMID 0: more groups than `num_rmids - 1` are
+/// refused before any is made, as pqos/monitor.c does (`Too many monitoring groups
+/// selected`), instead of failing at the first group without one after making the others.
+fn check_rmid_capacity<B: Backend>(backend: &B, plans: &[GroupPlan]) -> Result<()> {
+    let Some(mon) = backend.capabilities().monitoring.get() else {
+        return Ok(());
+    };
+    if backend.interface() != rdt_pqos::Interface::Os {
+        return Ok(());
+    }
+    let requested = plans
+        .iter()
+        .filter(|g| !g.events.rmid_events().is_empty())
+        .count();
+    let available = mon.num_rmids.saturating_sub(1) as usize;
+    if requested > available {
+        bail!(
+            "Too many monitoring groups selected. Requested {requested} groups, but only \
+             {available} are available (resctrl's num_rmids {} less the root's).",
+            mon.num_rmids
+        );
+    }
+    Ok(())
 }
 
 /// Every core is present; every process exists (pqos master's `/proc` check).
