@@ -167,6 +167,9 @@ fn launch(
     if let Some(dir) = &args.sysroot {
         cmd.arg("--sysroot").arg(dir);
     }
+    if args.sudo_keep {
+        cmd.arg("-k");
+    }
     cmd.arg("--").args(&args.command);
     let mut child = cmd.spawn().context("starting the command")?;
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
@@ -209,6 +212,9 @@ fn exec_in_class(args: &RdtsetArgs, class: ClassId) -> anyhow::Error {
             nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
                 .with_context(|| format!("setting the CPU affinity to {cpus}"))?;
         }
+        if !args.sudo_keep {
+            drop_sudo()?;
+        }
         Ok(())
     })();
     if let Err(e) = placed {
@@ -219,6 +225,21 @@ fn exec_in_class(args: &RdtsetArgs, class: ClassId) -> anyhow::Error {
     };
     let e = Command::new(program).args(rest).exec();
     anyhow!(e).context(format!("running `{program}`"))
+}
+
+/// Becomes the user who ran sudo, once the class is entered (rdtset.c `sudo_drop`): group
+/// list and group first, then the user, so that nothing of root's stays.
+fn drop_sudo() -> Result<()> {
+    let ids = pqos_cli::rdtset::sudo_ids(|k| std::env::var(k).ok()).map_err(|e| anyhow!(e))?;
+    let Some((uid, gid)) = ids else {
+        return Ok(());
+    };
+    let gid = nix::unistd::Gid::from_raw(gid);
+    nix::unistd::setgroups(&[gid]).context("dropping sudo's supplementary groups")?;
+    nix::unistd::setgid(gid).with_context(|| format!("becoming group {gid} (SUDO_GID)"))?;
+    nix::unistd::setuid(nix::unistd::Uid::from_raw(uid))
+        .with_context(|| format!("becoming user {uid} (SUDO_UID)"))?;
+    Ok(())
 }
 
 fn release_all(rdt: &mut Rdt, leases: Vec<Lease>) {

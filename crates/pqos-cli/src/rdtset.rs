@@ -96,6 +96,11 @@ pub struct RdtsetArgs {
     #[arg(short = 'v', long = "verbose")]
     pub verbose: bool,
 
+    /// Keep sudo's privileges for the command. Without it a command started under sudo
+    /// runs as the user who ran sudo (SUDO_UID, SUDO_GID), as rdtset does.
+    #[arg(short = 'k', long = "sudo-keep")]
+    pub sudo_keep: bool,
+
     /// The directory `/dev/cpu`, `/sys` and resctrl are under (a mounted simulated platform).
     #[arg(long = "sysroot", value_name = "DIR", env = "RDT_SYSROOT")]
     pub sysroot: Option<PathBuf>,
@@ -112,6 +117,37 @@ pub struct RdtsetArgs {
         allow_hyphen_values = true
     )]
     pub command: Vec<String>,
+}
+
+/// The user and group a command started under sudo runs as (rdtset.c `sudo_drop`): the
+/// numbers in `SUDO_UID` and `SUDO_GID` as `lookup` gives them (`std::env::var`), `None`
+/// when either is unset (not started by sudo).
+///
+/// # Errors
+/// A variable that is set but is not a number names itself and its value.
+///
+/// # Examples
+/// ```
+/// use pqos_cli::rdtset::sudo_ids;
+/// let env = |k: &str| match k {
+///     "SUDO_UID" => Some("1000".to_owned()),
+///     "SUDO_GID" => Some("100".to_owned()),
+///     _ => None,
+/// };
+/// assert_eq!(sudo_ids(env), Ok(Some((1000, 100))));
+/// assert_eq!(sudo_ids(|_| None), Ok(None));
+/// ```
+pub fn sudo_ids(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<(u32, u32)>, String> {
+    let number = |name: &str| -> Result<Option<u32>, String> {
+        lookup(name)
+            .map(|v| {
+                v.trim()
+                    .parse::<u32>()
+                    .map_err(|_| format!("{name}={v:?} is not a user or group number"))
+            })
+            .transpose()
+    };
+    Ok(number("SUDO_UID")?.zip(number("SUDO_GID")?))
 }
 
 impl RdtsetArgs {

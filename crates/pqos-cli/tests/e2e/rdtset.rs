@@ -204,3 +204,28 @@ fn reset_puts_the_cpus_back_in_cos0_before_a_new_class() {
         .expect("rdtset");
     assert!(!out.status.success(), "{}", text(&out));
 }
+
+/// rdtset.c `sudo_drop`: under sudo (SUDO_UID, SUDO_GID) the command runs as the user who ran
+/// sudo, inside its class; `-k` keeps root.
+#[test]
+fn a_command_started_under_sudo_runs_as_its_user_unless_k() {
+    let mount = TestMount::builtin("broadwell-ep");
+    for (keep, want) in [(false, "65534 65534"), (true, "0 0")] {
+        let mut args = vec!["-t", "l3=0xf;cpu=1", "-c", "1"];
+        if keep {
+            args.push("-k");
+        }
+        args.extend(["sh", "-c", "echo $(id -u) $(id -g)"]);
+        let out = rdtset(&mount, &args)
+            .env("SUDO_UID", "65534")
+            .env("SUDO_GID", "65534")
+            .output()
+            .expect("rdtset");
+        assert!(out.status.success(), "{}", text(&out));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            want,
+            "-k {keep}"
+        );
+    }
+}
