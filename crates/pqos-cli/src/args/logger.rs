@@ -80,8 +80,13 @@ impl Write for SharedStdout {
 /// [`std::io::ErrorKind::BrokenPipe`]).
 #[must_use]
 pub fn stdout_error(e: std::io::Error) -> std::io::Error {
-    std::io::Error::new(e.kind(), format!("writing to stdout: {e}"))
+    std::io::Error::new(e.kind(), StdoutWrite(e))
 }
+
+/// [`stdout_error`]'s error: the write error, with stdout named.
+#[derive(Debug, thiserror::Error)]
+#[error("writing to stdout: {0}")]
+struct StdoutWrite(std::io::Error);
 
 /// A log sink: records of the `pqos`/`rdt*` crates at or below a level, formatted as pqos
 /// does, written to one writer.
