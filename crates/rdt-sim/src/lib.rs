@@ -6,7 +6,8 @@
 //! - [`SimPlatform`]: the model. [`SimPlatform::builtin`] (one of [`BUILTIN_MODELS`]) or
 //!   [`SimPlatform::from_dump`]; capabilities and topology come from the dump, with the
 //!   leaves a dump did not record filled in and documented ([`cpuid`]). It implements
-//!   [`rdt_msr::MsrIo`] (IA32_PQR_ASSOC, QM_EVTSEL/QM_CTR, L3/L2 masks and CFG, MBA; EIO
+//!   [`rdt_msr::MsrIo`] (IA32_PQR_ASSOC, QM_EVTSEL/QM_CTR, L3/L2 masks and CFG, MBA, and the
+//!   non-RDT registers tools read: TSC, APIC base, x2APIC id, [`sysregs`]; EIO
 //!   where the CPU raises #GP) and [`rdt_core::PmuSource`].
 //! - [`model`]: the workload model and its formulas; [`Scenario`]: who runs what (default:
 //!   the seed paper's pipeline on CPUs 2-7 and thrasher on 8-10).
@@ -47,6 +48,7 @@ pub mod resctrl;
 mod scenario;
 pub mod session;
 pub mod state;
+pub mod sysregs;
 pub mod vfs;
 
 pub use cpuid::{CpuidPatch, SimCpuid};

@@ -163,12 +163,14 @@ enum Reg {
     L2Mask(usize),
     Mba(usize),
     Smba(usize),
+    /// Not an RDT register ([`crate::sysregs`]).
+    Sys(crate::sysregs::SysReg),
 }
 
 /// A simulated RDT/PQoS platform: a real CPUID dump and its topology, with registers that
 /// answer like silicon and counters driven by a workload model ([`crate::model`]).
 ///
-/// # Registers (all others: EIO on read and write)
+/// # Registers (and [`crate::sysregs`]; all others: EIO on read and write)
 /// | MSR | scope | write faults (EIO) | reset |
 /// |---|---|---|---|
 /// | IA32_PQR_ASSOC 0xC8F | CPU | RMID ≥ #RMIDs; bits 31:10 set (31:w when more than 1024 RMIDs need w bits); COS ≥ the CPU's class count (the largest of L3, L2, MBA, SMBA #COS, L3/L2 halved while its CDP is on in the CPU's domain) | 0 |
@@ -783,6 +785,7 @@ impl SimPlatform {
             .get()
             .and_then(|m| in_range(AMD_SMBA_BW_0, m.num_classes))
             .map(Reg::Smba)
+            .or_else(|| self.decode_sys(a).map(Reg::Sys))
     }
 
     fn any_alloc(&self) -> bool {
@@ -824,6 +827,7 @@ impl SimPlatform {
             Reg::L2Mask(n) => *self.regs.l2.get(&p.l2)?.masks.get(n)?,
             Reg::Mba(n) => *self.regs.mba.get(&p.l3?)?.get(n)?,
             Reg::Smba(n) => *self.regs.smba.get(&p.l3?)?.get(n)?,
+            Reg::Sys(r) => self.read_sys(i, r)?,
         })
     }
 
@@ -904,7 +908,7 @@ impl SimPlatform {
                 self.regs.cpus[i].evtsel = v;
                 true
             }
-            Reg::QmCtr => false,
+            Reg::QmCtr | Reg::Sys(_) => false,
             Reg::L3Cfg | Reg::L2Cfg => {
                 if v & !1 != 0 {
                     return false;

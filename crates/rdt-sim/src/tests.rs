@@ -315,7 +315,7 @@ fn reserved_cfg_bits_unknown_msrs_and_qm_ctr_writes_fault() {
     assert_write_eio(&mut p, 0, IA32_MBA_THRTL_0, 0); // no MBA on this part
     assert_write_eio(&mut p, 0, IA32_L3_QOS_MASK_0.offset(16), 0xff); // only 16 COS
     assert_write_eio(&mut p, 0, IA32_QM_EVTSEL, 1 << 8); // EVTSEL bits 31:8 reserved
-    for addr in [0x10, 0x123, 0xC80, 0xD10, 0xC000_0200] {
+    for addr in [0x11, 0x123, 0xC80, 0xD10, 0xC000_0200] {
         let e = p.read(cpu(0), MsrAddr::new(addr)).unwrap_err();
         assert!(is_eio(&e), "{addr:#x}: {e:?}");
     }

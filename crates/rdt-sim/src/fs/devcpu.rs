@@ -222,7 +222,7 @@ mod tests {
             Some(EINVAL)
         );
         assert_eq!(
-            t.read("0/msr", 0x10, 8).unwrap_err().raw_os_error(),
+            t.read("0/msr", 0x11, 8).unwrap_err().raw_os_error(),
             Some(EIO)
         );
         // A zero mask is refused by the CPU.
@@ -232,6 +232,26 @@ mod tests {
                 .raw_os_error(),
             Some(EIO)
         );
+    }
+
+    /// SDM Vol. 3A 11.12.5: `dev/cpu/N/msr` at 0x802 (x2APIC ID) answers CPU N's
+    /// CPUID.0BH:EDX, so a backend can learn placement without CPUID; the TSC reads too.
+    #[test]
+    fn x2apic_id_and_tsc_read_through_the_device_file() {
+        let mut t = tree();
+        let cpuid = |t: &mut DevCpuTree, cpu: &str| {
+            let b = t.read(&format!("{cpu}/cpuid"), 0xB, 16).unwrap();
+            u64::from(u32::from_le_bytes(b[12..16].try_into().unwrap()))
+        };
+        for cpu in ["0", "1", "54"] {
+            let msr = t.read(&format!("{cpu}/msr"), 0x802, 8).unwrap();
+            assert_eq!(
+                u64::from_le_bytes(msr.try_into().unwrap()),
+                cpuid(&mut t, cpu)
+            );
+        }
+        assert_eq!(t.read("1/msr", 0x802, 8).unwrap(), 0x20_u64.to_le_bytes());
+        assert_eq!(t.read("0/msr", 0x10, 8).unwrap().len(), 8);
     }
 
     #[test]

@@ -1,0 +1,205 @@
+//! Registers that are not RDT's but that RDT tools read on real silicon: the TSC, the local
+//! APIC's base and x2APIC id, IA32_MISC_ENABLE, IA32_EFER, IA32_CORE_CAPABILITIES and
+//! MBA_CFG. Without them a tool that reads one of them to learn where it runs (the x2APIC id)
+//! or what the CPU does (core capabilities) cannot start on the model, though it would on the
+//! machine the model copies.
+//!
+//! | MSR | exists when | value | writes |
+//! |---|---|---|---|
+//! | IA32_TIME_STAMP_COUNTER 0x10 | always | base-frequency cycles of the virtual clock ([`crate::SimPlatform::now`] × base frequency): monotonic, the same on every CPU (invariant TSC) | EIO (the model's clock is not the guest's to set) |
+//! | IA32_APIC_BASE 0x1B | always | `0xFEE0_0000` (the architectural default base) \| bit 11 (APIC global enable) \| bit 10 (x2APIC mode, when CPUID.1:ECX\[21\] enumerates x2APIC: Linux enables it) \| bit 8 (BSP, logical CPU 0 only) | EIO |
+//! | IA32_MISC_ENABLE 0x1A0 | Intel only (AMD: #GP, EIO) | `0x81_0089` (bits 0 fast strings, 3 automatic thermal control, 7 performance monitoring available, 16 Enhanced SpeedStep, 23 xTPR messages disabled) \| bit 18 (MONITOR/MWAIT enable, when CPUID.1:ECX\[3\]): `0x85_0089`, the value Linux hosts on Xeon servers show | EIO |
+//! | IA32_EFER 0xC000_0080 | always | `0xD01`: SCE (0), LME (8), LMA (10), NXE (11), as a 64-bit Linux kernel runs | EIO |
+//! | IA32_X2APIC_APICID 0x802 | x2APIC mode (CPUID.1:ECX\[21\]; xAPIC mode: #GP, EIO) | the CPU's x2APIC id: CPUID.(1FH or 0BH, 0):EDX of that CPU, else CPUID.8000_001EH:EAX (AMD), else CPUID.1:EBX\[31:24\] | EIO (read-only) |
+//!
+//! The model's dumps: `milan` clears CPUID.1:ECX\[21\] (its BIOS left the APIC in xAPIC
+//! mode), so its 0x802 reads EIO as on that machine: a tool must then take the APIC id from
+//! CPUID. The Intel dumps enumerate x2APIC.
+//!
+//! # References
+//! Intel SDM Vol. 4 "Model-Specific Registers" (table 2-2, architectural MSRs), Vol. 3A
+//! 11.12 (x2APIC, IA32_APIC_BASE, the x2APIC ID register 802H); AMD APM Vol. 2 (EFER);
+//! Linux `arch/x86/include/asm/msr-index.h`.
+
+use rdt_core::{CpuidSource, LogicalCpu};
+
+use crate::SimPlatform;
+
+/// IA32_TIME_STAMP_COUNTER.
+pub(crate) const IA32_TSC: u32 = 0x10;
+/// IA32_APIC_BASE.
+pub(crate) const IA32_APIC_BASE: u32 = 0x1B;
+/// IA32_MISC_ENABLE.
+pub(crate) const IA32_MISC_ENABLE: u32 = 0x1A0;
+/// IA32_X2APIC_APICID.
+pub(crate) const IA32_X2APIC_APICID: u32 = 0x802;
+/// IA32_EFER.
+pub(crate) const IA32_EFER: u32 = 0xC000_0080;
+
+/// A non-RDT register the model answers (module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SysReg {
+    Tsc,
+    ApicBase,
+    MiscEnable,
+    Efer,
+    X2ApicId,
+}
+
+/// CPUID.0:EBX of AMD ("Auth") and Hygon ("Hygo").
+fn is_amd(cpuid: &dyn CpuidSource) -> bool {
+    matches!(
+        cpuid.cpuid(0, 0).map(|r| r.ebx),
+        Some(0x6874_7541 | 0x6f67_7948)
+    )
+}
+
+/// CPUID.1:ECX\[21\]: x2APIC.
+fn has_x2apic(cpuid: &dyn CpuidSource) -> bool {
+    cpuid.cpuid(1, 0).is_some_and(|r| r.ecx >> 21 & 1 == 1)
+}
+
+impl SimPlatform {
+    /// The non-RDT register at `addr`, if the model's CPU has it (module docs).
+    pub(crate) fn decode_sys(&self, addr: u32) -> Option<SysReg> {
+        match addr {
+            IA32_TSC => Some(SysReg::Tsc),
+            IA32_APIC_BASE => Some(SysReg::ApicBase),
+            IA32_MISC_ENABLE if !is_amd(&self.cpuid) => Some(SysReg::MiscEnable),
+            IA32_EFER => Some(SysReg::Efer),
+            IA32_X2APIC_APICID if has_x2apic(&self.cpuid) => Some(SysReg::X2ApicId),
+            _ => None,
+        }
+    }
+
+    /// RDMSR of a non-RDT register on the CPU at topology index `i`.
+    pub(crate) fn read_sys(&self, i: usize, reg: SysReg) -> Option<u64> {
+        let cpu = self.topology.cpus().get(i)?.cpu;
+        Some(match reg {
+            SysReg::Tsc => crate::platform::f64_floor_u64(self.now.as_secs_f64() * self.freq_hz),
+            SysReg::ApicBase => {
+                let mut v = 0xFEE0_0000 | 1 << 11;
+                if has_x2apic(&self.cpuid) {
+                    v |= 1 << 10;
+                }
+                if cpu == LogicalCpu::new(0) {
+                    v |= 1 << 8;
+                }
+                v
+            }
+            SysReg::MiscEnable => {
+                let monitor = self.cpuid.cpuid(1, 0).is_some_and(|r| r.ecx >> 3 & 1 == 1);
+                0x81_0089 | if monitor { 1 << 18 } else { 0 }
+            }
+            SysReg::Efer => 0xD01,
+            SysReg::X2ApicId => u64::from(self.x2apic_id(cpu)?),
+        })
+    }
+
+    /// The x2APIC id logical CPU `cpu` reports in CPUID (module docs): leaf 1FH or 0BH
+    /// subleaf 0 EDX where the leaf is implemented (EBX\[15:0\] and ECX\[15:8\] non-zero, the
+    /// leaf within CPUID.0:EAX), else CPUID.8000_001EH:EAX on AMD, else the initial APIC id
+    /// CPUID.1:EBX\[31:24\]. `None` when the model has none of them for `cpu`.
+    #[must_use]
+    pub fn x2apic_id(&self, cpu: LogicalCpu) -> Option<u32> {
+        let c = &self.cpuid;
+        let max = c.cpuid_on(cpu, 0, 0).map_or(0, |r| r.eax);
+        for leaf in [0x1F, 0xB] {
+            if leaf > max {
+                continue;
+            }
+            if let Some(r) = c
+                .cpuid_on(cpu, leaf, 0)
+                .filter(|r| r.ebx & 0xffff != 0 && r.ecx >> 8 & 0xff != 0)
+            {
+                return Some(r.edx);
+            }
+        }
+        if is_amd(c) {
+            let max_ext = c.cpuid_on(cpu, 0x8000_0000, 0).map_or(0, |r| r.eax);
+            if max_ext >= 0x8000_001E
+                && let Some(r) = c.cpuid_on(cpu, 0x8000_001E, 0)
+            {
+                return Some(r.eax);
+            }
+        }
+        c.cpuid_on(cpu, 1, 0).map(|r| r.ebx >> 24)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use rdt_msr::{MsrAddr, MsrIo};
+
+    use super::*;
+
+    fn cpu(n: u32) -> LogicalCpu {
+        LogicalCpu::new(n)
+    }
+
+    fn rd(p: &mut SimPlatform, c: u32, addr: u32) -> Option<u64> {
+        p.read(cpu(c), MsrAddr::new(addr)).ok()
+    }
+
+    /// SDM Vol. 3A 11.12.5: the x2APIC ID register (MSR 802H) holds the id CPUID.0BH:EDX
+    /// reports; Linux `arch/x86/kernel/apic/x2apic_*.c` reads it as the APIC id.
+    #[test]
+    fn x2apic_id_msr_equals_cpuid_leaf_0b_edx_on_every_cpu() {
+        for model in ["broadwell-ep", "skylake-sp", "sapphire-rapids"] {
+            let mut p = SimPlatform::builtin(model).unwrap();
+            let cpus: Vec<_> = p.topology().cpus().iter().map(|c| c.cpu).collect();
+            let mut ids = Vec::new();
+            for c in cpus {
+                let leaf_b = p.cpuid().cpuid_on(c, 0xB, 0).unwrap().edx;
+                let msr = p.read(c, MsrAddr::new(IA32_X2APIC_APICID)).unwrap();
+                assert_eq!(msr, u64::from(leaf_b), "{model} cpu {c}");
+                ids.push(msr);
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            assert_eq!(ids.len(), p.topology().cpus().len(), "{model}: ids unique");
+        }
+        // Broadwell-EP dump: CPU 1 is on socket 1 (x2APIC id 0x20).
+        let mut p = SimPlatform::builtin("broadwell-ep").unwrap();
+        assert_eq!(rd(&mut p, 1, IA32_X2APIC_APICID), Some(0x20));
+    }
+
+    /// The milan dump clears CPUID.1:ECX[21] (xAPIC mode): the x2APIC MSRs #GP there.
+    #[test]
+    fn x2apic_id_msr_faults_in_xapic_mode_and_apic_base_says_so() {
+        let mut p = SimPlatform::builtin("milan").unwrap();
+        assert_eq!(rd(&mut p, 0, IA32_X2APIC_APICID), None);
+        assert_eq!(rd(&mut p, 0, IA32_APIC_BASE), Some(0xFEE0_0900));
+        assert_eq!(rd(&mut p, 3, IA32_APIC_BASE), Some(0xFEE0_0800));
+        // The id is still known from CPUID (8000_001EH:EAX on AMD).
+        assert!(p.x2apic_id(cpu(127)).is_some_and(|id| id != 0));
+        let mut q = SimPlatform::builtin("skylake-sp").unwrap();
+        assert_eq!(rd(&mut q, 0, IA32_APIC_BASE), Some(0xFEE0_0D00));
+        assert_eq!(rd(&mut q, 5, IA32_APIC_BASE), Some(0xFEE0_0C00));
+    }
+
+    #[test]
+    fn tsc_follows_the_virtual_clock_at_the_base_frequency() {
+        let mut p = SimPlatform::builtin("skylake-sp").unwrap();
+        let t0 = rd(&mut p, 0, IA32_TSC).unwrap();
+        p.advance(Duration::from_millis(10));
+        let t1 = rd(&mut p, 3, IA32_TSC).unwrap();
+        // CPUID.16H:EAX = 2300 MHz: 10 ms = 23 million cycles.
+        assert_eq!(t1 - t0, 23_000_000);
+        assert!(p.write(cpu(0), MsrAddr::new(IA32_TSC), 0).is_err());
+    }
+
+    #[test]
+    fn misc_enable_is_intel_only_and_efer_is_long_mode() {
+        let mut p = SimPlatform::builtin("broadwell-ep").unwrap();
+        // CPUID.1:ECX[3] (MONITOR) is set on the E5-2650L v4.
+        assert_eq!(rd(&mut p, 0, IA32_MISC_ENABLE), Some(0x85_0089));
+        assert_eq!(rd(&mut p, 0, IA32_EFER), Some(0xD01));
+        let mut m = SimPlatform::builtin("milan").unwrap();
+        assert_eq!(rd(&mut m, 0, IA32_MISC_ENABLE), None);
+        assert_eq!(rd(&mut m, 0, IA32_EFER), Some(0xD01));
+        assert!(m.write(cpu(0), MsrAddr::new(IA32_EFER), 0xD01).is_err());
+    }
+}
