@@ -339,7 +339,9 @@ mod tests {
     use crate::vfs::errno::EINVAL;
 
     fn resctrl() -> (SimHandle, InProcessResctrl) {
-        let sim = SimHandle::new(SimPlatform::builtin("skylake-sp").unwrap());
+        let sim = SimHandle::new(
+            SimPlatform::builtin("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal").unwrap(),
+        );
         let r = InProcessResctrl::new(sim.clone()).unwrap();
         r.remount(&MountOptions::default()).unwrap();
         (sim, r)

@@ -226,6 +226,8 @@ pub struct SimPlatform {
     pub(crate) resctrl_state: Option<crate::resctrl::ResctrlState>,
     pub(crate) msr_reads: u64,
     pub(crate) msr_writes: u64,
+    /// The `rdt=` boot parameter ([`crate::quirks`]).
+    pub(crate) rdt_boot: crate::quirks::RdtOptions,
 }
 
 impl SimPlatform {
@@ -315,6 +317,7 @@ impl SimPlatform {
             resctrl_state: None,
             msr_reads: 0,
             msr_writes: 0,
+            rdt_boot: crate::quirks::RdtOptions::default(),
         };
         p.regs = p.reset_registers();
         p.counters = p.zero_counters();

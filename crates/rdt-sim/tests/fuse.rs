@@ -22,6 +22,8 @@ const EINVAL: i32 = 22;
 const IA32_QM_EVTSEL: u32 = 0xc8d;
 const IA32_QM_CTR: u32 = 0xc8e;
 const L3_MASK_1: u32 = 0xc91;
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal` (undoing the kernel's quirk).
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
 
 fn cpu(n: u32) -> LogicalCpu {
     LogicalCpu::new(n)
@@ -212,7 +214,7 @@ fn msr_positioned_reads_and_writes_round_trip_and_a_bad_mask_is_eio() {
         msr.read(cpu(0), MsrAddr::new(L3_MASK_1)).expect("read"),
         0xff00
     );
-    match msr.read(cpu(0), MsrAddr::new(0x10)) {
+    match msr.read(cpu(0), MsrAddr::new(0x11)) {
         Err(MsrError::Read { source, .. }) => assert_eq!(source.raw_os_error(), Some(EIO)),
         other => panic!("{other:?}"),
     }
@@ -570,7 +572,7 @@ fn mounting_on_a_missing_directory_names_it() {
 #[test]
 fn stats_count_each_client_request_on_resctrl_once_by_kind() {
     // arrange: resctrl is served uncached, so every syscall of a client reaches the model
-    let m = manual("skylake-sp");
+    let m = manual(SKX_RDT);
     let occ = m.path("sys/fs/resctrl/mon_data/mon_L3_00/llc_occupancy");
     let f = std::fs::File::open(&occ).expect("open llc_occupancy");
     m.mount().reset_op_counts();
@@ -621,7 +623,7 @@ fn stats_count_each_client_request_on_resctrl_once_by_kind() {
 #[test]
 fn writing_resctrl_mount_remounts_with_cdp_and_mba_mbps() {
     // arrange
-    let m = manual("skylake-sp");
+    let m = manual(SKX_RDT);
     let ctl = m.path(".sim/resctrl_mount");
     let root = m.path("sys/fs/resctrl");
     std::fs::create_dir(root.join("other")).expect("mkdir a group");
@@ -654,4 +656,28 @@ fn writing_resctrl_mount_remounts_with_cdp_and_mba_mbps() {
             .as_deref(),
         Some("cdp,mba_MBps")
     );
+}
+
+/// `arch/x86/kernel/cpu/resctrl/core.c` `__check_quirks_intel`: the mounted stock
+/// `skylake-sp` (Gold 6140, stepping 4) shows MB only in resctrl, while `dev/cpu` keeps
+/// CPUID's L3 CAT; and `dev/cpu/N/msr` answers the x2APIC id (0x802) CPUID.0BH:EDX gives.
+#[test]
+fn stock_skylake_sp_hides_l3_in_resctrl_not_in_dev_cpu() {
+    let m = manual("skylake-sp");
+    let root = m.path("sys/fs/resctrl");
+    assert_eq!(
+        std::fs::read_to_string(root.join("schemata")).expect("schemata"),
+        "MB:0=100;1=100\n"
+    );
+    assert!(!root.join("info/L3").exists() && !root.join("info/L3_MON").exists());
+    assert!(!root.join("mon_data").exists());
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    msr.write(cpu(0), MsrAddr::new(L3_MASK_1), 0x3)
+        .expect("L3 mask");
+    for c in [0, 1, 71] {
+        let dev = DevCpuid::open(&m.path("dev"), cpu(c)).expect("open cpuid");
+        let edx = dev.cpuid(0xb, 0).expect("leaf 0BH").edx;
+        let id = msr.read(cpu(c), MsrAddr::new(0x802)).expect("x2APIC id");
+        assert_eq!(id, u64::from(edx), "cpu {c}");
+    }
 }

@@ -371,7 +371,7 @@ impl Node {
 /// use rdt_sim::vfs::Tree;
 /// use rdt_sim::{SimHandle, SimPlatform};
 ///
-/// let sim = SimHandle::new(SimPlatform::builtin("skylake-sp").unwrap());
+/// let sim = SimHandle::new(SimPlatform::builtin("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal").unwrap());
 /// let mut fs = Resctrl::mount(sim.clone(), &MountOptions::default()).unwrap();
 /// fs.mkdir("p0").unwrap();
 /// fs.write("p0/schemata", 0, b"L3:0=3\n").unwrap();
