@@ -167,9 +167,10 @@ fn dev_cpuid_through_the_mount_answers_as_the_model_on_every_cpu() {
             let dev = DevCpuid::open(&m.path("dev"), c).expect("open cpuid");
             // assert
             for &(leaf, sub) in LEAVES {
+                // the model's answer; every leaf answers, as the instruction does
                 assert_eq!(
                     dev.cpuid(leaf, sub),
-                    cpuid.cpuid_on(c, leaf, sub),
+                    Some(rdt_sim::fs::instruction_answer(&cpuid, c, leaf, sub)),
                     "{model} CPU {c} leaf {leaf:#x}.{sub}"
                 );
             }
@@ -680,4 +681,34 @@ fn stock_skylake_sp_hides_l3_in_resctrl_not_in_dev_cpu() {
         let id = msr.read(cpu(c), MsrAddr::new(0x802)).expect("x2APIC id");
         assert_eq!(id, u64::from(edx), "cpu {c}");
     }
+}
+
+/// `arch/x86/kernel/msr.c` and `cpuid.c`: `SEEK_END` is refused (`no_seek_end_llseek`);
+/// `cpuid_read` moves one leaf per 16-byte record; the instruction answers every leaf
+/// (an unrecorded one: zeros; above the maximum on Intel: the highest basic leaf); common
+/// non-RDT MSRs (TSC, EFER) read instead of EIO.
+#[test]
+fn dev_cpu_files_answer_as_the_drivers_do() {
+    use std::io::{Seek as _, SeekFrom};
+    let m = manual("broadwell-ep");
+    for dev in ["msr", "cpuid"] {
+        let mut f = std::fs::File::open(m.path(&format!("dev/cpu/0/{dev}"))).expect("open");
+        let e = f.seek(SeekFrom::End(0)).expect_err("SEEK_END");
+        assert_eq!(e.raw_os_error(), Some(EINVAL), "{dev}");
+        assert_eq!(f.seek(SeekFrom::Start(0x10)).expect("SEEK_SET"), 0x10);
+    }
+    let f = std::fs::File::open(m.path("dev/cpu/0/cpuid")).expect("open");
+    let mut two = [0u8; 32];
+    f.read_exact_at(&mut two, 0).expect("32 bytes");
+    let dev = DevCpuid::open(&m.path("dev"), cpu(0)).expect("open cpuid");
+    let leaf1 = dev.cpuid(1, 0).expect("leaf 1");
+    assert_eq!(two[16..20], leaf1.eax.to_le_bytes(), "record 2 is leaf 1");
+    assert_eq!(dev.cpuid(8, 0).map(|r| r.eax), Some(0), "reserved leaf 8");
+    assert_eq!(dev.cpuid(0x4000_0000, 0), dev.cpuid(0x14, 0));
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    assert_eq!(
+        msr.read(cpu(3), MsrAddr::new(0xC000_0080)).expect("EFER"),
+        0xD01
+    );
+    assert!(msr.read(cpu(0), MsrAddr::new(0x10)).is_ok(), "TSC");
 }

@@ -309,10 +309,19 @@ impl SimFs {
     /// The attributes and TTL of `path`, allocating its inode.
     fn entry(&self, inner: &mut Inner, path: &str) -> io::Result<(FileAttr, Duration)> {
         let kind = inner.kind(path)?;
-        let (size, ttl) = inner.policy(path);
+        let (size, mut ttl) = inner.policy(path);
+        if is_device(path, &kind) {
+            // Uncached, so that `lseek(SEEK_END)` always asks ([`SimFs::getattr`]).
+            ttl = Duration::ZERO;
+        }
         let ino = inner.inodes.ino(path);
         Ok((self.attr(ino, &kind, size), ttl))
     }
+}
+
+/// Whether `path` is one of the `dev/cpu/N/{msr,cpuid}` device files.
+fn is_device(path: &str, kind: &NodeKind) -> bool {
+    path.starts_with("dev/cpu/") && matches!(kind, NodeKind::File { .. })
 }
 
 fn file_type(kind: &NodeKind) -> FileType {
@@ -335,10 +344,16 @@ impl Filesystem for SimFs {
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    /// `lseek(SEEK_END)` on an open file asks for its size with the file handle (plain and
+    /// `fstat` ones come without): the `msr` and `cpuid` drivers refuse `SEEK_END`
+    /// (`no_seek_end_llseek`), so a device file's is EINVAL.
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.with(|inner| {
             let path = inner.inodes.path(ino)?;
             inner.counts.count(Op::Getattr, &path);
+            if fh.is_some() && is_device(&path, &inner.kind(&path)?) {
+                return Err(err(EINVAL));
+            }
             self.entry(inner, &path)
         }) {
             Ok((attr, ttl)) => reply.attr(&ttl, &attr),

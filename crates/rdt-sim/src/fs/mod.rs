@@ -49,7 +49,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use control::{ControlTree, Fault, FaultOp, FaultTarget, Faults, ParseFaultError};
-pub use devcpu::DevCpuTree;
+pub use devcpu::{DevCpuTree, instruction_answer};
 pub use stats::OpCounts;
 pub use sysfs::SysfsTree;
 
