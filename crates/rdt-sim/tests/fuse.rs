@@ -712,3 +712,64 @@ fn dev_cpu_files_answer_as_the_drivers_do() {
     );
     assert!(msr.read(cpu(0), MsrAddr::new(0x10)).is_ok(), "TSC");
 }
+
+/// kernfs and resctrl metadata through the mount: `rdtgroup_move_task` takes `0` as the
+/// writing thread (`current`); resctrl files report `st_size` 0; `mkdir` honours the
+/// mode (`rdtgroup_mkdir`, and kernfs gives `mon_groups`/`mon_data` the parent's mode); a
+/// directory's link count is 2 + its subdirectories; `last_cmd_status` keeps the first
+/// 511 bytes of a long message.
+#[test]
+fn resctrl_metadata_and_task_zero_are_the_kernels() {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+    let m = manual("broadwell-ep");
+    let root = m.path("sys/fs/resctrl");
+    // mkdir -m 0700 (umask 022 leaves it)
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(root.join("p0"))
+        .expect("mkdir");
+    let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o7777;
+    assert_eq!(mode(&root.join("p0")), 0o700);
+    assert_eq!(mode(&root.join("p0/mon_groups")), 0o700);
+    assert_eq!(mode(&root.join("info")), 0o755);
+    // st_size 0, nlink 2 + subdirectories
+    assert_eq!(
+        std::fs::metadata(root.join("schemata"))
+            .expect("stat")
+            .len(),
+        0
+    );
+    let subdirs = std::fs::read_dir(&root)
+        .expect("ls")
+        .filter(|e| {
+            e.as_ref()
+                .expect("entry")
+                .file_type()
+                .expect("type")
+                .is_dir()
+        })
+        .count();
+    assert_eq!(
+        std::fs::metadata(&root).expect("stat").nlink(),
+        2 + subdirs as u64
+    );
+    // "0" moves the writing thread
+    let tid: u32 = std::fs::read_link("/proc/thread-self")
+        .expect("thread-self")
+        .file_name()
+        .and_then(|n| n.to_str()?.parse().ok())
+        .expect("tid");
+    std::fs::write(root.join("p0/tasks"), "0\n").expect("write 0");
+    assert_eq!(
+        std::fs::read_to_string(root.join("p0/tasks")).expect("tasks"),
+        format!("{tid}\n")
+    );
+    let root_tasks = std::fs::read_to_string(root.join("tasks")).expect("root tasks");
+    assert!(root_tasks.lines().any(|l| l == "1"), "every other thread");
+    assert!(!root_tasks.lines().any(|l| l == tid.to_string()));
+    // a 600-byte resource name: the status keeps 511 bytes
+    let long = format!("{}:0=f\n", "x".repeat(600));
+    assert!(std::fs::write(root.join("schemata"), long).is_err());
+    let status = std::fs::read_to_string(root.join("info/last_cmd_status")).expect("status");
+    assert_eq!(status.len(), 511);
+}

@@ -402,13 +402,20 @@ fn simulated_tasks_start_in_the_root_and_leave_when_removed() {
     let mut fs = mount(&sim, "");
     fs.add_sim_task(b);
     fs.add_sim_task(a);
-    assert_eq!(text(&mut fs, "tasks"), format!("{a}\n{b}\n"));
+    // (the root also lists every host thread)
+    let sim_ids = |t: String| -> Vec<u32> {
+        t.lines()
+            .filter_map(|l| l.parse().ok())
+            .filter(|id| [a, b].contains(id))
+            .collect()
+    };
+    assert_eq!(sim_ids(text(&mut fs, "tasks")), [a, b]);
     // act
     fs.mkdir("p0").unwrap();
     fs.write("p0/tasks", 0, format!("{b:#x}\n").as_bytes())
         .unwrap();
     // assert
-    assert_eq!(text(&mut fs, "tasks"), format!("{a}\n"));
+    assert_eq!(sim_ids(text(&mut fs, "tasks")), [a]);
     assert_eq!(text(&mut fs, "p0/tasks"), format!("{b}\n"));
     fs.remove_sim_task(b);
     assert_eq!(text(&mut fs, "p0/tasks"), "");
@@ -724,4 +731,40 @@ fn skylake_sp_stepping_4_shows_mb_only_until_the_rdt_boot_option() {
     let mut fs = mount(&sim, "");
     assert_eq!(text(&mut fs, "info/L3_MON/mon_features"), "llc_occupancy\n");
     assert_eq!(text(&mut fs, "schemata"), "MB:0=100;1=100\n");
+}
+
+/// `fs/resctrl/rdtgroup.c` `rdtgroup_move_task`: pid 0 is `current`, the writer;
+/// `show_rdt_tasks` on the root walks every thread of the system, so every host thread no
+/// write moved is listed there.
+#[test]
+fn writing_zero_moves_the_writer_and_the_root_lists_every_other_host_thread() {
+    let sim = handle("broadwell-ep");
+    let mut fs = mount(&sim, "");
+    fs.mkdir("p0").unwrap();
+    let me = std::process::id();
+    let ids = |t: String| -> Vec<u32> { t.lines().map(|l| l.parse().unwrap()).collect() };
+    let root = ids(text(&mut fs, "tasks"));
+    assert!(root.contains(&me) && root.contains(&1), "{root:?}");
+    // act: "0" written by thread `me`
+    fs.write_by("p0/tasks", 0, b"0\n", Some(me)).unwrap();
+    // assert
+    assert_eq!(text(&mut fs, "p0/tasks"), format!("{me}\n"));
+    assert!(!ids(text(&mut fs, "tasks")).contains(&me));
+    assert!(ids(text(&mut fs, "tasks")).contains(&1), "init stays");
+}
+
+/// `rdt_last_cmd_printf` → `seq_buf_vprintf`: a message longer than the 512-byte buffer
+/// is truncated to 511 bytes (and the NUL), not dropped.
+#[test]
+fn last_cmd_status_truncates_a_long_message_at_the_buffer() {
+    let sim = handle("broadwell-ep");
+    let mut fs = mount(&sim, "");
+    let name = "x".repeat(600);
+    assert_eq!(
+        errno(fs.write("schemata", 0, format!("{name}:0=f\n").as_bytes())),
+        EINVAL
+    );
+    let status = text(&mut fs, "info/last_cmd_status");
+    assert_eq!(status.len(), 511);
+    assert!(status.starts_with("Unknown or unsupported resource name 'xxx"));
 }
