@@ -105,9 +105,16 @@ impl Sim {
         }
         dirs.sort();
         for d in dirs {
-            for f in ["schemata", "cpus_list", "tasks"] {
+            // The root's `tasks` lists every thread of the host (as the kernel's does),
+            // which come and go: the groups' lists say where tasks were moved.
+            let files: &[&str] = if d.is_empty() {
+                &["schemata", "cpus_list"]
+            } else {
+                &["schemata", "cpus_list", "tasks"]
+            };
+            for f in files {
                 let rel = if d.is_empty() {
-                    f.to_owned()
+                    (*f).to_owned()
                 } else {
                     format!("{d}/{f}")
                 };
