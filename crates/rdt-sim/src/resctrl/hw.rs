@@ -94,7 +94,8 @@ pub(crate) struct MonRes {
     pub llc_occupancy: bool,
     pub mbm_total: bool,
     pub mbm_local: bool,
-    /// `resctrl_rmid_realloc_limit`: the L3 size in bytes.
+    /// `resctrl_rmid_realloc_limit` = `boot_cpu_data.x86_cache_size * 1024`: the L3 size
+    /// in bytes on Intel, the **L2** size on AMD ([`Hw::probe`]).
     pub realloc_limit: u32,
 }
 
@@ -152,6 +153,25 @@ fn domains(list: Vec<CacheDomain>, cpus_of: impl Fn(CacheDomain) -> CpuSet) -> V
             Some(Domain { id: d.get(), cpu })
         })
         .collect()
+}
+
+/// `resctrl_rmid_realloc_limit` (`arch/x86/kernel/cpu/resctrl/monitor.c`
+/// `rdt_get_mon_l3_config`): `boot_cpu_data.x86_cache_size * 1024`. Intel's
+/// `init_intel_cacheinfo` sets `x86_cache_size` to the L3 size; on AMD it stays what
+/// `cpu_detect_cache_sizes` read, CPUID 8000_0006H:ECX\[31:16\], the L2 size in KB (512 KB
+/// on Milan: with 256 RMIDs the default threshold is 2048 bytes). Without that leaf, the L2
+/// geometry.
+fn realloc_limit(p: &SimPlatform, amd: bool, l3_total: u64, l2_total: u64) -> u32 {
+    use rdt_core::CpuidSource as _;
+    let bytes = if amd {
+        p.cpuid()
+            .cpuid(0x8000_0006, 0)
+            .filter(|r| r.ecx >> 16 != 0)
+            .map_or(l2_total, |r| u64::from(r.ecx >> 16) * 1024)
+    } else {
+        l3_total
+    };
+    u32::try_from(bytes).unwrap_or(u32::MAX)
 }
 
 impl Hw {
@@ -212,6 +232,7 @@ impl Hw {
         };
         // `rdt_cpu_has`: the `rdt=` boot parameter and the model's quirks.
         let k = p.kernel_rdt_options();
+        let realloc_limit = realloc_limit(p, amd, l3_total, l2_total);
         let mon = caps.monitoring.get().and_then(|m| {
             let llc_occupancy = k.cpu_has(RdtFlag::Cmt, m.events.llc_occupancy);
             let mbm_total = k.cpu_has(RdtFlag::MbmTotal, m.events.mbm_total);
@@ -224,7 +245,7 @@ impl Hw {
                 llc_occupancy,
                 mbm_total,
                 mbm_local,
-                realloc_limit: u32::try_from(l3_total).unwrap_or(u32::MAX),
+                realloc_limit,
             })
         });
         let cat = |c: Option<&rdt_core::CatCaps>, cat: RdtFlag, cdp: RdtFlag, size: u64| {

@@ -768,3 +768,51 @@ fn last_cmd_status_truncates_a_long_message_at_the_buffer() {
     assert_eq!(status.len(), 511);
     assert!(status.starts_with("Unknown or unsupported resource name 'xxx"));
 }
+
+/// `fs/resctrl/rdtgroup.c` `__init_one_rdt_domain` → `cbm_ensure_valid`: a new group's
+/// default CBM is the lowest contiguous run of what is free, even on AMD where sparse
+/// masks are allowed: with `f0` exclusive to p0, the candidate `ff0f` becomes `f`.
+#[test]
+fn a_new_groups_default_cbm_is_the_lowest_run_even_with_sparse_masks() {
+    let sim = handle("milan");
+    let mut fs = mount(&sim, "");
+    let line = |v: &str| {
+        let ids: Vec<String> = (0..16).map(|d| format!("{d}={v}")).collect();
+        format!("L3:{}\n", ids.join(";"))
+    };
+    fs.write("schemata", 0, line("ff0f").as_bytes()).unwrap();
+    fs.mkdir("p0").unwrap();
+    fs.write("p0/schemata", 0, line("f0").as_bytes()).unwrap();
+    fs.write("p0/mode", 0, b"exclusive\n").unwrap();
+    // act
+    fs.mkdir("p1").unwrap();
+    // assert
+    let s = text(&mut fs, "p1/schemata");
+    let l3 = s
+        .lines()
+        .find(|l| l.trim_start().starts_with("L3:"))
+        .unwrap();
+    assert!(l3.trim_start().starts_with("L3:0=f;1=f;"), "{s}");
+    assert!(
+        text(&mut fs, "info/L3/sparse_masks").starts_with('1'),
+        "milan takes sparse masks"
+    );
+}
+
+/// `arch/x86/kernel/cpu/resctrl/monitor.c` `rdt_get_mon_l3_config`: the limit of
+/// `max_threshold_occupancy` is `x86_cache_size * 1024`, the L2 size on AMD (512 KB on
+/// Milan), so the default is 512 KiB / 256 RMIDs = 2048 and more than 512 KiB is EINVAL;
+/// on Intel it is the L3 size.
+#[test]
+fn amd_max_threshold_occupancy_is_bounded_by_the_l2_size() {
+    let sim = handle("milan");
+    let mut fs = mount(&sim, "");
+    let path = "info/L3_MON/max_threshold_occupancy";
+    assert_eq!(text(&mut fs, path), "2048\n");
+    fs.write(path, 0, b"524288").unwrap();
+    assert_eq!(errno(fs.write(path, 0, b"524352")), EINVAL);
+    let sim = handle("broadwell-ep");
+    let mut fs = mount(&sim, "");
+    // 35 MiB L3 (36700160 bytes) is accepted on Intel.
+    fs.write(path, 0, b"36700160").unwrap();
+}
