@@ -14,6 +14,10 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use rdt_pqos::{Backend, CpuSet, Iface, LogicalCpu, MonEvents, MonGroupId, Paths, Rdt};
 use rdt_sim::fs::testing::TestMount;
 
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
+/// (`__check_quirks_intel`) hides L3 CAT, CMT and MBM from resctrl on the stock model.
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
+
 const GROUPS: u32 = 64;
 
 fn report(what: &str, c: &rdt_sim::fs::OpCounts) {
@@ -33,7 +37,7 @@ fn report(what: &str, c: &rdt_sim::fs::OpCounts) {
 }
 
 fn poll_64_groups(c: &mut Criterion) {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let mut rdt = Rdt::open_at(Iface::Os, &Paths::under(m.root())).expect("open the OS interface");
     assert_eq!(rdt.topology().l3_domains().len(), 2, "two L3 domains");
     for cpu in 0..GROUPS {

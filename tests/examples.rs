@@ -7,6 +7,10 @@ use std::process::{Child, Command, Output};
 use rdt_pqos::{CatResource, MbaKind};
 use rdt_sim::fs::testing::TestMount;
 
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
+/// (`__check_quirks_intel`) hides L3 CAT, CMT and MBM from resctrl on the stock model.
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
+
 /// An example's binary: `cargo test` builds the package's examples next to its tests
 /// (`target/<profile>/examples/`).
 fn example(name: &str) -> PathBuf {
@@ -46,7 +50,7 @@ fn sleeper() -> Child {
 
 #[test]
 fn capabilities_prints_what_the_platform_has() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let (out, _) = run(&m, "capabilities", &[]);
     let caps = m.platform().lock().capabilities().clone();
     let l3 = caps.cat(CatResource::L3).expect("L3 CAT");
@@ -67,7 +71,7 @@ fn capabilities_prints_what_the_platform_has() {
 
 #[test]
 fn limit_process_gives_the_process_four_ways_and_half_the_bandwidth() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let mut child = sleeper();
     let pid = child.id().to_string();
     let (out, _) = run(&m, "limit_process", &[&pid]);
@@ -89,7 +93,7 @@ fn limit_process_gives_the_process_four_ways_and_half_the_bandwidth() {
     };
     assert_eq!(line("L3"), "L3:0=f;1=f", "{schemata}");
     // a process that does not exist: refused before anything is written
-    let m2 = TestMount::builtin("skylake-sp");
+    let m2 = TestMount::builtin(SKX_RDT);
     let refused = Command::new(example("limit_process"))
         .arg("4194000")
         .env("RDT_SYSROOT", m2.root())
@@ -103,7 +107,7 @@ fn limit_process_gives_the_process_four_ways_and_half_the_bandwidth() {
 
 #[test]
 fn monitor_prometheus_prints_valid_exposition_text_and_leaves_no_group() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let mut child = sleeper();
     let pid = child.id().to_string();
     let (out, _) = run(&m, "monitor_prometheus", &["2", "0-3", &pid]);
@@ -159,7 +163,7 @@ fn monitor_prometheus_prints_valid_exposition_text_and_leaves_no_group() {
 #[cfg(feature = "oci")]
 #[test]
 fn oci_runtime_places_the_container_and_deletes_its_group_when_it_exits() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("config.json");
     std::fs::write(

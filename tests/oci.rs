@@ -9,6 +9,10 @@ use rdt_pqos::oci::{self, OciError, Removed};
 use rdt_pqos::{Iface, Paths, Rdt, TaskId};
 use rdt_sim::fs::testing::TestMount;
 
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
+/// (`__check_quirks_intel`) hides L3 CAT, CMT and MBM from resctrl on the stock model.
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
+
 fn spec(json: &str) -> LinuxIntelRdt {
     serde_json::from_str(json).expect("a runtime-spec fragment")
 }
@@ -46,7 +50,7 @@ fn read(dir: &Path, rel: &str) -> String {
 #[test]
 fn the_spec_example_makes_its_group_with_both_schemas_and_the_process() {
     // arrange: the runtime-spec's own example
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let mut rdt = open(&m);
     let ctr = Sleeper::new();
     let s = spec(
@@ -68,7 +72,7 @@ fn the_spec_example_makes_its_group_with_both_schemas_and_the_process() {
 
 #[test]
 fn without_closid_the_group_is_the_container_id_and_goes_with_it() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let mut rdt = open(&m);
     let root = resctrl(&m);
     let s = spec(r#"{"schemata": ["L3:0=3;1=3"]}"#);
@@ -89,7 +93,7 @@ fn without_closid_the_group_is_the_container_id_and_goes_with_it() {
 
 #[test]
 fn a_shared_closid_is_reused_with_the_same_schemata_and_kept_while_in_use() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let mut rdt = open(&m);
     let root = resctrl(&m);
     let s = spec(r#"{"closID": "shared", "l3CacheSchema": "L3:0=ff;1=ff"}"#);
@@ -117,7 +121,7 @@ fn a_shared_closid_is_reused_with_the_same_schemata_and_kept_while_in_use() {
 
 #[test]
 fn an_existing_group_with_other_schemata_is_refused_and_nothing_changes() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let root = resctrl(&m);
     std::fs::create_dir(root.join("guaranteed_group")).expect("pre-configured group");
     std::fs::write(root.join("guaranteed_group/schemata"), "L3:0=7f0;1=7f0\n").expect("schemata");
@@ -146,7 +150,7 @@ fn an_existing_group_with_other_schemata_is_refused_and_nothing_changes() {
 
 #[test]
 fn closid_alone_joins_a_preconfigured_group_or_is_an_error() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let root = resctrl(&m);
     let mut rdt = open(&m);
     let ctr = Sleeper::new();
@@ -164,7 +168,7 @@ fn closid_alone_joins_a_preconfigured_group_or_is_an_error() {
 
 #[test]
 fn mb_lines_of_l3cacheschema_give_way_to_membwschema_and_bad_fields_are_named() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let root = resctrl(&m);
     let mut rdt = open(&m);
     let ctr = Sleeper::new();

@@ -14,6 +14,10 @@ use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};
 use rdt_sim::{SimHandle, SimPlatform};
 
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
+/// (`__check_quirks_intel`) hides L3 CAT, CMT and MBM from resctrl on the stock model.
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
+
 fn without_resctrl(model: &str) -> TestMount {
     TestMount::new(
         SimHandle::new(SimPlatform::builtin(model).expect("model")),
@@ -26,7 +30,7 @@ fn without_resctrl(model: &str) -> TestMount {
 
 #[test]
 fn auto_takes_the_os_interface_where_resctrl_is_mounted_and_msr_elsewhere() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let rdt = Rdt::open_at(Iface::Auto, &Paths::under(m.root())).expect("open");
     assert_eq!(rdt.interface(), Interface::Os);
     assert!(rdt.resctrl().is_some());
@@ -46,7 +50,7 @@ fn auto_takes_the_os_interface_where_resctrl_is_mounted_and_msr_elsewhere() {
 #[test]
 fn the_facade_allocates_monitors_and_moves_tasks_through_resctrl() {
     // arrange
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let mut rdt = Rdt::open_at(Iface::Os, &Paths::under(m.root())).expect("open");
     let mask = CatMask::Unified(CacheBitmask::new(0x3f).expect("mask"));
     let mut child = Command::new("sleep").arg("30").spawn().expect("sleep");

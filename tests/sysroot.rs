@@ -8,9 +8,13 @@
 use rdt_pqos::{Backend, Iface, Paths, Rdt};
 use rdt_sim::fs::testing::TestMount;
 
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
+/// (`__check_quirks_intel`) hides L3 CAT, CMT and MBM from resctrl on the stock model.
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
+
 #[test]
 fn the_facade_opens_the_mounted_platform_under_its_paths() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let mut rdt = Rdt::open_at(Iface::Msr, &Paths::under(m.root())).expect("open");
     // PMU capabilities are the host's perf events: the model's, or none on a host without.
     let mut expected = m.platform().lock().capabilities().clone();

@@ -11,6 +11,10 @@ use rdt_pqos::{
 };
 use rdt_sim::fs::testing::TestMount;
 
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
+/// (`__check_quirks_intel`) hides L3 CAT, CMT and MBM from resctrl on the stock model.
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
+
 /// The whole of what a program writes: a named class with 4 L3 ways in domain 0, and the
 /// process (or, on MSR, the core) in it; applied all or nothing.
 fn limit<B: Backend>(
@@ -36,7 +40,7 @@ fn a_process_or_core_is_limited_in_a_few_lines_on_both_interfaces() {
         .expect("spawn sleep");
     let pid = child.id();
     for iface in [Iface::Os, Iface::Msr] {
-        let m = TestMount::builtin("skylake-sp");
+        let m = TestMount::builtin(SKX_RDT);
         let mut rdt = Rdt::open_at(iface, &Paths::under(m.root())).expect("open");
         let class = limit(&mut rdt, pid, 3).expect("limit");
         let masks = rdt

@@ -318,11 +318,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state.json");
         // act: the first -I mounts the in-process resctrl, the second finds its group
-        let (r, e_out) = pqos("skylake-sp", &state, &["-I", "-e", "llc:1=0xf"]);
+        // (skylake-sp's kernel hides L3 CAT from resctrl unless booted with rdt=l3cat)
+        let skx = "skylake-sp:rdt=l3cat";
+        let (r, e_out) = pqos(skx, &state, &["-I", "-e", "llc:1=0xf"]);
         r.unwrap();
-        let (r, s_out) = pqos("skylake-sp", &state, &["--iface=os", "-s"]);
+        let (r, s_out) = pqos(skx, &state, &["--iface=os", "-s"]);
         r.unwrap();
-        let (r, msr_out) = pqos("skylake-sp", &state, &["--iface=msr", "-s"]);
+        let (r, msr_out) = pqos(skx, &state, &["--iface=msr", "-s"]);
         r.unwrap();
         // assert
         assert!(

@@ -118,6 +118,31 @@ impl ProcFs {
         Ok(tids)
     }
 
+    /// Every thread of the system, ascending: the entries of `<root>/<pid>/task` of every
+    /// process listed in `<root>` (what the kernel's `for_each_process_thread` visits).
+    /// Processes that exit while the list is read are left out.
+    ///
+    /// # Errors
+    /// `<root>` cannot be listed.
+    pub fn all_threads(&self) -> io::Result<Vec<TaskId>> {
+        let mut tids = Vec::new();
+        for entry in fs::read_dir(&self.root)? {
+            let Some(pid) = entry
+                .ok()
+                .and_then(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Ok(dir) = fs::read_dir(self.dir(TaskId::new(pid)).join("task")) else {
+                continue;
+            };
+            tids.extend(dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<TaskId>().ok()));
+        }
+        tids.sort_unstable();
+        tids.dedup();
+        Ok(tids)
+    }
+
     /// The processes whose command name (`<root>/<pid>/comm`, at most 15 bytes, the name
     /// `ps -o comm` shows) is `name`, ascending. Processes that exit while the list is read
     /// are left out.
@@ -431,6 +456,24 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn all_threads_lists_every_process_thread_of_the_system() {
+        let proc = ProcFs::host();
+        let mut child = std::process::Command::new("sleep")
+            .arg("10")
+            .spawn()
+            .unwrap();
+        let all = proc.all_threads().unwrap();
+        let pid = TaskId::new(child.id());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(all.contains(&pid) && all.contains(&TaskId::new(1)));
+        assert!(all.contains(&TaskId::new(std::process::id())));
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "ascending, no repeats");
+        let none = ProcFs::at("/nonexistent-proc-root");
+        assert!(none.all_threads().is_err());
+    }
 
     #[test]
     fn a_live_process_and_its_threads() {

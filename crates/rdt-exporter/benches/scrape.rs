@@ -27,7 +27,7 @@ const EXPORTER: &str = env!("CARGO_BIN_EXE_rdt-exporter");
 /// skylake-sp with the clock in the bench's hands and 64 groups.
 fn mount() -> TestMount {
     let m = TestMount::new(
-        SimHandle::new(SimPlatform::builtin("skylake-sp").unwrap()),
+        SimHandle::new(SimPlatform::builtin("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal").unwrap()),
         MountConfig {
             clock: SimClock::Manual,
             ..MountConfig::default()

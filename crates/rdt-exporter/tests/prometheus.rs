@@ -21,6 +21,10 @@ use std::time::{Duration, Instant};
 use rdt_sim::fs::testing::TestMount;
 use serde_json::Value;
 
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
+/// (`__check_quirks_intel`) hides L3 CAT, CMT and MBM from resctrl on the stock model.
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
+
 const EXPORTER: &str = env!("CARGO_BIN_EXE_rdt-exporter");
 const UID: &str = "7c0f6a1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b";
 
@@ -121,7 +125,7 @@ fn prometheus_scrapes_our_group_and_a_foreign_one_with_sane_values() {
     // arrange: tools first, so a missing one fails before anything starts
     let prometheus = tool("prometheus");
     let promtool = tool("promtool");
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let resctrl = m.path("sys/fs/resctrl");
     std::fs::create_dir(resctrl.join("kubepods-besteffort")).unwrap();
     write(&resctrl, "kubepods-besteffort/cpus_list", "8-10\n");

@@ -21,6 +21,10 @@ use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};
 use rdt_sim::{SimHandle, SimPlatform};
 
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
+/// (`__check_quirks_intel`) hides L3 CAT, CMT and MBM from resctrl on the stock model.
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
+
 struct Sim {
     m: TestMount,
 }
@@ -101,9 +105,16 @@ impl Sim {
         }
         dirs.sort();
         for d in dirs {
-            for f in ["schemata", "cpus_list", "tasks"] {
+            // The root's `tasks` lists every thread of the host (as the kernel's does),
+            // which come and go: the groups' lists say where tasks were moved.
+            let files: &[&str] = if d.is_empty() {
+                &["schemata", "cpus_list"]
+            } else {
+                &["schemata", "cpus_list", "tasks"]
+            };
+            for f in files {
                 let rel = if d.is_empty() {
-                    f.to_owned()
+                    (*f).to_owned()
                 } else {
                     format!("{d}/{f}")
                 };
@@ -156,7 +167,7 @@ impl Drop for Sleeper {
 #[test]
 fn allocation_round_trips_through_schemata_and_cpus_list() {
     // arrange
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open();
     let d0 = CacheDomain::new(0);
     let d1 = rdt.topology().l3_domains()[1];
@@ -212,7 +223,7 @@ fn allocation_round_trips_through_schemata_and_cpus_list() {
 
 #[test]
 fn reset_allocation_restores_defaults_and_moves_cpus_and_tasks_to_the_root() {
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open();
     let child = Sleeper::sleep();
     rdt.set_cat_classes(
@@ -242,7 +253,7 @@ fn reset_allocation_restores_defaults_and_moves_cpus_and_tasks_to_the_root() {
 #[test]
 fn tasks_move_with_every_thread_of_a_process_and_a_thread_alone() {
     // arrange: a child process, and this test process with extra threads
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open();
     let child = Sleeper::sleep();
     let (tx, rx) = std::sync::mpsc::channel::<()>();
@@ -300,7 +311,7 @@ fn tasks_move_with_every_thread_of_a_process_and_a_thread_alone() {
 
 #[test]
 fn task_monitoring_puts_the_group_under_the_tasks_control_group() {
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open();
     let in_cos1 = Sleeper::sleep();
     let in_root = Sleeper::sleep();
@@ -358,7 +369,7 @@ fn task_monitoring_puts_the_group_under_the_tasks_control_group() {
 fn cpu_monitoring_spans_control_groups_and_sums_them() {
     // arrange: CPUs 2-7 run the default scenario's pipeline; CPU 3 goes to COS1; the
     // model's clock moves only when the test says, so files and polls see the same counts
-    let sim = Sim::manual("skylake-sp");
+    let sim = Sim::manual(SKX_RDT);
     let mut rdt = sim.open();
     rdt.associate(LogicalCpu::new(3), ClassId::new(1)).unwrap();
     // act
@@ -440,7 +451,7 @@ fn cpu_monitoring_spans_control_groups_and_sums_them() {
 #[test]
 fn out_of_closids_names_every_group_holding_one_and_changes_nothing() {
     // arrange: skylake-sp has 8 CLOSIDs (MB's num_closids): root + 7 groups
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open();
     assert_eq!(rdt.info().closids_supported(), 8);
     for i in 1..=6 {
@@ -470,7 +481,7 @@ fn out_of_closids_names_every_group_holding_one_and_changes_nothing() {
 
 #[test]
 fn out_of_rmids_names_the_groups_holding_them() {
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open();
     // another tool takes every RMID
     let mut n = 0;
@@ -501,7 +512,7 @@ fn out_of_rmids_names_the_groups_holding_them() {
 #[test]
 fn a_rejected_schemata_carries_the_kernels_message_and_is_undone() {
     // arrange: another tool's exclusive group owns ways 0-1 of every domain
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open();
     let doms = rdt.topology().l3_domains();
     let list = |m: &str| {
@@ -543,7 +554,7 @@ fn a_rejected_schemata_carries_the_kernels_message_and_is_undone() {
 #[test]
 fn a_fault_midway_through_a_multi_class_set_leaves_no_half_applied_configuration() {
     // arrange: COS1-3 exist with known masks; the write to COS2 will fail with EIO
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open();
     let d = CacheDomain::new(0);
     rdt.set_cat_classes(CatResource::L3, d, &[l3(1, 0x1), l3(2, 0x2), l3(3, 0x4)])
@@ -577,7 +588,7 @@ fn a_fault_midway_through_a_multi_class_set_leaves_no_half_applied_configuration
 #[test]
 fn a_foreign_group_survives_everything_short_of_a_remount_and_blocks_that() {
     // arrange: another tool's control group with a CPU, a task and a monitor group
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open();
     let child = Sleeper::sleep();
     sim.mkdir("kubepods");
@@ -668,7 +679,7 @@ fn a_foreign_group_survives_everything_short_of_a_remount_and_blocks_that() {
 
 #[test]
 fn cdp_and_mba_mbps_change_by_remounting_through_the_seam() {
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open();
     rdt.set_cat_classes(CatResource::L3, CacheDomain::new(0), &[l3(1, 0xf)])
         .unwrap();
@@ -739,7 +750,7 @@ fn cdp_and_mba_mbps_change_by_remounting_through_the_seam() {
 
 #[test]
 fn two_writers_at_once_serialize_on_the_lock_and_neither_loses_its_change() {
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let root = sim.root();
     let open = || sim.open_with(ResctrlOptions::new(&root));
     let (mut a, mut b) = (open(), open());
@@ -774,7 +785,7 @@ fn two_writers_at_once_serialize_on_the_lock_and_neither_loses_its_change() {
 
 #[test]
 fn another_tools_lock_is_waited_for_then_reported_and_nothing_changes() {
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let mut rdt = sim.open_with(sim.options().lock_timeout(Duration::from_millis(200)));
     let before = sim.snapshot();
     let holder = fs::File::open(sim.root()).unwrap();
@@ -845,7 +856,7 @@ fn amd_limits_are_units_and_empty_masks_are_refused_locally() {
 #[test]
 fn a_poll_reads_each_counter_file_once_and_opens_stats_or_lists_nothing() {
     // arrange: 4 groups of two CPUs, each pair spanning both L3 domains
-    let sim = Sim::manual("skylake-sp");
+    let sim = Sim::manual(SKX_RDT);
     let mut rdt = sim.open();
     let mut groups = Vec::new();
     for k in 0..4 {
@@ -916,7 +927,7 @@ impl rdt_core::PmuSource for CountingPmu {
 
 #[test]
 fn ipc_and_misses_come_from_the_pmu_per_cpu_and_per_thread() {
-    let sim = Sim::manual("skylake-sp");
+    let sim = Sim::manual(SKX_RDT);
     let topo = Topology::from_sysfs(&sim.m.path("sys/devices/system")).unwrap();
     let mut rdt = ResctrlBackend::open(sim.options(), topo, None, CountingPmu::default()).unwrap();
     let child = Sleeper::sleep();
@@ -945,7 +956,7 @@ fn telemetry_reads_the_model_and_notices_a_removed_group_by_its_failed_reads() {
     // arrange: a foreign group holding the pipeline's CPUs, seen by the telemetry
     // without inotify and with a long rescan interval, so that only the failed reads of
     // the removed group's open files can make it look again
-    let sim = Sim::manual("skylake-sp");
+    let sim = Sim::manual(SKX_RDT);
     fs::create_dir(sim.root().join("kubepods")).unwrap();
     fs::write(sim.root().join("kubepods/cpus_list"), "2-7\n").unwrap();
     let opts = rdt_resctrl::TelemetryOptions::new(sim.root())

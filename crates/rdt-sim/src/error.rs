@@ -13,6 +13,9 @@ pub enum SimError {
         /// The name asked for.
         name: String,
     },
+    /// The `rdt=` boot parameter of a model spec (`NAME:rdt=LIST`) names an unknown flag.
+    #[error(transparent)]
+    RdtOptions(crate::quirks::RdtOptionsError),
     /// The CPUID dump could not be parsed.
     #[error("the CPUID dump of model `{model}` could not be parsed")]
     Dump {

@@ -178,8 +178,14 @@ impl ResctrlFs for InProcessFs {
         String::from_utf8(out).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
 
+    /// One write by the calling thread (its id from `/proc/thread-self`, so that `0`
+    /// written to `tasks` moves it, as the kernel moves `current`).
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<usize> {
-        self.slot.with_tree(|t| t.write(tree_path(rel), 0, data))
+        let writer = std::fs::read_link("/proc/thread-self")
+            .ok()
+            .and_then(|l| l.file_name()?.to_str()?.parse().ok());
+        self.slot
+            .with_tree(|t| t.write_by(tree_path(rel), 0, data, writer))
     }
 
     fn mkdir(&self, rel: &str) -> io::Result<()> {
@@ -339,7 +345,9 @@ mod tests {
     use crate::vfs::errno::EINVAL;
 
     fn resctrl() -> (SimHandle, InProcessResctrl) {
-        let sim = SimHandle::new(SimPlatform::builtin("skylake-sp").unwrap());
+        let sim = SimHandle::new(
+            SimPlatform::builtin("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal").unwrap(),
+        );
         let r = InProcessResctrl::new(sim.clone()).unwrap();
         r.remount(&MountOptions::default()).unwrap();
         (sim, r)

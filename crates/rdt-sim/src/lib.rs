@@ -44,6 +44,7 @@ pub mod inprocess;
 pub mod model;
 mod models;
 mod platform;
+pub mod quirks;
 pub mod resctrl;
 mod scenario;
 pub mod session;

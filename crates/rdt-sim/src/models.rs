@@ -160,6 +160,8 @@ fn build(
 
 impl SimPlatform {
     /// A built-in model by name (one of [`BUILTIN_MODELS`]), running [`crate::Scenario::default`].
+    /// The name may carry the `rdt=` boot parameter the kernel of the model boots with,
+    /// `NAME:rdt=LIST` ([`crate::quirks::split_model_spec`]).
     ///
     /// # Examples
     /// ```
@@ -169,14 +171,17 @@ impl SimPlatform {
     /// ```
     ///
     /// # Errors
-    /// [`SimError::UnknownModel`] for another name. The embedded dumps parse, so the other
+    /// [`SimError::UnknownModel`] for another name, [`SimError::RdtOptions`] for an `rdt=`
+    /// list naming an unknown flag. The embedded dumps parse, so the other
     /// errors of [`SimPlatform::from_dump`] do not happen for built-in names.
     pub fn builtin(name: &str) -> Result<Self, SimError> {
+        let (base, rdt) = crate::quirks::split_model_spec(name).map_err(SimError::RdtOptions)?;
         let b = BUILTINS
             .iter()
-            .find(|b| b.name == name)
+            .find(|b| b.name == base)
             .ok_or_else(|| SimError::UnknownModel { name: name.into() })?;
         let mut p = build(b.name, &format!("builtin:{}", b.name), b.text, b.layout)?;
+        p.set_rdt_boot_options(rdt);
         if b.snc > 1 {
             p.enable_snc(b.snc);
             p.notes.push(format!(
@@ -211,5 +216,34 @@ impl SimPlatform {
             text,
             None,
         )
+    }
+}
+
+impl SimPlatform {
+    /// Boots the model's kernel with the `rdt=` boot parameter `options` ([`crate::quirks`]):
+    /// what resctrl shows from its next mount. The identity (saved states) gains
+    /// `:rdt=LIST`, so a state saved under one boot does not load into another.
+    pub fn set_rdt_boot_options(&mut self, options: crate::quirks::RdtOptions) {
+        let base = self
+            .identity
+            .split_once(":rdt=")
+            .map_or(self.identity.as_str(), |(b, _)| b)
+            .to_owned();
+        self.identity = crate::quirks::model_spec(&base, &options);
+        self.rdt_boot = options;
+    }
+
+    /// The `rdt=` boot parameter of the model ([`SimPlatform::set_rdt_boot_options`]).
+    #[must_use]
+    pub const fn rdt_boot_options(&self) -> &crate::quirks::RdtOptions {
+        &self.rdt_boot
+    }
+
+    /// The options the model's kernel applies: the boot parameter with the quirks of
+    /// `__check_quirks_intel` set on top ([`crate::quirks::quirk_options`]).
+    #[must_use]
+    pub fn kernel_rdt_options(&self) -> crate::quirks::RdtOptions {
+        self.rdt_boot
+            .merged(&crate::quirks::quirk_options(self.capabilities()))
     }
 }

@@ -231,6 +231,10 @@ pub struct SimPlatform {
     pub(crate) kernel: crate::resctrl::KernelVersion,
     /// Sub-NUMA Clustering: NUMA nodes per L3 cache (1 = off); see [`SimPlatform::snc_nodes`].
     pub(crate) snc: u32,
+    /// The `rdt=` boot parameter ([`crate::quirks`]).
+    pub(crate) rdt_boot: crate::quirks::RdtOptions,
+    /// MBA_CFG per package ([`crate::sysregs`]; not saved).
+    pub(crate) mba_cfg: BTreeMap<u32, u64>,
 }
 
 impl SimPlatform {
@@ -322,6 +326,8 @@ impl SimPlatform {
             msr_writes: 0,
             kernel: crate::resctrl::KernelVersion::default(),
             snc: 1,
+            rdt_boot: crate::quirks::RdtOptions::default(),
+            mba_cfg: BTreeMap::new(),
         };
         p.regs = p.reset_registers();
         p.counters = p.zero_counters();
@@ -737,9 +743,45 @@ impl SimPlatform {
         regs.masks.get(idx).copied().unwrap_or(full) & full
     }
 
+    /// CPU `i`'s MBA throttle. Intel MBA applied per core (CPUID.(10H,3):ECX\[0\] clear)
+    /// throttles both threads of a core by the larger of their delays, or the smaller where
+    /// MBA_CFG bit 0 is set ([`crate::sysregs`]).
     fn throttle(&self, i: usize, domain: CacheDomain) -> Throttle {
         let cos = rdt_msr::regs::pqr_cos(self.regs.cpus[i].pqr_assoc);
-        self.cos_throttle(cos, domain)
+        let own = self.cos_throttle(cos, domain);
+        let per_core = self.caps.mba.get().is_some_and(|m| {
+            matches!(
+                m.kind,
+                MbaKind::IntelDelay {
+                    per_thread: false,
+                    ..
+                }
+            )
+        });
+        let cpus = self.topology.cpus();
+        let me = cpus[i];
+        if !per_core || me.core.is_none() {
+            return own;
+        }
+        let min = self.mba_cfg_of(i) & crate::sysregs::MBA_CFG_MIN != 0;
+        let scale = |t: Throttle| match t {
+            Throttle::Scale(f) => f,
+            _ => 1.0,
+        };
+        let mut f = scale(own);
+        for (j, p) in cpus.iter().enumerate() {
+            if j != i && p.package == me.package && p.core == me.core {
+                let c = rdt_msr::regs::pqr_cos(self.regs.cpus[j].pqr_assoc);
+                let g = scale(self.cos_throttle(c, domain));
+                // a larger delay is a smaller scale
+                f = if min { f.max(g) } else { f.min(g) };
+            }
+        }
+        if (f - scale(own)).abs() < f64::EPSILON {
+            own
+        } else {
+            Throttle::Scale(f)
+        }
     }
 
     /// The MBA throttle of class `cos` in `domain`.
@@ -969,7 +1011,8 @@ impl SimPlatform {
                 self.regs.cpus[i].evtsel = v;
                 true
             }
-            Reg::QmCtr | Reg::Sys(_) => false,
+            Reg::QmCtr => false,
+            Reg::Sys(r) => self.write_sys(i, r, v),
             Reg::L3Cfg | Reg::L2Cfg => {
                 if v & !1 != 0 {
                     return false;

@@ -250,15 +250,18 @@ impl Session {
     }
 }
 
-/// A built-in model by name, or a model from the CPUID dump file at `model`.
+/// A built-in model by name, or a model from the CPUID dump file at `model`; either may
+/// end with the `rdt=` boot parameter, `:rdt=LIST` ([`crate::quirks::split_model_spec`]).
 ///
 /// # Errors
 /// [`SessionError::NoSuchModel`], [`SessionError::ReadDump`], [`SessionError::Model`].
 pub fn open_model(model: &str) -> Result<SimPlatform, SessionError> {
-    if BUILTIN_MODELS.contains(&model) {
+    let (name, rdt) = crate::quirks::split_model_spec(model)
+        .map_err(|e| SessionError::Model(SimError::RdtOptions(e)))?;
+    if BUILTIN_MODELS.contains(&name) {
         return SimPlatform::builtin(model).map_err(SessionError::Model);
     }
-    let path = Path::new(model);
+    let path = Path::new(name);
     if !path.exists() {
         return Err(SessionError::NoSuchModel {
             model: model.to_owned(),
@@ -271,7 +274,9 @@ pub fn open_model(model: &str) -> Result<SimPlatform, SessionError> {
                 source,
             }
         })?;
-    SimPlatform::from_dump(&text).map_err(SessionError::Model)
+    let mut p = SimPlatform::from_dump(&text).map_err(SessionError::Model)?;
+    p.set_rdt_boot_options(rdt);
+    Ok(p)
 }
 
 /// `$XDG_RUNTIME_DIR/rdt-sim-<model>.json` (the temp dir when unset), `<model>` being the

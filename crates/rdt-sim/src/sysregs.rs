@@ -10,11 +10,18 @@
 //! | IA32_APIC_BASE 0x1B | always | `0xFEE0_0000` (the architectural default base) \| bit 11 (APIC global enable) \| bit 10 (x2APIC mode, when CPUID.1:ECX\[21\] enumerates x2APIC: Linux enables it) \| bit 8 (BSP, logical CPU 0 only) | EIO |
 //! | IA32_MISC_ENABLE 0x1A0 | Intel only (AMD: #GP, EIO) | `0x81_0089` (bits 0 fast strings, 3 automatic thermal control, 7 performance monitoring available, 16 Enhanced SpeedStep, 23 xTPR messages disabled) \| bit 18 (MONITOR/MWAIT enable, when CPUID.1:ECX\[3\]): `0x85_0089`, the value Linux hosts on Xeon servers show | EIO |
 //! | IA32_EFER 0xC000_0080 | always | `0xD01`: SCE (0), LME (8), LMA (10), NXE (11), as a 64-bit Linux kernel runs | EIO |
+//! | IA32_CORE_CAPABILITIES 0xCF | Intel, CPUID.(7,0):EDX\[30\] (`sapphire-rapids`) | `0x24`: bit 2 integrity capabilities (In-Field Scan, which Sapphire Rapids has: Linux `ifs` driver) and bit 5 split-lock detection (Linux `split_lock_setup`); no other bit (no MBA 4.0: pqos `detect_mba40` finds none) | EIO (read-only) |
+//! | MBA_CFG 0xC84 | Intel MBA 2.0 and later: linear MBA with more than 8 classes or per-thread controls, CPUID.(10H,3) (`sapphire-rapids`: 15 classes; pqos reads it there, `hw_cap_mba_discover`) | per package, reset 0: bit 0 selects which delay a core applies when its two threads' classes differ, 0 the larger (max), 1 the smaller (min); bit 1 legacy mode (held, no effect) | bits other than 0-1: EIO |
 //! | IA32_X2APIC_APICID 0x802 | x2APIC mode (CPUID.1:ECX\[21\]; xAPIC mode: #GP, EIO) | the CPU's x2APIC id: CPUID.(1FH or 0BH, 0):EDX of that CPU, else CPUID.8000_001EH:EAX (AMD), else CPUID.1:EBX\[31:24\] | EIO (read-only) |
 //!
 //! The model's dumps: `milan` clears CPUID.1:ECX\[21\] (its BIOS left the APIC in xAPIC
 //! mode), so its 0x802 reads EIO as on that machine: a tool must then take the APIC id from
 //! CPUID. The Intel dumps enumerate x2APIC.
+//!
+//! Where MBA is applied per core (Intel, CPUID.(10H,3):ECX\[0\] clear: every built-in Intel
+//! model), the model throttles both threads of a core by the larger of their classes'
+//! delays (`thread_throttle_mode` "max"), or the smaller where MBA_CFG bit 0 is set.
+//! MBA_CFG is not part of the saved state (it starts at 0 in each process).
 //!
 //! # References
 //! Intel SDM Vol. 4 "Model-Specific Registers" (table 2-2, architectural MSRs), Vol. 3A
@@ -35,6 +42,12 @@ pub(crate) const IA32_MISC_ENABLE: u32 = 0x1A0;
 pub(crate) const IA32_X2APIC_APICID: u32 = 0x802;
 /// IA32_EFER.
 pub(crate) const IA32_EFER: u32 = 0xC000_0080;
+/// IA32_CORE_CAPABILITIES.
+pub(crate) const IA32_CORE_CAPABILITIES: u32 = 0xCF;
+/// MBA_CFG (SDM: MSR_MBA_CFG; pqos `PQOS_MSR_MBA_CFG`).
+pub(crate) const MBA_CFG: u32 = 0xC84;
+/// MBA_CFG bit 0: the smaller of a core's thread delays applies.
+pub(crate) const MBA_CFG_MIN: u64 = 1;
 
 /// A non-RDT register the model answers (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +57,8 @@ pub(crate) enum SysReg {
     MiscEnable,
     Efer,
     X2ApicId,
+    CoreCapabilities,
+    MbaCfg,
 }
 
 /// CPUID.0:EBX of AMD ("Auth") and Hygon ("Hygo").
@@ -68,6 +83,13 @@ impl SimPlatform {
             IA32_MISC_ENABLE if !is_amd(&self.cpuid) => Some(SysReg::MiscEnable),
             IA32_EFER => Some(SysReg::Efer),
             IA32_X2APIC_APICID if has_x2apic(&self.cpuid) => Some(SysReg::X2ApicId),
+            IA32_CORE_CAPABILITIES
+                if !is_amd(&self.cpuid)
+                    && self.cpuid.cpuid(7, 0).is_some_and(|r| r.edx >> 30 & 1 == 1) =>
+            {
+                Some(SysReg::CoreCapabilities)
+            }
+            MBA_CFG if self.has_mba_cfg() => Some(SysReg::MbaCfg),
             _ => None,
         }
     }
@@ -93,7 +115,43 @@ impl SimPlatform {
             }
             SysReg::Efer => 0xD01,
             SysReg::X2ApicId => u64::from(self.x2apic_id(cpu)?),
+            SysReg::CoreCapabilities => 0x24,
+            SysReg::MbaCfg => self.mba_cfg_of(i),
         })
+    }
+
+    /// WRMSR of a non-RDT register; `false` = #GP (module docs: only MBA_CFG bits 0-1).
+    pub(crate) fn write_sys(&mut self, i: usize, reg: SysReg, v: u64) -> bool {
+        match reg {
+            SysReg::MbaCfg if v & !0b11 == 0 => {
+                let Some(p) = self.topology.cpus().get(i) else {
+                    return false;
+                };
+                self.mba_cfg.insert(p.package, v);
+                self.recompute();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the model has MBA_CFG (module docs): Intel linear MBA with more than 8
+    /// classes (MBA 2.0) or per-thread controls.
+    fn has_mba_cfg(&self) -> bool {
+        self.caps.mba.get().is_some_and(|m| match m.kind {
+            rdt_core::MbaKind::IntelDelay { per_thread, .. } => per_thread || m.num_classes > 8,
+            rdt_core::MbaKind::AmdBandwidth { .. } => false,
+        })
+    }
+
+    /// MBA_CFG of the package of the CPU at topology index `i` (0 until written).
+    pub(crate) fn mba_cfg_of(&self, i: usize) -> u64 {
+        self.topology
+            .cpus()
+            .get(i)
+            .and_then(|p| self.mba_cfg.get(&p.package))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The x2APIC id logical CPU `cpu` reports in CPUID (module docs): leaf 1FH or 0BH
@@ -178,6 +236,61 @@ mod tests {
         let mut q = SimPlatform::builtin("skylake-sp").unwrap();
         assert_eq!(rd(&mut q, 0, IA32_APIC_BASE), Some(0xFEE0_0D00));
         assert_eq!(rd(&mut q, 5, IA32_APIC_BASE), Some(0xFEE0_0C00));
+    }
+
+    /// SDM Vol. 4 (IA32_CORE_CAPABILITIES where CPUID.(7,0):EDX[30]; MBA_CFG on MBA 2.0
+    /// parts); pqos `hw_cap_mba_discover` reads MBA_CFG on a 15-class part and fails MBA
+    /// discovery when it cannot.
+    #[test]
+    fn sapphire_rapids_has_core_capabilities_and_mba_cfg_and_skylake_neither() {
+        let mut p = SimPlatform::builtin("sapphire-rapids").unwrap();
+        assert_eq!(rd(&mut p, 0, IA32_CORE_CAPABILITIES), Some(0x24));
+        assert_eq!(rd(&mut p, 0, MBA_CFG), Some(0));
+        p.write(cpu(0), MsrAddr::new(MBA_CFG), MBA_CFG_MIN).unwrap();
+        assert_eq!(rd(&mut p, 0, MBA_CFG), Some(1));
+        assert!(p.write(cpu(0), MsrAddr::new(MBA_CFG), 0x4).is_err());
+        assert!(
+            p.write(cpu(0), MsrAddr::new(IA32_CORE_CAPABILITIES), 0)
+                .is_err()
+        );
+        let mut s = SimPlatform::builtin("skylake-sp").unwrap();
+        assert_eq!(rd(&mut s, 0, IA32_CORE_CAPABILITIES), None);
+        assert_eq!(rd(&mut s, 0, MBA_CFG), None, "MBA 1.0: 8 classes");
+    }
+
+    /// SDM Vol. 3B 18.19 (MBA): with per-core MBA the core applies the larger of its
+    /// threads' delays; MBA_CFG bit 0 makes it the smaller.
+    #[test]
+    fn a_cores_threads_share_the_larger_delay_unless_mba_cfg_says_min() {
+        let mut p = SimPlatform::builtin("sapphire-rapids").unwrap();
+        let me = p
+            .topology()
+            .cpus()
+            .iter()
+            .find(|c| c.cpu == cpu(2))
+            .copied()
+            .unwrap();
+        let sib = p
+            .topology()
+            .cpus()
+            .iter()
+            .find(|c| c.cpu != me.cpu && c.package == me.package && c.core == me.core)
+            .map(|c| c.cpu)
+            .unwrap();
+        let traffic = |p: &SimPlatform| p.activity(cpu(2)).unwrap().traffic_bytes_per_s;
+        let free = traffic(&p);
+        // COS1 = 50 % (delay 50) on CPU 2 only; its sibling stays in COS0 (delay 0)
+        p.write(cpu(2), MsrAddr::new(0xD51), 50).unwrap();
+        p.write(cpu(2), MsrAddr::new(0xC8F), 1 << 32).unwrap();
+        let max_mode = traffic(&p);
+        assert!(max_mode < free * 0.9, "{max_mode} vs {free}");
+        p.write(cpu(2), MsrAddr::new(MBA_CFG), MBA_CFG_MIN).unwrap();
+        assert!(
+            (traffic(&p) - free).abs() < 1.0,
+            "min of 50 and 0: unthrottled"
+        );
+        p.write(sib, MsrAddr::new(0xC8F), 1 << 32).unwrap();
+        assert!((traffic(&p) - max_mode).abs() < 1.0, "both threads in COS1");
     }
 
     #[test]

@@ -56,6 +56,23 @@ pub trait Tree: Send {
     /// EACCES for read-only files, or the file's own errno (EINVAL, ESRCH, ENOSPC, EIO...).
     fn write(&mut self, path: &str, offset: u64, data: &[u8]) -> io::Result<usize>;
 
+    /// [`Tree::write`] by the thread `writer` (its id, when known: the FUSE request's or the
+    /// calling thread's): resctrl's `tasks` reads `0` as "the writer" (`rdtgroup_move_task`,
+    /// `current`). The default ignores the writer.
+    ///
+    /// # Errors
+    /// As [`Tree::write`].
+    fn write_by(
+        &mut self,
+        path: &str,
+        offset: u64,
+        data: &[u8],
+        writer: Option<u32>,
+    ) -> io::Result<usize> {
+        let _ = writer;
+        self.write(path, offset, data)
+    }
+
     /// `mkdir(2)`.
     ///
     /// # Errors

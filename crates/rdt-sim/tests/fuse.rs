@@ -22,6 +22,8 @@ const EINVAL: i32 = 22;
 const IA32_QM_EVTSEL: u32 = 0xc8d;
 const IA32_QM_CTR: u32 = 0xc8e;
 const L3_MASK_1: u32 = 0xc91;
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal` (undoing the kernel's quirk).
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
 
 fn cpu(n: u32) -> LogicalCpu {
     LogicalCpu::new(n)
@@ -180,9 +182,10 @@ fn dev_cpuid_through_the_mount_answers_as_the_model_on_every_cpu() {
             let dev = DevCpuid::open(&m.path("dev"), c).expect("open cpuid");
             // assert
             for &(leaf, sub) in LEAVES {
+                // the model's answer; every leaf answers, as the instruction does
                 assert_eq!(
                     dev.cpuid(leaf, sub),
-                    cpuid.cpuid_on(c, leaf, sub),
+                    Some(rdt_sim::fs::instruction_answer(&cpuid, c, leaf, sub)),
                     "{model} CPU {c} leaf {leaf:#x}.{sub}"
                 );
             }
@@ -224,7 +227,7 @@ fn msr_positioned_reads_and_writes_round_trip_and_a_bad_mask_is_eio() {
         msr.read(cpu(0), MsrAddr::new(L3_MASK_1)).expect("read"),
         0xff00
     );
-    match msr.read(cpu(0), MsrAddr::new(0x10)) {
+    match msr.read(cpu(0), MsrAddr::new(0x11)) {
         Err(MsrError::Read { source, .. }) => assert_eq!(source.raw_os_error(), Some(EIO)),
         other => panic!("{other:?}"),
     }
@@ -582,7 +585,7 @@ fn mounting_on_a_missing_directory_names_it() {
 #[test]
 fn stats_count_each_client_request_on_resctrl_once_by_kind() {
     // arrange: resctrl is served uncached, so every syscall of a client reaches the model
-    let m = manual("skylake-sp");
+    let m = manual(SKX_RDT);
     let occ = m.path("sys/fs/resctrl/mon_data/mon_L3_00/llc_occupancy");
     let f = std::fs::File::open(&occ).expect("open llc_occupancy");
     m.mount().reset_op_counts();
@@ -633,7 +636,7 @@ fn stats_count_each_client_request_on_resctrl_once_by_kind() {
 #[test]
 fn writing_resctrl_mount_remounts_with_cdp_and_mba_mbps() {
     // arrange
-    let m = manual("skylake-sp");
+    let m = manual(SKX_RDT);
     let ctl = m.path(".sim/resctrl_mount");
     let root = m.path("sys/fs/resctrl");
     std::fs::create_dir(root.join("other")).expect("mkdir a group");
@@ -711,4 +714,119 @@ fn rdt_sim_kernel_option_picks_the_resctrl_files_of_the_release() {
     );
     let err = std::fs::write(&assignments, "mbm_totl_bytes:0=e\n").expect_err("unknown event");
     assert_eq!(err.raw_os_error(), Some(2), "ENOENT");
+}
+
+/// `arch/x86/kernel/cpu/resctrl/core.c` `__check_quirks_intel`: the mounted stock
+/// `skylake-sp` (Gold 6140, stepping 4) shows MB only in resctrl, while `dev/cpu` keeps
+/// CPUID's L3 CAT; and `dev/cpu/N/msr` answers the x2APIC id (0x802) CPUID.0BH:EDX gives.
+#[test]
+fn stock_skylake_sp_hides_l3_in_resctrl_not_in_dev_cpu() {
+    let m = manual("skylake-sp");
+    let root = m.path("sys/fs/resctrl");
+    assert_eq!(
+        std::fs::read_to_string(root.join("schemata")).expect("schemata"),
+        "MB:0=100;1=100\n"
+    );
+    assert!(!root.join("info/L3").exists() && !root.join("info/L3_MON").exists());
+    assert!(!root.join("mon_data").exists());
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    msr.write(cpu(0), MsrAddr::new(L3_MASK_1), 0x3)
+        .expect("L3 mask");
+    for c in [0, 1, 71] {
+        let dev = DevCpuid::open(&m.path("dev"), cpu(c)).expect("open cpuid");
+        let edx = dev.cpuid(0xb, 0).expect("leaf 0BH").edx;
+        let id = msr.read(cpu(c), MsrAddr::new(0x802)).expect("x2APIC id");
+        assert_eq!(id, u64::from(edx), "cpu {c}");
+    }
+}
+
+/// `arch/x86/kernel/msr.c` and `cpuid.c`: `SEEK_END` is refused (`no_seek_end_llseek`);
+/// `cpuid_read` moves one leaf per 16-byte record; the instruction answers every leaf
+/// (an unrecorded one: zeros; above the maximum on Intel: the highest basic leaf); common
+/// non-RDT MSRs (TSC, EFER) read instead of EIO.
+#[test]
+fn dev_cpu_files_answer_as_the_drivers_do() {
+    use std::io::{Seek as _, SeekFrom};
+    let m = manual("broadwell-ep");
+    for dev in ["msr", "cpuid"] {
+        let mut f = std::fs::File::open(m.path(&format!("dev/cpu/0/{dev}"))).expect("open");
+        let e = f.seek(SeekFrom::End(0)).expect_err("SEEK_END");
+        assert_eq!(e.raw_os_error(), Some(EINVAL), "{dev}");
+        assert_eq!(f.seek(SeekFrom::Start(0x10)).expect("SEEK_SET"), 0x10);
+    }
+    let f = std::fs::File::open(m.path("dev/cpu/0/cpuid")).expect("open");
+    let mut two = [0u8; 32];
+    f.read_exact_at(&mut two, 0).expect("32 bytes");
+    let dev = DevCpuid::open(&m.path("dev"), cpu(0)).expect("open cpuid");
+    let leaf1 = dev.cpuid(1, 0).expect("leaf 1");
+    assert_eq!(two[16..20], leaf1.eax.to_le_bytes(), "record 2 is leaf 1");
+    assert_eq!(dev.cpuid(8, 0).map(|r| r.eax), Some(0), "reserved leaf 8");
+    assert_eq!(dev.cpuid(0x4000_0000, 0), dev.cpuid(0x14, 0));
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    assert_eq!(
+        msr.read(cpu(3), MsrAddr::new(0xC000_0080)).expect("EFER"),
+        0xD01
+    );
+    assert!(msr.read(cpu(0), MsrAddr::new(0x10)).is_ok(), "TSC");
+}
+
+/// kernfs and resctrl metadata through the mount: `rdtgroup_move_task` takes `0` as the
+/// writing thread (`current`); resctrl files report `st_size` 0; `mkdir` honours the
+/// mode (`rdtgroup_mkdir`, and kernfs gives `mon_groups`/`mon_data` the parent's mode); a
+/// directory's link count is 2 + its subdirectories; `last_cmd_status` keeps the first
+/// 511 bytes of a long message.
+#[test]
+fn resctrl_metadata_and_task_zero_are_the_kernels() {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+    let m = manual("broadwell-ep");
+    let root = m.path("sys/fs/resctrl");
+    // mkdir -m 0700 (umask 022 leaves it)
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(root.join("p0"))
+        .expect("mkdir");
+    let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o7777;
+    assert_eq!(mode(&root.join("p0")), 0o700);
+    assert_eq!(mode(&root.join("p0/mon_groups")), 0o700);
+    assert_eq!(mode(&root.join("info")), 0o755);
+    // st_size 0, nlink 2 + subdirectories
+    assert_eq!(
+        std::fs::metadata(root.join("schemata"))
+            .expect("stat")
+            .len(),
+        0
+    );
+    let subdirs = std::fs::read_dir(&root)
+        .expect("ls")
+        .filter(|e| {
+            e.as_ref()
+                .expect("entry")
+                .file_type()
+                .expect("type")
+                .is_dir()
+        })
+        .count();
+    assert_eq!(
+        std::fs::metadata(&root).expect("stat").nlink(),
+        2 + subdirs as u64
+    );
+    // "0" moves the writing thread
+    let tid: u32 = std::fs::read_link("/proc/thread-self")
+        .expect("thread-self")
+        .file_name()
+        .and_then(|n| n.to_str()?.parse().ok())
+        .expect("tid");
+    std::fs::write(root.join("p0/tasks"), "0\n").expect("write 0");
+    assert_eq!(
+        std::fs::read_to_string(root.join("p0/tasks")).expect("tasks"),
+        format!("{tid}\n")
+    );
+    let root_tasks = std::fs::read_to_string(root.join("tasks")).expect("root tasks");
+    assert!(root_tasks.lines().any(|l| l == "1"), "every other thread");
+    assert!(!root_tasks.lines().any(|l| l == tid.to_string()));
+    // a 600-byte resource name: the status keeps 511 bytes
+    let long = format!("{}:0=f\n", "x".repeat(600));
+    assert!(std::fs::write(root.join("schemata"), long).is_err());
+    let status = std::fs::read_to_string(root.join("info/last_cmd_status")).expect("status");
+    assert_eq!(status.len(), 511);
 }

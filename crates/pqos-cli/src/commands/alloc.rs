@@ -79,6 +79,9 @@ pub fn run_alloc<B: Backend>(
     let (changes, origins) = match changes_of(backend, &classes, req) {
         Ok(c) => c,
         Err(e) => {
+            if let Some(line) = pqos_line(&e) {
+                writeln!(out, "{line}")?;
+            }
             writeln!(out, "Allocation configuration error!")?;
             return Err(e);
         }
@@ -218,7 +221,21 @@ impl<'a> Changes<'a> {
                 CatResource::L3 => caps.l3_cat.is_present(),
                 CatResource::L2 => caps.l2_cat.is_present(),
             };
-            return Err(unsupported(def, &format!("{resource} CAT"), present));
+            let e = unsupported(def, &format!("{resource} CAT"), present);
+            if resource == CatResource::L3 && !present {
+                // pqos/alloc.c `set_l3_cos`: pqos_l3ca_get fails on the first socket
+                // selected (intel-cmt-cat issues 228 and 290, Skylake-SP under resctrl).
+                let socket = def
+                    .ids
+                    .as_ref()
+                    .and_then(|ids| ids.first().copied())
+                    .or_else(|| topo.cpus().iter().map(|c| c.package).min())
+                    .unwrap_or(0);
+                return Err(anyhow!(
+                    "Failed to retrieve socket {socket} L3 classes! ({e})"
+                ));
+            }
+            return Err(e);
         }
         let targets = cat_targets(caps, topo, resource, def)?;
         for value in &def.values {
@@ -399,12 +416,13 @@ fn refused<B: Backend>(
 
 /// The line pqos prints on stdout for a refusal whose message starts with it (pqos/alloc.c
 /// `set_l3_cos`: `Invalid class ID: 9!`, `Failed to set L3 class on socket 0, CDP not
-/// enabled!`; `set_allocation_assoc`: `Core number or class id is out of bounds!`, ...),
+/// enabled!`, `Failed to retrieve socket 0 L3 classes!` where L3 CAT is absent; `set_allocation_assoc`: `Core number or class id is out of bounds!`, ...),
 /// before its `Allocation configuration error!`. The rest of the message (which token, why)
 /// is ours and goes to stderr.
 fn pqos_line(e: &anyhow::Error) -> Option<String> {
-    const PQOS_LINES: [&str; 7] = [
+    const PQOS_LINES: [&str; 8] = [
         "Invalid class ID: ",
+        "Failed to retrieve socket ",
         "Failed to set ",
         "MBA controller not supported!",
         "MBA controller requested but not enabled!",

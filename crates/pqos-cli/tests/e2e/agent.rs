@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rdt_sim::fs::testing::TestMount;
 
-use crate::util::{Machine, PQOS, Reaped, Sim};
+use crate::util::{Machine, PQOS, Reaped, SKX_RDT, Sim};
 
 /// The agent's command (Telegraf `intel_rdt`): reset, OS interface, CSV, 1 s interval.
 fn agent_args(group: &str) -> Vec<String> {
@@ -86,7 +86,7 @@ fn check_csv(stdout: &str) -> f64 {
 #[test]
 fn the_agent_command_parses_on_the_in_process_simulated_platform() {
     // arrange
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let proc = busy();
     for group in groups(proc.pid()) {
         // act
@@ -114,7 +114,7 @@ fn the_agent_command_parses_on_the_in_process_simulated_platform() {
 #[test]
 fn the_agent_command_parses_on_the_mounted_simulated_platform() {
     // arrange
-    let mount = TestMount::builtin("skylake-sp");
+    let mount = TestMount::builtin(SKX_RDT);
     let proc = busy();
     for group in groups(proc.pid()) {
         // act

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::util::mounted::{Mounted, MountedOs};
-use crate::util::{Machine, Reaped};
+use crate::util::{Machine, Reaped, SKX_RDT};
 
 /// The journals in the run directory of the platform at `root`.
 fn journals(root: &Path) -> Vec<String> {
@@ -203,7 +203,7 @@ fn msr_every_write_of_a_cdp_reset_fails_or_is_killed_and_is_undone() {
 
 #[test]
 fn os_every_write_of_classes_cores_and_tasks_fails_or_is_killed_and_is_undone() {
-    let m = MountedOs::new("skylake-sp");
+    let m = MountedOs::new(SKX_RDT);
     let (a, b) = (Reaped::sleeper(), Reaped::sleeper());
     let assoc = format!("llc:1=2,3;llc:3=4;pid:2={},{}", a.pid(), b.pid());
     let args = [
@@ -225,7 +225,7 @@ fn os_every_write_of_classes_cores_and_tasks_fails_or_is_killed_and_is_undone() 
 
 #[test]
 fn os_every_write_of_a_reset_fails_or_is_killed_and_is_undone() {
-    let m = MountedOs::new("skylake-sp");
+    let m = MountedOs::new(SKX_RDT);
     let a = Reaped::sleeper();
     let setup = || {
         m.pqos(&[

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use crate::crash::every_write_position;
 use crate::util::mounted::{Mounted, MountedOs};
-use crate::util::{Machine, Reaped};
+use crate::util::{Machine, Reaped, SKX_RDT};
 
 /// The example of issue 10, verbatim.
 const EXAMPLE: &str = r#"[[class]]
@@ -152,7 +152,7 @@ fn msr_named_classes_keep_their_class_of_service_and_apply_once() {
 
 #[test]
 fn bad_configurations_name_file_line_and_key_and_write_nothing() {
-    let m = MountedOs::new("skylake-sp");
+    let m = MountedOs::new(SKX_RDT);
     m.mkdir("kube");
     m.write("kube/cpus_list", "20");
     let dir = tempfile::tempdir().expect("tempdir");
@@ -213,7 +213,7 @@ fn bad_configurations_name_file_line_and_key_and_write_nothing() {
 
 #[test]
 fn a_kill_at_any_write_of_an_apply_is_rolled_back_named_groups_included() {
-    let m = MountedOs::new("skylake-sp");
+    let m = MountedOs::new(SKX_RDT);
     let dir = tempfile::tempdir().expect("tempdir");
     let a = Reaped::sleeper();
     let cfg = file(
@@ -246,7 +246,7 @@ fn a_kill_at_any_write_of_an_apply_is_rolled_back_named_groups_included() {
 
 #[test]
 fn another_tools_exclusive_ways_are_refused_to_e_and_placed_around_by_apply() {
-    let m = MountedOs::new("skylake-sp");
+    let m = MountedOs::new(SKX_RDT);
     // the root gives up ways 6-7, which group `iso` then holds exclusively
     m.write("schemata", "L3:0=03f;1=03f\n");
     m.mkdir("iso");

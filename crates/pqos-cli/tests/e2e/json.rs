@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::util::mounted::MountedOs;
-use crate::util::{Machine, Reaped, Run, Sim};
+use crate::util::{Machine, Reaped, Run, SKX_RDT, Sim};
 
 fn schema(name: &str) -> jsonschema::Validator {
     let path = format!(
@@ -123,7 +123,7 @@ fn every_command_answers_in_schema_valid_json_on_every_model() {
 
 #[test]
 fn the_os_interface_lists_other_tools_groups_and_pid_rows_in_json() {
-    let m = MountedOs::new("skylake-sp");
+    let m = MountedOs::new(SKX_RDT);
     m.mkdir("kubepods");
     m.mkdir("kubepods/mon_groups/pod1");
     let doc = one_document(&m.pqos(&["-u", "json", "-d"]).ok(), "capabilities");

@@ -21,7 +21,7 @@ use rdt_sim::Scenario;
 use crate::eqnice;
 use crate::util::monitor::parse_text;
 use crate::util::mounted::MountedOs;
-use crate::util::{Machine, Reaped, Run};
+use crate::util::{Machine, Reaped, Run, SKX_RDT};
 use crate::{alloc, paper};
 
 /// Set in the environment of [`helper_child_with_three_threads`]'s process.
@@ -111,7 +111,7 @@ fn empty_pid_section(classes: u32) -> String {
 
 #[test]
 fn d_and_big_d_report_what_resctrl_info_says() {
-    let m = MountedOs::new("skylake-sp");
+    let m = MountedOs::new(SKX_RDT);
     let d = m.pqos(&["-d"]).ok().stdout;
     assert!(d.starts_with("OS capabilities (Linux kernel "), "{d}");
     // resctrl gives each group one CLOSID for every resource: pqos's `Num COS` is the
@@ -150,7 +150,7 @@ fn d_and_big_d_report_what_resctrl_info_says() {
 
 #[test]
 fn pqos_iface_os_sets_shows_and_resets_classes_through_resctrl() {
-    let m = MountedOs::new("skylake-sp");
+    let m = MountedOs::new(SKX_RDT);
     let root = m.root();
     // -e, -a
     let run = m.pqos(&["-e", "llc:1=0xffe00"]).failed();
@@ -348,7 +348,7 @@ fn alloc_l2_cat_through_resctrl() {
 
 #[test]
 fn alloc_intel_mba_through_resctrl() {
-    let m = MountedOs::new("skylake-sp");
+    let m = MountedOs::new(SKX_RDT);
     alloc::intel_mba_is_rounded_to_the_granularity_on(&m);
     // The kernel rounded 75 up to 80 itself.
     assert!(m.read("COS2/schemata").contains("MB:0=100;1=80"));
@@ -357,7 +357,7 @@ fn alloc_intel_mba_through_resctrl() {
 #[test]
 fn mba_max_on_an_mba_mbps_mount_and_mba_ctrl_through_the_remount_seam() {
     // arrange: resctrl mounted with mba_MBps
-    let m = MountedOs::with_options("skylake-sp", "mba_MBps");
+    let m = MountedOs::with_options(SKX_RDT, "mba_MBps");
     // act + assert: MBps limits
     let e = m
         .pqos(&["-e", "mba_max:1=6000;mba_max@1:2=8000"])
@@ -423,7 +423,7 @@ fn alloc_milan_ccx_domains_through_resctrl() {
 
 #[test]
 fn alloc_reset_through_resctrl_restores_every_class_and_core() {
-    let m = MountedOs::new("skylake-sp");
+    let m = MountedOs::new(SKX_RDT);
     alloc::reset_restores_every_class_and_core_on(&m);
     assert!(m.read("COS1/schemata").contains("L3:0=7ff;1=7ff"));
     assert!(m.read("COS1/schemata").contains("MB:0=100;1=100"));
@@ -1086,4 +1086,34 @@ fn a_schemata_write_failing_midway_leaves_no_half_applied_classes() {
     assert_eq!(m.read("COS2/cpus_list"), "\n");
     let s = m.pqos(&["-s"]).ok().stdout;
     assert!(core_line(&s, 4).ends_with(" => COS0"), "{s}");
+}
+
+/// `arch/x86/kernel/cpu/resctrl/core.c` `__check_quirks_intel`: the stock `skylake-sp`
+/// (Gold 6140, stepping 4) boots with L3 CAT, CMT and MBM hidden from resctrl, so pqos on
+/// the OS interface sees MBA only, as on the Skylake-SP machines of intel-cmt-cat issues
+/// 228 and 290: `-s` lists MBA classes only, `-e llc:` fails with pqos's `Failed to
+/// retrieve socket 0 L3 classes!`, `-d` shows no monitoring and no L3 CAT.
+#[test]
+fn stock_skylake_sp_shows_mba_only_as_pqos_does_there() {
+    let m = MountedOs::new("skylake-sp");
+    let s = m.pqos(&["-s"]).ok().stdout;
+    assert!(
+        s.contains("MBA COS definitions for Socket 0:\n    MBA COS0 => 100% available\n"),
+        "{s}"
+    );
+    assert!(!s.contains("L3CA"), "{s}");
+    let e = m.pqos(&["-e", "llc:1=0x3f"]).failed();
+    assert!(
+        e.stdout.ends_with(
+            "Failed to retrieve socket 0 L3 classes!\nAllocation configuration error!\n"
+        ),
+        "{}",
+        e.stdout
+    );
+    let d = m.pqos(&["-d"]).ok().stdout;
+    assert!(d.contains("Memory Bandwidth Allocation (MBA)"), "{d}");
+    assert!(
+        !d.contains("Cache Allocation") && !d.contains("Monitoring"),
+        "{d}"
+    );
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rdt_sim::fs::testing::TestMount;
 
-use crate::util::PQOS;
+use crate::util::{PQOS, SKX_RDT};
 
 const RDTSET: &str = env!("CARGO_BIN_EXE_rdtset");
 
@@ -44,7 +44,7 @@ fn groups(mount: &TestMount) -> Vec<String> {
 #[test]
 fn the_command_starts_in_its_class_with_its_affinity_and_its_exit_status_is_returned() {
     // arrange: skylake-sp; the script reports where it runs, then exits 7
-    let mount = TestMount::builtin("skylake-sp");
+    let mount = TestMount::builtin(SKX_RDT);
     let resctrl = mount.path("sys/fs/resctrl");
     let script = format!(
         "for f in {}/*/tasks; do grep -qx $$ $f && echo group=$f; done; \
@@ -76,7 +76,7 @@ fn the_command_starts_in_its_class_with_its_affinity_and_its_exit_status_is_retu
 
 #[test]
 fn sigint_reaches_the_command_and_the_class_is_given_back() {
-    let mount = TestMount::builtin("skylake-sp");
+    let mount = TestMount::builtin(SKX_RDT);
     let child = rdtset(&mount, &["-I", "-t", "l3=0x3", "sleep", "30"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -151,7 +151,7 @@ fn on_the_msr_interface_the_class_holds_the_cpus_while_the_command_runs() {
 
 #[test]
 fn running_processes_join_a_class_that_stays() {
-    let mount = TestMount::builtin("skylake-sp");
+    let mount = TestMount::builtin(SKX_RDT);
     let sleeper = crate::util::Reaped::sleeper();
     let pid = sleeper.pid().to_string();
     let out = rdtset(&mount, &["-I", "-t", "l3=0xf0", "-p", &pid])

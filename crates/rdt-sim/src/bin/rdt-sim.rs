@@ -45,7 +45,8 @@ enum Cmd {
 
 #[derive(clap::Args, Debug)]
 struct MountArgs {
-    /// A built-in model (see `rdt-sim models`).
+    /// A built-in model (see `rdt-sim models`), optionally with the `rdt=` boot parameter:
+    /// `skylake-sp:rdt=l3cat,cmt`.
     #[arg(long, value_name = "MODEL", conflicts_with = "dump")]
     model: Option<String>,
 
@@ -53,6 +54,12 @@ struct MountArgs {
     /// multi-CPU topology).
     #[arg(long, value_name = "FILE")]
     dump: Option<PathBuf>,
+
+    /// The kernel's `rdt=` boot parameter, comma-separated: l3cat, cmt, mbmtotal, mbmlocal,
+    /// mba, ... (`!` forces one off). `skylake-sp` needs `--rdt l3cat,cmt,mbmtotal,mbmlocal`
+    /// for resctrl to show L3 CAT, CMT and MBM (the kernel's Skylake-SP quirk hides them).
+    #[arg(long, value_name = "LIST")]
+    rdt: Option<rdt_sim::quirks::RdtOptions>,
 
     /// resctrl mount options, comma-separated: cdp, cdpl2, mba_MBps.
     #[arg(long = "resctrl-opts", value_name = "OPTS", default_value = "")]
@@ -147,6 +154,10 @@ fn mount(args: &MountArgs) -> Result<(), Failed> {
         let model = args.model.as_deref().unwrap_or(DEFAULT_MODEL);
         SimPlatform::builtin(model).map_err(|e| failed("--model")(e.into()))?
     };
+    if let Some(rdt) = &args.rdt {
+        let opts = platform.rdt_boot_options().merged(rdt);
+        platform.set_rdt_boot_options(opts);
+    }
     if let Some(state) = args.state.as_ref().filter(|s| s.exists()) {
         platform
             .load_from(state)

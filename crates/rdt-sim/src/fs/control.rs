@@ -862,7 +862,9 @@ mod tests {
     fn resctrl_mount_file_remounts_with_kernel_effects_and_refuses_bad_options() {
         // arrange: skylake-sp has L3 CDP and linear MBA with MBM, so cdp and mba_MBps mount
         use crate::fs::remount::ResctrlView;
-        let sim = SimHandle::new(crate::SimPlatform::builtin("skylake-sp").unwrap());
+        let sim = SimHandle::new(
+            crate::SimPlatform::builtin("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal").unwrap(),
+        );
         let slot = ResctrlSlot::new(sim.clone(), Some(&MountOptions::default())).unwrap();
         let mut view = ResctrlView(slot.clone());
         let mut t = ControlTree::new(

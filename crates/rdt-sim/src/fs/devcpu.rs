@@ -3,7 +3,7 @@
 
 use std::io;
 
-use rdt_core::LogicalCpu;
+use rdt_core::{CpuidRegs, LogicalCpu};
 use rdt_msr::{MsrAddr, MsrError, MsrIo};
 
 use crate::vfs::errno::{EACCES, EINVAL, EIO, EISDIR, ENOENT, ENOTDIR};
@@ -18,11 +18,15 @@ const ENXIO: i32 = 6;
 ///
 /// | file | read | write |
 /// |---|---|---|
-/// | `N/msr` | RDMSR of the register at the file offset on CPU N, 8 bytes little-endian per register; a count that is not a multiple of 8: EINVAL; #GP (a register the model lacks): EIO | WRMSR of each 8 bytes to the register at the offset; EINVAL and EIO as for reads, and EIO for a value the CPU refuses (reserved bits, a bad mask) |
-/// | `N/cpuid` | CPUID with EAX = offset bits 31:0, ECX = bits 63:32 on CPU N ([`SimCpuid::cpuid_on`]: CPU N's own answers where the dump has them), 16 bytes EAX EBX ECX EDX per query; a count not a multiple of 16: EINVAL; a leaf the dump did not record: EIO (the real driver always answers; the model does not invent values) | EINVAL (the driver has no write) |
+/// | `N/msr` | RDMSR of the register at the file offset on CPU N, 8 bytes little-endian per register (RDT registers and the common others, [`crate::sysregs`]); a count that is not a multiple of 8: EINVAL; #GP (a register the model lacks): EIO | WRMSR of each 8 bytes to the register at the offset; EINVAL and EIO as for reads, and EIO for a value the CPU refuses (reserved bits, a bad mask) |
+/// | `N/cpuid` | CPUID with EAX = position bits 31:0, ECX = bits 63:32 on CPU N ([`SimCpuid::cpuid_on`]: CPU N's own answers where the dump has them), 16 bytes EAX EBX ECX EDX per record, the position moving by 1 per record (a 32-byte read at 0 gives leaves 0 and 1); a count not a multiple of 16: EINVAL; every leaf answers, as the instruction never faults ([`instruction_answer`]) | EINVAL (the driver has no write) |
 ///
-/// Both drivers repeat the same register for each 8 (16) bytes of a longer count and do not
-/// move the offset from one to the next, and so does this tree. Every access goes through
+/// The `msr` driver repeats the same register for each 8 bytes of a longer count.
+///
+/// What FUSE does not let the tree copy: the file position. The drivers never move it on
+/// `read(2)` (`msr`) or move it by one per record (`cpuid`), and refuse `SEEK_END`; through
+/// FUSE the kernel moves it by the bytes read and `SEEK_END` goes to 0 (the size). Tools
+/// use `pread(2)` at the register's or leaf's offset, which is exact. Every access goes through
 /// the model's [`MsrIo`], so it counts in [`SimHandle::msr_accesses`] and sees what the other
 /// views (resctrl, an in-process backend) wrote.
 ///
@@ -100,6 +104,36 @@ impl DevCpuTree {
 
 const DEVICE: NodeKind = NodeKind::File { mode: 0o600 };
 
+/// What the CPUID instruction returns on `cpu` for (`leaf`, `subleaf`): it never faults.
+///
+/// - A leaf within the basic range (up to CPUID.0:EAX) or the extended one (up to
+///   CPUID.8000_0000H:EAX): the model's answer ([`SimCpuid::cpuid_on`]), zeros where the dump
+///   recorded none (reserved leaves and subleaves past the last one read as zeros).
+/// - Any other leaf: on Intel the answer of the highest basic leaf with the same subleaf
+///   (SDM Vol. 2A, CPUID: "If a value entered for CPUID.EAX is higher than the maximum input
+///   value for basic or extended function for that processor then the data for the highest
+///   basic information leaf is returned"); on AMD zeros (APM Vol. 3, CPUID: reserved or
+///   unimplemented functions return 0).
+#[must_use]
+pub fn instruction_answer(cpuid: &SimCpuid, cpu: LogicalCpu, leaf: u32, subleaf: u32) -> CpuidRegs {
+    const EXT: u32 = 0x8000_0000;
+    let max_basic = cpuid.cpuid_on(cpu, 0, 0).map_or(0, |r| r.eax);
+    let max_ext = cpuid.cpuid_on(cpu, EXT, 0).map_or(0, |r| r.eax);
+    let amd = matches!(
+        cpuid.cpuid_on(cpu, 0, 0).map(|r| r.ebx),
+        Some(0x6874_7541 | 0x6f67_7948)
+    );
+    let in_range = leaf <= max_basic || (EXT..=max_ext).contains(&leaf);
+    let asked = if in_range {
+        leaf
+    } else if amd {
+        return CpuidRegs::default();
+    } else {
+        max_basic
+    };
+    cpuid.cpuid_on(cpu, asked, subleaf).unwrap_or_default()
+}
+
 impl Tree for DevCpuTree {
     fn kind(&self, path: &str) -> io::Result<NodeKind> {
         Ok(match self.resolve(path)? {
@@ -132,6 +166,7 @@ impl Tree for DevCpuTree {
             return Err(err(EINVAL));
         }
         let mut out = Vec::with_capacity(size as usize);
+        let mut pos = offset;
         for _ in 0..size / unit {
             match dev {
                 Dev::Msr => {
@@ -143,16 +178,15 @@ impl Tree for DevCpuTree {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 Dev::Cpuid => {
-                    // The cpuid driver: EAX = offset bits 31:0, ECX = bits 63:32.
+                    // The cpuid driver: EAX = position bits 31:0, ECX = bits 63:32, and
+                    // the position moves by one per 16-byte record (`*ppos = ++pos`).
                     #[allow(clippy::cast_possible_truncation)]
-                    let (leaf, sub) = (offset as u32, (offset >> 32) as u32);
-                    let r = self
-                        .cpuid
-                        .cpuid_on(cpu, leaf, sub)
-                        .ok_or_else(|| err(EIO))?;
+                    let (leaf, sub) = (pos as u32, (pos >> 32) as u32);
+                    let r = instruction_answer(&self.cpuid, cpu, leaf, sub);
                     for w in [r.eax, r.ebx, r.ecx, r.edx] {
                         out.extend_from_slice(&w.to_le_bytes());
                     }
+                    pos = pos.wrapping_add(1);
                 }
             }
         }
@@ -252,6 +286,26 @@ mod tests {
         }
         assert_eq!(t.read("1/msr", 0x802, 8).unwrap(), 0x20_u64.to_le_bytes());
         assert_eq!(t.read("0/msr", 0x10, 8).unwrap().len(), 8);
+    }
+
+    /// `arch/x86/kernel/cpuid.c` `cpuid_read`: record k of a read at position p is leaf
+    /// p + k; the instruction answers every leaf (SDM: Intel repeats the highest basic leaf
+    /// above the maximum; AMD returns zeros).
+    #[test]
+    fn cpuid_records_advance_one_leaf_each_and_every_leaf_answers() {
+        let mut t = tree();
+        let two = t.read("0/cpuid", 0, 32).unwrap();
+        assert_eq!(&two[..16], t.read("0/cpuid", 0, 16).unwrap());
+        assert_eq!(&two[16..], t.read("0/cpuid", 1, 16).unwrap(), "leaf 1");
+        // broadwell-ep: max basic leaf 0x14; leaf 8 is reserved (not in the dump): zeros.
+        assert_eq!(t.read("0/cpuid", 8, 16).unwrap(), [0; 16]);
+        let max = t.read("0/cpuid", 0x14, 16).unwrap();
+        assert_eq!(t.read("0/cpuid", 0x15, 16).unwrap(), max);
+        assert_eq!(t.read("0/cpuid", 0x4000_0000, 16).unwrap(), max);
+        assert_eq!(t.read("0/cpuid", 0xffff_ffff, 16).unwrap(), max);
+        let mut amd = DevCpuTree::new(SimHandle::new(SimPlatform::builtin("milan").unwrap()));
+        assert_eq!(amd.read("0/cpuid", 0x4000_0000, 16).unwrap(), [0; 16]);
+        assert_eq!(amd.read("0/cpuid", 0x11, 16).unwrap(), [0; 16]);
     }
 
     #[test]

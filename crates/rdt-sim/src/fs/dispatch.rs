@@ -111,9 +111,43 @@ struct Inner {
     clock: Option<(SimHandle, Instant)>,
     /// Requests served, by kind.
     counts: SharedCounts,
+    /// Permission bits given to `mkdir(2)` of a directory, by path: the directory and the
+    /// ones the view makes inside it have them (kernfs: a resctrl group's `mon_groups`,
+    /// `mon_data` and `mon_L3_XX` take their parent's mode).
+    dir_modes: HashMap<String, u16>,
 }
 
 impl Inner {
+    /// The permission bits of directory `path`: its own or its nearest ancestor's from
+    /// `mkdir(2)`, else 0755.
+    fn dir_mode(&self, path: &str) -> u16 {
+        let mut p = path;
+        loop {
+            if let Some(&m) = self.dir_modes.get(p) {
+                return m;
+            }
+            match p.rsplit_once('/') {
+                Some((parent, _)) => p = parent,
+                None => return 0o755,
+            }
+        }
+    }
+
+    /// Forgets the `mkdir(2)` modes of `path` and everything under it.
+    fn forget_dir_modes(&mut self, path: &str) {
+        let prefix = format!("{path}/");
+        self.dir_modes
+            .retain(|p, _| p != path && !p.starts_with(&prefix));
+    }
+
+    /// A directory's link count as kernfs gives it: 2 + its subdirectories.
+    fn dir_links(&self, path: &str) -> u32 {
+        let subdirs = self
+            .list(path)
+            .map_or(0, |l| l.iter().filter(|(_, k)| *k == NodeKind::Dir).count());
+        2 + u32::try_from(subdirs).unwrap_or(u32::MAX - 2)
+    }
+
     fn place<'a>(&self, path: &'a str) -> io::Result<Place<'a>> {
         for (i, v) in self.views.iter().enumerate() {
             if path == v.prefix {
@@ -258,6 +292,7 @@ impl SimFs {
             inner: Mutex::new(Inner {
                 views,
                 inodes: Inodes::new(),
+                dir_modes: HashMap::new(),
                 faults,
                 clock: clock.map(|sim| (sim, Instant::now())),
                 counts,
@@ -281,9 +316,10 @@ impl SimFs {
         }
     }
 
-    fn attr(&self, ino: u64, kind: &NodeKind, file_size: u64) -> FileAttr {
+    /// `dir` = (permission bits, link count) of a directory.
+    fn attr(&self, ino: u64, kind: &NodeKind, file_size: u64, dir: (u16, u32)) -> FileAttr {
         let (kind, perm, size, nlink) = match kind {
-            NodeKind::Dir => (FileType::Directory, 0o755, 0, 2),
+            NodeKind::Dir => (FileType::Directory, dir.0, 0, dir.1),
             NodeKind::File { mode } => (FileType::RegularFile, *mode, file_size, 1),
             NodeKind::Symlink { target } => (FileType::Symlink, 0o777, target.len() as u64, 1),
         };
@@ -309,10 +345,24 @@ impl SimFs {
     /// The attributes and TTL of `path`, allocating its inode.
     fn entry(&self, inner: &mut Inner, path: &str) -> io::Result<(FileAttr, Duration)> {
         let kind = inner.kind(path)?;
-        let (size, ttl) = inner.policy(path);
+        let (size, mut ttl) = inner.policy(path);
+        if is_device(path, &kind) {
+            // Uncached, so that `lseek(SEEK_END)` always asks ([`SimFs::getattr`]).
+            ttl = Duration::ZERO;
+        }
         let ino = inner.inodes.ino(path);
-        Ok((self.attr(ino, &kind, size), ttl))
+        let dir = if kind == NodeKind::Dir {
+            (inner.dir_mode(path), inner.dir_links(path))
+        } else {
+            (0, 0)
+        };
+        Ok((self.attr(ino, &kind, size, dir), ttl))
     }
+}
+
+/// Whether `path` is one of the `dev/cpu/N/{msr,cpuid}` device files.
+fn is_device(path: &str, kind: &NodeKind) -> bool {
+    path.starts_with("dev/cpu/") && matches!(kind, NodeKind::File { .. })
 }
 
 fn file_type(kind: &NodeKind) -> FileType {
@@ -335,10 +385,16 @@ impl Filesystem for SimFs {
         }
     }
 
-    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    /// `lseek(SEEK_END)` on an open file asks for its size with the file handle (plain and
+    /// `fstat` ones come without): the `msr` and `cpuid` drivers refuse `SEEK_END`
+    /// (`no_seek_end_llseek`), so a device file's is EINVAL.
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         match self.with(|inner| {
             let path = inner.inodes.path(ino)?;
             inner.counts.count(Op::Getattr, &path);
+            if fh.is_some() && is_device(&path, &inner.kind(&path)?) {
+                return Err(err(EINVAL));
+            }
             self.entry(inner, &path)
         }) {
             Ok((attr, ttl)) => reply.attr(&ttl, &attr),
@@ -453,7 +509,12 @@ impl Filesystem for SimFs {
             inner.counts.count(Op::Write, &path);
             inner.check_faults(req.pid(), &io_accesses(FaultOp::Write, &path, offset))?;
             match inner.place(&path)? {
-                Place::View(i, rel) => inner.views[i].tree.write(rel, offset, data),
+                // The writer's thread id: resctrl's `tasks` takes `0` as "the writer".
+                Place::View(i, rel) => {
+                    inner.views[i]
+                        .tree
+                        .write_by(rel, offset, data, Some(req.pid()))
+                }
                 Place::Above => Err(err(EISDIR)),
             }
         }) {
@@ -554,8 +615,8 @@ impl Filesystem for SimFs {
         req: &Request,
         parent: INodeNo,
         name: &OsStr,
-        _mode: u32,
-        _umask: u32,
+        mode: u32,
+        umask: u32,
         reply: ReplyEntry,
     ) {
         match self.with(|inner| {
@@ -566,6 +627,12 @@ impl Filesystem for SimFs {
                 Place::View(i, rel) if !rel.is_empty() => inner.views[i].tree.mkdir(rel)?,
                 _ => return Err(err(EPERM)),
             }
+            // kernfs creates the directory with the mode asked (less the umask).
+            inner.forget_dir_modes(&path);
+            #[allow(clippy::cast_possible_truncation)] // masked to 12 bits
+            inner
+                .dir_modes
+                .insert(path.clone(), (mode & !umask & 0o7777) as u16);
             self.entry(inner, &path)
         }) {
             Ok((attr, ttl)) => reply.entry(&ttl, &attr, Generation(0)),
@@ -579,9 +646,11 @@ impl Filesystem for SimFs {
             inner.counts.count(Op::Rmdir, &path);
             inner.check_faults(req.pid(), &[Access::Path(FaultOp::Rmdir, &path)])?;
             match inner.place(&path)? {
-                Place::View(i, rel) if !rel.is_empty() => inner.views[i].tree.rmdir(rel),
-                _ => Err(err(EPERM)),
+                Place::View(i, rel) if !rel.is_empty() => inner.views[i].tree.rmdir(rel)?,
+                _ => return Err(err(EPERM)),
             }
+            inner.forget_dir_modes(&path);
+            Ok(())
         }) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
@@ -604,11 +673,22 @@ impl Filesystem for SimFs {
             inner.counts.count(Op::Rename, &from);
             match (inner.place(&from)?, inner.place(&to)?) {
                 (Place::View(i, a), Place::View(j, b)) if i == j && !a.is_empty() => {
-                    inner.views[i].tree.rename(a, b)
+                    inner.views[i].tree.rename(a, b)?;
                 }
-                (Place::View(..), Place::View(..)) => Err(err(EXDEV)),
-                _ => Err(err(EPERM)),
+                (Place::View(..), Place::View(..)) => return Err(err(EXDEV)),
+                _ => return Err(err(EPERM)),
             }
+            // The modes go with the directory.
+            let prefix = format!("{from}/");
+            let moved: Vec<(String, u16)> = inner
+                .dir_modes
+                .iter()
+                .filter(|(p, _)| **p == from || p.starts_with(&prefix))
+                .map(|(p, m)| (format!("{to}{}", &p[from.len()..]), *m))
+                .collect();
+            inner.forget_dir_modes(&from);
+            inner.dir_modes.extend(moved);
+            Ok(())
         }) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),

@@ -49,7 +49,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use control::{ControlTree, Fault, FaultOp, FaultTarget, Faults, ParseFaultError};
-pub use devcpu::DevCpuTree;
+pub use devcpu::{DevCpuTree, instruction_answer};
 pub use stats::OpCounts;
 pub use sysfs::SysfsTree;
 
@@ -176,7 +176,8 @@ impl Mount {
             View {
                 prefix: "sys/fs/resctrl",
                 tree: Box::new(ResctrlView(slot.clone())),
-                file_size: 4096,
+                // kernfs files of resctrl report size 0 (sysfs attributes 4096).
+                file_size: 0,
                 dynamic: true,
             },
             View {

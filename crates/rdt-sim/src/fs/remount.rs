@@ -198,6 +198,15 @@ impl Tree for ResctrlView {
     fn write(&mut self, path: &str, offset: u64, data: &[u8]) -> io::Result<usize> {
         self.with(|t| t.write(path, offset, data))
     }
+    fn write_by(
+        &mut self,
+        path: &str,
+        offset: u64,
+        data: &[u8],
+        writer: Option<u32>,
+    ) -> io::Result<usize> {
+        self.with(|t| t.write_by(path, offset, data, writer))
+    }
     fn mkdir(&mut self, path: &str) -> io::Result<()> {
         self.with(|t| t.mkdir(path))
     }

@@ -25,9 +25,10 @@ fn next_bit(v: u64, len: u32, from: u32, set: bool) -> u32 {
         .unwrap_or(len)
 }
 
-/// `cbm_ensure_valid`: without sparse masks, only the lowest run of ones is kept.
-fn cbm_ensure_valid(v: u64, len: u32, sparse: bool) -> u64 {
-    if v == 0 || sparse {
+/// `cbm_ensure_valid` (`fs/resctrl/rdtgroup.c`): only the lowest run of ones is kept,
+/// whether or not the resource takes sparse masks (on AMD a free `ff0f` becomes `f`).
+fn cbm_ensure_valid(v: u64, len: u32) -> u64 {
+    if v == 0 {
         return v;
     }
     let first = next_bit(v, len, 0, true);
@@ -541,7 +542,7 @@ impl Resctrl {
             }
         }
         new |= (used ^ full) & full;
-        let new = cbm_ensure_valid(new & full, c.cbm_len, c.sparse);
+        let new = cbm_ensure_valid(new & full, c.cbm_len);
         if new.count_ones() < c.min_cbm_bits {
             let id = self.hw.domains(s.res)[di].id;
             self.status(format!("No space on {}:{id}\n", s.name));
@@ -556,11 +557,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ensure_valid_keeps_the_lowest_run_unless_sparse() {
-        assert_eq!(cbm_ensure_valid(0b1110_0110, 8, false), 0b0000_0110);
-        assert_eq!(cbm_ensure_valid(0b1110_0110, 8, true), 0b1110_0110);
-        assert_eq!(cbm_ensure_valid(0, 8, false), 0);
-        assert_eq!(cbm_ensure_valid(0xff, 8, false), 0xff);
+    fn ensure_valid_keeps_the_lowest_run() {
+        assert_eq!(cbm_ensure_valid(0b1110_0110, 8), 0b0000_0110);
+        assert_eq!(cbm_ensure_valid(0xff0f, 16), 0xf);
+        assert_eq!(cbm_ensure_valid(0, 8), 0);
+        assert_eq!(cbm_ensure_valid(0xff, 8), 0xff);
     }
 
     #[test]

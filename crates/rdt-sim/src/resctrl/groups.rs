@@ -278,11 +278,13 @@ impl Resctrl {
     }
 
     /// `show_rdt_tasks`: CTRL_MON groups list every task with their CLOSID (MON children's
-    /// included), MON groups every task with their RMID.
+    /// included), MON groups every task with their RMID. The root also lists every host
+    /// thread no write has moved (`/proc/*/task/*`: CLOSID and RMID 0 since boot), as the
+    /// kernel walks every thread of the system.
     pub(super) fn show_tasks(&self, g: Gid) -> String {
         let grp = self.grp(g);
         let ctrl = Self::is_ctrl(grp);
-        let mut out = String::new();
+        let mut ids = std::collections::BTreeSet::new();
         for (&id, t) in &self.tasks {
             let member = if ctrl {
                 self.hw.alloc_capable() && t.closid == grp.closid
@@ -290,8 +292,21 @@ impl Resctrl {
                 self.mon_capable() && t.rmid == grp.rmid
             };
             if member && self.task_exists(id) {
-                out.push_str(&format!("{id}\n"));
+                ids.insert(id);
             }
+        }
+        if g == super::ROOT {
+            let host = self.proc.all_threads().unwrap_or_default();
+            ids.extend(
+                host.into_iter()
+                    .map(rdt_core::TaskId::get)
+                    .filter(|id| !self.tasks.contains_key(id)),
+            );
+        }
+        let mut out = String::new();
+        for id in ids {
+            out.push_str(&id.to_string());
+            out.push('\n');
         }
         out
     }
@@ -324,8 +339,13 @@ impl Resctrl {
         Ok(())
     }
 
-    /// `rdtgroup_move_task`.
+    /// `rdtgroup_move_task`: `0` is the writing thread (`current`), when the write says
+    /// who writes ([`Tree::write_by`](crate::vfs::Tree::write_by)); else "No task 0".
     fn move_task(&mut self, id: u32, g: Gid) -> io::Result<()> {
+        let id = match (id, self.writer) {
+            (0, Some(writer)) => writer,
+            _ => id,
+        };
         if !self.task_exists(id) {
             return self.fail(ESRCH, format!("No task {id}\n"));
         }

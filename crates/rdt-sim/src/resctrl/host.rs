@@ -121,7 +121,9 @@ mod tests {
     #[test]
     fn a_busy_host_task_in_a_group_fills_its_rmid_and_counts_instructions() {
         // arrange: a busy child in group p0, the clock following real time
-        let sim = SimHandle::new(SimPlatform::builtin("skylake-sp").unwrap());
+        let sim = SimHandle::new(
+            SimPlatform::builtin("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal").unwrap(),
+        );
         let mut fs = Resctrl::mount(sim.clone(), &MountOptions::default()).unwrap();
         let child = Spinner(
             Command::new("sh")

@@ -9,6 +9,7 @@ use rdt_msr::regs::{
 };
 
 use crate::SimPlatform;
+use crate::quirks::RdtFlag;
 
 /// A resctrl resource, in the kernel's enum order (`RDT_RESOURCE_L3`, `_L2`, `_MBA`, `_SMBA`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -93,7 +94,8 @@ pub(crate) struct MonRes {
     pub llc_occupancy: bool,
     pub mbm_total: bool,
     pub mbm_local: bool,
-    /// `resctrl_rmid_realloc_limit`: the L3 size in bytes.
+    /// `resctrl_rmid_realloc_limit` = `boot_cpu_data.x86_cache_size * 1024`: the L3 size
+    /// in bytes on Intel, the **L2** size on AMD ([`Hw::probe`]).
     pub realloc_limit: u32,
 }
 
@@ -158,6 +160,25 @@ fn domains(list: Vec<CacheDomain>, cpus_of: impl Fn(CacheDomain) -> CpuSet) -> V
         .collect()
 }
 
+/// `resctrl_rmid_realloc_limit` (`arch/x86/kernel/cpu/resctrl/monitor.c`
+/// `rdt_get_mon_l3_config`): `boot_cpu_data.x86_cache_size * 1024`. Intel's
+/// `init_intel_cacheinfo` sets `x86_cache_size` to the L3 size; on AMD it stays what
+/// `cpu_detect_cache_sizes` read, CPUID 8000_0006H:ECX\[31:16\], the L2 size in KB (512 KB
+/// on Milan: with 256 RMIDs the default threshold is 2048 bytes). Without that leaf, the L2
+/// geometry.
+fn realloc_limit(p: &SimPlatform, amd: bool, l3_total: u64, l2_total: u64) -> u32 {
+    use rdt_core::CpuidSource as _;
+    let bytes = if amd {
+        p.cpuid()
+            .cpuid(0x8000_0006, 0)
+            .filter(|r| r.ecx >> 16 != 0)
+            .map_or(l2_total, |r| u64::from(r.ecx >> 16) * 1024)
+    } else {
+        l3_total
+    };
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
+
 impl Hw {
     /// The profile of `p`, as the kernel would probe it.
     ///
@@ -167,7 +188,10 @@ impl Hw {
     ///   (the kernel has no non-linear table for any x86 part: MB is absent otherwise);
     ///   AMD `min_bw = 0`, `bw_gran = 1`, `max_bw = 2^width`, not linear;
     /// - monitoring: `num_rmids`, `mon_scale` (upscaling factor), counter width and events
-    ///   from CPUID leaf 0FH.
+    ///   from CPUID leaf 0FH;
+    /// - each feature only where `rdt_cpu_has` keeps it: the `rdt=` boot parameter and the
+    ///   quirks of `__check_quirks_intel` ([`crate::quirks`]: Skylake-SP stepping ≤ 4 hides
+    ///   L3 CAT, CMT and MBM).
     pub(crate) fn probe(p: &SimPlatform) -> Self {
         let caps = p.capabilities();
         let topo = p.topology();
@@ -211,19 +235,32 @@ impl Hw {
                 amd: true,
             }),
         };
+        // `rdt_cpu_has`: the `rdt=` boot parameter and the model's quirks.
+        let k = p.kernel_rdt_options();
+        let realloc_limit = realloc_limit(p, amd, l3_total, l2_total);
         let mon = caps.monitoring.get().and_then(|m| {
-            let any = m.events.llc_occupancy || m.events.mbm_total || m.events.mbm_local;
+            let llc_occupancy = k.cpu_has(RdtFlag::Cmt, m.events.llc_occupancy);
+            let mbm_total = k.cpu_has(RdtFlag::MbmTotal, m.events.mbm_total);
+            let mbm_local = k.cpu_has(RdtFlag::MbmLocal, m.events.mbm_local);
+            let any = llc_occupancy || mbm_total || mbm_local;
             any.then(|| MonRes {
                 // SNC: the RMIDs are shared out among the nodes of an L3.
                 num_rmids: m.num_rmids / p.snc_nodes().max(1),
                 scale: u64::from(m.upscaling_factor),
                 width: m.counter_width,
-                llc_occupancy: m.events.llc_occupancy,
-                mbm_total: m.events.mbm_total,
-                mbm_local: m.events.mbm_local,
-                realloc_limit: u32::try_from(l3_total).unwrap_or(u32::MAX),
+                llc_occupancy,
+                mbm_total,
+                mbm_local,
+                realloc_limit,
             })
         });
+        let cat = |c: Option<&rdt_core::CatCaps>, cat: RdtFlag, cdp: RdtFlag, size: u64| {
+            c.filter(|_| k.cpu_has(cat, true)).map(|c| {
+                let mut r = cache(c, size);
+                r.cdp_capable = k.cpu_has(cdp, r.cdp_capable);
+                r
+            })
+        };
         let nr_cpu_ids = topo.cpus().last().map_or(0, |c| c.cpu.get() + 1);
         let l3_domains = domains(topo.l3_domains(), |d| topo.cpus_in_l3(d));
         let l3_nodes = l3_domains
@@ -243,10 +280,18 @@ impl Hw {
         Self {
             nr_cpu_ids,
             online: topo.all_cpus(),
-            l3: caps.l3_cat.get().map(|c| cache(c, l3_total)),
-            l2: caps.l2_cat.get().map(|c| cache(c, l2_total)),
-            mb: caps.mba.get().and_then(bw),
-            smba: caps.smba.get().and_then(bw),
+            l3: cat(caps.l3_cat.get(), RdtFlag::L3Cat, RdtFlag::L3Cdp, l3_total),
+            l2: cat(caps.l2_cat.get(), RdtFlag::L2Cat, RdtFlag::L2Cdp, l2_total),
+            mb: caps
+                .mba
+                .get()
+                .filter(|_| k.cpu_has(RdtFlag::Mba, true))
+                .and_then(bw),
+            smba: caps
+                .smba
+                .get()
+                .filter(|_| k.cpu_has(RdtFlag::Smba, true))
+                .and_then(bw),
             mon,
             l3_domains,
             l2_domains: domains(topo.l2_domains(), |d| topo.cpus_in_l2(d)),

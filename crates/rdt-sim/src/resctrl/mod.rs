@@ -26,10 +26,11 @@
 //! - **Tasks.** The model has no scheduler: ids written to `tasks` are simulated tasks
 //!   ([`Resctrl::add_sim_task`]), which do not change the counters (the workload model runs
 //!   per CPU; `cpus` does), or host threads that exist (`/proc/<id>`), which do (below). A group's
-//!   `tasks` lists the ids placed in it in ascending order; the root lists the simulated tasks
-//!   still there and the host threads that were moved back to it, not every thread of the
-//!   host. Writing `0` (the writer itself) fails with `ESRCH` ("No task 0"): a [`Tree`] call
-//!   does not say who writes. There is no permission check.
+//!   `tasks` lists the ids placed in it in ascending order; the root also lists every host
+//!   thread no write has moved (`/proc/*/task/*`), as the kernel walks every thread. Writing
+//!   `0` moves the writing thread ([`Tree::write_by`]: the FUSE request's thread, or the
+//!   in-process caller's); a plain [`Tree::write`] does not say who writes, and `0` then fails
+//!   with `ESRCH` ("No task 0"). There is no permission check.
 //! - **Host tasks.** A host thread written to a `tasks` file is followed from then on: its
 //!   real CPU time (`utime + stime` of `/proc/<tid>/stat`), sampled at most every
 //!   [`HOST_SAMPLE_PERIOD`] of the platform's clock, is charged to the group it is in, with
@@ -423,7 +424,7 @@ impl Node {
 /// use rdt_sim::vfs::Tree;
 /// use rdt_sim::{SimHandle, SimPlatform};
 ///
-/// let sim = SimHandle::new(SimPlatform::builtin("skylake-sp").unwrap());
+/// let sim = SimHandle::new(SimPlatform::builtin("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal").unwrap());
 /// let mut fs = Resctrl::mount(sim.clone(), &MountOptions::default()).unwrap();
 /// fs.mkdir("p0").unwrap();
 /// fs.write("p0/schemata", 0, b"L3:0=3\n").unwrap();
@@ -475,6 +476,8 @@ pub struct Resctrl {
     mbm_last: Duration,
     /// `last_cmd_status`.
     last_cmd: Vec<u8>,
+    /// The thread writing now, when known ([`Tree::write_by`]): the kernel's `current`.
+    writer: Option<u32>,
     /// Host tasks followed ([`host`]): their CPU time at the last sample.
     host: BTreeMap<u32, host::HostSample>,
     /// When the host tasks were last sampled (platform time).
@@ -618,6 +621,7 @@ impl Resctrl {
             fs_mbm: BTreeMap::new(),
             mbm_last: Duration::ZERO,
             last_cmd: Vec::new(),
+            writer: None,
             host: BTreeMap::new(),
             host_sampled: Duration::ZERO,
             proc: rdt_core::proc::ProcFs::host(),
@@ -758,13 +762,15 @@ impl Resctrl {
         self.last_cmd.clear();
     }
 
-    /// `rdt_last_cmd_puts`/`printf`: appended when it fits the 512-byte buffer (with its
-    /// terminating NUL), else dropped.
+    /// `rdt_last_cmd_printf` (`seq_buf_vprintf`): appended, and truncated to what fits the
+    /// 512-byte buffer with its terminating NUL (at most 511 bytes in all); once full,
+    /// nothing more is added. The kernel's `rdt_last_cmd_puts` (fixed messages) drops a
+    /// message that does not fit whole instead: the model truncates those too, which only
+    /// differs after some 480 bytes of messages in one operation.
     fn status(&mut self, msg: impl AsRef<[u8]>) {
         let msg = msg.as_ref();
-        if self.last_cmd.len() + msg.len() < LAST_CMD_STATUS_SIZE {
-            self.last_cmd.extend_from_slice(msg);
-        }
+        let room = (LAST_CMD_STATUS_SIZE - 1).saturating_sub(self.last_cmd.len());
+        self.last_cmd.extend_from_slice(&msg[..msg.len().min(room)]);
     }
 
     /// Sets the status message and returns `code` as an error.
@@ -1275,6 +1281,19 @@ impl Tree for Resctrl {
         }
         self.store(p, n, data)?;
         Ok(data.len())
+    }
+
+    fn write_by(
+        &mut self,
+        path: &str,
+        offset: u64,
+        data: &[u8],
+        writer: Option<u32>,
+    ) -> io::Result<usize> {
+        self.writer = writer;
+        let r = self.write(path, offset, data);
+        self.writer = None;
+        r
     }
 
     fn mkdir(&mut self, path: &str) -> io::Result<()> {

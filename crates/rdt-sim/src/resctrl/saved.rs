@@ -405,7 +405,9 @@ mod tests {
     #[test]
     fn a_parked_mount_comes_back_with_its_groups_and_no_register_write() {
         // arrange
-        let sim = SimHandle::new(SimPlatform::builtin("skylake-sp").unwrap());
+        let sim = SimHandle::new(
+            SimPlatform::builtin("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal").unwrap(),
+        );
         let mut fs = Resctrl::mount(sim.clone(), &MountOptions::default()).unwrap();
         fs.mkdir("p0").unwrap();
         fs.write("p0/schemata", 0, b"L3:0=3\n").unwrap();
@@ -433,7 +435,9 @@ mod tests {
 
     #[test]
     fn a_state_that_does_not_fit_is_refused_without_panicking() {
-        let sim = SimHandle::new(SimPlatform::builtin("skylake-sp").unwrap());
+        let sim = SimHandle::new(
+            SimPlatform::builtin("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal").unwrap(),
+        );
         let mut fs = Resctrl::mount(sim.clone(), &MountOptions::default()).unwrap();
         fs.mkdir("p0").unwrap();
         fs.mkdir("p0/mon_groups/m").unwrap();

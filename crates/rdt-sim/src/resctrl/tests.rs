@@ -13,6 +13,9 @@ use super::{MountOptions, Resctrl};
 use crate::vfs::{NodeKind, Tree};
 use crate::{BUILTIN_MODELS, SimHandle, SimPlatform};
 
+/// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: L3 CAT, CMT and MBM back.
+const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
+
 fn handle(model: &str) -> SimHandle {
     SimHandle::new(SimPlatform::builtin(model).unwrap())
 }
@@ -142,7 +145,7 @@ fn options_the_platform_cannot_honour_are_einval() {
 #[test]
 fn unmount_puts_every_cpu_mask_and_cdp_bit_back() {
     // arrange: groups, CPUs, masks, MBA and CDP all changed
-    let sim = handle("skylake-sp");
+    let sim = handle(SKX_RDT);
     let mut fs = mount(&sim, "cdp");
     fs.mkdir("p0").unwrap();
     fs.mkdir("p0/mon_groups/m").unwrap();
@@ -234,7 +237,7 @@ fn occupancy_is_the_models_bytes_for_the_groups_rmid() {
 fn mbm_counts_run_past_the_hardware_counter_wrap() {
     // arrange: skylake-sp counts 24 bits of 73728 bytes, so the counter wraps every ~1.2 TB;
     // the thrasher alone moves tens of GB/s through the root's RMID.
-    let sim = handle("skylake-sp");
+    let sim = handle(SKX_RDT);
     let mut fs = mount(&sim, "");
     let wrap = (1u64 << 24) * 73728;
     // act: one long step and one read, then more steps between reads
@@ -293,7 +296,7 @@ fn a_new_group_counts_from_zero_on_a_reused_rmid() {
 #[test]
 fn unavailable_reads_show_as_text_and_a_ctrl_group_drops_them_when_a_child_reads() {
     // arrange: p0 (RMID 1) with m (RMID 2)
-    let sim = handle("skylake-sp");
+    let sim = handle(SKX_RDT);
     let mut fs = mount(&sim, "");
     fs.mkdir("p0").unwrap();
     fs.mkdir("p0/mon_groups/m").unwrap();
@@ -339,7 +342,7 @@ fn unavailable_reads_show_as_text_and_a_ctrl_group_drops_them_when_a_child_reads
 #[test]
 fn mba_mbps_controller_steps_a_group_down_to_its_target() {
     // arrange: the thrasher's CPUs in p0 with a 1000 MBps target on total bandwidth
-    let sim = handle("skylake-sp");
+    let sim = handle(SKX_RDT);
     let mut fs = mount(&sim, "mba_MBps");
     fs.mkdir("p0").unwrap();
     fs.write("p0/cpus_list", 0, b"8-10\n").unwrap();
@@ -399,13 +402,20 @@ fn simulated_tasks_start_in_the_root_and_leave_when_removed() {
     let mut fs = mount(&sim, "");
     fs.add_sim_task(b);
     fs.add_sim_task(a);
-    assert_eq!(text(&mut fs, "tasks"), format!("{a}\n{b}\n"));
+    // (the root also lists every host thread)
+    let sim_ids = |t: String| -> Vec<u32> {
+        t.lines()
+            .filter_map(|l| l.parse().ok())
+            .filter(|id| [a, b].contains(id))
+            .collect()
+    };
+    assert_eq!(sim_ids(text(&mut fs, "tasks")), [a, b]);
     // act
     fs.mkdir("p0").unwrap();
     fs.write("p0/tasks", 0, format!("{b:#x}\n").as_bytes())
         .unwrap();
     // assert
-    assert_eq!(text(&mut fs, "tasks"), format!("{a}\n"));
+    assert_eq!(sim_ids(text(&mut fs, "tasks")), [a]);
     assert_eq!(text(&mut fs, "p0/tasks"), format!("{b}\n"));
     fs.remove_sim_task(b);
     assert_eq!(text(&mut fs, "p0/tasks"), "");
@@ -435,7 +445,7 @@ fn no_space_on_a_cache_when_exclusive_groups_hold_every_bit() {
 
 #[test]
 fn exclusive_needs_a_cache_resource() {
-    let sim = variant("skylake-sp", |c| {
+    let sim = variant(SKX_RDT, |c| {
         c.l3_cat = rdt_core::Feature::Unsupported;
     });
     let mut fs = mount(&sim, "");
@@ -450,7 +460,7 @@ fn exclusive_needs_a_cache_resource() {
 
 #[test]
 fn reads_slice_at_the_offset_and_paths_give_the_vfs_errors() {
-    let sim = handle("skylake-sp");
+    let sim = handle(SKX_RDT);
     let mut fs = mount(&sim, "");
     assert_eq!(fs.read("schemata", 4, 3).unwrap(), b"MB:");
     assert_eq!(fs.read("schemata", 1000, 3).unwrap(), b"");
@@ -476,7 +486,7 @@ fn reads_slice_at_the_offset_and_paths_give_the_vfs_errors() {
 
 #[test]
 fn root_directory_lists_the_kernels_files() {
-    let sim = handle("skylake-sp");
+    let sim = handle(SKX_RDT);
     let mut fs = mount(&sim, "");
     fs.mkdir("p0").unwrap();
     let names = |fs: &Resctrl, p: &str| -> Vec<String> {
@@ -573,7 +583,8 @@ fn walk(fs: &mut Resctrl, dir: &str, files: &mut Vec<String>) {
 
 #[test]
 fn every_model_and_option_mounts_and_every_file_reads() {
-    for model in BUILTIN_MODELS {
+    let models = BUILTIN_MODELS.iter().copied().chain([SKX_RDT]);
+    for model in models {
         for opts in [
             "",
             "cdp",
@@ -587,13 +598,19 @@ fn every_model_and_option_mounts_and_every_file_reads() {
                 continue;
             };
             fs.mkdir("p0").unwrap();
-            fs.mkdir("p0/mon_groups/m").unwrap();
+            // Stock skylake-sp: no monitoring (`__check_quirks_intel`).
+            let mon = model != "skylake-sp";
+            assert_eq!(fs.kind("p0/mon_groups").is_ok(), mon, "{model}");
+            if mon {
+                fs.mkdir("p0/mon_groups/m").unwrap();
+            }
             let mut files = Vec::new();
             walk(&mut fs, "", &mut files);
-            assert!(
+            assert_eq!(
                 files
                     .iter()
                     .any(|f| f == "p0/mon_groups/m/mon_data/mon_L3_00/llc_occupancy"),
+                mon,
                 "{model}"
             );
             // schemata lines are the schemas, right-aligned to one width
@@ -689,4 +706,129 @@ fn amd_with_smba_and_no_cdp_matches_the_specs_reference_layout() {
     // without a CDP-capable L3, `cdp` is refused
     drop(fs);
     assert_eq!(errno(Resctrl::mount(sim, &"cdp".parse().unwrap())), EINVAL);
+}
+
+/// `arch/x86/kernel/cpu/resctrl/core.c` `__check_quirks_intel`: on Skylake-SP stepping ≤ 4
+/// (the Gold 6140 is stepping 4) the kernel sets `rdt=!cmt,!mbmtotal,!mbmlocal,!l3cat`, so
+/// a stock mount shows MB only; `rdt=l3cat,cmt,mbmtotal,mbmlocal` brings the rest back
+/// (`rdt_cpu_has`: force_on wins). The MSR view keeps CPUID's L3 CAT either way.
+#[test]
+fn skylake_sp_stepping_4_shows_mb_only_until_the_rdt_boot_option() {
+    let sim = handle("skylake-sp");
+    let mut fs = mount(&sim, "");
+    assert_eq!(text(&mut fs, "schemata"), "MB:0=100;1=100\n");
+    let info: Vec<String> = fs.list("info").unwrap().into_iter().map(|e| e.0).collect();
+    assert_eq!(info, ["last_cmd_status", "MB"]);
+    assert_eq!(errno(fs.kind("mon_data")), ENOENT);
+    assert_eq!(errno(fs.kind("mon_groups")), ENOENT);
+    // 8 MB CLOSIDs (not L3's 16): root + 7 groups.
+    for i in 0..7 {
+        fs.mkdir(&format!("g{i}")).unwrap();
+    }
+    assert_eq!(errno(fs.mkdir("g7")), ENOSPC);
+    // The MSR view: IA32_L3_QOS_MASK_1 still exists and takes a mask.
+    let mut h = sim.clone();
+    MsrIo::write(&mut h, LogicalCpu::new(0), MsrAddr::new(0xc91), 0x3).unwrap();
+    assert_eq!(msr(&sim, 0, 0xc91), 0x3);
+    drop(fs);
+
+    let sim = handle(SKX_RDT);
+    let mut fs = mount(&sim, "");
+    assert_eq!(
+        text(&mut fs, "schemata"),
+        "    MB:0=100;1=100\n    L3:0=7ff;1=7ff\n"
+    );
+    assert!(fs.kind("info/L3_MON").is_ok());
+    assert!(fs.kind("mon_data/mon_L3_01/mbm_local_bytes").is_ok());
+    drop(fs);
+
+    // Forcing one back: CMT only.
+    let sim = handle("skylake-sp:rdt=cmt");
+    let mut fs = mount(&sim, "");
+    assert_eq!(text(&mut fs, "info/L3_MON/mon_features"), "llc_occupancy\n");
+    assert_eq!(text(&mut fs, "schemata"), "MB:0=100;1=100\n");
+}
+
+/// `fs/resctrl/rdtgroup.c` `rdtgroup_move_task`: pid 0 is `current`, the writer;
+/// `show_rdt_tasks` on the root walks every thread of the system, so every host thread no
+/// write moved is listed there.
+#[test]
+fn writing_zero_moves_the_writer_and_the_root_lists_every_other_host_thread() {
+    let sim = handle("broadwell-ep");
+    let mut fs = mount(&sim, "");
+    fs.mkdir("p0").unwrap();
+    let me = std::process::id();
+    let ids = |t: String| -> Vec<u32> { t.lines().map(|l| l.parse().unwrap()).collect() };
+    let root = ids(text(&mut fs, "tasks"));
+    assert!(root.contains(&me) && root.contains(&1), "{root:?}");
+    // act: "0" written by thread `me`
+    fs.write_by("p0/tasks", 0, b"0\n", Some(me)).unwrap();
+    // assert
+    assert_eq!(text(&mut fs, "p0/tasks"), format!("{me}\n"));
+    assert!(!ids(text(&mut fs, "tasks")).contains(&me));
+    assert!(ids(text(&mut fs, "tasks")).contains(&1), "init stays");
+}
+
+/// `rdt_last_cmd_printf` → `seq_buf_vprintf`: a message longer than the 512-byte buffer
+/// is truncated to 511 bytes (and the NUL), not dropped.
+#[test]
+fn last_cmd_status_truncates_a_long_message_at_the_buffer() {
+    let sim = handle("broadwell-ep");
+    let mut fs = mount(&sim, "");
+    let name = "x".repeat(600);
+    assert_eq!(
+        errno(fs.write("schemata", 0, format!("{name}:0=f\n").as_bytes())),
+        EINVAL
+    );
+    let status = text(&mut fs, "info/last_cmd_status");
+    assert_eq!(status.len(), 511);
+    assert!(status.starts_with("Unknown or unsupported resource name 'xxx"));
+}
+
+/// `fs/resctrl/rdtgroup.c` `__init_one_rdt_domain` → `cbm_ensure_valid`: a new group's
+/// default CBM is the lowest contiguous run of what is free, even on AMD where sparse
+/// masks are allowed: with `f0` exclusive to p0, the candidate `ff0f` becomes `f`.
+#[test]
+fn a_new_groups_default_cbm_is_the_lowest_run_even_with_sparse_masks() {
+    let sim = handle("milan");
+    let mut fs = mount(&sim, "");
+    let line = |v: &str| {
+        let ids: Vec<String> = (0..16).map(|d| format!("{d}={v}")).collect();
+        format!("L3:{}\n", ids.join(";"))
+    };
+    fs.write("schemata", 0, line("ff0f").as_bytes()).unwrap();
+    fs.mkdir("p0").unwrap();
+    fs.write("p0/schemata", 0, line("f0").as_bytes()).unwrap();
+    fs.write("p0/mode", 0, b"exclusive\n").unwrap();
+    // act
+    fs.mkdir("p1").unwrap();
+    // assert
+    let s = text(&mut fs, "p1/schemata");
+    let l3 = s
+        .lines()
+        .find(|l| l.trim_start().starts_with("L3:"))
+        .unwrap();
+    assert!(l3.trim_start().starts_with("L3:0=f;1=f;"), "{s}");
+    assert!(
+        text(&mut fs, "info/L3/sparse_masks").starts_with('1'),
+        "milan takes sparse masks"
+    );
+}
+
+/// `arch/x86/kernel/cpu/resctrl/monitor.c` `rdt_get_mon_l3_config`: the limit of
+/// `max_threshold_occupancy` is `x86_cache_size * 1024`, the L2 size on AMD (512 KB on
+/// Milan), so the default is 512 KiB / 256 RMIDs = 2048 and more than 512 KiB is EINVAL;
+/// on Intel it is the L3 size.
+#[test]
+fn amd_max_threshold_occupancy_is_bounded_by_the_l2_size() {
+    let sim = handle("milan");
+    let mut fs = mount(&sim, "");
+    let path = "info/L3_MON/max_threshold_occupancy";
+    assert_eq!(text(&mut fs, path), "2048\n");
+    fs.write(path, 0, b"524288").unwrap();
+    assert_eq!(errno(fs.write(path, 0, b"524352")), EINVAL);
+    let sim = handle("broadwell-ep");
+    let mut fs = mount(&sim, "");
+    // 35 MiB L3 (36700160 bytes) is accepted on Intel.
+    fs.write(path, 0, b"36700160").unwrap();
 }

@@ -501,7 +501,11 @@ fn fresh_mount() -> Transcript {
         .exists("info/L3CODE", false)
         .msr(0, L3_CFG, 0)
         .msr(5, PQR, 0)
-        .done("15.1 fresh mount", "skylake-sp", "")
+        .done(
+            "15.1 fresh mount",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "",
+        )
 }
 
 /// §15.1, last sentence: `mount -o cdp`.
@@ -534,7 +538,11 @@ fn fresh_mount_cdp() -> Transcript {
         .msr(0, L3_MASK + 3, 0xf0)
         .msr(1, L3_MASK + 2, 0x3)
         .msr(0, L3_MASK + 2, 0x7ff)
-        .done("15.1 fresh mount with cdp", "skylake-sp", "cdp")
+        .done(
+            "15.1 fresh mount with cdp",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "cdp",
+        )
 }
 
 /// §15.2 on skylake-sp.
@@ -635,7 +643,11 @@ fn schemata_writes() -> Transcript {
         // the root's values are untouched
         .read("schemata", "    MB:0=100;1=100\n    L3:0=7ff;1=7ff\n")
         .msr(0, L3_MASK, 0x7ff);
-    b.done("15.2 schemata writes", "skylake-sp", "")
+    b.done(
+        "15.2 schemata writes",
+        "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+        "",
+    )
 }
 
 /// §15.3 on skylake-sp: `shareable_bits` 0x600 add `X` to `bit_usage`.
@@ -693,7 +705,7 @@ fn exclusive_groups() -> Transcript {
         .write_err("p0/mode", "exclusive\n", EINVAL, "Schemata overlaps\n")
         .done(
             "15.3 exclusive groups and new-group defaults",
-            "skylake-sp",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
             "",
         )
 }
@@ -757,7 +769,11 @@ fn tasks(ctx: &Ctx) -> Transcript {
         .read_lines("tasks", &[line(t[0])], &[])
         .exists("p1/mon_groups/m1", false)
         .exists("p1", false)
-        .done("15.4 tasks", "skylake-sp", "")
+        .done(
+            "15.4 tasks",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "",
+        )
 }
 
 /// §15.5 on skylake-sp: 72 CPUs, so masks have three chunks and CPU 72 is the first that
@@ -814,7 +830,11 @@ fn cpus() -> Transcript {
         .write("cpus_list", "0-71\n")
         .read("p0/cpus_list", "\n")
         .msr(8, PQR, 0)
-        .done("15.5 cpus", "skylake-sp", "")
+        .done(
+            "15.5 cpus",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "",
+        )
 }
 
 /// §15.6 on skylake-sp: MB has 8 CLOSIDs, so root + 7 groups.
@@ -841,7 +861,11 @@ fn limits() -> Transcript {
         .read("g8/schemata", "    MB:0=100;1=100\n    L3:0=7ff;1=7ff\n")
         .write("g8/schemata", "L3:0=1\n")
         .msr(0, L3_MASK + 3, 0x1)
-        .done("15.6 limits", "skylake-sp", "")
+        .done(
+            "15.6 limits",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "",
+        )
 }
 
 /// §15.7 on milan: 16 L3 domains, CDP-capable L3 (names padded to 6), no SMBA, BMEC or
@@ -931,7 +955,11 @@ fn monitoring() -> Transcript {
         .sum(&p0, &[&m1])
         .advance(1)
         .greater(&m1, &p0)
-        .done("15.8 monitoring reads", "skylake-sp", "")
+        .done(
+            "15.8 monitoring reads",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "",
+        )
 }
 
 /// §19.4 (second half): MON groups until "Out of RMIDs"; a freed RMID waits in limbo (EBUSY)
@@ -949,7 +977,11 @@ fn out_of_rmids_and_limbo() -> Transcript {
         .advance(1)
         .mkdir("mon_groups/m144")
         .mkdir_err("mon_groups/m145", ENOSPC, Some("Out of RMIDs\n"))
-        .done("19.4 out of RMIDs, limbo", "skylake-sp", "")
+        .done(
+            "19.4 out of RMIDs, limbo",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "",
+        )
 }
 
 /// §19.6: CPUs go root → group → root on rmdir, and IA32_PQR_ASSOC follows.
@@ -973,7 +1005,11 @@ fn cpu_ownership_on_rmdir() -> Transcript {
         .rmdir("p0")
         .read("cpus_list", "0-71\n")
         .msr(0, PQR, 0)
-        .done("19.6 CPU ownership on rmdir", "skylake-sp", "")
+        .done(
+            "19.6 CPU ownership on rmdir",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "",
+        )
 }
 
 /// §7.3 / §19.7: a MON group moves to another CTRL_MON parent with its RMID and tasks (which
@@ -1039,7 +1075,11 @@ fn mon_group_rename(ctx: &Ctx) -> Transcript {
             None,
             "mv onto an existing group",
         )
-        .done("19.7 MON group rename", "skylake-sp", "debug")
+        .done(
+            "19.7 MON group rename",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "debug",
+        )
 }
 
 /// §19.9 and §4.1: cleared by every command, accumulated for task errors, "ok" after a
@@ -1071,7 +1111,11 @@ fn last_cmd_status(ctx: &Ctx) -> Transcript {
             "The mask 5 has non-consecutive 1-bits\n",
         )
         .write("p0/cpus_list", "1\n")
-        .done("19.9 last_cmd_status", "skylake-sp", "")
+        .done(
+            "19.9 last_cmd_status",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "",
+        )
 }
 
 /// §4 and §13.3: read-only files, page-sized writes, newline rules, `max_threshold_occupancy`.
@@ -1130,7 +1174,11 @@ fn file_semantics() -> Transcript {
             None,
             "echo 25952257 > info/L3_MON/max_threshold_occupancy (above the L3 size)",
         )
-        .done("13 file semantics", "skylake-sp", "")
+        .done(
+            "13 file semantics",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "",
+        )
 }
 
 /// §6.3 and §6.7 with `mba_MBps`: targets in MBps (default U32_MAX), stored while parsing.
@@ -1175,7 +1223,11 @@ fn mba_mbps() -> Transcript {
             EINVAL,
             "Invalid MB value 4294967296\n",
         )
-        .done("6.3 mba_MBps", "skylake-sp", "mba_MBps")
+        .done(
+            "6.3 mba_MBps",
+            "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal",
+            "mba_MBps",
+        )
 }
 
 /// L2 CAT with `cdpl2` on sapphire-rapids: 80 L2 domains with sparse ids, L2 8 CLOSIDs

@@ -4,6 +4,11 @@ pub mod monitor;
 pub mod mounted;
 
 use std::path::PathBuf;
+
+/// `skylake-sp` booted with the kernel parameter `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the
+/// kernel's Skylake-SP quirk (`__check_quirks_intel`) hides L3 CAT, CMT and MBM from resctrl
+/// on the stock model; tests of those features on resctrl boot with it.
+pub const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
 use std::process::{Child, Command, Output, Stdio};
 
 /// The `pqos` binary of this package, built by Cargo for its integration tests.
