@@ -211,30 +211,6 @@ impl Hw {
             min_cbm_bits: if amd { 0 } else { c.min_cbm_bits },
             cache_size: size,
         };
-        let bw = |m: &rdt_core::MbaCaps| match m.kind {
-            MbaKind::IntelDelay {
-                max_delay,
-                linear,
-                per_thread,
-            } => linear.then(|| BwRes {
-                num_closid: m.num_classes,
-                min_bw: MAX_MBA_BW.saturating_sub(max_delay),
-                max_bw: MAX_MBA_BW,
-                bw_gran: MAX_MBA_BW.saturating_sub(max_delay),
-                delay_linear: true,
-                throttle_mode: Some(if per_thread { "per-thread" } else { "max" }),
-                amd: false,
-            }),
-            MbaKind::AmdBandwidth { width } => Some(BwRes {
-                num_closid: m.num_classes,
-                min_bw: 0,
-                max_bw: 1u32 << width.min(31),
-                bw_gran: 1,
-                delay_linear: false,
-                throttle_mode: None,
-                amd: true,
-            }),
-        };
         // `rdt_cpu_has`: the `rdt=` boot parameter and the model's quirks.
         let k = p.kernel_rdt_options();
         let realloc_limit = realloc_limit(p, amd, l3_total, l2_total);
@@ -286,12 +262,12 @@ impl Hw {
                 .mba
                 .get()
                 .filter(|_| k.cpu_has(RdtFlag::Mba, true))
-                .and_then(bw),
+                .and_then(bw_res),
             smba: caps
                 .smba
                 .get()
                 .filter(|_| k.cpu_has(RdtFlag::Smba, true))
-                .and_then(bw),
+                .and_then(bw_res),
             mon,
             l3_domains,
             l2_domains: domains(topo.l2_domains(), |d| topo.cpus_in_l2(d)),
@@ -366,5 +342,34 @@ impl Hw {
             Res::Mb => (at(AMD_MBA_BW_0), val),
             Res::Smba => (at(AMD_SMBA_BW_0), val),
         }
+    }
+}
+
+/// A bandwidth resource (`MB`, `SMBA`) as the kernel probes it: Intel only when linear
+/// (`min_bw = bw_gran = 100 - max_delay`, `max_bw = 100`), AMD `0..=2^width` in steps of 1.
+fn bw_res(m: &rdt_core::MbaCaps) -> Option<BwRes> {
+    match m.kind {
+        MbaKind::IntelDelay {
+            max_delay,
+            linear,
+            per_thread,
+        } => linear.then(|| BwRes {
+            num_closid: m.num_classes,
+            min_bw: MAX_MBA_BW.saturating_sub(max_delay),
+            max_bw: MAX_MBA_BW,
+            bw_gran: MAX_MBA_BW.saturating_sub(max_delay),
+            delay_linear: true,
+            throttle_mode: Some(if per_thread { "per-thread" } else { "max" }),
+            amd: false,
+        }),
+        MbaKind::AmdBandwidth { width } => Some(BwRes {
+            num_closid: m.num_classes,
+            min_bw: 0,
+            max_bw: 1u32 << width.min(31),
+            bw_gran: 1,
+            delay_linear: false,
+            throttle_mode: None,
+            amd: true,
+        }),
     }
 }
