@@ -213,7 +213,7 @@ fn counter(root: &Path, group: &str, d: u32, event: &str) -> u64 {
 #[test]
 fn monitoring_without_closid_is_the_containers_own_group_and_stats_are_runcs() {
     // arrange
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let root = resctrl(&m);
     let mut rdt = open(&m);
     let ctr = Sleeper::new();
@@ -290,7 +290,7 @@ fn monitoring_without_closid_is_the_containers_own_group_and_stats_are_runcs() {
 #[test]
 fn monitoring_with_a_shared_closid_gives_each_container_a_monitor_group_removed_with_it() {
     // arrange: two containers in one closID, both monitored
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let root = resctrl(&m);
     let mut rdt = open(&m);
     let (a, b) = (Sleeper::new(), Sleeper::new());
@@ -357,7 +357,7 @@ fn placed_round_trips_through_a_runtimes_state_file() {
 
 #[test]
 fn a_monitor_path_from_a_state_file_never_leaves_the_resctrl_root() {
-    let m = TestMount::builtin("skylake-sp");
+    let m = TestMount::builtin(SKX_RDT);
     let mut rdt = open(&m);
     // A directory outside resctrl, and the relative path that would reach it from the root.
     let outside = tempfile::tempdir().expect("tempdir");

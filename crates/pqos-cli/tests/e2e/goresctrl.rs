@@ -3,7 +3,7 @@
 //! resources they name. Each gives the masks goresctrl's arithmetic gives, applying it again
 //! writes nothing, and invalid files are refused naming the key path, with nothing written.
 
-use crate::util::{Machine, Run, Sim};
+use crate::util::{Machine, Run, SKX_RDT, Sim};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/goresctrl");
 
@@ -124,7 +124,7 @@ fn a_resource_the_platform_lacks_is_refused_naming_the_key_unless_optional() {
 
 #[test]
 fn invalid_configurations_are_refused_naming_the_key_and_write_nothing() {
-    let sim = Sim::new("skylake-sp");
+    let sim = Sim::new(SKX_RDT);
     let dir = tempfile::tempdir().expect("tempdir");
     let cases = [
         (
