@@ -240,8 +240,19 @@ impl<P: PmuSource> ResctrlBackend<P> {
     pub(super) fn read_mbm_details(&self) -> Result<MbmDetails, ResctrlError> {
         let _g = self.lock.shared()?;
         let mut out = MbmDetails::default();
-        let mode = self.fs.read_opt(MODE)?.and_then(|t| parse_mode(&t));
-        if let Some(counters) = self.fs.read_opt(NUM_CNTRS)? {
+        // ABMC and BMEC are AMD's: nothing to read on Intel (no extra file operations).
+        let amd = self.caps.vendor.is_amd_like();
+        let mode = if amd {
+            self.fs.read_opt(MODE)?.and_then(|t| parse_mode(&t))
+        } else {
+            None
+        };
+        let counters = if amd {
+            self.fs.read_opt(NUM_CNTRS)?
+        } else {
+            None
+        };
+        if let Some(counters) = counters {
             let parse = |file: &str, text: &str| {
                 parse_per_domain(text).ok_or_else(|| ResctrlError::Parse {
                     path: self.fs.path(file),
@@ -268,7 +279,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             });
         }
         for event in MBM_EVENTS {
-            if !self.caps.vendor.is_amd_like() {
+            if !amd {
                 break;
             }
             let file = filter_file(event);
