@@ -198,6 +198,16 @@ fn out_of_counters_names_the_holders_and_leaves_no_group() {
 fn an_unassigned_counter_of_our_group_is_an_error_not_a_blank() {
     let sim = Sim::new("turin");
     let mut b = sim.open();
+    // A group counting occupancy only gives back what the kernel assigned on mkdir.
+    let llc = b
+        .start_monitoring(&cpus("1"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    let held = sim.read(&format!(
+        "mon_groups/{}/mbm_L3_assignments",
+        sim.mon_groups()[0]
+    ));
+    assert!(!held.contains("=e"), "{held}");
+    b.stop_monitoring(llc).unwrap();
     let g = b.start_monitoring(&cpus("0"), mbm()).unwrap();
     b.poll().unwrap();
     let dir = &sim.mon_groups()[0];

@@ -101,11 +101,12 @@ fn filter_file(event: RmidEvent) -> String {
 }
 
 impl<P: PmuSource> ResctrlBackend<P> {
-    /// Whether counters must be assigned to groups counting `events`: an MBM event among
-    /// them, an AMD platform, and `mbm_assign_mode` reading `[mbm_event]` (one read, AMD
-    /// only). The caller holds a lock.
-    pub(super) fn needs_counters(&self, events: &[RmidEvent]) -> Result<bool, ResctrlError> {
-        if !self.caps.vendor.is_amd_like() || !events.iter().any(|e| MBM_EVENTS.contains(e)) {
+    /// Whether a new monitor group's counters must be set ([`Self::assign_counters`]): an
+    /// AMD platform with `mbm_assign_mode` reading `[mbm_event]` (one read, AMD only).
+    /// Also for a group counting no MBM event: the kernel gave it counters on mkdir, which
+    /// are given back. The caller holds a lock.
+    pub(super) fn needs_counters(&self) -> Result<bool, ResctrlError> {
+        if !self.caps.vendor.is_amd_like() {
             return Ok(false);
         }
         Ok(self

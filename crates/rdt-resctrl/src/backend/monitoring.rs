@@ -354,7 +354,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             }
             let name = self.fresh_name()?;
             let parents: Vec<&str> = by_parent.keys().copied().collect();
-            let counters = self.needs_counters(&evs)?;
+            let counters = self.needs_counters()?;
             dirs = self.create_mon_dirs(&name, &parents, |parent, dir| {
                 let set = &by_parent[parent];
                 self.fs
@@ -469,7 +469,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             let name = self.fresh_name()?;
             let parents: Vec<&str> = by_parent.keys().copied().collect();
             let domains = self.mon_domains.clone();
-            let counters = self.needs_counters(&evs)?;
+            let counters = self.needs_counters()?;
             let mut moved = 0usize;
             dirs = self.create_mon_dirs(&name, &parents, |parent, dir| {
                 for &t in &by_parent[parent] {
