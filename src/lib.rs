@@ -416,6 +416,12 @@ impl Backend for Rdt {
     fn groups(&mut self) -> Result<Vec<GroupInfo>, Error> {
         forward!(self, b => b.groups())
     }
+    fn mbm_details(&mut self) -> Result<Option<rdt_core::MbmDetails>, Error> {
+        forward!(self, b => b.mbm_details())
+    }
+    fn set_mbm_event_config(&mut self, event: rdt_core::RmidEvent, bits: u32) -> Result<(), Error> {
+        forward!(self, b => b.set_mbm_event_config(event, bits))
+    }
     fn mba_ctrl(&self) -> Option<MbaCtrl> {
         match &self.backend {
             Inner::Msr(b) => b.mba_ctrl(),

@@ -390,6 +390,8 @@ pub struct PlatformCapabilities {
     pub capabilities: Capabilities,
     /// The MBA software controller's state ([`Backend::mba_ctrl`]).
     pub mba_ctrl: Option<MbaCtrl>,
+    /// resctrl's monitoring details ([`Backend::mbm_details`]); `None` on MSR.
+    pub mbm: Option<rdt_core::MbmDetails>,
     /// What is worth telling the user (pqos's `WARN:` lines).
     pub notices: Vec<Notice>,
 }
@@ -721,14 +723,16 @@ impl OpenOptions {
             let pmu = host_pmu(&online, &mut caps, PmuCapsPolicy::Usable, paths);
             // The backend's topology is only used for per-CPU requests, which a report
             // makes none of.
-            let backend =
+            let mut backend =
                 ResctrlBackend::open(self.resctrl_options(), Topology::default(), Some(caps), pmu)
                     .map_err(OpenError::Resctrl)?;
             crate::log_discovery(backend.capabilities());
+            let mbm = backend.mbm_details().map_err(OpenError::Resctrl)?;
             return Ok(PlatformCapabilities {
                 interface,
                 capabilities: backend.capabilities().clone(),
                 mba_ctrl: backend.mba_ctrl(),
+                mbm,
                 notices: Vec::new(),
             });
         }
@@ -750,6 +754,7 @@ impl OpenOptions {
             interface,
             capabilities: backend.capabilities().clone(),
             mba_ctrl: backend.mba_ctrl(),
+            mbm: None,
             notices,
         })
     }

@@ -240,6 +240,19 @@ pub struct Args {
     )]
     pub apply: Option<PathBuf>,
 
+    /// Extension of this pqos (not in Intel's): set which memory transactions AMD's MBM
+    /// events count (BMEC, or ABMC's event_filter), OS interface only, e.g.
+    /// `total=0x7f,local=0x15` (bit 0 local reads, 1 remote reads, 2 local non-temporal
+    /// writes, 3 remote non-temporal writes, 4 local slow-memory reads, 5 remote slow-memory
+    /// reads, 6 dirty victim writes). -R puts the defaults back (total 0x7f, local 0x15).
+    #[arg(
+        long = "mbm-config",
+        value_name = "EVENT=BITS[,EVENT=BITS]",
+        value_parser = mbm_config_parser,
+        conflicts_with_all = ["alloc_class", "alloc_assoc", "profile_set", "show", "display", "display_verbose", "apply", "mon_core", "mon_pid"]
+    )]
+    pub mbm_config: Option<MbmConfig>,
+
     /// With --apply: print the writes the configuration needs and write nothing.
     #[arg(long = "dry-run", requires = "apply")]
     pub dry_run: bool,
@@ -401,6 +414,34 @@ impl Args {
     }
 }
 
+/// `--mbm-config`: the MBM events' transaction bitmasks to set, in the order given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MbmConfig(pub Vec<(rdt_pqos::RmidEvent, u32)>);
+
+/// Parses `total=0x7f,local=0x15` (`mbt`/`mbl` and the kernel's event names too; values
+/// hex with `0x` or decimal, at most 0x7f).
+fn mbm_config_parser(s: &str) -> Result<MbmConfig, String> {
+    use rdt_pqos::RmidEvent;
+    let mut out = Vec::new();
+    for item in s.split(',') {
+        let (ev, v) = item
+            .split_once('=')
+            .ok_or_else(|| format!("`{item}`: expected EVENT=BITS (total=0x7f)"))?;
+        let event = match ev.trim() {
+            "total" | "mbt" | "mbm_total_bytes" => RmidEvent::MbmTotal,
+            "local" | "mbl" | "mbm_local_bytes" => RmidEvent::MbmLocal,
+            other => return Err(format!("`{other}`: the events are total and local")),
+        };
+        let bits = rdt_pqos::parse_number(v.trim())
+            .ok()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| *n <= rdt_pqos::mbm::MBM_CONFIG_ALL)
+            .ok_or_else(|| format!("`{v}`: a transaction bitmask from 0 to 0x7f"))?;
+        out.push((event, bits));
+    }
+    Ok(MbmConfig(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,6 +449,22 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Args::command().debug_assert();
+    }
+
+    #[test]
+    fn mbm_config_takes_both_events_and_refuses_wrong_ones() {
+        use rdt_pqos::RmidEvent;
+        assert_eq!(
+            mbm_config_parser("total=0x7f,local=21,mbl=0"),
+            Ok(MbmConfig(vec![
+                (RmidEvent::MbmTotal, 0x7f),
+                (RmidEvent::MbmLocal, 0x15),
+                (RmidEvent::MbmLocal, 0),
+            ]))
+        );
+        for bad in ["total", "llc=0x1", "total=0x80", "local=-1", "total=0x7f,"] {
+            assert!(mbm_config_parser(bad).is_err(), "{bad}");
+        }
     }
 
     fn parse(argv: &[&str]) -> Args {

@@ -115,6 +115,8 @@ pub enum Command {
         /// `--dry-run`.
         dry_run: bool,
     },
+    /// `--mbm-config` (ours): the MBM events' transaction configurations to set.
+    MbmConfig(Vec<(rdt_pqos::RmidEvent, u32)>),
     /// Nothing after the resets (`-R` alone: pqos exits after it).
     Nothing,
     /// Monitoring.
@@ -171,6 +173,8 @@ impl Plan {
                 file: file.clone(),
                 dry_run: args.dry_run,
             }
+        } else if let Some(cfg) = &args.mbm_config {
+            Command::MbmConfig(cfg.0.clone())
         } else if !args.alloc_class.is_empty()
             || !args.alloc_assoc.is_empty()
             || args.profile_set.is_some()
@@ -228,6 +232,8 @@ fn needs_os(args: &Args) -> Option<&'static str> {
         Some("-a/--alloc-assoc (pid)")
     } else if !args.mon_pid.is_empty() {
         Some("-p/--mon-pid")
+    } else if args.mbm_config.is_some() {
+        Some("--mbm-config")
     } else {
         None
     }

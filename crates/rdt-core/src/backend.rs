@@ -447,6 +447,34 @@ pub trait Backend {
         None
     }
 
+    /// What resctrl shows about memory bandwidth monitoring beyond the capabilities:
+    /// assignable counters (ABMC), each MBM event's configuration (BMEC or `event_filter`),
+    /// the SNC nodes per L3 ([`crate::mbm`]); read now, so available counters are current.
+    /// `None` on the MSR interface.
+    ///
+    /// # Errors
+    /// When the resctrl files cannot be read.
+    fn mbm_details(&mut self) -> Result<Option<crate::MbmDetails>, Self::Error> {
+        Ok(None)
+    }
+
+    /// Sets the memory transactions `event` counts (a [`crate::mbm::MBM_TRANSACTIONS`]
+    /// bitmask) in every L3 domain: AMD BMEC's `mbm_*_bytes_config`, or the `event_filter`
+    /// while ABMC's `mbm_event` mode hides those files. Changing it resets the event's
+    /// counters.
+    ///
+    /// # Errors
+    /// [`RequestError::NeedsOsInterface`] on the MSR interface;
+    /// [`RequestError::Unsupported`] where resctrl has neither file; the kernel's refusal.
+    fn set_mbm_event_config(
+        &mut self,
+        event: crate::RmidEvent,
+        bits: u32,
+    ) -> Result<(), Self::Error> {
+        let _ = (event, bits);
+        Err(self.unsupported("MBM event configuration").into())
+    }
+
     /// Every resctrl group present, ours and other tools', root excluded; empty on the MSR
     /// interface (which has no groups).
     ///

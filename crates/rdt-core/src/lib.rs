@@ -34,6 +34,7 @@ mod ids;
 pub mod lease;
 mod mask;
 mod mba;
+pub mod mbm;
 pub mod monitor;
 mod mount;
 pub mod pmu;
@@ -60,6 +61,7 @@ pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{MbaLimit, ParseMbaLimitError, intel_mba_delay, intel_mba_percent, round_to_step};
+pub use mbm::{AssignMode, CounterAssignment, EventConfig, MbmDetails};
 pub use monitor::{
     DomainValues, MonAccumulator, MonEvents, MonGroupId, MonValues, Reclaimed, RmidEvent,
 };

@@ -21,6 +21,9 @@ pub(crate) struct Counter {
     pub(crate) event: RmidEvent,
     /// Reads that failed in a row ([`Counter::read_or_skip`]).
     failures: u32,
+    /// `Unassigned` is [`ResctrlError::Unassigned`], not a blank: the counter belongs to a
+    /// group this backend made and gave hardware counters ([`Counter::strict`]).
+    strict: bool,
 }
 
 /// Failed reads in a row a monitoring group's counter tolerates ([`Counter::read_or_skip`]):
@@ -43,11 +46,19 @@ impl Counter {
             context,
             event,
             failures: 0,
+            strict: false,
         })
     }
 
+    /// Makes an `Unassigned` read an error ([`ResctrlError::Unassigned`]).
+    pub(crate) const fn strict(mut self) -> Self {
+        self.strict = true;
+        self
+    }
+
     /// One `pread(2)` at offset 0: the kernel regenerates the text for every read at 0.
-    /// `Unavailable`, `Error` and `Unassigned` (spec §8.1) are `None`.
+    /// `Unavailable`, `Error` and `Unassigned` (spec §8.1) are `None`, except `Unassigned`
+    /// on a [`Counter::strict`] counter.
     pub(crate) fn read(&self) -> Result<Option<u64>, ResctrlError> {
         let mut buf = [0u8; 64];
         let n = self
@@ -59,6 +70,9 @@ impl Counter {
             return Ok(Some(v));
         }
         match text {
+            "Unassigned" if self.strict => Err(ResctrlError::Unassigned {
+                path: self.path.clone(),
+            }),
             "Unavailable" | "Error" | "Unassigned" => Ok(None),
             _ => Err(ResctrlError::Parse {
                 path: self.path.clone(),

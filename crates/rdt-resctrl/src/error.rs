@@ -100,6 +100,44 @@ pub enum ResctrlError {
         /// `info/last_cmd_status`.
         status: String,
     },
+    /// AMD ABMC in `mbm_event` mode: an L3 domain has no free hardware counter for an MBM
+    /// event of a monitor group this backend made (`mbm_L3_assignments` refused with
+    /// ENOSPC). The group has been removed.
+    #[error(
+        "out of MBM counters: {} needs a counter for {event} in L3 domain {domain}, whose \
+         {per_domain} counters (info/L3_MON/num_mbm_cntrs, mbm_event mode) are all assigned; \
+         the groups holding them (counters in that domain) are: {}; monitor fewer groups \
+         there or free counters with `EVENT:{domain}=_` in a group's mbm_L3_assignments",
+        group.display(), holders(in_use)
+    )]
+    OutOfMbmCounters {
+        /// The monitor group that could not get a counter.
+        group: PathBuf,
+        /// The event (`mbm_total_bytes`, `mbm_local_bytes`).
+        event: &'static str,
+        /// The L3 domain id.
+        domain: u32,
+        /// `num_mbm_cntrs` of that domain.
+        per_domain: u32,
+        /// Every group holding counters in that domain (`/` for the root), with how many.
+        in_use: Vec<String>,
+        /// `info/last_cmd_status`.
+        status: String,
+    },
+    /// A counter of a monitor group this backend made reads `Unassigned`: in ABMC's
+    /// `mbm_event` mode its hardware counter was taken away after the group started
+    /// (another tool wrote its `mbm_L3_assignments`, or `mbm_assign_mode` was switched).
+    /// Reported instead of a blank or 0.
+    #[error(
+        "{} reads `Unassigned`: no hardware counter is assigned to this group's event in \
+         this domain any more (mbm_event mode; its mbm_L3_assignments was changed or \
+         info/L3_MON/mbm_assign_mode switched after monitoring started)",
+        path.display()
+    )]
+    Unassigned {
+        /// The counter file.
+        path: PathBuf,
+    },
     /// A request the platform, this mount or the current groups cannot satisfy (limits, a
     /// CPU, domain, task or group that does not exist, an event not offered, already
     /// monitored, out of RMIDs, a wrong MBA unit); the same variants as on the MSR

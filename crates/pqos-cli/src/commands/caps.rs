@@ -7,9 +7,10 @@
 use std::io::Write;
 
 use anyhow::{Result, bail};
+use rdt_pqos::mbm::mbm_transaction_names;
 use rdt_pqos::{
-    Backend, CacheGeometry, Capabilities, CatCaps, Interface, MbaCaps, MbaCtrl, MbaKind,
-    MonitoringCaps, PmuCaps, Vendor,
+    AssignMode, Backend, CacheGeometry, Capabilities, CatCaps, EventConfig, Interface, MbaCaps,
+    MbaCtrl, MbaKind, MbmDetails, MonitoringCaps, PmuCaps, RmidEvent, Vendor,
 };
 
 /// Prints the capabilities of `backend`'s platform.
@@ -22,10 +23,12 @@ pub fn run_display<B: Backend>(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
+    let mbm = backend.mbm_details()?;
     display(
         backend.capabilities(),
         backend.interface(),
         backend.mba_ctrl(),
+        mbm.as_ref(),
         verbose,
         json,
         out,
@@ -47,6 +50,7 @@ pub fn run_display_report(
         &report.capabilities,
         report.interface,
         report.mba_ctrl,
+        report.mbm.as_ref(),
         verbose,
         json,
         out,
@@ -57,6 +61,7 @@ fn display(
     caps: &Capabilities,
     iface: Interface,
     mba_ctrl: Option<MbaCtrl>,
+    mbm: Option<&MbmDetails>,
     verbose: bool,
     json: bool,
     out: &mut dyn Write,
@@ -67,13 +72,13 @@ fn display(
             Interface::Os => Some(mba_ctrl.unwrap_or(MbaCtrl::Unsupported)),
             Interface::Msr => None,
         };
-        return print_capabilities_json(caps, iface, ctrl, out);
+        return print_capabilities_json(caps, iface, ctrl, mbm, out);
     }
     let ctrl = match iface {
         Interface::Os => pqos_ctrl_line(caps, mba_ctrl),
         Interface::Msr => None,
     };
-    print_capabilities(caps, iface, ctrl, verbose, out)
+    print_capabilities(caps, iface, ctrl, mbm, verbose, out)
 }
 
 /// The state pqos v25.04 prints in the OS interface's MBA `CTRL:` line, `None` where it
@@ -124,7 +129,8 @@ fn line(out: &mut dyn Write, indent: usize, text: &str) -> std::io::Result<()> {
 ///
 /// On the OS interface every resource's `Num COS:` is the class count resctrl gives a
 /// group, the fewest `num_closids` of all resources ([`Capabilities::os_classes`]; pqos
-/// `lib/resctrl_alloc.c` `resctrl_alloc_get_grps_num`).
+/// `lib/resctrl_alloc.c` `resctrl_alloc_get_grps_num`). `mbm`: resctrl's monitoring
+/// details, printed after the monitoring events ([`print_mbm_details`]).
 ///
 /// # Errors
 /// `No Platform QoS capability discovered`, or an output error.
@@ -132,6 +138,7 @@ pub fn print_capabilities(
     caps: &Capabilities,
     iface: Interface,
     mba_ctrl: Option<MbaCtrl>,
+    mbm: Option<&MbmDetails>,
     verbose: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -153,6 +160,9 @@ pub fn print_capabilities(
     }
     if let Some(m) = mon {
         print_monitoring(out, m, caps.pmu, iface, verbose)?;
+        if let Some(d) = mbm {
+            print_mbm_details(out, d, verbose)?;
+        }
     }
     // resctrl: one CLOSID per group, valid for every resource
     let os_classes = (iface == Interface::Os).then(|| caps.os_classes());
@@ -317,6 +327,117 @@ fn print_monitoring(
     Ok(())
 }
 
+/// `value` when every domain has it, else the kernel's `ID=VALUE;...` list.
+fn per_domain(v: &[(u32, u32)], show: impl Fn(u32) -> String) -> String {
+    match v.first() {
+        Some((_, first)) if v.iter().all(|(_, x)| x == first) => show(*first),
+        _ => v
+            .iter()
+            .map(|(d, x)| format!("{d}={}", show(*x)))
+            .collect::<Vec<_>>()
+            .join(";"),
+    }
+}
+
+/// Our extension of `-d`/`-D` on the OS interface (pqos v25.04 prints none of it, so older
+/// platforms' reports are unchanged): AMD's assignable counters (ABMC; `-d` and `-D`), each
+/// MBM event's transaction configuration (BMEC `mbm_*_bytes_config`, or ABMC's
+/// `event_filter`; `-D`) and Intel's SNC nodes per L3 cache (`-D`).
+///
+/// SNC is read from `mon_data`: the kernel makes `mon_sub_L3_YY` directories in each
+/// `mon_L3_XX` only when SNC is on, one per NUMA node sharing that L3
+/// (`mkdir_mondata_subdir_snc`); resctrl has no file naming the mode.
+fn print_mbm_details(out: &mut dyn Write, d: &MbmDetails, verbose: bool) -> Result<()> {
+    if let Some(a) = &d.assign {
+        line(
+            out,
+            8,
+            &format!(
+                "MBM counter assignment (ABMC, resctrl mbm_assign_mode): {}",
+                a.mode.name()
+            ),
+        )?;
+        line(
+            out,
+            12,
+            &format!(
+                "Counters per L3 domain: {}",
+                per_domain(&a.counters, |n| n.to_string())
+            ),
+        )?;
+        if let Some(av) = &a.available {
+            let fewest = av.iter().map(|(_, n)| *n).min().unwrap_or(0);
+            line(
+                out,
+                12,
+                &format!("Available counters: {fewest} (fewest free in any L3 domain)"),
+            )?;
+            if verbose && av.windows(2).any(|w| w[0].1 != w[1].1) {
+                line(
+                    out,
+                    12,
+                    &format!(
+                        "Available per L3 domain: {}",
+                        per_domain(av, |n| n.to_string())
+                    ),
+                )?;
+            }
+        }
+        if a.mode == AssignMode::Default {
+            line(out, 12, "Counters are not assigned (every RMID counts)")?;
+        }
+        if verbose && let Some(on) = a.on_mkdir {
+            let yes = if on { "yes" } else { "no" };
+            line(out, 12, &format!("Assigned to new groups: {yes}"))?;
+        }
+    }
+    if verbose && !d.event_configs.is_empty() {
+        let filter = d
+            .event_configs
+            .iter()
+            .any(|(_, c)| matches!(c, EventConfig::Filter(_)));
+        line(
+            out,
+            8,
+            if filter {
+                "MBM event configuration (ABMC event_filter):"
+            } else {
+                "MBM event configuration (BMEC):"
+            },
+        )?;
+        for (event, cfg) in &d.event_configs {
+            let name = match event {
+                RmidEvent::MbmTotal => "Total Memory Bandwidth (TMEM)",
+                _ => "Local Memory Bandwidth (LMEM)",
+            };
+            let (text, names) = match cfg {
+                EventConfig::Filter(b) => (format!("{b:#04x}"), Some(*b)),
+                EventConfig::PerDomain(v) => {
+                    let same = v.windows(2).all(|w| w[0].1 == w[1].1);
+                    (
+                        per_domain(v, |b| format!("{b:#04x}")),
+                        same.then(|| v.first().map_or(0, |(_, b)| *b)),
+                    )
+                }
+            };
+            let names = names.map_or_else(String::new, |b| {
+                format!(" ({})", mbm_transaction_names(b).join(","))
+            });
+            line(out, 12, &format!("{name}: {text}{names}"))?;
+        }
+    }
+    if verbose && let Some(n) = d.snc_nodes_per_l3 {
+        line(
+            out,
+            8,
+            &format!(
+                "Sub-NUMA Clustering (SNC): {n} nodes per L3 cache (mon_sub_L3_* in mon_data)"
+            ),
+        )?;
+    }
+    Ok(())
+}
+
 fn print_cat(
     out: &mut dyn Write,
     name: &str,
@@ -411,6 +532,89 @@ struct CapsDoc {
     smba: Option<MbaDoc>,
     l3_cache: Option<CacheDoc>,
     l2_cache: Option<CacheDoc>,
+    /// resctrl's monitoring details (ours): absent where there are none, so the documents
+    /// of older platforms are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mbm: Option<MbmDoc>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct MbmDoc {
+    counter_assignment: Option<AssignDoc>,
+    event_configs: Vec<EventConfigDoc>,
+    snc_nodes_per_l3: Option<u32>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct AssignDoc {
+    mode: &'static str,
+    counters: Vec<DomainCount>,
+    available: Option<Vec<DomainCount>>,
+    assign_on_mkdir: Option<bool>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct DomainCount {
+    domain: u32,
+    count: u32,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct EventConfigDoc {
+    /// `mbm_total_bytes` or `mbm_local_bytes`.
+    event: &'static str,
+    /// `bmec` (per domain) or `event_filter`.
+    source: &'static str,
+    /// The transaction bitmask of each L3 domain (`bmec`), or one `{domain: null}` entry.
+    domains: Vec<DomainBits>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct DomainBits {
+    domain: Option<u32>,
+    bits: String,
+    transactions: Vec<&'static str>,
+}
+
+fn mbm_doc(d: &MbmDetails) -> Option<MbmDoc> {
+    if d.is_empty() {
+        return None;
+    }
+    let counts = |v: &[(u32, u32)]| {
+        v.iter()
+            .map(|&(domain, count)| DomainCount { domain, count })
+            .collect()
+    };
+    let bits = |domain, b: u32| DomainBits {
+        domain,
+        bits: format!("{b:#04x}"),
+        transactions: mbm_transaction_names(b),
+    };
+    Some(MbmDoc {
+        counter_assignment: d.assign.as_ref().map(|a| AssignDoc {
+            mode: a.mode.name(),
+            counters: counts(&a.counters),
+            available: a.available.as_deref().map(counts),
+            assign_on_mkdir: a.on_mkdir,
+        }),
+        event_configs: d
+            .event_configs
+            .iter()
+            .map(|(e, c)| match c {
+                EventConfig::PerDomain(v) => EventConfigDoc {
+                    event: e.resctrl_name(),
+                    source: "bmec",
+                    domains: v.iter().map(|&(d, b)| bits(Some(d), b)).collect(),
+                },
+                EventConfig::Filter(b) => EventConfigDoc {
+                    event: e.resctrl_name(),
+                    source: "event_filter",
+                    domains: vec![bits(None, *b)],
+                },
+            })
+            .collect(),
+        snc_nodes_per_l3: d.snc_nodes_per_l3,
+    })
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -534,7 +738,7 @@ fn cache_doc(g: &CacheGeometry) -> CacheDoc {
 }
 
 /// Writes the capabilities as one JSON document and a newline (`-d`/`-D` with `-u json`;
-/// both give every detail).
+/// both give every detail); `mbm` adds an `mbm` member (absent without details).
 ///
 /// # Errors
 /// `No Platform QoS capability discovered`, or an output error.
@@ -542,6 +746,7 @@ pub fn print_capabilities_json(
     caps: &Capabilities,
     iface: Interface,
     mba_ctrl: Option<MbaCtrl>,
+    mbm: Option<&MbmDetails>,
     out: &mut dyn Write,
 ) -> Result<()> {
     if nothing_discovered(caps) {
@@ -582,6 +787,7 @@ pub fn print_capabilities_json(
             .map(|m| mba_doc(m, mba_ctrl.map(|_| MbaCtrl::Unsupported))),
         l3_cache: caps.l3_cache.as_ref().map(cache_doc),
         l2_cache: caps.l2_cache.as_ref().map(cache_doc),
+        mbm: mbm.and_then(mbm_doc),
     };
     serde_json::to_writer(&mut *out, &doc)?;
     writeln!(out)?;
@@ -678,7 +884,7 @@ mod tests {
     fn os_report(caps: &Capabilities, state: MbaCtrl, verbose: bool) -> String {
         let mut out = Vec::new();
         let ctrl = pqos_ctrl_line(caps, Some(state));
-        print_capabilities(caps, Interface::Os, ctrl, verbose, &mut out).unwrap();
+        print_capabilities(caps, Interface::Os, ctrl, None, verbose, &mut out).unwrap();
         let got = String::from_utf8(out).unwrap();
         // the running kernel's release is not the sample's
         let (first, rest) = got.split_once('\n').unwrap();
@@ -763,7 +969,7 @@ mod tests {
         caps.l2_cat = Feature::Unsupported;
         caps.mba = Feature::Supported(fixtures::intel_mba(8));
         let mut msr = Vec::new();
-        print_capabilities(&caps, Interface::Msr, None, false, &mut msr).unwrap();
+        print_capabilities(&caps, Interface::Msr, None, None, false, &mut msr).unwrap();
         // act
         let os = os_report(&caps, MbaCtrl::Disabled, false);
         // assert: resctrl gives a group one CLOSID for every resource
@@ -789,6 +995,55 @@ mod tests {
         }
         let got = os_report(&intel, MbaCtrl::Unsupported, false);
         assert!(got.contains("CTRL: unsupported\n"), "{got}");
+    }
+
+    /// Our `-d`/`-D` extension: counters (a list where domains differ), the event
+    /// configurations with `-D`, SNC with `-D`; nothing for empty details.
+    #[test]
+    fn mbm_details_lines() {
+        let d = MbmDetails {
+            assign: Some(rdt_pqos::CounterAssignment {
+                mode: AssignMode::MbmEvent,
+                counters: vec![(0, 32), (1, 32)],
+                available: Some(vec![(0, 4), (1, 30)]),
+                on_mkdir: Some(true),
+            }),
+            event_configs: vec![
+                (
+                    RmidEvent::MbmTotal,
+                    EventConfig::PerDomain(vec![(0, 0x7f), (1, 0x33)]),
+                ),
+                (RmidEvent::MbmLocal, EventConfig::Filter(0x15)),
+            ],
+            snc_nodes_per_l3: Some(3),
+        };
+        let text = |verbose| {
+            let mut out = Vec::new();
+            print_mbm_details(&mut out, &d, verbose).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            text(false),
+            "        MBM counter assignment (ABMC, resctrl mbm_assign_mode): mbm_event\n\
+             \x20           Counters per L3 domain: 32\n\
+             \x20           Available counters: 4 (fewest free in any L3 domain)\n"
+        );
+        assert_eq!(
+            text(true),
+            "        MBM counter assignment (ABMC, resctrl mbm_assign_mode): mbm_event\n\
+             \x20           Counters per L3 domain: 32\n\
+             \x20           Available counters: 4 (fewest free in any L3 domain)\n\
+             \x20           Available per L3 domain: 0=4;1=30\n\
+             \x20           Assigned to new groups: yes\n\
+             \x20       MBM event configuration (ABMC event_filter):\n\
+             \x20           Total Memory Bandwidth (TMEM): 0=0x7f;1=0x33\n\
+             \x20           Local Memory Bandwidth (LMEM): 0x15 (local_reads,local_non_temporal_writes,local_reads_slow_memory)\n\
+             \x20       Sub-NUMA Clustering (SNC): 3 nodes per L3 cache (mon_sub_L3_* in mon_data)\n"
+        );
+        let mut out = Vec::new();
+        print_mbm_details(&mut out, &MbmDetails::default(), true).unwrap();
+        assert!(out.is_empty());
+        assert!(mbm_doc(&MbmDetails::default()).is_none());
     }
 
     #[test]

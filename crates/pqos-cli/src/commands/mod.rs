@@ -67,6 +67,20 @@ pub fn execute<B: Backend>(
                 text(plan, out, &mut stderr),
             )?;
         }
+        Command::MbmConfig(cfg) => {
+            for &(event, bits) in cfg {
+                backend.set_mbm_event_config(event, bits).map_err(|e| {
+                    anyhow::Error::new(e).context(format!(
+                        "setting the configuration of {}",
+                        event.resctrl_name()
+                    ))
+                })?;
+            }
+            writeln!(
+                text(plan, out, &mut stderr),
+                "MBM event configuration altered."
+            )?;
+        }
         Command::Nothing => {}
         Command::Monitor(req) => monitor::run_monitor(backend, req, ctx, out)?,
     }

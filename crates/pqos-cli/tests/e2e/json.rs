@@ -170,3 +170,38 @@ fn the_os_interface_lists_other_tools_groups_and_pid_rows_in_json() {
         .collect();
     assert!(ours.is_empty(), "groups left: {ours:?}");
 }
+
+/// `-D -u json` on the OS interface: the `mbm` member (ours) validates, with ABMC on turin,
+/// BMEC on genoa, SNC on sapphire-rapids-snc2, and is absent on broadwell-ep.
+#[test]
+fn os_capabilities_carry_mbm_details_where_there_are_some() {
+    let doc = one_document(
+        &Sim::new("turin").pqos(&["-I", "-u", "json", "-D"]).ok(),
+        "capabilities",
+    );
+    let m = &doc["mbm"];
+    assert_eq!(m["counter_assignment"]["mode"], "mbm_event", "{m}");
+    assert_eq!(m["counter_assignment"]["counters"][0]["count"], 32, "{m}");
+    assert_eq!(m["event_configs"][1]["source"], "event_filter", "{m}");
+    assert_eq!(m["event_configs"][1]["domains"][0]["bits"], "0x15", "{m}");
+    let doc = one_document(
+        &Sim::new("genoa").pqos(&["-I", "-u", "json", "-d"]).ok(),
+        "capabilities",
+    );
+    assert_eq!(doc["mbm"]["event_configs"][0]["source"], "bmec", "{doc}");
+    assert!(doc["mbm"]["counter_assignment"].is_null(), "{doc}");
+    let doc = one_document(
+        &Sim::new("sapphire-rapids-snc2")
+            .pqos(&["-I", "-u", "json", "-D"])
+            .ok(),
+        "capabilities",
+    );
+    assert_eq!(doc["mbm"]["snc_nodes_per_l3"], 2, "{doc}");
+    let doc = one_document(
+        &Sim::new("broadwell-ep")
+            .pqos(&["-I", "-u", "json", "-D"])
+            .ok(),
+        "capabilities",
+    );
+    assert!(doc.get("mbm").is_none(), "{doc}");
+}

@@ -37,6 +37,10 @@ mod sysroot;
 // another tool's groups, two pqos at once, faults midway.
 mod os_mode;
 
+// AMD ABMC counters, BMEC / event_filter (--mbm-config), SNC and what -d/-D add, on the
+// in-process OS interface of turin, genoa and sapphire-rapids-snc2.
+mod amd_mon;
+
 // A monitoring agent's CSV flow (Telegraf intel_rdt) on --sim and on the mount: OS
 // interface in-process, IPC from the model's PMU, a busy process's activity.
 mod agent;

@@ -8,6 +8,7 @@ mod alloc;
 mod assoc;
 mod containers;
 mod groups;
+mod mbm;
 mod monitoring;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -618,7 +619,8 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// control; [`ResctrlError::RemountBlocked`]; [`ResctrlError::Remount`];
     /// [`ResctrlError::Rejected`] (a foreign exclusive group can refuse the full mask).
     fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), ResctrlError> {
-        self.reset_alloc(*cfg)
+        self.reset_alloc(*cfg)?;
+        self.restore_mbm_configs()
     }
 
     /// Removes every `pqos-*` monitor group (any pid, under any control group) and forgets
@@ -724,6 +726,34 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
 
     fn mba_ctrl(&self) -> Option<MbaCtrl> {
         Some(self.mba_ctrl_state())
+    }
+
+    /// Reads `info/L3_MON`'s ABMC files (`mbm_assign_mode`, `num_mbm_cntrs`, and in
+    /// `mbm_event` mode `available_mbm_cntrs`, `mbm_assign_on_mkdir`), each MBM event's
+    /// `event_filter` (in `mbm_event` mode) or BMEC `mbm_*_bytes_config`, and counts the
+    /// `mon_sub_L3_YY` directories of the first L3 domain (SNC).
+    ///
+    /// # Errors
+    /// [`ResctrlError::Locked`]; read or parse errors naming the file.
+    fn mbm_details(&mut self) -> Result<Option<rdt_core::MbmDetails>, ResctrlError> {
+        self.read_mbm_details().map(Some)
+    }
+
+    /// Writes `info/L3_MON/event_configs/<event>/event_filter` in ABMC's `mbm_event`
+    /// mode, else `info/L3_MON/<event>_config` with the value for every L3 domain in one
+    /// write (`mon_config_write`). Restored to the defaults (total 0x7f, local 0x15) by
+    /// [`Backend::reset_allocation`].
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) for LLC
+    /// occupancy, bits above 6, or without either file; [`ResctrlError::Rejected`] with
+    /// the kernel's message (a bit the hardware does not support).
+    fn set_mbm_event_config(
+        &mut self,
+        event: rdt_core::RmidEvent,
+        bits: u32,
+    ) -> Result<(), ResctrlError> {
+        self.write_mbm_event_config(event, bits)
     }
 
     fn run_dir(&self) -> Option<&Path> {

@@ -95,12 +95,13 @@ impl<P: PmuSource> ResctrlBackend<P> {
     }
 
     /// Opens `dir`'s counter files of `events` for `domains`, one accumulator context per
-    /// domain.
+    /// domain; `own`: a group this backend made, whose `Unassigned` reads are errors.
     fn open_counters(
         &self,
         dir: &str,
         domains: &[u32],
         events: &[RmidEvent],
+        own: bool,
         out: &mut Files,
     ) -> Result<(), ResctrlError> {
         for &d in domains {
@@ -111,8 +112,8 @@ impl<P: PmuSource> ResctrlBackend<P> {
                     dir,
                     &format!("mon_data/mon_L3_{d:02}/{}", event.resctrl_name()),
                 );
-                out.counters
-                    .push(Counter::open(&self.fs, &rel, context, event)?);
+                let c = Counter::open(&self.fs, &rel, context, event)?;
+                out.counters.push(if own { c.strict() } else { c });
             }
         }
         Ok(())
@@ -264,7 +265,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         }
         let guard = self.lock.shared()?;
         let mut files = Files::default();
-        self.open_counters(group, &self.mon_domains, &evs, &mut files)?;
+        self.open_counters(group, &self.mon_domains, &evs, false, &mut files)?;
         drop(guard);
         Ok(self.add_group(events, Vec::new(), files, Members::None))
     }
@@ -353,6 +354,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             }
             let name = self.fresh_name()?;
             let parents: Vec<&str> = by_parent.keys().copied().collect();
+            let counters = self.needs_counters()?;
             dirs = self.create_mon_dirs(&name, &parents, |parent, dir| {
                 let set = &by_parent[parent];
                 self.fs
@@ -360,7 +362,10 @@ impl<P: PmuSource> ResctrlBackend<P> {
                 let mut doms: Vec<u32> = set.iter().map(|c| domain_of[&c]).collect();
                 doms.sort_unstable();
                 doms.dedup();
-                self.open_counters(dir, &doms, &evs, &mut files)
+                if counters {
+                    self.assign_counters(dir, &evs, &doms)?;
+                }
+                self.open_counters(dir, &doms, &evs, true, &mut files)
             })?;
             drop(guard);
         }
@@ -464,6 +469,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             let name = self.fresh_name()?;
             let parents: Vec<&str> = by_parent.keys().copied().collect();
             let domains = self.mon_domains.clone();
+            let counters = self.needs_counters()?;
             let mut moved = 0usize;
             dirs = self.create_mon_dirs(&name, &parents, |parent, dir| {
                 for &t in &by_parent[parent] {
@@ -471,7 +477,10 @@ impl<P: PmuSource> ResctrlBackend<P> {
                         moved += 1;
                     }
                 }
-                self.open_counters(dir, &domains, &evs, &mut files)
+                if counters {
+                    self.assign_counters(dir, &evs, &domains)?;
+                }
+                self.open_counters(dir, &domains, &evs, true, &mut files)
             })?;
             if moved == 0 {
                 for d in &dirs {

@@ -332,10 +332,13 @@ impl Resctrl {
                 "an RMID or domain out of range in the free list or limbo",
             ));
         }
+        // Under SNC a counter is kept per node's hardware RMID: `rmid + node * num_rmids`
+        // (`reset_mon_counters`), up to the undivided RMID count.
+        let hw_rmids = num_rmids.saturating_mul(self.hw.snc.max(1));
         let counters = |list: &[CounterState]| -> io::Result<CounterPairs> {
             list.iter()
                 .map(|(d, r, e, a, b)| {
-                    if *d >= n_l3 || *r >= num_rmids {
+                    if *d >= n_l3 || *r >= hw_rmids {
                         return Err(invalid("an MBM counter of a domain or RMID out of range"));
                     }
                     Ok(((*d, *r, event_named(e)?), (*a, *b)))

@@ -1,0 +1,140 @@
+//! Current platforms' monitoring through the OS interface of the in-process simulated
+//! platform (`--sim=MODEL -I`): AMD ABMC's assignable counters on `turin` (intel-cmt-cat
+//! issue 311: pqos v25.04 shows nothing or 0 for groups without a counter), BMEC on
+//! `genoa` and ABMC's `event_filter` on `turin` through `--mbm-config` and `-R`, and what
+//! `-d`/`-D` add on those models and on `sapphire-rapids-snc2`.
+
+use crate::util::monitor::parse_text;
+use crate::util::{Machine, Reaped, Sim};
+
+/// 64 per-core groups on turin (8 L3 domains of 8 cores, 32 counters per domain): each
+/// group now holds counters in its own domain only, so every group reads bandwidth. With
+/// the kernel's mkdir default (a counter per event in every domain) the 16th group and
+/// later had none and read blank.
+#[test]
+fn turin_every_per_core_group_reads_bandwidth() {
+    let sim = Sim::new("turin");
+    let run = sim
+        .monitor(&["-I", "-m", "mbl:0-63;mbt:0-63", "-t", "2"])
+        .ok();
+    let samples = parse_text(&run.stdout);
+    let last = samples.last().expect("a sample");
+    assert_eq!(last.len(), 64, "{}", run.stdout);
+    for (core, row) in last {
+        assert!(
+            row.contains_key("MBL[MB/s]") && row.contains_key("MBT[MB/s]"),
+            "core {core} has no bandwidth: {row:?}\n{}",
+            run.stdout
+        );
+    }
+    // The model's workload runs on cores 2-10: two of them in different domains.
+    for core in ["2", "8"] {
+        assert!(last[core]["MBL[MB/s]"] > 0.0, "{core}: {:?}", last[core]);
+        assert!(last[core]["MBT[MB/s]"] > 0.0, "{core}: {:?}", last[core]);
+    }
+}
+
+/// Task groups count in every L3 domain: 16 of them need 32 counters per domain, where the
+/// root holds 2 of the 32. The start fails naming the counters and the holders, and the
+/// groups the run made are gone.
+#[test]
+fn turin_more_groups_than_counters_is_a_clear_error_and_leaves_no_group() {
+    let sim = Sim::new("turin");
+    let sleepers: Vec<Reaped> = (0..16).map(|_| Reaped::sleeper()).collect();
+    let pids = sleepers
+        .iter()
+        .map(|s| s.pid().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let run = sim.monitor(&["-I", "-p", &format!("all:{pids}"), "-t", "1"]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    for part in [
+        "out of MBM counters",
+        "whose 32 counters (info/L3_MON/num_mbm_cntrs, mbm_event mode) are all assigned",
+        "the groups holding them (counters in that domain) are: / (2), mon_groups/pqos-",
+    ] {
+        assert!(run.stderr.contains(part), "{part}: {}", run.stderr);
+    }
+    let state = std::fs::read_to_string(sim.state()).expect("state file");
+    assert!(
+        !state.contains("pqos-"),
+        "no monitor group is left: {state:.2000}"
+    );
+    // 15 fit.
+    let fifteen = pids.rsplit_once(',').expect("pids").0;
+    sim.monitor(&["-I", "-p", &format!("all:{fifteen}"), "-t", "1"])
+        .ok();
+}
+
+/// `--mbm-config` sets BMEC's `mbm_*_bytes_config` (genoa) or ABMC's `event_filter`
+/// (turin), `-D` shows it, `-R` puts the defaults back; the MSR interface refuses it.
+#[test]
+fn mbm_config_round_trips_and_reset_restores_the_defaults() {
+    for (model, title) in [
+        ("genoa", "MBM event configuration (BMEC):"),
+        ("turin", "MBM event configuration (ABMC event_filter):"),
+    ] {
+        let sim = Sim::new(model);
+        let run = sim
+            .pqos(&["-I", "--mbm-config", "total=0x33,local=0x1"])
+            .ok();
+        assert!(
+            run.stdout.contains("MBM event configuration altered."),
+            "{model}"
+        );
+        let d = sim.pqos(&["-I", "-D"]).ok().stdout;
+        let want = format!(
+            "        {title}\n            Total Memory Bandwidth (TMEM): 0x33 \
+             (local_reads,remote_reads,local_reads_slow_memory,remote_reads_slow_memory)\n            \
+             Local Memory Bandwidth (LMEM): 0x01 (local_reads)\n"
+        );
+        assert!(d.contains(&want), "{model}:\n{d}");
+        sim.pqos(&["-I", "-R"]).ok();
+        let d = sim.pqos(&["-I", "-D"]).ok().stdout;
+        assert!(
+            d.contains("(TMEM): 0x7f (local_reads,remote_reads,"),
+            "{model}:\n{d}"
+        );
+        assert!(
+            d.contains(
+                "(LMEM): 0x15 (local_reads,local_non_temporal_writes,local_reads_slow_memory)"
+            ),
+            "{model}:\n{d}"
+        );
+    }
+    let run = Sim::new("genoa").pqos(&["--iface=msr", "--mbm-config", "total=0x3"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let run = Sim::new("genoa").pqos(&["-I", "--mbm-config", "total=0x80"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("a transaction bitmask from 0 to 0x7f"));
+}
+
+/// `-d` adds ABMC's counters on turin; `-D` adds the SNC nodes on sapphire-rapids-snc2 (the
+/// `mon_sub_L3_*` directories) and nothing on a model without ABMC, BMEC or SNC.
+#[test]
+fn d_shows_assignable_counters_and_big_d_the_snc_nodes() {
+    let turin = Sim::new("turin").pqos(&["-I", "-d"]).ok().stdout;
+    assert!(
+        turin.contains(
+            "        MBM counter assignment (ABMC, resctrl mbm_assign_mode): mbm_event\n            \
+             Counters per L3 domain: 32\n            \
+             Available counters: 30 (fewest free in any L3 domain)\n    Allocation\n"
+        ),
+        "{turin}"
+    );
+    let snc = Sim::new("sapphire-rapids-snc2");
+    let d = snc.pqos(&["-I", "-d"]).ok().stdout;
+    assert!(!d.contains("SNC"), "{d}");
+    let big = snc.pqos(&["-I", "-D"]).ok().stdout;
+    assert!(
+        big.contains(
+            "        Sub-NUMA Clustering (SNC): 2 nodes per L3 cache (mon_sub_L3_* in mon_data)\n"
+        ),
+        "{big}"
+    );
+    let old = Sim::new("broadwell-ep").pqos(&["-I", "-D"]).ok().stdout;
+    assert!(
+        !old.contains("MBM counter") && !old.contains("SNC"),
+        "{old}"
+    );
+}
