@@ -2,7 +2,7 @@
 
 use crate::{
     CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, CpuSet, LogicalCpu, MbaLimit,
-    MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId, Topology,
+    MbaResource, MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId, Topology,
 };
 
 /// The interface a backend programs the hardware through (pqos `--iface`).
@@ -225,11 +225,24 @@ pub trait Backend {
         classes: &[CatClass],
     ) -> Result<(), Self::Error>;
 
-    /// All MBA classes' limits in `domain` (an L3 id).
+    /// All classes' limits of the bandwidth resource `resource` (MBA or SMBA) in `domain`
+    /// (an L3 id; the kernel's MBA and SMBA domains are L3 domains).
+    ///
+    /// # Errors
+    /// When the resource is not supported or the registers/files cannot be read.
+    fn bandwidth_classes(
+        &mut self,
+        resource: MbaResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<MbaClass>, Self::Error>;
+
+    /// [`Backend::bandwidth_classes`] of MBA.
     ///
     /// # Errors
     /// When MBA is not supported or the registers/files cannot be read.
-    fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, Self::Error>;
+    fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, Self::Error> {
+        self.bandwidth_classes(MbaResource::Mba, domain)
+    }
 
     /// [`Backend::cat_classes`] of several domains, in the order given: what a report of
     /// every domain (pqos `-s`) reads. The default asks domain by domain; resctrl reads
@@ -258,19 +271,49 @@ pub trait Backend {
         &mut self,
         domains: &[CacheDomain],
     ) -> Result<Vec<Vec<MbaClass>>, Self::Error> {
-        domains.iter().map(|&d| self.mba_classes(d)).collect()
+        self.bandwidth_classes_in(MbaResource::Mba, domains)
     }
 
-    /// Sets MBA limits; returns the limits the hardware applied (Intel rounds to the
-    /// granularity).
+    /// [`Backend::bandwidth_classes`] of several domains, in the order given, as
+    /// [`Backend::cat_classes_in`].
     ///
     /// # Errors
-    /// When a class or limit is invalid (nothing is written then) or a write fails.
+    /// As [`Backend::bandwidth_classes`], for the first domain that fails.
+    fn bandwidth_classes_in(
+        &mut self,
+        resource: MbaResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<MbaClass>>, Self::Error> {
+        domains
+            .iter()
+            .map(|&d| self.bandwidth_classes(resource, d))
+            .collect()
+    }
+
+    /// Sets limits of the bandwidth resource `resource` (MBA or SMBA) in `domain`; returns
+    /// the limits the hardware applied (Intel rounds to the granularity).
+    ///
+    /// # Errors
+    /// When the resource is not supported, a class or limit is invalid (nothing is written
+    /// then) or a write fails.
+    fn set_bandwidth_classes(
+        &mut self,
+        resource: MbaResource,
+        domain: CacheDomain,
+        classes: &[MbaClass],
+    ) -> Result<Vec<MbaClass>, Self::Error>;
+
+    /// [`Backend::set_bandwidth_classes`] of MBA.
+    ///
+    /// # Errors
+    /// As [`Backend::set_bandwidth_classes`].
     fn set_mba_classes(
         &mut self,
         domain: CacheDomain,
         classes: &[MbaClass],
-    ) -> Result<Vec<MbaClass>, Self::Error>;
+    ) -> Result<Vec<MbaClass>, Self::Error> {
+        self.set_bandwidth_classes(MbaResource::Mba, domain, classes)
+    }
 
     /// The class `cpu` is associated with.
     ///

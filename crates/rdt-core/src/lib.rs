@@ -49,7 +49,7 @@ pub use backend::{
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, ImplausibleError, LimitError,
-    MbaCaps, MbaKind, MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
+    MbaCaps, MbaKind, MbaResource, MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
 };
 pub use cpuid::{CpuidDump, CpuidRegs, CpuidSource, DevCpuid, DumpCpu, DumpError, NativeCpuid};
 pub use cpuset::{
