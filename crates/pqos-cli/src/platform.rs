@@ -469,4 +469,83 @@ mod tests {
             "{e}"
         );
     }
+
+    /// The `-s` lines of one `COS definitions for` section (`Core Complex N`).
+    fn section(s: &str, ccx: u32) -> String {
+        let header = format!("COS definitions for L3 Cluster (or Core Complex) {ccx}:\n");
+        let start = s.find(&header).unwrap() + header.len();
+        let rest = &s[start..];
+        rest[..rest.find("COS definitions for").unwrap_or(rest.len())].to_owned()
+    }
+
+    #[test]
+    fn smba_round_trips_on_genoa_through_the_msr_and_the_os_interface() {
+        for iface in [&[][..], &["-I"]] {
+            // arrange
+            let dir = tempfile::tempdir().unwrap();
+            let state = dir.path().join("s.json");
+            let run = |argv: &[&str]| {
+                let full: Vec<&str> = iface.iter().chain(argv).copied().collect();
+                let (r, out) = pqos("genoa", &state, &full);
+                r.map(|()| out)
+            };
+            // act: pqos/alloc.c set_smba_clos's lines
+            let e = run(&["-e", "smba@3:2=16;smba@0,23:1=256"]).unwrap();
+            // assert
+            assert_eq!(
+                e,
+                "Core Complex 3 SMBA COS2 => 16 requested, 16 applied\n\
+                 Core Complex 0 SMBA COS1 => 256 requested, 256 applied\n\
+                 Core Complex 23 SMBA COS1 => 256 requested, 256 applied\n\
+                 Allocation configuration altered.\n",
+                "{iface:?}"
+            );
+            let s = run(&["-s"]).unwrap();
+            let ccx3 = section(&s, 3);
+            // print_per_l3_cluster_config: SMBA after MBA, AMD units, " available"
+            assert!(
+                ccx3.contains("    MBA COS2 => 2048 available\n")
+                    && ccx3.contains(
+                        "    SMBA COS1 => 2048 available\n    SMBA COS2 => 16 available\n"
+                    ),
+                "{iface:?}: {ccx3}"
+            );
+            assert!(ccx3.find("    MBA COS15").unwrap() < ccx3.find("    SMBA COS0").unwrap());
+            assert!(section(&s, 23).contains("    SMBA COS1 => 256 available\n"));
+            assert!(section(&s, 1).contains("    SMBA COS1 => 2048 available\n"));
+            let json: serde_json::Value =
+                serde_json::from_str(&run(&["-s", "-u", "json"]).unwrap()).unwrap();
+            assert_eq!(json["smba"][3]["classes"][2]["amd_units"], 16, "{iface:?}");
+            assert_eq!(json["mba"][3]["classes"][2]["amd_units"], 2048, "{iface:?}");
+            // out of SMBA's range: nothing written
+            let e = run(&["-e", "smba@5:1=2049"]).unwrap_err().to_string();
+            assert!(e.contains("out of range (from 1-2048)"), "{e}");
+            assert!(
+                section(&run(&["-s"]).unwrap(), 5).contains("    SMBA COS1 => 2048 available\n")
+            );
+            // -R: every SMBA class back to 2^width
+            assert_eq!(run(&["-R"]).unwrap(), "Allocation reset successful\n");
+            let s = run(&["-s"]).unwrap();
+            assert!(
+                !s.contains("SMBA COS2 => 16") && !s.contains("=> 256 available"),
+                "{s}"
+            );
+            assert_eq!(
+                s.matches("    SMBA COS2 => 2048 available\n").count(),
+                24,
+                "{iface:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn smba_is_refused_by_name_where_the_platform_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let (r, out) = pqos("milan", &dir.path().join("s.json"), &["-e", "smba:1=8"]);
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            "\"smba:1=8\": SMBA is not supported on this platform"
+        );
+        assert_eq!(out, "Allocation configuration error!\n");
+    }
 }

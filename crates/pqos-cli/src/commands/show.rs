@@ -12,8 +12,8 @@ use std::io::Write;
 use anyhow::{Result, anyhow};
 use rdt_pqos::{
     Backend, BackendError, CacheDomain, CatClass, CatMask, CatResource, ClassId, CpuPlacement,
-    GroupInfo, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, RequestError,
-    Rmid, TaskId,
+    GroupInfo, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, MbaResource,
+    RequestError, Rmid, TaskId,
 };
 
 use super::L3Domains;
@@ -103,6 +103,8 @@ struct L3Section {
     domain: CacheDomain,
     l3: Part<Vec<CatClass>>,
     mba: Part<Vec<MbaClass>>,
+    /// AMD SMBA, printed after MBA (pqos/alloc.c `print_per_l3_cluster_config`).
+    smba: Part<Vec<MbaClass>>,
 }
 
 /// `PID association information:`: the tasks of each class in order, and whether reading
@@ -120,6 +122,7 @@ struct Config {
     l3ca: bool,
     l2ca: bool,
     mba: bool,
+    smba: bool,
     l3: Vec<L3Section>,
     /// Per L2 domain, its classes.
     l2: Vec<(CacheDomain, Part<Vec<CatClass>>)>,
@@ -261,15 +264,21 @@ impl Config {
         let l3ca = caps.l3_cat.get().is_some();
         let l2ca = caps.l2_cat.get().is_some();
         let mba = caps.mba.get().is_some();
+        let smba = caps.smba.get().is_some();
         let mut l3 = Vec::new();
-        if l3ca || mba {
+        if l3ca || mba || smba {
             let domains = L3Domains::new(&caps, &topo);
             let ids: Vec<CacheDomain> = domains.list.iter().map(|(_, d)| *d).collect();
             let cat = read_domains(backend, l3ca, &ids, |b, d| {
                 b.cat_classes_in(CatResource::L3, d)
             });
             let limits = read_domains(backend, mba, &ids, B::mba_classes_in);
-            for (((id, domain), cat), limits) in domains.list.iter().zip(cat).zip(limits) {
+            let slow = read_domains(backend, smba, &ids, |b, d| {
+                b.bandwidth_classes_in(MbaResource::Smba, d)
+            });
+            for ((((id, domain), cat), limits), slow) in
+                domains.list.iter().zip(cat).zip(limits).zip(slow)
+            {
                 let cat = Part::read(
                     l3ca,
                     || cat.map(|v| first_classes(v, limit)),
@@ -282,11 +291,18 @@ impl Config {
                     || format!("reading the MBA classes of domain {domain}"),
                     note,
                 );
+                let slow = Part::read(
+                    smba,
+                    || slow.map(|v| first_classes(v, limit)),
+                    || format!("reading the SMBA classes of domain {domain}"),
+                    note,
+                );
                 l3.push(L3Section {
                     label: domains.show_label(*id),
                     domain: *domain,
                     l3: cat,
                     mba: limits,
+                    smba: slow,
                 });
             }
         }
@@ -307,7 +323,7 @@ impl Config {
                 (domain, classes)
             })
             .collect();
-        let is_alloc = l3ca || l2ca || mba;
+        let is_alloc = l3ca || l2ca || mba || smba;
         // The OS interface has no RMIDs to show (pqos prints `, RMID%u` on MSR/MMIO only).
         let is_mon = caps.monitoring.is_present() && backend.interface() != Interface::Os;
         let mut assocs = core_assocs(backend, is_alloc, is_mon, note);
@@ -336,6 +352,7 @@ impl Config {
             l3ca,
             l2ca,
             mba,
+            smba,
             l3,
             l2,
             packages,
@@ -364,14 +381,16 @@ impl Config {
                 Part::Failed => writeln!(out, "L3CA: Couldn't obtain info.")?,
                 Part::Absent => {}
             }
-            match &section.mba {
-                Part::Read(classes) => {
-                    for c in classes {
-                        writeln!(out, "    MBA COS{} => {}", c.class, mba_value(c.limit))?;
+            for (name, part) in [("MBA", &section.mba), ("SMBA", &section.smba)] {
+                match part {
+                    Part::Read(classes) => {
+                        for c in classes {
+                            writeln!(out, "    {name} COS{} => {}", c.class, mba_value(c.limit))?;
+                        }
                     }
+                    Part::Failed => writeln!(out, "{name}: Couldn't obtain info.")?,
+                    Part::Absent => {}
                 }
-                Part::Failed => writeln!(out, "MBA: Couldn't obtain info.")?,
-                Part::Absent => {}
             }
         }
         for (domain, classes) in &self.l2 {
@@ -470,6 +489,8 @@ mod json {
         l3_cat: Option<Vec<CatDomainDoc>>,
         l2_cat: Option<Vec<CatDomainDoc>>,
         mba: Option<Vec<MbaDomainDoc>>,
+        /// AMD SMBA, as `mba`.
+        smba: Option<Vec<MbaDomainDoc>>,
         cores: Vec<CoreDoc>,
         tasks: Option<Vec<TasksDoc>>,
         groups: Option<Vec<GroupDoc>>,
@@ -578,15 +599,20 @@ mod json {
                     })
                     .collect()
             });
-            let mba = c.mba.then(|| {
-                c.l3.iter()
-                    .map(|s| MbaDomainDoc {
-                        domain: s.domain.get(),
-                        label: s.label.clone(),
-                        classes: s.mba.value().map(|v| v.iter().map(mba_class).collect()),
+            let bandwidth =
+                |shown: bool, part: fn(&super::L3Section) -> &super::Part<Vec<MbaClass>>| {
+                    shown.then(|| {
+                        c.l3.iter()
+                            .map(|s| MbaDomainDoc {
+                                domain: s.domain.get(),
+                                label: s.label.clone(),
+                                classes: part(s).value().map(|v| v.iter().map(mba_class).collect()),
+                            })
+                            .collect()
                     })
-                    .collect()
-            });
+                };
+            let mba = bandwidth(c.mba, |s| &s.mba);
+            let smba = bandwidth(c.smba, |s| &s.smba);
             let l2_cat = c.l2ca.then(|| {
                 c.l2.iter()
                     .map(|(domain, classes)| CatDomainDoc {
@@ -654,6 +680,7 @@ mod json {
                 l3_cat,
                 l2_cat,
                 mba,
+                smba,
                 cores,
                 tasks,
                 groups,
