@@ -350,6 +350,9 @@ impl Backend for Rdt {
     fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Error> {
         forward!(self, b => b.class_of(cpu))
     }
+    fn io_alloc(&mut self) -> Result<Option<IoAlloc>, Error> {
+        forward!(self, b => b.io_alloc())
+    }
     fn exclusive_ways(
         &mut self,
         resource: CatResource,

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdt_core::{
-    ApicIdLayout, Backend, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface, LogicalCpu,
-    MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology, TopologyError,
-    error_chain, explain_no_rdt, transaction,
+    ApicIdLayout, Backend, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface, IoAlloc,
+    LogicalCpu, MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology,
+    TopologyError, error_chain, explain_no_rdt, transaction,
 };
 use rdt_msr::regs::IA32_X2APIC_APICID;
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
@@ -390,6 +390,8 @@ pub struct PlatformCapabilities {
     pub capabilities: Capabilities,
     /// The MBA software controller's state ([`Backend::mba_ctrl`]).
     pub mba_ctrl: Option<MbaCtrl>,
+    /// L3 I/O allocation ([`Backend::io_alloc`]: resctrl on Linux 6.19+); `None` elsewhere.
+    pub io_alloc: Option<IoAlloc>,
     /// What is worth telling the user (pqos's `WARN:` lines).
     pub notices: Vec<Notice>,
 }
@@ -721,7 +723,7 @@ impl OpenOptions {
             let pmu = host_pmu(&online, &mut caps, PmuCapsPolicy::Usable, paths);
             // The backend's topology is only used for per-CPU requests, which a report
             // makes none of.
-            let backend =
+            let mut backend =
                 ResctrlBackend::open(self.resctrl_options(), Topology::default(), Some(caps), pmu)
                     .map_err(OpenError::Resctrl)?;
             crate::log_discovery(backend.capabilities());
@@ -729,6 +731,7 @@ impl OpenOptions {
                 interface,
                 capabilities: backend.capabilities().clone(),
                 mba_ctrl: backend.mba_ctrl(),
+                io_alloc: backend.io_alloc().map_err(OpenError::Resctrl)?,
                 notices: Vec::new(),
             });
         }
@@ -750,6 +753,7 @@ impl OpenOptions {
             interface,
             capabilities: backend.capabilities().clone(),
             mba_ctrl: backend.mba_ctrl(),
+            io_alloc: None,
             notices,
         })
     }

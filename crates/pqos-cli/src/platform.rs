@@ -548,4 +548,111 @@ mod tests {
         );
         assert_eq!(out, "Allocation configuration error!\n");
     }
+
+    /// Enables io_alloc in the in-process turin saved at `state`, as an administrator
+    /// would (`echo 1 > /sys/fs/resctrl/info/L3/io_alloc`), and opens it on the OS
+    /// interface through the library (the session holds the in-process resctrl: keep it
+    /// while the platform is used).
+    fn turin_with_io_alloc(state: &Path) -> (rdt_sim::session::Session, rdt_pqos::Rdt) {
+        use rdt_sim::session::{Session, SessionOptions};
+        let session = Session::open(&SessionOptions {
+            state: Some(state.to_owned()),
+            ..SessionOptions::new("turin")
+        })
+        .unwrap();
+        session
+            .resctrl()
+            .files()
+            .write("info/L3/io_alloc", b"1\n")
+            .unwrap();
+        session.save().unwrap();
+        let sim = session.handle().clone();
+        let (capabilities, topology) = {
+            let platform = sim.lock(); // released before the library opens the platform
+            (platform.capabilities().clone(), platform.topology().clone())
+        };
+        let source = rdt_pqos::MsrSource {
+            io: Box::new(sim.clone()),
+            pmu: Box::new(rdt_pqos::NoPmu),
+            capabilities,
+            topology,
+            name: "the simulated turin".into(),
+            run_dir: None,
+            os: Some(rdt_pqos::OsFace {
+                files: session.resctrl().files(),
+                mount: Box::new(session.resctrl().mount_control()),
+                root: "sim:turin:/sys/fs/resctrl".into(),
+            }),
+        };
+        let rdt = rdt_pqos::OpenOptions::new(rdt_pqos::Iface::Os)
+            .open_source(source)
+            .unwrap();
+        (session, rdt)
+    }
+
+    #[test]
+    fn io_alloc_on_turin_is_shown_and_its_closid_is_never_handed_out() {
+        // arrange: 6.19 turin, io_alloc disabled as the kernel boots
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("t.json");
+        let (r, d) = pqos("turin", &state, &["-I", "-d"]);
+        r.unwrap();
+        assert!(
+            d.contains(
+                "                Num COS: 16\n                I/O allocation (io_alloc): disabled\n"
+            ),
+            "{d}"
+        );
+        let (r, s) = pqos("turin", &state, &["-I", "-s"]);
+        r.unwrap();
+        assert!(
+            s.contains("\nL3 I/O allocation (io_alloc): disabled\n"),
+            "{s}"
+        );
+        // act: an administrator enables it
+        let (session, mut rdt) = turin_with_io_alloc(&state);
+        // assert: the kernel keeps CLOSID 15 (resctrl_io_alloc_closid); no lease gets it
+        let io = rdt_pqos::Backend::io_alloc(&mut rdt).unwrap().unwrap();
+        assert_eq!((io.enabled, io.class.get(), io.masks.len()), (true, 15, 8));
+        let free = rdt_pqos::transaction::free_classes(&mut rdt, &[]).unwrap();
+        assert_eq!(free.last().map(|c| c.get()), Some(14), "{free:?}");
+        let request = rdt_pqos::lease::ClassRequest {
+            l3: Some(rdt_pqos::CatMask::Unified("ff".parse().unwrap())),
+            ..Default::default()
+        };
+        let lease = rdt_pqos::lease::Lease::take(&mut rdt, &request).unwrap();
+        assert_eq!(lease.class().get(), 14);
+        lease.release(&mut rdt).unwrap();
+        drop((rdt, session));
+        let (r, d) = pqos("turin", &state, &["-I", "-d"]);
+        r.unwrap();
+        assert!(
+            d.contains("I/O allocation (io_alloc): enabled, COS15 reserved\n"),
+            "{d}"
+        );
+        let (r, s) = pqos("turin", &state, &["-I", "-s"]);
+        r.unwrap();
+        assert!(
+            s.contains(
+                "\nL3 I/O allocation (io_alloc): enabled, COS15 reserved\n    L3ID 0 => MASK 0xffff\n"
+            ),
+            "{s}"
+        );
+        let (r, j) = pqos("turin", &state, &["-I", "-s", "-u", "json"]);
+        r.unwrap();
+        let j: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(j["io_alloc"]["class"], 15);
+        assert_eq!(j["io_alloc"]["masks"][7]["mask"], "0xffff");
+        let (r, j) = pqos("turin", &state, &["-I", "-d", "-u", "json"]);
+        r.unwrap();
+        let j: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(
+            j["io_alloc"],
+            serde_json::json!({"enabled": true, "class": 15})
+        );
+        // the MSR interface does not manage io_alloc: no line
+        let (r, d) = pqos("turin", &state, &["--iface=msr", "-d"]);
+        r.unwrap();
+        assert!(!d.contains("io_alloc"), "{d}");
+    }
 }

@@ -152,6 +152,28 @@ pub struct GroupInfo {
     pub class: Option<ClassId>,
 }
 
+/// L3 I/O allocation as resctrl shows it ([`Backend::io_alloc`]): Linux 6.19's
+/// `info/L3/io_alloc` and `info/L3/io_alloc_cbm`, on AMD parts with SDCIAE
+/// (CPUID.(8000_0020H,0):EBX\[6\]). While it is enabled, the kernel keeps one CLOSID for the
+/// L3 allocations of I/O devices, so one resctrl group fewer can exist.
+///
+/// # References
+/// Linux `fs/resctrl/ctrlmondata.c` (`resctrl_io_alloc_show`, `resctrl_io_alloc_write`,
+/// `resctrl_io_alloc_cbm_show`), `resctrl_io_alloc_closid()`;
+/// `Documentation/filesystems/resctrl.rst` "io_alloc".
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IoAlloc {
+    /// `io_alloc` reads `enabled`.
+    pub enabled: bool,
+    /// The CLOSID io_alloc takes while enabled: the highest of L3, of its CDP half while CDP
+    /// is on (`resctrl_io_alloc_closid()`: `num_closid - 1`, halved first under CDP). Never
+    /// a class to hand out while `enabled` ([`crate::transaction::free_classes`]).
+    pub class: ClassId,
+    /// While enabled: the L3 mask of the I/O CLOSID per L3 domain (`io_alloc_cbm`,
+    /// `0=ffff;1=ffff`); empty otherwise.
+    pub masks: Vec<(CacheDomain, CacheBitmask)>,
+}
+
 /// The ways a resctrl group in `exclusive` mode holds in one cache domain
 /// ([`Backend::exclusive_ways`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -320,6 +342,16 @@ pub trait Backend {
     /// # Errors
     /// When the CPU is not online or its association cannot be read.
     fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Self::Error>;
+
+    /// L3 I/O allocation ([`IoAlloc`]), where the interface shows it: resctrl on Linux 6.19+
+    /// with an io_alloc-capable L3. `None` elsewhere (the default; the MSR interface does
+    /// not manage it, and a kernel that says `not supported` has none).
+    ///
+    /// # Errors
+    /// A read fails or a file does not parse.
+    fn io_alloc(&mut self) -> Result<Option<IoAlloc>, Self::Error> {
+        Ok(None)
+    }
 
     /// The cache ways of `resource` in `domain` that resctrl groups in `exclusive` mode hold
     /// (resctrl.rst "Resource Sharing"; the kernel refuses any other group's mask that

@@ -295,6 +295,8 @@ pub struct FakeBackend {
     pub writes: Vec<String>,
     /// Report the OS interface (no RMIDs in `rmid_of`; task association works).
     pub os_interface: bool,
+    /// What [`Backend::io_alloc`] reports (`None`: no L3 I/O allocation).
+    pub io_alloc: Option<crate::IoAlloc>,
     /// The write that fails: 1 is the next one; 0 none.
     fail_nth: usize,
     /// The first write that fails, with every one after it: 1 is the next one; 0 none.
@@ -335,6 +337,7 @@ impl FakeBackend {
             next_group: 1,
             writes: Vec::new(),
             os_interface: false,
+            io_alloc: None,
             fail_nth: 0,
             fail_from: 0,
             fail_all_writes: false,
@@ -765,6 +768,10 @@ impl Backend for FakeBackend {
             }
         }
         Ok(applied)
+    }
+
+    fn io_alloc(&mut self) -> R<Option<crate::IoAlloc>> {
+        Ok(self.io_alloc.clone())
     }
 
     fn class_of(&mut self, cpu: LogicalCpu) -> R<ClassId> {

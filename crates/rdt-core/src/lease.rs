@@ -388,4 +388,31 @@ mod tests {
         lease.release(&mut b).expect("release");
         assert_eq!(b.class_of_task(me).expect("class"), ClassId::new(0));
     }
+
+    #[test]
+    fn the_closid_of_enabled_io_alloc_is_never_taken() {
+        // arrange: resctrl on an AMD with io_alloc enabled: the kernel keeps COS15
+        let mut b = FakeBackend::amd_2ccx();
+        b.os_interface = true;
+        let io = |enabled| crate::IoAlloc {
+            enabled,
+            class: ClassId::new(15),
+            masks: Vec::new(),
+        };
+        b.io_alloc = Some(io(true));
+        // act
+        let free = free_classes(&mut b, &[]).expect("free");
+        let lease = Lease::take(&mut b, &request(0xf, "")).expect("taken");
+        // assert: the highest class the kernel leaves is COS14
+        assert_eq!(free.last(), Some(&ClassId::new(14)));
+        assert_eq!(free.len(), 14);
+        assert_eq!(lease.class(), ClassId::new(14));
+        // disabled, COS15 is a class like any other
+        b.io_alloc = Some(io(false));
+        assert_eq!(
+            free_classes(&mut b, &[]).expect("free").last(),
+            Some(&ClassId::new(15))
+        );
+        lease.release(&mut b).expect("released");
+    }
 }

@@ -45,7 +45,7 @@ pub mod transaction;
 
 pub use backend::{
     AllocReset, Backend, BackendError, CatClass, CatMask, ExclusiveWays, FeatureSetting, GroupInfo,
-    GroupKind, GroupOwner, Interface, MbaClass, MbaCtrl, Monitoring,
+    GroupKind, GroupOwner, Interface, IoAlloc, MbaClass, MbaCtrl, Monitoring,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, ImplausibleError, LimitError,

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use anyhow::{Result, bail};
 use rdt_pqos::{
-    Backend, CacheGeometry, Capabilities, CatCaps, Interface, MbaCaps, MbaCtrl, MbaKind,
+    Backend, CacheGeometry, Capabilities, CatCaps, Interface, IoAlloc, MbaCaps, MbaCtrl, MbaKind,
     MonitoringCaps, PmuCaps, Vendor,
 };
 
@@ -22,10 +22,16 @@ pub fn run_display<B: Backend>(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
+    // A report shows what it can: an unreadable io_alloc file leaves its line out.
+    let io_alloc = backend.io_alloc().unwrap_or_else(|e| {
+        log::warn!("reading resctrl's info/L3/io_alloc: {e}");
+        None
+    });
     display(
         backend.capabilities(),
         backend.interface(),
         backend.mba_ctrl(),
+        io_alloc.as_ref(),
         verbose,
         json,
         out,
@@ -47,6 +53,7 @@ pub fn run_display_report(
         &report.capabilities,
         report.interface,
         report.mba_ctrl,
+        report.io_alloc.as_ref(),
         verbose,
         json,
         out,
@@ -57,6 +64,7 @@ fn display(
     caps: &Capabilities,
     iface: Interface,
     mba_ctrl: Option<MbaCtrl>,
+    io_alloc: Option<&IoAlloc>,
     verbose: bool,
     json: bool,
     out: &mut dyn Write,
@@ -67,13 +75,13 @@ fn display(
             Interface::Os => Some(mba_ctrl.unwrap_or(MbaCtrl::Unsupported)),
             Interface::Msr => None,
         };
-        return print_capabilities_json(caps, iface, ctrl, out);
+        return print_capabilities_json(caps, iface, ctrl, io_alloc, out);
     }
     let ctrl = match iface {
         Interface::Os => pqos_ctrl_line(caps, mba_ctrl),
         Interface::Msr => None,
     };
-    print_capabilities(caps, iface, ctrl, verbose, out)
+    print_capabilities(caps, iface, ctrl, io_alloc, verbose, out)
 }
 
 /// The state pqos v25.04 prints in the OS interface's MBA `CTRL:` line, `None` where it
@@ -121,6 +129,8 @@ fn line(out: &mut dyn Write, indent: usize, text: &str) -> std::io::Result<()> {
 /// Writes pqos's `-d` (or with `verbose`, `-D`) report. `mba_ctrl` is the MBA software
 /// controller's state, printed as `CTRL:` under MBA when given; on the OS interface SMBA's
 /// `CTRL: unsupported` is printed always (the kernel's controller drives MBA only).
+/// `io_alloc` (resctrl, Linux 6.19+) adds this tool's line under L3 CAT:
+/// `I/O allocation (io_alloc): enabled, COS15 reserved` or `... disabled`.
 ///
 /// On the OS interface every resource's `Num COS:` is the class count resctrl gives a
 /// group, the fewest `num_closids` of all resources ([`Capabilities::os_classes`]; pqos
@@ -132,6 +142,7 @@ pub fn print_capabilities(
     caps: &Capabilities,
     iface: Interface,
     mba_ctrl: Option<MbaCtrl>,
+    io_alloc: Option<&IoAlloc>,
     verbose: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -170,7 +181,7 @@ pub fn print_capabilities(
             c,
             classes,
             caps.l3_cache.as_ref(),
-            true,
+            Some(io_alloc),
             verbose,
         )?;
     }
@@ -182,7 +193,7 @@ pub fn print_capabilities(
             c,
             classes,
             caps.l2_cache.as_ref(),
-            false,
+            None,
             verbose,
         )?;
     }
@@ -323,7 +334,8 @@ fn print_cat(
     c: &CatCaps,
     classes: u32,
     cache: Option<&CacheGeometry>,
-    io_rdt_line: bool,
+    // L3: the I/O RDT line, and the io_alloc line when resctrl shows io_alloc.
+    l3_io: Option<Option<&IoAlloc>>,
     verbose: bool,
 ) -> Result<()> {
     line(out, 12, name)?;
@@ -334,11 +346,20 @@ fn print_cat(
         "unsupported"
     };
     line(out, 16, &format!("Non-Contiguous CBM: {nc}"))?;
-    if io_rdt_line {
+    if l3_io.is_some() {
         let io = if c.io_rdt { "disabled" } else { "unsupported" };
         line(out, 16, &format!("I/O RDT: {io}"))?;
     }
     line(out, 16, &format!("Num COS: {classes}"))?;
+    // Ours: Linux 6.19's io_alloc keeps the highest CLOSID for I/O while enabled.
+    if let Some(Some(io)) = l3_io {
+        let state = if io.enabled {
+            format!("enabled, COS{} reserved", io.class)
+        } else {
+            "disabled".to_owned()
+        };
+        line(out, 16, &format!("I/O allocation (io_alloc): {state}"))?;
+    }
     if verbose {
         if let Some(g) = cache {
             line(out, 16, &format!("Way size: {} bytes", g.way_size()))?;
@@ -409,6 +430,8 @@ struct CapsDoc {
     l2_cat: Option<CatDoc>,
     mba: Option<MbaDoc>,
     smba: Option<MbaDoc>,
+    /// L3 I/O allocation (resctrl, Linux 6.19+); `null` where not shown.
+    io_alloc: Option<IoAllocDoc>,
     l3_cache: Option<CacheDoc>,
     l2_cache: Option<CacheDoc>,
 }
@@ -445,6 +468,13 @@ struct MbaDoc {
     granularity: u32,
     min_bandwidth_percent: Option<u32>,
     linear: Option<bool>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct IoAllocDoc {
+    enabled: bool,
+    /// The CLOSID the kernel keeps for I/O while enabled.
+    class: u32,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -542,6 +572,7 @@ pub fn print_capabilities_json(
     caps: &Capabilities,
     iface: Interface,
     mba_ctrl: Option<MbaCtrl>,
+    io_alloc: Option<&IoAlloc>,
     out: &mut dyn Write,
 ) -> Result<()> {
     if nothing_discovered(caps) {
@@ -580,6 +611,10 @@ pub fn print_capabilities_json(
             .smba
             .get()
             .map(|m| mba_doc(m, mba_ctrl.map(|_| MbaCtrl::Unsupported))),
+        io_alloc: io_alloc.map(|io| IoAllocDoc {
+            enabled: io.enabled,
+            class: io.class.get(),
+        }),
         l3_cache: caps.l3_cache.as_ref().map(cache_doc),
         l2_cache: caps.l2_cache.as_ref().map(cache_doc),
     };
@@ -678,7 +713,7 @@ mod tests {
     fn os_report(caps: &Capabilities, state: MbaCtrl, verbose: bool) -> String {
         let mut out = Vec::new();
         let ctrl = pqos_ctrl_line(caps, Some(state));
-        print_capabilities(caps, Interface::Os, ctrl, verbose, &mut out).unwrap();
+        print_capabilities(caps, Interface::Os, ctrl, None, verbose, &mut out).unwrap();
         let got = String::from_utf8(out).unwrap();
         // the running kernel's release is not the sample's
         let (first, rest) = got.split_once('\n').unwrap();
@@ -763,7 +798,7 @@ mod tests {
         caps.l2_cat = Feature::Unsupported;
         caps.mba = Feature::Supported(fixtures::intel_mba(8));
         let mut msr = Vec::new();
-        print_capabilities(&caps, Interface::Msr, None, false, &mut msr).unwrap();
+        print_capabilities(&caps, Interface::Msr, None, None, false, &mut msr).unwrap();
         // act
         let os = os_report(&caps, MbaCtrl::Disabled, false);
         // assert: resctrl gives a group one CLOSID for every resource

@@ -12,8 +12,8 @@ use std::io::Write;
 use anyhow::{Result, anyhow};
 use rdt_pqos::{
     Backend, BackendError, CacheDomain, CatClass, CatMask, CatResource, ClassId, CpuPlacement,
-    GroupInfo, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, MbaResource,
-    RequestError, Rmid, TaskId,
+    GroupInfo, GroupKind, GroupOwner, Interface, IoAlloc, LogicalCpu, MbaClass, MbaLimit,
+    MbaResource, RequestError, Rmid, TaskId,
 };
 
 use super::L3Domains;
@@ -124,6 +124,8 @@ struct Config {
     mba: bool,
     smba: bool,
     l3: Vec<L3Section>,
+    /// L3 I/O allocation (resctrl, Linux 6.19+), where the interface shows it.
+    io_alloc: Option<IoAlloc>,
     /// Per L2 domain, its classes.
     l2: Vec<(CacheDomain, Part<Vec<CatClass>>)>,
     /// Per package, its cores.
@@ -306,6 +308,10 @@ impl Config {
                 });
             }
         }
+        let io_alloc = backend.io_alloc().unwrap_or_else(|e| {
+            note(anyhow!(e).context("reading resctrl's info/L3/io_alloc"));
+            None
+        });
         let l2_domains = if l2ca { topo.l2_domains() } else { Vec::new() };
         let l2_classes = read_domains(backend, l2ca, &l2_domains, |b, d| {
             b.cat_classes_in(CatResource::L2, d)
@@ -354,6 +360,7 @@ impl Config {
             mba,
             smba,
             l3,
+            io_alloc,
             l2,
             packages,
             tasks,
@@ -391,6 +398,21 @@ impl Config {
                     Part::Failed => writeln!(out, "{name}: Couldn't obtain info.")?,
                     Part::Absent => {}
                 }
+            }
+        }
+        // Ours (pqos knows no io_alloc): the CLOSID the kernel keeps for I/O and its masks.
+        if let Some(io) = &self.io_alloc {
+            if io.enabled {
+                writeln!(
+                    out,
+                    "L3 I/O allocation (io_alloc): enabled, COS{} reserved",
+                    io.class
+                )?;
+                for (domain, mask) in &io.masks {
+                    writeln!(out, "    L3ID {domain} => MASK {mask:#x}")?;
+                }
+            } else {
+                writeln!(out, "L3 I/O allocation (io_alloc): disabled")?;
             }
         }
         for (domain, classes) in &self.l2 {
@@ -491,6 +513,8 @@ mod json {
         mba: Option<Vec<MbaDomainDoc>>,
         /// AMD SMBA, as `mba`.
         smba: Option<Vec<MbaDomainDoc>>,
+        /// L3 I/O allocation (resctrl, Linux 6.19+); `null` where not shown.
+        io_alloc: Option<IoAllocDoc>,
         cores: Vec<CoreDoc>,
         tasks: Option<Vec<TasksDoc>>,
         groups: Option<Vec<GroupDoc>>,
@@ -528,6 +552,21 @@ mod json {
         percent: Option<u8>,
         mib_per_s: Option<u32>,
         amd_units: Option<u32>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct IoAllocDoc {
+        enabled: bool,
+        /// The CLOSID io_alloc keeps while enabled.
+        class: u32,
+        /// Per L3 domain, the I/O mask (empty while disabled).
+        masks: Vec<IoMaskDoc>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct IoMaskDoc {
+        domain: u32,
+        mask: String,
     }
 
     #[derive(Debug, Serialize)]
@@ -681,6 +720,18 @@ mod json {
                 l2_cat,
                 mba,
                 smba,
+                io_alloc: c.io_alloc.as_ref().map(|io| IoAllocDoc {
+                    enabled: io.enabled,
+                    class: io.class.get(),
+                    masks: io
+                        .masks
+                        .iter()
+                        .map(|(d, m)| IoMaskDoc {
+                            domain: d.get(),
+                            mask: format!("{m:#x}"),
+                        })
+                        .collect(),
+                }),
                 cores,
                 tasks,
                 groups,

@@ -748,7 +748,8 @@ mod tests;
 /// interface's class count ([`crate::Capabilities::classes`]) that no CPU is associated
 /// with, no task is in (OS interface), whose masks are all ways in every L3 and L2 domain,
 /// and that is not in `taken` (classes spoken for, such as other named classes). COS 0,
-/// every CPU's default, is never free.
+/// every CPU's default, is never free, nor is the CLOSID that enabled L3 I/O allocation
+/// keeps ([`Backend::io_alloc`]: the kernel leaves one group fewer then).
 ///
 /// # Errors
 /// A read fails.
@@ -757,9 +758,13 @@ pub fn free_classes<B: Backend>(
     taken: &[ClassId],
 ) -> Result<Vec<ClassId>, B::Error> {
     let n = backend.capabilities().classes(backend.interface());
+    let io = backend
+        .io_alloc()?
+        .filter(|io| io.enabled)
+        .map(|io| io.class);
     let mut free: Vec<ClassId> = (1..n)
         .map(ClassId::new)
-        .filter(|c| !taken.contains(c))
+        .filter(|c| !taken.contains(c) && Some(*c) != io)
         .collect();
     for (_, class) in backend.cpu_classes()? {
         if let Some(c) = class {

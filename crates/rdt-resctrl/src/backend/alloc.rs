@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use rdt_core::{
     AllocReset, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId, FeatureSetting,
-    GroupOwner, Interface, LimitError, MbaClass, MbaCtrl, MbaKind, MbaLimit, MbaResource,
+    GroupOwner, Interface, IoAlloc, LimitError, MbaClass, MbaCtrl, MbaKind, MbaLimit, MbaResource,
     PmuSource, RequestError,
 };
 
@@ -678,6 +678,64 @@ impl<P: PmuSource> ResctrlBackend<P> {
         }
         let _g = self.lock.exclusive()?;
         self.reset_groups()
+    }
+
+    /// [`Backend::io_alloc`](rdt_core::Backend::io_alloc) on resctrl: `info/L3/io_alloc`
+    /// (`info/L3CODE/io_alloc` while CDP is on; the kernel puts the files in every cache
+    /// info directory) and, while enabled, `io_alloc_cbm`. The CLOSID is
+    /// `resctrl_io_alloc_closid()`: the schema's `num_closids` (already halved under CDP)
+    /// minus one. `None` without the file (before Linux 6.19, or no L3 CAT) or when it reads
+    /// `not supported`.
+    pub(super) fn read_io_alloc(&self) -> Result<Option<IoAlloc>, ResctrlError> {
+        let Some((schema, info)) = ["L3", "L3CODE"]
+            .into_iter()
+            .find_map(|s| self.info.caches.get(s).map(|i| (s, i)))
+        else {
+            return Ok(None);
+        };
+        let _g = self.lock.shared()?;
+        let rel = format!("info/{schema}/io_alloc");
+        let Some(state) = self.fs.read_opt(&rel)? else {
+            return Ok(None);
+        };
+        let enabled = match state.trim() {
+            "enabled" => true,
+            "disabled" => false,
+            "not supported" => return Ok(None),
+            other => {
+                return Err(ResctrlError::Parse {
+                    path: self.fs.path(&rel),
+                    text: other.to_owned(),
+                    expected: "enabled, disabled or not supported".to_owned(),
+                });
+            }
+        };
+        let class = ClassId::new(info.num_closids.saturating_sub(1));
+        let mut masks = Vec::new();
+        if enabled {
+            let rel = format!("info/{schema}/io_alloc_cbm");
+            let text = self.fs.read(&rel)?;
+            let bad = |expected: String| ResctrlError::Parse {
+                path: self.fs.path(&rel),
+                text: text.trim().to_owned(),
+                expected,
+            };
+            // `0=ffff;1=ffff`: a schemata line without its name.
+            let line: crate::Schemata = format!("L3:{}", text.trim())
+                .parse()
+                .map_err(|e: crate::SchemataError| bad(e.to_string()))?;
+            for d in line.domains("L3") {
+                if let Some(m) = line.cache_mask("L3", d).map_err(|e| bad(e.to_string()))? {
+                    let m = CacheBitmask::new(m).map_err(|e| bad(e.to_string()))?;
+                    masks.push((CacheDomain::new(d), m));
+                }
+            }
+        }
+        Ok(Some(IoAlloc {
+            enabled,
+            class,
+            masks,
+        }))
     }
 
     /// [`Backend::mba_ctrl`] on resctrl.

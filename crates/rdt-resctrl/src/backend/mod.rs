@@ -530,6 +530,14 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup) (the CPU is in another tool's group): nothing written;
     /// [`ResctrlError::OutOfClosids`], [`ResctrlError::Rejected`].
     /// Reads `mode` of every control group, and the masks of the `exclusive` ones.
+    /// `info/L3/io_alloc` and `io_alloc_cbm` (Linux 6.19+).
+    ///
+    /// # Errors
+    /// The lock, a read, or a file that does not parse.
+    fn io_alloc(&mut self) -> Result<Option<rdt_core::IoAlloc>, ResctrlError> {
+        self.read_io_alloc()
+    }
+
     fn exclusive_ways(
         &mut self,
         resource: CatResource,
