@@ -181,7 +181,7 @@ pub fn print_capabilities(
             c,
             classes,
             caps.l3_cache.as_ref(),
-            Some(io_alloc),
+            CatLevel::L3 { io_alloc },
             verbose,
         )?;
     }
@@ -193,7 +193,7 @@ pub fn print_capabilities(
             c,
             classes,
             caps.l2_cache.as_ref(),
-            None,
+            CatLevel::L2,
             verbose,
         )?;
     }
@@ -328,14 +328,21 @@ fn print_monitoring(
     Ok(())
 }
 
+/// Which cache [`print_cat`] prints: L3 has the I/O RDT line, and the io_alloc line where
+/// resctrl shows io_alloc.
+#[derive(Clone, Copy)]
+enum CatLevel<'a> {
+    L3 { io_alloc: Option<&'a IoAlloc> },
+    L2,
+}
+
 fn print_cat(
     out: &mut dyn Write,
     name: &str,
     c: &CatCaps,
     classes: u32,
     cache: Option<&CacheGeometry>,
-    // L3: the I/O RDT line, and the io_alloc line when resctrl shows io_alloc.
-    l3_io: Option<Option<&IoAlloc>>,
+    level: CatLevel<'_>,
     verbose: bool,
 ) -> Result<()> {
     line(out, 12, name)?;
@@ -346,13 +353,13 @@ fn print_cat(
         "unsupported"
     };
     line(out, 16, &format!("Non-Contiguous CBM: {nc}"))?;
-    if l3_io.is_some() {
+    if let CatLevel::L3 { .. } = level {
         let io = if c.io_rdt { "disabled" } else { "unsupported" };
         line(out, 16, &format!("I/O RDT: {io}"))?;
     }
     line(out, 16, &format!("Num COS: {classes}"))?;
     // Ours: Linux 6.19's io_alloc keeps the highest CLOSID for I/O while enabled.
-    if let Some(Some(io)) = l3_io {
+    if let CatLevel::L3 { io_alloc: Some(io) } = level {
         let state = if io.enabled {
             format!("enabled, COS{} reserved", io.class)
         } else {

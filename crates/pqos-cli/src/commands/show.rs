@@ -250,6 +250,59 @@ fn first_classes<T>(mut v: Vec<T>, limit: Option<u32>) -> Vec<T> {
     v
 }
 
+/// The `L3CA/MBA COS definitions` sections: every L3 domain's L3 masks, MBA and SMBA
+/// limits (those the platform has), each read for every domain at once.
+fn read_l3<B: Backend>(
+    backend: &mut B,
+    caps: &rdt_pqos::Capabilities,
+    topo: &rdt_pqos::Topology,
+    limit: Option<u32>,
+    note: &mut dyn FnMut(anyhow::Error),
+) -> Vec<L3Section> {
+    let l3ca = caps.l3_cat.get().is_some();
+    let mba = caps.mba.get().is_some();
+    let smba = caps.smba.get().is_some();
+    let mut l3 = Vec::new();
+    let domains = L3Domains::new(caps, topo);
+    let ids: Vec<CacheDomain> = domains.list.iter().map(|(_, d)| *d).collect();
+    let cat = read_domains(backend, l3ca, &ids, |b, d| {
+        b.cat_classes_in(CatResource::L3, d)
+    });
+    let limits = read_domains(backend, mba, &ids, B::mba_classes_in);
+    let slow = read_domains(backend, smba, &ids, |b, d| {
+        b.bandwidth_classes_in(MbaResource::Smba, d)
+    });
+    for ((((id, domain), cat), limits), slow) in domains.list.iter().zip(cat).zip(limits).zip(slow)
+    {
+        let cat = Part::read(
+            l3ca,
+            || cat.map(|v| first_classes(v, limit)),
+            || format!("reading the L3 classes of domain {domain}"),
+            note,
+        );
+        let limits = Part::read(
+            mba,
+            || limits.map(|v| first_classes(v, limit)),
+            || format!("reading the MBA classes of domain {domain}"),
+            note,
+        );
+        let slow = Part::read(
+            smba,
+            || slow.map(|v| first_classes(v, limit)),
+            || format!("reading the SMBA classes of domain {domain}"),
+            note,
+        );
+        l3.push(L3Section {
+            label: domains.show_label(*id),
+            domain: *domain,
+            l3: cat,
+            mba: limits,
+            smba: slow,
+        });
+    }
+    l3
+}
+
 impl Config {
     /// Reads what `-s` shows; each failed read goes to `note` and leaves its part empty.
     fn read<B: Backend>(
@@ -267,48 +320,12 @@ impl Config {
         let l2ca = caps.l2_cat.get().is_some();
         let mba = caps.mba.get().is_some();
         let smba = caps.smba.get().is_some();
-        let mut l3 = Vec::new();
-        if l3ca || mba || smba {
-            let domains = L3Domains::new(&caps, &topo);
-            let ids: Vec<CacheDomain> = domains.list.iter().map(|(_, d)| *d).collect();
-            let cat = read_domains(backend, l3ca, &ids, |b, d| {
-                b.cat_classes_in(CatResource::L3, d)
-            });
-            let limits = read_domains(backend, mba, &ids, B::mba_classes_in);
-            let slow = read_domains(backend, smba, &ids, |b, d| {
-                b.bandwidth_classes_in(MbaResource::Smba, d)
-            });
-            for ((((id, domain), cat), limits), slow) in
-                domains.list.iter().zip(cat).zip(limits).zip(slow)
-            {
-                let cat = Part::read(
-                    l3ca,
-                    || cat.map(|v| first_classes(v, limit)),
-                    || format!("reading the L3 classes of domain {domain}"),
-                    note,
-                );
-                let limits = Part::read(
-                    mba,
-                    || limits.map(|v| first_classes(v, limit)),
-                    || format!("reading the MBA classes of domain {domain}"),
-                    note,
-                );
-                let slow = Part::read(
-                    smba,
-                    || slow.map(|v| first_classes(v, limit)),
-                    || format!("reading the SMBA classes of domain {domain}"),
-                    note,
-                );
-                l3.push(L3Section {
-                    label: domains.show_label(*id),
-                    domain: *domain,
-                    l3: cat,
-                    mba: limits,
-                    smba: slow,
-                });
-            }
-        }
-        let io_alloc = backend.io_alloc().unwrap_or_else(|e| {
+        let l3 = if l3ca || mba || smba {
+            read_l3(backend, &caps, &topo, limit, note)
+        } else {
+            Vec::new()
+        };
+        let io = backend.io_alloc().unwrap_or_else(|e| {
             note(anyhow!(e).context("reading resctrl's info/L3/io_alloc"));
             None
         });
@@ -360,7 +377,7 @@ impl Config {
             mba,
             smba,
             l3,
-            io_alloc,
+            io_alloc: io,
             l2,
             packages,
             tasks,
@@ -369,7 +386,9 @@ impl Config {
     }
 
     /// pqos's `-s` text (v25.04 layout) and this tool's foreign-group section.
-    fn print_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+    /// The L3 sections of [`Config::print_text`]: L3CA, MBA and SMBA classes per domain,
+    /// then this tool's io_alloc section.
+    fn print_l3(&self, out: &mut dyn Write) -> std::io::Result<()> {
         for section in &self.l3 {
             writeln!(
                 out,
@@ -415,6 +434,11 @@ impl Config {
                 writeln!(out, "L3 I/O allocation (io_alloc): disabled")?;
             }
         }
+        Ok(())
+    }
+
+    fn print_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        self.print_l3(out)?;
         for (domain, classes) in &self.l2 {
             if let Part::Read(classes) = classes {
                 writeln!(out, "L2CA COS definitions for L2ID {domain}:")?;
@@ -612,6 +636,21 @@ mod json {
         }
     }
 
+    fn io_alloc_doc(io: &rdt_pqos::IoAlloc) -> IoAllocDoc {
+        IoAllocDoc {
+            enabled: io.enabled,
+            class: io.class.get(),
+            masks: io
+                .masks
+                .iter()
+                .map(|(d, m)| IoMaskDoc {
+                    domain: d.get(),
+                    mask: format!("{m:#x}"),
+                })
+                .collect(),
+        }
+    }
+
     fn mba_class(c: &MbaClass) -> MbaClassDoc {
         let (mut percent, mut mib_per_s, mut amd_units) = (None, None, None);
         match c.limit {
@@ -720,18 +759,7 @@ mod json {
                 l2_cat,
                 mba,
                 smba,
-                io_alloc: c.io_alloc.as_ref().map(|io| IoAllocDoc {
-                    enabled: io.enabled,
-                    class: io.class.get(),
-                    masks: io
-                        .masks
-                        .iter()
-                        .map(|(d, m)| IoMaskDoc {
-                            domain: d.get(),
-                            mask: format!("{m:#x}"),
-                        })
-                        .collect(),
-                }),
+                io_alloc: c.io_alloc.as_ref().map(io_alloc_doc),
                 cores,
                 tasks,
                 groups,
