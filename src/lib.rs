@@ -318,8 +318,12 @@ impl Backend for Rdt {
     ) -> Result<(), Error> {
         forward!(self, b => b.set_cat_classes(resource, domain, classes))
     }
-    fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, Error> {
-        forward!(self, b => b.mba_classes(domain))
+    fn bandwidth_classes(
+        &mut self,
+        resource: MbaResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<MbaClass>, Error> {
+        forward!(self, b => b.bandwidth_classes(resource, domain))
     }
     fn cat_classes_in(
         &mut self,
@@ -328,18 +332,26 @@ impl Backend for Rdt {
     ) -> Result<Vec<Vec<CatClass>>, Error> {
         forward!(self, b => b.cat_classes_in(resource, domains))
     }
-    fn mba_classes_in(&mut self, domains: &[CacheDomain]) -> Result<Vec<Vec<MbaClass>>, Error> {
-        forward!(self, b => b.mba_classes_in(domains))
-    }
-    fn set_mba_classes(
+    fn bandwidth_classes_in(
         &mut self,
+        resource: MbaResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<MbaClass>>, Error> {
+        forward!(self, b => b.bandwidth_classes_in(resource, domains))
+    }
+    fn set_bandwidth_classes(
+        &mut self,
+        resource: MbaResource,
         domain: CacheDomain,
         classes: &[MbaClass],
     ) -> Result<Vec<MbaClass>, Error> {
-        forward!(self, b => b.set_mba_classes(domain, classes))
+        forward!(self, b => b.set_bandwidth_classes(resource, domain, classes))
     }
     fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Error> {
         forward!(self, b => b.class_of(cpu))
+    }
+    fn io_alloc(&mut self) -> Result<Option<IoAlloc>, Error> {
+        forward!(self, b => b.io_alloc())
     }
     fn exclusive_ways(
         &mut self,

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdt_core::{
-    ApicIdLayout, Backend, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface, LogicalCpu,
-    MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology, TopologyError,
-    error_chain, explain_no_rdt, transaction,
+    ApicIdLayout, Backend, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface, IoAlloc,
+    LogicalCpu, MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology,
+    TopologyError, error_chain, explain_no_rdt, transaction,
 };
 use rdt_msr::regs::IA32_X2APIC_APICID;
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
@@ -392,6 +392,8 @@ pub struct PlatformCapabilities {
     pub mba_ctrl: Option<MbaCtrl>,
     /// resctrl's monitoring details ([`Backend::mbm_details`]); `None` on MSR.
     pub mbm: Option<rdt_core::MbmDetails>,
+    /// L3 I/O allocation ([`Backend::io_alloc`]: resctrl on Linux 6.19+); `None` elsewhere.
+    pub io_alloc: Option<IoAlloc>,
     /// What is worth telling the user (pqos's `WARN:` lines).
     pub notices: Vec<Notice>,
 }
@@ -733,6 +735,7 @@ impl OpenOptions {
                 capabilities: backend.capabilities().clone(),
                 mba_ctrl: backend.mba_ctrl(),
                 mbm,
+                io_alloc: backend.io_alloc().map_err(OpenError::Resctrl)?,
                 notices: Vec::new(),
             });
         }
@@ -755,6 +758,7 @@ impl OpenOptions {
             capabilities: backend.capabilities().clone(),
             mba_ctrl: backend.mba_ctrl(),
             mbm: None,
+            io_alloc: None,
             notices,
         })
     }

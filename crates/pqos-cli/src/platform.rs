@@ -471,4 +471,190 @@ mod tests {
             "{e}"
         );
     }
+
+    /// The `-s` lines of one `COS definitions for` section (`Core Complex N`).
+    fn section(s: &str, ccx: u32) -> String {
+        let header = format!("COS definitions for L3 Cluster (or Core Complex) {ccx}:\n");
+        let start = s.find(&header).unwrap() + header.len();
+        let rest = &s[start..];
+        rest[..rest.find("COS definitions for").unwrap_or(rest.len())].to_owned()
+    }
+
+    #[test]
+    fn smba_round_trips_on_genoa_through_the_msr_and_the_os_interface() {
+        for iface in [&[][..], &["-I"]] {
+            // arrange
+            let dir = tempfile::tempdir().unwrap();
+            let state = dir.path().join("s.json");
+            let run = |argv: &[&str]| {
+                let full: Vec<&str> = iface.iter().chain(argv).copied().collect();
+                let (r, out) = pqos("genoa", &state, &full);
+                r.map(|()| out)
+            };
+            // act: pqos/alloc.c set_smba_clos's lines
+            let e = run(&["-e", "smba@3:2=16;smba@0,23:1=256"]).unwrap();
+            // assert
+            assert_eq!(
+                e,
+                "Core Complex 3 SMBA COS2 => 16 requested, 16 applied\n\
+                 Core Complex 0 SMBA COS1 => 256 requested, 256 applied\n\
+                 Core Complex 23 SMBA COS1 => 256 requested, 256 applied\n\
+                 Allocation configuration altered.\n",
+                "{iface:?}"
+            );
+            let s = run(&["-s"]).unwrap();
+            let ccx3 = section(&s, 3);
+            // print_per_l3_cluster_config: SMBA after MBA, AMD units, " available"
+            assert!(
+                ccx3.contains("    MBA COS2 => 2048 available\n")
+                    && ccx3.contains(
+                        "    SMBA COS1 => 2048 available\n    SMBA COS2 => 16 available\n"
+                    ),
+                "{iface:?}: {ccx3}"
+            );
+            assert!(ccx3.find("    MBA COS15").unwrap() < ccx3.find("    SMBA COS0").unwrap());
+            assert!(section(&s, 23).contains("    SMBA COS1 => 256 available\n"));
+            assert!(section(&s, 1).contains("    SMBA COS1 => 2048 available\n"));
+            let json: serde_json::Value =
+                serde_json::from_str(&run(&["-s", "-u", "json"]).unwrap()).unwrap();
+            assert_eq!(json["smba"][3]["classes"][2]["amd_units"], 16, "{iface:?}");
+            assert_eq!(json["mba"][3]["classes"][2]["amd_units"], 2048, "{iface:?}");
+            // out of SMBA's range: nothing written
+            let e = run(&["-e", "smba@5:1=2049"]).unwrap_err().to_string();
+            assert!(e.contains("out of range (from 1-2048)"), "{e}");
+            assert!(
+                section(&run(&["-s"]).unwrap(), 5).contains("    SMBA COS1 => 2048 available\n")
+            );
+            // -R: every SMBA class back to 2^width
+            assert_eq!(run(&["-R"]).unwrap(), "Allocation reset successful\n");
+            let s = run(&["-s"]).unwrap();
+            assert!(
+                !s.contains("SMBA COS2 => 16") && !s.contains("=> 256 available"),
+                "{s}"
+            );
+            assert_eq!(
+                s.matches("    SMBA COS2 => 2048 available\n").count(),
+                24,
+                "{iface:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn smba_is_refused_by_name_where_the_platform_has_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let (r, out) = pqos("milan", &dir.path().join("s.json"), &["-e", "smba:1=8"]);
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            "\"smba:1=8\": SMBA is not supported on this platform"
+        );
+        assert_eq!(out, "Allocation configuration error!\n");
+    }
+
+    /// Enables io_alloc in the in-process turin saved at `state`, as an administrator
+    /// would (`echo 1 > /sys/fs/resctrl/info/L3/io_alloc`), and opens it on the OS
+    /// interface through the library (the session holds the in-process resctrl: keep it
+    /// while the platform is used).
+    fn turin_with_io_alloc(state: &Path) -> (rdt_sim::session::Session, rdt_pqos::Rdt) {
+        use rdt_sim::session::{Session, SessionOptions};
+        let session = Session::open(&SessionOptions {
+            state: Some(state.to_owned()),
+            ..SessionOptions::new("turin")
+        })
+        .unwrap();
+        session
+            .resctrl()
+            .files()
+            .write("info/L3/io_alloc", b"1\n")
+            .unwrap();
+        session.save().unwrap();
+        let sim = session.handle().clone();
+        let (capabilities, topology) = {
+            let platform = sim.lock(); // released before the library opens the platform
+            (platform.capabilities().clone(), platform.topology().clone())
+        };
+        let source = rdt_pqos::MsrSource {
+            io: Box::new(sim.clone()),
+            pmu: Box::new(rdt_pqos::NoPmu),
+            capabilities,
+            topology,
+            name: "the simulated turin".into(),
+            run_dir: None,
+            os: Some(rdt_pqos::OsFace {
+                files: session.resctrl().files(),
+                mount: Box::new(session.resctrl().mount_control()),
+                root: "sim:turin:/sys/fs/resctrl".into(),
+            }),
+        };
+        let rdt = rdt_pqos::OpenOptions::new(rdt_pqos::Iface::Os)
+            .open_source(source)
+            .unwrap();
+        (session, rdt)
+    }
+
+    #[test]
+    fn io_alloc_on_turin_is_shown_and_its_closid_is_never_handed_out() {
+        // arrange: 6.19 turin, io_alloc disabled as the kernel boots
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("t.json");
+        let (r, d) = pqos("turin", &state, &["-I", "-d"]);
+        r.unwrap();
+        assert!(
+            d.contains(
+                "                Num COS: 16\n                I/O allocation (io_alloc): disabled\n"
+            ),
+            "{d}"
+        );
+        let (r, s) = pqos("turin", &state, &["-I", "-s"]);
+        r.unwrap();
+        assert!(
+            s.contains("\nL3 I/O allocation (io_alloc): disabled\n"),
+            "{s}"
+        );
+        // act: an administrator enables it
+        let (session, mut rdt) = turin_with_io_alloc(&state);
+        // assert: the kernel keeps CLOSID 15 (resctrl_io_alloc_closid); no lease gets it
+        let io = rdt_pqos::Backend::io_alloc(&mut rdt).unwrap().unwrap();
+        assert_eq!((io.enabled, io.class.get(), io.masks.len()), (true, 15, 8));
+        let free = rdt_pqos::transaction::free_classes(&mut rdt, &[]).unwrap();
+        assert_eq!(free.last().map(|c| c.get()), Some(14), "{free:?}");
+        let request = rdt_pqos::lease::ClassRequest {
+            l3: Some(rdt_pqos::CatMask::Unified("ff".parse().unwrap())),
+            ..Default::default()
+        };
+        let lease = rdt_pqos::lease::Lease::take(&mut rdt, &request).unwrap();
+        assert_eq!(lease.class().get(), 14);
+        lease.release(&mut rdt).unwrap();
+        drop((rdt, session));
+        let (r, d) = pqos("turin", &state, &["-I", "-d"]);
+        r.unwrap();
+        assert!(
+            d.contains("I/O allocation (io_alloc): enabled, COS15 reserved\n"),
+            "{d}"
+        );
+        let (r, s) = pqos("turin", &state, &["-I", "-s"]);
+        r.unwrap();
+        assert!(
+            s.contains(
+                "\nL3 I/O allocation (io_alloc): enabled, COS15 reserved\n    L3ID 0 => MASK 0xffff\n"
+            ),
+            "{s}"
+        );
+        let (r, j) = pqos("turin", &state, &["-I", "-s", "-u", "json"]);
+        r.unwrap();
+        let j: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(j["io_alloc"]["class"], 15);
+        assert_eq!(j["io_alloc"]["masks"][7]["mask"], "0xffff");
+        let (r, j) = pqos("turin", &state, &["-I", "-d", "-u", "json"]);
+        r.unwrap();
+        let j: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(
+            j["io_alloc"],
+            serde_json::json!({"enabled": true, "class": 15})
+        );
+        // the MSR interface does not manage io_alloc: no line
+        let (r, d) = pqos("turin", &state, &["--iface=msr", "-d"]);
+        r.unwrap();
+        assert!(!d.contains("io_alloc"), "{d}");
+    }
 }

@@ -10,8 +10,8 @@
 //!
 //! `-t` takes `FEATURE=VALUE` items separated by `;`: `l3`/`3` (a mask, or with CDP on
 //! `CODE,DATA`: `0xf,0xf0`), `l2`/`2` (the same for L2), `mba`/`m` (percent), `mba_max`/`b`
-//! (MiB/s, the kernel's `mba_MBps` controller), `cpu` (the CPUs the class is given to).
-//! `smba`/`s` is rdtset's too and is refused with a message (not supported yet).
+//! (MiB/s, the kernel's `mba_MBps` controller), `smba`/`s` (AMD slow-memory bandwidth, in
+//! 1/8 GB/s units), `cpu` (the CPUs the class is given to).
 
 use std::path::PathBuf;
 
@@ -178,7 +178,7 @@ pub struct ClassSpec(pub ClassRequest);
 pub struct ClassSpecError(String);
 
 const RULE: &str = "expected FEATURE=VALUE items separated by ';' with FEATURE one of l3, l2, \
-                    mba, mba_max, cpu, e.g. 'l3=0xf;mba=50;cpu=2-3'";
+                    mba, mba_max, smba, cpu, e.g. 'l3=0xf;mba=50;cpu=2-3'";
 
 /// A mask, or `CODE,DATA` masks (CDP).
 fn cat_masks(item: &str, value: &str) -> Result<CatMask, ClassSpecError> {
@@ -244,9 +244,13 @@ impl std::str::FromStr for ClassSpec {
                     "cpu"
                 }
                 "smba" | "s" => {
-                    return Err(ClassSpecError(format!(
-                        "`{item}`: SMBA is not supported by this rdtset yet"
-                    )));
+                    // AMD units; the platform's range (1..=2^width) is the library's check.
+                    req.smba = Some(MbaLimit::AmdUnits(number(
+                        item,
+                        value,
+                        "a bandwidth in 1/8 GB/s units",
+                    )?));
+                    "smba"
                 }
                 other => {
                     return Err(ClassSpecError(format!(
@@ -261,9 +265,9 @@ impl std::str::FromStr for ClassSpec {
             }
             seen.push(key);
         }
-        if req.l3.is_none() && req.l2.is_none() && req.mba.is_none() {
+        if req.l3.is_none() && req.l2.is_none() && req.mba.is_none() && req.smba.is_none() {
             return Err(ClassSpecError(format!(
-                "`{s}` sets no l3, l2, mba or mba_max ({RULE})"
+                "`{s}` sets no l3, l2, mba, mba_max or smba ({RULE})"
             )));
         }
         Ok(Self(req))
@@ -291,6 +295,10 @@ mod tests {
         assert_eq!(r.l2, Some(CatMask::Unified("3".parse().expect("mask"))));
         assert_eq!(r.mba, Some(MbaLimit::MibPerSec(2000)));
         assert!(r.cpus.is_empty());
+        let r = spec("smba=256;cpu=1").expect("valid");
+        assert_eq!(r.smba, Some(MbaLimit::AmdUnits(256)));
+        assert_eq!((r.mba, r.l3), (None, None));
+        assert_eq!(spec("s=256;cpu=1"), Ok(r));
     }
 
     #[test]
@@ -316,7 +324,7 @@ mod tests {
             ("l3=0xf;l3=0x3", "l3 is given twice"),
             ("l4=0xf", "unknown feature `l4`"),
             ("cpu=2-3", "sets no l3"),
-            ("smba=10", "SMBA is not supported"),
+            ("smba=0", "`smba=0`: `0` is not a bandwidth"),
             ("l3=0xf;cpu=3-1", "`cpu=3-1`"),
         ] {
             let e = spec(bad).expect_err(bad);

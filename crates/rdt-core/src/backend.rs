@@ -2,7 +2,7 @@
 
 use crate::{
     CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, CpuSet, LogicalCpu, MbaLimit,
-    MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId, Topology,
+    MbaResource, MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId, Topology,
 };
 
 /// The interface a backend programs the hardware through (pqos `--iface`).
@@ -152,6 +152,28 @@ pub struct GroupInfo {
     pub class: Option<ClassId>,
 }
 
+/// L3 I/O allocation as resctrl shows it ([`Backend::io_alloc`]): Linux 6.19's
+/// `info/L3/io_alloc` and `info/L3/io_alloc_cbm`, on AMD parts with SDCIAE
+/// (CPUID.(8000_0020H,0):EBX\[6\]). While it is enabled, the kernel keeps one CLOSID for the
+/// L3 allocations of I/O devices, so one resctrl group fewer can exist.
+///
+/// # References
+/// Linux `fs/resctrl/ctrlmondata.c` (`resctrl_io_alloc_show`, `resctrl_io_alloc_write`,
+/// `resctrl_io_alloc_cbm_show`), `resctrl_io_alloc_closid()`;
+/// `Documentation/filesystems/resctrl.rst` "io_alloc".
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct IoAlloc {
+    /// `io_alloc` reads `enabled`.
+    pub enabled: bool,
+    /// The CLOSID io_alloc takes while enabled: the highest of L3, of its CDP half while CDP
+    /// is on (`resctrl_io_alloc_closid()`: `num_closid - 1`, halved first under CDP). Never
+    /// a class to hand out while `enabled` ([`crate::transaction::free_classes`]).
+    pub class: ClassId,
+    /// While enabled: the L3 mask of the I/O CLOSID per L3 domain (`io_alloc_cbm`,
+    /// `0=ffff;1=ffff`); empty otherwise.
+    pub masks: Vec<(CacheDomain, CacheBitmask)>,
+}
+
 /// The ways a resctrl group in `exclusive` mode holds in one cache domain
 /// ([`Backend::exclusive_ways`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -225,11 +247,24 @@ pub trait Backend {
         classes: &[CatClass],
     ) -> Result<(), Self::Error>;
 
-    /// All MBA classes' limits in `domain` (an L3 id).
+    /// All classes' limits of the bandwidth resource `resource` (MBA or SMBA) in `domain`
+    /// (an L3 id; the kernel's MBA and SMBA domains are L3 domains).
+    ///
+    /// # Errors
+    /// When the resource is not supported or the registers/files cannot be read.
+    fn bandwidth_classes(
+        &mut self,
+        resource: MbaResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<MbaClass>, Self::Error>;
+
+    /// [`Backend::bandwidth_classes`] of MBA.
     ///
     /// # Errors
     /// When MBA is not supported or the registers/files cannot be read.
-    fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, Self::Error>;
+    fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, Self::Error> {
+        self.bandwidth_classes(MbaResource::Mba, domain)
+    }
 
     /// [`Backend::cat_classes`] of several domains, in the order given: what a report of
     /// every domain (pqos `-s`) reads. The default asks domain by domain; resctrl reads
@@ -258,25 +293,65 @@ pub trait Backend {
         &mut self,
         domains: &[CacheDomain],
     ) -> Result<Vec<Vec<MbaClass>>, Self::Error> {
-        domains.iter().map(|&d| self.mba_classes(d)).collect()
+        self.bandwidth_classes_in(MbaResource::Mba, domains)
     }
 
-    /// Sets MBA limits; returns the limits the hardware applied (Intel rounds to the
-    /// granularity).
+    /// [`Backend::bandwidth_classes`] of several domains, in the order given, as
+    /// [`Backend::cat_classes_in`].
     ///
     /// # Errors
-    /// When a class or limit is invalid (nothing is written then) or a write fails.
+    /// As [`Backend::bandwidth_classes`], for the first domain that fails.
+    fn bandwidth_classes_in(
+        &mut self,
+        resource: MbaResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<MbaClass>>, Self::Error> {
+        domains
+            .iter()
+            .map(|&d| self.bandwidth_classes(resource, d))
+            .collect()
+    }
+
+    /// Sets limits of the bandwidth resource `resource` (MBA or SMBA) in `domain`; returns
+    /// the limits the hardware applied (Intel rounds to the granularity).
+    ///
+    /// # Errors
+    /// When the resource is not supported, a class or limit is invalid (nothing is written
+    /// then) or a write fails.
+    fn set_bandwidth_classes(
+        &mut self,
+        resource: MbaResource,
+        domain: CacheDomain,
+        classes: &[MbaClass],
+    ) -> Result<Vec<MbaClass>, Self::Error>;
+
+    /// [`Backend::set_bandwidth_classes`] of MBA.
+    ///
+    /// # Errors
+    /// As [`Backend::set_bandwidth_classes`].
     fn set_mba_classes(
         &mut self,
         domain: CacheDomain,
         classes: &[MbaClass],
-    ) -> Result<Vec<MbaClass>, Self::Error>;
+    ) -> Result<Vec<MbaClass>, Self::Error> {
+        self.set_bandwidth_classes(MbaResource::Mba, domain, classes)
+    }
 
     /// The class `cpu` is associated with.
     ///
     /// # Errors
     /// When the CPU is not online or its association cannot be read.
     fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Self::Error>;
+
+    /// L3 I/O allocation ([`IoAlloc`]), where the interface shows it: resctrl on Linux 6.19+
+    /// with an io_alloc-capable L3. `None` elsewhere (the default; the MSR interface does
+    /// not manage it, and a kernel that says `not supported` has none).
+    ///
+    /// # Errors
+    /// A read fails or a file does not parse.
+    fn io_alloc(&mut self) -> Result<Option<IoAlloc>, Self::Error> {
+        Ok(None)
+    }
 
     /// The cache ways of `resource` in `domain` that resctrl groups in `exclusive` mode hold
     /// (resctrl.rst "Resource Sharing"; the kernel refuses any other group's mask that

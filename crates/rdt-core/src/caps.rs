@@ -211,6 +211,62 @@ impl MbaCaps {
     }
 }
 
+/// Which memory-bandwidth allocation resource a limit is for: the L3 external bandwidth
+/// (Intel MBA, AMD MBA) or AMD's slow-memory bandwidth (SMBA, CXL and other slow memory).
+/// Both take the same limits per class and L3 domain; they differ in where they live
+/// (AMD MBA: MSR 0xC000_0200 + class, SMBA: 0xC000_0280 + class, the kernel's
+/// `MSR_IA32_MBA_BW_BASE`/`MSR_IA32_SMBA_BW_BASE`; resctrl schemata `MB:` and `SMBA:`) and
+/// in their CPUID subleaf (8000_0020H subleaf 1 and 2).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub enum MbaResource {
+    /// Memory bandwidth allocation (Intel MBA, AMD L3 MBA): [`Capabilities::mba`].
+    #[default]
+    Mba,
+    /// AMD slow-memory bandwidth allocation: [`Capabilities::smba`].
+    Smba,
+}
+
+impl MbaResource {
+    /// Both resources, MBA first.
+    pub const ALL: [Self; 2] = [Self::Mba, Self::Smba];
+
+    /// The resource's name in pqos's lines and in messages: `MBA`, `SMBA`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Mba => "MBA",
+            Self::Smba => "SMBA",
+        }
+    }
+
+    /// Its resctrl schema (the `schemata` line and the `info/` directory): `MB`, `SMBA`.
+    #[must_use]
+    pub const fn schema(self) -> &'static str {
+        match self {
+            Self::Mba => "MB",
+            Self::Smba => "SMBA",
+        }
+    }
+}
+
+impl std::fmt::Display for MbaResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Geometry of one cache level, from CPUID leaf 4 (Intel) or 8000_001DH (AMD).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheGeometry {
@@ -619,15 +675,40 @@ impl Capabilities {
         Ok(())
     }
 
+    /// The capabilities of an MBA resource: [`Capabilities::mba`] or [`Capabilities::smba`].
+    #[must_use]
+    pub const fn bandwidth(&self, resource: MbaResource) -> &Feature<MbaCaps> {
+        match resource {
+            MbaResource::Mba => &self.mba,
+            MbaResource::Smba => &self.smba,
+        }
+    }
+
     /// Checks that `class` is a usable MBA class of service.
     ///
     /// # Errors
     /// [`LimitError::Unsupported`] or [`LimitError::ClassOutOfRange`].
     pub fn check_mba_class(&self, class: ClassId) -> Result<(), LimitError> {
-        let mba = self.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
+        self.check_bandwidth_class(MbaResource::Mba, class)
+    }
+
+    /// Checks that `class` is a usable class of service of `resource` (MBA or SMBA).
+    ///
+    /// # Errors
+    /// [`LimitError::Unsupported`] (naming the resource) or [`LimitError::ClassOutOfRange`].
+    pub fn check_bandwidth_class(
+        &self,
+        resource: MbaResource,
+        class: ClassId,
+    ) -> Result<(), LimitError> {
+        let name = resource.name();
+        let mba = self
+            .bandwidth(resource)
+            .get()
+            .ok_or(LimitError::Unsupported(name))?;
         if class.get() >= mba.num_classes {
             return Err(LimitError::ClassOutOfRange {
-                resource: "MBA",
+                resource: name,
                 class,
                 num_classes: mba.num_classes,
             });
@@ -727,9 +808,28 @@ impl Capabilities {
         class: ClassId,
         limit: crate::MbaLimit,
     ) -> Result<(), crate::RequestError> {
+        self.check_bandwidth_limit(interface, MbaResource::Mba, class, limit)
+    }
+
+    /// [`Capabilities::check_mba_limit`] for `resource`: SMBA's limits are AMD's 1/8 GB/s
+    /// units, `1..=2^width` with the width of CPUID.(8000_0020H,2):EAX; the kernel's
+    /// `mba_MBps` controller is MBA's only (`is_mba_sc()`), so SMBA never takes MiB/s.
+    ///
+    /// # Errors
+    /// As [`Capabilities::check_mba_limit`], naming `resource`.
+    pub fn check_bandwidth_limit(
+        &self,
+        interface: crate::Interface,
+        resource: MbaResource,
+        class: ClassId,
+        limit: crate::MbaLimit,
+    ) -> Result<(), crate::RequestError> {
         use crate::{Interface, MbaLimit, MbaUnitMismatch as M, RequestError};
-        let mba = self.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
-        self.check_mba_class(class)?;
+        let mba = self
+            .bandwidth(resource)
+            .get()
+            .ok_or(LimitError::Unsupported(resource.name()))?;
+        self.check_bandwidth_class(resource, class)?;
         let unit = |mismatch| RequestError::MbaUnit {
             class,
             limit,

@@ -37,8 +37,8 @@ use crate::monitor::CounterFormat;
 use crate::{
     AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatMask, CatResource, ClassId,
     CpuSet, FeatureSetting, GroupInfo, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass,
-    MbaKind, MbaLimit, MonAccumulator, MonEvents, MonGroupId, MonValues, PmuCounts, RequestError,
-    Rmid, RmidEvent, TaskId, Topology,
+    MbaKind, MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId, MonValues, PmuCounts,
+    RequestError, Rmid, RmidEvent, TaskId, Topology,
 };
 
 /// Platforms for tests: capabilities and topologies of typical parts, and builders for the
@@ -285,7 +285,8 @@ pub struct FakeBackend {
     topo: Topology,
     /// Usable classes' masks per (resource, domain).
     cat: BTreeMap<(CatResource, CacheDomain), Vec<CatMask>>,
-    mba: BTreeMap<CacheDomain, Vec<MbaLimit>>,
+    /// Every class's limit per (MBA or SMBA, L3 domain).
+    mba: BTreeMap<(MbaResource, CacheDomain), Vec<MbaLimit>>,
     cos: BTreeMap<LogicalCpu, ClassId>,
     rmid: BTreeMap<LogicalCpu, Rmid>,
     groups: BTreeMap<MonGroupId, Group>,
@@ -294,6 +295,8 @@ pub struct FakeBackend {
     pub writes: Vec<String>,
     /// Report the OS interface (no RMIDs in `rmid_of`; task association works).
     pub os_interface: bool,
+    /// What [`Backend::io_alloc`] reports (`None`: no L3 I/O allocation).
+    pub io_alloc: Option<crate::IoAlloc>,
     /// The write that fails: 1 is the next one; 0 none.
     fail_nth: usize,
     /// The first write that fails, with every one after it: 1 is the next one; 0 none.
@@ -334,6 +337,7 @@ impl FakeBackend {
             next_group: 1,
             writes: Vec::new(),
             os_interface: false,
+            io_alloc: None,
             fail_nth: 0,
             fail_from: 0,
             fail_all_writes: false,
@@ -407,10 +411,12 @@ impl FakeBackend {
                     .insert((res, d), vec![mask; c.usable_classes() as usize]);
             }
         }
-        if let Some(m) = self.caps.mba.get() {
-            for d in self.topo.l3_domains() {
-                self.mba
-                    .insert(d, vec![m.unlimited(); m.num_classes as usize]);
+        for r in MbaResource::ALL {
+            if let Some(m) = self.caps.bandwidth(r).get() {
+                for d in self.topo.l3_domains() {
+                    self.mba
+                        .insert((r, d), vec![m.unlimited(); m.num_classes as usize]);
+                }
             }
         }
     }
@@ -701,9 +707,16 @@ impl Backend for FakeBackend {
         Ok(())
     }
 
-    fn mba_classes(&mut self, domain: CacheDomain) -> R<Vec<MbaClass>> {
-        let Some(t) = self.mba.get(&domain) else {
-            return Err(Self::no_domain("MBA", domain));
+    fn bandwidth_classes(
+        &mut self,
+        resource: MbaResource,
+        domain: CacheDomain,
+    ) -> R<Vec<MbaClass>> {
+        if !self.caps.bandwidth(resource).is_present() {
+            return Err(crate::LimitError::Unsupported(resource.name()).into());
+        }
+        let Some(t) = self.mba.get(&(resource, domain)) else {
+            return Err(Self::no_domain(resource.name(), domain));
         };
         Ok((0u32..)
             .zip(t)
@@ -715,17 +728,22 @@ impl Backend for FakeBackend {
     }
 
     /// Intel limits are rounded to the 100 − `max_delay` step as the hardware does.
-    fn set_mba_classes(&mut self, domain: CacheDomain, classes: &[MbaClass]) -> R<Vec<MbaClass>> {
-        let Some(m) = self.caps.mba.get().cloned() else {
-            return Err(crate::LimitError::Unsupported("MBA").into());
+    fn set_bandwidth_classes(
+        &mut self,
+        resource: MbaResource,
+        domain: CacheDomain,
+        classes: &[MbaClass],
+    ) -> R<Vec<MbaClass>> {
+        let Some(m) = self.caps.bandwidth(resource).get().cloned() else {
+            return Err(crate::LimitError::Unsupported(resource.name()).into());
         };
-        if !self.mba.contains_key(&domain) {
-            return Err(Self::no_domain("MBA", domain));
+        if !self.mba.contains_key(&(resource, domain)) {
+            return Err(Self::no_domain(resource.name(), domain));
         }
         let mut applied = Vec::new();
         for cl in classes {
             self.caps
-                .check_mba_limit(self.interface(), cl.class, cl.limit)?;
+                .check_bandwidth_limit(self.interface(), resource, cl.class, cl.limit)?;
             let limit = match (m.kind, cl.limit) {
                 (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p)) => {
                     let rounded = crate::round_to_step(u32::from(p), m.granularity());
@@ -741,12 +759,19 @@ impl Backend for FakeBackend {
             });
         }
         for cl in &applied {
-            self.write(format!("MBA {domain} COS{} = {}", cl.class, cl.limit))?;
-            if let Some(t) = self.mba.get_mut(&domain) {
+            self.write(format!(
+                "{resource} {domain} COS{} = {}",
+                cl.class, cl.limit
+            ))?;
+            if let Some(t) = self.mba.get_mut(&(resource, domain)) {
                 t[cl.class.get() as usize] = cl.limit;
             }
         }
         Ok(applied)
+    }
+
+    fn io_alloc(&mut self) -> R<Option<crate::IoAlloc>> {
+        Ok(self.io_alloc.clone())
     }
 
     fn class_of(&mut self, cpu: LogicalCpu) -> R<ClassId> {

@@ -41,7 +41,9 @@ use std::collections::BTreeSet;
 use crate::transaction::{
     ApplyError, Change, MaskScope, Plan, PlanError, free_classes, with_writers,
 };
-use crate::{Backend, CacheDomain, CatMask, CatResource, ClassId, CpuSet, MbaLimit, TaskId};
+use crate::{
+    Backend, CacheDomain, CatMask, CatResource, ClassId, CpuSet, MbaLimit, MbaResource, TaskId,
+};
 
 /// What a launched job's class holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -53,6 +55,8 @@ pub struct ClassRequest {
     /// The memory bandwidth limit, in the unit in force (percent, or MiB/s with the kernel's
     /// `mba_MBps` controller).
     pub mba: Option<MbaLimit>,
+    /// The AMD slow-memory bandwidth (SMBA) limit, in 1/8 GB/s units (rdtset `smba=`).
+    pub smba: Option<MbaLimit>,
     /// The CPUs moved into the class (`cpu=` of rdtset). Empty: the class is for tasks only
     /// (OS interface), and its masks are set in every domain.
     pub cpus: CpuSet,
@@ -86,8 +90,8 @@ pub struct Lease {
     cpus: CpuSet,
     /// The cache domains whose masks were set, per level.
     domains: Vec<(CatResource, CacheDomain)>,
-    /// The L3 domains whose MBA limit was set.
-    mba_domains: Vec<CacheDomain>,
+    /// The L3 domains whose MBA or SMBA limit was set.
+    mba_domains: Vec<(MbaResource, CacheDomain)>,
     tasks: Vec<TaskId>,
 }
 
@@ -176,14 +180,20 @@ impl Lease {
                 changes.extend(cat_changes(resource, masks, class, &domains));
                 lease.domains.extend(domains.iter().map(|&d| (resource, d)));
             }
-            if let Some(limit) = request.mba {
-                lease.mba_domains = domains_of(b, CatResource::L3, &request.cpus);
+            for (resource, limit) in [
+                (MbaResource::Mba, request.mba),
+                (MbaResource::Smba, request.smba),
+            ] {
+                let Some(limit) = limit else { continue };
+                let domains = domains_of(b, CatResource::L3, &request.cpus);
                 changes.extend(
-                    lease
-                        .mba_domains
+                    domains
                         .iter()
-                        .map(|&d| Change::mba(d, class, limit)),
+                        .map(|&d| Change::bandwidth(resource, d, class, limit)),
                 );
+                lease
+                    .mba_domains
+                    .extend(domains.into_iter().map(|d| (resource, d)));
             }
             changes.extend(request.cpus.iter().map(|cpu| Change::cpu(cpu, class)));
             apply(b, &changes)?;
@@ -249,12 +259,15 @@ impl Lease {
                     });
                 }
             }
-            if let Some(unlimited) = b.capabilities().mba.get().map(crate::MbaCaps::unlimited) {
-                changes.extend(
-                    self.mba_domains
-                        .iter()
-                        .map(|&d| Change::mba(d, self.class, unlimited)),
-                );
+            for &(resource, domain) in &self.mba_domains {
+                if let Some(unlimited) = b
+                    .capabilities()
+                    .bandwidth(resource)
+                    .get()
+                    .map(crate::MbaCaps::unlimited)
+                {
+                    changes.push(Change::bandwidth(resource, domain, self.class, unlimited));
+                }
             }
             apply(b, &changes)
         });
@@ -374,5 +387,32 @@ mod tests {
         );
         lease.release(&mut b).expect("release");
         assert_eq!(b.class_of_task(me).expect("class"), ClassId::new(0));
+    }
+
+    #[test]
+    fn the_closid_of_enabled_io_alloc_is_never_taken() {
+        // arrange: resctrl on an AMD with io_alloc enabled: the kernel keeps COS15
+        let mut b = FakeBackend::amd_2ccx();
+        b.os_interface = true;
+        let io = |enabled| crate::IoAlloc {
+            enabled,
+            class: ClassId::new(15),
+            masks: Vec::new(),
+        };
+        b.io_alloc = Some(io(true));
+        // act
+        let free = free_classes(&mut b, &[]).expect("free");
+        let lease = Lease::take(&mut b, &request(0xf, "")).expect("taken");
+        // assert: the highest class the kernel leaves is COS14
+        assert_eq!(free.last(), Some(&ClassId::new(14)));
+        assert_eq!(free.len(), 14);
+        assert_eq!(lease.class(), ClassId::new(14));
+        // disabled, COS15 is a class like any other
+        b.io_alloc = Some(io(false));
+        assert_eq!(
+            free_classes(&mut b, &[]).expect("free").last(),
+            Some(&ClassId::new(15))
+        );
+        lease.release(&mut b).expect("released");
     }
 }

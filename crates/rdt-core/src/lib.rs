@@ -46,11 +46,11 @@ pub mod transaction;
 
 pub use backend::{
     AllocReset, Backend, BackendError, CatClass, CatMask, ExclusiveWays, FeatureSetting, GroupInfo,
-    GroupKind, GroupOwner, Interface, MbaClass, MbaCtrl, Monitoring,
+    GroupKind, GroupOwner, Interface, IoAlloc, MbaClass, MbaCtrl, Monitoring,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, ImplausibleError, LimitError,
-    MbaCaps, MbaKind, MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
+    MbaCaps, MbaKind, MbaResource, MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
 };
 pub use cpuid::{CpuidDump, CpuidRegs, CpuidSource, DevCpuid, DumpCpu, DumpError, NativeCpuid};
 pub use cpuset::{

@@ -10,9 +10,9 @@ use rdt_core::monitor::CounterFormat;
 use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
     CatResource, ClassId, CpuSet, FeatureSetting, Interface, LimitError, LogicalCpu, MbaClass,
-    MbaKind, MbaLimit, MonAccumulator, MonEvents, MonGroupId, MonValues, NoPmu, PmuSource,
-    Reclaimed, RequestError, Rmid, RmidEvent, Topology, intel_mba_delay, intel_mba_percent,
-    round_to_step,
+    MbaKind, MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId, MonValues, NoPmu,
+    PmuSource, Reclaimed, RequestError, Rmid, RmidEvent, Topology, intel_mba_delay,
+    intel_mba_percent, round_to_step,
 };
 
 use crate::claims::{self, Claims};
@@ -788,6 +788,17 @@ impl Group {
     }
 }
 
+/// The first AMD bandwidth-limit register of `resource` (one per class, 1/8 GB/s units):
+/// `MSR_IA32_MBA_BW_BASE` 0xC000_0200 for MBA, `MSR_IA32_SMBA_BW_BASE` 0xC000_0280 for
+/// SMBA (Linux `arch/x86/include/asm/msr-index.h`; AMD pub. 56375). SMBA is AMD's only, so
+/// Intel's delay registers never need a resource.
+const fn amd_bw_base(resource: MbaResource) -> MsrAddr {
+    match resource {
+        MbaResource::Mba => AMD_MBA_BW_0,
+        MbaResource::Smba => AMD_SMBA_BW_0,
+    }
+}
+
 impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     type Error = MsrError;
 
@@ -907,15 +918,26 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         Ok(())
     }
 
-    /// Intel: reads the delay at 0xD50 + n and reports `100 - delay` percent. AMD: reads the
-    /// bandwidth limit at 0xC000_0200 + n in 1/8 GB/s units.
+    /// Intel MBA: reads the delay at 0xD50 + n and reports `100 - delay` percent. AMD:
+    /// reads the bandwidth limit at 0xC000_0200 + n (MBA) or 0xC000_0280 + n (SMBA) in
+    /// 1/8 GB/s units.
     ///
     /// # Errors
-    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without MBA, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), or a read error.
-    fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, MsrError> {
-        let mba = self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without the resource, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), or a read error.
+    fn bandwidth_classes(
+        &mut self,
+        resource: MbaResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<MbaClass>, MsrError> {
+        let name = resource.name();
+        let mba = self
+            .caps
+            .bandwidth(resource)
+            .get()
+            .ok_or(LimitError::Unsupported(name))?;
         let (n, kind) = (mba.num_classes, mba.kind);
-        let cpu = Self::domain("MBA", &self.l3, domain)?;
+        let amd_base = amd_bw_base(resource);
+        let cpu = Self::domain(name, &self.l3, domain)?;
         let mut out = Vec::with_capacity(n as usize);
         for class in 0..n {
             let limit = match kind {
@@ -924,7 +946,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                     MbaLimit::Percent(u8::try_from(intel_mba_percent(delay)).unwrap_or(0))
                 }
                 MbaKind::AmdBandwidth { .. } => {
-                    let raw = self.io.read(cpu, AMD_MBA_BW_0.offset(class))?;
+                    let raw = self.io.read(cpu, amd_base.offset(class))?;
                     MbaLimit::AmdUnits(u32::try_from(raw).unwrap_or(u32::MAX))
                 }
             };
@@ -939,7 +961,8 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// Intel: writes delay `100 - round(pct)` (rounded half up to the granularity, clipped
     /// to the maximum delay; pqos `hw_mba_set`) and returns `100 - readback`, e.g. with
     /// granularity 10: 75% -> delay 20 -> 80% applied, 5% -> delay 90 -> 10% applied.
-    /// AMD: writes the units as given (1..=2^width) and returns the readback.
+    /// AMD: writes the units as given (1..=2^width) to 0xC000_0200 + n (MBA) or
+    /// 0xC000_0280 + n (SMBA) and returns the readback.
     ///
     /// # Errors
     /// [`RequestError::Limit`](rdt_core::RequestError::Limit) for missing MBA, a class out of range or a value out of range
@@ -947,19 +970,26 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// MiB/s limits (the kernel's `mba_MBps` controller, OS interface only), non-linear
     /// Intel MBA, or a limit of the other vendor's kind; [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain). Nothing
     /// is written in these cases. A write or read error may leave earlier classes written.
-    fn set_mba_classes(
+    fn set_bandwidth_classes(
         &mut self,
+        resource: MbaResource,
         domain: CacheDomain,
         classes: &[MbaClass],
     ) -> Result<Vec<MbaClass>, MsrError> {
-        let mba = self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
+        let name = resource.name();
+        let mba = self
+            .caps
+            .bandwidth(resource)
+            .get()
+            .ok_or(LimitError::Unsupported(name))?;
         let kind = mba.kind;
         let step = mba.granularity().max(1);
-        let cpu = Self::domain("MBA", &self.l3, domain)?;
+        let amd_base = amd_bw_base(resource);
+        let cpu = Self::domain(name, &self.l3, domain)?;
         let mut writes = Vec::with_capacity(classes.len());
         for c in classes {
             self.caps
-                .check_mba_limit(Interface::Msr, c.class, c.limit)?;
+                .check_bandwidth_limit(Interface::Msr, resource, c.class, c.limit)?;
             // The unit and range are checked (check_mba_limit); what is left is the encoding.
             let (addr, value) = match (kind, c.limit) {
                 (MbaKind::IntelDelay { linear: false, .. }, _) => {
@@ -974,11 +1004,11 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                     (IA32_MBA_THRTL_0.offset(c.class.get()), u64::from(delay))
                 }
                 (MbaKind::AmdBandwidth { .. }, MbaLimit::AmdUnits(u)) => {
-                    (AMD_MBA_BW_0.offset(c.class.get()), u64::from(u))
+                    (amd_base.offset(c.class.get()), u64::from(u))
                 }
                 (_, limit) => {
                     return Err(RequestError::Unsupported(format!(
-                        "MBA limit {limit:#} has no encoding on this platform"
+                        "{name} limit {limit:#} has no encoding on this platform"
                     ))
                     .into());
                 }
@@ -1077,16 +1107,15 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         self.reset_masks(CatResource::L3)?;
         self.reset_masks(CatResource::L2)?;
         let mba_cpus: Vec<LogicalCpu> = self.l3.iter().map(|d| d.cpu).collect();
-        for (feature, base) in [
-            (self.caps.mba.get(), None),
-            (self.caps.smba.get(), Some(AMD_SMBA_BW_0)),
-        ] {
-            let Some(mba) = feature else { continue };
-            let (base, value) = match (mba.kind, base) {
-                (MbaKind::IntelDelay { .. }, None) => (IA32_MBA_THRTL_0, 0), // delay 0: no throttling
-                (MbaKind::IntelDelay { .. }, Some(_)) => continue,           // SMBA is AMD only
-                (MbaKind::AmdBandwidth { width }, b) => {
-                    (b.unwrap_or(AMD_MBA_BW_0), u64::from(amd_unlimited(width)))
+        for resource in MbaResource::ALL {
+            let Some(mba) = self.caps.bandwidth(resource).get() else {
+                continue;
+            };
+            let (base, value) = match (mba.kind, resource) {
+                (MbaKind::IntelDelay { .. }, MbaResource::Mba) => (IA32_MBA_THRTL_0, 0), // delay 0: no throttling
+                (MbaKind::IntelDelay { .. }, MbaResource::Smba) => continue, // SMBA is AMD only
+                (MbaKind::AmdBandwidth { width }, r) => {
+                    (amd_bw_base(r), u64::from(amd_unlimited(width)))
                 }
             };
             for &cpu in &mba_cpus {

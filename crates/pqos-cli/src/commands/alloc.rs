@@ -11,13 +11,14 @@
 
 use std::io::Write;
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow};
 use rdt_pqos::config::{ConfigFile, ConfigPlanError};
 use rdt_pqos::proc::ProcFs;
 use rdt_pqos::transaction::{self, Change, Done, Failed, Outcome, Plan, PlanError, Step};
 use rdt_pqos::{
     AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatMask,
-    CatResource, ClassId, LimitError, MbaKind, MbaLimit, MbaUnitMismatch, RequestError, Topology,
+    CatResource, ClassId, LimitError, MbaKind, MbaLimit, MbaResource, MbaUnitMismatch,
+    RequestError, Topology,
 };
 
 use super::{L3Domains, join, profiles};
@@ -36,7 +37,7 @@ enum Origin<'a> {
         /// `SOCKET 0`, `Core Complex 0`, `L2ID 1`.
         label: String,
     },
-    /// One `COS=VALUE` of an `mba`/`mba_max` item, in one domain.
+    /// One `COS=VALUE` of an `mba`/`mba_max`/`smba` item, in one domain.
     Mba {
         def: &'a ClassDef,
         value: &'a CosValue,
@@ -166,16 +167,8 @@ fn changes_of<'a, B: Backend>(
         match def.kind {
             AllocKind::L3 => list.cat(caps, topo, CatResource::L3, def)?,
             AllocKind::L2 => list.cat(caps, topo, CatResource::L2, def)?,
-            AllocKind::Mba | AllocKind::MbaMax => list.mba(caps, topo, def)?,
-            AllocKind::Smba => bail!(
-                "\"{}\": {}",
-                def.text,
-                if caps.smba.is_present() {
-                    "SMBA allocation is not implemented yet"
-                } else {
-                    "SMBA is not supported on this platform"
-                }
-            ),
+            AllocKind::Mba | AllocKind::MbaMax => list.mba(caps, topo, MbaResource::Mba, def)?,
+            AllocKind::Smba => list.mba(caps, topo, MbaResource::Smba, def)?,
         }
     }
     for (cpu, class, item) in &req.assoc {
@@ -261,13 +254,22 @@ impl<'a> Changes<'a> {
         Ok(())
     }
 
-    /// One change per value and domain of an `mba`/`mba_max` item.
-    fn mba(&mut self, caps: &Capabilities, topo: &Topology, def: &'a ClassDef) -> Result<()> {
-        let Some(mba) = caps.mba.get() else {
-            return Err(unsupported(def, "MBA", caps.mba.is_present()));
+    /// One change per value and domain of an `mba`/`mba_max` item (`resource` MBA) or an
+    /// `smba` item (SMBA: AMD units, in the same L3 domains; pqos `pqos_cpu_get_smba_ids`).
+    fn mba(
+        &mut self,
+        caps: &Capabilities,
+        topo: &Topology,
+        resource: MbaResource,
+        def: &'a ClassDef,
+    ) -> Result<()> {
+        let name = resource.name();
+        let feature = caps.bandwidth(resource);
+        let Some(mba) = feature.get() else {
+            return Err(unsupported(def, name, feature.is_present()));
         };
         let l3 = L3Domains::new(caps, topo);
-        let targets = domain_ids(&l3, def, "MBA")?;
+        let targets = domain_ids(&l3, def, name)?;
         for value in &def.values {
             // pqos's number: MBps for mba_max, percent on Intel, 1/8 GB/s units on AMD.
             let (limit, unit) = match (def.kind, mba.kind) {
@@ -295,11 +297,7 @@ impl<'a> Changes<'a> {
                 ),
             };
             for (id, domain) in &targets {
-                let change = Change::Mba {
-                    domain: *domain,
-                    class: value.class,
-                    limit,
-                };
+                let change = Change::bandwidth(resource, *domain, value.class, limit);
                 let origin = Origin::Mba {
                     def,
                     value,
@@ -475,6 +473,7 @@ fn definition_refused(change: &Change, origin: &Origin<'_>, error: RequestError)
             anyhow!("Invalid class ID: {class}! \"{token}\" in \"{item}\": {e}")
         }
         RequestError::Limit(LimitError::MbaOutOfRange { max, .. }) => {
+            // pqos's text for SMBA too (lib/api.c pqos_mba_set checks both alike).
             anyhow!("MBA COS{class} rate out of range (from 1-{max})! \"{token}\" in \"{item}\"")
         }
         RequestError::MbaUnit { mismatch, .. } if matches!(change, Change::Mba { .. }) => {
@@ -561,15 +560,21 @@ fn applied_line(out: &mut dyn Write, d: &Done, origin: &Origin<'_>) -> std::io::
                 ),
             }
         }
-        (Step::Mba { after, .. }, Origin::Mba { label, unit, .. }) => {
+        (
+            Step::Mba {
+                resource, after, ..
+            },
+            Origin::Mba { label, unit, .. },
+        ) => {
             if let MbaLimit::MibPerSec(v) = after.limit {
                 // pqos/alloc.c set_mba_clos with ctrl: `%u MBps`, no "applied" part.
-                writeln!(out, "{label} MBA COS{} => {v} MBps", after.class)
+                writeln!(out, "{label} {resource} COS{} => {v} MBps", after.class)
             } else {
+                // set_mba_clos, set_smba_clos: `%s %u SMBA COS%u => %u requested, ...`
                 let got = d.applied.unwrap_or(after.limit).value();
                 writeln!(
                     out,
-                    "{label} MBA COS{} => {}{unit} requested, {got}{unit} applied",
+                    "{label} {resource} COS{} => {}{unit} requested, {got}{unit} applied",
                     after.class,
                     after.limit.value()
                 )
@@ -605,10 +610,15 @@ fn failed_lines<E: BackendError>(
             writeln!(out, "Allocation configuration error!")?;
             error.context(format!("setting {label} {name} COS{}", after.class))
         }
-        (Step::Mba { after, .. }, Origin::Mba { label, .. }) => {
-            writeln!(out, "{label} MBA COS{} - FAILED!", after.class)?;
+        (
+            Step::Mba {
+                resource, after, ..
+            },
+            Origin::Mba { label, .. },
+        ) => {
+            writeln!(out, "{label} {resource} COS{} - FAILED!", after.class)?;
             writeln!(out, "Allocation configuration error!")?;
-            error.context(format!("setting {label} MBA COS{}", after.class))
+            error.context(format!("setting {label} {resource} COS{}", after.class))
         }
         (step, origin) => {
             let (what, class, item) = match (step, origin) {

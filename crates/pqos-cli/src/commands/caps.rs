@@ -9,8 +9,8 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use rdt_pqos::mbm::mbm_transaction_names;
 use rdt_pqos::{
-    AssignMode, Backend, CacheGeometry, Capabilities, CatCaps, EventConfig, Interface, MbaCaps,
-    MbaCtrl, MbaKind, MbmDetails, MonitoringCaps, PmuCaps, RmidEvent, Vendor,
+    AssignMode, Backend, CacheGeometry, Capabilities, CatCaps, EventConfig, Interface, IoAlloc,
+    MbaCaps, MbaCtrl, MbaKind, MbmDetails, MonitoringCaps, PmuCaps, RmidEvent, Vendor,
 };
 
 /// Prints the capabilities of `backend`'s platform.
@@ -24,11 +24,17 @@ pub fn run_display<B: Backend>(
     out: &mut dyn Write,
 ) -> Result<()> {
     let mbm = backend.mbm_details()?;
+    // A report shows what it can: an unreadable io_alloc file leaves its line out.
+    let io_alloc = backend.io_alloc().unwrap_or_else(|e| {
+        log::warn!("reading resctrl's info/L3/io_alloc: {e}");
+        None
+    });
     display(
         backend.capabilities(),
         backend.interface(),
         backend.mba_ctrl(),
         mbm.as_ref(),
+        io_alloc.as_ref(),
         verbose,
         json,
         out,
@@ -51,6 +57,7 @@ pub fn run_display_report(
         report.interface,
         report.mba_ctrl,
         report.mbm.as_ref(),
+        report.io_alloc.as_ref(),
         verbose,
         json,
         out,
@@ -62,6 +69,7 @@ fn display(
     iface: Interface,
     mba_ctrl: Option<MbaCtrl>,
     mbm: Option<&MbmDetails>,
+    io_alloc: Option<&IoAlloc>,
     verbose: bool,
     json: bool,
     out: &mut dyn Write,
@@ -72,13 +80,13 @@ fn display(
             Interface::Os => Some(mba_ctrl.unwrap_or(MbaCtrl::Unsupported)),
             Interface::Msr => None,
         };
-        return print_capabilities_json(caps, iface, ctrl, mbm, out);
+        return print_capabilities_json(caps, iface, ctrl, mbm, io_alloc, out);
     }
     let ctrl = match iface {
         Interface::Os => pqos_ctrl_line(caps, mba_ctrl),
         Interface::Msr => None,
     };
-    print_capabilities(caps, iface, ctrl, mbm, verbose, out)
+    print_capabilities(caps, iface, ctrl, mbm, io_alloc, verbose, out)
 }
 
 /// The state pqos v25.04 prints in the OS interface's MBA `CTRL:` line, `None` where it
@@ -126,6 +134,8 @@ fn line(out: &mut dyn Write, indent: usize, text: &str) -> std::io::Result<()> {
 /// Writes pqos's `-d` (or with `verbose`, `-D`) report. `mba_ctrl` is the MBA software
 /// controller's state, printed as `CTRL:` under MBA when given; on the OS interface SMBA's
 /// `CTRL: unsupported` is printed always (the kernel's controller drives MBA only).
+/// `io_alloc` (resctrl, Linux 6.19+) adds this tool's line under L3 CAT:
+/// `I/O allocation (io_alloc): enabled, COS15 reserved` or `... disabled`.
 ///
 /// On the OS interface every resource's `Num COS:` is the class count resctrl gives a
 /// group, the fewest `num_closids` of all resources ([`Capabilities::os_classes`]; pqos
@@ -139,6 +149,7 @@ pub fn print_capabilities(
     iface: Interface,
     mba_ctrl: Option<MbaCtrl>,
     mbm: Option<&MbmDetails>,
+    io_alloc: Option<&IoAlloc>,
     verbose: bool,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -180,7 +191,7 @@ pub fn print_capabilities(
             c,
             classes,
             caps.l3_cache.as_ref(),
-            true,
+            CatLevel::L3 { io_alloc },
             verbose,
         )?;
     }
@@ -192,7 +203,7 @@ pub fn print_capabilities(
             c,
             classes,
             caps.l2_cache.as_ref(),
-            false,
+            CatLevel::L2,
             verbose,
         )?;
     }
@@ -438,13 +449,21 @@ fn print_mbm_details(out: &mut dyn Write, d: &MbmDetails, verbose: bool) -> Resu
     Ok(())
 }
 
+/// Which cache [`print_cat`] prints: L3 has the I/O RDT line, and the io_alloc line where
+/// resctrl shows io_alloc.
+#[derive(Clone, Copy)]
+enum CatLevel<'a> {
+    L3 { io_alloc: Option<&'a IoAlloc> },
+    L2,
+}
+
 fn print_cat(
     out: &mut dyn Write,
     name: &str,
     c: &CatCaps,
     classes: u32,
     cache: Option<&CacheGeometry>,
-    io_rdt_line: bool,
+    level: CatLevel<'_>,
     verbose: bool,
 ) -> Result<()> {
     line(out, 12, name)?;
@@ -455,11 +474,20 @@ fn print_cat(
         "unsupported"
     };
     line(out, 16, &format!("Non-Contiguous CBM: {nc}"))?;
-    if io_rdt_line {
+    if let CatLevel::L3 { .. } = level {
         let io = if c.io_rdt { "disabled" } else { "unsupported" };
         line(out, 16, &format!("I/O RDT: {io}"))?;
     }
     line(out, 16, &format!("Num COS: {classes}"))?;
+    // Ours: Linux 6.19's io_alloc keeps the highest CLOSID for I/O while enabled.
+    if let CatLevel::L3 { io_alloc: Some(io) } = level {
+        let state = if io.enabled {
+            format!("enabled, COS{} reserved", io.class)
+        } else {
+            "disabled".to_owned()
+        };
+        line(out, 16, &format!("I/O allocation (io_alloc): {state}"))?;
+    }
     if verbose {
         if let Some(g) = cache {
             line(out, 16, &format!("Way size: {} bytes", g.way_size()))?;
@@ -530,6 +558,8 @@ struct CapsDoc {
     l2_cat: Option<CatDoc>,
     mba: Option<MbaDoc>,
     smba: Option<MbaDoc>,
+    /// L3 I/O allocation (resctrl, Linux 6.19+); `null` where not shown.
+    io_alloc: Option<IoAllocDoc>,
     l3_cache: Option<CacheDoc>,
     l2_cache: Option<CacheDoc>,
     /// resctrl's monitoring details (ours): absent where there are none, so the documents
@@ -652,6 +682,13 @@ struct MbaDoc {
 }
 
 #[derive(Debug, serde::Serialize)]
+struct IoAllocDoc {
+    enabled: bool,
+    /// The CLOSID the kernel keeps for I/O while enabled.
+    class: u32,
+}
+
+#[derive(Debug, serde::Serialize)]
 struct CacheDoc {
     ways: u32,
     way_size_bytes: u64,
@@ -747,6 +784,7 @@ pub fn print_capabilities_json(
     iface: Interface,
     mba_ctrl: Option<MbaCtrl>,
     mbm: Option<&MbmDetails>,
+    io_alloc: Option<&IoAlloc>,
     out: &mut dyn Write,
 ) -> Result<()> {
     if nothing_discovered(caps) {
@@ -785,6 +823,10 @@ pub fn print_capabilities_json(
             .smba
             .get()
             .map(|m| mba_doc(m, mba_ctrl.map(|_| MbaCtrl::Unsupported))),
+        io_alloc: io_alloc.map(|io| IoAllocDoc {
+            enabled: io.enabled,
+            class: io.class.get(),
+        }),
         l3_cache: caps.l3_cache.as_ref().map(cache_doc),
         l2_cache: caps.l2_cache.as_ref().map(cache_doc),
         mbm: mbm.and_then(mbm_doc),
@@ -884,7 +926,7 @@ mod tests {
     fn os_report(caps: &Capabilities, state: MbaCtrl, verbose: bool) -> String {
         let mut out = Vec::new();
         let ctrl = pqos_ctrl_line(caps, Some(state));
-        print_capabilities(caps, Interface::Os, ctrl, None, verbose, &mut out).unwrap();
+        print_capabilities(caps, Interface::Os, ctrl, None, None, verbose, &mut out).unwrap();
         let got = String::from_utf8(out).unwrap();
         // the running kernel's release is not the sample's
         let (first, rest) = got.split_once('\n').unwrap();
@@ -969,7 +1011,7 @@ mod tests {
         caps.l2_cat = Feature::Unsupported;
         caps.mba = Feature::Supported(fixtures::intel_mba(8));
         let mut msr = Vec::new();
-        print_capabilities(&caps, Interface::Msr, None, None, false, &mut msr).unwrap();
+        print_capabilities(&caps, Interface::Msr, None, None, None, false, &mut msr).unwrap();
         // act
         let os = os_report(&caps, MbaCtrl::Disabled, false);
         // assert: resctrl gives a group one CLOSID for every resource

@@ -12,8 +12,8 @@ use std::io::Write;
 use anyhow::{Result, anyhow};
 use rdt_pqos::{
     Backend, BackendError, CacheDomain, CatClass, CatMask, CatResource, ClassId, CpuPlacement,
-    GroupInfo, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, RequestError,
-    Rmid, TaskId,
+    GroupInfo, GroupKind, GroupOwner, Interface, IoAlloc, LogicalCpu, MbaClass, MbaLimit,
+    MbaResource, RequestError, Rmid, TaskId,
 };
 
 use super::L3Domains;
@@ -103,6 +103,8 @@ struct L3Section {
     domain: CacheDomain,
     l3: Part<Vec<CatClass>>,
     mba: Part<Vec<MbaClass>>,
+    /// AMD SMBA, printed after MBA (pqos/alloc.c `print_per_l3_cluster_config`).
+    smba: Part<Vec<MbaClass>>,
 }
 
 /// `PID association information:`: the tasks of each class in order, and whether reading
@@ -120,7 +122,10 @@ struct Config {
     l3ca: bool,
     l2ca: bool,
     mba: bool,
+    smba: bool,
     l3: Vec<L3Section>,
+    /// L3 I/O allocation (resctrl, Linux 6.19+), where the interface shows it.
+    io_alloc: Option<IoAlloc>,
     /// Per L2 domain, its classes.
     l2: Vec<(CacheDomain, Part<Vec<CatClass>>)>,
     /// Per package, its cores.
@@ -245,6 +250,59 @@ fn first_classes<T>(mut v: Vec<T>, limit: Option<u32>) -> Vec<T> {
     v
 }
 
+/// The `L3CA/MBA COS definitions` sections: every L3 domain's L3 masks, MBA and SMBA
+/// limits (those the platform has), each read for every domain at once.
+fn read_l3<B: Backend>(
+    backend: &mut B,
+    caps: &rdt_pqos::Capabilities,
+    topo: &rdt_pqos::Topology,
+    limit: Option<u32>,
+    note: &mut dyn FnMut(anyhow::Error),
+) -> Vec<L3Section> {
+    let l3ca = caps.l3_cat.get().is_some();
+    let mba = caps.mba.get().is_some();
+    let smba = caps.smba.get().is_some();
+    let mut l3 = Vec::new();
+    let domains = L3Domains::new(caps, topo);
+    let ids: Vec<CacheDomain> = domains.list.iter().map(|(_, d)| *d).collect();
+    let cat = read_domains(backend, l3ca, &ids, |b, d| {
+        b.cat_classes_in(CatResource::L3, d)
+    });
+    let limits = read_domains(backend, mba, &ids, B::mba_classes_in);
+    let slow = read_domains(backend, smba, &ids, |b, d| {
+        b.bandwidth_classes_in(MbaResource::Smba, d)
+    });
+    for ((((id, domain), cat), limits), slow) in domains.list.iter().zip(cat).zip(limits).zip(slow)
+    {
+        let cat = Part::read(
+            l3ca,
+            || cat.map(|v| first_classes(v, limit)),
+            || format!("reading the L3 classes of domain {domain}"),
+            note,
+        );
+        let limits = Part::read(
+            mba,
+            || limits.map(|v| first_classes(v, limit)),
+            || format!("reading the MBA classes of domain {domain}"),
+            note,
+        );
+        let slow = Part::read(
+            smba,
+            || slow.map(|v| first_classes(v, limit)),
+            || format!("reading the SMBA classes of domain {domain}"),
+            note,
+        );
+        l3.push(L3Section {
+            label: domains.show_label(*id),
+            domain: *domain,
+            l3: cat,
+            mba: limits,
+            smba: slow,
+        });
+    }
+    l3
+}
+
 impl Config {
     /// Reads what `-s` shows; each failed read goes to `note` and leaves its part empty.
     fn read<B: Backend>(
@@ -261,35 +319,16 @@ impl Config {
         let l3ca = caps.l3_cat.get().is_some();
         let l2ca = caps.l2_cat.get().is_some();
         let mba = caps.mba.get().is_some();
-        let mut l3 = Vec::new();
-        if l3ca || mba {
-            let domains = L3Domains::new(&caps, &topo);
-            let ids: Vec<CacheDomain> = domains.list.iter().map(|(_, d)| *d).collect();
-            let cat = read_domains(backend, l3ca, &ids, |b, d| {
-                b.cat_classes_in(CatResource::L3, d)
-            });
-            let limits = read_domains(backend, mba, &ids, B::mba_classes_in);
-            for (((id, domain), cat), limits) in domains.list.iter().zip(cat).zip(limits) {
-                let cat = Part::read(
-                    l3ca,
-                    || cat.map(|v| first_classes(v, limit)),
-                    || format!("reading the L3 classes of domain {domain}"),
-                    note,
-                );
-                let limits = Part::read(
-                    mba,
-                    || limits.map(|v| first_classes(v, limit)),
-                    || format!("reading the MBA classes of domain {domain}"),
-                    note,
-                );
-                l3.push(L3Section {
-                    label: domains.show_label(*id),
-                    domain: *domain,
-                    l3: cat,
-                    mba: limits,
-                });
-            }
-        }
+        let smba = caps.smba.get().is_some();
+        let l3 = if l3ca || mba || smba {
+            read_l3(backend, &caps, &topo, limit, note)
+        } else {
+            Vec::new()
+        };
+        let io = backend.io_alloc().unwrap_or_else(|e| {
+            note(anyhow!(e).context("reading resctrl's info/L3/io_alloc"));
+            None
+        });
         let l2_domains = if l2ca { topo.l2_domains() } else { Vec::new() };
         let l2_classes = read_domains(backend, l2ca, &l2_domains, |b, d| {
             b.cat_classes_in(CatResource::L2, d)
@@ -307,7 +346,7 @@ impl Config {
                 (domain, classes)
             })
             .collect();
-        let is_alloc = l3ca || l2ca || mba;
+        let is_alloc = l3ca || l2ca || mba || smba;
         // The OS interface has no RMIDs to show (pqos prints `, RMID%u` on MSR/MMIO only).
         let is_mon = caps.monitoring.is_present() && backend.interface() != Interface::Os;
         let mut assocs = core_assocs(backend, is_alloc, is_mon, note);
@@ -336,7 +375,9 @@ impl Config {
             l3ca,
             l2ca,
             mba,
+            smba,
             l3,
+            io_alloc: io,
             l2,
             packages,
             tasks,
@@ -345,7 +386,9 @@ impl Config {
     }
 
     /// pqos's `-s` text (v25.04 layout) and this tool's foreign-group section.
-    fn print_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+    /// The L3 sections of [`Config::print_text`]: L3CA, MBA and SMBA classes per domain,
+    /// then this tool's io_alloc section.
+    fn print_l3(&self, out: &mut dyn Write) -> std::io::Result<()> {
         for section in &self.l3 {
             writeln!(
                 out,
@@ -364,16 +407,38 @@ impl Config {
                 Part::Failed => writeln!(out, "L3CA: Couldn't obtain info.")?,
                 Part::Absent => {}
             }
-            match &section.mba {
-                Part::Read(classes) => {
-                    for c in classes {
-                        writeln!(out, "    MBA COS{} => {}", c.class, mba_value(c.limit))?;
+            for (name, part) in [("MBA", &section.mba), ("SMBA", &section.smba)] {
+                match part {
+                    Part::Read(classes) => {
+                        for c in classes {
+                            writeln!(out, "    {name} COS{} => {}", c.class, mba_value(c.limit))?;
+                        }
                     }
+                    Part::Failed => writeln!(out, "{name}: Couldn't obtain info.")?,
+                    Part::Absent => {}
                 }
-                Part::Failed => writeln!(out, "MBA: Couldn't obtain info.")?,
-                Part::Absent => {}
             }
         }
+        // Ours (pqos knows no io_alloc): the CLOSID the kernel keeps for I/O and its masks.
+        if let Some(io) = &self.io_alloc {
+            if io.enabled {
+                writeln!(
+                    out,
+                    "L3 I/O allocation (io_alloc): enabled, COS{} reserved",
+                    io.class
+                )?;
+                for (domain, mask) in &io.masks {
+                    writeln!(out, "    L3ID {domain} => MASK {mask:#x}")?;
+                }
+            } else {
+                writeln!(out, "L3 I/O allocation (io_alloc): disabled")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn print_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        self.print_l3(out)?;
         for (domain, classes) in &self.l2 {
             if let Part::Read(classes) = classes {
                 writeln!(out, "L2CA COS definitions for L2ID {domain}:")?;
@@ -470,6 +535,10 @@ mod json {
         l3_cat: Option<Vec<CatDomainDoc>>,
         l2_cat: Option<Vec<CatDomainDoc>>,
         mba: Option<Vec<MbaDomainDoc>>,
+        /// AMD SMBA, as `mba`.
+        smba: Option<Vec<MbaDomainDoc>>,
+        /// L3 I/O allocation (resctrl, Linux 6.19+); `null` where not shown.
+        io_alloc: Option<IoAllocDoc>,
         cores: Vec<CoreDoc>,
         tasks: Option<Vec<TasksDoc>>,
         groups: Option<Vec<GroupDoc>>,
@@ -507,6 +576,21 @@ mod json {
         percent: Option<u8>,
         mib_per_s: Option<u32>,
         amd_units: Option<u32>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct IoAllocDoc {
+        enabled: bool,
+        /// The CLOSID io_alloc keeps while enabled.
+        class: u32,
+        /// Per L3 domain, the I/O mask (empty while disabled).
+        masks: Vec<IoMaskDoc>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct IoMaskDoc {
+        domain: u32,
+        mask: String,
     }
 
     #[derive(Debug, Serialize)]
@@ -552,6 +636,21 @@ mod json {
         }
     }
 
+    fn io_alloc_doc(io: &rdt_pqos::IoAlloc) -> IoAllocDoc {
+        IoAllocDoc {
+            enabled: io.enabled,
+            class: io.class.get(),
+            masks: io
+                .masks
+                .iter()
+                .map(|(d, m)| IoMaskDoc {
+                    domain: d.get(),
+                    mask: format!("{m:#x}"),
+                })
+                .collect(),
+        }
+    }
+
     fn mba_class(c: &MbaClass) -> MbaClassDoc {
         let (mut percent, mut mib_per_s, mut amd_units) = (None, None, None);
         match c.limit {
@@ -578,15 +677,20 @@ mod json {
                     })
                     .collect()
             });
-            let mba = c.mba.then(|| {
-                c.l3.iter()
-                    .map(|s| MbaDomainDoc {
-                        domain: s.domain.get(),
-                        label: s.label.clone(),
-                        classes: s.mba.value().map(|v| v.iter().map(mba_class).collect()),
+            let bandwidth =
+                |shown: bool, part: fn(&super::L3Section) -> &super::Part<Vec<MbaClass>>| {
+                    shown.then(|| {
+                        c.l3.iter()
+                            .map(|s| MbaDomainDoc {
+                                domain: s.domain.get(),
+                                label: s.label.clone(),
+                                classes: part(s).value().map(|v| v.iter().map(mba_class).collect()),
+                            })
+                            .collect()
                     })
-                    .collect()
-            });
+                };
+            let mba = bandwidth(c.mba, |s| &s.mba);
+            let smba = bandwidth(c.smba, |s| &s.smba);
             let l2_cat = c.l2ca.then(|| {
                 c.l2.iter()
                     .map(|(domain, classes)| CatDomainDoc {
@@ -654,6 +758,8 @@ mod json {
                 l3_cat,
                 l2_cat,
                 mba,
+                smba,
+                io_alloc: c.io_alloc.as_ref().map(io_alloc_doc),
                 cores,
                 tasks,
                 groups,

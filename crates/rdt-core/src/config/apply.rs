@@ -56,11 +56,12 @@ impl ConfigPlan {
                         after.mask
                     ),
                     Step::Mba {
+                        resource,
                         domain,
                         before,
                         after,
                     } => format!(
-                        "{}: MBA domain {domain}: {} -> {}",
+                        "{}: {resource} domain {domain}: {} -> {}",
                         who(after.class),
                         before.limit,
                         after.limit
@@ -158,11 +159,7 @@ impl Config {
                     } else {
                         "mba".to_owned()
                     };
-                    changes.push(Change::Mba {
-                        domain,
-                        class: ids[i],
-                        limit: mba.limit_in(domain),
-                    });
+                    changes.push(Change::mba(domain, ids[i], mba.limit_in(domain)));
                     origins.push(Origin { class: i, key });
                 }
             }

@@ -1673,11 +1673,7 @@ impl GoresctrlConfig {
                     }
                     MbaLimit::Percent(u8::try_from(rounded.min(100)).unwrap_or(100))
                 };
-                changes.push(Change::Mba {
-                    domain,
-                    class,
-                    limit,
-                });
+                changes.push(Change::mba(domain, class, limit));
                 origins.push(&c.at);
             }
         }

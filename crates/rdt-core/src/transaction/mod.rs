@@ -47,7 +47,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ClassId, LogicalCpu,
-    MbaClass, MbaLimit, RequestError, TaskId,
+    MbaClass, MbaLimit, MbaResource, RequestError, TaskId,
 };
 use journal::Journal;
 
@@ -79,8 +79,10 @@ pub enum Change {
         /// The mask.
         mask: CacheBitmask,
     },
-    /// A class's memory bandwidth limit in one L3 domain.
+    /// A class's memory bandwidth limit (MBA or SMBA) in one L3 domain.
     Mba {
+        /// MBA or SMBA.
+        resource: MbaResource,
         /// The L3 domain.
         domain: CacheDomain,
         /// The class of service.
@@ -138,7 +140,25 @@ impl Change {
     /// An MBA limit of `class` in L3 `domain`.
     #[must_use]
     pub const fn mba(domain: CacheDomain, class: ClassId, limit: MbaLimit) -> Self {
+        Self::bandwidth(MbaResource::Mba, domain, class, limit)
+    }
+
+    /// An SMBA limit of `class` in L3 `domain` (AMD units of 1/8 GB/s).
+    #[must_use]
+    pub const fn smba(domain: CacheDomain, class: ClassId, limit: MbaLimit) -> Self {
+        Self::bandwidth(MbaResource::Smba, domain, class, limit)
+    }
+
+    /// A limit of `resource` (MBA or SMBA) of `class` in L3 `domain`.
+    #[must_use]
+    pub const fn bandwidth(
+        resource: MbaResource,
+        domain: CacheDomain,
+        class: ClassId,
+        limit: MbaLimit,
+    ) -> Self {
         Self::Mba {
+            resource,
             domain,
             class,
             limit,
@@ -172,8 +192,11 @@ pub enum Step {
         /// The class as it will be.
         after: CatClass,
     },
-    /// `set_mba_classes` of one class.
+    /// `set_bandwidth_classes` of one class of MBA or SMBA.
     Mba {
+        /// MBA or SMBA (journals written before SMBA have no field: MBA).
+        #[serde(default)]
+        resource: MbaResource,
         /// The L3 domain.
         domain: CacheDomain,
         /// The class as it was.
@@ -244,8 +267,13 @@ impl Step {
                 "{resource} COS{} of domain {domain} back to {}",
                 before.class, before.mask
             ),
-            Self::Mba { domain, before, .. } => format!(
-                "MBA COS{} of domain {domain} back to {}",
+            Self::Mba {
+                resource,
+                domain,
+                before,
+                ..
+            } => format!(
+                "{resource} COS{} of domain {domain} back to {}",
                 before.class, before.limit
             ),
             Self::Cpu { cpu, before, .. } => format!("CPU {cpu} back into COS{before}"),
@@ -265,8 +293,13 @@ impl Step {
             } => backend
                 .set_cat_classes(*resource, *domain, &[*after])
                 .map(|()| None),
-            Self::Mba { domain, after, .. } => {
-                let applied = backend.set_mba_classes(*domain, &[*after])?;
+            Self::Mba {
+                resource,
+                domain,
+                after,
+                ..
+            } => {
+                let applied = backend.set_bandwidth_classes(*resource, *domain, &[*after])?;
                 Ok(Some(
                     applied
                         .iter()
@@ -289,9 +322,14 @@ impl Step {
                 before,
                 ..
             } => backend.set_cat_classes(*resource, *domain, &[*before]),
-            Self::Mba { domain, before, .. } => {
-                backend.set_mba_classes(*domain, &[*before]).map(|_| ())
-            }
+            Self::Mba {
+                resource,
+                domain,
+                before,
+                ..
+            } => backend
+                .set_bandwidth_classes(*resource, *domain, &[*before])
+                .map(|_| ()),
             Self::Cpu { cpu, before, .. } => backend.associate(*cpu, *before),
             Self::Task { task, before, .. } => backend.associate_task(*task, *before),
             Self::Reset { before, .. } => before.restore(backend).map(|_| ()),
@@ -308,9 +346,12 @@ impl fmt::Display for Step {
                 after,
                 ..
             } => write!(f, "{resource} COS{} of domain {domain}", after.class),
-            Self::Mba { domain, after, .. } => {
-                write!(f, "MBA COS{} of domain {domain}", after.class)
-            }
+            Self::Mba {
+                resource,
+                domain,
+                after,
+                ..
+            } => write!(f, "{resource} COS{} of domain {domain}", after.class),
             Self::Cpu { cpu, after, .. } => write!(f, "CPU {cpu} into COS{after}"),
             Self::Task { task, after, .. } => write!(f, "task {task} into COS{after}"),
             Self::Reset { .. } => f.write_str("allocation reset"),
@@ -398,7 +439,7 @@ pub struct Done {
     pub change: usize,
     /// The write.
     pub step: Step,
-    /// For MBA: the limit the hardware applied (Intel rounds to its granularity).
+    /// For MBA and SMBA: the limit the hardware applied (Intel rounds to its granularity).
     pub applied: Option<MbaLimit>,
 }
 
@@ -707,7 +748,8 @@ mod tests;
 /// interface's class count ([`crate::Capabilities::classes`]) that no CPU is associated
 /// with, no task is in (OS interface), whose masks are all ways in every L3 and L2 domain,
 /// and that is not in `taken` (classes spoken for, such as other named classes). COS 0,
-/// every CPU's default, is never free.
+/// every CPU's default, is never free, nor is the CLOSID that enabled L3 I/O allocation
+/// keeps ([`Backend::io_alloc`]: the kernel leaves one group fewer then).
 ///
 /// # Errors
 /// A read fails.
@@ -716,9 +758,13 @@ pub fn free_classes<B: Backend>(
     taken: &[ClassId],
 ) -> Result<Vec<ClassId>, B::Error> {
     let n = backend.capabilities().classes(backend.interface());
+    let io = backend
+        .io_alloc()?
+        .filter(|io| io.enabled)
+        .map(|io| io.class);
     let mut free: Vec<ClassId> = (1..n)
         .map(ClassId::new)
-        .filter(|c| !taken.contains(c))
+        .filter(|c| !taken.contains(c) && Some(*c) != io)
         .collect();
     for (_, class) in backend.cpu_classes()? {
         if let Some(c) = class {

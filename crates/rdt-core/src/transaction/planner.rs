@@ -5,15 +5,15 @@ use std::collections::BTreeMap;
 use super::{AllocState, Change, MaskScope, Plan, PlanError, PlanWarning, Step};
 use crate::{
     AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource,
-    ClassId, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, RequestError,
-    TaskId,
+    ClassId, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, MbaResource,
+    RequestError, TaskId,
 };
 
 /// The current state the plan read, updated as its steps are planned.
 #[derive(Default)]
 struct Current {
     cat: BTreeMap<(CatResource, CacheDomain), Vec<CatClass>>,
-    mba: BTreeMap<CacheDomain, Vec<MbaClass>>,
+    mba: BTreeMap<(MbaResource, CacheDomain), Vec<MbaClass>>,
     cpus: BTreeMap<LogicalCpu, ClassId>,
     tasks: BTreeMap<TaskId, ClassId>,
 }
@@ -173,13 +173,14 @@ impl<B: Backend> Planner<'_, B> {
     fn mba(
         &mut self,
         index: usize,
+        resource: MbaResource,
         domain: CacheDomain,
         class: ClassId,
         limit: MbaLimit,
     ) -> Result<Step, PlanError<B::Error>> {
         let invalid = |error: RequestError| PlanError::Invalid { index, error };
         let caps = self.backend.capabilities();
-        caps.check_mba_limit(self.interface, class, limit)
+        caps.check_bandwidth_limit(self.interface, resource, class, limit)
             .map_err(invalid)?;
         if self.interface == Interface::Os {
             caps.check_class(self.interface, class)
@@ -187,22 +188,23 @@ impl<B: Backend> Planner<'_, B> {
         }
         let domains = self.backend.topology().l3_domains();
         if !domains.contains(&domain) {
-            return Err(invalid(no_domain("MBA", domain, &domains)));
+            return Err(invalid(no_domain(resource.name(), domain, &domains)));
         }
-        let table = match self.current.mba.entry(domain) {
+        let table = match self.current.mba.entry((resource, domain)) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => v.insert(
                 self.backend
-                    .mba_classes(domain)
+                    .bandwidth_classes(resource, domain)
                     .map_err(|e| read_error(index, e))?,
             ),
         };
         let Some(entry) = table.iter_mut().find(|c| c.class == class) else {
-            return Err(invalid(no_class("MBA", class, table.len())));
+            return Err(invalid(no_class(resource.name(), class, table.len())));
         };
         let before = *entry;
         entry.limit = limit;
         Ok(Step::Mba {
+            resource,
             domain,
             before,
             after: *entry,
@@ -318,10 +320,11 @@ pub(super) fn plan<B: Backend>(
                 mask,
             } => p.cat(index, resource, domain, class, scope, mask)?,
             Change::Mba {
+                resource,
                 domain,
                 class,
                 limit,
-            } => p.mba(index, domain, class, limit)?,
+            } => p.mba(index, resource, domain, class, limit)?,
             Change::Cpu { cpu, class } => p.cpu(index, cpu, class)?,
             Change::Task { task, class } => p.task(index, task, class)?,
             Change::Reset(cfg) => p.reset(index, cfg)?,

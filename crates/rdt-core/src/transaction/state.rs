@@ -5,11 +5,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     AllocReset, Backend, BackendError, CacheDomain, CatClass, CatResource, ClassId, FeatureSetting,
-    GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, RequestError, TaskId,
+    GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaResource, RequestError, TaskId,
 };
 
 /// Everything allocation sets, as read from a [`Backend`]: the CDP and MBA CTRL states,
-/// every class's masks and limits in every domain, every CPU's class, and (OS interface)
+/// every class's masks and MBA and SMBA limits in every domain, every CPU's class, and (OS interface)
 /// the tasks placed in pqos's `COS<n>` groups. CPUs and tasks in other tools' resctrl
 /// groups are not part of it: a reset does not touch them either.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +24,10 @@ pub struct AllocState {
     pub cat: Vec<(CatResource, CacheDomain, Vec<CatClass>)>,
     /// Per L3 domain, every class's MBA limit (MiB/s while MBA CTRL is on).
     pub mba: Vec<(CacheDomain, Vec<MbaClass>)>,
+    /// Per L3 domain, every class's SMBA limit (AMD; empty without SMBA, and in journals
+    /// written before SMBA was planned).
+    #[serde(default)]
+    pub smba: Vec<(CacheDomain, Vec<MbaClass>)>,
     /// Every CPU's class (CPUs in other tools' groups left out).
     pub cpus: Vec<(LogicalCpu, ClassId)>,
     /// Tasks explicitly in a class other than COS 0 (OS interface).
@@ -85,12 +89,15 @@ impl AllocState {
                 cat.push((resource, d, b.cat_classes(resource, d)?));
             }
         }
-        let mut mba = Vec::new();
-        if b.capabilities().mba.get().is_some() {
-            for d in b.topology().l3_domains() {
-                mba.push((d, b.mba_classes(d)?));
+        let mut bw = [Vec::new(), Vec::new()];
+        for (resource, tables) in MbaResource::ALL.into_iter().zip(&mut bw) {
+            if b.capabilities().bandwidth(resource).get().is_some() {
+                for d in b.topology().l3_domains() {
+                    tables.push((d, b.bandwidth_classes(resource, d)?));
+                }
             }
         }
+        let [mba, smba] = bw;
         let cpus: Vec<(LogicalCpu, ClassId)> = b
             .cpu_classes()?
             .into_iter()
@@ -111,6 +118,7 @@ impl AllocState {
             mba_ctrl: ctrl_of(b),
             cat,
             mba,
+            smba,
             cpus,
             tasks,
         })
@@ -154,13 +162,18 @@ impl AllocState {
                 done.classes += differ.len();
             }
         }
-        for (domain, want) in &self.mba {
-            let have = b.mba_classes(*domain)?;
-            let differ: Vec<MbaClass> =
-                want.iter().filter(|w| !have.contains(w)).copied().collect();
-            if !differ.is_empty() {
-                b.set_mba_classes(*domain, &differ)?;
-                done.classes += differ.len();
+        for (resource, tables) in [
+            (MbaResource::Mba, &self.mba),
+            (MbaResource::Smba, &self.smba),
+        ] {
+            for (domain, want) in tables {
+                let have = b.bandwidth_classes(resource, *domain)?;
+                let differ: Vec<MbaClass> =
+                    want.iter().filter(|w| !have.contains(w)).copied().collect();
+                if !differ.is_empty() {
+                    b.set_bandwidth_classes(resource, *domain, &differ)?;
+                    done.classes += differ.len();
+                }
             }
         }
         let now = b.cpu_classes()?;

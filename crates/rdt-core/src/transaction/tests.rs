@@ -15,11 +15,11 @@ fn cat(domain: u32, class: u32, bits: u64) -> Change {
 }
 
 fn mba(domain: u32, class: u32, percent: u8) -> Change {
-    Change::Mba {
-        domain: CacheDomain::new(domain),
-        class: ClassId::new(class),
-        limit: MbaLimit::Percent(percent),
-    }
+    Change::mba(
+        CacheDomain::new(domain),
+        ClassId::new(class),
+        MbaLimit::Percent(percent),
+    )
 }
 
 fn cpu(n: u32, class: u32) -> Change {
@@ -405,4 +405,158 @@ fn the_writers_lock_is_released_on_return_and_on_a_panic() {
     }));
     assert!(panicked.is_err());
     assert_eq!(b.writers_held(), 0, "released while unwinding");
+}
+
+/// The AMD fixture with SMBA (16 classes, 11-bit field, as genoa's CPUID.(8000_0020H,2)),
+/// transactions journaled to a temporary run directory.
+fn amd_smba() -> (FakeBackend, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = FakeBackend::amd_2ccx().with_run_dir(dir.path().join("run"));
+    b.reconfigure(|c| c.smba = crate::Feature::Supported(crate::fake::fixtures::amd_mba(16)));
+    (b, dir)
+}
+
+fn smba(domain: u32, class: u32, units: u32) -> Change {
+    Change::smba(
+        CacheDomain::new(domain),
+        ClassId::new(class),
+        MbaLimit::AmdUnits(units),
+    )
+}
+
+fn limits(b: &mut FakeBackend, resource: MbaResource, domain: u32) -> Vec<u32> {
+    b.bandwidth_classes(resource, CacheDomain::new(domain))
+        .unwrap()
+        .iter()
+        .map(|c| c.limit.value())
+        .collect()
+}
+
+#[test]
+fn smba_changes_set_smba_only_and_are_checked_against_smba() {
+    // arrange
+    let (mut b, _dir) = amd_smba();
+    let list = [
+        smba(0, 1, 256),
+        smba(1, 2, 16),
+        Change::mba(CacheDomain::new(0), ClassId::new(3), MbaLimit::AmdUnits(64)),
+    ];
+    // act
+    let plan = Plan::new(&mut b, &list).unwrap();
+    let done = plan.apply(&mut b).into_result().unwrap();
+    // assert
+    assert_eq!(done[0].step.to_string(), "SMBA COS1 of domain 0");
+    assert_eq!(done[0].applied, Some(MbaLimit::AmdUnits(256)));
+    assert_eq!(
+        limits(&mut b, MbaResource::Smba, 0)[..4],
+        [2048, 256, 2048, 2048]
+    );
+    assert_eq!(
+        limits(&mut b, MbaResource::Smba, 1)[..4],
+        [2048, 2048, 16, 2048]
+    );
+    assert_eq!(
+        limits(&mut b, MbaResource::Mba, 0)[..4],
+        [2048, 2048, 2048, 64]
+    );
+    assert_eq!(limits(&mut b, MbaResource::Mba, 1)[..4], [2048; 4]);
+    // SMBA's own range and unit; and no SMBA at all is refused by name
+    let e = Plan::new(&mut b, &[smba(0, 1, 2049)]).unwrap_err();
+    assert!(
+        e.to_string().contains("out of range (from 1 to 2048)"),
+        "{e}"
+    );
+    let pct = Change::smba(CacheDomain::new(0), ClassId::new(1), MbaLimit::Percent(50));
+    assert!(Plan::new(&mut b, &[pct]).is_err());
+    b.reconfigure(|c| c.smba = crate::Feature::Unsupported);
+    let e = Plan::new(&mut b, &[smba(0, 1, 8)]).unwrap_err();
+    assert!(e.to_string().contains("SMBA is not supported"), "{e}");
+}
+
+#[test]
+fn a_reset_restores_smba_and_its_undo_brings_smba_back() {
+    // arrange: SMBA COS1 limited in domain 1
+    let (mut b, _dir) = amd_smba();
+    Plan::new(&mut b, &[smba(1, 1, 8)])
+        .unwrap()
+        .apply(&mut b)
+        .into_result()
+        .unwrap();
+    let before = AllocState::read(&mut b).unwrap();
+    assert_eq!(before.smba[1].1[1].limit, MbaLimit::AmdUnits(8));
+    // act: a reset sets it back to 2^width; the state read before writes it back
+    let reset = [Change::Reset(AllocReset::default())];
+    Plan::new(&mut b, &reset)
+        .unwrap()
+        .apply(&mut b)
+        .into_result()
+        .unwrap();
+    assert_eq!(limits(&mut b, MbaResource::Smba, 1)[1], 2048);
+    before.restore(&mut b).unwrap();
+    // assert
+    assert_eq!(limits(&mut b, MbaResource::Smba, 1)[1], 8);
+    assert_eq!(AllocState::read(&mut b).unwrap(), before);
+}
+
+#[test]
+fn a_process_killed_during_an_smba_change_is_rolled_back_by_the_next_open() {
+    let list = [smba(0, 1, 256), smba(1, 1, 256), cpu(5, 1)];
+    for position in 1..=list.len() {
+        // arrange
+        let (mut b, dir) = amd_smba();
+        let before = AllocState::read(&mut b).unwrap();
+        let plan = Plan::new(&mut b, &list).unwrap();
+        b.panic_at_nth_write(position);
+        // act: the process "dies" at the write; the next open recovers
+        let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = plan.apply(&mut b);
+        }));
+        assert!(died.is_err(), "write {position}");
+        let recovered = recover_soon(&mut b);
+        // assert
+        let [Reclaimed::Transaction { undone, failed, .. }] = &recovered[..] else {
+            panic!("write {position}: {recovered:?}");
+        };
+        assert!(failed.is_empty(), "write {position}: {failed:?}");
+        assert!(
+            undone
+                .iter()
+                .any(|u| u == "SMBA COS1 of domain 0 back to 2048"),
+            "{undone:?}"
+        );
+        assert_eq!(
+            AllocState::read(&mut b).unwrap(),
+            before,
+            "write {position}"
+        );
+        assert!(
+            journals(&dir).is_empty(),
+            "write {position}: journal removed"
+        );
+    }
+}
+
+#[test]
+fn journals_written_before_smba_read_as_mba() {
+    // A step and a state as version 1 journals recorded them, without `resource`/`smba`.
+    let step: Step = serde_json::from_str(
+        r#"{"Mba":{"domain":0,"before":{"class":1,"limit":{"Percent":100}},
+            "after":{"class":1,"limit":{"Percent":50}}}}"#,
+    )
+    .unwrap();
+    assert!(
+        matches!(
+            step,
+            Step::Mba {
+                resource: MbaResource::Mba,
+                ..
+            }
+        ),
+        "{step:?}"
+    );
+    let state: AllocState = serde_json::from_str(
+        r#"{"l3_cdp":null,"l2_cdp":null,"mba_ctrl":null,"cat":[],"mba":[],"cpus":[],"tasks":[]}"#,
+    )
+    .unwrap();
+    assert!(state.smba.is_empty());
 }

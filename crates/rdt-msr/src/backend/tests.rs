@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask, CatResource,
     ClassId, CpuSet, Feature, FeatureSetting, LimitError, LogicalCpu, MbaClass, MbaLimit,
-    MbaUnitMismatch, MonEvents, MonGroupId, PmuCounts, PmuSource, RequestError, Rmid, Topology,
-    Vendor,
+    MbaResource, MbaUnitMismatch, MonEvents, MonGroupId, PmuCounts, PmuSource, RequestError, Rmid,
+    Topology, Vendor,
 };
 
 use rdt_core::fake::fixtures;
@@ -779,6 +779,53 @@ fn mba_ctrl_on_is_unsupported_on_msr() {
         Err(MsrError::Request(RequestError::Unsupported(_)))
     ));
     assert_eq!(accesses(&b), 0);
+}
+
+#[test]
+fn amd_smba_reads_and_writes_its_own_registers_from_0xc000_0280() {
+    // arrange: MBA COS3 at 100 units in domain 1, SMBA untouched
+    let mut b = backend_with(FakeMsrs::new(), amd_caps());
+    b.reset_allocation(&AllocReset::default()).unwrap();
+    b.set_mba_classes(
+        dom(1),
+        &[MbaClass {
+            class: ClassId::new(3),
+            limit: MbaLimit::AmdUnits(100),
+        }],
+    )
+    .unwrap();
+    // act
+    let applied = b
+        .set_bandwidth_classes(
+            MbaResource::Smba,
+            dom(1),
+            &[MbaClass {
+                class: ClassId::new(3),
+                limit: MbaLimit::AmdUnits(16),
+            }],
+        )
+        .unwrap();
+    let too_big = b.set_bandwidth_classes(
+        MbaResource::Smba,
+        dom(1),
+        &[MbaClass {
+            class: ClassId::new(3),
+            limit: MbaLimit::AmdUnits(2049),
+        }],
+    );
+    // assert: SMBA_BW_BASE + 3 on a CPU of domain 1; MBA's register keeps its value
+    assert_eq!(applied[0].limit, MbaLimit::AmdUnits(16));
+    assert_eq!(b.io().get(cpu(4), MsrAddr::new(0xC000_0283)), Some(16));
+    assert_eq!(b.io().get(cpu(4), MsrAddr::new(0xC000_0203)), Some(100));
+    let smba = b.bandwidth_classes(MbaResource::Smba, dom(1)).unwrap();
+    assert_eq!(smba[3].limit, MbaLimit::AmdUnits(16));
+    assert_eq!(smba[2].limit, MbaLimit::AmdUnits(2048));
+    assert_eq!(
+        b.mba_classes(dom(1)).unwrap()[3].limit,
+        MbaLimit::AmdUnits(100)
+    );
+    assert!(too_big.is_err());
+    assert_eq!(b.io().get(cpu(4), MsrAddr::new(0xC000_0283)), Some(16));
 }
 
 #[test]

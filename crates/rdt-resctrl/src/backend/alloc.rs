@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use rdt_core::{
     AllocReset, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId, FeatureSetting,
-    GroupOwner, Interface, LimitError, MbaClass, MbaCtrl, MbaKind, MbaLimit, PmuSource,
-    RequestError,
+    GroupOwner, Interface, IoAlloc, LimitError, MbaClass, MbaCtrl, MbaKind, MbaLimit, MbaResource,
+    PmuSource, RequestError,
 };
 
 use super::ResctrlBackend;
@@ -100,27 +100,31 @@ impl<P: PmuSource> ResctrlBackend<P> {
             return Some(format!("{:x}", c.cbm_mask));
         }
         match schema {
-            "MB" => Some(self.default_bw(self.caps.mba.get()).to_string()),
-            "SMBA" => Some(self.default_bw(self.caps.smba.get()).to_string()),
+            "MB" => Some(self.default_bw(MbaResource::Mba).to_string()),
+            "SMBA" => Some(self.default_bw(MbaResource::Smba).to_string()),
             _ => None,
         }
     }
 
-    pub(super) fn default_bw(&self, caps: Option<&rdt_core::MbaCaps>) -> u64 {
-        if self.mba_mbps {
+    /// The reset value of `resource`'s classes: `MBA_MAX_MBPS` for MB under `mba_MBps`
+    /// (the software controller is MB's only: the kernel's `is_mba_sc()`), else the
+    /// resource's `max_bw` (100 on Intel, `2^width` on AMD).
+    pub(super) fn default_bw(&self, resource: MbaResource) -> u64 {
+        if self.mba_mbps && resource == MbaResource::Mba {
             return u64::from(u32::MAX); // MBA_MAX_MBPS
         }
-        match caps.map(|m| m.kind) {
+        match self.caps.bandwidth(resource).get().map(|m| m.kind) {
             Some(MbaKind::AmdBandwidth { width }) => 1u64 << width.min(32),
             _ => 100,
         }
     }
 
-    pub(super) fn mba_limit(&self, v: u32) -> MbaLimit {
-        if self.mba_mbps {
+    /// A `schemata` value of `resource` as a limit in the unit in force.
+    pub(super) fn mba_limit(&self, resource: MbaResource, v: u32) -> MbaLimit {
+        if self.mba_mbps && resource == MbaResource::Mba {
             MbaLimit::MibPerSec(v)
         } else if matches!(
-            self.caps.mba.get().map(|m| m.kind),
+            self.caps.bandwidth(resource).get().map(|m| m.kind),
             Some(MbaKind::AmdBandwidth { .. })
         ) {
             MbaLimit::AmdUnits(v)
@@ -550,28 +554,35 @@ impl<P: PmuSource> ResctrlBackend<P> {
         self.apply(&plan)
     }
 
-    /// [`Backend::mba_classes`] on resctrl.
+    /// [`Backend::bandwidth_classes`] on resctrl.
     pub(super) fn read_mba_classes(
         &mut self,
+        resource: MbaResource,
         domain: CacheDomain,
     ) -> Result<Vec<MbaClass>, ResctrlError> {
         Ok(self
-            .read_mba_classes_in(&[domain])?
+            .read_mba_classes_in(resource, &[domain])?
             .pop()
             .unwrap_or_default())
     }
 
-    /// [`Backend::mba_classes_in`] on resctrl: each class's `schemata` is read once for
-    /// every domain.
+    /// [`Backend::bandwidth_classes_in`] on resctrl (the `MB` or `SMBA` schema): each
+    /// class's `schemata` is read once for every domain.
     pub(super) fn read_mba_classes_in(
         &mut self,
+        resource: MbaResource,
         domains: &[CacheDomain],
     ) -> Result<Vec<Vec<MbaClass>>, ResctrlError> {
-        let mba = self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
-        let (n, default) = (mba.num_classes, self.default_bw(Some(mba)));
+        let (name, schema) = (resource.name(), resource.schema());
+        let mba = self
+            .caps
+            .bandwidth(resource)
+            .get()
+            .ok_or(LimitError::Unsupported(name))?;
+        let (n, default) = (mba.num_classes, self.default_bw(resource));
         let default = u32::try_from(default).unwrap_or(u32::MAX);
         for &domain in domains {
-            self.check_domain("MB", "MB", domain)?;
+            self.check_domain(schema, schema, domain)?;
         }
         let groups = self.class_schemata(n)?;
         let mut out = Vec::with_capacity(domains.len());
@@ -580,13 +591,13 @@ impl<P: PmuSource> ResctrlBackend<P> {
             for (class, g, s) in &groups {
                 let v = match s {
                     Some(s) => s
-                        .bandwidth("MB", domain.get())
+                        .bandwidth(schema, domain.get())
                         .map_err(|e| self.bad_value(g, &e))?,
                     None => None,
                 };
                 classes.push(MbaClass {
                     class: *class,
-                    limit: self.mba_limit(v.unwrap_or(default)),
+                    limit: self.mba_limit(resource, v.unwrap_or(default)),
                 });
             }
             out.push(classes);
@@ -594,20 +605,30 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(out)
     }
 
-    /// [`Backend::set_mba_classes`] on resctrl.
+    /// [`Backend::set_bandwidth_classes`] on resctrl (the `MB` or `SMBA` schema).
     pub(super) fn write_mba_classes(
         &mut self,
+        resource: MbaResource,
         domain: CacheDomain,
         classes: &[MbaClass],
     ) -> Result<Vec<MbaClass>, ResctrlError> {
-        self.caps.mba.get().ok_or(LimitError::Unsupported("MBA"))?;
-        let min = self.info.mb.as_ref().map_or(0, |m| m.min_bandwidth);
-        self.check_domain("MB", "MB", domain)?;
+        let (name, schema) = (resource.name(), resource.schema());
+        self.caps
+            .bandwidth(resource)
+            .get()
+            .ok_or(LimitError::Unsupported(name))?;
+        let info = match resource {
+            MbaResource::Mba => self.info.mb.as_ref(),
+            MbaResource::Smba => self.info.smba.as_ref(),
+        };
+        let min = info.map_or(0, |m| m.min_bandwidth);
+        self.check_domain(schema, schema, domain)?;
         let mut plan: BTreeMap<ClassId, Vec<(&'static str, u32, String)>> = BTreeMap::new();
         for c in classes {
-            self.caps.check_mba_class(c.class)?;
+            self.caps.check_bandwidth_class(resource, c.class)?;
             self.check_closid(c.class)?;
-            self.caps.check_mba_limit(Interface::Os, c.class, c.limit)?;
+            self.caps
+                .check_bandwidth_limit(Interface::Os, resource, c.class, c.limit)?;
             let v = c.limit.value();
             // resctrl's own floor: info/MB/min_bandwidth (percent MBA).
             if matches!(c.limit, MbaLimit::Percent(_)) && v < min {
@@ -620,7 +641,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             }
             plan.entry(c.class)
                 .or_default()
-                .push(("MB", domain.get(), v.to_string()));
+                .push((schema, domain.get(), v.to_string()));
         }
         let _g = self.lock.exclusive()?;
         self.apply(&plan)?;
@@ -637,12 +658,12 @@ impl<P: PmuSource> ResctrlBackend<P> {
             }
             let v = self
                 .read_schemata(&g)?
-                .bandwidth("MB", domain.get())
+                .bandwidth(schema, domain.get())
                 .map_err(|e| self.bad_value(&g, &e))?
                 .unwrap_or(0);
             applied.push(MbaClass {
                 class,
-                limit: self.mba_limit(v),
+                limit: self.mba_limit(resource, v),
             });
         }
         Ok(applied)
@@ -657,6 +678,64 @@ impl<P: PmuSource> ResctrlBackend<P> {
         }
         let _g = self.lock.exclusive()?;
         self.reset_groups()
+    }
+
+    /// [`Backend::io_alloc`](rdt_core::Backend::io_alloc) on resctrl: `info/L3/io_alloc`
+    /// (`info/L3CODE/io_alloc` while CDP is on; the kernel puts the files in every cache
+    /// info directory) and, while enabled, `io_alloc_cbm`. The CLOSID is
+    /// `resctrl_io_alloc_closid()`: the schema's `num_closids` (already halved under CDP)
+    /// minus one. `None` without the file (before Linux 6.19, or no L3 CAT) or when it reads
+    /// `not supported`.
+    pub(super) fn read_io_alloc(&self) -> Result<Option<IoAlloc>, ResctrlError> {
+        let Some((schema, info)) = ["L3", "L3CODE"]
+            .into_iter()
+            .find_map(|s| self.info.caches.get(s).map(|i| (s, i)))
+        else {
+            return Ok(None);
+        };
+        let _g = self.lock.shared()?;
+        let rel = format!("info/{schema}/io_alloc");
+        let Some(state) = self.fs.read_opt(&rel)? else {
+            return Ok(None);
+        };
+        let enabled = match state.trim() {
+            "enabled" => true,
+            "disabled" => false,
+            "not supported" => return Ok(None),
+            other => {
+                return Err(ResctrlError::Parse {
+                    path: self.fs.path(&rel),
+                    text: other.to_owned(),
+                    expected: "enabled, disabled or not supported".to_owned(),
+                });
+            }
+        };
+        let class = ClassId::new(info.num_closids.saturating_sub(1));
+        let mut masks = Vec::new();
+        if enabled {
+            let rel = format!("info/{schema}/io_alloc_cbm");
+            let text = self.fs.read(&rel)?;
+            let bad = |expected: String| ResctrlError::Parse {
+                path: self.fs.path(&rel),
+                text: text.trim().to_owned(),
+                expected,
+            };
+            // `0=ffff;1=ffff`: a schemata line without its name.
+            let line: crate::Schemata = format!("L3:{}", text.trim())
+                .parse()
+                .map_err(|e: crate::SchemataError| bad(e.to_string()))?;
+            for d in line.domains("L3") {
+                if let Some(m) = line.cache_mask("L3", d).map_err(|e| bad(e.to_string()))? {
+                    let m = CacheBitmask::new(m).map_err(|e| bad(e.to_string()))?;
+                    masks.push((CacheDomain::new(d), m));
+                }
+            }
+        }
+        Ok(Some(IoAlloc {
+            enabled,
+            class,
+            masks,
+        }))
     }
 
     /// [`Backend::mba_ctrl`] on resctrl.

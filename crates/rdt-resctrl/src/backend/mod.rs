@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use rdt_core::{
     AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet,
-    ExclusiveWays, GroupInfo, Interface, LogicalCpu, MbaClass, MbaCtrl, MonEvents, MonGroupId,
-    MonValues, NoPmu, PmuSource, Rmid, TaskId, Topology,
+    ExclusiveWays, GroupInfo, Interface, LogicalCpu, MbaClass, MbaCtrl, MbaResource, MonEvents,
+    MonGroupId, MonValues, NoPmu, PmuSource, Rmid, TaskId, Topology,
 };
 
 use self::monitoring::MonGroup;
@@ -459,13 +459,18 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
         self.write_cat_classes(resource, domain, classes)
     }
 
-    /// Reads the `MB` line of the root and each `COS<n>`: percent, MiB/s on an `mba_MBps`
-    /// mount, AMD units on AMD. A class without a group reports the default.
+    /// Reads the `MB` (MBA) or `SMBA` line of the root and each `COS<n>`: percent, MiB/s on
+    /// an `mba_MBps` mount (MB only), AMD units on AMD. A class without a group reports the
+    /// default.
     ///
     /// # Errors
-    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without MBA, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), read errors.
-    fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, ResctrlError> {
-        self.read_mba_classes(domain)
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without the resource, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), read errors.
+    fn bandwidth_classes(
+        &mut self,
+        resource: MbaResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<MbaClass>, ResctrlError> {
+        self.read_mba_classes(resource, domain)
     }
 
     /// [`Backend::cat_classes`] of every domain given, each class's `schemata` read once.
@@ -484,26 +489,28 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     ///
     /// # Errors
     /// As [`Backend::mba_classes`].
-    fn mba_classes_in(
+    fn bandwidth_classes_in(
         &mut self,
+        resource: MbaResource,
         domains: &[CacheDomain],
     ) -> Result<Vec<Vec<MbaClass>>, ResctrlError> {
-        self.read_mba_classes_in(domains)
+        self.read_mba_classes_in(resource, domains)
     }
 
-    /// Checks every limit (unit for this mount, range from `info/MB`), writes one `schemata`
-    /// per class as [`Backend::set_cat_classes`] does, and reads back what the kernel
-    /// applied (Intel rounds up to `bandwidth_gran`: 15 -> 20).
+    /// Checks every limit (unit for this mount, range from `info/MB` or `info/SMBA`), writes
+    /// the `MB` or `SMBA` line of one `schemata` per class as [`Backend::set_cat_classes`]
+    /// does, and reads back what the kernel applied (Intel rounds up to `bandwidth_gran`: 15 -> 20).
     ///
     /// # Errors
     /// [`RequestError::MbaUnit`](rdt_core::RequestError::MbaUnit), [`RequestError::Limit`](rdt_core::RequestError::Limit), [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain):
     /// nothing written; [`ResctrlError::OutOfClosids`]; [`ResctrlError::Rejected`].
-    fn set_mba_classes(
+    fn set_bandwidth_classes(
         &mut self,
+        resource: MbaResource,
         domain: CacheDomain,
         classes: &[MbaClass],
     ) -> Result<Vec<MbaClass>, ResctrlError> {
-        self.write_mba_classes(domain, classes)
+        self.write_mba_classes(resource, domain, classes)
     }
 
     /// Finds the control group whose `cpus_list` has the CPU: `COS<n>` gives n, none gives
@@ -524,6 +531,14 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup) (the CPU is in another tool's group): nothing written;
     /// [`ResctrlError::OutOfClosids`], [`ResctrlError::Rejected`].
     /// Reads `mode` of every control group, and the masks of the `exclusive` ones.
+    /// `info/L3/io_alloc` and `io_alloc_cbm` (Linux 6.19+).
+    ///
+    /// # Errors
+    /// The lock, a read, or a file that does not parse.
+    fn io_alloc(&mut self) -> Result<Option<rdt_core::IoAlloc>, ResctrlError> {
+        self.read_io_alloc()
+    }
+
     fn exclusive_ways(
         &mut self,
         resource: CatResource,
