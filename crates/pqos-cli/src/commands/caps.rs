@@ -33,8 +33,10 @@ pub fn run_display<B: Backend>(
         backend.capabilities(),
         backend.interface(),
         backend.mba_ctrl(),
-        mbm.as_ref(),
-        io_alloc.as_ref(),
+        OsDetails {
+            mbm: mbm.as_ref(),
+            io_alloc: io_alloc.as_ref(),
+        },
         verbose,
         json,
         out,
@@ -56,20 +58,30 @@ pub fn run_display_report(
         &report.capabilities,
         report.interface,
         report.mba_ctrl,
-        report.mbm.as_ref(),
-        report.io_alloc.as_ref(),
+        OsDetails {
+            mbm: report.mbm.as_ref(),
+            io_alloc: report.io_alloc.as_ref(),
+        },
         verbose,
         json,
         out,
     )
 }
 
+/// What resctrl adds to a report beyond the capabilities (absent on MSR).
+#[derive(Clone, Copy)]
+struct OsDetails<'a> {
+    /// ABMC, BMEC and SNC ([`Backend::mbm_details`]).
+    mbm: Option<&'a MbmDetails>,
+    /// L3 I/O allocation ([`Backend::io_alloc`]).
+    io_alloc: Option<&'a IoAlloc>,
+}
+
 fn display(
     caps: &Capabilities,
     iface: Interface,
     mba_ctrl: Option<MbaCtrl>,
-    mbm: Option<&MbmDetails>,
-    io_alloc: Option<&IoAlloc>,
+    os: OsDetails<'_>,
     verbose: bool,
     json: bool,
     out: &mut dyn Write,
@@ -80,13 +92,13 @@ fn display(
             Interface::Os => Some(mba_ctrl.unwrap_or(MbaCtrl::Unsupported)),
             Interface::Msr => None,
         };
-        return print_capabilities_json(caps, iface, ctrl, mbm, io_alloc, out);
+        return print_capabilities_json(caps, iface, ctrl, os.mbm, os.io_alloc, out);
     }
     let ctrl = match iface {
         Interface::Os => pqos_ctrl_line(caps, mba_ctrl),
         Interface::Msr => None,
     };
-    print_capabilities(caps, iface, ctrl, mbm, io_alloc, verbose, out)
+    print_capabilities(caps, iface, ctrl, os.mbm, os.io_alloc, verbose, out)
 }
 
 /// The state pqos v25.04 prints in the OS interface's MBA `CTRL:` line, `None` where it
