@@ -441,5 +441,17 @@ mod tests {
         assert_eq!(mba, MbaLimit::AmdUnits(2048));
         lease.release(&mut b).expect("released");
         assert_eq!(smba(&mut b, 1), MbaLimit::AmdUnits(2048));
+        // a class left with an SMBA limit (pqos -e smba:15=16) is not free
+        let limited = crate::transaction::Change::smba(
+            CacheDomain::new(0),
+            ClassId::new(15),
+            MbaLimit::AmdUnits(16),
+        );
+        crate::transaction::run(&mut b, &[limited])
+            .expect("planned")
+            .into_result()
+            .expect("applied");
+        let free = free_classes(&mut b, &[]).expect("free");
+        assert_eq!(free.last(), Some(&ClassId::new(14)), "{free:?}");
     }
 }
