@@ -26,7 +26,8 @@
 //! [`stats`] reads them in the shape runtimes report ([`IntelRdtStats`], runc's
 //! `intelrdt.Stats`); [`remove`] takes the monitor group away with the container.
 //!
-//! Not supported yet, and refused with [`OciError::Unsupported`]: `SMBA` lines.
+//! `SMBA` lines (AMD slow-memory bandwidth, in 1/8 GB/s units) set the class's SMBA limits
+//! as `MB` lines set its MBA limits.
 //!
 //! # Example: a runtime's create and delete
 //! ```no_run
@@ -56,7 +57,7 @@ use rdt_resctrl::Schemata;
 use crate::transaction::{self, Change, MaskScope};
 use crate::{
     Backend, CacheBitmask, CacheDomain, CatMask, CatResource, ClassId, Interface, MbaKind,
-    MbaLimit, Rdt, TaskId,
+    MbaLimit, MbaResource, Rdt, TaskId,
 };
 
 /// Why a container's `intelRdt` was not applied (nothing was written) or not removed.
@@ -205,6 +206,7 @@ enum Value {
         mask: CacheBitmask,
     },
     Mba {
+        resource: MbaResource,
         domain: CacheDomain,
         limit: MbaLimit,
     },
@@ -273,8 +275,7 @@ fn values(rdt: &Rdt, text: &str) -> Result<Vec<Value>, OciError> {
             "L2" => Some((CatResource::L2, MaskScope::Both)),
             "L2CODE" => Some((CatResource::L2, MaskScope::Code)),
             "L2DATA" => Some((CatResource::L2, MaskScope::Data)),
-            "MB" => None,
-            "SMBA" => return Err(OciError::Unsupported("an SMBA schema line")),
+            "MB" | "SMBA" => None,
             other => return Err(bad(format!("unknown resource `{other}`"))),
         };
         for &(domain, _) in &line.values {
@@ -292,14 +293,19 @@ fn values(rdt: &Rdt, text: &str) -> Result<Vec<Value>, OciError> {
                     mask,
                 });
             } else {
+                let resource = if line.name == "SMBA" {
+                    MbaResource::Smba
+                } else {
+                    MbaResource::Mba
+                };
                 let v = schemata
-                    .bandwidth("MB", domain)
+                    .bandwidth(&line.name, domain)
                     .map_err(|e| bad(e.to_string()))?
                     .unwrap_or(0);
                 let mba = caps
-                    .mba
+                    .bandwidth(resource)
                     .get()
-                    .ok_or_else(|| bad("this platform has no MBA".into()))?;
+                    .ok_or_else(|| bad(format!("this platform has no {resource}")))?;
                 let limit = if mba.ctrl_enabled {
                     MbaLimit::MibPerSec(v)
                 } else if let MbaKind::AmdBandwidth { .. } = mba.kind {
@@ -309,7 +315,11 @@ fn values(rdt: &Rdt, text: &str) -> Result<Vec<Value>, OciError> {
                         u8::try_from(v).map_err(|_| bad(format!("{v}% is not a percentage")))?,
                     )
                 };
-                out.push(Value::Mba { domain: d, limit });
+                out.push(Value::Mba {
+                    resource,
+                    domain: d,
+                    limit,
+                });
             }
         }
     }
@@ -359,16 +369,21 @@ fn first_difference(
                     return Ok(Some((name, domain.get(), format!("{mask:x}"), have)));
                 }
             }
-            Value::Mba { domain, limit } => {
+            Value::Mba {
+                resource,
+                domain,
+                limit,
+            } => {
                 let have = rdt
-                    .mba_classes(domain)
+                    .bandwidth_classes(resource, domain)
                     .map_err(platform)?
                     .into_iter()
                     .find(|c| c.class == class)
                     .map(|c| c.limit);
                 if have != Some(limit) {
                     let have = have.map_or_else(|| "nothing".to_owned(), |l| l.to_string());
-                    return Ok(Some(("MB".into(), domain.get(), limit.to_string(), have)));
+                    let schema = resource.schema().to_owned();
+                    return Ok(Some((schema, domain.get(), limit.to_string(), have)));
                 }
             }
         }
@@ -442,7 +457,11 @@ pub fn apply(
                     scope,
                     mask,
                 },
-                Value::Mba { domain, limit } => Change::mba(domain, class, limit),
+                Value::Mba {
+                    resource,
+                    domain,
+                    limit,
+                } => Change::bandwidth(resource, domain, class, limit),
             }));
         }
     }

@@ -149,6 +149,35 @@ fn an_existing_group_with_other_schemata_is_refused_and_nothing_changes() {
 }
 
 #[test]
+fn smba_lines_set_the_groups_smba_limits_on_turin_and_are_refused_without_smba() {
+    // arrange: turin's L3 domains are 0, 2, ..., 14; SMBA in 1/8 GB/s units up to 4096
+    let m = TestMount::builtin("turin");
+    let mut rdt = open(&m);
+    let ctr = Sleeper::new();
+    let s = spec(r#"{"closID": "slow", "schemata": ["L3:0=ff", "SMBA:0=16;2=8"]}"#);
+    // act
+    let placed = oci::apply(&mut rdt, &s, "ctr-s", ctr.task()).expect("apply");
+    // assert: the SMBA line as asked, MB untouched
+    assert!(placed.created);
+    let schemata = read(&resctrl(&m), "slow/schemata");
+    assert!(schemata.contains("SMBA:0=16;2=8;4=4096;"), "{schemata}");
+    assert!(schemata.contains("MB:0=4096;2=4096;"), "{schemata}");
+    // another container asking for other SMBA values of the same group is refused
+    let other = spec(r#"{"closID": "slow", "schemata": ["L3:0=ff", "SMBA:0=32"]}"#);
+    let e = oci::apply(&mut rdt, &other, "ctr-t", ctr.task()).expect_err("mismatch");
+    assert!(
+        matches!(&e, OciError::Mismatch { schema, domain: 0, want, .. } if schema == "SMBA" && want == "32"),
+        "{e:?}"
+    );
+    // skylake-sp has no SMBA
+    let sky = TestMount::builtin("skylake-sp");
+    let mut rdt = open(&sky);
+    let s = spec(r#"{"schemata": ["SMBA:0=16"]}"#);
+    let e = oci::apply(&mut rdt, &s, "ctr-u", ctr.task()).expect_err("no SMBA");
+    assert!(e.to_string().contains("this platform has no SMBA"), "{e}");
+}
+
+#[test]
 fn closid_alone_joins_a_preconfigured_group_or_is_an_error() {
     let m = TestMount::builtin(SKX_RDT);
     let root = resctrl(&m);

@@ -415,4 +415,43 @@ mod tests {
         );
         lease.release(&mut b).expect("released");
     }
+
+    #[test]
+    fn an_smba_limit_is_set_in_the_cpus_domains_and_given_back() {
+        // arrange: AMD with SMBA, two CCX of 4 CPUs
+        let mut b = FakeBackend::amd_2ccx();
+        b.reconfigure(|c| c.smba = crate::Feature::Supported(crate::fake::fixtures::amd_mba(16)));
+        let smba = |b: &mut FakeBackend, d: u32| {
+            b.bandwidth_classes(MbaResource::Smba, CacheDomain::new(d))
+                .expect("smba")[15]
+                .limit
+        };
+        let request = ClassRequest {
+            smba: Some(MbaLimit::AmdUnits(16)),
+            cpus: "4-5".parse().expect("cpus"),
+            ..ClassRequest::default()
+        };
+        // act
+        let lease = Lease::take(&mut b, &request).expect("taken");
+        // assert: CCX 1 only, MBA untouched
+        assert_eq!(lease.class(), ClassId::new(15));
+        assert_eq!(smba(&mut b, 1), MbaLimit::AmdUnits(16));
+        assert_eq!(smba(&mut b, 0), MbaLimit::AmdUnits(2048));
+        let mba = b.mba_classes(CacheDomain::new(1)).expect("mba")[15].limit;
+        assert_eq!(mba, MbaLimit::AmdUnits(2048));
+        lease.release(&mut b).expect("released");
+        assert_eq!(smba(&mut b, 1), MbaLimit::AmdUnits(2048));
+        // a class left with an SMBA limit (pqos -e smba:15=16) is not free
+        let limited = crate::transaction::Change::smba(
+            CacheDomain::new(0),
+            ClassId::new(15),
+            MbaLimit::AmdUnits(16),
+        );
+        crate::transaction::run(&mut b, &[limited])
+            .expect("planned")
+            .into_result()
+            .expect("applied");
+        let free = free_classes(&mut b, &[]).expect("free");
+        assert_eq!(free.last(), Some(&ClassId::new(14)), "{free:?}");
+    }
 }

@@ -714,3 +714,37 @@ fn telemetry_finds_the_groups_the_backend_lists_on_every_tree_with_the_files_val
         );
     }
 }
+
+#[test]
+fn io_alloc_is_read_from_info_l3_and_a_file_that_does_not_parse_is_an_error() {
+    // arrange: the full tree (16 CLOSIDs, 4 L3 domains) as a kernel before 6.19 shows it
+    let (_dir, root) = tree("resctrl.full");
+    let mut b = open(&root);
+    assert_eq!(b.io_alloc().unwrap(), None, "no io_alloc file: none");
+    let io = root.join("info/L3/io_alloc");
+    // act + assert: disabled, then enabled with its masks (resctrl_io_alloc_closid: 15)
+    fs::write(&io, "disabled\n").unwrap();
+    let off = b.io_alloc().unwrap().unwrap();
+    assert_eq!(
+        (off.enabled, off.class, off.masks.len()),
+        (false, ClassId::new(15), 0)
+    );
+    fs::write(&io, "enabled\n").unwrap();
+    fs::write(root.join("info/L3/io_alloc_cbm"), "0=ff;1=fffff;2=f0;3=3\n").unwrap();
+    let on = b.io_alloc().unwrap().unwrap();
+    assert!(on.enabled);
+    let masks: Vec<(u32, u64)> = on.masks.iter().map(|(d, m)| (d.get(), m.bits())).collect();
+    assert_eq!(masks, [(0, 0xff), (1, 0xfffff), (2, 0xf0), (3, 0x3)]);
+    fs::write(&io, "not supported\n").unwrap();
+    assert_eq!(b.io_alloc().unwrap(), None);
+    // hostile contents are errors naming the file, never a guess
+    fs::write(&io, "maybe\n").unwrap();
+    let e = b.io_alloc().unwrap_err().to_string();
+    assert!(e.contains("info/L3/io_alloc") && e.contains("maybe"), "{e}");
+    fs::write(&io, "enabled\n").unwrap();
+    fs::write(root.join("info/L3/io_alloc_cbm"), "0=zz\n").unwrap();
+    let e = b.io_alloc().unwrap_err().to_string();
+    assert!(e.contains("io_alloc_cbm"), "{e}");
+    fs::write(root.join("info/L3/io_alloc_cbm"), "0=0\n").unwrap();
+    assert!(b.io_alloc().is_err(), "an empty mask");
+}

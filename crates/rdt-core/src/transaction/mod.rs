@@ -746,8 +746,9 @@ mod tests;
 
 /// The free classes of service of `backend`, ascending: every class from 1 below the
 /// interface's class count ([`crate::Capabilities::classes`]) that no CPU is associated
-/// with, no task is in (OS interface), whose masks are all ways in every L3 and L2 domain,
-/// and that is not in `taken` (classes spoken for, such as other named classes). COS 0,
+/// with, no task is in (OS interface), whose masks are all ways in every L3 and L2 domain
+/// and whose MBA and SMBA limits are "no limit" in every L3 domain (a class a user limited
+/// with `pqos -e smba:15=16` is not handed out with that limit), and that is not in `taken` (classes spoken for, such as other named classes). COS 0,
 /// every CPU's default, is never free, nor is the CLOSID that enabled L3 I/O allocation
 /// keeps ([`Backend::io_alloc`]: the kernel leaves one group fewer then).
 ///
@@ -788,6 +789,27 @@ pub fn free_classes<B: Backend>(
                 if !c.mask.is_all(full) {
                     free.retain(|f| *f != c.class);
                 }
+            }
+        }
+    }
+    for resource in MbaResource::ALL {
+        let Some(unlimited) = backend
+            .capabilities()
+            .bandwidth(resource)
+            .get()
+            .map(crate::MbaCaps::unlimited)
+        else {
+            continue;
+        };
+        // one read of each class's limits for every domain (resctrl: one schemata per class)
+        let domains = backend.topology().l3_domains();
+        for c in backend
+            .bandwidth_classes_in(resource, &domains)?
+            .into_iter()
+            .flatten()
+        {
+            if c.limit != unlimited {
+                free.retain(|f| *f != c.class);
             }
         }
     }
