@@ -118,6 +118,12 @@ impl ProcFs {
         Ok(tids)
     }
 
+    /// The process ids `<root>` lists (its numeric entries), in directory order.
+    fn pids(&self) -> io::Result<impl Iterator<Item = u32>> {
+        Ok(fs::read_dir(&self.root)?
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()))
+    }
+
     /// Every thread of the system, ascending: the entries of `<root>/<pid>/task` of every
     /// process listed in `<root>` (what the kernel's `for_each_process_thread` visits).
     /// Processes that exit while the list is read are left out.
@@ -126,13 +132,7 @@ impl ProcFs {
     /// `<root>` cannot be listed.
     pub fn all_threads(&self) -> io::Result<Vec<TaskId>> {
         let mut tids = Vec::new();
-        for entry in fs::read_dir(&self.root)? {
-            let Some(pid) = entry
-                .ok()
-                .and_then(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            else {
-                continue;
-            };
+        for pid in self.pids()? {
             let Ok(dir) = fs::read_dir(self.dir(TaskId::new(pid)).join("task")) else {
                 continue;
             };
@@ -151,13 +151,7 @@ impl ProcFs {
     /// `<root>` cannot be listed.
     pub fn processes_named(&self, name: &str) -> io::Result<Vec<TaskId>> {
         let mut pids = Vec::new();
-        for entry in fs::read_dir(&self.root)? {
-            let Some(pid) = entry
-                .ok()
-                .and_then(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            else {
-                continue;
-            };
+        for pid in self.pids()? {
             let mut comm = Vec::with_capacity(16);
             let read =
                 crate::file::open_nonblocking(&self.dir(TaskId::new(pid)).join("comm"), false)

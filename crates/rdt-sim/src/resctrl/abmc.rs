@@ -43,20 +43,12 @@ use super::{Conf, Gid, GroupKind, InfoDir, KernelVersion, Mode, ROOT, Resctrl, e
 use crate::SimPlatform;
 use crate::vfs::err;
 
-/// `MAX_EVT_CONFIG_BITS`: the seven BMEC transaction bits.
-const MAX_EVT_CONFIG_BITS: u32 = 0x7f;
-/// Local reads, local non-temporal writes, local slow-memory reads: the default local config.
-const LOCAL_BITS: u32 = 0x15;
-/// The transaction names of `event_filter`, by bit.
-const TRANSACTIONS: [&str; 7] = [
-    "local_reads",
-    "remote_reads",
-    "local_non_temporal_writes",
-    "remote_non_temporal_writes",
-    "local_reads_slow_memory",
-    "remote_reads_slow_memory",
-    "dirty_victim_writes_all",
-];
+// The kernel's BMEC facts (`MAX_EVT_CONFIG_BITS`, the default local configuration, the
+// `mbm_transactions[]` names by bit) are rdt-core's, in one place.
+use rdt_core::mbm::{
+    MBM_CONFIG_ALL as MAX_EVT_CONFIG_BITS, MBM_CONFIG_LOCAL_DEFAULT as LOCAL_BITS,
+    MBM_TRANSACTIONS as TRANSACTIONS,
+};
 const NOT_ENABLED: &str = "mbm_event counter assignment mode is not enabled\n";
 
 /// What CPUID 8000_0020H enumerates beyond MBA/SMBA (x86 `rdt_get_mon_l3_config`,
