@@ -46,8 +46,17 @@ pub(crate) const fn bit(v: u32, n: u32) -> bool {
     v >> n & 1 == 1
 }
 
-/// `ceil(log2(n))`, 0 for `n <= 1`: the APIC-id shift of a level shared by `n` ids.
-pub(crate) const fn ceil_log2(n: u32) -> u32 {
+/// `ceil(log2(n))`, 0 for `n <= 1`: the bits of an x2APIC id below a topology level or
+/// cache shared by `n` ids (SDM Vol. 3A 10.12.8; the kernel's `get_count_order`, pqos's
+/// `nearest_pow2`), e.g. 2 threads -> 1 bit, 3 -> 2, 64 -> 6.
+///
+/// # Examples
+/// ```
+/// use rdt_core::topology::ceil_log2;
+/// assert_eq!([1, 2, 3, 8, 9, 16, 64].map(ceil_log2), [0, 1, 2, 3, 4, 4, 6]);
+/// ```
+#[must_use]
+pub const fn ceil_log2(n: u32) -> u32 {
     if n <= 1 {
         0
     } else {

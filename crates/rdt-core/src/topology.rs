@@ -21,6 +21,7 @@ mod sysfs;
 use std::path::{Path, PathBuf};
 
 use crate::cpuid::{CpuidDump, CpuidSource};
+pub use crate::detect::ceil_log2;
 use crate::{CacheDomain, CpuSet, LogicalCpu};
 
 /// The topology could not be read.

@@ -29,6 +29,7 @@
 //! Everything synthesized is reported as a note ([`crate::SimPlatform::notes`], shown by
 //! `pqos -v --sim`) and in `crates/rdt-sim/models/PROVENANCE.md`.
 
+use rdt_core::topology::ceil_log2;
 use rdt_core::{CpuidDump, CpuidRegs, CpuidSource, DumpCpu, LogicalCpu};
 
 /// CPUID.0:EBX of AuthenticAMD and HygonGenuine.
@@ -36,15 +37,6 @@ const AMD_EBX: [u32; 2] = [0x6874_7541, 0x6f67_7948];
 
 const fn regs(eax: u32, ebx: u32, ecx: u32, edx: u32) -> CpuidRegs {
     CpuidRegs { eax, ebx, ecx, edx }
-}
-
-/// `ceil(log2(n))`, 0 for `n <= 1`.
-const fn ceil_log2(n: u32) -> u32 {
-    if n <= 1 {
-        0
-    } else {
-        32 - (n - 1).leading_zeros()
-    }
 }
 
 const fn field(v: u32, hi: u32, lo: u32) -> u32 {
@@ -221,14 +213,6 @@ fn place(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ceil_log2_rounds_up() {
-        assert_eq!(
-            [1, 2, 3, 8, 9, 16, 64].map(ceil_log2),
-            [0, 1, 2, 3, 4, 4, 6]
-        );
-    }
 
     #[test]
     fn leaf_0b_is_filled_from_each_cpus_extended_apic_id() {

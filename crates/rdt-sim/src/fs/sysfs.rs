@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::io;
 
+use rdt_core::topology::ceil_log2;
 use rdt_core::{CacheDomain, CpuPlacement, CpuSet, LogicalCpu, Topology};
 
 use super::static_tree::StaticTree;
@@ -44,15 +45,6 @@ impl CacheLeaf {
             * u64::from(self.partitions)
             * u64::from(self.line)
             * u64::from(self.sets)
-    }
-}
-
-/// `ceil(log2(n))`, 0 for n ≤ 1: the APIC-id shift of a cache shared by `n` ids.
-const fn ceil_log2(n: u32) -> u32 {
-    if n <= 1 {
-        0
-    } else {
-        u32::BITS - (n - 1).leading_zeros()
     }
 }
 
