@@ -236,6 +236,15 @@ impl Capabilities {
         e
     }
 
+    /// How many monitoring groups that count an RMID event resctrl holds at once: each is a
+    /// monitor group with an RMID of its own valid in every domain, and the root keeps RMID 0,
+    /// so `num_rmids - 1` (pqos/monitor.c, "Too many monitoring groups selected"); `None`
+    /// without CMT/MBM. Groups of other tools take from the same count.
+    #[must_use]
+    pub fn resctrl_mon_groups(&self) -> Option<u32> {
+        self.monitoring.get().map(|m| m.num_rmids.saturating_sub(1))
+    }
+
     /// The RMID events a group monitoring `events` reads, checked against the monitoring
     /// capabilities (IPC and LLC misses need no RMID and are not checked here).
     ///
@@ -987,6 +996,14 @@ mod tests {
             RmidEvent::of(MonEvents::PQOS_ALL).collect::<Vec<_>>(),
             RmidEvent::ALL
         );
+    }
+
+    #[test]
+    fn resctrl_holds_one_group_fewer_than_its_rmids() {
+        let (caps, _) = crate::fake::fixtures::intel_2s(); // 112 RMIDs
+        assert_eq!(caps.resctrl_mon_groups(), Some(111));
+        let none = Capabilities::none(crate::Vendor::Intel);
+        assert_eq!(none.resctrl_mon_groups(), None);
     }
 
     #[test]

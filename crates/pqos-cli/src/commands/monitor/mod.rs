@@ -250,7 +250,7 @@ fn group_plans<B: Backend>(backend: &B, req: &MonitorRequest) -> Result<Vec<Grou
 /// refused before any is made, as pqos/monitor.c does (`Too many monitoring groups
 /// selected`), instead of failing at the first group without one after making the others.
 fn check_rmid_capacity<B: Backend>(backend: &B, plans: &[GroupPlan]) -> Result<()> {
-    let Some(mon) = backend.capabilities().monitoring.get() else {
+    let Some(available) = backend.capabilities().resctrl_mon_groups() else {
         return Ok(());
     };
     if backend.interface() != rdt_pqos::Interface::Os {
@@ -260,12 +260,10 @@ fn check_rmid_capacity<B: Backend>(backend: &B, plans: &[GroupPlan]) -> Result<(
         .iter()
         .filter(|g| !g.events.rmid_events().is_empty())
         .count();
-    let available = mon.num_rmids.saturating_sub(1) as usize;
-    if requested > available {
+    if requested > available as usize {
         bail!(
             "Too many monitoring groups selected. Requested {requested} groups, but only \
-             {available} are available (resctrl's num_rmids {} less the root's).",
-            mon.num_rmids
+             {available} are available (resctrl's RMIDs less the root's)."
         );
     }
     Ok(())
