@@ -366,6 +366,9 @@ impl Backend for Rdt {
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), Error> {
         forward!(self, b => b.associate(cpu, class))
     }
+    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), Error> {
+        forward!(self, b => b.associate_cpus(cpus, class))
+    }
     fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, Error> {
         forward!(self, b => b.rmid_of(cpu))
     }
