@@ -400,6 +400,19 @@ impl Backend for Rdt {
     fn start_monitoring(&mut self, cpus: &CpuSet, events: MonEvents) -> Result<MonGroupId, Error> {
         forward!(self, b => b.start_monitoring(cpus, events))
     }
+    fn start_monitoring_many(
+        &mut self,
+        groups: &[(CpuSet, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<Error>> {
+        match &mut self.backend {
+            Inner::Msr(b) => b
+                .start_monitoring_many(groups)
+                .map_err(|e| e.map(Error::from)),
+            Inner::Os(b) => b
+                .start_monitoring_many(groups)
+                .map_err(|e| e.map(Error::from)),
+        }
+    }
     fn poll(&mut self) -> Result<(), Error> {
         forward!(self, b => b.poll())
     }
@@ -427,6 +440,19 @@ impl Backend for Rdt {
         events: MonEvents,
     ) -> Result<MonGroupId, Error> {
         forward!(self, b => b.start_monitoring_tasks(tasks, events))
+    }
+    fn start_monitoring_tasks_many(
+        &mut self,
+        groups: &[(Vec<TaskId>, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<Error>> {
+        match &mut self.backend {
+            Inner::Msr(b) => b
+                .start_monitoring_tasks_many(groups)
+                .map_err(|e| e.map(Error::from)),
+            Inner::Os(b) => b
+                .start_monitoring_tasks_many(groups)
+                .map_err(|e| e.map(Error::from)),
+        }
     }
     fn groups(&mut self) -> Result<Vec<GroupInfo>, Error> {
         forward!(self, b => b.groups())

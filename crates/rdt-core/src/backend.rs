@@ -118,6 +118,31 @@ impl BackendError for RequestError {
     }
 }
 
+/// A batch start ([`Backend::start_monitoring_many`]) failed at one group; the groups the
+/// batch had started are stopped again.
+#[derive(Debug, thiserror::Error)]
+#[error("monitoring group {} of {}: {error}", .index + 1, .of)]
+pub struct GroupStartError<E> {
+    /// The failed group's index in the request (0-based).
+    pub index: usize,
+    /// How many groups the request asked for.
+    pub of: usize,
+    /// Why it failed: the error starting that group alone would give, or a check of the
+    /// whole batch (RMIDs, ABMC counters) that this group is the first to exceed.
+    pub error: E,
+}
+
+impl<E> GroupStartError<E> {
+    /// The same failure with the error converted (a backend's error into a facade's).
+    pub fn map<F>(self, f: impl FnOnce(E) -> F) -> GroupStartError<F> {
+        GroupStartError {
+            index: self.index,
+            of: self.of,
+            error: f(self.error),
+        }
+    }
+}
+
 /// Whether a resctrl group is a control group (own `schemata`, a CLOSID) or a monitor group
 /// (under a control group's `mon_groups/`, an RMID only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -470,6 +495,39 @@ pub trait Backend {
         events: MonEvents,
     ) -> Result<MonGroupId, Self::Error>;
 
+    /// Starts several groups of CPUs at once, all or none: group `k` of the result is
+    /// `groups[k]`. The default starts them one by one with [`Backend::start_monitoring`]
+    /// and, when one fails, stops the groups this call started (newest first) before
+    /// returning. The resctrl backend overrides it to list its groups once for the whole
+    /// batch (starting N groups one by one lists every monitor group N times) and to check
+    /// RMIDs and ABMC counters for all groups before it creates any.
+    ///
+    /// # Errors
+    /// [`GroupStartError`]: which group failed (its index in `groups`) and the error
+    /// [`Backend::start_monitoring`] gives for it; no group of the batch is left running.
+    fn start_monitoring_many(
+        &mut self,
+        groups: &[(CpuSet, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<Self::Error>> {
+        let mut started = Vec::with_capacity(groups.len());
+        for (index, (cpus, events)) in groups.iter().enumerate() {
+            match self.start_monitoring(cpus, *events) {
+                Ok(id) => started.push(id),
+                Err(error) => {
+                    while let Some(id) = started.pop() {
+                        let _ = self.stop_monitoring(id);
+                    }
+                    return Err(GroupStartError {
+                        index,
+                        of: groups.len(),
+                        error,
+                    });
+                }
+            }
+        }
+        Ok(started)
+    }
+
     /// Reads the counters of every started group; afterwards [`Backend::values`] has the new
     /// values.
     ///
@@ -530,6 +588,38 @@ pub trait Backend {
     ) -> Result<MonGroupId, Self::Error> {
         let _ = (tasks, events);
         Err(self.unsupported("PID monitoring").into())
+    }
+
+    /// Starts several groups of tasks at once, all or none, as
+    /// [`Backend::start_monitoring_many`] does for CPUs: the default starts them one by
+    /// one with [`Backend::start_monitoring_tasks`] and stops what it started when one
+    /// fails; the resctrl backend reads every group's `tasks` once for the batch.
+    ///
+    /// # Errors
+    /// [`GroupStartError`]: the failed group's index and the error
+    /// [`Backend::start_monitoring_tasks`] gives for it; no group of the batch is left
+    /// running.
+    fn start_monitoring_tasks_many(
+        &mut self,
+        groups: &[(Vec<TaskId>, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<Self::Error>> {
+        let mut started = Vec::with_capacity(groups.len());
+        for (index, (tasks, events)) in groups.iter().enumerate() {
+            match self.start_monitoring_tasks(tasks, *events) {
+                Ok(id) => started.push(id),
+                Err(error) => {
+                    while let Some(id) = started.pop() {
+                        let _ = self.stop_monitoring(id);
+                    }
+                    return Err(GroupStartError {
+                        index,
+                        of: groups.len(),
+                        error,
+                    });
+                }
+            }
+        }
+        Ok(started)
     }
 
     /// The MBA software controller's state; `None` where it does not apply (the MSR
@@ -713,6 +803,20 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         Ok(id)
     }
 
+    /// Starts several groups of CPUs at once ([`Backend::start_monitoring_many`]), owned
+    /// by the guard; the ids are in the order of `groups`.
+    ///
+    /// # Errors
+    /// As [`Backend::start_monitoring_many`]: no group of the batch is left running.
+    pub fn start_many(
+        &mut self,
+        groups: &[(CpuSet, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<B::Error>> {
+        let ids = self.backend.start_monitoring_many(groups)?;
+        self.groups.extend_from_slice(&ids);
+        Ok(ids)
+    }
+
     /// Starts a group of tasks ([`Backend::start_monitoring_tasks`]) owned by the guard.
     ///
     /// # Errors
@@ -725,6 +829,20 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         let id = self.backend.start_monitoring_tasks(tasks, events)?;
         self.groups.push(id);
         Ok(id)
+    }
+
+    /// Starts several groups of tasks at once ([`Backend::start_monitoring_tasks_many`]),
+    /// owned by the guard; the ids are in the order of `groups`.
+    ///
+    /// # Errors
+    /// As [`Backend::start_monitoring_tasks_many`]: no group of the batch is left running.
+    pub fn start_tasks_many(
+        &mut self,
+        groups: &[(Vec<TaskId>, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<B::Error>> {
+        let ids = self.backend.start_monitoring_tasks_many(groups)?;
+        self.groups.extend_from_slice(&ids);
+        Ok(ids)
     }
 
     /// Polls every group ([`Backend::poll`]).

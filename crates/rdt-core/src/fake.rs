@@ -1129,4 +1129,36 @@ mod tests {
         b.stop_monitoring(g).unwrap();
         assert_eq!(b.rmid_of_cpu(11), 0);
     }
+
+    /// The default batch start is all or none: a failing third group stops the two the
+    /// batch started, and the error names the third.
+    #[test]
+    fn a_batch_start_that_fails_stops_what_it_started() {
+        let mut b = FakeBackend::broadwell_2s();
+        let set = |s: &str| -> CpuSet { s.parse().unwrap() };
+        let ev = MonEvents::LLC_OCCUPANCY;
+        let e = b
+            .start_monitoring_many(&[(set("1"), ev), (set("2"), ev), (set("2-3"), ev)])
+            .unwrap_err();
+        assert_eq!(e.index, 2);
+        assert_eq!(e.of, 3);
+        assert!(
+            matches!(
+                e.error,
+                FakeError::Request(RequestError::AlreadyMonitored { .. })
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().starts_with("monitoring group 3 of 3: CPU 2"),
+            "{e}"
+        );
+        assert_eq!(b.running_groups(), 0);
+        assert_eq!([1, 2].map(|c| b.rmid_of_cpu(c)), [0, 0]);
+        let mut mon = b.monitoring();
+        let ids = mon.start_many(&[(set("1"), ev), (set("4-5"), ev)]).unwrap();
+        assert_eq!(mon.groups(), ids);
+        drop(mon);
+        assert_eq!(b.running_groups(), 0);
+    }
 }

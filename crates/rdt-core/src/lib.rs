@@ -46,7 +46,7 @@ pub mod transaction;
 
 pub use backend::{
     AllocReset, Backend, BackendError, CatClass, CatMask, ExclusiveWays, FeatureSetting, GroupInfo,
-    GroupKind, GroupOwner, Interface, IoAlloc, MbaClass, MbaCtrl, Monitoring,
+    GroupKind, GroupOwner, GroupStartError, Interface, IoAlloc, MbaClass, MbaCtrl, Monitoring,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, ImplausibleError, LimitError,
