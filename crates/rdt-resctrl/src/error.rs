@@ -124,6 +124,33 @@ pub enum ResctrlError {
         /// `info/last_cmd_status`.
         status: String,
     },
+    /// AMD ABMC in `mbm_event` mode: the monitor groups of one request need more hardware
+    /// counters in an L3 domain than `info/L3_MON/available_mbm_cntrs` says are free there
+    /// (one per MBM event per group counting in that domain). Found before any group is
+    /// made: nothing was created.
+    #[error(
+        "out of MBM counters: the monitoring groups asked for that count MBM in L3 domain \
+         {domain} ({groups}) need {needed} of its counters (one per MBM event each), but \
+         only {available} of its {per_domain} are free (info/L3_MON/available_mbm_cntrs, \
+         mbm_event mode); the groups holding them (counters in that domain) are: {}; \
+         monitor fewer groups or events there or free counters with `EVENT:{domain}=_` in a \
+         group's mbm_L3_assignments; no group was created",
+        holders(in_use)
+    )]
+    NotEnoughMbmCounters {
+        /// How many groups of the request count MBM in that domain.
+        groups: usize,
+        /// The L3 domain id.
+        domain: u32,
+        /// The counters those groups need there.
+        needed: u32,
+        /// `available_mbm_cntrs` of that domain.
+        available: u32,
+        /// `num_mbm_cntrs` of that domain (0 when unknown).
+        per_domain: u32,
+        /// Every group holding counters in that domain (`/` for the root), with how many.
+        in_use: Vec<String>,
+    },
     /// A counter of a monitor group this backend made reads `Unassigned`: in ABMC's
     /// `mbm_event` mode its hardware counter was taken away after the group started
     /// (another tool wrote its `mbm_L3_assignments`, or `mbm_assign_mode` was switched).

@@ -2,16 +2,24 @@
 //! kernel-faithful resctrl served in-process (`rdt_sim::inprocess`: no FUSE, no root):
 //! `turin` (ABMC, 32 counters per L3 domain, `mbm_event` mode at mount), `genoa` (BMEC
 //! files, no ABMC), `sapphire-rapids-snc2` (two SNC nodes per L3).
+//! Also the batch start of monitor groups (`start_monitoring_many`): its file operations,
+//! its checks before any group is made, all or none.
 #![allow(clippy::tests_outside_test_module)]
 #![allow(clippy::unwrap_used)]
 
+use std::io;
+use std::process::{Child, Command};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rdt_core::{
-    AssignMode, Backend, CpuSet, EventConfig, MonEvents, MountOptions, NoPmu, RmidEvent,
+    AssignMode, Backend, CpuSet, EventConfig, MonEvents, MountOptions, NoPmu, RequestError,
+    RmidEvent, TaskId,
 };
-use rdt_resctrl::{ResctrlBackend, ResctrlError, ResctrlFs, ResctrlOptions};
+use rdt_resctrl::{
+    FsLock, PositionedRead, ResctrlBackend, ResctrlError, ResctrlFs, ResctrlOptions,
+};
 use rdt_sim::inprocess::InProcessResctrl;
 use rdt_sim::{SimHandle, SimPlatform};
 
@@ -35,12 +43,17 @@ impl Sim {
     }
 
     fn open(&self) -> ResctrlBackend {
+        self.open_with(self.resctrl.files())
+    }
+
+    /// The backend over `files` (a [`Counting`] wrapper of this platform's).
+    fn open_with(&self, files: Arc<dyn ResctrlFs>) -> ResctrlBackend {
         let (topo, caps) = {
             let p = self.handle.lock();
             (p.topology().clone(), p.capabilities().clone())
         };
         let opts = ResctrlOptions::new("/sys/fs/resctrl")
-            .files(self.resctrl.files())
+            .files(files)
             .mount_control(self.resctrl.mount_control());
         ResctrlBackend::open(opts, topo, Some(caps), NoPmu).unwrap()
     }
@@ -60,6 +73,104 @@ impl Sim {
     fn mon_groups(&self) -> Vec<String> {
         self.files.subdirs("mon_groups").unwrap()
     }
+}
+
+/// The platform's files, counting the operations whose number a batch start bounds:
+/// listings of a `mon_groups` directory, reads of a `cpus_list` or `tasks` file, `mkdir`s. The `mkdir`
+/// numbered `fail_mkdir` (0-based, counting from the last reset) fails with EIO.
+#[derive(Debug)]
+struct Counting {
+    inner: Arc<dyn ResctrlFs>,
+    mon_group_listings: AtomicUsize,
+    member_reads: AtomicUsize,
+    mkdirs: AtomicUsize,
+    fail_mkdir: AtomicUsize,
+}
+
+impl Counting {
+    fn new(inner: Arc<dyn ResctrlFs>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            mon_group_listings: AtomicUsize::new(0),
+            member_reads: AtomicUsize::new(0),
+            mkdirs: AtomicUsize::new(0),
+            fail_mkdir: AtomicUsize::new(usize::MAX),
+        })
+    }
+
+    fn reset(&self) {
+        for c in [&self.mon_group_listings, &self.member_reads, &self.mkdirs] {
+            c.store(0, Ordering::SeqCst);
+        }
+    }
+
+    /// (mon_groups listings, cpus_list and tasks reads, mkdirs) since the last reset.
+    fn counts(&self) -> (usize, usize, usize) {
+        (
+            self.mon_group_listings.load(Ordering::SeqCst),
+            self.member_reads.load(Ordering::SeqCst),
+            self.mkdirs.load(Ordering::SeqCst),
+        )
+    }
+}
+
+impl ResctrlFs for Counting {
+    fn read(&self, rel: &str) -> io::Result<String> {
+        if rel.ends_with("cpus_list") || rel.ends_with("tasks") {
+            self.member_reads.fetch_add(1, Ordering::SeqCst);
+        }
+        self.inner.read(rel)
+    }
+    fn write(&self, rel: &str, data: &[u8]) -> io::Result<usize> {
+        self.inner.write(rel, data)
+    }
+    fn mkdir(&self, rel: &str) -> io::Result<()> {
+        let n = self.mkdirs.fetch_add(1, Ordering::SeqCst);
+        if n == self.fail_mkdir.load(Ordering::SeqCst) {
+            return Err(io::Error::from_raw_os_error(5)); // EIO
+        }
+        self.inner.mkdir(rel)
+    }
+    fn rmdir(&self, rel: &str) -> io::Result<()> {
+        self.inner.rmdir(rel)
+    }
+    fn subdirs(&self, rel: &str) -> io::Result<Vec<String>> {
+        if rel.trim_end_matches('/').ends_with("mon_groups") {
+            self.mon_group_listings.fetch_add(1, Ordering::SeqCst);
+        }
+        self.inner.subdirs(rel)
+    }
+    fn exists(&self, rel: &str) -> bool {
+        self.inner.exists(rel)
+    }
+    fn is_dir(&self, rel: &str) -> bool {
+        self.inner.is_dir(rel)
+    }
+    fn open_reader(&self, rel: &str) -> io::Result<Box<dyn PositionedRead>> {
+        self.inner.open_reader(rel)
+    }
+    fn open_lock(&self, rel: &str) -> io::Result<Box<dyn FsLock>> {
+        self.inner.open_lock(rel)
+    }
+}
+
+/// The first `n` CPUs of L3 domain `domain`, each a group of its own counting `events`.
+fn one_group_per_cpu(
+    b: &ResctrlBackend,
+    domain: u32,
+    n: usize,
+    events: MonEvents,
+) -> Vec<(CpuSet, MonEvents)> {
+    let v: Vec<_> = b
+        .topology()
+        .cpus()
+        .iter()
+        .filter(|p| p.l3.is_some_and(|d| d.get() == domain))
+        .take(n)
+        .map(|p| (std::iter::once(p.cpu).collect(), events))
+        .collect();
+    assert_eq!(v.len(), n, "domain {domain} has {n} CPUs");
+    v
 }
 
 fn cpus(list: &str) -> CpuSet {
@@ -156,8 +267,9 @@ fn turin_cpu_groups_get_counters_in_their_domain_only_and_read_bytes() {
 }
 
 /// Another tool's 15 groups took the counters the kernel gives on mkdir (2 per domain
-/// each; 32 per domain with the root's 2): a start needing one fails with an error naming
-/// the counters per domain and the holders, and leaves no group of its own.
+/// each; 32 per domain with the root's 2): a start needing one is refused before its
+/// group is made (`available_mbm_cntrs` reads 0 there), naming the counters per domain
+/// and the holders.
 #[test]
 fn out_of_counters_names_the_holders_and_leaves_no_group() {
     let sim = Sim::new("turin");
@@ -174,13 +286,20 @@ fn out_of_counters_names_the_holders_and_leaves_no_group() {
         .start_monitoring(&cpus("0"), MonEvents::MBM_LOCAL)
         .unwrap_err();
     let msg = e.to_string();
-    assert!(matches!(e, ResctrlError::OutOfMbmCounters { .. }), "{msg}");
     assert!(
-        msg.contains("mbm_local_bytes in L3 domain 0, whose 32 counters"),
+        matches!(
+            e,
+            ResctrlError::NotEnoughMbmCounters {
+                needed: 1,
+                available: 0,
+                ..
+            }
+        ),
         "{msg}"
     );
+    assert!(msg.contains("only 0 of its 32 are free"), "{msg}");
     assert!(msg.contains("/ (2), mon_groups/other0 (2)"), "{msg}");
-    assert_eq!(sim.mon_groups(), before, "the failed group is removed");
+    assert_eq!(sim.mon_groups(), before, "no group is made");
     // Freed by the other tool: the same start works.
     sim.write(
         "mon_groups/other0/mbm_L3_assignments",
@@ -359,4 +478,261 @@ fn snc_group_values_are_the_sum_of_the_sub_domains() {
     let d0 = v.domains.iter().find(|d| d.domain.get() == 0).unwrap();
     assert_eq!(d0.mbm_total_delta_bytes, Some(after - before), "{d0:?}");
     b.stop_monitoring(g).unwrap();
+}
+
+/// Starting 64 groups at once lists the monitor groups and reads each existing group's
+/// `cpus_list` once for the batch. One start per group (the code before the batch start)
+/// listed `mon_groups` twice per group (128 times here) and read the `cpus_list` of every
+/// group made so far for each new one (over 2000 reads).
+#[test]
+fn a_batch_of_64_groups_lists_resctrl_once_not_once_per_group() {
+    let sim = Sim::new("genoa");
+    sim.files.mkdir("mon_groups/other").unwrap();
+    let files = Counting::new(sim.resctrl.files());
+    let mut b = sim.open_with(files.clone());
+    let mut groups = Vec::new();
+    for d in 0..8 {
+        groups.extend(one_group_per_cpu(
+            &b,
+            d,
+            8,
+            MonEvents::LLC_OCCUPANCY | mbm(),
+        ));
+    }
+    files.reset();
+    let ids = b.start_monitoring_many(&groups).unwrap();
+    let (listings, cpus_reads, mkdirs) = files.counts();
+    assert_eq!(ids.len(), 64);
+    assert!(listings <= 2, "mon_groups listed {listings} times");
+    assert!(cpus_reads <= 2, "cpus_list read {cpus_reads} times");
+    assert_eq!(mkdirs, 64);
+    let dirs = sim.mon_groups();
+    assert_eq!(dirs.len(), 65);
+    let first = groups[0].0.to_string();
+    assert!(
+        dirs.iter()
+            .any(|d| sim.read(&format!("mon_groups/{d}/cpus_list")).trim() == first)
+    );
+    b.poll().unwrap();
+    assert!(b.values(ids[63]).unwrap().llc_occupancy_bytes.is_some());
+    for id in ids {
+        b.stop_monitoring(id).unwrap();
+    }
+    assert_eq!(sim.mon_groups(), ["other"]);
+}
+
+/// All or none: when the 6th directory cannot be made, the 5 made before are removed and
+/// the error names the 6th group; a CPU in two groups of one request is refused before
+/// anything is made.
+#[test]
+fn a_batch_that_fails_midway_removes_what_it_made_and_names_the_group() {
+    let sim = Sim::new("genoa");
+    let files = Counting::new(sim.resctrl.files());
+    let mut b = sim.open_with(files.clone());
+    let groups = one_group_per_cpu(&b, 0, 8, MonEvents::LLC_OCCUPANCY);
+    files.fail_mkdir.store(5, Ordering::SeqCst);
+    let e = b.start_monitoring_many(&groups).unwrap_err();
+    assert_eq!((e.index, e.of), (5, 8), "{e}");
+    assert!(matches!(e.error, ResctrlError::Io { .. }), "{e}");
+    assert!(sim.mon_groups().is_empty(), "{:?}", sim.mon_groups());
+    files.fail_mkdir.store(usize::MAX, Ordering::SeqCst);
+
+    files.reset();
+    let overlap = [
+        (cpus("0-1"), MonEvents::LLC_OCCUPANCY),
+        (cpus("2"), MonEvents::LLC_OCCUPANCY),
+        (cpus("1"), MonEvents::LLC_OCCUPANCY),
+    ];
+    let e = b.start_monitoring_many(&overlap).unwrap_err();
+    assert_eq!(e.index, 2);
+    assert!(
+        matches!(
+            e.error,
+            ResctrlError::Request(RequestError::AlreadyMonitored { .. })
+        ),
+        "{e}"
+    );
+    assert!(
+        e.error
+            .to_string()
+            .contains("CPU 1 is already monitored by group 1 of the same request"),
+        "{e}"
+    );
+    assert_eq!(files.counts().2, 0, "nothing made");
+
+    // The same groups start once nothing is in the way.
+    let ids = b.start_monitoring_many(&groups).unwrap();
+    assert_eq!(sim.mon_groups().len(), 8);
+    for id in ids {
+        b.stop_monitoring(id).unwrap();
+    }
+}
+
+/// RMIDs are counted for the whole batch before any group is made: with 250 of genoa's 255
+/// free RMIDs held by another tool's groups, a batch of 6 fails at its 6th group and no
+/// `mkdir` is tried (one start per group made 5 and hit ENOSPC on the 6th).
+#[test]
+fn a_batch_beyond_the_free_rmids_is_refused_before_any_mkdir() {
+    let sim = Sim::new("genoa");
+    for i in 0..250 {
+        sim.files.mkdir(&format!("mon_groups/other{i}")).unwrap();
+    }
+    let files = Counting::new(sim.resctrl.files());
+    let mut b = sim.open_with(files.clone());
+    let groups = one_group_per_cpu(&b, 0, 6, MonEvents::LLC_OCCUPANCY);
+    files.reset();
+    let e = b.start_monitoring_many(&groups).unwrap_err();
+    assert_eq!(e.index, 5, "{e}");
+    assert!(
+        matches!(
+            e.error,
+            ResctrlError::Request(RequestError::OutOfRmids { .. })
+        ),
+        "{e}"
+    );
+    let msg = e.error.to_string();
+    assert!(
+        msg.contains("the 6 new monitor groups asked for: 5 of resctrl's 255"),
+        "{msg}"
+    );
+    assert_eq!(files.counts().2, 0, "no mkdir tried");
+    assert_eq!(sim.mon_groups().len(), 250);
+    let ids = b.start_monitoring_many(&groups[..5]).unwrap();
+    assert_eq!(sim.mon_groups().len(), 255);
+    for id in ids {
+        b.stop_monitoring(id).unwrap();
+    }
+}
+
+/// ABMC: the counters a batch needs per L3 domain are counted against
+/// `available_mbm_cntrs` before any group is made. On turin (32 per domain) the root holds
+/// 2 and another tool's 10 groups 20, so 10 are free in domain 0: 8 groups counting both
+/// MBM events there need 16, and the 6th is the first that does not fit. Nothing is made
+/// and the error gives both numbers and the holders; one start per group made 5 groups
+/// and failed at the 6th.
+#[test]
+fn a_batch_needing_more_mbm_counters_than_free_is_refused_up_front() {
+    let sim = Sim::new("turin");
+    for i in 0..10 {
+        sim.files.mkdir(&format!("mon_groups/other{i}")).unwrap();
+    }
+    let files = Counting::new(sim.resctrl.files());
+    let mut b = sim.open_with(files.clone());
+    let avail = sim.read("info/L3_MON/available_mbm_cntrs");
+    assert!(avail.starts_with("0=10;"), "{avail}");
+    let groups = one_group_per_cpu(&b, 0, 8, mbm());
+    files.reset();
+    let e = b.start_monitoring_many(&groups).unwrap_err();
+    assert_eq!(e.index, 5, "{e}");
+    let msg = e.error.to_string();
+    assert!(
+        matches!(
+            e.error,
+            ResctrlError::NotEnoughMbmCounters {
+                groups: 8,
+                domain: 0,
+                needed: 16,
+                available: 10,
+                per_domain: 32,
+                ..
+            }
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("L3 domain 0 (8) need 16 of its counters"),
+        "{msg}"
+    );
+    assert!(msg.contains("only 10 of its 32 are free"), "{msg}");
+    assert!(msg.contains("/ (2), mon_groups/other0 (2)"), "{msg}");
+    assert_eq!(files.counts().2, 0, "no mkdir tried");
+    assert_eq!(sim.mon_groups().len(), 10);
+    assert_eq!(sim.read("info/L3_MON/available_mbm_cntrs"), avail);
+    // 5 fit; groups counting occupancy only need none.
+    let fit: Vec<_> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, (c, ev))| {
+            (
+                c.clone(),
+                if i < 5 { *ev } else { MonEvents::LLC_OCCUPANCY },
+            )
+        })
+        .collect();
+    let ids = b.start_monitoring_many(&fit).unwrap();
+    assert!(
+        sim.read("info/L3_MON/available_mbm_cntrs")
+            .starts_with("0=0;")
+    );
+    for id in ids {
+        b.stop_monitoring(id).unwrap();
+    }
+}
+
+/// `sleep 30`, killed and reaped on drop: a task to monitor.
+struct Sleeper(Child);
+
+impl Sleeper {
+    fn new() -> Self {
+        Self(Command::new("sleep").arg("30").spawn().unwrap())
+    }
+    fn task(&self) -> TaskId {
+        TaskId::new(self.0.id())
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Task groups count in every L3 domain: on turin 16 of them need 32 counters per domain
+/// where 30 are free, so the batch is refused at its 16th group before any `mkdir` (one
+/// start per group made 15 and failed at the 16th). 15 start, reading the monitor groups'
+/// `tasks` once for the batch, not once per group.
+#[test]
+fn a_task_batch_checks_counters_up_front_and_reads_tasks_once() {
+    let sim = Sim::new("turin");
+    sim.files.mkdir("mon_groups/other").unwrap();
+    sim.write(
+        "mon_groups/other/mbm_L3_assignments",
+        "mbm_total_bytes:*=_\nmbm_local_bytes:*=_\n",
+    );
+    let files = Counting::new(sim.resctrl.files());
+    let mut b = sim.open_with(files.clone());
+    let sleepers: Vec<Sleeper> = (0..16).map(|_| Sleeper::new()).collect();
+    let groups: Vec<(Vec<TaskId>, MonEvents)> =
+        sleepers.iter().map(|s| (vec![s.task()], mbm())).collect();
+    files.reset();
+    let e = b.start_monitoring_tasks_many(&groups).unwrap_err();
+    assert_eq!(e.index, 15, "{e}");
+    assert!(
+        matches!(
+            e.error,
+            ResctrlError::NotEnoughMbmCounters {
+                groups: 16,
+                needed: 32,
+                available: 30,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(files.counts().2, 0, "no mkdir tried");
+    files.reset();
+    let ids = b.start_monitoring_tasks_many(&groups[..15]).unwrap();
+    let (listings, tasks_reads, mkdirs) = files.counts();
+    assert!(listings <= 2, "mon_groups listed {listings} times");
+    assert!(tasks_reads <= 2, "tasks read {tasks_reads} times");
+    assert_eq!(mkdirs, 15);
+    assert_eq!(sim.mon_groups().len(), 16);
+    let e = b.start_monitoring_tasks_many(&groups[14..]).unwrap_err();
+    assert_eq!(e.index, 0);
+    assert!(e.error.to_string().contains("already monitored"), "{e}");
+    for id in ids {
+        b.stop_monitoring(id).unwrap();
+    }
+    assert_eq!(sim.mon_groups(), ["other"]);
 }

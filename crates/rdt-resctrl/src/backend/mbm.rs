@@ -22,6 +22,7 @@ use rdt_core::{
 };
 
 use super::ResctrlBackend;
+use super::batch::Need;
 use crate::ResctrlError;
 use crate::fs::{ENOSPC, join};
 
@@ -192,14 +193,30 @@ impl<P: PmuSource> ResctrlBackend<P> {
                     .is_some_and(|v| v.contains(&(*d, true)))
             })
             .unwrap_or((RmidEvent::MbmTotal, domains.first().copied().unwrap_or(0)));
-        let per_domain = self
-            .fs
+        ResctrlError::OutOfMbmCounters {
+            group: self.fs.path(dir),
+            event: event.resctrl_name(),
+            domain,
+            per_domain: self.counters_per_domain(domain),
+            in_use: self.counter_holders(domain, Some(dir)),
+            status,
+        }
+    }
+
+    /// `num_mbm_cntrs` of L3 domain `domain`, 0 when unknown (for messages).
+    fn counters_per_domain(&self, domain: u32) -> u32 {
+        self.fs
             .read_opt(NUM_CNTRS)
             .ok()
             .flatten()
             .and_then(|t| parse_per_domain(&t))
             .and_then(|v| v.into_iter().find(|(d, _)| *d == domain))
-            .map_or(0, |(_, n)| n);
+            .map_or(0, |(_, n)| n)
+    }
+
+    /// Every group but `except` holding counters in L3 domain `domain`, as `path (count)`
+    /// (`/` for the root), read from each group's `mbm_L3_assignments` (for messages).
+    fn counter_holders(&self, domain: u32, except: Option<&str>) -> Vec<String> {
         let mut groups = vec![String::new()];
         groups.extend(self.fs.ctrl_groups().unwrap_or_default());
         groups.extend(
@@ -209,9 +226,9 @@ impl<P: PmuSource> ResctrlBackend<P> {
                 .into_iter()
                 .map(|(_, p)| p),
         );
-        let in_use = groups
+        groups
             .iter()
-            .filter(|g| g.as_str() != dir)
+            .filter(|g| Some(g.as_str()) != except)
             .filter_map(|g| {
                 let held = self
                     .fs
@@ -226,15 +243,76 @@ impl<P: PmuSource> ResctrlBackend<P> {
                     format!("{name} ({held})")
                 })
             })
-            .collect();
-        ResctrlError::OutOfMbmCounters {
-            group: self.fs.path(dir),
-            event: event.resctrl_name(),
-            domain,
-            per_domain,
-            in_use,
-            status,
+            .collect()
+    }
+
+    /// In `mbm_event` mode, before any group of a batch is made: the counters the planned
+    /// groups (`needs`) need in each L3 domain (per monitor group directory, one per MBM
+    /// event it counts in each of its domains, as [`Self::assign_counters`] will assign) against
+    /// `available_mbm_cntrs` (one read). What the kernel assigns on `mkdir` is given back
+    /// before the group's own counters are asked for, so these sums are exact. Nothing is
+    /// checked when the file is absent or unreadable (the assignment still refuses).
+    /// The caller holds the exclusive lock.
+    ///
+    /// # Errors
+    /// The index of the first group whose counters do not fit, and
+    /// [`ResctrlError::NotEnoughMbmCounters`] for the domain where that happens.
+    pub(super) fn check_counter_budget(
+        &self,
+        needs: &[Need<'_>],
+    ) -> Result<(), (usize, ResctrlError)> {
+        let Some(available) = self
+            .fs
+            .read_opt(AVAILABLE)
+            .ok()
+            .flatten()
+            .and_then(|t| parse_per_domain(&t))
+        else {
+            return Ok(());
+        };
+        let available: BTreeMap<u32, u32> = available.into_iter().collect();
+        // Per domain: counters needed, groups asking, the first group over the free ones.
+        let mut need: BTreeMap<u32, (u32, usize, Option<usize>)> = BTreeMap::new();
+        for (i, (evs, dirs)) in needs.iter().enumerate() {
+            let events = evs.iter().filter(|e| MBM_EVENTS.contains(e)).count();
+            let events = u32::try_from(events).unwrap_or(u32::MAX);
+            if events == 0 {
+                continue;
+            }
+            let mut seen = Vec::new();
+            for doms in dirs {
+                for &d in *doms {
+                    let e = need.entry(d).or_default();
+                    e.0 = e.0.saturating_add(events);
+                    if !seen.contains(&d) {
+                        seen.push(d);
+                        e.1 += 1;
+                    }
+                    let free = available.get(&d).copied().unwrap_or(0);
+                    if e.0 > free && e.2.is_none() {
+                        e.2 = Some(i);
+                    }
+                }
+            }
         }
+        let short = need
+            .iter()
+            .filter_map(|(d, (n, groups, first))| Some((*first.as_ref()?, *d, *n, *groups)))
+            .min();
+        let Some((first, domain, needed, groups)) = short else {
+            return Ok(());
+        };
+        Err((
+            first,
+            ResctrlError::NotEnoughMbmCounters {
+                groups,
+                domain,
+                needed,
+                available: available.get(&domain).copied().unwrap_or(0),
+                per_domain: self.counters_per_domain(domain),
+                in_use: self.counter_holders(domain, None),
+            },
+        ))
     }
 
     /// [`rdt_core::Backend::mbm_details`] on resctrl, under a shared lock.

@@ -2,10 +2,12 @@
 //!
 //! By concern: [`alloc`] (schemata of `COS<n>` groups, resets, remounts), [`assoc`] (CPUs
 //! and tasks into classes), [`groups`] (listing groups and who holds what), [`monitoring`]
-//! (monitor groups and polls). The [`Backend`] implementation here delegates to them.
+//! (monitor groups and polls), [`batch`] (starting monitor groups, in batches). The
+//! [`Backend`] implementation here delegates to them.
 
 mod alloc;
 mod assoc;
+mod batch;
 mod containers;
 mod groups;
 mod mbm;
@@ -660,12 +662,34 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup), [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu),
     /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported), [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored): nothing written;
     /// [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids), [`ResctrlError::Rejected`] after removing what was made.
+    ///
+    /// A batch of one ([`Backend::start_monitoring_many`]): in ABMC's `mbm_event` mode a
+    /// group whose counters are not free is refused with
+    /// [`ResctrlError::NotEnoughMbmCounters`] before its directory is made.
     fn start_monitoring(
         &mut self,
         cpus: &CpuSet,
         events: MonEvents,
     ) -> Result<MonGroupId, ResctrlError> {
-        self.start_cpu_group(cpus, events)
+        let ids = self
+            .start_cpu_groups(&[(cpus.clone(), events)])
+            .map_err(|e| e.error)?;
+        Ok(ids[0])
+    }
+
+    /// All groups at once, all or none, with resctrl listed once for the batch (not once per
+    /// group) and the RMIDs and ABMC counters of every group checked before any directory
+    /// is made; the names `pqos-<pid>-<n>` are picked in one pass.
+    ///
+    /// # Errors
+    /// [`GroupStartError`](rdt_core::GroupStartError) naming the first failed group, with
+    /// the errors of [`Backend::start_monitoring`] and
+    /// [`ResctrlError::NotEnoughMbmCounters`]; every directory the call made is removed.
+    fn start_monitoring_many(
+        &mut self,
+        groups: &[(CpuSet, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, rdt_core::GroupStartError<ResctrlError>> {
+        self.start_cpu_groups(groups)
     }
 
     /// Reads every counter file once (positioned read) under a shared lock, and the PMU.
@@ -727,12 +751,32 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup), [`RequestError::NoSuchTask`](rdt_core::RequestError::NoSuchTask),
     /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported), [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored): nothing written;
     /// [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids), [`ResctrlError::Rejected`] after removing what was made.
+    ///
+    /// A batch of one ([`Backend::start_monitoring_tasks_many`]).
     fn start_monitoring_tasks(
         &mut self,
         tasks: &[TaskId],
         events: MonEvents,
     ) -> Result<MonGroupId, ResctrlError> {
-        self.start_task_group(tasks, events)
+        let ids = self
+            .start_task_groups(&[(tasks.to_vec(), events)])
+            .map_err(|e| e.error)?;
+        Ok(ids[0])
+    }
+
+    /// All groups at once, all or none, as [`Backend::start_monitoring_many`] does for
+    /// CPUs: every control and monitor group's `tasks` read once for the batch, RMIDs and
+    /// ABMC counters (every L3 domain per group) checked before any directory is made.
+    ///
+    /// # Errors
+    /// [`GroupStartError`](rdt_core::GroupStartError) naming the first failed group, with
+    /// the errors of [`Backend::start_monitoring_tasks`] and
+    /// [`ResctrlError::NotEnoughMbmCounters`]; every directory the call made is removed.
+    fn start_monitoring_tasks_many(
+        &mut self,
+        groups: &[(Vec<TaskId>, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, rdt_core::GroupStartError<ResctrlError>> {
+        self.start_task_groups(groups)
     }
 
     /// Every control and monitor group, root excluded: `COS<n>` and `pqos-<pid>-<n>` are

@@ -3,12 +3,11 @@
 //! with one positioned read each per poll; the readings go into the group's
 //! [`MonAccumulator`], which turns them into [`MonValues`] as on the MSR interface.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use rdt_core::monitor::CounterFormat;
 use rdt_core::{
-    CacheDomain, CpuSet, LogicalCpu, MonAccumulator, MonEvents, MonGroupId, MonValues, PmuSource,
+    CacheDomain, LogicalCpu, MonAccumulator, MonEvents, MonGroupId, MonValues, PmuSource,
     Reclaimed, RequestError, RmidEvent, TaskId,
 };
 
@@ -20,7 +19,7 @@ use crate::io::FsLock;
 
 /// What a group counts on the PMU side.
 #[derive(Debug)]
-enum Members {
+pub(super) enum Members {
     Cpus(Vec<LogicalCpu>),
     Tasks(Vec<TaskId>),
     /// A group another tool made, watched without PMU counts.
@@ -45,7 +44,7 @@ pub(super) struct MonGroup {
     /// a watched group.
     dirs: Vec<String>,
     counters: Vec<Counter>,
-    members: Members,
+    pub(super) members: Members,
     acc: MonAccumulator,
     /// The directories in `dirs`, open with a shared `flock` held while this process lives:
     /// a process that finds the lock free knows the group's creator has ended, whatever pid
@@ -78,7 +77,7 @@ impl MonGroup {
 
 /// The counter files of a group being set up, and its accumulator contexts.
 #[derive(Debug, Default)]
-struct Files {
+pub(super) struct Files {
     counters: Vec<Counter>,
     contexts: Vec<CacheDomain>,
 }
@@ -86,7 +85,7 @@ struct Files {
 impl<P: PmuSource> ResctrlBackend<P> {
     /// The RMID events `events` needs, checked against `info/L3_MON/mon_features` (through
     /// the capabilities); refuses an empty selection.
-    fn check_events(&self, events: MonEvents) -> Result<Vec<RmidEvent>, ResctrlError> {
+    pub(super) fn check_events(&self, events: MonEvents) -> Result<Vec<RmidEvent>, ResctrlError> {
         if events.is_empty() {
             return Err(RequestError::EmptyGroup.into());
         }
@@ -96,7 +95,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
 
     /// Opens `dir`'s counter files of `events` for `domains`, one accumulator context per
     /// domain; `own`: a group this backend made, whose `Unassigned` reads are errors.
-    fn open_counters(
+    pub(super) fn open_counters(
         &self,
         dir: &str,
         domains: &[u32],
@@ -120,7 +119,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
     }
 
     /// Registers a started group and hands out its id.
-    fn add_group(
+    pub(super) fn add_group(
         &mut self,
         events: MonEvents,
         dirs: Vec<String>,
@@ -188,26 +187,9 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(out)
     }
 
-    /// A monitor group name no parent has yet: `pqos-<pid>-<n>`.
-    fn fresh_name(&mut self) -> Result<String, ResctrlError> {
-        let taken: BTreeSet<String> = self
-            .fs
-            .mon_groups()?
-            .into_iter()
-            .filter_map(|(_, p)| p.rsplit('/').next().map(str::to_owned))
-            .collect();
-        loop {
-            let name = format!("pqos-{}-{}", std::process::id(), self.next_name);
-            self.next_name += 1;
-            if !taken.contains(&name) {
-                return Ok(name);
-            }
-        }
-    }
-
     /// Creates `name` under each parent and fills it with `fill`; removes everything it
     /// created on failure.
-    fn create_mon_dirs(
+    pub(super) fn create_mon_dirs(
         &self,
         name: &str,
         parents: &[&str],
@@ -271,7 +253,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
     }
 
     /// The monitor group path of this backend's group holding `what`, for messages.
-    fn holder(g: &MonGroup) -> String {
+    pub(super) fn holder(g: &MonGroup) -> String {
         g.dirs.first().map_or_else(
             || "a group of this process".to_owned(),
             |d| format!("resctrl group {d}"),
@@ -293,83 +275,6 @@ impl<P: PmuSource> ResctrlBackend<P> {
             }
         }
         first.map_or(Ok(()), Err)
-    }
-
-    /// [`rdt_core::Backend::start_monitoring`] on resctrl.
-    pub(super) fn start_cpu_group(
-        &mut self,
-        cpus: &CpuSet,
-        events: MonEvents,
-    ) -> Result<MonGroupId, ResctrlError> {
-        if cpus.is_empty() {
-            return Err(RequestError::EmptyGroup.into());
-        }
-        let evs = self.check_events(events)?;
-        let mut domain_of = BTreeMap::new();
-        for cpu in cpus.iter() {
-            let p = self.topology.get(cpu).ok_or(RequestError::NoSuchCpu(cpu))?;
-            if !evs.is_empty() {
-                let l3 = p.l3.ok_or_else(|| {
-                    RequestError::Unsupported(format!(
-                        "CPU {cpu} has no L3 cache, so its LLC occupancy and memory bandwidth \
-                         cannot be monitored"
-                    ))
-                })?;
-                domain_of.insert(cpu, l3.get());
-            }
-        }
-        for g in &self.groups {
-            if let Members::Cpus(c) = &g.members
-                && let Some(cpu) = cpus.iter().find(|x| c.contains(x))
-            {
-                return Err(RequestError::AlreadyMonitored {
-                    what: format!("CPU {cpu}"),
-                    by: Some(Self::holder(g)),
-                }
-                .into());
-            }
-        }
-        let members = Members::Cpus(cpus.iter().collect());
-        let mut files = Files::default();
-        let mut dirs = Vec::new();
-        if !evs.is_empty() {
-            let guard = self.lock.exclusive()?;
-            let (ctrl, mon) = self.cpu_homes()?;
-            for (path, set) in &mon {
-                if let Some(cpu) = cpus.iter().find(|c| set.contains(*c)) {
-                    return Err(RequestError::AlreadyMonitored {
-                        what: format!("CPU {cpu}"),
-                        by: Some(format!("resctrl group {path}")),
-                    }
-                    .into());
-                }
-            }
-            let mut by_parent: BTreeMap<&str, CpuSet> = BTreeMap::new();
-            for cpu in cpus.iter() {
-                let parent = ctrl
-                    .iter()
-                    .find(|(_, s)| s.contains(cpu))
-                    .map_or("", |(g, _)| g.as_str());
-                by_parent.entry(parent).or_default().insert(cpu);
-            }
-            let name = self.fresh_name()?;
-            let parents: Vec<&str> = by_parent.keys().copied().collect();
-            let counters = self.needs_counters()?;
-            dirs = self.create_mon_dirs(&name, &parents, |parent, dir| {
-                let set = &by_parent[parent];
-                self.fs
-                    .write(&join(dir, "cpus_list"), &format!("{set}\n"))?;
-                let mut doms: Vec<u32> = set.iter().map(|c| domain_of[&c]).collect();
-                doms.sort_unstable();
-                doms.dedup();
-                if counters {
-                    self.assign_counters(dir, &evs, &doms)?;
-                }
-                self.open_counters(dir, &doms, &evs, true, &mut files)
-            })?;
-            drop(guard);
-        }
-        Ok(self.add_group(events, dirs, files, members))
     }
 
     /// [`rdt_core::Backend::poll`] on resctrl: every counter file once (positioned read)
@@ -419,77 +324,5 @@ impl<P: PmuSource> ResctrlBackend<P> {
             }
         }
         first.map_or(Ok(()), Err)
-    }
-
-    /// [`rdt_core::Backend::start_monitoring_tasks`] on resctrl.
-    pub(super) fn start_task_group(
-        &mut self,
-        tasks: &[TaskId],
-        events: MonEvents,
-    ) -> Result<MonGroupId, ResctrlError> {
-        if tasks.is_empty() {
-            return Err(RequestError::EmptyGroup.into());
-        }
-        let evs = self.check_events(events)?;
-        let tids = self.expand(tasks)?;
-        for g in &self.groups {
-            if let Members::Tasks(t) = &g.members
-                && let Some(x) = tids.iter().find(|x| t.contains(x))
-            {
-                return Err(RequestError::AlreadyMonitored {
-                    what: format!("task {x}"),
-                    by: Some(Self::holder(g)),
-                }
-                .into());
-            }
-        }
-        let members = Members::Tasks(tids.clone());
-        let mut files = Files::default();
-        let mut dirs = Vec::new();
-        if !evs.is_empty() {
-            let guard = self.lock.exclusive()?;
-            let (ctrl, mon) = self.task_homes()?;
-            for (path, set) in &mon {
-                if let Some(t) = tids.iter().find(|t| set.contains(t)) {
-                    return Err(RequestError::AlreadyMonitored {
-                        what: format!("task {t}"),
-                        by: Some(format!("resctrl group {path}")),
-                    }
-                    .into());
-                }
-            }
-            let mut by_parent: BTreeMap<&str, Vec<TaskId>> = BTreeMap::new();
-            for &t in &tids {
-                let parent = ctrl
-                    .iter()
-                    .find(|(_, s)| s.contains(&t))
-                    .map_or("", |(g, _)| g.as_str());
-                by_parent.entry(parent).or_default().push(t);
-            }
-            let name = self.fresh_name()?;
-            let parents: Vec<&str> = by_parent.keys().copied().collect();
-            let domains = self.mon_domains.clone();
-            let counters = self.needs_counters()?;
-            let mut moved = 0usize;
-            dirs = self.create_mon_dirs(&name, &parents, |parent, dir| {
-                for &t in &by_parent[parent] {
-                    if self.move_task(dir, t)? {
-                        moved += 1;
-                    }
-                }
-                if counters {
-                    self.assign_counters(dir, &evs, &domains)?;
-                }
-                self.open_counters(dir, &domains, &evs, true, &mut files)
-            })?;
-            if moved == 0 {
-                for d in &dirs {
-                    let _ = self.fs.rmdir(d);
-                }
-                return Err(RequestError::NoSuchTask(tasks[0]).into());
-            }
-            drop(guard);
-        }
-        Ok(self.add_group(events, dirs, files, members))
     }
 }
