@@ -35,8 +35,8 @@ fn turin_every_per_core_group_reads_bandwidth() {
 }
 
 /// Task groups count in every L3 domain: 16 of them need 32 counters per domain, where the
-/// root holds 2 of the 32. The start fails naming the counters and the holders, and the
-/// groups the run made are gone.
+/// root holds 2 of the 32. The start is refused before any group is made, naming the 16th
+/// group, the counters needed and free, and the holders.
 #[test]
 fn turin_more_groups_than_counters_is_a_clear_error_and_leaves_no_group() {
     let sim = Sim::new("turin");
@@ -48,10 +48,12 @@ fn turin_more_groups_than_counters_is_a_clear_error_and_leaves_no_group() {
         .join(",");
     let run = sim.monitor(&["-I", "-p", &format!("all:{pids}"), "-t", "1"]);
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let last = pids.rsplit(',').next().expect("pids");
     for part in [
-        "out of MBM counters",
-        "whose 32 counters (info/L3_MON/num_mbm_cntrs, mbm_event mode) are all assigned",
-        "the groups holding them (counters in that domain) are: / (2), mon_groups/pqos-",
+        &format!("PID {last} monitoring start error: out of MBM counters"),
+        "(16) need 32 of its counters (one per MBM event each), but only 30 of its 32 are free",
+        "the groups holding them (counters in that domain) are: / (2);",
+        "no group was created",
     ] {
         assert!(run.stderr.contains(part), "{part}: {}", run.stderr);
     }

@@ -162,16 +162,8 @@ pub fn run_monitor<B: Backend>(
     // The guard stops every group it started on every way out of this function.
     let mut mon = backend.monitoring();
     let mut started: Vec<Started<'_>> = Vec::with_capacity(plans.len());
-    for (g, threads) in plans.iter().zip(threads) {
-        let events = g.events;
-        let id = match &g.target {
-            Target::Cores(cpus) => mon.start(cpus, events).map_err(|e| {
-                anyhow!(e).context(format!("Monitoring start error on core(s) {}", g.desc))
-            }),
-            Target::Pids(pids) => mon
-                .start_tasks(pids, events)
-                .map_err(|e| anyhow!(e).context(format!("PID {} monitoring start error", g.desc))),
-        }?;
+    let ids = start_groups(&mut mon, &plans)?;
+    for ((g, threads), id) in plans.iter().zip(threads).zip(ids) {
         started.push(Started {
             id,
             plan: g,
@@ -191,6 +183,55 @@ pub fn run_monitor<B: Backend>(
     let ended = fmt.end(w).map_err(anyhow::Error::from);
     let stopped = stop_each(&mut mon, &started);
     result.and(ended).and(stopped)
+}
+
+/// Starts every planned group and gives their ids in plan order. Core groups and PID
+/// groups each start in one batch: resctrl is listed once, and every group's RMIDs and ABMC
+/// counters are checked before any is made (all or none). A failure names the group with
+/// pqos's words (`Monitoring start error on core(s) 3`, `PID 42 monitoring start error`).
+fn start_groups<B: Backend>(
+    mon: &mut Monitoring<'_, B>,
+    plans: &[GroupPlan],
+) -> Result<Vec<MonGroupId>> {
+    let (core_plans, core_groups): (Vec<&GroupPlan>, Vec<_>) = plans
+        .iter()
+        .filter_map(|g| match &g.target {
+            Target::Cores(cpus) => Some((g, (cpus.clone(), g.events))),
+            Target::Pids(_) => None,
+        })
+        .unzip();
+    let (pid_plans, pid_groups): (Vec<&GroupPlan>, Vec<_>) = plans
+        .iter()
+        .filter_map(|g| match &g.target {
+            Target::Pids(pids) => Some((g, (pids.clone(), g.events))),
+            Target::Cores(_) => None,
+        })
+        .unzip();
+    let desc = |of: &[&GroupPlan], i: usize| of.get(i).map_or("?", |g| g.desc.as_str()).to_owned();
+    let mut core_ids = mon
+        .start_many(&core_groups)
+        .map_err(|e| {
+            let d = desc(&core_plans, e.index);
+            anyhow!(e.error).context(format!("Monitoring start error on core(s) {d}"))
+        })?
+        .into_iter();
+    let mut pid_ids = mon
+        .start_tasks_many(&pid_groups)
+        .map_err(|e| {
+            let d = desc(&pid_plans, e.index);
+            anyhow!(e.error).context(format!("PID {d} monitoring start error"))
+        })?
+        .into_iter();
+    plans
+        .iter()
+        .map(|g| {
+            match &g.target {
+                Target::Cores(_) => core_ids.next(),
+                Target::Pids(_) => pid_ids.next(),
+            }
+            .ok_or_else(|| anyhow!("a batch start returned fewer groups than asked for"))
+        })
+        .collect()
 }
 
 /// The groups to start: `-p` groups, `-m` groups, or one group per core with every event.
