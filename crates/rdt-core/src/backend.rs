@@ -128,7 +128,8 @@ pub struct GroupStartError<E> {
     /// How many groups the request asked for.
     pub of: usize,
     /// Why it failed: the error starting that group alone would give, or a check of the
-    /// whole batch (RMIDs, ABMC counters) that this group is the first to exceed.
+    /// whole batch (RMIDs, ABMC counters) that this group is the first to exceed. Errors
+    /// of no one group (taking resctrl's lock, listing its groups) are given to group 0.
     pub error: E,
 }
 
