@@ -10,9 +10,12 @@
 //! gets exactly the counters it needs, the MBM events asked for in the L3 domains of its
 //! CPUs (every domain for tasks), the others given back, through the group's
 //! `mbm_L3_assignments` (`fs/resctrl/monitor.c` `mbm_L3_assignments_write`: lines
-//! `EVENT:ID=e;ID=_`); when a domain has no free counter the start fails with
-//! [`ResctrlError::OutOfMbmCounters`], naming the groups that hold that domain's counters,
-//! and the group is removed (which frees its counters, `rdtgroup_unassign_cntrs`).
+//! `EVENT:ID=e;ID=_`). Before a batch of groups is made, the counters it needs per domain
+//! are counted against `available_mbm_cntrs`, and the start is refused with
+//! [`ResctrlError::NotEnoughMbmCounters`] (needed, free, the groups holding that domain's
+//! counters) with nothing made; when an assignment is refused all the same (another tool
+//! took counters meanwhile) the start fails with [`ResctrlError::OutOfMbmCounters`] and the
+//! batch's groups are removed (which frees their counters, `rdtgroup_unassign_cntrs`).
 
 use std::collections::BTreeMap;
 
