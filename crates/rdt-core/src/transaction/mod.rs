@@ -14,8 +14,8 @@
 //! - the writes are the backend's single-class calls, one per step, in the order of the
 //!   changes (masks, then bandwidth, then CPUs and tasks, as the caller lists them); a run
 //!   of consecutive CPU steps into one class is one [`Backend::associate_cpus`] call (on
-//!   resctrl one `cpus_list` write for all of them), and if that call fails the run is put
-//!   back and written one CPU at a time, so the failure still names its CPU;
+//!   resctrl one `cpus_list` write for all of them; [`Failed::cpus`] names them when it
+//!   fails);
 //! - a failed write is undone with the same calls and the values read by [`Plan::new`];
 //!   [`Outcome::PartlyChanged`] lists exactly the steps whose undo failed too.
 //!
@@ -461,8 +461,11 @@ pub struct Done {
 pub struct Failed<E> {
     /// The index of the change it came from.
     pub change: usize,
-    /// The write.
+    /// The write (the first of a run written as one).
     pub step: Step,
+    /// For a run of CPU steps into one class written as one call
+    /// ([`Backend::associate_cpus`]): its CPUs; `None` for a single step.
+    pub cpus: Option<CpuSet>,
     /// The backend's error.
     pub error: E,
 }
@@ -552,7 +555,12 @@ impl<E: std::error::Error> fmt::Display for ApplyError<E> {
                 not_undone,
             } => (failed, undone, not_undone),
         };
-        write!(f, "{} failed: {}", failed.step, failed.error)?;
+        match (&failed.cpus, failed.step.class()) {
+            (Some(cpus), Some(class)) => {
+                write!(f, "CPUs {cpus} into COS{class} failed: {}", failed.error)?;
+            }
+            _ => write!(f, "{} failed: {}", failed.step, failed.error)?,
+        }
         if not_undone.is_empty() {
             write!(
                 f,
@@ -669,78 +677,59 @@ impl Plan {
     fn write<B: Backend>(self, backend: &mut B) -> Outcome<B::Error> {
         let mut done: Vec<Done> = Vec::with_capacity(self.steps.len());
         let mut queue: VecDeque<(usize, Step)> = self.steps.into();
-        // how many steps at the front of the queue go one at a time (a run whose single
-        // write failed)
-        let mut single = 0_usize;
         while let Some((change, step)) = queue.pop_front() {
-            if single == 0
-                && let Step::Cpu { after, .. } = step
-            {
-                let rest = queue
+            // A run of CPU steps into one class is one call (resctrl: one cpus_list write).
+            let rest = match step {
+                Step::Cpu { after, .. } => queue
                     .iter()
                     .take_while(|(_, s)| matches!(s, Step::Cpu { after: a, .. } if *a == after))
-                    .count();
-                if rest > 0 {
-                    let cpus: CpuSet = std::iter::once(&step)
-                        .chain(queue.iter().take(rest).map(|(_, s)| s))
-                        .filter_map(Step::moved_cpu)
-                        .collect();
-                    match backend.associate_cpus(&cpus, after) {
-                        Ok(()) => {
-                            let run = std::iter::once((change, step)).chain(queue.drain(..rest));
-                            done.extend(run.map(|(change, step)| Done {
-                                change,
-                                step,
-                                applied: None,
-                            }));
-                            continue;
-                        }
-                        Err(error) => {
-                            log::debug!(
-                                "moving CPUs {cpus} into COS{after} in one write failed ({}); \
-                                 one CPU at a time",
-                                crate::error_chain(&error)
-                            );
-                            let run: Vec<Step> = std::iter::once(&step)
-                                .chain(queue.iter().take(rest).map(|(_, s)| s))
-                                .rev()
-                                .cloned()
-                                .collect();
-                            let refs: Vec<&Step> = run.iter().collect();
-                            let left = undo_steps(backend, &refs);
-                            if !left.is_empty() {
-                                let left = left.into_iter().map(|(i, e)| (run[i].clone(), e));
-                                let failed = Failed {
-                                    change,
-                                    step,
-                                    error,
-                                };
-                                return roll_back(backend, done, failed, left.collect());
-                            }
-                            single = rest + 1;
-                        }
-                    }
+                    .count(),
+                _ => 0,
+            };
+            let written = if rest == 0 {
+                step.write(backend).map(|applied| (applied, None))
+            } else {
+                let cpus: CpuSet = std::iter::once(&step)
+                    .chain(queue.iter().take(rest).map(|(_, s)| s))
+                    .filter_map(Step::moved_cpu)
+                    .collect();
+                let class = step.class().unwrap_or_default();
+                backend
+                    .associate_cpus(&cpus, class)
+                    .map(|()| (None, Some(cpus)))
+            };
+            match written {
+                Ok((applied, _)) => {
+                    done.push(Done {
+                        change,
+                        step,
+                        applied,
+                    });
+                    done.extend(queue.drain(..rest).map(|(change, step)| Done {
+                        change,
+                        step,
+                        applied: None,
+                    }));
                 }
-            }
-            single = single.saturating_sub(1);
-            match step.write(backend) {
-                Ok(applied) => done.push(Done {
-                    change,
-                    step,
-                    applied,
-                }),
                 Err(error) => {
                     // The failed write may have changed part of what it covers (a process
-                    // of several threads, a reset): it is undone too.
+                    // of several threads, some CPUs of a run, a reset): it is undone too.
+                    let run: Vec<Step> = std::iter::once(step.clone())
+                        .chain(queue.drain(..rest).map(|(_, s)| s))
+                        .collect();
+                    let cpus =
+                        (run.len() > 1).then(|| run.iter().filter_map(Step::moved_cpu).collect());
+                    let newest_first: Vec<&Step> = run.iter().rev().collect();
+                    let not_undone = undo_steps(backend, &newest_first)
+                        .into_iter()
+                        .map(|(i, e)| (newest_first[i].clone(), e))
+                        .collect();
                     let failed = Failed {
                         change,
                         step,
+                        cpus,
                         error,
                     };
-                    let mut not_undone = Vec::new();
-                    if let Err(e) = failed.step.undo(backend) {
-                        not_undone.push((failed.step.clone(), e));
-                    }
                     return roll_back(backend, done, failed, not_undone);
                 }
             }

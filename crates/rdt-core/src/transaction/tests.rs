@@ -350,30 +350,30 @@ fn a_run_of_cpus_into_one_class_is_one_write_with_a_step_per_cpu() {
 }
 
 #[test]
-fn a_run_whose_write_fails_goes_one_cpu_at_a_time() {
-    let expected = {
+fn a_run_whose_write_fails_is_undone_whole_and_named_by_its_cpus() {
+    for (position, failed_change, cpus) in [(2, 1, "1-2"), (3, 3, "3-5")] {
         let mut b = FakeBackend::intel_1s();
-        run(&mut b, &runs()).unwrap().into_result().unwrap();
-        snapshot(&mut b)
-    };
-    for (position, singles) in [
-        (2, ["assoc 1 COS1", "assoc 2 COS1"].as_slice()),
-        (
-            3,
-            ["assoc 3 COS2", "assoc 4 COS2", "assoc 5 COS2"].as_slice(),
-        ),
-    ] {
-        let mut b = FakeBackend::intel_1s();
+        let before = snapshot(&mut b);
         let plan = Plan::new(&mut b, &runs()).unwrap();
         b.fail_nth_write(position);
-        let done = plan.apply(&mut b).into_result().unwrap();
-        assert_eq!(done.len(), 6, "position {position}");
-        assert_eq!(snapshot(&mut b), expected, "position {position}");
-        let writes = assoc_writes(&b);
-        assert!(
-            writes.windows(singles.len()).any(|w| w == singles),
-            "position {position}: {writes:?}"
-        );
+        match plan.apply(&mut b) {
+            Outcome::RolledBack { failed, .. } => {
+                assert_eq!(failed.change, failed_change, "position {position}");
+                assert_eq!(failed.cpus, Some(cpus.parse().unwrap()));
+                let e = Outcome::<FakeError>::RolledBack {
+                    done: Vec::new(),
+                    failed,
+                }
+                .into_result()
+                .unwrap_err();
+                assert!(
+                    e.to_string().starts_with(&format!("CPUs {cpus} into COS")),
+                    "{e}"
+                );
+            }
+            other => panic!("position {position}: {other:?}"),
+        }
+        assert_eq!(snapshot(&mut b), before, "position {position}");
     }
 }
 
