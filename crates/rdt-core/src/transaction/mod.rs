@@ -509,7 +509,7 @@ impl<E: std::error::Error + Send + Sync + 'static> Outcome<E> {
             Self::NotApplied(error) => Err(ApplyError::NotStarted(error)),
             Self::RolledBack { done, failed } => Err(ApplyError::Write {
                 undone: done.len(),
-                failed,
+                failed: Box::new(failed),
                 not_undone: Vec::new(),
             }),
             Self::PartlyChanged {
@@ -521,7 +521,7 @@ impl<E: std::error::Error + Send + Sync + 'static> Outcome<E> {
                     .iter()
                     .filter(|d| !not_undone.iter().any(|(s, _)| *s == d.step))
                     .count(),
-                failed,
+                failed: Box::new(failed),
                 not_undone,
             }),
         }
@@ -536,8 +536,8 @@ pub enum ApplyError<E> {
     NotStarted(E),
     /// A write failed ([`Outcome::RolledBack`], [`Outcome::PartlyChanged`]).
     Write {
-        /// The write that failed.
-        failed: Failed<E>,
+        /// The write that failed (boxed: the error stays small).
+        failed: Box<Failed<E>>,
         /// How many writes before it were undone.
         undone: usize,
         /// The writes that could not be undone, with the undo's error.
@@ -555,7 +555,7 @@ impl<E: std::error::Error> fmt::Display for ApplyError<E> {
                 not_undone,
             } => (failed, undone, not_undone),
         };
-        match (&failed.cpus, failed.step.class()) {
+        match (failed.cpus.as_ref(), failed.step.class()) {
             (Some(cpus), Some(class)) => {
                 write!(f, "CPUs {cpus} into COS{class} failed: {}", failed.error)?;
             }
