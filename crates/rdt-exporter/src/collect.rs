@@ -92,23 +92,34 @@ pub fn start_own(
 ) -> Result<Vec<OwnGroup>> {
     let events = OWN_EVENTS & mon.backend().capabilities().supported_events();
     let mut own = Vec::new();
-    for cpus in cores {
-        let id = mon
-            .start(cpus, events)
-            .with_context(|| format!("monitoring CPUs {cpus}"))?;
+    // one batch each (resctrl lists its groups once for all of them; all or none)
+    let groups: Vec<(CpuSet, MonEvents)> = cores.iter().map(|c| (c.clone(), events)).collect();
+    let ids = mon.start_many(&groups).map_err(|e| {
+        anyhow::Error::new(e.error).context(format!("monitoring CPUs {}", cores[e.index]))
+    })?;
+    for (cpus, id) in cores.iter().zip(ids) {
         own.push(OwnGroup {
             name: format!("cores:{cpus}"),
             cpus: Some(cpus.len()),
             id,
         });
     }
-    for tasks in pids {
-        let list: Vec<String> = tasks.iter().map(ToString::to_string).collect();
-        let id = mon
-            .start_tasks(tasks, events)
-            .with_context(|| format!("monitoring processes {}", list.join(",")))?;
+    let lists: Vec<String> = pids
+        .iter()
+        .map(|t| {
+            t.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let groups: Vec<(Vec<TaskId>, MonEvents)> = pids.iter().map(|t| (t.clone(), events)).collect();
+    let ids = mon.start_tasks_many(&groups).map_err(|e| {
+        anyhow::Error::new(e.error).context(format!("monitoring processes {}", lists[e.index]))
+    })?;
+    for (list, id) in lists.into_iter().zip(ids) {
         own.push(OwnGroup {
-            name: format!("pids:{}", list.join(",")),
+            name: format!("pids:{list}"),
             cpus: None,
             id,
         });
