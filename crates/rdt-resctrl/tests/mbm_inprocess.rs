@@ -298,7 +298,10 @@ fn out_of_counters_names_the_holders_and_leaves_no_group() {
         "{msg}"
     );
     assert!(msg.contains("only 0 of its 32 are free"), "{msg}");
-    assert!(msg.contains("/ (2), mon_groups/other0 (2)"), "{msg}");
+    assert!(
+        msg.contains("/ (2), mon_groups/other0 (2) (foreign)"),
+        "{msg}"
+    );
     assert_eq!(sim.mon_groups(), before, "no group is made");
     // Freed by the other tool: the same start works.
     sim.write(
@@ -644,7 +647,10 @@ fn a_batch_needing_more_mbm_counters_than_free_is_refused_up_front() {
         "{msg}"
     );
     assert!(msg.contains("only 10 of its 32 are free"), "{msg}");
-    assert!(msg.contains("/ (2), mon_groups/other0 (2)"), "{msg}");
+    assert!(
+        msg.contains("/ (2), mon_groups/other0 (2) (foreign)"),
+        "{msg}"
+    );
     assert_eq!(files.counts().2, 0, "no mkdir tried");
     assert_eq!(sim.mon_groups().len(), 10);
     assert_eq!(sim.read("info/L3_MON/available_mbm_cntrs"), avail);

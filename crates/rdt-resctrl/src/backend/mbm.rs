@@ -27,7 +27,7 @@ use rdt_core::{
 use super::ResctrlBackend;
 use super::batch::Need;
 use crate::ResctrlError;
-use crate::fs::{ENOSPC, join};
+use crate::fs::{ENOSPC, is_pqos_mon_name, join};
 
 const MODE: &str = "info/L3_MON/mbm_assign_mode";
 const NUM_CNTRS: &str = "info/L3_MON/num_mbm_cntrs";
@@ -243,7 +243,14 @@ impl<P: PmuSource> ResctrlBackend<P> {
                     .count();
                 (held > 0).then(|| {
                     let name = if g.is_empty() { "/" } else { g.as_str() };
-                    format!("{name} ({held})")
+                    // another tool's: a control group of no class of ours, or a monitor
+                    // group not named as ours
+                    let foreign = match g.rsplit_once("mon_groups/") {
+                        Some((_, leaf)) => !is_pqos_mon_name(leaf),
+                        None => !g.is_empty() && self.class_of_group(g).is_none(),
+                    };
+                    let tag = if foreign { " (foreign)" } else { "" };
+                    format!("{name} ({held}){tag}")
                 })
             })
             .collect()
