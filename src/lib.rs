@@ -397,6 +397,13 @@ impl Backend for Rdt {
     fn start_monitoring(&mut self, cpus: &CpuSet, events: MonEvents) -> Result<MonGroupId, Error> {
         forward!(self, b => b.start_monitoring(cpus, events))
     }
+    fn start_uncore_monitoring(
+        &mut self,
+        sockets: &[u32],
+        events: MonEvents,
+    ) -> Result<MonGroupId, Error> {
+        forward!(self, b => b.start_uncore_monitoring(sockets, events))
+    }
     fn poll(&mut self) -> Result<(), Error> {
         forward!(self, b => b.poll())
     }

@@ -454,6 +454,28 @@ pub trait Backend {
         events: MonEvents,
     ) -> Result<MonGroupId, Self::Error>;
 
+    /// Starts monitoring the uncore `events` ([`MonEvents::UNCORE`]) of `sockets` as one
+    /// group whose values are summed over the sockets ([`MonValues::uncore`]); polled and
+    /// stopped like any group. Only the MSR interface has it (pqos `pqos_mon_start_uncore`,
+    /// `lib/api.c`), on the CPUs [`Capabilities::uncore_pcie`] names.
+    ///
+    /// # Errors
+    /// By default [`RequestError::NeedsMsrInterface`]; a backend that has it:
+    /// [`RequestError::UnsupportedEvent`], [`RequestError::EmptyGroup`], a socket that does
+    /// not exist, or a register write.
+    fn start_uncore_monitoring(
+        &mut self,
+        sockets: &[u32],
+        events: MonEvents,
+    ) -> Result<MonGroupId, Self::Error> {
+        let _ = (sockets, events);
+        Err(RequestError::NeedsMsrInterface {
+            operation: "uncore monitoring",
+            interface: self.interface(),
+        }
+        .into())
+    }
+
     /// Reads the counters of every started group; afterwards [`Backend::values`] has the new
     /// values.
     ///
@@ -707,6 +729,21 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         events: MonEvents,
     ) -> Result<MonGroupId, B::Error> {
         let id = self.backend.start_monitoring_tasks(tasks, events)?;
+        self.groups.push(id);
+        Ok(id)
+    }
+
+    /// Starts an uncore group of sockets ([`Backend::start_uncore_monitoring`]) owned by the
+    /// guard.
+    ///
+    /// # Errors
+    /// As [`Backend::start_uncore_monitoring`].
+    pub fn start_uncore(
+        &mut self,
+        sockets: &[u32],
+        events: MonEvents,
+    ) -> Result<MonGroupId, B::Error> {
+        let id = self.backend.start_uncore_monitoring(sockets, events)?;
         self.groups.push(id);
         Ok(id)
     }

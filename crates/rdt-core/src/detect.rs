@@ -156,6 +156,7 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         l3_cache,
         l2_cache,
         pmu: pmu(&p, &raw, &vendor),
+        uncore_pcie: uncore_pcie(&p, &vendor),
         vendor,
     }
 }
@@ -477,6 +478,50 @@ fn pmu(p: &Probe<'_>, raw: &Raw<'_>, vendor: &Vendor) -> PmuCaps {
     }
 }
 
+/// The CPU model pqos enables the uncore PCIe events for (`lib/uncore_monitoring.c`
+/// `CPU_MODEL_SKX`): Skylake-SP, and Cascade Lake-SP, which shares the model number.
+pub const UNCORE_PCIE_MODEL: u32 = 0x55;
+
+/// Family, model and stepping of CPUID.1:EAX (SDM Vol. 2A, CPUID leaf 1: the display family
+/// adds the extended family when the family is 0FH, the display model the extended model when
+/// the family is 06H or 0FH).
+///
+/// # Examples
+/// ```
+/// // Xeon Gold 6140 (Skylake-SP): family 6, model 0x55, stepping 4
+/// assert_eq!(rdt_core::fms(0x0005_0654), (6, 0x55, 4));
+/// ```
+#[must_use]
+pub const fn fms(signature: u32) -> (u32, u32, u32) {
+    let family = signature >> 8 & 0xf;
+    let ext_family = signature >> 20 & 0xff;
+    let model = signature >> 4 & 0xf;
+    let ext_model = signature >> 16 & 0xf;
+    let stepping = signature & 0xf;
+    let f = if family == 0xf {
+        family + ext_family
+    } else {
+        family
+    };
+    let m = if family == 0x6 || family == 0xf {
+        ext_model << 4 | model
+    } else {
+        model
+    };
+    (f, m, stepping)
+}
+
+/// Whether pqos lists the uncore PCIe events: an Intel family 6 CPU of model 0x55
+/// ([`UNCORE_PCIE_MODEL`]). pqos looks at the model alone (`cpuinfo_get_cpu_model`); the
+/// vendor and family are checked here too, since the CHA registers are Intel's.
+fn uncore_pcie(p: &Probe<'_>, vendor: &Vendor) -> bool {
+    let Some(r) = p.regs(1, 0) else {
+        return false;
+    };
+    let (family, model, _) = fms(r.eax);
+    *vendor == Vendor::Intel && (family, model) == (6, UNCORE_PCIE_MODEL)
+}
+
 /// Why a CPU has no RDT / PQoS, as one sentence naming the CPUID bits; `None` when
 /// [`Capabilities::detect`] finds any RDT feature ([`Capabilities::has_rdt`]).
 ///
@@ -638,6 +683,28 @@ mod tests {
             ],
             [0, 0, 1, 2, 6]
         );
+    }
+
+    #[test]
+    fn uncore_pcie_events_exist_on_intel_family_6_model_0x55_only() {
+        // arrange: Cascade Lake (0x50657) shares Skylake-SP's model 0x55
+        let with_signature = |sig: u32| {
+            let mut rows = gold_6252();
+            rows.retain(|r| r.0 != 1);
+            rows.push((1, 0, [sig, 0, 0, 0]));
+            rows
+        };
+        // act
+        let skx = Capabilities::detect(&table(&gold_6252()));
+        let icx = Capabilities::detect(&table(&with_signature(0x0006_06a6))); // model 0x6a
+        let family_f = Capabilities::detect(&table(&with_signature(0x0005_0f57))); // family 0xf
+        // assert
+        assert!(skx.uncore_pcie);
+        assert!(skx.supported_events().contains(crate::MonEvents::UNCORE));
+        assert!(!icx.uncore_pcie);
+        assert!(!icx.supported_events().intersects(crate::MonEvents::UNCORE));
+        assert!(!family_f.uncore_pcie, "model 0x55 of another family");
+        assert_eq!(fms(0x0005_0657), (6, UNCORE_PCIE_MODEL, 7));
     }
 
     #[test]

@@ -58,12 +58,14 @@ pub use cpuset::{
     ParsePqosListError, parse_number, parse_pqos_list,
 };
 pub use detect::rdt_absence as explain_no_rdt;
+pub use detect::{UNCORE_PCIE_MODEL, fms};
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{MbaLimit, ParseMbaLimitError, intel_mba_delay, intel_mba_percent, round_to_step};
 pub use mbm::{AssignMode, CounterAssignment, EventConfig, MbmDetails};
 pub use monitor::{
     DomainValues, MonAccumulator, MonEvents, MonGroupId, MonValues, Reclaimed, RmidEvent,
+    UncoreCounts,
 };
 pub use mount::{MountOptions, MountOptionsError};
 pub use pmu::{NoPmu, PmuCounts, PmuSource, sum_deltas};

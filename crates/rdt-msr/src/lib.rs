@@ -42,6 +42,7 @@ mod error;
 mod fake;
 mod io;
 pub mod regs;
+pub mod uncore;
 
 pub use backend::{MsrBackend, QM_CTR_ATTEMPTS};
 pub use dev::DevCpuMsr;
