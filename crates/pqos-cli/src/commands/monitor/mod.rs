@@ -33,7 +33,7 @@ use self::proc::GroupThreads;
 use super::Context;
 use crate::args::FileType;
 use crate::command::MonitorRequest;
-use crate::grammar::MonGroupSpec;
+use crate::grammar::{MonGroupSpec, SocketGroupSpec};
 use rdt_pqos::proc::ProcFs;
 
 /// The group's events as pqos chooses them ([`MonEvents::select`]), with pqos's words for
@@ -62,11 +62,12 @@ fn setup_events(
     })
 }
 
-/// What a group monitors: cores or processes.
+/// What a group monitors: cores, processes or (uncore) sockets.
 #[derive(Clone, Debug)]
 enum Target {
     Cores(rdt_pqos::CpuSet),
     Pids(Vec<TaskId>),
+    Sockets(Vec<u32>),
 }
 
 /// A group to start: its label, what it monitors and the events asked for.
@@ -124,12 +125,13 @@ pub fn run_monitor<B: Backend>(
         events: plans.iter().fold(MonEvents::empty(), |a, g| a | g.events),
         llc,
         pid_mode: !req.pid_groups.is_empty(),
+        socket_mode: req.uncore_groups.is_some(),
     };
     // PID mode: every thread's stat file, opened before anything is started.
     let mut threads: Vec<Option<GroupThreads>> = Vec::with_capacity(plans.len());
     for g in &plans {
         threads.push(match &g.target {
-            Target::Cores(_) => None,
+            Target::Cores(_) | Target::Sockets(_) => None,
             Target::Pids(pids) => Some(GroupThreads::open(proc, pids).with_context(|| {
                 format!("PID {} monitoring start error: reading its threads", g.desc)
             })?),
@@ -171,13 +173,19 @@ pub fn run_monitor<B: Backend>(
             Target::Pids(pids) => mon
                 .start_tasks(pids, events)
                 .map_err(|e| anyhow!(e).context(format!("PID {} monitoring start error", g.desc))),
+            Target::Sockets(sockets) => mon.start_uncore(sockets, events).map_err(|e| {
+                anyhow!(e).context(format!(
+                    "Uncore monitoring start error on socket {}",
+                    g.desc
+                ))
+            }),
         }?;
         started.push(Started {
             id,
             plan: g,
             first_cpu: match &g.target {
                 Target::Cores(cpus) => cpus.first().unwrap_or_default(),
-                Target::Pids(_) => LogicalCpu::default(),
+                Target::Pids(_) | Target::Sockets(_) => LogicalCpu::default(),
             },
             threads,
         });
@@ -193,8 +201,67 @@ pub fn run_monitor<B: Backend>(
     result.and(ended).and(stopped)
 }
 
-/// The groups to start: `-p` groups, `-m` groups, or one group per core with every event.
+/// The uncore groups of `--mon-uncore` (pqos `monitor_setup`): the given socket groups,
+/// or one group per socket with every uncore event; their events as pqos chooses them
+/// ([`MonEvents::select_uncore`]). The MSR interface alone has them (pqos: `lib/api.c`).
+fn uncore_plans<B: Backend>(backend: &B, specs: &[SocketGroupSpec]) -> Result<Vec<GroupPlan>> {
+    let defaults: Vec<SocketGroupSpec>;
+    let specs = if specs.is_empty() {
+        defaults = backend
+            .topology()
+            .packages()
+            .into_iter()
+            .map(|p| SocketGroupSpec {
+                desc: p.to_string(),
+                sockets: vec![p],
+                events: MonEvents::PQOS_ALL,
+            })
+            .collect();
+        &defaults
+    } else {
+        specs
+    };
+    let supported = backend.capabilities().supported_events();
+    specs
+        .iter()
+        .map(|g| {
+            let start_error = || format!("Uncore monitoring start error on socket {}", g.desc);
+            if backend.interface() != rdt_pqos::Interface::Msr {
+                return Err(anyhow!(RequestError::NeedsMsrInterface {
+                    operation: "uncore monitoring (--mon-uncore)",
+                    interface: backend.interface(),
+                })
+                .context(start_error()));
+            }
+            let events = g.events.select_uncore(supported).map_err(|_| {
+                let why = if supported.intersects(MonEvents::UNCORE) {
+                    "only the event 'all' selects the uncore PCIe events (e.g. \
+                     --mon-uncore=all:0)"
+                        .to_owned()
+                } else {
+                    format!(
+                        "this CPU has no uncore PCIe events (pqos enables them on Skylake-SP, \
+                         CPU model {:#x}, only)",
+                        rdt_pqos::UNCORE_PCIE_MODEL
+                    )
+                };
+                anyhow!("{}: {why}", start_error())
+            })?;
+            Ok(GroupPlan {
+                desc: g.desc.clone(),
+                target: Target::Sockets(g.sockets.clone()),
+                events,
+            })
+        })
+        .collect()
+}
+
+/// The groups to start: `--mon-uncore` groups, `-p` groups, `-m` groups, or one group per
+/// core with every event.
 fn group_plans<B: Backend>(backend: &B, req: &MonitorRequest) -> Result<Vec<GroupPlan>> {
+    if let Some(specs) = &req.uncore_groups {
+        return uncore_plans(backend, specs);
+    }
     let supported = backend.capabilities().supported_events();
     let mut excluded = MonEvents::empty();
     excluded.set(MonEvents::IPC, req.disable_ipc);
@@ -279,6 +346,20 @@ fn validate_targets<B: Backend>(backend: &B, proc: &ProcFs, plans: &[GroupPlan])
                         "Monitoring start error on core(s) {}: core {cpu} is not present (cores on this platform: {})",
                         g.desc,
                         backend.topology().all_cpus()
+                    );
+                }
+            }
+            Target::Sockets(sockets) => {
+                let known = backend.topology().packages();
+                if let Some(s) = sockets.iter().find(|s| !known.contains(s)) {
+                    bail!(
+                        "Uncore monitoring start error on socket {}: socket {s} is not present (sockets on this platform: {})",
+                        g.desc,
+                        known
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(",")
                     );
                 }
             }
@@ -1068,5 +1149,25 @@ mod tests {
         );
         assert_eq!(b.running_groups(), 0);
         assert_eq!(b.rmid_of_cpu(0), 0);
+    }
+
+    /// pqos offers uncore monitoring on the MSR interface only (`lib/api.c`): on the OS
+    /// interface the request is refused before anything starts, naming the interface.
+    #[test]
+    fn uncore_monitoring_needs_the_msr_interface() {
+        // arrange: even a CPU with the events
+        let mut b = FakeBackend::broadwell_2s();
+        b.reconfigure(|c| c.uncore_pcie = true);
+        b.os_interface = true;
+        // act
+        let (r, out) = run(&mut b, &["--mon-uncore", "-t", "1"], false);
+        // assert
+        let e = format!("{:#}", r.unwrap_err());
+        assert!(
+            e.starts_with("Uncore monitoring start error on socket 0: uncore monitoring (--mon-uncore) needs the MSR interface"),
+            "{e}"
+        );
+        assert_eq!(out, "", "no sample");
+        assert_eq!(b.running_groups(), 0);
     }
 }
