@@ -116,7 +116,8 @@ mod tests {
 /// for the PCIe LLC events (`lib/uncore_monitoring.c`; register layout in Intel's "Xeon
 /// Processor Scalable Memory Family Uncore Performance Monitoring Reference Manual",
 /// 2.2 "Caching/Home Agent (CHA) Performance Monitoring"). CHA `n` has a block of registers
-/// at [`CHA_PMON_BOX_CTL_0`] + [`CHA_PMON_STRIDE`] × `n`; pqos uses CHA 0..3, one per event.
+/// at [`cha::CHA_PMON_BOX_CTL_0`] + [`cha::CHA_PMON_STRIDE`] × `n`; pqos uses CHA 0..3, one per
+/// event.
 pub mod cha {
     use crate::MsrAddr;
 

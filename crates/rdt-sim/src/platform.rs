@@ -688,6 +688,14 @@ impl SimPlatform {
             .collect()
     }
 
+    /// WRMSR of CHA `n`'s register `r` in `package`; `false` = #GP.
+    fn write_cha(&mut self, package: u32, n: usize, r: crate::uncore::ChaReg, v: u64) -> bool {
+        self.uncore
+            .get_mut(&package)
+            .and_then(|c| c.get_mut(n))
+            .is_some_and(|c| c.write(r, v))
+    }
+
     /// Number of uncore CHAs of `package` (0 where the model has no CHA monitors).
     #[must_use]
     pub fn uncore_chas(&self, package: u32) -> usize {
@@ -1073,11 +1081,7 @@ impl SimPlatform {
             }
             Reg::QmCtr => false,
             Reg::Sys(r) => self.write_sys(i, r, v),
-            Reg::Cha(n, r) => self
-                .uncore
-                .get_mut(&p.package)
-                .and_then(|c| c.get_mut(n))
-                .is_some_and(|c| c.write(r, v)),
+            Reg::Cha(n, r) => self.write_cha(p.package, n, r, v),
             Reg::L3Cfg | Reg::L2Cfg => {
                 if v & !1 != 0 {
                     return false;
