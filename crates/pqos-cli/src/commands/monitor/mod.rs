@@ -104,6 +104,14 @@ pub fn run_monitor<B: Backend>(
     out: &mut dyn Write,
 ) -> Result<()> {
     let caps = backend.capabilities().clone();
+    if req.uncore_groups.is_some() && backend.interface() != rdt_pqos::Interface::Msr {
+        // said before anything else: resctrl may not even monitor, and would not help
+        return Err(anyhow!(RequestError::NeedsMsrInterface {
+            operation: "uncore monitoring (--mon-uncore)",
+            interface: backend.interface(),
+        })
+        .context("Uncore monitoring start error"));
+    }
     if !caps.monitoring.is_present() {
         bail!("Monitoring capability not detected!");
     }
@@ -203,7 +211,8 @@ pub fn run_monitor<B: Backend>(
 
 /// The uncore groups of `--mon-uncore` (pqos `monitor_setup`): the given socket groups,
 /// or one group per socket with every uncore event; their events as pqos chooses them
-/// ([`MonEvents::select_uncore`]). The MSR interface alone has them (pqos: `lib/api.c`).
+/// ([`MonEvents::select_uncore`]). The MSR interface alone has them (pqos: `lib/api.c`;
+/// [`run_monitor`] refuses the others first).
 fn uncore_plans<B: Backend>(backend: &B, specs: &[SocketGroupSpec]) -> Result<Vec<GroupPlan>> {
     let defaults: Vec<SocketGroupSpec>;
     let specs = if specs.is_empty() {
@@ -226,13 +235,6 @@ fn uncore_plans<B: Backend>(backend: &B, specs: &[SocketGroupSpec]) -> Result<Ve
         .iter()
         .map(|g| {
             let start_error = || format!("Uncore monitoring start error on socket {}", g.desc);
-            if backend.interface() != rdt_pqos::Interface::Msr {
-                return Err(anyhow!(RequestError::NeedsMsrInterface {
-                    operation: "uncore monitoring (--mon-uncore)",
-                    interface: backend.interface(),
-                })
-                .context(start_error()));
-            }
             let events = g.events.select_uncore(supported).map_err(|_| {
                 let why = if supported.intersects(MonEvents::UNCORE) {
                     "only the event 'all' selects the uncore PCIe events (e.g. \
@@ -1164,7 +1166,10 @@ mod tests {
         // assert
         let e = format!("{:#}", r.unwrap_err());
         assert!(
-            e.starts_with("Uncore monitoring start error on socket 0: uncore monitoring (--mon-uncore) needs the MSR interface"),
+            e.starts_with(
+                "Uncore monitoring start error: uncore monitoring (--mon-uncore) needs the MSR \
+                 interface (--iface=msr); this platform was opened with the Os interface"
+            ),
             "{e}"
         );
         assert_eq!(out, "", "no sample");
