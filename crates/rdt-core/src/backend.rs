@@ -738,6 +738,21 @@ impl<'a, B: Backend> Monitoring<'a, B> {
     ///
     /// # Errors
     /// As [`Backend::start_uncore_monitoring`].
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::fake::FakeBackend;
+    /// use rdt_core::{Backend, MonEvents};
+    ///
+    /// let mut b = FakeBackend::broadwell_2s();
+    /// b.reconfigure(|c| c.uncore_pcie = true); // as on a Skylake-SP
+    /// let mut mon = b.monitoring();
+    /// let g = mon.start_uncore(&[0, 1], MonEvents::UNCORE)?;
+    /// mon.poll()?;
+    /// let pcie = mon.values(g).and_then(|v| v.uncore).unwrap();
+    /// assert_eq!(pcie.llc_miss_pcie_read, Some(1000 * (1 + 2)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn start_uncore(
         &mut self,
         sockets: &[u32],

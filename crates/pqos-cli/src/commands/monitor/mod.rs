@@ -1175,4 +1175,29 @@ mod tests {
         assert_eq!(out, "", "no sample");
         assert_eq!(b.running_groups(), 0);
     }
+
+    /// `--mon-uncore` without a value: one row per socket in socket order, the uncore
+    /// columns only (no IPC or misses: pqos masks the core events out of uncore groups),
+    /// pqos's `" %10.0fk"` cells; the groups are stopped at the end.
+    #[test]
+    fn uncore_text_has_a_row_per_socket_with_the_pcie_counts() {
+        // arrange
+        let mut b = FakeBackend::broadwell_2s();
+        b.reconfigure(|c| c.uncore_pcie = true);
+        // act
+        let (r, out) = run(&mut b, &["--mon-uncore", "-t", "1"], false);
+        // assert: FakeBackend counts 1000/500/2000/1000 x (socket + 1) per poll
+        r.unwrap();
+        let sample = "  SOCKET   MISS_READ  MISS_WRITE    REF_READ   REF_WRITE\n       0          1k          0k          2k          1k\n       1          2k          1k          4k          2k\n";
+        assert_eq!(
+            out,
+            format!("TIME 2024-09-23 10:00:00\n{sample}TIME 2024-09-23 10:00:01\n{sample}")
+        );
+        assert_eq!(b.running_groups(), 0);
+        assert!(
+            b.writes.iter().any(|w| w == "stop uncore [1]"),
+            "{:?}",
+            b.writes
+        );
+    }
 }
