@@ -143,11 +143,12 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         (alloc.mba, Feature::Unsupported)
     };
     let (l2_cache, l3_cache) = cache_geometry(&p, &raw, amd);
+    // CPUID.1:EAX: processor signature (stepping [3:0], model [7:4], family [11:8],
+    // extended model [19:16], extended family [27:20]); read once
+    let signature = p.regs(1, 0).map(|r| r.eax);
     Capabilities {
         brand: brand(&p, &raw),
-        // CPUID.1:EAX: processor signature (stepping [3:0], model [7:4], family [11:8],
-        // extended model [19:16], extended family [27:20])
-        signature: p.regs(1, 0).map(|r| r.eax),
+        signature,
         monitoring: monitoring(&p, &raw, &vendor),
         l3_cat: alloc.l3,
         l2_cat: alloc.l2,
@@ -156,7 +157,7 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         l3_cache,
         l2_cache,
         pmu: pmu(&p, &raw, &vendor),
-        uncore_pcie: uncore_pcie(&p, &vendor),
+        uncore_pcie: uncore_pcie(signature, &vendor),
         vendor,
     }
 }
@@ -514,12 +515,11 @@ pub const fn fms(signature: u32) -> (u32, u32, u32) {
 /// Whether pqos lists the uncore PCIe events: an Intel family 6 CPU of model 0x55
 /// ([`UNCORE_PCIE_MODEL`]). pqos looks at the model alone (`cpuinfo_get_cpu_model`); the
 /// vendor and family are checked here too, since the CHA registers are Intel's.
-fn uncore_pcie(p: &Probe<'_>, vendor: &Vendor) -> bool {
-    let Some(r) = p.regs(1, 0) else {
-        return false;
-    };
-    let (family, model, _) = fms(r.eax);
-    *vendor == Vendor::Intel && (family, model) == (6, UNCORE_PCIE_MODEL)
+fn uncore_pcie(signature: Option<u32>, vendor: &Vendor) -> bool {
+    signature.is_some_and(|sig| {
+        let (family, model, _) = fms(sig);
+        *vendor == Vendor::Intel && (family, model) == (6, UNCORE_PCIE_MODEL)
+    })
 }
 
 /// Why a CPU has no RDT / PQoS, as one sentence naming the CPUID bits; `None` when
