@@ -215,7 +215,7 @@ impl Rdt {
     /// A platform over an opened MSR-interface backend.
     #[must_use]
     pub fn from_msr_backend(backend: DynMsrBackend) -> Self {
-        log_discovery(backend.capabilities());
+        log_discovery(backend.capabilities(), Interface::Msr);
         let notices = backend
             .cdp_inconsistency()
             .map(Notice::CdpInconsistent)
@@ -230,7 +230,7 @@ impl Rdt {
     /// A platform over an opened OS-interface backend (any root, mount control, PMU).
     #[must_use]
     pub fn from_resctrl(backend: DynResctrlBackend) -> Self {
-        log_discovery(backend.capabilities());
+        log_discovery(backend.capabilities(), Interface::Os);
         Self {
             backend: Inner::Os(backend),
             notices: Vec::new(),
@@ -262,17 +262,17 @@ impl Rdt {
     }
 }
 
-/// Forwards a call to whichever backend is open, converting its error.
-/// Logs what discovery found, at `INFO` as pqos's library does on opening
-/// ([`Capabilities::discovery_lines`]).
-pub(crate) fn log_discovery(caps: &Capabilities) {
-    if log::log_enabled!(log::Level::Info) {
-        for line in caps.discovery_lines() {
-            log::info!("{line}");
+/// Logs what discovery found on `interface`, at the levels pqos's library logs it on
+/// opening ([`Capabilities::discovery_lines`]).
+pub(crate) fn log_discovery(caps: &Capabilities, interface: Interface) {
+    if log::log_enabled!(log::Level::Warn) {
+        for (level, line) in caps.discovery_lines(interface) {
+            log::log!(level, "{line}");
         }
     }
 }
 
+/// Forwards a call to whichever backend is open, converting its error.
 macro_rules! forward {
     ($self:ident, $b:ident => $call:expr) => {
         match &mut $self.backend {
@@ -365,6 +365,9 @@ impl Backend for Rdt {
     }
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), Error> {
         forward!(self, b => b.associate(cpu, class))
+    }
+    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), Error> {
+        forward!(self, b => b.associate_cpus(cpus, class))
     }
     fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, Error> {
         forward!(self, b => b.rmid_of(cpu))

@@ -728,7 +728,7 @@ impl OpenOptions {
             let mut backend =
                 ResctrlBackend::open(self.resctrl_options(), Topology::default(), Some(caps), pmu)
                     .map_err(OpenError::Resctrl)?;
-            crate::log_discovery(backend.capabilities());
+            crate::log_discovery(backend.capabilities(), Interface::Os);
             let mbm = backend.mbm_details().map_err(OpenError::Resctrl)?;
             return Ok(PlatformCapabilities {
                 interface,
@@ -752,7 +752,7 @@ impl OpenOptions {
             .into_iter()
             .collect();
         notices.extend(self.resctrl_mounted_on_msr());
-        crate::log_discovery(backend.capabilities());
+        crate::log_discovery(backend.capabilities(), Interface::Msr);
         Ok(PlatformCapabilities {
             interface,
             capabilities: backend.capabilities().clone(),

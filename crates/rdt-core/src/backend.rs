@@ -395,6 +395,22 @@ pub trait Backend {
     /// When the CPU or class is invalid (nothing is written then) or the write fails.
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), Self::Error>;
 
+    /// Puts every CPU of `cpus` in `class`: what [`Backend::associate`] does for each, in as
+    /// few writes as the interface allows. On resctrl that is one `cpus_list` write of the
+    /// class's group for the whole set, all or nothing (the kernel's
+    /// `rdtgroup_cpus_write` takes a list); on the MSR interface one IA32_PQR_ASSOC write
+    /// per CPU, ascending, stopping at the first failure (the CPUs before it stay moved: a
+    /// [`crate::transaction`] undoes them).
+    ///
+    /// # Errors
+    /// As [`Backend::associate`] for any CPU of the set.
+    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), Self::Error> {
+        for cpu in cpus.iter() {
+            self.associate(cpu, class)?;
+        }
+        Ok(())
+    }
+
     /// The RMID `cpu` is tagged with, where the interface exposes RMIDs (MSR); `None` on OS.
     ///
     /// # Errors

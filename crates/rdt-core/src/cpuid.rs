@@ -599,6 +599,29 @@ impl fmt::Display for CpuidDump {
     }
 }
 
+/// Family, model and stepping of CPUID.1:EAX (SDM Vol. 2A, CPUID leaf 1: the display family
+/// adds the extended family when the family is 0FH, the display model the extended model when
+/// the family is 06H or 0FH).
+#[must_use]
+pub const fn fms(signature: u32) -> (u32, u32, u32) {
+    let family = signature >> 8 & 0xf;
+    let ext_family = signature >> 20 & 0xff;
+    let model = signature >> 4 & 0xf;
+    let ext_model = signature >> 16 & 0xf;
+    let stepping = signature & 0xf;
+    let f = if family == 0xf {
+        family + ext_family
+    } else {
+        family
+    };
+    let m = if family == 0x6 || family == 0xf {
+        ext_model << 4 | model
+    } else {
+        model
+    };
+    (f, m, stepping)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

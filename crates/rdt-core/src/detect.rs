@@ -483,41 +483,12 @@ fn pmu(p: &Probe<'_>, raw: &Raw<'_>, vendor: &Vendor) -> PmuCaps {
 /// `CPU_MODEL_SKX`): Skylake-SP, and Cascade Lake-SP, which shares the model number.
 pub const UNCORE_PCIE_MODEL: u32 = 0x55;
 
-/// Family, model and stepping of CPUID.1:EAX (SDM Vol. 2A, CPUID leaf 1: the display family
-/// adds the extended family when the family is 0FH, the display model the extended model when
-/// the family is 06H or 0FH).
-///
-/// # Examples
-/// ```
-/// // Xeon Gold 6140 (Skylake-SP): family 6, model 0x55, stepping 4
-/// assert_eq!(rdt_core::fms(0x0005_0654), (6, 0x55, 4));
-/// ```
-#[must_use]
-pub const fn fms(signature: u32) -> (u32, u32, u32) {
-    let family = signature >> 8 & 0xf;
-    let ext_family = signature >> 20 & 0xff;
-    let model = signature >> 4 & 0xf;
-    let ext_model = signature >> 16 & 0xf;
-    let stepping = signature & 0xf;
-    let f = if family == 0xf {
-        family + ext_family
-    } else {
-        family
-    };
-    let m = if family == 0x6 || family == 0xf {
-        ext_model << 4 | model
-    } else {
-        model
-    };
-    (f, m, stepping)
-}
-
 /// Whether pqos lists the uncore PCIe events: an Intel family 6 CPU of model 0x55
 /// ([`UNCORE_PCIE_MODEL`]). pqos looks at the model alone (`cpuinfo_get_cpu_model`); the
 /// vendor and family are checked here too, since the CHA registers are Intel's.
 fn uncore_pcie(signature: Option<u32>, vendor: &Vendor) -> bool {
     signature.is_some_and(|sig| {
-        let (family, model, _) = fms(sig);
+        let (family, model, _) = crate::cpuid::fms(sig);
         *vendor == Vendor::Intel && (family, model) == (6, UNCORE_PCIE_MODEL)
     })
 }
@@ -704,7 +675,7 @@ mod tests {
         assert!(!icx.uncore_pcie);
         assert!(!icx.supported_events().intersects(crate::MonEvents::UNCORE));
         assert!(!family_f.uncore_pcie, "model 0x55 of another family");
-        assert_eq!(fms(0x0005_0657), (6, UNCORE_PCIE_MODEL, 7));
+        assert_eq!(crate::cpuid::fms(0x0005_0657), (6, UNCORE_PCIE_MODEL, 7));
     }
 
     #[test]

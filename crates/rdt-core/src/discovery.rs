@@ -12,11 +12,23 @@
 //!   same for L2, `MBA details: #COS=N, linear, max=M, step=S` (Intel: M = the maximum
 //!   delay, S = 100 − M; AMD: M = 2^width units, S = 1), SMBA likewise, or `... capability
 //!   not detected`.
+//! - On the MSR interface of an Intel part, pqos's per-probe lines before each outcome
+//!   (`lib/hw_cap.c`): `CPUID.0x7.0: L3 CAT supported` and `L3 CDP is enabled|disabled`
+//!   (`hw_cap_l3ca_discover`, `l3cdp_is_enabled`), `CPUID 0x10.0: L2 CAT not supported!`
+//!   (`hw_cap_l2ca_discover`), `Detected MBA version N.0` and `Detected Per-Core|Thread MBA
+//!   controls` (`hw_cap_mba_discover`: version 3 with per-thread MBA, CPUID.(10H,3):ECX\[0\];
+//!   2 with more than 8 classes; else 1), and the `WARN:` of a part without monitoring or
+//!   without enumerated CAT (`Cache allocation not supported on model name '...'!`). Whether
+//!   CPUID.7.0:EBX\[15\] is set is read from the capabilities: any allocation feature
+//!   enumerated. pqos's MBA 2.0 lines read from MBA_CFG per socket (`Min|Max MBA delay
+//!   enabled on socket N`) need the register and are not derived here; nor are pqos's
+//!   OS-interface probes (lib/os_cap.c) or AMD's.
 
 use crate::caps::{CatCaps, MbaCaps, MbaKind};
 use crate::cpuid::{CpuidSource, raw_cpuid};
 use crate::detect::ceil_log2;
-use crate::{CacheGeometry, Capabilities, Feature};
+use crate::{CacheGeometry, Capabilities, Feature, Interface, Vendor};
+use log::Level;
 
 /// pqos's `CACHE:` lines for the caches `src` enumerates (module docs).
 #[must_use]
@@ -92,30 +104,149 @@ fn mba_lines(name: &str, mba: &Feature<MbaCaps>) -> Vec<String> {
     ]
 }
 
+fn info(line: impl Into<String>) -> (Level, String) {
+    (Level::Info, line.into())
+}
+
+fn enabled(on: bool) -> &'static str {
+    if on { "enabled" } else { "disabled" }
+}
+
 impl Capabilities {
-    /// pqos's `INFO:` lines of capability discovery, in its order (module docs).
+    /// pqos's log lines of capability discovery on `interface`, in its order, each with the
+    /// level pqos logs it at (module docs): the outcome per resource at `INFO`, preceded on
+    /// the MSR interface of an Intel part by the per-probe lines of `lib/hw_cap.c`.
     ///
     /// # Examples
     /// ```
+    /// use rdt_core::Interface;
     /// let caps = rdt_core::fake::fixtures::intel_2s().0;
-    /// let lines = caps.discovery_lines();
+    /// let lines: Vec<String> = caps
+    ///     .discovery_lines(Interface::Os)
+    ///     .into_iter()
+    ///     .map(|(_, line)| line)
+    ///     .collect();
     /// assert_eq!(lines[0], "Monitoring capability detected");
     /// assert!(lines.contains(&"L3CA capability detected".to_owned()));
     /// ```
     #[must_use]
-    pub fn discovery_lines(&self) -> Vec<String> {
-        let mut lines = match self.monitoring.get() {
-            Some(m) => vec![
-                "Monitoring capability detected".to_owned(),
-                format!("Max RMID per monitoring cluster is {}", m.num_rmids),
-            ],
-            None => vec!["Monitoring capability not detected".to_owned()],
-        };
-        lines.extend(cat_lines("L3", &self.l3_cat, self.l3_cache.as_ref()));
-        lines.extend(cat_lines("L2", &self.l2_cat, self.l2_cache.as_ref()));
-        lines.extend(mba_lines("MBA", &self.mba));
-        lines.extend(mba_lines("SMBA", &self.smba));
+    pub fn discovery_lines(&self, interface: Interface) -> Vec<(Level, String)> {
+        let probes = interface == Interface::Msr && self.vendor == Vendor::Intel;
+        // CPUID.7.0:EBX[15], as far as the capabilities tell
+        let alloc = self.l3_cat.is_present() || self.l2_cat.is_present() || self.mba.is_present();
+        let mut lines = Vec::new();
+        if let Some(m) = self.monitoring.get() {
+            lines.push(info("Monitoring capability detected"));
+            lines.push(info(format!(
+                "Max RMID per monitoring cluster is {}",
+                m.num_rmids
+            )));
+        } else {
+            if probes && !self.monitoring.is_present() {
+                lines.push((
+                    Level::Warn,
+                    "CPUID.0x7.0: Monitoring capability not supported!".to_owned(),
+                ));
+            }
+            lines.push(info("Monitoring capability not detected"));
+        }
+        if probes {
+            lines.extend(self.l3_probe(alloc));
+        }
+        lines.extend(
+            cat_lines("L3", &self.l3_cat, self.l3_cache.as_ref())
+                .into_iter()
+                .map(info),
+        );
+        if probes {
+            lines.extend(self.l2_probe(alloc));
+        }
+        lines.extend(
+            cat_lines("L2", &self.l2_cat, self.l2_cache.as_ref())
+                .into_iter()
+                .map(info),
+        );
+        if probes {
+            lines.extend(self.mba_probe(alloc));
+        }
+        lines.extend(mba_lines("MBA", &self.mba).into_iter().map(info));
+        lines.extend(mba_lines("SMBA", &self.smba).into_iter().map(info));
         lines
+    }
+
+    /// `hw_cap_l3ca_discover`: the CPUID method, or the brand-string check when
+    /// CPUID.7.0:EBX\[15\] is clear.
+    fn l3_probe(&self, alloc: bool) -> Vec<(Level, String)> {
+        if self.l3_cat.is_present() {
+            let mut v = vec![info("CPUID.0x7.0: L3 CAT supported")];
+            if let Some(c) = self.l3_cat.get().filter(|c| c.cdp_supported) {
+                v.push(info(format!("L3 CDP is {}", enabled(c.cdp_enabled))));
+            }
+            return v;
+        }
+        if alloc {
+            return vec![info("CPUID.0x10.0: L3 CAT not detected.")];
+        }
+        let mut v = vec![info(
+            "CPUID.0x7.0: L3 CAT not detected. Checking brand string...",
+        )];
+        if let Some(brand) = &self.brand {
+            v.push((Level::Debug, format!("CPU brand string '{brand}'")));
+            v.push((
+                Level::Warn,
+                format!("Cache allocation not supported on model name '{brand}'!"),
+            ));
+        }
+        v
+    }
+
+    /// `hw_cap_l2ca_discover` and `l2cdp_is_enabled`.
+    fn l2_probe(&self, alloc: bool) -> Vec<(Level, String)> {
+        if !alloc {
+            return vec![info("CPUID.0x7.0: L2 CAT not supported")];
+        }
+        if !self.l2_cat.is_present() {
+            return vec![info("CPUID 0x10.0: L2 CAT not supported!")];
+        }
+        self.l2_cat
+            .get()
+            .filter(|c| c.cdp_supported)
+            .map(|c| info(format!("L2 CDP is {}", enabled(c.cdp_enabled))))
+            .into_iter()
+            .collect()
+    }
+
+    /// `hw_cap_mba_discover`: the MBA version and whether delays are per core or per thread.
+    fn mba_probe(&self, alloc: bool) -> Vec<(Level, String)> {
+        if !alloc {
+            return vec![info("CPUID.0x7.0: MBA not supported")];
+        }
+        if !self.mba.is_present() {
+            return vec![info("CPUID 0x10.0: MBA not supported!")];
+        }
+        match self.mba.get() {
+            Some(MbaCaps {
+                num_classes,
+                kind: MbaKind::IntelDelay { per_thread, .. },
+                ..
+            }) => {
+                let version = if *per_thread {
+                    3
+                } else if *num_classes > 8 {
+                    2
+                } else {
+                    1
+                };
+                vec![
+                    info(format!("Detected MBA version {version}.0")),
+                    info(format!(
+                        "Detected Per-{} MBA controls",
+                        if *per_thread { "Thread" } else { "Core" }
+                    )),
+                ]
+            }
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -125,10 +256,16 @@ mod tests {
     use crate::cpuid::{CpuidRegs, DumpCpu};
     use crate::{LogicalCpu, Vendor};
 
-    #[test]
-    fn resources_are_described_as_pqos_logs_them() {
-        // issue 150's Xeon: L3 CAT 11 ways, 16 COS, CDP supported and off, contention 0x600,
-        // 24.75 MiB L3 (2,359,296-byte ways); MBA 8 COS, linear, max delay 90
+    fn lines(caps: &Capabilities, interface: Interface) -> Vec<String> {
+        caps.discovery_lines(interface)
+            .into_iter()
+            .map(|(_, l)| l)
+            .collect()
+    }
+
+    /// Issue 150's Xeon: L3 CAT 11 ways, 16 COS, CDP supported and off, contention 0x600,
+    /// 24.75 MiB L3 (2,359,296-byte ways); MBA 8 COS, linear, max delay 90.
+    fn skylake_sp() -> Capabilities {
         let mut caps = Capabilities::none(Vendor::Intel);
         caps.l3_cat = Feature::Supported(CatCaps {
             cbm_len: 11,
@@ -157,6 +294,12 @@ mod tests {
             },
             ctrl_enabled: false,
         });
+        caps
+    }
+
+    #[test]
+    fn resources_are_described_as_pqos_logs_them() {
+        let mut caps = skylake_sp();
         // the sample's lines (crates/pqos-cli/tests/data/pqos/intel_pqos-sv_info_issue150.txt)
         let want = [
             "Monitoring capability not detected",
@@ -169,12 +312,96 @@ mod tests {
             "MBA details: #COS=8, linear, max=90, step=10",
             "SMBA capability not detected",
         ];
-        assert_eq!(caps.discovery_lines(), want);
+        assert_eq!(lines(&caps, Interface::Os), want);
         // CDP on: the classes usable now are halved, as pqos reports them
         if let Feature::Supported(c) = &mut caps.l3_cat {
             c.cdp_enabled = true;
         }
-        assert!(caps.discovery_lines()[2].contains("CDP on=1, #COS=8,"));
+        assert!(lines(&caps, Interface::Os)[2].contains("CDP on=1, #COS=8,"));
+    }
+
+    #[test]
+    fn the_msr_interface_adds_pqos_probe_lines_before_each_outcome() {
+        // a Xeon Gold 6151 (Skylake-SP, as issue 150's) logged by pqos -v on the MSR
+        // interface: "CPUID.0x7.0: L3 CAT supported", "L3 CDP is disabled", "L3CA capability
+        // detected", ..., "CPUID 0x10.0: L2 CAT not supported!", "L2CA capability not
+        // detected", "Detected MBA version 1.0", "Detected Per-Core MBA controls", "MBA
+        // capability detected"
+        let caps = skylake_sp();
+        let got = caps.discovery_lines(Interface::Msr);
+        let text: Vec<&str> = got.iter().map(|(_, l)| l.as_str()).collect();
+        let pos = |l: &str| {
+            text.iter()
+                .position(|t| *t == l)
+                .unwrap_or_else(|| panic!("{l:?} not in {text:#?}"))
+        };
+        let order = [
+            "Monitoring capability not detected",
+            "CPUID.0x7.0: L3 CAT supported",
+            "L3 CDP is disabled",
+            "L3CA capability detected",
+            "CPUID 0x10.0: L2 CAT not supported!",
+            "L2CA capability not detected",
+            "Detected MBA version 1.0",
+            "Detected Per-Core MBA controls",
+            "MBA capability detected",
+        ];
+        assert!(order.windows(2).all(|w| pos(w[0]) < pos(w[1])), "{text:#?}");
+        assert_eq!(
+            got[0],
+            (
+                Level::Warn,
+                "CPUID.0x7.0: Monitoring capability not supported!".to_owned()
+            ),
+            "a WARN, printed without -v"
+        );
+        // not on the OS interface, nor on AMD
+        assert!(
+            !lines(&caps, Interface::Os)
+                .iter()
+                .any(|l| l.contains("CPUID"))
+        );
+        let mut amd = caps.clone();
+        amd.vendor = Vendor::Amd;
+        assert!(
+            !lines(&amd, Interface::Msr)
+                .iter()
+                .any(|l| l.contains("CPUID"))
+        );
+    }
+
+    #[test]
+    fn probe_lines_follow_the_mba_version_and_a_part_without_allocation() {
+        let mut caps = skylake_sp();
+        if let Feature::Supported(m) = &mut caps.mba {
+            m.num_classes = 15;
+        }
+        assert!(lines(&caps, Interface::Msr).contains(&"Detected MBA version 2.0".to_owned()));
+        if let Feature::Supported(MbaCaps {
+            kind: MbaKind::IntelDelay { per_thread, .. },
+            ..
+        }) = &mut caps.mba
+        {
+            *per_thread = true;
+        }
+        let l = lines(&caps, Interface::Msr);
+        assert!(l.contains(&"Detected MBA version 3.0".to_owned()), "{l:#?}");
+        assert!(l.contains(&"Detected Per-Thread MBA controls".to_owned()));
+        // issue 107's Core i5: no CPUID.7.0:EBX[15], so pqos checks the brand string
+        let mut none = Capabilities::none(Vendor::Intel);
+        none.brand = Some("Intel(R) Core(TM) i5-6260U CPU @ 1.80GHz".to_owned());
+        let got = none.discovery_lines(Interface::Msr);
+        assert!(
+            got.contains(&(
+                Level::Warn,
+                "Cache allocation not supported on model name 'Intel(R) Core(TM) i5-6260U CPU @ \
+             1.80GHz'!"
+                    .to_owned()
+            ))
+        );
+        let text: Vec<&str> = got.iter().map(|(_, l)| l.as_str()).collect();
+        assert!(text.contains(&"CPUID.0x7.0: L2 CAT not supported"));
+        assert!(text.contains(&"CPUID.0x7.0: MBA not supported"));
     }
 
     #[test]

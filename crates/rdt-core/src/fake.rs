@@ -802,6 +802,19 @@ impl Backend for FakeBackend {
         Ok(())
     }
 
+    /// One write for the whole set (`"assoc 0-3 COS1"`), all or nothing, as resctrl.
+    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> R<()> {
+        for cpu in cpus.iter() {
+            self.cpu(cpu)?;
+        }
+        self.caps.check_class(self.interface(), class)?;
+        self.write(format!("assoc {cpus} COS{class}"))?;
+        for cpu in cpus.iter() {
+            self.cos.insert(cpu, class);
+        }
+        Ok(())
+    }
+
     fn rmid_of(&mut self, cpu: LogicalCpu) -> R<Option<Rmid>> {
         self.cpu(cpu)?;
         Ok((!self.os_interface).then(|| self.rmid[&cpu]))

@@ -57,8 +57,8 @@ pub use cpuset::{
     CpuSet, ListLimits, MAX_CPU, MAX_TASK_ID, ParseCpuSetError, ParseNumberError,
     ParsePqosListError, parse_number, parse_pqos_list,
 };
+pub use detect::UNCORE_PCIE_MODEL;
 pub use detect::rdt_absence as explain_no_rdt;
-pub use detect::{UNCORE_PCIE_MODEL, fms};
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{MbaLimit, ParseMbaLimitError, intel_mba_delay, intel_mba_percent, round_to_step};

@@ -31,6 +31,112 @@ pub const MBM_CONFIG_ALL: u32 = 0x7f;
 /// slow-memory reads (`fs/resctrl/monitor.c` `resctrl_mon_resource_init`).
 pub const MBM_CONFIG_LOCAL_DEFAULT: u32 = 0x15;
 
+/// The kernel's MBM correction for an erratum of Broadwell-X (family 6 model 4FH) and
+/// Skylake-X/Cascade Lake (model 55H): MBM counts of RMIDs above a threshold are off by a
+/// factor the kernel multiplies them by (`arch/x86/kernel/cpu/resctrl/monitor.c`
+/// `intel_rdt_mbm_apply_quirk`, `mbm_cf_table`, `get_corrected_mbm_count`; the table is
+/// indexed by `num_rmids / 8 − 1`, CPUID.(0FH,1):ECX + 1). The MSR backend applies it as
+/// the kernel does, so both interfaces report the same bytes; pqos's MSR interface does not.
+///
+/// # Examples
+/// ```
+/// use rdt_core::mbm::MbmCorrection;
+/// // Skylake-SP with 144 RMIDs: RMIDs above 127 count × 1.185255
+/// let c = MbmCorrection::from_table(144).unwrap();
+/// assert_eq!(c.threshold, 127);
+/// assert_eq!(c.corrected(127, 1_000_000), 1_000_000);
+/// assert_eq!(c.corrected(128, 1_000_000), 1_185_255);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MbmCorrection {
+    /// RMIDs above this one are corrected.
+    pub threshold: u32,
+    /// The factor × 2^20 (the kernel's `CF()`: `1048576 × cf + 0.5`, truncated).
+    pub factor: u64,
+}
+
+impl MbmCorrection {
+    /// `mbm_cf_table` (`monitor.c`): (RMID threshold, factor × 2^20), by `num_rmids / 8 − 1`.
+    const TABLE: [(u32, u64); 28] = [
+        (7, 1_048_576),   // 1.000000
+        (15, 1_048_576),  // 1.000000
+        (15, 1_016_752),  // 0.969650
+        (31, 1_048_576),  // 1.000000
+        (31, 1_118_481),  // 1.066667
+        (31, 1_016_752),  // 0.969650
+        (47, 1_198_372),  // 1.142857
+        (63, 1_048_576),  // 1.000000
+        (63, 1_242_683),  // 1.185115
+        (63, 1_118_362),  // 1.066553
+        (79, 1_525_201),  // 1.454545
+        (95, 1_048_576),  // 1.000000
+        (95, 1_290_555),  // 1.230769
+        (95, 1_198_372),  // 1.142857
+        (95, 1_118_481),  // 1.066667
+        (127, 1_048_576), // 1.000000
+        (127, 1_315_819), // 1.254863
+        (127, 1_242_830), // 1.185255
+        (151, 1_048_576), // 1.000000
+        (127, 1_118_481), // 1.066667
+        (167, 1_048_576), // 1.000000
+        (159, 1_524_980), // 1.454334
+        (183, 1_048_576), // 1.000000
+        (127, 1_016_850), // 0.969744
+        (191, 1_342_435), // 1.280246
+        (191, 1_290_714), // 1.230921
+        (215, 1_048_576), // 1.000000
+        (191, 1_198_646), // 1.143118
+    ];
+
+    /// The table's entry for a part with `num_rmids` RMIDs; `None` beyond the table (the
+    /// kernel applies no correction then).
+    #[must_use]
+    pub fn from_table(num_rmids: u32) -> Option<Self> {
+        let index = (num_rmids / 8).checked_sub(1)?;
+        let &(threshold, factor) = Self::TABLE.get(usize::try_from(index).ok()?)?;
+        Some(Self { threshold, factor })
+    }
+
+    /// The correction of a platform, where the kernel applies one: an Intel family 6 model
+    /// 4FH or 55H part with MBM (`__check_quirks_intel`).
+    #[must_use]
+    pub fn of(caps: &crate::Capabilities) -> Option<Self> {
+        let (family, model, _) = crate::cpuid::fms(caps.signature?);
+        if caps.vendor != crate::Vendor::Intel || family != 6 || !matches!(model, 0x4f | 0x55) {
+            return None;
+        }
+        let m = caps.monitoring.get()?;
+        if !(m.events.mbm_total || m.events.mbm_local) {
+            return None;
+        }
+        Self::from_table(m.num_rmids)
+    }
+
+    /// The factor × 2^20 that applies to `rmid`'s counts: `None` at or below the threshold.
+    #[must_use]
+    pub const fn factor_for(&self, rmid: u32) -> Option<u64> {
+        if rmid > self.threshold && self.factor != 1 << 20 {
+            Some(self.factor)
+        } else {
+            None
+        }
+    }
+
+    /// `get_corrected_mbm_count`: `chunks` (counts, not bytes) of `rmid` as the kernel
+    /// reports them: `chunks × factor >> 20` above the threshold, unchanged otherwise.
+    #[must_use]
+    pub fn corrected(&self, rmid: u32, chunks: u64) -> u64 {
+        self.factor_for(rmid)
+            .map_or(chunks, |f| scale_by_factor(chunks, f))
+    }
+}
+
+/// `chunks × factor >> 20` without overflow (saturating at `u64::MAX`).
+#[must_use]
+pub fn scale_by_factor(chunks: u64, factor: u64) -> u64 {
+    u64::try_from((u128::from(chunks) * u128::from(factor)) >> 20).unwrap_or(u64::MAX)
+}
+
 /// The transaction names of `bits`, in bit order (`event_filter`'s text without the
 /// commas).
 #[must_use]

@@ -644,6 +644,10 @@ struct Context {
     prev_ok: [bool; 2],
     /// Bytes counted since start (local, total), `None` until the first good reading.
     cumulative: [Option<u64>; 2],
+    /// The erratum correction of this context's RMID, × 2^20 ([`crate::mbm::MbmCorrection`]).
+    factor: Option<u64>,
+    /// Counts since start (local, total) before correction, when corrected.
+    chunks: [u64; 2],
 }
 
 impl Context {
@@ -661,7 +665,14 @@ impl Context {
         let now = self.now[event_index(event)];
         let delta = match (now, self.last_good[i]) {
             (Some(n), Some(last)) => {
-                let d = counter_delta(last, n, width).saturating_mul(scale);
+                let mut d = counter_delta(last, n, width);
+                if let Some(f) = self.factor {
+                    // the kernel corrects the running count (`get_corrected_mbm_count`)
+                    let before = crate::mbm::scale_by_factor(self.chunks[i], f);
+                    self.chunks[i] = self.chunks[i].saturating_add(d);
+                    d = crate::mbm::scale_by_factor(self.chunks[i], f).saturating_sub(before);
+                }
+                let d = d.saturating_mul(scale);
                 self.cumulative[i] = Some(self.cumulative[i].unwrap_or(0).saturating_add(d));
                 self.prev_ok[i].then_some(d)
             }
@@ -757,6 +768,8 @@ impl MonAccumulator {
                 last_good: [None; 2],
                 prev_ok: [false; 2],
                 cumulative: [None; 2],
+                factor: None,
+                chunks: [0; 2],
             })
             .collect();
         Self {
@@ -781,6 +794,16 @@ impl MonAccumulator {
     #[must_use]
     pub const fn values(&self) -> &MonValues {
         &self.values
+    }
+
+    /// Multiplies the MBM counts of counter context `context` by `factor` / 2^20 from now on,
+    /// as the kernel corrects an RMID above the erratum threshold
+    /// ([`crate::mbm::MbmCorrection::factor_for`]); set it before the first poll. An
+    /// out-of-range index is ignored.
+    pub fn correct_mbm(&mut self, context: usize, factor: u64) {
+        if let Some(c) = self.contexts.get_mut(context) {
+            c.factor = Some(factor);
+        }
     }
 
     /// Records this poll's raw reading of `event` in counter context `context` (an index
@@ -1166,6 +1189,27 @@ mod tests {
             acc.record(i, RmidEvent::MbmTotal, total[i]);
         }
         acc.finish(Instant::now()).clone()
+    }
+
+    #[test]
+    fn a_corrected_context_counts_as_the_kernel_corrects_its_running_count() {
+        // Skylake-SP, 144 RMIDs: above RMID 127 × 1.185255 (1242830 / 2^20)
+        let c = crate::mbm::MbmCorrection::from_table(144).unwrap();
+        let mut acc = two_domains(MonEvents::MBM_TOTAL | MonEvents::MBM_LOCAL);
+        acc.correct_mbm(1, c.factor_for(130).unwrap());
+        let mut raw = 0;
+        poll(&mut acc, [Some(0), Some(0)], [Some(0), Some(0)]);
+        let mut sum = 0;
+        for step in [3, 5, 1_000, 7] {
+            raw += step;
+            let v = poll(&mut acc, [Some(raw), Some(raw)], [Some(raw), Some(raw)]);
+            assert_eq!(v.domains[0].mbm_total_delta_bytes, Some(step * 100));
+            sum += v.domains[1].mbm_total_delta_bytes.unwrap();
+            // the deltas add up to the corrected running count, never drifting
+            assert_eq!(sum, c.corrected(130, raw) * 100, "after {raw}");
+        }
+        assert_eq!(c.corrected(130, raw), (raw * 1_242_830) >> 20);
+        assert_eq!(c.corrected(127, raw), raw, "at the threshold: as counted");
     }
 
     #[test]

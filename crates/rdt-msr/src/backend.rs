@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use rdt_core::mbm::MbmCorrection;
 use rdt_core::monitor::CounterFormat;
 use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
@@ -480,12 +481,21 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         self.next_group += 1;
         let cpus: Vec<LogicalCpu> = members.iter().map(|m| m.0).collect();
         let domains: Vec<CacheDomain> = contexts.iter().map(|c| c.domain).collect();
-        let acc = MonAccumulator::new(
+        let mut acc = MonAccumulator::new(
             events,
             &domains,
             CounterFormat::of_qm_ctr(&self.caps),
             cpus.len(),
         );
+        // Broadwell-X / Skylake-X: RMIDs above the erratum threshold count off by a factor;
+        // corrected as the kernel corrects them, so both interfaces report the same bytes.
+        if let Some(c) = MbmCorrection::of(&self.caps) {
+            for (i, ctx) in contexts.iter().enumerate() {
+                if let Some(f) = c.factor_for(ctx.rmid) {
+                    acc.correct_mbm(i, f);
+                }
+            }
+        }
         self.groups.push(Group {
             id,
             cpus,

@@ -20,8 +20,7 @@
 //!
 //! What this crate is **not**: it does not detect CPUID (pass the capabilities rdt-core
 //! detected), does not mount resctrl when it is not mounted (it says how to), and does not
-//! do pseudo-locking, `mode` changes (exclusive groups), AMD ABMC counter assignment or
-//! BMEC event configuration. Association changes made while a group is monitored are not
+//! do pseudo-locking or `mode` changes (exclusive groups). Association changes made while a group is monitored are not
 //! followed by the monitor group (pqos's OS interface re-adds moved CPUs; this crate
 //! monitors what the group held at start).
 //!

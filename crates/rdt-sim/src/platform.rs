@@ -192,7 +192,12 @@ enum Reg {
 /// IA32_QM_EVTSEL): bit 63 (Error) when the RMID is ≥ #RMIDs or the event is not one the
 /// CPU enumerates; bit 62 (Unavailable) only through [`SimPlatform::inject_unavailable`];
 /// otherwise occupancy (event 1) or the MBM total/local counter (events 2/3) wrapped at
-/// `2^counter_width`, in upscaling-factor units.
+/// `2^counter_width`, in upscaling-factor units. On the parts the kernel corrects
+/// (Broadwell-X and Skylake-X: `broadwell-ep`, `skylake-sp`), the MBM counters of RMIDs above
+/// the erratum threshold count the model's traffic divided by the kernel's correction factor
+/// ([`rdt_core::mbm::MbmCorrection`]): the erratum as the kernel's correction describes it,
+/// so resctrl (which corrects) reports the traffic and a raw MSR reader that does not
+/// correct (pqos) does not.
 ///
 /// A write to a register shared by a domain on any CPU of the domain is what every CPU of
 /// that domain reads.
@@ -1044,9 +1049,22 @@ impl SimPlatform {
             1 => self
                 .occupancy_counts(domain, rmid)
                 .min(rdt_msr::regs::QM_CTR_DATA),
-            2 => c.total.whole & wrap,
-            _ => c.local.whole & wrap,
+            2 => self.mbm_hw_count(rmid, c.total.whole) & wrap,
+            _ => self.mbm_hw_count(rmid, c.local.whole) & wrap,
         }
+    }
+
+    /// What the hardware's MBM counter of `rmid` shows for `counts` of traffic, before the
+    /// wrap: the counts, or on a part with the MBM erratum and an RMID above its threshold
+    /// the counts × 2^20 / the kernel's correction factor (`mbm_cf_table`), which the
+    /// kernel's `get_corrected_mbm_count` brings back.
+    #[must_use]
+    pub(crate) fn mbm_hw_count(&self, rmid: u32, counts: u64) -> u64 {
+        rdt_core::mbm::MbmCorrection::of(&self.caps)
+            .and_then(|c| c.factor_for(rmid))
+            .map_or(counts, |f| {
+                u64::try_from((u128::from(counts) << 20) / u128::from(f)).unwrap_or(u64::MAX)
+            })
     }
 
     /// Validates and performs a write; `false` = #GP.

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | Skylake-SP 55H, stepping ≤ 4 (`skylake-sp`: Xeon Gold 6140, stepping 4) | `set_rdt_options("!cmt,!mbmtotal,!mbmlocal,!l3cat")` | L3 CAT, CMT and MBM hidden: only `MB` in `schemata` and `info/`, no `L3_MON`, `mon_data`, `mon_groups` |
 //! | Skylake-SP 55H, stepping > 4 (Cascade Lake) | `set_rdt_options("!l3cat")` | L3 CAT hidden |
-//! | Skylake-SP 55H and Broadwell-X 4FH (`broadwell-ep`) | `intel_rdt_mbm_apply_quirk` | the kernel multiplies MBM counts of RMIDs above a threshold by a correction factor (`mbm_cf_table`); not modelled: the model's counters have no erratum to correct (see [`mbm_correction`]) |
+//! | Skylake-SP 55H and Broadwell-X 4FH (`broadwell-ep`) | `intel_rdt_mbm_apply_quirk` | the kernel multiplies MBM counts of RMIDs above a threshold by a correction factor (`mbm_cf_table`, [`rdt_core::mbm::MbmCorrection`]); modelled: the hardware counters of those RMIDs count low by the factor, the simulated kernel corrects them |
 //! | Haswell-X 3FH | `cache_alloc_hsw_probe` | no built-in model |
 //!
 //! A feature the `rdt=` parameter forces on (`rdt=l3cat`) comes back even where a quirk
@@ -219,7 +219,7 @@ pub fn model_spec(name: &str, options: &RdtOptions) -> String {
     }
 }
 
-pub use rdt_core::fms;
+pub use rdt_core::cpuid::fms;
 
 /// Intel Skylake-X / Skylake-SP / Cascade Lake (`INTEL_SKYLAKE_X`).
 const INTEL_SKYLAKE_X: (u32, u32) = (6, 0x55);
@@ -241,57 +241,6 @@ pub fn quirk_options(caps: &Capabilities) -> RdtOptions {
         "!l3cat"
     };
     list.parse().unwrap_or_default()
-}
-
-/// The kernel's MBM correction for a CPU whose CPUID.(0FH,0):EBX (highest RMID) is
-/// `max_rmid` on a covered model (module docs): `(threshold, factor × 2^20)` as
-/// `intel_rdt_mbm_apply_quirk` picks it from `mbm_cf_table`, counts of RMIDs above the
-/// threshold being multiplied by the factor. `None` when the table has no entry.
-///
-/// The model does not apply it: its hardware counters are exact, so correcting them would
-/// report wrong traffic; a model of the erratum itself (hardware counting low by the same
-/// factor) would make both views right. Kept for that and for documentation: on
-/// `broadwell-ep` (111) it is (95, 1.142857), on `skylake-sp` (143) (127, 1.185255).
-#[must_use]
-pub fn mbm_correction(max_rmid: u32) -> Option<(u32, u64)> {
-    /// `mbm_cf_table` (`monitor.c`): (RMID threshold, factor).
-    const TABLE: [(u32, f64); 28] = [
-        (7, 1.0),
-        (15, 1.0),
-        (15, 0.969_650),
-        (31, 1.0),
-        (31, 1.066_667),
-        (31, 0.969_650),
-        (47, 1.142_857),
-        (63, 1.0),
-        (63, 1.185_115),
-        (63, 1.066_553),
-        (79, 1.454_545),
-        (95, 1.0),
-        (95, 1.230_769),
-        (95, 1.142_857),
-        (95, 1.066_667),
-        (127, 1.0),
-        (127, 1.254_863),
-        (127, 1.185_255),
-        (151, 1.0),
-        (127, 1.066_667),
-        (167, 1.0),
-        (159, 1.454_334),
-        (183, 1.0),
-        (127, 0.969_744),
-        (191, 1.280_246),
-        (191, 1.230_921),
-        (215, 1.0),
-        (191, 1.143_118),
-    ];
-    let index = ((max_rmid + 1) / 8).checked_sub(1)?;
-    let &(threshold, cf) = TABLE.get(index as usize)?;
-    // CF(cf): (unsigned long)(1048576 * cf + 0.5)
-    Some((
-        threshold,
-        crate::platform::f64_floor_u64(1_048_576.0 * cf + 0.5),
-    ))
 }
 
 #[cfg(test)]
@@ -352,8 +301,19 @@ mod tests {
 
     #[test]
     fn mbm_correction_factor_of_the_models() {
-        assert_eq!(mbm_correction(0x6f), Some((95, 1_198_372)));
-        assert_eq!(mbm_correction(0x8f).map(|c| c.0), Some(127));
-        assert_eq!(mbm_correction(0x1ff), None);
+        use rdt_core::mbm::MbmCorrection;
+        let of = |model: &str| {
+            MbmCorrection::of(crate::SimPlatform::builtin(model).unwrap().capabilities())
+        };
+        assert_eq!(
+            of("broadwell-ep"),
+            Some(MbmCorrection {
+                threshold: 95,
+                factor: 1_198_372
+            })
+        );
+        assert_eq!(of("skylake-sp").map(|c| c.threshold), Some(127));
+        assert_eq!(of("sapphire-rapids"), None);
+        assert_eq!(of("milan"), None);
     }
 }

@@ -1292,15 +1292,16 @@ mod tests {
 
     #[test]
     fn a_refused_association_puts_back_the_classes_and_cores_before_it() {
-        // arrange: core 2 starts in COS3; the 4th change (core 3) is refused
+        // arrange: core 2 starts in COS3; the 3rd write (core 3, after the MBA limit and
+        // cores 1-2 in one write) is refused
         let mut b = FakeBackend::intel_1s();
         b.associate(LogicalCpu::new(2), ClassId::new(3)).unwrap();
-        b.fail_nth_write(4);
+        b.fail_nth_write(3);
         // act
         let mut out = Vec::new();
         let r = run_alloc(
             &mut b,
-            &request(&["-e", "mba:1=50", "-a", "llc:1=1-3"]),
+            &request(&["-e", "mba:1=50", "-a", "llc:1=1-2;llc:2=3"]),
             &ProcFs::host(),
             &mut out,
         );

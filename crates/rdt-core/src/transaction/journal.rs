@@ -140,13 +140,16 @@ pub fn recover<B: Backend>(backend: &mut B) -> Result<Vec<Reclaimed>, B::Error> 
                 }
             }
             backend.own_classes(&record.new_groups);
+            let newest_first: Vec<&Step> = record.steps.iter().rev().collect();
+            let errors = super::undo_steps(backend, &newest_first);
             let mut undone = Vec::new();
             let mut failed = Vec::new();
-            for step in record.steps.iter().rev() {
-                match step.undo(backend) {
-                    Ok(()) => undone.push(step.undo_description()),
-                    Err(e) if matches!(e.request(), Some(RequestError::NoSuchTask(_))) => {}
-                    Err(e) => failed.push(format!(
+            let mut errors = errors.into_iter().peekable();
+            for (i, step) in newest_first.iter().enumerate() {
+                match errors.next_if(|(j, _)| *j == i) {
+                    None => undone.push(step.undo_description()),
+                    Some((_, e)) if matches!(e.request(), Some(RequestError::NoSuchTask(_))) => {}
+                    Some((_, e)) => failed.push(format!(
                         "{}: {}",
                         step.undo_description(),
                         crate::error_chain(&e)

@@ -12,7 +12,10 @@
 //!   CPU and task (a CPU or task in another tool's resctrl group is refused:
 //!   [`RequestError::ForeignGroup`]);
 //! - the writes are the backend's single-class calls, one per step, in the order of the
-//!   changes (masks, then bandwidth, then CPUs and tasks, as the caller lists them);
+//!   changes (masks, then bandwidth, then CPUs and tasks, as the caller lists them); a run
+//!   of consecutive CPU steps into one class is one [`Backend::associate_cpus`] call (on
+//!   resctrl one `cpus_list` write for all of them), and if that call fails the run is put
+//!   back and written one CPU at a time, so the failure still names its CPU;
 //! - a failed write is undone with the same calls and the values read by [`Plan::new`];
 //!   [`Outcome::PartlyChanged`] lists exactly the steps whose undo failed too.
 //!
@@ -40,14 +43,15 @@
 //! assert_eq!(b.l3_mask(0, 1), b.l3_mask(0, 0)); // ...and the masks are back
 //! ```
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ClassId, LogicalCpu,
-    MbaClass, MbaLimit, MbaResource, RequestError, TaskId,
+    AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
+    LogicalCpu, MbaClass, MbaLimit, MbaResource, RequestError, TaskId,
 };
 use journal::Journal;
 
@@ -279,6 +283,15 @@ impl Step {
             Self::Cpu { cpu, before, .. } => format!("CPU {cpu} back into COS{before}"),
             Self::Task { task, before, .. } => format!("task {task} back into COS{before}"),
             Self::Reset { .. } => "the allocation as it was before the reset".to_owned(),
+        }
+    }
+
+    /// The CPU a [`Step::Cpu`] moves; `None` for the other steps.
+    #[must_use]
+    pub const fn moved_cpu(&self) -> Option<LogicalCpu> {
+        match self {
+            Self::Cpu { cpu, .. } => Some(*cpu),
+            _ => None,
         }
     }
 
@@ -655,7 +668,61 @@ impl Plan {
     /// [`Plan::apply`] without the lock and the journal.
     fn write<B: Backend>(self, backend: &mut B) -> Outcome<B::Error> {
         let mut done: Vec<Done> = Vec::with_capacity(self.steps.len());
-        for (change, step) in self.steps {
+        let mut queue: VecDeque<(usize, Step)> = self.steps.into();
+        // how many steps at the front of the queue go one at a time (a run whose single
+        // write failed)
+        let mut single = 0_usize;
+        while let Some((change, step)) = queue.pop_front() {
+            if single == 0
+                && let Step::Cpu { after, .. } = step
+            {
+                let rest = queue
+                    .iter()
+                    .take_while(|(_, s)| matches!(s, Step::Cpu { after: a, .. } if *a == after))
+                    .count();
+                if rest > 0 {
+                    let cpus: CpuSet = std::iter::once(&step)
+                        .chain(queue.iter().take(rest).map(|(_, s)| s))
+                        .filter_map(Step::moved_cpu)
+                        .collect();
+                    match backend.associate_cpus(&cpus, after) {
+                        Ok(()) => {
+                            let run = std::iter::once((change, step)).chain(queue.drain(..rest));
+                            done.extend(run.map(|(change, step)| Done {
+                                change,
+                                step,
+                                applied: None,
+                            }));
+                            continue;
+                        }
+                        Err(error) => {
+                            log::debug!(
+                                "moving CPUs {cpus} into COS{after} in one write failed ({}); \
+                                 one CPU at a time",
+                                crate::error_chain(&error)
+                            );
+                            let run: Vec<Step> = std::iter::once(&step)
+                                .chain(queue.iter().take(rest).map(|(_, s)| s))
+                                .rev()
+                                .cloned()
+                                .collect();
+                            let refs: Vec<&Step> = run.iter().collect();
+                            let left = undo_steps(backend, &refs);
+                            if !left.is_empty() {
+                                let left = left.into_iter().map(|(i, e)| (run[i].clone(), e));
+                                let failed = Failed {
+                                    change,
+                                    step,
+                                    error,
+                                };
+                                return roll_back(backend, done, failed, left.collect());
+                            }
+                            single = rest + 1;
+                        }
+                    }
+                }
+            }
+            single = single.saturating_sub(1);
             match step.write(backend) {
                 Ok(applied) => done.push(Done {
                     change,
@@ -665,35 +732,79 @@ impl Plan {
                 Err(error) => {
                     // The failed write may have changed part of what it covers (a process
                     // of several threads, a reset): it is undone too.
-                    let mut not_undone = Vec::new();
-                    let failed_undo = step.undo(backend).err();
-                    for d in done.iter().rev() {
-                        if let Err(e) = d.step.undo(backend) {
-                            not_undone.push((d.step.clone(), e));
-                        }
-                    }
-                    if let Some(e) = failed_undo {
-                        not_undone.insert(0, (step.clone(), e));
-                    }
                     let failed = Failed {
                         change,
                         step,
                         error,
                     };
-                    return if not_undone.is_empty() {
-                        Outcome::RolledBack { done, failed }
-                    } else {
-                        Outcome::PartlyChanged {
-                            done,
-                            failed,
-                            not_undone,
-                        }
-                    };
+                    let mut not_undone = Vec::new();
+                    if let Err(e) = failed.step.undo(backend) {
+                        not_undone.push((failed.step.clone(), e));
+                    }
+                    return roll_back(backend, done, failed, not_undone);
                 }
             }
         }
         Outcome::Applied(done)
     }
+}
+
+/// After `failed`: undoes `done`, newest first, and says whether everything is as before
+/// (`not_undone` holds what undoing the failed write itself could not put back).
+fn roll_back<B: Backend>(
+    backend: &mut B,
+    done: Vec<Done>,
+    failed: Failed<B::Error>,
+    mut not_undone: Vec<(Step, B::Error)>,
+) -> Outcome<B::Error> {
+    let newest_first: Vec<&Step> = done.iter().rev().map(|d| &d.step).collect();
+    for (i, e) in undo_steps(backend, &newest_first) {
+        not_undone.push((newest_first[i].clone(), e));
+    }
+    if not_undone.is_empty() {
+        Outcome::RolledBack { done, failed }
+    } else {
+        Outcome::PartlyChanged {
+            done,
+            failed,
+            not_undone,
+        }
+    }
+}
+
+/// Undoes `steps` in the order given (newest first) and returns the failures by index. A
+/// run of CPU steps whose CPUs all go back to one class is one
+/// [`Backend::associate_cpus`] call; if it fails, each of its steps is undone alone, so
+/// each failure is its own.
+fn undo_steps<B: Backend>(backend: &mut B, steps: &[&Step]) -> Vec<(usize, B::Error)> {
+    let mut failed = Vec::new();
+    let mut i = 0;
+    while i < steps.len() {
+        let mut n = 1;
+        if let Step::Cpu { before, .. } = steps[i] {
+            n = steps[i..]
+                .iter()
+                .take_while(|s| matches!(s, Step::Cpu { before: b, .. } if b == before))
+                .count();
+            if n > 1 {
+                let cpus: CpuSet = steps[i..i + n]
+                    .iter()
+                    .filter_map(|s| s.moved_cpu())
+                    .collect();
+                if backend.associate_cpus(&cpus, *before).is_ok() {
+                    i += n;
+                    continue;
+                }
+            }
+        }
+        for (j, step) in steps.iter().enumerate().skip(i).take(n) {
+            if let Err(e) = step.undo(backend) {
+                failed.push((j, e));
+            }
+        }
+        i += n;
+    }
+    failed
 }
 
 /// Plans `changes` and applies them as one transaction under the writers' lock, held from

@@ -1,11 +1,14 @@
 //! The allocation state of a platform as one value: what a reset replaces, and what undoing
 //! a reset (or rolling back a killed one) writes back.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    AllocReset, Backend, BackendError, CacheDomain, CatClass, CatResource, ClassId, FeatureSetting,
-    GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaResource, RequestError, TaskId,
+    AllocReset, Backend, BackendError, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
+    FeatureSetting, GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaResource,
+    RequestError, TaskId,
 };
 
 /// Everything allocation sets, as read from a [`Backend`]: the CDP and MBA CTRL states,
@@ -176,15 +179,20 @@ impl AllocState {
                 }
             }
         }
+        // the CPUs to move, by class: one write per class (resctrl: one `cpus_list`)
         let now = b.cpu_classes()?;
+        let mut moves: BTreeMap<ClassId, CpuSet> = BTreeMap::new();
         for &(cpu, class) in &self.cpus {
             if now
                 .iter()
                 .any(|(c, have)| *c == cpu && *have != Some(class))
             {
-                b.associate(cpu, class)?;
-                done.associations += 1;
+                moves.entry(class).or_default().insert(cpu);
             }
+        }
+        for (class, cpus) in moves {
+            b.associate_cpus(&cpus, class)?;
+            done.associations += cpus.len();
         }
         for &(task, class) in &self.tasks {
             let gone = |e: &B::Error| matches!(e.request(), Some(RequestError::NoSuchTask(_)));

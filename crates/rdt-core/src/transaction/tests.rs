@@ -255,8 +255,9 @@ fn with_tasks(mut list: Vec<Change>) -> Vec<Change> {
 
 #[test]
 fn a_process_killed_at_any_write_is_rolled_back_by_the_next_open() {
-    let plans: [(&str, Vec<Change>); 2] = [
+    let plans: [(&str, Vec<Change>); 3] = [
         ("classes, CPUs and a task", with_tasks(changes())),
+        ("runs of CPUs (one write each)", runs()),
         (
             "a reset turning CDP on",
             vec![Change::Reset(AllocReset {
@@ -310,9 +311,95 @@ fn a_process_killed_at_any_write_is_rolled_back_by_the_next_open() {
         }
     }
     assert_eq!(
-        tried, 9,
-        "8 writes of the first plan (a write per thread), 1 of the reset"
+        tried, 12,
+        "8 writes of the first plan (a write per thread), 3 of the runs, 1 of the reset"
     );
+}
+
+/// A mask, then two CPUs into COS 1 and three into COS 2: two runs.
+fn runs() -> Vec<Change> {
+    vec![
+        cat(0, 1, 0xf),
+        cpu(1, 1),
+        cpu(2, 1),
+        cpu(3, 2),
+        cpu(4, 2),
+        cpu(5, 2),
+    ]
+}
+
+fn assoc_writes(b: &FakeBackend) -> Vec<&str> {
+    b.writes
+        .iter()
+        .filter(|w| w.starts_with("assoc"))
+        .map(String::as_str)
+        .collect()
+}
+
+#[test]
+fn a_run_of_cpus_into_one_class_is_one_write_with_a_step_per_cpu() {
+    let mut b = FakeBackend::intel_1s();
+    let done = run(&mut b, &runs()).unwrap().into_result().unwrap();
+    assert_eq!(
+        done.iter().map(|d| d.change).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4, 5]
+    );
+    assert_eq!(assoc_writes(&b), ["assoc 1-2 COS1", "assoc 3-5 COS2"]);
+    let classes: Vec<u32> = (0..7).map(|c| b.class_of_cpu(c)).collect();
+    assert_eq!(classes, [0, 1, 1, 2, 2, 2, 0]);
+}
+
+#[test]
+fn a_run_whose_write_fails_goes_one_cpu_at_a_time() {
+    let expected = {
+        let mut b = FakeBackend::intel_1s();
+        run(&mut b, &runs()).unwrap().into_result().unwrap();
+        snapshot(&mut b)
+    };
+    for (position, singles) in [
+        (2, ["assoc 1 COS1", "assoc 2 COS1"].as_slice()),
+        (
+            3,
+            ["assoc 3 COS2", "assoc 4 COS2", "assoc 5 COS2"].as_slice(),
+        ),
+    ] {
+        let mut b = FakeBackend::intel_1s();
+        let plan = Plan::new(&mut b, &runs()).unwrap();
+        b.fail_nth_write(position);
+        let done = plan.apply(&mut b).into_result().unwrap();
+        assert_eq!(done.len(), 6, "position {position}");
+        assert_eq!(snapshot(&mut b), expected, "position {position}");
+        let writes = assoc_writes(&b);
+        assert!(
+            writes.windows(singles.len()).any(|w| w == singles),
+            "position {position}: {writes:?}"
+        );
+    }
+}
+
+#[test]
+fn a_run_that_cannot_be_written_nor_undone_is_reported_step_by_step() {
+    let mut b = FakeBackend::intel_1s();
+    let plan = Plan::new(&mut b, &runs()).unwrap();
+    b.fail_writes_from(2); // the first run, and every undo after it
+    match plan.apply(&mut b) {
+        Outcome::PartlyChanged {
+            done,
+            failed,
+            not_undone,
+        } => {
+            assert_eq!(done.len(), 1, "the mask");
+            assert_eq!(failed.change, 1);
+            let cpus: Vec<Option<LogicalCpu>> =
+                not_undone.iter().map(|(s, _)| s.moved_cpu()).collect();
+            assert_eq!(
+                cpus,
+                [Some(LogicalCpu::new(2)), Some(LogicalCpu::new(1)), None],
+                "the run newest first, then the mask"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

@@ -1392,3 +1392,41 @@ fn uncore_monitoring_is_refused_without_the_events_or_for_a_missing_socket() {
         "nothing written by the refused starts"
     );
 }
+
+#[test]
+fn mbm_of_an_rmid_above_the_erratum_threshold_is_corrected_as_the_kernel_does() {
+    // arrange: a Broadwell-X (family 6 model 4FH) with 24 RMIDs: the kernel's table entry
+    // (15, 0.969650) corrects RMIDs 16..=23; 20 CPUs in one L3
+    let mut caps = caps();
+    caps.signature = Some(0x0004_06f1);
+    if let Feature::Supported(m) = &mut caps.monitoring {
+        m.num_rmids = 24;
+        m.max_rmid = 23;
+    }
+    let topo = fixtures::topology((0..20).map(|c| (c, 0, c, 0)));
+    let mut b = MsrBackend::new(FakeMsrs::new(), caps, topo, rdt_core::NoPmu).unwrap();
+    let groups: Vec<MonGroupId> = (0..16)
+        .map(|c| {
+            b.start_monitoring(&cpus(&c.to_string()), MonEvents::MBM_TOTAL)
+                .unwrap()
+        })
+        .collect();
+    // RMIDs 1..=16 in CPU order: CPU 14 has RMID 15 (the threshold), CPU 15 RMID 16
+    for (c, rmid) in [(14, 15), (15, 16)] {
+        assert_eq!(b.rmid_of(cpu(c)).unwrap(), Some(Rmid::new(rmid)));
+        ctr(&mut b, c, rmid, EVT_MBM_TOTAL, 1_000);
+    }
+    b.poll().unwrap();
+    for (c, rmid) in [(14, 15), (15, 16)] {
+        ctr(&mut b, c, rmid, EVT_MBM_TOTAL, 1_000 + 1_000_000);
+    }
+    // act
+    b.poll().unwrap();
+    // assert: 1,000,000 counts; the RMID above the threshold × 1016752 / 2^20
+    let delta = |g: MonGroupId| b.values(g).unwrap().mbm_total_delta_bytes;
+    assert_eq!(delta(groups[14]), Some(1_000_000 * SCALE));
+    assert_eq!(
+        delta(groups[15]),
+        Some(((1_000_000 * 1_016_752) >> 20) * SCALE)
+    );
+}

@@ -70,42 +70,61 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(ClassId::new(0))
     }
 
-    /// [`Backend::associate`] on resctrl.
-    pub(super) fn move_cpu(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), ResctrlError> {
-        self.topology.get(cpu).ok_or(RequestError::NoSuchCpu(cpu))?;
+    /// [`Backend::associate`] and [`Backend::associate_cpus`] on resctrl: the groups and
+    /// their CPUs are read once, every CPU is checked (none may be in another tool's
+    /// control or monitor group), then the class's group gets them all in one `cpus_list`
+    /// write (the kernel moves each CPU out of its old group, `cpumask_andnot` in
+    /// `cpus_ctrl_write`). Groups this backend made that the move leaves unused are removed.
+    pub(super) fn move_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), ResctrlError> {
+        for cpu in cpus.iter() {
+            self.topology.get(cpu).ok_or(RequestError::NoSuchCpu(cpu))?;
+        }
         self.check_closid(class)?;
         let _g = self.lock.exclusive()?;
         let (ctrl, mon) = self.cpu_homes()?;
-        let home = ctrl
-            .iter()
-            .find(|(_, s)| s.contains(cpu))
-            .map_or("", |(g, _)| g.as_str());
-        let foreign = |g: &str| ResctrlError::foreign(format!("CPU {cpu}"), g);
-        if !home.is_empty() && self.class_of_group(home).is_none() {
-            return Err(foreign(home));
-        }
-        if let Some((g, _)) = mon.iter().find(|(g, s)| {
-            s.contains(cpu) && !is_pqos_mon_name(g.rsplit('/').next().unwrap_or_default())
-        }) {
-            return Err(foreign(g));
-        }
         let target = self.group_of(class);
-        if home == target {
+        let mut homes = BTreeSet::new();
+        for cpu in cpus.iter() {
+            let home = ctrl
+                .iter()
+                .find(|(_, s)| s.contains(cpu))
+                .map_or("", |(g, _)| g.as_str());
+            let foreign = |g: &str| ResctrlError::foreign(format!("CPU {cpu}"), g);
+            if !home.is_empty() && self.class_of_group(home).is_none() {
+                return Err(foreign(home));
+            }
+            if let Some((g, _)) = mon.iter().find(|(g, s)| {
+                s.contains(cpu) && !is_pqos_mon_name(g.rsplit('/').next().unwrap_or_default())
+            }) {
+                return Err(foreign(g));
+            }
+            if home != target {
+                homes.insert(home.to_owned());
+            }
+        }
+        if homes.is_empty() {
             return Ok(());
         }
         let mut undo = Undo::default();
         let target = self.ensure_group(class, &mut undo)?;
-        let step = self.fs.cpus(&target).and_then(|mut cpus| {
-            cpus.insert(cpu);
-            self.write_ctrl_cpus(&target, &cpus)
-        });
+        let had = ctrl
+            .iter()
+            .find(|(g, _)| *g == target)
+            .map(|(_, s)| s.clone());
+        let step = had
+            .map_or_else(|| self.fs.cpus(&target), Ok)
+            .and_then(|mut had| {
+                had.extend(cpus.iter());
+                self.write_ctrl_cpus(&target, &had)
+            });
         if let Err(e) = step {
             self.rollback(undo);
             return Err(e);
         }
         self.created.extend(undo.created);
-        let home = home.to_owned();
-        self.release_if_unused(&home);
+        for home in homes {
+            self.release_if_unused(&home);
+        }
         Ok(())
     }
 

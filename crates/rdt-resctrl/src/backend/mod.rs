@@ -584,7 +584,12 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     }
 
     fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), ResctrlError> {
-        self.move_cpu(cpu, class)
+        self.move_cpus(&std::iter::once(cpu).collect(), class)
+    }
+
+    /// One `cpus_list` write of the class's group for the whole set, all or nothing.
+    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), ResctrlError> {
+        self.move_cpus(cpus, class)
     }
 
     /// Lists the control groups and reads each `cpus_list` once: a CPU in `COS<n>` is in

@@ -51,8 +51,10 @@
 //! - **MBM counts** are the kernel's 64-bit running byte counts: the hardware counter is read
 //!   through IA32_QM_CTR and extended past its `2^width` wrap with the kernel's
 //!   `mbm_overflow_count`, plus the whole wraps its 1 s overflow worker would have seen
-//!   between two reads (taken from the model's unwrapped count). No erratum correction
-//!   factor is applied (the model has no erratum).
+//!   between two reads (taken from the hardware's unwrapped count). On `broadwell-ep` and
+//!   `skylake-sp` the counts of RMIDs above the erratum threshold are multiplied by the
+//!   kernel's correction factor (`get_corrected_mbm_count`), undoing the modelled erratum
+//!   of the hardware counter ([`crate::SimPlatform`]'s register table).
 //! - The RMID free list is rebuilt at every mount (the kernel builds it once per boot).
 //! - SNC (`sapphire-rapids-snc2`): monitor sub-domains per NUMA node
 //!   (`mon_L3_XX/mon_sub_L3_YY`, the `mon_L3_XX` files summing them), `num_rmids` divided by

@@ -128,16 +128,19 @@ impl Resctrl {
         })
     }
 
-    /// The model's MBM count of (`di`, `rmid`, `event`) before the hardware wraps it.
+    /// The hardware's MBM count of (`di`, `rmid`, `event`) before it wraps (the model's
+    /// count through the part's erratum, [`SimPlatform::mbm_hw_count`]).
     fn raw_count(&self, p: &SimPlatform, di: usize, rmid: u32, event: Event) -> u64 {
         let d = CacheDomain::new(self.hw.l3_domains[di].id);
-        p.counters
+        let counts = p
+            .counters
             .get(&d)
             .and_then(|v| v.get(rmid as usize))
             .map_or(0, |c| match event {
                 Event::MbmLocal => c.local.whole,
                 _ => c.total.whole,
-            })
+            });
+        p.mbm_hw_count(rmid, counts)
     }
 
     /// `resctrl_arch_rmid_read`: bytes for occupancy, the 64-bit running byte count for MBM.
@@ -173,7 +176,10 @@ impl Resctrl {
                 width,
             ));
         am.prev_raw = raw;
-        Ok(Ok(am.chunks.wrapping_mul(m.scale)))
+        // get_corrected_mbm_count: the erratum's correction of the running count
+        let chunks = rdt_core::mbm::MbmCorrection::of(&p.caps)
+            .map_or(am.chunks, |c| c.corrected(rmid, am.chunks));
+        Ok(Ok(chunks.wrapping_mul(m.scale)))
     }
 
     /// `resctrl_arch_reset_rmid` for both MBM events of `g`'s RMID in every domain (a new

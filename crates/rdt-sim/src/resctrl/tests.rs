@@ -261,9 +261,78 @@ fn mbm_counts_run_past_the_hardware_counter_wrap() {
 
 /// The root RMID's total counter of L3 domain 0 as IA32_QM_CTR shows it (wrapped).
 fn msr_counter(sim: &SimHandle) -> u64 {
+    rmid_counter(sim, 0)
+}
+
+/// RMID `rmid`'s total counter of L3 domain 0 as IA32_QM_CTR shows it (wrapped).
+fn rmid_counter(sim: &SimHandle, rmid: u64) -> u64 {
     let mut h = sim.clone();
-    MsrIo::write(&mut h, LogicalCpu::new(0), MsrAddr::new(0xC8D), 2).unwrap();
+    MsrIo::write(
+        &mut h,
+        LogicalCpu::new(0),
+        MsrAddr::new(0xC8D),
+        rmid << 32 | 2,
+    )
+    .unwrap();
     MsrIo::read(&mut h, LogicalCpu::new(0), MsrAddr::new(0xC8E)).unwrap()
+}
+
+/// `intel_rdt_mbm_apply_quirk` (`arch/x86/kernel/cpu/resctrl/monitor.c`): on Broadwell-X
+/// the kernel multiplies the MBM counts of RMIDs above the `mbm_cf_table` threshold by the
+/// correction factor; the model's hardware counts those RMIDs low by that factor, so
+/// resctrl reports the traffic and IA32_QM_CTR does not.
+#[test]
+fn mbm_above_the_erratum_threshold_is_low_in_hardware_and_corrected_by_the_kernel() {
+    // arrange: broadwell-ep with 24 RMIDs, whose table entry is (15, 0.969650)
+    let sim = variant("broadwell-ep", |c| {
+        let m = c.monitoring.get_mut().unwrap();
+        m.num_rmids = 24;
+        m.max_rmid = 23;
+    });
+    let scale = u64::from(
+        sim.lock()
+            .capabilities()
+            .monitoring
+            .get()
+            .unwrap()
+            .upscaling_factor,
+    );
+    let mut fs = mount(&sim, "");
+    for n in 1..=16 {
+        fs.mkdir(&format!("mon_groups/g{n}")).unwrap(); // RMID n
+    }
+    fs.write("mon_groups/g15/cpus_list", 0, b"2\n").unwrap();
+    fs.write("mon_groups/g16/cpus_list", 0, b"4\n").unwrap();
+    // act
+    sim.advance(Duration::from_secs(2));
+    // assert
+    for rmid in [15_u32, 16] {
+        let model = sim.lock().counters[&CacheDomain::new(0)][rmid as usize]
+            .total
+            .whole;
+        let hw = rmid_counter(&sim, u64::from(rmid));
+        let bytes = number(
+            &mut fs,
+            &format!("mon_groups/g{rmid}/mon_data/mon_L3_00/mbm_total_bytes"),
+        );
+        assert!(model > 1000, "traffic on RMID {rmid}: {model}");
+        if rmid == 15 {
+            assert_eq!(hw, model, "at the threshold the counter is exact");
+            assert_eq!(bytes, model * scale);
+        } else {
+            assert_eq!(
+                hw,
+                (model << 20) / 1_016_752,
+                "the erratum: low by the factor"
+            );
+            assert_eq!(bytes, ((hw * 1_016_752) >> 20) * scale, "corrected");
+            assert!(
+                bytes.abs_diff(model * scale) <= scale,
+                "{bytes} vs {}",
+                model * scale
+            );
+        }
+    }
 }
 
 #[test]
