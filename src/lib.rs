@@ -413,6 +413,14 @@ impl Backend for Rdt {
                 .map_err(|e| e.map(Error::from)),
         }
     }
+
+    fn start_uncore_monitoring(
+        &mut self,
+        sockets: &[u32],
+        events: MonEvents,
+    ) -> Result<MonGroupId, Error> {
+        forward!(self, b => b.start_uncore_monitoring(sockets, events))
+    }
     fn poll(&mut self) -> Result<(), Error> {
         forward!(self, b => b.poll())
     }

@@ -16,7 +16,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::grammar::{
-    AssocDefs, ClassDefs, EvtCores, EvtPids, Interval, MonResetCfg, MonTime, ResetCfg,
+    AssocDefs, ClassDefs, EvtCores, EvtPids, EvtSockets, Interval, MonResetCfg, MonTime, ResetCfg,
 };
 
 /// `-u`: the monitoring output format.
@@ -145,6 +145,20 @@ pub struct Args {
     )]
     pub mon_core: Vec<EvtCores>,
 
+    /// `--mon-uncore[=EVTSOCKETS]`: uncore (socket) monitoring groups of the PCIe LLC events
+    /// (Skylake-SP, MSR interface). Like getopt's optional argument, a value needs `=`.
+    #[arg(
+        long = "mon-uncore",
+        value_name = "EVTSOCKETS",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = EvtSockets::MISSING,
+        help = "Monitor the uncore PCIe LLC events per socket (Skylake-SP, MSR interface): \
+                without a value every socket, else all:SOCKETS[;...]; [a-b] is one group, a-b \
+                is one group per socket"
+    )]
+    pub mon_uncore: Vec<EvtSockets>,
+
     /// `-p`: process monitoring groups.
     #[arg(
         short = 'p',
@@ -249,7 +263,7 @@ pub struct Args {
         long = "mbm-config",
         value_name = "EVENT=BITS[,EVENT=BITS]",
         value_parser = mbm_config_parser,
-        conflicts_with_all = ["alloc_class", "alloc_assoc", "profile_set", "show", "display", "display_verbose", "apply", "mon_core", "mon_pid"]
+        conflicts_with_all = ["alloc_class", "alloc_assoc", "profile_set", "show", "display", "display_verbose", "apply", "mon_core", "mon_pid", "mon_uncore"]
     )]
     pub mbm_config: Option<MbmConfig>,
 

@@ -16,8 +16,8 @@ use rdt_pqos::{AllocReset, ClassId, LogicalCpu, TaskId};
 
 use crate::args::{Args, FileType};
 use crate::grammar::{
-    AssocTarget, ClassDef, EvtPids, MonGroupSpec, MonTime, PidGroupSpec, merge_groups,
-    merge_pid_groups,
+    AssocTarget, ClassDef, EvtPids, EvtSockets, MonGroupSpec, MonTime, PidGroupSpec,
+    SocketGroupSpec, merge_groups, merge_pid_groups, merge_socket_groups,
 };
 
 /// Where the platform comes from.
@@ -76,6 +76,9 @@ pub struct MonitorRequest {
     pub groups: Vec<MonGroupSpec>,
     /// `-p`: process groups after merging (PID mode); never together with `groups`.
     pub pid_groups: Vec<PidGroupSpec>,
+    /// `--mon-uncore`: socket groups after merging (uncore mode), empty for one group per
+    /// socket; `None` without the option. Never together with `groups` or `pid_groups`.
+    pub uncore_groups: Option<Vec<SocketGroupSpec>>,
     /// Sampling interval (`-i` × 100 ms; default 1 s).
     pub interval: Duration,
     /// How long to run; `None` = until interrupted.
@@ -329,9 +332,28 @@ fn monitor_request(args: &Args) -> Result<MonitorRequest> {
              simultaneously (-m and -p given)"
         );
     }
+    let uncore_groups = if args.mon_uncore.is_empty() {
+        None
+    } else {
+        let mut specs = Vec::new();
+        for u in &args.mon_uncore {
+            if let EvtSockets::Groups(g) = u {
+                specs.extend(g.iter().cloned());
+            }
+        }
+        Some(merge_socket_groups(specs)?)
+    };
+    if uncore_groups.is_some() && !(groups.is_empty() && pid_groups.is_empty()) {
+        bail!(
+            "Monitoring start error, process, core, channel/device tracking can not be done \
+             simultaneously (--mon-uncore with {})",
+            if groups.is_empty() { "-p" } else { "-m" }
+        );
+    }
     Ok(MonitorRequest {
         groups,
         pid_groups,
+        uncore_groups,
         interval: args.mon_interval.map_or(Duration::from_secs(1), |i| i.0),
         duration: match args.mon_time {
             Some(MonTime::Limited(d)) => Some(d),
@@ -422,6 +444,35 @@ mod tests {
 
     fn cpus(s: &str) -> CpuSet {
         s.parse().unwrap()
+    }
+
+    /// `--mon-uncore` (pqos: `optional_argument`, so a value needs `=`): one group per socket
+    /// without a value; never together with `-m` or `-p` (pqos `monitor_setup`).
+    #[test]
+    fn mon_uncore_is_its_own_monitoring_mode() {
+        let Command::Monitor(m) = command(&["--mon-uncore"]) else {
+            panic!("monitor")
+        };
+        assert_eq!(m.uncore_groups, Some(vec![]));
+        let Command::Monitor(m) = command(&["--mon-uncore=all:[0-1]", "--mon-uncore=all:[0-1]"])
+        else {
+            panic!("monitor")
+        };
+        assert_eq!(m.uncore_groups.unwrap().len(), 1, "identical groups merge");
+        let e = plan(&["--mon-uncore", "-m", "all:0"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("Monitoring start error, process, core, channel/device tracking"),
+            "{e}"
+        );
+        assert!(
+            plan(&["--mon-uncore", "all:0"]).is_err(),
+            "a value needs '='"
+        );
+        let Command::Monitor(m) = command(&["-m", "all:0"]) else {
+            panic!("monitor")
+        };
+        assert_eq!(m.uncore_groups, None);
     }
 
     // One test per example command line of pqos(8) (spec §1.2-1.8).

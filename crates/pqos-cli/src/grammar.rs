@@ -665,6 +665,122 @@ pub fn merge_groups(
 }
 
 // ---------------------------------------------------------------------------------------
+// --mon-uncore[=EVTSOCKETS]
+// ---------------------------------------------------------------------------------------
+
+/// One uncore monitoring group of `--mon-uncore`: sockets counted together, and its events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SocketGroupSpec {
+    /// The row label: the number of an ungrouped socket, the bracket text of a group.
+    pub desc: String,
+    /// The sockets (physical package ids), ascending.
+    pub sockets: Vec<u32>,
+    /// The events asked for; only `all` selects the uncore events
+    /// ([`MonEvents::select_uncore`]).
+    pub events: MonEvents,
+}
+
+/// The value of one `--mon-uncore` option (pqos `selfn_monitor_uncore`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EvtSockets {
+    /// `--mon-uncore` without a value: one group per socket with every uncore event
+    /// (pqos `monitor_setup`).
+    EverySocket,
+    /// `--mon-uncore=EVENT:SOCKETS[;...]`, the `-m` grammar with socket ids: ungrouped ids
+    /// (`0,1`: one group each) and bracketed groups (`[0-1]`: one group).
+    Groups(Vec<SocketGroupSpec>),
+}
+
+impl EvtSockets {
+    /// What clap hands over for `--mon-uncore` without `=VALUE`: NUL, which no command-line
+    /// argument can contain, so that `--mon-uncore=` (empty) stays pqos's error.
+    pub const MISSING: &'static str = "\0";
+}
+
+const EVTSOCKETS_RULE: &str = "expected EVENT:SOCKETS with EVENT all, e.g. all:0,1 or all:[0-1]";
+
+impl FromStr for EvtSockets {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        if s == Self::MISSING {
+            return Ok(Self::EverySocket);
+        }
+        if s.is_empty() {
+            return Err(err(format!("Empty string! ({EVTSOCKETS_RULE})")));
+        }
+        let mut groups = Vec::new();
+        for (item, events, parts) in split_evt_items(s, EVTSOCKETS_RULE)? {
+            let before = groups.len();
+            for part in parts {
+                // socket lists have the -m list grammar (pqos `strlisttotab`)
+                let (inner, bracket) = match part {
+                    ListPart::Bracket(inner) => (inner, true),
+                    ListPart::Plain(token) => (token, false),
+                };
+                let ids: Vec<u32> = parse_cpu_list(inner, item)?
+                    .iter()
+                    .map(LogicalCpu::get)
+                    .collect();
+                if bracket {
+                    if ids.is_empty() {
+                        return Err(err(format!("Empty socket group '[{inner}]' in \"{item}\"")));
+                    }
+                    groups.push(SocketGroupSpec {
+                        desc: inner.trim().to_owned(),
+                        sockets: ids,
+                        events,
+                    });
+                } else {
+                    groups.extend(ids.into_iter().map(|id| SocketGroupSpec {
+                        desc: id.to_string(),
+                        sockets: vec![id],
+                        events,
+                    }));
+                }
+            }
+            if groups.len() == before {
+                return Err(err(format!(
+                    "No sockets selected for monitoring in \"{item}\" ({EVTSOCKETS_RULE})"
+                )));
+            }
+        }
+        Ok(Self::Groups(groups))
+    }
+}
+
+/// Merges uncore groups as pqos's `grp_add` does: a group listed twice with the same
+/// sockets gets the union of its events; a socket in two different groups is an error.
+///
+/// # Errors
+/// pqos's `Error: cannot monitor same sockets in different groups`, naming the socket and
+/// both groups.
+pub fn merge_socket_groups(
+    groups: impl IntoIterator<Item = SocketGroupSpec>,
+) -> Result<Vec<SocketGroupSpec>, ArgError> {
+    let mut out: Vec<SocketGroupSpec> = Vec::new();
+    for g in groups {
+        if let Some(same) = out.iter_mut().find(|o| o.sockets == g.sockets) {
+            same.events |= g.events;
+            continue;
+        }
+        if let Some((other, socket)) = out.iter().find_map(|o| {
+            g.sockets
+                .iter()
+                .find(|s| o.sockets.contains(s))
+                .map(|s| (o, s))
+        }) {
+            return Err(err(format!(
+                "Error: cannot monitor same sockets in different groups: socket {socket} is in group \"{}\" and group \"{}\"",
+                other.desc, g.desc
+            )));
+        }
+        out.push(g);
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
 // -p EVTPIDS
 // ---------------------------------------------------------------------------------------
 
@@ -1258,6 +1374,9 @@ mod tests {
         });
         fuzz("-m EvtCores", text(WORDS, 16), |t| check::<EvtCores>(&t));
         fuzz("-p EvtPids", text(WORDS, 16), |t| check::<EvtPids>(&t));
+        fuzz("--mon-uncore EvtSockets", text(WORDS, 16), |t| {
+            check::<EvtSockets>(&t)
+        });
         fuzz("-t MonTime", text(WORDS, 3), |t| check::<MonTime>(&t));
         fuzz("-i Interval", text(WORDS, 3), |t| check::<Interval>(&t));
         fuzz("parse_id_list", text(WORDS, 8), |t| {
@@ -1267,5 +1386,46 @@ mod tests {
             }
             Ok(())
         });
+    }
+
+    /// pqos `selfn_monitor_uncore`: no value = every socket; `EVENT:LIST` as `-m` with
+    /// socket ids; an empty value is pqos's "Empty string!"; a socket in two groups is
+    /// `grp_add`'s error.
+    #[test]
+    fn evt_sockets_follow_pqos_mon_uncore() {
+        assert_eq!(
+            EvtSockets::MISSING.parse::<EvtSockets>().unwrap(),
+            EvtSockets::EverySocket
+        );
+        let EvtSockets::Groups(g) = "all:0,1;all:[2-3]".parse::<EvtSockets>().unwrap() else {
+            panic!("groups")
+        };
+        let got: Vec<(&str, &[u32])> = g
+            .iter()
+            .map(|g| (g.desc.as_str(), &g.sockets[..]))
+            .collect();
+        assert_eq!(
+            got,
+            [("0", &[0][..]), ("1", &[1][..]), ("2-3", &[2, 3][..])]
+        );
+        assert!(g.iter().all(|g| g.events == MonEvents::PQOS_ALL));
+        assert!(
+            "".parse::<EvtSockets>()
+                .unwrap_err()
+                .to_string()
+                .starts_with("Empty string!")
+        );
+        assert!("foo:0".parse::<EvtSockets>().is_err());
+        let e = merge_socket_groups(g.into_iter().chain([SocketGroupSpec {
+            desc: "1-2".into(),
+            sockets: vec![1, 2],
+            events: MonEvents::PQOS_ALL,
+        }]))
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("Error: cannot monitor same sockets in different groups: socket 1"),
+            "{e}"
+        );
     }
 }

@@ -529,6 +529,28 @@ pub trait Backend {
         Ok(started)
     }
 
+    /// Starts monitoring the uncore `events` ([`MonEvents::UNCORE`]) of `sockets` as one
+    /// group whose values are summed over the sockets ([`MonValues::uncore`]); polled and
+    /// stopped like any group. Only the MSR interface has it (pqos `pqos_mon_start_uncore`,
+    /// `lib/api.c`), on the CPUs [`Capabilities::uncore_pcie`] names.
+    ///
+    /// # Errors
+    /// By default [`RequestError::NeedsMsrInterface`]; a backend that has it:
+    /// [`RequestError::UnsupportedEvent`], [`RequestError::EmptyGroup`], a socket that does
+    /// not exist, or a register write.
+    fn start_uncore_monitoring(
+        &mut self,
+        sockets: &[u32],
+        events: MonEvents,
+    ) -> Result<MonGroupId, Self::Error> {
+        let _ = (sockets, events);
+        Err(RequestError::NeedsMsrInterface {
+            operation: "uncore monitoring",
+            interface: self.interface(),
+        }
+        .into())
+    }
+
     /// Reads the counters of every started group; afterwards [`Backend::values`] has the new
     /// values.
     ///
@@ -844,6 +866,36 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         let ids = self.backend.start_monitoring_tasks_many(groups)?;
         self.groups.extend_from_slice(&ids);
         Ok(ids)
+    }
+
+    /// Starts an uncore group of sockets ([`Backend::start_uncore_monitoring`]) owned by the
+    /// guard.
+    ///
+    /// # Errors
+    /// As [`Backend::start_uncore_monitoring`].
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::fake::FakeBackend;
+    /// use rdt_core::{Backend, MonEvents};
+    ///
+    /// let mut b = FakeBackend::broadwell_2s();
+    /// b.reconfigure(|c| c.uncore_pcie = true); // as on a Skylake-SP
+    /// let mut mon = b.monitoring();
+    /// let g = mon.start_uncore(&[0, 1], MonEvents::UNCORE)?;
+    /// mon.poll()?;
+    /// let pcie = mon.values(g).and_then(|v| v.uncore).unwrap();
+    /// assert_eq!(pcie.llc_miss_pcie_read, Some(1000 * (1 + 2)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_uncore(
+        &mut self,
+        sockets: &[u32],
+        events: MonEvents,
+    ) -> Result<MonGroupId, B::Error> {
+        let id = self.backend.start_uncore_monitoring(sockets, events)?;
+        self.groups.push(id);
+        Ok(id)
     }
 
     /// Polls every group ([`Backend::poll`]).

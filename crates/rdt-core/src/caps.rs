@@ -345,6 +345,13 @@ pub struct Capabilities {
     pub l2_cache: Option<CacheGeometry>,
     /// PMU events for IPC and LLC misses.
     pub pmu: PmuCaps,
+    /// The uncore PCIe LLC events ([`crate::MonEvents::UNCORE`]: LLC misses and references
+    /// of PCIe reads and writes, counted per socket by the CHA performance monitors through
+    /// MSRs). pqos enables them on CPU model 0x55 only (Skylake-SP and Cascade Lake-SP;
+    /// `lib/uncore_monitoring.c` `uncore_mon_discover`) and on the MSR interface only
+    /// (`lib/api.c` sets `mon_start_uncore` for the MSR interface alone), so the OS
+    /// interface's capabilities never list them.
+    pub uncore_pcie: bool,
 }
 
 /// Which CAT resource a mask or class is for.
@@ -558,6 +565,7 @@ impl Capabilities {
                 llc_misses: false,
                 llc_references: false,
             },
+            uncore_pcie: false,
         }
     }
 

@@ -143,11 +143,12 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         (alloc.mba, Feature::Unsupported)
     };
     let (l2_cache, l3_cache) = cache_geometry(&p, &raw, amd);
+    // CPUID.1:EAX: processor signature (stepping [3:0], model [7:4], family [11:8],
+    // extended model [19:16], extended family [27:20]); read once
+    let signature = p.regs(1, 0).map(|r| r.eax);
     Capabilities {
         brand: brand(&p, &raw),
-        // CPUID.1:EAX: processor signature (stepping [3:0], model [7:4], family [11:8],
-        // extended model [19:16], extended family [27:20])
-        signature: p.regs(1, 0).map(|r| r.eax),
+        signature,
         monitoring: monitoring(&p, &raw, &vendor),
         l3_cat: alloc.l3,
         l2_cat: alloc.l2,
@@ -156,6 +157,7 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         l3_cache,
         l2_cache,
         pmu: pmu(&p, &raw, &vendor),
+        uncore_pcie: uncore_pcie(signature, &vendor),
         vendor,
     }
 }
@@ -477,6 +479,20 @@ fn pmu(p: &Probe<'_>, raw: &Raw<'_>, vendor: &Vendor) -> PmuCaps {
     }
 }
 
+/// The CPU model pqos enables the uncore PCIe events for (`lib/uncore_monitoring.c`
+/// `CPU_MODEL_SKX`): Skylake-SP, and Cascade Lake-SP, which shares the model number.
+pub const UNCORE_PCIE_MODEL: u32 = 0x55;
+
+/// Whether pqos lists the uncore PCIe events: an Intel family 6 CPU of model 0x55
+/// ([`UNCORE_PCIE_MODEL`]). pqos looks at the model alone (`cpuinfo_get_cpu_model`); the
+/// vendor and family are checked here too, since the CHA registers are Intel's.
+fn uncore_pcie(signature: Option<u32>, vendor: &Vendor) -> bool {
+    signature.is_some_and(|sig| {
+        let (family, model, _) = crate::cpuid::fms(sig);
+        *vendor == Vendor::Intel && (family, model) == (6, UNCORE_PCIE_MODEL)
+    })
+}
+
 /// Why a CPU has no RDT / PQoS, as one sentence naming the CPUID bits; `None` when
 /// [`Capabilities::detect`] finds any RDT feature ([`Capabilities::has_rdt`]).
 ///
@@ -638,6 +654,28 @@ mod tests {
             ],
             [0, 0, 1, 2, 6]
         );
+    }
+
+    #[test]
+    fn uncore_pcie_events_exist_on_intel_family_6_model_0x55_only() {
+        // arrange: Cascade Lake (0x50657) shares Skylake-SP's model 0x55
+        let with_signature = |sig: u32| {
+            let mut rows = gold_6252();
+            rows.retain(|r| r.0 != 1);
+            rows.push((1, 0, [sig, 0, 0, 0]));
+            rows
+        };
+        // act
+        let skx = Capabilities::detect(&table(&gold_6252()));
+        let icx = Capabilities::detect(&table(&with_signature(0x0006_06a6))); // model 0x6a
+        let family_f = Capabilities::detect(&table(&with_signature(0x0005_0f57))); // family 0xf
+        // assert
+        assert!(skx.uncore_pcie);
+        assert!(skx.supported_events().contains(crate::MonEvents::UNCORE));
+        assert!(!icx.uncore_pcie);
+        assert!(!icx.supported_events().intersects(crate::MonEvents::UNCORE));
+        assert!(!family_f.uncore_pcie, "model 0x55 of another family");
+        assert_eq!(crate::cpuid::fms(0x0005_0657), (6, UNCORE_PCIE_MODEL, 7));
     }
 
     #[test]

@@ -257,6 +257,18 @@ impl crate::BackendError for FakeError {
 
 type R<T> = Result<T, FakeError>;
 
+/// A running uncore group of the fake ([`Backend::start_uncore_monitoring`]).
+#[derive(Debug, Clone)]
+struct UncoreGroup {
+    sockets: Vec<u32>,
+    events: MonEvents,
+    values: MonValues,
+}
+
+/// The fake's uncore counts of one socket per poll: LLC misses of PCIe reads, misses of
+/// writes, references of reads, references of writes, each × (socket + 1).
+pub const UNCORE_COUNTS_PER_POLL: [u64; 4] = [1000, 500, 2000, 1000];
+
 /// A running monitoring group of the fake.
 #[derive(Debug, Clone)]
 struct Group {
@@ -290,6 +302,8 @@ pub struct FakeBackend {
     cos: BTreeMap<LogicalCpu, ClassId>,
     rmid: BTreeMap<LogicalCpu, Rmid>,
     groups: BTreeMap<MonGroupId, Group>,
+    /// Uncore groups: their sockets, events, polls and values.
+    uncore: BTreeMap<MonGroupId, UncoreGroup>,
     next_group: u32,
     /// Every state change, in order (`"L3 0 COS1 = ..."`, `"assoc 2 COS1"`, ...).
     pub writes: Vec<String>,
@@ -334,6 +348,7 @@ impl FakeBackend {
             cos: BTreeMap::new(),
             rmid: BTreeMap::new(),
             groups: BTreeMap::new(),
+            uncore: BTreeMap::new(),
             next_group: 1,
             writes: Vec::new(),
             os_interface: false,
@@ -526,7 +541,7 @@ impl FakeBackend {
     /// How many monitoring groups are running.
     #[must_use]
     pub fn running_groups(&self) -> usize {
-        self.groups.len()
+        self.groups.len() + self.uncore.len()
     }
 
     /// Keeps transaction journals in `dir` ([`Backend::run_dir`]), so that
@@ -922,10 +937,77 @@ impl Backend for FakeBackend {
             }));
             g.acc.finish(now);
         }
+        for g in self.uncore.values_mut() {
+            let weight: u64 = g.sockets.iter().map(|&s| u64::from(s) + 1).sum();
+            let mut counts = crate::UncoreCounts::default();
+            for (e, per) in MonEvents::UNCORE.iter().zip(UNCORE_COUNTS_PER_POLL) {
+                if g.events.contains(e) {
+                    counts.set(e, Some(per * weight));
+                }
+            }
+            g.values.uncore = Some(counts);
+            g.values.polled_at = Some(now);
+        }
         Ok(())
     }
 
+    /// Uncore groups on the MSR interface where [`Capabilities::uncore_pcie`] is set (else
+    /// [`RequestError::NeedsMsrInterface`] / [`RequestError::UnsupportedEvent`]); a socket
+    /// in one group only. Each poll counts [`UNCORE_COUNTS_PER_POLL`] × (socket + 1) per
+    /// socket.
+    fn start_uncore_monitoring(&mut self, sockets: &[u32], events: MonEvents) -> R<MonGroupId> {
+        if self.os_interface {
+            return Err(RequestError::NeedsMsrInterface {
+                operation: "uncore monitoring",
+                interface: Interface::Os,
+            }
+            .into());
+        }
+        if sockets.is_empty() || events.is_empty() {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        if !self.caps.uncore_pcie || !MonEvents::UNCORE.contains(events) {
+            return Err(RequestError::UnsupportedEvent {
+                event: events,
+                needed_for: None,
+            }
+            .into());
+        }
+        for &s in sockets {
+            if !self.topology().packages().contains(&s) {
+                return Err(RequestError::NoSuchDomain {
+                    resource: "socket",
+                    domain: CacheDomain::new(s),
+                    known: None,
+                }
+                .into());
+            }
+            if self.uncore.values().any(|g| g.sockets.contains(&s)) {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("socket {s}"),
+                    by: None,
+                }
+                .into());
+            }
+        }
+        self.write(format!("start uncore {sockets:?} {events:?}"))?;
+        let id = MonGroupId(self.next_group);
+        self.next_group += 1;
+        self.uncore.insert(
+            id,
+            UncoreGroup {
+                sockets: sockets.to_vec(),
+                events,
+                values: MonValues::default(),
+            },
+        );
+        Ok(id)
+    }
+
     fn values(&self, group: MonGroupId) -> Option<&MonValues> {
+        if let Some(g) = self.uncore.get(&group) {
+            return g.values.polled_at.is_some().then_some(&g.values);
+        }
         self.groups
             .get(&group)
             .filter(|g| g.polls > 0)
@@ -933,6 +1015,10 @@ impl Backend for FakeBackend {
     }
 
     fn stop_monitoring(&mut self, group: MonGroupId) -> R<()> {
+        if let Some(g) = self.uncore.remove(&group) {
+            self.writes.push(format!("stop uncore {:?}", g.sockets));
+            return Ok(());
+        }
         let Some(g) = self.groups.remove(&group) else {
             return Err(RequestError::NoSuchGroup(group).into());
         };

@@ -57,6 +57,7 @@ pub use cpuset::{
     CpuSet, ListLimits, MAX_CPU, MAX_TASK_ID, ParseCpuSetError, ParseNumberError,
     ParsePqosListError, parse_number, parse_pqos_list,
 };
+pub use detect::UNCORE_PCIE_MODEL;
 pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};
@@ -64,6 +65,7 @@ pub use mba::{MbaLimit, ParseMbaLimitError, intel_mba_delay, intel_mba_percent, 
 pub use mbm::{AssignMode, CounterAssignment, EventConfig, MbmDetails};
 pub use monitor::{
     DomainValues, MonAccumulator, MonEvents, MonGroupId, MonValues, Reclaimed, RmidEvent,
+    UncoreCounts,
 };
 pub use mount::{MountOptions, MountOptionsError};
 pub use pmu::{NoPmu, PmuCounts, PmuSource, sum_deltas};

@@ -58,6 +58,15 @@ bitflags::bitflags! {
         /// LLC references, from the PMU (`PQOS_PERF_EVENT_LLC_REF`); only when asked for
         /// (`-m llc_ref:…`), never part of `all`.
         const LLC_REFERENCES = 0x10000;
+        /// LLC misses of PCIe reads, counted per socket by the uncore
+        /// (`PQOS_PERF_EVENT_LLC_MISS_PCIE_READ`; `pqos --mon-uncore`).
+        const LLC_MISS_PCIE_READ = 0x10_0000;
+        /// LLC misses of PCIe writes (`PQOS_PERF_EVENT_LLC_MISS_PCIE_WRITE`).
+        const LLC_MISS_PCIE_WRITE = 0x20_0000;
+        /// LLC references of PCIe reads (`PQOS_PERF_EVENT_LLC_REF_PCIE_READ`).
+        const LLC_REF_PCIE_READ = 0x40_0000;
+        /// LLC references of PCIe writes (`PQOS_PERF_EVENT_LLC_REF_PCIE_WRITE`).
+        const LLC_REF_PCIE_WRITE = 0x80_0000;
     }
 }
 
@@ -74,6 +83,13 @@ impl MonEvents {
     pub const PMU: Self = Self::IPC
         .union(Self::LLC_MISSES)
         .union(Self::LLC_REFERENCES);
+
+    /// The uncore PCIe events, monitored per socket (`pqos/monitor.c`
+    /// `PQOS_MON_EVENT_UNCORE`), in pqos's column order.
+    pub const UNCORE: Self = Self::LLC_MISS_PCIE_READ
+        .union(Self::LLC_MISS_PCIE_WRITE)
+        .union(Self::LLC_REF_PCIE_READ)
+        .union(Self::LLC_REF_PCIE_WRITE);
 
     /// The PMU events pqos adds to every selection where the platform counts them
     /// (`monitor_setup_events`): IPC and LLC misses, not references.
@@ -120,7 +136,8 @@ impl MonEvents {
     /// assert!(MonEvents::MBM_TOTAL.select(supported, MonEvents::empty()).is_err());
     /// ```
     pub fn select(self, supported: Self, excluded: Self) -> Result<Self, RequestError> {
-        let offered = supported.difference(excluded);
+        // core and task groups never count the uncore events (`monitor_setup_events`)
+        let offered = supported.difference(excluded).difference(Self::UNCORE);
         if self.contains(Self::PQOS_ALL) {
             return Ok(self.intersection(offered));
         }
@@ -146,6 +163,40 @@ impl MonEvents {
         Ok(self | offered.intersection(Self::PMU_ADDED))
     }
 
+    /// The events of a socket (uncore) group as pqos chooses them (`pqos/monitor.c`
+    /// `monitor_setup_events` for `MON_GROUP_TYPE_UNCORE`): `all` (a request containing
+    /// [`MonEvents::PQOS_ALL`]) becomes every uncore event the platform counts; nothing else
+    /// selects an uncore event.
+    ///
+    /// # Errors
+    /// [`RequestError::UnsupportedEvent`] with [`MonEvents::UNCORE`] when the selection holds
+    /// no uncore event the platform counts: the request is not `all` (pqos then starts the
+    /// group with no uncore event and fails with status 1), or the platform has none
+    /// ([`crate::Capabilities::uncore_pcie`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::MonEvents;
+    /// let supported = MonEvents::LLC_OCCUPANCY | MonEvents::UNCORE;
+    /// assert_eq!(MonEvents::PQOS_ALL.select_uncore(supported), Ok(MonEvents::UNCORE));
+    /// assert!(MonEvents::LLC_OCCUPANCY.select_uncore(supported).is_err());
+    /// assert!(MonEvents::PQOS_ALL.select_uncore(MonEvents::LLC_OCCUPANCY).is_err());
+    /// ```
+    pub fn select_uncore(self, supported: Self) -> Result<Self, RequestError> {
+        let selected = if self.contains(Self::PQOS_ALL) {
+            supported.intersection(Self::UNCORE)
+        } else {
+            self.intersection(supported).intersection(Self::UNCORE)
+        };
+        if selected.is_empty() {
+            return Err(RequestError::UnsupportedEvent {
+                event: Self::UNCORE,
+                needed_for: None,
+            });
+        }
+        Ok(selected)
+    }
+
     /// What the event is, for messages: `LLC occupancy`, `local memory bandwidth`, …; the
     /// names of a set's events joined with `, ` for a set.
     #[must_use]
@@ -160,6 +211,10 @@ impl MonEvents {
                 Self::LLC_MISSES => "LLC misses",
                 Self::IPC => "instructions per cycle",
                 Self::LLC_REFERENCES => "LLC references",
+                Self::LLC_MISS_PCIE_READ => "LLC misses of PCIe reads",
+                Self::LLC_MISS_PCIE_WRITE => "LLC misses of PCIe writes",
+                Self::LLC_REF_PCIE_READ => "LLC references of PCIe reads",
+                Self::LLC_REF_PCIE_WRITE => "LLC references of PCIe writes",
                 _ => "an unknown event",
             })
             .collect();
@@ -233,6 +288,7 @@ impl Capabilities {
         e.set(MonEvents::IPC, self.pmu.ipc);
         e.set(MonEvents::LLC_MISSES, self.pmu.llc_misses);
         e.set(MonEvents::LLC_REFERENCES, self.pmu.llc_references);
+        e.set(MonEvents::UNCORE, self.uncore_pcie);
         e
     }
 
@@ -468,6 +524,11 @@ pub struct MonValues {
     /// LLC references since the previous poll (only when the group monitors
     /// [`MonEvents::LLC_REFERENCES`] and the PMU source counts them).
     pub llc_references_delta: Option<u64>,
+    /// Uncore (socket group) counts since the previous poll, summed over the group's
+    /// sockets; `None` for a core or task group. The first poll reports the counts since
+    /// the group started, as pqos does (`lib/uncore_monitoring.c` `uncore_mon_poll`: the
+    /// counters are reset at start and the previous value begins at 0).
+    pub uncore: Option<UncoreCounts>,
     /// Per L3 domain, ascending by domain: the RMID events' values of each domain the group
     /// spans (empty when it monitors no RMID event).
     pub domains: Vec<DomainValues>,
@@ -477,6 +538,45 @@ pub struct MonValues {
     /// Time since the previous poll (zero on the first), measured by the backend on the
     /// monotonic clock.
     pub interval: Duration,
+}
+
+/// The uncore PCIe LLC counts of a socket group over one interval
+/// ([`MonEvents::UNCORE`]); an event the group does not monitor is `None`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct UncoreCounts {
+    /// LLC misses of PCIe reads ([`MonEvents::LLC_MISS_PCIE_READ`]).
+    pub llc_miss_pcie_read: Option<u64>,
+    /// LLC misses of PCIe writes ([`MonEvents::LLC_MISS_PCIE_WRITE`]).
+    pub llc_miss_pcie_write: Option<u64>,
+    /// LLC references of PCIe reads ([`MonEvents::LLC_REF_PCIE_READ`]).
+    pub llc_ref_pcie_read: Option<u64>,
+    /// LLC references of PCIe writes ([`MonEvents::LLC_REF_PCIE_WRITE`]).
+    pub llc_ref_pcie_write: Option<u64>,
+}
+
+impl UncoreCounts {
+    /// The count of one uncore event; `None` for another event or one not monitored.
+    #[must_use]
+    pub const fn get(&self, event: MonEvents) -> Option<u64> {
+        match event {
+            MonEvents::LLC_MISS_PCIE_READ => self.llc_miss_pcie_read,
+            MonEvents::LLC_MISS_PCIE_WRITE => self.llc_miss_pcie_write,
+            MonEvents::LLC_REF_PCIE_READ => self.llc_ref_pcie_read,
+            MonEvents::LLC_REF_PCIE_WRITE => self.llc_ref_pcie_write,
+            _ => None,
+        }
+    }
+
+    /// Sets the count of one uncore event (another event is ignored).
+    pub const fn set(&mut self, event: MonEvents, count: Option<u64>) {
+        match event {
+            MonEvents::LLC_MISS_PCIE_READ => self.llc_miss_pcie_read = count,
+            MonEvents::LLC_MISS_PCIE_WRITE => self.llc_miss_pcie_write = count,
+            MonEvents::LLC_REF_PCIE_READ => self.llc_ref_pcie_read = count,
+            MonEvents::LLC_REF_PCIE_WRITE => self.llc_ref_pcie_write = count,
+            _ => {}
+        }
+    }
 }
 
 impl MonValues {

@@ -121,6 +121,18 @@ pub enum RequestError {
         /// The interface in use.
         interface: Interface,
     },
+    /// An operation only the MSR interface can do: uncore (socket) monitoring programs the
+    /// CHA performance monitors through MSRs, and pqos offers it on the MSR interface only
+    /// (`lib/api.c`).
+    #[error(
+        "{operation} needs the MSR interface (--iface=msr); this platform was opened with the {interface:?} interface"
+    )]
+    NeedsMsrInterface {
+        /// What was asked (`"uncore monitoring"`).
+        operation: &'static str,
+        /// The interface in use.
+        interface: Interface,
+    },
     /// A CAT class was given one mask while CDP is on, or a data/code pair while CDP is off.
     #[error("{resource} COS{class}: {reason}")]
     CdpMismatch {

@@ -21,6 +21,7 @@ use crate::regs::{
     self, AMD_MBA_BW_0, AMD_SMBA_BW_0, IA32_L2_QOS_CFG, IA32_L2_QOS_MASK_0, IA32_L3_QOS_CFG,
     IA32_L3_QOS_MASK_0, IA32_MBA_THRTL_0, IA32_PQR_ASSOC, IA32_QM_CTR, IA32_QM_EVTSEL,
 };
+use crate::uncore::{self, UncoreGroup};
 use crate::{MsrAddr, MsrError, MsrIo};
 use rdt_core::runfile::{DEFAULT_LOCK_TIMEOUT, LockWaitError, WriterLock};
 
@@ -125,7 +126,7 @@ struct Group {
 /// # let caps = Capabilities { vendor: Vendor::Intel, brand: None, signature: None,
 /// #     monitoring: Feature::Unsupported, l3_cat: Feature::Supported(cat),
 /// #     l2_cat: Feature::Unsupported, mba: Feature::Unsupported, smba: Feature::Unsupported,
-/// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default() };
+/// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default(), uncore_pcie: false };
 /// # let topology = Topology::from_placements((0..4).map(|c| CpuPlacement {
 /// #     cpu: LogicalCpu::new(c), package: 0, core: Some(c), l2: CacheDomain::new(c),
 /// #     l3: Some(CacheDomain::new(0)), node: 0 }).collect());
@@ -160,6 +161,8 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     l2: Vec<Domain>,
     /// Started groups, sorted by id (ids are handed out increasing).
     groups: Vec<Group>,
+    /// Started uncore (socket) groups, sorted by id; ids come from the same counter.
+    uncore: Vec<UncoreGroup>,
     next_group: u32,
     /// Where this process records the RMIDs it gives CPUs ([`MsrBackend::with_run_dir`]).
     claims: Option<Claims>,
@@ -255,6 +258,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             l3,
             l2,
             groups: Vec::new(),
+            uncore: Vec::new(),
             next_group: 0,
             claims: None,
             run: None,
@@ -1186,6 +1190,92 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         rdt_core::transaction::with_writers(self, |b| b.start_group(cpus, events))?
     }
 
+    /// Programs the CHA performance monitors of one CPU per socket (the lowest) as pqos does
+    /// (`lib/uncore_monitoring.c`, see [`crate::uncore`]): each event has a CHA of its own,
+    /// so two groups of one socket would share counters and are refused.
+    ///
+    /// # Errors
+    /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup) for no socket or no
+    /// event; [`RequestError::UnsupportedEvent`](rdt_core::RequestError::UnsupportedEvent)
+    /// when `events` holds a non-uncore event or the CPU has no uncore events
+    /// ([`Capabilities::uncore_pcie`]); [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain)
+    /// for a socket without an online CPU;
+    /// [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored) for a
+    /// socket of another uncore group: nothing is written in these cases. A failed write
+    /// stops the CHAs already programmed (best effort) and is returned.
+    fn start_uncore_monitoring(
+        &mut self,
+        sockets: &[u32],
+        events: MonEvents,
+    ) -> Result<MonGroupId, MsrError> {
+        if sockets.is_empty() || events.is_empty() {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        if !self.caps.uncore_pcie || !MonEvents::UNCORE.contains(events) {
+            let event = if self.caps.uncore_pcie {
+                events.difference(MonEvents::UNCORE)
+            } else {
+                events
+            };
+            return Err(RequestError::UnsupportedEvent {
+                event,
+                needed_for: None,
+            }
+            .into());
+        }
+        let mut members = Vec::with_capacity(sockets.len());
+        for &s in sockets {
+            let cpu = self.topology.cpus_in_package(s).first().ok_or_else(|| {
+                RequestError::NoSuchDomain {
+                    resource: "socket",
+                    domain: CacheDomain::new(s),
+                    known: Some(
+                        self.topology
+                            .packages()
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(","),
+                    ),
+                }
+            })?;
+            if let Some(g) = self
+                .uncore
+                .iter()
+                .find(|g| g.sockets.iter().any(|(x, _)| *x == s))
+            {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("socket {s}"),
+                    by: Some(format!(
+                        "uncore monitoring group {} of this process",
+                        g.id.0
+                    )),
+                }
+                .into());
+            }
+            if !members.iter().any(|(x, _)| *x == s) {
+                members.push((s, cpu));
+            }
+        }
+        let id = MonGroupId(self.next_group);
+        let group = UncoreGroup::new(id, members, events);
+        let mut done: Vec<(LogicalCpu, usize)> = Vec::new();
+        for &(_, cpu) in &group.sockets {
+            for (k, e) in group.events.iter().enumerate() {
+                if let Err(err) = uncore::program(&mut self.io, cpu, e) {
+                    for &(cpu, k) in &done {
+                        let _ = uncore::stop(&mut self.io, cpu, &group.events[k]);
+                    }
+                    return Err(err);
+                }
+                done.push((cpu, k));
+            }
+        }
+        self.next_group += 1;
+        self.uncore.push(group);
+        Ok(id)
+    }
+
     fn run_dir(&self) -> Option<&Path> {
         self.run.as_ref().map(|(dir, _)| dir.as_path())
     }
@@ -1290,18 +1380,28 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// IA32_QM_CTR: those make the value `None`).
     fn poll(&mut self) -> Result<(), MsrError> {
         let Self {
-            io, pmu, groups, ..
+            io,
+            pmu,
+            groups,
+            uncore,
+            ..
         } = self;
         let at = Instant::now(); // one timestamp for every group of the poll
         for g in groups {
             g.poll(io, pmu, at)?;
         }
+        for g in uncore {
+            g.poll(io, at)?;
+        }
         Ok(())
     }
 
     fn values(&self, group: MonGroupId) -> Option<&MonValues> {
-        let i = self.groups.binary_search_by_key(&group, |g| g.id).ok()?;
-        Some(self.groups[i].acc.values())
+        if let Ok(i) = self.groups.binary_search_by_key(&group, |g| g.id) {
+            return Some(self.groups[i].acc.values());
+        }
+        let i = self.uncore.binary_search_by_key(&group, |g| g.id).ok()?;
+        Some(self.uncore[i].values())
     }
 
     /// Forgets the group and writes RMID 0 back into its CPUs' IA32_PQR_ASSOC (COS kept).
@@ -1310,6 +1410,21 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// [`RequestError::NoSuchGroup`](rdt_core::RequestError::NoSuchGroup); otherwise the first read or write error (every CPU is
     /// still attempted and the group is forgotten).
     fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), MsrError> {
+        if let Ok(i) = self.uncore.binary_search_by_key(&group, |g| g.id) {
+            // pqos `uncore_mon_stop`: box control "reset control" of each event's CHA on
+            // each socket; every one is attempted, the first error returned
+            let g = self.uncore.remove(i);
+            let mut first = Ok(());
+            for &(_, cpu) in &g.sockets {
+                for e in &g.events {
+                    let r = uncore::stop(&mut self.io, cpu, e);
+                    if first.is_ok() {
+                        first = r;
+                    }
+                }
+            }
+            return first;
+        }
         let i = self
             .groups
             .binary_search_by_key(&group, |g| g.id)

@@ -10,6 +10,8 @@
 //! - [`MsrBackend`]: `rdt_core::Backend` over any `MsrIo`: CAT masks, CDP, MBA, COS
 //!   association, RMID allocation and CMT/MBM polling with counter-wrap handling.
 //! - [`regs`]: every register and bit layout used, with its SDM reference.
+//! - [`uncore`]: the Skylake-SP CHA performance monitors as pqos programs them for its
+//!   uncore PCIe LLC events (`MsrBackend`'s `start_uncore_monitoring`).
 //!
 //! What it is **not**:
 //! - Not per-task: MSRs follow CPUs, not tasks (`pqos -p`, `-a pid:` need the resctrl backend).
@@ -42,6 +44,7 @@ mod error;
 mod fake;
 mod io;
 pub mod regs;
+pub mod uncore;
 
 pub use backend::{MsrBackend, QM_CTR_ATTEMPTS};
 pub use dev::DevCpuMsr;

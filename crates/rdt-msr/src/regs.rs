@@ -111,3 +111,74 @@ mod tests {
         assert_eq!(qm_evtsel(7, EVT_MBM_LOCAL), 0x0000_0007_0000_0003);
     }
 }
+
+/// The uncore CHA performance monitors of Skylake-SP (CPU model 0x55), which pqos programs
+/// for the PCIe LLC events (`lib/uncore_monitoring.c`; register layout in Intel's "Xeon
+/// Processor Scalable Memory Family Uncore Performance Monitoring Reference Manual",
+/// 2.2 "Caching/Home Agent (CHA) Performance Monitoring"). CHA `n` has a block of registers
+/// at [`cha::CHA_PMON_BOX_CTL_0`] + [`cha::CHA_PMON_STRIDE`] × `n`; pqos uses CHA 0..3, one per
+/// event.
+pub mod cha {
+    use crate::MsrAddr;
+
+    /// CHA 0 unit (box) control, `C0_MSR_PMON_BOX_CTL` (0xE00; pqos
+    /// `IAT_MSR_C_UNIT_CTRL`).
+    pub const CHA_PMON_BOX_CTL_0: MsrAddr = MsrAddr::new(0xE00);
+    /// Distance between the register blocks of two CHAs.
+    pub const CHA_PMON_STRIDE: u32 = 0x10;
+    /// Offset of counter control 0 (event select) in a CHA block (`Cn_MSR_PMON_CTL0`).
+    pub const OFFSET_CTL0: u32 = 0x1;
+    /// Offset of filter 1 in a CHA block (`Cn_MSR_PMON_BOX_FILTER1`).
+    pub const OFFSET_FILTER1: u32 = 0x6;
+    /// Offset of counter 0 in a CHA block (`Cn_MSR_PMON_CTR0`, 48 bits).
+    pub const OFFSET_CTR0: u32 = 0x8;
+    /// Number of counter registers (CTL0..3, CTR0..3) in a CHA block.
+    pub const COUNTERS: u32 = 4;
+    /// Counter width of `Cn_MSR_PMON_CTRx`, in bits.
+    pub const COUNTER_WIDTH: u32 = 48;
+
+    /// Box control: unfreeze the counters (bit 16 alone; pqos sets bit 16 in every box
+    /// control value it writes, `UNIT_CTRL_UNFREEZE_COUNTER`).
+    pub const BOX_CTL_UNFREEZE: u64 = 0x1_0000;
+    /// Box control: freeze the counters (bit 8 `frz`; `UNIT_CTRL_FREEZE_COUNTER`).
+    pub const BOX_CTL_FREEZE: u64 = 0x1_0100;
+    /// Box control: reset the counters (bit 1 `rst_ctrs`) while frozen
+    /// (`UNIT_CTRL_RESET_COUNTER`).
+    pub const BOX_CTL_RESET_COUNTERS: u64 = 0x1_0102;
+    /// Box control: reset the control registers (bit 0 `rst_ctrl`) while frozen; pqos's stop
+    /// (`UNIT_CTRL_RESET_CONTROL`).
+    pub const BOX_CTL_RESET_CONTROL: u64 = 0x1_0101;
+    /// Box control bit 8: freeze the counters.
+    pub const BOX_CTL_FRZ: u64 = 1 << 8;
+    /// Box control bit 1: reset the counters.
+    pub const BOX_CTL_RST_CTRS: u64 = 1 << 1;
+    /// Box control bit 0: reset the control registers (event selects and filters).
+    pub const BOX_CTL_RST_CTRL: u64 = 1;
+
+    /// Event select bit 22: counter enable (pqos `LOCAL_COUNTER_ENABLE`).
+    pub const CTL_ENABLE: u64 = 1 << 22;
+    /// Event select code of `TOR_INSERTS` (table of requests inserts; pqos
+    /// `IAT_EVENT_TOR_INSERTS`).
+    pub const EVENT_TOR_INSERTS: u64 = 0x35;
+    /// `TOR_INSERTS` unit mask pqos uses for its "LLC misses" events (0x24).
+    pub const UMASK_MISS: u64 = 0x24;
+    /// `TOR_INSERTS` unit mask pqos uses for its "LLC references" events (0x14).
+    pub const UMASK_REF: u64 = 0x14;
+    /// Filter 1 (opcode match) value pqos writes for the PCIe read events (0x43C33).
+    pub const FILTER1_PCIE_READ: u64 = 0x4_3C33;
+    /// Filter 1 (opcode match) value pqos writes for the PCIe write events (0x1004_9033).
+    pub const FILTER1_PCIE_WRITE: u64 = 0x1004_9033;
+
+    /// The box control register of CHA `cha`.
+    #[must_use]
+    pub const fn box_ctl(cha: u32) -> MsrAddr {
+        CHA_PMON_BOX_CTL_0.offset(CHA_PMON_STRIDE * cha)
+    }
+
+    /// The event select value pqos writes: enable | umask << 8 | event (the `xtra` bits
+    /// 63:32 are 0 for every event it uses).
+    #[must_use]
+    pub const fn event_select(umask: u64, event: u64) -> u64 {
+        CTL_ENABLE | (umask & 0xff) << 8 | (event & 0xff)
+    }
+}

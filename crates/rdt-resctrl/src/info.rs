@@ -447,6 +447,8 @@ impl ResctrlInfo {
             l3_cache: cpu.and_then(|c| c.l3_cache),
             l2_cache: cpu.and_then(|c| c.l2_cache),
             pmu: cpu.map_or_else(PmuCaps::default, |c| c.pmu),
+            // pqos has no uncore monitoring on the OS interface (`lib/api.c`)
+            uncore_pcie: false,
         }
     }
 

@@ -51,6 +51,7 @@ pub mod session;
 pub mod state;
 pub(crate) mod synth;
 pub mod sysregs;
+pub mod uncore;
 pub mod vfs;
 
 pub use cpuid::{CpuidPatch, SimCpuid};

@@ -166,12 +166,15 @@ enum Reg {
     Smba(usize),
     /// Not an RDT register ([`crate::sysregs`]).
     Sys(crate::sysregs::SysReg),
+    /// An uncore CHA performance-monitoring register of the CPU's package
+    /// ([`crate::uncore`]): (CHA, register).
+    Cha(usize, crate::uncore::ChaReg),
 }
 
 /// A simulated RDT/PQoS platform: a real CPUID dump and its topology, with registers that
 /// answer like silicon and counters driven by a workload model ([`crate::model`]).
 ///
-/// # Registers (and [`crate::sysregs`]; all others: EIO on read and write)
+/// # Registers (and [`crate::sysregs`], [`crate::uncore`]; all others: EIO on read and write)
 /// | MSR | scope | write faults (EIO) | reset |
 /// |---|---|---|---|
 /// | IA32_PQR_ASSOC 0xC8F | CPU | RMID ≥ #RMIDs; bits 31:10 set (31:w when more than 1024 RMIDs need w bits); COS ≥ the CPU's class count (the largest of L3, L2, MBA, SMBA #COS, L3/L2 halved while its CDP is on in the CPU's domain) | 0 |
@@ -240,6 +243,9 @@ pub struct SimPlatform {
     pub(crate) rdt_boot: crate::quirks::RdtOptions,
     /// MBA_CFG per package ([`crate::sysregs`]; not saved).
     pub(crate) mba_cfg: BTreeMap<u32, u64>,
+    /// The uncore CHA monitors per package, one per CHA; empty where the CPU has none
+    /// ([`crate::uncore`]; not saved).
+    pub(crate) uncore: BTreeMap<u32, Vec<crate::uncore::ChaBox>>,
 }
 
 impl SimPlatform {
@@ -333,8 +339,10 @@ impl SimPlatform {
             snc: 1,
             rdt_boot: crate::quirks::RdtOptions::default(),
             mba_cfg: BTreeMap::new(),
+            uncore: BTreeMap::new(),
         };
         p.regs = p.reset_registers();
+        p.uncore = p.reset_uncore();
         p.counters = p.zero_counters();
         p.pmu = vec![PmuAccum::default(); p.topology.cpus().len()];
         // The default scenario names CPUs 2-10; on a smaller platform keep only those present.
@@ -612,6 +620,7 @@ impl SimPlatform {
     /// PMU counters and the scenario are kept.
     pub fn reset(&mut self) {
         self.regs = self.reset_registers();
+        self.uncore = self.reset_uncore();
         self.recompute();
     }
 
@@ -642,7 +651,60 @@ impl SimPlatform {
                 c.local.add(a.local_bytes_per_s * s / up);
             }
         }
+        for (&package, chas) in &mut self.uncore {
+            let rates = crate::uncore::PcieRates::of(
+                self.topology
+                    .cpus()
+                    .iter()
+                    .zip(&self.activity)
+                    .filter(|(p, _)| p.package == package)
+                    .map(|(_, a)| (a.traffic_bytes_per_s, a.miss_fraction)),
+            );
+            #[allow(clippy::cast_precision_loss)] // a few dozen CHAs
+            let share = 1.0 / chas.len() as f64;
+            for c in chas {
+                c.advance(&rates, share, s);
+            }
+        }
         self.now += dt;
+    }
+
+    /// Power-on uncore CHA monitors ([`crate::uncore`]): one per core of each package where
+    /// the capabilities have the uncore PCIe events (CPU model 0x55), none elsewhere.
+    fn reset_uncore(&self) -> BTreeMap<u32, Vec<crate::uncore::ChaBox>> {
+        if !self.caps.uncore_pcie {
+            return BTreeMap::new();
+        }
+        self.topology
+            .packages()
+            .into_iter()
+            .map(|pkg| {
+                let mut cores: Vec<Option<u32>> = self
+                    .topology
+                    .cpus()
+                    .iter()
+                    .filter(|c| c.package == pkg)
+                    .map(|c| c.core)
+                    .collect();
+                cores.sort_unstable();
+                cores.dedup();
+                (pkg, vec![crate::uncore::ChaBox::default(); cores.len()])
+            })
+            .collect()
+    }
+
+    /// WRMSR of CHA `n`'s register `r` in `package`; `false` = #GP.
+    fn write_cha(&mut self, package: u32, n: usize, r: crate::uncore::ChaReg, v: u64) -> bool {
+        self.uncore
+            .get_mut(&package)
+            .and_then(|c| c.get_mut(n))
+            .is_some_and(|c| c.write(r, v))
+    }
+
+    /// Number of uncore CHAs of `package` (0 where the model has no CHA monitors).
+    #[must_use]
+    pub fn uncore_chas(&self, package: u32) -> usize {
+        self.uncore.get(&package).map_or(0, Vec::len)
     }
 
     fn index(&self, cpu: LogicalCpu) -> Option<usize> {
@@ -894,6 +956,11 @@ impl SimPlatform {
             .and_then(|m| in_range(AMD_SMBA_BW_0, m.num_classes))
             .map(Reg::Smba)
             .or_else(|| self.decode_sys(a).map(Reg::Sys))
+            .or_else(|| {
+                // every package has as many CHAs: the first one's count decodes
+                let chas = self.uncore.values().next().map_or(0, Vec::len);
+                crate::uncore::decode(a, chas).map(|(n, r)| Reg::Cha(n, r))
+            })
     }
 
     fn any_alloc(&self) -> bool {
@@ -936,6 +1003,7 @@ impl SimPlatform {
             Reg::Mba(n) => *self.regs.mba.get(&p.l3?)?.get(n)?,
             Reg::Smba(n) => *self.regs.smba.get(&p.l3?)?.get(n)?,
             Reg::Sys(r) => self.read_sys(i, r)?,
+            Reg::Cha(n, r) => self.uncore.get(&p.package)?.get(n)?.read(r),
         })
     }
 
@@ -1031,6 +1099,7 @@ impl SimPlatform {
             }
             Reg::QmCtr => false,
             Reg::Sys(r) => self.write_sys(i, r, v),
+            Reg::Cha(n, r) => self.write_cha(p.package, n, r, v),
             Reg::L3Cfg | Reg::L2Cfg => {
                 if v & !1 != 0 {
                     return false;

@@ -182,7 +182,7 @@ pub fn print_capabilities(
         )?,
     }
     if let Some(m) = mon {
-        print_monitoring(out, m, caps.pmu, iface, verbose)?;
+        print_monitoring(out, m, caps.pmu, caps.uncore_pcie, iface, verbose)?;
         if let Some(d) = mbm {
             print_mbm_details(out, d, verbose)?;
         }
@@ -251,7 +251,9 @@ pub fn print_capabilities(
 /// (`pqos/cap.c` prints `pqos_cap_mon.events[]` in order): on MSR `lib/hw_cap.c`
 /// `hw_cap_mon_discover` (LLC, TMEM, LMEM, RMEM, then IPC, LLC misses, LLC references), on
 /// OS `lib/os_cap.c` `os_cap_mon_discover`'s `events[]` (LLC, LMEM, TMEM, RMEM, LLC misses,
-/// LLC references, IPC). `-D`'s details: on MSR each RDT event's CPUID values (scale factor
+/// LLC references, IPC), and on MSR the uncore PCIe events last, where the CPU has them
+/// (`uncore_pcie`: model 0x55; `hw_cap_mon_discover` adds them after the PMU events, and
+/// `pqos/cap.c` prints them under "PMU events:" with no detail). `-D`'s details: on MSR each RDT event's CPUID values (scale factor
 /// CPUID.0FH.1:EBX, max RMID, counter length 24 + EAX\[7:0\]) and none for PMU events; on
 /// OS every event has scale factor 1 (the kernel reports bytes) and resctrl's `num_rmids`,
 /// and no counter length (the kernel extends the counters).
@@ -259,6 +261,7 @@ fn print_monitoring(
     out: &mut dyn Write,
     m: &MonitoringCaps,
     pmu_caps: PmuCaps,
+    uncore: bool,
     iface: Interface,
     verbose: bool,
 ) -> Result<()> {
@@ -298,9 +301,11 @@ fn print_monitoring(
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
         .collect();
+    let uncore = (uncore && iface == Interface::Msr).then_some(UNCORE_NAMES);
     let pmu: Vec<&str> = pmu
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
+        .chain(uncore.into_iter().flatten())
         .collect();
     // (scale factor, max rmid, counter length) of `-D`; 0 is not printed (pqos/cap.c)
     let (rdt_details, pmu_details) = match iface {
@@ -725,8 +730,18 @@ const fn ctrl_state(ctrl: MbaCtrl) -> &'static str {
     }
 }
 
-/// The events `-d` lists, by pqos's `-m` names, in `-d`'s order.
-fn event_names(m: &MonitoringCaps, pmu: PmuCaps) -> Vec<&'static str> {
+/// The uncore PCIe events as `-d` names them (`pqos/cap.c` `get_mon_event_name`), in
+/// pqos's order ([`rdt_pqos::MonEvents::UNCORE`]).
+const UNCORE_NAMES: [&str; 4] = [
+    "LLC misses - pcie read",
+    "LLC misses - pcie write",
+    "LLC references - pcie read",
+    "LLC references - pcie write",
+];
+
+/// The events `-d` lists, by pqos's `-m` names (the uncore events, which `-m` does not
+/// take, by the names of their JSON columns), in `-d`'s order.
+fn event_names(m: &MonitoringCaps, pmu: PmuCaps, uncore: bool) -> Vec<&'static str> {
     let e = &m.events;
     [
         (e.llc_occupancy, "llc"),
@@ -736,6 +751,10 @@ fn event_names(m: &MonitoringCaps, pmu: PmuCaps) -> Vec<&'static str> {
         (pmu.ipc, "ipc"),
         (pmu.llc_misses, "llc_miss"),
         (pmu.llc_references, "llc_ref"),
+        (uncore, "llc_miss_pcie_read"),
+        (uncore, "llc_miss_pcie_write"),
+        (uncore, "llc_ref_pcie_read"),
+        (uncore, "llc_ref_pcie_write"),
     ]
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))
@@ -816,7 +835,7 @@ pub fn print_capabilities_json(
             _ => "unknown".to_owned(),
         },
         monitoring: caps.monitoring.get().map(|m| MonDoc {
-            events: event_names(m, caps.pmu),
+            events: event_names(m, caps.pmu, caps.uncore_pcie && iface == Interface::Msr),
             num_rmids: m.num_rmids,
             upscaling_factor_bytes: m.upscaling_factor,
             counter_width_bits: m.counter_width,
@@ -921,6 +940,50 @@ mod tests {
             Num COS: 8
 "
         );
+    }
+
+    /// A Skylake-SP on the MSR interface: the four uncore PCIe events close "PMU events:"
+    /// (`lib/hw_cap.c` adds them after IPC, misses and references; `pqos/cap.c` names
+    /// them), and `-D` adds no detail to them (scale factor, max RMID and counter length
+    /// are 0 for them, which pqos does not print).
+    #[test]
+    fn msr_d_lists_the_uncore_pcie_events_last_among_the_pmu_events() {
+        // arrange
+        let mut b = FakeBackend::broadwell_2s();
+        b.reconfigure(|c| c.uncore_pcie = true);
+        // act
+        let got = display(&mut b, false);
+        let verbose = display(&mut b, true);
+        // assert
+        assert!(
+            got.contains(
+                "        PMU events:
+            Instructions/Clock (IPC)
+            LLC misses
+            LLC references
+            LLC misses - pcie read
+            LLC misses - pcie write
+            LLC references - pcie read
+            LLC references - pcie write
+    Allocation
+"
+            ),
+            "{got}"
+        );
+        assert!(
+            verbose.contains(
+                "            LLC references - pcie write
+    Allocation
+"
+            ),
+            "{verbose}"
+        );
+        // no uncore events without the capability, nor in the OS report
+        b.reconfigure(|c| c.uncore_pcie = false);
+        assert!(!display(&mut b, false).contains("pcie"));
+        let mut os = amd_issue_311();
+        os.uncore_pcie = true;
+        assert!(!os_report(&os, MbaCtrl::Unsupported, false).contains("pcie"));
     }
 
     /// The AMD EPYC of issue #311 on the OS interface: L3 CAT, MBA and SMBA with 16 classes.

@@ -205,3 +205,23 @@ fn os_capabilities_carry_mbm_details_where_there_are_some() {
     );
     assert!(doc.get("mbm").is_none(), "{doc}");
 }
+
+/// `--mon-uncore -u json`: one row per socket with `socket` instead of `core` and the four
+/// PCIe counts, valid against the monitoring schema.
+#[test]
+fn uncore_rows_are_schema_valid_json_with_socket_and_pcie_counts() {
+    let run = Sim::new("skylake-sp")
+        .monitor(&["-u", "json", "--mon-uncore", "-t", "1"])
+        .ok();
+    let rows = json_lines(&run);
+    let last: Vec<&Value> = rows.iter().rev().take(2).collect();
+    for (row, socket) in last.iter().rev().zip(["0", "1"]) {
+        assert_eq!(row["socket"], socket, "{row}");
+        assert!(row.get("core").is_none(), "{row}");
+        assert!(row["llc_references_pcie_write"].as_u64() > Some(0), "{row}");
+    }
+    let mon = schema("monitoring");
+    assert!(
+        !mon.is_valid(&serde_json::json!({"time": "2024-09-23T10:00:00+02:00", "interval_s": 1.0}))
+    );
+}

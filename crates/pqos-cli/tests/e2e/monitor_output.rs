@@ -750,3 +750,72 @@ fn a_simulated_day_at_100_ms_survives_counter_wraps_without_leaks() {
         "VmRSS grew by more than 4 MiB: {seen:?}"
     );
 }
+
+/// `--mon-uncore` on Skylake-SP (pqos `lib/uncore_monitoring.c`, `pqos/monitor_text.c`,
+/// `monitor_csv.c`): one row per socket, the four PCIe columns (text `" %11s"` headers,
+/// `" %10.0fk"` cells; CSV long names and raw counts), counts of the simulated CHAs.
+#[test]
+fn uncore_monitoring_on_skylake_sp_counts_the_pcie_events_of_each_socket() {
+    let sim = Sim::new("skylake-sp");
+    let text = sim.monitor(&["--mon-uncore", "-t", "1"]).ok().raw_stdout;
+    let body = text.strip_prefix(&note_banner()).expect("the banner first");
+    let lines: Vec<&str> = body.lines().collect();
+    let header = "  SOCKET   MISS_READ  MISS_WRITE    REF_READ   REF_WRITE";
+    assert_eq!(lines[1], header, "{body}");
+    let last: Vec<&str> = lines.iter().rev().take(2).rev().copied().collect();
+    for (row, socket) in last.iter().zip(["       0", "       1"]) {
+        assert_eq!(&row[..8], socket, "{body}");
+        assert_eq!(row.len(), header.len(), "{row:?}");
+        let cells = cells(row, &right_edges(header));
+        assert!(
+            cells[1..]
+                .iter()
+                .all(|c| c.ends_with('k')
+                    && c.trim().trim_end_matches('k').parse::<u64>().unwrap() > 0),
+            "{row:?}"
+        );
+    }
+    let csv = sim
+        .monitor(&["--mon-uncore=all:[0-1]", "-u", "csv", "-t", "1"])
+        .ok()
+        .raw_stdout;
+    let mut csv_lines = csv.strip_prefix(&note_banner()).unwrap().lines();
+    assert_eq!(
+        csv_lines.next(),
+        Some(
+            "Time,Socket,LLC Misses Read,LLC Misses Write,LLC References Read,LLC References Write"
+        )
+    );
+    let last = csv_fields(csv_lines.last().unwrap());
+    assert_eq!(last[1], "0-1");
+    let counts: Vec<u64> = last[2..].iter().map(|c| c.parse().unwrap()).collect();
+    assert!(
+        counts.iter().all(|&n| n > 0) && counts[2] >= counts[0],
+        "{last:?}"
+    );
+}
+
+/// pqos lists the uncore events on CPU model 0x55 only, and starts no uncore group
+/// elsewhere (it reports `Uncore monitoring start error on socket 0, status 1`).
+#[test]
+fn uncore_monitoring_is_refused_where_pqos_has_no_uncore_events() {
+    let run = Sim::new("broadwell-ep")
+        .monitor(&["--mon-uncore", "-t", "1"])
+        .failed();
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains(
+            "Uncore monitoring start error on socket 0: this CPU has no uncore PCIe events"
+        ),
+        "{}",
+        run.stderr
+    );
+    let run = Sim::new("skylake-sp")
+        .monitor(&["--mon-uncore=llc:0", "-t", "1"])
+        .failed();
+    assert!(
+        run.stderr.contains("only the event 'all'"),
+        "{}",
+        run.stderr
+    );
+}

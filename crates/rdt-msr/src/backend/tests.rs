@@ -1315,6 +1315,84 @@ fn association_is_one_read_of_pqr_assoc() {
     assert!(b.association(cpu(99)).is_err(), "offline CPU");
 }
 
+/// The test platform with the uncore PCIe events (a Skylake-SP would report them).
+fn uncore_backend() -> MsrBackend<FakeMsrs> {
+    let mut c = caps();
+    c.uncore_pcie = true;
+    let mut b = backend_with(FakeMsrs::new(), c);
+    b.io_mut().reset_counts();
+    b
+}
+
+#[test]
+fn uncore_group_programs_one_cpu_per_socket_and_sums_the_sockets() {
+    // arrange: CHA 0 counter 0 (0xE08) of socket 0 (CPU 0) and socket 1 (CPU 4)
+    let mut b = uncore_backend();
+    let ctr = MsrAddr::new(0xE08);
+    // act
+    let g = b
+        .start_uncore_monitoring(&[0, 1], MonEvents::UNCORE)
+        .unwrap();
+    // assert: 6 writes per event per socket, on the lowest CPU of each socket only
+    assert_eq!(b.io().writes(), 2 * 4 * 6);
+    for c in [0, 4] {
+        assert_eq!(b.io().get(cpu(c), MsrAddr::new(0xE01)), Some(0x40_2435));
+        assert_eq!(b.io().get(cpu(c), MsrAddr::new(0xE36)), Some(0x1004_9033));
+        assert_eq!(b.io().get(cpu(c), MsrAddr::new(0xE30)), Some(0x1_0000));
+    }
+    assert_eq!(b.io().get(cpu(1), MsrAddr::new(0xE00)), None);
+    b.io_mut().set(cpu(0), ctr, 1000);
+    b.io_mut().set(cpu(4), ctr, 234);
+    b.poll().unwrap();
+    let v = b.values(g).unwrap().uncore.unwrap();
+    assert_eq!(v.llc_miss_pcie_read, Some(1234));
+    assert_eq!(v.llc_ref_pcie_write, Some(0));
+    // stop: "reset control" in each CHA's box control
+    b.stop_monitoring(g).unwrap();
+    assert_eq!(b.io().get(cpu(4), MsrAddr::new(0xE20)), Some(0x1_0101));
+    assert!(b.values(g).is_none());
+}
+
+#[test]
+fn uncore_monitoring_is_refused_without_the_events_or_for_a_missing_socket() {
+    let mut plain = fresh();
+    let e = plain
+        .start_uncore_monitoring(&[0], MonEvents::UNCORE)
+        .unwrap_err();
+    assert!(
+        matches!(e, MsrError::Request(RequestError::UnsupportedEvent { .. })),
+        "{e}"
+    );
+    let mut b = uncore_backend();
+    let e = b
+        .start_uncore_monitoring(&[7], MonEvents::UNCORE)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("socket domain 7 does not exist"),
+        "{e}"
+    );
+    let e = b
+        .start_uncore_monitoring(&[0], MonEvents::LLC_OCCUPANCY)
+        .unwrap_err();
+    assert!(matches!(
+        e,
+        MsrError::Request(RequestError::UnsupportedEvent { .. })
+    ));
+    b.start_uncore_monitoring(&[1], MonEvents::UNCORE).unwrap();
+    let e = b
+        .start_uncore_monitoring(&[0, 1], MonEvents::UNCORE)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("socket 1 is already monitored"),
+        "{e}"
+    );
+    assert_eq!(
+        b.io().writes(),
+        4 * 6,
+        "nothing written by the refused starts"
+    );
+}
+
 #[test]
 fn mbm_of_an_rmid_above_the_erratum_threshold_is_corrected_as_the_kernel_does() {
     // arrange: a Broadwell-X (family 6 model 4FH) with 24 RMIDs: the kernel's table entry

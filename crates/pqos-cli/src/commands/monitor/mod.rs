@@ -33,7 +33,7 @@ use self::proc::GroupThreads;
 use super::Context;
 use crate::args::FileType;
 use crate::command::MonitorRequest;
-use crate::grammar::MonGroupSpec;
+use crate::grammar::{MonGroupSpec, SocketGroupSpec};
 use rdt_pqos::proc::ProcFs;
 
 /// The group's events as pqos chooses them ([`MonEvents::select`]), with pqos's words for
@@ -62,11 +62,12 @@ fn setup_events(
     })
 }
 
-/// What a group monitors: cores or processes.
+/// What a group monitors: cores, processes or (uncore) sockets.
 #[derive(Clone, Debug)]
 enum Target {
     Cores(rdt_pqos::CpuSet),
     Pids(Vec<TaskId>),
+    Sockets(Vec<u32>),
 }
 
 /// A group to start: its label, what it monitors and the events asked for.
@@ -103,6 +104,14 @@ pub fn run_monitor<B: Backend>(
     out: &mut dyn Write,
 ) -> Result<()> {
     let caps = backend.capabilities().clone();
+    if req.uncore_groups.is_some() && backend.interface() != rdt_pqos::Interface::Msr {
+        // said before anything else: resctrl may not even monitor, and would not help
+        return Err(anyhow!(RequestError::NeedsMsrInterface {
+            operation: "uncore monitoring (--mon-uncore)",
+            interface: backend.interface(),
+        })
+        .context("Uncore monitoring start error"));
+    }
     if !caps.monitoring.is_present() {
         bail!("Monitoring capability not detected!");
     }
@@ -124,12 +133,13 @@ pub fn run_monitor<B: Backend>(
         events: plans.iter().fold(MonEvents::empty(), |a, g| a | g.events),
         llc,
         pid_mode: !req.pid_groups.is_empty(),
+        socket_mode: req.uncore_groups.is_some(),
     };
     // PID mode: every thread's stat file, opened before anything is started.
     let mut threads: Vec<Option<GroupThreads>> = Vec::with_capacity(plans.len());
     for g in &plans {
         threads.push(match &g.target {
-            Target::Cores(_) => None,
+            Target::Cores(_) | Target::Sockets(_) => None,
             Target::Pids(pids) => Some(GroupThreads::open(proc, pids).with_context(|| {
                 format!("PID {} monitoring start error: reading its threads", g.desc)
             })?),
@@ -169,7 +179,7 @@ pub fn run_monitor<B: Backend>(
             plan: g,
             first_cpu: match &g.target {
                 Target::Cores(cpus) => cpus.first().unwrap_or_default(),
-                Target::Pids(_) => LogicalCpu::default(),
+                Target::Pids(_) | Target::Sockets(_) => LogicalCpu::default(),
             },
             threads,
         });
@@ -197,14 +207,14 @@ fn start_groups<B: Backend>(
         .iter()
         .filter_map(|g| match &g.target {
             Target::Cores(cpus) => Some((g, (cpus.clone(), g.events))),
-            Target::Pids(_) => None,
+            Target::Pids(_) | Target::Sockets(_) => None,
         })
         .unzip();
     let (pid_plans, pid_groups): (Vec<&GroupPlan>, Vec<_>) = plans
         .iter()
         .filter_map(|g| match &g.target {
             Target::Pids(pids) => Some((g, (pids.clone(), g.events))),
-            Target::Cores(_) => None,
+            Target::Cores(_) | Target::Sockets(_) => None,
         })
         .unzip();
     let desc = |of: &[&GroupPlan], i: usize| of.get(i).map_or("?", |g| g.desc.as_str()).to_owned();
@@ -222,20 +232,79 @@ fn start_groups<B: Backend>(
             anyhow!(e.error).context(format!("PID {d} monitoring start error"))
         })?
         .into_iter();
-    plans
+    let mut ids = Vec::with_capacity(plans.len());
+    for g in plans {
+        let id = match &g.target {
+            Target::Cores(_) => core_ids.next(),
+            Target::Pids(_) => pid_ids.next(),
+            Target::Sockets(sockets) => Some(mon.start_uncore(sockets, g.events).map_err(|e| {
+                anyhow!(e).context(format!(
+                    "Uncore monitoring start error on socket {}",
+                    g.desc
+                ))
+            })?),
+        }
+        .ok_or_else(|| anyhow!("a batch start returned fewer groups than asked for"))?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+/// The uncore groups of `--mon-uncore` (pqos `monitor_setup`): the given socket groups,
+/// or one group per socket with every uncore event; their events as pqos chooses them
+/// ([`MonEvents::select_uncore`]). The MSR interface alone has them (pqos: `lib/api.c`;
+/// [`run_monitor`] refuses the others first).
+fn uncore_plans<B: Backend>(backend: &B, specs: &[SocketGroupSpec]) -> Result<Vec<GroupPlan>> {
+    let defaults: Vec<SocketGroupSpec>;
+    let specs = if specs.is_empty() {
+        defaults = backend
+            .topology()
+            .packages()
+            .into_iter()
+            .map(|p| SocketGroupSpec {
+                desc: p.to_string(),
+                sockets: vec![p],
+                events: MonEvents::PQOS_ALL,
+            })
+            .collect();
+        &defaults
+    } else {
+        specs
+    };
+    let supported = backend.capabilities().supported_events();
+    specs
         .iter()
         .map(|g| {
-            match &g.target {
-                Target::Cores(_) => core_ids.next(),
-                Target::Pids(_) => pid_ids.next(),
-            }
-            .ok_or_else(|| anyhow!("a batch start returned fewer groups than asked for"))
+            let start_error = || format!("Uncore monitoring start error on socket {}", g.desc);
+            let events = g.events.select_uncore(supported).map_err(|_| {
+                let why = if supported.intersects(MonEvents::UNCORE) {
+                    "only the event 'all' selects the uncore PCIe events (e.g. \
+                     --mon-uncore=all:0)"
+                        .to_owned()
+                } else {
+                    format!(
+                        "this CPU has no uncore PCIe events (pqos enables them on Skylake-SP, \
+                         CPU model {:#x}, only)",
+                        rdt_pqos::UNCORE_PCIE_MODEL
+                    )
+                };
+                anyhow!("{}: {why}", start_error())
+            })?;
+            Ok(GroupPlan {
+                desc: g.desc.clone(),
+                target: Target::Sockets(g.sockets.clone()),
+                events,
+            })
         })
         .collect()
 }
 
-/// The groups to start: `-p` groups, `-m` groups, or one group per core with every event.
+/// The groups to start: `--mon-uncore` groups, `-p` groups, `-m` groups, or one group per
+/// core with every event.
 fn group_plans<B: Backend>(backend: &B, req: &MonitorRequest) -> Result<Vec<GroupPlan>> {
+    if let Some(specs) = &req.uncore_groups {
+        return uncore_plans(backend, specs);
+    }
     let supported = backend.capabilities().supported_events();
     let mut excluded = MonEvents::empty();
     excluded.set(MonEvents::IPC, req.disable_ipc);
@@ -320,6 +389,20 @@ fn validate_targets<B: Backend>(backend: &B, proc: &ProcFs, plans: &[GroupPlan])
                         "Monitoring start error on core(s) {}: core {cpu} is not present (cores on this platform: {})",
                         g.desc,
                         backend.topology().all_cpus()
+                    );
+                }
+            }
+            Target::Sockets(sockets) => {
+                let known = backend.topology().packages();
+                if let Some(s) = sockets.iter().find(|s| !known.contains(s)) {
+                    bail!(
+                        "Uncore monitoring start error on socket {}: socket {s} is not present (sockets on this platform: {})",
+                        g.desc,
+                        known
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(",")
                     );
                 }
             }
@@ -1109,5 +1192,53 @@ mod tests {
         );
         assert_eq!(b.running_groups(), 0);
         assert_eq!(b.rmid_of_cpu(0), 0);
+    }
+
+    /// pqos offers uncore monitoring on the MSR interface only (`lib/api.c`): on the OS
+    /// interface the request is refused before anything starts, naming the interface.
+    #[test]
+    fn uncore_monitoring_needs_the_msr_interface() {
+        // arrange: even a CPU with the events
+        let mut b = FakeBackend::broadwell_2s();
+        b.reconfigure(|c| c.uncore_pcie = true);
+        b.os_interface = true;
+        // act
+        let (r, out) = run(&mut b, &["--mon-uncore", "-t", "1"], false);
+        // assert
+        let e = format!("{:#}", r.unwrap_err());
+        assert!(
+            e.starts_with(
+                "Uncore monitoring start error: uncore monitoring (--mon-uncore) needs the MSR \
+                 interface (--iface=msr); this platform was opened with the Os interface"
+            ),
+            "{e}"
+        );
+        assert_eq!(out, "", "no sample");
+        assert_eq!(b.running_groups(), 0);
+    }
+
+    /// `--mon-uncore` without a value: one row per socket in socket order, the uncore
+    /// columns only (no IPC or misses: pqos masks the core events out of uncore groups),
+    /// pqos's `" %10.0fk"` cells; the groups are stopped at the end.
+    #[test]
+    fn uncore_text_has_a_row_per_socket_with_the_pcie_counts() {
+        // arrange
+        let mut b = FakeBackend::broadwell_2s();
+        b.reconfigure(|c| c.uncore_pcie = true);
+        // act
+        let (r, out) = run(&mut b, &["--mon-uncore", "-t", "1"], false);
+        // assert: FakeBackend counts 1000/500/2000/1000 x (socket + 1) per poll
+        r.unwrap();
+        let sample = "  SOCKET   MISS_READ  MISS_WRITE    REF_READ   REF_WRITE\n       0          1k          0k          2k          1k\n       1          2k          1k          4k          2k\n";
+        assert_eq!(
+            out,
+            format!("TIME 2024-09-23 10:00:00\n{sample}TIME 2024-09-23 10:00:01\n{sample}")
+        );
+        assert_eq!(b.running_groups(), 0);
+        assert!(
+            b.writes.iter().any(|w| w == "stop uncore [1]"),
+            "{:?}",
+            b.writes
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! (monitor_csv.c) and XML (monitor_xml.c), and a JSON Lines form of our own.
 //!
 //! Every format shows the union of the groups' events as its columns, in pqos's order (IPC,
-//! LLC misses, LLC occupancy, MBL, MBR, MBT). A cell is blank (text: 12 spaces; CSV: a bare
+//! LLC misses, LLC references, LLC occupancy, MBL, MBR, MBT, then the uncore PCIe events).
+//! In uncore mode (`--mon-uncore`) the group column is the socket (`SOCKET`, `Socket`,
+//! `<socket>`, `"socket"`). A cell is blank (text: 12 spaces; CSV: a bare
 //! `,`; XML: `<x></x>`; JSON: `null`) when its group does not monitor that event or when
 //! there is no value this time (no PMU, IA32_QM_CTR Unavailable).
 
@@ -12,6 +14,7 @@ use std::time::Duration;
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 use rdt_pqos::MonEvents;
 use rdt_pqos::MonValues;
+use rdt_pqos::UncoreCounts;
 use rdt_pqos::monitor::{MibPerSec, bytes_to_kib};
 use serde::Serialize;
 
@@ -37,6 +40,8 @@ pub struct Columns {
     pub llc: LlcUnit,
     /// PID mode (`-p`): the group column is `PID` and a `CORE` column follows.
     pub pid_mode: bool,
+    /// Uncore mode (`--mon-uncore`): the group column is the socket.
+    pub socket_mode: bool,
 }
 
 /// The numbers of one row; `None` is a blank cell.
@@ -56,6 +61,8 @@ pub struct Cells {
     pub mbm_remote: Option<f64>,
     /// Total memory bandwidth, MiB/s.
     pub mbm_total: Option<f64>,
+    /// The uncore PCIe LLC counts over the interval (uncore mode).
+    pub uncore: UncoreCounts,
 }
 
 impl Cells {
@@ -79,6 +86,15 @@ impl Cells {
             mbm_local: rate(values.mbm_local_delta_bytes).filter(|_| on(MonEvents::MBM_LOCAL)),
             mbm_remote: rate(values.mbm_remote_delta_bytes).filter(|_| on(MonEvents::MBM_REMOTE)),
             mbm_total: rate(values.mbm_total_delta_bytes).filter(|_| on(MonEvents::MBM_TOTAL)),
+            uncore: {
+                let mut u = UncoreCounts::default();
+                if let Some(v) = &values.uncore {
+                    for e in MonEvents::UNCORE.intersection(events).iter() {
+                        u.set(e, v.get(e));
+                    }
+                }
+                u
+            },
         }
     }
 }
@@ -172,6 +188,33 @@ fn columns(cols: Columns) -> Vec<Column> {
             csv: ",MBT[MB/s]",
             xml: "mbm_total_MB",
         },
+        // uncore: text `" %11s"` of MISS_READ..., CSV `",%11s"` of the long names
+        // (pqos/monitor_text.c, monitor_csv.c); pqos's XML has no uncore nodes, ours are
+        // named as the JSON fields (docs/compat.md)
+        Column {
+            event: MonEvents::LLC_MISS_PCIE_READ,
+            text: "   MISS_READ",
+            csv: ",LLC Misses Read",
+            xml: "llc_misses_pcie_read",
+        },
+        Column {
+            event: MonEvents::LLC_MISS_PCIE_WRITE,
+            text: "  MISS_WRITE",
+            csv: ",LLC Misses Write",
+            xml: "llc_misses_pcie_write",
+        },
+        Column {
+            event: MonEvents::LLC_REF_PCIE_READ,
+            text: "    REF_READ",
+            csv: ",LLC References Read",
+            xml: "llc_references_pcie_read",
+        },
+        Column {
+            event: MonEvents::LLC_REF_PCIE_WRITE,
+            text: "   REF_WRITE",
+            csv: ",LLC References Write",
+            xml: "llc_references_pcie_write",
+        },
     ];
     all.into_iter()
         .filter(|c| cols.events.contains(c.event))
@@ -179,7 +222,9 @@ fn columns(cols: Columns) -> Vec<Column> {
 }
 
 /// The columns that are event counts: pqos prints them as integers (text: thousands, `k`).
-const COUNTS: MonEvents = MonEvents::LLC_MISSES.union(MonEvents::LLC_REFERENCES);
+const COUNTS: MonEvents = MonEvents::LLC_MISSES
+    .union(MonEvents::LLC_REFERENCES)
+    .union(MonEvents::UNCORE);
 
 /// The value of a cell as pqos prints it (before its width and precision), or `None`.
 #[allow(clippy::cast_precision_loss)] // counts and byte values far below 2^52
@@ -201,8 +246,10 @@ fn value(cells: &Cells, event: MonEvents, llc: LlcUnit) -> Option<f64> {
         cells.mbm_local
     } else if event == MonEvents::MBM_REMOTE {
         cells.mbm_remote
-    } else {
+    } else if event == MonEvents::MBM_TOTAL {
         cells.mbm_total
+    } else {
+        cells.uncore.get(event).map(|n| n as f64)
     }
 }
 
@@ -263,6 +310,8 @@ impl Text {
     fn header(&self) -> String {
         let mut h = String::from(if self.cols.pid_mode {
             "     PID     CORE"
+        } else if self.cols.socket_mode {
+            "  SOCKET"
         } else {
             "    CORE"
         });
@@ -398,6 +447,8 @@ impl Csv {
     pub fn header(&self) -> String {
         let mut h = String::from(if self.cols.pid_mode {
             "Time,PID,Core"
+        } else if self.cols.socket_mode {
+            "Time,Socket"
         } else {
             "Time,Core"
         });
@@ -514,6 +565,8 @@ impl Format for Xml {
             if self.cols.pid_mode {
                 xml_node(&mut x, "pid", row.desc)?;
                 xml_node(&mut x, "core", row.cores.as_deref().unwrap_or("err"))?;
+            } else if self.cols.socket_mode {
+                xml_node(&mut x, "socket", row.desc)?;
             } else {
                 xml_node(&mut x, "core", row.desc)?;
             }
@@ -550,7 +603,10 @@ impl Format for Xml {
 /// per column shown: `ipc`, `llc_misses` and `llc_references` (counts over the interval),
 /// `llc_occupancy_kib` or
 /// (`-P`) `llc_occupancy_percent`, `mbm_local_mib_per_s`, `mbm_remote_mib_per_s`,
-/// `mbm_total_mib_per_s`. A column's value is `null` where a text cell would be blank.
+/// `mbm_total_mib_per_s`; in uncore mode `socket` instead of `core`, and
+/// `llc_misses_pcie_read`, `llc_misses_pcie_write`, `llc_references_pcie_read`,
+/// `llc_references_pcie_write` (counts over the interval). A column's value is `null` where
+/// a text cell would be blank.
 /// Numbers are not rounded.
 #[derive(Debug)]
 pub struct Json {
@@ -577,7 +633,10 @@ struct JsonRow<'a> {
     time: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pid: Option<&'a str>,
-    core: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    core: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    socket: Option<&'a str>,
     interval_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     ipc: Option<Option<f64>>,
@@ -595,6 +654,14 @@ struct JsonRow<'a> {
     mbm_remote_mib_per_s: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     mbm_total_mib_per_s: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    llc_misses_pcie_read: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    llc_misses_pcie_write: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    llc_references_pcie_read: Option<Option<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    llc_references_pcie_write: Option<Option<u64>>,
 }
 
 impl Format for Json {
@@ -618,10 +685,11 @@ impl Format for Json {
                 time: &time,
                 pid: self.cols.pid_mode.then_some(row.desc),
                 core: if self.cols.pid_mode {
-                    row.cores.as_deref().unwrap_or("err")
+                    Some(row.cores.as_deref().unwrap_or("err"))
                 } else {
-                    row.desc
+                    (!self.cols.socket_mode).then_some(row.desc)
                 },
+                socket: self.cols.socket_mode.then_some(row.desc),
                 interval_s: s.interval.as_secs_f64(),
                 ipc: field(MonEvents::IPC, c.ipc),
                 llc_misses: shown(MonEvents::LLC_MISSES).then_some(c.llc_misses),
@@ -636,6 +704,14 @@ impl Format for Json {
                 mbm_local_mib_per_s: field(MonEvents::MBM_LOCAL, c.mbm_local),
                 mbm_remote_mib_per_s: field(MonEvents::MBM_REMOTE, c.mbm_remote),
                 mbm_total_mib_per_s: field(MonEvents::MBM_TOTAL, c.mbm_total),
+                llc_misses_pcie_read: shown(MonEvents::LLC_MISS_PCIE_READ)
+                    .then_some(c.uncore.llc_miss_pcie_read),
+                llc_misses_pcie_write: shown(MonEvents::LLC_MISS_PCIE_WRITE)
+                    .then_some(c.uncore.llc_miss_pcie_write),
+                llc_references_pcie_read: shown(MonEvents::LLC_REF_PCIE_READ)
+                    .then_some(c.uncore.llc_ref_pcie_read),
+                llc_references_pcie_write: shown(MonEvents::LLC_REF_PCIE_WRITE)
+                    .then_some(c.uncore.llc_ref_pcie_write),
             };
             serde_json::to_writer(&mut self.buf, &json)?;
             self.buf.push(b'\n');
@@ -662,6 +738,7 @@ mod tests {
             events: MonEvents::PQOS_ALL,
             llc: LlcUnit::KiB,
             pid_mode,
+            socket_mode: false,
         }
     }
 
@@ -674,6 +751,7 @@ mod tests {
             mbm_local: Some(0.0),
             mbm_remote: Some(0.0),
             mbm_total: None,
+            uncore: UncoreCounts::default(),
         }
     }
 
@@ -855,6 +933,7 @@ mod tests {
             events: MonEvents::LLC_OCCUPANCY,
             llc: LlcUnit::Percent { l3_bytes: 1000 },
             pid_mode: false,
+            socket_mode: false,
         };
         let rows = [Row {
             desc: "0",
@@ -868,5 +947,58 @@ mod tests {
         let json = render(&mut Json::new(cols), &rows);
         let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
         assert!((v["llc_occupancy_percent"].as_f64().unwrap() - 299.9).abs() < 1e-9);
+    }
+
+    /// `--mon-uncore`: pqos/monitor_text.c's `  SOCKET` and `" %11s"` uncore headers with
+    /// `" %10.0fk"` cells, monitor_csv.c's `Time,Socket` and `",%11s"` long names with raw
+    /// counts; our XML and JSON name the socket and the counts as the JSON schema does.
+    #[test]
+    fn socket_mode_headers_and_cells_are_pqos_uncore_layout() {
+        // arrange
+        let cols = Columns {
+            events: MonEvents::UNCORE,
+            llc: LlcUnit::KiB,
+            pid_mode: false,
+            socket_mode: true,
+        };
+        let rows = [Row {
+            desc: "0",
+            cores: None,
+            cells: Cells {
+                uncore: UncoreCounts {
+                    llc_miss_pcie_read: Some(2_174_499),
+                    llc_miss_pcie_write: Some(1_087_000),
+                    llc_ref_pcie_read: Some(2_233_500),
+                    llc_ref_pcie_write: None,
+                },
+                ..Cells::default()
+            },
+        }];
+        // act
+        let text = render(&mut Text::new(cols, None), &rows);
+        let csv = render(&mut Csv::new(cols, false), &rows);
+        let xml = render(&mut Xml::new(cols), &rows);
+        let json = render(&mut Json::new(cols), &rows);
+        // assert
+        assert_eq!(
+            text,
+            "TIME 2024-09-23 10:00:00\n  SOCKET   MISS_READ  MISS_WRITE    REF_READ   REF_WRITE\n       0       2174k       1087k       2234k            \n"
+        );
+        assert_eq!(
+            csv,
+            "Time,Socket,LLC Misses Read,LLC Misses Write,LLC References Read,LLC References Write\n2024-09-23 10:00:00,\"0\",2174499,1087000,2233500,\n"
+        );
+        assert!(
+            xml.contains(
+                "<record>\n\t<time>2024-09-23 10:00:00</time>\n\t<socket>0</socket>\n\t<llc_misses_pcie_read>2174499</llc_misses_pcie_read>\n"
+            ),
+            "{xml}"
+        );
+        assert!(xml.contains("\t<llc_references_pcie_write></llc_references_pcie_write>\n"));
+        let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        assert_eq!(v["socket"], "0");
+        assert!(v.get("core").is_none());
+        assert_eq!(v["llc_references_pcie_read"], 2_233_500);
+        assert!(v["llc_references_pcie_write"].is_null());
     }
 }
