@@ -61,9 +61,11 @@ fn unescape(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
+        // the kernel's `mangle` writes a byte as `\ooo`: the first digit is at most 3
         if b[i] == b'\\'
             && i + 3 < b.len()
-            && b[i + 1..=i + 3].iter().all(|c| (b'0'..=b'7').contains(c))
+            && (b'0'..=b'3').contains(&b[i + 1])
+            && b[i + 2..=i + 3].iter().all(|c| (b'0'..=b'7').contains(c))
         {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
@@ -207,6 +209,15 @@ mod tests {
         assert_eq!(m.options().unwrap(), None);
         m.remount(&"cdpl2".parse().unwrap()).unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "remount cdpl2\n");
+    }
+
+    /// `\777` is not an escape the kernel writes (a byte is at most `\377`): kept as text,
+    /// where it overflowed a byte (found by the fuzz test below).
+    #[test]
+    fn an_escape_above_a_byte_is_text_not_an_overflow() {
+        let text = "resctrl /mnt/a\\777b resctrl rw 0 0\nresctrl /mnt/c\\101 resctrl rw,cdp 0 0\n";
+        assert!(parse_proc_mounts(text, Path::new("/mnt/a\\777b")).is_some());
+        assert!(parse_proc_mounts(text, Path::new("/mnt/cA")).is_some_and(|o| o.cdp));
     }
 
     /// Any `/proc/mounts` text gives the root's options or `None`, never a panic; any
