@@ -477,6 +477,12 @@ impl Backend for Rdt {
             Inner::Os(b) => b.mba_ctrl(),
         }
     }
+    fn mba_thread_throttle(
+        &mut self,
+        domain: CacheDomain,
+    ) -> Result<Option<rdt_core::ThreadThrottle>, Error> {
+        forward!(self, b => b.mba_thread_throttle(domain))
+    }
     fn run_dir(&self) -> Option<&std::path::Path> {
         match &self.backend {
             Inner::Msr(b) => b.run_dir(),

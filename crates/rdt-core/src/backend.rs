@@ -1,8 +1,9 @@
 //! The `Backend` trait both interfaces (MSR and resctrl) implement, and the values it speaks.
 
 use crate::{
-    CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, CpuSet, LogicalCpu, MbaLimit,
-    MbaResource, MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId, Topology,
+    CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, CpuSet, LogicalCpu, MbaKind,
+    MbaLimit, MbaResource, MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId,
+    ThreadThrottle, Topology,
 };
 
 /// The interface a backend programs the hardware through (pqos `--iface`).
@@ -649,6 +650,27 @@ pub trait Backend {
     /// interface: the controller is the kernel's).
     fn mba_ctrl(&self) -> Option<MbaCtrl> {
         None
+    }
+
+    /// How the MBA limits of a core's threads combine in L3 `domain` ([`ThreadThrottle`]);
+    /// `None` without Intel MBA. The default follows CPUID: per thread on MBA 3.0, else
+    /// the larger delay (the kernel's `thread_throttle_mode`); the MSR backend reads
+    /// IA32_MBA_CFG bit 0 where MBA 2.0 has it.
+    ///
+    /// # Errors
+    /// A register read fails.
+    fn mba_thread_throttle(
+        &mut self,
+        domain: CacheDomain,
+    ) -> Result<Option<ThreadThrottle>, Self::Error> {
+        let _ = domain;
+        Ok(match self.capabilities().mba.get().map(|m| m.kind) {
+            Some(MbaKind::IntelDelay {
+                per_thread: true, ..
+            }) => Some(ThreadThrottle::PerThread),
+            Some(MbaKind::IntelDelay { .. }) => Some(ThreadThrottle::Max),
+            _ => None,
+        })
     }
 
     /// What resctrl shows about memory bandwidth monitoring beyond the capabilities:

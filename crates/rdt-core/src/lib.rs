@@ -61,7 +61,9 @@ pub use detect::UNCORE_PCIE_MODEL;
 pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
 pub use mask::{CacheBitmask, MaskError};
-pub use mba::{MbaLimit, ParseMbaLimitError, intel_mba_delay, intel_mba_percent, round_to_step};
+pub use mba::{
+    MbaLimit, ParseMbaLimitError, ThreadThrottle, intel_mba_delay, intel_mba_percent, round_to_step,
+};
 pub use mbm::{AssignMode, CounterAssignment, EventConfig, MbmDetails};
 pub use monitor::{
     DomainValues, MonAccumulator, MonEvents, MonGroupId, MonValues, Reclaimed, RmidEvent,

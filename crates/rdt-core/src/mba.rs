@@ -151,3 +151,54 @@ mod tests {
         }
     }
 }
+
+/// How the MBA limits of the threads of one core combine (Intel): each thread throttled by
+/// its own class's delay, or the core by one delay chosen from its threads'.
+///
+/// MBA 3.0 parts (CPUID.(10H,3):ECX\[0\], Sapphire Rapids and later) throttle per thread.
+/// Earlier parts apply one delay per core: the larger of the threads' delays (the kernel's
+/// `info/MB/thread_throttle_mode` `max`), or, on MBA 2.0 parts whose IA32_MBA_CFG (0xC84)
+/// bit 0 is set, the smaller.
+///
+/// # References
+/// Intel SDM Vol. 3B, 18.19.7 "Memory Bandwidth Allocation" (MBA 2.0 min/max delay
+/// selection, MBA 3.0 per-thread); kernel `Documentation/arch/x86/resctrl.rst`
+/// (`thread_throttle_mode`); pqos `lib/hw_cap.c` `hw_cap_mba_discover` (`Min|Max MBA delay
+/// enabled on socket N`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ThreadThrottle {
+    /// Each thread has its own class's delay.
+    PerThread,
+    /// A core runs at the larger delay of its threads (the lowest percentage).
+    Max,
+    /// A core runs at the smaller delay of its threads (the highest percentage; MBA_CFG
+    /// bit 0).
+    Min,
+}
+
+impl ThreadThrottle {
+    /// The limit a core whose threads have `limits` runs at, `None` when each thread keeps
+    /// its own ([`ThreadThrottle::PerThread`]) or there is no percentage among them.
+    #[must_use]
+    pub fn core_limit(self, limits: &[MbaLimit]) -> Option<MbaLimit> {
+        let percents = limits.iter().filter_map(|l| match l {
+            MbaLimit::Percent(p) => Some(*p),
+            _ => None,
+        });
+        match self {
+            Self::PerThread => None,
+            Self::Max => percents.min().map(MbaLimit::Percent),
+            Self::Min => percents.max().map(MbaLimit::Percent),
+        }
+    }
+}
+
+impl fmt::Display for ThreadThrottle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::PerThread => "per-thread",
+            Self::Max => "max",
+            Self::Min => "min",
+        })
+    }
+}

@@ -12,7 +12,7 @@ use rdt_core::{
     AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
     CatResource, ClassId, CpuSet, FeatureSetting, Interface, LimitError, LogicalCpu, MbaClass,
     MbaKind, MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId, MonValues, NoPmu,
-    PmuSource, Reclaimed, RequestError, Rmid, RmidEvent, Topology, intel_mba_delay,
+    PmuSource, Reclaimed, RequestError, Rmid, RmidEvent, ThreadThrottle, Topology, intel_mba_delay,
     intel_mba_percent, round_to_step,
 };
 
@@ -938,6 +938,37 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     ///
     /// # Errors
     /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without the resource, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), or a read error.
+    /// Per thread on MBA 3.0; on per-core MBA 2.0 (more than 8 classes: the parts with
+    /// IA32_MBA_CFG, as pqos `hw_cap_mba_discover` reads it) bit 0 of IA32_MBA_CFG on the
+    /// lowest CPU of `domain`: set, the smaller delay; else (and on MBA 1.0) the larger.
+    ///
+    /// # Errors
+    /// [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain); a read error.
+    fn mba_thread_throttle(
+        &mut self,
+        domain: CacheDomain,
+    ) -> Result<Option<ThreadThrottle>, MsrError> {
+        let Some(m) = self.caps.mba.get() else {
+            return Ok(None);
+        };
+        Ok(match m.kind {
+            MbaKind::IntelDelay {
+                per_thread: true, ..
+            } => Some(ThreadThrottle::PerThread),
+            MbaKind::IntelDelay { .. } if m.num_classes > 8 => {
+                let cpu = Self::domain("MBA", &self.l3, domain)?;
+                let cfg = self.io.read(cpu, regs::IA32_MBA_CFG)?;
+                Some(if cfg & regs::MBA_CFG_MIN_DELAY == 0 {
+                    ThreadThrottle::Max
+                } else {
+                    ThreadThrottle::Min
+                })
+            }
+            MbaKind::IntelDelay { .. } => Some(ThreadThrottle::Max),
+            MbaKind::AmdBandwidth { .. } => None,
+        })
+    }
+
     fn bandwidth_classes(
         &mut self,
         resource: MbaResource,

@@ -24,6 +24,13 @@ pub const IA32_QM_CTR: MsrAddr = MsrAddr::new(0xC8E);
 pub const IA32_L3_QOS_CFG: MsrAddr = MsrAddr::new(0xC81);
 /// IA32_L2_QOS_CFG (0xC82): bit 0 enables L2 CDP.
 pub const IA32_L2_QOS_CFG: MsrAddr = MsrAddr::new(0xC82);
+/// IA32_MBA_CFG (0xC84, pqos `PQOS_MSR_MBA_CFG`): on Intel MBA 2.0 and later (linear MBA
+/// with more than 8 classes, or per-thread MBA) bit 0 selects which delay a core applies
+/// when its threads' classes differ ([`MBA_CFG_MIN_DELAY`]), bit 1 legacy mode, bit 2 MBA
+/// 4.0 (SDM Vol. 3B, 18.19.7).
+pub const IA32_MBA_CFG: MsrAddr = MsrAddr::new(0xC84);
+/// IA32_MBA_CFG bit 0: a core applies the smaller of its threads' delays (clear: the larger).
+pub const MBA_CFG_MIN_DELAY: u64 = 1;
 /// IA32_L3_QOS_MASK_0 (0xC90): L3 CBM of COS n at 0xC90 + n (CDP: data 2n, code 2n+1).
 pub const IA32_L3_QOS_MASK_0: MsrAddr = MsrAddr::new(0xC90);
 /// IA32_L2_QOS_MASK_0 (0xD10): L2 CBM of COS n at 0xD10 + n (CDP as for L3).

@@ -45,9 +45,9 @@ pub(crate) const IA32_EFER: u32 = 0xC000_0080;
 /// IA32_CORE_CAPABILITIES.
 pub(crate) const IA32_CORE_CAPABILITIES: u32 = 0xCF;
 /// MBA_CFG (SDM: MSR_MBA_CFG; pqos `PQOS_MSR_MBA_CFG`).
-pub(crate) const MBA_CFG: u32 = 0xC84;
+pub(crate) const MBA_CFG: u32 = rdt_msr::regs::IA32_MBA_CFG.get();
 /// MBA_CFG bit 0: the smaller of a core's thread delays applies.
-pub(crate) const MBA_CFG_MIN: u64 = 1;
+pub(crate) const MBA_CFG_MIN: u64 = rdt_msr::regs::MBA_CFG_MIN_DELAY;
 
 /// A non-RDT register the model answers (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -215,10 +215,7 @@ impl Config {
             PlanError::Read { error, .. } => ConfigPlanError::Backend(error),
         })?;
         warnings.extend(plan.warnings().iter().map(|w| {
-            let index = match w {
-                crate::transaction::PlanWarning::Shareable { index, .. } => *index,
-            };
-            let o = &origins[index];
+            let o = &origins[w.index()];
             self.error_at(o.class, &o.key, w.to_string()).to_string()
         }));
         Ok(ConfigPlan {

@@ -89,7 +89,7 @@ use super::error::Location;
 use super::node::{self, Entry, Format, Node, Value};
 use super::parse::name_problem;
 use super::{ConfigError, ConfigErrorKind, ConfigPlan, ConfigPlanError, ConfigWarning};
-use crate::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning};
+use crate::transaction::{Change, MaskScope, Plan, PlanError};
 use crate::{
     Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, MbaKind,
     MbaLimit, Topology,
@@ -1685,10 +1685,11 @@ impl GoresctrlConfig {
             )),
             PlanError::Read { error, .. } => ConfigPlanError::Backend(error),
         })?;
-        warnings.extend(plan.warnings().iter().map(|w| {
-            let PlanWarning::Shareable { index, .. } = w;
-            self.warning(origins[*index], w.to_string()).to_string()
-        }));
+        warnings.extend(
+            plan.warnings()
+                .iter()
+                .map(|w| self.warning(origins[w.index()], w.to_string()).to_string()),
+        );
         // One remark per place, not one per cache id.
         let mut seen = std::collections::BTreeSet::new();
         warnings.retain(|w| seen.insert(w.clone()));

@@ -430,6 +430,31 @@ pub enum PlanWarning {
         /// The ways shared, as a mask.
         shared: u64,
     },
+    /// The threads of one core end in classes with different MBA limits on a part that
+    /// throttles a core as one ([`crate::ThreadThrottle::Max`] or `Min`: Intel MBA before
+    /// 3.0): every thread runs at `applied`, not at its class's limit.
+    MbaSharedCore {
+        /// The first change that touches the core.
+        index: usize,
+        /// The core's CPUs.
+        cpus: Vec<LogicalCpu>,
+        /// Each CPU's class and that class's limit, in `cpus` order.
+        limits: Vec<(ClassId, MbaLimit)>,
+        /// How the core combines them.
+        throttle: crate::ThreadThrottle,
+        /// The limit the whole core runs at.
+        applied: MbaLimit,
+    },
+}
+
+impl PlanWarning {
+    /// The index of the change the warning is about.
+    #[must_use]
+    pub const fn index(&self) -> usize {
+        match self {
+            Self::Shareable { index, .. } | Self::MbaSharedCore { index, .. } => *index,
+        }
+    }
 }
 
 impl fmt::Display for PlanWarning {
@@ -441,6 +466,26 @@ impl fmt::Display for PlanWarning {
                 f,
                 "{resource} ways {shared:#x} are shareable with other agents (GPU, I/O)"
             ),
+            Self::MbaSharedCore {
+                cpus,
+                limits,
+                throttle,
+                applied,
+                ..
+            } => {
+                let cpus: Vec<String> = cpus.iter().map(ToString::to_string).collect();
+                let limits: Vec<String> = limits
+                    .iter()
+                    .map(|(c, l)| format!("COS{c} {l:#}"))
+                    .collect();
+                write!(
+                    f,
+                    "CPUs {} are threads of one core, which MBA throttles as one ({throttle} \
+                     delay): {} give {applied:#} to each",
+                    cpus.join(","),
+                    limits.join(" and ")
+                )
+            }
         }
     }
 }

@@ -190,14 +190,7 @@ impl<B: Backend> Planner<'_, B> {
         if !domains.contains(&domain) {
             return Err(invalid(no_domain(resource.name(), domain, &domains)));
         }
-        let table = match self.current.mba.entry((resource, domain)) {
-            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => v.insert(
-                self.backend
-                    .bandwidth_classes(resource, domain)
-                    .map_err(|e| read_error(index, e))?,
-            ),
-        };
+        let table = self.bandwidth_table(index, resource, domain)?;
         let Some(entry) = table.iter_mut().find(|c| c.class == class) else {
             return Err(invalid(no_class(resource.name(), class, table.len())));
         };
@@ -225,19 +218,7 @@ impl<B: Backend> Planner<'_, B> {
             .capabilities()
             .check_class(self.interface, class)
             .map_err(|e| invalid(e.into()))?;
-        if !self.cpus_read {
-            // One read of every CPU's class (resctrl: each group's cpus_list once).
-            for (c, class) in self
-                .backend
-                .cpu_classes()
-                .map_err(|e| read_error(index, e))?
-            {
-                if let Some(class) = class {
-                    self.current.cpus.entry(c).or_insert(class);
-                }
-            }
-            self.cpus_read = true;
-        }
+        self.read_cpus(index)?;
         let before = match self.current.cpus.get(&cpu) {
             Some(c) => *c,
             // in another tool's group: class_of says which
@@ -252,6 +233,125 @@ impl<B: Backend> Planner<'_, B> {
             before,
             after: class,
         })
+    }
+
+    /// The classes of `resource` in `domain` as the plan has them so far (read on first use).
+    fn bandwidth_table(
+        &mut self,
+        index: usize,
+        resource: MbaResource,
+        domain: CacheDomain,
+    ) -> Result<&mut Vec<MbaClass>, PlanError<B::Error>> {
+        Ok(match self.current.mba.entry((resource, domain)) {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => v.insert(
+                self.backend
+                    .bandwidth_classes(resource, domain)
+                    .map_err(|e| read_error(index, e))?,
+            ),
+        })
+    }
+
+    /// One read of every CPU's class (resctrl: each group's `cpus_list` once), on first use.
+    fn read_cpus(&mut self, index: usize) -> Result<(), PlanError<B::Error>> {
+        if !self.cpus_read {
+            for (c, class) in self
+                .backend
+                .cpu_classes()
+                .map_err(|e| read_error(index, e))?
+            {
+                if let Some(class) = class {
+                    self.current.cpus.entry(c).or_insert(class);
+                }
+            }
+            self.cpus_read = true;
+        }
+        Ok(())
+    }
+
+    /// [`PlanWarning::MbaSharedCore`] for every core the plan touches (a thread moved, or
+    /// the MBA limit of a thread's class changed) whose threads end in classes with
+    /// different MBA limits where the part throttles a core as one
+    /// ([`Backend::mba_thread_throttle`]). Needs the cores of the topology (the MSR
+    /// interface's x2APIC topology, a CPUID dump); nothing is read otherwise.
+    fn shared_cores(&mut self, steps: &[(usize, Step)]) -> Result<(), PlanError<B::Error>> {
+        let per_core = matches!(
+            self.backend.capabilities().mba.get().map(|m| m.kind),
+            Some(crate::MbaKind::IntelDelay {
+                per_thread: false,
+                ..
+            })
+        );
+        let mut cores: BTreeMap<(u32, u32), Vec<(LogicalCpu, CacheDomain)>> = BTreeMap::new();
+        for p in self.backend.topology().cpus() {
+            if let (Some(core), Some(l3)) = (p.core, p.l3) {
+                cores
+                    .entry((p.package, core))
+                    .or_default()
+                    .push((p.cpu, l3));
+            }
+        }
+        cores.retain(|_, threads| threads.len() > 1);
+        if !per_core || cores.is_empty() {
+            return Ok(());
+        }
+        let (moved, limited) = touched(steps);
+        if moved.is_empty() && limited.is_empty() {
+            return Ok(());
+        }
+        let first = steps.first().map_or(0, |(i, _)| *i);
+        self.read_cpus(first)?;
+        let mut throttles: BTreeMap<CacheDomain, Option<crate::ThreadThrottle>> = BTreeMap::new();
+        for threads in cores.values() {
+            let Some(classes) = threads
+                .iter()
+                .map(|(cpu, _)| self.current.cpus.get(cpu).copied())
+                .collect::<Option<Vec<ClassId>>>()
+            else {
+                continue; // a thread in another tool's group
+            };
+            let domain = threads[0].1;
+            let touched = threads
+                .iter()
+                .zip(&classes)
+                .filter_map(|((cpu, _), class)| {
+                    moved
+                        .get(cpu)
+                        .or_else(|| limited.get(&(domain, *class)))
+                        .copied()
+                })
+                .min();
+            let Some(index) = touched else { continue };
+            let table = self.bandwidth_table(index, MbaResource::Mba, domain)?;
+            let limits: Vec<(ClassId, MbaLimit)> = classes
+                .iter()
+                .filter_map(|c| table.iter().find(|m| m.class == *c).map(|m| (*c, m.limit)))
+                .collect();
+            if limits.len() != classes.len() || limits.iter().all(|(_, l)| *l == limits[0].1) {
+                continue;
+            }
+            let throttle = match throttles.entry(domain) {
+                std::collections::btree_map::Entry::Occupied(o) => *o.get(),
+                std::collections::btree_map::Entry::Vacant(v) => *v.insert(
+                    self.backend
+                        .mba_thread_throttle(domain)
+                        .map_err(|e| read_error(index, e))?,
+                ),
+            };
+            let Some(throttle) = throttle else { continue };
+            let all: Vec<MbaLimit> = limits.iter().map(|(_, l)| *l).collect();
+            let Some(applied) = throttle.core_limit(&all) else {
+                continue;
+            };
+            self.warnings.push(PlanWarning::MbaSharedCore {
+                index,
+                cpus: threads.iter().map(|(c, _)| *c).collect(),
+                limits,
+                throttle,
+                applied,
+            });
+        }
+        Ok(())
     }
 
     fn task(
@@ -282,6 +382,34 @@ impl<B: Backend> Planner<'_, B> {
             after: class,
         })
     }
+}
+
+/// What `steps` touch, each with the first step's index: the CPUs they move, and the (L3
+/// domain, class) pairs whose MBA limit they set.
+type Touched = (
+    BTreeMap<LogicalCpu, usize>,
+    BTreeMap<(CacheDomain, ClassId), usize>,
+);
+
+fn touched(steps: &[(usize, Step)]) -> Touched {
+    let (mut moved, mut limited) = (BTreeMap::new(), BTreeMap::new());
+    for (index, step) in steps {
+        match step {
+            Step::Cpu { cpu, .. } => {
+                moved.entry(*cpu).or_insert(*index);
+            }
+            Step::Mba {
+                resource: MbaResource::Mba,
+                domain,
+                after,
+                ..
+            } => {
+                limited.entry((*domain, after.class)).or_insert(*index);
+            }
+            _ => {}
+        }
+    }
+    (moved, limited)
 }
 
 /// [`Plan::new`].
@@ -331,6 +459,7 @@ pub(super) fn plan<B: Backend>(
         };
         steps.push((index, step));
     }
+    p.shared_cores(&steps)?;
     let new_groups = p.new_groups(&steps)?;
     let names = p
         .backend

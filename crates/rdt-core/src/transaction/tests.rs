@@ -647,3 +647,75 @@ fn journals_written_before_smba_read_as_mba() {
     .unwrap();
     assert!(state.smba.is_empty());
 }
+
+/// `intel_1s`'s capabilities with CPUs n and n + 4 threads of core n (SMT), as the MSR
+/// interface's x2APIC topology gives them.
+fn smt_1s(per_thread: bool) -> FakeBackend {
+    let (mut caps, _) = crate::fake::fixtures::intel_1s();
+    if let Some(crate::MbaCaps {
+        kind: crate::MbaKind::IntelDelay { per_thread: p, .. },
+        ..
+    }) = caps.mba.get_mut()
+    {
+        *p = per_thread;
+    }
+    let topo = crate::Topology::from_placements(
+        (0..8)
+            .map(|c| crate::CpuPlacement {
+                cpu: LogicalCpu::new(c),
+                package: 0,
+                core: Some(c % 4),
+                l2: CacheDomain::new(c % 4),
+                l3: Some(CacheDomain::new(0)),
+                node: 0,
+            })
+            .collect(),
+    );
+    FakeBackend::new(caps, topo)
+}
+
+#[test]
+fn threads_of_one_core_in_classes_with_different_mba_limits_are_a_warning() {
+    let mut b = smt_1s(false);
+    let plan = Plan::new(&mut b, &[mba(0, 1, 50), cpu(1, 1)]).unwrap();
+    // CPU 1 in COS1 (50%), its sibling CPU 5 in COS0 (100%): the core runs at 50%
+    assert_eq!(
+        plan.warnings(),
+        [PlanWarning::MbaSharedCore {
+            index: 1,
+            cpus: vec![LogicalCpu::new(1), LogicalCpu::new(5)],
+            limits: vec![
+                (ClassId::new(1), MbaLimit::Percent(50)),
+                (ClassId::new(0), MbaLimit::Percent(100)),
+            ],
+            throttle: crate::ThreadThrottle::Max,
+            applied: MbaLimit::Percent(50),
+        }]
+    );
+    assert_eq!(
+        plan.warnings()[0].to_string(),
+        "CPUs 1,5 are threads of one core, which MBA throttles as one (max delay): COS1 50% \
+         and COS0 100% give 50% to each"
+    );
+    // both threads in COS1: nothing to say; an MBA change alone is checked too
+    let plan = Plan::new(&mut b, &[mba(0, 1, 50), cpu(1, 1), cpu(5, 1)]).unwrap();
+    assert_eq!(plan.warnings(), []);
+    b.associate(LogicalCpu::new(2), ClassId::new(2)).unwrap();
+    let plan = Plan::new(&mut b, &[mba(0, 2, 30)]).unwrap();
+    assert!(
+        matches!(
+            plan.warnings(),
+            [PlanWarning::MbaSharedCore {
+                index: 0,
+                applied: MbaLimit::Percent(30),
+                ..
+            }]
+        ),
+        "{:?}",
+        plan.warnings()
+    );
+    // MBA 3.0 throttles each thread by its own class
+    let mut b = smt_1s(true);
+    let plan = Plan::new(&mut b, &[mba(0, 1, 50), cpu(1, 1)]).unwrap();
+    assert_eq!(plan.warnings(), []);
+}

@@ -1430,3 +1430,47 @@ fn mbm_of_an_rmid_above_the_erratum_threshold_is_corrected_as_the_kernel_does() 
         Some(((1_000_000 * 1_016_752) >> 20) * SCALE)
     );
 }
+
+#[test]
+fn mba_thread_throttle_reads_mba_cfg_where_mba_2_0_has_it() {
+    use rdt_core::{MbaCaps, MbaKind, ThreadThrottle};
+    let with_mba = |classes: u32, per_thread: bool| {
+        let mut caps = caps();
+        caps.mba = Feature::Supported(MbaCaps {
+            num_classes: classes,
+            kind: MbaKind::IntelDelay {
+                max_delay: 90,
+                linear: true,
+                per_thread,
+            },
+            ctrl_enabled: false,
+        });
+        caps
+    };
+    // MBA 1.0 (8 classes): the larger delay, nothing read
+    let mut b = backend_with(FakeMsrs::new(), with_mba(8, false));
+    b.io_mut().reset_counts();
+    assert_eq!(
+        b.mba_thread_throttle(dom(0)).unwrap(),
+        Some(ThreadThrottle::Max)
+    );
+    assert_eq!(b.io().reads(), 0);
+    // MBA 2.0 (15 classes): IA32_MBA_CFG bit 0 of the domain's lowest CPU
+    let mut io = FakeMsrs::new();
+    io.set(cpu(4), regs::IA32_MBA_CFG, regs::MBA_CFG_MIN_DELAY);
+    let mut b = backend_with(io, with_mba(15, false));
+    assert_eq!(
+        b.mba_thread_throttle(dom(0)).unwrap(),
+        Some(ThreadThrottle::Max)
+    );
+    assert_eq!(
+        b.mba_thread_throttle(dom(1)).unwrap(),
+        Some(ThreadThrottle::Min)
+    );
+    // MBA 3.0: per thread
+    let mut b = backend_with(FakeMsrs::new(), with_mba(15, true));
+    assert_eq!(
+        b.mba_thread_throttle(dom(0)).unwrap(),
+        Some(ThreadThrottle::PerThread)
+    );
+}
