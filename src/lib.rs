@@ -471,6 +471,12 @@ impl Backend for Rdt {
     fn set_mbm_event_config(&mut self, event: rdt_core::RmidEvent, bits: u32) -> Result<(), Error> {
         forward!(self, b => b.set_mbm_event_config(event, bits))
     }
+    fn set_mbm_assign_mode(&mut self, mode: rdt_core::AssignMode) -> Result<(), Error> {
+        forward!(self, b => b.set_mbm_assign_mode(mode))
+    }
+    fn set_io_alloc(&mut self, enabled: bool) -> Result<(), Error> {
+        forward!(self, b => b.set_io_alloc(enabled))
+    }
     fn mba_ctrl(&self) -> Option<MbaCtrl> {
         match &self.backend {
             Inner::Msr(b) => b.mba_ctrl(),

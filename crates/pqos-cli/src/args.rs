@@ -267,6 +267,30 @@ pub struct Args {
     )]
     pub mbm_config: Option<MbmConfig>,
 
+    /// Extension of this pqos: switch resctrl's MBM counter assignment mode (AMD ABMC,
+    /// Linux 6.18+): `mbm_event` (an MBM event counts only where a hardware counter is
+    /// assigned to it; pqos's monitoring assigns them) or `default` (every group counts).
+    /// The switch frees every assignment and resets every MBM count. OS interface only.
+    #[arg(
+        long = "mbm-assign-mode",
+        value_name = "MODE",
+        value_parser = assign_mode_parser,
+        conflicts_with_all = ["alloc_class", "alloc_assoc", "profile_set", "show", "display", "display_verbose", "apply", "mon_core", "mon_pid", "mon_uncore", "mbm_config"]
+    )]
+    pub mbm_assign_mode: Option<rdt_pqos::AssignMode>,
+
+    /// Extension of this pqos: enable (`on`) or disable (`off`) L3 I/O allocation (AMD
+    /// SDCIAE, Linux 6.19+: resctrl's info/L3/io_alloc). Enabled, I/O traffic fills the L3
+    /// with the masks of the highest class, which no longer serves CPUs or tasks. OS
+    /// interface only.
+    #[arg(
+        long = "io-alloc",
+        value_name = "on|off",
+        value_parser = on_off_parser,
+        conflicts_with_all = ["alloc_class", "alloc_assoc", "profile_set", "show", "display", "display_verbose", "apply", "mon_core", "mon_pid", "mon_uncore", "mbm_config", "mbm_assign_mode"]
+    )]
+    pub io_alloc: Option<bool>,
+
     /// With --apply: print the writes the configuration needs and write nothing.
     #[arg(long = "dry-run", requires = "apply")]
     pub dry_run: bool,
@@ -425,6 +449,24 @@ impl Args {
             return Err(profile_list_exit());
         }
         Ok(parsed)
+    }
+}
+
+/// `--mbm-assign-mode`: the kernel's mode names.
+fn assign_mode_parser(s: &str) -> Result<rdt_pqos::AssignMode, String> {
+    match s {
+        "mbm_event" => Ok(rdt_pqos::AssignMode::MbmEvent),
+        "default" => Ok(rdt_pqos::AssignMode::Default),
+        other => Err(format!("`{other}`: the modes are mbm_event and default")),
+    }
+}
+
+/// `--io-alloc`: `on` or `off`.
+fn on_off_parser(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("`{other}`: on or off")),
     }
 }
 

@@ -120,6 +120,10 @@ pub enum Command {
     },
     /// `--mbm-config` (ours): the MBM events' transaction configurations to set.
     MbmConfig(Vec<(rdt_pqos::RmidEvent, u32)>),
+    /// `--mbm-assign-mode` (ours): the MBM counter assignment mode to switch to.
+    AssignMode(rdt_pqos::AssignMode),
+    /// `--io-alloc on|off` (ours): L3 I/O allocation enabled or not.
+    IoAlloc(bool),
     /// Nothing after the resets (`-R` alone: pqos exits after it).
     Nothing,
     /// Monitoring.
@@ -178,6 +182,10 @@ impl Plan {
             }
         } else if let Some(cfg) = &args.mbm_config {
             Command::MbmConfig(cfg.0.clone())
+        } else if let Some(mode) = args.mbm_assign_mode {
+            Command::AssignMode(mode)
+        } else if let Some(on) = args.io_alloc {
+            Command::IoAlloc(on)
         } else if !args.alloc_class.is_empty()
             || !args.alloc_assoc.is_empty()
             || args.profile_set.is_some()
@@ -237,6 +245,10 @@ fn needs_os(args: &Args) -> Option<&'static str> {
         Some("-p/--mon-pid")
     } else if args.mbm_config.is_some() {
         Some("--mbm-config")
+    } else if args.mbm_assign_mode.is_some() {
+        Some("--mbm-assign-mode")
+    } else if args.io_alloc.is_some() {
+        Some("--io-alloc")
     } else {
         None
     }

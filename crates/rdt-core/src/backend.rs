@@ -684,6 +684,34 @@ pub trait Backend {
         Ok(None)
     }
 
+    /// Switches resctrl's MBM counter assignment mode (AMD ABMC, Linux 6.18+:
+    /// `info/L3_MON/mbm_assign_mode`): in [`crate::AssignMode::MbmEvent`] a group's MBM
+    /// events count only where a hardware counter is assigned to them, in
+    /// [`crate::AssignMode::Default`] every RMID counts. The kernel frees every assignment
+    /// and resets every MBM count on a switch (`resctrl_mbm_assign_mode_write`); setting the
+    /// current mode changes nothing.
+    ///
+    /// # Errors
+    /// [`RequestError::NeedsOsInterface`] on the MSR interface; [`RequestError::Unsupported`]
+    /// where resctrl does not offer the mode; the kernel's refusal.
+    fn set_mbm_assign_mode(&mut self, mode: crate::AssignMode) -> Result<(), Self::Error> {
+        let _ = mode;
+        Err(self.unsupported("MBM counter assignment").into())
+    }
+
+    /// Enables or disables L3 I/O allocation (AMD SDCIAE, Linux 6.19+: `info/L3/io_alloc`):
+    /// enabled, I/O devices allocate into the L3 with the masks of the highest CLOSID
+    /// (`io_alloc_cbm`), which then belongs to no class ([`Backend::io_alloc`]); the kernel
+    /// refuses while a group holds that CLOSID (`resctrl_io_alloc_write`).
+    ///
+    /// # Errors
+    /// [`RequestError::NeedsOsInterface`] on the MSR interface; [`RequestError::Unsupported`]
+    /// where resctrl has no `io_alloc`; the kernel's refusal (its `last_cmd_status`).
+    fn set_io_alloc(&mut self, enabled: bool) -> Result<(), Self::Error> {
+        let _ = enabled;
+        Err(self.unsupported("L3 I/O allocation").into())
+    }
+
     /// Sets the memory transactions `event` counts (a [`crate::mbm::MBM_TRANSACTIONS`]
     /// bitmask) in every L3 domain: AMD BMEC's `mbm_*_bytes_config`, or the `event_filter`
     /// while ABMC's `mbm_event` mode hides those files. Changing it resets the event's

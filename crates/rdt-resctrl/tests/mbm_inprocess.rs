@@ -742,3 +742,35 @@ fn a_task_batch_checks_counters_up_front_and_reads_tasks_once() {
     }
     assert_eq!(sim.mon_groups(), ["other"]);
 }
+
+/// `set_io_alloc` writes `info/L3/io_alloc`; the kernel refuses while a group holds the
+/// highest CLOSID (`resctrl_io_alloc_write`), and the refusal carries its words.
+#[test]
+fn io_alloc_switches_and_the_kernels_refusal_names_the_group_holding_its_closid() {
+    let sim = Sim::new("turin");
+    let mut rdt = sim.open();
+    rdt.set_io_alloc(true).unwrap();
+    assert_eq!(sim.read("info/L3/io_alloc"), "enabled\n");
+    assert!(rdt.io_alloc().unwrap().is_some_and(|io| io.enabled));
+    rdt.set_io_alloc(true).unwrap(); // already: nothing written
+    rdt.set_io_alloc(false).unwrap();
+    assert_eq!(sim.read("info/L3/io_alloc"), "disabled\n");
+    // every CLOSID taken by another tool's groups: the last holds 15
+    for n in 1..=15 {
+        sim.files.mkdir(&format!("g{n}")).unwrap();
+    }
+    let e = rdt.set_io_alloc(true).unwrap_err();
+    assert!(e.to_string().contains("used by g15 group"), "{e}");
+    assert_eq!(sim.read("info/L3/io_alloc"), "disabled\n");
+    // the assignment mode: a no-op when current, refused when not offered
+    rdt.set_mbm_assign_mode(AssignMode::MbmEvent).unwrap();
+    rdt.set_mbm_assign_mode(AssignMode::Default).unwrap();
+    let mode = sim.read("info/L3_MON/mbm_assign_mode");
+    assert!(mode.contains("[default]"), "{mode}");
+    let genoa = Sim::new("genoa");
+    let e = genoa
+        .open()
+        .set_mbm_assign_mode(AssignMode::MbmEvent)
+        .unwrap_err();
+    assert!(e.to_string().contains("resctrl offers default"), "{e}");
+}

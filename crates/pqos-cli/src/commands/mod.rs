@@ -81,6 +81,30 @@ pub fn execute<B: Backend>(
                 "MBM event configuration altered."
             )?;
         }
+        Command::AssignMode(mode) => {
+            backend.set_mbm_assign_mode(*mode).map_err(|e| {
+                anyhow::Error::new(e).context(format!(
+                    "switching the MBM counter assignment mode to {}",
+                    mode.name()
+                ))
+            })?;
+            writeln!(
+                text(plan, out, &mut stderr),
+                "MBM counter assignment mode: {}.",
+                mode.name()
+            )?;
+        }
+        Command::IoAlloc(on) => {
+            let (verb, state) = if *on {
+                ("enabling", "enabled")
+            } else {
+                ("disabling", "disabled")
+            };
+            backend
+                .set_io_alloc(*on)
+                .map_err(|e| anyhow::Error::new(e).context(format!("{verb} L3 I/O allocation")))?;
+            writeln!(text(plan, out, &mut stderr), "L3 I/O allocation {state}.")?;
+        }
         Command::Nothing => {}
         Command::Monitor(req) => monitor::run_monitor(backend, req, ctx, out)?,
     }

@@ -140,3 +140,54 @@ fn d_shows_assignable_counters_and_big_d_the_snc_nodes() {
         "{old}"
     );
 }
+
+/// `--mbm-assign-mode` (ABMC, turin) and `--io-alloc` (SDCIAE, turin) switch resctrl's
+/// settings, `-d` shows the result, and where resctrl lacks them (genoa: no ABMC, no
+/// io_alloc) or the interface is MSR they are refused with a reason.
+#[test]
+fn assign_mode_and_io_alloc_switch_on_turin_and_are_refused_elsewhere() {
+    let sim = Sim::new("turin");
+    let run = sim.pqos(&["-I", "--mbm-assign-mode", "default"]).ok();
+    assert!(
+        run.stdout
+            .contains("MBM counter assignment mode: default.\n")
+    );
+    let d = sim.pqos(&["-I", "-d"]).ok().stdout;
+    assert!(
+        d.contains("(ABMC, resctrl mbm_assign_mode): default\n"),
+        "{d}"
+    );
+    sim.pqos(&["-I", "--mbm-assign-mode", "mbm_event"]).ok();
+    let d = sim.pqos(&["-I", "-d"]).ok().stdout;
+    assert!(d.contains("mbm_assign_mode): mbm_event"), "{d}");
+    let run = sim.pqos(&["-I", "--io-alloc", "on"]).ok();
+    assert!(run.stdout.contains("L3 I/O allocation enabled.\n"));
+    let d = sim.pqos(&["-I", "-d"]).ok().stdout;
+    assert!(
+        d.contains("I/O allocation (io_alloc): enabled, COS15 reserved"),
+        "{d}"
+    );
+    sim.pqos(&["-I", "--io-alloc", "off"]).ok();
+    let d = sim.pqos(&["-I", "-d"]).ok().stdout;
+    assert!(d.contains("I/O allocation (io_alloc): disabled"), "{d}");
+
+    let genoa = Sim::new("genoa");
+    let run = genoa.pqos(&["-I", "--mbm-assign-mode", "mbm_event"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("resctrl offers default"),
+        "{}",
+        run.stderr
+    );
+    let run = genoa.pqos(&["-I", "--io-alloc", "on"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("no L3 I/O allocation"),
+        "{}",
+        run.stderr
+    );
+    let run = genoa.pqos(&["--iface=msr", "--io-alloc", "on"]);
+    assert_eq!(run.code, 1);
+    let run = genoa.pqos(&["-I", "--io-alloc", "maybe"]);
+    assert!(run.stderr.contains("`maybe`: on or off"), "{}", run.stderr);
+}

@@ -680,6 +680,33 @@ impl<P: PmuSource> ResctrlBackend<P> {
         self.reset_groups()
     }
 
+    /// [`Backend::set_io_alloc`](rdt_core::Backend::set_io_alloc) on resctrl: `1` or `0`
+    /// to the `io_alloc` file [`Self::read_io_alloc`] reads (the kernel's
+    /// `resctrl_io_alloc_write` takes a boolean); nothing when it is already so.
+    pub(super) fn write_io_alloc(&self, enabled: bool) -> Result<(), ResctrlError> {
+        let Some(current) = self.read_io_alloc()? else {
+            return Err(RequestError::Unsupported(
+                "resctrl has no L3 I/O allocation here (info/L3/io_alloc: AMD SDCIAE, Linux \
+                 6.19 and later)"
+                    .to_owned(),
+            )
+            .into());
+        };
+        if current.enabled == enabled {
+            return Ok(());
+        }
+        let schema = if self.info.caches.contains_key("L3") {
+            "L3"
+        } else {
+            "L3CODE"
+        };
+        let _g = self.lock.exclusive()?;
+        self.fs.write(
+            &format!("info/{schema}/io_alloc"),
+            if enabled { "1\n" } else { "0\n" },
+        )
+    }
+
     /// [`Backend::io_alloc`](rdt_core::Backend::io_alloc) on resctrl: `info/L3/io_alloc`
     /// (`info/L3CODE/io_alloc` while CDP is on; the kernel puts the files in every cache
     /// info directory) and, while enabled, `io_alloc_cbm`. The CLOSID is

@@ -451,6 +451,36 @@ impl<P: PmuSource> ResctrlBackend<P> {
         .into())
     }
 
+    /// [`rdt_core::Backend::set_mbm_assign_mode`] on resctrl: the mode's name to
+    /// `info/L3_MON/mbm_assign_mode` when the file offers it and it is not the current one.
+    pub(super) fn write_assign_mode(&self, mode: AssignMode) -> Result<(), ResctrlError> {
+        let _g = self.lock.exclusive()?;
+        let Some(text) = self.fs.read_opt(MODE)? else {
+            return Err(RequestError::Unsupported(
+                "resctrl has no MBM counter assignment here (info/L3_MON/mbm_assign_mode: AMD \
+                 ABMC, Linux 6.18 and later)"
+                    .to_owned(),
+            )
+            .into());
+        };
+        if parse_mode(&text) == Some(mode) {
+            return Ok(());
+        }
+        let offered: Vec<&str> = text
+            .lines()
+            .map(|l| l.trim().trim_start_matches('[').trim_end_matches(']'))
+            .collect();
+        if !offered.contains(&mode.name()) {
+            return Err(RequestError::Unsupported(format!(
+                "MBM assignment mode {}: resctrl offers {}",
+                mode.name(),
+                offered.join(", ")
+            ))
+            .into());
+        }
+        self.fs.write(MODE, &format!("{}\n", mode.name()))
+    }
+
     /// Puts every MBM event configuration that differs from the default back to it (`-R`);
     /// nothing on a platform without BMEC or ABMC. Unchanged configurations are not
     /// written (a write resets the counters).

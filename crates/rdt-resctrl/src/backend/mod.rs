@@ -820,6 +820,24 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
         self.write_mbm_event_config(event, bits)
     }
 
+    /// Writes `info/L3_MON/mbm_assign_mode` when it offers `mode` (and it is not current).
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) without the file
+    /// or the mode; [`ResctrlError::Rejected`] with the kernel's message.
+    fn set_mbm_assign_mode(&mut self, mode: rdt_core::AssignMode) -> Result<(), ResctrlError> {
+        self.write_assign_mode(mode)
+    }
+
+    /// Writes `1` or `0` to `info/L3/io_alloc` (when it is not so already).
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) without the file;
+    /// [`ResctrlError::Rejected`] with the kernel's message (the CLOSID is a group's).
+    fn set_io_alloc(&mut self, enabled: bool) -> Result<(), ResctrlError> {
+        self.write_io_alloc(enabled)
+    }
+
     fn run_dir(&self) -> Option<&Path> {
         self.run_dir.as_deref()
     }
