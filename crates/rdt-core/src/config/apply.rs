@@ -6,7 +6,7 @@ use super::error::Location;
 use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
 use crate::proc::ProcFs;
 use crate::transaction::{Change, MaskScope, Plan, PlanError, Step};
-use crate::{Backend, CatResource, ClassId, Interface};
+use crate::{Backend, CatResource, ClassId, Interface, MbaResource};
 
 /// A configuration resolved against a platform ([`Config::plan`]): the class of service of
 /// every named class and the plan of the writes that make the platform match the file, the
@@ -152,14 +152,19 @@ impl Config {
         let mut origins = Vec::new();
         self.cat_changes(backend, &ids, &mut changes, &mut origins)?;
         for (i, class) in self.classes.iter().enumerate() {
-            if let Some(mba) = &class.mba {
+            for (resource, key0, spec) in [
+                (MbaResource::Mba, "mba", &class.mba),
+                (MbaResource::Smba, "smba", &class.smba),
+            ] {
+                let Some(spec) = spec else { continue };
                 for domain in backend.topology().l3_domains() {
-                    let key = if mba.domains.contains_key(&domain) {
-                        format!("mba.domains.{domain}")
+                    let key = if spec.domains.contains_key(&domain) {
+                        format!("{key0}.domains.{domain}")
                     } else {
-                        "mba".to_owned()
+                        key0.to_owned()
                     };
-                    changes.push(Change::mba(domain, ids[i], mba.limit_in(domain)));
+                    let limit = spec.limit_in(domain);
+                    changes.push(Change::bandwidth(resource, domain, ids[i], limit));
                     origins.push(Origin { class: i, key });
                 }
             }

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     CacheDomain, Capabilities, CatCaps, CatResource, ClassId, CpuSet, Feature, Interface, MbaKind,
-    MbaLimit, RequestError, Topology, round_to_step,
+    MbaLimit, MbaResource, RequestError, Topology, round_to_step,
 };
 
 /// The file key of a size: `ways`, `mask` or `percent`.
@@ -20,7 +20,7 @@ const fn size_key(size: &CacheSize) -> &'static str {
     }
 }
 
-/// The key of an MBA limit: `percent` or `mbps`.
+/// The key of an MBA limit: `percent`, `mbps` or `units`.
 const fn mba_key(limit: MbaLimit) -> &'static str {
     super::parse::unit(limit)
 }
@@ -147,34 +147,42 @@ fn check_cache(
     Ok(())
 }
 
-/// The MBA limits of one class.
-fn check_mba(
+/// The MBA or SMBA limits of one class (`key`: `mba`, `smba`).
+fn check_bandwidth(
     at: &At<'_>,
     caps: &Capabilities,
     topology: &Topology,
+    resource: MbaResource,
     warnings: &mut Vec<ConfigWarning>,
 ) -> Result<(), ConfigError> {
-    let Some(spec) = &at.class.mba else {
+    let (key0, spec) = match resource {
+        MbaResource::Mba => ("mba", &at.class.mba),
+        MbaResource::Smba => ("smba", &at.class.smba),
+    };
+    let Some(spec) = spec else {
         return Ok(());
     };
-    let Some(mba) = caps.mba.get() else {
-        return Err(at.platform("mba", unsupported(&caps.mba, "MBA")));
+    let feature = caps.bandwidth(resource);
+    let Some(mba) = feature.get() else {
+        return Err(at.platform(key0, unsupported(feature, resource.name())));
     };
-    // MBA domains are L3 cache ids (resctrl's `MB:` lines, pqos's MBA ids).
+    // MBA and SMBA domains are L3 cache ids (resctrl's `MB:`/`SMBA:` lines, pqos's ids).
     let domains = topology.l3_domains();
-    let limits = std::iter::once(("mba".to_owned(), spec.limit)).chain(
+    let limits = std::iter::once((key0.to_owned(), spec.limit)).chain(
         spec.domains
             .iter()
-            .map(|(d, l)| (format!("mba.domains.{d}"), *l)),
+            .map(|(d, l)| (format!("{key0}.domains.{d}"), *l)),
     );
     for (path, limit) in limits {
-        if let Some(domain) = path.strip_prefix("mba.domains.")
+        if let Some(domain) = path.strip_prefix(&format!("{key0}.domains."))
             && !domains.iter().any(|d| d.to_string() == domain)
         {
             return Err(at.platform(
                 &path,
                 format!(
-                    "MBA domain {domain} does not exist (MBA domains are L3 domains; {})",
+                    "{} domain {domain} does not exist ({} domains are L3 domains; {})",
+                    resource.name(),
+                    resource.name(),
                     domain_list("L3", &domains)
                 ),
             ));
@@ -191,7 +199,7 @@ fn check_mba(
             )),
             _ => {
                 // Units and range as the backends check them; the class is checked below.
-                caps.check_mba_limit(Interface::Os, ClassId::new(0), limit)
+                caps.check_bandwidth_limit(Interface::Os, resource, ClassId::new(0), limit)
                     .map_err(|e| {
                         let why = match e {
                             RequestError::MbaUnit { mismatch, .. } => mismatch.to_string(),
@@ -217,7 +225,7 @@ fn check_mba(
         }
     }
     if let Some(cos) = at.class.cos {
-        caps.check_mba_class(cos)
+        caps.check_bandwidth_class(resource, cos)
             .map_err(|e| at.platform("cos", e.to_string()))?;
     }
     Ok(())
@@ -243,7 +251,8 @@ pub(super) fn check(
         }
         check_cache(&at, caps, topology, CatResource::L3)?;
         check_cache(&at, caps, topology, CatResource::L2)?;
-        check_mba(&at, caps, topology, &mut warnings)?;
+        check_bandwidth(&at, caps, topology, MbaResource::Mba, &mut warnings)?;
+        check_bandwidth(&at, caps, topology, MbaResource::Smba, &mut warnings)?;
         let missing: CpuSet = class
             .cpus
             .iter()

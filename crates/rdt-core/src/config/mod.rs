@@ -38,7 +38,8 @@
 //! | `name` | string, required | the class's name, also its resctrl group name: 1 to 64 bytes, no `/`, whitespace or control characters, not `.`, `..`, `info`, `mon_groups`, `mon_data`, `mon_L3_*`, nor `COS<n>` in any case (pqos's own classes) |
 //! | `cos` | integer | a fixed class of service (for the MSR interface), unique |
 //! | `l3`, `l2` | table | cache allocation: exactly one of `ways` (1 to 64), `mask` (a non-zero `"0x..."` string or an integer) or `percent` (1 to 100); `shared = true` lets it overlap other classes; `domains = { "1" = { ways = 4 } }` gives other sizes to some cache domains (ids as in `schemata`) |
-//! | `mba` | table | memory bandwidth: exactly one of `percent` (1 to 100) or `mbps` (MiB/s, resctrl's `mba_MBps`); `domains` as for caches (MBA domains are L3 domains). One unit for the whole file |
+//! | `mba` | table | memory bandwidth: exactly one of `percent` (1 to 100) or `mbps` (MiB/s, resctrl's `mba_MBps`) on Intel, `units` (AMD, 1/8 GB/s, 1 to 2^width: 2048 unlimited on most parts); `domains` as for caches (MBA domains are L3 domains). One unit for the whole file |
+//! | `smba` | table | slow-memory bandwidth (AMD SMBA): `units` as for `mba`, and `domains` |
 //! | `cpus` | string | CPUs in the kernel's list form (`"2-7,9"`) |
 //! | `tasks` | array of integers | process or thread ids, 1 to 4194304 |
 //! | `processes` | array of strings | process names (`comm`, at most 15 bytes): every thread of every such process |
@@ -158,6 +159,8 @@ pub struct ClassSpec {
     pub l2: Option<CacheSpec>,
     /// Memory bandwidth allocation.
     pub mba: Option<MbaSpec>,
+    /// Slow-memory bandwidth allocation (AMD SMBA: CXL and other slow memory), in AMD units.
+    pub smba: Option<MbaSpec>,
     /// CPUs in the class (empty when the key is absent).
     pub cpus: CpuSet,
     /// Processes or threads in the class, in file order.
@@ -196,8 +199,9 @@ pub struct CacheSpec {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MbaSpec {
     /// The limit in every domain not in [`MbaSpec::domains`]: [`MbaLimit::Percent`] (1 to
-    /// 100) or [`MbaLimit::MibPerSec`] (resctrl's `mba_MBps` controller). Never
-    /// [`MbaLimit::AmdUnits`]; all limits of a configuration have one unit.
+    /// 100) or [`MbaLimit::MibPerSec`] (resctrl's `mba_MBps` controller) on Intel,
+    /// [`MbaLimit::AmdUnits`] (1/8 GB/s) on AMD and always for SMBA; all MBA limits of a
+    /// configuration have one unit.
     pub limit: MbaLimit,
     /// Limits for particular MBA domains (L3 cache ids).
     pub domains: BTreeMap<CacheDomain, MbaLimit>,

@@ -20,14 +20,15 @@ const CLASS_KEYS: &[&str] = &[
     "l3",
     "l2",
     "mba",
+    "smba",
     "cpus",
     "tasks",
     "processes",
 ];
 const CACHE_KEYS: &[&str] = &["ways", "mask", "percent", "shared", "domains"];
 const CACHE_SIZE_KEYS: &[&str] = &["ways", "mask", "percent"];
-const MBA_KEYS: &[&str] = &["percent", "mbps", "domains"];
-const MBA_LIMIT_KEYS: &[&str] = &["percent", "mbps"];
+const MBA_KEYS: &[&str] = &["percent", "mbps", "units", "domains"];
+const MBA_LIMIT_KEYS: &[&str] = &["percent", "mbps", "units"];
 
 /// The longest class name, in bytes.
 pub(super) const MAX_NAME_BYTES: usize = 64;
@@ -500,12 +501,22 @@ impl ClassCx<'_> {
         self.table(node, key, &[])
     }
 
-    /// `percent` or `mbps` of an MBA table.
+    /// `percent`, `mbps` or `units` of an MBA or SMBA table.
     fn mba_limit(&self, which: &str, node: &Node, key: &str) -> Result<MbaLimit, ConfigError> {
         if which == "percent" {
             return self.percent(node, key).map(MbaLimit::Percent);
         }
         let v = self.integer(node, key)?;
+        if which == "units" {
+            // AMD's 1/8 GB/s units; the platform's range (1 to 2^width) is checked later
+            return u32::try_from(v).map(MbaLimit::AmdUnits).map_err(|_| {
+                self.error(
+                    node.line,
+                    key,
+                    format!("units {v} is out of range: 1 to {} (1/8 GB/s)", u32::MAX),
+                )
+            });
+        }
         match u32::try_from(v) {
             Ok(0) => Err(self.error(
                 node.line,
@@ -547,8 +558,8 @@ impl ClassCx<'_> {
                         l.line,
                         &lkey,
                         format!(
-                            "{} mixes units with the class's {}: the MBA unit is platform-wide \
-                             (resctrl mounted with or without mba_MBps)",
+                            "{} mixes units with the class's {}: the unit is platform-wide \
+                             (percent or mbps on Intel, units on AMD)",
                             show_mba(value),
                             show_mba(limit)
                         ),
@@ -565,11 +576,12 @@ impl ClassCx<'_> {
 pub(super) const fn unit(limit: MbaLimit) -> &'static str {
     match limit {
         MbaLimit::Percent(_) => "percent",
-        MbaLimit::MibPerSec(_) | MbaLimit::AmdUnits(_) => "mbps",
+        MbaLimit::MibPerSec(_) => "mbps",
+        MbaLimit::AmdUnits(_) => "units",
     }
 }
 
-/// `percent 20`, `mbps 3000`.
+/// `percent 20`, `mbps 3000`, `units 256`.
 pub(super) fn show_mba(limit: MbaLimit) -> String {
     format!("{} {}", unit(limit), limit.value())
 }
@@ -603,6 +615,7 @@ fn class(
             "l3" => spec.l3 = Some(ccx.cache(&e.node, key)?),
             "l2" => spec.l2 = Some(ccx.cache(&e.node, key)?),
             "mba" => spec.mba = Some(ccx.mba_class(e, seen)?),
+            "smba" => spec.smba = Some(ccx.smba_class(e)?),
             "cpus" => spec.cpus = ccx.cpus(e, seen)?,
             "tasks" => spec.tasks = ccx.tasks(e, seen)?,
             "processes" => spec.processes = ccx.processes(e, seen)?,
@@ -683,6 +696,23 @@ impl ClassCx<'_> {
             ));
         }
         Ok(mba)
+    }
+
+    /// The `smba` table: AMD units only (SMBA has no percent and no `mba_MBps`).
+    fn smba_class(&mut self, e: &Entry) -> Result<MbaSpec, ConfigError> {
+        let smba = self.mba(&e.node, "smba")?;
+        if let MbaLimit::AmdUnits(_) = smba.limit {
+            return Ok(smba);
+        }
+        let key = join("smba", unit(smba.limit));
+        Err(self.error(
+            self.lines.line(&key),
+            &key,
+            format!(
+                "{}: SMBA limits are AMD units of 1/8 GB/s (`units = N`)",
+                show_mba(smba.limit)
+            ),
+        ))
     }
 
     fn cpus(&self, e: &Entry, seen: &Seen) -> Result<CpuSet, ConfigError> {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::*;
 use crate::fake::fixtures;
-use crate::{Capabilities, CatCaps, Feature, MbaCaps, Vendor};
+use crate::{Backend, Capabilities, CatCaps, Feature, MbaCaps, MbaResource, Vendor};
 
 /// The example of the module's documentation, verbatim.
 const EXAMPLE: &str = r#"[[class]]
@@ -247,7 +247,7 @@ fn unknown_keys_are_refused_by_name() {
         &class("a", "mba = { percent = 50, ways = 2 }\n"),
         3,
         "mba.ways",
-        "`mba` takes `percent`, `mbps` or `domains`",
+        "`mba` takes `percent`, `mbps`, `units` or `domains`",
     );
 }
 
@@ -395,7 +395,7 @@ fn exactly_one_size_is_required() {
         &class("a", "mba = { }\n"),
         3,
         "mba",
-        "no limit given: give exactly one of `percent` or `mbps`",
+        "no limit given: give exactly one of `percent`, `mbps` or `units`",
     );
 }
 
@@ -1062,4 +1062,67 @@ fn large_files_parse_in_about_linear_time() {
         "{:?}",
         start.elapsed()
     );
+}
+
+/// AMD: `mba` and `smba` in 1/8 GB/s `units`, checked against each resource's width, and
+/// applied to MBA and SMBA of every L3 domain (per-domain values where given).
+#[test]
+fn amd_units_set_mba_and_smba_per_domain() {
+    let (mut caps, topo) = fixtures::amd_2ccx();
+    caps.smba = Feature::Supported(fixtures::amd_mba(16));
+    let text = class(
+        "a",
+        "cpus = \"0\"\nmba = { units = 256 }\nsmba = { units = 128, domains = { 1 = { units = 64 } } }\n",
+    );
+    assert_eq!(check(&text, &caps, &topo).unwrap(), []);
+    let mut b = crate::fake::FakeBackend::new(caps.clone(), topo.clone());
+    let cfg = toml(&text).unwrap();
+    let plan = cfg.plan(&mut b, &crate::proc::ProcFs::host()).unwrap();
+    let (_, cos) = plan.classes[0].clone();
+    plan.plan.apply(&mut b).into_result().unwrap();
+    let limit = |b: &mut crate::fake::FakeBackend, r, d| {
+        b.bandwidth_classes(r, CacheDomain::new(d)).unwrap()[cos.get() as usize].limit
+    };
+    assert_eq!(limit(&mut b, MbaResource::Mba, 0), MbaLimit::AmdUnits(256));
+    assert_eq!(limit(&mut b, MbaResource::Mba, 1), MbaLimit::AmdUnits(256));
+    assert_eq!(limit(&mut b, MbaResource::Smba, 0), MbaLimit::AmdUnits(128));
+    assert_eq!(limit(&mut b, MbaResource::Smba, 1), MbaLimit::AmdUnits(64));
+    // SMBA takes units only; a platform without SMBA refuses it; units beyond the width
+    assert_refused(
+        &class("a", "smba = { percent = 50 }\n"),
+        3,
+        "smba.percent",
+        "percent 50: SMBA limits are AMD units of 1/8 GB/s",
+    );
+    let (no_smba, _) = fixtures::amd_2ccx();
+    let e = check(
+        &class("a", "cpus = \"0\"\nsmba = { units = 8 }\n"),
+        &no_smba,
+        &topo,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().ends_with("smba: this platform has no SMBA"),
+        "{e}"
+    );
+    let e = check(
+        &class("a", "cpus = \"0\"\nmba = { units = 4096 }\n"),
+        &caps,
+        &topo,
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("cfg.toml:4: class \"a\": mba.units: units 4096"),
+        "{e}"
+    );
+    // Intel takes no units
+    let (intel, itopo) = platform();
+    let e = check(
+        &class("a", "cpus = \"0\"\nmba = { units = 8 }\n"),
+        &intel,
+        &itopo,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("mba.units"), "{e}");
 }
