@@ -79,8 +79,13 @@ struct Group {
     cpus: Vec<LogicalCpu>,
     /// RMID events read per context, in [`RmidEvent::ALL`]'s order.
     rmid_events: Vec<RmidEvent>,
-    /// One per L3 domain spanned, ascending; the accumulator's contexts in the same order.
+    /// One per L3 domain spanned, ascending; the accumulator's contexts in the same order,
+    /// `nodes` each (context `i`'s node `k` is accumulator context `i × nodes + k`).
     contexts: Vec<Context>,
+    /// Sub-NUMA Clustering: the nodes per L3 whose counters a context sums (1 without SNC),
+    /// node `k` counting the context's RMID `r` as `r + k × stride`.
+    nodes: u32,
+    stride: u32,
     acc: MonAccumulator,
 }
 
@@ -173,6 +178,9 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     /// Per CAT resource (L3, L2): the domains with CDP on, when CDP is on in some domains and
     /// off in others (a reset killed half-way); `None` when consistent.
     cdp_split: [Option<Vec<CacheDomain>>; 2],
+    /// Sub-NUMA Clustering nodes per L3 domain (1 without SNC): the most NUMA nodes among
+    /// the CPUs of one L3 domain (the kernel's `snc_nodes_per_l3_cache`).
+    snc: u32,
 }
 
 impl<M: MsrIo, P: PmuSource> fmt::Debug for MsrBackend<M, P> {
@@ -250,6 +258,21 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         caps.check_plausible().map_err(MsrError::Implausible)?;
         let l3 = domains(topology.l3_domains(), |d| topology.cpus_in_l3(d));
         let l2 = domains(topology.l2_domains(), |d| topology.cpus_in_l2(d));
+        let snc = l3
+            .iter()
+            .map(|d| {
+                let mut nodes: Vec<u32> = d
+                    .cpus
+                    .iter()
+                    .filter_map(|c| topology.get(*c).map(|p| p.node))
+                    .collect();
+                nodes.sort_unstable();
+                nodes.dedup();
+                u32::try_from(nodes.len()).unwrap_or(1)
+            })
+            .max()
+            .unwrap_or(1)
+            .max(1);
         let mut this = Self {
             io,
             caps,
@@ -264,6 +287,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             run: None,
             names: None,
             cdp_split: [None, None],
+            snc,
         };
         for resource in [CatResource::L3, CatResource::L2] {
             this.read_cdp(resource)?;
@@ -480,7 +504,14 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         let id = MonGroupId(self.next_group);
         self.next_group += 1;
         let cpus: Vec<LogicalCpu> = members.iter().map(|m| m.0).collect();
-        let domains: Vec<CacheDomain> = contexts.iter().map(|c| c.domain).collect();
+        // SNC: the RMIDs are split between the nodes of an L3 (RMID sharing mode, the
+        // kernel's setting of MSR_RMID_SNC_CONFIG): a group's RMID counts on node k as
+        // RMID + k × (RMIDs / nodes), so each context reads one counter per node.
+        let (nodes, stride) = self.snc_split();
+        let domains: Vec<CacheDomain> = contexts
+            .iter()
+            .flat_map(|c| std::iter::repeat_n(c.domain, nodes as usize))
+            .collect();
         let mut acc = MonAccumulator::new(
             events,
             &domains,
@@ -492,7 +523,9 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         if let Some(c) = MbmCorrection::of(&self.caps) {
             for (i, ctx) in contexts.iter().enumerate() {
                 if let Some(f) = c.factor_for(ctx.rmid) {
-                    acc.correct_mbm(i, f);
+                    for k in 0..nodes as usize {
+                        acc.correct_mbm(i * nodes as usize + k, f);
+                    }
                 }
             }
         }
@@ -501,9 +534,21 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             cpus,
             rmid_events: RmidEvent::of(events).collect(),
             contexts,
+            nodes,
+            stride,
             acc,
         });
         Ok(id)
+    }
+
+    /// The SNC nodes per L3 and the RMIDs of each (`(1, 0)` without SNC): the kernel
+    /// divides `num_rmids` between the nodes (`logical_rmid_to_physical_rmid`).
+    fn snc_split(&self) -> (u32, u32) {
+        if self.snc <= 1 {
+            return (1, 0);
+        }
+        let per_node = self.caps.monitoring.get().map_or(0, |m| m.num_rmids) / self.snc;
+        (self.snc, per_node)
     }
 
     /// The register access this backend uses.
@@ -685,10 +730,11 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         cpus: &CpuSet,
         members: &[(LogicalCpu, Option<CacheDomain>)],
     ) -> Result<Vec<Context>, MsrError> {
-        // RMIDs 0..num_rmids; IA32_PQR_ASSOC as pqos uses it holds 10 bits.
+        // RMIDs 0..num_rmids (divided between the SNC nodes of an L3); IA32_PQR_ASSOC as
+        // pqos uses it holds 10 bits.
+        let (nodes, _) = self.snc_split();
         let limit = self.caps.monitoring.get().map_or(0, |m| {
-            m.num_rmids
-                .min(u32::try_from(regs::RMID_MASK + 1).unwrap_or(u32::MAX))
+            (m.num_rmids / nodes).min(u32::try_from(regs::RMID_MASK + 1).unwrap_or(u32::MAX))
         });
         let mut spanned: Vec<CacheDomain> = members.iter().filter_map(|m| m.1).collect();
         spanned.sort_unstable();
@@ -788,9 +834,13 @@ impl Group {
         at: Instant,
     ) -> Result<(), MsrError> {
         for (i, ctx) in self.contexts.iter().enumerate() {
-            for &event in &self.rmid_events {
-                let now = read_event(io, ctx.cpu, ctx.rmid, event)?;
-                self.acc.record(i, event, now);
+            for k in 0..self.nodes {
+                let rmid = ctx.rmid + k * self.stride;
+                for &event in &self.rmid_events {
+                    let now = read_event(io, ctx.cpu, rmid, event)?;
+                    self.acc
+                        .record(i * self.nodes as usize + k as usize, event, now);
+                }
             }
         }
         if self.acc.events().intersects(MonEvents::PMU) {

@@ -1474,3 +1474,54 @@ fn mba_thread_throttle_reads_mba_cfg_where_mba_2_0_has_it() {
         Some(ThreadThrottle::PerThread)
     );
 }
+
+#[test]
+fn with_snc_a_group_sums_the_counters_of_each_node_and_rmids_are_divided() {
+    // arrange: one L3 of 8 CPUs in two SNC nodes (0-3, 4-7), 12 RMIDs: 6 per node, RMID r
+    // counting on node 1 as r + 6 (the kernel's RMID sharing mode)
+    let mut caps = caps();
+    if let Feature::Supported(m) = &mut caps.monitoring {
+        m.num_rmids = 12;
+        m.max_rmid = 11;
+    }
+    let topo = Topology::from_placements(
+        (0..8)
+            .map(|c| rdt_core::CpuPlacement {
+                cpu: cpu(c),
+                package: 0,
+                core: Some(c),
+                l2: dom(c),
+                l3: Some(dom(0)),
+                node: c / 4,
+            })
+            .collect(),
+    );
+    let mut b = MsrBackend::new(FakeMsrs::new(), caps, topo, rdt_core::NoPmu).unwrap();
+    let g = b
+        .start_monitoring(&cpus("2,6"), MonEvents::MBM_TOTAL)
+        .unwrap();
+    assert_eq!(b.rmid_of(cpu(6)).unwrap(), Some(Rmid::new(1)));
+    for (rmid, v) in [(1, 100), (7, 1_000)] {
+        ctr(&mut b, 2, rmid, EVT_MBM_TOTAL, v);
+    }
+    b.poll().unwrap();
+    for (rmid, v) in [(1, 100 + 5), (7, 1_000 + 7)] {
+        ctr(&mut b, 2, rmid, EVT_MBM_TOTAL, v);
+    }
+    // act
+    b.poll().unwrap();
+    // assert: both nodes' traffic
+    assert_eq!(b.values(g).unwrap().mbm_total_delta_bytes, Some(12 * SCALE));
+    // RMIDs 2..=5 are left (6 per node, RMID 0 everyone's), not 2..=11
+    for c in [0, 1, 3, 4] {
+        b.start_monitoring(&cpus(&c.to_string()), MonEvents::MBM_TOTAL)
+            .unwrap();
+    }
+    let e = b
+        .start_monitoring(&cpus("5"), MonEvents::MBM_TOTAL)
+        .unwrap_err();
+    assert!(
+        matches!(e, MsrError::Request(RequestError::OutOfRmids { .. })),
+        "{e}"
+    );
+}
