@@ -504,31 +504,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         let id = MonGroupId(self.next_group);
         self.next_group += 1;
         let cpus: Vec<LogicalCpu> = members.iter().map(|m| m.0).collect();
-        // SNC: the RMIDs are split between the nodes of an L3 (RMID sharing mode, the
-        // kernel's setting of MSR_RMID_SNC_CONFIG): a group's RMID counts on node k as
-        // RMID + k × (RMIDs / nodes), so each context reads one counter per node.
-        let (nodes, stride) = self.snc_split();
-        let domains: Vec<CacheDomain> = contexts
-            .iter()
-            .flat_map(|c| std::iter::repeat_n(c.domain, nodes as usize))
-            .collect();
-        let mut acc = MonAccumulator::new(
-            events,
-            &domains,
-            CounterFormat::of_qm_ctr(&self.caps),
-            cpus.len(),
-        );
-        // Broadwell-X / Skylake-X: RMIDs above the erratum threshold count off by a factor;
-        // corrected as the kernel corrects them, so both interfaces report the same bytes.
-        if let Some(c) = MbmCorrection::of(&self.caps) {
-            for (i, ctx) in contexts.iter().enumerate() {
-                if let Some(f) = c.factor_for(ctx.rmid) {
-                    for k in 0..nodes as usize {
-                        acc.correct_mbm(i * nodes as usize + k, f);
-                    }
-                }
-            }
-        }
+        let (acc, nodes, stride) = self.accumulator(events, &contexts, cpus.len());
         self.groups.push(Group {
             id,
             cpus,
@@ -539,6 +515,40 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             acc,
         });
         Ok(id)
+    }
+
+    /// The accumulator of a new group: its counter contexts (with SNC, one per node of
+    /// each context: the RMIDs are split between the nodes of an L3 in the kernel's RMID
+    /// sharing mode, MSR_RMID_SNC_CONFIG, so the group's RMID counts on node k as RMID + k ×
+    /// (RMIDs / nodes)), corrected for the Broadwell-X / Skylake-X MBM erratum as the kernel
+    /// corrects it, so both interfaces report the same bytes. Also the nodes and stride.
+    fn accumulator(
+        &self,
+        events: MonEvents,
+        contexts: &[Context],
+        members: usize,
+    ) -> (MonAccumulator, u32, u32) {
+        let (nodes, stride) = self.snc_split();
+        let domains: Vec<CacheDomain> = contexts
+            .iter()
+            .flat_map(|c| std::iter::repeat_n(c.domain, nodes as usize))
+            .collect();
+        let mut acc = MonAccumulator::new(
+            events,
+            &domains,
+            CounterFormat::of_qm_ctr(&self.caps),
+            members,
+        );
+        if let Some(c) = MbmCorrection::of(&self.caps) {
+            for (i, ctx) in contexts.iter().enumerate() {
+                if let Some(f) = c.factor_for(ctx.rmid) {
+                    for k in 0..nodes as usize {
+                        acc.correct_mbm(i * nodes as usize + k, f);
+                    }
+                }
+            }
+        }
+        (acc, nodes, stride)
     }
 
     /// The SNC nodes per L3 and the RMIDs of each (`(1, 0)` without SNC): the kernel
