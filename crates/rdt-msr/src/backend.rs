@@ -178,8 +178,9 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     /// Per CAT resource (L3, L2): the domains with CDP on, when CDP is on in some domains and
     /// off in others (a reset killed half-way); `None` when consistent.
     cdp_split: [Option<Vec<CacheDomain>>; 2],
-    /// Sub-NUMA Clustering nodes per L3 domain (1 without SNC): the most NUMA nodes among
-    /// the CPUs of one L3 domain (the kernel's `snc_nodes_per_l3_cache`).
+    /// Sub-NUMA Clustering nodes per L3 domain whose RMIDs are split (1 without SNC, or in
+    /// legacy mode): the most NUMA nodes among the CPUs of one L3 domain (the kernel's
+    /// `snc_nodes_per_l3_cache`), unless MSR_RMID_SNC_CONFIG bit 0 says legacy mode.
     snc: u32,
 }
 
@@ -291,6 +292,18 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         };
         for resource in [CatResource::L3, CatResource::L2] {
             this.read_cdp(resource)?;
+        }
+        if this.snc > 1 {
+            // RMID sharing mode unless the register says legacy (bit 0); a CPU without the
+            // register (EIO) is taken to be in the mode Linux sets
+            let cpu = this.l3.first().map(|d| d.cpu).unwrap_or_default();
+            if this
+                .io
+                .read(cpu, regs::MSR_RMID_SNC_CONFIG)
+                .is_ok_and(|v| v & 1 == 1)
+            {
+                this.snc = 1;
+            }
         }
         Ok(this)
     }

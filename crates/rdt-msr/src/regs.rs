@@ -31,6 +31,12 @@ pub const IA32_L2_QOS_CFG: MsrAddr = MsrAddr::new(0xC82);
 pub const IA32_MBA_CFG: MsrAddr = MsrAddr::new(0xC84);
 /// IA32_MBA_CFG bit 0: a core applies the smaller of its threads' delays (clear: the larger).
 pub const MBA_CFG_MIN_DELAY: u64 = 1;
+/// MSR_RMID_SNC_CONFIG (0xCA0, per package; Ice Lake server and later): bit 0 set (the
+/// power-on value) is legacy mode, each RMID counting where it is used; clear is RMID
+/// sharing mode, where Sub-NUMA Clustering divides the RMIDs between the nodes of an L3 and
+/// a CPU on node k counts RMID r as r + k × (RMIDs / nodes). Linux clears it on SNC parts
+/// (arch/x86/kernel/cpu/resctrl/monitor.c `arch_mon_domain_online`).
+pub const MSR_RMID_SNC_CONFIG: MsrAddr = MsrAddr::new(0xCA0);
 /// IA32_L3_QOS_MASK_0 (0xC90): L3 CBM of COS n at 0xC90 + n (CDP: data 2n, code 2n+1).
 pub const IA32_L3_QOS_MASK_0: MsrAddr = MsrAddr::new(0xC90);
 /// IA32_L2_QOS_MASK_0 (0xD10): L2 CBM of COS n at 0xD10 + n (CDP as for L3).

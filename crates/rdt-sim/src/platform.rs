@@ -243,6 +243,8 @@ pub struct SimPlatform {
     pub(crate) rdt_boot: crate::quirks::RdtOptions,
     /// MBA_CFG per package ([`crate::sysregs`]; not saved).
     pub(crate) mba_cfg: BTreeMap<u32, u64>,
+    /// MSR_RMID_SNC_CONFIG per package, where written ([`crate::sysregs`]; not saved).
+    pub(crate) rmid_snc_config: BTreeMap<u32, u64>,
     /// The uncore CHA monitors per package, one per CHA; empty where the CPU has none
     /// ([`crate::uncore`]; not saved).
     pub(crate) uncore: BTreeMap<u32, Vec<crate::uncore::ChaBox>>,
@@ -339,6 +341,7 @@ impl SimPlatform {
             snc: 1,
             rdt_boot: crate::quirks::RdtOptions::default(),
             mba_cfg: BTreeMap::new(),
+            rmid_snc_config: BTreeMap::new(),
             uncore: BTreeMap::new(),
         };
         p.regs = p.reset_registers();
@@ -720,7 +723,8 @@ impl SimPlatform {
     /// `logical_rmid_to_physical_rmid` (arch/x86/kernel/cpu/resctrl/monitor.c).
     fn phys_rmid(&self, i: usize) -> u32 {
         let r = rdt_msr::regs::pqr_rmid(self.regs.cpus[i].pqr_assoc);
-        if self.snc <= 1 {
+        // legacy mode (MSR_RMID_SNC_CONFIG bit 0, [`crate::sysregs`]): the RMID as tagged
+        if self.snc <= 1 || self.rmid_snc_config_of(i) & 1 == 1 {
             return r;
         }
         let per_node = self.caps.monitoring.get().map_or(0, |m| m.num_rmids) / self.snc;

@@ -1,6 +1,6 @@
 //! Registers that are not RDT's but that RDT tools read on real silicon: the TSC, the local
-//! APIC's base and x2APIC id, IA32_MISC_ENABLE, IA32_EFER, IA32_CORE_CAPABILITIES and
-//! MBA_CFG. Without them a tool that reads one of them to learn where it runs (the x2APIC id)
+//! APIC's base and x2APIC id, IA32_MISC_ENABLE, IA32_EFER, IA32_CORE_CAPABILITIES,
+//! MBA_CFG and MSR_RMID_SNC_CONFIG. Without them a tool that reads one of them to learn where it runs (the x2APIC id)
 //! or what the CPU does (core capabilities) cannot start on the model, though it would on the
 //! machine the model copies.
 //!
@@ -12,6 +12,7 @@
 //! | IA32_EFER 0xC000_0080 | always | `0xD01`: SCE (0), LME (8), LMA (10), NXE (11), as a 64-bit Linux kernel runs | EIO |
 //! | IA32_CORE_CAPABILITIES 0xCF | Intel, CPUID.(7,0):EDX\[30\] (`sapphire-rapids`) | `0x24`: bit 2 integrity capabilities (In-Field Scan, which Sapphire Rapids has: Linux `ifs` driver) and bit 5 split-lock detection (Linux `split_lock_setup`); no other bit (no MBA 4.0: pqos `detect_mba40` finds none) | EIO (read-only) |
 //! | MBA_CFG 0xC84 | Intel MBA 2.0 and later: linear MBA with more than 8 classes or per-thread controls, CPUID.(10H,3) (`sapphire-rapids`: 15 classes; pqos reads it there, `hw_cap_mba_discover`) | per package, reset 0: bit 0 selects which delay a core applies when its two threads' classes differ, 0 the larger (max), 1 the smaller (min); bit 1 legacy mode (held, no effect) | bits other than 0-1: EIO |
+//! | MSR_RMID_SNC_CONFIG 0xCA0 | Intel family 6 Ice Lake server and later (models 6AH, 8FH, CFH, ADH, AFH: the kernel's `snc_cpu_ids`; `sapphire-rapids*`) | per package; bit 0 set at power-on (legacy mode), clear on an SNC model (Linux clears it at boot, `arch_mon_domain_online`); while clear and SNC is on, a CPU on node k counts RMID r as r + k × (RMIDs / nodes), while set as r | bits other than 0: EIO |
 //! | IA32_X2APIC_APICID 0x802 | x2APIC mode (CPUID.1:ECX\[21\]; xAPIC mode: #GP, EIO) | the CPU's x2APIC id: CPUID.(1FH or 0BH, 0):EDX of that CPU, else CPUID.8000_001EH:EAX (AMD), else CPUID.1:EBX\[31:24\] | EIO (read-only) |
 //!
 //! The model's dumps: `milan` clears CPUID.1:ECX\[21\] (its BIOS left the APIC in xAPIC
@@ -48,6 +49,8 @@ pub(crate) const IA32_CORE_CAPABILITIES: u32 = 0xCF;
 pub(crate) const MBA_CFG: u32 = rdt_msr::regs::IA32_MBA_CFG.get();
 /// MBA_CFG bit 0: the smaller of a core's thread delays applies.
 pub(crate) const MBA_CFG_MIN: u64 = rdt_msr::regs::MBA_CFG_MIN_DELAY;
+/// MSR_RMID_SNC_CONFIG.
+pub(crate) const RMID_SNC_CONFIG: u32 = rdt_msr::regs::MSR_RMID_SNC_CONFIG.get();
 
 /// A non-RDT register the model answers (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +62,7 @@ pub(crate) enum SysReg {
     X2ApicId,
     CoreCapabilities,
     MbaCfg,
+    RmidSncConfig,
 }
 
 /// CPUID.0:EBX of AMD ("Auth") and Hygon ("Hygo").
@@ -90,6 +94,7 @@ impl SimPlatform {
                 Some(SysReg::CoreCapabilities)
             }
             MBA_CFG if self.has_mba_cfg() => Some(SysReg::MbaCfg),
+            RMID_SNC_CONFIG if self.has_rmid_snc_config() => Some(SysReg::RmidSncConfig),
             _ => None,
         }
     }
@@ -117,6 +122,7 @@ impl SimPlatform {
             SysReg::X2ApicId => u64::from(self.x2apic_id(cpu)?),
             SysReg::CoreCapabilities => 0x24,
             SysReg::MbaCfg => self.mba_cfg_of(i),
+            SysReg::RmidSncConfig => self.rmid_snc_config_of(i),
         })
     }
 
@@ -131,6 +137,14 @@ impl SimPlatform {
                 self.recompute();
                 true
             }
+            SysReg::RmidSncConfig if v & !1 == 0 => {
+                let Some(p) = self.topology.cpus().get(i) else {
+                    return false;
+                };
+                self.rmid_snc_config.insert(p.package, v);
+                self.recompute();
+                true
+            }
             _ => false,
         }
     }
@@ -142,6 +156,26 @@ impl SimPlatform {
             rdt_core::MbaKind::IntelDelay { per_thread, .. } => per_thread || m.num_classes > 8,
             rdt_core::MbaKind::AmdBandwidth { .. } => false,
         })
+    }
+
+    /// Whether the model has MSR_RMID_SNC_CONFIG (module docs).
+    fn has_rmid_snc_config(&self) -> bool {
+        let Some(sig) = self.caps.signature else {
+            return false;
+        };
+        let (family, model, _) = rdt_core::cpuid::fms(sig);
+        !is_amd(&self.cpuid) && family == 6 && matches!(model, 0x6A | 0x8F | 0xCF | 0xAD | 0xAF)
+    }
+
+    /// MSR_RMID_SNC_CONFIG of the package of the CPU at topology index `i`: as written, else
+    /// 0 on an SNC model (the kernel cleared it) and 1 (power-on) otherwise.
+    pub(crate) fn rmid_snc_config_of(&self, i: usize) -> u64 {
+        self.topology
+            .cpus()
+            .get(i)
+            .and_then(|p| self.rmid_snc_config.get(&p.package))
+            .copied()
+            .unwrap_or(u64::from(self.snc <= 1))
     }
 
     /// MBA_CFG of the package of the CPU at topology index `i` (0 until written).
@@ -314,5 +348,68 @@ mod tests {
         assert_eq!(rd(&mut m, 0, IA32_MISC_ENABLE), None);
         assert_eq!(rd(&mut m, 0, IA32_EFER), Some(0xD01));
         assert!(m.write(cpu(0), MsrAddr::new(IA32_EFER), 0xD01).is_err());
+    }
+
+    /// MSR_RMID_SNC_CONFIG (`arch_mon_domain_online`): cleared on the SNC model as Linux
+    /// leaves it, so a node-1 CPU counts RMID r as r + RMIDs/2, and the MSR backend sums the
+    /// nodes' counters; set (legacy mode), RMID r counts as r and the backend does not split.
+    #[test]
+    fn rmid_snc_config_decides_where_a_node_1_cpu_counts_and_the_msr_backend_follows() {
+        use rdt_core::{Backend, CpuSet, MonEvents};
+        assert_eq!(
+            rd(
+                &mut SimPlatform::builtin("skylake-sp").unwrap(),
+                0,
+                RMID_SNC_CONFIG
+            ),
+            None
+        );
+        assert_eq!(
+            rd(
+                &mut SimPlatform::builtin("sapphire-rapids").unwrap(),
+                0,
+                RMID_SNC_CONFIG
+            ),
+            Some(1),
+            "power-on legacy mode without SNC"
+        );
+        let mut p = SimPlatform::builtin("sapphire-rapids-snc2").unwrap();
+        assert_eq!(rd(&mut p, 0, RMID_SNC_CONFIG), Some(0));
+        // a busy CPU on the second node of package 0's L3
+        let node1 = p
+            .topology()
+            .cpus()
+            .iter()
+            .find(|c| c.package == 0 && c.node == 1)
+            .map(|c| c.cpu)
+            .unwrap();
+        let scenario = format!(
+            r#"{{"workloads": [{{"cpus": "{node1}", "working_set_mib": 512, "traffic_mibps": 4000}}]}}"#
+        );
+        for legacy in [false, true] {
+            let sim = crate::SimHandle::new(SimPlatform::builtin("sapphire-rapids-snc2").unwrap());
+            sim.lock().set_scenario(&scenario.parse().unwrap()).unwrap();
+            if legacy {
+                for c in [0, 80] {
+                    let mut h = sim.clone();
+                    rdt_msr::MsrIo::write(&mut h, cpu(c), MsrAddr::new(RMID_SNC_CONFIG), 1)
+                        .unwrap();
+                }
+            }
+            let (caps, topo) = {
+                let p = sim.lock();
+                (p.capabilities().clone(), p.topology().clone())
+            };
+            let mut b = rdt_msr::MsrBackend::new(sim.clone(), caps, topo, rdt_core::NoPmu).unwrap();
+            let g = b
+                .start_monitoring(&CpuSet::from_iter([node1]), MonEvents::MBM_TOTAL)
+                .unwrap();
+            b.poll().unwrap();
+            sim.lock().advance(Duration::from_secs(1));
+            b.poll().unwrap();
+            let bytes = b.values(g).unwrap().mbm_total_delta_bytes.unwrap();
+            // reading RMID r alone (the node-0 counter) would give 0 in sharing mode
+            assert!(bytes > 1 << 30, "legacy {legacy}: {bytes} bytes in 1 s");
+        }
     }
 }
