@@ -430,15 +430,16 @@ pub enum PlanWarning {
         /// The ways shared, as a mask.
         shared: u64,
     },
-    /// The threads of one core end in classes with different MBA limits on a part that
+    /// The threads of a core end in classes with different MBA limits on a part that
     /// throttles a core as one ([`crate::ThreadThrottle::Max`] or `Min`: Intel MBA before
-    /// 3.0): every thread runs at `applied`, not at its class's limit.
+    /// 3.0): every thread runs at `applied`, not at its class's limit. One warning per
+    /// combination of limits, for every core the plan touches that has it.
     MbaSharedCore {
-        /// The first change that touches the core.
+        /// The first change that touches one of the cores.
         index: usize,
-        /// The core's CPUs.
-        cpus: Vec<LogicalCpu>,
-        /// Each CPU's class and that class's limit, in `cpus` order.
+        /// The threads of those cores.
+        cpus: CpuSet,
+        /// The classes on one core and their limits, by class.
         limits: Vec<(ClassId, MbaLimit)>,
         /// How the core combines them.
         throttle: crate::ThreadThrottle,
@@ -473,16 +474,14 @@ impl fmt::Display for PlanWarning {
                 applied,
                 ..
             } => {
-                let cpus: Vec<String> = cpus.iter().map(ToString::to_string).collect();
                 let limits: Vec<String> = limits
                     .iter()
                     .map(|(c, l)| format!("COS{c} {l:#}"))
                     .collect();
                 write!(
                     f,
-                    "CPUs {} are threads of one core, which MBA throttles as one ({throttle} \
-                     delay): {} give {applied:#} to each",
-                    cpus.join(","),
+                    "CPUs {cpus} are threads of cores that MBA throttles as one ({throttle} \
+                     delay): {} on one core give {applied:#} to each of its threads",
                     limits.join(" and ")
                 )
             }

@@ -343,13 +343,32 @@ impl<B: Backend> Planner<'_, B> {
             let Some(applied) = throttle.core_limit(&all) else {
                 continue;
             };
-            self.warnings.push(PlanWarning::MbaSharedCore {
-                index,
-                cpus: threads.iter().map(|(c, _)| *c).collect(),
-                limits,
-                throttle,
-                applied,
+            // one warning per combination of limits, naming every core's threads
+            let mut limits = limits;
+            limits.sort_unstable_by_key(|(c, _)| *c);
+            limits.dedup();
+            let same = self.warnings.iter_mut().find_map(|w| match w {
+                PlanWarning::MbaSharedCore {
+                    index: i,
+                    cpus,
+                    limits: l,
+                    throttle: t,
+                    applied: a,
+                } if *l == limits && *t == throttle && *a == applied => Some((i, cpus)),
+                _ => None,
             });
+            if let Some((i, cpus)) = same {
+                *i = (*i).min(index);
+                cpus.extend(threads.iter().map(|(c, _)| *c));
+            } else {
+                self.warnings.push(PlanWarning::MbaSharedCore {
+                    index,
+                    cpus: threads.iter().map(|(c, _)| *c).collect(),
+                    limits,
+                    throttle,
+                    applied,
+                });
+            }
         }
         Ok(())
     }

@@ -683,10 +683,10 @@ fn threads_of_one_core_in_classes_with_different_mba_limits_are_a_warning() {
         plan.warnings(),
         [PlanWarning::MbaSharedCore {
             index: 1,
-            cpus: vec![LogicalCpu::new(1), LogicalCpu::new(5)],
+            cpus: "1,5".parse().unwrap(),
             limits: vec![
-                (ClassId::new(1), MbaLimit::Percent(50)),
                 (ClassId::new(0), MbaLimit::Percent(100)),
+                (ClassId::new(1), MbaLimit::Percent(50)),
             ],
             throttle: crate::ThreadThrottle::Max,
             applied: MbaLimit::Percent(50),
@@ -694,8 +694,15 @@ fn threads_of_one_core_in_classes_with_different_mba_limits_are_a_warning() {
     );
     assert_eq!(
         plan.warnings()[0].to_string(),
-        "CPUs 1,5 are threads of one core, which MBA throttles as one (max delay): COS1 50% \
-         and COS0 100% give 50% to each"
+        "CPUs 1,5 are threads of cores that MBA throttles as one (max delay): COS0 100% and \
+         COS1 50% on one core give 50% to each of its threads"
+    );
+    // several cores with the same limits: one warning naming them all
+    let plan = Plan::new(&mut b, &[mba(0, 1, 50), cpu(1, 1), cpu(2, 1), cpu(3, 1)]).unwrap();
+    assert!(
+        matches!(plan.warnings(), [PlanWarning::MbaSharedCore { index: 1, cpus, .. }] if cpus.to_string() == "1-3,5-7"),
+        "{:?}",
+        plan.warnings()
     );
     // both threads in COS1: nothing to say; an MBA change alone is checked too
     let plan = Plan::new(&mut b, &[mba(0, 1, 50), cpu(1, 1), cpu(5, 1)]).unwrap();
