@@ -7,8 +7,10 @@
 #![allow(clippy::tests_outside_test_module)]
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::Sleeper;
+
 use std::io;
-use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -675,25 +677,6 @@ fn a_batch_needing_more_mbm_counters_than_free_is_refused_up_front() {
     }
 }
 
-/// `sleep 30`, killed and reaped on drop: a task to monitor.
-struct Sleeper(Child);
-
-impl Sleeper {
-    fn new() -> Self {
-        Self(Command::new("sleep").arg("30").spawn().unwrap())
-    }
-    fn task(&self) -> TaskId {
-        TaskId::new(self.0.id())
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Task groups count in every L3 domain: on turin 16 of them need 32 counters per domain
 /// where 30 are free, so the batch is refused at its 16th group before any `mkdir` (one
 /// start per group made 15 and failed at the 16th). 15 start, reading the monitor groups'
@@ -708,9 +691,9 @@ fn a_task_batch_checks_counters_up_front_and_reads_tasks_once() {
     );
     let files = Counting::new(sim.resctrl.files());
     let mut b = sim.open_with(files.clone());
-    let sleepers: Vec<Sleeper> = (0..16).map(|_| Sleeper::new()).collect();
+    let sleepers: Vec<Sleeper> = (0..16).map(|_| Sleeper::sleep()).collect();
     let groups: Vec<(Vec<TaskId>, MonEvents)> =
-        sleepers.iter().map(|s| (vec![s.task()], mbm())).collect();
+        sleepers.iter().map(|s| (vec![s.id()], mbm())).collect();
     files.reset();
     let e = b.start_monitoring_tasks_many(&groups).unwrap_err();
     assert_eq!(e.index, 15, "{e}");

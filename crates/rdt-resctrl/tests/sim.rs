@@ -6,9 +6,11 @@
 // Helpers outside #[test] fns unwrap too: a broken fixture should fail the test loudly.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::Sleeper;
+
 use std::fs;
 use std::path::PathBuf;
-use std::process::{Child, Command};
 use std::time::Duration;
 
 use rdt_core::{
@@ -138,30 +140,6 @@ fn l3(class: u32, m: u64) -> CatClass {
 
 fn cpus(list: &str) -> CpuSet {
     list.parse().unwrap()
-}
-
-/// A short-lived child process, killed when dropped.
-struct Sleeper(Child);
-
-impl Sleeper {
-    fn sleep() -> Self {
-        Self(
-            Command::new("sleep")
-                .arg("30")
-                .spawn()
-                .expect("spawn sleep"),
-        )
-    }
-    fn id(&self) -> TaskId {
-        TaskId::new(self.0.id())
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]
