@@ -1,9 +1,9 @@
 //! The `Backend` trait both interfaces (MSR and resctrl) implement, and the values it speaks.
 
 use crate::{
-    CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, CpuSet, LogicalCpu, MbaKind,
-    MbaLimit, MbaResource, MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId,
-    ThreadThrottle, Topology,
+    CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, CpuSet, LogicalCpu, MbaLimit,
+    MbaResource, MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId, ThreadThrottle,
+    Topology,
 };
 
 /// The interface a backend programs the hardware through (pqos `--iface`).
@@ -664,13 +664,11 @@ pub trait Backend {
         domain: CacheDomain,
     ) -> Result<Option<ThreadThrottle>, Self::Error> {
         let _ = domain;
-        Ok(match self.capabilities().mba.get().map(|m| m.kind) {
-            Some(MbaKind::IntelDelay {
-                per_thread: true, ..
-            }) => Some(ThreadThrottle::PerThread),
-            Some(MbaKind::IntelDelay { .. }) => Some(ThreadThrottle::Max),
-            _ => None,
-        })
+        Ok(self
+            .capabilities()
+            .mba
+            .get()
+            .and_then(crate::MbaCaps::thread_throttle))
     }
 
     /// What resctrl shows about memory bandwidth monitoring beyond the capabilities:

@@ -186,6 +186,21 @@ pub struct MbaCaps {
 }
 
 impl MbaCaps {
+    /// How the limits of a core's threads combine as CPUID tells it (Intel): per thread on
+    /// MBA 3.0 (CPUID.(10H,3):ECX\[0\]), else the larger delay (the kernel's
+    /// `thread_throttle_mode` `max`; MBA 2.0's IA32_MBA_CFG may select the smaller, which
+    /// only a register read can tell). `None` for AMD, whose limits are per class.
+    #[must_use]
+    pub const fn thread_throttle(&self) -> Option<crate::ThreadThrottle> {
+        match self.kind {
+            MbaKind::IntelDelay {
+                per_thread: true, ..
+            } => Some(crate::ThreadThrottle::PerThread),
+            MbaKind::IntelDelay { .. } => Some(crate::ThreadThrottle::Max),
+            MbaKind::AmdBandwidth { .. } => None,
+        }
+    }
+
     /// Granularity in percent for Intel (`100 - max_delay`, as pqos's `throttle_step` and the
     /// kernel's `bandwidth_gran`); 1 unit for AMD.
     #[must_use]

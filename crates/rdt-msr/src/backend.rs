@@ -1024,22 +1024,18 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         let Some(m) = self.caps.mba.get() else {
             return Ok(None);
         };
-        Ok(match m.kind {
-            MbaKind::IntelDelay {
-                per_thread: true, ..
-            } => Some(ThreadThrottle::PerThread),
-            MbaKind::IntelDelay { .. } if m.num_classes > 8 => {
-                let cpu = Self::domain("MBA", &self.l3, domain)?;
-                let cfg = self.io.read(cpu, regs::IA32_MBA_CFG)?;
-                Some(if cfg & regs::MBA_CFG_MIN_DELAY == 0 {
-                    ThreadThrottle::Max
-                } else {
-                    ThreadThrottle::Min
-                })
-            }
-            MbaKind::IntelDelay { .. } => Some(ThreadThrottle::Max),
-            MbaKind::AmdBandwidth { .. } => None,
-        })
+        let from_cpuid = m.thread_throttle();
+        if from_cpuid != Some(ThreadThrottle::Max) || m.num_classes <= 8 {
+            return Ok(from_cpuid);
+        }
+        // per-core MBA 2.0: IA32_MBA_CFG bit 0 may select the smaller delay
+        let cpu = Self::domain("MBA", &self.l3, domain)?;
+        let cfg = self.io.read(cpu, regs::IA32_MBA_CFG)?;
+        Ok(Some(if cfg & regs::MBA_CFG_MIN_DELAY == 0 {
+            ThreadThrottle::Max
+        } else {
+            ThreadThrottle::Min
+        }))
     }
 
     fn bandwidth_classes(

@@ -276,11 +276,12 @@ impl<B: Backend> Planner<'_, B> {
     /// interface's x2APIC topology, a CPUID dump); nothing is read otherwise.
     fn shared_cores(&mut self, steps: &[(usize, Step)]) -> Result<(), PlanError<B::Error>> {
         let per_core = matches!(
-            self.backend.capabilities().mba.get().map(|m| m.kind),
-            Some(crate::MbaKind::IntelDelay {
-                per_thread: false,
-                ..
-            })
+            self.backend
+                .capabilities()
+                .mba
+                .get()
+                .and_then(crate::MbaCaps::thread_throttle),
+            Some(crate::ThreadThrottle::Max)
         );
         let mut cores: BTreeMap<(u32, u32), Vec<(LogicalCpu, CacheDomain)>> = BTreeMap::new();
         for p in self.backend.topology().cpus() {
