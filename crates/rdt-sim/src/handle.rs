@@ -1,7 +1,7 @@
 //! [`SimHandle`]: a shared, cloneable handle on one simulated platform.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdt_core::{LogicalCpu, PmuCounts, PmuSource};
 use rdt_msr::{MsrAddr, MsrError, MsrIo};
@@ -25,19 +25,58 @@ use crate::SimPlatform;
 /// assert_eq!(sim.msr_accesses(), (0, 1));
 /// ```
 #[derive(Clone, Debug)]
-pub struct SimHandle(Arc<Mutex<SimPlatform>>);
+pub struct SimHandle {
+    platform: Arc<Mutex<SimPlatform>>,
+    /// With [`SimHandle::with_wall_clock`]: when the model was last advanced to the wall
+    /// clock.
+    wall: Option<Arc<Mutex<Instant>>>,
+}
+
+/// The least wall-clock time [`SimHandle::with_wall_clock`] advances the model by: accesses
+/// closer together than this (the reads of one poll) see one model time, and the model's
+/// O(CPUs) advance runs at most once a millisecond.
+const WALL_CLOCK_STEP: Duration = Duration::from_millis(1);
 
 impl SimHandle {
-    /// Wraps a platform.
+    /// Wraps a platform whose clock moves only when told ([`SimHandle::advance`]): exact
+    /// numbers for tests, and the clock of a program that advances it as it sleeps.
     #[must_use]
     pub fn new(platform: SimPlatform) -> Self {
-        Self(Arc::new(Mutex::new(platform)))
+        Self {
+            platform: Arc::new(Mutex::new(platform)),
+            wall: None,
+        }
     }
 
-    /// Locks the platform. A panic in another holder does not poison it for good: the
-    /// platform's invariants hold between register accesses, so the lock is taken anyway.
+    /// Wraps a platform whose clock follows the wall clock, as the mounted platform's does
+    /// ([`crate::fs`]): every [`SimHandle::lock`] first advances the model by the
+    /// (monotonic) time elapsed since the previous advance, when that is 1 ms or more. A
+    /// program that sleeps a second between two polls then sees a second of traffic, with
+    /// nothing to call.
+    #[must_use]
+    pub fn with_wall_clock(platform: SimPlatform) -> Self {
+        Self {
+            platform: Arc::new(Mutex::new(platform)),
+            wall: Some(Arc::new(Mutex::new(Instant::now()))),
+        }
+    }
+
+    /// Locks the platform (advanced to the wall clock first, for a handle made with
+    /// [`SimHandle::with_wall_clock`]). A panic in another holder does not poison it for
+    /// good: the platform's invariants hold between register accesses, so the lock is taken
+    /// anyway.
     pub fn lock(&self) -> MutexGuard<'_, SimPlatform> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        let mut platform = self.platform.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(wall) = &self.wall {
+            let mut last = wall.lock().unwrap_or_else(PoisonError::into_inner);
+            let now = Instant::now();
+            let dt = now.saturating_duration_since(*last);
+            if dt >= WALL_CLOCK_STEP {
+                platform.advance(dt);
+                *last = now;
+            }
+        }
+        platform
     }
 
     /// Advances the virtual clock ([`SimPlatform::advance`]).

@@ -92,6 +92,18 @@ pub enum SessionError {
         /// The state file given.
         path: PathBuf,
     },
+    /// The directory of this user's state files ([`default_state_dir`]) cannot be made, or
+    /// is not safe to keep state in.
+    #[error(
+        "the simulated platform's state directory {}: {why} (set XDG_RUNTIME_DIR to a directory of yours, or name a state file)",
+        .path.display()
+    )]
+    StateDir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The scenario file is invalid or does not fit the model.
     #[error("scenario {}", .path.display())]
     Scenario {
@@ -117,6 +129,10 @@ pub struct SessionOptions {
     /// The kernel release whose resctrl the in-process mount shows (not saved: each run
     /// chooses).
     pub kernel: crate::resctrl::KernelVersion,
+    /// Whether the model's clock follows the wall clock ([`SimHandle::with_wall_clock`]):
+    /// for a program that polls as it would on hardware. `false` (the default): it moves
+    /// only when the program calls [`SimHandle::advance`].
+    pub wall_clock: bool,
 }
 
 impl SessionOptions {
@@ -129,6 +145,7 @@ impl SessionOptions {
             scenario: None,
             lock_wait: DEFAULT_LOCK_WAIT,
             kernel: crate::resctrl::KernelVersion::default(),
+            wall_clock: false,
         }
     }
 }
@@ -140,9 +157,9 @@ pub struct Session {
     resctrl: InProcessResctrl,
     handle: SimHandle,
     state: PathBuf,
-    /// The state as the file holds it after opening (when it existed): a save that would
-    /// write the same text leaves the file alone.
-    loaded: Option<String>,
+    /// The state as the file holds it (after opening, when it existed, and after each
+    /// save): a save that would write the same text leaves the file alone.
+    saved: std::sync::Mutex<Option<String>>,
     _lock: File,
 }
 
@@ -151,16 +168,17 @@ impl Session {
     ///
     /// # Errors
     /// [`SessionError::NoSuchModel`], [`SessionError::ReadDump`], [`SessionError::Model`],
+    /// [`SessionError::StateDir`] when the default state directory is not safe,
     /// [`SessionError::StateSymlink`] when the state file (or its lock file) is a symbolic
     /// link, [`SessionError::Busy`] after waiting [`SessionOptions::lock_wait`],
     /// [`SessionError::Lock`], [`SessionError::Load`], [`SessionError::Scenario`].
     pub fn open(opts: &SessionOptions) -> Result<Self, SessionError> {
         let mut platform = open_model(&opts.model)?;
         platform.set_kernel(opts.kernel);
-        let state = opts
-            .state
-            .clone()
-            .unwrap_or_else(|| default_state_path(platform.identity()));
+        let state = match &opts.state {
+            Some(state) => state.clone(),
+            None => default_state_path(platform.identity())?,
+        };
         refuse_symlink(&state)?;
         let lock = lock_state(&state, opts.lock_wait)?;
         let existed = state.symlink_metadata().is_ok();
@@ -183,7 +201,11 @@ impl Session {
                 .set_scenario(&scenario)
                 .map_err(|e| scenario_err(SimError::Scenario(e)))?;
         }
-        let handle = SimHandle::new(platform);
+        let handle = if opts.wall_clock {
+            SimHandle::with_wall_clock(platform)
+        } else {
+            SimHandle::new(platform)
+        };
         let resctrl = InProcessResctrl::new(handle.clone()).map_err(|e| SessionError::Load {
             path: state.clone(),
             source: SimError::Io {
@@ -196,11 +218,11 @@ impl Session {
             resctrl,
             handle,
             state,
-            loaded: None,
+            saved: std::sync::Mutex::new(None),
             _lock: lock,
         };
         if existed {
-            session.loaded = Some(session.serialized());
+            session.saved = std::sync::Mutex::new(Some(session.serialized()));
         }
         Ok(session)
     }
@@ -227,16 +249,23 @@ impl Session {
 
     /// Saves the platform's state to the state file (atomically), unless the file already
     /// holds exactly this state: a run that changed nothing (`pqos -s`, `-d`) leaves the file
-    /// as it was, neither rewritten nor replaced.
+    /// as it was, neither rewritten nor replaced, and so does a second save of the same
+    /// state.
     ///
     /// # Errors
     /// [`SimError::Io`] naming the file that could not be written.
     pub fn save(&self) -> Result<(), SimError> {
         let text = self.serialized();
-        if self.loaded.as_deref() == Some(text.as_str()) {
+        let mut saved = self
+            .saved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if saved.as_deref() == Some(text.as_str()) {
             return Ok(());
         }
-        crate::state::write_state(&self.state, &text)
+        crate::state::write_state(&self.state, &text)?;
+        *saved = Some(text);
+        Ok(())
     }
 
     /// The state [`Self::save`] writes: the platform's, with the resctrl mount's.
@@ -279,11 +308,18 @@ pub fn open_model(model: &str) -> Result<SimPlatform, SessionError> {
     Ok(p)
 }
 
-/// `$XDG_RUNTIME_DIR/rdt-sim-<model>.json` (the temp dir when unset), `<model>` being the
-/// platform's identity without `builtin:` and with other characters than `[A-Za-z0-9_-]`
-/// replaced by `-`.
-#[must_use]
-pub fn default_state_path(identity: &str) -> PathBuf {
+/// `<dir>/<model>.json` in this user's state directory ([`default_state_dir`]), `<model>`
+/// being the platform's identity without `builtin:` and with other characters than
+/// `[A-Za-z0-9_-]` replaced by `-`.
+///
+/// # Errors
+/// As [`default_state_dir`].
+pub fn default_state_path(identity: &str) -> Result<PathBuf, SessionError> {
+    Ok(default_state_dir()?.join(state_file_name(identity)))
+}
+
+/// The state file's name of the platform `identity` (`broadwell-ep.json`).
+fn state_file_name(identity: &str) -> String {
     let name: String = identity
         .strip_prefix("builtin:")
         .unwrap_or(identity)
@@ -296,11 +332,81 @@ pub fn default_state_path(identity: &str) -> PathBuf {
             }
         })
         .collect();
-    let dir = std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|d| d.is_dir())
-        .unwrap_or_else(std::env::temp_dir);
-    dir.join(format!("rdt-sim-{name}.json"))
+    format!("{name}.json")
+}
+
+/// The directory where this user's simulated platforms keep their state when no state file
+/// is named, created with mode 0700 when missing: `$XDG_RUNTIME_DIR/rdt-sim` where
+/// `XDG_RUNTIME_DIR` names a directory (the per-user runtime directory of pam_systemd),
+/// else `$XDG_STATE_HOME/rdt-sim`, else `$HOME/.local/state/rdt-sim` where `HOME` names a
+/// directory (the XDG base directory specification), else `<temp dir>/rdt-sim-<uid>`.
+///
+/// The directory must be a directory of this user's (not a symbolic link, owned by the
+/// effective uid) that no one else can write: another local user can then neither plant a
+/// link where a root-run `pqos --sim` writes its state, journals and named classes, nor
+/// see or change that state. One planted in the temp dir under this user's name is refused,
+/// not used.
+///
+/// # Errors
+/// [`SessionError::StateDir`] when the directory cannot be created or fails the checks.
+pub fn default_state_dir() -> Result<PathBuf, SessionError> {
+    let var_dir = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute() && d.is_dir())
+    };
+    let uid = nix::unistd::geteuid().as_raw();
+    let dir = if let Some(run) = var_dir("XDG_RUNTIME_DIR") {
+        run.join("rdt-sim")
+    } else if let Some(state) = var_dir("XDG_STATE_HOME") {
+        state.join("rdt-sim")
+    } else if let Some(home) = var_dir("HOME").filter(|h| h != Path::new("/")) {
+        home.join(".local/state/rdt-sim")
+    } else {
+        std::env::temp_dir().join(format!("rdt-sim-{uid}"))
+    };
+    private_dir(&dir, uid)?;
+    Ok(dir)
+}
+
+/// Creates `dir` (mode 0700; its parents as the umask says) unless it exists, then checks
+/// that it is a directory, not a link, owned by `uid` and writable by no one else.
+fn private_dir(dir: &Path, uid: u32) -> Result<(), SessionError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let refuse = |why: String| SessionError::StateDir {
+        path: dir.to_owned(),
+        why,
+    };
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| refuse(format!("creating its parent: {e}")))?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(refuse(format!("cannot create it: {e}"))),
+    }
+    let meta = dir
+        .symlink_metadata()
+        .map_err(|e| refuse(format!("cannot read it: {e}")))?;
+    if meta.file_type().is_symlink() {
+        return Err(refuse("it is a symbolic link (refused)".to_owned()));
+    }
+    if !meta.is_dir() {
+        return Err(refuse("it is not a directory".to_owned()));
+    }
+    if meta.uid() != uid {
+        return Err(refuse(format!(
+            "it belongs to uid {}, not to this user (uid {uid})",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(refuse(format!(
+            "others can write it (mode {:o}; chmod 700 it)",
+            meta.mode() & 0o7777
+        )));
+    }
+    Ok(())
 }
 
 /// [`SessionError::StateSymlink`] when `path` is a symbolic link.
@@ -358,10 +464,73 @@ mod tests {
 
     #[test]
     fn default_state_file_is_named_after_the_model() {
-        let p = default_state_path("builtin:broadwell-ep");
-        assert_eq!(p.file_name().unwrap(), "rdt-sim-broadwell-ep.json");
-        let p = default_state_path("dump:fnv1a64:00ab");
-        assert_eq!(p.file_name().unwrap(), "rdt-sim-dump-fnv1a64-00ab.json");
+        assert_eq!(state_file_name("builtin:broadwell-ep"), "broadwell-ep.json");
+        assert_eq!(
+            state_file_name("dump:fnv1a64:00ab"),
+            "dump-fnv1a64-00ab.json"
+        );
+    }
+
+    #[test]
+    fn a_private_dir_is_created_0700_and_reused() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tempfile::tempdir().unwrap();
+        let dir = base.path().join("a/rdt-sim");
+        let uid = nix::unistd::geteuid().as_raw();
+        private_dir(&dir, uid).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        private_dir(&dir, uid).unwrap();
+    }
+
+    #[test]
+    fn a_planted_link_or_foreign_or_open_dir_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = tempfile::tempdir().unwrap();
+        let uid = nix::unistd::geteuid().as_raw();
+        // a link another user planted where the directory would be
+        let target = base.path().join("elsewhere");
+        std::fs::create_dir(&target).unwrap();
+        let link = base.path().join("rdt-sim-link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = private_dir(&link, uid).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        // a directory of someone else's
+        let e = private_dir(&target, uid + 1).unwrap_err();
+        assert!(e.to_string().contains("belongs to uid"), "{e}");
+        // a directory others can write
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = private_dir(&target, uid).unwrap_err();
+        assert!(e.to_string().contains("others can write it"), "{e}");
+        // a file
+        let file = base.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let e = private_dir(&file, uid).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+    }
+
+    #[test]
+    fn a_wall_clock_session_moves_on_by_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = SessionOptions {
+            state: Some(dir.path().join("s.json")),
+            wall_clock: true,
+            ..SessionOptions::new("broadwell-ep")
+        };
+        let s = Session::open(&opts).unwrap();
+        let t0 = s.handle().lock().now();
+        std::thread::sleep(Duration::from_millis(20));
+        let t1 = s.handle().lock().now();
+        assert!(t1 >= t0 + Duration::from_millis(20), "{t0:?} -> {t1:?}");
+        // a manual session does not
+        let manual = Session::open(&SessionOptions {
+            state: Some(dir.path().join("m.json")),
+            ..SessionOptions::new("broadwell-ep")
+        })
+        .unwrap();
+        let t0 = manual.handle().lock().now();
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(manual.handle().lock().now(), t0);
     }
 
     #[test]
