@@ -59,6 +59,8 @@
 pub mod oci;
 mod open;
 pub mod perf;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod simpmu;
 
 pub use open::{
@@ -166,6 +168,21 @@ enum Inner {
 pub struct Rdt {
     backend: Inner,
     notices: Vec<Notice>,
+    /// The simulated platform's session (feature `sim`), after the backend: saved when the
+    /// platform is dropped, its lock released last.
+    #[cfg(feature = "sim")]
+    sim: Option<sim::Session>,
+}
+
+#[cfg(feature = "sim")]
+impl Drop for Rdt {
+    /// Saves a simulated platform's state ([`Rdt::save_simulated`]); a failure is a `WARN`
+    /// record.
+    fn drop(&mut self) {
+        if let Err(e) = self.save_simulated() {
+            log::warn!("could not save the simulated platform: {}", error_chain(&e));
+        }
+    }
 }
 
 impl Rdt {
@@ -224,6 +241,8 @@ impl Rdt {
         Self {
             backend: Inner::Msr(backend),
             notices,
+            #[cfg(feature = "sim")]
+            sim: None,
         }
     }
 
@@ -234,6 +253,8 @@ impl Rdt {
         Self {
             backend: Inner::Os(backend),
             notices: Vec::new(),
+            #[cfg(feature = "sim")]
+            sim: None,
         }
     }
 

@@ -358,6 +358,12 @@ pub enum OpenError {
     /// mount it), its `info/` does not parse, another tool holds its lock.
     #[error("cannot open the OS interface: {}", error_chain(.0))]
     Resctrl(ResctrlError),
+    /// The simulated platform ([`OpenOptions::simulated`], feature `sim`) could not be
+    /// opened: an unknown model, a state file another program holds or that does not
+    /// load, a state directory that is not safe.
+    #[cfg(feature = "sim")]
+    #[error("cannot open the simulated platform: {}", error_chain(.0))]
+    Sim(crate::sim::SessionError),
 }
 
 impl OpenError {
@@ -521,6 +527,9 @@ pub struct OpenOptions {
     lock_timeout: Option<Duration>,
     pmu_caps: PmuCapsPolicy,
     reclaim: bool,
+    /// The in-process simulated platform to open instead of the paths'.
+    #[cfg(feature = "sim")]
+    pub(crate) sim: Option<crate::sim::SessionOptions>,
 }
 
 impl OpenOptions {
@@ -536,6 +545,8 @@ impl OpenOptions {
             lock_timeout: None,
             pmu_caps: PmuCapsPolicy::Usable,
             reclaim: true,
+            #[cfg(feature = "sim")]
+            sim: None,
         }
     }
 
@@ -673,6 +684,10 @@ impl OpenOptions {
     /// module, not root); [`OpenError::Resctrl`] when resctrl is not mounted (saying how to
     /// mount it), cannot be read, or another tool holds its lock.
     pub fn open(&self) -> Result<Rdt, OpenError> {
+        #[cfg(feature = "sim")]
+        if let Some(sim) = &self.sim {
+            return self.open_simulated(sim);
+        }
         let interface = self.resolve()?;
         log::info!("Selected interface: {}", iface_upper(interface));
         let paths = &self.paths;
@@ -715,6 +730,19 @@ impl OpenOptions {
     /// # Errors
     /// As [`OpenOptions::open`].
     pub fn capabilities(&self) -> Result<PlatformCapabilities, OpenError> {
+        #[cfg(feature = "sim")]
+        if self.sim.is_some() {
+            // A model in this process: opening it whole costs no file reads.
+            let mut rdt = self.open()?;
+            return Ok(PlatformCapabilities {
+                interface: rdt.interface(),
+                capabilities: rdt.capabilities().clone(),
+                mba_ctrl: rdt.mba_ctrl(),
+                mbm: rdt.mbm_details().map_err(open_error_of)?,
+                io_alloc: rdt.io_alloc().map_err(open_error_of)?,
+                notices: rdt.notices().to_vec(),
+            });
+        }
         let interface = self.resolve()?;
         log::info!("Selected interface: {}", iface_upper(interface));
         let paths = &self.paths;
@@ -1065,6 +1093,17 @@ fn host_pmu(
             }
             Box::new(NoPmu)
         }
+    }
+}
+
+/// A read of an opened platform's failure as an [`OpenError`] (a report opens the whole
+/// simulated platform, then reads it).
+#[cfg(feature = "sim")]
+fn open_error_of(e: crate::Error) -> OpenError {
+    match e {
+        crate::Error::Msr(e) => OpenError::Msr(e),
+        crate::Error::Resctrl(e) => OpenError::Resctrl(e),
+        crate::Error::Request(r) => OpenError::Resctrl(ResctrlError::Request(r)),
     }
 }
 

@@ -62,10 +62,61 @@ Examples:
   pqos -m \"all:[2-7];all:[8-10]\" -t 10      monitor two core groups for 10 s
   pqos -r -m all:0-3 -i 5                   reset RMIDs, monitor cores 0-3 every 500 ms
   pqos --sim=skylake-sp -d                  the same commands on a simulated platform
+";
 
-Simulated platforms (--sim=MODEL): broadwell-ep (default), skylake-sp, milan,
-sapphire-rapids, or the path of a CPUID dump. Their state persists between runs in a
-state file (--sim-state PATH).";
+/// `pqos --help`'s examples, then what `--sim` offers: the simulator's built-in models
+/// (`rdt_pqos::sim::BUILTIN_MODELS`, the one list), wrapped for a terminal.
+fn after_help() -> String {
+    let mut text = AFTER_HELP.to_owned();
+    text.push('\n');
+    let mut line = String::new();
+    for word in sim_note().split(' ') {
+        if !line.is_empty() && line.len() + 1 + word.len() > 88 {
+            text.push_str(&line);
+            text.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    text.push_str(&line);
+    text
+}
+
+#[cfg(feature = "sim")]
+fn sim_note() -> String {
+    use rdt_pqos::sim::{BUILTIN_MODELS, DEFAULT_MODEL};
+    let models: Vec<String> = BUILTIN_MODELS
+        .iter()
+        .map(|&m| {
+            if m == DEFAULT_MODEL {
+                format!("{m} (default)")
+            } else {
+                m.to_owned()
+            }
+        })
+        .collect();
+    format!(
+        "Simulated platforms (--sim=MODEL): {}, or the path of a CPUID dump. Their state \
+         persists between runs in a state file (--sim-state PATH).",
+        models.join(", ")
+    )
+}
+
+#[cfg(not(feature = "sim"))]
+fn sim_note() -> String {
+    "This pqos was built without the simulated platform (--sim): build it with the cargo \
+     feature `sim` of pqos-cli (a default)."
+        .to_owned()
+}
+
+/// The model `--sim` without a name selects.
+#[cfg(feature = "sim")]
+const DEFAULT_SIM_MODEL: &str = rdt_pqos::sim::DEFAULT_MODEL;
+#[cfg(not(feature = "sim"))]
+const DEFAULT_SIM_MODEL: &str = "broadwell-ep";
 
 /// pqos: Intel RDT / AMD PQoS monitoring and allocation, compatible with intel-cmt-cat's pqos.
 ///
@@ -79,7 +130,7 @@ state file (--sim-state PATH).";
     // A later option overrides an earlier one, as with getopt: `-t 1 -t 5` is `-t 5`, and a
     // -f file's options mix with the command line's (see `config_file`).
     args_override_self = true,
-    after_help = AFTER_HELP
+    after_help = after_help()
 )]
 #[allow(clippy::struct_excessive_bools)] // pqos's flags are booleans one to one
 pub struct Args {
@@ -312,7 +363,7 @@ pub struct Args {
         long = "sim",
         value_name = "MODEL",
         num_args = 0..=1,
-        default_missing_value = "broadwell-ep",
+        default_missing_value = DEFAULT_SIM_MODEL,
         help = "Use a simulated platform instead of the hardware: a built-in model name or the \
                 path of a CPUID dump [default: broadwell-ep]"
     )]
@@ -323,7 +374,8 @@ pub struct Args {
         long = "sim-state",
         value_name = "PATH",
         requires = "sim",
-        help = "The simulated platform's state file [default: $XDG_RUNTIME_DIR/rdt-sim-MODEL.json]"
+        help = "The simulated platform's state file [default: MODEL.json in $XDG_RUNTIME_DIR/rdt-sim, \
+                else in ~/.local/state/rdt-sim]"
     )]
     pub sim_state: Option<PathBuf>,
 
@@ -505,6 +557,25 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         Args::command().debug_assert();
+    }
+
+    #[test]
+    #[cfg(feature = "sim")]
+    fn help_lists_every_built_in_model_and_wraps() {
+        let help = Args::command().render_long_help().to_string();
+        let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        for model in rdt_pqos::sim::BUILTIN_MODELS {
+            assert!(
+                flat.contains(&format!(" {model}")),
+                "{model} missing:\n{help}"
+            );
+        }
+        assert!(flat.contains("broadwell-ep (default)"), "{help}");
+        let notes = help
+            .split("Simulated platforms")
+            .nth(1)
+            .expect("the models note");
+        assert!(notes.lines().all(|l| l.len() <= 88), "{notes}");
     }
 
     #[test]

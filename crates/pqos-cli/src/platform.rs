@@ -109,23 +109,17 @@ mod sim {
     use std::sync::atomic::AtomicBool;
 
     use anyhow::{Context as _, Result, anyhow};
-    use rdt_sim::session::{Session, SessionError, SessionOptions};
+    use rdt_pqos::sim::{KernelVersion, SessionError, SessionOptions};
 
     use super::open_error;
     use crate::command::{Plan, SimOptions};
     use crate::commands::{AdvancingClock, Clock, Context, VirtualClock, execute};
 
-    /// The run directory of the simulated platform saved at `state`: `<state>.run`.
-    fn run_dir_of(state: &std::path::Path) -> std::path::PathBuf {
-        let mut dir = state.as_os_str().to_owned();
-        dir.push(".run");
-        dir.into()
-    }
-
-    /// Runs `plan` on the persistent in-process simulated platform: the session is locked
-    /// and loaded, the library opens it as an [`rdt_pqos::MsrSource`], and its state is saved
-    /// afterwards, even after a failure (a failed write leaves the platform as the writes
-    /// before it made it, as on hardware).
+    /// Runs `plan` on the persistent in-process simulated platform the library opens
+    /// ([`rdt_pqos::OpenOptions::simulate`]); its state is saved afterwards, even after a
+    /// failure (a failed write leaves the platform as the writes before it made it, as on
+    /// hardware). pqos's clock drives the model: it advances as pqos sleeps, or only
+    /// virtually with `--sim-virtual-clock`.
     pub fn run(
         plan: &Plan,
         opts: &SimOptions,
@@ -136,57 +130,35 @@ mod sim {
         let kernel = opts
             .kernel
             .as_deref()
-            .map(str::parse::<rdt_sim::resctrl::KernelVersion>)
+            .map(str::parse::<KernelVersion>)
             .transpose()
             .map_err(|e| anyhow!("--sim-kernel: {e}"))?
             .unwrap_or_default();
-        let session = Session::open(&SessionOptions {
+        let session = SessionOptions {
             state: opts.state.clone(),
             scenario: opts.scenario.clone(),
             kernel,
             ..SessionOptions::new(&opts.model)
-        })
-        .map_err(|e| match e {
-            SessionError::Busy { .. } => {
-                anyhow!("{e}; wait for it or choose another state file with --sim-state")
-            }
-            SessionError::NoSuchModel { .. } => anyhow!("--sim={}: {e}", opts.model),
-            SessionError::Scenario { .. } | SessionError::Load { .. } => e.into(),
-            e => anyhow::Error::new(e).context(format!("--sim={}", opts.model)),
-        })?;
-        let sim = session.handle().clone();
-        let source = {
-            let platform = sim.lock();
-            rdt_pqos::MsrSource {
-                io: Box::new(sim.clone()),
-                pmu: Box::new(sim.clone()),
-                capabilities: platform.capabilities().clone(),
-                topology: platform.topology().clone(),
-                name: format!("the simulated {}", platform.model()),
-                // Journals and named classes live next to the state file, as long as it.
-                run_dir: Some(run_dir_of(session.state_path())),
-                // The OS interface: the model's resctrl in-process, kept mounted with the
-                // state file (rdt_sim::inprocess).
-                os: Some(rdt_pqos::OsFace {
-                    files: session.resctrl().files(),
-                    mount: Box::new(session.resctrl().mount_control()),
-                    root: format!("sim:{}:/sys/fs/resctrl", platform.model()).into(),
-                }),
-            }
         };
         let mut rdt = plan
             .open_options()
-            .open_source(source)
-            .map_err(open_error)?;
+            .simulate(session)
+            .open()
+            .map_err(|e| match e {
+                rdt_pqos::OpenError::Sim(e) => sim_error(e, &opts.model),
+                e => open_error(e),
+            })?;
+        let Some(session) = rdt.simulated() else {
+            return Err(anyhow!("--sim: the library opened no simulated platform"));
+        };
+        let sim = session.handle().clone();
+        let state = session.state_path().to_owned();
         eprintln!(
             "NOTE: simulated platform ({}); nothing here touches real hardware",
             sim.lock().model()
         );
         if plan.verbosity > 0 {
-            eprintln!(
-                "INFO: simulator state file: {}",
-                session.state_path().display()
-            );
+            eprintln!("INFO: simulator state file: {}", state.display());
             for note in sim.lock().notes() {
                 eprintln!("INFO: simulator: {note}");
             }
@@ -205,13 +177,26 @@ mod sim {
             proc: &proc,
         };
         let result = execute(&mut rdt, plan, &mut ctx, out);
-        let saved = session.save().with_context(|| {
+        let saved = rdt.save_simulated().with_context(|| {
             format!(
                 "saving the simulated platform's state to {}",
-                session.state_path().display()
+                state.display()
             )
         });
         result.and(saved)
+    }
+
+    /// The library's session error, with pqos's flags for what to do.
+    fn sim_error(e: SessionError, model: &str) -> anyhow::Error {
+        match e {
+            SessionError::Busy { .. } => {
+                anyhow!("{e}; wait for it or choose another state file with --sim-state")
+            }
+            SessionError::NoSuchModel { .. } => anyhow!("--sim={model}: {e}"),
+            SessionError::StateDir { .. } => anyhow!("{e}, e.g. --sim-state FILE"),
+            SessionError::Scenario { .. } | SessionError::Load { .. } => e.into(),
+            e => anyhow::Error::new(e).context(format!("--sim={model}")),
+        }
     }
 }
 
