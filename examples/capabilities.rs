@@ -1,9 +1,10 @@
 //! Prints what the platform can do: `cargo run --example capabilities` (as root on an RDT
-//! machine, or with RDT_SYSROOT=DIR on a platform mounted with `rdt-sim mount DIR`).
+//! machine), `RDT_SIM=skylake-sp cargo run --features sim --example capabilities` (a
+//! simulated one, no root), or with RDT_SYSROOT=DIR on a platform `rdt-sim mount DIR` serves.
 use rdt_pqos::{Backend, CatResource, Iface, OpenOptions};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let rdt = OpenOptions::new(Iface::Auto).sysroot_from_env().open()?;
+fn main() -> anyhow::Result<()> {
+    let rdt = OpenOptions::new(Iface::Auto).platform_from_env().open()?;
     let caps = rdt.capabilities();
     let topo = rdt.topology();
     println!("{:?} via the {:?} interface", caps.vendor, rdt.interface());

@@ -1,17 +1,20 @@
 //! Gives a process 4 cache ways and a 50 % memory bandwidth cap (class of service 1, every
-//! L3 domain): `cargo run --example limit_process PID` (OS interface: resctrl mounted).
+//! L3 domain): `cargo run --example limit_process PID` (OS interface: resctrl mounted, or
+//! `RDT_SIM=MODEL` with `--features sim`).
 use rdt_pqos::{Backend, CacheBitmask, CatClass, CatMask, CatResource, ClassId, Iface};
 use rdt_pqos::{MbaClass, MbaLimit, OpenOptions, TaskId, proc::ProcFs};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let arg = std::env::args().nth(1).ok_or("usage: limit_process PID")?;
+fn main() -> anyhow::Result<()> {
+    let arg = std::env::args()
+        .nth(1)
+        .ok_or(anyhow::anyhow!("usage: limit_process PID"))?;
     let pid: TaskId = arg.parse()?;
     if !ProcFs::host().exists(pid) {
-        return Err(format!("no process {pid}").into()); // before anything is written
+        anyhow::bail!("no process {pid}"); // before anything is written
     }
     let mut rdt = OpenOptions::new(Iface::Os)
         .needs_os("a process id")
-        .sysroot_from_env()
+        .platform_from_env()
         .open()?;
     let class = ClassId::new(1);
     let mask = CatMask::Unified(CacheBitmask::new(0xf)?); // the 4 lowest ways

@@ -7,12 +7,12 @@ fn bytes(v: &MonValues) -> [Option<u64>; 3] {
     [v.llc_occupancy_bytes, v.mbm_local_bytes, v.mbm_total_bytes]
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(samples), Some(cpus)) = (args.first(), args.get(1)) else {
-        return Err("usage: monitor_prometheus SAMPLES CPUS [PID,...]".into());
+        anyhow::bail!("usage: monitor_prometheus SAMPLES CPUS [PID,...]");
     };
-    let mut rdt = OpenOptions::new(Iface::Auto).sysroot_from_env().open()?;
+    let mut rdt = OpenOptions::new(Iface::Auto).platform_from_env().open()?;
     let events = MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL | MonEvents::MBM_TOTAL;
     let mut mon = rdt.monitoring(); // every group stops when `mon` goes
     let cpu_group = mon.start(&cpus.parse()?, events)?;

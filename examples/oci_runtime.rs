@@ -7,12 +7,12 @@
 use oci_spec::runtime::Spec;
 use rdt_pqos::{Iface, OpenOptions, TaskId, oci, proc::ProcFs};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let usage = "usage: oci_runtime CONFIG.json CONTAINER_ID PID";
     let (config, id, pid) = (args.next(), args.next(), args.next());
     let (Some(config), Some(id), Some(pid)) = (config, id, pid) else {
-        return Err(usage.into());
+        anyhow::bail!(usage);
     };
     let pid: TaskId = pid.parse()?;
     let spec = Spec::load(&config)?;
@@ -20,7 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("no linux.intelRdt: resctrl is left alone"); // runtime-spec: MUST NOT touch it
         return Ok(());
     };
-    let mut rdt = OpenOptions::new(Iface::Os).sysroot_from_env().open()?;
+    let mut rdt = OpenOptions::new(Iface::Os).platform_from_env().open()?;
     let placed = oci::apply(&mut rdt, &rdt_spec, &id, pid)?;
     println!(
         "container {id}: process {pid} in resctrl group {}",

@@ -364,6 +364,17 @@ pub enum OpenError {
     #[cfg(feature = "sim")]
     #[error("cannot open the simulated platform: {}", error_chain(.0))]
     Sim(crate::sim::SessionError),
+    /// `RDT_SIM` asks for a simulated platform ([`OpenOptions::platform_from_env`]) and the
+    /// library was built without it.
+    #[error(
+        "RDT_SIM={model} asks for the simulated platform, but this program was built without \
+         it (cargo feature `sim` of rdt-pqos, e.g. cargo run --features sim); unset RDT_SIM \
+         to use the host"
+    )]
+    SimUnavailable {
+        /// The model `RDT_SIM` names.
+        model: String,
+    },
 }
 
 impl OpenError {
@@ -530,6 +541,9 @@ pub struct OpenOptions {
     /// The in-process simulated platform to open instead of the paths'.
     #[cfg(feature = "sim")]
     pub(crate) sim: Option<crate::sim::SessionOptions>,
+    /// `RDT_SIM` named this model, but the library was built without `sim`.
+    #[cfg(not(feature = "sim"))]
+    sim_unavailable: Option<String>,
 }
 
 impl OpenOptions {
@@ -547,6 +561,8 @@ impl OpenOptions {
             reclaim: true,
             #[cfg(feature = "sim")]
             sim: None,
+            #[cfg(not(feature = "sim"))]
+            sim_unavailable: None,
         }
     }
 
@@ -564,6 +580,46 @@ impl OpenOptions {
         match std::env::var_os("RDT_SYSROOT") {
             Some(root) if !root.is_empty() => self.sysroot(PathBuf::from(root)),
             _ => self,
+        }
+    }
+
+    /// The platform the environment names, as `pqos` reads it: `RDT_SIM=MODEL` the
+    /// in-process simulated platform (`OpenOptions::simulated`'s, feature `sim`), else
+    /// `RDT_SYSROOT=DIR` ([`OpenOptions::sysroot_from_env`]), else the host's. Without the
+    /// `sim` feature, a set `RDT_SIM` makes [`OpenOptions::open`] fail with
+    /// [`OpenError::SimUnavailable`], never open the host instead.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use rdt_pqos::{Backend, Iface, OpenOptions};
+    /// // RDT_SIM=broadwell-ep ./program: a simulated Xeon, no root needed
+    /// let rdt = OpenOptions::new(Iface::Auto).platform_from_env().open()?;
+    /// println!("{} CPUs", rdt.topology().all_cpus().len());
+    /// # Ok::<(), rdt_pqos::OpenError>(())
+    /// ```
+    #[must_use]
+    pub fn platform_from_env(self) -> Self {
+        match std::env::var_os("RDT_SIM") {
+            Some(model) if !model.is_empty() => {
+                let model = model.to_string_lossy().into_owned();
+                #[cfg(feature = "sim")]
+                return Self::simulated(model).inherit(self);
+                #[cfg(not(feature = "sim"))]
+                return Self {
+                    sim_unavailable: Some(model),
+                    ..self
+                };
+            }
+            _ => self.sysroot_from_env(),
+        }
+    }
+
+    /// `self` (a simulated platform's options) with `from`'s interface choices.
+    #[cfg(feature = "sim")]
+    fn inherit(self, from: Self) -> Self {
+        Self {
+            sim: self.sim,
+            ..from
         }
     }
 
@@ -688,6 +744,12 @@ impl OpenOptions {
         if let Some(sim) = &self.sim {
             return self.open_simulated(sim);
         }
+        #[cfg(not(feature = "sim"))]
+        if let Some(model) = &self.sim_unavailable {
+            return Err(OpenError::SimUnavailable {
+                model: model.clone(),
+            });
+        }
         let interface = self.resolve()?;
         log::info!("Selected interface: {}", iface_upper(interface));
         let paths = &self.paths;
@@ -730,6 +792,12 @@ impl OpenOptions {
     /// # Errors
     /// As [`OpenOptions::open`].
     pub fn capabilities(&self) -> Result<PlatformCapabilities, OpenError> {
+        #[cfg(not(feature = "sim"))]
+        if let Some(model) = &self.sim_unavailable {
+            return Err(OpenError::SimUnavailable {
+                model: model.clone(),
+            });
+        }
         #[cfg(feature = "sim")]
         if self.sim.is_some() {
             // A model in this process: opening it whole costs no file reads.

@@ -1,5 +1,6 @@
-//! The examples in `examples/` run against the mounted simulated platform (RDT_SYSROOT) and
-//! do what their comments say.
+//! The examples in `examples/` run against the mounted simulated platform (RDT_SYSROOT) or,
+//! without root, the in-process one (`RDT_SIM`, `OpenOptions::simulated`), and do what
+//! their comments say.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
@@ -42,6 +43,83 @@ fn run(m: &TestMount, name: &str, args: &[&str]) -> (String, Output) {
         String::from_utf8_lossy(&out.stderr)
     );
     (text, out)
+}
+
+/// Runs an example on the in-process simulated platform as an unprivileged user (`nobody`
+/// when the test runs as root), its state in a fresh directory of that user's: what a
+/// newcomer without root gets from `RDT_SIM=MODEL cargo run --features sim --example NAME`.
+#[cfg(feature = "sim")]
+fn run_unprivileged(name: &str, args: &[&str], env: &[(&str, &str)]) -> String {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = Command::new(example(name));
+    cmd.args(args)
+        .envs(env.iter().copied())
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .env_remove("RDT_SYSROOT")
+        .env_remove("RDT_IFACE");
+    if nix::unistd::geteuid().is_root() {
+        let nobody = 65534;
+        std::os::unix::fs::chown(dir.path(), Some(nobody), Some(nobody)).expect("chown");
+        cmd.uid(nobody).gid(nobody);
+    }
+    let out = cmd.output().expect("run the example");
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{name} failed:\n{text}\n{stderr}");
+    assert!(
+        dir.path().join("rdt-sim").is_dir(),
+        "its state went to the user's directory"
+    );
+    text
+}
+
+#[cfg(feature = "sim")]
+#[test]
+fn noisy_neighbour_isolates_the_pipeline_without_root() {
+    // act
+    let out = run_unprivileged("noisy_neighbour", &[], &[]);
+    // assert: four lines, `WHEN: NAME LLC N KiB, local X MB/s`
+    let value = |when: &str, name: &str| -> (u64, f64) {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{when}: {name} LLC ")))
+            .unwrap_or_else(|| panic!("{when} {name}:\n{out}"));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        (
+            words[3].parse().expect("KiB"),
+            words[6].parse().expect("MB/s"),
+        )
+    };
+    let (shared, isolated) = (value("shared", "pipeline"), value("isolated", "pipeline"));
+    assert!(
+        isolated.0 > 2 * shared.0,
+        "11 ways of its own give the pipeline more LLC:\n{out}"
+    );
+    assert!(isolated.1 < shared.1, "and fewer misses to memory:\n{out}");
+    let thrasher = value("isolated", "thrasher");
+    assert!(thrasher.1 > 1000.0, "the thrasher still streams:\n{out}");
+}
+
+#[cfg(feature = "sim")]
+#[test]
+fn capabilities_runs_on_rdt_sim_without_root_and_an_unknown_model_is_an_error() {
+    let out = run_unprivileged("capabilities", &[], &[("RDT_SIM", "turin")]);
+    assert!(out.starts_with("Amd via the Msr interface\n"), "{out}");
+    assert!(out.contains("CPUs 0-63,"), "{out}");
+    // an unknown model: the error's Display (not Debug), naming the models
+    let refused = Command::new(example("capabilities"))
+        .env("RDT_SIM", "pentium-4")
+        .env_remove("RDT_IFACE")
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains("cannot open the simulated platform") && stderr.contains("broadwell-ep"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Sim("), "Display, not Debug: {stderr}");
 }
 
 fn sleeper() -> Child {

@@ -362,6 +362,7 @@ pub struct Args {
     #[arg(
         long = "sim",
         value_name = "MODEL",
+        env = "RDT_SIM",
         num_args = 0..=1,
         default_missing_value = DEFAULT_SIM_MODEL,
         help = "Use a simulated platform instead of the hardware: a built-in model name or the \

@@ -337,9 +337,11 @@ fn state_file_name(identity: &str) -> String {
 
 /// The directory where this user's simulated platforms keep their state when no state file
 /// is named, created with mode 0700 when missing: `$XDG_RUNTIME_DIR/rdt-sim` where
-/// `XDG_RUNTIME_DIR` names a directory (the per-user runtime directory of pam_systemd),
-/// else `$XDG_STATE_HOME/rdt-sim`, else `$HOME/.local/state/rdt-sim` where `HOME` names a
-/// directory (the XDG base directory specification), else `<temp dir>/rdt-sim-<uid>`.
+/// `XDG_RUNTIME_DIR` names a directory of this user's (the per-user runtime directory of
+/// pam_systemd), else `$XDG_STATE_HOME/rdt-sim`, else `$HOME/.local/state/rdt-sim` (the XDG
+/// base directory specification), each only where the variable names a directory owned by
+/// the effective uid (not the invoking user's home kept by `sudo`), else
+/// `<temp dir>/rdt-sim-<uid>`.
 ///
 /// The directory must be a directory of this user's (not a symbolic link, owned by the
 /// effective uid) that no one else can write: another local user can then neither plant a
@@ -350,17 +352,22 @@ fn state_file_name(identity: &str) -> String {
 /// # Errors
 /// [`SessionError::StateDir`] when the directory cannot be created or fails the checks.
 pub fn default_state_dir() -> Result<PathBuf, SessionError> {
-    let var_dir = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|d| d.is_absolute() && d.is_dir())
-    };
+    use std::os::unix::fs::MetadataExt;
     let uid = nix::unistd::geteuid().as_raw();
-    let dir = if let Some(run) = var_dir("XDG_RUNTIME_DIR") {
+    // A base directory of this user's: not one the environment kept from another user
+    // (HOME=/home/alice under sudo).
+    let ours = |name: &str| {
+        std::env::var_os(name).map(PathBuf::from).filter(|d| {
+            d.is_absolute()
+                && d != Path::new("/")
+                && d.metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid)
+        })
+    };
+    let dir = if let Some(run) = ours("XDG_RUNTIME_DIR") {
         run.join("rdt-sim")
-    } else if let Some(state) = var_dir("XDG_STATE_HOME") {
+    } else if let Some(state) = ours("XDG_STATE_HOME") {
         state.join("rdt-sim")
-    } else if let Some(home) = var_dir("HOME").filter(|h| h != Path::new("/")) {
+    } else if let Some(home) = ours("HOME") {
         home.join(".local/state/rdt-sim")
     } else {
         std::env::temp_dir().join(format!("rdt-sim-{uid}"))
