@@ -1,29 +1,36 @@
 //! `rdt_pqos`: Intel Resource Director Technology and AMD Platform QoS from Rust.
 //!
-//! Open a platform with [`OpenOptions`] (or the shorthands [`Rdt::open`], [`Rdt::open_at`]):
-//! it detects the CPU from CPUID, chooses the interface as pqos v25.04 does, and gives back
-//! monitoring that runs killed before they stopped left behind. Then use it through the
-//! [`Backend`] trait to read and set cache masks ([`Backend::set_cat_classes`]), memory
-//! bandwidth limits ([`Backend::set_mba_classes`]), associate CPUs and tasks with classes of
-//! service ([`Backend::associate`], [`Backend::associate_task`]) and monitor LLC occupancy
-//! and memory bandwidth ([`Backend::monitoring`]). The domain model of [`rdt_core`] is
-//! re-exported here.
+//! Everything `pqos` does, as a library: detect what the processor can do from CPUID, program
+//! cache allocation (CAT, CDP), memory bandwidth allocation (MBA, SMBA) and the association of
+//! CPUs and tasks with classes of service, and monitor LLC occupancy (CMT) and memory
+//! bandwidth (MBM), through the MSR interface (`/dev/cpu/N/msr`, crate [`msr`]) or the OS
+//! interface (the kernel's resctrl filesystem, crate [`resctrl`]). The domain model of
+//! [`rdt_core`] is re-exported here.
 //!
-//! Interfaces ([`Iface`]): the MSR interface (`/dev/cpu/N/msr`, crate [`msr`]) and the OS
-//! interface (the kernel's resctrl filesystem, crate [`resctrl`]). [`Iface::Auto`] picks the
-//! OS interface when resctrl is mounted, else MSR, as pqos v25.04 does; `RDT_IFACE` forces
-//! one. Only the OS interface allocates and monitors per task; the MSR interface answers
-//! those with [`RequestError::NeedsOsInterface`]. Both interfaces report values through one
-//! accumulator ([`MonAccumulator`]) with one policy for domains that cannot be read
-//! ([`monitor`]).
+//! # By task
+//!
+//! | task | where | to try |
+//! |---|---|---|
+//! | **Open** a platform: the host ([`Iface::Auto`] picks the interface as pqos v25.04 does), a directory that looks like one, or, without root or RDT hardware, the simulated platform of `pqos --sim` (feature `sim`: `OpenOptions::simulated`) | [`OpenOptions`], [`Rdt`] | `examples/noisy_neighbour.rs` |
+//! | **Inspect** capabilities, topology, classes and associations | [`Backend::capabilities`], [`Backend::topology`], [`Backend::cat_classes`], [`Backend::associations`] | `examples/capabilities.rs` |
+//! | **Allocate** masks, MBA limits, CPUs and tasks, all or nothing, rolled back after a crash | [`transaction`] | `examples/limit_process.rs` |
+//! | **Declare** named classes in a file (TOML, or goresctrl's YAML) and apply them | [`config`] | `pqos --apply` |
+//! | **Lease** a class of service for one job and give it back | [`lease`] | `rdtset` |
+//! | **Monitor** LLC occupancy, memory bandwidth, IPC and misses | [`Monitoring`] ([`Backend::monitoring`]), [`MonValues`] | `examples/monitor_prometheus.rs` |
+//! | **Export** every resctrl group's telemetry, other tools' too | [`resctrl::ResctrlTelemetry`] | `rdt-exporter` |
+//! | **Run containers**: OCI runtime-spec `linux.intelRdt` (feature `oci`) | `oci` | `examples/oci_runtime.rs` |
+//! | **Test** programs that use the library: an in-memory platform with fault injection (feature `fake`) | `fake` | |
+//!
+//! Only the OS interface allocates and monitors per task; the MSR interface answers those
+//! with [`RequestError::NeedsOsInterface`]. Both report values through one accumulator
+//! ([`MonAccumulator`]) with one policy for domains that cannot be read ([`monitor`]).
 //!
 //! What this crate does not do: it never falls back silently (a platform without RDT is an
 //! error that names the CPUID bits; an unmounted resctrl is an error that says how to mount
 //! it), and it does not mount resctrl itself. IPC and LLC misses come from perf events
 //! ([`PerfPmu`]) where the host has a PMU; without one the capabilities say so and those
-//! values are `None`. Without RDT hardware, `rdt-sim mount DIR` serves a simulated platform
-//! that [`OpenOptions::sysroot`] opens; tests use the in-memory [`fake`] backend (feature
-//! `fake`).
+//! values are `None`. Errors say what went wrong and what to do in their `Display` (print
+//! them with `{}` or return them through `anyhow`, not with `{:?}`).
 //!
 //! # Examples
 //! Monitor CPUs 0-3 once a second; the groups are stopped when `mon` goes out of scope,
@@ -45,12 +52,10 @@
 //!         v.llc_occupancy_bytes, v.mbm_local_delta_bytes, v.interval, v.mbm_local_bytes
 //!     );
 //! }
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok::<(), anyhow::Error>(())
 //! ```
 //! Opening the real platform needs root and either the `msr` module or a mounted resctrl,
-//! and an RDT CPU; without them the error says which is missing. `examples/` has three
-//! complete programs: `capabilities`, `limit_process` (4 cache ways and a 50 % bandwidth cap
-//! for a process) and `monitor_prometheus`.
+//! and an RDT CPU; without them the error says which is missing.
 //!
 //! # References
 //! Intel SDM Vol. 3B, 18.18-18.19; Linux `Documentation/arch/x86/resctrl.rst`; pqos(8).
@@ -551,7 +556,8 @@ impl Backend for Rdt {
     }
 }
 
-/// Compiles the README's Rust examples as doctests.
+/// Compiles the README's Rust examples as doctests (with `sim`: they open the simulated
+/// platform, as a newcomer without RDT hardware does).
 #[doc = include_str!("../README.md")]
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "sim"))]
 pub struct ReadmeDoctests;

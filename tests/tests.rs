@@ -17,6 +17,9 @@ mod reclaim;
 // The examples of examples/, run against the mounted simulated platform.
 mod examples;
 
+// Every README.md line that starts a project program runs as written and exits 0.
+mod readme;
+
 // The OS interface: Rdt::open_at(Iface::Os | Iface::Auto) on the mounted platform's resctrl,
 // allocation, monitoring and task association through the facade.
 mod resctrl;
