@@ -443,3 +443,43 @@ fn a_dropped_lease_gives_its_class_back_even_on_a_panic() {
     );
     assert!(!m.path("sys/fs/resctrl/COS15").exists());
 }
+
+#[test]
+fn hostile_lease_records_in_the_run_directory_are_skipped_by_the_open() {
+    // arrange: the run directory of the mounted platform holds things named like records
+    let m = TestMount::builtin("broadwell-ep");
+    let run = rdt_pqos::Paths::under(m.root()).run;
+    std::fs::create_dir_all(&run).expect("run dir");
+    let target = m.path("sys/fs/resctrl/schemata");
+    let before = std::fs::read_to_string(&target).expect("schemata");
+    std::os::unix::fs::symlink(&target, run.join("lease-os-15-1")).expect("symlink");
+    nix::unistd::mkfifo(&run.join("lease-os-14-2"), nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    std::fs::write(run.join("lease-os-13-3"), [0xff, 0xfe]).expect("not UTF-8");
+    std::fs::write(run.join("lease-os-12-4"), "{\"version\":1,").expect("garbage");
+    // act: both interfaces open (and the OS one looks at the records)
+    for iface in [Iface::Os, Iface::Msr] {
+        let mut rdt = open(iface, &m);
+        // assert: nothing given back, nothing followed, and a class can be leased
+        assert_eq!(reclaimed(&rdt), [], "{iface}");
+        let request = ClassRequest {
+            l3: Some(CatMask::Unified("f".parse().expect("mask"))),
+            cpus: "2".parse().expect("cpus"),
+            ..ClassRequest::default()
+        };
+        let lease = Lease::take(&mut rdt, &request).expect("take");
+        assert_eq!(lease.class(), ClassId::new(15), "{iface}");
+        lease.release().expect("release");
+    }
+    assert_eq!(std::fs::read_to_string(&target).expect("schemata"), before);
+    for name in [
+        "lease-os-15-1",
+        "lease-os-14-2",
+        "lease-os-13-3",
+        "lease-os-12-4",
+    ] {
+        assert!(
+            run.join(name).symlink_metadata().is_ok(),
+            "{name} left in place"
+        );
+    }
+}
