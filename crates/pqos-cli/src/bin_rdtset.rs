@@ -53,7 +53,15 @@ fn open(args: &RdtsetArgs) -> Result<Rdt> {
     if !args.pid.is_empty() && !args.set.is_empty() {
         opts = opts.needs_os("-p/--pid");
     }
-    opts.open().context("opening the platform")
+    let rdt = opts.open().context("opening the platform")?;
+    for notice in rdt.notices() {
+        // A class a killed rdtset leased, given back (the library's WARN record; rdtset
+        // has no logger).
+        if let rdt_pqos::Notice::Reclaimed(r) = notice {
+            eprintln!("rdtset: {r}");
+        }
+    }
+    Ok(rdt)
 }
 
 fn run(args: &RdtsetArgs) -> Result<ExitCode> {
