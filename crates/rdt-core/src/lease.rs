@@ -39,7 +39,9 @@
 //! reset values; then the record goes. A give-back that fails (in [`Lease::release`], on
 //! drop or in [`reclaim`]) leaves the record, unlocked, for the next open to try again.
 //!
-//! Liveness is the lock, never the pid in the name ([`crate::runfile`]). A dead record of a
+//! Liveness is the lock, never the pid in the name ([`crate::runfile`]). A child the holder
+//! forks shares the lock until it execs (the record is opened close-on-exec) or exits; one
+//! that never execs keeps the lease alive after the holder is killed. A dead record of a
 //! class that a live record holds again (its holder was killed after the class had been
 //! given back, by a rolled-back transaction, and another process took it since) is stale:
 //! it is removed without touching the class. Records are per interface, as journals are.
@@ -731,14 +733,14 @@ fn reclaim_one<B: Backend>(
             ));
         }
     };
-    let changed = plan.steps().iter().any(|(_, s)| !s.is_unchanged());
+    let writes_something = plan.steps().iter().any(|(_, s)| !s.is_unchanged());
     if let Err(e) = plan.apply(b).into_result() {
         return Fate::Left(format!(
             "giving COS{class} back: {}",
             crate::error_chain(&e)
         ));
     }
-    Fate::GivenBack(changed.then(|| Reclaimed::Lease {
+    Fate::GivenBack(writes_something.then_some(Reclaimed::Lease {
         class,
         pid: file.pid,
         cpus,
@@ -1027,7 +1029,7 @@ mod tests {
         // assert: one record named for the interface, class and process, naming it all
         assert_eq!(lease.class(), ClassId::new(7));
         let name = format!("lease-os-7-{pid}");
-        assert_eq!(records(&dir), [name.clone()]);
+        assert_eq!(records(&dir), std::slice::from_ref(&name));
         assert_eq!(
             lease.record_path(),
             Some(dir.path().join("run").join(&name).as_path())
