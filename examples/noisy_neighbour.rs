@@ -3,7 +3,7 @@
 //! 2-7 shares the 20-way LLC with a cache thrasher on CPUs 8-10: measure both, give them
 //! separate ways (COS1 0xffe00, COS2 0x3) in one transaction, measure again, reset.
 use rdt_pqos::transaction::{self, Change};
-use rdt_pqos::{AllocReset, Backend, ClassId, MonEvents, OpenOptions, Rdt};
+use rdt_pqos::{AllocReset, Backend, ClassId, MonEvents, OpenOptions, Rdt, monitor::MibPerSec};
 
 fn measure(rdt: &mut Rdt, when: &str) -> anyhow::Result<()> {
     let events = MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL;
@@ -14,12 +14,9 @@ fn measure(rdt: &mut Rdt, when: &str) -> anyhow::Result<()> {
     mon.poll()?;
     for (name, group) in ["pipeline", "thrasher"].into_iter().zip(groups) {
         let v = mon.values(group).expect("started");
-        let local = v.mbm_local_delta_bytes.unwrap_or(0) as f64 / v.interval.as_secs_f64();
+        let local = MibPerSec::from_bytes(v.mbm_local_delta_bytes.unwrap_or(0), v.interval);
         let llc = v.llc_occupancy_bytes.unwrap_or(0) / 1024;
-        println!(
-            "{when}: {name} LLC {llc} KiB, local {:.1} MB/s",
-            local / 1e6
-        );
+        println!("{when}: {name} LLC {llc} KiB, local {:.1} MB/s", local.0);
     }
     Ok(())
 }

@@ -430,8 +430,9 @@ pub enum Notice {
     /// the platform opened for reads and resets; mask writes are refused until a reset sets
     /// CDP on or off everywhere (the message says which).
     CdpInconsistent(String),
-    /// Monitoring a run left behind when it ended without stopping it was given back
-    /// ([`OpenOptions::reclaim`]); also logged as a `WARN` record.
+    /// What a run left behind when it ended before finishing was given back or rolled back
+    /// ([`OpenOptions::reclaim`]: its monitoring, a leased class of service, a transaction's
+    /// writes); also logged as a `WARN` record.
     Reclaimed(Reclaimed),
 }
 
@@ -664,8 +665,9 @@ impl OpenOptions {
     /// whose process was killed half-way, from their journals in [`Paths::run`]
     /// ([`rdt_core::transaction::recover`]); `pqos-<pid>-<n>` resctrl groups whose process
     /// is gone ([`rdt_resctrl::ResctrlBackend::reclaim_dead_groups`]); RMIDs a killed run
-    /// left on CPUs ([`rdt_msr::MsrBackend::reclaim_dead_runs`]). Each is a `WARN` log
-    /// record and a [`Notice::Reclaimed`].
+    /// left on CPUs ([`rdt_msr::MsrBackend::reclaim_dead_runs`]); classes of service leased
+    /// by processes that ended without giving them back ([`rdt_core::lease::reclaim`]).
+    /// Each is a `WARN` log record and a [`Notice::Reclaimed`].
     #[must_use]
     pub const fn reclaim(mut self, on: bool) -> Self {
         self.reclaim = on;
@@ -998,7 +1000,7 @@ impl OpenOptions {
                 .collect(),
             Err(e) => {
                 log::warn!(
-                    "could not give back the monitoring of ended runs: {}",
+                    "could not give back what ended runs left (monitoring, a class of service): {}",
                     error_chain(&e)
                 );
                 Vec::new()
@@ -1111,6 +1113,7 @@ impl OpenOptions {
     /// of runs that ended before they finished ([`OpenOptions::reclaim`]).
     fn resctrl_reclaimed(&self, mut backend: crate::DynResctrlBackend) -> Rdt {
         let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
+        reclaimed.extend(self.reclaimed(|| rdt_core::lease::reclaim(&mut backend)));
         reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_groups()));
         let mut rdt = Rdt::from_resctrl(backend);
         rdt.notices.extend(reclaimed);
@@ -1126,6 +1129,7 @@ impl OpenOptions {
             backend.set_lock_timeout(t);
         }
         let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
+        reclaimed.extend(self.reclaimed(|| rdt_core::lease::reclaim(&mut backend)));
         reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_runs()));
         let mut rdt = Rdt::from_msr_backend(backend);
         rdt.notices.extend(reclaimed);

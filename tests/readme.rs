@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 const PROGRAMS: [&str; 4] = ["pqos", "rdtset", "rdt-exporter", "rdt-sim"];
 
 /// The longest a block may take (its monitoring runs are a few seconds each).
-const BLOCK_TIMEOUT: Duration = Duration::from_secs(180);
+const BLOCK_TIMEOUT: Duration = Duration::from_mins(3);
 
 /// What the HTML comment before a block says.
 #[derive(Clone, Debug, PartialEq, Eq)]

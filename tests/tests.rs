@@ -10,8 +10,9 @@ mod sysroot;
 // including an unreadable domain.
 mod monitoring;
 
-// Monitoring cannot leak: guards stop their groups, and a killed run's groups and RMIDs are
-// given back at the next open, on both interfaces.
+// Monitoring and leases cannot leak: guards stop their groups and give their classes back,
+// and a killed run's groups, RMIDs and leased class are given back at the next open, on both
+// interfaces.
 mod reclaim;
 
 // The examples of examples/, run against the mounted simulated platform.

@@ -9,17 +9,23 @@
 //! SIGTERM and SIGHUP to the command, waits for it, gives the class back (unless `--keep`)
 //! and exits with the command's exit status (128 + N for a command killed by signal N).
 //!
+//! Each class is a [`Lease`] with a record in the run directory: if rdtset is killed
+//! (SIGKILL), the next open of the platform (any rdtset or pqos) gives the class back, and
+//! moves the command, if it is still running, back to COS0. A command whose rdtset ended
+//! before it entered its class does not run. `--keep` and `-p` keep the class on purpose:
+//! its record goes, and `pqos -R` (or `-e`/`-a`) changes it as any other class.
+//!
 //! `-r CPULIST` (with `-p`, as intel-cmt-cat's rdtset) first puts those CPUs back in COS0.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use pqos_cli::rdtset::RdtsetArgs;
-use rdt_pqos::lease::Lease;
+use pqos_cli::rdtset::{ClassSpec, RdtsetArgs};
+use rdt_pqos::lease::{self, Lease};
 use rdt_pqos::transaction::{self, Change};
 use rdt_pqos::{Backend, ClassId, Interface, OpenOptions, Rdt, TaskId};
 
@@ -47,7 +53,15 @@ fn open(args: &RdtsetArgs) -> Result<Rdt> {
     if !args.pid.is_empty() && !args.set.is_empty() {
         opts = opts.needs_os("-p/--pid");
     }
-    opts.open().context("opening the platform")
+    let rdt = opts.open().context("opening the platform")?;
+    for notice in rdt.notices() {
+        // A class a killed rdtset leased, given back (the library's WARN record; rdtset
+        // has no logger).
+        if let rdt_pqos::Notice::Reclaimed(r) = notice {
+            eprintln!("rdtset: {r}");
+        }
+    }
+    Ok(rdt)
 }
 
 fn run(args: &RdtsetArgs) -> Result<ExitCode> {
@@ -93,57 +107,84 @@ fn run(args: &RdtsetArgs) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
-    let os = rdt.interface() == Interface::Os;
-    let mut leases = Vec::new();
-    for spec in &args.set {
-        if !os && spec.0.cpus.is_empty() {
-            release_all(&mut rdt, leases);
-            bail!(
-                "`-t` without cpu= needs the OS interface (-I): on the MSR interface a class \
-                 holds CPUs, not processes"
-            );
-        }
-        match Lease::take(&mut rdt, &spec.0) {
-            Ok(l) => {
-                if args.verbose {
-                    eprintln!("rdtset: took COS{} for CPUs `{}`", l.class(), l.cpus());
-                }
-                leases.push(l);
-            }
-            Err(e) => {
-                release_all(&mut rdt, leases);
-                return Err(anyhow!(e).context("taking a class of service"));
-            }
-        }
+    if rdt.interface() != Interface::Os && args.set.iter().any(|spec| spec.0.cpus.is_empty()) {
+        bail!(
+            "`-t` without cpu= needs the OS interface (-I): on the MSR interface a class \
+             holds CPUs, not processes"
+        );
     }
     if !args.pid.is_empty() {
-        // rdtset -p: the processes join the (first) class, which stays.
-        let lease = &mut leases[0];
+        // rdtset -p: the processes join the class, which stays. A process that cannot be
+        // placed gives the class back (the lease's drop) with the ones placed before it.
+        let mut lease = take(&mut rdt, &args.set[0], args.verbose)?;
+        let class = lease.class();
         for pid in args.pids() {
             lease
-                .add_task(&mut rdt, pid)
-                .with_context(|| format!("placing process {pid} in COS{}", lease.class()))?;
+                .add_task(pid)
+                .with_context(|| format!("placing process {pid} in COS{class}"))?;
         }
+        lease
+            .keep()
+            .with_context(|| format!("keeping COS{class}"))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let class = leases[0].class();
-    let status = launch(args, class, rdt.interface(), &stop);
-    if args.keep {
-        if args.verbose {
-            eprintln!("rdtset: keeping COS{class}");
-        }
-    } else {
-        release_all(&mut rdt, leases);
-        if args.verbose {
-            eprintln!("rdtset: gave COS{class} back");
-        }
-    }
-    let status = status?;
+    let iface = rdt.interface();
+    let status = with_leases(&mut rdt, &args.set, args, &mut Vec::new(), &mut |classes| {
+        launch(args, classes[0], iface, &stop)
+    })?;
     let code = status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1);
     Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Takes a class for `spec` ([`Lease::take`]; its record makes the next open give it back
+/// if rdtset is killed).
+fn take<'a>(rdt: &'a mut Rdt, spec: &ClassSpec, verbose: bool) -> Result<Lease<'a, Rdt>> {
+    let lease =
+        Lease::take(rdt, &spec.0).map_err(|e| anyhow!(e).context("taking a class of service"))?;
+    if verbose {
+        eprintln!(
+            "rdtset: took COS{} for CPUs `{}`",
+            lease.class(),
+            lease.cpus()
+        );
+    }
+    Ok(lease)
+}
+
+/// Takes a class for each of `specs`, each lease from the previous one's backend, runs
+/// `job` with the classes (in the order of `-t`), then gives them back, newest first, or
+/// keeps them (`--keep`). A class that cannot be taken gives back those taken before it.
+fn with_leases(
+    rdt: &mut Rdt,
+    specs: &[ClassSpec],
+    args: &RdtsetArgs,
+    classes: &mut Vec<ClassId>,
+    job: &mut dyn FnMut(&[ClassId]) -> Result<ExitStatus>,
+) -> Result<ExitStatus> {
+    let Some((spec, rest)) = specs.split_first() else {
+        return job(classes);
+    };
+    let mut lease = take(rdt, spec, args.verbose)?;
+    let class = lease.class();
+    classes.push(class);
+    let status = with_leases(lease.backend_mut(), rest, args, classes, job);
+    if args.keep {
+        match lease.keep() {
+            Ok(_) if args.verbose => eprintln!("rdtset: keeping COS{class}"),
+            Ok(_) => {}
+            Err(e) => eprintln!("rdtset: keeping COS{class}: {e:#}"),
+        }
+    } else {
+        match lease.release() {
+            Ok(()) if args.verbose => eprintln!("rdtset: gave COS{class} back"),
+            Ok(()) => {}
+            Err(e) => eprintln!("rdtset: giving COS{class} back: {e:#}"),
+        }
+    }
+    status
 }
 
 /// Starts the command through `--exec-in-class`, forwarding stop signals, and waits. A
@@ -153,7 +194,7 @@ fn launch(
     class: ClassId,
     iface: Interface,
     stop: &[(i32, Arc<AtomicBool>); 3],
-) -> Result<std::process::ExitStatus> {
+) -> Result<ExitStatus> {
     let me = std::env::current_exe().context("finding rdtset's own executable")?;
     let mut cmd = Command::new(me);
     cmd.arg("--exec-in-class").arg(class.get().to_string());
@@ -194,14 +235,25 @@ fn exec_in_class(args: &RdtsetArgs, class: ClassId) -> anyhow::Error {
     let placed = (|| -> Result<()> {
         if args.iface() == rdt_pqos::Iface::Os {
             let mut rdt = open(args)?;
-            {
-                let me = TaskId::new(std::process::id());
-                transaction::run(&mut rdt, &[Change::task(me, class)])
+            let me = TaskId::new(std::process::id());
+            let rdtset = std::os::unix::process::parent_id();
+            let entered = transaction::with_writers(&mut rdt, |rdt| -> Result<()> {
+                // Under the writers' lock, as the next open's reclaim: a class given back
+                // because rdtset was killed before the command entered it stays free.
+                if lease::held_by(rdt, class, rdtset) == Some(false) {
+                    bail!(
+                        "rdtset (process {rdtset}) no longer holds COS{class}: it ended \
+                         before the command started"
+                    );
+                }
+                transaction::run(rdt, &[Change::task(me, class)])
                     .map_err(|e| anyhow!(e))?
                     .into_result()
                     .map_err(|e| anyhow!(e))
                     .with_context(|| format!("entering COS{class}"))?;
-            }
+                Ok(())
+            });
+            entered.map_err(|e| anyhow!(e))??;
         }
         if let Some(cpus) = &args.cpu {
             let mut set = nix::sched::CpuSet::new();
@@ -240,13 +292,4 @@ fn drop_sudo() -> Result<()> {
     nix::unistd::setuid(nix::unistd::Uid::from_raw(uid))
         .with_context(|| format!("becoming user {uid} (SUDO_UID)"))?;
     Ok(())
-}
-
-fn release_all(rdt: &mut Rdt, leases: Vec<Lease>) {
-    for l in leases.into_iter().rev() {
-        let class = l.class();
-        if let Err(e) = l.release(rdt) {
-            eprintln!("rdtset: giving COS{class} back: {e:#}");
-        }
-    }
 }

@@ -609,7 +609,7 @@ mod tests {
         };
         let lease = rdt_pqos::lease::Lease::take(&mut rdt, &request).unwrap();
         assert_eq!(lease.class().get(), 14);
-        lease.release(&mut rdt).unwrap();
+        lease.release().unwrap();
         drop((rdt, session));
         let (r, d) = pqos("turin", &state, &["-I", "-d"]);
         r.unwrap();

@@ -386,7 +386,8 @@ impl MibPerSec {
 /// Work left behind by a process that ended before it finished (killed, crashed), given
 /// back or rolled back when a platform was opened: monitoring it did not stop
 /// ([`Reclaimed::ResctrlGroup`] on the OS interface, [`Reclaimed::Rmids`] on the MSR
-/// interface) and allocation changes it did not complete ([`Reclaimed::Transaction`]).
+/// interface), allocation changes it did not complete ([`Reclaimed::Transaction`]) and
+/// classes of service it leased and did not give back ([`Reclaimed::Lease`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Reclaimed {
@@ -416,6 +417,19 @@ pub enum Reclaimed {
         /// What could not be written back, with the error (the journal stays for the next
         /// open to try again).
         failed: Vec<String>,
+    },
+    /// A class of service a process leased ([`crate::lease::Lease`]) and did not give back
+    /// before it ended was given back ([`crate::lease::reclaim`]): `cpus` and `tasks` back
+    /// in COS 0, the masks and limits the lease set back to their reset values.
+    Lease {
+        /// The class.
+        class: crate::ClassId,
+        /// The process that leased it.
+        pid: u32,
+        /// The CPUs moved back to COS 0 (those of the lease still in the class).
+        cpus: crate::CpuSet,
+        /// The tasks moved back to COS 0 (OS interface), ascending.
+        tasks: Vec<crate::TaskId>,
     },
 }
 
@@ -451,6 +465,30 @@ impl std::fmt::Display for Reclaimed {
                     write!(f, "; could not write back {}", failed.join("; "))?;
                 }
                 Ok(())
+            }
+            Self::Lease {
+                class,
+                pid,
+                cpus,
+                tasks,
+            } => {
+                write!(
+                    f,
+                    "gave back COS{class}: process {pid}, which leased it, ended without \
+                     releasing it ("
+                )?;
+                if !cpus.is_empty() {
+                    write!(f, "CPUs {cpus} ")?;
+                }
+                if !tasks.is_empty() {
+                    let list: Vec<String> = tasks.iter().map(ToString::to_string).collect();
+                    let and = if cpus.is_empty() { "" } else { "and " };
+                    write!(f, "{and}tasks {} ", list.join(","))?;
+                }
+                if !cpus.is_empty() || !tasks.is_empty() {
+                    write!(f, "back in COS0, ")?;
+                }
+                write!(f, "masks and limits reset)")
             }
         }
     }

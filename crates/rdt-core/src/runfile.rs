@@ -311,32 +311,92 @@ impl DeadRunFile {
 /// # Errors
 /// The directory cannot be listed.
 pub fn dead_run_files(dir: &Path, prefix: &str, max_bytes: u64) -> io::Result<Vec<DeadRunFile>> {
+    let pid_of = |name: &str| {
+        name.strip_prefix(prefix)
+            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|p| p.parse::<u32>().ok())
+    };
+    Ok(scan_run_files(dir, pid_of, max_bytes)?.dead)
+}
+
+/// What [`scan_run_files`] found in a run directory.
+#[derive(Debug, Default)]
+pub struct RunFileScan {
+    /// The files whose writer has ended, sorted by pid, each locked for the caller until
+    /// dropped (as [`dead_run_files`] gives them).
+    pub dead: Vec<DeadRunFile>,
+    /// The files whose lock another open file holds (their writer lives), with the pid of
+    /// their name.
+    pub live: Vec<(u32, PathBuf)>,
+    /// The entries with a run file's name that are not run files, left in place, each with
+    /// the reason: a symlink (not followed), a FIFO or other non-regular file (not opened
+    /// for reading), more than `max_bytes`, not UTF-8.
+    pub skipped: Vec<(PathBuf, String)>,
+}
+
+/// The entries of `dir` whose name `pid_of` accepts (it returns the writer's pid from the
+/// name, `None` for a name that is not a run file), sorted into dead, live and skipped
+/// ([`RunFileScan`]); for run files named other than `<prefix><pid>` (several files of one
+/// process, told apart by a key in the name). A file replaced or removed between the
+/// listing and the lock is in none of the lists (someone else handled it). A directory
+/// that does not exist holds none.
+///
+/// # Errors
+/// The directory cannot be listed.
+pub fn scan_run_files(
+    dir: &Path,
+    pid_of: impl Fn(&str) -> Option<u32>,
+    max_bytes: u64,
+) -> io::Result<RunFileScan> {
     let entries = match fs::read_dir(dir) {
         Ok(rd) => rd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(RunFileScan::default()),
         Err(e) => return Err(e),
     };
-    let mut out = Vec::new();
+    let mut out = RunFileScan::default();
     for entry in entries {
         let entry = entry?;
         let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(prefix))
-            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
+        let Some(pid) = name.to_str().and_then(&pid_of) else {
             continue;
         };
         let path = entry.path();
         // O_NOFOLLOW: a planted symlink is not followed; O_NONBLOCK: a FIFO does not block
         // the open (it is then skipped as not a regular file).
-        let Ok(file) = crate::file::open_nonblocking(&path, true) else {
-            continue;
+        let file = match crate::file::open_nonblocking(&path, true) {
+            Ok(f) => f,
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                out.skipped
+                    .push((path, "a symbolic link (not followed)".into()));
+                continue;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue, // handled meanwhile
+            Err(e) => {
+                out.skipped.push((path, format!("cannot be opened: {e}")));
+                continue;
+            }
         };
         let Ok(meta) = file.metadata() else { continue };
-        if !meta.is_file() || meta.len() > max_bytes || file.try_lock().is_err() {
-            continue; // not a run file, or its process is alive
+        if !meta.is_file() {
+            out.skipped
+                .push((path, crate::file::kind_of(meta.file_type()).to_owned()));
+            continue;
+        }
+        if meta.len() > max_bytes {
+            let why = format!("{} bytes, more than {max_bytes}", meta.len());
+            out.skipped.push((path, why));
+            continue;
+        }
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                out.live.push((pid, path));
+                continue;
+            }
+            Err(TryLockError::Error(e)) => {
+                out.skipped.push((path, format!("cannot be locked: {e}")));
+                continue;
+            }
         }
         // Still the file the directory names? (Another process may have handled and
         // removed it, and a new one taken the name, between the open and the lock.)
@@ -346,17 +406,18 @@ pub fn dead_run_files(dir: &Path, prefix: &str, max_bytes: u64) -> io::Result<Ve
             continue;
         }
         let mut text = String::new();
-        if (&file).take(max_bytes).read_to_string(&mut text).is_err() {
+        if let Err(e) = (&file).take(max_bytes).read_to_string(&mut text) {
+            out.skipped.push((path, format!("not text: {e}")));
             continue;
         }
-        out.push(DeadRunFile {
+        out.dead.push(DeadRunFile {
             pid,
             path,
             text,
             _file: file,
         });
     }
-    out.sort_by_key(|d| d.pid);
+    out.dead.sort_by_key(|d| d.pid);
     Ok(out)
 }
 
@@ -423,6 +484,51 @@ mod tests {
             dead_run_files(&d.join("missing"), "x-", 10)
                 .unwrap()
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_scan_sorts_files_with_keyed_names_into_dead_live_and_skipped() {
+        // arrange: `k-<key>-<pid>` names; one live, one dead, one symlink, one FIFO
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let live = RunFile::create(d, "k-1-", b"live").unwrap();
+        fs::write(d.join("k-2-4242"), b"dead").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", d.join("k-3-1")).unwrap();
+        nix::unistd::mkfifo(&d.join("k-4-1"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        fs::write(d.join("other-5"), b"").unwrap();
+        let pid_of = |n: &str| {
+            let (_, pid) = n.strip_prefix("k-")?.split_once('-')?;
+            pid.parse().ok()
+        };
+        // act (again while a child another test forks holds the dead file's lock)
+        let mut scan = scan_run_files(d, pid_of, 1024).unwrap();
+        for _ in 0..100 {
+            if !scan.dead.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            scan = scan_run_files(d, pid_of, 1024).unwrap();
+        }
+        // assert
+        assert_eq!(scan.live, [(std::process::id(), live.path().to_owned())]);
+        assert_eq!(scan.dead.len(), 1);
+        assert_eq!(
+            (scan.dead[0].pid, scan.dead[0].text.as_str()),
+            (4242, "dead")
+        );
+        let mut skipped: Vec<(String, String)> = scan
+            .skipped
+            .iter()
+            .map(|(p, why)| (p.file_name().unwrap().to_string_lossy().into(), why.clone()))
+            .collect();
+        skipped.sort();
+        assert_eq!(
+            skipped,
+            [
+                ("k-3-1".into(), "a symbolic link (not followed)".into()),
+                ("k-4-1".into(), "a FIFO".into())
+            ]
         );
     }
 

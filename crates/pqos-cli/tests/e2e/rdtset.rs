@@ -1,9 +1,15 @@
 //! `rdtset` on a mounted simulated platform: the command starts inside its class with its
 //! CPU affinity, its exit status is rdtset's, SIGINT reaches it, and the class is given back
-//! (its resctrl group gone, its CPUs on COS0) when it ends.
+//! (its resctrl group gone, its CPUs on COS0) when it ends, or at the next open when rdtset
+//! is killed.
 
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
 
 use rdt_sim::fs::testing::TestMount;
 
@@ -228,4 +234,90 @@ fn a_command_started_under_sudo_runs_as_its_user_unless_k() {
             "-k {keep}"
         );
     }
+}
+
+/// Process groups killed when dropped: the commands of killed rdtset runs, left running.
+struct Orphans(Vec<Pid>);
+
+impl Drop for Orphans {
+    fn drop(&mut self) {
+        for &group in &self.0 {
+            let _ = killpg(group, Signal::SIGKILL);
+        }
+    }
+}
+
+/// SIGKILL cannot be caught: only the record of the class in the run directory tells the
+/// next open to give it back. Without that, each run takes the next class down and the
+/// eighth finds none free.
+///
+/// A run usually takes COS7 again, given back by its own open (or by the open of the killed
+/// run's `rdtset --exec-in-class`, which then does not run the command). It may take one
+/// below: the killed rdtset may have been forking its command, and until that child execs
+/// it holds a copy of the record's locked descriptor, so the record counts as live a moment
+/// longer; a later open gives that class back.
+#[test]
+fn rdtset_killed_with_sigkill_twenty_times_leaves_every_class_free() {
+    // arrange: skylake-sp, 8 classes on the OS interface
+    let mount = TestMount::builtin(SKX_RDT);
+    let mut orphans = Orphans(Vec::new());
+    let start = Instant::now();
+    let mut taken = Vec::new();
+    for run in 1..=20 {
+        // act: rdtset holds its class, its command runs (or is about to); SIGKILL
+        let mut child = rdtset(&mount, &["-I", "-v", "-t", "l3=0x3", "sleep", "30"])
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("rdtset");
+        let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+        orphans.0.push(pid);
+        let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut lines = Vec::new();
+        for line in stderr.lines().map_while(Result::ok) {
+            let took = line.starts_with("rdtset: took");
+            lines.push(line);
+            if took {
+                break;
+            }
+        }
+        kill(pid, Signal::SIGKILL).expect("SIGKILL");
+        let _ = child.wait();
+        // assert: every run finds a free class
+        let class = lines
+            .last()
+            .and_then(|l| l.strip_prefix("rdtset: took COS"))
+            .and_then(|l| l.strip_suffix(" for CPUs ``"))
+            .unwrap_or_else(|| panic!("run {run} took no class: {lines:?} (took {taken:?})"));
+        taken.push(class.parse::<u32>().expect("class"));
+    }
+    // act: the next open (pqos) gives the last one back (again if the last rdtset was
+    // still forking its command: see above)
+    let mut out;
+    loop {
+        out = Command::new(PQOS)
+            .args(["-I", "--sysroot"])
+            .arg(mount.root())
+            .arg("-s")
+            .env_remove("RDT_IFACE")
+            .output()
+            .expect("pqos -s");
+        if groups(&mount).is_empty() || start.elapsed() > Duration::from_secs(8) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // assert: every class free: no control group left, every mask all ways
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(groups(&mount).is_empty(), "{:?}", groups(&mount));
+    let s = String::from_utf8_lossy(&out.stdout);
+    let masks: Vec<&str> = s.lines().filter(|l| l.contains("L3CA COS")).collect();
+    assert_eq!(masks.len(), 8 * 2, "8 classes on 2 sockets: {s}");
+    assert!(masks.iter().all(|l| l.ends_with("MASK 0x7ff")), "{s}");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
 }
