@@ -62,9 +62,9 @@ impl Sim {
     }
 
     fn open_with(&self, opts: ResctrlOptions) -> ResctrlBackend {
-        let topo = Topology::from_sysfs(&self.m.path("sys/devices/system")).unwrap();
+        let topo = Topology::from_sysfs(self.m.path("sys/devices/system")).unwrap();
         let caps =
-            Capabilities::detect(&DevCpuid::open(&self.m.path("dev"), LogicalCpu::new(0)).unwrap());
+            Capabilities::detect(&DevCpuid::open(self.m.path("dev"), LogicalCpu::new(0)).unwrap());
         ResctrlBackend::open(opts, topo, Some(caps), NoPmu).unwrap()
     }
 
@@ -911,7 +911,7 @@ impl rdt_core::PmuSource for CountingPmu {
 #[test]
 fn ipc_and_misses_come_from_the_pmu_per_cpu_and_per_thread() {
     let sim = Sim::manual(SKX_RDT);
-    let topo = Topology::from_sysfs(&sim.m.path("sys/devices/system")).unwrap();
+    let topo = Topology::from_sysfs(sim.m.path("sys/devices/system")).unwrap();
     let mut rdt = ResctrlBackend::open(sim.options(), topo, None, CountingPmu::default()).unwrap();
     let child = Sleeper::sleep();
     let events = MonEvents::LLC_OCCUPANCY | MonEvents::IPC | MonEvents::LLC_MISSES;
