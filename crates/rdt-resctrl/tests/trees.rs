@@ -159,7 +159,10 @@ fn capabilities_are_what_info_says_on_every_tree() {
             .unwrap()
             .filter_map(|e| {
                 let dir = e.unwrap().file_name();
-                num(&root, &format!("info/{}/num_closids", dir.to_string_lossy()))
+                num(
+                    &root,
+                    &format!("info/{}/num_closids", dir.to_string_lossy()),
+                )
             })
             .min();
         // assert: every CAT resource as its info/ directory (or the CDP pair) says
@@ -177,7 +180,11 @@ fn capabilities_are_what_info_says_on_every_tree() {
             let cat = caps.cat(res).unwrap_or_else(|| panic!("{name}: {level}"));
             let cbm = hex(&root, &format!("{dir}/cbm_mask")).unwrap();
             assert_eq!(cat.full_mask().bits(), cbm, "{name} {level}");
-            assert_eq!(Some(u64::from(cat.usable_classes())), fewest, "{name} {level}");
+            assert_eq!(
+                Some(u64::from(cat.usable_classes())),
+                fewest,
+                "{name} {level}"
+            );
             assert!(closids >= u64::from(cat.usable_classes()), "{name} {level}");
             assert_eq!(cat.cdp_enabled, cdp, "{name} {level}");
             assert_eq!(
