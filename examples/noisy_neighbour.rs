@@ -9,14 +9,13 @@ fn measure(rdt: &mut Rdt, when: &str) -> anyhow::Result<()> {
     let events = MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL;
     let mut mon = rdt.monitoring(); // the groups stop when `mon` goes
     let groups = mon.start_many(&[("2-7".parse()?, events), ("8-10".parse()?, events)])?;
-    mon.poll()?;
     std::thread::sleep(std::time::Duration::from_millis(500));
     mon.poll()?;
     for (name, group) in ["pipeline", "thrasher"].into_iter().zip(groups) {
         let v = mon.values(group).expect("started");
-        let local = MibPerSec::from_bytes(v.mbm_local_delta_bytes.unwrap_or(0), v.interval);
+        let local = MibPerSec::from_bytes_per_s(v.mbm_local_bytes_per_s().unwrap_or(0.0));
         let llc = v.llc_occupancy_bytes.unwrap_or(0) / 1024;
-        println!("{when}: {name} LLC {llc} KiB, local {:.1} MB/s", local.0);
+        println!("{when}: {name} LLC {llc} KiB, local {local:.1} MB/s");
     }
     Ok(())
 }

@@ -33,10 +33,11 @@
 //! them with `{}` or return them through `anyhow`, not with `{:?}`).
 //!
 //! # Examples
-//! Monitor CPUs 0-3 once a second; the groups are stopped when `mon` goes out of scope,
-//! also on an error or a panic:
+//! Monitor CPUs 0-3 once a second (the first poll already gives the bandwidth since the
+//! start); the groups are stopped when `mon` goes out of scope, also on an error or a panic:
 //! ```no_run
 //! use std::time::Duration;
+//! use rdt_pqos::monitor::MibPerSec;
 //! use rdt_pqos::{Backend, Iface, MonEvents, OpenOptions};
 //!
 //! let mut rdt = OpenOptions::new(Iface::Auto).open()?;
@@ -47,9 +48,10 @@
 //!     std::thread::sleep(Duration::from_secs(1));
 //!     mon.poll()?;
 //!     let v = mon.values(group).expect("started");
+//!     let local = v.mbm_local_bytes_per_s().map(MibPerSec::from_bytes_per_s);
 //!     println!(
-//!         "LLC {:?} bytes, local {:?} bytes in {:?}, {:?} bytes since start",
-//!         v.llc_occupancy_bytes, v.mbm_local_delta_bytes, v.interval, v.mbm_local_bytes
+//!         "LLC {:?} bytes, local {:.1} MiB/s over {:?}, {:?} bytes since start",
+//!         v.llc_occupancy_bytes, local.unwrap_or_default(), v.interval, v.mbm_local_bytes
 //!     );
 //! }
 //! # Ok::<(), anyhow::Error>(())

@@ -150,7 +150,8 @@ impl Paths {
     /// mounted platform has no writable `/run` of its own). A simulated platform's PMU
     /// counters are looked for at `<root>/.sim/pmu` ([`Paths::sim_pmu`]).
     #[must_use]
-    pub fn under(root: &Path) -> Self {
+    pub fn under(root: impl AsRef<Path>) -> Self {
+        let root = root.as_ref();
         Self {
             dev_cpu: root.join("dev/cpu"),
             sys_devices_system: root.join("sys/devices/system"),

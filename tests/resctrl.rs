@@ -7,8 +7,8 @@ use std::process::Command;
 
 use rdt_pqos::resctrl::ResctrlError;
 use rdt_pqos::{
-    Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId, Iface, Interface,
-    LogicalCpu, MonEvents, OpenError, Paths, Rdt, TaskId,
+    Backend, CacheBitmask, CacheDomain, CatCaps, CatClass, CatMask, CatResource, ClassId, Iface,
+    Interface, LogicalCpu, MonEvents, OpenError, Paths, Rdt, TaskId,
 };
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};
@@ -45,6 +45,36 @@ fn auto_takes_the_os_interface_where_resctrl_is_mounted_and_msr_elsewhere() {
     // The message itself says what to do: a library user printing `{e}` learns it.
     let text = e.to_string();
     assert!(text.contains("mount -t resctrl resctrl"), "{text}");
+}
+
+/// On the OS interface every allocation resource has the kernel's class count: resctrl
+/// gives a control group one CLOSID valid for every resource (`closids_supported()`, the
+/// fewest `num_closids`), so L3 CAT has the 8 of MBA on this Skylake-SP although its
+/// `info/L3/num_closids` says 16, which the MSR interface can use.
+#[test]
+fn usable_classes_are_the_kernels_count_on_os_and_the_hardwares_on_msr() {
+    let m = TestMount::builtin(SKX_RDT);
+    let info = |f: &str| {
+        let p = m.root().join("sys/fs/resctrl/info").join(f);
+        std::fs::read_to_string(p).expect("info file")
+    };
+    assert_eq!(
+        (info("L3/num_closids"), info("MB/num_closids")),
+        ("16\n".into(), "8\n".into())
+    );
+    let l3 = |rdt: &Rdt| {
+        rdt.capabilities()
+            .cat(CatResource::L3)
+            .map(CatCaps::usable_classes)
+    };
+    let mba = |rdt: &Rdt| rdt.capabilities().mba.get().map(|m| m.num_classes);
+    // act
+    let os = Rdt::open_at(Iface::Os, &Paths::under(m.root())).expect("OS");
+    let msr = Rdt::open_at(Iface::Msr, &Paths::under(m.root())).expect("MSR");
+    // assert
+    assert_eq!((l3(&os), mba(&os)), (Some(8), Some(8)));
+    assert_eq!(os.capabilities().os_classes(), 8);
+    assert_eq!((l3(&msr), mba(&msr)), (Some(16), Some(8)));
 }
 
 #[test]

@@ -487,10 +487,14 @@ pub trait Backend {
     /// When a write fails.
     fn reset_monitoring(&mut self) -> Result<(), Self::Error>;
 
-    /// Starts monitoring `events` on `cpus` as one group (one RMID per L3 domain spanned).
+    /// Starts monitoring `events` on `cpus` as one group (one RMID per L3 domain spanned),
+    /// and reads its MBM counters and PMU counts once, so that the first [`Backend::poll`]
+    /// reports the traffic since the start over the time since the start
+    /// ([`crate::monitor`], "Start and first poll"). Every start path does so.
     ///
     /// # Errors
-    /// When a CPU is offline or already monitored, events are unsupported, or no RMID is free.
+    /// When a CPU is offline or already monitored, events are unsupported, no RMID is free,
+    /// or the reading at start fails (the group is not started then).
     fn start_monitoring(
         &mut self,
         cpus: &CpuSet,

@@ -112,7 +112,10 @@ pub struct CatCaps {
     pub cbm_len: u32,
     /// Bits of the CBM that other agents (GPU, I/O) may also use, EBX.
     pub shareable_bits: u64,
-    /// Number of classes of service with CDP off, EDX\[15:0\] + 1.
+    /// Number of classes of service with CDP off, EDX\[15:0\] + 1. On the OS interface
+    /// the classes resctrl gives out: the kernel's `closids_supported()`, the fewest
+    /// `num_closids` of all resources (a control group's one CLOSID must be valid for
+    /// each), doubled while CDP is on, so [`CatCaps::usable_classes`] is the kernel's count.
     pub num_classes: u32,
     /// Code and data prioritization supported, ECX\[2\].
     pub cdp_supported: bool,
@@ -173,7 +176,8 @@ pub enum MbaKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MbaCaps {
     /// Number of classes of service: CPUID.(10H,3):EDX\[15:0\] + 1 (Intel) or
-    /// CPUID.(8000_0020H,1 or 2):EDX\[15:0\] + 1 (AMD).
+    /// CPUID.(8000_0020H,1 or 2):EDX\[15:0\] + 1 (AMD). On the OS interface the
+    /// kernel's `closids_supported()`, as for [`CatCaps::num_classes`].
     pub num_classes: u32,
     /// Limit encoding.
     pub kind: MbaKind,

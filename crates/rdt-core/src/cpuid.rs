@@ -199,7 +199,8 @@ impl DevCpuid {
 
     /// The device path of `cpu` under `root`: `<root>/cpu/<cpu>/cpuid`.
     #[must_use]
-    pub fn device_path(root: &Path, cpu: LogicalCpu) -> PathBuf {
+    pub fn device_path(root: impl AsRef<Path>, cpu: LogicalCpu) -> PathBuf {
+        let root = root.as_ref();
         root.join("cpu").join(cpu.to_string()).join("cpuid")
     }
 
@@ -208,7 +209,8 @@ impl DevCpuid {
     /// # Errors
     /// The `io::Error` of `open`: `NotFound` when the `cpuid` module is not loaded or the CPU
     /// is offline, `PermissionDenied` without root (or CAP_SYS_RAWIO).
-    pub fn open(root: &Path, cpu: LogicalCpu) -> io::Result<Self> {
+    pub fn open(root: impl AsRef<Path>, cpu: LogicalCpu) -> io::Result<Self> {
+        let root = root.as_ref();
         let path = Self::device_path(root, cpu);
         let file = File::open(&path)?;
         Ok(Self { file, cpu, path })
@@ -501,7 +503,8 @@ impl CpuidDump {
     /// [`DumpError::Io`] when the file cannot be read, is not a regular file, is larger than
     /// [`MAX_DUMP_BYTES`] or is not UTF-8; [`DumpError::InFile`] wrapping the
     /// [`Self::parse`] error (which names the line) when it does not parse.
-    pub fn from_path(path: &Path) -> Result<Self, DumpError> {
+    pub fn from_path(path: impl AsRef<Path>) -> Result<Self, DumpError> {
+        let path = path.as_ref();
         let text =
             crate::file::read_text(path, MAX_DUMP_BYTES).map_err(|source| DumpError::Io {
                 path: path.to_owned(),
@@ -767,7 +770,7 @@ mod tests {
         };
         assert_eq!(p, &path);
         assert!(matches!(**source, DumpError::BadLine { line: 2, .. }));
-        let missing = CpuidDump::from_path(&dir.path().join("none")).unwrap_err();
+        let missing = CpuidDump::from_path(dir.path().join("none")).unwrap_err();
         assert!(matches!(missing, DumpError::Io { .. }));
     }
 

@@ -29,7 +29,7 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub mod fuzz;
 
@@ -263,6 +263,8 @@ struct UncoreGroup {
     sockets: Vec<u32>,
     events: MonEvents,
     values: MonValues,
+    /// When the next interval began: the start, then the last poll.
+    since: Instant,
 }
 
 /// The fake's uncore counts of one socket per poll: LLC misses of PCIe reads, misses of
@@ -281,6 +283,51 @@ struct Group {
     acc: MonAccumulator,
 }
 
+impl Group {
+    /// Records the model's counts after `self.polls` polls into the accumulator: the MBM
+    /// counters and the PMU, and the occupancy when `occupancy` (a poll, not the reading
+    /// at start).
+    fn read(&mut self, occupancy: bool) {
+        let k = self.polls;
+        let contexts = self
+            .member_context
+            .iter()
+            .copied()
+            .max()
+            .map_or(0, |m| m + 1);
+        let mut occ = vec![0u64; contexts];
+        let mut members = vec![0u64; contexts];
+        let occ_of = |i: usize| {
+            self.cpus
+                .iter()
+                .nth(i)
+                .map_or(MIB, |c| (u64::from(c.get()) + 1) * MIB)
+        };
+        for (i, &ctx) in self.member_context.iter().enumerate() {
+            occ[ctx] += occ_of(i);
+            members[ctx] += 1;
+        }
+        for ctx in 0..contexts {
+            if occupancy {
+                self.acc
+                    .record(ctx, RmidEvent::LlcOccupancy, Some(occ[ctx]));
+            }
+            self.acc
+                .record(ctx, RmidEvent::MbmLocal, Some(k * members[ctx] * 100 * MIB));
+            self.acc
+                .record(ctx, RmidEvent::MbmTotal, Some(k * members[ctx] * 150 * MIB));
+        }
+        self.acc.record_pmu(self.member_context.iter().map(|_| {
+            Some(PmuCounts {
+                instructions: k * 2_000_000_000,
+                cycles: k * 1_000_000_000,
+                llc_misses: k * 1_000_000,
+                llc_references: Some(k * 4_000_000),
+            })
+        }));
+    }
+}
+
 /// An in-memory platform implementing [`Backend`].
 ///
 /// Allocation keeps one table of masks per (resource, domain) and one of MBA limits per
@@ -289,8 +336,11 @@ struct Group {
 ///
 /// Monitoring model, per member (CPU n, or task): occupancy (n + 1) MiB (1 MiB per task);
 /// every poll 100 MiB local and 150 MiB total traffic, 2·10⁹ instructions in 10⁹ cycles and
-/// 10⁶ LLC misses, counted on a counter per L3 domain that the shared [`MonAccumulator`]
-/// turns into values (so the first poll gives zero deltas, as on hardware).
+/// 10⁶ LLC misses, counted on a counter per L3 domain (0 at start) that the shared
+/// [`MonAccumulator`] turns into values. Starting a group reads the counters as the real
+/// backends do, so the first poll gives the first poll's traffic. Time is the monotonic
+/// clock, or with [`FakeBackend::with_manual_clock`] a clock that only
+/// [`FakeBackend::advance`] moves, for exact intervals and rates.
 #[derive(Debug, Clone)]
 pub struct FakeBackend {
     caps: Capabilities,
@@ -331,6 +381,9 @@ pub struct FakeBackend {
     writers_held: u32,
     /// Named classes ([`Backend::class_named`]).
     names: BTreeMap<ClassId, String>,
+    /// The manual clock's time ([`FakeBackend::with_manual_clock`]); `None`: the
+    /// monotonic clock.
+    clock: Option<Instant>,
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -364,6 +417,7 @@ impl FakeBackend {
             panic_nth: 0,
             writers_held: 0,
             names: BTreeMap::new(),
+            clock: None,
         };
         b.reset_tables();
         for c in b.topo.cpus() {
@@ -371,6 +425,29 @@ impl FakeBackend {
             b.rmid.insert(c.cpu, Rmid::new(0));
         }
         b
+    }
+
+    /// The fake with a manual clock: monitoring starts and polls are stamped with a time
+    /// that stands still but for [`FakeBackend::advance`], so [`MonValues::interval`] and
+    /// the rates ([`MonValues::mbm_local_bytes_per_s`]) are exact. Without it the fake uses
+    /// the monotonic clock.
+    #[must_use]
+    pub fn with_manual_clock(mut self) -> Self {
+        self.clock = Some(self.clock.unwrap_or_else(Instant::now));
+        self
+    }
+
+    /// Moves the manual clock on by `dt` (and turns it on, from now, if it was off:
+    /// [`FakeBackend::with_manual_clock`]). The traffic model counts per poll, not per
+    /// second, so the rate of a poll is its traffic over the time advanced since the
+    /// previous poll (or the start).
+    pub fn advance(&mut self, dt: Duration) {
+        self.clock = Some(self.clock.unwrap_or_else(Instant::now) + dt);
+    }
+
+    /// The time of a start or poll: the manual clock's, or now.
+    fn now(&self) -> Instant {
+        self.clock.unwrap_or_else(Instant::now)
     }
 
     /// [`fixtures::broadwell_2s`].
@@ -633,16 +710,17 @@ impl FakeBackend {
             CounterFormat::BYTES,
             member_domains.len(),
         );
-        self.groups.insert(
-            id,
-            Group {
-                cpus,
-                tasks,
-                member_context,
-                polls: 0,
-                acc,
-            },
-        );
+        let mut g = Group {
+            cpus,
+            tasks,
+            member_context,
+            polls: 0,
+            acc,
+        };
+        // the reading at start, as the real backends take it (the counters are at 0)
+        g.read(false);
+        g.acc.finish_baseline(self.now());
+        self.groups.insert(id, g);
         id
     }
 }
@@ -902,39 +980,10 @@ impl Backend for FakeBackend {
     }
 
     fn poll(&mut self) -> R<()> {
-        let now = Instant::now();
+        let now = self.now();
         for g in self.groups.values_mut() {
             g.polls += 1;
-            let k = g.polls;
-            let contexts = g.member_context.iter().copied().max().map_or(0, |m| m + 1);
-            let mut occupancy = vec![0u64; contexts];
-            let mut members = vec![0u64; contexts];
-            let occ_of = |i: usize| {
-                g.cpus
-                    .iter()
-                    .nth(i)
-                    .map_or(MIB, |c| (u64::from(c.get()) + 1) * MIB)
-            };
-            for (i, &ctx) in g.member_context.iter().enumerate() {
-                occupancy[ctx] += occ_of(i);
-                members[ctx] += 1;
-            }
-            for ctx in 0..contexts {
-                g.acc
-                    .record(ctx, RmidEvent::LlcOccupancy, Some(occupancy[ctx]));
-                g.acc
-                    .record(ctx, RmidEvent::MbmLocal, Some(k * members[ctx] * 100 * MIB));
-                g.acc
-                    .record(ctx, RmidEvent::MbmTotal, Some(k * members[ctx] * 150 * MIB));
-            }
-            g.acc.record_pmu(g.member_context.iter().map(|_| {
-                Some(PmuCounts {
-                    instructions: k * 2_000_000_000,
-                    cycles: k * 1_000_000_000,
-                    llc_misses: k * 1_000_000,
-                    llc_references: Some(k * 4_000_000),
-                })
-            }));
+            g.read(true);
             g.acc.finish(now);
         }
         for g in self.uncore.values_mut() {
@@ -946,7 +995,9 @@ impl Backend for FakeBackend {
                 }
             }
             g.values.uncore = Some(counts);
+            g.values.interval = now.saturating_duration_since(g.since);
             g.values.polled_at = Some(now);
+            g.since = now;
         }
         Ok(())
     }
@@ -993,12 +1044,14 @@ impl Backend for FakeBackend {
         self.write(format!("start uncore {sockets:?} {events:?}"))?;
         let id = MonGroupId(self.next_group);
         self.next_group += 1;
+        let since = self.now();
         self.uncore.insert(
             id,
             UncoreGroup {
                 sockets: sockets.to_vec(),
                 events,
                 values: MonValues::default(),
+                since,
             },
         );
         Ok(id)
@@ -1151,6 +1204,9 @@ mod tests {
     use super::*;
     use crate::CacheBitmask;
 
+    /// A MiB, in bytes, as a float (rates).
+    const MIB_F: f64 = 1_048_576.0;
+
     #[test]
     fn masks_are_full_after_creation() {
         let b = FakeBackend::broadwell_2s();
@@ -1196,24 +1252,74 @@ mod tests {
     }
 
     #[test]
-    fn monitoring_goes_through_the_accumulator() {
-        let mut b = FakeBackend::broadwell_2s();
+    fn monitoring_goes_through_the_accumulator_from_the_reading_at_start() {
+        // arrange
+        let mut b = FakeBackend::broadwell_2s().with_manual_clock();
         let cpus: CpuSet = "11-12".parse().unwrap(); // one CPU in each L3 domain
         let g = b.start_monitoring(&cpus, MonEvents::PQOS_ALL).unwrap();
+        assert!(b.values(g).is_none(), "no poll yet");
+        // act: the first poll, half a second after the start
+        b.advance(Duration::from_millis(500));
         b.poll().unwrap();
+        // assert: the first poll's traffic over the time since start, not a zero baseline
         let v = b.values(g).unwrap().clone();
-        assert_eq!(v.mbm_local_delta_bytes, Some(0), "first poll");
-        assert_eq!(v.llc_occupancy_bytes, Some((12 + 13) * MIB));
-        b.poll().unwrap();
-        let v = b.values(g).unwrap().clone();
-        assert_eq!(v.mbm_local_delta_bytes, Some(2 * 100 * MIB));
+        assert_eq!(v.interval, Duration::from_millis(500));
+        assert_eq!(v.mbm_local_delta_bytes, Some(2 * 100 * MIB), "first poll");
         assert_eq!(v.mbm_remote_delta_bytes, Some(2 * 50 * MIB));
-        assert_eq!(v.mbm_local_bytes, Some(2 * 100 * MIB));
-        assert_eq!(v.domains.len(), 2);
+        assert_eq!(v.mbm_local_bytes, Some(2 * 100 * MIB), "counted from start");
+        assert_eq!(v.mbm_local_bytes_per_s(), Some(400.0 * MIB_F));
+        assert_eq!(v.mbm_remote_bytes_per_s(), Some(200.0 * MIB_F));
         assert_eq!(v.ipc(), Some(2.0));
         assert_eq!(v.llc_misses_delta, Some(2_000_000));
+        assert_eq!(v.llc_occupancy_bytes, Some((12 + 13) * MIB));
+        // the second poll: since the first
+        b.advance(Duration::from_secs(2));
+        b.poll().unwrap();
+        let v = b.values(g).unwrap().clone();
+        assert_eq!(v.interval, Duration::from_secs(2));
+        assert_eq!(v.mbm_local_delta_bytes, Some(2 * 100 * MIB));
+        assert_eq!(v.mbm_local_bytes, Some(4 * 100 * MIB));
+        assert_eq!(v.mbm_local_bytes_per_s(), Some(100.0 * MIB_F));
+        assert_eq!(v.domains.len(), 2);
+        assert_eq!(
+            v.bytes_per_s(v.domains[0].mbm_total_delta_bytes),
+            Some(75.0 * MIB_F)
+        );
         b.stop_monitoring(g).unwrap();
         assert_eq!(b.rmid_of_cpu(11), 0);
+    }
+
+    #[test]
+    fn a_poll_without_time_passing_has_no_rate_rather_than_nan() {
+        let mut b = FakeBackend::broadwell_2s().with_manual_clock();
+        let g = b
+            .start_monitoring(&"0".parse().unwrap(), MonEvents::MBM_LOCAL)
+            .unwrap();
+        b.poll().unwrap(); // the manual clock did not move
+        let v = b.values(g).unwrap();
+        assert_eq!(v.interval, Duration::ZERO);
+        assert_eq!(
+            v.mbm_local_delta_bytes,
+            Some(100 * MIB),
+            "the traffic is known"
+        );
+        assert_eq!(v.mbm_local_bytes_per_s(), None, "its rate is not");
+        assert_eq!(v.mbm_total_bytes_per_s(), None, "not monitored");
+    }
+
+    #[test]
+    fn an_uncore_group_first_poll_counts_since_its_start_over_the_time_since_start() {
+        let mut b = FakeBackend::broadwell_2s().with_manual_clock();
+        b.reconfigure(|c| c.uncore_pcie = true);
+        let g = b.start_uncore_monitoring(&[0], MonEvents::UNCORE).unwrap();
+        b.advance(Duration::from_secs(3));
+        b.poll().unwrap();
+        let v = b.values(g).unwrap();
+        assert_eq!(v.interval, Duration::from_secs(3));
+        assert_eq!(v.uncore.and_then(|u| u.llc_miss_pcie_read), Some(1000));
+        b.advance(Duration::from_secs(1));
+        b.poll().unwrap();
+        assert_eq!(b.values(g).unwrap().interval, Duration::from_secs(1));
     }
 
     /// The default batch start is all or none: a failing third group stops the two the

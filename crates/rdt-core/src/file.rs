@@ -103,7 +103,8 @@ pub fn kind_of(ft: FileType) -> &'static str {
 ///
 /// # Errors
 /// `open(2)` errors.
-pub fn open_nonblocking(path: &Path, nofollow: bool) -> io::Result<File> {
+pub fn open_nonblocking(path: impl AsRef<Path>, nofollow: bool) -> io::Result<File> {
+    let path = path.as_ref();
     let nofollow = if nofollow { libc::O_NOFOLLOW } else { 0 };
     OpenOptions::new()
         .read(true)
@@ -123,10 +124,15 @@ pub fn open_nonblocking(path: &Path, nofollow: bool) -> io::Result<File> {
 /// # Examples
 /// ```
 /// use rdt_core::file::{read_regular, ReadError};
-/// let e = read_regular("/dev/zero".as_ref(), 4096, false).unwrap_err();
+/// let e = read_regular("/dev/zero", 4096, false).unwrap_err();
 /// assert!(matches!(e, ReadError::NotRegular(_)));
 /// ```
-pub fn read_regular(path: &Path, max_bytes: u64, nofollow: bool) -> Result<Vec<u8>, ReadError> {
+pub fn read_regular(
+    path: impl AsRef<Path>,
+    max_bytes: u64,
+    nofollow: bool,
+) -> Result<Vec<u8>, ReadError> {
+    let path = path.as_ref();
     let file = open_nonblocking(path, nofollow).map_err(ReadError::Open)?;
     let meta = file.metadata().map_err(ReadError::Io)?;
     if !meta.is_file() {
@@ -202,7 +208,8 @@ pub(crate) fn read_attribute(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Rea
 /// # Errors
 /// Open and read errors; `InvalidInput` for a file that is not regular, `FileTooLarge` for
 /// one over `max_bytes`, `InvalidData` for text that is not UTF-8.
-pub fn read_text(path: &Path, max_bytes: u64) -> io::Result<String> {
+pub fn read_text(path: impl AsRef<Path>, max_bytes: u64) -> io::Result<String> {
+    let path = path.as_ref();
     let bytes = read_regular(path, max_bytes, false)?;
     String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
@@ -272,7 +279,7 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", &dump).unwrap();
         let start = Instant::now();
         // act
-        let topo = crate::Topology::from_sysfs(&dir.path().join("sys")).unwrap_err();
+        let topo = crate::Topology::from_sysfs(dir.path().join("sys")).unwrap_err();
         let dump = crate::CpuidDump::from_path(&dump).unwrap_err();
         // assert
         assert!(start.elapsed() < Duration::from_secs(2));

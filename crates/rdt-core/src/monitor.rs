@@ -1,8 +1,20 @@
 //! Monitoring: which events a group counts ([`MonEvents`], pqos's selection rules in
 //! [`MonEvents::select`]), what a poll gives ([`MonValues`]), and the one accumulator both
 //! interfaces feed their raw readings into ([`MonAccumulator`]): counter width and wrap,
-//! upscaling, the first-poll rule, remote = total − local, PMU deltas and the policy for a
+//! upscaling, the reading at start, remote = total − local, PMU deltas and the policy for a
 //! domain that cannot be read.
+//!
+//! # Start and first poll
+//! Starting a group reads its counters once (every backend, every start path: one read per
+//! MBM counter and PMU member; occupancy is a level, not a count, and is not read), and
+//! [`MonAccumulator::finish_baseline`] keeps those readings as the start of the first
+//! interval. So the first [`MonValues`] after start already has the traffic since the start
+//! over the time since the start ([`MonValues::interval`]), and a rate
+//! ([`MonValues::mbm_local_bytes_per_s`]) is known from the first poll on. The uncore
+//! counts ([`MonValues::uncore`]) mean the same: their start resets the counters, so the
+//! first poll's counts are since the start without a reading. pqos v25.04 prints its first
+//! sample with zero bandwidth, IPC and misses (`valid_mbm_read`, `lib/hw_monitoring.c`):
+//! the `pqos` CLI keeps that as a rule of its output, the library does not.
 //!
 //! pqos's "KB" and "MB/s" are binary units (`pqos/monitor_utils.c`: `bytes / 1024.0`,
 //! `bytes / (1024.0 * 1024.0)`); they are named KiB and MiB here.
@@ -363,23 +375,61 @@ pub fn bytes_to_kib(bytes: u64) -> f64 {
     bytes as f64 / 1024.0
 }
 
-/// A memory bandwidth in MiB/s (pqos's `MB/s` columns, which are binary).
+/// The rate of `bytes` moved over `interval`, in bytes per second; `None` for a zero
+/// interval (never NaN or infinite). The one place where monitoring divides by time:
+/// [`MonValues::bytes_per_s`] and [`MibPerSec::from_bytes`] use it.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use rdt_core::monitor::bytes_per_s;
+/// assert_eq!(bytes_per_s(3000, Duration::from_millis(500)), Some(6000.0));
+/// assert_eq!(bytes_per_s(3000, Duration::ZERO), None);
+/// ```
+#[must_use]
+#[allow(clippy::cast_precision_loss)] // exact below 2^53 bytes (8 PiB) per interval
+pub fn bytes_per_s(bytes: u64, interval: Duration) -> Option<f64> {
+    let secs = interval.as_secs_f64();
+    (secs > 0.0).then(|| bytes as f64 / secs)
+}
+
+/// Bytes in a MiB: pqos's "MB" (`pqos/monitor_utils.c`: `bytes / (1024.0 * 1024.0)`).
+const BYTES_PER_MIB: f64 = 1024.0 * 1024.0;
+
+/// A memory bandwidth in MiB/s (pqos's `MB/s` columns, which are binary: 1 MiB = 2^20
+/// bytes). Displays as the number alone, honouring a precision (`{:.1}` gives `107.9`).
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd, Default)]
 pub struct MibPerSec(pub f64);
 
 impl MibPerSec {
-    /// The rate of `bytes` moved over `interval`; 0 for a zero interval.
+    /// The rate of `bytes` moved over `interval`; 0 for a zero interval (pqos prints 0.0
+    /// where it has no interval; [`bytes_per_s`] says `None` instead).
     ///
     /// pqos computes this over the nominal `-i` interval; callers here pass the measured one,
     /// so a late timer tick does not inflate the rate.
     #[must_use]
-    #[allow(clippy::cast_precision_loss)]
     pub fn from_bytes(bytes: u64, interval: Duration) -> Self {
-        let secs = interval.as_secs_f64();
-        if secs <= 0.0 {
-            return Self(0.0);
-        }
-        Self(bytes as f64 / (1024.0 * 1024.0) / secs)
+        bytes_per_s(bytes, interval).map_or(Self(0.0), Self::from_bytes_per_s)
+    }
+
+    /// A rate in bytes per second (as [`MonValues::mbm_local_bytes_per_s`] gives it) in
+    /// MiB/s.
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::monitor::MibPerSec;
+    /// assert_eq!(MibPerSec::from_bytes_per_s(3.0 * 1024.0 * 1024.0), MibPerSec(3.0));
+    /// assert_eq!(format!("{:.1}", MibPerSec(107.94)), "107.9");
+    /// ```
+    #[must_use]
+    pub fn from_bytes_per_s(bytes_per_s: f64) -> Self {
+        Self(bytes_per_s / BYTES_PER_MIB)
+    }
+}
+
+impl std::fmt::Display for MibPerSec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
     }
 }
 
@@ -507,12 +557,14 @@ pub struct DomainValues {
     /// LLC occupancy now, in bytes; `None` when not monitored or not readable this poll.
     pub llc_occupancy_bytes: Option<u64>,
     /// Local memory traffic since the group started, in bytes (monotonic, wraps handled);
-    /// `None` when not monitored or never read yet.
+    /// `None` when not monitored or never read yet. Counted from the reading taken at start
+    /// (the module's "Start and first poll").
     pub mbm_local_bytes: Option<u64>,
     /// Total memory traffic since the group started, in bytes, as `mbm_local_bytes`.
     pub mbm_total_bytes: Option<u64>,
-    /// Local memory traffic since the previous poll, in bytes; `None` unless both polls read
-    /// the domain (0 on the group's first poll).
+    /// Local memory traffic since the previous poll (on the first poll: since the group
+    /// started), in bytes; `None` unless both ends of the interval were read. Per second:
+    /// [`MonValues::bytes_per_s`] of it.
     pub mbm_local_delta_bytes: Option<u64>,
     /// Total memory traffic since the previous poll, in bytes, as `mbm_local_delta_bytes`.
     pub mbm_total_delta_bytes: Option<u64>,
@@ -533,39 +585,66 @@ impl DomainValues {
 
 /// The values of one monitoring group after a poll.
 ///
-/// Deltas are since the previous poll; the first poll after start reports 0 deltas (pqos
-/// does the same). `None` means the event is not monitored or could not be read this time
-/// (see the module's Unavailable policy; no PMU for IPC and misses). Group values are sums
-/// over the group's L3 domains ([`MonValues::domains`]).
+/// Deltas (`*_delta*`) are over [`MonValues::interval`]: since the previous poll, and on the
+/// first poll since the group started, because starting a group reads its counters (the
+/// module's "Start and first poll"). Rates divide them by the interval
+/// ([`MonValues::mbm_local_bytes_per_s`], …). `None` means the event is not monitored or
+/// could not be read this time (see the module's Unavailable policy; no PMU for IPC and
+/// misses). Group values are sums over the group's L3 domains ([`MonValues::domains`]).
+///
+/// pqos prints its first sample with zero bandwidth, IPC and misses; that is a rule of its
+/// output (`pqos -m`), which the CLI applies, not of these values.
+///
+/// # Examples
+/// ```
+/// use rdt_core::fake::FakeBackend;
+/// use rdt_core::monitor::MibPerSec;
+/// use rdt_core::{Backend, MonEvents};
+/// use std::time::Duration;
+///
+/// let mut b = FakeBackend::broadwell_2s().with_manual_clock();
+/// let g = b.start_monitoring(&"0".parse()?, MonEvents::MBM_LOCAL)?;
+/// b.advance(Duration::from_millis(500));
+/// b.poll()?; // the first poll: the traffic since start, over the time since start
+/// let v = b.values(g).unwrap();
+/// assert_eq!(v.interval, Duration::from_millis(500));
+/// assert_eq!(v.mbm_local_delta_bytes, Some(100 << 20)); // the fake's 100 MiB per poll
+/// let rate = v.mbm_local_bytes_per_s().unwrap();
+/// assert_eq!(MibPerSec::from_bytes_per_s(rate), MibPerSec(200.0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct MonValues {
     /// LLC occupancy in bytes, summed over the group's L3 domains.
     pub llc_occupancy_bytes: Option<u64>,
-    /// Local memory traffic since the previous poll, in bytes.
+    /// Local memory traffic over [`MonValues::interval`], in bytes (per second:
+    /// [`MonValues::mbm_local_bytes_per_s`]).
     pub mbm_local_delta_bytes: Option<u64>,
-    /// Total memory traffic since the previous poll, in bytes.
+    /// Total memory traffic over [`MonValues::interval`], in bytes (per second:
+    /// [`MonValues::mbm_total_bytes_per_s`]).
     pub mbm_total_delta_bytes: Option<u64>,
-    /// Remote traffic since the previous poll (total − local, 0 if negative; pqos
-    /// `lib/monitoring.c`), in bytes.
+    /// Remote traffic over [`MonValues::interval`] (total − local, 0 if negative; pqos
+    /// `lib/monitoring.c`), in bytes (per second: [`MonValues::mbm_remote_bytes_per_s`]).
     pub mbm_remote_delta_bytes: Option<u64>,
     /// Local memory traffic since the group started, in bytes: a counter that never goes
     /// back (hardware wraps handled), for exporters.
     pub mbm_local_bytes: Option<u64>,
     /// Total memory traffic since the group started, in bytes, as `mbm_local_bytes`.
     pub mbm_total_bytes: Option<u64>,
-    /// Instructions retired since the previous poll.
+    /// Instructions retired over [`MonValues::interval`].
     pub instructions_delta: Option<u64>,
-    /// Unhalted core cycles since the previous poll.
+    /// Unhalted core cycles over [`MonValues::interval`].
     pub cycles_delta: Option<u64>,
-    /// LLC misses since the previous poll.
+    /// LLC misses over [`MonValues::interval`].
     pub llc_misses_delta: Option<u64>,
-    /// LLC references since the previous poll (only when the group monitors
+    /// LLC references over [`MonValues::interval`] (only when the group monitors
     /// [`MonEvents::LLC_REFERENCES`] and the PMU source counts them).
     pub llc_references_delta: Option<u64>,
-    /// Uncore (socket group) counts since the previous poll, summed over the group's
-    /// sockets; `None` for a core or task group. The first poll reports the counts since
-    /// the group started, as pqos does (`lib/uncore_monitoring.c` `uncore_mon_poll`: the
-    /// counters are reset at start and the previous value begins at 0).
+    /// Uncore (socket group) counts over [`MonValues::interval`], summed over the group's
+    /// sockets; `None` for a core or task group. Like every delta, the first poll's are
+    /// the counts since the group started (here the start resets the counters, so no
+    /// reading is needed: pqos `lib/uncore_monitoring.c` `uncore_mon_poll`, whose previous
+    /// value begins at 0).
     pub uncore: Option<UncoreCounts>,
     /// Per L3 domain, ascending by domain: the RMID events' values of each domain the group
     /// spans (empty when it monitors no RMID event).
@@ -573,8 +652,10 @@ pub struct MonValues {
     /// When the poll that produced these values finished (monotonic clock); `None` before
     /// the first poll.
     pub polled_at: Option<Instant>,
-    /// Time since the previous poll (zero on the first), measured by the backend on the
-    /// monotonic clock.
+    /// The time the deltas are counted over, measured by the backend on the monotonic
+    /// clock: since the previous poll, or since the group started for the first poll. (Zero
+    /// only on the first poll of an accumulator whose backend took no reading at start,
+    /// [`MonAccumulator::finish_baseline`]; its deltas are 0 and its rates `None`.)
     pub interval: Duration,
 }
 
@@ -625,6 +706,37 @@ impl MonValues {
     pub fn ipc(&self) -> Option<f64> {
         let (i, c) = (self.instructions_delta?, self.cycles_delta?);
         Some(if c == 0 { 0.0 } else { i as f64 / c as f64 })
+    }
+
+    /// `bytes` moved over this poll's [`MonValues::interval`] as a rate, in bytes per
+    /// second ([`bytes_per_s`]); `None` when `bytes` is `None` or the interval is zero
+    /// (never NaN or infinite). For a domain's traffic:
+    /// `v.bytes_per_s(v.domains[0].mbm_local_delta_bytes)`.
+    #[must_use]
+    pub fn bytes_per_s(&self, bytes: Option<u64>) -> Option<f64> {
+        bytes_per_s(bytes?, self.interval)
+    }
+
+    /// Local memory bandwidth over the last interval, in bytes per second (MiB/s:
+    /// [`MibPerSec::from_bytes_per_s`]); `None` when not known
+    /// ([`MonValues::bytes_per_s`]).
+    #[must_use]
+    pub fn mbm_local_bytes_per_s(&self) -> Option<f64> {
+        self.bytes_per_s(self.mbm_local_delta_bytes)
+    }
+
+    /// Total memory bandwidth over the last interval, in bytes per second, as
+    /// [`MonValues::mbm_local_bytes_per_s`].
+    #[must_use]
+    pub fn mbm_total_bytes_per_s(&self) -> Option<f64> {
+        self.bytes_per_s(self.mbm_total_delta_bytes)
+    }
+
+    /// Remote memory bandwidth (total − local) over the last interval, in bytes per
+    /// second, as [`MonValues::mbm_local_bytes_per_s`].
+    #[must_use]
+    pub fn mbm_remote_bytes_per_s(&self) -> Option<f64> {
+        self.bytes_per_s(self.mbm_remote_delta_bytes)
     }
 
     /// The values without their timestamps ([`MonValues::polled_at`],
@@ -731,27 +843,31 @@ impl Context {
 /// Turns a group's raw readings into [`MonValues`], the same way on both interfaces.
 ///
 /// A backend creates one per monitoring group with its counter contexts (one per RMID per
-/// L3 domain) and, each poll, records every context's readings ([`MonAccumulator::record`])
-/// and the PMU counts of the group's members ([`MonAccumulator::record_pmu`]), then calls
-/// [`MonAccumulator::finish`]. It handles the counter width and wrap, the upscaling factor,
-/// the first poll (zero deltas), remote = total − local, PMU deltas and unreadable domains
-/// (the module's Unavailable policy).
+/// L3 domain). When it starts the group it records every context's MBM readings
+/// ([`MonAccumulator::record`]) and the PMU counts of the group's members
+/// ([`MonAccumulator::record_pmu`]) once and calls [`MonAccumulator::finish_baseline`];
+/// each poll it records them again (occupancy too) and calls [`MonAccumulator::finish`].
+/// It handles the counter width and wrap, the upscaling factor, the start of the first
+/// interval (the module's "Start and first poll"), remote = total − local, PMU deltas and
+/// unreadable domains (the module's Unavailable policy).
 ///
 /// # Examples
 /// ```
-/// use std::time::Instant;
+/// use std::time::{Duration, Instant};
 /// use rdt_core::monitor::{CounterFormat, MonAccumulator, RmidEvent};
 /// use rdt_core::{CacheDomain, MonEvents};
 ///
 /// let format = CounterFormat { width: 24, bytes_per_count: 64 };
 /// let events = MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL;
 /// let mut acc = MonAccumulator::new(events, &[CacheDomain::new(0)], format, 0);
-/// acc.record(0, RmidEvent::MbmLocal, Some(0xff_fff0));
-/// acc.finish(Instant::now());
+/// let start = Instant::now();
+/// acc.record(0, RmidEvent::MbmLocal, Some(0xff_fff0)); // the reading at start
+/// acc.finish_baseline(start);
 /// acc.record(0, RmidEvent::LlcOccupancy, Some(10));
 /// acc.record(0, RmidEvent::MbmLocal, Some(0x10)); // wrapped at 2^24
-/// let v = acc.finish(Instant::now());
+/// let v = acc.finish(start + Duration::from_secs(2)); // the first poll
 /// assert_eq!(v.mbm_local_delta_bytes, Some(0x20 * 64));
+/// assert_eq!(v.mbm_local_bytes_per_s(), Some(0x10 as f64 * 64.0));
 /// assert_eq!(v.llc_occupancy_bytes, Some(640));
 /// ```
 #[derive(Clone, Debug)]
@@ -763,7 +879,10 @@ pub struct MonAccumulator {
     pmu_prev: Vec<Option<PmuCounts>>,
     /// This poll's PMU deltas; `None` when not recorded or not countable.
     pmu_now: Option<PmuCounts>,
+    /// Whether the counters have a previous reading (the baseline or a poll).
     polled: bool,
+    /// When the next interval began: the baseline's or the last poll's time.
+    since: Option<Instant>,
     values: MonValues,
 }
 
@@ -818,6 +937,7 @@ impl MonAccumulator {
             pmu_prev: vec![None; pmu_members],
             pmu_now: None,
             polled: false,
+            since: None,
             values,
         }
     }
@@ -859,6 +979,39 @@ impl MonAccumulator {
     pub fn record_pmu(&mut self, readings: impl IntoIterator<Item = Option<PmuCounts>>) {
         let first = !self.polled;
         self.pmu_now = sum_deltas(&mut self.pmu_prev, readings, first);
+    }
+
+    /// Ends the reading a backend takes when it starts the group, at `at`: what was
+    /// recorded ([`MonAccumulator::record`] of the MBM events, [`MonAccumulator::record_pmu`])
+    /// becomes the start of the first interval, so the first [`MonAccumulator::finish`]
+    /// gives the traffic since `at` over the time since `at`. The values stay empty (no
+    /// poll yet: [`MonValues::polled_at`] is `None`). A context whose MBM reading is `None`
+    /// here has no first interval for that event (its first delta is `None`; its
+    /// cumulative count starts at the first good reading, as after an unreadable poll).
+    /// Only the first call before any poll counts; later ones only clear the readings.
+    ///
+    /// A backend that does not call it gets a first poll that is its own start: 0 deltas
+    /// and a zero [`MonValues::interval`].
+    pub fn finish_baseline(&mut self, at: Instant) {
+        let baseline = !self.polled;
+        let (width, scale) = (self.format.width, self.format.bytes_per_count);
+        for c in &mut self.contexts {
+            if baseline {
+                for (i, event) in [RmidEvent::MbmLocal, RmidEvent::MbmTotal]
+                    .into_iter()
+                    .enumerate()
+                {
+                    // the same step as a poll's, whose first delta (0) is not reported
+                    let _ = c.mbm_step(i, event, true, width, scale);
+                }
+            }
+            c.now = [None; 3];
+        }
+        self.pmu_now = None;
+        if baseline {
+            self.polled = true;
+            self.since = Some(at);
+        }
     }
 
     /// Ends a poll that finished at `at`: computes the values from what was recorded and
@@ -951,10 +1104,11 @@ impl MonAccumulator {
         v.llc_references_delta = pmu
             .filter(|_| self.events.contains(MonEvents::LLC_REFERENCES))
             .and_then(|a| a.llc_references);
-        v.interval = v
-            .polled_at
+        v.interval = self
+            .since
             .map_or(Duration::ZERO, |p| at.saturating_duration_since(p));
         v.polled_at = Some(at);
+        self.since = Some(at);
         self.polled = true;
         &self.values
     }
@@ -1250,8 +1404,10 @@ mod tests {
         assert_eq!(c.corrected(127, raw), raw, "at the threshold: as counted");
     }
 
+    /// A backend that takes no reading at start ([`MonAccumulator::finish_baseline`]): the
+    /// first poll is its own start.
     #[test]
-    fn first_poll_is_zero_then_deltas_are_upscaled_and_remote_is_total_minus_local() {
+    fn without_a_start_reading_the_first_poll_is_zero_then_deltas_are_upscaled() {
         let mut acc = two_domains(MonEvents::MBM_REMOTE);
         let v = poll(&mut acc, [Some(10), Some(20)], [Some(50), Some(60)]);
         assert_eq!(v.mbm_local_delta_bytes, Some(0));
@@ -1264,6 +1420,111 @@ mod tests {
         assert_eq!(v.domains[1].mbm_local_delta_bytes, Some(300));
         assert_eq!(v.domains[1].domain, D1);
         assert_eq!(v.mbm_total_bytes, Some(1200));
+    }
+
+    #[test]
+    fn the_reading_at_start_makes_the_first_poll_count_since_start_over_the_time_since_start() {
+        // arrange: readings at start, then 2 s later
+        let f = CounterFormat {
+            width: 24,
+            bytes_per_count: 100,
+        };
+        let mut acc = MonAccumulator::new(MonEvents::MBM_REMOTE | MonEvents::IPC, &[D0, D1], f, 1);
+        let pmu = |i, cy| PmuCounts {
+            instructions: i,
+            cycles: cy,
+            llc_misses: 0,
+            llc_references: None,
+        };
+        let t0 = Instant::now();
+        for (i, (l, t)) in [(10, 50), (20, 60)].into_iter().enumerate() {
+            acc.record(i, RmidEvent::MbmLocal, Some(l));
+            acc.record(i, RmidEvent::MbmTotal, Some(t));
+        }
+        acc.record_pmu([Some(pmu(1000, 1000))]);
+        acc.finish_baseline(t0);
+        assert_eq!(acc.values().polled_at, None, "a start is no poll");
+        // act
+        for (i, (l, t)) in [(11, 60), (23, 62)].into_iter().enumerate() {
+            acc.record(i, RmidEvent::MbmLocal, Some(l));
+            acc.record(i, RmidEvent::MbmTotal, Some(t));
+        }
+        acc.record_pmu([Some(pmu(4000, 2500))]);
+        let v = acc.finish(t0 + Duration::from_secs(2)).clone();
+        // assert: real deltas, not a zero-length baseline
+        assert_eq!(v.interval, Duration::from_secs(2));
+        assert_eq!(v.mbm_local_delta_bytes, Some(400));
+        assert_eq!(v.mbm_total_delta_bytes, Some(1200));
+        assert_eq!(v.mbm_remote_delta_bytes, Some(800));
+        assert_eq!(v.mbm_local_bytes, Some(400), "cumulative from the start");
+        assert_eq!(v.mbm_local_bytes_per_s(), Some(200.0));
+        assert_eq!(v.mbm_total_bytes_per_s(), Some(600.0));
+        assert_eq!(v.mbm_remote_bytes_per_s(), Some(400.0));
+        assert_eq!(
+            v.bytes_per_s(v.domains[1].mbm_local_delta_bytes),
+            Some(150.0)
+        );
+        assert_eq!(v.ipc(), Some(2.0));
+        // the next poll's interval is since this one
+        acc.record(0, RmidEvent::MbmLocal, Some(11));
+        acc.record(1, RmidEvent::MbmLocal, Some(23));
+        let v = acc.finish(t0 + Duration::from_secs(3));
+        assert_eq!(v.interval, Duration::from_secs(1));
+        assert_eq!(v.mbm_local_delta_bytes, Some(0));
+    }
+
+    #[test]
+    fn a_counter_unreadable_at_start_has_no_first_delta_and_a_second_baseline_is_ignored() {
+        let mut acc = two_domains(MonEvents::MBM_LOCAL);
+        let t0 = Instant::now();
+        acc.record(0, RmidEvent::MbmLocal, Some(10));
+        acc.record(1, RmidEvent::MbmLocal, None); // Unavailable at start
+        acc.finish_baseline(t0);
+        acc.record(0, RmidEvent::MbmLocal, Some(99));
+        acc.finish_baseline(t0 + Duration::from_secs(5)); // ignored: the start was taken
+        acc.record(0, RmidEvent::MbmLocal, Some(12));
+        acc.record(1, RmidEvent::MbmLocal, Some(30));
+        let v = acc.finish(t0 + Duration::from_secs(1)).clone();
+        assert_eq!(v.interval, Duration::from_secs(1));
+        assert_eq!(v.domains[0].mbm_local_delta_bytes, Some(200));
+        assert_eq!(v.domains[1].mbm_local_delta_bytes, None, "no start for it");
+        assert_eq!(
+            v.mbm_local_delta_bytes, None,
+            "a partial sum would understate"
+        );
+        assert_eq!(v.mbm_local_bytes_per_s(), None);
+        assert_eq!(
+            v.domains[1].mbm_local_bytes,
+            Some(0),
+            "counted from its first reading"
+        );
+    }
+
+    #[test]
+    fn rates_are_bytes_over_seconds_and_none_never_nan_without_time() {
+        assert_eq!(bytes_per_s(0, Duration::from_secs(1)), Some(0.0));
+        assert_eq!(
+            bytes_per_s(1 << 20, Duration::from_millis(250)),
+            Some(4.0 * 1_048_576.0)
+        );
+        assert_eq!(bytes_per_s(1, Duration::ZERO), None);
+        assert_eq!(bytes_per_s(0, Duration::ZERO), None, "not 0/0 = NaN");
+        let mut v = MonValues {
+            mbm_local_delta_bytes: Some(3 << 20),
+            mbm_total_delta_bytes: None,
+            ..MonValues::default()
+        };
+        assert_eq!(v.mbm_local_bytes_per_s(), None, "zero interval");
+        v.interval = Duration::from_millis(500);
+        assert_eq!(v.mbm_local_bytes_per_s(), Some(6.0 * 1_048_576.0));
+        assert_eq!(v.mbm_total_bytes_per_s(), None, "no delta, no rate");
+        let mib = v.mbm_local_bytes_per_s().map(MibPerSec::from_bytes_per_s);
+        assert_eq!(mib, Some(MibPerSec(6.0)));
+        assert_eq!(
+            MibPerSec::from_bytes(3 << 20, v.interval),
+            MibPerSec(6.0),
+            "the same arithmetic"
+        );
     }
 
     #[test]

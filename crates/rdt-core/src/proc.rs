@@ -93,7 +93,7 @@ impl ProcFs {
             return Err(io::ErrorKind::NotFound.into());
         }
         let text =
-            crate::file::read_regular(&self.dir(task).join("status"), MAX_STATUS_BYTES, false)?;
+            crate::file::read_regular(self.dir(task).join("status"), MAX_STATUS_BYTES, false)?;
         status_tgid(&text)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "status has no Tgid: line"))
     }
@@ -154,7 +154,7 @@ impl ProcFs {
         for pid in self.pids()? {
             let mut comm = Vec::with_capacity(16);
             let read =
-                crate::file::open_nonblocking(&self.dir(TaskId::new(pid)).join("comm"), false)
+                crate::file::open_nonblocking(self.dir(TaskId::new(pid)).join("comm"), false)
                     .and_then(|f| f.take(64).read_to_end(&mut comm));
             if read.is_ok() && comm.strip_suffix(b"\n").unwrap_or(&comm) == name.as_bytes() {
                 pids.push(TaskId::new(pid));
@@ -172,7 +172,7 @@ impl ProcFs {
     pub fn cpu_ticks(&self, task: TaskId) -> io::Result<u64> {
         let mut buf = [0u8; STAT_BUFFER];
         // O_NONBLOCK: a FIFO under an injected root must not block the open.
-        let n = crate::file::open_nonblocking(&self.dir(task).join("stat"), false)?
+        let n = crate::file::open_nonblocking(self.dir(task).join("stat"), false)?
             .read_at(&mut buf, 0)?;
         stat_cpu_ticks(&buf[..n]).ok_or_else(|| {
             io::Error::new(

@@ -102,7 +102,8 @@ pub fn wait_for_lock(
 ///
 /// # Errors
 /// `mkdir(2)` errors.
-pub fn create_run_dir(dir: &Path) -> io::Result<()> {
+pub fn create_run_dir(dir: impl AsRef<Path>) -> io::Result<()> {
+    let dir = dir.as_ref();
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -114,7 +115,8 @@ pub fn create_run_dir(dir: &Path) -> io::Result<()> {
 ///
 /// # Errors
 /// Open and read errors (`NotFound` for a missing file); `InvalidData` as above.
-pub fn read_run_file(path: &Path, max_bytes: u64) -> io::Result<String> {
+pub fn read_run_file(path: impl AsRef<Path>, max_bytes: u64) -> io::Result<String> {
+    let path = path.as_ref();
     let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidData, m);
     let bytes = crate::file::read_regular(path, max_bytes, true).map_err(|e| match e {
         crate::file::ReadError::Open(e) | crate::file::ReadError::Io(e) => e,
@@ -225,7 +227,8 @@ impl RunFile {
     ///
     /// # Errors
     /// Any file system error (the temporary file is removed).
-    pub fn create(dir: &Path, prefix: &str, contents: &[u8]) -> io::Result<Self> {
+    pub fn create(dir: impl AsRef<Path>, prefix: &str, contents: &[u8]) -> io::Result<Self> {
+        let dir = dir.as_ref();
         create_run_dir(dir)?;
         let pid = std::process::id();
         let path = dir.join(format!("{prefix}{pid}"));
@@ -310,7 +313,11 @@ impl DeadRunFile {
 ///
 /// # Errors
 /// The directory cannot be listed.
-pub fn dead_run_files(dir: &Path, prefix: &str, max_bytes: u64) -> io::Result<Vec<DeadRunFile>> {
+pub fn dead_run_files(
+    dir: impl AsRef<Path>,
+    prefix: &str,
+    max_bytes: u64,
+) -> io::Result<Vec<DeadRunFile>> {
     let pid_of = |name: &str| {
         name.strip_prefix(prefix)
             .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
@@ -344,10 +351,11 @@ pub struct RunFileScan {
 /// # Errors
 /// The directory cannot be listed.
 pub fn scan_run_files(
-    dir: &Path,
+    dir: impl AsRef<Path>,
     pid_of: impl Fn(&str) -> Option<u32>,
     max_bytes: u64,
 ) -> io::Result<RunFileScan> {
+    let dir = dir.as_ref();
     let entries = match fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(RunFileScan::default()),
@@ -428,7 +436,7 @@ mod tests {
     #[test]
     fn a_live_file_is_not_dead_and_a_released_one_is() {
         let dir = tempfile::tempdir().unwrap();
-        let f = RunFile::create(&dir.path().join("run"), "x-", b"hello\n").unwrap();
+        let f = RunFile::create(dir.path().join("run"), "x-", b"hello\n").unwrap();
         let run = dir.path().join("run");
         assert_eq!(
             fs::metadata(&run).unwrap().mode() & 0o777,
@@ -481,7 +489,7 @@ mod tests {
         let found = dead_run_files(d, "x-", 10).unwrap();
         assert!(found.is_empty(), "{found:?}");
         assert!(
-            dead_run_files(&d.join("missing"), "x-", 10)
+            dead_run_files(d.join("missing"), "x-", 10)
                 .unwrap()
                 .is_empty()
         );

@@ -158,7 +158,8 @@ impl Topology {
     /// println!("{} CPUs in {} L3 domains", topo.cpus().len(), topo.l3_domains().len());
     /// # Ok::<(), rdt_core::TopologyError>(())
     /// ```
-    pub fn from_sysfs(system_dir: &Path) -> Result<Self, TopologyError> {
+    pub fn from_sysfs(system_dir: impl AsRef<Path>) -> Result<Self, TopologyError> {
+        let system_dir = system_dir.as_ref();
         sysfs::read(system_dir)
     }
 
@@ -167,7 +168,8 @@ impl Topology {
     ///
     /// # Errors
     /// As [`Topology::from_sysfs`].
-    pub fn online_from_sysfs(system_dir: &Path) -> Result<CpuSet, TopologyError> {
+    pub fn online_from_sysfs(system_dir: impl AsRef<Path>) -> Result<CpuSet, TopologyError> {
+        let system_dir = system_dir.as_ref();
         sysfs::online(system_dir)
     }
 
@@ -183,7 +185,10 @@ impl Topology {
     ///
     /// # Errors
     /// As [`Topology::from_sysfs`].
-    pub fn l3_representatives_from_sysfs(system_dir: &Path) -> Result<Self, TopologyError> {
+    pub fn l3_representatives_from_sysfs(
+        system_dir: impl AsRef<Path>,
+    ) -> Result<Self, TopologyError> {
+        let system_dir = system_dir.as_ref();
         sysfs::read_l3_representatives(system_dir)
     }
 
@@ -229,10 +234,11 @@ impl Topology {
     /// # Errors
     /// As [`Topology::from_sysfs`] for the files read.
     pub fn from_x2apic_ids(
-        system_dir: &Path,
+        system_dir: impl AsRef<Path>,
         layout: ApicIdLayout,
         mut x2apic_id: impl FnMut(LogicalCpu) -> Option<u32>,
     ) -> Result<Option<Self>, TopologyError> {
+        let system_dir = system_dir.as_ref();
         let online = sysfs::online(system_dir)?;
         if online.is_empty() {
             return Err(TopologyError::NoCpus {

@@ -185,7 +185,7 @@ fn expected_bandwidth(
 /// Checks one summary entry against detection; returns a description of each mismatch.
 fn check_entry(entry: &Value) -> Vec<String> {
     let slug = get(entry, "slug").unwrap();
-    let dump = CpuidDump::from_path(&cpuid_dir().join(format!("{slug}.txt"))).unwrap();
+    let dump = CpuidDump::from_path(cpuid_dir().join(format!("{slug}.txt"))).unwrap();
     let caps = Capabilities::detect(&dump);
     let mut bad = Vec::new();
     macro_rules! check {
@@ -268,7 +268,7 @@ const NEGATIVE: [&str; 4] = [
 #[test]
 fn negative_dumps_have_no_rdt_and_the_explanation_names_pqm_and_pqe() {
     for slug in NEGATIVE {
-        let dump = CpuidDump::from_path(&cpuid_dir().join(format!("{slug}.txt"))).unwrap();
+        let dump = CpuidDump::from_path(cpuid_dir().join(format!("{slug}.txt"))).unwrap();
         let caps = Capabilities::detect(&dump);
         assert!(!caps.has_rdt(), "{slug}: {caps:?}");
         let why = explain_no_rdt(&dump).unwrap_or_else(|| panic!("{slug}: no explanation"));
@@ -289,7 +289,7 @@ fn positive_dumps_have_no_explanation() {
         if NEGATIVE.contains(&slug) {
             continue;
         }
-        let dump = CpuidDump::from_path(&cpuid_dir().join(format!("{slug}.txt"))).unwrap();
+        let dump = CpuidDump::from_path(cpuid_dir().join(format!("{slug}.txt"))).unwrap();
         assert_eq!(explain_no_rdt(&dump), None, "{slug}");
     }
 }
@@ -297,9 +297,8 @@ fn positive_dumps_have_no_explanation() {
 #[test]
 fn haswell_ep_has_occupancy_monitoring_only_and_no_leaf_10h() {
     // Max basic leaf 0xF: CAT on HSX is found by MSR probing, never by CPUID.
-    let dump =
-        CpuidDump::from_path(&cpuid_dir().join("intel-xeon-e5-2680v3_haswell-ep__hwloc.txt"))
-            .unwrap();
+    let dump = CpuidDump::from_path(cpuid_dir().join("intel-xeon-e5-2680v3_haswell-ep__hwloc.txt"))
+        .unwrap();
     let caps = Capabilities::detect(&dump);
     assert_eq!(caps.l3_cat, Feature::Unsupported);
     let ev = caps.monitoring.get().unwrap().events;
@@ -322,7 +321,7 @@ fn cache_geometry_matches_the_parts_data_sheets() {
         ("intel-xeon-e5-2680v3_haswell-ep__hwloc", 15 << 20, 20),
     ];
     for (slug, size, ways) in cases {
-        let dump = CpuidDump::from_path(&cpuid_dir().join(format!("{slug}.txt"))).unwrap();
+        let dump = CpuidDump::from_path(cpuid_dir().join(format!("{slug}.txt"))).unwrap();
         let caps = Capabilities::detect(&dump);
         let l3 = caps
             .l3_cache
@@ -473,8 +472,8 @@ fn first_block_of_a_per_cpu_dump_equals_the_single_cpu_dump() {
         (cpuid_dir(), "intel-xeon-e5-2680v3_haswell-ep__hwloc"),
     ];
     for (dir, slug) in pairs {
-        let all = CpuidDump::from_path(&dir.join(format!("{slug}.all.txt"))).unwrap();
-        let one = CpuidDump::from_path(&cpuid_dir().join(format!("{slug}.txt"))).unwrap();
+        let all = CpuidDump::from_path(dir.join(format!("{slug}.all.txt"))).unwrap();
+        let one = CpuidDump::from_path(cpuid_dir().join(format!("{slug}.txt"))).unwrap();
         assert_eq!(all.cpus()[0].cpu, LogicalCpu::new(0), "{slug}");
         let a: Vec<_> = all.cpus()[0].leaves().collect();
         let b: Vec<_> = one.cpus()[0].leaves().collect();
@@ -493,7 +492,7 @@ fn skylake_l3_ids_are_the_kernels_apic_shift_values() {
     // Gold 6140 (64 APIC ids per package, 64 sharing the L3) the ids are 0 and 1, and socket
     // 1's first CPU has x2APIC id 64.
     let dump =
-        CpuidDump::from_path(&models_dir().join("intel-xeon-gold-6140_skylake-sp__hwloc.all.txt"))
+        CpuidDump::from_path(models_dir().join("intel-xeon-gold-6140_skylake-sp__hwloc.all.txt"))
             .unwrap();
     let topo = Topology::from_cpuid_dump(&dump).unwrap();
     let l3: Vec<u32> = topo.l3_domains().iter().map(|d| d.get()).collect();

@@ -104,8 +104,10 @@ struct Group {
 /// monitored by someone else; a group gets one RMID per L3 domain it spans, the lowest one
 /// not found in any IA32_PQR_ASSOC of that domain. A poll costs exactly one WRMSR
 /// IA32_QM_EVTSEL and one RDMSR IA32_QM_CTR per hardware event per domain of a group
-/// (retries only when the hardware sets the Error or Unavailable flag). IPC and LLC misses
-/// come from the [`PmuSource`] `P`.
+/// (retries only when the hardware sets the Error or Unavailable flag); starting a group
+/// costs the same once per MBM event (the reading the first poll's deltas start from:
+/// [`rdt_core::monitor`], "Start and first poll"). IPC and LLC misses come from the
+/// [`PmuSource`] `P`.
 ///
 /// # Examples
 /// ```
@@ -515,10 +517,9 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         }
 
         let id = MonGroupId(self.next_group);
-        self.next_group += 1;
         let cpus: Vec<LogicalCpu> = members.iter().map(|m| m.0).collect();
         let (acc, nodes, stride) = self.accumulator(events, &contexts, cpus.len());
-        self.groups.push(Group {
+        let mut group = Group {
             id,
             cpus,
             rmid_events: RmidEvent::of(events).collect(),
@@ -526,7 +527,20 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             nodes,
             stride,
             acc,
-        });
+        };
+        // The reading at start (rdt_core::monitor, "Start and first poll"): a failed
+        // register access gives the RMIDs back, as a failed tagging does.
+        if let Err(e) = group.baseline(&mut self.io, &mut self.pmu, Instant::now()) {
+            if !group.contexts.is_empty() {
+                let _ = self.release_rmids(group.cpus.iter().copied()); // best effort
+                if let Some(c) = &mut self.claims {
+                    let _ = c.remove(group.cpus.iter().copied());
+                }
+            }
+            return Err(e);
+        }
+        self.next_group += 1;
+        self.groups.push(group);
         Ok(id)
     }
 
@@ -849,17 +863,22 @@ fn read_event<M: MsrIo>(
 }
 
 impl Group {
-    /// Reads this group's RMID counters and PMU counts into its accumulator.
-    fn poll<M: MsrIo, P: PmuSource>(
+    /// Reads this group's RMID counters and PMU counts into its accumulator; without
+    /// occupancy when `!occupancy` (the reading at start: occupancy is a level, not a
+    /// count with a start).
+    fn read<M: MsrIo, P: PmuSource>(
         &mut self,
         io: &mut M,
         pmu: &mut P,
-        at: Instant,
+        occupancy: bool,
     ) -> Result<(), MsrError> {
         for (i, ctx) in self.contexts.iter().enumerate() {
             for k in 0..self.nodes {
                 let rmid = ctx.rmid + k * self.stride;
                 for &event in &self.rmid_events {
+                    if !occupancy && event == RmidEvent::LlcOccupancy {
+                        continue;
+                    }
                     let now = read_event(io, ctx.cpu, rmid, event)?;
                     self.acc
                         .record(i * self.nodes as usize + k as usize, event, now);
@@ -870,6 +889,30 @@ impl Group {
             self.acc
                 .record_pmu(self.cpus.iter().map(|&cpu| pmu.read(cpu)));
         }
+        Ok(())
+    }
+
+    /// The reading at start, at `at`: every MBM counter and the PMU once
+    /// ([`MonAccumulator::finish_baseline`]).
+    fn baseline<M: MsrIo, P: PmuSource>(
+        &mut self,
+        io: &mut M,
+        pmu: &mut P,
+        at: Instant,
+    ) -> Result<(), MsrError> {
+        self.read(io, pmu, false)?;
+        self.acc.finish_baseline(at);
+        Ok(())
+    }
+
+    /// A poll finishing at `at`: every counter and the PMU.
+    fn poll<M: MsrIo, P: PmuSource>(
+        &mut self,
+        io: &mut M,
+        pmu: &mut P,
+        at: Instant,
+    ) -> Result<(), MsrError> {
+        self.read(io, pmu, true)?;
         self.acc.finish(at);
         Ok(())
     }
@@ -1358,7 +1401,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             }
         }
         let id = MonGroupId(self.next_group);
-        let group = UncoreGroup::new(id, members, events);
+        let mut group = UncoreGroup::new(id, members, events, Instant::now());
         let mut done: Vec<(LogicalCpu, usize)> = Vec::new();
         for &(_, cpu) in &group.sockets {
             for (k, e) in group.events.iter().enumerate() {
@@ -1371,6 +1414,9 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                 done.push((cpu, k));
             }
         }
+        // programming reset the counters: the first poll counts from here, no reading
+        // needed (rdt_core::monitor, "Start and first poll")
+        group.since = Instant::now();
         self.next_group += 1;
         self.uncore.push(group);
         Ok(id)

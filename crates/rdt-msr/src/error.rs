@@ -20,8 +20,13 @@ pub enum MsrError {
         cpu: LogicalCpu,
     },
     /// Opening or accessing the device was refused (EACCES/EPERM): MSR access needs root
-    /// with CAP_SYS_RAWIO, and under kernel lockdown writes need `msr.allow_writes=on`.
-    #[error("permission denied on {path}: MSR access needs root (CAP_SYS_RAWIO)")]
+    /// with CAP_SYS_RAWIO, and the kernel refuses WRMSR under lockdown (Secure Boot) or with
+    /// the `msr` module's `allow_writes=off`, even to root.
+    #[error(
+        "permission denied on {path}: run as root (MSR access needs CAP_SYS_RAWIO); where \
+         root is refused too (kernel lockdown, msr.allow_writes=off), use the OS interface \
+         (resctrl)"
+    )]
     PermissionDenied {
         /// The device path.
         path: PathBuf,
@@ -94,7 +99,7 @@ pub enum MsrError {
         waited: std::time::Duration,
     },
     /// The writers' lock file cannot be created or locked.
-    #[error("the MSR writers' lock {}", path.display())]
+    #[error("the MSR writers' lock {}{}", path.display(), run_dir_hint(source))]
     Lock {
         /// The lock file.
         path: PathBuf,
@@ -104,7 +109,7 @@ pub enum MsrError {
     },
     /// The RMID claims of this process (which CPUs its monitoring groups tagged, kept so
     /// that a killed run's RMIDs can be given back) could not be written or read.
-    #[error("RMID claims in {}", path.display())]
+    #[error("RMID claims in {}{}", path.display(), run_dir_hint(source))]
     Claims {
         /// The claim file or its directory.
         path: PathBuf,
@@ -119,6 +124,16 @@ pub enum MsrError {
     Request(#[from] RequestError),
 }
 
+/// What to do when the run directory (lock, claims) refuses this user: run as root, as the
+/// MSR interface needs anyway.
+fn run_dir_hint(source: &io::Error) -> &'static str {
+    if source.kind() == io::ErrorKind::PermissionDenied {
+        " (permission denied: the run directory is root's; run as root)"
+    } else {
+        ""
+    }
+}
+
 impl From<LimitError> for MsrError {
     fn from(e: LimitError) -> Self {
         Self::Request(e.into())
@@ -131,5 +146,40 @@ impl BackendError for MsrError {
             Self::Request(r) => Some(r),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_say_what_to_do() {
+        let cpu = LogicalCpu::new(3);
+        let path = PathBuf::from("/dev/cpu/3/msr");
+        let no_module = MsrError::NoDevice {
+            path: path.clone(),
+            cpu,
+        };
+        assert!(
+            no_module.to_string().contains("modprobe msr"),
+            "{no_module}"
+        );
+        let denied = MsrError::PermissionDenied { path };
+        assert!(denied.to_string().contains("run as root"), "{denied}");
+        let lock = MsrError::Lock {
+            path: "/run/rdt/msr.lock".into(),
+            source: io::Error::from_raw_os_error(13),
+        };
+        assert_eq!(
+            lock.to_string(),
+            "the MSR writers' lock /run/rdt/msr.lock (permission denied: the run directory is \
+             root's; run as root)"
+        );
+        let full = MsrError::Claims {
+            path: "/run/rdt".into(),
+            source: io::Error::from_raw_os_error(28), // ENOSPC: the source says it
+        };
+        assert_eq!(full.to_string(), "RMID claims in /run/rdt");
     }
 }

@@ -102,13 +102,23 @@ pub(crate) struct UncoreGroup {
     pub(crate) sockets: Vec<(u32, LogicalCpu)>,
     pub(crate) events: Vec<UncoreEvent>,
     /// Last raw counter 0 per (socket, event), in `sockets` × `events` order; 0 at start
-    /// (the start resets the counters).
+    /// (the start resets the counters, so it needs no reading).
     last: Vec<u64>,
+    /// When the next interval began: the start (the counters' reset), then the last poll.
+    pub(crate) since: Instant,
     values: MonValues,
 }
 
 impl UncoreGroup {
-    pub(crate) fn new(id: MonGroupId, sockets: Vec<(u32, LogicalCpu)>, events: MonEvents) -> Self {
+    /// A group of `sockets` counting `events` whose counters are reset at `started` (the
+    /// first poll's interval begins there; [`UncoreGroup::since`] may move it to the end of
+    /// the programming).
+    pub(crate) fn new(
+        id: MonGroupId,
+        sockets: Vec<(u32, LogicalCpu)>,
+        events: MonEvents,
+        started: Instant,
+    ) -> Self {
         let events: Vec<UncoreEvent> = UNCORE_EVENTS
             .into_iter()
             .filter(|e| events.contains(e.event))
@@ -118,6 +128,7 @@ impl UncoreGroup {
             last: vec![0; sockets.len() * events.len()],
             sockets,
             events,
+            since: started,
             values: MonValues::default(),
         }
     }
@@ -137,11 +148,9 @@ impl UncoreGroup {
             }
             counts.set(e.event, Some(sum));
         }
-        self.values.interval = self
-            .values
-            .polled_at
-            .map_or_else(Default::default, |p| at.saturating_duration_since(p));
+        self.values.interval = at.saturating_duration_since(self.since);
         self.values.polled_at = Some(at);
+        self.since = at;
         self.values.uncore = Some(counts);
         Ok(())
     }
@@ -153,6 +162,8 @@ impl UncoreGroup {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::FakeMsrs;
     use crate::regs::cha::CHA_PMON_BOX_CTL_0;
@@ -221,22 +232,27 @@ mod tests {
         let (c0, c1) = (LogicalCpu::new(0), LogicalCpu::new(18));
         let ctr = box_ctl(0).offset(OFFSET_CTR0);
         let mut io = FakeMsrs::new();
+        let t = Instant::now();
         let mut g = UncoreGroup::new(
             MonGroupId(1),
             vec![(0, c0), (1, c1)],
             MonEvents::LLC_MISS_PCIE_READ,
+            t,
         );
         io.set(c0, ctr, 100);
         io.set(c1, ctr, (1 << 48) - 10);
-        let t = Instant::now();
-        // act: the first poll counts since the start (counters were reset), as pqos does
-        g.poll(&mut io, t).unwrap();
-        let first = g.values().uncore.unwrap();
+        // act: the first poll counts since the start (counters were reset), as pqos does,
+        // over the time since the start, as every group's first poll
+        g.poll(&mut io, t + Duration::from_secs(2)).unwrap();
+        let first = g.values().clone();
         io.set(c0, ctr, 150);
         io.set(c1, ctr, 5); // wrapped: 15 more
-        g.poll(&mut io, t).unwrap();
+        g.poll(&mut io, t + Duration::from_secs(3)).unwrap();
         let second = g.values().uncore.unwrap();
         // assert
+        assert_eq!(first.interval, Duration::from_secs(2));
+        assert_eq!(g.values().interval, Duration::from_secs(1));
+        let first = first.uncore.unwrap();
         assert_eq!(first.llc_miss_pcie_read, Some(100 + (1 << 48) - 10));
         assert_eq!(second.llc_miss_pcie_read, Some(50 + 15));
         assert_eq!(second.llc_miss_pcie_write, None, "not monitored");

@@ -27,7 +27,9 @@ pub enum ResctrlError {
         root: PathBuf,
     },
     /// Reading, opening, listing or creating something under resctrl (or `/proc`) failed.
-    #[error("failed to {op} {}", path.display())]
+    /// Permission denied (EACCES, EPERM) says what to do: resctrl's files and directories
+    /// are root's.
+    #[error("failed to {op} {}{}", path.display(), needs_root(source))]
     Io {
         /// What was being done (`"read"`, `"open"`, `"list"`, `"remove"`).
         op: &'static str,
@@ -184,8 +186,11 @@ pub enum ResctrlError {
         /// The foreign groups.
         groups: Vec<String>,
     },
-    /// The remount itself failed.
-    #[error("remounting resctrl at {} with `{wanted}` failed", root.display())]
+    /// The remount itself failed (permission denied: mounting needs root, CAP_SYS_ADMIN).
+    #[error(
+        "remounting resctrl at {} with `{wanted}` failed{}",
+        root.display(), needs_root(source)
+    )]
     Remount {
         /// The resctrl root.
         root: PathBuf,
@@ -195,6 +200,16 @@ pub enum ResctrlError {
         #[source]
         source: io::Error,
     },
+}
+
+/// What to do about a permission error (EACCES, EPERM): run as root; nothing for another
+/// error (whose cause the `source` gives).
+fn needs_root(source: &io::Error) -> &'static str {
+    if source.kind() == io::ErrorKind::PermissionDenied {
+        " (permission denied: resctrl needs root; run as root)"
+    } else {
+        ""
+    }
 }
 
 /// `: <status>`, or nothing when the kernel left no message ("ok": the errno, the error's
@@ -238,5 +253,38 @@ impl BackendError for ResctrlError {
             Self::Request(r) => Some(r),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_say_what_to_do() {
+        let e = ResctrlError::NotMounted {
+            root: "/sys/fs/resctrl".into(),
+        };
+        assert!(
+            e.to_string()
+                .contains("mount it with `mount -t resctrl resctrl /sys/fs/resctrl`"),
+            "{e}"
+        );
+        let denied = ResctrlError::io(
+            "open for writing",
+            "/sys/fs/resctrl/schemata",
+            io::Error::from_raw_os_error(13), // EACCES
+        );
+        assert_eq!(
+            denied.to_string(),
+            "failed to open for writing /sys/fs/resctrl/schemata (permission denied: resctrl \
+             needs root; run as root)"
+        );
+        let gone = ResctrlError::io(
+            "read",
+            "/sys/fs/resctrl/x/tasks",
+            io::Error::from_raw_os_error(2),
+        );
+        assert_eq!(gone.to_string(), "failed to read /sys/fs/resctrl/x/tasks");
     }
 }

@@ -351,6 +351,15 @@ impl ResctrlInfo {
     /// width and upscaling factor, CDP support while CDP is off, AMD's bandwidth field
     /// width).
     ///
+    /// Every allocation resource's class count is the kernel's: [`Self::closids_supported`],
+    /// the fewest `num_closids` of all schemas (the kernel's `closid_init` allocates CLOSIDs
+    /// below `rdt_min_closid` only, since a control group's one CLOSID must be valid for every
+    /// resource), so `caps.cat(L3).usable_classes()`, `caps.mba.num_classes` and
+    /// `Capabilities::os_classes` agree (L3 CAT says 8, not its own 16, on a Skylake-SP whose
+    /// MBA has 8). The count of each schema stays in [`Self::caches`], [`Self::mb`] and
+    /// [`Self::smba`]. pqos v25.04 shows the same fewest count for every resource on this
+    /// interface (`lib/os_cap.c` through `resctrl_alloc_get_num_closids`).
+    ///
     /// Without CPUID: the vendor is AMD when `MB` is not linear or `SMBA` exists, else Intel;
     /// CDP support while off is read from the `schemata` name padding (`root_schemata`: the
     /// kernel widens names by 4 for a CDP-capable resource) when only one cache resource
@@ -366,6 +375,8 @@ impl ResctrlInfo {
         let vendor = cpu.map_or_else(|| self.inferred_vendor(), |c| c.vendor.clone());
         let amd = vendor.is_amd_like();
         let padded_cdp = self.cdp_capable_from_padding(root_schemata);
+        // the CLOSIDs a control group can get, whichever resources it uses
+        let closids = self.closids_supported();
         let cat = |level: &str, cdp_on: bool, cpu_cat: Option<&CatCaps>| -> Feature<CatCaps> {
             let Some(c) = self.cache(level) else {
                 return Feature::Unsupported;
@@ -373,11 +384,7 @@ impl ResctrlInfo {
             Feature::Supported(CatCaps {
                 cbm_len: c.cbm_len(),
                 shareable_bits: c.shareable_bits,
-                num_classes: if cdp_on {
-                    c.num_closids * 2
-                } else {
-                    c.num_closids
-                },
+                num_classes: if cdp_on { closids * 2 } else { closids },
                 cdp_supported: cdp_on
                     || cpu_cat.map_or(padded_cdp.as_deref() == Some(level), |k| k.cdp_supported),
                 cdp_enabled: cdp_on,
@@ -410,7 +417,7 @@ impl ResctrlInfo {
                 },
             };
             Feature::Supported(MbaCaps {
-                num_classes: b.num_closids,
+                num_classes: closids,
                 kind,
                 // The controller is a mount option, not in info/: the backend sets it.
                 ctrl_enabled: false,
@@ -553,8 +560,11 @@ mod tests {
         assert!(info.l3_cdp() && !info.l2_cdp());
         assert_eq!(info.closids_supported(), 4);
         let caps = info.capabilities(None, &Schemata::default());
+        // every resource has the kernel's count: L3 the 4 of MB (4 code/data pairs)
         let l3 = caps.l3_cat.get().unwrap();
-        assert_eq!((l3.num_classes, l3.usable_classes()), (16, 8));
+        assert_eq!((l3.num_classes, l3.usable_classes()), (8, 4));
+        assert_eq!(caps.mba.get().unwrap().num_classes, 4);
+        assert_eq!(caps.os_classes(), 4);
         assert!(l3.cdp_enabled && l3.cdp_supported);
         assert_eq!(caps.vendor, Vendor::Intel);
     }

@@ -157,7 +157,7 @@ impl HostFs {
 
 impl ResctrlFs for HostFs {
     fn read(&self, rel: &str) -> io::Result<String> {
-        rdt_core::file::read_text(&self.path(rel), MAX_FILE_BYTES)
+        rdt_core::file::read_text(self.path(rel), MAX_FILE_BYTES)
     }
 
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<usize> {
@@ -197,7 +197,7 @@ impl ResctrlFs for HostFs {
     }
 
     fn open_reader(&self, rel: &str) -> io::Result<Box<dyn PositionedRead>> {
-        let file = rdt_core::file::open_nonblocking(&self.path(rel), false)?;
+        let file = rdt_core::file::open_nonblocking(self.path(rel), false)?;
         let meta = file.metadata()?;
         if !meta.is_file() {
             return Err(rdt_core::file::ReadError::NotRegular(meta.file_type()).into());
@@ -207,7 +207,7 @@ impl ResctrlFs for HostFs {
 
     fn open_lock(&self, rel: &str) -> io::Result<Box<dyn FsLock>> {
         Ok(Box::new(rdt_core::file::open_nonblocking(
-            &self.path(rel),
+            self.path(rel),
             false,
         )?))
     }

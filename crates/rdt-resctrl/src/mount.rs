@@ -44,7 +44,8 @@ impl<T: MountControl + ?Sized> MountControl for Box<T> {
 /// no `resctrl` filesystem is mounted there. Octal escapes of the mount point (`\040` for a
 /// space) are decoded.
 #[must_use]
-pub fn parse_proc_mounts(text: &str, root: &Path) -> Option<MountOptions> {
+pub fn parse_proc_mounts(text: &str, root: impl AsRef<Path>) -> Option<MountOptions> {
+    let root = root.as_ref();
     let want = root.to_string_lossy();
     let want = want.trim_end_matches('/');
     text.lines().find_map(|line| {

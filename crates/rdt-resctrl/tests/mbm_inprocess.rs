@@ -78,7 +78,8 @@ impl Sim {
 }
 
 /// The platform's files, counting the operations whose number a batch start bounds:
-/// listings of a `mon_groups` directory, reads of a `cpus_list` or `tasks` file, `mkdir`s. The `mkdir`
+/// listings of a `mon_groups` directory, reads of a `cpus_list` or `tasks` file, `mkdir`s,
+/// and the positioned reads of each `mon_data` counter file opened, by file name. The `mkdir`
 /// numbered `fail_mkdir` (0-based, counting from the last reset) fails with EIO.
 #[derive(Debug)]
 struct Counting {
@@ -87,6 +88,27 @@ struct Counting {
     member_reads: AtomicUsize,
     mkdirs: AtomicUsize,
     fail_mkdir: AtomicUsize,
+    counter_reads: Arc<std::sync::Mutex<std::collections::BTreeMap<String, usize>>>,
+}
+
+/// A counter file whose reads [`Counting`] counts.
+#[derive(Debug)]
+struct CountedReader {
+    inner: Box<dyn PositionedRead>,
+    event: String,
+    reads: Arc<std::sync::Mutex<std::collections::BTreeMap<String, usize>>>,
+}
+
+impl PositionedRead for CountedReader {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        *self
+            .reads
+            .lock()
+            .unwrap()
+            .entry(self.event.clone())
+            .or_default() += 1;
+        self.inner.read_at(buf, offset)
+    }
 }
 
 impl Counting {
@@ -97,6 +119,7 @@ impl Counting {
             member_reads: AtomicUsize::new(0),
             mkdirs: AtomicUsize::new(0),
             fail_mkdir: AtomicUsize::new(usize::MAX),
+            counter_reads: Arc::default(),
         })
     }
 
@@ -104,6 +127,12 @@ impl Counting {
         for c in [&self.mon_group_listings, &self.member_reads, &self.mkdirs] {
             c.store(0, Ordering::SeqCst);
         }
+        self.counter_reads.lock().unwrap().clear();
+    }
+
+    /// Reads of counter files since the last reset, by file name (`mbm_local_bytes`, ...).
+    fn counter_reads(&self) -> std::collections::BTreeMap<String, usize> {
+        self.counter_reads.lock().unwrap().clone()
     }
 
     /// (mon_groups listings, cpus_list and tasks reads, mkdirs) since the last reset.
@@ -149,7 +178,11 @@ impl ResctrlFs for Counting {
         self.inner.is_dir(rel)
     }
     fn open_reader(&self, rel: &str) -> io::Result<Box<dyn PositionedRead>> {
-        self.inner.open_reader(rel)
+        Ok(Box::new(CountedReader {
+            inner: self.inner.open_reader(rel)?,
+            event: rel.rsplit('/').next().unwrap_or_default().to_owned(),
+            reads: self.counter_reads.clone(),
+        }))
     }
     fn open_lock(&self, rel: &str) -> io::Result<Box<dyn FsLock>> {
         self.inner.open_lock(rel)
@@ -437,6 +470,54 @@ fn bmec_and_event_filter_round_trip_and_reset_restores_defaults() {
     assert!(e.to_string().contains("needs AMD BMEC"), "{e}");
 }
 
+/// Starting a group reads its counters, so the first poll after it has the traffic since
+/// the start: exactly what the kernel's counter files counted over the simulated second
+/// between them, and its rate over the time since the start.
+#[test]
+fn the_first_poll_after_start_has_the_traffic_since_the_start() {
+    // arrange: CPUs 2-3 (one per socket) of the pipeline workload
+    let sim = Sim::new("broadwell-ep");
+    let mut b = sim.open();
+    let g = b.start_monitoring(&cpus("2-3"), mbm()).unwrap();
+    let dir = format!("mon_groups/{}/mon_data", sim.mon_groups()[0]);
+    let counted = |event: &str| -> u64 {
+        (0..2)
+            .map(|d| {
+                let t = sim.read(&format!("{dir}/mon_L3_{d:02}/{event}"));
+                t.trim().parse::<u64>().unwrap()
+            })
+            .sum()
+    };
+    let (local0, total0) = (counted("mbm_local_bytes"), counted("mbm_total_bytes"));
+    // act
+    sim.handle.advance(Duration::from_secs(1));
+    b.poll().unwrap();
+    // assert
+    let (local, total) = (
+        counted("mbm_local_bytes") - local0,
+        counted("mbm_total_bytes") - total0,
+    );
+    assert!(
+        local > 0 && total > local,
+        "the workload moves memory: {local} {total}"
+    );
+    let v = b.values(g).unwrap();
+    assert_eq!(
+        v.mbm_local_delta_bytes,
+        Some(local),
+        "not a zero first sample"
+    );
+    assert_eq!(v.mbm_total_delta_bytes, Some(total));
+    assert_eq!(v.mbm_total_bytes, Some(total), "cumulative from the start");
+    assert!(v.interval > Duration::ZERO, "the time since the start");
+    assert_eq!(
+        v.mbm_local_bytes_per_s(),
+        rdt_core::monitor::bytes_per_s(local, v.interval)
+    );
+    assert!(v.mbm_local_bytes_per_s().is_some_and(f64::is_finite));
+    b.stop_monitoring(g).unwrap();
+}
+
 /// SNC (`mon_event_count`): a group's `mon_L3_XX` value is the sum of its SNC nodes'
 /// `mon_sub_L3_YY` files, and the backend's value is that sum.
 #[test]
@@ -511,6 +592,15 @@ fn a_batch_of_64_groups_lists_resctrl_once_not_once_per_group() {
     assert!(listings <= 2, "mon_groups listed {listings} times");
     assert!(cpus_reads <= 2, "cpus_list read {cpus_reads} times");
     assert_eq!(mkdirs, 64);
+    // the reading at start: each group's MBM files once (one L3 domain each), no occupancy
+    assert_eq!(
+        files.counter_reads(),
+        [
+            ("mbm_local_bytes".to_owned(), 64),
+            ("mbm_total_bytes".to_owned(), 64)
+        ]
+        .into(),
+    );
     let dirs = sim.mon_groups();
     assert_eq!(dirs.len(), 65);
     let first = groups[0].0.to_string();

@@ -62,9 +62,9 @@ impl Sim {
     }
 
     fn open_with(&self, opts: ResctrlOptions) -> ResctrlBackend {
-        let topo = Topology::from_sysfs(&self.m.path("sys/devices/system")).unwrap();
+        let topo = Topology::from_sysfs(self.m.path("sys/devices/system")).unwrap();
         let caps =
-            Capabilities::detect(&DevCpuid::open(&self.m.path("dev"), LogicalCpu::new(0)).unwrap());
+            Capabilities::detect(&DevCpuid::open(self.m.path("dev"), LogicalCpu::new(0)).unwrap());
         ResctrlBackend::open(opts, topo, Some(caps), NoPmu).unwrap()
     }
 
@@ -390,15 +390,20 @@ fn cpu_monitoring_spans_control_groups_and_sums_them() {
             })
             .sum()
     };
+    let (total_start, local_start) = (sum("mbm_total_bytes"), sum("mbm_local_bytes"));
     sim.m.platform().advance(Duration::from_millis(500));
     rdt.poll().unwrap();
     let first = rdt.values(g).unwrap().clone();
+    let (total0, local0) = (sum("mbm_total_bytes"), sum("mbm_local_bytes"));
+    assert!(total0 > total_start, "the pipeline moves memory");
     assert_eq!(
         first.mbm_total_delta_bytes,
-        Some(0),
-        "the first poll has no interval"
+        Some(total0 - total_start),
+        "the first poll: the traffic since the start"
     );
-    let (total0, local0) = (sum("mbm_total_bytes"), sum("mbm_local_bytes"));
+    assert_eq!(first.mbm_local_delta_bytes, Some(local0 - local_start));
+    assert_eq!(first.mbm_total_bytes, Some(total0 - total_start));
+    assert!(first.interval > Duration::ZERO, "since the start");
     sim.m.platform().advance(Duration::from_secs(1));
     rdt.poll().unwrap();
     let v = rdt.values(g).unwrap().clone();
@@ -906,16 +911,20 @@ impl rdt_core::PmuSource for CountingPmu {
 #[test]
 fn ipc_and_misses_come_from_the_pmu_per_cpu_and_per_thread() {
     let sim = Sim::manual(SKX_RDT);
-    let topo = Topology::from_sysfs(&sim.m.path("sys/devices/system")).unwrap();
+    let topo = Topology::from_sysfs(sim.m.path("sys/devices/system")).unwrap();
     let mut rdt = ResctrlBackend::open(sim.options(), topo, None, CountingPmu::default()).unwrap();
     let child = Sleeper::sleep();
     let events = MonEvents::LLC_OCCUPANCY | MonEvents::IPC | MonEvents::LLC_MISSES;
     let by_cpu = rdt.start_monitoring(&cpus("4-6"), events).unwrap();
     let by_task = rdt.start_monitoring_tasks(&[child.id()], events).unwrap();
     rdt.poll().unwrap();
-    assert_eq!(rdt.values(by_cpu).unwrap().instructions_delta, Some(0));
+    // three CPUs, one read each at start and per poll; the child's one thread
+    assert_eq!(
+        rdt.values(by_cpu).unwrap().instructions_delta,
+        Some(3000),
+        "the first poll counts since the reading at start"
+    );
     rdt.poll().unwrap();
-    // three CPUs, one read each per poll; the child's one thread
     let v = rdt.values(by_cpu).unwrap().clone();
     assert_eq!(
         (v.instructions_delta, v.cycles_delta, v.llc_misses_delta),
@@ -924,7 +933,7 @@ fn ipc_and_misses_come_from_the_pmu_per_cpu_and_per_thread() {
     assert_eq!(v.ipc(), Some(0.5));
     let v = rdt.values(by_task).unwrap().clone();
     assert_eq!(v.instructions_delta, Some(1000));
-    assert_eq!(rdt.pmu_mut().reads[&format!("task{}", child.id())], 2);
+    assert_eq!(rdt.pmu_mut().reads[&format!("task{}", child.id())], 3);
     rdt.stop_monitoring(by_task).unwrap();
     assert_eq!(rdt.pmu_mut().released, [child.id()]);
 }

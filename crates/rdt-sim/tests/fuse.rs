@@ -62,7 +62,7 @@ fn sysfs_topology_equals_the_models_on_every_builtin_model() {
         // arrange
         let m = TestMount::builtin(model);
         // act
-        let topo = Topology::from_sysfs(&m.path("sys/devices/system"))
+        let topo = Topology::from_sysfs(m.path("sys/devices/system"))
             .unwrap_or_else(|e| panic!("{model}: {e}"));
         // assert
         assert_eq!(
@@ -179,7 +179,7 @@ fn dev_cpuid_through_the_mount_answers_as_the_model_on_every_cpu() {
         let mut apic_ids = std::collections::BTreeSet::new();
         for &c in &sample {
             // act
-            let dev = DevCpuid::open(&m.path("dev"), c).expect("open cpuid");
+            let dev = DevCpuid::open(m.path("dev"), c).expect("open cpuid");
             // assert
             for &(leaf, sub) in LEAVES {
                 // the model's answer; every leaf answers, as the instruction does
@@ -193,7 +193,7 @@ fn dev_cpuid_through_the_mount_answers_as_the_model_on_every_cpu() {
             apic_ids.insert(dev.cpuid(0xb, 0).map(|r| r.edx));
         }
         assert_eq!(apic_ids.len(), sample.len(), "{model}: per-CPU x2APIC ids");
-        let dev0 = DevCpuid::open(&m.path("dev"), cpu(0)).expect("open cpuid");
+        let dev0 = DevCpuid::open(m.path("dev"), cpu(0)).expect("open cpuid");
         assert_eq!(Capabilities::detect(&dev0), caps, "{model}");
     }
 }
@@ -341,10 +341,10 @@ fn path_faults_cover_reads_of_any_view() {
         "read sys/devices/system/cpu/*/cache/*/shared_cpu_list errno=ENOSPC\n",
     )
     .expect("arm");
-    let e = Topology::from_sysfs(&m.path("sys/devices/system")).expect_err("fault fires");
+    let e = Topology::from_sysfs(m.path("sys/devices/system")).expect_err("fault fires");
     assert!(e.to_string().contains("shared_cpu_list"), "{e}");
     assert_eq!(
-        placements(&Topology::from_sysfs(&m.path("sys/devices/system")).expect("fault gone")),
+        placements(&Topology::from_sysfs(m.path("sys/devices/system")).expect("fault gone")),
         placements(m.platform().lock().topology())
     );
 }
@@ -733,7 +733,7 @@ fn stock_skylake_sp_hides_l3_in_resctrl_not_in_dev_cpu() {
     msr.write(cpu(0), MsrAddr::new(L3_MASK_1), 0x3)
         .expect("L3 mask");
     for c in [0, 1, 71] {
-        let dev = DevCpuid::open(&m.path("dev"), cpu(c)).expect("open cpuid");
+        let dev = DevCpuid::open(m.path("dev"), cpu(c)).expect("open cpuid");
         let edx = dev.cpuid(0xb, 0).expect("leaf 0BH").edx;
         let id = msr.read(cpu(c), MsrAddr::new(0x802)).expect("x2APIC id");
         assert_eq!(id, u64::from(edx), "cpu {c}");
@@ -757,7 +757,7 @@ fn dev_cpu_files_answer_as_the_drivers_do() {
     let f = std::fs::File::open(m.path("dev/cpu/0/cpuid")).expect("open");
     let mut two = [0u8; 32];
     f.read_exact_at(&mut two, 0).expect("32 bytes");
-    let dev = DevCpuid::open(&m.path("dev"), cpu(0)).expect("open cpuid");
+    let dev = DevCpuid::open(m.path("dev"), cpu(0)).expect("open cpuid");
     let leaf1 = dev.cpuid(1, 0).expect("leaf 1");
     assert_eq!(two[16..20], leaf1.eax.to_le_bytes(), "record 2 is leaf 1");
     assert_eq!(dev.cpuid(8, 0).map(|r| r.eax), Some(0), "reserved leaf 8");

@@ -962,7 +962,8 @@ impl GoresctrlConfig {
     /// .unwrap_err();
     /// assert_eq!(e.to_string(), "rdt.yaml:4: partitions.exclusive.l3Allocation.all: 120% over 100%");
     /// ```
-    pub fn parse_yaml(text: &str, file: &Path) -> Result<Self, ConfigError> {
+    pub fn parse_yaml(text: &str, file: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let file = file.as_ref();
         let root = super::yaml::from_yaml(text).map_err(|e| {
             ConfigError::new(
                 ConfigErrorKind::Syntax,
@@ -987,7 +988,8 @@ impl GoresctrlConfig {
     /// # Errors
     /// The reading errors of [`super::Config::load`], then those of
     /// [`GoresctrlConfig::parse_yaml`].
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
         let text = super::load::read(path)?;
         Self::parse_yaml(&text, path)
     }

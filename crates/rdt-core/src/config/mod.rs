@@ -98,7 +98,8 @@ impl ConfigFile {
     ///
     /// # Errors
     /// Those of [`Config::load`] or [`goresctrl::GoresctrlConfig::load`].
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
         let text = load::read(path)?;
         let ext = path
             .extension()
@@ -377,7 +378,8 @@ impl Config {
     /// assert_eq!(err.to_string(), "cfg.toml:3: class \"db\": l3.ways: 0 ways: a class needs at least one cache way");
     /// # Ok::<(), rdt_core::config::ConfigError>(())
     /// ```
-    pub fn parse_toml(text: &str, file: &Path) -> Result<Self, ConfigError> {
+    pub fn parse_toml(text: &str, file: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let file = file.as_ref();
         let root = node::from_toml(text).map_err(|e| {
             ConfigError::new(
                 ConfigErrorKind::Syntax,
@@ -397,7 +399,8 @@ impl Config {
     /// # Errors
     /// As [`Config::parse_toml`]; syntax errors carry serde_json's line and column. A JSON
     /// object may repeat a key, which is refused here.
-    pub fn parse_json(text: &str, file: &Path) -> Result<Self, ConfigError> {
+    pub fn parse_json(text: &str, file: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let file = file.as_ref();
         let root = node::from_json(text).map_err(|e| {
             ConfigError::new(
                 ConfigErrorKind::Syntax,
@@ -424,7 +427,16 @@ impl Config {
     /// source), [`ConfigErrorKind::NotRegularFile`], [`ConfigErrorKind::TooLarge`],
     /// [`ConfigErrorKind::NotUtf8`] (naming the byte offset and line of the first invalid
     /// byte), then the errors of [`Config::parse_toml`] / [`Config::parse_json`].
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use rdt_core::config::Config;
+    /// let cfg = Config::load("classes.toml")?; // any path form: &str, String, PathBuf, &Path
+    /// println!("{} classes", cfg.classes.len());
+    /// # Ok::<(), rdt_core::config::ConfigError>(())
+    /// ```
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
         let text = load::read(path)?;
         let json = path
             .extension()

@@ -689,6 +689,33 @@ fn load_chooses_the_format_by_extension() {
     );
 }
 
+/// `Config::load` takes a path in any form (`impl AsRef<Path>`): a `&str` relative to the
+/// working directory, a `String`, a `PathBuf`, a `&Path`.
+#[test]
+fn load_takes_any_path_form_and_names_a_missing_relative_path() {
+    let e = Config::load("no-such-dir/classes.toml").unwrap_err();
+    assert_eq!(e.kind(), ConfigErrorKind::Io);
+    assert_eq!(
+        e.to_string(),
+        "no-such-dir/classes.toml: cannot open the file"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("cfg.toml");
+    std::fs::write(&t, EXAMPLE).unwrap();
+    assert_eq!(Config::load(t.clone()).unwrap().classes.len(), 2);
+    assert_eq!(
+        Config::load(t.display().to_string()).unwrap().classes.len(),
+        2
+    );
+    assert!(matches!(
+        ConfigFile::load(t.as_path()),
+        Ok(ConfigFile::Classes(_))
+    ));
+    let e = goresctrl::GoresctrlConfig::load("no-such-dir/rdt.yaml").unwrap_err();
+    assert_eq!(e.kind(), ConfigErrorKind::Io);
+    assert!(Config::parse_toml("[[class]]\nname = \"a\"\n", "inline.toml").is_ok());
+}
+
 #[test]
 fn hostile_files_fail_quickly() {
     let dir = tempfile::tempdir().unwrap();

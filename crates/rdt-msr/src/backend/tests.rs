@@ -1054,10 +1054,30 @@ fn poll_does_exactly_two_msr_accesses_per_event_per_context() {
     assert!(b.values(g).is_some());
 }
 
+/// Starting a group reads its MBM counters once (one WRMSR IA32_QM_EVTSEL and one RDMSR
+/// IA32_QM_CTR per MBM event per context), not its occupancy: what a start costs beyond
+/// tagging the CPUs.
 #[test]
-fn first_poll_reports_zero_deltas_and_scaled_occupancy_summed_over_domains() {
-    // arrange
+fn start_reads_each_mbm_counter_once_and_not_the_occupancy() {
+    // arrange: the same group with occupancy only, and with occupancy, local and total
+    let cost = |events| {
+        let mut b = fresh();
+        b.start_monitoring(&cpus("2-5"), events).unwrap();
+        (b.io().writes(), b.io().reads())
+    };
+    // act
+    let occupancy = cost(MonEvents::LLC_OCCUPANCY);
+    let all = cost(MonEvents::PQOS_ALL | MonEvents::MBM_TOTAL);
+    // assert: 2 MBM events x 2 contexts more
+    assert_eq!((all.0 - occupancy.0, all.1 - occupancy.1), (4, 4));
+}
+
+#[test]
+fn first_poll_reports_the_traffic_since_start_and_scaled_occupancy_summed_over_domains() {
+    // arrange: RMID 1 counted before this group (a previous user of the RMID)
     let mut b = fresh();
+    ctr(&mut b, 3, 1, EVT_MBM_LOCAL, 400);
+    ctr(&mut b, 3, 1, EVT_MBM_TOTAL, 500);
     let g = b
         .start_monitoring(&cpus("3-4"), MonEvents::PQOS_ALL)
         .unwrap();
@@ -1067,12 +1087,19 @@ fn first_poll_reports_zero_deltas_and_scaled_occupancy_summed_over_domains() {
     ctr(&mut b, 3, 1, EVT_MBM_TOTAL, 2000);
     // act
     b.poll().unwrap();
-    // assert
+    // assert: the counts since the reading at start, not a zero first sample
     let v = b.values(g).unwrap().clone();
     assert_eq!(v.llc_occupancy_bytes, Some(15 * SCALE));
-    assert_eq!(v.mbm_local_delta_bytes, Some(0));
-    assert_eq!(v.mbm_total_delta_bytes, Some(0));
-    assert_eq!(v.mbm_remote_delta_bytes, Some(0));
+    assert_eq!(v.mbm_local_delta_bytes, Some(600 * SCALE));
+    assert_eq!(v.mbm_total_delta_bytes, Some(1500 * SCALE));
+    assert_eq!(v.mbm_remote_delta_bytes, Some(900 * SCALE));
+    assert_eq!(
+        v.mbm_local_bytes,
+        Some(600 * SCALE),
+        "cumulative from the start"
+    );
+    assert!(v.interval > std::time::Duration::ZERO, "since the start");
+    assert!(v.mbm_local_bytes_per_s().is_some_and(|r| r > 0.0));
 }
 
 #[test]
@@ -1194,7 +1221,7 @@ fn after_a_failed_read_the_next_delta_is_unknown_then_counting_resumes() {
         .start_monitoring(&cpus("0"), MonEvents::MBM_LOCAL)
         .unwrap();
     ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 10);
-    b.poll().unwrap(); // first: 0
+    b.poll().unwrap(); // first: 10 since the start
     ctr(&mut b, 0, 1, EVT_MBM_LOCAL, regs::QM_CTR_UNAVAILABLE);
     b.poll().unwrap(); // failed: None
     ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 50);

@@ -16,7 +16,10 @@
 //!    ABMC's `mbm_event` mode the counters it needs per L3 domain against
 //!    `available_mbm_cntrs` ([`ResctrlBackend::check_counter_budget`]);
 //! 4. picks every name in one pass and makes the directories; when one fails, every
-//!    directory the batch made is removed again: all or none.
+//!    directory the batch made is removed again: all or none;
+//! 5. still under the lock, reads each new group's MBM counter files once, through the
+//!    files step 4 opened (one `pread` each; no listing or open more): the start of the
+//!    first poll's interval ([`rdt_core::monitor`], "Start and first poll").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -166,8 +169,9 @@ impl<P: PmuSource> ResctrlBackend<P> {
                 b.make_cpu_dirs(name, plan, counters)
             })
             .map_err(|(i, e)| fail(i, e))?;
+        let ids = self.register(plans, made); // reads each new counter once, under the lock
         drop(guard);
-        Ok(self.register(plans, made))
+        Ok(ids)
     }
 
     /// [`rdt_core::Backend::start_monitoring_tasks_many`] on resctrl (module docs): each
@@ -212,8 +216,9 @@ impl<P: PmuSource> ResctrlBackend<P> {
                 b.make_task_dirs(name, plan, counters, groups[i].0[0])
             })
             .map_err(|(i, e)| fail(i, e))?;
+        let ids = self.register(plans, made); // reads each new counter once, under the lock
         drop(guard);
-        Ok(self.register(plans, made))
+        Ok(ids)
     }
 
     /// Step 1 for CPUs: every CPU exists and, with RMID events, has an L3 cache.

@@ -61,6 +61,29 @@ impl MonGroup {
         for c in &mut self.counters {
             self.acc.record(c.context, c.event, c.read_or_skip()?);
         }
+        self.read_pmu(pmu);
+        self.acc.finish(at);
+        Ok(())
+    }
+
+    /// The reading at start, at `at` ([`MonAccumulator::finish_baseline`]): every MBM
+    /// counter file once (occupancy is a level, not a count with a start) and the PMU. A
+    /// read that fails leaves that counter without a start (its first delta is `None`);
+    /// an error that persists is reported by the first poll, which reads the file again,
+    /// so the start does not fail for it.
+    fn baseline<P: PmuSource>(&mut self, pmu: &mut P, at: Instant) {
+        for c in &mut self.counters {
+            if c.event != RmidEvent::LlcOccupancy {
+                self.acc
+                    .record(c.context, c.event, c.read_or_skip().unwrap_or(None));
+            }
+        }
+        self.read_pmu(pmu);
+        self.acc.finish_baseline(at);
+    }
+
+    /// Records the members' PMU counts, when the group counts a PMU event.
+    fn read_pmu<P: PmuSource>(&mut self, pmu: &mut P) {
         if self.acc.events().intersects(MonEvents::PMU) {
             match &self.members {
                 Members::Cpus(cpus) => self.acc.record_pmu(cpus.iter().map(|&c| pmu.read(c))),
@@ -70,8 +93,6 @@ impl MonGroup {
                 Members::None => {}
             }
         }
-        self.acc.finish(at);
-        Ok(())
     }
 }
 
@@ -118,7 +139,8 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(())
     }
 
-    /// Registers a started group and hands out its id.
+    /// Registers a started group, takes its reading at start ([`MonGroup::baseline`]:
+    /// call it under the lock when the group has counter files) and hands out its id.
     pub(super) fn add_group(
         &mut self,
         events: MonEvents,
@@ -138,14 +160,16 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let id = MonGroupId(self.next_id);
         self.next_id += 1;
         let acc = MonAccumulator::new(events, &files.contexts, CounterFormat::BYTES, members.len());
-        self.groups.push(MonGroup {
+        let mut group = MonGroup {
             id,
             dirs,
             counters: files.counters,
             members,
             acc,
             _alive: alive,
-        });
+        };
+        group.baseline(&mut self.pmu, Instant::now());
+        self.groups.push(group);
         id
     }
 
@@ -227,8 +251,9 @@ impl<P: PmuSource> ResctrlBackend<P> {
     }
 
     /// Starts watching an existing group (another tool's, or any group) without changing
-    /// it: its `mon_data` files of every L3 domain are opened and read by
-    /// [`rdt_core::Backend::poll`]. [`rdt_core::Backend::stop_monitoring`] forgets it and
+    /// it: its `mon_data` files of every L3 domain are opened, read once (the start of the
+    /// first poll's interval: the first poll gives the traffic since the watch began) and
+    /// read by [`rdt_core::Backend::poll`]. [`rdt_core::Backend::stop_monitoring`] forgets it and
     /// leaves the group in place. `group` is relative to the root (`""` for the root,
     /// `kubepods`, `COS1/mon_groups/x`).
     ///
@@ -248,8 +273,9 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let guard = self.lock.shared()?;
         let mut files = Files::default();
         self.open_counters(group, &self.mon_domains, &evs, false, &mut files)?;
+        let id = self.add_group(events, Vec::new(), files, Members::None);
         drop(guard);
-        Ok(self.add_group(events, Vec::new(), files, Members::None))
+        Ok(id)
     }
 
     /// The monitor group path of this backend's group holding `what`, for messages.

@@ -4,7 +4,9 @@
 //!
 //! Output formats follow pqos/monitor_text.c, monitor_csv.c and monitor_xml.c (v25.04;
 //! spec §2.3-2.5), plus JSON Lines ([`output::Json`]). As in v25.04 the first sample is
-//! printed (its bandwidths are 0.0: there is no previous reading yet). Samples are due at
+//! printed, with bandwidths 0.0, IPC 0.00 and misses 0: pqos's format, applied by
+//! [`output::Cells::pqos_first_sample`] (the library's first poll has real values since
+//! the start). Samples are due at
 //! `k × interval` from the start ([`Schedule`]); MB/s use the measured time between two
 //! polls, not the nominal interval (docs/compat.md).
 //!
@@ -511,13 +513,17 @@ fn monitor_loop<'a, B: Backend>(
         mon.poll()
             .map_err(|e| anyhow!(e).context("Failed to poll monitoring data!"))?;
         let now = ctx.clock.elapsed();
+        let first = last_poll.is_none();
         let interval = last_poll.map_or(Duration::ZERO, |p| now.saturating_sub(p));
         last_poll = Some(now);
         for s in started.iter_mut() {
             let plan: &'a GroupPlan = s.plan;
-            let cells = mon
+            let mut cells = mon
                 .values(s.id)
                 .map_or_else(Cells::default, |v| Cells::new(v, plan.events, interval));
+            if first {
+                cells = cells.pqos_first_sample();
+            }
             if !said_no_pmu
                 && (plan.events.contains(MonEvents::IPC) && cells.ipc.is_none()
                     || plan.events.contains(MonEvents::LLC_MISSES) && cells.llc_misses.is_none())

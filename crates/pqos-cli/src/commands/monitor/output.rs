@@ -67,7 +67,8 @@ pub struct Cells {
 
 impl Cells {
     /// The cells of a group monitoring `events` with `values` polled `interval` after the
-    /// previous poll (bandwidth = bytes over the measured interval; 0 on the first sample).
+    /// previous poll (bandwidth = bytes over the measured interval; 0 for a zero interval).
+    /// The first sample of a run is [`Cells::pqos_first_sample`] of these.
     #[must_use]
     pub fn new(values: &MonValues, events: MonEvents, interval: Duration) -> Self {
         let on = |e: MonEvents| events.contains(e);
@@ -95,6 +96,28 @@ impl Cells {
                 }
                 u
             },
+        }
+    }
+}
+
+impl Cells {
+    /// The cells as pqos v25.04 prints the first sample of a run: bandwidths 0.0, IPC 0.00,
+    /// LLC misses and references 0 (`pqos -m`'s first line has no previous reading:
+    /// `valid_mbm_read`, `lib/hw_monitoring.c`). A rule of pqos's output format only: the
+    /// library's first poll has the real values since the groups started
+    /// (`rdt_pqos::monitor`, "Start and first poll"). Occupancy is a level and stays; the
+    /// uncore counts stay too, as pqos's first uncore sample shows the counts since start.
+    /// A blank cell (event not monitored or unreadable) stays blank.
+    #[must_use]
+    pub fn pqos_first_sample(self) -> Self {
+        Self {
+            ipc: self.ipc.map(|_| 0.0),
+            llc_misses: self.llc_misses.map(|_| 0),
+            llc_references: self.llc_references.map(|_| 0),
+            mbm_local: self.mbm_local.map(|_| 0.0),
+            mbm_remote: self.mbm_remote.map(|_| 0.0),
+            mbm_total: self.mbm_total.map(|_| 0.0),
+            ..self
         }
     }
 }
