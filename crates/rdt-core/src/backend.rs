@@ -801,9 +801,55 @@ pub trait Backend {
         Err(self.unsupported("named classes").into())
     }
 
-    /// The named classes this backend knows, by class.
+    /// The named classes this backend knows, by class: those of [`Backend::own_class_names`]
+    /// and the names given to [`Backend::class_named`] or [`Backend::bind_class`] in this
+    /// process (on the OS interface also another tool's group a configuration named).
     fn class_names(&self) -> Vec<(ClassId, String)> {
         Vec::new()
+    }
+
+    /// The named classes this library made and has not given up, by class: on the MSR
+    /// interface every name recorded in the run directory (`msr-classes`), on the OS
+    /// interface the resctrl groups of named classes it created (recorded in `os-classes`,
+    /// [`crate::runfile::NameRecord`]) that still exist. Never another tool's group of the
+    /// same name. `pqos -s` lists them, and a reset ([`crate::transaction::Change::Reset`])
+    /// or [`crate::config::Config::remove`] gives them up.
+    fn own_class_names(&self) -> Vec<(ClassId, String)> {
+        Vec::new()
+    }
+
+    /// Makes `class` stand for the named class `name` as this library's own (the write of
+    /// [`crate::transaction::Step::Claim`]): on the MSR interface the name is recorded in
+    /// the run directory; on the OS interface the name is bound, and with `make_group` its
+    /// resctrl group is made (and recorded) when it does not exist, as undoing a release
+    /// needs; otherwise the group is made, and recorded, by the first write to the class.
+    /// Without a run directory the record is this process's only.
+    ///
+    /// # Errors
+    /// As [`Backend::bind_class`]; the record cannot be written; the group cannot be made.
+    fn claim_class(
+        &mut self,
+        class: ClassId,
+        name: &str,
+        make_group: bool,
+    ) -> Result<(), Self::Error> {
+        let _ = make_group;
+        self.bind_class(class, name)
+    }
+
+    /// Gives up the named class `name`, which stands for `class` (the write of
+    /// [`crate::transaction::Step::Release`]): on the MSR interface its record goes; on the
+    /// OS interface its resctrl group is removed when this library created it (it must hold
+    /// no CPU, task or monitor group by then) and its record goes, while another tool's group
+    /// of that name is left as it is. Either way the name no longer stands for `class`.
+    ///
+    /// # Errors
+    /// [`RequestError::NeedsOsInterface`] for a backend without named classes; the group
+    /// still holds CPUs, tasks or monitor groups ([`RequestError::Unsupported`]); the record
+    /// cannot be written; the `rmdir` fails.
+    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), Self::Error> {
+        let _ = (class, name);
+        Err(self.unsupported("named classes").into())
     }
 
     /// A [`Monitoring`] guard on this backend: groups started through it are stopped when

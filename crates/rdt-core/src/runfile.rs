@@ -297,7 +297,8 @@ const MAX_RECORDED_NAME: usize = 255;
 /// Hostile or damaged records are expected: the file is read through [`read_run_file`] (no
 /// symlink, FIFO or device; at most 1 MiB; UTF-8), and lines that do not parse are skipped,
 /// as are names that are empty, longer than 255 bytes or hold whitespace, a control
-/// character or `/`, and a second line for a class or a name (the first one counts). A
+/// character or `/`, and a second line for a name (the first one counts; two names of one
+/// class are kept, for the caller to judge). A
 /// record is written whole: a temporary file is created next to it (`O_CREAT | O_EXCL |
 /// O_NOFOLLOW`, mode 0600, a leftover of that name unlinked first, never followed), written,
 /// synced and renamed over the record, so a reader sees the old record or the new one, and
@@ -365,7 +366,7 @@ impl NameRecord {
         })
     }
 
-    /// The `<class> <name>` lines of `text` that parse, each class and name once.
+    /// The `<class> <name>` lines of `text` that parse, each name once.
     fn parse(text: &str) -> Vec<(crate::ClassId, String)> {
         let mut out: Vec<(crate::ClassId, String)> = Vec::new();
         for line in text.lines() {
@@ -380,7 +381,7 @@ impl NameRecord {
                 continue;
             };
             let (class, name) = (crate::ClassId::new(class), name.trim());
-            if Self::is_recordable(name) && !out.iter().any(|(c, n)| *c == class || n == name) {
+            if Self::is_recordable(name) && !out.iter().any(|(_, n)| n == name) {
                 out.push((class, name.to_owned()));
             }
         }
@@ -404,7 +405,8 @@ impl NameRecord {
                 _ => Ok(()),
             };
         }
-        let mut text = String::from("# named classes (<class> <name>); rdt, crates/rdt-core/src/runfile.rs\n");
+        let mut text =
+            String::from("# named classes (<class> <name>); rdt, crates/rdt-core/src/runfile.rs\n");
         for (class, name) in kept {
             text.push_str(&format!("{class} {name}\n"));
         }
@@ -638,6 +640,7 @@ mod tests {
             r.read().unwrap(),
             [
                 (crate::ClassId::new(1), "db".to_owned()),
+                (crate::ClassId::new(1), "other".to_owned()),
                 (crate::ClassId::new(7), "ok".to_owned())
             ]
         );
@@ -655,7 +658,10 @@ mod tests {
             .unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "1 secret\n");
         assert!(!fs::symlink_metadata(r.path()).unwrap().is_symlink());
-        assert_eq!(r.read().unwrap(), [(crate::ClassId::new(2), "web".to_owned())]);
+        assert_eq!(
+            r.read().unwrap(),
+            [(crate::ClassId::new(2), "web".to_owned())]
+        );
         // a symlink planted at the temporary name is unlinked, never followed
         let tmp = d.join(format!(".x-classes.{}.tmp", std::process::id()));
         std::os::unix::fs::symlink(&target, &tmp).unwrap();
@@ -666,7 +672,10 @@ mod tests {
         nix::unistd::mkfifo(&r.path(), nix::sys::stat::Mode::S_IRWXU).unwrap();
         assert!(r.read().is_err());
         r.update(Vec::clear).unwrap();
-        assert!(!r.path().exists(), "a damaged record with nothing to keep goes");
+        assert!(
+            !r.path().exists(),
+            "a damaged record with nothing to keep goes"
+        );
     }
 
     #[test]

@@ -1600,11 +1600,11 @@ impl GoresctrlConfig {
 
     /// Resolves the file against `backend` ([`GoresctrlConfig::resolve`] on
     /// [`GoresctrlPlatform::of`] its capabilities and topology) and plans the writes that
-    /// make the platform match it, leaving out those that change nothing. Writes nothing
-    /// but the name records of [`Backend::class_named`] (MSR).
+    /// make the platform match it, leaving out those that change nothing. Writes nothing.
     ///
     /// Each class is [`Backend::class_named`] by its name (on the OS interface, the resctrl
-    /// group of that name); the root's names are COS 0. Masks are written per cache id
+    /// group of that name); the root's names are COS 0. A name not yet this library's is
+    /// claimed first, as [`super::Config::plan`] does ([`Change::Claim`]). Masks are written per cache id
     /// and CDP type; MBA percentages are rounded up to the granularity, as the kernel
     /// stores them, with a warning when that changes them.
     ///
@@ -1620,6 +1620,22 @@ impl GoresctrlConfig {
         let platform = GoresctrlPlatform::of(backend.capabilities(), backend.topology());
         let resolved = self.resolve(&platform)?;
         let mut warnings: Vec<String> = resolved.warnings.iter().map(ToString::to_string).collect();
+        let own: Vec<String> = backend
+            .own_class_names()
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
+        let existing: Vec<String> = if backend.interface() == crate::Interface::Os {
+            backend
+                .groups()
+                .map_err(ConfigPlanError::Backend)?
+                .into_iter()
+                .filter(|g| g.kind == crate::GroupKind::Control)
+                .map(|g| g.path)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut ids = Vec::new();
         for c in &resolved.classes {
             let id = if c.is_root() {
@@ -1640,6 +1656,15 @@ impl GoresctrlConfig {
         }
         let mut changes = Vec::new();
         let mut origins: Vec<&At> = Vec::new();
+        for (c, &class) in resolved.classes.iter().zip(&ids) {
+            if !c.is_root() && !own.contains(&c.name) && !existing.contains(&c.name) {
+                changes.push(Change::Claim {
+                    class,
+                    name: c.name.clone(),
+                });
+                origins.push(&c.at);
+            }
+        }
         for (c, &class) in resolved.classes.iter().zip(&ids) {
             for (&(resource, domain, scope), &mask) in &c.cat {
                 changes.push(Change::Cat {
@@ -1703,6 +1728,28 @@ impl GoresctrlConfig {
             plan: plan.without_unchanged(),
             warnings,
         })
+    }
+}
+
+impl GoresctrlConfig {
+    /// The file's classes as named classes without settings (the root's names left out),
+    /// for [`super::Config::remove`]: a class's line is its `at`.
+    #[must_use]
+    pub fn names(&self) -> super::Config {
+        super::Config {
+            file: self.file.clone(),
+            classes: self
+                .partitions
+                .iter()
+                .flat_map(|p| &p.classes)
+                .filter(|c| !c.is_root())
+                .map(|c| super::ClassSpec {
+                    name: c.name.clone(),
+                    lines: super::KeyLines::new(c.at.line),
+                    ..super::ClassSpec::default()
+                })
+                .collect(),
+        }
     }
 }
 
