@@ -86,6 +86,7 @@ pub struct TelemetryOptions {
     forget_after: Duration,
     watch: bool,
     named_classes: Vec<String>,
+    run_dir: Option<PathBuf>,
 }
 
 impl TelemetryOptions {
@@ -100,6 +101,7 @@ impl TelemetryOptions {
             forget_after: DEFAULT_FORGET_AFTER,
             watch: true,
             named_classes: Vec::new(),
+            run_dir: None,
         }
     }
 
@@ -138,6 +140,16 @@ impl TelemetryOptions {
     #[must_use]
     pub fn named_classes(mut self, names: impl IntoIterator<Item = String>) -> Self {
         self.named_classes = names.into_iter().collect();
+        self
+    }
+
+    /// The run directory of this library's OS interface (`/run/rdt` on a host,
+    /// [`crate::ResctrlOptions::run_dir`]): the named classes' groups recorded there
+    /// ([`crate::recorded_groups`], read again at every rescan) are ours, whichever process
+    /// applied them.
+    #[must_use]
+    pub fn run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.run_dir = Some(dir.into());
         self
     }
 }
@@ -506,6 +518,12 @@ impl ResctrlTelemetry {
         // The totals of the groups found keep their slots; the rest wait `forget_after`.
         let mut old: HashMap<SeriesKey, Slot> =
             self.totals.drain(..).map(|s| (s.key.clone(), s)).collect();
+        let recorded = self
+            .opts
+            .run_dir
+            .as_deref()
+            .map(crate::recorded_groups)
+            .unwrap_or_default();
         let mut groups = Vec::with_capacity(found.len());
         for (path, kind) in found {
             let Ok(meta) = std::fs::metadata(self.fs.path(&path)) else {
@@ -518,7 +536,7 @@ impl ResctrlTelemetry {
                 path.rsplit('/').next().unwrap_or_default()
             };
             let owner = group_owner(kind, name, |n| {
-                self.opts.named_classes.iter().any(|c| c == n)
+                self.opts.named_classes.iter().any(|c| c == n) || recorded.iter().any(|c| c == n)
             });
             let open_text =
                 |file: &str, max: usize| TextFile::open(&self.fs, &join(&path, file), max).ok();
