@@ -180,7 +180,7 @@ pub enum RequestError {
     /// ([`crate::Backend::own_class_names`]): never applied here, given up already, or
     /// another tool's resctrl group of that name, which is left alone.
     #[error(
-        "`{name}` is not a named class this library made (never applied here, removed          already, or another tool's resctrl group): left alone"
+        "`{name}` is not a named class this library made (never applied here, removed already, or another tool's resctrl group): left alone"
     )]
     NotOwnClass {
         /// The name.

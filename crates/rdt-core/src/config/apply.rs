@@ -155,12 +155,13 @@ impl Config {
     /// 2. Classes of service: `cos = N` binds N on the MSR interface
     ///    ([`Backend::bind_class`]; ignored with a warning on the OS interface, where the
     ///    kernel chooses CLOSIDs); every other class is [`Backend::class_named`] (on the OS
-    ///    interface, the resctrl group of that name). A name that is not yet this library's
-    ///    ([`Backend::own_class_names`]) is claimed first ([`Change::Claim`]): applied, the
-    ///    plan records it (MSR: its class of service; OS: the group it makes), so that
-    ///    `pqos -s` shows it, a reset and [`Config::remove`] give it up, and undoing the
-    ///    plan ([`Plan::undoing`]) gives it up again. Another tool's existing resctrl group
-    ///    of that name is written to but never claimed: it stays that tool's.
+    ///    interface, the resctrl group of that name). [`Plan::new`] claims a name that is
+    ///    not yet this library's ([`Backend::own_class_names`]) before its first write
+    ///    ([`Change::Claim`]): applied, the plan records it (MSR: its class of service; OS:
+    ///    the group it makes), so that `pqos -s` shows it, a reset and [`Config::remove`]
+    ///    give it up, and undoing the plan ([`Plan::undoing`]) gives it up again. Another
+    ///    tool's existing resctrl group of that name is written to but never claimed: it
+    ///    stays that tool's.
     /// 3. Per cache level and domain, the classes' masks are [placed](super::place) around
     ///    the ways other classes hold: the masks of every class outside the file other than
     ///    COS 0 that are not all ways.
@@ -183,37 +184,9 @@ impl Config {
             .iter()
             .map(ConfigWarning::to_string)
             .collect();
-        let own: Vec<String> = backend
-            .own_class_names()
-            .into_iter()
-            .map(|(_, n)| n)
-            .collect();
-        let existing: Vec<String> = if backend.interface() == Interface::Os {
-            backend
-                .groups()
-                .map_err(ConfigPlanError::Backend)?
-                .into_iter()
-                .filter(|g| g.kind == crate::GroupKind::Control)
-                .map(|g| g.path)
-                .collect()
-        } else {
-            Vec::new()
-        };
         let ids = self.class_ids(backend, &mut warnings)?;
         let mut changes = Vec::new();
         let mut origins = Vec::new();
-        for (i, class) in self.classes.iter().enumerate() {
-            if !own.contains(&class.name) && !existing.contains(&class.name) {
-                changes.push(Change::Claim {
-                    class: ids[i],
-                    name: class.name.clone(),
-                });
-                origins.push(Origin {
-                    class: i,
-                    key: "name".into(),
-                });
-            }
-        }
         self.cat_changes(backend, &ids, &mut changes, &mut origins)?;
         for (i, class) in self.classes.iter().enumerate() {
             for (resource, key0, spec) in [

@@ -1604,7 +1604,7 @@ impl GoresctrlConfig {
     ///
     /// Each class is [`Backend::class_named`] by its name (on the OS interface, the resctrl
     /// group of that name); the root's names are COS 0. A name not yet this library's is
-    /// claimed first, as [`super::Config::plan`] does ([`Change::Claim`]). Masks are written per cache id
+    /// claimed by the plan, as for [`super::Config::plan`]. Masks are written per cache id
     /// and CDP type; MBA percentages are rounded up to the granularity, as the kernel
     /// stores them, with a warning when that changes them.
     ///
@@ -1620,22 +1620,6 @@ impl GoresctrlConfig {
         let platform = GoresctrlPlatform::of(backend.capabilities(), backend.topology());
         let resolved = self.resolve(&platform)?;
         let mut warnings: Vec<String> = resolved.warnings.iter().map(ToString::to_string).collect();
-        let own: Vec<String> = backend
-            .own_class_names()
-            .into_iter()
-            .map(|(_, n)| n)
-            .collect();
-        let existing: Vec<String> = if backend.interface() == crate::Interface::Os {
-            backend
-                .groups()
-                .map_err(ConfigPlanError::Backend)?
-                .into_iter()
-                .filter(|g| g.kind == crate::GroupKind::Control)
-                .map(|g| g.path)
-                .collect()
-        } else {
-            Vec::new()
-        };
         let mut ids = Vec::new();
         for c in &resolved.classes {
             let id = if c.is_root() {
@@ -1656,15 +1640,6 @@ impl GoresctrlConfig {
         }
         let mut changes = Vec::new();
         let mut origins: Vec<&At> = Vec::new();
-        for (c, &class) in resolved.classes.iter().zip(&ids) {
-            if !c.is_root() && !own.contains(&c.name) && !existing.contains(&c.name) {
-                changes.push(Change::Claim {
-                    class,
-                    name: c.name.clone(),
-                });
-                origins.push(&c.at);
-            }
-        }
         for (c, &class) in resolved.classes.iter().zip(&ids) {
             for (&(resource, domain, scope), &mask) in &c.cat {
                 changes.push(Change::Cat {

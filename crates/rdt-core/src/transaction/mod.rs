@@ -17,7 +17,10 @@
 //!   resctrl one `cpus_list` write for all of them; [`Failed::cpus`] names them when it
 //!   fails);
 //! - a failed write is undone with the same calls and the values read by [`Plan::new`];
-//!   [`Outcome::PartlyChanged`] lists exactly the steps whose undo failed too.
+//!   [`Outcome::PartlyChanged`] lists exactly the steps whose undo failed too;
+//! - a named class ([`Backend::class_named`]) the plan writes to that is not yet this
+//!   library's is claimed first ([`Step::Claim`]): applied, the name is recorded, and the
+//!   undo of the plan ([`Plan::undoing`]) gives it up again.
 //!
 //! # Examples
 //! ```

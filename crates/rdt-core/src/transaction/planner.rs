@@ -126,6 +126,56 @@ impl<B: Backend> Planner<'_, B> {
         })
     }
 
+    /// The claims the writes of `steps` need: a named class ([`Backend::class_named`]) that
+    /// is written to or moved into but is not yet this library's, and not claimed by the
+    /// plan already, is claimed before its first write, so that applying the plan records
+    /// the name (and undoing it gives the name up). On the OS interface, not a group
+    /// another tool made: writing to it does not make it ours.
+    fn claims(
+        &mut self,
+        steps: &[(usize, Step)],
+    ) -> Result<Vec<(usize, Step)>, PlanError<B::Error>> {
+        let names = self.backend.class_names();
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let own: Vec<String> = self
+            .backend
+            .own_class_names()
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
+        let claimed = |class: ClassId, out: &[(usize, Step)]| {
+            steps.iter().chain(out).any(|(_, s)| {
+                matches!(s, Step::Claim { class: c, .. } | Step::Release { class: c, .. } if *c == class)
+            })
+        };
+        let mut out: Vec<(usize, Step)> = Vec::new();
+        for (index, step) in steps {
+            let Some(class) = step.class() else { continue };
+            let Some((_, name)) = names.iter().find(|(c, _)| *c == class) else {
+                continue;
+            };
+            // (a name that cannot be recorded stays this process's)
+            if own.contains(name)
+                || claimed(class, &out)
+                || !crate::runfile::NameRecord::is_recordable(name)
+            {
+                continue;
+            }
+            if self.interface == Interface::Os
+                && self
+                    .groups(*index)?
+                    .iter()
+                    .any(|g| g.kind == GroupKind::Control && g.path == *name)
+            {
+                continue;
+            }
+            out.push((*index, self.claim(*index, class, name)?));
+        }
+        Ok(out)
+    }
+
     /// After a reset: every named class of this library's given up, but (OS) one whose
     /// group holds monitor groups, which is kept with a warning.
     fn release_all(
@@ -593,6 +643,8 @@ pub(super) fn plan<B: Backend>(
         };
         steps.push((index, step));
     }
+    let claims = p.claims(&steps)?;
+    steps.splice(0..0, claims);
     p.shared_cores(&steps)?;
     let new_groups = p.new_groups(&steps)?;
     let names = names_of(&*p.backend, &steps);
