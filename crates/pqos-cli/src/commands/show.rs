@@ -565,6 +565,18 @@ mod json {
         name: String,
     }
 
+    impl NamedDoc {
+        fn list(c: &Config) -> Vec<Self> {
+            c.named
+                .iter()
+                .map(|(class, name)| Self {
+                    class: class.get(),
+                    name: name.clone(),
+                })
+                .collect()
+        }
+    }
+
     #[derive(Debug, Serialize)]
     struct CatDomainDoc {
         domain: u32,
@@ -783,14 +795,7 @@ mod json {
                 cores,
                 tasks,
                 groups,
-                named_classes: c
-                    .named
-                    .iter()
-                    .map(|(class, name)| NamedDoc {
-                        class: class.get(),
-                        name: name.clone(),
-                    })
-                    .collect(),
+                named_classes: NamedDoc::list(c),
                 errors,
             }
         }
