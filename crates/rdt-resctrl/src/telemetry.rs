@@ -901,6 +901,27 @@ mod tests {
     }
 
     #[test]
+    fn the_named_groups_recorded_in_the_run_directory_are_ours_from_the_next_rescan() {
+        // arrange: `web` made by pqos --apply (recorded), `kube` by another tool
+        let t = Tree::new();
+        let l3 = "L3:0=f;1=f\nMB:0=50;1=100\n";
+        t.ctrl("web", l3, "\n", "");
+        t.ctrl("kube", l3, "\n", "");
+        let run = t.dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let mut tel = ResctrlTelemetry::open(TelemetryOptions::new(&t.root).run_dir(&run)).unwrap();
+        let owner =
+            |tel: &mut ResctrlTelemetry, path: &str| find(tel.scrape().unwrap(), path).owner;
+        assert_eq!(owner(&mut tel, "web"), Foreign, "not recorded yet");
+        // act: applied (recorded) since; a damaged line is skipped
+        std::fs::write(run.join(crate::NAMES_FILE), "garbage\n1 web\n").unwrap();
+        tel.rescan().unwrap();
+        // assert
+        assert_eq!(owner(&mut tel, "web"), Pqos);
+        assert_eq!(owner(&mut tel, "kube"), Foreign);
+    }
+
+    #[test]
     fn finds_every_group_of_every_tool_and_changes_nothing() {
         // arrange
         let t = Tree::new();
