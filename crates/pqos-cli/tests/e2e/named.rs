@@ -462,3 +462,54 @@ fn a_kill_at_any_write_of_a_remove_is_rolled_back_to_the_applied_classes() {
         "4 schemata (L3 and MB in 2 domains), one cpus_list, tasks, rmdir"
     );
 }
+
+#[test]
+fn a_named_group_holding_another_tools_monitor_group_is_kept_by_reset_and_refused_by_remove() {
+    let m = MountedOs::new(SKX_RDT);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = file(
+        &dir,
+        "c.toml",
+        "[[class]]\nname = \"web\"\nl3 = { ways = 4 }\ncpus = \"2-3\"\n",
+    );
+    m.pqos(&["--apply", &cfg]).ok();
+    // an agent watches part of the class with a monitor group of its own
+    m.mkdir("web/mon_groups/agent");
+    let refused = m.pqos(&["--apply", &cfg, "--remove"]).failed();
+    assert!(
+        refused
+            .stderr
+            .contains("holds monitor groups web/mon_groups/agent: stop them first"),
+        "{}",
+        refused.stderr
+    );
+    assert!(m.exists("web/mon_groups/agent") && m.read("web/cpus_list") == "2-3\n");
+    // -R resets the class and empties it, but removes neither group
+    let reset = m.pqos(&["-R"]).ok();
+    assert_eq!(reset.stdout, "Allocation reset successful\n");
+    assert!(
+        reset
+            .warnings
+            .contains("named class web is kept (reset, empty): its resctrl group holds monitor groups web/mon_groups/agent"),
+        "{}",
+        reset.raw_stdout
+    );
+    assert!(m.exists("web/mon_groups/agent"));
+    assert_eq!(m.read("web/cpus_list"), "\n");
+    assert!(
+        m.read("web/schemata").contains("L3:0=7ff;1=7ff"),
+        "{}",
+        m.read("web/schemata")
+    );
+    // once the agent is gone, the class can go
+    std::fs::remove_dir(m.resctrl("web/mon_groups/agent")).expect("rmdir");
+    let removed = m.pqos(&["--apply", &cfg, "--remove"]).ok();
+    assert!(
+        removed
+            .stdout
+            .ends_with("web (COS1): named class removed\nApplied 1 write(s).\n"),
+        "{}",
+        removed.stdout
+    );
+    assert!(!m.exists("web"));
+}
