@@ -780,8 +780,11 @@ pub trait Backend {
     /// The class of service that stands for the named class `name` (a declarative
     /// configuration's class, [`crate::config`]): on the OS interface the resctrl control
     /// group of that name, on the MSR interface the COS recorded for the name in the run
-    /// directory, else the lowest free one ([`crate::transaction::free_classes`]), recorded.
-    /// The same name gives the same class for as long as the platform runs.
+    /// directory, else the lowest free one ([`crate::transaction::free_classes`]). A new name
+    /// is bound in this process only: a plan that writes to the class claims it
+    /// ([`crate::transaction::Step::Claim`]), and applied, records it, so that the same
+    /// name gives the same class for as long as the platform runs (until a reset or a
+    /// release gives it up).
     ///
     /// # Errors
     /// [`RequestError::NeedsOsInterface`] for a backend without named classes; a name that
@@ -791,8 +794,9 @@ pub trait Backend {
         Err(self.unsupported("named classes").into())
     }
 
-    /// Makes `class` stand for the named class `name` (a configuration's fixed `cos`, or a
-    /// journal's record replayed by [`crate::transaction::recover`]).
+    /// Makes `class` stand for the named class `name` in this process (a configuration's
+    /// fixed `cos`, or a journal's record replayed by [`crate::transaction::recover`]);
+    /// nothing is recorded ([`Backend::claim_class`] does that).
     ///
     /// # Errors
     /// As [`Backend::class_named`].
