@@ -827,7 +827,10 @@ impl Plan {
     /// journal); nothing is read or written here. An empty `done` gives an empty plan.
     ///
     /// The state is the one before the plan was applied when nothing else changed it in
-    /// between; a write that changed nothing was not in `done` and is not undone.
+    /// between; a write that changed nothing was not in `done` and is not undone. On the OS
+    /// interface the class numbers of named classes are the process's: another process
+    /// binds a recorded group to the number it had unless a `COS<n>` group took it since,
+    /// so undo in the process that applied, or check [`Backend::class_names`] first.
     ///
     /// # Examples
     /// ```
