@@ -556,6 +556,18 @@ impl Backend for Rdt {
             Inner::Os(b) => b.own_classes(classes),
         }
     }
+    fn own_class_names(&self) -> Vec<(ClassId, String)> {
+        match &self.backend {
+            Inner::Msr(b) => b.own_class_names(),
+            Inner::Os(b) => b.own_class_names(),
+        }
+    }
+    fn claim_class(&mut self, class: ClassId, name: &str, make_group: bool) -> Result<(), Error> {
+        forward!(self, b => b.claim_class(class, name, make_group))
+    }
+    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), Error> {
+        forward!(self, b => b.release_class(class, name))
+    }
 }
 
 /// Compiles the README's Rust examples as doctests (with `sim`: they open the simulated

@@ -63,3 +63,67 @@ fn a_process_or_core_is_limited_in_a_few_lines_on_both_interfaces() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The whole allocation state and the names of a platform.
+fn state<B: Backend>(rdt: &mut B) -> (transaction::AllocState, Vec<(ClassId, String)>) {
+    (
+        transaction::AllocState::read(rdt).expect("state"),
+        rdt.own_class_names(),
+    )
+}
+
+#[test]
+fn an_applied_configuration_is_undone_by_the_plan_it_returns_on_both_interfaces() {
+    let mut child = Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("spawn sleep");
+    let pid = child.id();
+    for iface in [Iface::Os, Iface::Msr] {
+        let m = TestMount::builtin(SKX_RDT);
+        let paths = Paths::under(m.root());
+        let mut rdt = Rdt::open_at(iface, &paths).expect("open");
+        let tasks = if iface == Iface::Os {
+            format!("tasks = [{pid}]\n")
+        } else {
+            String::new()
+        };
+        let cfg = rdt_pqos::config::Config::parse_toml(
+            &format!(
+                "[[class]]\nname = \"web\"\nl3 = {{ ways = 4 }}\nmba = {{ percent = 35 }}\n\
+                 cpus = \"2-3\"\n{tasks}"
+            ),
+            std::path::Path::new("c.toml"),
+        )
+        .expect("config");
+        let before = state(&mut rdt);
+        let done = cfg
+            .plan(&mut rdt, &rdt_pqos::proc::ProcFs::host())
+            .expect("plan")
+            .plan
+            .apply(&mut rdt)
+            .into_result()
+            .expect("applied");
+        assert_eq!(rdt.own_class_names().len(), 1, "{iface:?}");
+        let record = paths.run.join(match iface {
+            Iface::Os => "os-classes",
+            _ => "msr-classes",
+        });
+        assert!(record.exists(), "{iface:?}: the name is recorded");
+        if iface == Iface::Os {
+            assert!(m.path("sys/fs/resctrl/web").is_dir());
+        }
+        // a later process undoes it: the plan names what it needs
+        drop(rdt);
+        let mut rdt = Rdt::open_at(iface, &paths).expect("open again");
+        transaction::Plan::undoing(&rdt, &done)
+            .apply(&mut rdt)
+            .into_result()
+            .expect("undone");
+        assert_eq!(state(&mut rdt), before, "{iface:?}");
+        assert!(!record.exists(), "{iface:?}: the record goes with the name");
+        assert!(!m.path("sys/fs/resctrl/web").exists(), "{iface:?}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

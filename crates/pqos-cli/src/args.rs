@@ -346,6 +346,13 @@ pub struct Args {
     #[arg(long = "dry-run", requires = "apply")]
     pub dry_run: bool,
 
+    /// With --apply: take the file's named classes away instead, those this library made
+    /// (another tool's group of a name is left alone, with a warning): their masks and
+    /// limits back to the defaults, their CPUs and tasks back to COS0, the name given up
+    /// (OS interface: its resctrl group removed), as one transaction.
+    #[arg(long = "remove", requires = "apply")]
+    pub remove: bool,
+
     /// Write log messages (WARN; INFO with -v; DEBUG with -V) to FILE instead of stderr.
     #[arg(short = 'l', long = "log-file", value_name = "FILE")]
     pub log_file: Option<PathBuf>,

@@ -111,12 +111,14 @@ pub enum Command {
     Show,
     /// `-e` and/or `-a`.
     Allocate(AllocRequest),
-    /// `--apply FILE [--dry-run]`.
+    /// `--apply FILE [--remove] [--dry-run]`.
     Apply {
         /// The configuration file.
         file: PathBuf,
         /// `--dry-run`.
         dry_run: bool,
+        /// `--remove`: take the file's named classes away.
+        remove: bool,
     },
     /// `--mbm-config` (ours): the MBM events' transaction configurations to set.
     MbmConfig(Vec<(rdt_pqos::RmidEvent, u32)>),
@@ -179,6 +181,7 @@ impl Plan {
             Command::Apply {
                 file: file.clone(),
                 dry_run: args.dry_run,
+                remove: args.remove,
             }
         } else if let Some(cfg) = &args.mbm_config {
             Command::MbmConfig(cfg.0.clone())

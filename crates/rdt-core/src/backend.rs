@@ -784,8 +784,11 @@ pub trait Backend {
     /// The class of service that stands for the named class `name` (a declarative
     /// configuration's class, [`crate::config`]): on the OS interface the resctrl control
     /// group of that name, on the MSR interface the COS recorded for the name in the run
-    /// directory, else the lowest free one ([`crate::transaction::free_classes`]), recorded.
-    /// The same name gives the same class for as long as the platform runs.
+    /// directory, else the lowest free one ([`crate::transaction::free_classes`]). A new name
+    /// is bound in this process only: a plan that writes to the class claims it
+    /// ([`crate::transaction::Step::Claim`]), and applied, records it, so that the same
+    /// name gives the same class for as long as the platform runs (until a reset or a
+    /// release gives it up).
     ///
     /// # Errors
     /// [`RequestError::NeedsOsInterface`] for a backend without named classes; a name that
@@ -795,8 +798,9 @@ pub trait Backend {
         Err(self.unsupported("named classes").into())
     }
 
-    /// Makes `class` stand for the named class `name` (a configuration's fixed `cos`, or a
-    /// journal's record replayed by [`crate::transaction::recover`]).
+    /// Makes `class` stand for the named class `name` in this process (a configuration's
+    /// fixed `cos`, or a journal's record replayed by [`crate::transaction::recover`]);
+    /// nothing is recorded ([`Backend::claim_class`] does that).
     ///
     /// # Errors
     /// As [`Backend::class_named`].
@@ -805,9 +809,55 @@ pub trait Backend {
         Err(self.unsupported("named classes").into())
     }
 
-    /// The named classes this backend knows, by class.
+    /// The named classes this backend knows, by class: those of [`Backend::own_class_names`]
+    /// and the names given to [`Backend::class_named`] or [`Backend::bind_class`] in this
+    /// process (on the OS interface also another tool's group a configuration named).
     fn class_names(&self) -> Vec<(ClassId, String)> {
         Vec::new()
+    }
+
+    /// The named classes this library made and has not given up, by class: on the MSR
+    /// interface every name recorded in the run directory (`msr-classes`), on the OS
+    /// interface the resctrl groups of named classes it created (recorded in `os-classes`,
+    /// [`crate::runfile::NameRecord`]) that still exist. Never another tool's group of the
+    /// same name. `pqos -s` lists them, and a reset ([`crate::transaction::Change::Reset`])
+    /// or [`crate::config::Config::remove`] gives them up.
+    fn own_class_names(&self) -> Vec<(ClassId, String)> {
+        Vec::new()
+    }
+
+    /// Makes `class` stand for the named class `name` as this library's own (the write of
+    /// [`crate::transaction::Step::Claim`]): on the MSR interface the name is recorded in
+    /// the run directory; on the OS interface the name is bound, and with `make_group` its
+    /// resctrl group is made (and recorded) when it does not exist, as undoing a release
+    /// needs; otherwise the group is made, and recorded, by the first write to the class.
+    /// Without a run directory the record is this process's only.
+    ///
+    /// # Errors
+    /// As [`Backend::bind_class`]; the record cannot be written; the group cannot be made.
+    fn claim_class(
+        &mut self,
+        class: ClassId,
+        name: &str,
+        make_group: bool,
+    ) -> Result<(), Self::Error> {
+        let _ = make_group;
+        self.bind_class(class, name)
+    }
+
+    /// Gives up the named class `name`, which stands for `class` (the write of
+    /// [`crate::transaction::Step::Release`]): on the MSR interface its record goes; on the
+    /// OS interface its resctrl group is removed when this library created it (it must hold
+    /// no CPU, task or monitor group by then) and its record goes, while another tool's group
+    /// of that name is left as it is. Either way the name no longer stands for `class`.
+    ///
+    /// # Errors
+    /// [`RequestError::NeedsOsInterface`] for a backend without named classes; the group
+    /// still holds CPUs, tasks or monitor groups ([`RequestError::Unsupported`]); the record
+    /// cannot be written; the `rmdir` fails.
+    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), Self::Error> {
+        let _ = (class, name);
+        Err(self.unsupported("named classes").into())
     }
 
     /// A [`Monitoring`] guard on this backend: groups started through it are stopped when

@@ -384,6 +384,8 @@ pub struct FakeBackend {
     /// The manual clock's time ([`FakeBackend::with_manual_clock`]); `None`: the
     /// monotonic clock.
     clock: Option<Instant>,
+    /// The names claimed as this library's ([`Backend::claim_class`]).
+    own: std::collections::BTreeSet<String>,
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -418,6 +420,7 @@ impl FakeBackend {
             writers_held: 0,
             names: BTreeMap::new(),
             clock: None,
+            own: std::collections::BTreeSet::new(),
         };
         b.reset_tables();
         for c in b.topo.cpus() {
@@ -1143,7 +1146,7 @@ impl Backend for FakeBackend {
         self.writers_held = self.writers_held.saturating_sub(1);
     }
 
-    /// The recorded class of `name`, else the lowest free one, recorded.
+    /// The class `name` stands for, else the lowest free one (bound, not yet claimed).
     fn class_named(&mut self, name: &str) -> R<ClassId> {
         if let Some((c, _)) = self.names.iter().find(|(_, n)| *n == name) {
             return Ok(*c);
@@ -1165,6 +1168,32 @@ impl Backend for FakeBackend {
 
     fn class_names(&self) -> Vec<(ClassId, String)> {
         self.names.iter().map(|(c, n)| (*c, n.clone())).collect()
+    }
+
+    /// The claimed names (a write, `claim NAME COS<n>`).
+    fn own_class_names(&self) -> Vec<(ClassId, String)> {
+        self.names
+            .iter()
+            .filter(|(_, n)| self.own.contains(*n))
+            .map(|(c, n)| (*c, n.clone()))
+            .collect()
+    }
+
+    /// Binds and claims the name: a write, `claim NAME COS<n>`.
+    fn claim_class(&mut self, class: ClassId, name: &str, make_group: bool) -> R<()> {
+        let _ = make_group;
+        self.write(format!("claim {name} COS{class}"))?;
+        self.bind_class(class, name)?;
+        self.own.insert(name.to_owned());
+        Ok(())
+    }
+
+    /// Unbinds and gives up the name: a write, `release NAME COS<n>`.
+    fn release_class(&mut self, class: ClassId, name: &str) -> R<()> {
+        self.write(format!("release {name} COS{class}"))?;
+        self.names.retain(|_, n| n != name);
+        self.own.remove(name);
+        Ok(())
     }
 
     fn groups(&mut self) -> R<Vec<GroupInfo>> {

@@ -176,6 +176,27 @@ pub enum RequestError {
     /// A monitoring group was requested without CPUs or tasks, or without events.
     #[error("a monitoring group needs at least one CPU or task and one event")]
     EmptyGroup,
+    /// A named class to give up is not one this library made
+    /// ([`crate::Backend::own_class_names`]): never applied here, given up already, or
+    /// another tool's resctrl group of that name, which is left alone.
+    #[error(
+        "`{name}` is not a named class this library made (never applied here, removed already, or another tool's resctrl group): left alone"
+    )]
+    NotOwnClass {
+        /// The name.
+        name: String,
+    },
+    /// A named class's resctrl group cannot be removed: it holds monitor groups (another
+    /// tool's, or a running `pqos -m`'s).
+    #[error(
+        "the resctrl group of named class `{name}` holds monitor groups {groups}: stop them first"
+    )]
+    ClassInUse {
+        /// The name (the group's).
+        name: String,
+        /// The monitor groups, comma-separated paths.
+        groups: String,
+    },
 }
 
 /// Why an MBA limit's unit does not fit ([`RequestError::MbaUnit`]).

@@ -283,6 +283,177 @@ impl RunFile {
     }
 }
 
+/// The most of a record of named classes read: a line per class is far below this.
+const MAX_NAME_RECORD_BYTES: u64 = 1 << 20;
+
+/// The longest name a record of named classes keeps, in bytes (a resctrl group name is a
+/// kernfs name, at most 255 bytes; a configuration's names are at most 64).
+const MAX_RECORDED_NAME: usize = 255;
+
+/// A record of named classes in a run directory, `<dir>/<file>`: one `<class> <name>` line
+/// per named class ([`crate::Backend::class_named`]), so that a name outlives the process
+/// that applied it. The MSR interface keeps in `msr-classes` the class of service of every
+/// name it was given; the OS interface keeps in `os-classes` the resctrl groups of named
+/// classes it created (the number there is the class the name stood for, which it keeps
+/// while no `COS<n>` group takes it). One format, one reader and one writer for both.
+///
+/// Hostile or damaged records are expected: the file is read through [`read_run_file`] (no
+/// symlink, FIFO or device; at most 1 MiB; UTF-8), and lines that do not parse are skipped,
+/// as are names that are empty, longer than 255 bytes or hold whitespace, a control
+/// character or `/`, and a second line for a name (the first one counts; two names of one
+/// class are kept, for the caller to judge). A
+/// record is written whole: a temporary file is created next to it (`O_CREAT | O_EXCL |
+/// O_NOFOLLOW`, mode 0600, a leftover of that name unlinked first, never followed), written,
+/// synced and renamed over the record, so a reader sees the old record or the new one, and
+/// a symlink planted in the record's place is replaced, never written through. An empty
+/// record is removed.
+///
+/// The record has no lock of its own: callers hold their interface's writers' lock
+/// ([`crate::Backend::hold_writers`]) around [`NameRecord::update`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameRecord {
+    dir: PathBuf,
+    file: String,
+}
+
+impl NameRecord {
+    /// The record `<dir>/<file>` (nothing is read or made yet).
+    #[must_use]
+    pub fn new(dir: impl Into<PathBuf>, file: &str) -> Self {
+        Self {
+            dir: dir.into(),
+            file: file.to_owned(),
+        }
+    }
+
+    /// The record's path.
+    #[must_use]
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(&self.file)
+    }
+
+    /// Whether `name` can be recorded (and so is kept when read): 1 to 255 bytes, no
+    /// whitespace, control character or `/`.
+    #[must_use]
+    pub fn is_recordable(name: &str) -> bool {
+        !name.is_empty()
+            && name.len() <= MAX_RECORDED_NAME
+            && !name
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+    }
+
+    /// The named classes recorded, in file order; a record that does not exist holds none.
+    ///
+    /// # Errors
+    /// The record cannot be opened or read, is a symlink, not a regular file, larger than
+    /// 1 MiB or not UTF-8 ([`read_run_file`]).
+    pub fn read(&self) -> io::Result<Vec<(crate::ClassId, String)>> {
+        match read_run_file(self.path(), MAX_NAME_RECORD_BYTES) {
+            Ok(text) => Ok(Self::parse(&text)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`NameRecord::read`], with a record that cannot be read logged (`WARN`) and taken as
+    /// empty: a damaged record must not stop the platform from being used or reset.
+    #[must_use]
+    pub fn read_or_empty(&self) -> Vec<(crate::ClassId, String)> {
+        self.read().unwrap_or_else(|e| {
+            log::warn!(
+                "the record of named classes {} is not read ({e}); taken as empty",
+                self.path().display()
+            );
+            Vec::new()
+        })
+    }
+
+    /// The `<class> <name>` lines of `text` that parse, each name once.
+    fn parse(text: &str) -> Vec<(crate::ClassId, String)> {
+        let mut out: Vec<(crate::ClassId, String)> = Vec::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with('#') {
+                continue;
+            }
+            let Some((class, name)) = line.split_once(' ') else {
+                continue;
+            };
+            let Ok(class) = class.parse::<u32>() else {
+                continue;
+            };
+            let (class, name) = (crate::ClassId::new(class), name.trim());
+            if Self::is_recordable(name) && !out.iter().any(|(_, n)| n == name) {
+                out.push((class, name.to_owned()));
+            }
+        }
+        out
+    }
+
+    /// Replaces the record with `names` (removes it when `names` is empty); the run
+    /// directory is made (0700) if needed. Names that cannot be recorded are left out.
+    ///
+    /// # Errors
+    /// Any file system error (the temporary file is removed).
+    pub fn write(&self, names: &[(crate::ClassId, String)]) -> io::Result<()> {
+        let path = self.path();
+        let kept: Vec<&(crate::ClassId, String)> = names
+            .iter()
+            .filter(|(_, n)| Self::is_recordable(n))
+            .collect();
+        if kept.is_empty() {
+            return match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            };
+        }
+        let mut text =
+            String::from("# named classes (<class> <name>); rdt, crates/rdt-core/src/runfile.rs\n");
+        for (class, name) in kept {
+            text.push_str(&format!("{class} {name}\n"));
+        }
+        create_run_dir(&self.dir)?;
+        let tmp = self
+            .dir
+            .join(format!(".{}.{}.tmp", self.file, std::process::id()));
+        let _ = fs::remove_file(&tmp); // a leftover (or a planted symlink) is never followed
+        let made = (|| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_data()?;
+            fs::rename(&tmp, &path)
+        })();
+        if made.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        made
+    }
+
+    /// Reads the record ([`NameRecord::read_or_empty`]), lets `f` change the list, and
+    /// writes it back when `f` changed it; returns what `f` returned. Hold the writers' lock.
+    ///
+    /// # Errors
+    /// As [`NameRecord::write`].
+    pub fn update<T>(
+        &self,
+        f: impl FnOnce(&mut Vec<(crate::ClassId, String)>) -> T,
+    ) -> io::Result<T> {
+        let before = self.read_or_empty();
+        let mut names = before.clone();
+        let out = f(&mut names);
+        if names != before || (names.is_empty() && self.read().is_err()) {
+            self.write(&names)?;
+        }
+        Ok(out)
+    }
+}
+
 /// A run file whose writer has ended, locked by this process until dropped.
 #[derive(Debug)]
 pub struct DeadRunFile {
@@ -537,6 +708,87 @@ mod tests {
                 ("k-3-1".into(), "a symbolic link (not followed)".into()),
                 ("k-4-1".into(), "a FIFO".into())
             ]
+        );
+    }
+
+    #[test]
+    fn a_name_record_round_trips_and_goes_when_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = NameRecord::new(dir.path().join("run"), "x-classes");
+        assert_eq!(r.read().unwrap(), [], "no record: no names");
+        let names = vec![
+            (crate::ClassId::new(3), "db".to_owned()),
+            (crate::ClassId::new(1), "web".to_owned()),
+        ];
+        r.write(&names).unwrap();
+        assert_eq!(r.read().unwrap(), names);
+        assert_eq!(fs::metadata(r.path()).unwrap().mode() & 0o777, 0o600);
+        let added = r
+            .update(|n| {
+                n.push((crate::ClassId::new(2), "batch".into()));
+                n.len()
+            })
+            .unwrap();
+        assert_eq!(added, 3);
+        assert_eq!(r.read().unwrap().len(), 3);
+        r.update(Vec::clear).unwrap();
+        assert!(!r.path().exists(), "an empty record is removed");
+    }
+
+    #[test]
+    fn a_damaged_or_hostile_name_record_reads_what_parses_and_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let r = NameRecord::new(d, "x-classes");
+        // lines that do not parse, bad names, repeated classes and names
+        let long = "n".repeat(300);
+        fs::write(
+            r.path(),
+            format!(
+                "# comment\n1 db\ngarbage\nx web\n2\n3 a/b\n4 {long}\n5 tab\there\n1 other\n6 db\n\
+                 \u{0}\u{7f}\n7 ok\n99999999999 big\n"
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            r.read().unwrap(),
+            [
+                (crate::ClassId::new(1), "db".to_owned()),
+                (crate::ClassId::new(1), "other".to_owned()),
+                (crate::ClassId::new(7), "ok".to_owned())
+            ]
+        );
+        // not UTF-8, too large: an error, read as empty
+        fs::write(r.path(), [0xff, 0xfe, b'\n']).unwrap();
+        assert!(r.read().is_err());
+        assert_eq!(r.read_or_empty(), []);
+        // a planted symlink is not read and is replaced, not written through
+        let target = d.join("target");
+        fs::write(&target, "1 secret\n").unwrap();
+        fs::remove_file(r.path()).unwrap();
+        std::os::unix::fs::symlink(&target, r.path()).unwrap();
+        assert!(r.read().is_err(), "O_NOFOLLOW");
+        r.update(|n| n.push((crate::ClassId::new(2), "web".into())))
+            .unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "1 secret\n");
+        assert!(!fs::symlink_metadata(r.path()).unwrap().is_symlink());
+        assert_eq!(
+            r.read().unwrap(),
+            [(crate::ClassId::new(2), "web".to_owned())]
+        );
+        // a symlink planted at the temporary name is unlinked, never followed
+        let tmp = d.join(format!(".x-classes.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&target, &tmp).unwrap();
+        r.write(&[(crate::ClassId::new(4), "db".into())]).unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "1 secret\n");
+        // a FIFO in its place does not block
+        fs::remove_file(r.path()).unwrap();
+        nix::unistd::mkfifo(&r.path(), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(r.read().is_err());
+        r.update(Vec::clear).unwrap();
+        assert!(
+            !r.path().exists(),
+            "a damaged record with nothing to keep goes"
         );
     }
 

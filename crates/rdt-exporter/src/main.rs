@@ -80,7 +80,8 @@ fn run(args: &Args) -> Result<()> {
             TelemetryOptions::new(&paths.resctrl)
                 .proc_root(&args.proc_root)
                 .rescan_interval(args.rescan_interval)
-                .named_classes(names),
+                .named_classes(names)
+                .run_dir(&paths.run),
         )
         .with_context(|| format!("reading resctrl at {}", paths.resctrl.display()))?;
         Some(t)

@@ -160,6 +160,17 @@ fn prometheus_scrapes_our_group_and_a_foreign_one_with_sane_values() {
     let mut exporter = Killed(exporter);
     let metrics_url = format!("http://127.0.0.1:{port}/metrics");
     wait_for(30, "the exporter to answer", || get(&metrics_url, "*/*"));
+    // A named class `pqos --apply` makes after the exporter started: the library records its
+    // group in the run directory before the mkdir, so it is ours from the rescan that finds it.
+    let record = rdt_pqos::runfile::NameRecord::new(
+        rdt_pqos::Paths::under(m.root()).run,
+        rdt_pqos::resctrl::NAMES_FILE,
+    );
+    record
+        .write(&[(rdt_pqos::ClassId::new(2), "pipeline".to_owned())])
+        .unwrap();
+    std::fs::create_dir(resctrl.join("pipeline")).unwrap();
+    write(&resctrl, "pipeline/schemata", "L3:0=c0;1=c0\n");
     let own_group = std::fs::read_dir(resctrl.join("mon_groups"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -218,6 +229,11 @@ fn prometheus_scrapes_our_group_and_a_foreign_one_with_sane_values() {
     assert_eq!(cos1["kind"], "ctrl");
     let ways = query(prom_port, "rdt_cache_ways{group=\"COS1\",domain=\"0\"}");
     assert_eq!(value(&ways[0]), 6.0);
+    let named = wait_for(30, "the named class's series", || {
+        Some(labels("rdt_cache_ways{group=\"pipeline\",domain=\"0\"}")).filter(|l| !l.is_null())
+    });
+    assert_eq!(named["owner"], "ours", "{named}");
+    record.write(&[]).unwrap();
     let kube = labels("rdt_group_tasks{group=\"kubepods-besteffort\"}");
     assert_eq!(kube["owner"], "foreign", "{kube}");
     assert_eq!(kube["pod_uid"], UID, "{kube}");

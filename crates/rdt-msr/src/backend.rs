@@ -23,7 +23,7 @@ use crate::regs::{
 };
 use crate::uncore::{self, UncoreGroup};
 use crate::{MsrAddr, MsrError, MsrIo};
-use rdt_core::runfile::{DEFAULT_LOCK_TIMEOUT, LockWaitError, WriterLock};
+use rdt_core::runfile::{DEFAULT_LOCK_TIMEOUT, LockWaitError, NameRecord, WriterLock};
 
 /// Reads of IA32_QM_CTR per event per poll before the value is reported as unavailable
 /// (pqos `hw_mon_read`: at most 4 attempts).
@@ -175,8 +175,11 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     claims: Option<Claims>,
     /// The run directory and the writers' lock in it ([`MsrBackend::with_run_dir`]).
     run: Option<(PathBuf, WriterLock)>,
-    /// Named classes ([`Backend::class_named`]), loaded from the run directory on first use.
-    names: Option<BTreeMap<ClassId, String>>,
+    /// Named classes ([`Backend::class_named`]): those recorded in the run directory
+    /// (read by [`MsrBackend::with_run_dir`]) and those bound in this process.
+    names: BTreeMap<ClassId, String>,
+    /// The names claimed ([`Backend::claim_class`]): recorded in `<run dir>/msr-classes`.
+    own: std::collections::BTreeSet<String>,
     /// Per CAT resource (L3, L2): the domains with CDP on, when CDP is on in some domains and
     /// off in others (a reset killed half-way); `None` when consistent.
     cdp_split: [Option<Vec<CacheDomain>>; 2],
@@ -288,7 +291,8 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             next_group: 0,
             claims: None,
             run: None,
-            names: None,
+            names: BTreeMap::new(),
+            own: std::collections::BTreeSet::new(),
             cdp_split: [None, None],
             snc,
         };
@@ -380,40 +384,58 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     /// up by the next one ([`MsrBackend::reclaim_dead_runs`]); the journal of a transaction
     /// in progress; and the writers' lock `msr.lock`, which transactions and
     /// [`Backend::start_monitoring`] hold so that two processes' changes serialize (waiting
-    /// at most [`MsrBackend::set_lock_timeout`], 5 s by default). Without it, a killed
-    /// run's CPUs keep their RMIDs until `pqos -r`, and nothing serializes writers.
+    /// at most [`MsrBackend::set_lock_timeout`], 5 s by default); and the named classes
+    /// (`msr-classes`, [`NameRecord`]), read here: a record that cannot be read is logged
+    /// and taken as empty (the next claim replaces it); classes beyond the class count and
+    /// a second name of one class are left out. Without it, a killed run's CPUs keep their RMIDs until `pqos -r`,
+    /// nothing serializes writers, and named classes last as long as the process.
     #[must_use]
     pub fn with_run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
         self.claims = Some(Claims::new(&dir));
         let lock = WriterLock::new(dir.join("msr.lock"), DEFAULT_LOCK_TIMEOUT);
+        let record = NameRecord::new(&dir, NAMES_FILE);
         self.run = Some((dir, lock));
+        self.names.clear();
+        self.own.clear();
+        for (class, name) in record.read_or_empty() {
+            // a second name of one class (a damaged record) is not taken
+            if self.caps.check_class(Interface::Msr, class).is_ok()
+                && !self.names.contains_key(&class)
+            {
+                self.own.insert(name.clone());
+                self.names.insert(class, name);
+            }
+        }
         self
     }
 
-    /// The named classes, read from `<run dir>/msr-classes` the first time (`<cos> <name>`
-    /// lines; lines that do not parse are skipped; a missing file holds none).
-    fn names(&mut self) -> Result<&BTreeMap<ClassId, String>, MsrError> {
-        if self.names.is_none() {
-            let mut names = BTreeMap::new();
-            if let Some((dir, _)) = &self.run {
-                let path = dir.join(NAMES_FILE);
-                let text = match rdt_core::runfile::read_run_file(&path, 1 << 20) {
-                    Ok(t) => t,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                    Err(source) => return Err(MsrError::Claims { path, source }),
-                };
-                for line in text.lines() {
-                    if let Some((c, n)) = line.split_once(' ')
-                        && let Ok(c) = c.parse::<u32>()
-                    {
-                        names.insert(ClassId::new(c), n.to_owned());
-                    }
-                }
-            }
-            self.names = Some(names);
-        }
-        Ok(self.names.get_or_insert_default())
+    /// The record of named classes, with a run directory.
+    fn name_record(&self) -> Option<NameRecord> {
+        self.run
+            .as_ref()
+            .map(|(dir, _)| NameRecord::new(dir, NAMES_FILE))
+    }
+
+    /// Changes the record of named classes under the writers' lock (nothing without a run
+    /// directory).
+    ///
+    /// # Errors
+    /// [`MsrError::Names`] when it cannot be written; the lock's errors.
+    fn update_names(
+        &mut self,
+        f: impl FnOnce(&mut Vec<(ClassId, String)>),
+    ) -> Result<(), MsrError> {
+        let Some(record) = self.name_record() else {
+            return Ok(());
+        };
+        self.hold_writers()?;
+        let r = record.update(f).map_err(|source| MsrError::Names {
+            path: record.path(),
+            source,
+        });
+        self.release_writers();
+        r
     }
 
     /// Changes how long taking the writers' lock waits for another process.
@@ -1456,20 +1478,20 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         self.cdp_inconsistency()
     }
 
-    /// The COS recorded for `name` in `<run dir>/msr-classes`, else the lowest free one
-    /// ([`rdt_core::transaction::free_classes`], not another name's), recorded there. The
-    /// record lives as long as the run directory (`/run` is emptied at boot, as the
-    /// registers are).
+    /// The COS `name` stands for (recorded in `<run dir>/msr-classes`, or bound in this
+    /// process), else the lowest free one ([`rdt_core::transaction::free_classes`], not
+    /// another name's), bound in this process: a plan that claims the name
+    /// ([`Backend::claim_class`]) records it when applied. The record lives as long as the
+    /// run directory (`/run` is emptied at boot, as the registers are).
     ///
     /// # Errors
     /// [`RequestError::Limit`](rdt_core::RequestError::Limit) when no class is free;
-    /// [`MsrError::Claims`] when the record cannot be written; register reads.
+    /// register reads.
     fn class_named(&mut self, name: &str) -> Result<ClassId, MsrError> {
-        let names = self.names()?.clone();
-        if let Some((c, _)) = names.iter().find(|(_, n)| *n == name) {
+        if let Some((c, _)) = self.names.iter().find(|(_, n)| *n == name) {
             return Ok(*c);
         }
-        let taken: Vec<ClassId> = names.keys().copied().collect();
+        let taken: Vec<ClassId> = self.names.keys().copied().collect();
         let n = self.caps.classes(Interface::Msr);
         let class = rdt_core::transaction::free_classes(self, &taken)?
             .first()
@@ -1483,38 +1505,65 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         Ok(class)
     }
 
-    /// Records `class` as `name` in `<run dir>/msr-classes` (another name of that class
-    /// goes).
+    /// Makes `class` stand for `name` in this process (another name of that class, and
+    /// another class of that name, go).
     ///
     /// # Errors
-    /// [`MsrError::Claims`] when the record cannot be written.
+    /// A class beyond the class count.
     fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), MsrError> {
         self.caps.check_class(Interface::Msr, class)?;
-        let mut names = self.names()?.clone();
-        names.retain(|_, n| n != name);
-        names.insert(class, name.to_owned());
-        if let Some((dir, _)) = &self.run {
-            let mut text = String::new();
-            for (c, n) in &names {
-                text.push_str(&format!("{c} {n}\n"));
-            }
-            let path = dir.join(NAMES_FILE);
-            let tmp = dir.join(format!(".{NAMES_FILE}.{}", std::process::id()));
-            rdt_core::runfile::create_run_dir(dir)
-                .and_then(|()| std::fs::write(&tmp, text))
-                .and_then(|()| std::fs::rename(&tmp, &path))
-                .map_err(|source| MsrError::Claims { path, source })?;
-        }
-        self.names = Some(names);
+        self.names.retain(|_, n| n != name);
+        self.names.insert(class, name.to_owned());
         Ok(())
     }
 
     fn class_names(&self) -> Vec<(ClassId, String)> {
+        self.names.iter().map(|(c, n)| (*c, n.clone())).collect()
+    }
+
+    /// The names recorded in `<run dir>/msr-classes` (as read at open and changed by this
+    /// process since).
+    fn own_class_names(&self) -> Vec<(ClassId, String)> {
         self.names
             .iter()
-            .flatten()
+            .filter(|(_, n)| self.own.contains(*n))
             .map(|(c, n)| (*c, n.clone()))
             .collect()
+    }
+
+    /// Binds `name` to `class` and records it in `<run dir>/msr-classes` (MSR has no
+    /// groups: `make_group` changes nothing).
+    ///
+    /// # Errors
+    /// A class beyond the class count; [`MsrError::Names`] when the record cannot be
+    /// written; the writers' lock.
+    fn claim_class(
+        &mut self,
+        class: ClassId,
+        name: &str,
+        make_group: bool,
+    ) -> Result<(), MsrError> {
+        let _ = make_group;
+        self.bind_class(class, name)?;
+        self.update_names(|v| {
+            v.retain(|(c, n)| *c != class && n != name);
+            v.push((class, name.to_owned()));
+        })?;
+        self.own.insert(name.to_owned());
+        Ok(())
+    }
+
+    /// Drops `name` from `<run dir>/msr-classes` and unbinds it; the class's registers are
+    /// left as they are (a plan sets them back first).
+    ///
+    /// # Errors
+    /// [`MsrError::Names`] when the record cannot be written; the writers' lock.
+    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), MsrError> {
+        let _ = class;
+        self.update_names(|v| v.retain(|(_, n)| n != name))?;
+        self.own.remove(name);
+        self.names.retain(|_, n| n != name);
+        Ok(())
     }
 
     /// For every group, every L3 domain it spans and every hardware event: WRMSR

@@ -117,6 +117,16 @@ pub enum MsrError {
         #[source]
         source: io::Error,
     },
+    /// The record of named classes (`<run dir>/msr-classes`,
+    /// [`rdt_core::runfile::NameRecord`]) could not be written.
+    #[error("the record of named classes {}", path.display())]
+    Names {
+        /// The record.
+        path: PathBuf,
+        /// The system's error.
+        #[source]
+        source: io::Error,
+    },
     /// A request the platform or the MSR interface cannot carry out (limits, a CPU or
     /// domain that does not exist, an event not counted, CPUs already monitored, no free
     /// RMID, per-task work); the same variants as on the OS interface.

@@ -47,7 +47,9 @@ mod owner;
 mod schemata;
 pub mod telemetry;
 
-pub use backend::{DEFAULT_PROC, DEFAULT_ROOT, ResctrlBackend, ResctrlOptions};
+pub use backend::{
+    DEFAULT_PROC, DEFAULT_ROOT, NAMES_FILE, ResctrlBackend, ResctrlOptions, recorded_groups,
+};
 pub use error::ResctrlError;
 pub use fs::{cos_of_name, is_pqos_mon_name, pqos_mon_pid};
 pub use info::{BwInfo, CacheInfo, InfoError, InfoFiles, MonInfo, ResctrlInfo};

@@ -86,6 +86,7 @@ pub struct TelemetryOptions {
     forget_after: Duration,
     watch: bool,
     named_classes: Vec<String>,
+    run_dir: Option<PathBuf>,
 }
 
 impl TelemetryOptions {
@@ -100,6 +101,7 @@ impl TelemetryOptions {
             forget_after: DEFAULT_FORGET_AFTER,
             watch: true,
             named_classes: Vec::new(),
+            run_dir: None,
         }
     }
 
@@ -138,6 +140,16 @@ impl TelemetryOptions {
     #[must_use]
     pub fn named_classes(mut self, names: impl IntoIterator<Item = String>) -> Self {
         self.named_classes = names.into_iter().collect();
+        self
+    }
+
+    /// The run directory of this library's OS interface (`/run/rdt` on a host,
+    /// [`crate::ResctrlOptions::run_dir`]): the named classes' groups recorded there
+    /// ([`crate::recorded_groups`], read again at every rescan) are ours, whichever process
+    /// applied them.
+    #[must_use]
+    pub fn run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.run_dir = Some(dir.into());
         self
     }
 }
@@ -506,6 +518,12 @@ impl ResctrlTelemetry {
         // The totals of the groups found keep their slots; the rest wait `forget_after`.
         let mut old: HashMap<SeriesKey, Slot> =
             self.totals.drain(..).map(|s| (s.key.clone(), s)).collect();
+        let recorded = self
+            .opts
+            .run_dir
+            .as_deref()
+            .map(crate::recorded_groups)
+            .unwrap_or_default();
         let mut groups = Vec::with_capacity(found.len());
         for (path, kind) in found {
             let Ok(meta) = std::fs::metadata(self.fs.path(&path)) else {
@@ -518,7 +536,7 @@ impl ResctrlTelemetry {
                 path.rsplit('/').next().unwrap_or_default()
             };
             let owner = group_owner(kind, name, |n| {
-                self.opts.named_classes.iter().any(|c| c == n)
+                self.opts.named_classes.iter().any(|c| c == n) || recorded.iter().any(|c| c == n)
             });
             let open_text =
                 |file: &str, max: usize| TextFile::open(&self.fs, &join(&path, file), max).ok();
@@ -880,6 +898,27 @@ mod tests {
             .iter()
             .find(|c| c.domain == domain && c.event == event)
             .map(|c| c.bytes)
+    }
+
+    #[test]
+    fn the_named_groups_recorded_in_the_run_directory_are_ours_from_the_next_rescan() {
+        // arrange: `web` made by pqos --apply (recorded), `kube` by another tool
+        let t = Tree::new();
+        let l3 = "L3:0=f;1=f\nMB:0=50;1=100\n";
+        t.ctrl("web", l3, "\n", "");
+        t.ctrl("kube", l3, "\n", "");
+        let run = t.dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let mut tel = ResctrlTelemetry::open(TelemetryOptions::new(&t.root).run_dir(&run)).unwrap();
+        let owner =
+            |tel: &mut ResctrlTelemetry, path: &str| find(tel.scrape().unwrap(), path).owner;
+        assert_eq!(owner(&mut tel, "web"), Foreign, "not recorded yet");
+        // act: applied (recorded) since; a damaged line is skipped
+        std::fs::write(run.join(crate::NAMES_FILE), "garbage\n1 web\n").unwrap();
+        tel.rescan().unwrap();
+        // assert
+        assert_eq!(owner(&mut tel, "web"), Pqos);
+        assert_eq!(owner(&mut tel, "kube"), Foreign);
     }
 
     #[test]

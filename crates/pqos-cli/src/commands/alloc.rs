@@ -667,10 +667,21 @@ fn undone<E: std::error::Error + Send + Sync + 'static>(
     }
 }
 
-/// `--apply FILE [--dry-run]`: the configuration (named classes in TOML/JSON, or
-/// goresctrl's YAML) as one transaction. Prints one line per write
-/// (`pipeline (COS1): L3 domain 0: 0x7fff -> 0x7ff0`), then what happened; with `--dry-run`
-/// nothing is written.
+/// How `--apply` runs: `--dry-run`, `--remove`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ApplyMode {
+    /// `--dry-run`: print the writes, make none.
+    pub dry_run: bool,
+    /// `--remove`: take the file's named classes away ([`ConfigFile::remove`]).
+    pub remove: bool,
+}
+
+/// `--apply FILE [--remove] [--dry-run]`: the configuration (named classes in TOML/JSON,
+/// or goresctrl's YAML) as one transaction, or with `--remove` the transaction that takes
+/// its named classes away again. Prints one line per write
+/// (`pipeline (COS1): L3 domain 0: 0x7fff -> 0x7ff0`), then what happened; with
+/// `--dry-run` nothing is written. The plan's warnings (a name that is not ours, for
+/// `--remove`) are logged.
 ///
 /// # Errors
 /// The file cannot be read or does not fit the platform (naming file, line and key;
@@ -678,14 +689,19 @@ fn undone<E: std::error::Error + Send + Sync + 'static>(
 pub fn run_apply<B: Backend>(
     backend: &mut B,
     file: &std::path::Path,
-    dry_run: bool,
+    mode: ApplyMode,
     proc: &ProcFs,
     out: &mut dyn Write,
 ) -> Result<()> {
     let config = ConfigFile::load(file)?;
     // The writers' lock is held from reading the state to the last write.
     transaction::with_writers(backend, |backend| {
-        let planned = config.plan(backend, proc).map_err(|e| match e {
+        let planned = if mode.remove {
+            config.remove(backend)
+        } else {
+            config.plan(backend, proc)
+        };
+        let planned = planned.map_err(|e| match e {
             ConfigPlanError::Config(e) => anyhow::Error::new(e),
             ConfigPlanError::Backend(e) => anyhow::Error::new(e).context("reading the platform"),
         })?;
@@ -700,7 +716,7 @@ pub fn run_apply<B: Backend>(
             writeln!(out, "Nothing to change.")?;
             return Ok(());
         }
-        if dry_run {
+        if mode.dry_run {
             writeln!(
                 out,
                 "{} write(s) planned; dry run: nothing written.",
@@ -721,7 +737,11 @@ pub fn run_apply<B: Backend>(
     })?
 }
 
-/// `-R [CFG]`: pqos's `Allocation reset successful` or `Allocation reset failed!`.
+/// `-R [CFG]`: pqos's `Allocation reset successful` or `Allocation reset failed!` on
+/// `out`. The reset also gives up this library's named classes (the plan's
+/// [`Step::Release`]s); the names it gave up are told on `notes` (stderr), so that stdout
+/// stays pqos's one line: `NOTE: named classes removed: pipeline (COS1), noisy (COS2)`.
+/// A named class kept (its resctrl group holds monitor groups) is a logged warning.
 ///
 /// # Errors
 /// A requested setting the platform lacks, or a failed write.
@@ -729,8 +749,21 @@ pub fn run_reset_allocation<B: Backend>(
     backend: &mut B,
     cfg: AllocReset,
     out: &mut dyn Write,
+    notes: &mut dyn Write,
 ) -> Result<()> {
-    let result = match transaction::run(backend, &[Change::Reset(cfg)]) {
+    let planned = transaction::with_writers(backend, |b| {
+        Plan::new(b, &[Change::Reset(cfg)]).map(|plan| {
+            for w in plan.warnings() {
+                log::warn!("{w}");
+            }
+            plan.apply(b)
+        })
+    });
+    let outcome = match planned {
+        Ok(planned) => planned,
+        Err(e) => Ok(Outcome::NotApplied(e)),
+    };
+    let result = match outcome {
         Err(PlanError::Invalid {
             error: RequestError::FeatureUnsupported { feature, .. },
             ..
@@ -742,12 +775,21 @@ pub fn run_reset_allocation<B: Backend>(
         Err(e) => Err(anyhow::Error::new(e).context("resetting allocation")),
         Ok(outcome) => outcome
             .into_result()
-            .map(drop)
             .map_err(|e| anyhow::Error::new(e).context("resetting allocation")),
     };
     match result {
-        Ok(()) => {
+        Ok(done) => {
             writeln!(out, "Allocation reset successful")?;
+            let removed: Vec<String> = done
+                .iter()
+                .filter_map(|d| match &d.step {
+                    Step::Release { class, name, .. } => Some(format!("{name} (COS{class})")),
+                    _ => None,
+                })
+                .collect();
+            if !removed.is_empty() {
+                writeln!(notes, "NOTE: named classes removed: {}", removed.join(", "))?;
+            }
             Ok(())
         }
         Err(e) => {
@@ -1327,12 +1369,13 @@ mod tests {
     fn reset_allocation_prints_pqos_line_and_checks_support() {
         let mut b = FakeBackend::broadwell_2s();
         run(&mut b, &["-e", "llc:1=0xf"]).0.unwrap();
-        let mut out = Vec::new();
-        run_reset_allocation(&mut b, AllocReset::default(), &mut out).unwrap();
+        let (mut out, mut notes) = (Vec::new(), Vec::new());
+        run_reset_allocation(&mut b, AllocReset::default(), &mut out, &mut notes).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "Allocation reset successful\n"
         );
+        assert!(notes.is_empty(), "no named class to remove");
         assert_eq!(
             b.l3_mask(0, 1),
             CatMask::Unified(CacheBitmask::new(0xfffff).unwrap())
@@ -1342,7 +1385,7 @@ mod tests {
             l2_cdp: FeatureSetting::On,
             ..AllocReset::default()
         };
-        let e = run_reset_allocation(&mut b, cfg, &mut out)
+        let e = run_reset_allocation(&mut b, cfg, &mut out, &mut notes)
             .unwrap_err()
             .to_string();
         assert_eq!(e, "L2 CDP requested but not supported by the platform!");
@@ -1350,6 +1393,96 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "Allocation reset failed!\n"
         );
+    }
+
+    #[test]
+    fn reset_allocation_gives_up_named_classes_and_says_so_on_the_notes_only() {
+        // arrange: two named classes applied
+        let mut b = FakeBackend::broadwell_2s();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "[[class]]\nname = \"db\"\nl3 = { ways = 4 }\ncpus = \"2-3\"\n\n\
+             [[class]]\nname = \"web\"\nl3 = { ways = 2 }\ncpus = \"4\"\n",
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        run_apply(
+            &mut b,
+            &file,
+            ApplyMode::default(),
+            &ProcFs::host(),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(b.own_class_names().len(), 2);
+        // act
+        let (mut out, mut notes) = (Vec::new(), Vec::new());
+        run_reset_allocation(&mut b, AllocReset::default(), &mut out, &mut notes).unwrap();
+        // assert: pqos's line alone on stdout, the names on the notes, none left
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "Allocation reset successful\n"
+        );
+        assert_eq!(
+            String::from_utf8(notes).unwrap(),
+            "NOTE: named classes removed: db (COS1), web (COS2)\n"
+        );
+        assert!(b.own_class_names().is_empty() && b.class_names().is_empty());
+        assert_eq!([2, 3, 4].map(|c| b.class_of_cpu(c)), [0, 0, 0]);
+    }
+
+    #[test]
+    fn apply_remove_takes_away_the_files_classes_only_and_dry_run_writes_nothing() {
+        // arrange: `db` applied; `other` is named by the file but was never applied
+        let mut b = FakeBackend::broadwell_2s();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "[[class]]\nname = \"db\"\nl3 = { ways = 4 }\ncpus = \"2-3\"\n",
+        )
+        .unwrap();
+        let proc = ProcFs::host();
+        let before = rdt_pqos::transaction::AllocState::read(&mut b).unwrap();
+        run_apply(&mut b, &file, ApplyMode::default(), &proc, &mut Vec::new()).unwrap();
+        std::fs::write(
+            &file,
+            "[[class]]\nname = \"db\"\n\n[[class]]\nname = \"other\"\n",
+        )
+        .unwrap();
+        let remove = |dry_run| ApplyMode {
+            dry_run,
+            remove: true,
+        };
+        // act: a dry run, then the removal
+        let writes = b.writes.len();
+        let mut out = Vec::new();
+        run_apply(&mut b, &file, remove(true), &proc, &mut out).unwrap();
+        let dry = String::from_utf8(out).unwrap();
+        assert!(
+            dry.ends_with("dry run: nothing written.\n")
+                && dry.contains("db (COS1): CPU 2 to COS0\n"),
+            "{dry}"
+        );
+        assert_eq!(b.writes.len(), writes, "a dry run writes nothing");
+        let mut out = Vec::new();
+        run_apply(&mut b, &file, remove(false), &proc, &mut out).unwrap();
+        // assert
+        let got = String::from_utf8(out).unwrap();
+        assert!(
+            got.ends_with("db (COS1): named class removed\nApplied 5 write(s).\n"),
+            "{got}"
+        );
+        assert_eq!(
+            rdt_pqos::transaction::AllocState::read(&mut b).unwrap(),
+            before
+        );
+        assert!(b.own_class_names().is_empty());
+        let mut out = Vec::new();
+        run_apply(&mut b, &file, remove(false), &proc, &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "Nothing to change.\n");
     }
 
     #[test]

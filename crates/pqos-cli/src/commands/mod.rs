@@ -49,7 +49,12 @@ pub fn execute<B: Backend>(
         alloc::run_reset_monitoring(backend, text(plan, out, &mut stderr))?;
     }
     if let Some(cfg) = plan.alloc_reset {
-        alloc::run_reset_allocation(backend, cfg, text(plan, out, &mut stderr))?;
+        alloc::run_reset_allocation(
+            backend,
+            cfg,
+            text(plan, out, &mut stderr),
+            &mut std::io::stderr(),
+        )?;
     }
     match &plan.command {
         Command::Version => writeln!(out, "{}", version_line())?,
@@ -58,11 +63,18 @@ pub fn execute<B: Backend>(
         Command::Allocate(req) => {
             alloc::run_alloc(backend, req, ctx.proc, text(plan, out, &mut stderr))?;
         }
-        Command::Apply { file, dry_run } => {
+        Command::Apply {
+            file,
+            dry_run,
+            remove,
+        } => {
             alloc::run_apply(
                 backend,
                 file,
-                *dry_run,
+                alloc::ApplyMode {
+                    dry_run: *dry_run,
+                    remove: *remove,
+                },
                 ctx.proc,
                 text(plan, out, &mut stderr),
             )?;

@@ -4,7 +4,10 @@
 //! other tools made (`Other resctrl groups (not managed by pqos):`, after pqos's sections),
 //! which pqos and this tool leave alone, and for a CPU in such a group a core line naming
 //! the group instead of a class (`    Core 3, L2ID 3, L3ID 0 => kubepods (not managed by
-//! pqos)`), where pqos has no class to print.
+//! pqos)`), where pqos has no class to print. The named classes `--apply` made are this
+//! tool's classes like any other (on the OS interface their resctrl groups are listed as
+//! COS numbers in pqos's sections); a section of ours after pqos's says which name each
+//! stands for (`Named classes (pqos --apply):` then `    COS1 => pipeline`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -134,6 +137,8 @@ struct Config {
     tasks: Option<ClassTasks>,
     /// OS interface: every resctrl group.
     groups: Part<Vec<GroupInfo>>,
+    /// The named classes this tool made ([`Backend::own_class_names`]), by class.
+    named: Vec<(ClassId, String)>,
 }
 
 /// Reads the classes of several domains at once ([`Backend::cat_classes_in`],
@@ -382,6 +387,7 @@ impl Config {
             packages,
             tasks,
             groups,
+            named: backend.own_class_names(),
         }
     }
 
@@ -490,6 +496,12 @@ impl Config {
                 writeln!(out, "Error retrieving PID information!")?;
             }
         }
+        if !self.named.is_empty() {
+            writeln!(out, "Named classes (pqos --apply):")?;
+            for (class, name) in &self.named {
+                writeln!(out, "    COS{class} => {name}")?;
+            }
+        }
         let foreign: Vec<&GroupInfo> = self
             .groups
             .value()
@@ -542,7 +554,27 @@ mod json {
         cores: Vec<CoreDoc>,
         tasks: Option<Vec<TasksDoc>>,
         groups: Option<Vec<GroupDoc>>,
+        /// The named classes `--apply` made, by class.
+        named_classes: Vec<NamedDoc>,
         errors: Vec<String>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct NamedDoc {
+        class: u32,
+        name: String,
+    }
+
+    impl NamedDoc {
+        fn list(c: &Config) -> Vec<Self> {
+            c.named
+                .iter()
+                .map(|(class, name)| Self {
+                    class: class.get(),
+                    name: name.clone(),
+                })
+                .collect()
+        }
     }
 
     #[derive(Debug, Serialize)]
@@ -763,6 +795,7 @@ mod json {
                 cores,
                 tasks,
                 groups,
+                named_classes: NamedDoc::list(c),
                 errors,
             }
         }

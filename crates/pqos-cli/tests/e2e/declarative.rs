@@ -85,14 +85,21 @@ fn the_issue_example_applies_verbatim_through_resctrl_and_again_writes_nothing()
     // applied: named groups, masks placed, MBA, CPUs and the task
     let run = m.pqos(&["--apply", cfg]).ok();
     assert!(
-        run.stdout.ends_with("Applied 16 write(s).\n"),
+        run.stdout.ends_with("Applied 18 write(s).\n"),
         "{}",
         run.stdout
     );
-    assert_eq!(run.stdout.lines().count(), 17, "{}", run.stdout);
-    // 16 steps; the 6 CPUs of `pipeline` and the 3 of `noisy` are one cpus_list write each
+    assert_eq!(run.stdout.lines().count(), 19, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .starts_with("pipeline (COS1): new named class\nnoisy (COS2): new named class\n"),
+        "{}",
+        run.stdout
+    );
+    // 18 steps (the two names first: their groups); the 6 CPUs of `pipeline` and the 3 of
+    // `noisy` are one cpus_list write each
     let written = changes(m.root());
-    assert!(written >= 16 - 5 - 2, "{written}");
+    assert!(written >= 18 - 5 - 2, "{written}");
     assert_eq!(m.read("noisy/tasks"), "1234\n");
     assert_eq!(m.read("noisy/cpus_list"), "8-10\n");
     assert_eq!(m.read("pipeline/cpus_list"), "2-7\n");

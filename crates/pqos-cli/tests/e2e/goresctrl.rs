@@ -152,12 +152,16 @@ fn invalid_configurations_are_refused_naming_the_key_and_write_nothing() {
         );
         assert!(!run.stdout.contains("->"), "{}", run.stdout);
     }
-    // Nothing was written: a valid file still finds every class at its defaults.
+    // Nothing was written: a valid file still finds every class at its defaults (only its
+    // group is new).
     std::fs::write(
         dir.path().join("ok.yaml"),
         "partitions:\n  a:\n    l3Allocation: 100%\n    classes:\n      one:\n",
     )
     .expect("write");
     let ok = apply(&sim, dir.path().join("ok.yaml").to_str().expect("UTF-8")).ok();
-    assert_eq!(ok.stdout, "Nothing to change.\n");
+    assert_eq!(
+        ok.stdout,
+        "one (COS1): new named class\nApplied 1 write(s).\n"
+    );
 }

@@ -51,6 +51,10 @@ mod crash;
 // `pqos --apply FILE`: named classes from TOML, idempotent, all or nothing.
 mod declarative;
 
+// Named classes are pqos's own: -R gives them up, `--apply FILE --remove` takes them away
+// (the tree or the registers as before), another tool's group of a name is never touched.
+mod named;
+
 // `-u json`: pure JSON on stdout, every document valid against docs/json's schemas.
 mod json;
 

@@ -5,8 +5,16 @@
 use super::error::Location;
 use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
 use crate::proc::ProcFs;
-use crate::transaction::{Change, MaskScope, Plan, PlanError, Step};
-use crate::{Backend, CatResource, ClassId, Interface, MbaResource};
+use crate::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
+use crate::{Backend, CatCaps, CatResource, ClassId, Interface, MbaResource, RequestError};
+
+/// The key of a bandwidth resource in the file: `mba` or `smba`.
+const fn resource_key(resource: MbaResource) -> &'static str {
+    match resource {
+        MbaResource::Mba => "mba",
+        MbaResource::Smba => "smba",
+    }
+}
 
 /// A configuration resolved against a platform ([`Config::plan`]): the class of service of
 /// every named class and the plan of the writes that make the platform match the file, the
@@ -32,7 +40,14 @@ impl ConfigPlan {
             .map(|(n, _)| n.as_str())
     }
 
-    /// One line per write, `pipeline (COS1): L3 domain 0: 0xfffff -> 0xffe00`, in order.
+    /// Whether a move from `before` to `after` leaves a class of the file for one outside it
+    /// (a removal's).
+    fn is_leaving(&self, before: ClassId, after: ClassId) -> bool {
+        self.name_of(before).is_some() && self.name_of(after).is_none()
+    }
+
+    /// One line per write, `pipeline (COS1): L3 domain 0: 0xfffff -> 0xffe00`, in order; a
+    /// removal's moves are `pipeline (COS1): CPU 2 to COS0`.
     #[must_use]
     pub fn lines(&self) -> Vec<String> {
         self.plan
@@ -66,8 +81,19 @@ impl ConfigPlan {
                         before.limit,
                         after.limit
                     ),
+                    // into a class of the file, or (a removal) out of one
+                    Step::Cpu { cpu, before, after } if self.is_leaving(*before, *after) => {
+                        format!("{}: CPU {cpu} to COS{after}", who(*before))
+                    }
                     Step::Cpu { cpu, before, after } => {
                         format!("{}: CPU {cpu} from COS{before}", who(*after))
+                    }
+                    Step::Task {
+                        task,
+                        before,
+                        after,
+                    } if self.is_leaving(*before, *after) => {
+                        format!("{}: task {task} to COS{after}", who(*before))
                     }
                     Step::Task {
                         task,
@@ -76,7 +102,11 @@ impl ConfigPlan {
                     } => {
                         format!("{}: task {task} from COS{before}", who(*after))
                     }
-                    Step::Reset { .. } => step.to_string(),
+                    Step::Claim { class, .. } => format!("{}: new named class", who(*class)),
+                    Step::Release { class, name, .. } => {
+                        format!("{name} (COS{class}): named class removed")
+                    }
+                    Step::Reset { .. } | Step::Restore { .. } => step.to_string(),
                 }
             })
             .collect()
@@ -118,13 +148,20 @@ impl Config {
     }
 
     /// Resolves the file against `backend` and plans the writes that make the platform
-    /// match it; writes nothing but the name records of [`Backend::class_named`] (MSR).
+    /// match it; writes nothing (the names are bound in this process only until the plan is
+    /// applied).
     ///
     /// 1. [`Config::check`] against the backend's capabilities and topology.
     /// 2. Classes of service: `cos = N` binds N on the MSR interface
     ///    ([`Backend::bind_class`]; ignored with a warning on the OS interface, where the
     ///    kernel chooses CLOSIDs); every other class is [`Backend::class_named`] (on the OS
-    ///    interface, the resctrl group of that name).
+    ///    interface, the resctrl group of that name). [`Plan::new`] claims a name that is
+    ///    not yet this library's ([`Backend::own_class_names`]) before its first write
+    ///    ([`Change::Claim`]): applied, the plan records it (MSR: its class of service; OS:
+    ///    the group it makes), so that `pqos -s` shows it, a reset and [`Config::remove`]
+    ///    give it up, and undoing the plan ([`Plan::undoing`]) gives it up again. Another
+    ///    tool's existing resctrl group of that name is written to but never claimed: it
+    ///    stays that tool's.
     /// 3. Per cache level and domain, the classes' masks are [placed](super::place) around
     ///    the ways other classes hold: the masks of every class outside the file other than
     ///    COS 0 that are not all ways.
@@ -212,24 +249,177 @@ impl Config {
                 }
             }
         }
-        let plan = Plan::new(backend, &changes).map_err(|e| match e {
+        let classes = self
+            .classes
+            .iter()
+            .zip(&ids)
+            .map(|(c, id)| (c.name.clone(), *id))
+            .collect();
+        self.finish(backend, &changes, &origins, classes, warnings, false)
+    }
+
+    /// Plans taking away the file's named classes that this library made
+    /// ([`Backend::own_class_names`]; `pqos --apply FILE --remove`), as one transaction: per
+    /// class, every mask back to all ways (data and code masks with CDP on), every MBA and
+    /// SMBA limit back to "no limit", its CPUs and (OS interface) tasks back to COS 0, then
+    /// the name given up ([`Change::Release`]): on the OS interface its resctrl group is
+    /// removed, on the MSR interface its record goes. Writes nothing; apply the plan with
+    /// [`Plan::apply`] (all or nothing, journaled).
+    ///
+    /// A name of the file that is not one of this library's (never applied here, removed
+    /// already, or another tool's resctrl group of that name, as goresctrl makes) is left
+    /// alone, with a warning naming the file and line: it is not an error, so that removing
+    /// a configuration twice, or one applied in part, works. Only the names of the file
+    /// count: its sizes, CPUs and tasks are not looked at (the classes' state now is what
+    /// is undone).
+    ///
+    /// # Errors
+    /// [`ConfigPlanError::Config`] naming the class when its removal cannot be planned (on
+    /// the OS interface its group holds monitor groups, [`crate::RequestError::ClassInUse`];
+    /// a task that exited while planning); [`ConfigPlanError::Backend`] when the platform
+    /// cannot be read.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::path::Path;
+    /// use rdt_core::config::Config;
+    /// use rdt_core::fake::FakeBackend;
+    /// use rdt_core::proc::ProcFs;
+    /// use rdt_core::transaction::AllocState;
+    ///
+    /// let mut b = FakeBackend::broadwell_2s();
+    /// let before = AllocState::read(&mut b).unwrap();
+    /// let cfg = Config::parse_toml(
+    ///     "[[class]]\nname = \"db\"\nl3 = { ways = 4 }\ncpus = \"0-3\"\n",
+    ///     Path::new("cfg.toml"),
+    /// )?;
+    /// let procfs = ProcFs::host();
+    /// cfg.plan(&mut b, &procfs).unwrap().plan.apply(&mut b).into_result().unwrap();
+    /// let removal = cfg.remove(&mut b).unwrap();
+    /// assert!(removal.warnings.is_empty());
+    /// removal.plan.apply(&mut b).into_result().unwrap();
+    /// assert_eq!(AllocState::read(&mut b).unwrap(), before);
+    /// assert!(cfg.remove(&mut b).unwrap().plan.is_empty(), "nothing of ours is left");
+    /// # Ok::<(), rdt_core::config::ConfigError>(())
+    /// ```
+    pub fn remove<B: Backend>(
+        &self,
+        backend: &mut B,
+    ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
+        let own = backend.own_class_names();
+        let mut warnings = Vec::new();
+        let mut classes = Vec::new();
+        let mut changes = Vec::new();
+        let mut origins = Vec::new();
+        let origin = |i: usize, key: &str| Origin {
+            class: i,
+            key: key.to_owned(),
+        };
+        let cpus = backend.cpu_classes().map_err(ConfigPlanError::Backend)?;
+        for (i, spec) in self.classes.iter().enumerate() {
+            let Some(&(class, _)) = own.iter().find(|(_, n)| *n == spec.name) else {
+                warnings.push(
+                    self.error_at(
+                        i,
+                        "name",
+                        RequestError::NotOwnClass {
+                            name: spec.name.clone(),
+                        }
+                        .to_string(),
+                    )
+                    .to_string(),
+                );
+                continue;
+            };
+            classes.push((spec.name.clone(), class));
+            for resource in [CatResource::L3, CatResource::L2] {
+                let Some(full) = backend.capabilities().cat(resource).map(CatCaps::full_mask)
+                else {
+                    continue;
+                };
+                let domains = match resource {
+                    CatResource::L3 => backend.topology().l3_domains(),
+                    CatResource::L2 => backend.topology().l2_domains(),
+                };
+                for domain in domains {
+                    changes.push(Change::Cat {
+                        resource,
+                        domain,
+                        class,
+                        scope: MaskScope::Both,
+                        mask: full,
+                    });
+                    origins.push(origin(i, ClassSpec::cache_key(resource)));
+                }
+            }
+            for resource in MbaResource::ALL {
+                let Some(unlimited) = backend
+                    .capabilities()
+                    .bandwidth(resource)
+                    .get()
+                    .map(crate::MbaCaps::unlimited)
+                else {
+                    continue;
+                };
+                for domain in backend.topology().l3_domains() {
+                    changes.push(Change::bandwidth(resource, domain, class, unlimited));
+                    origins.push(origin(i, resource_key(resource)));
+                }
+            }
+            for &(cpu, c) in &cpus {
+                if c == Some(class) {
+                    changes.push(Change::cpu(cpu, ClassId::new(0)));
+                    origins.push(origin(i, "cpus"));
+                }
+            }
+            if backend.interface() == Interface::Os {
+                for task in backend
+                    .tasks_of_class(class)
+                    .map_err(ConfigPlanError::Backend)?
+                {
+                    changes.push(Change::task(task, ClassId::new(0)));
+                    origins.push(origin(i, "tasks"));
+                }
+            }
+            changes.push(Change::Release {
+                class,
+                name: spec.name.clone(),
+            });
+            origins.push(origin(i, "name"));
+        }
+        self.finish(backend, &changes, &origins, classes, warnings, true)
+    }
+
+    /// The end of [`Config::plan`] and [`Config::remove`]: [`Plan::new`] with its errors and
+    /// warnings placed in the file, the writes of what already matches left out. A
+    /// `removal` sets masks back to all ways: that they include shareable ways is no news.
+    fn finish<B: Backend>(
+        &self,
+        backend: &mut B,
+        changes: &[Change],
+        origins: &[Origin],
+        classes: Vec<(String, ClassId)>,
+        mut warnings: Vec<String>,
+        removal: bool,
+    ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
+        let plan = Plan::new(backend, changes).map_err(|e| match e {
             PlanError::Invalid { index, error } => {
                 let o = &origins[index];
                 ConfigPlanError::Config(self.error_at(o.class, &o.key, error.to_string()))
             }
             PlanError::Read { error, .. } => ConfigPlanError::Backend(error),
         })?;
-        warnings.extend(plan.warnings().iter().map(|w| {
-            let o = &origins[w.index()];
-            self.error_at(o.class, &o.key, w.to_string()).to_string()
-        }));
-        Ok(ConfigPlan {
-            classes: self
-                .classes
+        warnings.extend(
+            plan.warnings()
                 .iter()
-                .zip(&ids)
-                .map(|(c, id)| (c.name.clone(), *id))
-                .collect(),
+                .filter(|w| !(removal && matches!(w, PlanWarning::Shareable { .. })))
+                .map(|w| {
+                    let o = &origins[w.index()];
+                    self.error_at(o.class, &o.key, w.to_string()).to_string()
+                }),
+        );
+        Ok(ConfigPlan {
+            classes,
             plan: plan.without_unchanged(),
             warnings,
         })

@@ -1602,11 +1602,11 @@ impl GoresctrlConfig {
 
     /// Resolves the file against `backend` ([`GoresctrlConfig::resolve`] on
     /// [`GoresctrlPlatform::of`] its capabilities and topology) and plans the writes that
-    /// make the platform match it, leaving out those that change nothing. Writes nothing
-    /// but the name records of [`Backend::class_named`] (MSR).
+    /// make the platform match it, leaving out those that change nothing. Writes nothing.
     ///
     /// Each class is [`Backend::class_named`] by its name (on the OS interface, the resctrl
-    /// group of that name); the root's names are COS 0. Masks are written per cache id
+    /// group of that name); the root's names are COS 0. A name not yet this library's is
+    /// claimed by the plan, as for [`super::Config::plan`]. Masks are written per cache id
     /// and CDP type; MBA percentages are rounded up to the granularity, as the kernel
     /// stores them, with a warning when that changes them.
     ///
@@ -1705,6 +1705,28 @@ impl GoresctrlConfig {
             plan: plan.without_unchanged(),
             warnings,
         })
+    }
+}
+
+impl GoresctrlConfig {
+    /// The file's classes as named classes without settings (the root's names left out),
+    /// for [`super::Config::remove`]: a class's line is its `at`.
+    #[must_use]
+    pub fn names(&self) -> super::Config {
+        super::Config {
+            file: self.file.clone(),
+            classes: self
+                .partitions
+                .iter()
+                .flat_map(|p| &p.classes)
+                .filter(|c| !c.is_root())
+                .map(|c| super::ClassSpec {
+                    name: c.name.clone(),
+                    lines: super::KeyLines::new(c.at.line),
+                    ..super::ClassSpec::default()
+                })
+                .collect(),
+        }
     }
 }
 

@@ -136,6 +136,21 @@ impl ConfigFile {
             Self::Goresctrl(g) => g.plan(backend),
         }
     }
+
+    /// Plans taking the file's named classes away ([`Config::remove`]; for goresctrl's
+    /// YAML, its classes but the root: [`goresctrl::GoresctrlConfig::names`]).
+    ///
+    /// # Errors
+    /// As [`Config::remove`].
+    pub fn remove<B: crate::Backend>(
+        &self,
+        backend: &mut B,
+    ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
+        match self {
+            Self::Classes(c) => c.remove(backend),
+            Self::Goresctrl(g) => g.names().remove(backend),
+        }
+    }
 }
 
 /// A parsed configuration: the classes, in file order.

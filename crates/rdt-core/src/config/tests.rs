@@ -1153,3 +1153,207 @@ fn amd_units_set_mba_and_smba_per_domain() {
     .unwrap_err();
     assert!(e.to_string().contains("mba.units"), "{e}");
 }
+
+// ---- undo and removal ----
+
+/// Two classes: L3 ways in every domain, an MBA limit the fake rounds (25 % to 30 %), CPUs.
+const TWO: &str = "[[class]]\nname = \"db\"\nl3 = { ways = 4 }\nmba = { percent = 25 }\ncpus = \"2-3\"\n\n\
+                   [[class]]\nname = \"web\"\nl3 = { mask = \"0x3\" }\ncpus = \"4\"\n";
+
+/// The whole state a configuration can change: the allocation, and the names.
+fn state(
+    b: &mut crate::fake::FakeBackend,
+) -> (crate::transaction::AllocState, Vec<(ClassId, String)>) {
+    (
+        crate::transaction::AllocState::read(b).unwrap(),
+        b.class_names(),
+    )
+}
+
+/// Applies `text` on `b`, returns what was written.
+fn apply(b: &mut crate::fake::FakeBackend, text: &str) -> Vec<crate::transaction::Done> {
+    let cfg = toml(text).unwrap();
+    cfg.plan(b, &crate::proc::ProcFs::host())
+        .unwrap()
+        .plan
+        .apply(b)
+        .into_result()
+        .unwrap()
+}
+
+#[test]
+fn undoing_an_applied_configuration_restores_the_state_before_and_gives_the_names_up() {
+    // arrange: COS1 is someone else's (its CPU and mask stay), the rest at the defaults
+    let mut b = crate::fake::FakeBackend::intel_2s();
+    let mask = CacheBitmask::new(0x300).unwrap();
+    crate::transaction::run(
+        &mut b,
+        &[
+            crate::transaction::Change::l3(CacheDomain::new(0), ClassId::new(1), mask),
+            crate::transaction::Change::cpu(crate::LogicalCpu::new(5), ClassId::new(1)),
+        ],
+    )
+    .unwrap()
+    .into_result()
+    .unwrap();
+    let before = state(&mut b);
+    // act
+    let done = apply(&mut b, TWO);
+    assert_eq!(b.own_class_names().len(), 2);
+    let mba = done
+        .iter()
+        .find(|d| matches!(d.step, crate::transaction::Step::Mba { .. }))
+        .unwrap();
+    assert_eq!(mba.applied, Some(MbaLimit::Percent(30)), "the fake rounds");
+    let undo = crate::transaction::Plan::undoing(&b, &done);
+    // the MBA step is undone from the limit applied, not the one asked for
+    let back = undo
+        .steps()
+        .iter()
+        .find_map(|(_, s)| match s {
+            crate::transaction::Step::Mba { before, .. } => Some(before.limit),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(back, MbaLimit::Percent(30));
+    undo.apply(&mut b).into_result().unwrap();
+    // assert
+    assert_eq!(state(&mut b), before);
+    assert!(b.own_class_names().is_empty());
+    // applied again, the same classes come back
+    let again = apply(&mut b, TWO);
+    assert_eq!(again.len(), done.len());
+}
+
+#[test]
+fn undo_under_cdp_puts_back_data_and_code_masks_each() {
+    // arrange: CDP on; COS1 holds different data and code masks; `db` takes it over by a
+    // fixed `cos`, with one mask for both
+    let mut b = crate::fake::FakeBackend::intel_2s();
+    b.enable_l3_cdp();
+    let d0 = CacheDomain::new(0);
+    let (data, code) = (
+        CacheBitmask::new(0xf0).unwrap(),
+        CacheBitmask::new(0xf00).unwrap(),
+    );
+    b.set_cat_classes(
+        CatResource::L3,
+        d0,
+        &[crate::CatClass {
+            class: ClassId::new(1),
+            mask: crate::CatMask::Cdp { data, code },
+        }],
+    )
+    .unwrap();
+    let before = state(&mut b);
+    // act
+    let done = apply(
+        &mut b,
+        "[[class]]\nname = \"db\"\ncos = 1\nl3 = { mask = \"0x3\", shared = true }\ncpus = \"2\"\n",
+    );
+    assert_eq!(
+        b.l3_mask(0, 1),
+        crate::CatMask::Cdp {
+            data: CacheBitmask::new(0x3).unwrap(),
+            code: CacheBitmask::new(0x3).unwrap()
+        }
+    );
+    crate::transaction::Plan::undoing(&b, &done)
+        .apply(&mut b)
+        .into_result()
+        .unwrap();
+    // assert
+    assert_eq!(b.l3_mask(0, 1), crate::CatMask::Cdp { data, code });
+    assert_eq!(state(&mut b), before);
+}
+
+#[test]
+fn remove_gives_up_the_files_own_classes_and_its_undo_claims_them_back() {
+    // arrange
+    let mut b = crate::fake::FakeBackend::intel_2s();
+    let before = state(&mut b);
+    apply(&mut b, TWO);
+    let applied = state(&mut b);
+    // `other` was never applied: a warning, not an error
+    let cfg = toml(&format!("{TWO}\n[[class]]\nname = \"other\"\n")).unwrap();
+    // act
+    let removal = cfg.remove(&mut b).unwrap();
+    assert_eq!(removal.warnings.len(), 1, "{:?}", removal.warnings);
+    assert!(
+        removal.warnings[0]
+            .starts_with("cfg.toml:13: class \"other\": name: `other` is not a named class"),
+        "{:?}",
+        removal.warnings
+    );
+    assert!(
+        removal
+            .lines()
+            .contains(&"db (COS1): CPU 2 to COS0".to_owned())
+    );
+    let done = removal.plan.apply(&mut b).into_result().unwrap();
+    // assert: as before the apply, names included
+    assert_eq!(state(&mut b), before);
+    assert!(b.own_class_names().is_empty());
+    // undoing the removal brings the applied classes back, names and all
+    crate::transaction::Plan::undoing(&b, &done)
+        .apply(&mut b)
+        .into_result()
+        .unwrap();
+    assert_eq!(state(&mut b), applied);
+    assert_eq!(b.own_class_names().len(), 2);
+}
+
+#[test]
+fn a_removal_that_fails_midway_is_rolled_back_names_included() {
+    let mut b = crate::fake::FakeBackend::intel_2s();
+    apply(&mut b, TWO);
+    let applied = state(&mut b);
+    let cfg = toml(TWO).unwrap();
+    let removal = cfg.remove(&mut b).unwrap();
+    // the last write (web's release) fails: everything before it is undone, db's release
+    // included
+    let mut dry = b.clone();
+    let writes = dry.writes.len();
+    removal.plan.clone().apply(&mut dry).into_result().unwrap();
+    let n = dry.writes.len() - writes;
+    assert!(dry.writes.last().unwrap().starts_with("release web"));
+    b.fail_nth_write(n);
+    let outcome = removal.plan.apply(&mut b);
+    assert!(
+        matches!(outcome, crate::transaction::Outcome::RolledBack { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(state(&mut b), applied);
+    assert_eq!(b.own_class_names().len(), 2);
+}
+
+#[test]
+fn a_reset_plan_gives_up_the_named_classes_and_its_undo_brings_them_back() {
+    let mut b = crate::fake::FakeBackend::intel_2s();
+    apply(&mut b, TWO);
+    let applied = state(&mut b);
+    let plan = crate::transaction::Plan::new(
+        &mut b,
+        &[crate::transaction::Change::Reset(
+            crate::AllocReset::default(),
+        )],
+    )
+    .unwrap();
+    let released: Vec<&str> = plan
+        .steps()
+        .iter()
+        .filter_map(|(_, s)| match s {
+            crate::transaction::Step::Release { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(released, ["db", "web"]);
+    let done = plan.apply(&mut b).into_result().unwrap();
+    assert!(b.own_class_names().is_empty() && b.class_names().is_empty());
+    assert_eq!(b.class_of_cpu(2), 0);
+    crate::transaction::Plan::undoing(&b, &done)
+        .apply(&mut b)
+        .into_result()
+        .unwrap();
+    assert_eq!(state(&mut b), applied);
+}

@@ -17,7 +17,10 @@
 //!   resctrl one `cpus_list` write for all of them; [`Failed::cpus`] names them when it
 //!   fails);
 //! - a failed write is undone with the same calls and the values read by [`Plan::new`];
-//!   [`Outcome::PartlyChanged`] lists exactly the steps whose undo failed too.
+//!   [`Outcome::PartlyChanged`] lists exactly the steps whose undo failed too;
+//! - a named class ([`Backend::class_named`]) the plan writes to that is not yet this
+//!   library's is claimed first ([`Step::Claim`]): applied, the name is recorded, and the
+//!   undo of the plan ([`Plan::undoing`]) gives it up again.
 //!
 //! # Examples
 //! ```
@@ -112,8 +115,33 @@ pub enum Change {
     },
     /// Allocation back to the defaults, CDP and MBA CTRL as asked (pqos `-R`,
     /// [`Backend::reset_allocation`]). It is the only change of its plan; undoing it writes
-    /// back the whole [`AllocState`] it replaced.
+    /// back the whole [`AllocState`] it replaced. The plan then gives up every named class
+    /// of this library's ([`Backend::own_class_names`]) too, one [`Step::Release`] each,
+    /// except (OS interface) a group that holds monitor groups, which stays
+    /// ([`PlanWarning::NamedClassKept`]).
     Reset(AllocReset),
+    /// The named class `name`, standing for `class` ([`Backend::class_named`]), made this
+    /// library's own ([`Backend::claim_class`]): a configuration's class new to the
+    /// platform. Planned as [`Step::Claim`], which on the OS interface makes the class's
+    /// resctrl group (empty, the defaults); undoing it gives the name up again.
+    Claim {
+        /// The class the name stands for.
+        class: ClassId,
+        /// The name.
+        name: String,
+    },
+    /// The named class `name`, standing for `class`, given up ([`Backend::release_class`]):
+    /// on the OS interface its resctrl group goes. Only a class of
+    /// [`Backend::own_class_names`] can be given up ([`RequestError::NotOwnClass`]), and
+    /// (OS) not while its group holds monitor groups ([`RequestError::ClassInUse`]); move
+    /// its CPUs and tasks out in earlier changes. Undoing it claims the name back, and
+    /// makes its group again.
+    Release {
+        /// The class the name stands for.
+        class: ClassId,
+        /// The name.
+        name: String,
+    },
 }
 
 impl Change {
@@ -233,6 +261,35 @@ pub enum Step {
         /// The whole allocation state before it.
         before: Box<AllocState>,
     },
+    /// [`AllocState::restore`]: the undo of a [`Step::Reset`] ([`Step::inverse`]).
+    Restore {
+        /// What the reset that this undoes set (undoing the restore resets again).
+        cfg: AllocReset,
+        /// The state written back.
+        state: Box<AllocState>,
+    },
+    /// `claim_class`: a named class made this library's ([`Change::Claim`]).
+    Claim {
+        /// The class the name stands for.
+        class: ClassId,
+        /// The name.
+        name: String,
+        /// OS interface: make its resctrl group now (undoing a release of a group that
+        /// existed); otherwise the first write to the class makes it.
+        #[serde(default)]
+        group: bool,
+    },
+    /// `release_class`: a named class given up ([`Change::Release`]).
+    Release {
+        /// The class the name stood for.
+        class: ClassId,
+        /// The name.
+        name: String,
+        /// OS interface: its resctrl group existed when the plan was made (the release
+        /// removes it; undoing the release makes it again).
+        #[serde(default)]
+        group: bool,
+    },
 }
 
 impl Step {
@@ -243,18 +300,93 @@ impl Step {
             Self::Cat { before, after, .. } => before == after,
             Self::Mba { before, after, .. } => before == after,
             Self::Cpu { before, after, .. } | Self::Task { before, after, .. } => before == after,
-            Self::Reset { .. } => false,
+            Self::Reset { .. }
+            | Self::Restore { .. }
+            | Self::Claim { .. }
+            | Self::Release { .. } => false,
         }
     }
 
-    /// The class the step writes to or moves into (`None` for a reset).
+    /// The class the step writes to, moves into, or names (`None` for a reset and a
+    /// restore).
     #[must_use]
     pub const fn class(&self) -> Option<ClassId> {
         match self {
             Self::Cat { after, .. } => Some(after.class),
             Self::Mba { after, .. } => Some(after.class),
             Self::Cpu { after, .. } | Self::Task { after, .. } => Some(*after),
-            Self::Reset { .. } => None,
+            Self::Claim { class, .. } | Self::Release { class, .. } => Some(*class),
+            Self::Reset { .. } | Self::Restore { .. } => None,
+        }
+    }
+
+    /// The step that undoes this one, given what this one's write applied (for MBA the
+    /// limit the hardware rounded to, [`Done::applied`]; `None` takes the limit asked
+    /// for): each write's `before` and `after` swapped (a CDP class's data and code masks
+    /// as they were, each), a reset's inverse restores the [`AllocState`] it replaced (and
+    /// a restore's resets again), a claim's inverse releases the name and a release's
+    /// claims it back (making the group again when there was one). Rolling a transaction
+    /// back writes these inverses, and [`Plan::undoing`] plans them.
+    #[must_use]
+    pub fn inverse(&self, applied: Option<MbaLimit>) -> Self {
+        match self {
+            Self::Cat {
+                resource,
+                domain,
+                before,
+                after,
+            } => Self::Cat {
+                resource: *resource,
+                domain: *domain,
+                before: *after,
+                after: *before,
+            },
+            Self::Mba {
+                resource,
+                domain,
+                before,
+                after,
+            } => Self::Mba {
+                resource: *resource,
+                domain: *domain,
+                before: MbaClass {
+                    class: after.class,
+                    limit: applied.unwrap_or(after.limit),
+                },
+                after: *before,
+            },
+            Self::Cpu { cpu, before, after } => Self::Cpu {
+                cpu: *cpu,
+                before: *after,
+                after: *before,
+            },
+            Self::Task {
+                task,
+                before,
+                after,
+            } => Self::Task {
+                task: *task,
+                before: *after,
+                after: *before,
+            },
+            Self::Reset { cfg, before } => Self::Restore {
+                cfg: *cfg,
+                state: before.clone(),
+            },
+            Self::Restore { cfg, state } => Self::Reset {
+                cfg: *cfg,
+                before: state.clone(),
+            },
+            Self::Claim { class, name, group } => Self::Release {
+                class: *class,
+                name: name.clone(),
+                group: *group,
+            },
+            Self::Release { class, name, group } => Self::Claim {
+                class: *class,
+                name: name.clone(),
+                group: *group,
+            },
         }
     }
 
@@ -283,6 +415,13 @@ impl Step {
             Self::Cpu { cpu, before, .. } => format!("CPU {cpu} back into COS{before}"),
             Self::Task { task, before, .. } => format!("task {task} back into COS{before}"),
             Self::Reset { .. } => "the allocation as it was before the reset".to_owned(),
+            Self::Restore { .. } => "the allocation reset again".to_owned(),
+            Self::Claim { class, name, .. } => {
+                format!("named class {name} (COS{class}) given up again")
+            }
+            Self::Release { class, name, .. } => {
+                format!("named class {name} (COS{class}) claimed back")
+            }
         }
     }
 
@@ -323,30 +462,18 @@ impl Step {
             Self::Cpu { cpu, after, .. } => backend.associate(*cpu, *after).map(|()| None),
             Self::Task { task, after, .. } => backend.associate_task(*task, *after).map(|()| None),
             Self::Reset { cfg, .. } => backend.reset_allocation(cfg).map(|()| None),
+            Self::Restore { state, .. } => state.restore(backend).map(|_| None),
+            Self::Claim { class, name, group } => {
+                backend.claim_class(*class, name, *group).map(|()| None)
+            }
+            Self::Release { class, name, .. } => backend.release_class(*class, name).map(|()| None),
         }
     }
 
-    /// Writes back what the step replaced.
+    /// Writes back what the step replaced: its [`Step::inverse`]'s write, the one inversion
+    /// a rollback, a journal's recovery and an undo plan ([`Plan::undoing`]) all use.
     fn undo<B: Backend>(&self, backend: &mut B) -> Result<(), B::Error> {
-        match self {
-            Self::Cat {
-                resource,
-                domain,
-                before,
-                ..
-            } => backend.set_cat_classes(*resource, *domain, &[*before]),
-            Self::Mba {
-                resource,
-                domain,
-                before,
-                ..
-            } => backend
-                .set_bandwidth_classes(*resource, *domain, &[*before])
-                .map(|_| ()),
-            Self::Cpu { cpu, before, .. } => backend.associate(*cpu, *before),
-            Self::Task { task, before, .. } => backend.associate_task(*task, *before),
-            Self::Reset { before, .. } => before.restore(backend).map(|_| ()),
-        }
+        self.inverse(None).write(backend).map(drop)
     }
 }
 
@@ -368,6 +495,11 @@ impl fmt::Display for Step {
             Self::Cpu { cpu, after, .. } => write!(f, "CPU {cpu} into COS{after}"),
             Self::Task { task, after, .. } => write!(f, "task {task} into COS{after}"),
             Self::Reset { .. } => f.write_str("allocation reset"),
+            Self::Restore { .. } => f.write_str("allocation restore"),
+            Self::Claim { class, name, .. } => write!(f, "named class {name} as COS{class}"),
+            Self::Release { class, name, .. } => {
+                write!(f, "named class {name} (COS{class}) given up")
+            }
         }
     }
 }
@@ -446,6 +578,17 @@ pub enum PlanWarning {
         /// The limit the whole core runs at.
         applied: MbaLimit,
     },
+    /// A reset leaves a named class of this library's in place (OS interface): its resctrl
+    /// group holds monitor groups, which a reset does not remove. Its values are the
+    /// defaults and its CPUs and tasks are in the root group all the same.
+    NamedClassKept {
+        /// The reset's change.
+        index: usize,
+        /// The name (its group's).
+        name: String,
+        /// The monitor groups in it, comma-separated paths.
+        monitors: String,
+    },
 }
 
 impl PlanWarning {
@@ -453,7 +596,9 @@ impl PlanWarning {
     #[must_use]
     pub const fn index(&self) -> usize {
         match self {
-            Self::Shareable { index, .. } | Self::MbaSharedCore { index, .. } => *index,
+            Self::Shareable { index, .. }
+            | Self::MbaSharedCore { index, .. }
+            | Self::NamedClassKept { index, .. } => *index,
         }
     }
 }
@@ -485,6 +630,11 @@ impl fmt::Display for PlanWarning {
                     limits.join(" and ")
                 )
             }
+            Self::NamedClassKept { name, monitors, .. } => write!(
+                f,
+                "named class {name} is kept (reset, empty): its resctrl group holds monitor \
+                 groups {monitors}"
+            ),
         }
     }
 }
@@ -664,6 +814,57 @@ impl Plan {
     pub fn without_unchanged(mut self) -> Self {
         self.steps.retain(|(_, s)| !s.is_unchanged());
         self
+    }
+
+    /// The plan that undoes `done`, the writes an applied plan made
+    /// ([`Outcome::Applied`], [`Outcome::into_result`]): each write's [`Step::inverse`],
+    /// newest first, exact under CDP (data and code masks each back as they were) and for
+    /// MBA from the limit the hardware applied ([`Done::applied`]); a reset's undo restores
+    /// the [`AllocState`] it replaced; a named class the plan claimed is given up again (on
+    /// the OS interface the resctrl group made for it goes), one it released is claimed back.
+    /// It is a plan like any other: [`Plan::apply`] writes it as one transaction, journaled,
+    /// rolled back on failure. `backend` names the named classes of the writes (for the
+    /// journal); nothing is read or written here. An empty `done` gives an empty plan.
+    ///
+    /// The state is the one before the plan was applied when nothing else changed it in
+    /// between; a write that changed nothing was not in `done` and is not undone. On the OS
+    /// interface the class numbers of named classes are the process's: another process
+    /// binds a recorded group to the number it had unless a `COS<n>` group took it since,
+    /// so undo in the process that applied, or check [`Backend::class_names`] first.
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::fake::FakeBackend;
+    /// use rdt_core::transaction::{AllocState, Change, Plan};
+    /// use rdt_core::{CacheBitmask, CacheDomain, ClassId, LogicalCpu};
+    ///
+    /// let mut b = FakeBackend::broadwell_2s();
+    /// b.enable_l3_cdp();
+    /// let before = AllocState::read(&mut b).unwrap();
+    /// let class = ClassId::new(1);
+    /// let changes = [
+    ///     Change::l3(CacheDomain::new(0), class, CacheBitmask::new(0xf).unwrap()),
+    ///     Change::cpu(LogicalCpu::new(2), class),
+    /// ];
+    /// let done = Plan::new(&mut b, &changes).unwrap().apply(&mut b).into_result().unwrap();
+    /// let undo = Plan::undoing(&b, &done);
+    /// undo.apply(&mut b).into_result().unwrap();
+    /// assert_eq!(AllocState::read(&mut b).unwrap(), before);
+    /// ```
+    #[must_use]
+    pub fn undoing<B: Backend>(backend: &B, done: &[Done]) -> Self {
+        let steps: Vec<(usize, Step)> = done
+            .iter()
+            .rev()
+            .map(|d| (d.change, d.step.inverse(d.applied)))
+            .collect();
+        let names = planner::names_of(backend, &steps);
+        Self {
+            steps,
+            warnings: Vec::new(),
+            new_groups: Vec::new(),
+            names,
+        }
     }
 
     /// Classes of the plan whose `COS<n>` resctrl groups do not exist yet (OS interface;

@@ -39,9 +39,165 @@ struct Planner<'b, B: Backend> {
     cpus_read: bool,
     /// [`Backend::exclusive_ways`] per cache level and domain, read once.
     exclusive: BTreeMap<(CatResource, CacheDomain), Vec<crate::ExclusiveWays>>,
+    /// [`Backend::groups`], read once (OS interface, named classes given up).
+    groups: Option<Vec<crate::GroupInfo>>,
 }
 
 impl<B: Backend> Planner<'_, B> {
+    /// [`Backend::groups`], read on first use.
+    fn groups(&mut self, index: usize) -> Result<&[crate::GroupInfo], PlanError<B::Error>> {
+        if self.groups.is_none() {
+            self.groups = Some(self.backend.groups().map_err(|e| read_error(index, e))?);
+        }
+        Ok(self.groups.as_deref().unwrap_or_default())
+    }
+
+    /// OS interface: the monitor groups under the control group `name`, comma-separated
+    /// (empty when none, and always on MSR).
+    fn monitors_in(&mut self, index: usize, name: &str) -> Result<String, PlanError<B::Error>> {
+        if self.interface != Interface::Os {
+            return Ok(String::new());
+        }
+        let prefix = format!("{name}/");
+        Ok(self
+            .groups(index)?
+            .iter()
+            .filter(|g| g.kind == GroupKind::Monitor && g.path.starts_with(&prefix))
+            .map(|g| g.path.clone())
+            .collect::<Vec<_>>()
+            .join(", "))
+    }
+
+    fn claim(
+        &mut self,
+        index: usize,
+        class: ClassId,
+        name: &str,
+    ) -> Result<Step, PlanError<B::Error>> {
+        let invalid = |error: RequestError| PlanError::Invalid { index, error };
+        if !crate::runfile::NameRecord::is_recordable(name) {
+            return Err(invalid(RequestError::Unsupported(format!(
+                "`{name}` cannot name a class: 1 to 255 bytes, no whitespace, control \
+                 character or `/`"
+            ))));
+        }
+        self.backend
+            .capabilities()
+            .check_class(self.interface, class)
+            .map_err(|e| invalid(e.into()))?;
+        // On the OS interface the class is its group: made now, even if nothing is written
+        // to it, so that the name is recorded (and its claim not planned again).
+        Ok(Step::Claim {
+            class,
+            name: name.to_owned(),
+            group: self.interface == Interface::Os,
+        })
+    }
+
+    fn release(
+        &mut self,
+        index: usize,
+        class: ClassId,
+        name: &str,
+    ) -> Result<Step, PlanError<B::Error>> {
+        let invalid = |error: RequestError| PlanError::Invalid { index, error };
+        let own = self.backend.own_class_names();
+        if !own.iter().any(|(c, n)| *c == class && n == name) {
+            return Err(invalid(RequestError::NotOwnClass {
+                name: name.to_owned(),
+            }));
+        }
+        let monitors = self.monitors_in(index, name)?;
+        if !monitors.is_empty() {
+            return Err(invalid(RequestError::ClassInUse {
+                name: name.to_owned(),
+                groups: monitors,
+            }));
+        }
+        let group = self.interface == Interface::Os
+            && self
+                .groups(index)?
+                .iter()
+                .any(|g| g.kind == GroupKind::Control && g.path == name);
+        Ok(Step::Release {
+            class,
+            name: name.to_owned(),
+            group,
+        })
+    }
+
+    /// The claims the writes of `steps` need: a named class ([`Backend::class_named`]) that
+    /// is written to or moved into but is not yet this library's, and not claimed by the
+    /// plan already, is claimed before its first write, so that applying the plan records
+    /// the name (and undoing it gives the name up). On the OS interface, not a group
+    /// another tool made: writing to it does not make it ours.
+    fn claims(
+        &mut self,
+        steps: &[(usize, Step)],
+    ) -> Result<Vec<(usize, Step)>, PlanError<B::Error>> {
+        let names = self.backend.class_names();
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let own: Vec<String> = self
+            .backend
+            .own_class_names()
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
+        let claimed = |class: ClassId, out: &[(usize, Step)]| {
+            steps.iter().chain(out).any(|(_, s)| {
+                matches!(s, Step::Claim { class: c, .. } | Step::Release { class: c, .. } if *c == class)
+            })
+        };
+        let mut out: Vec<(usize, Step)> = Vec::new();
+        for (index, step) in steps {
+            let Some(class) = step.class() else { continue };
+            let Some((_, name)) = names.iter().find(|(c, _)| *c == class) else {
+                continue;
+            };
+            // (a name that cannot be recorded stays this process's)
+            if own.contains(name)
+                || claimed(class, &out)
+                || !crate::runfile::NameRecord::is_recordable(name)
+            {
+                continue;
+            }
+            if self.interface == Interface::Os
+                && self
+                    .groups(*index)?
+                    .iter()
+                    .any(|g| g.kind == GroupKind::Control && g.path == *name)
+            {
+                continue;
+            }
+            out.push((*index, self.claim(*index, class, name)?));
+        }
+        Ok(out)
+    }
+
+    /// After a reset: every named class of this library's given up, but (OS) one whose
+    /// group holds monitor groups, which is kept with a warning.
+    fn release_all(
+        &mut self,
+        index: usize,
+        steps: &mut Vec<(usize, Step)>,
+    ) -> Result<(), PlanError<B::Error>> {
+        for (class, name) in self.backend.own_class_names() {
+            let monitors = self.monitors_in(index, &name)?;
+            if monitors.is_empty() {
+                steps.push((index, self.release(index, class, &name)?));
+            } else {
+                self.warnings.push(PlanWarning::NamedClassKept {
+                    index,
+                    name,
+                    monitors,
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn reset(&mut self, index: usize, cfg: AllocReset) -> Result<Step, PlanError<B::Error>> {
         self.backend
             .capabilities()
@@ -456,43 +612,67 @@ pub(super) fn plan<B: Backend>(
         warnings: Vec::new(),
         cpus_read: false,
         exclusive: BTreeMap::new(),
+        groups: None,
     };
     let mut steps = Vec::with_capacity(changes.len());
     for (index, change) in changes.iter().enumerate() {
-        let step = match *change {
-            Change::Cat {
+        let step = match change {
+            &Change::Cat {
                 resource,
                 domain,
                 class,
                 scope,
                 mask,
             } => p.cat(index, resource, domain, class, scope, mask)?,
-            Change::Mba {
+            &Change::Mba {
                 resource,
                 domain,
                 class,
                 limit,
             } => p.mba(index, resource, domain, class, limit)?,
-            Change::Cpu { cpu, class } => p.cpu(index, cpu, class)?,
-            Change::Task { task, class } => p.task(index, task, class)?,
-            Change::Reset(cfg) => p.reset(index, cfg)?,
+            &Change::Cpu { cpu, class } => p.cpu(index, cpu, class)?,
+            &Change::Task { task, class } => p.task(index, task, class)?,
+            &Change::Reset(cfg) => {
+                let step = p.reset(index, cfg)?;
+                steps.push((index, step));
+                p.release_all(index, &mut steps)?;
+                continue;
+            }
+            Change::Claim { class, name } => p.claim(index, *class, name)?,
+            Change::Release { class, name } => p.release(index, *class, name)?,
         };
         steps.push((index, step));
     }
+    let claims = p.claims(&steps)?;
+    steps.splice(0..0, claims);
     p.shared_cores(&steps)?;
     let new_groups = p.new_groups(&steps)?;
-    let names = p
-        .backend
-        .class_names()
-        .into_iter()
-        .filter(|(c, _)| steps.iter().any(|(_, s)| s.class() == Some(*c)))
-        .collect();
+    let names = names_of(&*p.backend, &steps);
     Ok(Plan {
         steps,
         warnings: p.warnings,
         new_groups,
         names,
     })
+}
+
+/// The named classes of `steps`, for the journal: the names `backend` gives their classes,
+/// and those claimed or released.
+pub(super) fn names_of<B: Backend>(backend: &B, steps: &[(usize, Step)]) -> Vec<(ClassId, String)> {
+    let mut names: Vec<(ClassId, String)> = backend
+        .class_names()
+        .into_iter()
+        .filter(|(c, _)| steps.iter().any(|(_, s)| s.class() == Some(*c)))
+        .collect();
+    for (_, step) in steps {
+        if let Step::Claim { class, name, .. } | Step::Release { class, name, .. } = step
+            && !names.iter().any(|(c, n)| c == class && n == name)
+        {
+            names.retain(|(c, n)| c != class && n != name);
+            names.push((*class, name.clone()));
+        }
+    }
+    names
 }
 
 const fn resource_name(resource: CatResource) -> &'static str {

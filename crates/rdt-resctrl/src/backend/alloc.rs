@@ -143,17 +143,25 @@ impl<P: PmuSource> ResctrlBackend<P> {
         if g.is_empty() || self.fs.exists(&g) {
             return Ok(g);
         }
+        // a named class's group is recorded as ours before it exists (module `named`)
+        self.record_group(&g, class)?;
         match self.fs.mkdir(&g) {
             Ok(()) => {
                 undo.created.push(g.clone());
                 Ok(g)
             }
-            Err(e) if e.raw_os_error() == Some(ENOSPC) => Err(ResctrlError::OutOfClosids {
-                group: self.fs.path(&g),
-                in_use: self.closid_holders(),
-                status: self.fs.last_cmd_status(),
-            }),
-            Err(e) => Err(ResctrlError::io("create", self.fs.path(&g), e)),
+            Err(e) => {
+                self.unrecord_group(&g);
+                Err(if e.raw_os_error() == Some(ENOSPC) {
+                    ResctrlError::OutOfClosids {
+                        group: self.fs.path(&g),
+                        in_use: self.closid_holders(),
+                        status: self.fs.last_cmd_status(),
+                    }
+                } else {
+                    ResctrlError::io("create", self.fs.path(&g), e)
+                })
+            }
         }
     }
 
@@ -173,10 +181,14 @@ impl<P: PmuSource> ResctrlBackend<P> {
             let _ = self.write_schemata(&group, &old);
         }
         for g in undo.created.into_iter().rev() {
-            let _ = self.fs.rmdir(&g);
+            if self.fs.rmdir(&g).is_ok() {
+                self.unrecord_group(&g);
+            }
         }
         for (group, old) in undo.removed.into_iter().rev() {
-            if self.fs.mkdir(&group).is_ok() {
+            let class = self.class_of_group(&group).map(ClassId::new);
+            let recorded = class.is_none_or(|c| self.record_group(&group, c).is_ok());
+            if recorded && self.fs.mkdir(&group).is_ok() {
                 let _ = self.write_schemata(&group, &old);
             }
         }
@@ -231,6 +243,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let made_here = undo.created.contains(&g);
         if (made_here || self.created.contains(&g)) && self.is_unused(&g, &new)? {
             self.fs.rmdir(&g)?;
+            self.unrecord_group(&g);
             if made_here {
                 undo.created.retain(|c| *c != g);
             } else {
@@ -286,6 +299,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             .read_schemata(group)
             .and_then(|s| self.is_unused(group, &s));
         if matches!(unused, Ok(true)) && self.fs.rmdir(group).is_ok() {
+            self.unrecord_group(group);
             self.created.remove(group);
         }
     }
@@ -357,6 +371,11 @@ impl<P: PmuSource> ResctrlBackend<P> {
         // and the lock's directory handle go first (the lock is released for the remount).
         self.groups.clear();
         self.created.clear();
+        {
+            // the remount removes every group, named classes' too
+            let _g = self.lock.exclusive()?;
+            self.clear_record();
+        }
         self.lock.close();
         let result = mount
             .remount(&want)
@@ -797,6 +816,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
                 || !self.fs.subdirs(&join(name, "mon_groups"))?.is_empty();
             if !held {
                 self.fs.rmdir(name)?;
+                self.unrecord_group(name);
             }
             !held
         };

@@ -12,6 +12,9 @@ mod containers;
 mod groups;
 mod mbm;
 mod monitoring;
+mod named;
+
+pub use named::{NAMES_FILE, recorded_groups};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -270,6 +273,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         };
         let guard = this.lock.shared()?;
         this.load()?;
+        this.bind_recorded()?;
         drop(guard);
         Ok(this)
     }
@@ -887,6 +891,40 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
 
     fn class_names(&self) -> Vec<(ClassId, String)> {
         self.names.iter().map(|(c, n)| (*c, n.clone())).collect()
+    }
+
+    /// The named classes' control groups this library made (recorded in
+    /// `<run dir>/os-classes`; without a run directory, made by this process) that exist.
+    fn own_class_names(&self) -> Vec<(ClassId, String)> {
+        self.own_names()
+    }
+
+    /// Binds `name` to `class`; with `make_group`, makes its control group (and records
+    /// it) when it does not exist. The group of a name bound without it is made and
+    /// recorded by the first write to the class.
+    ///
+    /// # Errors
+    /// As [`Backend::bind_class`]; [`ResctrlError::OutOfClosids`]; the record cannot be
+    /// written; the root lock.
+    fn claim_class(
+        &mut self,
+        class: ClassId,
+        name: &str,
+        make_group: bool,
+    ) -> Result<(), ResctrlError> {
+        self.claim(class, name, make_group)
+    }
+
+    /// Removes the control group `name` when this library made it (it is recorded) and it
+    /// holds no CPU, task or monitor group, and drops it from the record; another tool's
+    /// group of that name is left as it is. The name is unbound either way.
+    ///
+    /// # Errors
+    /// [`RequestError::ClassInUse`](rdt_core::RequestError::ClassInUse) (monitor groups),
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) (CPUs or tasks
+    /// left); the root lock; a read or the `rmdir` fails.
+    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), ResctrlError> {
+        self.release(class, name)
     }
 
     /// Takes `LOCK_EX` on the resctrl root and keeps it (across a remount too) until the
