@@ -304,7 +304,7 @@ fn rewrite(
         let sub = words.get(1).map(|w| w.text.as_str());
         let (replacement, rest) = match sub {
             Some("run") => cargo_run(ws, bins, &words[2..])?,
-            Some("xtask") => (bins.join("xtask").display().to_string(), 2),
+            Some("xtask") => (built(&bins.join("xtask"))?, 2),
             Some("install") => {
                 let path = words
                     .windows(2)
@@ -365,15 +365,20 @@ fn cargo_run(ws: &Workspace, bins: &Path, words: &[Word]) -> Result<(String, usi
         (None, None, Some(p)) => bins.join(ws.run_target(&p)?),
         (None, None, None) => bins.join(ws.run_target("rdt-pqos")?),
     };
-    if !path.exists() {
-        return Err(format!(
-            "{} is missing: `cargo test --workspace --all-features` builds every binary and \
-             example (a test of one package does not)",
-            path.display()
-        ));
-    }
     // + 2: `cargo run`
-    Ok((path.display().to_string(), i + 2))
+    Ok((built(&path)?, i + 2))
+}
+
+/// `path` as text, when Cargo built it.
+fn built(path: &Path) -> Result<String, String> {
+    if path.exists() {
+        return Ok(path.display().to_string());
+    }
+    Err(format!(
+        "{} is missing: `cargo test --workspace --all-features` builds every binary and \
+         example (a test of one package does not)",
+        path.display()
+    ))
 }
 
 /// The bash script of a block: its commands in order, project commands checked.
