@@ -50,9 +50,15 @@ impl TestMount {
     pub fn new(platform: SimHandle, config: MountConfig) -> Self {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let base = std::env::temp_dir();
+        // The time in the name: a later run whose pid is reused gets another directory, so
+        // state kept per mount point outside it (the facade's `/run/rdt/sysroot-<hash>` run
+        // directories) is never a former run's.
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros());
         let dir = loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let d = base.join(format!("rdt-sim-test-{}-{n}", std::process::id()));
+            let d = base.join(format!("rdt-sim-test-{}-{n}-{stamp}", std::process::id()));
             match std::fs::create_dir(&d) {
                 Ok(()) => break d,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
