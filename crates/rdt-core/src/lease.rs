@@ -331,31 +331,17 @@ fn give_back_changes<B: Backend>(
     let cos0 = ClassId::new(0);
     let mut changes: Vec<Change> = cpus.iter().map(|c| Change::cpu(c, cos0)).collect();
     changes.extend(tasks.iter().map(|&t| Change::task(t, cos0)));
-    for &(resource, domain) in domains {
-        if let Some(full) = b
-            .capabilities()
-            .cat(resource)
-            .map(crate::CatCaps::full_mask)
-        {
-            changes.push(Change::Cat {
-                resource,
-                domain,
-                class,
-                scope: MaskScope::Both,
-                mask: full,
-            });
-        }
-    }
-    for &(resource, domain) in mba_domains {
-        if let Some(unlimited) = b
-            .capabilities()
-            .bandwidth(resource)
-            .get()
-            .map(crate::MbaCaps::unlimited)
-        {
-            changes.push(Change::bandwidth(resource, domain, class, unlimited));
-        }
-    }
+    let caps = b.capabilities();
+    changes.extend(
+        domains
+            .iter()
+            .filter_map(|&(r, d)| Change::cat_default(caps, r, d, class)),
+    );
+    changes.extend(
+        mba_domains
+            .iter()
+            .filter_map(|&(r, d)| Change::bandwidth_default(caps, r, d, class)),
+    );
     changes
 }
 

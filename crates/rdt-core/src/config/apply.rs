@@ -6,7 +6,7 @@ use super::error::Location;
 use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
 use crate::proc::ProcFs;
 use crate::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
-use crate::{Backend, CatCaps, CatResource, ClassId, Interface, MbaResource, RequestError};
+use crate::{Backend, CatResource, ClassId, Interface, MbaResource, RequestError};
 
 /// The key of a bandwidth resource in the file: `mba` or `smba`.
 const fn resource_key(resource: MbaResource) -> &'static str {
@@ -332,38 +332,25 @@ impl Config {
                 continue;
             };
             classes.push((spec.name.clone(), class));
+            let caps = backend.capabilities();
             for resource in [CatResource::L3, CatResource::L2] {
-                let Some(full) = backend.capabilities().cat(resource).map(CatCaps::full_mask)
-                else {
-                    continue;
-                };
                 let domains = match resource {
                     CatResource::L3 => backend.topology().l3_domains(),
                     CatResource::L2 => backend.topology().l2_domains(),
                 };
                 for domain in domains {
-                    changes.push(Change::Cat {
-                        resource,
-                        domain,
-                        class,
-                        scope: MaskScope::Both,
-                        mask: full,
-                    });
-                    origins.push(origin(i, ClassSpec::cache_key(resource)));
+                    if let Some(c) = Change::cat_default(caps, resource, domain, class) {
+                        changes.push(c);
+                        origins.push(origin(i, ClassSpec::cache_key(resource)));
+                    }
                 }
             }
             for resource in MbaResource::ALL {
-                let Some(unlimited) = backend
-                    .capabilities()
-                    .bandwidth(resource)
-                    .get()
-                    .map(crate::MbaCaps::unlimited)
-                else {
-                    continue;
-                };
                 for domain in backend.topology().l3_domains() {
-                    changes.push(Change::bandwidth(resource, domain, class, unlimited));
-                    origins.push(origin(i, resource_key(resource)));
+                    if let Some(c) = Change::bandwidth_default(caps, resource, domain, class) {
+                        changes.push(c);
+                        origins.push(origin(i, resource_key(resource)));
+                    }
                 }
             }
             for &(cpu, c) in &cpus {

@@ -197,6 +197,43 @@ impl Change {
         }
     }
 
+    /// `class`'s mask of `resource` in `domain` back to its reset value, every way (both
+    /// CDP halves); `None` where the platform has no such cache allocation. What giving a
+    /// class back writes ([`crate::lease`], [`crate::config::Config::remove`]).
+    #[must_use]
+    pub fn cat_default(
+        caps: &crate::Capabilities,
+        resource: CatResource,
+        domain: CacheDomain,
+        class: ClassId,
+    ) -> Option<Self> {
+        let mask = caps.cat(resource).map(crate::CatCaps::full_mask)?;
+        Some(Self::Cat {
+            resource,
+            domain,
+            class,
+            scope: MaskScope::Both,
+            mask,
+        })
+    }
+
+    /// `class`'s limit of `resource` (MBA or SMBA) in L3 `domain` back to its reset value,
+    /// unlimited ([`crate::MbaCaps::unlimited`]: 100 %, or the unit's maximum); `None` where
+    /// the platform has no such resource.
+    #[must_use]
+    pub fn bandwidth_default(
+        caps: &crate::Capabilities,
+        resource: MbaResource,
+        domain: CacheDomain,
+        class: ClassId,
+    ) -> Option<Self> {
+        let limit = caps
+            .bandwidth(resource)
+            .get()
+            .map(crate::MbaCaps::unlimited)?;
+        Some(Self::bandwidth(resource, domain, class, limit))
+    }
+
     /// `cpu` into `class`.
     #[must_use]
     pub const fn cpu(cpu: LogicalCpu, class: ClassId) -> Self {
