@@ -642,3 +642,32 @@ fn lines_are_split_into_commands_outside_quotes() {
     assert_eq!(d[0].commands(), vec![(4, "pqos -d".to_owned())]);
     assert_eq!(d[1].directive, None, "text between ends a directive");
 }
+
+#[test]
+fn the_test_command_without_root_stops_before_building_and_says_what_is_missing() {
+    use std::os::unix::process::CommandExt as _;
+    // As an unprivileged user (nobody, dropped to from root: the tests run as root), the
+    // README's test command must refuse at once, naming root and how to get it.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = Command::new("bash");
+    cmd.arg(root.join("scripts/test"))
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null());
+    if nix::unistd::geteuid().is_root() {
+        cmd.uid(65534).gid(65534);
+    }
+    let start = Instant::now();
+    let out = cmd.output().expect("bash");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot run the tests; nothing was built")
+            && stderr.contains("- root: ")
+            && stderr.contains("sudo"),
+        "{stderr}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "it built something"
+    );
+}
