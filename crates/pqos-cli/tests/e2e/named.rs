@@ -24,6 +24,14 @@ mba = { percent = 20 }
 cpus = "8-10"
 "#;
 
+/// The class `web` of the OS tests: 4 ways, 50 % MBA, CPUs 2-3 and the task `pid`.
+fn web_class(pid: impl std::fmt::Display) -> String {
+    format!(
+        "[[class]]\nname = \"web\"\nl3 = {{ ways = 4 }}\nmba = {{ percent = 50 }}\n\
+         cpus = \"2-3\"\ntasks = [{pid}]\n"
+    )
+}
+
 /// Writes `text` to `name` in `dir`, returning the path as text.
 fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
     let p = dir.path().join(name);
@@ -204,9 +212,8 @@ fn reset_removes_the_named_groups_of_a_mounted_resctrl_and_leaves_another_tools_
         &dir,
         "c.toml",
         &format!(
-            "[[class]]\nname = \"web\"\nl3 = {{ ways = 4 }}\nmba = {{ percent = 50 }}\n\
-             cpus = \"2-3\"\ntasks = [{}]\n\n[[class]]\nname = \"batch\"\ncpus = \"4\"\n",
-            task.pid()
+            "{}\n[[class]]\nname = \"batch\"\ncpus = \"4\"\n",
+            web_class(task.pid())
         ),
     );
     m.pqos(&["--apply", &cfg]).ok();
@@ -254,9 +261,8 @@ fn remove_after_apply_leaves_the_whole_resctrl_tree_as_it_was() {
         &dir,
         "c.toml",
         &format!(
-            "[[class]]\nname = \"web\"\nl3 = {{ ways = 4 }}\nmba = {{ percent = 50 }}\n\
-             cpus = \"2-3\"\ntasks = [{}]\n\n[[class]]\nname = \"batch\"\nl3 = {{ ways = 2 }}\n",
-            task.pid()
+            "{}\n[[class]]\nname = \"batch\"\nl3 = {{ ways = 2 }}\n",
+            web_class(task.pid())
         ),
     );
     let before = whole_tree(&m);
@@ -437,15 +443,7 @@ fn a_kill_at_any_write_of_a_remove_is_rolled_back_to_the_applied_classes() {
     let m = MountedOs::new(SKX_RDT);
     let dir = tempfile::tempdir().expect("tempdir");
     let a = Reaped::sleeper();
-    let cfg = file(
-        &dir,
-        "c.toml",
-        &format!(
-            "[[class]]\nname = \"web\"\nl3 = {{ ways = 4 }}\nmba = {{ percent = 50 }}\n\
-             cpus = \"2-3\"\ntasks = [{}]\n",
-            a.pid()
-        ),
-    );
+    let cfg = file(&dir, "c.toml", &web_class(a.pid()));
     m.pqos(&["--apply", &cfg]).ok();
     let n = crate::crash::every_write_position(
         &m,
