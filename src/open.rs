@@ -99,6 +99,28 @@ fn fnv1a(path: &Path) -> u64 {
         })
 }
 
+/// The one spelling of the platform at `root`: its canonical path (`realpath(3)`: absolute,
+/// no `.`, `..` or symlink), so that `x`, `/abs/x`, `/abs/x/./` and a symlink to it name one
+/// platform, with one run directory, journal and writers' lock. A root that does not exist
+/// (yet) is made absolute and cleaned of `.` and `..` lexically.
+fn identity(root: &Path) -> PathBuf {
+    if let Ok(canonical) = std::fs::canonicalize(root) {
+        return canonical;
+    }
+    let abs = std::path::absolute(root).unwrap_or_else(|_| root.to_owned());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Where the platform's device, sysfs and resctrl files live: the host's by default, or
 /// under a directory (a mounted simulated platform, a container's view). `/proc` is always
 /// the host's: tasks are this kernel's.
@@ -146,8 +168,13 @@ impl Paths {
     /// The same paths under `root` (`<root>/dev/cpu`, `<root>/sys/devices/system`,
     /// `<root>/sys/fs/resctrl`, `<root>/.sim/resctrl_mount`); `/proc` stays the host's, and
     /// CPUID must come from `<root>/dev/cpu/0/cpuid` ([`CpuidFrom::Device`]). The run
-    /// directory is one of the host's per root, `/run/rdt/sysroot-<hash of root>` (a
-    /// mounted platform has no writable `/run` of its own). A simulated platform's PMU
+    /// directory is one of the host's per platform, `/run/rdt/sysroot-<hash>` (a mounted
+    /// platform has no writable `/run` of its own), keyed by the canonical path of `root`:
+    /// every spelling of one directory (relative, with `.` or `..`, through a symlink)
+    /// shares one journal, writers' lock and record of named classes, so a run killed
+    /// under one spelling is rolled back by the next under any other. (Not by the device
+    /// and inode of a mount: a platform unmounted and mounted again at its place is the
+    /// same platform, whose journal must still be found.) A simulated platform's PMU
     /// counters are looked for at `<root>/.sim/pmu` ([`Paths::sim_pmu`]).
     #[must_use]
     pub fn under(root: impl AsRef<Path>) -> Self {
@@ -159,7 +186,7 @@ impl Paths {
             resctrl_mount_control: root.join(".sim/resctrl_mount"),
             proc: PathBuf::from("/proc"),
             cpuid: CpuidFrom::Device,
-            run: Path::new(HOST_RUN).join(format!("sysroot-{:016x}", fnv1a(root))),
+            run: Path::new(HOST_RUN).join(format!("sysroot-{:016x}", fnv1a(&identity(root)))),
             sim_pmu: Some(root.join(".sim/pmu")),
         }
     }
@@ -1195,6 +1222,45 @@ impl From<MsrError> for OpenError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_spelling_of_a_sysroot_has_one_run_dir_and_other_sysroots_another() {
+        let d = tempfile::tempdir().unwrap();
+        let x = d.path().join("x");
+        std::fs::create_dir_all(x.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&x, d.path().join("link")).unwrap();
+        let run = |p: PathBuf| Paths::under(p).run;
+        let one = run(x.clone());
+        for spelling in [
+            x.join("."),
+            x.join("sub/.."),
+            d.path().join("./x/"),
+            d.path().join("link"),
+            PathBuf::from(format!("{}//x/./", d.path().display())),
+        ] {
+            assert_eq!(run(spelling.clone()), one, "{}", spelling.display());
+        }
+        // relative to the working directory
+        let cwd = std::env::current_dir().unwrap();
+        let rel = pathdiff(&x, &cwd);
+        assert_eq!(run(rel), one);
+        // not made yet: cleaned lexically
+        let y = d.path().join("y");
+        assert_eq!(run(y.join("../y/.")), run(y.clone()));
+        assert_ne!(run(y), one, "another platform, another directory");
+    }
+
+    /// `to` relative to `from` (both absolute): `../../x`.
+    fn pathdiff(to: &Path, from: &Path) -> PathBuf {
+        let (to, from): (Vec<_>, Vec<_>) = (to.components().collect(), from.components().collect());
+        let common = to.iter().zip(&from).take_while(|(a, b)| a == b).count();
+        let mut out = PathBuf::new();
+        for _ in common..from.len() {
+            out.push("..");
+        }
+        to[common..].iter().for_each(|c| out.push(c));
+        out
+    }
 
     #[test]
     fn auto_follows_rdt_iface_then_the_resctrl_mount() {

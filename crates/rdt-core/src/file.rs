@@ -132,8 +132,17 @@ pub fn read_regular(
     max_bytes: u64,
     nofollow: bool,
 ) -> Result<Vec<u8>, ReadError> {
-    let path = path.as_ref();
     let file = open_nonblocking(path, nofollow).map_err(ReadError::Open)?;
+    read_opened(&file, max_bytes)
+}
+
+/// The bytes of an opened `file`, refused as [`read_regular`] refuses them when it is not
+/// a regular file or holds more than `max_bytes`: for a file opened some other way (relative
+/// to a directory descriptor, [`crate::runfile::RunDir`]).
+///
+/// # Errors
+/// [`ReadError::Io`], [`ReadError::NotRegular`], [`ReadError::TooLarge`].
+pub fn read_opened(file: &File, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
     let meta = file.metadata().map_err(ReadError::Io)?;
     if !meta.is_file() {
         return Err(ReadError::NotRegular(meta.file_type()));

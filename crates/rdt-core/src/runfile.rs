@@ -10,16 +10,24 @@
 //! transaction it did not complete). Nothing here trusts the pid in the name: liveness is
 //! the lock alone, so a reused pid changes nothing.
 //!
-//! Hostile directories are expected (the run directory is root's, but a test or a
-//! mistaken `chmod` may change that): files are opened with `O_NOFOLLOW`, anything that is
-//! not a regular file is skipped, reads are bounded, and a file replaced between the
-//! listing and the lock is skipped.
+//! Hostile directories are expected (a run directory another user made or planted a
+//! symlink in, a mistaken `chmod`): the directory itself is verified and then used only
+//! through its descriptor ([`RunDir`]: a real directory of the effective user, mode 0700),
+//! files in it are opened relative to that descriptor with `O_NOFOLLOW` (new ones with
+//! `O_EXCL`, under a temporary name, renamed into place), anything that is not a regular
+//! file is skipped, reads are bounded, and a file replaced between the listing and the
+//! lock is skipped. Nothing in the workspace writes a run file any other way.
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+mod dir;
+
+use std::fs::{File, TryLockError};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+pub use dir::{RunDir, RunDirPath, UnsafeRunDir, remove_if_unused};
 
 /// How long a writer waits for another process's lock by default (the resctrl root's
 /// `flock`, the MSR interface's `msr.lock`).
@@ -98,27 +106,55 @@ pub fn wait_for_lock(
     }
 }
 
-/// Creates `dir` (and its parents) with mode 0700 where it does not exist.
+/// Runs `f` in the run directory at `dir`, made and verified ([`RunDir::create`]); again
+/// (up to three times) when `f` fails because the directory was removed meanwhile (an
+/// unused run directory is removed when its last user goes, [`remove_if_unused`]).
 ///
 /// # Errors
-/// `mkdir(2)` errors.
-pub fn create_run_dir(dir: impl AsRef<Path>) -> io::Result<()> {
-    let dir = dir.as_ref();
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+/// [`RunDir::create`]'s; `f`'s.
+fn in_run_dir<T>(dir: &Path, mut f: impl FnMut(&RunDir) -> io::Result<T>) -> io::Result<T> {
+    let mut tries = 0;
+    loop {
+        let d = RunDir::create(dir)?;
+        match f(&d) {
+            Err(e) if tries < 2 && d.is_removed() => {
+                tries += 1;
+                log::debug!("run directory {} removed meanwhile ({e}); again", d.path().display());
+            }
+            r => return r,
+        }
+    }
 }
 
-/// Reads a file of the run directory: not through a symlink, not a FIFO or device (an
-/// `InvalidData` error), at most `max_bytes` (more is an `InvalidData` error), UTF-8.
+/// Splits a run file's path into its directory and its name.
+fn dir_and_name(path: &Path) -> io::Result<(&Path, &str)> {
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a run file's path", path.display()),
+        )
+    })?;
+    Ok((path.parent().unwrap_or(Path::new(".")), name))
+}
+
+/// Reads a file of the run directory: the directory verified ([`RunDir::open`]), the file
+/// not through a symlink, not a FIFO or device (an `InvalidData` error), at most
+/// `max_bytes` (more is an `InvalidData` error), UTF-8.
 ///
 /// # Errors
-/// Open and read errors (`NotFound` for a missing file); `InvalidData` as above.
+/// Open and read errors (`NotFound` for a missing file or directory); `InvalidData` as
+/// above; `PermissionDenied` ([`UnsafeRunDir`]) for a directory that is not safe.
 pub fn read_run_file(path: impl AsRef<Path>, max_bytes: u64) -> io::Result<String> {
-    let path = path.as_ref();
+    let (dir, name) = dir_and_name(path.as_ref())?;
+    let dir = RunDir::open(dir)?.ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+    read_in(&dir, name, max_bytes)
+}
+
+/// [`read_run_file`] of `name` in the verified `dir`.
+fn read_in(dir: &RunDir, name: &str, max_bytes: u64) -> io::Result<String> {
     let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidData, m);
-    let bytes = crate::file::read_regular(path, max_bytes, true).map_err(|e| match e {
+    let file = dir.open_file(name, libc::O_RDONLY | libc::O_NONBLOCK, 0)?;
+    let bytes = crate::file::read_opened(&file, max_bytes).map_err(|e| match e {
         crate::file::ReadError::Open(e) | crate::file::ReadError::Io(e) => e,
         crate::file::ReadError::NotRegular(_) => invalid("not a regular file".into()),
         crate::file::ReadError::TooLarge { size, .. } => {
@@ -169,23 +205,41 @@ impl WriterLock {
     /// [`LockWaitError::Io`] when the file cannot be created or locked.
     pub fn hold(&mut self) -> Result<(), LockWaitError> {
         if self.depth == 0 {
-            if self.file.is_none() {
-                if let Some(dir) = self.path.parent() {
-                    create_run_dir(dir)?;
+            let start = Instant::now();
+            loop {
+                let (dir, name) = dir_and_name(&self.path)?;
+                let taken = in_run_dir(dir, |d| {
+                    let file = match self.file.take() {
+                        Some(f) => f,
+                        None => {
+                            d.open_file(name, libc::O_RDWR | libc::O_CREAT | libc::O_NONBLOCK, 0o600)?
+                        }
+                    };
+                    let meta = file.metadata()?;
+                    if !meta.is_file() {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!(
+                                "{}: {}, not a lock file",
+                                self.path.display(),
+                                crate::file::kind_of(meta.file_type())
+                            ),
+                        ));
+                    }
+                    let left = self.timeout.saturating_sub(start.elapsed());
+                    Ok(match lock_with_timeout(&file, true, left) {
+                        Ok(()) => Ok((d.names(name, &file), file)),
+                        Err(e) => Err(e),
+                    })
+                })??;
+                let (named, file) = taken;
+                if named {
+                    self.file = Some(file);
+                    break;
                 }
-                self.file = Some(
-                    OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .create(true)
-                        .truncate(false)
-                        .mode(0o600)
-                        .custom_flags(libc::O_NOFOLLOW)
-                        .open(&self.path)?,
-                );
-            }
-            if let Some(f) = &self.file {
-                lock_with_timeout(f, true, self.timeout)?;
+                // The lock file was removed (an unused run directory went away) while this
+                // process waited: the lock taken is on nothing; take the new one.
+                drop(file);
             }
         }
         self.depth += 1;
@@ -217,44 +271,46 @@ impl WriterLock {
 #[derive(Debug)]
 pub struct RunFile {
     path: PathBuf,
+    dir: RunDir,
+    name: String,
     file: File,
 }
 
 impl RunFile {
     /// Writes `contents` to `<dir>/<prefix><pid of this process>` whole: a temporary file
     /// is created (mode 0600), locked, written and synced, then renamed into place, so a
-    /// reader sees either no file or all of it. `dir` is created (0700) first.
+    /// reader sees either no file or all of it. `dir` is made (0700) and verified first
+    /// ([`RunDir::create`]); the temporary file is new (`O_EXCL`, a leftover or planted
+    /// symlink of its name unlinked, never followed) and renamed relative to the verified
+    /// directory.
     ///
     /// # Errors
-    /// Any file system error (the temporary file is removed).
+    /// Any file system error (the temporary file is removed); `PermissionDenied`
+    /// ([`UnsafeRunDir`]) for a directory that is not safe.
     pub fn create(dir: impl AsRef<Path>, prefix: &str, contents: &[u8]) -> io::Result<Self> {
-        let dir = dir.as_ref();
-        create_run_dir(dir)?;
         let pid = std::process::id();
-        let path = dir.join(format!("{prefix}{pid}"));
-        let tmp = dir.join(format!(".{prefix}{pid}.tmp"));
-        let made = (|| {
-            let mut f = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&tmp)?;
-            f.try_lock().map_err(io::Error::from)?;
-            f.write_all(contents)?;
-            f.sync_data()?;
-            fs::rename(&tmp, &path)?;
-            Ok(f)
-        })();
-        match made {
-            Ok(file) => Ok(Self { path, file }),
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                Err(e)
+        let name = format!("{prefix}{pid}");
+        let tmp = format!(".{prefix}{pid}.tmp");
+        let (dir, file) = in_run_dir(dir.as_ref(), |d| {
+            let made = (|| -> io::Result<File> {
+                let mut f = d.create_new(&tmp)?;
+                f.try_lock().map_err(io::Error::from)?;
+                f.write_all(contents)?;
+                f.sync_data()?;
+                d.rename(&tmp, &name)?;
+                Ok(f)
+            })();
+            if made.is_err() {
+                let _ = d.unlink(&tmp);
             }
-        }
+            Ok((d.try_clone()?, made?))
+        })?;
+        Ok(Self {
+            path: dir.join(&name),
+            dir,
+            name,
+            file,
+        })
     }
 
     /// Replaces the contents in place, synced. (A reader that takes the lock only after
@@ -279,7 +335,7 @@ impl RunFile {
     /// # Errors
     /// `unlink(2)` errors.
     pub fn remove(self) -> io::Result<()> {
-        fs::remove_file(&self.path)
+        self.dir.unlink(&self.name)
     }
 }
 
@@ -403,7 +459,10 @@ impl NameRecord {
             .filter(|(_, n)| Self::is_recordable(n))
             .collect();
         if kept.is_empty() {
-            return match fs::remove_file(&path) {
+            let Some(dir) = RunDir::open(&self.dir)? else {
+                return Ok(());
+            };
+            return match dir.unlink(&self.file) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
                 _ => Ok(()),
             };
@@ -413,26 +472,21 @@ impl NameRecord {
         for (class, name) in kept {
             text.push_str(&format!("{class} {name}\n"));
         }
-        create_run_dir(&self.dir)?;
-        let tmp = self
-            .dir
-            .join(format!(".{}.{}.tmp", self.file, std::process::id()));
-        let _ = fs::remove_file(&tmp); // a leftover (or a planted symlink) is never followed
-        let made = (|| {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_data()?;
-            fs::rename(&tmp, &path)
-        })();
-        if made.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        made
+        let tmp = format!(".{}.{}.tmp", self.file, std::process::id());
+        in_run_dir(&self.dir, |d| {
+            // a leftover (or a planted symlink) of the temporary name is never followed
+            let made = (|| {
+                let mut f = d.create_new(&tmp)?;
+                f.write_all(text.as_bytes())?;
+                f.sync_data()?;
+                d.rename(&tmp, &self.file)
+            })();
+            if made.is_err() {
+                let _ = d.unlink(&tmp);
+            }
+            made
+        })
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }
 
     /// Reads the record ([`NameRecord::read_or_empty`]), lets `f` change the list, and
@@ -463,6 +517,8 @@ pub struct DeadRunFile {
     pub path: PathBuf,
     /// Its contents, at most the `max_bytes` asked for.
     pub text: String,
+    dir: Arc<RunDir>,
+    name: String,
     _file: File,
 }
 
@@ -472,7 +528,7 @@ impl DeadRunFile {
     /// # Errors
     /// `unlink(2)` errors.
     pub fn remove(self) -> io::Result<()> {
-        fs::remove_file(&self.path)
+        self.dir.unlink(&self.name)
     }
 }
 
@@ -520,29 +576,26 @@ pub struct RunFileScan {
 /// that does not exist holds none.
 ///
 /// # Errors
-/// The directory cannot be listed.
+/// The directory cannot be listed; `PermissionDenied` ([`UnsafeRunDir`]) when it is not
+/// safe ([`RunDir::open`]).
 pub fn scan_run_files(
     dir: impl AsRef<Path>,
     pid_of: impl Fn(&str) -> Option<u32>,
     max_bytes: u64,
 ) -> io::Result<RunFileScan> {
-    let dir = dir.as_ref();
-    let entries = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(RunFileScan::default()),
-        Err(e) => return Err(e),
+    let Some(dir) = RunDir::open(dir)? else {
+        return Ok(RunFileScan::default());
     };
+    let dir = Arc::new(dir);
     let mut out = RunFileScan::default();
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(&pid_of) else {
+    for name in dir.names_in()? {
+        let Some(pid) = pid_of(&name) else {
             continue;
         };
-        let path = entry.path();
+        let path = dir.join(&name);
         // O_NOFOLLOW: a planted symlink is not followed; O_NONBLOCK: a FIFO does not block
         // the open (it is then skipped as not a regular file).
-        let file = match crate::file::open_nonblocking(&path, true) {
+        let file = match dir.open_file(&name, libc::O_RDONLY | libc::O_NONBLOCK, 0) {
             Ok(f) => f,
             Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
                 out.skipped
@@ -579,9 +632,7 @@ pub fn scan_run_files(
         }
         // Still the file the directory names? (Another process may have handled and
         // removed it, and a new one taken the name, between the open and the lock.)
-        let same = fs::symlink_metadata(&path)
-            .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino());
-        if !same {
+        if !dir.names(&name, &file) {
             continue;
         }
         let mut text = String::new();
@@ -593,6 +644,8 @@ pub fn scan_run_files(
             pid,
             path,
             text,
+            dir: Arc::clone(&dir),
+            name,
             _file: file,
         });
     }
@@ -603,6 +656,8 @@ pub fn scan_run_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn a_live_file_is_not_dead_and_a_released_one_is() {

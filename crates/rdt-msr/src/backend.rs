@@ -23,7 +23,9 @@ use crate::regs::{
 };
 use crate::uncore::{self, UncoreGroup};
 use crate::{MsrAddr, MsrError, MsrIo};
-use rdt_core::runfile::{DEFAULT_LOCK_TIMEOUT, LockWaitError, NameRecord, WriterLock};
+use rdt_core::runfile::{
+    DEFAULT_LOCK_TIMEOUT, LockWaitError, NameRecord, RunDirPath, WriterLock,
+};
 
 /// Reads of IA32_QM_CTR per event per poll before the value is reported as unavailable
 /// (pqos `hw_mon_read`: at most 4 attempts).
@@ -174,7 +176,9 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     /// Where this process records the RMIDs it gives CPUs ([`MsrBackend::with_run_dir`]).
     claims: Option<Claims>,
     /// The run directory and the writers' lock in it ([`MsrBackend::with_run_dir`]).
-    run: Option<(PathBuf, WriterLock)>,
+    /// Dropped last of the two: the directory is removed when unused once the lock is closed
+    /// ([`RunDirPath`]).
+    run: Option<(WriterLock, RunDirPath)>,
     /// Named classes ([`Backend::class_named`]): those recorded in the run directory
     /// (read by [`MsrBackend::with_run_dir`]) and those bound in this process.
     names: BTreeMap<ClassId, String>,
@@ -395,7 +399,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         self.claims = Some(Claims::new(&dir));
         let lock = WriterLock::new(dir.join("msr.lock"), DEFAULT_LOCK_TIMEOUT);
         let record = NameRecord::new(&dir, NAMES_FILE);
-        self.run = Some((dir, lock));
+        self.run = Some((lock, RunDirPath::new(dir)));
         self.names.clear();
         self.own.clear();
         for (class, name) in record.read_or_empty() {
@@ -414,7 +418,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     fn name_record(&self) -> Option<NameRecord> {
         self.run
             .as_ref()
-            .map(|(dir, _)| NameRecord::new(dir, NAMES_FILE))
+            .map(|(_, dir)| NameRecord::new(dir.path(), NAMES_FILE))
     }
 
     /// Changes the record of named classes under the writers' lock (nothing without a run
@@ -440,7 +444,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
 
     /// Changes how long taking the writers' lock waits for another process.
     pub fn set_lock_timeout(&mut self, timeout: Duration) {
-        if let Some((_, lock)) = &mut self.run {
+        if let Some((lock, _)) = &mut self.run {
             lock.set_timeout(timeout);
         }
     }
@@ -1445,7 +1449,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     }
 
     fn run_dir(&self) -> Option<&Path> {
-        self.run.as_ref().map(|(dir, _)| dir.as_path())
+        self.run.as_ref().map(|(_, dir)| dir.path())
     }
 
     /// Takes `<run dir>/msr.lock` (nothing without a run directory).
@@ -1453,7 +1457,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// # Errors
     /// [`MsrError::Locked`] after the lock timeout; [`MsrError::Lock`].
     fn hold_writers(&mut self) -> Result<(), MsrError> {
-        let Some((_, lock)) = &mut self.run else {
+        let Some((lock, _)) = &mut self.run else {
             return Ok(());
         };
         lock.hold().map_err(|e| match e {
@@ -1469,7 +1473,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     }
 
     fn release_writers(&mut self) {
-        if let Some((_, lock)) = &mut self.run {
+        if let Some((lock, _)) = &mut self.run {
             lock.release();
         }
     }

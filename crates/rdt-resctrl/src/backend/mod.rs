@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rdt_core::runfile::RunDirPath;
 use rdt_core::{
     AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet,
     ExclusiveWays, GroupInfo, Interface, LogicalCpu, MbaClass, MbaCtrl, MbaResource, MonEvents,
@@ -192,8 +193,9 @@ pub struct ResctrlBackend<P: PmuSource = NoPmu> {
     next_name: u32,
     /// Control groups this backend made (and has not removed since).
     created: BTreeSet<String>,
-    /// [`ResctrlOptions::run_dir`].
-    run_dir: Option<PathBuf>,
+    /// [`ResctrlOptions::run_dir`], removed when unused as the backend goes
+    /// ([`RunDirPath`]).
+    run_dir: Option<RunDirPath>,
     /// Named classes ([`Backend::class_named`]): the control group of each class that is
     /// not `COS<n>`.
     names: BTreeMap<ClassId, String>,
@@ -268,7 +270,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             next_id: 0,
             next_name: 0,
             created: BTreeSet::new(),
-            run_dir,
+            run_dir: run_dir.map(RunDirPath::new),
             names: BTreeMap::new(),
         };
         let guard = this.lock.shared()?;
@@ -843,7 +845,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     }
 
     fn run_dir(&self) -> Option<&Path> {
-        self.run_dir.as_deref()
+        self.run_dir.as_ref().map(RunDirPath::path)
     }
 
     /// The control group `name` as a class: its handle is the lowest class number that

@@ -39,7 +39,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
     fn name_record(&self) -> Option<NameRecord> {
         self.run_dir
             .as_ref()
-            .map(|dir| NameRecord::new(dir, NAMES_FILE))
+            .map(|dir| NameRecord::new(dir.path(), NAMES_FILE))
     }
 
     /// Changes the record (nothing without a run directory). Holds: the exclusive lock.
