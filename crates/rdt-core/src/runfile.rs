@@ -119,7 +119,10 @@ fn in_run_dir<T>(dir: &Path, mut f: impl FnMut(&RunDir) -> io::Result<T>) -> io:
         match f(&d) {
             Err(e) if tries < 2 && d.is_removed() => {
                 tries += 1;
-                log::debug!("run directory {} removed meanwhile ({e}); again", d.path().display());
+                log::debug!(
+                    "run directory {} removed meanwhile ({e}); again",
+                    d.path().display()
+                );
             }
             r => return r,
         }
@@ -211,9 +214,11 @@ impl WriterLock {
                 let taken = in_run_dir(dir, |d| {
                     let file = match self.file.take() {
                         Some(f) => f,
-                        None => {
-                            d.open_file(name, libc::O_RDWR | libc::O_CREAT | libc::O_NONBLOCK, 0o600)?
-                        }
+                        None => d.open_file(
+                            name,
+                            libc::O_RDWR | libc::O_CREAT | libc::O_NONBLOCK,
+                            0o600,
+                        )?,
                     };
                     let meta = file.metadata()?;
                     if !meta.is_file() {

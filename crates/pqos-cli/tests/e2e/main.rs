@@ -58,6 +58,9 @@ mod named;
 // `-u json`: pure JSON on stdout, every document valid against docs/json's schemas.
 mod json;
 
+// The run directory: another user's refused, one per platform whatever its spelling.
+mod rundir;
+
 // `rdtset`: a command in a class of its own, given back when it ends.
 mod rdtset;
 

@@ -78,8 +78,7 @@ impl RunDir {
     /// [`UnsafeRunDir`] (as a `PermissionDenied` [`io::Error`]) when it or a directory
     /// above it is not safe; `mkdir(2)`/`open(2)` errors otherwise.
     pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
-        Self::at(path.as_ref(), true)?
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+        Self::at(path.as_ref(), true)?.ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
     }
 
     /// Opens the existing run directory at `path` and verifies it; `None` when it (or a
@@ -151,7 +150,12 @@ impl RunDir {
                     .is_ok_and(|st| st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits());
                 return Err(UnsafeRunDir {
                     path: walked,
-                    found: if link { "a symbolic link" } else { "not a directory" }.into(),
+                    found: if link {
+                        "a symbolic link"
+                    } else {
+                        "not a directory"
+                    }
+                    .into(),
                     rule: "a run directory must be a directory, never reached through a symlink"
                         .into(),
                 }
@@ -310,7 +314,9 @@ impl RunDir {
             return false;
         };
         self.stat(name).ok().flatten().is_some_and(|st| {
-            st.st_dev == meta.dev() && st.st_ino == meta.ino() && SFlag::S_IFREG.bits() == (st.st_mode & SFlag::S_IFMT.bits())
+            st.st_dev == meta.dev()
+                && st.st_ino == meta.ino()
+                && SFlag::S_IFREG.bits() == (st.st_mode & SFlag::S_IFMT.bits())
         })
     }
 
@@ -457,7 +463,9 @@ mod tests {
     /// Every writer of the module, on `run`: each must fail.
     fn every_writer_refuses(run: &Path) -> Vec<String> {
         let mut errors = vec![
-            RunFile::create(run, "txn-msr-", b"x").unwrap_err().to_string(),
+            RunFile::create(run, "txn-msr-", b"x")
+                .unwrap_err()
+                .to_string(),
             NameRecord::new(run, "msr-classes")
                 .write(&[(crate::ClassId::new(1), "web".into())])
                 .unwrap_err()
@@ -466,7 +474,9 @@ mod tests {
                 .hold()
                 .unwrap_err()
                 .to_string(),
-            dead_run_files(run, "txn-msr-", 1024).unwrap_err().to_string(),
+            dead_run_files(run, "txn-msr-", 1024)
+                .unwrap_err()
+                .to_string(),
             read_run_file(run.join("msr-classes"), 1024)
                 .unwrap_err()
                 .to_string(),
@@ -524,7 +534,10 @@ mod tests {
         fs::create_dir(&open).unwrap();
         fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
         let e = RunDir::create(open.join("run")).unwrap_err().to_string();
-        assert!(e.contains("mode 0777") && e.contains("unless sticky"), "{e}");
+        assert!(
+            e.contains("mode 0777") && e.contains("unless sticky"),
+            "{e}"
+        );
         assert!(!open.join("run").exists(), "nothing made below it");
         // /tmp's mode: another user cannot rename what is ours there
         fs::set_permissions(&open, fs::Permissions::from_mode(0o1777)).unwrap();
@@ -543,16 +556,30 @@ mod tests {
         let run = d.path().join("a/b/run");
         RunDir::create(&run).unwrap();
         for p in [d.path().join("a"), d.path().join("a/b"), run.clone()] {
-            assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o7777, 0o700);
+            assert_eq!(
+                fs::metadata(&p).unwrap().permissions().mode() & 0o7777,
+                0o700
+            );
         }
         fs::set_permissions(&run, fs::Permissions::from_mode(0o755)).unwrap();
         RunDir::create(&run).unwrap();
-        assert_eq!(fs::metadata(&run).unwrap().permissions().mode() & 0o7777, 0o700);
-        assert!(RunDir::open(d.path().join("missing/run")).unwrap().is_none());
+        assert_eq!(
+            fs::metadata(&run).unwrap().permissions().mode() & 0o7777,
+            0o700
+        );
+        assert!(
+            RunDir::open(d.path().join("missing/run"))
+                .unwrap()
+                .is_none()
+        );
         assert!(!d.path().join("missing").exists(), "open makes nothing");
         // a planted symlink above is followed only to a directory that passes
         std::os::unix::fs::symlink("/", d.path().join("up")).unwrap();
-        assert!(RunDir::open(d.path().join("up/nonexistent-rdt-run")).unwrap().is_none());
+        assert!(
+            RunDir::open(d.path().join("up/nonexistent-rdt-run"))
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
@@ -564,7 +591,9 @@ mod tests {
         assert!(!remove_if_unused(&run), "held: kept");
         a.release();
         let names = NameRecord::new(&run, "x-classes");
-        names.write(&[(crate::ClassId::new(1), "db".into())]).unwrap();
+        names
+            .write(&[(crate::ClassId::new(1), "db".into())])
+            .unwrap();
         assert!(!remove_if_unused(&run), "a record: kept");
         names.write(&[]).unwrap();
         assert!(remove_if_unused(&run), "only a free lock: removed");
@@ -572,7 +601,10 @@ mod tests {
         // `a` still has the old lock file open: it must not take a lock on nothing
         a.hold().unwrap();
         let mut b = WriterLock::new(run.join("w.lock"), Duration::from_millis(20));
-        assert!(b.hold().is_err(), "one holder, on the lock file the directory names");
+        assert!(
+            b.hold().is_err(),
+            "one holder, on the lock file the directory names"
+        );
         a.release();
         b.hold().unwrap();
         // files made in a directory removed meanwhile are made in a new one
