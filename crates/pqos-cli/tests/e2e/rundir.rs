@@ -36,33 +36,36 @@ fn as_nobody(script: &str) {
 /// enter; and a root-only 0600 file the attacker wants overwritten.
 struct Shared {
     _top: tempfile::TempDir,
-    shared: PathBuf,
+    dir: PathBuf,
     victim: PathBuf,
 }
 
 impl Shared {
     fn new() -> Self {
         let top = tempfile::tempdir().expect("tempdir");
-        std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(top.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("file system");
         let shared = top.path().join("shared");
-        std::fs::create_dir(&shared).unwrap();
-        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        std::fs::create_dir(&shared).expect("file system");
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777))
+            .expect("file system");
         let victim = top.path().join("victim");
-        std::fs::write(&victim, "root's secret\n").unwrap();
-        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(&victim, "root's secret\n").expect("file system");
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600))
+            .expect("file system");
         Self {
             _top: top,
-            shared,
+            dir: shared,
             victim,
         }
     }
 
     fn victim_unchanged(&self) {
         assert_eq!(
-            std::fs::read_to_string(&self.victim).unwrap(),
+            std::fs::read_to_string(&self.victim).expect("file system"),
             "root's secret\n"
         );
-        let meta = std::fs::metadata(&self.victim).unwrap();
+        let meta = std::fs::metadata(&self.victim).expect("file system");
         assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     }
 }
@@ -98,24 +101,25 @@ fn run_file_names() -> Vec<String> {
 #[test]
 fn a_run_dir_another_user_planted_next_to_the_state_is_refused_and_nothing_written_through_it() {
     let s = Shared::new();
-    let state = s.shared.join("state.json");
-    let run = s.shared.join("state.json.run");
-    let config = s.shared.join("classes.toml");
+    let state = s.dir.join("state.json");
+    let run = s.dir.join("state.json.run");
+    let config = s.dir.join("classes.toml");
     std::fs::write(
         &config,
         "[[class]]\nname = \"web\"\nl3 = { ways = 4 }\ncpus = \"2-3\"\n",
     )
-    .unwrap();
+    .expect("file system");
     // the attacker's directory, full of links to the victim
-    let links: String = run_file_names()
+    let links: Vec<String> = run_file_names()
         .iter()
-        .map(|n| format!("ln -s {} {}/{n}; ", s.victim.display(), run.display()))
+        .map(|n| format!("ln -s {} {}/{n}", s.victim.display(), run.display()))
         .collect();
+    let links = links.join("; ");
     as_nobody(&format!("mkdir -m 0777 {} && {links}", run.display()));
     for args in [
         &["-e", "llc:1=0xf"][..],
         &["-a", "llc:1=2"],
-        &["--apply", config.to_str().unwrap()],
+        &["--apply", config.to_str().expect("file system")],
         &["-R"],
     ] {
         let r = sim_pqos(&state, args);
@@ -131,10 +135,12 @@ fn a_run_dir_another_user_planted_next_to_the_state_is_refused_and_nothing_writt
     }
     // the attacker's directory holds only what they put there
     let mut owners: Vec<u32> = std::fs::read_dir(&run)
-        .unwrap()
+        .expect("file system")
         .map(|e| {
             use std::os::unix::fs::MetadataExt;
-            std::fs::symlink_metadata(e.unwrap().path()).unwrap().uid()
+            std::fs::symlink_metadata(e.expect("file system").path())
+                .expect("file system")
+                .uid()
         })
         .collect();
     owners.dedup();
@@ -144,9 +150,9 @@ fn a_run_dir_another_user_planted_next_to_the_state_is_refused_and_nothing_writt
 #[test]
 fn a_symlink_in_place_of_the_run_dir_is_refused_and_its_target_stays_empty() {
     let s = Shared::new();
-    let state = s.shared.join("state.json");
-    let run = s.shared.join("state.json.run");
-    let theirs = s.shared.join("theirs");
+    let state = s.dir.join("state.json");
+    let run = s.dir.join("state.json.run");
+    let theirs = s.dir.join("theirs");
     as_nobody(&format!(
         "mkdir -m 0777 {t} && ln -s {t} {r}",
         t = theirs.display(),
@@ -155,9 +161,9 @@ fn a_symlink_in_place_of_the_run_dir_is_refused_and_its_target_stays_empty() {
     let r = sim_pqos(&state, &["-e", "llc:1=0xf"]);
     assert_ne!(r.code, 0, "{r:?}");
     assert!(r.stderr.contains("a symbolic link"), "{}", r.stderr);
-    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(&theirs).expect("file system").count(), 0);
     // without the attacker, the same command works, and its run directory is root's, 0700
-    std::fs::remove_file(&run).unwrap();
+    std::fs::remove_file(&run).expect("file system");
     sim_pqos(&state, &["-e", "llc:1=0xf"]).ok();
     if let Ok(meta) = std::fs::symlink_metadata(&run) {
         assert!(meta.is_dir());
@@ -172,12 +178,12 @@ fn pqos_and_rdtset_refuse_a_sysroot_run_dir_of_another_user() {
     let m = Mounted::new("broadwell-ep");
     let s = Shared::new();
     let run = rdt_pqos::Paths::under(m.root()).run;
-    std::fs::create_dir_all(&run).unwrap();
+    std::fs::create_dir_all(&run).expect("file system");
     for n in ["msr.lock", "msr-classes", "os-classes"] {
         let _ = std::fs::remove_file(run.join(n));
-        std::os::unix::fs::symlink(&s.victim, run.join(n)).unwrap();
+        std::os::unix::fs::symlink(&s.victim, run.join(n)).expect("file system");
     }
-    std::os::unix::fs::chown(&run, Some(65534), Some(65534)).unwrap();
+    std::os::unix::fs::chown(&run, Some(65534), Some(65534)).expect("file system");
     let r = m.pqos(&["-e", "llc:1=0xf"]);
     assert_ne!(r.code, 0, "{r:?}");
     assert!(r.stderr.contains("owned by uid 65534"), "{}", r.stderr);
@@ -186,7 +192,7 @@ fn pqos_and_rdtset_refuse_a_sysroot_run_dir_of_another_user() {
         .env("RDT_SYSROOT", m.root())
         .env("RDT_IFACE", "MSR")
         .output()
-        .unwrap();
+        .expect("file system");
     assert!(!rdtset.status.success());
     assert!(
         String::from_utf8_lossy(&rdtset.stderr).contains("owned by uid 65534"),
@@ -194,18 +200,16 @@ fn pqos_and_rdtset_refuse_a_sysroot_run_dir_of_another_user() {
         String::from_utf8_lossy(&rdtset.stderr)
     );
     s.victim_unchanged();
-    std::fs::remove_dir_all(&run).unwrap();
+    std::fs::remove_dir_all(&run).expect("file system");
 }
 
 /// The journals (`txn-*`) in the run directory of `root`.
 fn journals(root: &Path) -> usize {
-    std::fs::read_dir(rdt_pqos::Paths::under(root).run)
-        .map(|rd| {
-            rd.filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().starts_with("txn-"))
-                .count()
-        })
-        .unwrap_or(0)
+    std::fs::read_dir(rdt_pqos::Paths::under(root).run).map_or(0, |rd| {
+        rd.filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().starts_with("txn-"))
+            .count()
+    })
 }
 
 /// `pqos --iface=IFACE --sysroot SPELLING ARGS` run from `cwd`.
@@ -233,9 +237,9 @@ fn one_journal_for_every_spelling(
 ) {
     let parent = root.parent().expect("a mount point has a parent");
     let name = root.file_name().expect("a name");
-    let link_dir = tempfile::tempdir().unwrap();
+    let link_dir = tempfile::tempdir().expect("file system");
     let link = link_dir.path().join("platform");
-    std::os::unix::fs::symlink(root, &link).unwrap();
+    std::os::unix::fs::symlink(root, &link).expect("file system");
     let spellings: [(PathBuf, &Path); 3] = [
         (PathBuf::from(name), parent),           // relative
         (root.join("./dev/.."), Path::new("/")), // absolute, with . and ..
@@ -249,10 +253,10 @@ fn one_journal_for_every_spelling(
             root.join(".sim/fail"),
             format!("clear\nmodify {target} nth=2 signal=KILL\n"),
         )
-        .unwrap();
+        .expect("file system");
         let killed = spelled(iface, first, cwd, &["-e", "llc:1=0x3;llc:2=0xc"]);
         assert_eq!(killed.code, -1, "killed at its second write: {killed:?}");
-        std::fs::write(root.join(".sim/fail"), "clear\n").unwrap();
+        std::fs::write(root.join(".sim/fail"), "clear\n").expect("file system");
         assert_eq!(journals(root), 1, "its journal stays");
         let s = spelled(iface, second, cwd2, &["-s"]).ok();
         assert!(
@@ -286,8 +290,32 @@ fn os_one_platform_under_three_spellings_keeps_one_journal() {
     let show = || {
         crate::crash::tree(&m)
             .into_iter()
-            .map(|(k, v)| format!("{k}: {v}\n"))
-            .collect()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     one_journal_for_every_spelling("os", m.root(), "sys/fs/resctrl/**", show);
+}
+
+#[test]
+fn a_sysroot_run_dir_goes_when_unused_and_named_classes_keep_it_0600() {
+    let m = Mounted::new("broadwell-ep");
+    let run = rdt_pqos::Paths::under(m.root()).run;
+    m.pqos(&["-e", "llc:1=0xf", "-a", "llc:1=2"]).ok();
+    assert!(!run.exists(), "nothing in use: {} removed", run.display());
+    let dir = tempfile::tempdir().expect("file system");
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "[[class]]\nname = \"web\"\nl3 = { ways = 4 }\n").expect("file system");
+    m.pqos(&["--apply", config.to_str().expect("file system")])
+        .ok();
+    let mode = |p: &Path| {
+        std::fs::metadata(p)
+            .expect("file system")
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode(&run), 0o700);
+    assert_eq!(mode(&run.join("msr-classes")), 0o600);
+    m.pqos(&["-R"]).ok();
 }

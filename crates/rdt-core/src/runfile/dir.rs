@@ -122,7 +122,7 @@ impl RunDir {
             let fd = match Self::open_child(&parent, name, create, false) {
                 Ok(Some(fd)) => fd,
                 Ok(None) => return Ok(None),
-                Err(e) => return Err(Self::name_path(e, &walked)),
+                Err(e) => return Err(Self::name_path(&e, &walked)),
             };
             let st = fstat(&fd).map_err(io_err)?;
             let writable_by_others = st.st_mode & 0o022 != 0;
@@ -161,7 +161,7 @@ impl RunDir {
                 }
                 .into());
             }
-            Err(e) => return Err(Self::name_path(e, &walked)),
+            Err(e) => return Err(Self::name_path(&e, &walked)),
         };
         let st = fstat(&fd).map_err(io_err)?;
         if st.st_uid != euid || st.st_mode & 0o022 != 0 {
@@ -183,7 +183,7 @@ impl RunDir {
     }
 
     /// Adds the path to an error that has none (`mkdir`, `open`).
-    fn name_path(e: io::Error, path: &Path) -> io::Error {
+    fn name_path(e: &io::Error, path: &Path) -> io::Error {
         io::Error::new(e.kind(), format!("{}: {e}", path.display()))
     }
 
@@ -371,7 +371,11 @@ pub fn remove_if_unused(path: impl AsRef<Path>) -> bool {
     let Ok(names) = dir.names_in() else {
         return false;
     };
-    if names.iter().any(|n| !n.ends_with(".lock")) {
+    // (`msr.lock` exactly: a name in another case is not a lock file of ours)
+    if names
+        .iter()
+        .any(|n| Path::new(n).extension().is_none_or(|e| e != "lock"))
+    {
         return false;
     }
     let mut held = Vec::new();
