@@ -20,9 +20,10 @@
 //! group and leaves pre-configured ones.
 //!
 //! `enableMonitoring` (and the deprecated `enableCMT`/`enableMBM`, which mean the same here)
-//! gives the container its own counters, as runc does: when the group is the container's
-//! own (no `closID`, made by [`apply`]) the group's monitoring is the container's; otherwise
-//! a monitor group `<group>/mon_groups/<container id>` is made and the process put in it.
+//! gives the container its own counters, as runc does (`libcontainer/intelrdt`, `Apply`): a
+//! monitor group `<group>/mon_groups/<container id>` is made and the process put in it,
+//! also when the group is the container's own (no `closID`), so that a tool that reads
+//! runc's layout finds it there.
 //! [`stats`] reads them in the shape runtimes report ([`IntelRdtStats`], runc's
 //! `intelrdt.Stats`); [`remove`] takes the monitor group away with the container.
 //!
@@ -116,8 +117,8 @@ pub struct Placed {
     /// Whether [`apply`] made the group (then [`remove`] may take it away).
     pub created: bool,
     /// With `enableMonitoring`: the group whose counters are the container's, relative to
-    /// the resctrl root: [`Placed::group`] itself when it is the container's own, else the
-    /// monitor group `<group>/mon_groups/<container id>` [`apply`] made.
+    /// the resctrl root: the monitor group `<group>/mon_groups/<container id>` [`apply`]
+    /// made. (A state file of an earlier version may name [`Placed::group`] itself.)
     pub monitor: Option<String>,
 }
 
@@ -144,6 +145,10 @@ pub struct IntelRdtStats {
     /// The container's group's `MB:` line.
     #[serde(skip_serializing_if = "String::is_empty", default)]
     pub mem_bw_schema: String,
+    /// Every line of the container's group's `schemata`, trimmed, in the file's order
+    /// (runc v1.3+ `Stats.Schemata`: `["L3:0=7f0;1=1f", "MB:0=20;1=70"]`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub schemata: Vec<String>,
     /// MBM, one entry per L3 monitoring domain in domain order, when monitoring is on and
     /// the platform counts memory bandwidth.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -471,12 +476,7 @@ pub fn apply(
         .into_result()
         .map_err(platform)?;
     let created = !exists;
-    let monitor = if !monitoring {
-        None
-    } else if created && spec.clos_id().is_none() {
-        // The group is the container's own: its counters are the container's.
-        Some(group.clone())
-    } else {
+    let monitor = if monitoring {
         let made = rdt
             .resctrl_mut()
             .ok_or(OciError::NotResctrl)?
@@ -492,6 +492,8 @@ pub fn apply(
                 return Err(platform(format!("enableMonitoring: {e}")));
             }
         }
+    } else {
+        None
     };
     Ok(Placed {
         group,
@@ -529,8 +531,14 @@ pub fn stats(rdt: &mut Rdt, placed: &Placed) -> Result<IntelRdtStats, OciError> 
         min_bandwidth: u64::from(m.min_bandwidth),
         num_closids: u64::from(m.num_closids),
     });
-    let lines = |group: &str| -> Result<(String, String), OciError> {
+    let lines = |group: &str| -> Result<(String, String, Vec<String>), OciError> {
         let text = resctrl.group_schemata(group).map_err(platform)?.to_string();
+        let all = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect();
         let l3 = text
             .lines()
             .map(str::trim)
@@ -543,10 +551,10 @@ pub fn stats(rdt: &mut Rdt, placed: &Placed) -> Result<IntelRdtStats, OciError> 
             .find(|l| l.starts_with("MB:"))
             .unwrap_or_default()
             .to_owned();
-        Ok((l3, mb))
+        Ok((l3, mb, all))
     };
-    let (l3_root, mb_root) = lines("")?;
-    let (l3, mb) = lines(&placed.group)?;
+    let (l3_root, mb_root, _) = lines("")?;
+    let (l3, mb, schemata) = lines(&placed.group)?;
     let mut out = IntelRdtStats {
         l3_cache_schema_root: if l3_cache_info.is_some() {
             l3_root
@@ -570,6 +578,7 @@ pub fn stats(rdt: &mut Rdt, placed: &Placed) -> Result<IntelRdtStats, OciError> 
         },
         l3_cache_info,
         mem_bw_info,
+        schemata,
         ..IntelRdtStats::default()
     };
     if let Some(group) = &placed.monitor {

@@ -240,7 +240,7 @@ fn counter(root: &Path, group: &str, d: u32, event: &str) -> u64 {
 }
 
 #[test]
-fn monitoring_without_closid_is_the_containers_own_group_and_stats_are_runcs() {
+fn monitoring_without_closid_makes_a_monitor_group_in_the_containers_group_as_runc() {
     // arrange
     let m = TestMount::builtin(SKX_RDT);
     let root = resctrl(&m);
@@ -252,9 +252,15 @@ fn monitoring_without_closid_is_the_containers_own_group_and_stats_are_runcs() {
     // act
     let placed = oci::apply(&mut rdt, &s, "ctr-mon", ctr.task()).expect("apply");
     let stats = oci::stats(&mut rdt, &placed).expect("stats");
-    // assert: no monitor group, the group's own counters
-    assert_eq!(placed.monitor.as_deref(), Some("ctr-mon"));
-    assert!(!root.join("ctr-mon/mon_groups/ctr-mon").exists());
+    // assert: runc's layout, the process in `<group>/mon_groups/<container id>`
+    assert_eq!(
+        placed.monitor.as_deref(),
+        Some("ctr-mon/mon_groups/ctr-mon")
+    );
+    assert_eq!(
+        read(&root, "ctr-mon/mon_groups/ctr-mon/tasks").trim(),
+        ctr.task().to_string()
+    );
     let info = stats.l3_cache_info.as_ref().expect("L3 info");
     assert_eq!(info.cbm_mask, "7ff");
     assert_eq!(
@@ -267,6 +273,17 @@ fn monitoring_without_closid_is_the_containers_own_group_and_stats_are_runcs() {
     assert!(stats.l3_cache_schema.starts_with("L3:0="), "{stats:?}");
     assert_eq!(stats.mem_bw_schema, "MB:0=50;1=50");
     assert_eq!(stats.mem_bw_schema_root, "MB:0=100;1=100");
+    // every line of the group's schemata, as runc's `schemata` gives them
+    let file: Vec<String> = read(&root, "ctr-mon/schemata")
+        .lines()
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(stats.schemata, file);
+    assert!(
+        stats.schemata.contains(&"MB:0=50;1=50".to_owned()),
+        "{stats:?}"
+    );
     let mb = stats.mem_bw_info.as_ref().expect("MB info");
     assert_eq!(mb.bandwidth_gran, 10);
     let mbm = stats.mbm_stats.as_ref().expect("mbm_stats");
@@ -274,8 +291,8 @@ fn monitoring_without_closid_is_the_containers_own_group_and_stats_are_runcs() {
     assert_eq!((mbm.len(), cmt.len()), (2, 2));
     for (d, node) in (0u32..).zip(mbm) {
         // MBM counts only go up: the files read after stats() hold at least what it gave.
-        let total = counter(&root, "ctr-mon", d, "mbm_total_bytes");
-        let local = counter(&root, "ctr-mon", d, "mbm_local_bytes");
+        let total = counter(&root, "ctr-mon/mon_groups/ctr-mon", d, "mbm_total_bytes");
+        let local = counter(&root, "ctr-mon/mon_groups/ctr-mon", d, "mbm_local_bytes");
         assert!(node.mbm_total_bytes <= total && node.mbm_local_bytes <= local);
     }
     // runc's JSON names; empty fields left out as Go's omitempty does
@@ -289,6 +306,7 @@ fn monitoring_without_closid_is_the_containers_own_group_and_stats_are_runcs() {
         "mem_bw_schema",
         "mbm_stats",
         "cmt_stats",
+        "schemata",
     ] {
         assert!(json.get(key).is_some(), "{key} in {json}");
     }
@@ -313,7 +331,10 @@ fn monitoring_without_closid_is_the_containers_own_group_and_stats_are_runcs() {
         oci::remove(&mut rdt, &placed).expect("remove"),
         Removed::Group
     );
-    assert!(!root.join("ctr-mon").exists());
+    assert!(
+        !root.join("ctr-mon").exists(),
+        "the monitor group, then the group"
+    );
 }
 
 #[test]
