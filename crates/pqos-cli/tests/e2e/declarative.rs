@@ -27,14 +27,14 @@ tasks = [1234]                # or processes = ["stress-ng"], all threads
 "#;
 
 /// Writes `text` to `name` in a fresh temporary directory.
-fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+pub(crate) fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
     let p = dir.path().join(name);
     std::fs::write(&p, text).expect("write the configuration");
     p
 }
 
 /// The changes (`write`, `mkdir`, `rmdir`) the mount served since the last call.
-fn changes(root: &Path) -> u64 {
+pub(crate) fn changes(root: &Path) -> u64 {
     let stats = std::fs::read_to_string(root.join(".sim/stats")).expect(".sim/stats");
     std::fs::write(root.join(".sim/stats"), "reset\n").expect("reset .sim/stats");
     stats

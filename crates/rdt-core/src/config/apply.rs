@@ -2,11 +2,13 @@
 //! around the ways other classes hold, and the transaction that makes it so
 //! ([`Config::plan`]).
 
+use std::collections::BTreeSet;
+
 use super::error::Location;
 use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
 use crate::proc::ProcFs;
 use crate::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
-use crate::{Backend, CatResource, ClassId, Interface, MbaResource, RequestError};
+use crate::{Backend, CatResource, ClassId, Interface, MbaResource, RequestError, TaskId};
 
 /// The key of a bandwidth resource in the file: `mba` or `smba`.
 const fn resource_key(resource: MbaResource) -> &'static str {
@@ -166,7 +168,13 @@ impl Config {
     ///    the ways other classes hold: the masks of every class outside the file other than
     ///    COS 0 that are not all ways.
     /// 4. MBA limits per domain, CPUs, tasks, and the processes named (every process with
-    ///    that `comm` in `proc`).
+    ///    that `comm` in `proc`); then the members the file's classes hold but no longer
+    ///    list go back to COS 0 (the resctrl root group): every CPU no class of the file
+    ///    lists, and, for a class that lists `tasks` or `processes`, every thread of its
+    ///    group whose process the file neither lists nor names. A class that lists no tasks
+    ///    keeps the tasks it holds. So the classes of the file end with exactly the members
+    ///    it says, whatever was applied before; classes it does not name and other tools'
+    ///    groups are not touched.
     /// 5. [`Plan::new`] validates it all against the current state (tasks exist, no CPU or
     ///    task in another tool's group, ...), and the writes that change nothing are
     ///    dropped ([`Plan::without_unchanged`]).
@@ -206,49 +214,7 @@ impl Config {
                 }
             }
         }
-        for (i, class) in self.classes.iter().enumerate() {
-            for cpu in class.cpus.iter() {
-                changes.push(Change::Cpu { cpu, class: ids[i] });
-                origins.push(Origin {
-                    class: i,
-                    key: "cpus".into(),
-                });
-            }
-            for &task in &class.tasks {
-                changes.push(Change::Task {
-                    task,
-                    class: ids[i],
-                });
-                origins.push(Origin {
-                    class: i,
-                    key: "tasks".into(),
-                });
-            }
-            for name in &class.processes {
-                let pids = proc.processes_named(name).map_err(|e| {
-                    self.error_at(
-                        i,
-                        "processes",
-                        format!("listing {}: {e}", proc.root().display()),
-                    )
-                })?;
-                if pids.is_empty() {
-                    return Err(self
-                        .error_at(i, "processes", format!("no process is named {name:?}"))
-                        .into());
-                }
-                for task in pids {
-                    changes.push(Change::Task {
-                        task,
-                        class: ids[i],
-                    });
-                    origins.push(Origin {
-                        class: i,
-                        key: "processes".into(),
-                    });
-                }
-            }
-        }
+        self.member_changes(backend, proc, &ids, &mut changes, &mut origins)?;
         let classes = self
             .classes
             .iter()
@@ -412,6 +378,101 @@ impl Config {
         })
     }
 
+    /// Step 4 of [`Config::plan`]: the members. Each class's CPUs, tasks and the processes
+    /// named move in; then what the file's classes hold but the file no longer lists goes
+    /// back to the default class (COS 0, the resctrl root group), so that after the apply
+    /// every class of the file has exactly the members it says, whatever was applied
+    /// before:
+    /// - CPUs: a CPU in a class of the file that no class of the file lists (a class
+    ///   without `cpus` lists none);
+    /// - tasks (OS interface), only for a class that lists `tasks` or `processes`: a thread
+    ///   of its group (its `tasks` file, which also holds threads started and children
+    ///   forked in the group) whose process is neither listed in the file (every thread of
+    ///   a listed task's process stays) nor one of the processes named. A class that lists
+    ///   no tasks leaves its tasks alone: they were put there by other means (a container
+    ///   runtime, `pqos -I -a pid:`, inheritance) that the file does not describe.
+    ///
+    /// COS 0 (a class with `cos = 0`) has nothing to give back to.
+    fn member_changes<B: Backend>(
+        &self,
+        backend: &mut B,
+        proc: &ProcFs,
+        ids: &[ClassId],
+        changes: &mut Vec<Change>,
+        origins: &mut Vec<Origin>,
+    ) -> Result<(), ConfigPlanError<B::Error>> {
+        let origin = |class: usize, key: &str| Origin {
+            class,
+            key: key.to_owned(),
+        };
+        // every thread of every process the file lists or names
+        let mut kept: BTreeSet<TaskId> = BTreeSet::new();
+        for (i, class) in self.classes.iter().enumerate() {
+            for cpu in class.cpus.iter() {
+                changes.push(Change::cpu(cpu, ids[i]));
+                origins.push(origin(i, "cpus"));
+            }
+            for &task in &class.tasks {
+                changes.push(Change::task(task, ids[i]));
+                origins.push(origin(i, "tasks"));
+                kept.extend(process_threads(proc, task));
+            }
+            for name in &class.processes {
+                let pids = proc.processes_named(name).map_err(|e| {
+                    self.error_at(
+                        i,
+                        "processes",
+                        format!("listing {}: {e}", proc.root().display()),
+                    )
+                })?;
+                if pids.is_empty() {
+                    return Err(self
+                        .error_at(i, "processes", format!("no process is named {name:?}"))
+                        .into());
+                }
+                for task in pids {
+                    changes.push(Change::task(task, ids[i]));
+                    origins.push(origin(i, "processes"));
+                    kept.extend(process_threads(proc, task));
+                }
+            }
+        }
+        let default = ClassId::new(0);
+        let index_of = |class: ClassId| {
+            (class != default)
+                .then(|| ids.iter().position(|c| *c == class))
+                .flatten()
+        };
+        let listed: crate::CpuSet = self.classes.iter().flat_map(|c| c.cpus.iter()).collect();
+        for (cpu, class) in backend.cpu_classes().map_err(ConfigPlanError::Backend)? {
+            if let Some(i) = class.and_then(index_of)
+                && !listed.contains(cpu)
+            {
+                changes.push(Change::cpu(cpu, default));
+                origins.push(origin(i, "cpus"));
+            }
+        }
+        if backend.interface() == Interface::Os {
+            for (i, class) in self.classes.iter().enumerate() {
+                if (class.tasks.is_empty() && class.processes.is_empty())
+                    || index_of(ids[i]) != Some(i)
+                {
+                    continue;
+                }
+                for task in backend
+                    .tasks_of_class(ids[i])
+                    .map_err(ConfigPlanError::Backend)?
+                {
+                    if !kept.contains(&task) {
+                        changes.push(Change::task(task, default));
+                        origins.push(origin(i, "tasks"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Step 2 of [`Config::plan`]: fixed `cos` first, then the named classes.
     fn class_ids<B: Backend>(
         &self,
@@ -558,5 +619,15 @@ impl Config {
         );
         error.set_kind(ConfigErrorKind::Placement);
         error
+    }
+}
+
+/// Every thread of the process `task` belongs to (`task` alone when `/proc` cannot say; none
+/// when it has exited).
+fn process_threads(proc: &ProcFs, task: TaskId) -> Vec<TaskId> {
+    match proc.thread_group(task) {
+        Ok(pid) => proc.threads(pid).unwrap_or_else(|_| vec![task]),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(_) => vec![task],
     }
 }

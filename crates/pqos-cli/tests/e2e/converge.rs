@@ -1,0 +1,176 @@
+//! `pqos --apply FILE` converges: after it, the classes the file names hold exactly the
+//! CPUs (and, where a class lists tasks, the tasks) the file says, whatever was applied
+//! before; what they no longer list goes back to COS0 (the resctrl root group), and the dry
+//! run lists those moves. Classes the file does not name and other tools' groups are left
+//! alone. Every value form (ways, masks, percentages, MBA steps the hardware rounds) is
+//! applied as the hardware stores it, so a second apply of TOML, JSON or goresctrl YAML
+//! writes nothing on either interface.
+
+use std::collections::BTreeSet;
+
+use crate::declarative::{changes, file};
+use crate::os_mode::threaded_child;
+use crate::util::mounted::{Mounted, MountedOs};
+use crate::util::{Machine, Reaped, SKX_RDT};
+
+/// A class `web` with 2 L3 ways and `cpus` (no `cpus` key when empty).
+fn web(cpus: &str) -> String {
+    let cpus = if cpus.is_empty() {
+        String::new()
+    } else {
+        format!("cpus = \"{cpus}\"\n")
+    };
+    format!("[[class]]\nname = \"web\"\nl3 = {{ ways = 2 }}\n{cpus}")
+}
+
+/// The class of service `pqos -s` shows for core `cpu` (`Core 6, L2ID .. => COS1`).
+fn core_class(shown: &str, cpu: u32) -> u32 {
+    let line = shown
+        .lines()
+        .map(str::trim_start)
+        .find(|l| l.starts_with(&format!("Core {cpu},")))
+        .unwrap_or_else(|| panic!("no line for core {cpu} in\n{shown}"));
+    let cos = line.split("=> COS").nth(1).expect("=> COS");
+    cos.chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .expect("a class number")
+}
+
+/// The numbers of a resctrl `tasks` file.
+fn tasks(text: &str) -> BTreeSet<u32> {
+    text.lines().map(|l| l.trim().parse().expect("a tid")).collect()
+}
+
+#[test]
+fn a_shrunk_class_gives_its_cpus_back_to_cos0_on_the_msr_interface() {
+    let m = Mounted::new("broadwell-ep");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wide = file(&dir, "wide.toml", &web("4-7"));
+    let narrow = file(&dir, "narrow.toml", &web("4-5"));
+    let none = file(&dir, "none.toml", &web(""));
+    let other = file(
+        &dir,
+        "other.toml",
+        "[[class]]\nname = \"other\"\nl3 = { ways = 1 }\ncpus = \"10\"\n",
+    );
+    let path = |p: &std::path::PathBuf| p.to_str().expect("UTF-8").to_owned();
+    m.pqos(&["--apply", &path(&wide)]).ok();
+    m.pqos(&["--apply", &path(&other)]).ok();
+    let before = m.pqos(&["-s"]).ok().stdout;
+    let (web_cos, other_cos) = (core_class(&before, 6), core_class(&before, 10));
+    assert!(web_cos != 0 && other_cos != 0 && web_cos != other_cos, "{before}");
+    // the dry run lists the moves back to COS0 and writes nothing
+    changes(m.root());
+    let dry = m.pqos(&["--apply", &path(&narrow), "--dry-run"]).ok().stdout;
+    assert_eq!(
+        dry,
+        format!(
+            "web (COS{web_cos}): CPU 6 to COS0\nweb (COS{web_cos}): CPU 7 to COS0\n\
+             2 write(s) planned; dry run: nothing written.\n"
+        )
+    );
+    assert_eq!(changes(m.root()), 0, "a dry run writes nothing");
+    m.pqos(&["--apply", &path(&narrow)]).ok();
+    let shown = m.pqos(&["-s"]).ok().stdout;
+    for (cpu, cos) in [(4, web_cos), (5, web_cos), (6, 0), (7, 0), (10, other_cos)] {
+        assert_eq!(core_class(&shown, cpu), cos, "core {cpu}:\n{shown}");
+    }
+    // the same file again: nothing moves
+    assert_eq!(
+        m.pqos(&["--apply", &path(&narrow)]).ok().stdout,
+        "Nothing to change.\n"
+    );
+    // a class without `cpus` has none
+    m.pqos(&["--apply", &path(&none)]).ok();
+    let shown = m.pqos(&["-s"]).ok().stdout;
+    for (cpu, cos) in [(4, 0), (5, 0), (10, other_cos)] {
+        assert_eq!(core_class(&shown, cpu), cos, "core {cpu}:\n{shown}");
+    }
+}
+
+#[test]
+fn a_shrunk_class_gives_its_cpus_back_to_the_root_group_on_the_os_interface() {
+    let m = MountedOs::new(SKX_RDT);
+    // another tool's group with CPU 20
+    m.mkdir("kube");
+    m.write("kube/cpus_list", "20");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let wide = file(&dir, "wide.toml", &web("4-7"));
+    let narrow = file(&dir, "narrow.toml", &web("4-5"));
+    let path = |p: &std::path::PathBuf| p.to_str().expect("UTF-8").to_owned();
+    m.pqos(&["--apply", &path(&wide)]).ok();
+    assert_eq!(m.read("web/cpus_list"), "4-7\n");
+    let dry = m.pqos(&["--apply", &path(&narrow), "--dry-run"]).ok().stdout;
+    assert!(
+        dry.contains(": CPU 6 to COS0\n") && dry.contains(": CPU 7 to COS0\n"),
+        "{dry}"
+    );
+    m.pqos(&["--apply", &path(&narrow)]).ok();
+    assert_eq!(m.read("web/cpus_list"), "4-5\n");
+    let root: rdt_pqos::CpuSet = m.read("cpus_list").trim().parse().expect("a CPU list");
+    assert!(
+        root.contains(rdt_pqos::LogicalCpu::new(6)) && root.contains(rdt_pqos::LogicalCpu::new(7)),
+        "{root}"
+    );
+    assert_eq!(m.read("kube/cpus_list"), "20\n", "another tool's group");
+    assert_eq!(
+        m.pqos(&["--apply", &path(&narrow)]).ok().stdout,
+        "Nothing to change.\n"
+    );
+}
+
+/// On resctrl a group's `tasks` holds every thread of a process moved in, and whatever was
+/// put there since (a child forked in the group, `pqos -I -a pid:`). A class that lists
+/// tasks keeps the threads of its listed processes and gives the rest back to the root; a
+/// class that lists none keeps what it holds.
+#[test]
+fn a_class_that_lists_tasks_keeps_exactly_their_processes_threads() {
+    let m = MountedOs::new(SKX_RDT);
+    let child = threaded_child();
+    let (gone, stray, placed) = (Reaped::sleeper(), Reaped::sleeper(), Reaped::sleeper());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let batch = "[[class]]\nname = \"batch\"\ncpus = \"3\"\n";
+    let both = file(
+        &dir,
+        "both.toml",
+        &format!(
+            "[[class]]\nname = \"web\"\ntasks = [{}, {}]\n\n{batch}",
+            child.pid(),
+            gone.pid()
+        ),
+    );
+    let one = file(
+        &dir,
+        "one.toml",
+        &format!("[[class]]\nname = \"web\"\ntasks = [{}]\n\n{batch}", child.pid()),
+    );
+    let path = |p: &std::path::PathBuf| p.to_str().expect("UTF-8").to_owned();
+    m.pqos(&["--apply", &path(&both)]).ok();
+    let threads: BTreeSet<u32> = child.threads().into_iter().collect();
+    assert!(threads.len() > 1, "the child has threads: {threads:?}");
+    let mut want = threads.clone();
+    want.insert(gone.pid());
+    assert_eq!(tasks(&m.read("web/tasks")), want);
+    // put there by other means: a stray in web, a task in batch (which lists none)
+    m.write("web/tasks", &stray.pid().to_string());
+    m.write("batch/tasks", &placed.pid().to_string());
+    let dry = m.pqos(&["--apply", &path(&one), "--dry-run"]).ok().stdout;
+    for pid in [gone.pid(), stray.pid()] {
+        assert!(dry.contains(&format!(": task {pid} to COS0\n")), "{dry}");
+    }
+    assert_eq!(dry.lines().count(), 3, "{dry}");
+    m.pqos(&["--apply", &path(&one)]).ok();
+    assert_eq!(tasks(&m.read("web/tasks")), threads, "the child's threads only");
+    let root = tasks(&m.read("tasks"));
+    assert!(
+        root.contains(&gone.pid()) && root.contains(&stray.pid()),
+        "{root:?}"
+    );
+    assert_eq!(tasks(&m.read("batch/tasks")), BTreeSet::from([placed.pid()]));
+    assert_eq!(
+        m.pqos(&["--apply", &path(&one)]).ok().stdout,
+        "Nothing to change.\n"
+    );
+}
