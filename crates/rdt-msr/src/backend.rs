@@ -13,7 +13,7 @@ use rdt_core::{
     CatResource, ClassId, CpuSet, FeatureSetting, Interface, LimitError, LogicalCpu, MbaClass,
     MbaKind, MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId, MonValues, NoPmu,
     PmuSource, Reclaimed, RequestError, Rmid, RmidEvent, ThreadThrottle, Topology, intel_mba_delay,
-    intel_mba_percent, round_to_step,
+    intel_mba_percent,
 };
 
 use crate::claims::{self, Claims};
@@ -1162,7 +1162,6 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             .get()
             .ok_or(LimitError::Unsupported(name))?;
         let kind = mba.kind;
-        let step = mba.granularity().max(1);
         let amd_base = amd_bw_base(resource);
         let cpu = Self::domain(name, &self.l3, domain)?;
         let mut writes = Vec::with_capacity(classes.len());
@@ -1177,9 +1176,10 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                     )
                     .into());
                 }
-                (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p)) => {
-                    let rounded = round_to_step(u32::from(p), step); // half up to the granularity
-                    let delay = intel_mba_delay(rounded).min(max_delay);
+                (MbaKind::IntelDelay { max_delay, .. }, limit @ MbaLimit::Percent(_)) => {
+                    // half up to the granularity, at most max_delay (MbaCaps::stored_limit)
+                    let stored = mba.stored_limit(Interface::Msr, limit).value();
+                    let delay = intel_mba_delay(stored).min(max_delay);
                     (IA32_MBA_THRTL_0.offset(c.class.get()), u64::from(delay))
                 }
                 (MbaKind::AmdBandwidth { .. }, MbaLimit::AmdUnits(u)) => {

@@ -40,7 +40,9 @@ fn core_class(shown: &str, cpu: u32) -> u32 {
 
 /// The numbers of a resctrl `tasks` file.
 fn tasks(text: &str) -> BTreeSet<u32> {
-    text.lines().map(|l| l.trim().parse().expect("a tid")).collect()
+    text.lines()
+        .map(|l| l.trim().parse().expect("a tid"))
+        .collect()
 }
 
 #[test]
@@ -60,10 +62,16 @@ fn a_shrunk_class_gives_its_cpus_back_to_cos0_on_the_msr_interface() {
     m.pqos(&["--apply", &path(&other)]).ok();
     let before = m.pqos(&["-s"]).ok().stdout;
     let (web_cos, other_cos) = (core_class(&before, 6), core_class(&before, 10));
-    assert!(web_cos != 0 && other_cos != 0 && web_cos != other_cos, "{before}");
+    assert!(
+        web_cos != 0 && other_cos != 0 && web_cos != other_cos,
+        "{before}"
+    );
     // the dry run lists the moves back to COS0 and writes nothing
     changes(m.root());
-    let dry = m.pqos(&["--apply", &path(&narrow), "--dry-run"]).ok().stdout;
+    let dry = m
+        .pqos(&["--apply", &path(&narrow), "--dry-run"])
+        .ok()
+        .stdout;
     assert_eq!(
         dry,
         format!(
@@ -102,7 +110,10 @@ fn a_shrunk_class_gives_its_cpus_back_to_the_root_group_on_the_os_interface() {
     let path = |p: &std::path::PathBuf| p.to_str().expect("UTF-8").to_owned();
     m.pqos(&["--apply", &path(&wide)]).ok();
     assert_eq!(m.read("web/cpus_list"), "4-7\n");
-    let dry = m.pqos(&["--apply", &path(&narrow), "--dry-run"]).ok().stdout;
+    let dry = m
+        .pqos(&["--apply", &path(&narrow), "--dry-run"])
+        .ok()
+        .stdout;
     assert!(
         dry.contains(": CPU 6 to COS0\n") && dry.contains(": CPU 7 to COS0\n"),
         "{dry}"
@@ -144,7 +155,10 @@ fn a_class_that_lists_tasks_keeps_exactly_their_processes_threads() {
     let one = file(
         &dir,
         "one.toml",
-        &format!("[[class]]\nname = \"web\"\ntasks = [{}]\n\n{batch}", child.pid()),
+        &format!(
+            "[[class]]\nname = \"web\"\ntasks = [{}]\n\n{batch}",
+            child.pid()
+        ),
     );
     let path = |p: &std::path::PathBuf| p.to_str().expect("UTF-8").to_owned();
     m.pqos(&["--apply", &path(&both)]).ok();
@@ -162,15 +176,142 @@ fn a_class_that_lists_tasks_keeps_exactly_their_processes_threads() {
     }
     assert_eq!(dry.lines().count(), 3, "{dry}");
     m.pqos(&["--apply", &path(&one)]).ok();
-    assert_eq!(tasks(&m.read("web/tasks")), threads, "the child's threads only");
+    assert_eq!(
+        tasks(&m.read("web/tasks")),
+        threads,
+        "the child's threads only"
+    );
     let root = tasks(&m.read("tasks"));
     assert!(
         root.contains(&gone.pid()) && root.contains(&stray.pid()),
         "{root:?}"
     );
-    assert_eq!(tasks(&m.read("batch/tasks")), BTreeSet::from([placed.pid()]));
+    assert_eq!(
+        tasks(&m.read("batch/tasks")),
+        BTreeSet::from([placed.pid()])
+    );
     assert_eq!(
         m.pqos(&["--apply", &path(&one)]).ok().stdout,
         "Nothing to change.\n"
+    );
+}
+
+/// Every value form of the native file, each as the hardware rounds it: ways, percent and
+/// masks (string and integer), per-domain sizes, shared classes, L2, and MBA percentages
+/// off the 10 % steps (95 and 74 round differently on the two interfaces, 15 alike).
+const FORMS_TOML: &str = r#"[[class]]
+name = "a"
+l3 = { ways = 3 }
+l2 = { percent = 25 }
+mba = { percent = 95 }
+cpus = "1"
+
+[[class]]
+name = "b"
+l3 = { mask = "0x30", domains = { "1" = { ways = 2 } } }
+mba = { percent = 74, domains = { "1" = { percent = 15 } } }
+cpus = "2"
+
+[[class]]
+name = "c"
+l3 = { percent = 20, shared = true }
+l2 = { mask = 3 }
+mba = { percent = 100 }
+cpus = "3"
+"#;
+
+/// [`FORMS_TOML`] as JSON.
+const FORMS_JSON: &str = r#"{"class": [
+  {"name": "a", "l3": {"ways": 3}, "l2": {"percent": 25}, "mba": {"percent": 95}, "cpus": "1"},
+  {"name": "b", "l3": {"mask": "0x30", "domains": {"1": {"ways": 2}}},
+   "mba": {"percent": 74, "domains": {"1": {"percent": 15}}}, "cpus": "2"},
+  {"name": "c", "l3": {"percent": 20, "shared": true}, "l2": {"mask": 3},
+   "mba": {"percent": 100}, "cpus": "3"}
+]}
+"#;
+
+/// goresctrl's forms: relative and absolute sizes, per cache id, ranges, MBA off the steps.
+const FORMS_YAML: &str = r#"partitions:
+  p:
+    l3Allocation: "60%"
+    l2Allocation: "75%"
+    mbAllocation: ["95%"]
+    classes:
+      g:
+        l3Allocation:
+          all: "100%"
+          1: "0x7"
+        mbAllocation: ["74%"]
+      b:
+        l3Allocation:
+          all: "50%"
+          1: "1-2"
+        l2Allocation: "50%"
+        mbAllocation: ["15%"]
+  q:
+    l3Allocation: "40%"
+    l2Allocation: "25%"
+    mbAllocation: ["100%"]
+    classes:
+      DEFAULT:
+        l3Allocation: "100%"
+"#;
+
+/// Applies every form twice on `m` (`root` its mount point): the first apply writes, the
+/// second writes nothing at all (`.sim/stats`) and says so.
+fn every_form_applies_once(m: &dyn Machine, root: &std::path::Path, forms: &[(&str, &str)]) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (name, text) in forms {
+        let cfg = file(&dir, name, text);
+        let cfg = cfg.to_str().expect("UTF-8");
+        changes(root);
+        let first = m.pqos(&["--apply", cfg]).ok();
+        assert!(changes(root) > 0, "{name}: the first apply writes");
+        let again = m.pqos(&["--apply", cfg]).ok();
+        assert_eq!(
+            again.stdout, "Nothing to change.\n",
+            "{name}: {}",
+            again.stderr
+        );
+        assert_eq!(changes(root), 0, "{name}: the second apply writes nothing");
+        // the rounding is told once, at check time, naming the key
+        if name.ends_with("toml") {
+            assert!(
+                first
+                    .warnings
+                    .contains("mba.percent: percent 95 is applied as percent 100"),
+                "{name}: {}",
+                first.warnings
+            );
+        }
+        m.pqos(&["-R"]).ok();
+    }
+}
+
+#[test]
+fn every_value_form_applied_again_writes_nothing_on_the_msr_interface() {
+    let m = Mounted::new("sapphire-rapids");
+    every_form_applies_once(
+        &m,
+        m.root(),
+        &[
+            ("forms.toml", FORMS_TOML),
+            ("forms.json", FORMS_JSON),
+            ("forms.yaml", FORMS_YAML),
+        ],
+    );
+}
+
+#[test]
+fn every_value_form_applied_again_writes_nothing_on_the_os_interface() {
+    let m = MountedOs::new("sapphire-rapids");
+    every_form_applies_once(
+        &m,
+        m.root(),
+        &[
+            ("forms.toml", FORMS_TOML),
+            ("forms.json", FORMS_JSON),
+            ("forms.yaml", FORMS_YAML),
+        ],
     );
 }

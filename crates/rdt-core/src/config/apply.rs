@@ -192,6 +192,18 @@ impl Config {
             .iter()
             .map(ConfigWarning::to_string)
             .collect();
+        let (normal, rounded) = self.normalized(backend.capabilities(), backend.interface());
+        warnings.extend(rounded.iter().map(ConfigWarning::to_string));
+        normal.plan_checked(backend, proc, warnings)
+    }
+
+    /// [`Config::plan`] of a checked and normalised configuration.
+    fn plan_checked<B: Backend>(
+        &self,
+        backend: &mut B,
+        proc: &ProcFs,
+        mut warnings: Vec<String>,
+    ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
         let ids = self.class_ids(backend, &mut warnings)?;
         let mut changes = Vec::new();
         let mut origins = Vec::new();

@@ -470,8 +470,9 @@ impl Config {
     }
 
     /// Checks the configuration against a platform, and returns what it accepts with a
-    /// remark ([`ConfigWarning`]: a class with no CPU, task or process; an MBA percentage
-    /// the hardware rounds to its granularity; MiB/s limits the capabilities cannot confirm).
+    /// remark ([`ConfigWarning`]: a class with no CPU, task or process; MiB/s limits the
+    /// capabilities cannot confirm). An MBA percentage the hardware rounds is
+    /// [`Config::normalized`]'s.
     ///
     /// Checked: the cache levels and MBA the classes use exist; way counts are within the
     /// CBM length and at least its minimum; masks pass [`Capabilities::check_mask`]; MBA
@@ -492,6 +493,41 @@ impl Config {
         topology: &Topology,
     ) -> Result<Vec<ConfigWarning>, ConfigError> {
         check::check(self, caps, topology)
+    }
+
+    /// The configuration with every value as the platform stores it, and a warning (file,
+    /// line, key) for each value that changed: MBA and SMBA limits as
+    /// [`crate::MbaCaps::stored_limit`] gives them for `interface` (Intel percentages
+    /// rounded to the granularity: `percent = 95` is 100 % in 10 % steps). Cache sizes
+    /// need none: ways, percentages and masks become exact masks when
+    /// [placed](Config::place). [`Config::plan`] plans the normalised values, so that a
+    /// value the hardware rounds is not written again by every apply. Run it after
+    /// [`Config::check`] (an out-of-range value is left as it is here).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::path::Path;
+    /// use rdt_core::config::Config;
+    /// use rdt_core::fake::FakeBackend;
+    /// use rdt_core::{Backend, Interface, MbaLimit};
+    /// let b = FakeBackend::intel_2s();
+    /// let cfg = Config::parse_toml("[[class]]\nname = \"db\"\nmba = { percent = 95 }\n", Path::new("c.toml"))?;
+    /// let (normal, warnings) = cfg.normalized(b.capabilities(), Interface::Os);
+    /// assert_eq!(normal.classes[0].mba.as_ref().unwrap().limit, MbaLimit::Percent(100));
+    /// assert_eq!(
+    ///     warnings[0].to_string(),
+    ///     "c.toml:3: class \"db\": mba.percent: percent 95 is applied as percent 100: the MBA \
+    ///      granularity is 10% (rounded up, as the kernel stores it)"
+    /// );
+    /// # Ok::<(), rdt_core::config::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn normalized(
+        &self,
+        caps: &Capabilities,
+        interface: crate::Interface,
+    ) -> (Self, Vec<ConfigWarning>) {
+        check::normalize(self, caps, interface)
     }
 
     /// Places the classes' sizes for cache level `resource` in `domain` ([`place`], in file

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::*;
 use crate::fake::fixtures;
-use crate::{Backend, Capabilities, CatCaps, Feature, MbaCaps, MbaResource, Vendor};
+use crate::{Backend, Capabilities, CatCaps, Feature, Interface, MbaCaps, MbaResource, Vendor};
 
 /// The example of the module's documentation, verbatim.
 const EXAMPLE: &str = r#"[[class]]
@@ -988,15 +988,56 @@ fn mba_limits_follow_the_platform_unit() {
 #[test]
 fn warnings_for_empty_classes_and_rounded_mba() {
     let (caps, topo) = platform();
-    let w = check(&class("idle", "mba = { percent = 15 }\n"), &caps, &topo).unwrap();
+    let text = class(
+        "idle",
+        "mba = { percent = 15, domains = { \"1\" = { percent = 74 } } }\n",
+    );
+    let w = check(&text, &caps, &topo).unwrap();
     let shown: Vec<String> = w.iter().map(ToString::to_string).collect();
     assert_eq!(
         shown,
         [
-            "cfg.toml:3: class \"idle\": mba.percent: percent 15 is not a multiple of the 10% MBA granularity: the hardware applies a rounded value (pqos: 20%)",
-            "cfg.toml:2: class \"idle\": name: the class has no cpus, tasks or processes: nothing will run in it",
+            "cfg.toml:2: class \"idle\": name: the class has no cpus, tasks or processes: nothing will run in it"
         ]
     );
+    // normalised as each interface stores it, one warning per value that changes
+    let cfg = toml(&text).unwrap();
+    for (interface, (d0, d1), how) in [
+        (
+            Interface::Msr,
+            (20, 70),
+            "rounded half up, as pqos writes it",
+        ),
+        (
+            Interface::Os,
+            (20, 80),
+            "rounded up, as the kernel stores it",
+        ),
+    ] {
+        let (normal, w) = cfg.normalized(&caps, interface);
+        let mba = normal.classes[0].mba.as_ref().unwrap();
+        assert_eq!(mba.limit, MbaLimit::Percent(d0), "{interface:?}");
+        assert_eq!(
+            mba.limit_in(CacheDomain::new(1)),
+            MbaLimit::Percent(d1),
+            "{interface:?}"
+        );
+        let shown: Vec<String> = w.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                format!(
+                    "cfg.toml:3: class \"idle\": mba.percent: percent 15 is applied as percent {d0}: the MBA granularity is 10% ({how})"
+                ),
+                format!(
+                    "cfg.toml:3: class \"idle\": mba.domains.1.percent: percent 74 is applied as percent {d1}: the MBA granularity is 10% ({how})"
+                ),
+            ]
+        );
+        // normalised values are what the hardware keeps: normalising again changes nothing
+        let (again, w) = normal.normalized(&caps, interface);
+        assert_eq!((again, w.len()), (normal, 0));
+    }
 }
 
 #[test]
