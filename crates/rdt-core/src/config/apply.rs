@@ -370,7 +370,8 @@ impl Config {
         let plan = Plan::new(backend, changes).map_err(|e| match e {
             PlanError::Invalid { index, error } => {
                 let o = &origins[index];
-                ConfigPlanError::Config(self.error_at(o.class, &o.key, error.to_string()))
+                let name = &self.classes[o.class].name;
+                ConfigPlanError::Config(self.error_at(o.class, &o.key, naming(&error, name)))
             }
             PlanError::Read { error, .. } => ConfigPlanError::Backend(error),
         })?;
@@ -559,25 +560,31 @@ impl Config {
                 CatResource::L2 => backend.topology().l2_domains(),
             };
             let full = cat.full_mask();
+            let names = backend.class_names();
             for domain in domains {
                 let table = backend
                     .cat_classes(resource, domain)
                     .map_err(ConfigPlanError::Backend)?;
-                let taken = table
+                // who holds the ways out of bounds, for errors: classes outside the file...
+                let mut holders: Vec<(String, u64)> = table
                     .iter()
                     .filter(|c| c.class.get() != 0 && !ids.contains(&c.class))
                     .filter(|c| !c.mask.is_all(full))
-                    .fold(0, |acc, c| acc | c.mask.ways());
-                // Other groups' exclusive ways are out of bounds too.
-                let exclusive = backend
-                    .exclusive_ways(resource, domain)
-                    .map_err(ConfigPlanError::Backend)?
-                    .into_iter()
-                    .filter(|x| x.class.is_none_or(|c| !ids.contains(&c)))
-                    .fold(0, |acc, x| acc | x.bits);
+                    .map(|c| (class_label(&names, c.class), c.mask.ways()))
+                    .collect();
+                // ...and other groups' exclusive ways
+                holders.extend(
+                    backend
+                        .exclusive_ways(resource, domain)
+                        .map_err(ConfigPlanError::Backend)?
+                        .into_iter()
+                        .filter(|x| x.class.is_none_or(|c| !ids.contains(&c)))
+                        .map(|x| (format!("resctrl group {}", x.group), x.bits)),
+                );
+                let taken = holders.iter().fold(0, |acc, (_, bits)| acc | bits);
                 let placed = self
-                    .place(resource, &cat, domain, taken | exclusive)
-                    .map_err(|e| self.place_error(resource, domain, &e))?;
+                    .place(resource, &cat, domain, taken)
+                    .map_err(|e| self.place_error(resource, domain, &e, &holders))?;
                 for (spec, mask) in placed {
                     let i = self.index_of(spec);
                     let base = ClassSpec::cache_key(resource);
@@ -610,24 +617,35 @@ impl Config {
             .unwrap_or_default()
     }
 
+    /// A placement error at the class's cache key; a mask over ways held outside the file
+    /// names who holds them (`holders`: each holder's label and ways).
     fn place_error(
         &self,
         resource: CatResource,
         domain: crate::CacheDomain,
         e: &super::PlaceError,
+        holders: &[(String, u64)],
     ) -> ConfigError {
         let i = self
             .classes
             .iter()
             .position(|c| c.name == e.class())
             .unwrap_or_default();
+        let mut reason = e.reason();
+        if let super::PlaceError::OverlapsTaken { mask, .. } = e {
+            let who: Vec<String> = holders
+                .iter()
+                .filter(|(_, bits)| bits & mask.bits() != 0)
+                .map(|(label, bits)| format!("{label}: {bits:#x}"))
+                .collect();
+            if !who.is_empty() {
+                reason.push_str(&format!(" ({})", who.join(", ")));
+            }
+        }
         let mut error = self.error_at(
             i,
             ClassSpec::cache_key(resource),
-            format!(
-                "in {resource} domain {domain}, around the ways other classes hold: {}",
-                e.reason()
-            ),
+            format!("in {resource} domain {domain}, around the ways other classes hold: {reason}"),
         );
         error.set_kind(ConfigErrorKind::Placement);
         error
@@ -641,5 +659,31 @@ fn process_threads(proc: &ProcFs, task: TaskId) -> Vec<TaskId> {
         Ok(pid) => proc.threads(pid).unwrap_or_else(|_| vec![task]),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(_) => vec![task],
+    }
+}
+
+/// `class`'s label in errors: `class "db" (COS3)` when it has a name, else `COS3`.
+fn class_label(names: &[(ClassId, String)], class: ClassId) -> String {
+    names.iter().find(|(c, _)| *c == class).map_or_else(
+        || format!("COS{class}"),
+        |(_, n)| format!("class {n:?} (COS{class})"),
+    )
+}
+
+/// The message of a planner's refusal of a write to the class `name`: a mask over another
+/// group's exclusive ways says which class it is (the planner knows its number only).
+pub(super) fn naming(error: &RequestError, name: &str) -> String {
+    match error {
+        RequestError::ExclusiveOverlap {
+            resource,
+            class,
+            mask,
+            group,
+            overlap,
+        } => format!(
+            "{resource} mask {mask:#x} of class {name:?} (COS{class}) overlaps ways {overlap:#x} \
+             of resctrl group {group}, which holds them exclusively (mode exclusive)"
+        ),
+        other => other.to_string(),
     }
 }

@@ -1690,11 +1690,18 @@ impl GoresctrlConfig {
             }
         }
         let plan = Plan::new(backend, &changes).map_err(|e| match e {
-            PlanError::Invalid { index, error } => ConfigPlanError::Config(self.error(
-                ConfigErrorKind::Platform,
-                origins[index],
-                error.to_string(),
-            )),
+            PlanError::Invalid { index, error } => {
+                let name = resolved
+                    .classes
+                    .iter()
+                    .find(|c| std::ptr::eq(&c.at, origins[index]))
+                    .map_or("", |c| c.name.as_str());
+                ConfigPlanError::Config(self.error(
+                    ConfigErrorKind::Platform,
+                    origins[index],
+                    super::apply::naming(&error, name),
+                ))
+            }
             PlanError::Read { error, .. } => ConfigPlanError::Backend(error),
         })?;
         warnings.extend(
