@@ -46,6 +46,17 @@
 //!
 //! Unknown keys are errors everywhere. A JSON file (`.json`) has the same shape.
 //!
+//! # Applying
+//! [`Config::plan`] converges: after the plan is applied, the classes of the file hold
+//! exactly the CPUs it lists (a class without `cpus` none: CPUs no longer listed go back to
+//! COS 0) and, on the OS interface, a class that lists `tasks` or `processes` holds exactly
+//! the threads of those processes (other tasks of its group, such as children forked in
+//! it, go back to the root group; a class that lists neither keeps its tasks, which a
+//! runtime or inheritance put there). Its values are [normalised](Config::normalized) as
+//! the hardware stores them, so applying the same file again writes nothing. A key the file
+//! leaves out (`l3`, `mba`, ...) leaves that allocation as it is. Classes the file does not
+//! name are never written.
+//!
 //! goresctrl's RDT configuration (YAML: partitions and classes, as containerd and CRI-O read
 //! it) is the other form `pqos --apply` takes: [`goresctrl`], and [`ConfigFile`] to read
 //! either.
