@@ -1398,3 +1398,53 @@ fn a_reset_plan_gives_up_the_named_classes_and_its_undo_brings_them_back() {
         .unwrap();
     assert_eq!(state(&mut b), applied);
 }
+
+#[test]
+fn a_reapplied_class_has_exactly_the_cpus_of_the_file_and_other_classes_keep_theirs() {
+    // arrange: COS1 is someone else's, with CPU 1
+    let mut b = crate::fake::FakeBackend::intel_2s();
+    let cpu = crate::LogicalCpu::new;
+    crate::transaction::run(
+        &mut b,
+        &[crate::transaction::Change::cpu(cpu(1), ClassId::new(1))],
+    )
+    .unwrap()
+    .into_result()
+    .unwrap();
+    apply(&mut b, &class("web", "cpus = \"4-7\"\n"));
+    let web = b.class_names().iter().find(|(_, n)| n == "web").unwrap().0;
+    // act: the class shrinks
+    let cfg = toml(&class("web", "cpus = \"4-5\"\n")).unwrap();
+    let planned = cfg.plan(&mut b, &crate::proc::ProcFs::host()).unwrap();
+    // assert: the two moves out, told as such, and nothing else
+    assert_eq!(
+        planned.lines(),
+        [
+            format!("web (COS{web}): CPU 6 to COS0"),
+            format!("web (COS{web}): CPU 7 to COS0")
+        ]
+    );
+    planned.plan.apply(&mut b).into_result().unwrap();
+    let classes: BTreeMap<crate::LogicalCpu, Option<ClassId>> =
+        b.cpu_classes().unwrap().into_iter().collect();
+    for (c, want) in [
+        (4, web),
+        (5, web),
+        (6, ClassId::new(0)),
+        (7, ClassId::new(0)),
+    ] {
+        assert_eq!(classes[&cpu(c)], Some(want), "CPU {c}");
+    }
+    assert_eq!(
+        classes[&cpu(1)],
+        Some(ClassId::new(1)),
+        "another class's CPU"
+    );
+    // applied again: nothing to do
+    assert!(
+        cfg.plan(&mut b, &crate::proc::ProcFs::host())
+            .unwrap()
+            .plan
+            .is_empty()
+    );
+}
