@@ -515,14 +515,15 @@ fn a_named_group_holding_another_tools_monitor_group_is_kept_by_reset_and_refuse
 /// Fifteen classes with one way and one CPU each: every class of service but COS0 of a
 /// 16-class platform.
 fn fifteen_classes() -> String {
-    (0..15)
-        .map(|i| {
-            format!(
-                "[[class]]\nname = \"c{i}\"\nl3 = {{ ways = 1 }}\ncpus = \"{}\"\n\n",
-                i + 1
-            )
-        })
-        .collect()
+    use std::fmt::Write as _;
+    (0..15).fold(String::new(), |mut text, i| {
+        let _ = write!(
+            text,
+            "[[class]]\nname = \"c{i}\"\nl3 = {{ ways = 1 }}\ncpus = \"{}\"\n\n",
+            i + 1
+        );
+        text
+    })
 }
 
 /// `-R` gives up every name of the record, also those this process did not take as names

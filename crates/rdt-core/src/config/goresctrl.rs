@@ -1645,6 +1645,8 @@ impl GoresctrlConfig {
         }
         let mut changes = Vec::new();
         let mut origins: Vec<&At> = Vec::new();
+        // the class of each change, for messages
+        let mut owners: Vec<&str> = Vec::new();
         for (c, &class) in resolved.classes.iter().zip(&ids) {
             for (&(resource, domain, scope), &mask) in &c.cat {
                 changes.push(Change::Cat {
@@ -1655,6 +1657,7 @@ impl GoresctrlConfig {
                     mask,
                 });
                 origins.push(&c.at);
+                owners.push(&c.name);
             }
         }
         let interface = backend.interface();
@@ -1687,21 +1690,15 @@ impl GoresctrlConfig {
                 };
                 changes.push(Change::mba(domain, class, limit));
                 origins.push(&c.at);
+                owners.push(&c.name);
             }
         }
         let plan = Plan::new(backend, &changes).map_err(|e| match e {
-            PlanError::Invalid { index, error } => {
-                let name = resolved
-                    .classes
-                    .iter()
-                    .find(|c| std::ptr::eq(&c.at, origins[index]))
-                    .map_or("", |c| c.name.as_str());
-                ConfigPlanError::Config(self.error(
-                    ConfigErrorKind::Platform,
-                    origins[index],
-                    super::apply::naming(&error, name),
-                ))
-            }
+            PlanError::Invalid { index, error } => ConfigPlanError::Config(self.error(
+                ConfigErrorKind::Platform,
+                origins[index],
+                super::apply::naming(&error, owners[index]),
+            )),
             PlanError::Read { error, .. } => ConfigPlanError::Backend(error),
         })?;
         warnings.extend(
