@@ -476,7 +476,8 @@ impl Config {
                     .tasks_of_class(ids[i])
                     .map_err(ConfigPlanError::Backend)?
                 {
-                    if !kept.contains(&task) {
+                    // (a task that has exited since the group was read is gone already)
+                    if !kept.contains(&task) && proc.exists(task) {
                         changes.push(Change::task(task, default));
                         origins.push(origin(i, "tasks"));
                     }
