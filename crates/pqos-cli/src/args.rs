@@ -297,7 +297,9 @@ pub struct Args {
 
     /// Apply a declarative configuration of named classes (TOML, or JSON for *.json), or
     /// goresctrl's RDT configuration (YAML: *.yaml, *.yml, or a `partitions:` line), as one
-    /// transaction: prints each write and makes only the writes that change something.
+    /// transaction: prints each write and makes only the writes that change something. The
+    /// file's classes end with exactly the CPUs it lists (and, for a class that lists tasks,
+    /// the tasks of those processes): members no longer listed go back to COS0.
     #[arg(
         long = "apply",
         value_name = "FILE",

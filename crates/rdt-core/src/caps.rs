@@ -215,6 +215,44 @@ impl MbaCaps {
         }
     }
 
+    /// The limit the platform stores when `limit` is written on `interface`: what reading
+    /// it back gives, so that a value is normalised once, before it is compared or written.
+    /// Intel percentages are rounded to the [granularity](MbaCaps::granularity): on the MSR
+    /// interface half up and at least `100 - max_delay` (pqos `hw_mba_set`, the delay
+    /// register holds at most `max_delay`: 75 -> 80, 5 -> 10 in 10 % steps); on the OS
+    /// interface up (the kernel's `bw_validate()`, `roundup(bw, bw_gran)`: 71 -> 80), never
+    /// above 100. MiB/s (`mba_MBps`) and AMD units are stored as given. The value is not
+    /// range-checked here ([`Capabilities::check_bandwidth_limit`] does that).
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::{Interface, MbaCaps, MbaKind, MbaLimit};
+    /// let mba = MbaCaps {
+    ///     num_classes: 8,
+    ///     kind: MbaKind::IntelDelay { max_delay: 90, linear: true, per_thread: false },
+    ///     ctrl_enabled: false,
+    /// };
+    /// assert_eq!(mba.stored_limit(Interface::Msr, MbaLimit::Percent(74)), MbaLimit::Percent(70));
+    /// assert_eq!(mba.stored_limit(Interface::Os, MbaLimit::Percent(74)), MbaLimit::Percent(80));
+    /// assert_eq!(mba.stored_limit(Interface::Os, MbaLimit::Percent(95)), MbaLimit::Percent(100));
+    /// ```
+    #[must_use]
+    pub fn stored_limit(&self, interface: crate::Interface, limit: MbaLimit) -> MbaLimit {
+        let (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p)) = (self.kind, limit)
+        else {
+            return limit;
+        };
+        let step = self.granularity().max(1);
+        let p = u32::from(p);
+        let stored = match interface {
+            crate::Interface::Msr => {
+                crate::round_to_step(p, step).max(100u32.saturating_sub(max_delay))
+            }
+            crate::Interface::Os => p.div_ceil(step) * step,
+        };
+        MbaLimit::Percent(u8::try_from(stored.min(100)).unwrap_or(100))
+    }
+
     /// The "no limit" value of a class, its reset value: with the kernel's `mba_MBps`
     /// controller on, `MBA_MAX_MBPS` (`u32::MAX` MiB/s, Linux `fs/resctrl/rdtgroup.c`);
     /// otherwise 100% on Intel, `2^width` units on AMD.

@@ -37,7 +37,7 @@ use crate::monitor::CounterFormat;
 use crate::{
     AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatMask, CatResource, ClassId,
     CpuSet, FeatureSetting, GroupInfo, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass,
-    MbaKind, MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId, MonValues, PmuCounts,
+    MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId, MonValues, PmuCounts,
     RequestError, Rmid, RmidEvent, TaskId, Topology,
 };
 
@@ -840,15 +840,8 @@ impl Backend for FakeBackend {
         for cl in classes {
             self.caps
                 .check_bandwidth_limit(self.interface(), resource, cl.class, cl.limit)?;
-            let limit = match (m.kind, cl.limit) {
-                (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p)) => {
-                    let rounded = crate::round_to_step(u32::from(p), m.granularity());
-                    MbaLimit::Percent(
-                        u8::try_from(rounded.clamp(100 - max_delay, 100)).unwrap_or(100),
-                    )
-                }
-                (_, limit) => limit,
-            };
+            // the rounding of the interface faked (MSR: pqos's, OS: the kernel's)
+            let limit = m.stored_limit(self.interface(), cl.limit);
             applied.push(MbaClass {
                 class: cl.class,
                 limit,

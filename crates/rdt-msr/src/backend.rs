@@ -13,7 +13,7 @@ use rdt_core::{
     CatResource, ClassId, CpuSet, FeatureSetting, Interface, LimitError, LogicalCpu, MbaClass,
     MbaKind, MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId, MonValues, NoPmu,
     PmuSource, Reclaimed, RequestError, Rmid, RmidEvent, ThreadThrottle, Topology, intel_mba_delay,
-    intel_mba_percent, round_to_step,
+    intel_mba_percent,
 };
 
 use crate::claims::{self, Claims};
@@ -1164,7 +1164,6 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             .get()
             .ok_or(LimitError::Unsupported(name))?;
         let kind = mba.kind;
-        let step = mba.granularity().max(1);
         let amd_base = amd_bw_base(resource);
         let cpu = Self::domain(name, &self.l3, domain)?;
         let mut writes = Vec::with_capacity(classes.len());
@@ -1179,9 +1178,10 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                     )
                     .into());
                 }
-                (MbaKind::IntelDelay { max_delay, .. }, MbaLimit::Percent(p)) => {
-                    let rounded = round_to_step(u32::from(p), step); // half up to the granularity
-                    let delay = intel_mba_delay(rounded).min(max_delay);
+                (MbaKind::IntelDelay { max_delay, .. }, limit @ MbaLimit::Percent(_)) => {
+                    // half up to the granularity, at most max_delay (MbaCaps::stored_limit)
+                    let stored = mba.stored_limit(Interface::Msr, limit).value();
+                    let delay = intel_mba_delay(stored).min(max_delay);
                     (IA32_MBA_THRTL_0.offset(c.class.get()), u64::from(delay))
                 }
                 (MbaKind::AmdBandwidth { .. }, MbaLimit::AmdUnits(u)) => {
@@ -1266,13 +1266,16 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// := all ways in every domain; every MBA class := no limit (Intel delay 0, AMD
     /// 2^width; AMD SMBA likewise); every CPU -> COS 0, RMIDs kept; then IA32_L3_QOS_CFG /
     /// IA32_L2_QOS_CFG bit 0 set or cleared on one CPU per domain as `cfg` asks, and if that
-    /// changed CDP, the masks are set to all ways again for the new layout.
+    /// changed CDP, the masks are set to all ways again for the new layout. Last, the record
+    /// of named classes (`msr-classes`) is cut down to the names this process read from it
+    /// ([`Backend::own_class_names`], which a reset's plan gives up): so after `pqos -R` no
+    /// name holds a class of service.
     ///
     /// # Errors
     /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) before any write when CDP is requested on where it is not
     /// supported, a CDP setting is given without that CAT, or `mba_ctrl` is on (the kernel's
     /// software controller; OS interface only). A read or write error stops the reset
-    /// part-way.
+    /// part-way; [`MsrError::Names`] when the record cannot be written.
     fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), MsrError> {
         if cfg.mba_ctrl == FeatureSetting::On {
             return Err(RequestError::Unsupported(
@@ -1320,7 +1323,12 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                 self.reset_masks(resource)?;
             }
         }
-        Ok(())
+        // The record keeps only the names this process took from it, which the reset's
+        // plan gives up next (Step::Release): a line it left out (a second name of one
+        // class, a class beyond the class count) would otherwise hold its class of service
+        // for the next process.
+        let own = self.own_class_names();
+        self.update_names(|v| v.retain(|entry| own.contains(entry)))
     }
 
     /// Every CPU's IA32_PQR_ASSOC RMID := 0 (COS kept; written only where it is not 0
@@ -1555,14 +1563,15 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         Ok(())
     }
 
-    /// Drops `name` from `<run dir>/msr-classes` and unbinds it; the class's registers are
-    /// left as they are (a plan sets them back first).
+    /// Drops `name` from `<run dir>/msr-classes`, with any other line of its class (a
+    /// second name of one class is a damaged record: it would hold the class once this one
+    /// is gone), and unbinds it; the class's registers are left as they are (a plan sets
+    /// them back first).
     ///
     /// # Errors
     /// [`MsrError::Names`] when the record cannot be written; the writers' lock.
     fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), MsrError> {
-        let _ = class;
-        self.update_names(|v| v.retain(|(_, n)| n != name))?;
+        self.update_names(|v| v.retain(|(c, n)| n != name && *c != class))?;
         self.own.remove(name);
         self.names.retain(|_, n| n != name);
         Ok(())

@@ -27,14 +27,14 @@ tasks = [1234]                # or processes = ["stress-ng"], all threads
 "#;
 
 /// Writes `text` to `name` in a fresh temporary directory.
-fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+pub(crate) fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
     let p = dir.path().join(name);
     std::fs::write(&p, text).expect("write the configuration");
     p
 }
 
 /// The changes (`write`, `mkdir`, `rmdir`) the mount served since the last call.
-fn changes(root: &Path) -> u64 {
+pub(crate) fn changes(root: &Path) -> u64 {
     let stats = std::fs::read_to_string(root.join(".sim/stats")).expect(".sim/stats");
     std::fs::write(root.join(".sim/stats"), "reset\n").expect("reset .sim/stats");
     stats
@@ -282,5 +282,62 @@ fn another_tools_exclusive_ways_are_refused_to_e_and_placed_around_by_apply() {
         m.read("y/schemata").contains("L3:0=38;1=38"),
         "{}",
         m.read("y/schemata")
+    );
+}
+
+/// A class whose mask overlaps the ways of a group outside the file is refused naming the
+/// class and who holds the ways, from either file form and on either interface.
+#[test]
+fn a_mask_over_another_groups_ways_is_refused_naming_the_class_and_the_group() {
+    let m = MountedOs::new("broadwell-ep");
+    // another tool's group holds ways 4-7 exclusively (the root gave them up)
+    m.write("schemata", "L3:0=fff00;1=fff00\n");
+    m.mkdir("kubepods");
+    m.write("kubepods/schemata", "L3:0=f0;1=f0\n");
+    m.write("kubepods/mode", "exclusive\n");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let toml = file(
+        &dir,
+        "c.toml",
+        "[[class]]\nname = \"web\"\nl3 = { mask = \"0xff\" }\ncpus = \"4\"\n",
+    );
+    let yaml = file(
+        &dir,
+        "g.yaml",
+        "partitions:\n  p:\n    l3Allocation: \"100%\"\n    classes:\n      batch:\n        \
+         l3Allocation: \"0xff\"\n",
+    );
+    changes(m.root());
+    for (cfg, class) in [(&toml, "class \"web\""), (&yaml, "class \"batch\"")] {
+        let run = m.pqos(&["--apply", cfg.to_str().expect("UTF-8")]).failed();
+        assert!(
+            run.stderr.contains(class)
+                && run.stderr.contains("resctrl group kubepods")
+                && run.stderr.contains("0xf0"),
+            "{class} and kubepods in:\n{}",
+            run.stderr
+        );
+        assert_eq!(changes(m.root()), 0, "nothing written");
+    }
+}
+
+#[test]
+fn a_mask_over_another_class_of_service_names_it_on_the_msr_interface() {
+    let m = Mounted::new("broadwell-ep");
+    m.pqos(&["-e", "llc:3=0xf0"]).ok();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = file(
+        &dir,
+        "c.toml",
+        "[[class]]\nname = \"web\"\nl3 = { mask = \"0xff\" }\ncpus = \"4\"\n",
+    );
+    let run = m.pqos(&["--apply", cfg.to_str().expect("UTF-8")]).failed();
+    assert!(
+        run.stderr.contains("class \"web\": l3: ")
+            && run.stderr.contains(
+                "overlaps ways 0xf0 held by classes outside the configuration (COS3: 0xf0)"
+            ),
+        "{}",
+        run.stderr
     );
 }

@@ -67,3 +67,7 @@ mod rdtset;
 // `pqos --apply FILE.yaml`: goresctrl's documented configurations on the in-process
 // simulated platform (OS interface), idempotent, invalid ones refused naming the key.
 mod goresctrl;
+
+// `--apply` converges: exactly the members a file says (CPUs and tasks no longer listed go
+// back to COS0), every value form re-applied writes nothing, on both interfaces.
+mod converge;

@@ -511,3 +511,67 @@ fn a_named_group_holding_another_tools_monitor_group_is_kept_by_reset_and_refuse
     );
     assert!(!m.exists("web"));
 }
+
+/// Fifteen classes with one way and one CPU each: every class of service but COS0 of a
+/// 16-class platform.
+fn fifteen_classes() -> String {
+    use std::fmt::Write as _;
+    (0..15).fold(String::new(), |mut text, i| {
+        let _ = write!(
+            text,
+            "[[class]]\nname = \"c{i}\"\nl3 = {{ ways = 1 }}\ncpus = \"{}\"\n\n",
+            i + 1
+        );
+        text
+    })
+}
+
+/// `-R` gives up every name of the record, also those this process did not take as names
+/// (a second name of one class, a class beyond the class count: a damaged or older
+/// record), so that they cannot hold a class of service afterwards.
+#[test]
+fn msr_reset_releases_every_recorded_name_and_frees_every_class() {
+    let sim = Sim::new("broadwell-ep");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let one = file(
+        &dir,
+        "one.toml",
+        "[[class]]\nname = \"old\"\nl3 = { ways = 1 }\ncpus = \"1\"\n",
+    );
+    sim.pqos(&["--apply", &one]).ok();
+    let record = sim_run_dir(&sim).join("msr-classes");
+    let text = std::fs::read_to_string(&record).expect("the record");
+    assert!(text.ends_with("\n1 old\n"), "{text}");
+    // --remove gives the class up, with another name of it
+    std::fs::write(&record, format!("{text}1 older\n")).expect("write the record");
+    sim.pqos(&["--apply", &one, "--remove"]).ok();
+    assert_eq!(
+        run_files(&sim_run_dir(&sim)),
+        Vec::<String>::new(),
+        "no name is left"
+    );
+    sim.pqos(&["--apply", &one]).ok();
+    // another name of COS1 and a class this platform does not have
+    std::fs::write(&record, format!("{text}1 older\n99 far\n")).expect("write the record");
+    let reset = sim.pqos(&["-R"]).ok();
+    assert!(
+        reset
+            .stderr
+            .contains("NOTE: named classes removed: old (COS1)\n"),
+        "{}",
+        reset.stderr
+    );
+    assert_eq!(
+        run_files(&sim_run_dir(&sim)),
+        Vec::<String>::new(),
+        "no name is left"
+    );
+    // every class but COS0 is free for fifteen new names
+    let all = file(&dir, "fifteen.toml", &fifteen_classes());
+    let run = sim.pqos(&["--apply", &all]).ok();
+    assert!(
+        run.stdout.contains("c14 (COS15): new named class\n"),
+        "{}",
+        run.stdout
+    );
+}

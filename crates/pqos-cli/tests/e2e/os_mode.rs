@@ -51,7 +51,7 @@ fn helper_child_with_three_threads() {
 }
 
 /// Starts [`helper_child_with_three_threads`] and waits until its threads run.
-fn threaded_child() -> Reaped {
+pub(crate) fn threaded_child() -> Reaped {
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "os_mode::helper_child_with_three_threads",

@@ -2,11 +2,13 @@
 //! around the ways other classes hold, and the transaction that makes it so
 //! ([`Config::plan`]).
 
+use std::collections::BTreeSet;
+
 use super::error::Location;
 use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
 use crate::proc::ProcFs;
 use crate::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
-use crate::{Backend, CatResource, ClassId, Interface, MbaResource, RequestError};
+use crate::{Backend, CatResource, ClassId, Interface, MbaResource, RequestError, TaskId};
 
 /// The key of a bandwidth resource in the file: `mba` or `smba`.
 const fn resource_key(resource: MbaResource) -> &'static str {
@@ -166,7 +168,13 @@ impl Config {
     ///    the ways other classes hold: the masks of every class outside the file other than
     ///    COS 0 that are not all ways.
     /// 4. MBA limits per domain, CPUs, tasks, and the processes named (every process with
-    ///    that `comm` in `proc`).
+    ///    that `comm` in `proc`); then the members the file's classes hold but no longer
+    ///    list go back to COS 0 (the resctrl root group): every CPU no class of the file
+    ///    lists, and, for a class that lists `tasks` or `processes`, every thread of its
+    ///    group whose process the file neither lists nor names. A class that lists no tasks
+    ///    keeps the tasks it holds. So the classes of the file end with exactly the members
+    ///    it says, whatever was applied before; classes it does not name and other tools'
+    ///    groups are not touched.
     /// 5. [`Plan::new`] validates it all against the current state (tasks exist, no CPU or
     ///    task in another tool's group, ...), and the writes that change nothing are
     ///    dropped ([`Plan::without_unchanged`]).
@@ -184,6 +192,18 @@ impl Config {
             .iter()
             .map(ConfigWarning::to_string)
             .collect();
+        let (normal, rounded) = self.normalized(backend.capabilities(), backend.interface());
+        warnings.extend(rounded.iter().map(ConfigWarning::to_string));
+        normal.plan_checked(backend, proc, warnings)
+    }
+
+    /// [`Config::plan`] of a checked and normalised configuration.
+    fn plan_checked<B: Backend>(
+        &self,
+        backend: &mut B,
+        proc: &ProcFs,
+        mut warnings: Vec<String>,
+    ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
         let ids = self.class_ids(backend, &mut warnings)?;
         let mut changes = Vec::new();
         let mut origins = Vec::new();
@@ -206,49 +226,7 @@ impl Config {
                 }
             }
         }
-        for (i, class) in self.classes.iter().enumerate() {
-            for cpu in class.cpus.iter() {
-                changes.push(Change::Cpu { cpu, class: ids[i] });
-                origins.push(Origin {
-                    class: i,
-                    key: "cpus".into(),
-                });
-            }
-            for &task in &class.tasks {
-                changes.push(Change::Task {
-                    task,
-                    class: ids[i],
-                });
-                origins.push(Origin {
-                    class: i,
-                    key: "tasks".into(),
-                });
-            }
-            for name in &class.processes {
-                let pids = proc.processes_named(name).map_err(|e| {
-                    self.error_at(
-                        i,
-                        "processes",
-                        format!("listing {}: {e}", proc.root().display()),
-                    )
-                })?;
-                if pids.is_empty() {
-                    return Err(self
-                        .error_at(i, "processes", format!("no process is named {name:?}"))
-                        .into());
-                }
-                for task in pids {
-                    changes.push(Change::Task {
-                        task,
-                        class: ids[i],
-                    });
-                    origins.push(Origin {
-                        class: i,
-                        key: "processes".into(),
-                    });
-                }
-            }
-        }
+        self.member_changes(backend, proc, &ids, &mut changes, &mut origins)?;
         let classes = self
             .classes
             .iter()
@@ -392,7 +370,8 @@ impl Config {
         let plan = Plan::new(backend, changes).map_err(|e| match e {
             PlanError::Invalid { index, error } => {
                 let o = &origins[index];
-                ConfigPlanError::Config(self.error_at(o.class, &o.key, error.to_string()))
+                let name = &self.classes[o.class].name;
+                ConfigPlanError::Config(self.error_at(o.class, &o.key, naming(&error, name)))
             }
             PlanError::Read { error, .. } => ConfigPlanError::Backend(error),
         })?;
@@ -410,6 +389,102 @@ impl Config {
             plan: plan.without_unchanged(),
             warnings,
         })
+    }
+
+    /// Step 4 of [`Config::plan`]: the members. Each class's CPUs, tasks and the processes
+    /// named move in; then what the file's classes hold but the file no longer lists goes
+    /// back to the default class (COS 0, the resctrl root group), so that after the apply
+    /// every class of the file has exactly the members it says, whatever was applied
+    /// before:
+    /// - CPUs: a CPU in a class of the file that no class of the file lists (a class
+    ///   without `cpus` lists none);
+    /// - tasks (OS interface), only for a class that lists `tasks` or `processes`: a thread
+    ///   of its group (its `tasks` file, which also holds threads started and children
+    ///   forked in the group) whose process is neither listed in the file (every thread of
+    ///   a listed task's process stays) nor one of the processes named. A class that lists
+    ///   no tasks leaves its tasks alone: they were put there by other means (a container
+    ///   runtime, `pqos -I -a pid:`, inheritance) that the file does not describe.
+    ///
+    /// COS 0 (a class with `cos = 0`) has nothing to give back to.
+    fn member_changes<B: Backend>(
+        &self,
+        backend: &mut B,
+        proc: &ProcFs,
+        ids: &[ClassId],
+        changes: &mut Vec<Change>,
+        origins: &mut Vec<Origin>,
+    ) -> Result<(), ConfigPlanError<B::Error>> {
+        let origin = |class: usize, key: &str| Origin {
+            class,
+            key: key.to_owned(),
+        };
+        // every thread of every process the file lists or names
+        let mut kept: BTreeSet<TaskId> = BTreeSet::new();
+        for (i, class) in self.classes.iter().enumerate() {
+            for cpu in class.cpus.iter() {
+                changes.push(Change::cpu(cpu, ids[i]));
+                origins.push(origin(i, "cpus"));
+            }
+            for &task in &class.tasks {
+                changes.push(Change::task(task, ids[i]));
+                origins.push(origin(i, "tasks"));
+                kept.extend(process_threads(proc, task));
+            }
+            for name in &class.processes {
+                let pids = proc.processes_named(name).map_err(|e| {
+                    self.error_at(
+                        i,
+                        "processes",
+                        format!("listing {}: {e}", proc.root().display()),
+                    )
+                })?;
+                if pids.is_empty() {
+                    return Err(self
+                        .error_at(i, "processes", format!("no process is named {name:?}"))
+                        .into());
+                }
+                for task in pids {
+                    changes.push(Change::task(task, ids[i]));
+                    origins.push(origin(i, "processes"));
+                    kept.extend(process_threads(proc, task));
+                }
+            }
+        }
+        let default = ClassId::new(0);
+        let index_of = |class: ClassId| {
+            (class != default)
+                .then(|| ids.iter().position(|c| *c == class))
+                .flatten()
+        };
+        let listed: crate::CpuSet = self.classes.iter().flat_map(|c| c.cpus.iter()).collect();
+        for (cpu, class) in backend.cpu_classes().map_err(ConfigPlanError::Backend)? {
+            if let Some(i) = class.and_then(index_of)
+                && !listed.contains(cpu)
+            {
+                changes.push(Change::cpu(cpu, default));
+                origins.push(origin(i, "cpus"));
+            }
+        }
+        if backend.interface() == Interface::Os {
+            for (i, class) in self.classes.iter().enumerate() {
+                if (class.tasks.is_empty() && class.processes.is_empty())
+                    || index_of(ids[i]) != Some(i)
+                {
+                    continue;
+                }
+                for task in backend
+                    .tasks_of_class(ids[i])
+                    .map_err(ConfigPlanError::Backend)?
+                {
+                    // (a task that has exited since the group was read is gone already)
+                    if !kept.contains(&task) && proc.exists(task) {
+                        changes.push(Change::task(task, default));
+                        origins.push(origin(i, "tasks"));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Step 2 of [`Config::plan`]: fixed `cos` first, then the named classes.
@@ -486,25 +561,31 @@ impl Config {
                 CatResource::L2 => backend.topology().l2_domains(),
             };
             let full = cat.full_mask();
+            let names = backend.class_names();
             for domain in domains {
                 let table = backend
                     .cat_classes(resource, domain)
                     .map_err(ConfigPlanError::Backend)?;
-                let taken = table
+                // who holds the ways out of bounds, for errors: classes outside the file...
+                let mut holders: Vec<(String, u64)> = table
                     .iter()
                     .filter(|c| c.class.get() != 0 && !ids.contains(&c.class))
                     .filter(|c| !c.mask.is_all(full))
-                    .fold(0, |acc, c| acc | c.mask.ways());
-                // Other groups' exclusive ways are out of bounds too.
-                let exclusive = backend
-                    .exclusive_ways(resource, domain)
-                    .map_err(ConfigPlanError::Backend)?
-                    .into_iter()
-                    .filter(|x| x.class.is_none_or(|c| !ids.contains(&c)))
-                    .fold(0, |acc, x| acc | x.bits);
+                    .map(|c| (class_label(&names, c.class), c.mask.ways()))
+                    .collect();
+                // ...and other groups' exclusive ways
+                holders.extend(
+                    backend
+                        .exclusive_ways(resource, domain)
+                        .map_err(ConfigPlanError::Backend)?
+                        .into_iter()
+                        .filter(|x| x.class.is_none_or(|c| !ids.contains(&c)))
+                        .map(|x| (format!("resctrl group {}", x.group), x.bits)),
+                );
+                let taken = holders.iter().fold(0, |acc, (_, bits)| acc | bits);
                 let placed = self
-                    .place(resource, &cat, domain, taken | exclusive)
-                    .map_err(|e| self.place_error(resource, domain, &e))?;
+                    .place(resource, &cat, domain, taken)
+                    .map_err(|e| self.place_error(resource, domain, &e, &holders))?;
                 for (spec, mask) in placed {
                     let i = self.index_of(spec);
                     let base = ClassSpec::cache_key(resource);
@@ -537,26 +618,73 @@ impl Config {
             .unwrap_or_default()
     }
 
+    /// A placement error at the class's cache key; a mask over ways held outside the file
+    /// names who holds them (`holders`: each holder's label and ways).
     fn place_error(
         &self,
         resource: CatResource,
         domain: crate::CacheDomain,
         e: &super::PlaceError,
+        holders: &[(String, u64)],
     ) -> ConfigError {
         let i = self
             .classes
             .iter()
             .position(|c| c.name == e.class())
             .unwrap_or_default();
+        let mut reason = e.reason();
+        if let super::PlaceError::OverlapsTaken { mask, .. } = e {
+            let who: Vec<String> = holders
+                .iter()
+                .filter(|(_, bits)| bits & mask.bits() != 0)
+                .map(|(label, bits)| format!("{label}: {bits:#x}"))
+                .collect();
+            if !who.is_empty() {
+                reason.push_str(&format!(" ({})", who.join(", ")));
+            }
+        }
         let mut error = self.error_at(
             i,
             ClassSpec::cache_key(resource),
-            format!(
-                "in {resource} domain {domain}, around the ways other classes hold: {}",
-                e.reason()
-            ),
+            format!("in {resource} domain {domain}, around the ways other classes hold: {reason}"),
         );
         error.set_kind(ConfigErrorKind::Placement);
         error
+    }
+}
+
+/// Every thread of the process `task` belongs to (`task` alone when `/proc` cannot say; none
+/// when it has exited).
+fn process_threads(proc: &ProcFs, task: TaskId) -> Vec<TaskId> {
+    match proc.thread_group(task) {
+        Ok(pid) => proc.threads(pid).unwrap_or_else(|_| vec![task]),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(_) => vec![task],
+    }
+}
+
+/// `class`'s label in errors: `class "db" (COS3)` when it has a name, else `COS3`.
+fn class_label(names: &[(ClassId, String)], class: ClassId) -> String {
+    names.iter().find(|(c, _)| *c == class).map_or_else(
+        || format!("COS{class}"),
+        |(_, n)| format!("class {n:?} (COS{class})"),
+    )
+}
+
+/// The message of a planner's refusal of a write to the class `name`: a mask over another
+/// group's exclusive ways says which class it is (the planner knows its number only).
+pub(super) fn naming(error: &RequestError, name: &str) -> String {
+    match error {
+        RequestError::ExclusiveOverlap {
+            resource,
+            class,
+            mask,
+            group,
+            overlap,
+        } => format!(
+            "{resource} mask {mask:#x} of class {name:?} (COS{class}) overlaps ways {overlap:#x} \
+             of resctrl group {group}, which holds them exclusively (mode exclusive)"
+        ),
+        other => other.to_string(),
     }
 }

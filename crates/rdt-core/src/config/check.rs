@@ -7,8 +7,8 @@ use super::{
     CacheSize, ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning, PlaceError,
 };
 use crate::{
-    CacheDomain, Capabilities, CatCaps, CatResource, ClassId, CpuSet, Feature, Interface, MbaKind,
-    MbaLimit, MbaResource, RequestError, Topology, round_to_step,
+    CacheDomain, Capabilities, CatCaps, CatResource, ClassId, CpuSet, Feature, Interface, MbaLimit,
+    MbaResource, RequestError, Topology,
 };
 
 /// The file key of a size: `ways`, `mask` or `percent`.
@@ -209,20 +209,6 @@ fn check_bandwidth(
                     })?;
             }
         }
-        if let (MbaLimit::Percent(p), MbaKind::IntelDelay { .. }) = (limit, mba.kind) {
-            let step = mba.granularity();
-            let p = u32::from(p);
-            if step > 1 && p % step != 0 {
-                warnings.push(at.warning(
-                    &key,
-                    format!(
-                        "percent {p} is not a multiple of the {step}% MBA granularity: the \
-                         hardware applies a rounded value (pqos: {}%)",
-                        round_to_step(p, step).clamp(step, 100)
-                    ),
-                ));
-            }
-        }
     }
     if let Some(cos) = at.class.cos {
         caps.check_bandwidth_class(resource, cos)
@@ -377,4 +363,56 @@ fn placement_error(
         None => message,
     };
     at.error(ConfigErrorKind::Placement, &key, message)
+}
+
+/// [`Config::normalized`]: every MBA and SMBA limit as `interface` stores it
+/// ([`crate::MbaCaps::stored_limit`]), one warning per limit that changes.
+pub(super) fn normalize(
+    config: &Config,
+    caps: &Capabilities,
+    interface: Interface,
+) -> (Config, Vec<ConfigWarning>) {
+    let mut out = config.clone();
+    let mut warnings = Vec::new();
+    for (index, class) in out.classes.iter_mut().enumerate() {
+        let at = At {
+            config,
+            index,
+            class: &config.classes[index],
+        };
+        for (resource, key0, spec) in [
+            (MbaResource::Mba, "mba", class.mba.as_mut()),
+            (MbaResource::Smba, "smba", class.smba.as_mut()),
+        ] {
+            let (Some(spec), Some(mba)) = (spec, caps.bandwidth(resource).get()) else {
+                continue;
+            };
+            let limits = std::iter::once((key0.to_owned(), &mut spec.limit)).chain(
+                spec.domains
+                    .iter_mut()
+                    .map(|(d, l)| (format!("{key0}.domains.{d}"), l)),
+            );
+            for (path, limit) in limits {
+                let stored = mba.stored_limit(interface, *limit);
+                if stored != *limit {
+                    let how = match interface {
+                        Interface::Msr => "rounded half up, as pqos writes it",
+                        Interface::Os => "rounded up, as the kernel stores it",
+                    };
+                    warnings.push(at.warning(
+                        &format!("{path}.{}", mba_key(*limit)),
+                        format!(
+                            "{} is applied as {}: the {} granularity is {}% ({how})",
+                            show_mba(*limit),
+                            show_mba(stored),
+                            resource.name(),
+                            mba.granularity()
+                        ),
+                    ));
+                    *limit = stored;
+                }
+            }
+        }
+    }
+    (out, warnings)
 }

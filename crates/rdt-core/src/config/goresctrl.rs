@@ -65,8 +65,10 @@
 //! - goresctrl removes the groups with its prefix that a new configuration no longer names
 //!   and resets the root when the file does not configure it; this import changes only the
 //!   classes the file names (the root only when the file names it) and removes nothing.
-//! - The MBA values are rounded up to the hardware's granularity, as the kernel stores them
-//!   (`bw_validate()`), so that applying the file twice writes nothing the second time.
+//! - The MBA values are rounded to the hardware's granularity as the interface stores them
+//!   ([`crate::MbaCaps::stored_limit`]: up on the OS interface, as the kernel's
+//!   `bw_validate()` does; half up on MSR, as pqos does), so that applying the file twice
+//!   writes nothing the second time.
 //! - Stricter than goresctrl: unknown keys are errors (Go's JSON decoding ignores them);
 //!   keys match case-insensitively, as Go's does. MBA percentages over 100 are refused
 //!   (goresctrl passes them to the kernel); every MBA value is checked, not only those of
@@ -1607,8 +1609,9 @@ impl GoresctrlConfig {
     /// Each class is [`Backend::class_named`] by its name (on the OS interface, the resctrl
     /// group of that name); the root's names are COS 0. A name not yet this library's is
     /// claimed by the plan, as for [`super::Config::plan`]. Masks are written per cache id
-    /// and CDP type; MBA percentages are rounded up to the granularity, as the kernel
-    /// stores them, with a warning when that changes them.
+    /// and CDP type; MBA percentages are rounded to the granularity as the interface
+    /// stores them ([`crate::MbaCaps::stored_limit`]: up on the OS interface, as the
+    /// kernel does; half up on MSR, as pqos does), with a warning when that changes them.
     ///
     /// # Errors
     /// [`ConfigPlanError::Config`] for what [`GoresctrlConfig::resolve`] refuses and what
@@ -1642,6 +1645,8 @@ impl GoresctrlConfig {
         }
         let mut changes = Vec::new();
         let mut origins: Vec<&At> = Vec::new();
+        // the class of each change, for messages
+        let mut owners: Vec<&str> = Vec::new();
         for (c, &class) in resolved.classes.iter().zip(&ids) {
             for (&(resource, domain, scope), &mask) in &c.cat {
                 changes.push(Change::Cat {
@@ -1652,38 +1657,47 @@ impl GoresctrlConfig {
                     mask,
                 });
                 origins.push(&c.at);
+                owners.push(&c.name);
             }
         }
+        let interface = backend.interface();
+        let mba = backend.capabilities().mba.get().cloned();
         for (c, &class) in resolved.classes.iter().zip(&ids) {
             let gran = platform.mb.as_ref().map_or(1, |m| m.granularity.max(1));
             for (&domain, &v) in &c.mb {
                 let limit = if c.mbps {
                     MbaLimit::MibPerSec(v)
                 } else {
-                    let rounded = v.div_ceil(gran) * gran;
-                    if rounded != v {
+                    let asked = MbaLimit::Percent(u8::try_from(v.min(100)).unwrap_or(100));
+                    // as the interface stores it: one rounding for every form of file
+                    let limit = mba
+                        .as_ref()
+                        .map_or(asked, |m| m.stored_limit(interface, asked));
+                    if limit.value() != v {
                         warnings.push(
                             self.warning(
                                 &c.at,
                                 format!(
-                                    "MBA {v}% in domain {domain} is {rounded}%: the hardware's \
-                                     granularity is {gran}%"
+                                    "MBA {v}% in domain {domain} is {}%: the hardware's \
+                                     granularity is {gran}%",
+                                    limit.value()
                                 ),
                             )
                             .to_string(),
                         );
                     }
-                    MbaLimit::Percent(u8::try_from(rounded.min(100)).unwrap_or(100))
+                    limit
                 };
                 changes.push(Change::mba(domain, class, limit));
                 origins.push(&c.at);
+                owners.push(&c.name);
             }
         }
         let plan = Plan::new(backend, &changes).map_err(|e| match e {
             PlanError::Invalid { index, error } => ConfigPlanError::Config(self.error(
                 ConfigErrorKind::Platform,
                 origins[index],
-                error.to_string(),
+                super::apply::naming(&error, owners[index]),
             )),
             PlanError::Read { error, .. } => ConfigPlanError::Backend(error),
         })?;

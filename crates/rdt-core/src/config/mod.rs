@@ -46,6 +46,17 @@
 //!
 //! Unknown keys are errors everywhere. A JSON file (`.json`) has the same shape.
 //!
+//! # Applying
+//! [`Config::plan`] converges: after the plan is applied, the classes of the file hold
+//! exactly the CPUs it lists (a class without `cpus` none: CPUs no longer listed go back to
+//! COS 0) and, on the OS interface, a class that lists `tasks` or `processes` holds exactly
+//! the threads of those processes (other tasks of its group, such as children forked in
+//! it, go back to the root group; a class that lists neither keeps its tasks, which a
+//! runtime or inheritance put there). Its values are [normalised](Config::normalized) as
+//! the hardware stores them, so applying the same file again writes nothing. A key the file
+//! leaves out (`l3`, `mba`, ...) leaves that allocation as it is. Classes the file does not
+//! name are never written.
+//!
 //! goresctrl's RDT configuration (YAML: partitions and classes, as containerd and CRI-O read
 //! it) is the other form `pqos --apply` takes: [`goresctrl`], and [`ConfigFile`] to read
 //! either.
@@ -470,8 +481,9 @@ impl Config {
     }
 
     /// Checks the configuration against a platform, and returns what it accepts with a
-    /// remark ([`ConfigWarning`]: a class with no CPU, task or process; an MBA percentage
-    /// the hardware rounds to its granularity; MiB/s limits the capabilities cannot confirm).
+    /// remark ([`ConfigWarning`]: a class with no CPU, task or process; MiB/s limits the
+    /// capabilities cannot confirm). An MBA percentage the hardware rounds is
+    /// [`Config::normalized`]'s.
     ///
     /// Checked: the cache levels and MBA the classes use exist; way counts are within the
     /// CBM length and at least its minimum; masks pass [`Capabilities::check_mask`]; MBA
@@ -492,6 +504,41 @@ impl Config {
         topology: &Topology,
     ) -> Result<Vec<ConfigWarning>, ConfigError> {
         check::check(self, caps, topology)
+    }
+
+    /// The configuration with every value as the platform stores it, and a warning (file,
+    /// line, key) for each value that changed: MBA and SMBA limits as
+    /// [`crate::MbaCaps::stored_limit`] gives them for `interface` (Intel percentages
+    /// rounded to the granularity: `percent = 95` is 100 % in 10 % steps). Cache sizes
+    /// need none: ways, percentages and masks become exact masks when
+    /// [placed](Config::place). [`Config::plan`] plans the normalised values, so that a
+    /// value the hardware rounds is not written again by every apply. Run it after
+    /// [`Config::check`] (an out-of-range value is left as it is here).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::path::Path;
+    /// use rdt_core::config::Config;
+    /// use rdt_core::fake::FakeBackend;
+    /// use rdt_core::{Backend, Interface, MbaLimit};
+    /// let b = FakeBackend::intel_2s();
+    /// let cfg = Config::parse_toml("[[class]]\nname = \"db\"\nmba = { percent = 95 }\n", Path::new("c.toml"))?;
+    /// let (normal, warnings) = cfg.normalized(b.capabilities(), Interface::Os);
+    /// assert_eq!(normal.classes[0].mba.as_ref().unwrap().limit, MbaLimit::Percent(100));
+    /// assert_eq!(
+    ///     warnings[0].to_string(),
+    ///     "c.toml:3: class \"db\": mba.percent: percent 95 is applied as percent 100: the MBA \
+    ///      granularity is 10% (rounded up, as the kernel stores it)"
+    /// );
+    /// # Ok::<(), rdt_core::config::ConfigError>(())
+    /// ```
+    #[must_use]
+    pub fn normalized(
+        &self,
+        caps: &Capabilities,
+        interface: crate::Interface,
+    ) -> (Self, Vec<ConfigWarning>) {
+        check::normalize(self, caps, interface)
     }
 
     /// Places the classes' sizes for cache level `resource` in `domain` ([`place`], in file

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::*;
 use crate::fake::fixtures;
-use crate::{Backend, Capabilities, CatCaps, Feature, MbaCaps, MbaResource, Vendor};
+use crate::{Backend, Capabilities, CatCaps, Feature, Interface, MbaCaps, MbaResource, Vendor};
 
 /// The example of the module's documentation, verbatim.
 const EXAMPLE: &str = r#"[[class]]
@@ -988,15 +988,56 @@ fn mba_limits_follow_the_platform_unit() {
 #[test]
 fn warnings_for_empty_classes_and_rounded_mba() {
     let (caps, topo) = platform();
-    let w = check(&class("idle", "mba = { percent = 15 }\n"), &caps, &topo).unwrap();
+    let text = class(
+        "idle",
+        "mba = { percent = 15, domains = { \"1\" = { percent = 74 } } }\n",
+    );
+    let w = check(&text, &caps, &topo).unwrap();
     let shown: Vec<String> = w.iter().map(ToString::to_string).collect();
     assert_eq!(
         shown,
         [
-            "cfg.toml:3: class \"idle\": mba.percent: percent 15 is not a multiple of the 10% MBA granularity: the hardware applies a rounded value (pqos: 20%)",
-            "cfg.toml:2: class \"idle\": name: the class has no cpus, tasks or processes: nothing will run in it",
+            "cfg.toml:2: class \"idle\": name: the class has no cpus, tasks or processes: nothing will run in it"
         ]
     );
+    // normalised as each interface stores it, one warning per value that changes
+    let cfg = toml(&text).unwrap();
+    for (interface, (d0, d1), how) in [
+        (
+            Interface::Msr,
+            (20, 70),
+            "rounded half up, as pqos writes it",
+        ),
+        (
+            Interface::Os,
+            (20, 80),
+            "rounded up, as the kernel stores it",
+        ),
+    ] {
+        let (normal, w) = cfg.normalized(&caps, interface);
+        let mba = normal.classes[0].mba.as_ref().unwrap();
+        assert_eq!(mba.limit, MbaLimit::Percent(d0), "{interface:?}");
+        assert_eq!(
+            mba.limit_in(CacheDomain::new(1)),
+            MbaLimit::Percent(d1),
+            "{interface:?}"
+        );
+        let shown: Vec<String> = w.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                format!(
+                    "cfg.toml:3: class \"idle\": mba.percent: percent 15 is applied as percent {d0}: the MBA granularity is 10% ({how})"
+                ),
+                format!(
+                    "cfg.toml:3: class \"idle\": mba.domains.1.percent: percent 74 is applied as percent {d1}: the MBA granularity is 10% ({how})"
+                ),
+            ]
+        );
+        // normalised values are what the hardware keeps: normalising again changes nothing
+        let (again, w) = normal.normalized(&caps, interface);
+        assert_eq!((again, w.len()), (normal, 0));
+    }
 }
 
 #[test]
@@ -1356,4 +1397,54 @@ fn a_reset_plan_gives_up_the_named_classes_and_its_undo_brings_them_back() {
         .into_result()
         .unwrap();
     assert_eq!(state(&mut b), applied);
+}
+
+#[test]
+fn a_reapplied_class_has_exactly_the_cpus_of_the_file_and_other_classes_keep_theirs() {
+    // arrange: COS1 is someone else's, with CPU 1
+    let mut b = crate::fake::FakeBackend::intel_2s();
+    let cpu = crate::LogicalCpu::new;
+    crate::transaction::run(
+        &mut b,
+        &[crate::transaction::Change::cpu(cpu(1), ClassId::new(1))],
+    )
+    .unwrap()
+    .into_result()
+    .unwrap();
+    apply(&mut b, &class("web", "cpus = \"4-7\"\n"));
+    let web = b.class_names().iter().find(|(_, n)| n == "web").unwrap().0;
+    // act: the class shrinks
+    let cfg = toml(&class("web", "cpus = \"4-5\"\n")).unwrap();
+    let planned = cfg.plan(&mut b, &crate::proc::ProcFs::host()).unwrap();
+    // assert: the two moves out, told as such, and nothing else
+    assert_eq!(
+        planned.lines(),
+        [
+            format!("web (COS{web}): CPU 6 to COS0"),
+            format!("web (COS{web}): CPU 7 to COS0")
+        ]
+    );
+    planned.plan.apply(&mut b).into_result().unwrap();
+    let classes: BTreeMap<crate::LogicalCpu, Option<ClassId>> =
+        b.cpu_classes().unwrap().into_iter().collect();
+    for (c, want) in [
+        (4, web),
+        (5, web),
+        (6, ClassId::new(0)),
+        (7, ClassId::new(0)),
+    ] {
+        assert_eq!(classes[&cpu(c)], Some(want), "CPU {c}");
+    }
+    assert_eq!(
+        classes[&cpu(1)],
+        Some(ClassId::new(1)),
+        "another class's CPU"
+    );
+    // applied again: nothing to do
+    assert!(
+        cfg.plan(&mut b, &crate::proc::ProcFs::host())
+            .unwrap()
+            .plan
+            .is_empty()
+    );
 }
