@@ -407,7 +407,9 @@ fn a_damaged_or_planted_record_of_names_is_read_as_empty_and_replaced() {
         assert!(!shown.stdout.contains("Named classes"), "{}", shown.stdout);
         let reset = pqos(&["-R"]).ok();
         assert_eq!(reset.stdout, "Allocation reset successful\n", "{record}");
-        // text that parses in part: only the valid lines count
+        // text that parses in part: only the valid lines count (the reset left nothing in
+        // use, so the run directory went with it)
+        std::fs::create_dir_all(&run).expect("run dir");
         std::fs::write(&path, "7 pipeline\nnot a line\n3 ../x\n").expect("write");
         let shown = pqos(&["-s"]).ok().stdout;
         if iface.is_none() {
