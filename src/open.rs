@@ -1177,6 +1177,8 @@ fn open_error_of(e: crate::Error) -> OpenError {
         crate::Error::Msr(e) => OpenError::Msr(e),
         crate::Error::Resctrl(e) => OpenError::Resctrl(e),
         crate::Error::Request(r) => OpenError::Resctrl(ResctrlError::Request(r)),
+        // A read saves nothing; were it to, the simulator's own error.
+        crate::Error::Sim(e) => OpenError::Sim(crate::sim::SessionError::Model(e)),
     }
 }
 

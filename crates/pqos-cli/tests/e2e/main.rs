@@ -64,3 +64,8 @@ mod rdtset;
 // `pqos --apply FILE.yaml`: goresctrl's documented configurations on the in-process
 // simulated platform (OS interface), idempotent, invalid ones refused naming the key.
 mod goresctrl;
+
+// What pqos says is what happened: no success line for a change the `--sim` state did not
+// keep, an error keeps its errno's kind, a read-only user reads a shared state, and names
+// reach the terminal escaped.
+mod words;

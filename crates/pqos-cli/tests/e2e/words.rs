@@ -1,0 +1,61 @@
+//! What pqos says is what happened (issue 22, items 7 and 10).
+
+use std::os::unix::fs::{PermissionsExt, chown};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+
+use crate::util::{Machine, Run, Sim};
+
+/// The unprivileged user the tests drop to (they run as root).
+const NOBODY: u32 = 65534;
+
+/// `pqos ARGS...` on `sim` as `nobody` (supplementary groups cleared by `Command::uid`).
+fn as_nobody(sim: &Sim, args: &[&str]) -> Run {
+    let mut cmd = sim.command(args);
+    cmd.uid(NOBODY).gid(NOBODY);
+    cmd.output().expect("run pqos").into()
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
+#[test]
+fn a_change_the_sim_state_cannot_keep_is_not_reported_as_made() {
+    // arrange: nobody's state, lock and run dir, in a directory nobody cannot write, so that
+    // the state loads and the writes work but the save (a new file, then a rename) fails
+    let sim = Sim::new("broadwell-ep");
+    let dir = sim.state().parent().expect("a dir").to_owned();
+    chown(&dir, Some(NOBODY), Some(NOBODY)).expect("chown");
+    as_nobody(&sim, &["-e", "llc:1=0xff", "-a", "llc:1=3"]).ok();
+    chown(&dir, Some(0), Some(0)).expect("chown");
+    chmod(&dir, 0o755);
+    let before = std::fs::read(sim.state()).expect("the state");
+    // act
+    let runs = [
+        as_nobody(&sim, &["-e", "llc:1=0xf"]),
+        as_nobody(&sim, &["-a", "llc:1=2"]),
+        as_nobody(&sim, &["-R"]),
+    ];
+    // assert: each fails naming why, and its stdout claims no change
+    for run in runs {
+        let run = run.failed();
+        assert!(
+            run.stderr.contains("Permission denied") && run.stderr.contains("sim-state.json"),
+            "{}",
+            run.stderr
+        );
+        for claim in ["altered", "=> MASK", "successful"] {
+            assert!(!run.stdout.contains(claim), "{claim}:\n{}", run.stdout);
+        }
+    }
+    assert_eq!(std::fs::read(sim.state()).expect("the state"), before);
+    // and where the state can be saved, the same command says it altered the allocation
+    chmod(&dir, 0o777);
+    let run = as_nobody(&sim, &["-e", "llc:1=0xf"]).ok();
+    assert!(
+        run.stdout.ends_with("Allocation configuration altered.\n"),
+        "{}",
+        run.stdout
+    );
+}
