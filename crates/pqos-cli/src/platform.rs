@@ -138,6 +138,7 @@ mod sim {
             state: opts.state.clone(),
             scenario: opts.scenario.clone(),
             kernel,
+            read_only: plan.only_reads(),
             ..SessionOptions::new(&opts.model)
         };
         let mut rdt = plan

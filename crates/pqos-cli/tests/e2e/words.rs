@@ -59,3 +59,30 @@ fn a_change_the_sim_state_cannot_keep_is_not_reported_as_made() {
         run.stdout
     );
 }
+
+#[test]
+fn a_user_who_may_only_read_a_shared_sim_state_can_show_it() {
+    // arrange: root's state (files 0644) in a directory others may enter but not write
+    let sim = Sim::new("broadwell-ep");
+    sim.pqos(&["-e", "llc:1=0xf0"]).ok();
+    chmod(sim.state().parent().expect("a dir"), 0o755);
+    let before = std::fs::read(sim.state()).expect("the state");
+    // act
+    let show = as_nobody(&sim, &["-s"]);
+    let change = as_nobody(&sim, &["-e", "llc:1=0xf"]);
+    // assert: the state is shown as root left it, and left as it was; a change is refused
+    let show = show.ok();
+    assert!(
+        show.stdout.contains("    L3CA COS1 => MASK 0xf0\n"),
+        "{}",
+        show.stdout
+    );
+    let change = change.failed();
+    assert!(
+        change.stderr.contains("sim-state.json.lock")
+            && change.stderr.contains("Permission denied"),
+        "{}",
+        change.stderr
+    );
+    assert_eq!(std::fs::read(sim.state()).expect("the state"), before);
+}
