@@ -793,7 +793,9 @@ pub fn run_reset_allocation<B: Backend>(
             let removed: Vec<String> = done
                 .iter()
                 .filter_map(|d| match &d.step {
-                    Step::Release { class, name, .. } => Some(format!("{name} (COS{class})")),
+                    Step::Release { class, name, .. } => {
+                        Some(format!("{} (COS{class})", rdt_pqos::Shown(name)))
+                    }
                     _ => None,
                 })
                 .collect();

@@ -86,3 +86,50 @@ fn a_user_who_may_only_read_a_shared_sim_state_can_show_it() {
     );
     assert_eq!(std::fs::read(sim.state()).expect("the state"), before);
 }
+
+#[test]
+fn bidi_zero_width_and_control_characters_of_names_reach_the_terminal_escaped() {
+    // arrange: a class name that reverses what follows it and hides a character, as a
+    // hostile or careless file can give
+    let sim = Sim::new("broadwell-ep");
+    let file = sim.state().with_file_name("classes.toml");
+    let name = "db\u{202e}txt.exe\u{200b}";
+    std::fs::write(
+        &file,
+        format!("[[class]]\nname = \"{name}\"\nl3 = {{ ways = 2 }}\ncpus = \"3\"\n"),
+    )
+    .expect("write");
+    let file = file.to_str().expect("UTF-8");
+    // act
+    let apply = sim.pqos(&["--apply", file]).ok();
+    let show = sim.pqos(&["-s"]).ok();
+    let reset = sim.pqos(&["-R"]).ok();
+    // assert: the name as escapes wherever it is shown; no hiding character at all
+    let escaped = "db\\u{202e}txt.exe\\u{200b}";
+    assert!(
+        apply.stdout.contains(&format!("{escaped} (COS1): ")),
+        "{}",
+        apply.stdout
+    );
+    assert!(
+        show.stdout.contains(&format!("COS1 => {escaped}\n")),
+        "{}",
+        show.stdout
+    );
+    assert!(
+        reset.stderr.contains(&format!("{escaped} (COS1)")),
+        "{}",
+        reset.stderr
+    );
+    for out in [
+        &apply.raw_stdout,
+        &show.raw_stdout,
+        &reset.raw_stdout,
+        &reset.stderr,
+    ] {
+        assert!(
+            !out.contains('\u{202e}') && !out.contains('\u{200b}'),
+            "{out:?}"
+        );
+    }
+}

@@ -879,3 +879,16 @@ fn fuzz_goresctrl_yaml_never_panics_and_errors_name_a_line_of_the_file() {
         Ok(())
     });
 }
+
+#[test]
+fn keys_with_hiding_characters_are_escaped_in_errors() {
+    // a partition name that reverses the rest of the line, and an escape sequence
+    let e = resolve_err(
+        &nomb(),
+        "partitions:\n  \"p\\u202e\\u001b[2J\":\n    l3Allocation: 120%\n",
+    );
+    assert_eq!(
+        e,
+        "rdt.yaml:3: partitions.p\\u{202e}\\u{1b}[2J.l3Allocation: 120% over 100%"
+    );
+}
