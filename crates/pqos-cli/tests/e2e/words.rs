@@ -133,3 +133,33 @@ fn bidi_zero_width_and_control_characters_of_names_reach_the_terminal_escaped() 
         );
     }
 }
+
+#[test]
+fn a_platform_a_user_may_not_enter_is_permission_denied_not_missing() {
+    // arrange: root's FUSE-mounted platform, which other users may not enter (EACCES)
+    let mounted = crate::util::mounted::Mounted::new("broadwell-ep");
+    let root = mounted.root().to_str().expect("UTF-8").to_owned();
+    // act
+    let runs: Vec<Run> = ["--iface=msr", "--iface=os"]
+        .into_iter()
+        .map(|iface| {
+            let mut cmd = std::process::Command::new(crate::util::PQOS);
+            cmd.args(["--sysroot", &root, iface, "-s"])
+                .env_remove("RDT_IFACE")
+                .uid(NOBODY)
+                .gid(NOBODY);
+            cmd.output().expect("run pqos").into()
+        })
+        .collect();
+    // assert: the system's word and the path, on both interfaces
+    for run in runs {
+        let run = run.failed();
+        assert!(
+            run.stderr
+                .contains(&format!("{root}/dev/cpu: permission denied")),
+            "{}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("no such file"), "{}", run.stderr);
+    }
+}
