@@ -160,6 +160,7 @@ impl Plan {
     /// --dry-run`, without `-r`/`-R`. `--sim` then opens its state read-only
     /// (`SessionOptions::read_only`): a shared state a user may read but
     /// not write can still be looked at, and nothing is saved.
+    #[cfg(feature = "sim")]
     #[must_use]
     pub const fn only_reads(&self) -> bool {
         !self.mon_reset
