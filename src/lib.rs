@@ -102,6 +102,11 @@ pub enum Error {
     /// refused a write.
     #[error("{}", error_chain(.0))]
     Resctrl(ResctrlError),
+    /// The simulated platform's state could not be saved ([`Backend::commit`],
+    /// [`Rdt::save_simulated`]): the writes made in this process are lost when it ends.
+    #[cfg(feature = "sim")]
+    #[error("{}", error_chain(.0))]
+    Sim(sim::SimError),
 }
 
 impl Error {
@@ -531,6 +536,12 @@ impl Backend for Rdt {
             Inner::Msr(b) => b.release_writers(),
             Inner::Os(b) => b.release_writers(),
         }
+    }
+    /// Saves the simulated platform's state ([`Rdt::save_simulated`]); nothing on others.
+    fn commit(&mut self) -> Result<(), Error> {
+        #[cfg(feature = "sim")]
+        self.save_simulated().map_err(Error::Sim)?;
+        Ok(())
     }
     fn needs_reset(&self) -> Option<String> {
         match &self.backend {

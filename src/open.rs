@@ -5,6 +5,7 @@
 //! and for an in-process platform the caller brings ([`MsrSource`]).
 
 use std::fmt;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -369,6 +370,18 @@ pub enum OpenError {
         path: PathBuf,
         /// What it was needed for.
         what: &'static str,
+    },
+    /// A file the opener needs is there but cannot be reached: the error keeps the
+    /// system's kind (`permission denied` for a user who may not enter another user's
+    /// FUSE mount, EACCES), never "no such file or directory".
+    #[error("{}: {} ({what})", .path.display(), .error.kind())]
+    Inaccessible {
+        /// The path.
+        path: PathBuf,
+        /// What it was needed for.
+        what: &'static str,
+        /// The system's error (its kind is in the message; not a `source`).
+        error: std::io::Error,
     },
     /// The topology could not be read from sysfs.
     #[error("cannot read the CPU topology from {}: {}", .path.display(), error_chain(.source))]
@@ -984,18 +997,14 @@ impl OpenOptions {
         let paths = &self.paths;
         let device = match paths.cpuid {
             CpuidFrom::Device => {
-                if !paths.dev_cpu.is_dir() {
-                    return Err(OpenError::Missing {
-                        path: paths.dev_cpu.clone(),
-                        what: "the per-CPU msr and cpuid devices",
-                    });
+                let what = "the per-CPU msr and cpuid devices";
+                match std::fs::metadata(&paths.dev_cpu) {
+                    Ok(m) if m.is_dir() => {}
+                    Ok(_) => return Err(needed(&paths.dev_cpu, what, ErrorKind::NotFound.into())),
+                    Err(e) => return Err(needed(&paths.dev_cpu, what, e)),
                 }
-                let dev = DevCpuid::open(dev_root(paths), LogicalCpu::new(0)).map_err(|_| {
-                    OpenError::Missing {
-                        path: paths.dev_cpu.join("0/cpuid"),
-                        what: "CPUID of CPU 0",
-                    }
-                })?;
+                let dev = DevCpuid::open(dev_root(paths), LogicalCpu::new(0))
+                    .map_err(|e| needed(&paths.dev_cpu.join("0/cpuid"), "CPUID of CPU 0", e))?;
                 Some(dev)
             }
             CpuidFrom::DeviceOrInstruction => {
@@ -1196,6 +1205,23 @@ fn host_pmu(
     }
 }
 
+/// The error for `path`, needed for `what`, that could not be used: [`OpenError::Missing`]
+/// when it is not there, else [`OpenError::Inaccessible`] with the system's error.
+fn needed(path: &Path, what: &'static str, e: std::io::Error) -> OpenError {
+    if e.kind() == ErrorKind::NotFound {
+        OpenError::Missing {
+            path: path.to_owned(),
+            what,
+        }
+    } else {
+        OpenError::Inaccessible {
+            path: path.to_owned(),
+            what,
+            error: e,
+        }
+    }
+}
+
 /// A read of an opened platform's failure as an [`OpenError`] (a report opens the whole
 /// simulated platform, then reads it).
 #[cfg(feature = "sim")]
@@ -1204,6 +1230,8 @@ fn open_error_of(e: crate::Error) -> OpenError {
         crate::Error::Msr(e) => OpenError::Msr(e),
         crate::Error::Resctrl(e) => OpenError::Resctrl(e),
         crate::Error::Request(r) => OpenError::Resctrl(ResctrlError::Request(r)),
+        // A read saves nothing; were it to, the simulator's own error.
+        crate::Error::Sim(e) => OpenError::Sim(crate::sim::SessionError::Model(e)),
     }
 }
 

@@ -156,6 +156,27 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Whether the plan only reads the platform: `-s`, `-d`/`-D`, `--version` or `--apply
+    /// --dry-run`, without `-r`/`-R`, and not on the OS interface asked for (`-I`, which
+    /// mounts the simulated resctrl if need be, as pqos mounts the kernel's). `--sim` then
+    /// opens its state read-only (`SessionOptions::read_only`): a shared state a user may
+    /// read but not write can still be looked at, and nothing is saved.
+    #[cfg(feature = "sim")]
+    #[must_use]
+    pub const fn only_reads(&self) -> bool {
+        let os =
+            matches!(&self.source, Source::Sim(sim) if matches!(sim.iface, rdt_pqos::Iface::Os));
+        !os && !self.mon_reset
+            && self.alloc_reset.is_none()
+            && matches!(
+                self.command,
+                Command::Show
+                    | Command::Display { .. }
+                    | Command::Version
+                    | Command::Apply { dry_run: true, .. }
+            )
+    }
+
     /// Validates flag combinations and converts the flags into a plan.
     ///
     /// # Errors

@@ -138,6 +138,7 @@ mod sim {
             state: opts.state.clone(),
             scenario: opts.scenario.clone(),
             kernel,
+            read_only: plan.only_reads(),
             ..SessionOptions::new(&opts.model)
         };
         let mut rdt = plan
@@ -344,7 +345,7 @@ mod tests {
     fn rejected_definition_leaves_the_simulated_platform_unchanged() {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state.json");
-        let (r, _) = pqos("skylake-sp", &state, &["-s"]);
+        let (r, _) = pqos("skylake-sp", &state, &["-R"]);
         r.unwrap();
         let before = std::fs::read_to_string(&state).unwrap();
         let (r, out) = pqos("skylake-sp", &state, &["-e", "llc:1=0xf;llc:2=0xfff"]);
@@ -360,10 +361,13 @@ mod tests {
     #[test]
     fn read_only_commands_leave_the_state_file_alone_and_changes_replace_it() {
         use std::os::unix::fs::MetadataExt;
-        // arrange: a state file the first run creates
+        // arrange: a state file the first run that changes something creates (a read-only
+        // command creates none)
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("state.json");
         pqos("skylake-sp", &state, &["-s"]).0.unwrap();
+        assert!(!state.exists(), "-s saved a state");
+        pqos("skylake-sp", &state, &["-R"]).0.unwrap();
         let inode = || std::fs::metadata(&state).unwrap().ino();
         let first = inode();
         // act + assert: each save renames a new file over the state, so a new inode means a

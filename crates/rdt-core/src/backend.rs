@@ -765,6 +765,19 @@ pub trait Backend {
     /// Gives back one [`Backend::hold_writers`]; the lock goes with the last.
     fn release_writers(&mut self) {}
 
+    /// Makes the writes made so far outlast this process where the platform keeps them
+    /// apart from the writes themselves: the simulated platform of `pqos --sim` saves its
+    /// state file. Registers and resctrl files hold a write once it returned, so on the
+    /// hardware (and by default) this does nothing. A program reports a change as done
+    /// only after this returned `Ok`.
+    ///
+    /// # Errors
+    /// The writes could not be kept (the simulated platform's state file cannot be
+    /// written); they are lost when the process ends.
+    fn commit(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+
     /// Why allocation can only be reset, if it can (CDP on in some cache domains and off in
     /// others on the MSR interface, after a reset was killed half-way): then reads work,
     /// writes of masks are refused, and [`Backend::reset_allocation`] with CDP set on or off

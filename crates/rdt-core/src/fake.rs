@@ -234,8 +234,9 @@ pub enum FakeError {
     /// The request is invalid for this platform or state; nothing was changed.
     #[error(transparent)]
     Request(#[from] RequestError),
-    /// A fault armed with [`FakeBackend::fail_nth_write`], [`FakeBackend::fail_writes`] or
-    /// [`FakeBackend::fail_reads`]; nothing was changed by this call.
+    /// A fault armed with [`FakeBackend::fail_nth_write`], [`FakeBackend::fail_writes`],
+    /// [`FakeBackend::fail_reads`] or [`FakeBackend::fail_commit`]; nothing was changed by
+    /// this call.
     #[error("injected failure {0}")]
     Injected(String),
 }
@@ -367,6 +368,7 @@ pub struct FakeBackend {
     fail_from: usize,
     fail_all_writes: bool,
     fail_all_reads: bool,
+    fail_commit: bool,
     /// Processes: process id (its main thread) -> every thread id, main thread included.
     processes: BTreeMap<TaskId, Vec<TaskId>>,
     /// The class of every known thread (resctrl: which group's `tasks` lists it).
@@ -412,6 +414,7 @@ impl FakeBackend {
             fail_from: 0,
             fail_all_writes: false,
             fail_all_reads: false,
+            fail_commit: false,
             processes: BTreeMap::new(),
             task_class: BTreeMap::new(),
             groups_present: Vec::new(),
@@ -551,6 +554,12 @@ impl FakeBackend {
     /// Makes reads of tasks and groups fail while `on`.
     pub fn fail_reads(&mut self, on: bool) {
         self.fail_all_reads = on;
+    }
+
+    /// Makes [`Backend::commit`] fail while `on`, as the simulated platform's does when its
+    /// state file cannot be written (the writes stay made in this process).
+    pub fn fail_commit(&mut self, on: bool) {
+        self.fail_commit = on;
     }
 
     /// The L3 masks of `class` in L3 domain `domain`.
@@ -1137,6 +1146,15 @@ impl Backend for FakeBackend {
 
     fn release_writers(&mut self) {
         self.writers_held = self.writers_held.saturating_sub(1);
+    }
+
+    fn commit(&mut self) -> R<()> {
+        if self.fail_commit {
+            return Err(FakeError::Injected(
+                "commit: the writes were not kept".to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// The class `name` stands for, else the lowest free one (bound, not yet claimed).

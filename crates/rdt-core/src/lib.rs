@@ -41,6 +41,7 @@ pub mod pmu;
 pub mod proc;
 mod request;
 pub mod runfile;
+mod shown;
 pub mod topology;
 pub mod transaction;
 
@@ -72,4 +73,5 @@ pub use monitor::{
 pub use mount::{MountOptions, MountOptionsError};
 pub use pmu::{NoPmu, PmuCounts, PmuSource, sum_deltas};
 pub use request::{MbaUnitMismatch, RequestError, error_chain, holders};
+pub use shown::{Shown, is_escaped};
 pub use topology::{ApicIdLayout, CpuPlacement, Topology, TopologyError};

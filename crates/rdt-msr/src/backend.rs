@@ -177,6 +177,12 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     /// Dropped last of the two: the directory is removed when unused once the lock is closed
     /// ([`RunDirPath`]).
     run: Option<(WriterLock, RunDirPath)>,
+    /// How long this process waits for the writers' lock ([`MsrBackend::set_lock_timeout`]):
+    /// in all, across the holds that fail one after another (opening reclaims, then the
+    /// command), so that the wait is the one timeout its error names.
+    lock_timeout: Duration,
+    /// How much of `lock_timeout` failed holds have used since the lock was last taken.
+    lock_waited: Duration,
     /// Named classes ([`Backend::class_named`]): those recorded in the run directory
     /// (read by [`MsrBackend::with_run_dir`]) and those bound in this process.
     names: BTreeMap<ClassId, String>,
@@ -293,6 +299,8 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             next_group: 0,
             claims: None,
             run: None,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            lock_waited: Duration::ZERO,
             names: BTreeMap::new(),
             own: std::collections::BTreeSet::new(),
             cdp_split: [None, None],
@@ -395,7 +403,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     pub fn with_run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
         self.claims = Some(Claims::new(&dir));
-        let lock = WriterLock::new(dir.join("msr.lock"), DEFAULT_LOCK_TIMEOUT);
+        let lock = WriterLock::new(dir.join("msr.lock"), self.lock_timeout);
         let record = NameRecord::new(&dir, NAMES_FILE);
         self.run = Some((lock, RunDirPath::new(dir)));
         self.names.clear();
@@ -440,11 +448,13 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         r
     }
 
-    /// Changes how long taking the writers' lock waits for another process.
+    /// Changes how long taking the writers' lock waits for another process (5 s by
+    /// default): at most this in all while the lock stays held elsewhere, however many
+    /// holds fail in a row (the reclaims at open, then the command); taking it starts a
+    /// new wait.
     pub fn set_lock_timeout(&mut self, timeout: Duration) {
-        if let Some((lock, _)) = &mut self.run {
-            lock.set_timeout(timeout);
-        }
+        self.lock_timeout = timeout;
+        self.lock_waited = Duration::ZERO;
     }
 
     /// Gives back the RMIDs of runs that ended without stopping their monitoring: for
@@ -1466,16 +1476,25 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         let Some((lock, _)) = &mut self.run else {
             return Ok(());
         };
-        lock.hold().map_err(|e| match e {
-            LockWaitError::Timeout { waited } => MsrError::Locked {
-                path: lock.path().to_owned(),
-                waited,
-            },
-            LockWaitError::Io(source) => MsrError::Lock {
+        // What is left of the one timeout (nothing after a failed hold: one try).
+        lock.set_timeout(self.lock_timeout.saturating_sub(self.lock_waited));
+        match lock.hold() {
+            Ok(()) => {
+                self.lock_waited = Duration::ZERO;
+                Ok(())
+            }
+            Err(LockWaitError::Timeout { .. }) => {
+                self.lock_waited = self.lock_timeout;
+                Err(MsrError::Locked {
+                    path: lock.path().to_owned(),
+                    timeout: self.lock_timeout,
+                })
+            }
+            Err(LockWaitError::Io(source)) => Err(MsrError::Lock {
                 path: lock.path().to_owned(),
                 source,
-            },
-        })
+            }),
+        }
     }
 
     fn release_writers(&mut self) {

@@ -87,16 +87,19 @@ pub enum MsrError {
         what: &'static str,
     },
     /// Another process held the MSR interface's writers' lock (`<run dir>/msr.lock`) for
-    /// the whole wait.
+    /// the whole wait: the lock timeout ([`crate::MsrBackend::set_lock_timeout`]), which is
+    /// all this process waits for it in all.
     #[error(
-        "another process is changing the platform through the MSR interface: it held {} for {waited:?}",
-        path.display()
+        "another process is changing the platform through the MSR interface: it held {} for \
+         the whole lock timeout of {:.1} s",
+        path.display(),
+        timeout.as_secs_f64()
     )]
     Locked {
         /// The lock file.
         path: PathBuf,
-        /// How long this process waited.
-        waited: std::time::Duration,
+        /// The lock timeout: how long this process waited, in all.
+        timeout: std::time::Duration,
     },
     /// The writers' lock file cannot be created or locked.
     #[error("the MSR writers' lock {}{}", path.display(), run_dir_hint(source))]

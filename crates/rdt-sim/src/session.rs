@@ -133,6 +133,11 @@ pub struct SessionOptions {
     /// for a program that polls as it would on hardware. `false` (the default): it moves
     /// only when the program calls [`SimHandle::advance`].
     pub wall_clock: bool,
+    /// Only reads the saved state (`pqos -s`, `-d`): the lock file is opened read-only and
+    /// locked shared (a user who may read a shared state but not write it can still look
+    /// at it; readers do not wait for each other, a writer waits for them), and
+    /// [`Session::save`] writes nothing. `false` by default.
+    pub read_only: bool,
 }
 
 impl SessionOptions {
@@ -146,6 +151,7 @@ impl SessionOptions {
             lock_wait: DEFAULT_LOCK_WAIT,
             kernel: crate::resctrl::KernelVersion::default(),
             wall_clock: false,
+            read_only: false,
         }
     }
 }
@@ -160,7 +166,10 @@ pub struct Session {
     /// The state as the file holds it (after opening, when it existed, and after each
     /// save): a save that would write the same text leaves the file alone.
     saved: std::sync::Mutex<Option<String>>,
-    _lock: File,
+    /// [`SessionOptions::read_only`].
+    read_only: bool,
+    /// The lock (`None`: read-only, and no lock file, so no state anyone saved).
+    _lock: Option<File>,
 }
 
 impl Session {
@@ -180,7 +189,7 @@ impl Session {
             None => default_state_path(platform.identity())?,
         };
         refuse_symlink(&state)?;
-        let lock = lock_state(&state, opts.lock_wait)?;
+        let lock = lock_state(&state, opts.lock_wait, opts.read_only)?;
         let existed = state.symlink_metadata().is_ok();
         if existed {
             platform
@@ -219,6 +228,7 @@ impl Session {
             handle,
             state,
             saved: std::sync::Mutex::new(None),
+            read_only: opts.read_only,
             _lock: lock,
         };
         if existed {
@@ -250,11 +260,14 @@ impl Session {
     /// Saves the platform's state to the state file (atomically), unless the file already
     /// holds exactly this state: a run that changed nothing (`pqos -s`, `-d`) leaves the file
     /// as it was, neither rewritten nor replaced, and so does a second save of the same
-    /// state.
+    /// state. A read-only session ([`SessionOptions::read_only`]) saves nothing.
     ///
     /// # Errors
     /// [`SimError::Io`] naming the file that could not be written.
     pub fn save(&self) -> Result<(), SimError> {
+        if self.read_only {
+            return Ok(());
+        }
         let text = self.serialized();
         let mut saved = self
             .saved
@@ -429,9 +442,11 @@ fn refuse_symlink(path: &Path) -> Result<(), SessionError> {
     Ok(())
 }
 
-/// An exclusive lock on `<state>.lock`, waiting up to `wait` for another holder. The lock
+/// A lock on `<state>.lock`, waiting up to `wait` for another holder: exclusive on a file
+/// opened for writing (created if need be), or for `read_only`, shared on a file opened
+/// read-only (`None` when there is no lock file: no state was ever saved there). The lock
 /// file is opened with `O_NOFOLLOW`: a link there is refused, not followed.
-fn lock_state(state: &Path, wait: Duration) -> Result<File, SessionError> {
+fn lock_state(state: &Path, wait: Duration, read_only: bool) -> Result<Option<File>, SessionError> {
     let mut lock_path = state.as_os_str().to_owned();
     lock_path.push(".lock");
     let lock_path = PathBuf::from(lock_path);
@@ -440,23 +455,30 @@ fn lock_state(state: &Path, wait: Duration) -> Result<File, SessionError> {
         path: lock_path.clone(),
         source,
     };
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&lock_path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                SessionError::StateSymlink {
-                    path: lock_path.clone(),
-                }
-            } else {
-                lock_err(e)
+    let mut options = std::fs::OpenOptions::new();
+    if read_only {
+        options.read(true);
+    } else {
+        options.create(true).truncate(false).write(true);
+    }
+    let opened = options.custom_flags(libc::O_NOFOLLOW).open(&lock_path);
+    if read_only
+        && let Err(e) = &opened
+        && e.kind() == std::io::ErrorKind::NotFound
+    {
+        return Ok(None);
+    }
+    let file = opened.map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            SessionError::StateSymlink {
+                path: lock_path.clone(),
             }
-        })?;
-    match lock_with_timeout(&file, true, wait) {
-        Ok(()) => Ok(file),
+        } else {
+            lock_err(e)
+        }
+    })?;
+    match lock_with_timeout(&file, !read_only, wait) {
+        Ok(()) => Ok(Some(file)),
         Err(LockWaitError::Timeout { waited }) => Err(SessionError::Busy {
             state: state.to_owned(),
             waited,

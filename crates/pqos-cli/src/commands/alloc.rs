@@ -128,7 +128,11 @@ fn plan_and_apply<B: Backend>(
     }
     let outcome = plan.apply(backend);
     let (done, failed, not_undone) = match outcome {
-        Outcome::Applied(done) => (done, None, Vec::new()),
+        Outcome::Applied(done) => {
+            // Kept before any line reports a write (`--sim`: the state file saved).
+            super::commit(backend, out, Some("Allocation configuration error!"))?;
+            (done, None, Vec::new())
+        }
         Outcome::NotApplied(e) => {
             writeln!(out, "Allocation configuration error!")?;
             return Err(e.into());
@@ -726,6 +730,7 @@ pub fn run_apply<B: Backend>(
         }
         match planned.plan.apply(backend).into_result() {
             Ok(done) => {
+                super::commit(backend, out, Some("Allocation configuration error!"))?;
                 writeln!(out, "Applied {} write(s).", done.len())?;
                 Ok(())
             }
@@ -777,13 +782,20 @@ pub fn run_reset_allocation<B: Backend>(
             .into_result()
             .map_err(|e| anyhow::Error::new(e).context("resetting allocation")),
     };
+    // Kept before the success line (`--sim`: the state file saved).
+    let result = result.and_then(|done| {
+        super::commit(backend, &mut std::io::sink(), None)?;
+        Ok(done)
+    });
     match result {
         Ok(done) => {
             writeln!(out, "Allocation reset successful")?;
             let removed: Vec<String> = done
                 .iter()
                 .filter_map(|d| match &d.step {
-                    Step::Release { class, name, .. } => Some(format!("{name} (COS{class})")),
+                    Step::Release { class, name, .. } => {
+                        Some(format!("{} (COS{class})", rdt_pqos::Shown(name)))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -812,6 +824,7 @@ pub fn run_reset_monitoring<B: Backend>(backend: &mut B, out: &mut dyn Write) ->
     } else {
         Err(anyhow!("Monitoring capability not detected!"))
     };
+    let result = result.and_then(|()| super::commit(backend, &mut std::io::sink(), None));
     match result {
         Ok(()) => {
             writeln!(out, "CMT/MBM reset successful")?;
@@ -1493,6 +1506,60 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "CMT/MBM reset successful\n"
+        );
+    }
+
+    #[test]
+    fn no_success_line_is_printed_for_a_change_the_backend_could_not_keep() {
+        // arrange: a backend whose writes work but cannot be kept (`--sim` with a state
+        // file that cannot be written)
+        let mut b = FakeBackend::broadwell_2s();
+        b.fail_commit(true);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "[[class]]\nname = \"db\"\nl3 = { ways = 4 }\n").unwrap();
+        // act
+        let (alloc, alloc_out) = run(&mut b, &["-e", "llc:1=0xf", "-a", "llc:1=2"]);
+        let mut apply_out = Vec::new();
+        let apply = run_apply(
+            &mut b,
+            &file,
+            ApplyMode::default(),
+            &ProcFs::host(),
+            &mut apply_out,
+        );
+        let (mut reset_out, mut notes) = (Vec::new(), Vec::new());
+        let reset = run_reset_allocation(&mut b, AllocReset::default(), &mut reset_out, &mut notes);
+        let mut mon_out = Vec::new();
+        let mon = run_reset_monitoring(&mut b, &mut mon_out);
+        // assert: each fails, says pqos's failure line, and claims no write
+        let outs = [
+            (
+                alloc,
+                alloc_out.into_bytes(),
+                "Allocation configuration error!\n",
+            ),
+            (apply, apply_out, "Allocation configuration error!\n"),
+            (reset, reset_out, "Allocation reset failed!\n"),
+            (mon, mon_out, "CMT/MBM reset failed!\n"),
+        ];
+        for (result, out, failed) in outs {
+            let out = String::from_utf8(out).unwrap();
+            let e = format!("{:#}", result.unwrap_err());
+            assert!(e.contains("cannot be kept"), "{e}");
+            assert!(out.ends_with(failed), "{out}");
+            for claim in ["altered", "=> MASK", "COS1 =>", "Applied", "successful"] {
+                assert!(!out.contains(claim), "{claim}: {out}");
+            }
+        }
+        assert!(notes.is_empty(), "no name is said to be removed");
+        // and once the backend keeps writes, the same commands say so
+        b.fail_commit(false);
+        let (r, out) = run(&mut b, &["-e", "llc:1=0xf"]);
+        r.unwrap();
+        assert!(
+            out.ends_with("Allocation configuration altered.\n"),
+            "{out}"
         );
     }
 }

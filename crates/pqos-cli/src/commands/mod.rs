@@ -88,6 +88,7 @@ pub fn execute<B: Backend>(
                     ))
                 })?;
             }
+            commit(backend, out, None)?;
             writeln!(
                 text(plan, out, &mut stderr),
                 "MBM event configuration altered."
@@ -100,6 +101,7 @@ pub fn execute<B: Backend>(
                     mode.name()
                 ))
             })?;
+            commit(backend, out, None)?;
             writeln!(
                 text(plan, out, &mut stderr),
                 "MBM counter assignment mode: {}.",
@@ -115,10 +117,31 @@ pub fn execute<B: Backend>(
             backend
                 .set_io_alloc(*on)
                 .map_err(|e| anyhow::Error::new(e).context(format!("{verb} L3 I/O allocation")))?;
+            commit(backend, out, None)?;
             writeln!(text(plan, out, &mut stderr), "L3 I/O allocation {state}.")?;
         }
         Command::Nothing => {}
         Command::Monitor(req) => monitor::run_monitor(backend, req, ctx, out)?,
+    }
+    Ok(())
+}
+
+/// Makes the backend keep the writes made so far ([`Backend::commit`]: `--sim` saves its
+/// state file), so that a success line is printed only for a change that lasts. On failure,
+/// writes pqos's failure line (`failed`, if the command has one) and returns the error.
+///
+/// # Errors
+/// The backend could not keep the writes (`--sim`: the state file cannot be written).
+pub fn commit<B: Backend>(
+    backend: &mut B,
+    out: &mut dyn Write,
+    failed: Option<&str>,
+) -> Result<()> {
+    if let Err(e) = backend.commit() {
+        if let Some(line) = failed {
+            writeln!(out, "{line}")?;
+        }
+        return Err(anyhow::Error::new(e).context("the change was made but cannot be kept"));
     }
     Ok(())
 }

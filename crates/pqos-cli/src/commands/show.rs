@@ -16,7 +16,7 @@ use anyhow::{Result, anyhow};
 use rdt_pqos::{
     Backend, BackendError, CacheDomain, CatClass, CatMask, CatResource, ClassId, CpuPlacement,
     GroupInfo, GroupKind, GroupOwner, Interface, IoAlloc, LogicalCpu, MbaClass, MbaLimit,
-    MbaResource, RequestError, Rmid, TaskId,
+    MbaResource, RequestError, Rmid, Shown, TaskId,
 };
 
 use super::L3Domains;
@@ -499,7 +499,7 @@ impl Config {
         if !self.named.is_empty() {
             writeln!(out, "Named classes (pqos --apply):")?;
             for (class, name) in &self.named {
-                writeln!(out, "    COS{class} => {name}")?;
+                writeln!(out, "    COS{class} => {}", Shown(name))?;
             }
         }
         let foreign: Vec<&GroupInfo> = self
@@ -516,7 +516,7 @@ impl Config {
                     GroupKind::Control => "control group",
                     GroupKind::Monitor => "monitor group",
                 };
-                writeln!(out, "    {} ({kind})", g.path)?;
+                writeln!(out, "    {} ({kind})", Shown(&g.path))?;
             }
         }
         Ok(())

@@ -71,3 +71,8 @@ mod goresctrl;
 // `--apply` converges: exactly the members a file says (CPUs and tasks no longer listed go
 // back to COS0), every value form re-applied writes nothing, on both interfaces.
 mod converge;
+
+// What pqos says is what happened: no success line for a change the `--sim` state did not
+// keep, an error keeps its errno's kind, a read-only user reads a shared state, and names
+// reach the terminal escaped.
+mod words;

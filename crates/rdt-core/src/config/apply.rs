@@ -57,7 +57,7 @@ impl ConfigPlan {
             .iter()
             .map(|(_, step)| {
                 let who = |c: ClassId| match self.name_of(c) {
-                    Some(n) => format!("{n} (COS{c})"),
+                    Some(n) => format!("{} (COS{c})", crate::Shown(n)),
                     None => format!("COS{c}"),
                 };
                 match step {
@@ -106,7 +106,7 @@ impl ConfigPlan {
                     }
                     Step::Claim { class, .. } => format!("{}: new named class", who(*class)),
                     Step::Release { class, name, .. } => {
-                        format!("{name} (COS{class}): named class removed")
+                        format!("{} (COS{class}): named class removed", crate::Shown(name))
                     }
                     Step::Reset { .. } | Step::Restore { .. } => step.to_string(),
                 }

@@ -51,7 +51,8 @@ fn prefix(file: &Path, at: &Location) -> String {
         out.push_str(&format!("class #{}: ", index + 1));
     }
     if let Some(key) = &at.key {
-        out.push_str(&format!("{key}: "));
+        // Keys are the file's text: shown escaped, as names are.
+        out.push_str(&format!("{}: ", crate::Shown(key)));
     }
     out
 }

@@ -85,6 +85,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
 use super::error::Location;
@@ -219,8 +220,24 @@ impl CacheIdAllocation {
 pub enum CacheIds {
     /// `all`: the default for the ids not named.
     All,
-    /// `0,2-3`.
-    List(Vec<u32>),
+    /// `0,2-3`: the ids as ranges, sorted, none overlapping or adjacent another (`0-65535`
+    /// is one range, not 65,536 ids: a key's size bounds its memory).
+    List(Vec<RangeInclusive<u32>>),
+}
+
+impl CacheIds {
+    /// Whether `id` is one of these ids (`All`: every id).
+    #[must_use]
+    pub fn contains(&self, id: u32) -> bool {
+        match self {
+            Self::All => true,
+            Self::List(ranges) => {
+                // The first range ending at or after `id` is the only one that may hold it.
+                let i = ranges.partition_point(|r| *r.end() < id);
+                ranges.get(i).is_some_and(|r| r.contains(&id))
+            }
+        }
+    }
 }
 
 /// `l2Allocation` or `l3Allocation`: entries by cache ids.
@@ -239,7 +256,7 @@ impl CatAllocation {
         self.entries
             .iter()
             .rev()
-            .find(|(ids, _)| matches!(ids, CacheIds::List(l) if l.contains(&id)))
+            .find(|(ids, _)| matches!(ids, CacheIds::List(_)) && ids.contains(id))
             .or_else(|| {
                 self.entries
                     .iter()
@@ -762,7 +779,7 @@ impl Parser<'_> {
                 ),
             )
         };
-        let mut ids = Vec::new();
+        let mut ranges = Vec::new();
         for part in key.split(',') {
             let num = |s: &str| {
                 s.trim()
@@ -772,19 +789,31 @@ impl Parser<'_> {
                     .ok_or_else(bad)
             };
             match part.split_once('-') {
-                None => ids.push(num(part)?),
+                None => {
+                    let n = num(part)?;
+                    ranges.push(n..=n);
+                }
                 Some((a, b)) => {
                     let (a, b) = (num(a)?, num(b)?);
                     if b <= a {
                         return Err(bad());
                     }
-                    ids.extend(a..=b);
+                    ranges.push(a..=b);
                 }
             }
         }
-        ids.sort_unstable();
-        ids.dedup();
-        Ok(CacheIds::List(ids))
+        // Sorted and merged: overlapping and adjacent ranges become one.
+        ranges.sort_unstable_by_key(|r| *r.start());
+        let mut merged: Vec<RangeInclusive<u32>> = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            match merged.last_mut() {
+                Some(last) if *r.start() <= last.end().saturating_add(1) => {
+                    *last = *last.start()..=*last.end().max(r.end());
+                }
+                _ => merged.push(r),
+            }
+        }
+        Ok(CacheIds::List(merged))
     }
 
     /// goresctrl's `CacheProportion`: `N%`, `L-H%`, `0xMASK` or bit numbers `0-3,4`.
@@ -1207,17 +1236,20 @@ impl GoresctrlConfig {
             None if mb.mbps => u32::MAX,
             None => 100,
         };
-        let mut specific = BTreeMap::new();
+        // Every entry's value is checked, then each domain takes the last entry naming it
+        // (ids are ranges: an entry is never expanded into one value per id).
+        let mut specific = Vec::new();
         for (ids, values, at) in &alloc.entries {
-            if let CacheIds::List(ids) = ids {
-                let v = value(values, at)?;
-                for id in ids {
-                    specific.insert(*id, v);
-                }
+            if matches!(ids, CacheIds::List(_)) {
+                specific.push((ids, value(values, at)?));
             }
         }
         for &d in &mb.domains {
-            let mut v = specific.get(&d.get()).copied().unwrap_or(default);
+            let mut v = specific
+                .iter()
+                .rev()
+                .find(|(ids, _)| ids.contains(d.get()))
+                .map_or(default, |(_, v)| *v);
             if partition && !mb.mbps {
                 v = v.max(mb.min_bandwidth);
             }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::MbaSpec;
 use super::error::Location;
-use super::node::{Entry, Format, Node, Shortened, Value};
+use super::node::{Entry, FirstSeen, Format, Node, Shortened, Value};
 use super::{CacheSize, CacheSpec, ClassSpec, Config, ConfigError, ConfigErrorKind, KeyLines};
 use crate::{
     CacheBitmask, CacheDomain, ClassId, CpuSet, MAX_TASK_ID, MbaLimit, ParseNumberError, TaskId,
@@ -170,8 +170,8 @@ impl ClassCx<'_> {
         let Value::Table(entries) = &node.value else {
             return Err(self.wrong_type(node, path, self.cx.table_word()));
         };
-        // Key -> line of its first appearance (a map: a domains table may be large).
-        let mut first_lines: HashMap<&str, usize> = HashMap::with_capacity(entries.len());
+        // A domains table may be large.
+        let mut first_lines = FirstSeen::new();
         for e in entries {
             let key = join(path, &e.key);
             if !allowed.is_empty() && !allowed.contains(&e.key.as_str()) {
@@ -190,7 +190,7 @@ impl ClassCx<'_> {
                     ),
                 ));
             }
-            if let Some(first) = first_lines.insert(&e.key, e.line) {
+            if let Some(first) = first_lines.earlier(e.key.as_str(), e.line) {
                 return Err(self.error(
                     e.line,
                     &key,

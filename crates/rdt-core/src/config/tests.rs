@@ -1096,9 +1096,10 @@ fn config_place_gives_each_class_its_mask_per_domain() {
 }
 
 #[test]
-fn large_files_parse_in_about_linear_time() {
-    // Quadratic duplicate checks would take minutes on these (each under 1 MiB).
-    let start = std::time::Instant::now();
+fn large_files_parse_whole() {
+    // Each under 1 MiB; how long they take is measured by `cargo bench --bench parsers`
+    // (a test asserts no wall-clock time), the shape of the duplicate-key check by
+    // node::tests (comparisons counted).
     let tasks: Vec<String> = (1..=150_000).map(|t| t.to_string()).collect();
     let text = class("many", &format!("tasks = [{}]\n", tasks.join(",")));
     assert_eq!(toml(&text).unwrap().classes[0].tasks.len(), 150_000);
@@ -1125,11 +1126,6 @@ fn large_files_parse_in_about_linear_time() {
         .map(|i| format!("[[class]]\nname = \"c{i}\"\ncpus = \"{i}\"\n"))
         .collect();
     assert_eq!(toml(&classes.join("\n")).unwrap().classes.len(), 8000);
-    assert!(
-        start.elapsed() < std::time::Duration::from_secs(20),
-        "{:?}",
-        start.elapsed()
-    );
 }
 
 /// AMD: `mba` and `smba` in 1/8 GB/s `units`, checked against each resource's width, and

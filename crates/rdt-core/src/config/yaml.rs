@@ -13,7 +13,7 @@
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 
-use super::node::{Entry, Node, SyntaxError, Value};
+use super::node::{Entry, FirstSeen, Node, Shortened, SyntaxError, Value};
 
 /// Nesting below this depth is refused: goresctrl's deepest key is 6 levels
 /// (`partitions.p.classes.c.l3Allocation.all.code`).
@@ -104,6 +104,7 @@ fn node<'a>(
         }
         Event::MappingStart(..) => {
             let mut entries: Vec<Entry> = Vec::new();
+            let mut seen = FirstSeen::new();
             loop {
                 let (event, span) = next(events)?;
                 let key_line = span.start.line();
@@ -123,10 +124,13 @@ fn node<'a>(
                         ));
                     }
                 };
-                if let Some(first) = entries.iter().find(|e| e.key == key) {
+                if let Some(first) = seen.earlier(key.clone(), key_line) {
                     return Err(error(
                         key_line,
-                        format!("key {key:?} appears twice (first on line {})", first.line),
+                        format!(
+                            "key {:?} appears twice (first on line {first})",
+                            Shortened(&key)
+                        ),
                     ));
                 }
                 let (event, span) = next(events)?;

@@ -54,7 +54,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
-    LogicalCpu, MbaClass, MbaLimit, MbaResource, RequestError, TaskId,
+    LogicalCpu, MbaClass, MbaLimit, MbaResource, RequestError, Shown, TaskId,
 };
 use journal::Journal;
 
@@ -454,10 +454,10 @@ impl Step {
             Self::Reset { .. } => "the allocation as it was before the reset".to_owned(),
             Self::Restore { .. } => "the allocation reset again".to_owned(),
             Self::Claim { class, name, .. } => {
-                format!("named class {name} (COS{class}) given up again")
+                format!("named class {} (COS{class}) given up again", Shown(name))
             }
             Self::Release { class, name, .. } => {
-                format!("named class {name} (COS{class}) claimed back")
+                format!("named class {} (COS{class}) claimed back", Shown(name))
             }
         }
     }
@@ -533,9 +533,11 @@ impl fmt::Display for Step {
             Self::Task { task, after, .. } => write!(f, "task {task} into COS{after}"),
             Self::Reset { .. } => f.write_str("allocation reset"),
             Self::Restore { .. } => f.write_str("allocation restore"),
-            Self::Claim { class, name, .. } => write!(f, "named class {name} as COS{class}"),
+            Self::Claim { class, name, .. } => {
+                write!(f, "named class {} as COS{class}", Shown(name))
+            }
             Self::Release { class, name, .. } => {
-                write!(f, "named class {name} (COS{class}) given up")
+                write!(f, "named class {} (COS{class}) given up", Shown(name))
             }
         }
     }
@@ -669,8 +671,10 @@ impl fmt::Display for PlanWarning {
             }
             Self::NamedClassKept { name, monitors, .. } => write!(
                 f,
-                "named class {name} is kept (reset, empty): its resctrl group holds monitor \
-                 groups {monitors}"
+                "named class {} is kept (reset, empty): its resctrl group holds monitor \
+                 groups {}",
+                Shown(name),
+                Shown(monitors)
             ),
         }
     }

@@ -1620,3 +1620,30 @@ fn a_damaged_record_of_names_is_taken_as_empty_or_for_what_parses() {
     let b = backend(FakeMsrs::new()).with_run_dir(run);
     assert!(b.own_class_names().is_empty());
 }
+
+#[test]
+fn a_held_writers_lock_is_waited_for_once_in_all_and_the_error_names_that_timeout() {
+    // arrange: another holder of msr.lock (another open file description)
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = fresh().with_run_dir(dir.path());
+    b.set_lock_timeout(std::time::Duration::from_millis(200));
+    let other = std::fs::File::create(dir.path().join("msr.lock")).unwrap();
+    other.lock().unwrap();
+    // act: the holds of opening (reclaims) and of the command, one after another
+    let errors: Vec<String> = (0..3)
+        .map(|_| b.hold_writers().unwrap_err().to_string())
+        .collect();
+    // assert: each names the one timeout; the first used it all, the others wait no more
+    for e in &errors {
+        assert!(
+            e.ends_with("msr.lock for the whole lock timeout of 0.2 s"),
+            "{e}"
+        );
+    }
+    assert_eq!(b.lock_waited, b.lock_timeout, "the wait is spent");
+    // once the holder is gone the lock is taken, and a new wait starts
+    other.unlock().unwrap();
+    b.hold_writers().unwrap();
+    assert_eq!(b.lock_waited, std::time::Duration::ZERO);
+    b.release_writers();
+}

@@ -529,6 +529,57 @@ fn unusable_class_names_and_cache_ids_are_refused() {
 }
 
 #[test]
+fn cache_ids_are_kept_as_merged_ranges_and_the_last_entry_naming_an_id_wins() {
+    // arrange: ranges out of order, overlapping and adjacent; a later entry overriding
+    let yaml = "partitions:\n  p:\n    l3Allocation:\n      all: 100%\n      \"11,5,0-3,4,10-12\": 100%\n    mbAllocation:\n      all: [50%]\n      \"2-3,1\": [20%]\n      \"3\": [30%]\n    classes:\n      c:\n        mbAllocation: [100%]\n";
+    // act
+    let config = parse(yaml);
+    let r = resolve(&full(), yaml);
+    // assert
+    let l3 = config.partitions[0].l3.as_ref().unwrap();
+    assert_eq!(l3.entries[1].0, CacheIds::List(vec![0..=5, 10..=12]));
+    assert!(
+        [0, 5, 10, 12]
+            .iter()
+            .all(|&id| l3.entries[1].0.contains(id))
+    );
+    assert!(
+        ![6, 9, 13, 65_535]
+            .iter()
+            .any(|&id| l3.entries[1].0.contains(id))
+    );
+    let mb: Vec<u32> = r.class("c").unwrap().mb.values().copied().collect();
+    assert_eq!(mb, [50, 20, 20, 30]);
+}
+
+#[test]
+fn a_file_of_whole_range_cache_ids_takes_memory_for_its_text_not_per_id() {
+    // arrange: 1 MiB of keys each naming all 65,536 ids; one entry per id would be 256 KiB
+    // per key, 19 GiB for the file, then 5e9 map insertions for its MBA values
+    let mut yaml = "partitions:\n  p:\n    l3Allocation:\n      all: 100%\n".to_owned();
+    let mut mb = "    mbAllocation:\n".to_owned();
+    let mut n = 0;
+    while yaml.len() + mb.len() < (1 << 20) - 64 {
+        yaml += &format!("      \"{n},0-65535\": 100%\n");
+        mb += &format!("      \"{n},0-65535\": [50%]\n");
+        n += 1;
+    }
+    yaml += &mb;
+    // act
+    let config = parse(&yaml);
+    let r = resolve(&full(), &yaml);
+    // assert
+    let l3 = config.partitions[0].l3.as_ref().unwrap();
+    assert_eq!(l3.entries.len(), n + 1);
+    assert!(
+        l3.entries[1..]
+            .iter()
+            .all(|(ids, _)| *ids == CacheIds::List(vec![0..=65_535]))
+    );
+    assert!(r.classes.is_empty());
+}
+
+#[test]
 fn cdp_specs_need_unified_and_both_code_and_data() {
     let e = resolve_err(
         &nomb(),
@@ -827,4 +878,17 @@ fn fuzz_goresctrl_yaml_never_panics_and_errors_name_a_line_of_the_file() {
         }
         Ok(())
     });
+}
+
+#[test]
+fn keys_with_hiding_characters_are_escaped_in_errors() {
+    // a partition name that reverses the rest of the line, and an escape sequence
+    let e = resolve_err(
+        &nomb(),
+        "partitions:\n  \"p\\u202e\\u001b[2J\":\n    l3Allocation: 120%\n",
+    );
+    assert_eq!(
+        e,
+        "rdt.yaml:3: partitions.p\\u{202e}\\u{1b}[2J.l3Allocation: 120% over 100%"
+    );
 }
