@@ -50,8 +50,9 @@ fn a_change_the_sim_state_cannot_keep_is_not_reported_as_made() {
         }
     }
     assert_eq!(std::fs::read(sim.state()).expect("the state"), before);
-    // and where the state can be saved, the same command says it altered the allocation
-    chmod(&dir, 0o777);
+    // and where the state can be saved (nobody's directory again: one anyone may write to
+    // is refused above a run directory), the same command says it altered the allocation
+    chown(&dir, Some(NOBODY), Some(NOBODY)).expect("chown");
     let run = as_nobody(&sim, &["-e", "llc:1=0xf"]).ok();
     assert!(
         run.stdout.ends_with("Allocation configuration altered.\n"),
