@@ -121,6 +121,12 @@ impl Fs {
             .map_err(|e| ResctrlError::io("open", self.path(rel), e))
     }
 
+    /// [`Fs::open_reader`] with the bare `io::Error` (the caller names the file only when
+    /// it reports the error).
+    pub(crate) fn open_reader_io(&self, rel: &str) -> io::Result<Box<dyn PositionedRead>> {
+        self.io.open_reader(rel)
+    }
+
     /// Opens directory `rel` for `flock`.
     pub(crate) fn open_lock(&self, rel: &str) -> io::Result<Box<dyn FsLock>> {
         self.io.open_lock(rel)
