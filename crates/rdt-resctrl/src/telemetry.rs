@@ -35,7 +35,8 @@
 //!   reports a group made, removed or renamed (checked without blocking at each scrape;
 //!   [`TelemetryOptions::watch`]);
 //! - when a read fails with `ENOENT`, `ENODEV` or `ESTALE` (the group went: the kernel
-//!   answers reads of a removed group's open files so);
+//!   answers reads of a removed group's open files so): scanned and read again within the
+//!   same scrape, once, so that a scrape never reports a group removed before it began;
 //! - every [`TelemetryOptions::rescan_interval`] in any case (a change made through another
 //!   mount namespace raises no inotify event here).
 //!
@@ -51,8 +52,9 @@
 //! # Locking
 //! Scrapes take no `flock`: each file read is atomic in the kernel, a scrape writes nothing,
 //! and an exporter must neither stall another tool's changes nor be stalled by them. A group
-//! removed during a scrape is missing from that scrape (or shows only what was read before)
-//! and leaves at the next rescan.
+//! removed during a scrape is scanned away and the groups read again (above); one removed
+//! during that second reading is missing from the scrape (or shows only what was read
+//! before) and leaves at the next rescan.
 //!
 //! # References
 //! Linux `Documentation/arch/x86/resctrl.rst` ("Resource groups", "Reading monitored data");
@@ -557,13 +559,29 @@ impl ResctrlTelemetry {
             }
             Some(_) => {}
         }
-        if self.rescan_due
+        let rescan = self.rescan_due
             || self.last_scan.elapsed() >= self.opts.rescan_interval
-            || self.changed()
-        {
+            || self.changed();
+        if rescan {
             self.rescan()?;
         }
         self.stats.scrapes += 1;
+        // A group gone since the scan (or the whole mount replaced in place): scanned
+        // again and read again, once, so that this scrape already tells the new state.
+        let errors = self.stats.read_errors;
+        if self.read_all() && !rescan {
+            self.stats.read_errors = errors; // the second reading is the scrape's
+            self.rescan()?;
+            self.read_all();
+        }
+        Ok(&self.samples)
+    }
+
+    /// Reads every group into `samples` and `incomplete`; whether a read said a group is
+    /// gone (the next scrape scans again).
+    fn read_all(&mut self) -> bool {
+        self.samples.clear();
+        self.incomplete.clear();
         let mut gone = false;
         let fs = &self.fs;
         for g in &mut self.groups {
@@ -638,7 +656,7 @@ impl ResctrlTelemetry {
             self.samples.push(s);
         }
         self.rescan_due |= gone;
-        Ok(&self.samples)
+        gone
     }
 
     /// Closes every group file and forgets the mount: the next scrape scans again.
