@@ -37,7 +37,7 @@ use rdt_pqos::{Backend, Interface, OpenOptions, Paths};
 
 use crate::args::Args;
 use crate::collect::Collector;
-use crate::server::{Collections, Limits};
+use crate::server::{Collected, Collections, Limits};
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -224,7 +224,7 @@ fn serve_until_stopped(
             .inspect(|s| log.note(&s.incomplete))
             .and_then(|s| metrics::encode(&s).context("encoding the metrics"))
             .map_err(|e| format!("{e:#}"));
-        collections.finish(&Arc::new(text));
+        collections.finish(&Collected::new(text));
     }
     http.join()
         .map_err(|_| anyhow::anyhow!("the HTTP thread panicked"))?

@@ -36,12 +36,12 @@ use std::io;
 use std::net::TcpListener;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, mpsc};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -63,9 +63,35 @@ pub struct Limits {
     pub header_timeout: Duration,
 }
 
-/// The text of one collection, or the message of its error; shared by every scrape that
-/// waited for it.
-pub type Collected = Arc<Result<String, String>>;
+/// One collection's OpenMetrics text (or the message of its error), shared by every
+/// scrape that waited for it; its Prometheus 0.0.4 form is made once, for the first client
+/// that wants it. Bodies are shared buffers: a thousand scrapes copy no text.
+#[derive(Debug)]
+pub struct Collected {
+    openmetrics: Result<Bytes, String>,
+    text: OnceLock<Bytes>,
+}
+
+impl Collected {
+    /// A collection's result: the OpenMetrics text, or the error's message.
+    #[must_use]
+    pub fn new(result: Result<String, String>) -> Arc<Self> {
+        Arc::new(Self {
+            openmetrics: result.map(Bytes::from),
+            text: OnceLock::new(),
+        })
+    }
+
+    /// The Prometheus text format 0.0.4 of the OpenMetrics text.
+    fn text(&self, openmetrics: &Bytes) -> Bytes {
+        self.text
+            .get_or_init(|| {
+                let om = std::str::from_utf8(openmetrics).unwrap_or_default();
+                Bytes::from(to_prometheus_text(om))
+            })
+            .clone()
+    }
+}
 
 /// Scrapes waiting for a collection, and the channel that starts one on the collecting
 /// thread (module docs, "Scrapes share collections").
@@ -78,7 +104,7 @@ pub struct Collections {
 struct Waiting {
     /// A collection runs (or was asked for): new scrapes join it.
     running: bool,
-    waiters: Vec<oneshot::Sender<Collected>>,
+    waiters: Vec<oneshot::Sender<Arc<Collected>>>,
     /// `None` once the server stopped: the collecting thread's loop ends.
     start: Option<mpsc::Sender<()>>,
 }
@@ -106,7 +132,7 @@ impl Collections {
 
     /// Waits for the collection that runs, or starts one; `None` when the collecting
     /// thread is gone (shutting down).
-    fn join(&self) -> Option<oneshot::Receiver<Collected>> {
+    fn join(&self) -> Option<oneshot::Receiver<Arc<Collected>>> {
         let mut w = self.lock();
         let (tx, rx) = oneshot::channel();
         if !w.running {
@@ -119,7 +145,7 @@ impl Collections {
 
     /// Gives `result` to every scrape that waited for this collection; the next scrape
     /// starts a new one.
-    pub fn finish(&self, result: &Collected) {
+    pub fn finish(&self, result: &Arc<Collected>) {
         let waiters = {
             let mut w = self.lock();
             w.running = false;
@@ -399,13 +425,13 @@ async fn metrics(State(collections): State<Arc<Collections>>, headers: HeaderMap
     let Ok(collected) = answer.await else {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     };
-    match collected.as_ref() {
-        Ok(text) if openmetrics => {
-            ([(header::CONTENT_TYPE, CONTENT_TYPE)], text.clone()).into_response()
+    match &collected.openmetrics {
+        Ok(om) if openmetrics => {
+            ([(header::CONTENT_TYPE, CONTENT_TYPE)], om.clone()).into_response()
         }
-        Ok(text) => (
+        Ok(om) => (
             [(header::CONTENT_TYPE, TEXT_CONTENT_TYPE)],
-            to_prometheus_text(text),
+            collected.text(om),
         )
             .into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("error: {e}\n")).into_response(),
@@ -429,17 +455,29 @@ mod tests {
         let b = c.join().unwrap();
         let d = c.join().unwrap();
         let asked: Vec<()> = rx.try_iter().collect();
-        c.finish(&Arc::new(Ok("one\n".to_owned())));
+        c.finish(&Collected::new(Ok(
+            "# TYPE a counter\na_total 1\n".to_owned()
+        )));
         let after = c.join().unwrap();
         // assert
         assert_eq!(asked.len(), 1, "one collection for three scrapes");
-        for mut r in [a, b, d] {
-            assert_eq!(r.try_recv().unwrap().as_deref(), Ok("one\n"));
-        }
+        let got: Vec<Arc<Collected>> = [a, b, d]
+            .into_iter()
+            .map(|mut r| r.try_recv().unwrap())
+            .collect();
+        assert!(
+            got.iter().all(|g| Arc::ptr_eq(g, &got[0])),
+            "one collection"
+        );
+        let om = got[0].openmetrics.as_ref().unwrap();
+        assert_eq!(om.as_ref(), b"# TYPE a counter\na_total 1\n");
+        let text = got[0].text(om);
+        assert_eq!(text.as_ref(), b"# TYPE a_total counter\na_total 1\n");
+        assert_eq!(got[1].text(om).as_ptr(), text.as_ptr(), "made once");
         assert_eq!(rx.try_iter().count(), 1, "a later scrape starts a new one");
         drop(after);
         c.close();
-        c.finish(&Arc::new(Ok(String::new())));
+        c.finish(&Collected::new(Ok(String::new())));
         assert!(c.join().is_none(), "closed: no new collection");
     }
 }
