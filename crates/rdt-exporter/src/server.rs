@@ -8,10 +8,10 @@
 //! Anyone who can reach the port can open connections, so none of them may cost the
 //! exporter its life or its scrapes:
 //! - **Connections are capped** at [`Limits::max_connections`] (the exporter derives it from
-//!   its descriptor limit). At the cap the connections with no request in flight are closed
-//!   at once (a keep-alive connection between scrapes, one that never sent a byte, a
-//!   slowloris one) and accepting waits for a free place; a connection answering a
-//!   request keeps it.
+//!   its descriptor limit). At the cap the connections with no request in flight for a
+//!   second ([`IDLE_GRACE`]: a keep-alive connection between scrapes, one that never sent
+//!   a byte, a slowloris one) are closed and accepting waits for a free place; a connection
+//!   answering a request keeps it, and a new one has that second to send its request.
 //! - **Header timeout** ([`Limits::header_timeout`], hyper's `header_read_timeout`): a
 //!   request's head must arrive in full within this time of the server starting to wait
 //!   for it, on a new connection and after each response, so it is also the keep-alive
@@ -35,7 +35,7 @@ use std::convert::Infallible;
 use std::io;
 use std::net::TcpListener;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, mpsc};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -249,14 +249,24 @@ async fn accept_loop(
         let place = if let Ok(p) = Arc::clone(&places).try_acquire_owned() {
             p
         } else {
-            // At the cap: the idle connections go, the next free place is ours.
-            pressure.notify_waiters();
-            tokio::select! {
-                p = Arc::clone(&places).acquire_owned() => match p {
-                    Ok(p) => p,
-                    Err(_) => continue, // never closed
-                },
-                s = &mut stopped => break s,
+            // At the cap: the connections idle for a while go (asked again as more become
+            // idle long enough), the next free place is ours.
+            let waited = loop {
+                pressure.notify_waiters();
+                tokio::select! {
+                    p = Arc::clone(&places).acquire_owned() => {
+                        // Err only once closed, which it never is.
+                        if let Ok(p) = p {
+                            break Ok(p);
+                        }
+                    }
+                    () = tokio::time::sleep(IDLE_GRACE / 4) => {}
+                    s = &mut stopped => break Err(s),
+                }
+            };
+            match waited {
+                Ok(p) => p,
+                Err(s) => break s,
             }
         };
         let accepted = tokio::select! {
@@ -325,8 +335,8 @@ async fn connection(
     place: tokio::sync::OwnedSemaphorePermit,
 ) {
     let _place = place;
-    let busy = Arc::new(AtomicUsize::new(0));
-    let in_flight = Arc::clone(&busy);
+    let activity = Arc::new(Activity::new());
+    let in_flight = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
         let app = app.clone();
         let guard = Busy::new(&in_flight);
@@ -351,12 +361,12 @@ async fn connection(
         tokio::select! {
             _ = conn.as_mut() => return,
             () = squeezed => {
-                if busy.load(Ordering::Acquire) == 0 {
+                if activity.idle_for().is_some_and(|d| d >= IDLE_GRACE) {
                     return; // dropping the connection closes it
                 }
             }
             _ = stop.changed() => {
-                if busy.load(Ordering::Acquire) == 0 {
+                if activity.idle_for().is_some() {
                     return;
                 }
                 conn.as_mut().graceful_shutdown();
@@ -367,20 +377,59 @@ async fn connection(
     }
 }
 
+/// How long a connection must have been idle (no request in flight, since its accept or
+/// its last response) to be closed at the cap: a new client has this long to send its
+/// request, so a flood of new connections cannot push out a scrape that just connected.
+const IDLE_GRACE: Duration = Duration::from_secs(1);
+
+/// What a connection does: requests in flight, and since when it has had none.
+#[derive(Debug)]
+struct Activity {
+    start: Instant,
+    busy: AtomicUsize,
+    /// Milliseconds from `start` to the end of the last response (0: none yet).
+    idle_since_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            busy: AtomicUsize::new(0),
+            idle_since_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// How long the connection has had no request in flight; `None` while it has one.
+    fn idle_for(&self) -> Option<Duration> {
+        if self.busy.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let since = self.idle_since_ms.load(Ordering::Acquire);
+        Some(Duration::from_millis(self.now_ms().saturating_sub(since)))
+    }
+}
+
 /// A request in flight on a connection, until its response body is dropped.
 #[derive(Debug)]
-struct Busy(Arc<AtomicUsize>);
+struct Busy(Arc<Activity>);
 
 impl Busy {
-    fn new(count: &Arc<AtomicUsize>) -> Self {
-        count.fetch_add(1, Ordering::AcqRel);
-        Self(Arc::clone(count))
+    fn new(activity: &Arc<Activity>) -> Self {
+        activity.busy.fetch_add(1, Ordering::AcqRel);
+        Self(Arc::clone(activity))
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        let a = &self.0;
+        a.idle_since_ms.store(a.now_ms(), Ordering::Release);
+        a.busy.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
