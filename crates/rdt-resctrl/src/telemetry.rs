@@ -8,7 +8,8 @@
 //! budget (below): a scrape is one `pread(2)` per (group, L3 monitoring domain, event)
 //! `mon_data` file, and one positioned read each (two for a text longer than the buffer) of
 //! the group's `schemata` (control groups), `cpus_list` and `tasks`; a file past the budget
-//! costs an `open(2)` and a `close(2)` around that same one read. Besides, a scrape does two
+//! costs an `openat(2)` (relative to the group's directory, opened once per group and
+//! scrape: one path lookup per file) and a `close(2)` around that same one read. Besides, a scrape does two
 //! `stat(2)`s (the root and its `info/`, to notice a new mount) and no directory listing
 //! unless the groups changed.
 //!
@@ -17,7 +18,8 @@
 //! fleet node's thousands of groups would need tens of thousands of descriptors. At most
 //! [`TelemetryOptions::max_open_files`] of them are kept open (by default half the soft
 //! `RLIMIT_NOFILE` at [`ResctrlTelemetry::open`]); the others are opened for each read and
-//! closed at once, so a scrape needs one descriptor more than the budget. A rescan closes
+//! closed at once, so a scrape needs two descriptors more than the budget (the file and its
+//! group's directory). A rescan closes
 //! the old files before it opens the new ones: it never needs twice the budget. A file that
 //! cannot be opened at a rescan (even `EMFILE`) is opened again at each scrape, never
 //! dropped; a scrape that could not read every file of a group names the group in
@@ -78,7 +80,7 @@ use crate::ResctrlError;
 use crate::counter::parse_reading;
 use crate::fs::{Fs, join};
 use crate::info::{BW_FILES, InfoFiles, ResctrlInfo, mba_mbps_in_tree};
-use crate::io::{HostFs, PositionedRead};
+use crate::io::{DirReader, HostFs, PositionedRead};
 use crate::owner::group_owner;
 use crate::schemata::Schemata;
 
@@ -277,15 +279,41 @@ pub struct TelemetryStats {
 /// read at offset 0): kept open while the budget allows, else opened for each read.
 #[derive(Debug)]
 struct GroupFile {
+    /// Under the root.
     rel: String,
+    /// Where in `rel` the path under the group's directory starts.
+    in_group: usize,
     kept: Option<Box<dyn PositionedRead>>,
+}
+
+/// A group's directory while a scrape reads the group: opened at the first file past the
+/// budget, so that each is opened with one lookup (`openat(2)`); by path where it cannot be.
+#[derive(Debug)]
+enum GroupDir<'g> {
+    Unopened(&'g str),
+    Open(Box<dyn DirReader>),
+    ByPath,
+}
+
+impl GroupDir<'_> {
+    fn open_reader(&mut self, fs: &Fs, file: &GroupFile) -> io::Result<Box<dyn PositionedRead>> {
+        if let Self::Unopened(group) = *self {
+            *self = fs.open_dir_io(group).map_or(Self::ByPath, Self::Open);
+        }
+        match self {
+            Self::Open(dir) => dir.open_reader(&file.rel[file.in_group..]),
+            Self::Unopened(_) | Self::ByPath => fs.open_reader_io(&file.rel),
+        }
+    }
 }
 
 impl GroupFile {
     /// Opens `rel` when `budget` has room, spending one descriptor of it. A file that
     /// cannot be opened now is opened at each read; `EMFILE`/`ENFILE` end the opening
     /// (`budget` becomes 0) for the rest of the scan.
-    fn new(fs: &Fs, rel: String, budget: &mut usize) -> Self {
+    fn new(fs: &Fs, group: &str, file: &str, budget: &mut usize) -> Self {
+        let rel = join(group, file);
+        let in_group = rel.len() - file.len();
         let mut kept = None;
         if *budget > 0 {
             match fs.open_reader_io(&rel) {
@@ -299,26 +327,38 @@ impl GroupFile {
                 Err(_) => {}
             }
         }
-        Self { rel, kept }
+        Self {
+            rel,
+            in_group,
+            kept,
+        }
     }
 
-    /// Runs `read` on the kept file, or on one opened for it and closed after.
+    /// Runs `read` on the kept file, or on one opened for it (through `dir`) and closed
+    /// after.
     fn with<T>(
         &self,
         fs: &Fs,
+        dir: &mut GroupDir<'_>,
         read: impl FnOnce(&dyn PositionedRead) -> io::Result<T>,
     ) -> io::Result<T> {
         match &self.kept {
             Some(f) => read(f.as_ref()),
-            None => read(fs.open_reader_io(&self.rel)?.as_ref()),
+            None => read(dir.open_reader(fs, self)?.as_ref()),
         }
     }
 
     /// The whole text into `buf`: positioned reads until one comes back short (kernfs and
     /// FUSE direct I/O return everything there is up to the size asked); `InvalidData` past
     /// `max` bytes or for text that is not UTF-8.
-    fn read_text<'b>(&self, fs: &Fs, max: usize, buf: &'b mut Vec<u8>) -> io::Result<&'b str> {
-        self.with(fs, |file| {
+    fn read_text<'b>(
+        &self,
+        fs: &Fs,
+        dir: &mut GroupDir<'_>,
+        max: usize,
+        buf: &'b mut Vec<u8>,
+    ) -> io::Result<&'b str> {
+        self.with(fs, dir, |file| {
             buf.clear();
             let mut chunk = 4096usize;
             loop {
@@ -340,9 +380,9 @@ impl GroupFile {
 
     /// One counter reading ([`parse_reading`]); an I/O error or text that is no reading is
     /// an error (`InvalidData` for the text).
-    fn read_counter(&self, fs: &Fs) -> io::Result<Option<u64>> {
+    fn read_counter(&self, fs: &Fs, dir: &mut GroupDir<'_>) -> io::Result<Option<u64>> {
         let mut buf = [0u8; 64];
-        let n = self.with(fs, |f| f.read_at(&mut buf, 0))?;
+        let n = self.with(fs, dir, |f| f.read_at(&mut buf, 0))?;
         parse_reading(&buf[..n], false)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not a counter reading"))
     }
@@ -596,13 +636,14 @@ impl ResctrlTelemetry {
                 bandwidth: Vec::new(),
                 counters: Vec::with_capacity(g.counters.len()),
             };
+            let mut dir = GroupDir::Unopened(&g.path);
             let mut failed = 0u64;
             let mut fail = |e: &io::Error| {
                 failed += 1;
                 gone |= GONE.contains(&e.raw_os_error().unwrap_or(0));
             };
             for c in &g.counters {
-                match c.file.read_counter(fs) {
+                match c.file.read_counter(fs, &mut dir) {
                     Ok(Some(v)) => {
                         let bytes = if c.event == RmidEvent::LlcOccupancy {
                             v
@@ -619,14 +660,20 @@ impl ResctrlTelemetry {
                     Err(e) => fail(&e),
                 }
             }
-            match g.cpus_list.read_text(fs, MAX_SMALL_FILE, &mut self.buf) {
+            match g
+                .cpus_list
+                .read_text(fs, &mut dir, MAX_SMALL_FILE, &mut self.buf)
+            {
                 Ok(text) => match text.trim().parse::<CpuSet>() {
                     Ok(c) => s.cpus = Some(c.len()),
                     Err(_) => fail(&io::ErrorKind::InvalidData.into()),
                 },
                 Err(e) => fail(&e),
             }
-            match g.tasks.read_text(fs, MAX_TASKS_FILE, &mut self.buf) {
+            match g
+                .tasks
+                .read_text(fs, &mut dir, MAX_TASKS_FILE, &mut self.buf)
+            {
                 Ok(text) => {
                     s.tasks = Some(text.lines().filter(|l| !l.trim().is_empty()).count());
                     let mut h = DefaultHasher::new();
@@ -641,7 +688,7 @@ impl ResctrlTelemetry {
                 Err(e) => fail(&e),
             }
             if let Some(f) = &g.schemata {
-                match f.read_text(fs, MAX_SMALL_FILE, &mut self.buf) {
+                match f.read_text(fs, &mut dir, MAX_SMALL_FILE, &mut self.buf) {
                     Ok(text) => match text.parse::<Schemata>() {
                         Ok(schemata) => allocations(&schemata, self.mb_unit, &mut s),
                         Err(_) => fail(&io::ErrorKind::InvalidData.into()),
@@ -725,7 +772,7 @@ impl ResctrlTelemetry {
             let owner = group_owner(kind, name, |n| {
                 self.opts.named_classes.iter().any(|c| c == n) || recorded.iter().any(|c| c == n)
             });
-            let mut open = |file: &str| GroupFile::new(&self.fs, join(&path, file), &mut budget);
+            let mut open = |file: &str| GroupFile::new(&self.fs, &path, file, &mut budget);
             let mut g = Group {
                 cpus_list: open("cpus_list"),
                 tasks: open("tasks"),
@@ -751,12 +798,9 @@ impl ResctrlTelemetry {
                         slot.dir_ino = meta.ino();
                     }
                     slot.seen = now;
-                    let rel = join(
-                        &g.path,
-                        &format!("mon_data/mon_L3_{d:02}/{}", event.resctrl_name()),
-                    );
+                    let file = format!("mon_data/mon_L3_{d:02}/{}", event.resctrl_name());
                     g.counters.push(CounterFile {
-                        file: GroupFile::new(&self.fs, rel, &mut budget),
+                        file: GroupFile::new(&self.fs, &g.path, &file, &mut budget),
                         slot: self.totals.len(),
                         domain: d,
                         event,

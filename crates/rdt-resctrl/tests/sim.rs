@@ -968,7 +968,11 @@ fn telemetry_reads_the_model_and_a_removed_group_leaves_the_scrape_whose_reads_f
     // assert: its open files failed, so that scrape scanned again and read the rest again
     assert!(!listed, "gone from the scrape whose reads found it gone");
     assert_eq!(t.stats().scans, 2);
-    assert_eq!(t.stats().read_errors, errors, "the second reading's errors only");
+    assert_eq!(
+        t.stats().read_errors,
+        errors,
+        "the second reading's errors only"
+    );
     assert!(t.incomplete().is_empty(), "{:?}", t.incomplete());
     assert!(t.scrape().unwrap().iter().all(|g| g.path != "kubepods"));
     assert_eq!(t.stats().scans, 2, "no more scans");
