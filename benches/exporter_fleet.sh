@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rdt-exporter at fleet scale on the mounted simulated platform, under `ulimit -n 1024` (a
-# host's default): N monitor groups on a model, the exporter scraped SCRAPES times one after
+# host's default; NOFILE below): N monitor groups on a model, the exporter scraped SCRAPES times one after
 # another across several rescans (--rescan-interval 2), then ROUNDS rounds of 20 concurrent
 # scrapes. Reported per case:
 # - whether every group was in every scrape and every scrape said rdt_scrape_complete 1;
@@ -13,7 +13,8 @@
 # Usage: benches/exporter_fleet.sh [BINDIR] (default target/debug; build first with
 #        `cargo build -p rdt-exporter -p rdt-sim --bins`, or use target/release).
 # Env:   CASES (default "turin:6.17:1000 turin:6.17:4000 genoa:6.19:255", MODEL:KERNEL:GROUPS),
-#        SCRAPES (default 20), ROUNDS (default 5).
+#        SCRAPES (default 20), ROUNDS (default 5), NOFILE (default 1024: the `ulimit -n`;
+#        65536 keeps every file open, for comparison).
 # Needs root, /dev/fuse and curl. Not a CI test: it reports numbers.
 set -euo pipefail
 unset RUST_BACKTRACE
@@ -23,6 +24,7 @@ bin=${1:-target/debug}
 cases=${CASES:-turin:6.17:1000 turin:6.17:4000 genoa:6.19:255}
 scrapes=${SCRAPES:-20}
 rounds=${ROUNDS:-5}
+nofile=${NOFILE:-1024}
 sim=$bin/rdt-sim
 exporter=$bin/rdt-exporter
 for b in "$sim" "$exporter"; do
@@ -58,7 +60,7 @@ for c in $cases; do
     domains=$(ls -d "$r"/mon_data/mon_L3_* | wc -l)
     events=$(grep -cxE 'llc_occupancy|mbm_total_bytes|mbm_local_bytes' "$r/info/L3_MON/mon_features")
     port=$((20000 + RANDOM % 20000))
-    bash -c 'ulimit -n 1024 && exec "$0" "$@"' "$exporter" --sysroot "$mnt" \
+    bash -c "ulimit -n $nofile"' && exec "$0" "$@"' "$exporter" --sysroot "$mnt" \
         --listen "127.0.0.1:$port" --rescan-interval 2 2>"$work/exporter.log" &
     exp_pid=$!
     url=http://127.0.0.1:$port/metrics
