@@ -381,3 +381,42 @@ fn more_groups_than_descriptors_are_all_read_in_every_scrape() {
     }
     assert!(e.alive(), "{}", e.stderr());
 }
+
+/// `prlimit --pid PID --nofile=SOFT:1024`: the soft limit, under the hard one of
+/// [`Exporter::start`] (raising a hard limit needs CAP_SYS_RESOURCE).
+fn set_nofile(pid: u32, soft: u32) {
+    let ok = Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--nofile={soft}:1024")])
+        .status()
+        .unwrap_or_else(|e| panic!("prlimit (util-linux) is needed: {e}"));
+    assert!(ok.success(), "prlimit --nofile={soft}:1024");
+}
+
+#[test]
+fn out_of_descriptors_accepting_backs_off_and_the_exporter_lives_on() {
+    // arrange
+    many_descriptors(1024);
+    let m = TestMount::builtin(SKX_RDT);
+    let mut e = Exporter::start(&m, 1024, &[]);
+    let pid = e.child.id();
+    // act: no descriptor left (the limit under its lowest free number): every accept
+    // fails with EMFILE while clients connect
+    set_nofile(pid, 3);
+    let waiting: Vec<TcpStream> = (0..20)
+        .map(|_| TcpStream::connect(format!("127.0.0.1:{}", e.port)).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    let alive = e.alive();
+    set_nofile(pid, 1024);
+    let scrape = e.get("/metrics");
+    drop(waiting);
+    // assert: still there, serving once descriptors are back, and it said what happened
+    assert!(alive, "the exporter exited: {}", e.stderr());
+    assert!(scrape.is_ok(), "{scrape:?}");
+    let stderr = e.stderr();
+    assert!(
+        stderr.contains("accepting connections: Too many open files"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
