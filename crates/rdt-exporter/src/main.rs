@@ -221,7 +221,11 @@ fn serve_until_stopped(
     for () in asked {
         let text = collector
             .scrape()
-            .inspect(|s| log.note(&s.incomplete))
+            .inspect(|s| {
+                if let Some(line) = log.note(&s.incomplete) {
+                    eprintln!("{line}");
+                }
+            })
             .and_then(|s| metrics::encode(&s).context("encoding the metrics"))
             .map_err(|e| format!("{e:#}"));
         collections.finish(&Collected::new(text));
@@ -243,25 +247,34 @@ impl IncompleteLog {
     /// The most group names one line lists.
     const NAMES: usize = 20;
 
-    fn note(&mut self, incomplete: &[String]) {
+    /// The line to log for a scrape that could not read `incomplete` in full (or `None`).
+    /// Names are escaped (`escape_debug`): a group name with a newline or a control or
+    /// bidi character cannot forge or garble a log line.
+    fn note(&mut self, incomplete: &[String]) -> Option<String> {
         let now: BTreeSet<String> = incomplete.iter().cloned().collect();
         let due = self
             .when
             .is_none_or(|t| t.elapsed() >= Duration::from_mins(1));
         let repeat = due && !now.is_empty();
         if now == self.last && !repeat {
-            return;
+            return None;
         }
-        if now.is_empty() {
-            eprintln!("rdt-exporter: scrapes read every group in full again");
+        let line = if now.is_empty() {
+            "rdt-exporter: scrapes read every group in full again".to_owned()
         } else {
-            let mut names: Vec<&str> = now.iter().take(Self::NAMES).map(String::as_str).collect();
+            let names: Vec<String> = now
+                .iter()
+                .take(Self::NAMES)
+                .map(|n| {
+                    if n.is_empty() {
+                        "/".to_owned()
+                    } else {
+                        n.escape_debug().to_string()
+                    }
+                })
+                .collect();
             let more = now.len().saturating_sub(Self::NAMES);
-            let root = names.iter().position(|n| n.is_empty());
-            if let Some(i) = root {
-                names[i] = "/";
-            }
-            eprintln!(
+            format!(
                 "rdt-exporter: incomplete scrape (rdt_scrape_complete 0): {} group(s) not read \
                  in full: {}{}",
                 now.len(),
@@ -271,10 +284,11 @@ impl IncompleteLog {
                 } else {
                     String::new()
                 }
-            );
-        }
+            )
+        };
         self.when = Some(Instant::now());
         self.last = now;
+        Some(line)
     }
 }
 
@@ -291,5 +305,39 @@ mod tests {
         assert_eq!(small.connections, 25, "a quarter of the limit");
         assert_eq!(small.files, 0, "none kept open: every file read per scrape");
         assert_eq!(Budget::of(1 << 20, 10, 256).connections, 256);
+    }
+
+    #[test]
+    fn incomplete_groups_are_named_escaped_once_per_change() {
+        let mut log = IncompleteLog::default();
+        assert_eq!(
+            log.note(&[]),
+            None,
+            "complete from the start: nothing to say"
+        );
+        let many: Vec<String> = std::iter::once(String::new())
+            .chain(std::iter::once(
+                "evil\nrdt-exporter: forged\u{202e}".to_owned(),
+            ))
+            .chain((0..30).map(|n| format!("mon_groups/g{n}")))
+            .collect();
+        let line = log.note(&many).unwrap();
+        assert!(line.contains("32 group(s) not read in full: /, "), "{line}");
+        assert!(
+            line.contains("evil\\nrdt-exporter: forged\\u{202e}"),
+            "{line}"
+        );
+        assert!(!line.contains('\n') && !line.contains('\u{202e}'), "{line}");
+        assert!(line.ends_with(" and 12 more"), "{line}");
+        assert_eq!(log.note(&many), None, "the same groups: said once a minute");
+        assert!(
+            log.note(&many[..1])
+                .unwrap()
+                .contains("1 group(s) not read in full: /")
+        );
+        assert_eq!(
+            log.note(&[]).as_deref(),
+            Some("rdt-exporter: scrapes read every group in full again")
+        );
     }
 }
