@@ -1,5 +1,6 @@
 //! The command line: `rdt-exporter [--sysroot DIR] [--listen ADDR:PORT] [--iface auto|os|msr]
-//! [--rescan-interval SECS] [--monitor-cores LIST]... [--monitor-pids LIST]...`.
+//! [--rescan-interval SECS] [--monitor-cores LIST]... [--monitor-pids LIST]...
+//! [--max-connections N] [--header-timeout SECS]`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -50,6 +51,16 @@ pub struct Args {
     #[arg(long = "monitor-pids", value_name = "LIST", value_parser = parse_pids)]
     pub monitor_pids: Vec<Vec<TaskId>>,
 
+    /// Connections open at once, at most; lowered to a quarter of the descriptor limit
+    /// (RLIMIT_NOFILE). At the cap, connections with no request in flight are closed.
+    #[arg(long, value_name = "N", default_value = "256", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_connections: u32,
+
+    /// Seconds a connection may take to send a request's complete head, counted from its
+    /// accept and from each response (so also the keep-alive idle timeout).
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_secs)]
+    pub header_timeout: Duration,
+
     /// procfs to read tasks' cgroups from (tests).
     #[arg(long, value_name = "DIR", default_value = "/proc", hide = true)]
     pub proc_root: PathBuf,
@@ -60,7 +71,10 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
         .parse()
         .map_err(|_| format!("`{s}` is not a whole number of seconds"))?;
     if n == 0 {
-        return Err("the rescan interval must be at least 1 second".into());
+        return Err("must be at least 1 second".into());
+    }
+    if n > 86_400 {
+        return Err(format!("`{s}` seconds is more than a day"));
     }
     Ok(Duration::from_secs(n))
 }
@@ -88,6 +102,8 @@ mod tests {
         assert!(a.listen.ip().is_loopback());
         assert_eq!(a.iface, Iface::Auto);
         assert_eq!(a.rescan_interval, Duration::from_mins(1));
+        assert_eq!(a.max_connections, 256);
+        assert_eq!(a.header_timeout, Duration::from_secs(10));
     }
 
     #[test]
@@ -116,6 +132,10 @@ mod tests {
             &["--monitor-cores", "3-1"],
             &["--iface", "pci"],
             &["--listen", "localhost"],
+            &["--max-connections", "0"],
+            &["--max-connections", "-1"],
+            &["--header-timeout", "0"],
+            &["--header-timeout", "99999999999999999999"],
         ] {
             let argv = std::iter::once("rdt-exporter").chain(bad.iter().copied());
             assert!(Args::try_parse_from(argv).is_err(), "{bad:?}");

@@ -31,6 +31,12 @@ pub struct Scrape {
     pub read_errors: u64,
     /// Group list scans, in all.
     pub scans: u64,
+    /// Whether resctrl was read (mounted, the same mount or scanned anew); `true` on the
+    /// MSR interface, which has no resctrl to lose.
+    pub up: bool,
+    /// The resctrl groups this scrape could not read in full (a file that could not be
+    /// opened or read, or did not parse); empty when it read everything.
+    pub incomplete: Vec<String>,
 }
 
 /// The sources of a scrape.
@@ -39,6 +45,8 @@ pub struct Collector<'a> {
     pub telemetry: Option<ResctrlTelemetry>,
     pub monitoring: Option<Monitoring<'a, Rdt>>,
     pub own: Vec<OwnGroup>,
+    /// Since when resctrl is not readable (logged once, and when it comes back).
+    pub down_since: Option<Instant>,
 }
 
 /// The RMID events the exporter's own groups count.
@@ -47,22 +55,48 @@ pub const OWN_EVENTS: MonEvents = MonEvents::LLC_OCCUPANCY
     .union(MonEvents::MBM_TOTAL);
 
 impl Collector<'_> {
-    /// Reads everything once.
+    /// Reads everything once. resctrl unmounted (or not readable) is no error: the
+    /// scrape says `up: false` and has no resctrl groups; the reason is in the log.
     ///
     /// # Errors
-    /// A failed rescan of resctrl (unmounted) or a failed poll of the own groups.
+    /// A failed poll of the own groups.
     pub fn scrape(&mut self) -> Result<Scrape> {
         let start = Instant::now();
-        let mut out = Scrape::default();
+        let mut out = Scrape {
+            up: true,
+            ..Scrape::default()
+        };
         if let Some(t) = &mut self.telemetry {
             let me = std::process::id();
-            out.groups = t
-                .scrape()
-                .context("reading resctrl")?
-                .iter()
-                .filter(|g| pqos_mon_pid(g.path.rsplit('/').next().unwrap_or_default()) != Some(me))
-                .cloned()
-                .collect();
+            match t.scrape() {
+                Ok(groups) => {
+                    out.groups = groups
+                        .iter()
+                        .filter(|g| {
+                            pqos_mon_pid(g.path.rsplit('/').next().unwrap_or_default()) != Some(me)
+                        })
+                        .cloned()
+                        .collect();
+                    out.incomplete = t.incomplete().to_vec();
+                }
+                Err(e) => {
+                    out.up = false;
+                    if self.down_since.is_none() {
+                        eprintln!("rdt-exporter: resctrl is not readable: {e}; rdt_up is 0");
+                    }
+                }
+            }
+            match (out.up, self.down_since) {
+                (false, None) => self.down_since = Some(Instant::now()),
+                (true, Some(since)) => {
+                    eprintln!(
+                        "rdt-exporter: resctrl readable again after {:.0?}",
+                        since.elapsed()
+                    );
+                    self.down_since = None;
+                }
+                _ => {}
+            }
             out.read_errors = t.stats().read_errors;
             out.scans = t.stats().scans;
         }

@@ -11,6 +11,8 @@
 //! | `rdt_mba_limit` | gauge | see `unit` label | group, resource, domain, unit, kind, owner (, …) | `MB`/`SMBA` of `schemata` |
 //! | `rdt_group_cpus` | gauge | CPUs | group, kind, owner (, …) | `cpus_list` |
 //! | `rdt_group_tasks` | gauge | threads | as above | `tasks` |
+//! | `rdt_up` | gauge | 0 or 1 | — | 1 when resctrl was read: mounted, and the same mount as at the last scan or scanned anew; 0 when it is unmounted or gone (no group samples then) |
+//! | `rdt_scrape_complete` | gauge | 0 or 1 | — | 1 when every file of every group was read; 0 when some could not be (the groups are named in the log) |
 //! | `rdt_scrape_duration_seconds` | gauge | seconds | — | time the last scrape's reads took |
 //! | `rdt_scrape_read_errors_total` | counter | reads | — | reads that failed or did not parse |
 //! | `rdt_group_scans_total` | counter | scans | — | scans of the resctrl group list |
@@ -283,8 +285,24 @@ fn families(s: &Scrape) -> Vec<Family> {
     );
     errors.samples.push((Vec::new(), s.read_errors));
     scans.samples.push((Vec::new(), s.scans));
+    let mut up = Family::new(
+        "up",
+        "1 when resctrl was read (mounted, the same mount as at the last scan or scanned anew), 0 when it is unmounted or gone.",
+        None,
+        MetricType::Gauge,
+    );
+    up.samples.push((Vec::new(), u64::from(s.up)));
+    let mut complete = Family::new(
+        "scrape_complete",
+        "1 when this scrape read every file of every group, 0 when some could not be read (the exporter's log names the groups).",
+        None,
+        MetricType::Gauge,
+    );
+    complete
+        .samples
+        .push((Vec::new(), u64::from(s.up && s.incomplete.is_empty())));
     vec![
-        occ, total, local, ways, mask, mba, cpus, tasks, errors, scans,
+        up, complete, occ, total, local, ways, mask, mba, cpus, tasks, errors, scans,
     ]
 }
 
@@ -425,6 +443,8 @@ mod tests {
             ],
             read_errors: 3,
             scans: 2,
+            up: true,
+            incomplete: vec!["kubepods/mon_groups/x".into()],
             ..Scrape::default()
         }
     }
@@ -443,6 +463,8 @@ mod tests {
             "rdt_group_tasks{group=\"kubepods/mon_groups/x\",kind=\"mon\",owner=\"foreign\",pod_uid=\"p\"} 1",
             "rdt_scrape_read_errors_total 3",
             "rdt_group_scans_total 2",
+            "rdt_up 1",
+            "rdt_scrape_complete 0",
             "# EOF",
         ] {
             assert!(

@@ -65,21 +65,16 @@ impl Counter {
             .file
             .read_at(&mut buf, 0)
             .map_err(|e| ResctrlError::io("read", &self.path, e))?;
-        let text = std::str::from_utf8(&buf[..n]).unwrap_or("").trim();
-        if let Ok(v) = text.parse::<u64>() {
-            return Ok(Some(v));
-        }
-        match text {
-            "Unassigned" if self.strict => Err(ResctrlError::Unassigned {
+        parse_reading(&buf[..n], self.strict).map_err(|bad| match bad {
+            BadReading::Unassigned => ResctrlError::Unassigned {
                 path: self.path.clone(),
-            }),
-            "Unavailable" | "Error" | "Unassigned" => Ok(None),
-            _ => Err(ResctrlError::Parse {
+            },
+            BadReading::Text(text) => ResctrlError::Parse {
                 path: self.path.clone(),
-                text: text.to_owned(),
+                text,
                 expected: "a byte count, Unavailable, Error or Unassigned".into(),
-            }),
-        }
+            },
+        })
     }
 
     /// [`Counter::read`], except that a read failing with an I/O error gives no value this
@@ -107,5 +102,32 @@ impl Counter {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+/// Why a counter's text is no reading ([`parse_reading`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BadReading {
+    /// `Unassigned` on a strict counter.
+    Unassigned,
+    /// Text that is neither a count nor a status word (trimmed; lossy UTF-8).
+    Text(String),
+}
+
+/// The text of one read of a `mon_data` counter file (spec §8.1): a byte count is
+/// `Some`; `Unavailable`, `Error` and `Unassigned` are `None`, except `Unassigned` when
+/// `strict`.
+///
+/// # Errors
+/// [`BadReading`]: `Unassigned` when `strict`, any other text.
+pub(crate) fn parse_reading(bytes: &[u8], strict: bool) -> Result<Option<u64>, BadReading> {
+    let text = std::str::from_utf8(bytes).unwrap_or("").trim();
+    if let Ok(v) = text.parse::<u64>() {
+        return Ok(Some(v));
+    }
+    match text {
+        "Unassigned" if strict => Err(BadReading::Unassigned),
+        "Unavailable" | "Error" | "Unassigned" => Ok(None),
+        _ => Err(BadReading::Text(text.to_owned())),
     }
 }

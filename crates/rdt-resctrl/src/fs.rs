@@ -11,7 +11,7 @@ use rdt_core::proc::ProcFs;
 use rdt_core::{CpuSet, RequestError, TaskId};
 
 use crate::ResctrlError;
-use crate::io::{FsLock, PositionedRead, ResctrlFs};
+use crate::io::{DirReader, FsLock, PositionedRead, ResctrlFs};
 
 /// Entries of the root that are not control groups.
 const ROOT_RESERVED: &[&str] = &["info", "mon_groups", "mon_data"];
@@ -119,6 +119,17 @@ impl Fs {
         self.io
             .open_reader(rel)
             .map_err(|e| ResctrlError::io("open", self.path(rel), e))
+    }
+
+    /// [`Fs::open_reader`] with the bare `io::Error` (the caller names the file only when
+    /// it reports the error).
+    pub(crate) fn open_reader_io(&self, rel: &str) -> io::Result<Box<dyn PositionedRead>> {
+        self.io.open_reader(rel)
+    }
+
+    /// [`ResctrlFs::open_dir`].
+    pub(crate) fn open_dir_io(&self, rel: &str) -> io::Result<Box<dyn DirReader>> {
+        self.io.open_dir(rel)
     }
 
     /// Opens directory `rel` for `flock`.

@@ -32,8 +32,12 @@
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 
 /// The file operations of the resctrl backend under one root (module docs).
 ///
@@ -94,6 +98,27 @@ pub trait ResctrlFs: fmt::Debug + Send + Sync {
     /// # Errors
     /// The errno of the open.
     fn open_lock(&self, rel: &str) -> io::Result<Box<dyn FsLock>>;
+
+    /// Opens directory `rel` to open files relative to it (`openat(2)`): a group's
+    /// directory, through which a reader opens each of its files with one path lookup
+    /// instead of one per component of the path from the root. `Unsupported` by default:
+    /// callers then open by path ([`ResctrlFs::open_reader`]).
+    ///
+    /// # Errors
+    /// The errno of the open; `Unsupported`.
+    fn open_dir(&self, rel: &str) -> io::Result<Box<dyn DirReader>> {
+        let _ = rel;
+        Err(io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// A directory opened for opening the files under it ([`ResctrlFs::open_dir`]).
+pub trait DirReader: fmt::Debug + Send + Sync {
+    /// Opens file `rel` (relative to the directory) as [`ResctrlFs::open_reader`] does.
+    ///
+    /// # Errors
+    /// The errno of the open; `InvalidInput` for a file that is not a regular one.
+    fn open_reader(&self, rel: &str) -> io::Result<Box<dyn PositionedRead>>;
 }
 
 /// An open file read with positioned reads ([`ResctrlFs::open_reader`]).
@@ -211,6 +236,37 @@ impl ResctrlFs for HostFs {
             false,
         )?))
     }
+
+    fn open_dir(&self, rel: &str) -> io::Result<Box<dyn DirReader>> {
+        let fd = nix::fcntl::open(
+            &self.path(rel),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK,
+            Mode::empty(),
+        )?;
+        Ok(Box::new(HostDir(fd)))
+    }
+}
+
+/// A directory of [`HostFs`], open for `openat(2)`.
+#[derive(Debug)]
+struct HostDir(OwnedFd);
+
+impl DirReader for HostDir {
+    fn open_reader(&self, rel: &str) -> io::Result<Box<dyn PositionedRead>> {
+        // As `rdt_core::file::open_nonblocking`: a FIFO does not block the open.
+        let fd = nix::fcntl::openat(
+            &self.0,
+            rel,
+            OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC | OFlag::O_NOCTTY,
+            Mode::empty(),
+        )?;
+        let file = File::from(fd);
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(rdt_core::file::ReadError::NotRegular(meta.file_type()).into());
+        }
+        Ok(Box::new(file))
+    }
 }
 
 impl PositionedRead for File {
@@ -254,6 +310,19 @@ mod tests {
             3
         );
         assert_eq!(&buf, b"3:0");
+        let dir = fs.open_dir("g").unwrap();
+        let mut buf = [0; 7];
+        assert_eq!(
+            dir.open_reader("f").unwrap().read_at(&mut buf, 0).unwrap(),
+            7
+        );
+        assert_eq!(&buf, b"L3:0=f\n");
+        assert_eq!(
+            dir.open_reader("nope").unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        assert!(dir.open_reader("sub").is_err(), "a directory is no counter");
+        assert!(fs.open_dir("g/f").is_err(), "a file is no directory");
         let a = fs.open_lock("").unwrap();
         let b = fs.open_lock("").unwrap();
         assert!(a.try_lock(true).unwrap());

@@ -53,7 +53,7 @@ pub use backend::{
 pub use error::ResctrlError;
 pub use fs::{cos_of_name, is_pqos_mon_name, pqos_mon_pid};
 pub use info::{BwInfo, CacheInfo, InfoError, InfoFiles, MonInfo, ResctrlInfo};
-pub use io::{FsLock, HostFs, PositionedRead, ResctrlFs};
+pub use io::{DirReader, FsLock, HostFs, PositionedRead, ResctrlFs};
 pub use lock::DEFAULT_LOCK_TIMEOUT;
 pub use mount::{ControlFileMount, KernelMount, MountControl, MountOptions, parse_proc_mounts};
 pub use schemata::{Schemata, SchemataError, SchemataLine};

@@ -4,18 +4,41 @@
 //! anything, and reads per scrape each group's counters, allocation and membership.
 //!
 //! # Cost of a scrape
-//! Every file is opened when the group list is (re)scanned and kept open: a scrape is one
-//! `pread(2)` per (group, L3 monitoring domain, event) `mon_data` file, and one positioned
-//! read each (two for a text longer than the buffer) of the group's `schemata` (control
-//! groups), `cpus_list` and `tasks`. No `open`, `stat` or directory listing happens in a
-//! scrape unless the groups changed.
+//! Files are opened when the group list is (re)scanned and kept open within the descriptor
+//! budget (below): a scrape is one `pread(2)` per (group, L3 monitoring domain, event)
+//! `mon_data` file, and one positioned read each (two for a text longer than the buffer) of
+//! the group's `schemata` (control groups), `cpus_list` and `tasks`; a file past the budget
+//! costs an `openat(2)` (relative to the group's directory, opened once per group and
+//! scrape: one path lookup per file) and a `close(2)` around that same one read. Besides, a scrape does two
+//! `stat(2)`s (the root and its `info/`, to notice a new mount) and no directory listing
+//! unless the groups changed.
+//!
+//! # Descriptors
+//! A group has `3 + domains × events` files (27 on an 8-domain part with three events): a
+//! fleet node's thousands of groups would need tens of thousands of descriptors. At most
+//! [`TelemetryOptions::max_open_files`] of them are kept open (by default half the soft
+//! `RLIMIT_NOFILE` at [`ResctrlTelemetry::open`]); the others are opened for each read and
+//! closed at once, so a scrape needs two descriptors more than the budget (the file and its
+//! group's directory). A rescan closes
+//! the old files before it opens the new ones: it never needs twice the budget. A file that
+//! cannot be opened at a rescan (even `EMFILE`) is opened again at each scrape, never
+//! dropped; a scrape that could not read every file of a group names the group in
+//! [`ResctrlTelemetry::incomplete`].
+//!
+//! # A new mount
+//! The identity of the mount (device and inode of the root and of its `info/` directory) is
+//! taken at each scan and checked at each scrape: resctrl unmounted (no `info/`) fails the
+//! scrape with [`ResctrlError::NotMounted`] and closes every file; resctrl mounted again
+//! (another superblock, or the same directory with a new `info/`) is scanned again before
+//! it is read, so the old mount's groups are never reported as the new one's.
 //!
 //! # When the group list is scanned again
 //! - when resctrl changed: an inotify watch on the root and on every `mon_groups` directory
 //!   reports a group made, removed or renamed (checked without blocking at each scrape;
 //!   [`TelemetryOptions::watch`]);
 //! - when a read fails with `ENOENT`, `ENODEV` or `ESTALE` (the group went: the kernel
-//!   answers reads of a removed group's open files so);
+//!   answers reads of a removed group's open files so): scanned and read again within the
+//!   same scrape, once, so that a scrape never reports a group removed before it began;
 //! - every [`TelemetryOptions::rescan_interval`] in any case (a change made through another
 //!   mount namespace raises no inotify event here).
 //!
@@ -31,8 +54,9 @@
 //! # Locking
 //! Scrapes take no `flock`: each file read is atomic in the kernel, a scrape writes nothing,
 //! and an exporter must neither stall another tool's changes nor be stalled by them. A group
-//! removed during a scrape is missing from that scrape (or shows only what was read before)
-//! and leaves at the next rescan.
+//! removed during a scrape is scanned away and the groups read again (above); one removed
+//! during that second reading is missing from the scrape (or shows only what was read
+//! before) and leaves at the next rescan.
 //!
 //! # References
 //! Linux `Documentation/arch/x86/resctrl.rst` ("Resource groups", "Reading monitored data");
@@ -53,10 +77,10 @@ use rdt_core::proc::{ContainerIds, ProcFs};
 use rdt_core::{CpuSet, GroupKind, GroupOwner, MbaLimit, RmidEvent, TaskId};
 
 use crate::ResctrlError;
-use crate::counter::Counter;
+use crate::counter::parse_reading;
 use crate::fs::{Fs, join};
 use crate::info::{BW_FILES, InfoFiles, ResctrlInfo, mba_mbps_in_tree};
-use crate::io::{HostFs, PositionedRead};
+use crate::io::{DirReader, HostFs, PositionedRead};
 use crate::owner::group_owner;
 use crate::schemata::Schemata;
 
@@ -87,6 +111,7 @@ pub struct TelemetryOptions {
     watch: bool,
     named_classes: Vec<String>,
     run_dir: Option<PathBuf>,
+    max_open_files: Option<usize>,
 }
 
 impl TelemetryOptions {
@@ -102,7 +127,18 @@ impl TelemetryOptions {
             watch: true,
             named_classes: Vec::new(),
             run_dir: None,
+            max_open_files: None,
         }
+    }
+
+    /// The most group files (counters, `cpus_list`, `tasks`, `schemata`) kept open between
+    /// scrapes, in descriptors; the others are opened for each read (module docs,
+    /// "Descriptors"). Default: half the soft `RLIMIT_NOFILE` (getrlimit(2)) when the
+    /// telemetry is opened. 0 keeps none open.
+    #[must_use]
+    pub const fn max_open_files(mut self, files: usize) -> Self {
+        self.max_open_files = Some(files);
+        self
     }
 
     /// Reads tasks' cgroups (`<proc_root>/<pid>/cgroup`) under `proc_root` instead of `/proc`.
@@ -235,44 +271,131 @@ pub struct TelemetryStats {
     pub scans: u64,
     /// Reads that failed or did not parse (each is one missing value in a scrape).
     pub read_errors: u64,
+    /// Scrapes that found resctrl mounted anew (another mount than the last scan's).
+    pub mount_changes: u64,
 }
 
-/// A file read again and again from offset 0 (kernfs regenerates its text for each read at
-/// offset 0).
+/// A group file read at every scrape, from offset 0 (kernfs regenerates its text for each
+/// read at offset 0): kept open while the budget allows, else opened for each read.
 #[derive(Debug)]
-struct TextFile {
-    file: Box<dyn PositionedRead>,
-    max: usize,
+struct GroupFile {
+    /// Under the root.
+    rel: String,
+    /// Where in `rel` the path under the group's directory starts.
+    in_group: usize,
+    kept: Option<Box<dyn PositionedRead>>,
 }
 
-impl TextFile {
-    fn open(fs: &Fs, rel: &str, max: usize) -> Result<Self, ResctrlError> {
-        Ok(Self {
-            file: fs.open_reader(rel)?,
-            max,
-        })
+/// A group's directory while a scrape reads the group: opened at the first file past the
+/// budget, so that each is opened with one lookup (`openat(2)`); by path where it cannot be.
+#[derive(Debug)]
+enum GroupDir<'g> {
+    Unopened(&'g str),
+    Open(Box<dyn DirReader>),
+    ByPath,
+}
+
+impl GroupDir<'_> {
+    fn open_reader(&mut self, fs: &Fs, file: &GroupFile) -> io::Result<Box<dyn PositionedRead>> {
+        if let Self::Unopened(group) = *self {
+            *self = fs.open_dir_io(group).map_or(Self::ByPath, Self::Open);
+        }
+        match self {
+            Self::Open(dir) => dir.open_reader(&file.rel[file.in_group..]),
+            Self::Unopened(_) | Self::ByPath => fs.open_reader_io(&file.rel),
+        }
+    }
+}
+
+impl GroupFile {
+    /// Opens `rel` when `budget` has room, spending one descriptor of it. A file that
+    /// cannot be opened now is opened at each read; `EMFILE`/`ENFILE` end the opening
+    /// (`budget` becomes 0) for the rest of the scan.
+    fn new(fs: &Fs, group: &str, file: &str, budget: &mut usize) -> Self {
+        let rel = join(group, file);
+        let in_group = rel.len() - file.len();
+        let mut kept = None;
+        if *budget > 0 {
+            match fs.open_reader_io(&rel) {
+                Ok(f) => {
+                    *budget -= 1;
+                    kept = Some(f);
+                }
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    *budget = 0;
+                }
+                Err(_) => {}
+            }
+        }
+        Self {
+            rel,
+            in_group,
+            kept,
+        }
+    }
+
+    /// Runs `read` on the kept file, or on one opened for it (through `dir`) and closed
+    /// after.
+    fn with<T>(
+        &self,
+        fs: &Fs,
+        dir: &mut GroupDir<'_>,
+        read: impl FnOnce(&dyn PositionedRead) -> io::Result<T>,
+    ) -> io::Result<T> {
+        match &self.kept {
+            Some(f) => read(f.as_ref()),
+            None => read(dir.open_reader(fs, self)?.as_ref()),
+        }
     }
 
     /// The whole text into `buf`: positioned reads until one comes back short (kernfs and
     /// FUSE direct I/O return everything there is up to the size asked); `InvalidData` past
-    /// the limit.
-    fn read_into(&self, buf: &mut Vec<u8>) -> io::Result<()> {
-        buf.clear();
-        let mut chunk = 4096usize;
-        loop {
-            let start = buf.len();
-            buf.resize(start + chunk, 0);
-            let n = self.file.read_at(&mut buf[start..], start as u64)?;
-            buf.truncate(start + n);
-            if n < chunk {
-                return Ok(());
+    /// `max` bytes or for text that is not UTF-8.
+    fn read_text<'b>(
+        &self,
+        fs: &Fs,
+        dir: &mut GroupDir<'_>,
+        max: usize,
+        buf: &'b mut Vec<u8>,
+    ) -> io::Result<&'b str> {
+        self.with(fs, dir, |file| {
+            buf.clear();
+            let mut chunk = 4096usize;
+            loop {
+                let start = buf.len();
+                buf.resize(start + chunk, 0);
+                let n = file.read_at(&mut buf[start..], start as u64)?;
+                buf.truncate(start + n);
+                if n < chunk {
+                    return Ok(());
+                }
+                if buf.len() >= max {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, "file too large"));
+                }
+                chunk = (chunk * 2).min(max - buf.len() + 1);
             }
-            if buf.len() >= self.max {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "file too large"));
-            }
-            chunk = (chunk * 2).min(self.max - buf.len() + 1);
-        }
+        })?;
+        std::str::from_utf8(buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
     }
+
+    /// One counter reading ([`parse_reading`]); an I/O error or text that is no reading is
+    /// an error (`InvalidData` for the text).
+    fn read_counter(&self, fs: &Fs, dir: &mut GroupDir<'_>) -> io::Result<Option<u64>> {
+        let mut buf = [0u8; 64];
+        let n = self.with(fs, dir, |f| f.read_at(&mut buf, 0))?;
+        parse_reading(&buf[..n], false)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not a counter reading"))
+    }
+}
+
+/// One `mon_data/mon_L3_XX/<event>` file of a group.
+#[derive(Debug)]
+struct CounterFile {
+    file: GroupFile,
+    /// Its slot in [`ResctrlTelemetry::totals`].
+    slot: usize,
+    domain: u32,
+    event: RmidEvent,
 }
 
 /// A group found by the last scan, with its files open.
@@ -281,13 +404,11 @@ struct Group {
     path: String,
     kind: GroupKind,
     owner: GroupOwner,
-    cpus_list: Option<TextFile>,
-    tasks: Option<TextFile>,
-    schemata: Option<TextFile>,
-    /// Counters; each one's `context` is its slot in [`ResctrlTelemetry::totals`].
-    counters: Vec<Counter>,
-    /// The domain of each counter.
-    domains: Vec<u32>,
+    cpus_list: GroupFile,
+    tasks: GroupFile,
+    /// Control groups only.
+    schemata: Option<GroupFile>,
+    counters: Vec<CounterFile>,
     /// Hash of the last `tasks` text, and the ids found for it.
     tasks_hash: Option<u64>,
     container: ContainerIds,
@@ -352,6 +473,38 @@ pub struct ResctrlTelemetry {
     stats: TelemetryStats,
     samples: Vec<GroupSample>,
     buf: Vec<u8>,
+    /// The mount the groups were scanned on.
+    mount: Option<MountId>,
+    /// Group files kept open at most.
+    budget: usize,
+    /// Group files kept open now.
+    kept: usize,
+    /// The groups the last scrape could not read in full.
+    incomplete: Vec<String>,
+}
+
+/// Which mount a resctrl root is: device and inode of the root and of its `info/`.
+type MountId = [(u64, u64); 2];
+
+/// The [`MountId`] of `root` now; `None` when it or its `info/` is not a directory
+/// (resctrl unmounted, the path removed).
+fn mount_id(root: &Path) -> Option<MountId> {
+    let id = |p: &Path| {
+        std::fs::metadata(p)
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+            .map(|m| (m.dev(), m.ino()))
+    };
+    Some([id(root)?, id(&root.join("info"))?])
+}
+
+/// Half the soft `RLIMIT_NOFILE` (1024 when it cannot be read): the default of
+/// [`TelemetryOptions::max_open_files`].
+fn default_budget() -> usize {
+    nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map_or(512, |(soft, _)| {
+            usize::try_from(soft / 2).unwrap_or(usize::MAX)
+        })
 }
 
 impl ResctrlTelemetry {
@@ -366,6 +519,7 @@ impl ResctrlTelemetry {
                 root: opts.root.clone(),
             });
         }
+        let budget = opts.max_open_files.unwrap_or_else(default_budget);
         let mut this = Self {
             fs: Fs::new(opts.root.clone(), Arc::new(HostFs::new(opts.root.clone()))),
             proc: ProcFs::at(&opts.proc_root),
@@ -379,6 +533,10 @@ impl ResctrlTelemetry {
             stats: TelemetryStats::default(),
             samples: Vec::new(),
             buf: Vec::new(),
+            mount: None,
+            budget,
+            kept: 0,
+            incomplete: Vec::new(),
         };
         this.rescan()?;
         Ok(this)
@@ -396,23 +554,76 @@ impl ResctrlTelemetry {
         self.stats
     }
 
+    /// The group files kept open now (at most [`TelemetryOptions::max_open_files`]; module
+    /// docs, "Descriptors"), in descriptors.
+    #[must_use]
+    pub const fn files_kept_open(&self) -> usize {
+        self.kept
+    }
+
+    /// The groups (paths as in [`GroupSample::path`]) of which the last scrape could not
+    /// read every file: a file that could not be opened or read, or whose text did not
+    /// parse. Empty when the last scrape read everything. A counter that reads
+    /// `Unavailable`, `Error` or `Unassigned` was read: it is not counted here.
+    #[must_use]
+    pub fn incomplete(&self) -> &[String] {
+        &self.incomplete
+    }
+
     /// Reads every group once (module docs for what it costs), scanning the group list
-    /// first when it may have changed. The samples are valid until the next call.
+    /// first when it may have changed or resctrl was mounted anew. The samples are valid
+    /// until the next call; [`ResctrlTelemetry::incomplete`] names the groups it could not
+    /// read in full.
     ///
     /// # Errors
-    /// Only a failed rescan ([`ResctrlError::Io`] listing the root, e.g. resctrl was
-    /// unmounted); a file that cannot be read only leaves its value out (counted in
-    /// [`TelemetryStats::read_errors`]).
+    /// [`ResctrlError::NotMounted`] when the root or its `info/` is gone (resctrl
+    /// unmounted; every file is closed and the next scrape scans again); a failed rescan
+    /// ([`ResctrlError::Io`] listing the root). A file that cannot be read only leaves its
+    /// value out (counted in [`TelemetryStats::read_errors`] and
+    /// [`ResctrlTelemetry::incomplete`]).
     pub fn scrape(&mut self) -> Result<&[GroupSample], ResctrlError> {
-        if self.rescan_due
+        self.samples.clear();
+        self.incomplete.clear();
+        match mount_id(self.fs.root()) {
+            None => {
+                self.close_all();
+                return Err(ResctrlError::NotMounted {
+                    root: self.fs.root().to_owned(),
+                });
+            }
+            Some(id) if Some(id) != self.mount => {
+                if self.mount.is_some() {
+                    self.stats.mount_changes += 1;
+                }
+                self.rescan_due = true;
+            }
+            Some(_) => {}
+        }
+        let rescan = self.rescan_due
             || self.last_scan.elapsed() >= self.opts.rescan_interval
-            || self.changed()
-        {
+            || self.changed();
+        if rescan {
             self.rescan()?;
         }
         self.stats.scrapes += 1;
+        // A group gone since the scan (or the whole mount replaced in place): scanned
+        // again and read again, once, so that this scrape already tells the new state.
+        let errors = self.stats.read_errors;
+        if self.read_all() && !rescan {
+            self.stats.read_errors = errors; // the second reading is the scrape's
+            self.rescan()?;
+            self.read_all();
+        }
+        Ok(&self.samples)
+    }
+
+    /// Reads every group into `samples` and `incomplete`; whether a read said a group is
+    /// gone (the next scrape scans again).
+    fn read_all(&mut self) -> bool {
         self.samples.clear();
+        self.incomplete.clear();
         let mut gone = false;
+        let fs = &self.fs;
         for g in &mut self.groups {
             let mut s = GroupSample {
                 path: g.path.clone(),
@@ -425,68 +636,83 @@ impl ResctrlTelemetry {
                 bandwidth: Vec::new(),
                 counters: Vec::with_capacity(g.counters.len()),
             };
-            for (c, &domain) in g.counters.iter().zip(&g.domains) {
-                match c.read() {
+            let mut dir = GroupDir::Unopened(&g.path);
+            let mut failed = 0u64;
+            let mut fail = |e: &io::Error| {
+                failed += 1;
+                gone |= GONE.contains(&e.raw_os_error().unwrap_or(0));
+            };
+            for c in &g.counters {
+                match c.file.read_counter(fs, &mut dir) {
                     Ok(Some(v)) => {
                         let bytes = if c.event == RmidEvent::LlcOccupancy {
                             v
                         } else {
-                            self.totals[c.context].total.update(v)
+                            self.totals[c.slot].total.update(v)
                         };
                         s.counters.push(CounterSample {
-                            domain,
+                            domain: c.domain,
                             event: c.event,
                             bytes,
                         });
                     }
                     Ok(None) => {}
-                    Err(e) => {
-                        self.stats.read_errors += 1;
-                        gone |= is_gone(&e);
-                    }
+                    Err(e) => fail(&e),
                 }
             }
-            if let Some(f) = &g.cpus_list {
-                match read_text(f, &mut self.buf) {
-                    Ok(text) => s.cpus = text.trim().parse::<CpuSet>().ok().map(|c| c.len()),
-                    Err(e) => gone |= GONE.contains(&e.raw_os_error().unwrap_or(0)),
-                }
+            match g
+                .cpus_list
+                .read_text(fs, &mut dir, MAX_SMALL_FILE, &mut self.buf)
+            {
+                Ok(text) => match text.trim().parse::<CpuSet>() {
+                    Ok(c) => s.cpus = Some(c.len()),
+                    Err(_) => fail(&io::ErrorKind::InvalidData.into()),
+                },
+                Err(e) => fail(&e),
             }
-            if let Some(f) = &g.tasks {
-                match read_text(f, &mut self.buf) {
-                    Ok(text) => {
-                        s.tasks = Some(text.lines().filter(|l| !l.trim().is_empty()).count());
-                        let mut h = DefaultHasher::new();
-                        text.hash(&mut h);
-                        let hash = h.finish();
-                        if g.tasks_hash != Some(hash) {
-                            g.tasks_hash = Some(hash);
-                            g.container = sample_container(&self.proc, text);
-                        }
-                        s.container = g.container.clone();
+            match g
+                .tasks
+                .read_text(fs, &mut dir, MAX_TASKS_FILE, &mut self.buf)
+            {
+                Ok(text) => {
+                    s.tasks = Some(text.lines().filter(|l| !l.trim().is_empty()).count());
+                    let mut h = DefaultHasher::new();
+                    text.hash(&mut h);
+                    let hash = h.finish();
+                    if g.tasks_hash != Some(hash) {
+                        g.tasks_hash = Some(hash);
+                        g.container = sample_container(&self.proc, text);
                     }
-                    Err(e) => gone |= GONE.contains(&e.raw_os_error().unwrap_or(0)),
+                    s.container = g.container.clone();
                 }
+                Err(e) => fail(&e),
             }
             if let Some(f) = &g.schemata {
-                match read_text(f, &mut self.buf) {
-                    Ok(text) => {
-                        if let Ok(schemata) = text.parse::<Schemata>() {
-                            allocations(&schemata, self.mb_unit, &mut s);
-                        } else {
-                            self.stats.read_errors += 1;
-                        }
-                    }
-                    Err(e) => gone |= GONE.contains(&e.raw_os_error().unwrap_or(0)),
+                match f.read_text(fs, &mut dir, MAX_SMALL_FILE, &mut self.buf) {
+                    Ok(text) => match text.parse::<Schemata>() {
+                        Ok(schemata) => allocations(&schemata, self.mb_unit, &mut s),
+                        Err(_) => fail(&io::ErrorKind::InvalidData.into()),
+                    },
+                    Err(e) => fail(&e),
                 }
             }
-            if s.cpus.is_none() || s.tasks.is_none() {
-                self.stats.read_errors += 1;
+            if failed > 0 {
+                self.stats.read_errors += failed;
+                self.incomplete.push(g.path.clone());
             }
             self.samples.push(s);
         }
         self.rescan_due |= gone;
-        Ok(&self.samples)
+        gone
+    }
+
+    /// Closes every group file and forgets the mount: the next scrape scans again.
+    fn close_all(&mut self) {
+        self.groups = Vec::new();
+        self.kept = 0;
+        self.mount = None;
+        self.watcher = None;
+        self.rescan_due = true;
     }
 
     /// Whether an inotify watch reported a change (never blocks).
@@ -505,6 +731,13 @@ impl ResctrlTelemetry {
         let now = Instant::now();
         self.stats.scans += 1;
         self.last_scan = now;
+        // The old files go first: a rescan never holds two sets of descriptors.
+        self.close_all();
+        let Some(mount) = mount_id(self.fs.root()) else {
+            return Err(ResctrlError::NotMounted {
+                root: self.fs.root().to_owned(),
+            });
+        };
         self.rescan_due = false;
         let watcher = if self.opts.watch {
             Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()
@@ -525,6 +758,7 @@ impl ResctrlTelemetry {
             .map(crate::recorded_groups)
             .unwrap_or_default();
         let mut groups = Vec::with_capacity(found.len());
+        let mut budget = self.budget;
         for (path, kind) in found {
             let Ok(meta) = std::fs::metadata(self.fs.path(&path)) else {
                 continue; // gone since the listing
@@ -538,21 +772,15 @@ impl ResctrlTelemetry {
             let owner = group_owner(kind, name, |n| {
                 self.opts.named_classes.iter().any(|c| c == n) || recorded.iter().any(|c| c == n)
             });
-            let open_text =
-                |file: &str, max: usize| TextFile::open(&self.fs, &join(&path, file), max).ok();
+            let mut open = |file: &str| GroupFile::new(&self.fs, &path, file, &mut budget);
             let mut g = Group {
-                cpus_list: open_text("cpus_list", MAX_SMALL_FILE),
-                tasks: open_text("tasks", MAX_TASKS_FILE),
-                schemata: if kind == GroupKind::Control {
-                    open_text("schemata", MAX_SMALL_FILE)
-                } else {
-                    None
-                },
+                cpus_list: open("cpus_list"),
+                tasks: open("tasks"),
+                schemata: (kind == GroupKind::Control).then(|| open("schemata")),
                 path,
                 kind,
                 owner,
                 counters: Vec::new(),
-                domains: Vec::new(),
                 tasks_hash: None,
                 container: ContainerIds::default(),
             };
@@ -570,14 +798,13 @@ impl ResctrlTelemetry {
                         slot.dir_ino = meta.ino();
                     }
                     slot.seen = now;
-                    let rel = join(
-                        &g.path,
-                        &format!("mon_data/mon_L3_{d:02}/{}", event.resctrl_name()),
-                    );
-                    if let Ok(c) = Counter::open(&self.fs, &rel, self.totals.len(), event) {
-                        g.counters.push(c);
-                        g.domains.push(d);
-                    }
+                    let file = format!("mon_data/mon_L3_{d:02}/{}", event.resctrl_name());
+                    g.counters.push(CounterFile {
+                        file: GroupFile::new(&self.fs, &g.path, &file, &mut budget),
+                        slot: self.totals.len(),
+                        domain: d,
+                        event,
+                    });
                     self.totals.push(slot);
                 }
             }
@@ -589,7 +816,9 @@ impl ResctrlTelemetry {
                 .filter(|s| now.saturating_duration_since(s.seen) < forget),
         );
         self.groups = groups;
+        self.kept = self.budget - budget;
         self.watcher = watcher;
+        self.mount = Some(mount);
         Ok(())
     }
 
@@ -683,17 +912,6 @@ impl ResctrlTelemetry {
 /// An Intel MBA value as a percentage (at most 100 in a kernel's file; clamped).
 fn percent(v: u32) -> MbaLimit {
     MbaLimit::Percent(u8::try_from(v).unwrap_or(u8::MAX))
-}
-
-/// Whether a read error says the group is gone.
-fn is_gone(e: &ResctrlError) -> bool {
-    matches!(e, ResctrlError::Io { source, .. } if GONE.contains(&source.raw_os_error().unwrap_or(0)))
-}
-
-/// The text of `f` (in `buf`), as UTF-8; non-UTF-8 is `InvalidData`.
-fn read_text<'b>(f: &TextFile, buf: &'b mut Vec<u8>) -> io::Result<&'b str> {
-    f.read_into(buf)?;
-    std::str::from_utf8(buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 /// The cache masks and bandwidth limits of a control group's `schemata`. A value that does
@@ -1156,6 +1374,100 @@ mod tests {
         let mut tel = t.open();
         let g = find(tel.scrape().unwrap(), "g").clone();
         assert_eq!(g.bandwidth[0].limit, MbaLimit::MibPerSec(6000));
+    }
+
+    #[test]
+    fn past_the_descriptor_budget_every_group_is_still_read_in_full() {
+        // arrange: 6 groups of 3 + 6 files each, 3 files kept open at most
+        let t = Tree::new();
+        for n in 0..5 {
+            t.ctrl(&format!("g{n}"), "L3:0=f;1=f\n", "1\n", "");
+        }
+        let mut tel =
+            ResctrlTelemetry::open(TelemetryOptions::new(&t.root).max_open_files(3)).unwrap();
+        // act
+        let groups = tel.scrape().unwrap().to_vec();
+        // assert
+        assert_eq!(tel.files_kept_open(), 3);
+        assert_eq!(groups.len(), 6);
+        for g in &groups {
+            assert_eq!(g.counters.len(), 6, "{}", g.path);
+            assert_eq!(g.cache.len(), 2, "{}", g.path);
+            assert!(g.cpus.is_some() && g.tasks.is_some(), "{}", g.path);
+        }
+        assert!(tel.incomplete().is_empty(), "{:?}", tel.incomplete());
+        // a rescan keeps within the budget, and the reads see the files' new text
+        t.write("g4/mon_data/mon_L3_01/llc_occupancy", "7\n");
+        tel.rescan().unwrap();
+        assert_eq!(tel.files_kept_open(), 3);
+        let g4 = find(tel.scrape().unwrap(), "g4").clone();
+        assert_eq!(counter(&g4, 1, RmidEvent::LlcOccupancy), Some(7));
+    }
+
+    #[test]
+    fn a_file_missing_at_the_scan_is_read_later_and_its_group_named_meanwhile() {
+        // arrange: one counter file absent when the group list is scanned
+        let t = Tree::new();
+        t.ctrl("g", "L3:0=f;1=f\n", "1\n", "");
+        fs::remove_file(t.root.join("g/mon_data/mon_L3_01/mbm_local_bytes")).unwrap();
+        let mut tel = t.open();
+        // act + assert: the scrape says what it could not read ...
+        let g = find(tel.scrape().unwrap(), "g").clone();
+        assert_eq!(counter(&g, 1, RmidEvent::MbmLocal), None);
+        assert_eq!(tel.incomplete(), ["g"]);
+        assert_eq!(tel.stats().read_errors, 1);
+        // ... and the file, there again, is read (without waiting for the rescan interval)
+        t.write("g/mon_data/mon_L3_01/mbm_local_bytes", "900\n");
+        let g = find(tel.scrape().unwrap(), "g").clone();
+        assert_eq!(counter(&g, 1, RmidEvent::MbmLocal), Some(900));
+        assert!(tel.incomplete().is_empty());
+    }
+
+    #[test]
+    fn resctrl_unmounted_fails_the_scrape_and_mounted_anew_is_scanned_again() {
+        // arrange
+        let t = Tree::new();
+        t.ctrl("old", "L3:0=f;1=f\n", "1\n", "");
+        let mut tel = ResctrlTelemetry::open(TelemetryOptions::new(&t.root).watch(false)).unwrap();
+        assert!(tel.scrape().unwrap().iter().any(|g| g.path == "old"));
+        // act: "unmounted": the root without its info/ (a kernel's empty mount point)
+        let info = t.dir.path().join("info.saved");
+        fs::rename(t.root.join("info"), &info).unwrap();
+        let gone = tel.scrape().map(<[GroupSample]>::len);
+        // assert
+        assert!(
+            matches!(gone, Err(ResctrlError::NotMounted { .. })),
+            "{gone:?}"
+        );
+        assert_eq!(tel.files_kept_open(), 0, "every file closed");
+        // act: "mounted anew": another info/ and other groups, no inotify, no interval
+        fs::create_dir(t.root.join("info")).unwrap();
+        for e in fs::read_dir(&info).unwrap() {
+            let e = e.unwrap();
+            fs::rename(e.path(), t.root.join("info").join(e.file_name())).unwrap();
+        }
+        fs::remove_dir_all(t.root.join("old")).unwrap();
+        t.ctrl("new", "L3:0=f;1=f\n", "1\n", "");
+        let paths: Vec<String> = tel
+            .scrape()
+            .unwrap()
+            .iter()
+            .map(|g| g.path.clone())
+            .collect();
+        // assert
+        assert!(paths.contains(&"new".to_owned()), "{paths:?}");
+        assert!(!paths.contains(&"old".to_owned()), "{paths:?}");
+        // act: the same root, another info/ inode: a remount of the same directory
+        let scans = tel.stats().scans;
+        fs::rename(t.root.join("info"), &info).unwrap();
+        fs::create_dir(t.root.join("info")).unwrap();
+        for e in fs::read_dir(&info).unwrap() {
+            let e = e.unwrap();
+            fs::rename(e.path(), t.root.join("info").join(e.file_name())).unwrap();
+        }
+        tel.scrape().unwrap();
+        assert_eq!(tel.stats().scans, scans + 1);
+        assert_eq!(tel.stats().mount_changes, 1);
     }
 
     #[test]

@@ -939,7 +939,7 @@ fn ipc_and_misses_come_from_the_pmu_per_cpu_and_per_thread() {
 }
 
 #[test]
-fn telemetry_reads_the_model_and_notices_a_removed_group_by_its_failed_reads() {
+fn telemetry_reads_the_model_and_a_removed_group_leaves_the_scrape_whose_reads_fail() {
     // arrange: a foreign group holding the pipeline's CPUs, seen by the telemetry
     // without inotify and with a long rescan interval, so that only the failed reads of
     // the removed group's open files can make it look again
@@ -964,10 +964,16 @@ fn telemetry_reads_the_model_and_notices_a_removed_group_by_its_failed_reads() {
     // act: another tool removes it
     fs::remove_dir(sim.root().join("kubepods")).unwrap();
     let errors = t.stats().read_errors;
-    let still_listed = t.scrape().unwrap().iter().any(|g| g.path == "kubepods");
-    // assert
-    assert!(t.stats().read_errors > errors, "its open files fail");
-    assert!(still_listed, "listed until the rescan");
-    assert!(t.scrape().unwrap().iter().all(|g| g.path != "kubepods"));
+    let listed = t.scrape().unwrap().iter().any(|g| g.path == "kubepods");
+    // assert: its open files failed, so that scrape scanned again and read the rest again
+    assert!(!listed, "gone from the scrape whose reads found it gone");
     assert_eq!(t.stats().scans, 2);
+    assert_eq!(
+        t.stats().read_errors,
+        errors,
+        "the second reading's errors only"
+    );
+    assert!(t.incomplete().is_empty(), "{:?}", t.incomplete());
+    assert!(t.scrape().unwrap().iter().all(|g| g.path != "kubepods"));
+    assert_eq!(t.stats().scans, 2, "no more scans");
 }
