@@ -288,32 +288,23 @@ fn every_form_applies_once(m: &dyn Machine, root: &std::path::Path, forms: &[(&s
     }
 }
 
+/// The three files of one configuration, every value form.
+const FORMS: [(&str, &str); 3] = [
+    ("forms.toml", FORMS_TOML),
+    ("forms.json", FORMS_JSON),
+    ("forms.yaml", FORMS_YAML),
+];
+
 #[test]
 fn every_value_form_applied_again_writes_nothing_on_the_msr_interface() {
     let m = Mounted::new("sapphire-rapids");
-    every_form_applies_once(
-        &m,
-        m.root(),
-        &[
-            ("forms.toml", FORMS_TOML),
-            ("forms.json", FORMS_JSON),
-            ("forms.yaml", FORMS_YAML),
-        ],
-    );
+    every_form_applies_once(&m, m.root(), &FORMS);
 }
 
 #[test]
 fn every_value_form_applied_again_writes_nothing_on_the_os_interface() {
     let m = MountedOs::new("sapphire-rapids");
-    every_form_applies_once(
-        &m,
-        m.root(),
-        &[
-            ("forms.toml", FORMS_TOML),
-            ("forms.json", FORMS_JSON),
-            ("forms.yaml", FORMS_YAML),
-        ],
-    );
+    every_form_applies_once(&m, m.root(), &FORMS);
 }
 
 /// The other units: MiB/s under resctrl's `mba_MBps`, and AMD's 1/8 GB/s units for MBA and
