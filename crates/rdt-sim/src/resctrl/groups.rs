@@ -32,7 +32,7 @@ impl Resctrl {
         if !parent.is_dir() {
             return Err(err(ENOTDIR));
         }
-        if self.entries(parent).iter().any(|(n, _)| n == name) {
+        if self.entry(parent, name).is_some() {
             return Err(err(EEXIST));
         }
         if name.contains('\n') {

@@ -888,6 +888,50 @@ impl Resctrl {
     /// The entries of directory node `n`, in a stable order.
     #[allow(clippy::too_many_lines)] // one arm per directory kind
     fn entries(&self, n: Node) -> Vec<(String, Node)> {
+        let mut v = self.entries_but_groups(n);
+        match n {
+            Node::GroupDir(ROOT) => v.extend(
+                self.ctrl_names
+                    .iter()
+                    .map(|(name, &c)| (name.clone(), Node::GroupDir(c))),
+            ),
+            Node::MonGroups(g) => {
+                v.extend(
+                    self.children(g)
+                        .iter()
+                        .map(|&c| (self.grp(c).name.clone(), Node::GroupDir(c))),
+                );
+                v.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            _ => {}
+        }
+        v
+    }
+
+    /// The entry `name` of the directory `n`: a group found by its name directly (the root's
+    /// control groups by `ctrl_names`, a `mon_groups/` by its children's names), everything
+    /// else among [`Self::entries_but_groups`], so that a lookup does not list (and copy the
+    /// names of) thousands of groups, as the kernel's `kernfs_find_ns` does not.
+    fn entry(&self, n: Node, name: &str) -> Option<Node> {
+        let group = match n {
+            Node::GroupDir(ROOT) => self.ctrl_names.get(name).map(|&c| Node::GroupDir(c)),
+            Node::MonGroups(g) => self
+                .children(g)
+                .iter()
+                .find(|&&c| self.grp(c).name == name)
+                .map(|&c| Node::GroupDir(c)),
+            _ => None,
+        };
+        group.or_else(|| {
+            self.entries_but_groups(n)
+                .into_iter()
+                .find(|(e, _)| e == name)
+                .map(|(_, node)| node)
+        })
+    }
+
+    /// [`Self::entries`] without the groups of the root and of a `mon_groups/`.
+    fn entries_but_groups(&self, n: Node) -> Vec<(String, Node)> {
         let mut v: Vec<(String, Node)> = Vec::new();
         match n {
             Node::GroupDir(g) => {
@@ -924,23 +968,8 @@ impl Resctrl {
                     }
                     v.push(("mon_data".into(), Node::MonData(g)));
                 }
-                if g == ROOT {
-                    v.extend(
-                        self.ctrl_names
-                            .iter()
-                            .map(|(name, &c)| (name.clone(), Node::GroupDir(c))),
-                    );
-                }
             }
-            Node::MonGroups(g) => {
-                let mut kids: Vec<(String, Node)> = self
-                    .children(g)
-                    .iter()
-                    .map(|&c| (self.grp(c).name.clone(), Node::GroupDir(c)))
-                    .collect();
-                kids.sort_by(|a, b| a.0.cmp(&b.0));
-                v = kids;
-            }
+            Node::MonGroups(_) => {}
             Node::MonData(g) => {
                 v.extend(
                     self.hw
@@ -1073,12 +1102,7 @@ impl Resctrl {
             if !n.is_dir() {
                 return Err(err(ENOTDIR));
             }
-            n = self
-                .entries(n)
-                .into_iter()
-                .find(|(name, _)| name == comp)
-                .map(|(_, node)| node)
-                .ok_or_else(|| err(ENOENT))?;
+            n = self.entry(n, comp).ok_or_else(|| err(ENOENT))?;
         }
         Ok(n)
     }
