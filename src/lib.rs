@@ -537,7 +537,8 @@ impl Backend for Rdt {
             Inner::Os(b) => b.release_writers(),
         }
     }
-    /// Saves the simulated platform's state ([`Rdt::save_simulated`]); nothing on others.
+    /// Saves the simulated platform's state (`Rdt::save_simulated`, feature `sim`); nothing on
+    /// others.
     fn commit(&mut self) -> Result<(), Error> {
         #[cfg(feature = "sim")]
         self.save_simulated().map_err(Error::Sim)?;
