@@ -930,46 +930,50 @@ impl Resctrl {
         })
     }
 
+    /// The files and directories of the group directory `g` (not its groups).
+    fn group_dir_entries(&self, g: Gid) -> Vec<(String, Node)> {
+        let mut v: Vec<(String, Node)> = Vec::new();
+        let grp = self.grp(g);
+        let ctrl = Self::is_ctrl(grp);
+        let mon = self.mon_capable();
+        let mut files = vec![GroupFile::Cpus, GroupFile::CpusList, GroupFile::Tasks];
+        if ctrl {
+            files.extend([GroupFile::Schemata, GroupFile::Mode, GroupFile::Size]);
+            if self.opts.mba_mbps {
+                files.push(GroupFile::MbaMbpsEvent);
+            }
+            if self.opts.debug {
+                files.push(GroupFile::CtrlHwId);
+            }
+        }
+        if self.opts.debug && mon {
+            files.push(GroupFile::MonHwId);
+        }
+        if mon && self.amd.abmc() {
+            files.push(GroupFile::MbmL3Assignments);
+        }
+        v.extend(
+            files
+                .into_iter()
+                .map(|f| (f.name().to_string(), Node::GroupFile(g, f))),
+        );
+        if g == ROOT {
+            v.push(("info".into(), Node::Info));
+        }
+        if mon {
+            if ctrl {
+                v.push(("mon_groups".into(), Node::MonGroups(g)));
+            }
+            v.push(("mon_data".into(), Node::MonData(g)));
+        }
+        v
+    }
+
     /// [`Self::entries`] without the groups of the root and of a `mon_groups/`.
     fn entries_but_groups(&self, n: Node) -> Vec<(String, Node)> {
         let mut v: Vec<(String, Node)> = Vec::new();
         match n {
-            Node::GroupDir(g) => {
-                let grp = self.grp(g);
-                let ctrl = Self::is_ctrl(grp);
-                let mon = self.mon_capable();
-                let mut files = vec![GroupFile::Cpus, GroupFile::CpusList, GroupFile::Tasks];
-                if ctrl {
-                    files.extend([GroupFile::Schemata, GroupFile::Mode, GroupFile::Size]);
-                    if self.opts.mba_mbps {
-                        files.push(GroupFile::MbaMbpsEvent);
-                    }
-                    if self.opts.debug {
-                        files.push(GroupFile::CtrlHwId);
-                    }
-                }
-                if self.opts.debug && mon {
-                    files.push(GroupFile::MonHwId);
-                }
-                if mon && self.amd.abmc() {
-                    files.push(GroupFile::MbmL3Assignments);
-                }
-                v.extend(
-                    files
-                        .into_iter()
-                        .map(|f| (f.name().to_string(), Node::GroupFile(g, f))),
-                );
-                if g == ROOT {
-                    v.push(("info".into(), Node::Info));
-                }
-                if mon {
-                    if ctrl {
-                        v.push(("mon_groups".into(), Node::MonGroups(g)));
-                    }
-                    v.push(("mon_data".into(), Node::MonData(g)));
-                }
-            }
-            Node::MonGroups(_) => {}
+            Node::GroupDir(g) => v = self.group_dir_entries(g),
             Node::MonData(g) => {
                 v.extend(
                     self.hw
