@@ -86,42 +86,6 @@ pub enum CpuidFrom {
     Device,
 }
 
-/// The host's run directory of this library.
-const HOST_RUN: &str = "/run/rdt";
-
-/// FNV-1a (64 bit) of a path's bytes: a stable name for a sysroot's run directory.
-fn fnv1a(path: &Path) -> u64 {
-    use std::os::unix::ffi::OsStrExt;
-    path.as_os_str()
-        .as_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
-}
-
-/// The one spelling of the platform at `root`: its canonical path (`realpath(3)`: absolute,
-/// no `.`, `..` or symlink), so that `x`, `/abs/x`, `/abs/x/./` and a symlink to it name one
-/// platform, with one run directory, journal and writers' lock. A root that does not exist
-/// (yet) is made absolute and cleaned of `.` and `..` lexically.
-fn identity(root: &Path) -> PathBuf {
-    if let Ok(canonical) = std::fs::canonicalize(root) {
-        return canonical;
-    }
-    let abs = std::path::absolute(root).unwrap_or_else(|_| root.to_owned());
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Where the platform's device, sysfs and resctrl files live: the host's by default, or
 /// under a directory (a mounted simulated platform, a container's view). `/proc` is always
 /// the host's: tasks are this kernel's.
@@ -160,7 +124,7 @@ impl Paths {
     pub fn host() -> Self {
         Self {
             cpuid: CpuidFrom::DeviceOrInstruction,
-            run: PathBuf::from(HOST_RUN),
+            run: PathBuf::from(rdt_core::runfile::HOST_RUN_DIR),
             sim_pmu: None,
             ..Self::under(Path::new("/"))
         }
@@ -187,7 +151,7 @@ impl Paths {
             resctrl_mount_control: root.join(".sim/resctrl_mount"),
             proc: PathBuf::from("/proc"),
             cpuid: CpuidFrom::Device,
-            run: Path::new(HOST_RUN).join(format!("sysroot-{:016x}", fnv1a(&identity(root)))),
+            run: rdt_core::runfile::sysroot_run_dir(root),
             sim_pmu: Some(root.join(".sim/pmu")),
         }
     }

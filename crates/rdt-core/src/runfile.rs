@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use dir::{RunDir, RunDirPath, UnsafeRunDir, remove_if_unused};
+pub use dir::{HOST_RUN_DIR, RunDir, RunDirPath, UnsafeRunDir, remove_if_unused, sysroot_run_dir};
 
 /// How long a writer waits for another process's lock by default (the resctrl root's
 /// `flock`, the MSR interface's `msr.lock`).

@@ -355,6 +355,54 @@ impl fmt::Display for RunDir {
     }
 }
 
+/// The host's run directory of this library (`/run/rdt`).
+pub const HOST_RUN_DIR: &str = "/run/rdt";
+
+/// The run directory of the platform whose files live under `root` (a `--sysroot`, a
+/// mounted simulated platform): one of the host's per platform,
+/// `/run/rdt/sysroot-<FNV-1a of the canonical path of root, 16 hex digits>` (a mounted
+/// platform has no writable `/run` of its own). Keyed by the canonical path, so that every
+/// spelling of one directory (relative, with `.` or `..`, through a symlink) shares one
+/// journal, writers' lock and record of named classes; not by the device and inode of a
+/// mount: a platform unmounted and mounted again at its place is the same platform, whose
+/// journal must still be found.
+#[must_use]
+pub fn sysroot_run_dir(root: impl AsRef<Path>) -> PathBuf {
+    Path::new(HOST_RUN_DIR).join(format!("sysroot-{:016x}", fnv1a(&identity(root.as_ref()))))
+}
+
+/// FNV-1a (64 bit) of a path's bytes: a stable name for a sysroot's run directory.
+fn fnv1a(path: &Path) -> u64 {
+    path.as_os_str()
+        .as_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// The one spelling of the platform at `root`: its canonical path (`realpath(3)`: absolute,
+/// no `.`, `..` or symlink), so that `x`, `/abs/x`, `/abs/x/./` and a symlink to it name one
+/// platform, with one run directory, journal and writers' lock. A root that does not exist
+/// (yet) is made absolute and cleaned of `.` and `..` lexically.
+fn identity(root: &Path) -> PathBuf {
+    if let Ok(canonical) = std::fs::canonicalize(root) {
+        return canonical;
+    }
+    let abs = std::path::absolute(root).unwrap_or_else(|_| root.to_owned());
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Removes the run directory at `path` if nothing in it is in use: it holds nothing but
 /// lock files (names ending in `.lock`) that no process holds. Each such lock is taken, the
 /// lock files unlinked while held, then the directory removed (`rmdir(2)`, which fails,
