@@ -1117,6 +1117,7 @@ impl GoresctrlConfig {
         }
         match &platform.mb {
             None => {
+                self.percent_everywhere()?;
                 for (p, c) in self.classes() {
                     if let Some(mb) = &c.mb {
                         if !self.optional.mb {
@@ -1161,6 +1162,28 @@ impl GoresctrlConfig {
             }
         }
         Ok(Resolved { classes, warnings })
+    }
+
+    /// Without MBA (so without `mba_MBps`), as goresctrl's `parseMbAllocation` reads a list
+    /// in percent mode: every entry of every `mbAllocation` needs a `%` value, also where
+    /// the allocation is optional and skipped (goresctrl: "missing '%' value").
+    fn percent_everywhere(&self) -> Result<(), ConfigError> {
+        let allocations = self.partitions.iter().flat_map(|p| {
+            p.mb.iter()
+                .chain(p.classes.iter().filter_map(|c| c.mb.as_ref()))
+        });
+        for alloc in allocations {
+            for (_, values, at) in &alloc.entries {
+                if !values.iter().any(|v| matches!(v, MbValue::Percent(_))) {
+                    return Err(self.error(
+                        ConfigErrorKind::Platform,
+                        at,
+                        "no percentage value (goresctrl: missing '%' value): the platform has                          no MBA, so no mba_MBps, and goresctrl reads MBA in percent",
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn classes(&self) -> impl Iterator<Item = (&Partition, &Class)> {

@@ -277,6 +277,21 @@ fn mb_optional_and_bit_numbers() {
         "partitions:\n  part-1:\n    mbAllocation: [100%]\n    classes:\n      class-1:\n        mbAllocation: [50%]\n",
     );
     assert!(e.contains("the platform has no MBA"), "{e}");
+    // optional or not, MBps alone is refused without MBA, as goresctrl does
+    for options in ["", "options:\n  mb:\n    optional: true\n"] {
+        let e = resolve_err(
+            &nomb(),
+            &format!(
+                "{options}partitions:\n  part-1:\n    mbAllocation: [100%]\n    classes:\n      \
+                 class-1:\n        mbAllocation: [\"100MBps\"]\n"
+            ),
+        );
+        assert!(
+            e.contains("no percentage value (goresctrl: missing '%' value)"),
+            "{e}"
+        );
+        assert!(e.contains("class-1.mbAllocation"), "{e}");
+    }
 }
 
 #[test]
