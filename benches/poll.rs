@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rdt_pqos::{Backend, CpuSet, LogicalCpu, MonEvents, Rdt};
+use rdt_pqos::{Backend, BackendExt, CpuSet, LogicalCpu, MonEvents, Rdt};
 use rdt_sim::{SimHandle, SimPlatform};
 
 const GROUPS: u32 = 64;

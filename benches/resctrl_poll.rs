@@ -11,7 +11,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rdt_pqos::{Backend, CpuSet, Iface, LogicalCpu, MonEvents, MonGroupId, Paths, Rdt};
+use rdt_pqos::{Backend, BackendExt, CpuSet, Iface, LogicalCpu, MonEvents, MonGroupId, Paths, Rdt};
 use rdt_sim::fs::testing::TestMount;
 
 /// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk

@@ -1,7 +1,7 @@
 //! Gives a process 4 cache ways and a 50 % memory bandwidth cap (class of service 1, every
 //! L3 domain): `cargo run --example limit_process PID` (OS interface: resctrl mounted, or
 //! `RDT_SIM=MODEL` with `--features sim`).
-use rdt_pqos::{Backend, CacheBitmask, CatClass, CatMask, CatResource, ClassId, Iface};
+use rdt_pqos::{Backend, BackendExt, CacheBitmask, CatClass, CatMask, CatResource, ClassId, Iface};
 use rdt_pqos::{MbaClass, MbaLimit, OpenOptions, TaskId, proc::ProcFs};
 
 fn main() -> anyhow::Result<()> {

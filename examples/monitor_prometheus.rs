@@ -1,6 +1,6 @@
 //! Monitors CPUs and PIDs every second, printing Prometheus text for each of SAMPLES polls:
 //! `cargo run --example monitor_prometheus SAMPLES CPUS [PID,...]`.
-use rdt_pqos::{Backend, Iface, MonEvents, MonValues, OpenOptions, TaskId};
+use rdt_pqos::{BackendExt, Iface, MonEvents, MonValues, OpenOptions, TaskId};
 
 const FAMILIES: [&str; 3] = ["llc_occupancy", "mbm_local", "mbm_total"];
 fn bytes(v: &MonValues) -> [Option<u64>; 3] {

@@ -3,7 +3,9 @@
 //! 2-7 shares the 20-way LLC with a cache thrasher on CPUs 8-10: measure both, give them
 //! separate ways (COS1 0xffe00, COS2 0x3) in one transaction, measure again, reset.
 use rdt_pqos::transaction::{self, Change};
-use rdt_pqos::{AllocReset, Backend, ClassId, MonEvents, OpenOptions, Rdt, monitor::MibPerSec};
+use rdt_pqos::{
+    AllocReset, Backend, BackendExt, ClassId, MonEvents, OpenOptions, Rdt, monitor::MibPerSec,
+};
 
 fn measure(rdt: &mut Rdt, when: &str) -> anyhow::Result<()> {
     let events = MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL;

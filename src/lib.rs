@@ -12,11 +12,11 @@
 //! | task | where | to try |
 //! |---|---|---|
 //! | **Open** a platform: the host ([`Iface::Auto`] picks the interface as pqos v25.04 does), a directory that looks like one, or, without root or RDT hardware, the simulated platform of `pqos --sim` (feature `sim`: `OpenOptions::simulated`) | [`OpenOptions`], [`Rdt`] | `examples/noisy_neighbour.rs` |
-//! | **Inspect** capabilities, topology, classes and associations | [`Backend::capabilities`], [`Backend::topology`], [`Backend::cat_classes`], [`Backend::associations`] | `examples/capabilities.rs` |
+//! | **Inspect** capabilities, topology, classes and associations | [`Backend::capabilities`], [`Backend::topology`], [`BackendExt::cat_classes`], [`BackendExt::associations`] | `examples/capabilities.rs` |
 //! | **Allocate** masks, MBA limits, CPUs and tasks, all or nothing, rolled back after a crash | [`transaction`] | `examples/limit_process.rs` |
 //! | **Declare** named classes in a file (TOML, or goresctrl's YAML) and apply them | [`config`] | `pqos --apply` |
 //! | **Lease** a class of service for one job and give it back | [`lease`] | `rdtset` |
-//! | **Monitor** LLC occupancy, memory bandwidth, IPC and misses | [`Monitoring`] ([`Backend::monitoring`]), [`MonValues`] | `examples/monitor_prometheus.rs` |
+//! | **Monitor** LLC occupancy, memory bandwidth, IPC and misses | [`Monitoring`] ([`BackendExt::monitoring`]), [`MonValues`] | `examples/monitor_prometheus.rs` |
 //! | **Export** every resctrl group's telemetry, other tools' too | [`resctrl::ResctrlTelemetry`] | `rdt-exporter` |
 //! | **Run containers**: OCI runtime-spec `linux.intelRdt` (feature `oci`) | `oci` | `examples/oci_runtime.rs` |
 //! | **Test** programs that use the library: an in-memory platform with fault injection (feature `fake`) | `fake` | |
@@ -38,7 +38,7 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use rdt_pqos::monitor::MibPerSec;
-//! use rdt_pqos::{Backend, Iface, MonEvents, OpenOptions};
+//! use rdt_pqos::{Backend, BackendExt, Iface, MonEvents, OpenOptions};
 //!
 //! let mut rdt = OpenOptions::new(Iface::Auto).open()?;
 //! let events = rdt.capabilities().supported_events() & MonEvents::PQOS_ALL;
@@ -336,34 +336,19 @@ impl Backend for Rdt {
             Inner::Os(b) => b.topology(),
         }
     }
-    fn cat_classes(
-        &mut self,
-        resource: CatResource,
-        domain: CacheDomain,
-    ) -> Result<Vec<CatClass>, Error> {
-        forward!(self, b => b.cat_classes(resource, domain))
-    }
-    fn set_cat_classes(
-        &mut self,
-        resource: CatResource,
-        domain: CacheDomain,
-        classes: &[CatClass],
-    ) -> Result<(), Error> {
-        forward!(self, b => b.set_cat_classes(resource, domain, classes))
-    }
-    fn bandwidth_classes(
-        &mut self,
-        resource: MbaResource,
-        domain: CacheDomain,
-    ) -> Result<Vec<MbaClass>, Error> {
-        forward!(self, b => b.bandwidth_classes(resource, domain))
-    }
     fn cat_classes_in(
         &mut self,
         resource: CatResource,
         domains: &[CacheDomain],
     ) -> Result<Vec<Vec<CatClass>>, Error> {
         forward!(self, b => b.cat_classes_in(resource, domains))
+    }
+    fn set_cat_masks(
+        &mut self,
+        resource: CatResource,
+        masks: &[(CacheDomain, CatClass)],
+    ) -> Result<(), Error> {
+        forward!(self, b => b.set_cat_masks(resource, masks))
     }
     fn bandwidth_classes_in(
         &mut self,
@@ -372,44 +357,16 @@ impl Backend for Rdt {
     ) -> Result<Vec<Vec<MbaClass>>, Error> {
         forward!(self, b => b.bandwidth_classes_in(resource, domains))
     }
-    fn set_bandwidth_classes(
+    fn set_bandwidth_limits(
         &mut self,
         resource: MbaResource,
-        domain: CacheDomain,
-        classes: &[MbaClass],
-    ) -> Result<Vec<MbaClass>, Error> {
-        forward!(self, b => b.set_bandwidth_classes(resource, domain, classes))
+        limits: &[(CacheDomain, MbaClass)],
+    ) -> Result<Vec<(CacheDomain, MbaClass)>, Error> {
+        forward!(self, b => b.set_bandwidth_limits(resource, limits))
     }
-    fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Error> {
-        forward!(self, b => b.class_of(cpu))
-    }
-    fn io_alloc(&mut self) -> Result<Option<IoAlloc>, Error> {
-        forward!(self, b => b.io_alloc())
-    }
-    fn exclusive_ways(
+    fn associations_in(
         &mut self,
-        resource: CatResource,
-        domain: CacheDomain,
-    ) -> Result<Vec<ExclusiveWays>, Error> {
-        forward!(self, b => b.exclusive_ways(resource, domain))
-    }
-    fn cpu_classes(&mut self) -> Result<Vec<(LogicalCpu, Option<ClassId>)>, Error> {
-        forward!(self, b => b.cpu_classes())
-    }
-    fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), Error> {
-        forward!(self, b => b.associate(cpu, class))
-    }
-    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), Error> {
-        forward!(self, b => b.associate_cpus(cpus, class))
-    }
-    fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, Error> {
-        forward!(self, b => b.rmid_of(cpu))
-    }
-    fn association(&mut self, cpu: LogicalCpu) -> Result<(ClassId, Option<Rmid>), Error> {
-        forward!(self, b => b.association(cpu))
-    }
-    fn associations(
-        &mut self,
+        cpus: &CpuSet,
     ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), Error>)>, Error> {
         #[allow(clippy::type_complexity)] // a list of per-CPU results
         fn lift<E>(
@@ -422,16 +379,13 @@ impl Backend for Rdt {
                 .map(|(cpu, r)| (cpu, r.map_err(Error::from)))
                 .collect()
         }
-        forward!(self, b => b.associations().map(lift))
+        forward!(self, b => b.associations_in(cpus).map(lift))
     }
-    fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), Error> {
-        forward!(self, b => b.reset_allocation(cfg))
+    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), Error> {
+        forward!(self, b => b.associate_cpus(cpus, class))
     }
-    fn reset_monitoring(&mut self) -> Result<(), Error> {
-        forward!(self, b => b.reset_monitoring())
-    }
-    fn start_monitoring(&mut self, cpus: &CpuSet, events: MonEvents) -> Result<MonGroupId, Error> {
-        forward!(self, b => b.start_monitoring(cpus, events))
+    fn reset(&mut self, what: &Reset) -> Result<(), Error> {
+        forward!(self, b => b.reset(what))
     }
     fn start_monitoring_many(
         &mut self,
@@ -446,14 +400,6 @@ impl Backend for Rdt {
                 .map_err(|e| e.map(Error::from)),
         }
     }
-
-    fn start_uncore_monitoring(
-        &mut self,
-        sockets: &[u32],
-        events: MonEvents,
-    ) -> Result<MonGroupId, Error> {
-        forward!(self, b => b.start_uncore_monitoring(sockets, events))
-    }
     fn poll(&mut self) -> Result<(), Error> {
         forward!(self, b => b.poll())
     }
@@ -466,77 +412,6 @@ impl Backend for Rdt {
     fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), Error> {
         forward!(self, b => b.stop_monitoring(group))
     }
-    fn class_of_task(&mut self, task: TaskId) -> Result<ClassId, Error> {
-        forward!(self, b => b.class_of_task(task))
-    }
-    fn associate_task(&mut self, task: TaskId, class: ClassId) -> Result<(), Error> {
-        forward!(self, b => b.associate_task(task, class))
-    }
-    fn tasks_of_class(&mut self, class: ClassId) -> Result<Vec<TaskId>, Error> {
-        forward!(self, b => b.tasks_of_class(class))
-    }
-    fn start_monitoring_tasks(
-        &mut self,
-        tasks: &[TaskId],
-        events: MonEvents,
-    ) -> Result<MonGroupId, Error> {
-        forward!(self, b => b.start_monitoring_tasks(tasks, events))
-    }
-    fn start_monitoring_tasks_many(
-        &mut self,
-        groups: &[(Vec<TaskId>, MonEvents)],
-    ) -> Result<Vec<MonGroupId>, GroupStartError<Error>> {
-        match &mut self.backend {
-            Inner::Msr(b) => b
-                .start_monitoring_tasks_many(groups)
-                .map_err(|e| e.map(Error::from)),
-            Inner::Os(b) => b
-                .start_monitoring_tasks_many(groups)
-                .map_err(|e| e.map(Error::from)),
-        }
-    }
-    fn groups(&mut self) -> Result<Vec<GroupInfo>, Error> {
-        forward!(self, b => b.groups())
-    }
-    fn mbm_details(&mut self) -> Result<Option<rdt_core::MbmDetails>, Error> {
-        forward!(self, b => b.mbm_details())
-    }
-    fn set_mbm_event_config(&mut self, event: rdt_core::RmidEvent, bits: u32) -> Result<(), Error> {
-        forward!(self, b => b.set_mbm_event_config(event, bits))
-    }
-    fn set_mbm_assign_mode(&mut self, mode: rdt_core::AssignMode) -> Result<(), Error> {
-        forward!(self, b => b.set_mbm_assign_mode(mode))
-    }
-    fn set_io_alloc(&mut self, enabled: bool) -> Result<(), Error> {
-        forward!(self, b => b.set_io_alloc(enabled))
-    }
-    fn mba_ctrl(&self) -> Option<MbaCtrl> {
-        match &self.backend {
-            Inner::Msr(b) => b.mba_ctrl(),
-            Inner::Os(b) => b.mba_ctrl(),
-        }
-    }
-    fn mba_thread_throttle(
-        &mut self,
-        domain: CacheDomain,
-    ) -> Result<Option<rdt_core::ThreadThrottle>, Error> {
-        forward!(self, b => b.mba_thread_throttle(domain))
-    }
-    fn run_dir(&self) -> Option<&std::path::Path> {
-        match &self.backend {
-            Inner::Msr(b) => b.run_dir(),
-            Inner::Os(b) => b.run_dir(),
-        }
-    }
-    fn hold_writers(&mut self) -> Result<(), Error> {
-        forward!(self, b => b.hold_writers())
-    }
-    fn release_writers(&mut self) {
-        match &mut self.backend {
-            Inner::Msr(b) => b.release_writers(),
-            Inner::Os(b) => b.release_writers(),
-        }
-    }
     /// Saves the simulated platform's state (`Rdt::save_simulated`, feature `sim`); nothing on
     /// others.
     fn commit(&mut self) -> Result<(), Error> {
@@ -544,41 +419,29 @@ impl Backend for Rdt {
         self.save_simulated().map_err(Error::Sim)?;
         Ok(())
     }
-    fn needs_reset(&self) -> Option<String> {
-        match &self.backend {
-            Inner::Msr(b) => b.needs_reset(),
-            Inner::Os(b) => b.needs_reset(),
-        }
-    }
-    fn class_named(&mut self, name: &str) -> Result<ClassId, Error> {
-        forward!(self, b => b.class_named(name))
-    }
-    fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), Error> {
-        forward!(self, b => b.bind_class(class, name))
-    }
-    fn class_names(&self) -> Vec<(ClassId, String)> {
-        match &self.backend {
-            Inner::Msr(b) => b.class_names(),
-            Inner::Os(b) => b.class_names(),
-        }
-    }
-    fn own_classes(&mut self, classes: &[ClassId]) {
+    fn writers(&mut self) -> Option<&mut dyn Writers<Error>> {
         match &mut self.backend {
-            Inner::Msr(b) => b.own_classes(classes),
-            Inner::Os(b) => b.own_classes(classes),
+            Inner::Msr(b) => Some(b),
+            Inner::Os(b) => Some(b),
         }
     }
-    fn own_class_names(&self) -> Vec<(ClassId, String)> {
-        match &self.backend {
-            Inner::Msr(b) => b.own_class_names(),
-            Inner::Os(b) => b.own_class_names(),
+    fn names(&mut self) -> Option<&mut dyn NamedClasses<Error>> {
+        match &mut self.backend {
+            Inner::Msr(b) => Some(b),
+            Inner::Os(b) => Some(b),
         }
     }
-    fn claim_class(&mut self, class: ClassId, name: &str, make_group: bool) -> Result<(), Error> {
-        forward!(self, b => b.claim_class(class, name, make_group))
+    fn os(&mut self) -> Option<&mut dyn OsOps<Error>> {
+        match &mut self.backend {
+            Inner::Msr(_) => None,
+            Inner::Os(b) => Some(b),
+        }
     }
-    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), Error> {
-        forward!(self, b => b.release_class(class, name))
+    fn msr(&mut self) -> Option<&mut dyn MsrOps<Error>> {
+        match &mut self.backend {
+            Inner::Msr(b) => Some(b),
+            Inner::Os(_) => None,
+        }
     }
 }
 

@@ -57,8 +57,8 @@ use rdt_resctrl::Schemata;
 
 use crate::transaction::{self, Change, MaskScope};
 use crate::{
-    Backend, CacheBitmask, CacheDomain, CatMask, CatResource, ClassId, Interface, MbaKind,
-    MbaLimit, MbaResource, Rdt, TaskId,
+    Backend, BackendExt, CacheBitmask, CacheDomain, CatMask, CatResource, ClassId, Interface,
+    MbaKind, MbaLimit, MbaResource, Rdt, TaskId,
 };
 
 /// Why a container's `intelRdt` was not applied (nothing was written) or not removed.

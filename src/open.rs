@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdt_core::{
-    ApicIdLayout, Backend, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface, IoAlloc,
-    LogicalCpu, MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology,
+    ApicIdLayout, Backend, BackendExt, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface,
+    IoAlloc, LogicalCpu, MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology,
     TopologyError, error_chain, explain_no_rdt, transaction,
 };
 use rdt_msr::regs::IA32_X2APIC_APICID;
@@ -410,11 +410,11 @@ pub struct PlatformCapabilities {
     pub interface: Interface,
     /// The capabilities, with the CDP and MBA controller state of the platform.
     pub capabilities: Capabilities,
-    /// The MBA software controller's state ([`Backend::mba_ctrl`]).
+    /// The MBA software controller's state ([`BackendExt::mba_ctrl`]).
     pub mba_ctrl: Option<MbaCtrl>,
-    /// resctrl's monitoring details ([`Backend::mbm_details`]); `None` on MSR.
+    /// resctrl's monitoring details ([`BackendExt::mbm_details`]); `None` on MSR.
     pub mbm: Option<rdt_core::MbmDetails>,
-    /// L3 I/O allocation ([`Backend::io_alloc`]: resctrl on Linux 6.19+); `None` elsewhere.
+    /// L3 I/O allocation ([`BackendExt::io_alloc`]: resctrl on Linux 6.19+); `None` elsewhere.
     pub io_alloc: Option<IoAlloc>,
     /// What is worth telling the user (pqos's `WARN:` lines).
     pub notices: Vec<Notice>,
@@ -527,7 +527,7 @@ enum RdtIfaceFrom {
 /// # Examples
 /// ```no_run
 /// use std::time::Duration;
-/// use rdt_pqos::{Backend, Iface, OpenOptions};
+/// use rdt_pqos::{Backend, BackendExt, Iface, OpenOptions};
 /// let rdt = OpenOptions::new(Iface::Auto)
 ///     .sysroot("/tmp/rdt")              // a mounted simulated platform
 ///     .lock_timeout(Duration::from_secs(1))
@@ -597,7 +597,7 @@ impl OpenOptions {
     ///
     /// # Examples
     /// ```no_run
-    /// use rdt_pqos::{Backend, Iface, OpenOptions};
+    /// use rdt_pqos::{Backend, BackendExt, Iface, OpenOptions};
     /// // RDT_SIM=broadwell-ep ./program: a simulated Xeon, no root needed
     /// let rdt = OpenOptions::new(Iface::Auto).platform_from_env().open()?;
     /// println!("{} CPUs", rdt.topology().all_cpus().len());
@@ -848,7 +848,7 @@ impl OpenOptions {
             .map_err(|e| self.topology_error(e))?;
         let pmu = host_pmu(&online, &mut caps, self.pmu_caps, paths);
         let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
-        let backend = MsrBackend::new(io, caps, sample, pmu)?;
+        let mut backend = MsrBackend::new(io, caps, sample, pmu)?;
         let mut notices: Vec<Notice> = backend
             .cdp_inconsistency()
             .map(Notice::CdpInconsistent)

@@ -18,7 +18,7 @@
 //!
 //! # Examples
 //! ```
-//! use rdt_pqos::{Backend, OpenOptions};
+//! use rdt_pqos::{Backend, BackendExt, OpenOptions};
 //!
 //! let rdt = OpenOptions::simulated("broadwell-ep").open()?; // 2 × Xeon E5-2650L v4
 //! assert_eq!(rdt.topology().all_cpus().len(), 56);
@@ -128,7 +128,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::{Backend, ClassId, Iface, Interface, LogicalCpu, MonEvents};
+    use crate::{Backend, BackendExt, ClassId, Iface, Interface, LogicalCpu, MonEvents};
 
     fn options(dir: &std::path::Path, model: &str) -> OpenOptions {
         OpenOptions::new(Iface::Auto)

@@ -8,7 +8,8 @@ use std::time::Duration;
 use rdt_pqos::msr::MsrIo as _;
 use rdt_pqos::msr::regs::{IA32_PQR_ASSOC, pqr_rmid};
 use rdt_pqos::{
-    Backend, CacheDomain, CpuSet, Iface, LogicalCpu, MonEvents, MonValues, OpenOptions, Rmid,
+    Backend, BackendExt, CacheDomain, CpuSet, Iface, LogicalCpu, MonEvents, MonValues, OpenOptions,
+    Rmid,
 };
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};

@@ -13,7 +13,7 @@ use nix::unistd::Pid;
 use rdt_pqos::lease::{ClassRequest, Lease};
 use rdt_pqos::msr::regs::{IA32_PQR_ASSOC, pqr_rmid};
 use rdt_pqos::{
-    Backend, CacheDomain, CatMask, CatResource, ClassId, Iface, LogicalCpu, MonEvents, Notice,
+    BackendExt, CacheDomain, CatMask, CatResource, ClassId, Iface, LogicalCpu, MonEvents, Notice,
     OpenOptions, Rdt, Reclaimed, TaskId,
 };
 use rdt_sim::fs::testing::TestMount;

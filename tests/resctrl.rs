@@ -7,8 +7,8 @@ use std::process::Command;
 
 use rdt_pqos::resctrl::ResctrlError;
 use rdt_pqos::{
-    Backend, CacheBitmask, CacheDomain, CatCaps, CatClass, CatMask, CatResource, ClassId, Iface,
-    Interface, LogicalCpu, MonEvents, OpenError, Paths, Rdt, TaskId,
+    Backend, BackendExt, CacheBitmask, CacheDomain, CatCaps, CatClass, CatMask, CatResource,
+    ClassId, Iface, Interface, LogicalCpu, MonEvents, OpenError, Paths, Rdt, TaskId,
 };
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};

@@ -5,7 +5,7 @@
 //! (`pqos --iface=msr --sysroot DIR` on the same mount is tested with the binary, in
 //! `crates/pqos-cli/tests/e2e/sysroot.rs`.)
 
-use rdt_pqos::{Backend, Iface, Paths, Rdt};
+use rdt_pqos::{Backend, BackendExt, Iface, Paths, Rdt};
 use rdt_sim::fs::testing::TestMount;
 
 /// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk

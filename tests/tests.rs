@@ -28,6 +28,10 @@ mod resctrl;
 // The transaction API as a program uses it, on both interfaces.
 mod transaction;
 
+// The library's shape over its sources: a small Backend, a facade that forwards only it,
+// one CAT check.
+mod shape;
+
 // OCI runtime-spec `linux.intelRdt` fragments through `rdt_pqos::oci` (feature `oci`).
 #[cfg(feature = "oci")]
 mod oci;

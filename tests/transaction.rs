@@ -6,8 +6,8 @@ use std::process::Command;
 
 use rdt_pqos::transaction::{self, Change};
 use rdt_pqos::{
-    Backend, CacheBitmask, CacheDomain, CatMask, CatResource, ClassId, Iface, Interface,
-    LogicalCpu, Paths, Rdt, TaskId,
+    Backend, BackendExt, CacheBitmask, CacheDomain, CatMask, CatResource, ClassId, Iface,
+    Interface, LogicalCpu, Paths, Rdt, TaskId,
 };
 use rdt_sim::fs::testing::TestMount;
 
@@ -116,7 +116,7 @@ fn an_applied_configuration_is_undone_by_the_plan_it_returns_on_both_interfaces(
         // a later process undoes it: the plan names what it needs
         drop(rdt);
         let mut rdt = Rdt::open_at(iface, &paths).expect("open again");
-        transaction::Plan::undoing(&rdt, &done)
+        transaction::Plan::undoing(&mut rdt, &done)
             .apply(&mut rdt)
             .into_result()
             .expect("undone");

@@ -1,9 +1,14 @@
 //! The `Backend` trait both interfaces (MSR and resctrl) implement, and the values it speaks.
 
+mod abilities;
+mod ext;
+
+pub use abilities::{MsrOps, NamedClasses, OsOps, Writers};
+pub use ext::BackendExt;
+
 use crate::{
     CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, CpuSet, LogicalCpu, MbaLimit,
-    MbaResource, MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId, ThreadThrottle,
-    Topology,
+    MbaResource, MonEvents, MonGroupId, MonValues, RequestError, Rmid, TaskId, Topology,
 };
 
 /// The interface a backend programs the hardware through (pqos `--iface`).
@@ -166,7 +171,7 @@ pub enum GroupOwner {
     Foreign,
 }
 
-/// One resctrl group as [`Backend::groups`] lists it.
+/// One resctrl group as [`BackendExt::groups`] lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct GroupInfo {
     /// Path relative to the resctrl root: `COS1`, `kubepods`, `COS1/mon_groups/pqos-42-0`.
@@ -179,7 +184,7 @@ pub struct GroupInfo {
     pub class: Option<ClassId>,
 }
 
-/// L3 I/O allocation as resctrl shows it ([`Backend::io_alloc`]): Linux 6.19's
+/// L3 I/O allocation as resctrl shows it ([`BackendExt::io_alloc`]): Linux 6.19's
 /// `info/L3/io_alloc` and `info/L3/io_alloc_cbm`, on AMD parts with SDCIAE
 /// (CPUID.(8000_0020H,0):EBX\[6\]). While it is enabled, the kernel keeps one CLOSID for the
 /// L3 allocations of I/O devices, so one resctrl group fewer can exist.
@@ -202,7 +207,7 @@ pub struct IoAlloc {
 }
 
 /// The ways a resctrl group in `exclusive` mode holds in one cache domain
-/// ([`Backend::exclusive_ways`]).
+/// ([`BackendExt::exclusive_ways`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ExclusiveWays {
     /// The group's path relative to the resctrl root.
@@ -230,17 +235,33 @@ pub enum MbaCtrl {
     Enabled,
 }
 
-/// One way of programming RDT: raw MSRs or resctrl.
+/// One way of programming RDT: raw MSRs or resctrl. The operations every interface has:
+/// capabilities and topology, the classes of each resource read and written, CPUs
+/// associated, reset, and monitoring started, polled and stopped.
+///
+/// What only one interface can do is reached through one accessor each, `None` where the
+/// backend lacks it: [`Backend::os`] (tasks, resctrl groups, MBM assignment, io_alloc;
+/// [`OsOps`]), [`Backend::msr`] (uncore PMON, IA32_MBA_CFG; [`MsrOps`]), [`Backend::names`]
+/// (named classes; [`NamedClasses`]) and [`Backend::writers`] (the writers' lock and the run
+/// directory; [`Writers`]). The conveniences every program uses (one domain, one CPU, one
+/// group, the interface-specific calls with their "unsupported" error) are
+/// [`BackendExt`]'s, implemented once for every `Backend`.
 ///
 /// Domains are cache instances: `CacheDomain` is an L3 id for L3 CAT and MBA (the kernel's
 /// MBA domains are L3 domains), an L2 id for L2 CAT.
 ///
-/// Implementations validate their arguments against [`Backend::capabilities`] before
-/// writing anything, so a rejected call leaves the platform as it was.
+/// # Atomicity
+/// Implementations validate every argument of a call against [`Backend::capabilities`]
+/// ([`Capabilities::check_cat`], [`Capabilities::check_bandwidth_limit`]) before writing anything,
+/// so a rejected call leaves the platform as it was. A call is the unit a backend keeps
+/// whole where the interface allows it (one resctrl `schemata` write per class; one
+/// register per value on the MSR interface); undoing several calls, or a call whose second
+/// register write failed, is the job of a [`crate::transaction`], which records what it
+/// changed and puts it back.
 pub trait Backend {
     /// The backend's error. Requests the platform or interface cannot carry out are
-    /// [`RequestError`]s in it (the task methods' defaults return
-    /// [`RequestError::NeedsOsInterface`] through it).
+    /// [`RequestError`]s in it ([`BackendExt`] returns [`RequestError::NeedsOsInterface`]
+    /// through it where [`Backend::os`] is `None`).
     type Error: BackendError;
 
     /// The interface this backend uses.
@@ -252,309 +273,107 @@ pub trait Backend {
     /// Topology of the online CPUs.
     fn topology(&self) -> &Topology;
 
-    /// All usable classes' masks of `resource` in `domain`, by class.
+    /// All usable classes' masks of `resource` in each of `domains`, in the order given, by
+    /// class: what a report of every domain (pqos `-s`) reads. resctrl reads each class's
+    /// `schemata` once for all of them (one file per class where a domain at a time reads
+    /// one per class and domain: 80 L2 domains on sapphire-rapids).
     ///
     /// # Errors
-    /// When the resource is not supported or the registers/files cannot be read.
-    fn cat_classes(
-        &mut self,
-        resource: CatResource,
-        domain: CacheDomain,
-    ) -> Result<Vec<CatClass>, Self::Error>;
-
-    /// Sets the masks of the given classes of `resource` in `domain`. The mask kind must match
-    /// the CDP state.
-    ///
-    /// # Errors
-    /// When a class or mask is invalid (nothing is written then) or a write fails.
-    fn set_cat_classes(
-        &mut self,
-        resource: CatResource,
-        domain: CacheDomain,
-        classes: &[CatClass],
-    ) -> Result<(), Self::Error>;
-
-    /// All classes' limits of the bandwidth resource `resource` (MBA or SMBA) in `domain`
-    /// (an L3 id; the kernel's MBA and SMBA domains are L3 domains).
-    ///
-    /// # Errors
-    /// When the resource is not supported or the registers/files cannot be read.
-    fn bandwidth_classes(
-        &mut self,
-        resource: MbaResource,
-        domain: CacheDomain,
-    ) -> Result<Vec<MbaClass>, Self::Error>;
-
-    /// [`Backend::bandwidth_classes`] of MBA.
-    ///
-    /// # Errors
-    /// When MBA is not supported or the registers/files cannot be read.
-    fn mba_classes(&mut self, domain: CacheDomain) -> Result<Vec<MbaClass>, Self::Error> {
-        self.bandwidth_classes(MbaResource::Mba, domain)
-    }
-
-    /// [`Backend::cat_classes`] of several domains, in the order given: what a report of
-    /// every domain (pqos `-s`) reads. The default asks domain by domain; resctrl reads
-    /// each class's `schemata` once for all of them (one file per class where a domain at
-    /// a time reads one per class and domain: 80 L2 domains on sapphire-rapids).
-    ///
-    /// # Errors
-    /// As [`Backend::cat_classes`], for the first domain that fails.
+    /// When the resource is not supported, a domain does not exist, or the registers/files
+    /// cannot be read.
     fn cat_classes_in(
         &mut self,
         resource: CatResource,
         domains: &[CacheDomain],
-    ) -> Result<Vec<Vec<CatClass>>, Self::Error> {
-        domains
-            .iter()
-            .map(|&d| self.cat_classes(resource, d))
-            .collect()
-    }
+    ) -> Result<Vec<Vec<CatClass>>, Self::Error>;
 
-    /// [`Backend::mba_classes`] of several domains, in the order given, as
-    /// [`Backend::cat_classes_in`].
+    /// Sets the masks of `resource` given as `(domain, class and mask)` pairs. The mask kind
+    /// must match the CDP state ([`Capabilities::check_cat`]). On resctrl each class's
+    /// `schemata` is written once for all the domains given for it.
     ///
     /// # Errors
-    /// As [`Backend::mba_classes`], for the first domain that fails.
-    fn mba_classes_in(
+    /// When a class, domain or mask is invalid (nothing is written then) or a write fails.
+    fn set_cat_masks(
         &mut self,
-        domains: &[CacheDomain],
-    ) -> Result<Vec<Vec<MbaClass>>, Self::Error> {
-        self.bandwidth_classes_in(MbaResource::Mba, domains)
-    }
+        resource: CatResource,
+        masks: &[(CacheDomain, CatClass)],
+    ) -> Result<(), Self::Error>;
 
-    /// [`Backend::bandwidth_classes`] of several domains, in the order given, as
-    /// [`Backend::cat_classes_in`].
+    /// All classes' limits of the bandwidth resource `resource` (MBA or SMBA) in each of
+    /// `domains` (L3 ids; the kernel's MBA and SMBA domains are L3 domains), in the order
+    /// given, as [`Backend::cat_classes_in`].
     ///
     /// # Errors
-    /// As [`Backend::bandwidth_classes`], for the first domain that fails.
+    /// When the resource is not supported, a domain does not exist, or the registers/files
+    /// cannot be read.
     fn bandwidth_classes_in(
         &mut self,
         resource: MbaResource,
         domains: &[CacheDomain],
-    ) -> Result<Vec<Vec<MbaClass>>, Self::Error> {
-        domains
-            .iter()
-            .map(|&d| self.bandwidth_classes(resource, d))
-            .collect()
-    }
+    ) -> Result<Vec<Vec<MbaClass>>, Self::Error>;
 
-    /// Sets limits of the bandwidth resource `resource` (MBA or SMBA) in `domain`; returns
-    /// the limits the hardware applied (Intel rounds to the granularity).
+    /// Sets limits of the bandwidth resource `resource` (MBA or SMBA) given as `(domain,
+    /// class and limit)` pairs; returns the limits the hardware applied, in the order given
+    /// (Intel rounds to the granularity), one per pair.
     ///
     /// # Errors
-    /// When the resource is not supported, a class or limit is invalid (nothing is written
-    /// then) or a write fails.
-    fn set_bandwidth_classes(
+    /// When the resource is not supported, a class, domain or limit is invalid (nothing is
+    /// written then) or a write fails.
+    fn set_bandwidth_limits(
         &mut self,
         resource: MbaResource,
-        domain: CacheDomain,
-        classes: &[MbaClass],
-    ) -> Result<Vec<MbaClass>, Self::Error>;
+        limits: &[(CacheDomain, MbaClass)],
+    ) -> Result<Vec<(CacheDomain, MbaClass)>, Self::Error>;
 
-    /// [`Backend::set_bandwidth_classes`] of MBA.
+    /// The class and RMID of each CPU of `cpus`, ascending, each with its own result: the
+    /// RMID where the interface exposes RMIDs (MSR: one read of IA32_PQR_ASSOC, COS in bits
+    /// 63:32, RMID in bits 9:0), `None` on OS; a CPU in another tool's resctrl group is
+    /// [`RequestError::ForeignGroup`]. resctrl lists its groups and reads each `cpus_list`
+    /// once for all CPUs.
     ///
     /// # Errors
-    /// As [`Backend::set_bandwidth_classes`].
-    fn set_mba_classes(
-        &mut self,
-        domain: CacheDomain,
-        classes: &[MbaClass],
-    ) -> Result<Vec<MbaClass>, Self::Error> {
-        self.set_bandwidth_classes(MbaResource::Mba, domain, classes)
-    }
-
-    /// The class `cpu` is associated with.
-    ///
-    /// # Errors
-    /// When the CPU is not online or its association cannot be read.
-    fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, Self::Error>;
-
-    /// L3 I/O allocation ([`IoAlloc`]), where the interface shows it: resctrl on Linux 6.19+
-    /// with an io_alloc-capable L3. `None` elsewhere (the default; the MSR interface does
-    /// not manage it, and a kernel that says `not supported` has none).
-    ///
-    /// # Errors
-    /// A read fails or a file does not parse.
-    fn io_alloc(&mut self) -> Result<Option<IoAlloc>, Self::Error> {
-        Ok(None)
-    }
-
-    /// The cache ways of `resource` in `domain` that resctrl groups in `exclusive` mode hold
-    /// (resctrl.rst "Resource Sharing"; the kernel refuses any other group's mask that
-    /// overlaps them). Empty on the MSR interface, which has no modes.
-    ///
-    /// # Errors
-    /// A read fails.
-    fn exclusive_ways(
-        &mut self,
-        resource: CatResource,
-        domain: CacheDomain,
-    ) -> Result<Vec<ExclusiveWays>, Self::Error> {
-        let _ = (resource, domain);
-        Ok(Vec::new())
-    }
-
-    /// Every online CPU's class, ascending by CPU; `None` for a CPU in another tool's
-    /// resctrl group ([`Backend::class_of`] says which). The default asks
-    /// [`Backend::class_of`] CPU by CPU; resctrl reads each group's `cpus_list` once.
-    ///
-    /// # Errors
-    /// A read fails.
-    fn cpu_classes(&mut self) -> Result<Vec<(LogicalCpu, Option<ClassId>)>, Self::Error> {
-        let cpus: Vec<LogicalCpu> = self.topology().cpus().iter().map(|c| c.cpu).collect();
-        let mut out = Vec::with_capacity(cpus.len());
-        for cpu in cpus {
-            match self.class_of(cpu) {
-                Ok(c) => out.push((cpu, Some(c))),
-                Err(e) if matches!(e.request(), Some(RequestError::ForeignGroup { .. })) => {
-                    out.push((cpu, None));
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Puts `cpu` in `class`.
-    ///
-    /// # Errors
-    /// When the CPU or class is invalid (nothing is written then) or the write fails.
-    fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), Self::Error>;
-
-    /// Puts every CPU of `cpus` in `class`: what [`Backend::associate`] does for each, in as
-    /// few writes as the interface allows. On resctrl that is one `cpus_list` write of the
-    /// class's group for the whole set, all or nothing (the kernel's
-    /// `rdtgroup_cpus_write` takes a list); on the MSR interface one IA32_PQR_ASSOC write
-    /// per CPU, ascending, stopping at the first failure (the CPUs before it stay moved: a
-    /// [`crate::transaction`] undoes them).
-    ///
-    /// # Errors
-    /// As [`Backend::associate`] for any CPU of the set.
-    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), Self::Error> {
-        for cpu in cpus.iter() {
-            self.associate(cpu, class)?;
-        }
-        Ok(())
-    }
-
-    /// The RMID `cpu` is tagged with, where the interface exposes RMIDs (MSR); `None` on OS.
-    ///
-    /// # Errors
-    /// When the CPU is not online or its association cannot be read.
-    fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, Self::Error>;
-
-    /// The class and RMID of `cpu` together ([`Backend::class_of`] and
-    /// [`Backend::rmid_of`]): on the MSR interface one read of IA32_PQR_ASSOC (COS in bits
-    /// 63:32, RMID in bits 9:0) where the two calls read it twice.
-    ///
-    /// # Errors
-    /// As [`Backend::class_of`] (a CPU in another tool's resctrl group included) and
-    /// [`Backend::rmid_of`].
-    fn association(&mut self, cpu: LogicalCpu) -> Result<(ClassId, Option<Rmid>), Self::Error> {
-        let class = self.class_of(cpu)?;
-        Ok((class, self.rmid_of(cpu)?))
-    }
-
-    /// Every online CPU's [`Backend::association`], ascending by CPU, each with its own
-    /// result (a CPU in another tool's resctrl group:
-    /// [`RequestError::ForeignGroup`]). The default asks CPU by CPU; resctrl lists its
-    /// groups and reads each `cpus_list` once for all CPUs.
-    ///
-    /// # Errors
-    /// When what every CPU needs cannot be read (resctrl: the group list).
+    /// A CPU that is not online ([`RequestError::NoSuchCpu`]); what every CPU needs cannot
+    /// be read (resctrl: the group list).
     #[allow(clippy::type_complexity)] // a list of per-CPU results
-    fn associations(
+    fn associations_in(
         &mut self,
-    ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), Self::Error>)>, Self::Error> {
-        let cpus: Vec<LogicalCpu> = self.topology().cpus().iter().map(|c| c.cpu).collect();
-        Ok(cpus
-            .into_iter()
-            .map(|cpu| (cpu, self.association(cpu)))
-            .collect())
-    }
+        cpus: &CpuSet,
+    ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), Self::Error>)>, Self::Error>;
 
-    /// Resets allocation: every class to the full mask / no limit, every CPU to COS 0, then
-    /// CDP on or off as requested (pqos `-R`).
+    /// Puts every CPU of `cpus` in `class`, in as few writes as the interface allows. On
+    /// resctrl that is one `cpus_list` write of the class's group for the whole set, all or
+    /// nothing (the kernel's `rdtgroup_cpus_write` takes a list); on the MSR interface one
+    /// IA32_PQR_ASSOC write per CPU, ascending, stopping at the first failure (the CPUs
+    /// before it stay moved: a [`crate::transaction`] undoes them).
+    ///
+    /// # Errors
+    /// When a CPU or the class is invalid (nothing is written then) or a write fails.
+    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), Self::Error>;
+
+    /// Resets allocation ([`Reset::Allocation`]: every class to the full mask / no limit,
+    /// every CPU to COS 0, then CDP on or off as requested; pqos `-R`) or monitoring
+    /// ([`Reset::Monitoring`]: every CPU back to RMID 0; pqos `-r`).
     ///
     /// # Errors
     /// When a requested setting is unsupported or a write fails.
-    fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), Self::Error>;
-
-    /// Resets monitoring: every CPU back to RMID 0 (pqos `-r`).
-    ///
-    /// # Errors
-    /// When a write fails.
-    fn reset_monitoring(&mut self) -> Result<(), Self::Error>;
-
-    /// Starts monitoring `events` on `cpus` as one group (one RMID per L3 domain spanned),
-    /// and reads its MBM counters and PMU counts once, so that the first [`Backend::poll`]
-    /// reports the traffic since the start over the time since the start
-    /// ([`crate::monitor`], "Start and first poll"). Every start path does so.
-    ///
-    /// # Errors
-    /// When a CPU is offline or already monitored, events are unsupported, no RMID is free,
-    /// or the reading at start fails (the group is not started then).
-    fn start_monitoring(
-        &mut self,
-        cpus: &CpuSet,
-        events: MonEvents,
-    ) -> Result<MonGroupId, Self::Error>;
+    fn reset(&mut self, what: &Reset) -> Result<(), Self::Error>;
 
     /// Starts several groups of CPUs at once, all or none: group `k` of the result is
-    /// `groups[k]`. The default starts them one by one with [`Backend::start_monitoring`]
-    /// and, when one fails, stops the groups this call started (newest first) before
-    /// returning. The resctrl backend overrides it to list its groups once for the whole
-    /// batch (starting N groups one by one lists every monitor group N times) and to check
-    /// RMIDs and ABMC counters for all groups before it creates any.
+    /// `groups[k]`, monitoring its events on its CPUs (one RMID per L3 domain spanned). Each
+    /// group's MBM counters and PMU counts are read once at the start, so that the first
+    /// [`Backend::poll`] reports the traffic since the start over the time since the start
+    /// ([`crate::monitor`], "Start and first poll"). resctrl lists its groups once for the
+    /// whole batch and checks RMIDs and ABMC counters for all groups before it creates any;
+    /// the MSR interface starts them one by one ([`start_one_by_one`]).
     ///
     /// # Errors
-    /// [`GroupStartError`]: which group failed (its index in `groups`) and the error
-    /// [`Backend::start_monitoring`] gives for it; no group of the batch is left running.
+    /// [`GroupStartError`]: which group failed (its index in `groups`): a CPU offline or
+    /// already monitored, events unsupported, no RMID free, or the reading at start failed;
+    /// no group of the batch is left running.
     fn start_monitoring_many(
         &mut self,
         groups: &[(CpuSet, MonEvents)],
-    ) -> Result<Vec<MonGroupId>, GroupStartError<Self::Error>> {
-        let mut started = Vec::with_capacity(groups.len());
-        for (index, (cpus, events)) in groups.iter().enumerate() {
-            match self.start_monitoring(cpus, *events) {
-                Ok(id) => started.push(id),
-                Err(error) => {
-                    while let Some(id) = started.pop() {
-                        let _ = self.stop_monitoring(id);
-                    }
-                    return Err(GroupStartError {
-                        index,
-                        of: groups.len(),
-                        error,
-                    });
-                }
-            }
-        }
-        Ok(started)
-    }
-
-    /// Starts monitoring the uncore `events` ([`MonEvents::UNCORE`]) of `sockets` as one
-    /// group whose values are summed over the sockets ([`MonValues::uncore`]); polled and
-    /// stopped like any group. Only the MSR interface has it (pqos `pqos_mon_start_uncore`,
-    /// `lib/api.c`), on the CPUs [`Capabilities::uncore_pcie`] names.
-    ///
-    /// # Errors
-    /// By default [`RequestError::NeedsMsrInterface`]; a backend that has it:
-    /// [`RequestError::UnsupportedEvent`], [`RequestError::EmptyGroup`], a socket that does
-    /// not exist, or a register write.
-    fn start_uncore_monitoring(
-        &mut self,
-        sockets: &[u32],
-        events: MonEvents,
-    ) -> Result<MonGroupId, Self::Error> {
-        let _ = (sockets, events);
-        Err(RequestError::NeedsMsrInterface {
-            operation: "uncore monitoring",
-            interface: self.interface(),
-        }
-        .into())
-    }
+    ) -> Result<Vec<MonGroupId>, GroupStartError<Self::Error>>;
 
     /// Reads the counters of every started group; afterwards [`Backend::values`] has the new
     /// values.
@@ -572,199 +391,6 @@ pub trait Backend {
     /// When the group is unknown or a write fails.
     fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), Self::Error>;
 
-    /// The class the task `task` (one thread) is associated with.
-    ///
-    /// # Errors
-    /// [`RequestError::NeedsOsInterface`] on the MSR interface; no such task; the files cannot be read.
-    fn class_of_task(&mut self, task: TaskId) -> Result<ClassId, Self::Error> {
-        let _ = task;
-        Err(self.unsupported("task association").into())
-    }
-
-    /// Puts a task in `class`. A process id (a thread-group leader) moves every thread of
-    /// the process, one `tasks` write each (pqos `pqos_alloc_assoc_set_pid`, resctrl takes
-    /// one id per write); a thread id moves that thread only.
-    ///
-    /// # Errors
-    /// [`RequestError::NeedsOsInterface`] on the MSR interface; no such task or class (nothing is written then);
-    /// the kernel refused a write.
-    fn associate_task(&mut self, task: TaskId, class: ClassId) -> Result<(), Self::Error> {
-        let _ = (task, class);
-        Err(self.unsupported("task association").into())
-    }
-
-    /// The tasks explicitly placed in `class` (its `tasks` file), ascending. For COS 0 (the
-    /// root group) that is every task not in another group.
-    ///
-    /// # Errors
-    /// [`RequestError::NeedsOsInterface`] on the MSR interface; the files cannot be read.
-    fn tasks_of_class(&mut self, class: ClassId) -> Result<Vec<TaskId>, Self::Error> {
-        let _ = class;
-        Err(self.unsupported("task association").into())
-    }
-
-    /// Starts monitoring `events` on `tasks` as one group (a resctrl monitor group holding
-    /// every thread of each named process). IPC and misses come from per-task PMU counts.
-    ///
-    /// # Errors
-    /// [`RequestError::NeedsOsInterface`] on the MSR interface; no such task, a task already monitored, events
-    /// unsupported, no RMID free.
-    fn start_monitoring_tasks(
-        &mut self,
-        tasks: &[TaskId],
-        events: MonEvents,
-    ) -> Result<MonGroupId, Self::Error> {
-        let _ = (tasks, events);
-        Err(self.unsupported("PID monitoring").into())
-    }
-
-    /// Starts several groups of tasks at once, all or none, as
-    /// [`Backend::start_monitoring_many`] does for CPUs: the default starts them one by
-    /// one with [`Backend::start_monitoring_tasks`] and stops what it started when one
-    /// fails; the resctrl backend reads every group's `tasks` once for the batch.
-    ///
-    /// # Errors
-    /// [`GroupStartError`]: the failed group's index and the error
-    /// [`Backend::start_monitoring_tasks`] gives for it; no group of the batch is left
-    /// running.
-    fn start_monitoring_tasks_many(
-        &mut self,
-        groups: &[(Vec<TaskId>, MonEvents)],
-    ) -> Result<Vec<MonGroupId>, GroupStartError<Self::Error>> {
-        let mut started = Vec::with_capacity(groups.len());
-        for (index, (tasks, events)) in groups.iter().enumerate() {
-            match self.start_monitoring_tasks(tasks, *events) {
-                Ok(id) => started.push(id),
-                Err(error) => {
-                    while let Some(id) = started.pop() {
-                        let _ = self.stop_monitoring(id);
-                    }
-                    return Err(GroupStartError {
-                        index,
-                        of: groups.len(),
-                        error,
-                    });
-                }
-            }
-        }
-        Ok(started)
-    }
-
-    /// The MBA software controller's state; `None` where it does not apply (the MSR
-    /// interface: the controller is the kernel's).
-    fn mba_ctrl(&self) -> Option<MbaCtrl> {
-        None
-    }
-
-    /// How the MBA limits of a core's threads combine in L3 `domain` ([`ThreadThrottle`]);
-    /// `None` without Intel MBA. The default follows CPUID: per thread on MBA 3.0, else
-    /// the larger delay (the kernel's `thread_throttle_mode`); the MSR backend reads
-    /// IA32_MBA_CFG bit 0 where MBA 2.0 has it.
-    ///
-    /// # Errors
-    /// A register read fails.
-    fn mba_thread_throttle(
-        &mut self,
-        domain: CacheDomain,
-    ) -> Result<Option<ThreadThrottle>, Self::Error> {
-        let _ = domain;
-        Ok(self
-            .capabilities()
-            .mba
-            .get()
-            .and_then(crate::MbaCaps::thread_throttle))
-    }
-
-    /// What resctrl shows about memory bandwidth monitoring beyond the capabilities:
-    /// assignable counters (ABMC), each MBM event's configuration (BMEC or `event_filter`),
-    /// the SNC nodes per L3 ([`crate::mbm`]); read now, so available counters are current.
-    /// `None` on the MSR interface.
-    ///
-    /// # Errors
-    /// When the resctrl files cannot be read.
-    fn mbm_details(&mut self) -> Result<Option<crate::MbmDetails>, Self::Error> {
-        Ok(None)
-    }
-
-    /// Switches resctrl's MBM counter assignment mode (AMD ABMC, Linux 6.18+:
-    /// `info/L3_MON/mbm_assign_mode`): in [`crate::AssignMode::MbmEvent`] a group's MBM
-    /// events count only where a hardware counter is assigned to them, in
-    /// [`crate::AssignMode::Default`] every RMID counts. The kernel frees every assignment
-    /// and resets every MBM count on a switch (`resctrl_mbm_assign_mode_write`); setting the
-    /// current mode changes nothing.
-    ///
-    /// # Errors
-    /// [`RequestError::NeedsOsInterface`] on the MSR interface; [`RequestError::Unsupported`]
-    /// where resctrl does not offer the mode; the kernel's refusal.
-    fn set_mbm_assign_mode(&mut self, mode: crate::AssignMode) -> Result<(), Self::Error> {
-        let _ = mode;
-        Err(self.unsupported("MBM counter assignment").into())
-    }
-
-    /// Enables or disables L3 I/O allocation (AMD SDCIAE, Linux 6.19+: `info/L3/io_alloc`):
-    /// enabled, I/O devices allocate into the L3 with the masks of the highest CLOSID
-    /// (`io_alloc_cbm`), which then belongs to no class ([`Backend::io_alloc`]); the kernel
-    /// refuses while a group holds that CLOSID (`resctrl_io_alloc_write`).
-    ///
-    /// # Errors
-    /// [`RequestError::NeedsOsInterface`] on the MSR interface; [`RequestError::Unsupported`]
-    /// where resctrl has no `io_alloc`; the kernel's refusal (its `last_cmd_status`).
-    fn set_io_alloc(&mut self, enabled: bool) -> Result<(), Self::Error> {
-        let _ = enabled;
-        Err(self.unsupported("L3 I/O allocation").into())
-    }
-
-    /// Sets the memory transactions `event` counts (a [`crate::mbm::MBM_TRANSACTIONS`]
-    /// bitmask) in every L3 domain: AMD BMEC's `mbm_*_bytes_config`, or the `event_filter`
-    /// while ABMC's `mbm_event` mode hides those files. Changing it resets the event's
-    /// counters.
-    ///
-    /// # Errors
-    /// [`RequestError::NeedsOsInterface`] on the MSR interface;
-    /// [`RequestError::Unsupported`] where resctrl has neither file; the kernel's refusal.
-    fn set_mbm_event_config(
-        &mut self,
-        event: crate::RmidEvent,
-        bits: u32,
-    ) -> Result<(), Self::Error> {
-        let _ = (event, bits);
-        Err(self.unsupported("MBM event configuration").into())
-    }
-
-    /// Every resctrl group present, ours and other tools', root excluded; empty on the MSR
-    /// interface (which has no groups).
-    ///
-    /// # Errors
-    /// When the resctrl tree cannot be read.
-    fn groups(&mut self) -> Result<Vec<GroupInfo>, Self::Error> {
-        Ok(Vec::new())
-    }
-
-    /// The directory where this backend keeps what must outlive the process: RMID claims,
-    /// the journal of a transaction in progress ([`crate::transaction`]), the MSR writers'
-    /// lock. A root-only directory under `/run` on a host (`/run/rdt`); `None` for a
-    /// backend without one (then a transaction killed half-way cannot be rolled back by the
-    /// next process).
-    fn run_dir(&self) -> Option<&std::path::Path> {
-        None
-    }
-
-    /// Takes the interface's writers' lock (the `flock` on the resctrl root, `LOCK_EX`;
-    /// `<run dir>/msr.lock` on the MSR interface) and holds it until as many
-    /// [`Backend::release_writers`] calls; calls in between do not take it again. A
-    /// transaction holds it from reading the state to its last write, so that two
-    /// processes' changes serialize.
-    ///
-    /// # Errors
-    /// Another process kept the lock for longer than the backend's lock timeout, or the
-    /// lock file cannot be opened.
-    fn hold_writers(&mut self) -> Result<(), Self::Error> {
-        Ok(())
-    }
-
-    /// Gives back one [`Backend::hold_writers`]; the lock goes with the last.
-    fn release_writers(&mut self) {}
-
     /// Makes the writes made so far outlast this process where the platform keeps them
     /// apart from the writes themselves: the simulated platform of `pqos --sim` saves its
     /// state file. Registers and resctrl files hold a write once it returned, so on the
@@ -778,118 +404,67 @@ pub trait Backend {
         Ok(())
     }
 
-    /// Why allocation can only be reset, if it can (CDP on in some cache domains and off in
-    /// others on the MSR interface, after a reset was killed half-way): then reads work,
-    /// writes of masks are refused, and [`Backend::reset_allocation`] with CDP set on or off
-    /// repairs it.
-    fn needs_reset(&self) -> Option<String> {
+    /// The writers' lock and the run directory ([`Writers`]); `None` for a backend with
+    /// neither (then two processes' changes do not serialize and a transaction killed
+    /// half-way cannot be rolled back by the next process).
+    fn writers(&mut self) -> Option<&mut dyn Writers<Self::Error>> {
         None
     }
 
-    /// Treats the resctrl groups of `classes` as made by this process (OS interface; a
-    /// no-op on MSR): a group of them brought back to the defaults with no CPU, task or
-    /// monitor group in it is removed, as one this process created is. Rolling back a
-    /// killed transaction uses it for the groups that transaction created.
-    fn own_classes(&mut self, classes: &[ClassId]) {
-        let _ = classes;
+    /// Named classes ([`NamedClasses`]); `None` for a backend without them.
+    fn names(&mut self) -> Option<&mut dyn NamedClasses<Self::Error>> {
+        None
     }
 
-    /// The class of service that stands for the named class `name` (a declarative
-    /// configuration's class, [`crate::config`]): on the OS interface the resctrl control
-    /// group of that name, on the MSR interface the COS recorded for the name in the run
-    /// directory, else the lowest free one ([`crate::transaction::free_classes`]). A new name
-    /// is bound in this process only: a plan that writes to the class claims it
-    /// ([`crate::transaction::Step::Claim`]), and applied, records it, so that the same
-    /// name gives the same class for as long as the platform runs (until a reset or a
-    /// release gives it up).
-    ///
-    /// # Errors
-    /// [`RequestError::NeedsOsInterface`] for a backend without named classes; a name that
-    /// cannot be a group; no class left.
-    fn class_named(&mut self, name: &str) -> Result<ClassId, Self::Error> {
-        let _ = name;
-        Err(self.unsupported("named classes").into())
+    /// What only the OS interface (resctrl) does ([`OsOps`]); `None` elsewhere.
+    fn os(&mut self) -> Option<&mut dyn OsOps<Self::Error>> {
+        None
     }
 
-    /// Makes `class` stand for the named class `name` in this process (a configuration's
-    /// fixed `cos`, or a journal's record replayed by [`crate::transaction::recover`]);
-    /// nothing is recorded ([`Backend::claim_class`] does that).
-    ///
-    /// # Errors
-    /// As [`Backend::class_named`].
-    fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), Self::Error> {
-        let _ = (class, name);
-        Err(self.unsupported("named classes").into())
+    /// What only the MSR interface does ([`MsrOps`]); `None` elsewhere.
+    fn msr(&mut self) -> Option<&mut dyn MsrOps<Self::Error>> {
+        None
     }
+}
 
-    /// The named classes this backend knows, by class: those of [`Backend::own_class_names`]
-    /// and the names given to [`Backend::class_named`] or [`Backend::bind_class`] in this
-    /// process (on the OS interface also another tool's group a configuration named).
-    fn class_names(&self) -> Vec<(ClassId, String)> {
-        Vec::new()
-    }
+/// What [`Backend::reset`] resets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reset {
+    /// Allocation, with what else `-R` sets (pqos `pqos_alloc_reset`).
+    Allocation(AllocReset),
+    /// Monitoring: every CPU to RMID 0 (pqos `pqos_mon_reset`).
+    Monitoring,
+}
 
-    /// The named classes this library made and has not given up, by class: on the MSR
-    /// interface every name recorded in the run directory (`msr-classes`), on the OS
-    /// interface the resctrl groups of named classes it created (recorded in `os-classes`,
-    /// [`crate::runfile::NameRecord`]) that still exist. Never another tool's group of the
-    /// same name. `pqos -s` lists them, and a reset ([`crate::transaction::Change::Reset`])
-    /// or [`crate::config::Config::remove`] gives them up.
-    fn own_class_names(&self) -> Vec<(ClassId, String)> {
-        Vec::new()
-    }
-
-    /// Makes `class` stand for the named class `name` as this library's own (the write of
-    /// [`crate::transaction::Step::Claim`]): on the MSR interface the name is recorded in
-    /// the run directory; on the OS interface the name is bound, and with `make_group` its
-    /// resctrl group is made (and recorded) when it does not exist, as undoing a release
-    /// needs; otherwise the group is made, and recorded, by the first write to the class.
-    /// Without a run directory the record is this process's only.
-    ///
-    /// # Errors
-    /// As [`Backend::bind_class`]; the record cannot be written; the group cannot be made.
-    fn claim_class(
-        &mut self,
-        class: ClassId,
-        name: &str,
-        make_group: bool,
-    ) -> Result<(), Self::Error> {
-        let _ = make_group;
-        self.bind_class(class, name)
-    }
-
-    /// Gives up the named class `name`, which stands for `class` (the write of
-    /// [`crate::transaction::Step::Release`]): on the MSR interface its record goes; on the
-    /// OS interface its resctrl group is removed when this library created it (it must hold
-    /// no CPU, task or monitor group by then) and its record goes, while another tool's group
-    /// of that name is left as it is. Either way the name no longer stands for `class`.
-    ///
-    /// # Errors
-    /// [`RequestError::NeedsOsInterface`] for a backend without named classes; the group
-    /// still holds CPUs, tasks or monitor groups ([`RequestError::Unsupported`]); the record
-    /// cannot be written; the `rmdir` fails.
-    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), Self::Error> {
-        let _ = (class, name);
-        Err(self.unsupported("named classes").into())
-    }
-
-    /// A [`Monitoring`] guard on this backend: groups started through it are stopped when
-    /// it is dropped.
-    fn monitoring(&mut self) -> Monitoring<'_, Self>
-    where
-        Self: Sized,
-    {
-        Monitoring::new(self)
-    }
-
-    /// The [`RequestError::NeedsOsInterface`] error for `operation` on this backend's
-    /// interface.
-    fn unsupported(&self, operation: &'static str) -> RequestError {
-        RequestError::NeedsOsInterface {
-            operation,
-            interface: self.interface(),
+/// Starts `count` groups one by one with `start` (given the group's index) and, when one
+/// fails, stops the groups it started, newest first, with `stop`: [`Backend::start_monitoring_many`]
+/// for a backend whose groups are independent (the MSR interface, test doubles).
+///
+/// # Errors
+/// [`GroupStartError`] with the index of the group that failed and its error.
+pub fn start_one_by_one<B: ?Sized, E>(
+    backend: &mut B,
+    count: usize,
+    mut start: impl FnMut(&mut B, usize) -> Result<MonGroupId, E>,
+    mut stop: impl FnMut(&mut B, MonGroupId),
+) -> Result<Vec<MonGroupId>, GroupStartError<E>> {
+    let mut started = Vec::with_capacity(count);
+    for index in 0..count {
+        match start(backend, index) {
+            Ok(id) => started.push(id),
+            Err(error) => {
+                while let Some(id) = started.pop() {
+                    stop(backend, id);
+                }
+                return Err(GroupStartError {
+                    index,
+                    of: count,
+                    error,
+                });
+            }
         }
     }
+    Ok(started)
 }
 
 /// Monitoring groups that cannot outlive their owner: every group started through the
@@ -904,7 +479,7 @@ pub trait Backend {
 /// # Examples
 /// ```
 /// use rdt_core::fake::FakeBackend;
-/// use rdt_core::{Backend, MonEvents};
+/// use rdt_core::{BackendExt, MonEvents};
 ///
 /// let mut b = FakeBackend::broadwell_2s();
 /// {
@@ -931,10 +506,10 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         }
     }
 
-    /// Starts a group of CPUs ([`Backend::start_monitoring`]) owned by the guard.
+    /// Starts a group of CPUs ([`BackendExt::start_monitoring`]) owned by the guard.
     ///
     /// # Errors
-    /// As [`Backend::start_monitoring`].
+    /// As [`BackendExt::start_monitoring`].
     pub fn start(&mut self, cpus: &CpuSet, events: MonEvents) -> Result<MonGroupId, B::Error> {
         let id = self.backend.start_monitoring(cpus, events)?;
         self.groups.push(id);
@@ -955,10 +530,10 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         Ok(ids)
     }
 
-    /// Starts a group of tasks ([`Backend::start_monitoring_tasks`]) owned by the guard.
+    /// Starts a group of tasks ([`BackendExt::start_monitoring_tasks`]) owned by the guard.
     ///
     /// # Errors
-    /// As [`Backend::start_monitoring_tasks`].
+    /// As [`BackendExt::start_monitoring_tasks`].
     pub fn start_tasks(
         &mut self,
         tasks: &[TaskId],
@@ -969,11 +544,11 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         Ok(id)
     }
 
-    /// Starts several groups of tasks at once ([`Backend::start_monitoring_tasks_many`]),
+    /// Starts several groups of tasks at once ([`BackendExt::start_monitoring_tasks_many`]),
     /// owned by the guard; the ids are in the order of `groups`.
     ///
     /// # Errors
-    /// As [`Backend::start_monitoring_tasks_many`]: no group of the batch is left running.
+    /// As [`BackendExt::start_monitoring_tasks_many`]: no group of the batch is left running.
     pub fn start_tasks_many(
         &mut self,
         groups: &[(Vec<TaskId>, MonEvents)],
@@ -983,16 +558,16 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         Ok(ids)
     }
 
-    /// Starts an uncore group of sockets ([`Backend::start_uncore_monitoring`]) owned by the
+    /// Starts an uncore group of sockets ([`BackendExt::start_uncore_monitoring`]) owned by the
     /// guard.
     ///
     /// # Errors
-    /// As [`Backend::start_uncore_monitoring`].
+    /// As [`BackendExt::start_uncore_monitoring`].
     ///
     /// # Examples
     /// ```
     /// use rdt_core::fake::FakeBackend;
-    /// use rdt_core::{Backend, MonEvents};
+    /// use rdt_core::{BackendExt, MonEvents};
     ///
     /// let mut b = FakeBackend::broadwell_2s();
     /// b.reconfigure(|c| c.uncore_pcie = true); // as on a Skylake-SP

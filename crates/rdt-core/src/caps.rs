@@ -719,6 +719,46 @@ impl Capabilities {
         Ok(())
     }
 
+    /// Checks one class's masks of `resource` before any is written: the class is usable
+    /// ([`Capabilities::check_cat_class`]), the mask kind matches the CDP state (one mask
+    /// with CDP off, a data and a code mask with it on) and each mask is one the platform
+    /// takes ([`Capabilities::check_mask`]). The one check of a CAT write, on every
+    /// interface (the planner, the MSR and resctrl backends and the fake call it).
+    ///
+    /// # Errors
+    /// [`LimitError`]s of the class and masks; [`RequestError::CdpMismatch`](crate::RequestError::CdpMismatch).
+    pub fn check_cat(
+        &self,
+        resource: CatResource,
+        class: &crate::CatClass,
+    ) -> Result<(), crate::RequestError> {
+        use crate::{CatMask, RequestError};
+        self.check_cat_class(resource, class.class)?;
+        let cdp = self.cat(resource).is_some_and(|c| c.cdp_enabled);
+        match (class.mask, cdp) {
+            (CatMask::Unified(m), false) => self.check_mask(resource, m)?,
+            (CatMask::Cdp { data, code }, true) => {
+                self.check_mask(resource, data)?;
+                self.check_mask(resource, code)?;
+            }
+            (CatMask::Unified(_), true) => {
+                return Err(RequestError::CdpMismatch {
+                    resource,
+                    class: class.class,
+                    reason: "CDP is on, so the class needs a data and a code mask",
+                });
+            }
+            (CatMask::Cdp { .. }, false) => {
+                return Err(RequestError::CdpMismatch {
+                    resource,
+                    class: class.class,
+                    reason: "CDP is off, so the class takes one mask, not a data/code pair",
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Checks that `class` is a usable class of service for `resource` (CDP halves the count).
     ///
     /// # Errors
@@ -811,7 +851,7 @@ impl Capabilities {
     }
 
     /// Checks that a reset of allocation (pqos `-R`) can do what `cfg` asks on `interface`,
-    /// with `mba_ctrl` the backend's [`crate::Backend::mba_ctrl`]: allocation exists, CDP
+    /// with `mba_ctrl` the backend's [`crate::BackendExt::mba_ctrl`]: allocation exists, CDP
     /// asked on is supported, and MBA CTRL asked on is the OS interface's and supported.
     ///
     /// # Errors

@@ -13,7 +13,7 @@
 //! # Examples
 //! ```
 //! use rdt_core::fake::FakeBackend;
-//! use rdt_core::{Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
+//! use rdt_core::{Backend, BackendExt, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
 //!
 //! let mut b = FakeBackend::broadwell_2s();
 //! b.fail_nth_write(2);
@@ -36,9 +36,10 @@ pub mod fuzz;
 use crate::monitor::CounterFormat;
 use crate::{
     AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatMask, CatResource, ClassId,
-    CpuSet, FeatureSetting, GroupInfo, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass,
-    MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId, MonValues, PmuCounts,
-    RequestError, Rmid, RmidEvent, TaskId, Topology,
+    CpuSet, FeatureSetting, GroupInfo, GroupKind, GroupOwner, GroupStartError, Interface,
+    LogicalCpu, MbaClass, MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId, MonValues,
+    MsrOps, NamedClasses, OsOps, PmuCounts, RequestError, Reset, Rmid, RmidEvent, TaskId, Topology,
+    Writers, start_one_by_one,
 };
 
 /// Platforms for tests: capabilities and topologies of typical parts, and builders for the
@@ -258,7 +259,7 @@ impl crate::BackendError for FakeError {
 
 type R<T> = Result<T, FakeError>;
 
-/// A running uncore group of the fake ([`Backend::start_uncore_monitoring`]).
+/// A running uncore group of the fake ([`BackendExt::start_uncore_monitoring`]).
 #[derive(Debug, Clone)]
 struct UncoreGroup {
     sockets: Vec<u32>,
@@ -360,7 +361,7 @@ pub struct FakeBackend {
     pub writes: Vec<String>,
     /// Report the OS interface (no RMIDs in `rmid_of`; task association works).
     pub os_interface: bool,
-    /// What [`Backend::io_alloc`] reports (`None`: no L3 I/O allocation).
+    /// What [`BackendExt::io_alloc`](crate::BackendExt::io_alloc) reports (`None`: no L3 I/O allocation).
     pub io_alloc: Option<crate::IoAlloc>,
     /// The write that fails: 1 is the next one; 0 none.
     fail_nth: usize,
@@ -375,18 +376,18 @@ pub struct FakeBackend {
     task_class: BTreeMap<TaskId, ClassId>,
     /// resctrl groups present besides the root (ours and other tools').
     groups_present: Vec<GroupInfo>,
-    /// [`Backend::run_dir`].
+    /// [`BackendExt::run_dir`].
     run_dir: Option<std::path::PathBuf>,
     /// The write at which the "process dies" (panics): 1 is the next one; 0 none.
     panic_nth: usize,
-    /// [`Backend::hold_writers`] depth.
+    /// [`BackendExt::hold_writers`] depth.
     writers_held: u32,
-    /// Named classes ([`Backend::class_named`]).
+    /// Named classes ([`BackendExt::class_named`]).
     names: BTreeMap<ClassId, String>,
     /// The manual clock's time ([`FakeBackend::with_manual_clock`]); `None`: the
     /// monotonic clock.
     clock: Option<Instant>,
-    /// The names claimed as this library's ([`Backend::claim_class`]).
+    /// The names claimed as this library's ([`BackendExt::claim_class`]).
     own: std::collections::BTreeSet<String>,
 }
 
@@ -633,7 +634,7 @@ impl FakeBackend {
         self.groups.len() + self.uncore.len()
     }
 
-    /// Keeps transaction journals in `dir` ([`Backend::run_dir`]), so that
+    /// Keeps transaction journals in `dir` ([`BackendExt::run_dir`](crate::BackendExt::run_dir)), so that
     /// [`crate::transaction::recover`] can roll back a transaction that "died" half-way
     /// ([`FakeBackend::panic_at_nth_write`]).
     #[must_use]
@@ -649,7 +650,7 @@ impl FakeBackend {
         self.panic_nth = n;
     }
 
-    /// How many [`Backend::hold_writers`] are not yet released.
+    /// How many [`BackendExt::hold_writers`](crate::BackendExt::hold_writers) are not yet released.
     #[must_use]
     pub const fn writers_held(&self) -> u32 {
         self.writers_held
@@ -737,173 +738,8 @@ impl FakeBackend {
     }
 }
 
-impl Backend for FakeBackend {
-    type Error = FakeError;
-
-    fn interface(&self) -> Interface {
-        if self.os_interface {
-            Interface::Os
-        } else {
-            Interface::Msr
-        }
-    }
-
-    fn capabilities(&self) -> &Capabilities {
-        &self.caps
-    }
-
-    fn topology(&self) -> &Topology {
-        &self.topo
-    }
-
-    fn cat_classes(&mut self, resource: CatResource, domain: CacheDomain) -> R<Vec<CatClass>> {
-        let Some(t) = self.cat.get(&(resource, domain)) else {
-            return Err(Self::no_domain("L3/L2", domain));
-        };
-        Ok((0u32..)
-            .zip(t)
-            .map(|(i, m)| CatClass {
-                class: ClassId::new(i),
-                mask: *m,
-            })
-            .collect())
-    }
-
-    fn set_cat_classes(
-        &mut self,
-        resource: CatResource,
-        domain: CacheDomain,
-        classes: &[CatClass],
-    ) -> R<()> {
-        let caps = self.caps.clone();
-        let Some(c) = caps.cat(resource) else {
-            return Err(crate::LimitError::Unsupported("CAT").into());
-        };
-        if !self.cat.contains_key(&(resource, domain)) {
-            return Err(Self::no_domain("L3/L2", domain));
-        }
-        for cl in classes {
-            caps.check_cat_class(resource, cl.class)?;
-            let masks = match cl.mask {
-                CatMask::Unified(m) if !c.cdp_enabled => vec![m],
-                CatMask::Cdp { data, code } if c.cdp_enabled => vec![data, code],
-                _ => {
-                    return Err(RequestError::CdpMismatch {
-                        resource,
-                        class: cl.class,
-                        reason: "the mask kind does not match the CDP state",
-                    }
-                    .into());
-                }
-            };
-            for m in masks {
-                caps.check_mask(resource, m)?;
-            }
-        }
-        for cl in classes {
-            self.write(format!(
-                "{resource} {domain} COS{} = {:?}",
-                cl.class, cl.mask
-            ))?;
-            if let Some(t) = self.cat.get_mut(&(resource, domain)) {
-                t[cl.class.get() as usize] = cl.mask;
-            }
-        }
-        Ok(())
-    }
-
-    fn bandwidth_classes(
-        &mut self,
-        resource: MbaResource,
-        domain: CacheDomain,
-    ) -> R<Vec<MbaClass>> {
-        if !self.caps.bandwidth(resource).is_present() {
-            return Err(crate::LimitError::Unsupported(resource.name()).into());
-        }
-        let Some(t) = self.mba.get(&(resource, domain)) else {
-            return Err(Self::no_domain(resource.name(), domain));
-        };
-        Ok((0u32..)
-            .zip(t)
-            .map(|(i, l)| MbaClass {
-                class: ClassId::new(i),
-                limit: *l,
-            })
-            .collect())
-    }
-
-    /// Intel limits are rounded to the 100 − `max_delay` step as the hardware does.
-    fn set_bandwidth_classes(
-        &mut self,
-        resource: MbaResource,
-        domain: CacheDomain,
-        classes: &[MbaClass],
-    ) -> R<Vec<MbaClass>> {
-        let Some(m) = self.caps.bandwidth(resource).get().cloned() else {
-            return Err(crate::LimitError::Unsupported(resource.name()).into());
-        };
-        if !self.mba.contains_key(&(resource, domain)) {
-            return Err(Self::no_domain(resource.name(), domain));
-        }
-        let mut applied = Vec::new();
-        for cl in classes {
-            self.caps
-                .check_bandwidth_limit(self.interface(), resource, cl.class, cl.limit)?;
-            // the rounding of the interface faked (MSR: pqos's, OS: the kernel's)
-            let limit = m.stored_limit(self.interface(), cl.limit);
-            applied.push(MbaClass {
-                class: cl.class,
-                limit,
-            });
-        }
-        for cl in &applied {
-            self.write(format!(
-                "{resource} {domain} COS{} = {}",
-                cl.class, cl.limit
-            ))?;
-            if let Some(t) = self.mba.get_mut(&(resource, domain)) {
-                t[cl.class.get() as usize] = cl.limit;
-            }
-        }
-        Ok(applied)
-    }
-
-    fn io_alloc(&mut self) -> R<Option<crate::IoAlloc>> {
-        Ok(self.io_alloc.clone())
-    }
-
-    fn class_of(&mut self, cpu: LogicalCpu) -> R<ClassId> {
-        self.cpu(cpu)?;
-        Ok(self.cos[&cpu])
-    }
-
-    fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> R<()> {
-        self.cpu(cpu)?;
-        self.caps.check_class(self.interface(), class)?;
-        self.write(format!("assoc {cpu} COS{class}"))?;
-        self.cos.insert(cpu, class);
-        Ok(())
-    }
-
-    /// One write for the whole set (`"assoc 0-3 COS1"`), all or nothing, as resctrl.
-    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> R<()> {
-        for cpu in cpus.iter() {
-            self.cpu(cpu)?;
-        }
-        self.caps.check_class(self.interface(), class)?;
-        self.write(format!("assoc {cpus} COS{class}"))?;
-        for cpu in cpus.iter() {
-            self.cos.insert(cpu, class);
-        }
-        Ok(())
-    }
-
-    fn rmid_of(&mut self, cpu: LogicalCpu) -> R<Option<Rmid>> {
-        self.cpu(cpu)?;
-        Ok((!self.os_interface).then(|| self.rmid[&cpu]))
-    }
-
-    fn reset_allocation(&mut self, cfg: &AllocReset) -> R<()> {
+impl FakeBackend {
+    fn reset_allocation_tables(&mut self, cfg: AllocReset) -> R<()> {
         self.write(format!("reset allocation {cfg:?}"))?;
         for (feature, setting) in [
             (&mut self.caps.l3_cat, cfg.l3_cdp),
@@ -927,7 +763,7 @@ impl Backend for FakeBackend {
         Ok(())
     }
 
-    fn reset_monitoring(&mut self) -> R<()> {
+    fn reset_rmids(&mut self) -> R<()> {
         self.write("reset monitoring".into())?;
         for r in self.rmid.values_mut() {
             *r = Rmid::new(0);
@@ -935,7 +771,7 @@ impl Backend for FakeBackend {
         Ok(())
     }
 
-    fn start_monitoring(&mut self, cpus: &CpuSet, events: MonEvents) -> R<MonGroupId> {
+    fn start_group(&mut self, cpus: &CpuSet, events: MonEvents) -> R<MonGroupId> {
         if cpus.is_empty() || events.is_empty() {
             return Err(RequestError::EmptyGroup.into());
         }
@@ -958,14 +794,10 @@ impl Backend for FakeBackend {
         }
         Ok(id)
     }
+}
 
-    /// PID monitoring where [`FakeBackend::os_interface`] is set (else
-    /// [`RequestError::NeedsOsInterface`], as on the MSR interface): a task may be in one
-    /// group only.
-    fn start_monitoring_tasks(&mut self, tasks: &[TaskId], events: MonEvents) -> R<MonGroupId> {
-        if !self.os_interface {
-            return Err(self.unsupported("PID monitoring").into());
-        }
+impl FakeBackend {
+    fn start_task_group(&mut self, tasks: &[TaskId], events: MonEvents) -> R<MonGroupId> {
         if tasks.is_empty() || events.is_empty() {
             return Err(RequestError::EmptyGroup.into());
         }
@@ -982,6 +814,182 @@ impl Backend for FakeBackend {
         }
         self.write(format!("start tasks {tasks:?} {events:?}"))?;
         Ok(self.add_monitoring_group(CpuSet::default(), tasks.to_vec(), events))
+    }
+}
+
+impl Backend for FakeBackend {
+    type Error = FakeError;
+
+    fn interface(&self) -> Interface {
+        if self.os_interface {
+            Interface::Os
+        } else {
+            Interface::Msr
+        }
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn topology(&self) -> &Topology {
+        &self.topo
+    }
+
+    fn cat_classes_in(
+        &mut self,
+        resource: CatResource,
+        domains: &[CacheDomain],
+    ) -> R<Vec<Vec<CatClass>>> {
+        let mut out = Vec::with_capacity(domains.len());
+        for &domain in domains {
+            let Some(t) = self.cat.get(&(resource, domain)) else {
+                return Err(Self::no_domain("L3/L2", domain));
+            };
+            out.push(
+                (0u32..)
+                    .zip(t)
+                    .map(|(i, m)| CatClass {
+                        class: ClassId::new(i),
+                        mask: *m,
+                    })
+                    .collect(),
+            );
+        }
+        Ok(out)
+    }
+
+    fn set_cat_masks(&mut self, resource: CatResource, masks: &[(CacheDomain, CatClass)]) -> R<()> {
+        if self.caps.cat(resource).is_none() {
+            return Err(crate::LimitError::Unsupported("CAT").into());
+        }
+        for (domain, cl) in masks {
+            if !self.cat.contains_key(&(resource, *domain)) {
+                return Err(Self::no_domain("L3/L2", *domain));
+            }
+            self.caps.check_cat(resource, cl)?;
+        }
+        for (domain, cl) in masks {
+            self.write(format!(
+                "{resource} {domain} COS{} = {:?}",
+                cl.class, cl.mask
+            ))?;
+            if let Some(t) = self.cat.get_mut(&(resource, *domain)) {
+                t[cl.class.get() as usize] = cl.mask;
+            }
+        }
+        Ok(())
+    }
+
+    fn bandwidth_classes_in(
+        &mut self,
+        resource: MbaResource,
+        domains: &[CacheDomain],
+    ) -> R<Vec<Vec<MbaClass>>> {
+        if !self.caps.bandwidth(resource).is_present() {
+            return Err(crate::LimitError::Unsupported(resource.name()).into());
+        }
+        let mut out = Vec::with_capacity(domains.len());
+        for &domain in domains {
+            let Some(t) = self.mba.get(&(resource, domain)) else {
+                return Err(Self::no_domain(resource.name(), domain));
+            };
+            out.push(
+                (0u32..)
+                    .zip(t)
+                    .map(|(i, l)| MbaClass {
+                        class: ClassId::new(i),
+                        limit: *l,
+                    })
+                    .collect(),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Intel limits are rounded to the 100 − `max_delay` step as the hardware does.
+    fn set_bandwidth_limits(
+        &mut self,
+        resource: MbaResource,
+        limits: &[(CacheDomain, MbaClass)],
+    ) -> R<Vec<(CacheDomain, MbaClass)>> {
+        let Some(m) = self.caps.bandwidth(resource).get().cloned() else {
+            return Err(crate::LimitError::Unsupported(resource.name()).into());
+        };
+        let mut applied = Vec::with_capacity(limits.len());
+        for (domain, cl) in limits {
+            if !self.mba.contains_key(&(resource, *domain)) {
+                return Err(Self::no_domain(resource.name(), *domain));
+            }
+            self.caps
+                .check_bandwidth_limit(self.interface(), resource, cl.class, cl.limit)?;
+            // the rounding of the interface faked (MSR: pqos's, OS: the kernel's)
+            let limit = m.stored_limit(self.interface(), cl.limit);
+            applied.push((
+                *domain,
+                MbaClass {
+                    class: cl.class,
+                    limit,
+                },
+            ));
+        }
+        for (domain, cl) in &applied {
+            self.write(format!(
+                "{resource} {domain} COS{} = {}",
+                cl.class, cl.limit
+            ))?;
+            if let Some(t) = self.mba.get_mut(&(resource, *domain)) {
+                t[cl.class.get() as usize] = cl.limit;
+            }
+        }
+        Ok(applied)
+    }
+
+    fn associations_in(
+        &mut self,
+        cpus: &CpuSet,
+    ) -> R<Vec<(LogicalCpu, R<(ClassId, Option<Rmid>)>)>> {
+        let mut out = Vec::new();
+        for cpu in cpus.iter() {
+            self.cpu(cpu)?;
+            let rmid = (!self.os_interface).then(|| self.rmid[&cpu]);
+            out.push((cpu, Ok((self.cos[&cpu], rmid))));
+        }
+        Ok(out)
+    }
+
+    /// One write for the whole set (`"assoc 0-3 COS1"`), all or nothing, as resctrl.
+    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> R<()> {
+        for cpu in cpus.iter() {
+            self.cpu(cpu)?;
+        }
+        self.caps.check_class(self.interface(), class)?;
+        self.write(format!("assoc {cpus} COS{class}"))?;
+        for cpu in cpus.iter() {
+            self.cos.insert(cpu, class);
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self, what: &Reset) -> R<()> {
+        match what {
+            Reset::Allocation(cfg) => self.reset_allocation_tables(*cfg),
+            Reset::Monitoring => self.reset_rmids(),
+        }
+    }
+
+    fn start_monitoring_many(
+        &mut self,
+        groups: &[(CpuSet, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<FakeError>> {
+        start_one_by_one(
+            self,
+            groups.len(),
+            |b, i| b.start_group(&groups[i].0, groups[i].1),
+            |b, id| {
+                let _ = b.stop_monitoring(id);
+            },
+        )
     }
 
     fn poll(&mut self) -> R<()> {
@@ -1007,18 +1015,190 @@ impl Backend for FakeBackend {
         Ok(())
     }
 
+    fn values(&self, group: MonGroupId) -> Option<&MonValues> {
+        if let Some(g) = self.uncore.get(&group) {
+            return g.values.polled_at.is_some().then_some(&g.values);
+        }
+        self.groups
+            .get(&group)
+            .filter(|g| g.polls > 0)
+            .map(|g| g.acc.values())
+    }
+
+    fn stop_monitoring(&mut self, group: MonGroupId) -> R<()> {
+        if let Some(g) = self.uncore.remove(&group) {
+            self.writes.push(format!("stop uncore {:?}", g.sockets));
+            return Ok(());
+        }
+        let Some(g) = self.groups.remove(&group) else {
+            return Err(RequestError::NoSuchGroup(group).into());
+        };
+        for cpu in g.cpus.iter() {
+            self.rmid.insert(cpu, Rmid::new(0));
+        }
+        if g.tasks.is_empty() {
+            self.writes.push(format!("stop {}", g.cpus));
+        } else {
+            self.writes.push(format!("stop tasks {:?}", g.tasks));
+        }
+        Ok(())
+    }
+
+    fn writers(&mut self) -> Option<&mut dyn Writers<FakeError>> {
+        Some(self)
+    }
+
+    fn names(&mut self) -> Option<&mut dyn NamedClasses<FakeError>> {
+        Some(self)
+    }
+
+    /// Tasks and groups where [`FakeBackend::os_interface`] is set, as on resctrl.
+    fn os(&mut self) -> Option<&mut dyn OsOps<FakeError>> {
+        if self.os_interface { Some(self) } else { None }
+    }
+
+    /// Uncore monitoring where [`FakeBackend::os_interface`] is not set, as on the MSR
+    /// interface.
+    fn msr(&mut self) -> Option<&mut dyn MsrOps<FakeError>> {
+        if self.os_interface { None } else { Some(self) }
+    }
+
+    fn commit(&mut self) -> R<()> {
+        if self.fail_commit {
+            return Err(FakeError::Injected(
+                "commit: the writes were not kept".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl OsOps<FakeError> for FakeBackend {
+    fn class_of_task(&mut self, task: TaskId) -> R<ClassId> {
+        self.task_class
+            .get(&task)
+            .copied()
+            .ok_or_else(|| RequestError::NoSuchTask(task).into())
+    }
+
+    fn associate_task(&mut self, task: TaskId, class: ClassId) -> R<()> {
+        self.caps.check_class(Interface::Os, class)?;
+        let threads = match self.processes.get(&task) {
+            Some(all) => all.clone(),
+            None if self.task_class.contains_key(&task) => vec![task],
+            None => return Err(RequestError::NoSuchTask(task).into()),
+        };
+        for t in threads {
+            self.write(format!("task {t} COS{class}"))?;
+            self.task_class.insert(t, class);
+        }
+        Ok(())
+    }
+
+    fn tasks_of_class(&mut self, class: ClassId) -> R<Vec<TaskId>> {
+        if self.fail_all_reads {
+            return Err(FakeError::Injected(format!(
+                "reading the tasks of COS{class}"
+            )));
+        }
+        Ok(self
+            .task_class
+            .iter()
+            .filter(|(_, c)| **c == class)
+            .map(|(t, _)| *t)
+            .collect())
+    }
+
+    /// A task may be in one group only.
+    fn start_monitoring_tasks_many(
+        &mut self,
+        groups: &[(Vec<TaskId>, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<FakeError>> {
+        start_one_by_one(
+            self,
+            groups.len(),
+            |b, i| b.start_task_group(&groups[i].0, groups[i].1),
+            |b, id| {
+                let _ = b.stop_monitoring(id);
+            },
+        )
+    }
+
+    fn groups(&mut self) -> R<Vec<GroupInfo>> {
+        if self.fail_all_reads {
+            return Err(FakeError::Injected("reading the groups".into()));
+        }
+        // `COS<n>` groups exist for the classes that hold a CPU or a task (resctrl makes
+        // them on the first association), besides the groups added.
+        let mut list = self.groups_present.clone();
+        let used: std::collections::BTreeSet<ClassId> = self
+            .cos
+            .values()
+            .chain(self.task_class.values())
+            .copied()
+            .filter(|c| c.get() != 0)
+            .collect();
+        for class in used {
+            let path = format!("COS{class}");
+            if !list.iter().any(|g| g.path == path) {
+                list.push(GroupInfo {
+                    path,
+                    kind: GroupKind::Control,
+                    owner: GroupOwner::Pqos,
+                    class: Some(class),
+                });
+            }
+        }
+        Ok(list)
+    }
+
+    fn io_alloc(&mut self) -> R<Option<crate::IoAlloc>> {
+        Ok(self.io_alloc.clone())
+    }
+
+    fn mba_ctrl(&self) -> Option<crate::MbaCtrl> {
+        None
+    }
+
+    fn mbm_details(&mut self) -> R<Option<crate::MbmDetails>> {
+        Ok(None)
+    }
+
+    fn set_mbm_assign_mode(&mut self, mode: crate::AssignMode) -> R<()> {
+        Err(RequestError::Unsupported(format!("the fake has no MBM assign mode ({mode:?})")).into())
+    }
+
+    fn set_io_alloc(&mut self, enabled: bool) -> R<()> {
+        Err(RequestError::Unsupported(format!("the fake cannot set io_alloc to {enabled}")).into())
+    }
+
+    fn set_mbm_event_config(&mut self, event: crate::RmidEvent, bits: u32) -> R<()> {
+        Err(
+            RequestError::Unsupported(format!("the fake cannot configure {event:?} to {bits:#x}"))
+                .into(),
+        )
+    }
+
+    fn exclusive_ways(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+    ) -> R<Vec<crate::ExclusiveWays>> {
+        let _ = (resource, domain);
+        Ok(Vec::new())
+    }
+
+    fn own_classes(&mut self, classes: &[ClassId]) {
+        let _ = classes;
+    }
+}
+
+impl MsrOps<FakeError> for FakeBackend {
     /// Uncore groups on the MSR interface where [`Capabilities::uncore_pcie`] is set (else
     /// [`RequestError::NeedsMsrInterface`] / [`RequestError::UnsupportedEvent`]); a socket
     /// in one group only. Each poll counts [`UNCORE_COUNTS_PER_POLL`] × (socket + 1) per
     /// socket.
     fn start_uncore_monitoring(&mut self, sockets: &[u32], events: MonEvents) -> R<MonGroupId> {
-        if self.os_interface {
-            return Err(RequestError::NeedsMsrInterface {
-                operation: "uncore monitoring",
-                interface: Interface::Os,
-            }
-            .into());
-        }
         if sockets.is_empty() || events.is_empty() {
             return Err(RequestError::EmptyGroup.into());
         }
@@ -1062,101 +1242,22 @@ impl Backend for FakeBackend {
         Ok(id)
     }
 
-    fn values(&self, group: MonGroupId) -> Option<&MonValues> {
-        if let Some(g) = self.uncore.get(&group) {
-            return g.values.polled_at.is_some().then_some(&g.values);
-        }
-        self.groups
-            .get(&group)
-            .filter(|g| g.polls > 0)
-            .map(|g| g.acc.values())
-    }
-
-    fn stop_monitoring(&mut self, group: MonGroupId) -> R<()> {
-        if let Some(g) = self.uncore.remove(&group) {
-            self.writes.push(format!("stop uncore {:?}", g.sockets));
-            return Ok(());
-        }
-        let Some(g) = self.groups.remove(&group) else {
-            return Err(RequestError::NoSuchGroup(group).into());
-        };
-        for cpu in g.cpus.iter() {
-            self.rmid.insert(cpu, Rmid::new(0));
-        }
-        if g.tasks.is_empty() {
-            self.writes.push(format!("stop {}", g.cpus));
-        } else {
-            self.writes.push(format!("stop tasks {:?}", g.tasks));
-        }
-        Ok(())
-    }
-
-    fn class_of_task(&mut self, task: TaskId) -> R<ClassId> {
-        if !self.os_interface {
-            return Err(self.unsupported("task association").into());
-        }
-        self.task_class
-            .get(&task)
-            .copied()
-            .ok_or_else(|| RequestError::NoSuchTask(task).into())
-    }
-
-    fn associate_task(&mut self, task: TaskId, class: ClassId) -> R<()> {
-        if !self.os_interface {
-            return Err(self.unsupported("task association").into());
-        }
-        self.caps.check_class(Interface::Os, class)?;
-        let threads = match self.processes.get(&task) {
-            Some(all) => all.clone(),
-            None if self.task_class.contains_key(&task) => vec![task],
-            None => return Err(RequestError::NoSuchTask(task).into()),
-        };
-        for t in threads {
-            self.write(format!("task {t} COS{class}"))?;
-            self.task_class.insert(t, class);
-        }
-        Ok(())
-    }
-
-    fn tasks_of_class(&mut self, class: ClassId) -> R<Vec<TaskId>> {
-        if !self.os_interface {
-            return Err(self.unsupported("task association").into());
-        }
-        if self.fail_all_reads {
-            return Err(FakeError::Injected(format!(
-                "reading the tasks of COS{class}"
-            )));
-        }
+    /// As CPUID says (the fake has no IA32_MBA_CFG).
+    fn mba_thread_throttle(&mut self, domain: CacheDomain) -> R<Option<crate::ThreadThrottle>> {
+        let _ = domain;
         Ok(self
-            .task_class
-            .iter()
-            .filter(|(_, c)| **c == class)
-            .map(|(t, _)| *t)
-            .collect())
+            .caps
+            .mba
+            .get()
+            .and_then(crate::MbaCaps::thread_throttle))
     }
 
-    fn run_dir(&self) -> Option<&std::path::Path> {
-        self.run_dir.as_deref()
+    fn needs_reset(&self) -> Option<String> {
+        None
     }
+}
 
-    fn hold_writers(&mut self) -> R<()> {
-        self.writers_held += 1;
-        Ok(())
-    }
-
-    fn release_writers(&mut self) {
-        self.writers_held = self.writers_held.saturating_sub(1);
-    }
-
-    fn commit(&mut self) -> R<()> {
-        if self.fail_commit {
-            return Err(FakeError::Injected(
-                "commit: the writes were not kept".to_owned(),
-            ));
-        }
-        Ok(())
-    }
-
+impl NamedClasses<FakeError> for FakeBackend {
     /// The class `name` stands for, else the lowest free one (bound, not yet claimed).
     fn class_named(&mut self, name: &str) -> R<ClassId> {
         if let Some((c, _)) = self.names.iter().find(|(_, n)| *n == name) {
@@ -1194,7 +1295,7 @@ impl Backend for FakeBackend {
     fn claim_class(&mut self, class: ClassId, name: &str, make_group: bool) -> R<()> {
         let _ = make_group;
         self.write(format!("claim {name} COS{class}"))?;
-        self.bind_class(class, name)?;
+        NamedClasses::bind_class(self, class, name)?;
         self.own.insert(name.to_owned());
         Ok(())
     }
@@ -1206,43 +1307,27 @@ impl Backend for FakeBackend {
         self.own.remove(name);
         Ok(())
     }
+}
 
-    fn groups(&mut self) -> R<Vec<GroupInfo>> {
-        if self.fail_all_reads {
-            return Err(FakeError::Injected("reading the groups".into()));
-        }
-        if !self.os_interface {
-            return Ok(Vec::new());
-        }
-        // `COS<n>` groups exist for the classes that hold a CPU or a task (resctrl makes
-        // them on the first association), besides the groups added.
-        let mut list = self.groups_present.clone();
-        let used: std::collections::BTreeSet<ClassId> = self
-            .cos
-            .values()
-            .chain(self.task_class.values())
-            .copied()
-            .filter(|c| c.get() != 0)
-            .collect();
-        for class in used {
-            let path = format!("COS{class}");
-            if !list.iter().any(|g| g.path == path) {
-                list.push(GroupInfo {
-                    path,
-                    kind: GroupKind::Control,
-                    owner: GroupOwner::Pqos,
-                    class: Some(class),
-                });
-            }
-        }
-        Ok(list)
+impl Writers<FakeError> for FakeBackend {
+    fn run_dir(&self) -> Option<&std::path::Path> {
+        self.run_dir.as_deref()
+    }
+
+    fn hold_writers(&mut self) -> R<()> {
+        self.writers_held += 1;
+        Ok(())
+    }
+
+    fn release_writers(&mut self) {
+        self.writers_held = self.writers_held.saturating_sub(1);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CacheBitmask;
+    use crate::{BackendExt, CacheBitmask};
 
     /// A MiB, in bytes, as a float (rates).
     const MIB_F: f64 = 1_048_576.0;
@@ -1351,7 +1436,7 @@ mod tests {
     fn an_uncore_group_first_poll_counts_since_its_start_over_the_time_since_start() {
         let mut b = FakeBackend::broadwell_2s().with_manual_clock();
         b.reconfigure(|c| c.uncore_pcie = true);
-        let g = b.start_uncore_monitoring(&[0], MonEvents::UNCORE).unwrap();
+        let g = BackendExt::start_uncore_monitoring(&mut b, &[0], MonEvents::UNCORE).unwrap();
         b.advance(Duration::from_secs(3));
         b.poll().unwrap();
         let v = b.values(g).unwrap();

@@ -23,7 +23,7 @@
 //!
 //! # The record: a killed holder's class comes back
 //! A process killed with SIGKILL runs no destructor. So where the backend has a run
-//! directory ([`Backend::run_dir`]), [`Lease::take`] first writes a record of what the
+//! directory ([`BackendExt::run_dir`]), [`Lease::take`] first writes a record of what the
 //! lease sets: `<run dir>/lease-<iface>-<class>-<pid>` (`lease-os-7-1234`; one file per
 //! class, so a process may hold several leases), JSON with the class, the CPUs, the cache
 //! domains of each level whose masks it sets, the L3 domains of its MBA and SMBA limits
@@ -50,7 +50,7 @@
 //! ```
 //! use rdt_core::fake::FakeBackend;
 //! use rdt_core::lease::{ClassRequest, Lease};
-//! use rdt_core::{Backend, CacheBitmask, CatMask, ClassId};
+//! use rdt_core::{Backend, BackendExt, CacheBitmask, CatMask, ClassId};
 //!
 //! let mut b = FakeBackend::broadwell_2s();
 //! let request = ClassRequest {
@@ -76,6 +76,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::BackendExt;
 use crate::runfile::{DeadRunFile, RunFile, scan_run_files, try_lock_file};
 use crate::transaction::{
     ApplyError, Change, MaskScope, Plan, PlanError, free_classes, with_writers,
@@ -126,7 +127,7 @@ pub enum LeaseError<E: std::error::Error + 'static> {
     /// Reading the state failed, or the writers' lock could not be taken.
     #[error("reading the classes in use")]
     Backend(#[source] E),
-    /// The lease's record in the run directory ([`Backend::run_dir`]) could not be
+    /// The lease's record in the run directory ([`BackendExt::run_dir`]) could not be
     /// written, updated or removed: taking wrote nothing then; keeping kept the class, but
     /// the record stays and the next open after this process ends gives the class back.
     #[error("cannot {op} the lease record {path}")]
@@ -570,12 +571,10 @@ fn take_locked<B: Backend>(
 /// leased for it (rdtset's command) checks this under the writers' lock first, so that it
 /// does not enter a class that [`reclaim`] gave back after its holder was killed.
 #[must_use]
-pub fn held_by<B: Backend>(backend: &B, class: ClassId, pid: u32) -> Option<bool> {
+pub fn held_by<B: Backend>(backend: &mut B, class: ClassId, pid: u32) -> Option<bool> {
+    let prefix = record_prefix(backend.interface(), class);
     let dir = backend.run_dir()?;
-    let path = dir.join(format!(
-        "{}{pid}",
-        record_prefix(backend.interface(), class)
-    ));
+    let path = dir.join(format!("{prefix}{pid}"));
     let Ok(file) = crate::file::open_nonblocking(&path, true) else {
         return Some(false);
     };

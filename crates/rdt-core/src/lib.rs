@@ -46,8 +46,9 @@ pub mod topology;
 pub mod transaction;
 
 pub use backend::{
-    AllocReset, Backend, BackendError, CatClass, CatMask, ExclusiveWays, FeatureSetting, GroupInfo,
-    GroupKind, GroupOwner, GroupStartError, Interface, IoAlloc, MbaClass, MbaCtrl, Monitoring,
+    AllocReset, Backend, BackendError, BackendExt, CatClass, CatMask, ExclusiveWays,
+    FeatureSetting, GroupInfo, GroupKind, GroupOwner, GroupStartError, Interface, IoAlloc,
+    MbaClass, MbaCtrl, Monitoring, MsrOps, NamedClasses, OsOps, Reset, Writers, start_one_by_one,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, ImplausibleError, LimitError,

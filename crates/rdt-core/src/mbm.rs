@@ -1,7 +1,7 @@
 //! What resctrl shows about memory bandwidth monitoring beyond `num_rmids` and
 //! `mon_features`: AMD's assignable counters (ABMC, Linux 6.18+), AMD's bandwidth event
 //! configuration (BMEC, Linux 6.3+) and Intel's Sub-NUMA Clustering (SNC, Linux 6.11+).
-//! [`crate::Backend::mbm_details`] reports them; the MSR interface has none of them.
+//! [`crate::BackendExt::mbm_details`] reports them; the MSR interface has none of them.
 //!
 //! # References
 //! Linux `Documentation/filesystems/resctrl.rst` ("mbm_assign_mode", "num_mbm_cntrs",
@@ -207,7 +207,7 @@ pub enum EventConfig {
     Filter(u32),
 }
 
-/// The resctrl monitoring details of [`crate::Backend::mbm_details`].
+/// The resctrl monitoring details of [`crate::BackendExt::mbm_details`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MbmDetails {
     /// ABMC; `None` without `num_mbm_cntrs`.

@@ -599,7 +599,7 @@ impl DomainValues {
 /// ```
 /// use rdt_core::fake::FakeBackend;
 /// use rdt_core::monitor::MibPerSec;
-/// use rdt_core::{Backend, MonEvents};
+/// use rdt_core::{Backend, BackendExt, MonEvents};
 /// use std::time::Duration;
 ///
 /// let mut b = FakeBackend::broadwell_2s().with_manual_clock();

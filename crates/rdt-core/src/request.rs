@@ -177,7 +177,7 @@ pub enum RequestError {
     #[error("a monitoring group needs at least one CPU or task and one event")]
     EmptyGroup,
     /// A named class to give up is not one this library made
-    /// ([`crate::Backend::own_class_names`]): never applied here, given up already, or
+    /// ([`crate::BackendExt::own_class_names`]): never applied here, given up already, or
     /// another tool's resctrl group of that name, which is left alone.
     #[error(
         "`{name}` is not a named class this library made (never applied here, removed already, or another tool's resctrl group): left alone"

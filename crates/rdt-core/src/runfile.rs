@@ -352,7 +352,7 @@ const MAX_NAME_RECORD_BYTES: u64 = 1 << 20;
 const MAX_RECORDED_NAME: usize = 255;
 
 /// A record of named classes in a run directory, `<dir>/<file>`: one `<class> <name>` line
-/// per named class ([`crate::Backend::class_named`]), so that a name outlives the process
+/// per named class ([`crate::BackendExt::class_named`]), so that a name outlives the process
 /// that applied it. The MSR interface keeps in `msr-classes` the class of service of every
 /// name it was given; the OS interface keeps in `os-classes` the resctrl groups of named
 /// classes it created (the number there is the class the name stood for, which it keeps
@@ -370,7 +370,7 @@ const MAX_RECORDED_NAME: usize = 255;
 /// record is removed.
 ///
 /// The record has no lock of its own: callers hold their interface's writers' lock
-/// ([`crate::Backend::hold_writers`]) around [`NameRecord::update`].
+/// ([`crate::BackendExt::hold_writers`]) around [`NameRecord::update`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NameRecord {
     dir: PathBuf,

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use clap::Parser;
 use rdt_pqos::resctrl::{ResctrlTelemetry, TelemetryOptions};
-use rdt_pqos::{Backend, Interface, OpenOptions, Paths};
+use rdt_pqos::{BackendExt, Interface, OpenOptions, Paths};
 
 use crate::args::Args;
 use crate::collect::Collector;
@@ -83,7 +83,7 @@ fn run(args: &Args) -> Result<()> {
         None
     };
     let names = rdt
-        .as_ref()
+        .as_mut()
         .map(|r| {
             r.class_names()
                 .into_iter()
@@ -91,7 +91,7 @@ fn run(args: &Args) -> Result<()> {
                 .collect::<Vec<_>>()
         })
         .unwrap_or_default();
-    let mut monitoring = rdt.as_mut().map(Backend::monitoring);
+    let mut monitoring = rdt.as_mut().map(BackendExt::monitoring);
     let own = match &mut monitoring {
         Some(mon) => collect::start_own(mon, &args.monitor_cores, &args.monitor_pids)?,
         None => Vec::new(),

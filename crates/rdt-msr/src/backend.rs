@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 use rdt_core::mbm::MbmCorrection;
 use rdt_core::monitor::CounterFormat;
 use rdt_core::{
-    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass, CatMask,
-    CatResource, ClassId, CpuSet, FeatureSetting, Interface, LimitError, LogicalCpu, MbaClass,
-    MbaKind, MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId, MonValues, NoPmu,
-    PmuSource, Reclaimed, RequestError, Rmid, RmidEvent, ThreadThrottle, Topology, intel_mba_delay,
-    intel_mba_percent,
+    AllocReset, Backend, BackendExt, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatClass,
+    CatMask, CatResource, ClassId, CpuSet, FeatureSetting, GroupStartError, Interface, LimitError,
+    LogicalCpu, MbaClass, MbaKind, MbaLimit, MbaResource, MonAccumulator, MonEvents, MonGroupId,
+    MonValues, MsrOps, NamedClasses, NoPmu, PmuSource, Reclaimed, RequestError, Reset, Rmid,
+    RmidEvent, ThreadThrottle, Topology, Writers, intel_mba_delay, intel_mba_percent,
+    start_one_by_one,
 };
 
 use crate::claims::{self, Claims};
@@ -111,7 +112,7 @@ struct Group {
 ///
 /// # Examples
 /// ```
-/// use rdt_core::{Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
+/// use rdt_core::{Backend, BackendExt, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
 /// use rdt_core::{LogicalCpu, NoPmu};
 /// use rdt_msr::MsrBackend;
 /// # use std::collections::HashMap;
@@ -183,10 +184,10 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     lock_timeout: Duration,
     /// How much of `lock_timeout` failed holds have used since the lock was last taken.
     lock_waited: Duration,
-    /// Named classes ([`Backend::class_named`]): those recorded in the run directory
+    /// Named classes ([`BackendExt::class_named`]): those recorded in the run directory
     /// (read by [`MsrBackend::with_run_dir`]) and those bound in this process.
     names: BTreeMap<ClassId, String>,
-    /// The names claimed ([`Backend::claim_class`]): recorded in `<run dir>/msr-classes`.
+    /// The names claimed ([`BackendExt::claim_class`]): recorded in `<run dir>/msr-classes`.
     own: std::collections::BTreeSet<String>,
     /// Per CAT resource (L3, L2): the domains with CDP on, when CDP is on in some domains and
     /// off in others (a reset killed half-way); `None` when consistent.
@@ -248,7 +249,7 @@ const fn mask_registers(cat: &CatCaps) -> u32 {
     }
 }
 
-/// The record of named classes in the run directory ([`Backend::class_named`]).
+/// The record of named classes in the run directory ([`BackendExt::class_named`]).
 const NAMES_FILE: &str = "msr-classes";
 
 /// `2^width` AMD bandwidth units: unlimited.
@@ -389,11 +390,11 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     }
 
     /// Keeps this process's run state in `dir` (a root-only directory that outlives the
-    /// process, `/run/rdt` on a host; [`Backend::run_dir`]): the RMIDs its monitoring
+    /// process, `/run/rdt` on a host; [`BackendExt::run_dir`]): the RMIDs its monitoring
     /// groups give CPUs, so that a run killed before it stopped its groups can be cleaned
     /// up by the next one ([`MsrBackend::reclaim_dead_runs`]); the journal of a transaction
     /// in progress; and the writers' lock `msr.lock`, which transactions and
-    /// [`Backend::start_monitoring`] hold so that two processes' changes serialize (waiting
+    /// [`BackendExt::start_monitoring`] hold so that two processes' changes serialize (waiting
     /// at most [`MsrBackend::set_lock_timeout`], 5 s by default); and the named classes
     /// (`msr-classes`, [`NameRecord`]), read here: a record that cannot be read is logged
     /// and taken as empty (the next claim replaces it); classes beyond the class count and
@@ -473,7 +474,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         claims::reclaim(&dir, &mut self.io)
     }
 
-    /// [`Backend::start_monitoring`] without the lock.
+    /// [`BackendExt::start_monitoring`] without the lock.
     fn start_group(&mut self, cpus: &CpuSet, events: MonEvents) -> Result<MonGroupId, MsrError> {
         if cpus.is_empty() || events.is_empty() {
             return Err(RequestError::EmptyGroup.into());
@@ -963,21 +964,9 @@ const fn amd_bw_base(resource: MbaResource) -> MsrAddr {
     }
 }
 
-impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
-    type Error = MsrError;
-
-    fn interface(&self) -> Interface {
-        Interface::Msr
-    }
-
-    fn capabilities(&self) -> &Capabilities {
-        &self.caps
-    }
-
-    fn topology(&self) -> &Topology {
-        &self.topology
-    }
-
+/// The operations of [`Backend`] and its abilities ([`MsrOps`], [`NamedClasses`],
+/// [`Writers`]) with this backend's own error; the trait impls below forward to them.
+impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     /// Reads IA32_L3_QOS_MASK_n (0xC90 + n) or IA32_L2_QOS_MASK_n (0xD10 + n) on the lowest
     /// CPU of `domain`: one register per class with CDP off, data (2n) and code (2n + 1)
     /// with CDP on.
@@ -985,7 +974,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// # Errors
     /// [`RequestError::Limit`](rdt_core::RequestError::Limit) ([`LimitError::Unsupported`]) without that CAT,
     /// [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), a read error, or [`MsrError::BadRegister`] for a zero mask.
-    fn cat_classes(
+    fn read_cat_domain(
         &mut self,
         resource: CatResource,
         domain: CacheDomain,
@@ -1019,57 +1008,34 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         Ok(out)
     }
 
-    /// Validates every class first (class range, mask limits, mask kind against the CDP
-    /// state), then writes the mask registers on the lowest CPU of `domain`.
+    /// Validates every class first ([`Capabilities::check_cat`]: class range, mask limits,
+    /// mask kind against the CDP state) and domain, then writes the mask registers on the
+    /// lowest CPU of each domain, in the order given.
     ///
     /// # Errors
     /// [`RequestError::Limit`](rdt_core::RequestError::Limit) for an unsupported resource, a class out of range or a mask the
     /// platform does not accept; [`RequestError::CdpMismatch`](rdt_core::RequestError::CdpMismatch); [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain);
     /// nothing is written in these cases. A write error ([`MsrError::Write`]) may leave
     /// earlier classes written.
-    fn set_cat_classes(
+    fn write_cat_masks(
         &mut self,
         resource: CatResource,
-        domain: CacheDomain,
-        classes: &[CatClass],
+        masks: &[(CacheDomain, CatClass)],
     ) -> Result<(), MsrError> {
-        let cat = self
-            .caps
-            .cat(resource)
-            .ok_or(LimitError::Unsupported(cat_name(resource)))?;
-        let cdp = cat.cdp_enabled;
+        if self.caps.cat(resource).is_none() {
+            return Err(LimitError::Unsupported(cat_name(resource)).into());
+        }
         if let Some(e) = self.cdp_split_error(resource) {
             return Err(e);
         }
-        let cpu = self.cat_domain(resource, domain)?;
-        for c in classes {
-            self.caps.check_cat_class(resource, c.class)?;
-            match (c.mask, cdp) {
-                (CatMask::Unified(m), false) => self.caps.check_mask(resource, m)?,
-                (CatMask::Cdp { data, code }, true) => {
-                    self.caps.check_mask(resource, data)?;
-                    self.caps.check_mask(resource, code)?;
-                }
-                (CatMask::Unified(_), true) => {
-                    return Err(RequestError::CdpMismatch {
-                        resource,
-                        class: c.class,
-                        reason: "CDP is on, so the class needs a data and a code mask",
-                    }
-                    .into());
-                }
-                (CatMask::Cdp { .. }, false) => {
-                    return Err(RequestError::CdpMismatch {
-                        resource,
-                        class: c.class,
-                        reason: "CDP is off, so the class takes one mask, not a data/code pair",
-                    }
-                    .into());
-                }
-            }
+        let mut writes = Vec::with_capacity(masks.len());
+        for (domain, c) in masks {
+            let cpu = self.cat_domain(resource, *domain)?;
+            self.caps.check_cat(resource, c)?;
+            writes.push((cpu, c));
         }
         let (base, _) = cat_regs(resource);
-        for c in classes {
+        for (cpu, c) in writes {
             let n = c.class.get();
             match c.mask {
                 CatMask::Unified(m) => self.io.write(cpu, base.offset(n), m.bits())?,
@@ -1082,19 +1048,14 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         Ok(())
     }
 
-    /// Intel MBA: reads the delay at 0xD50 + n and reports `100 - delay` percent. AMD:
-    /// reads the bandwidth limit at 0xC000_0200 + n (MBA) or 0xC000_0280 + n (SMBA) in
-    /// 1/8 GB/s units.
-    ///
-    /// # Errors
-    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without the resource, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), or a read error.
-    /// Per thread on MBA 3.0; on per-core MBA 2.0 (more than 8 classes: the parts with
+    /// How the MBA limits of a core's threads combine in L3 `domain`, as the registers say:
+    /// per thread on MBA 3.0; on per-core MBA 2.0 (more than 8 classes: the parts with
     /// IA32_MBA_CFG, as pqos `hw_cap_mba_discover` reads it) bit 0 of IA32_MBA_CFG on the
     /// lowest CPU of `domain`: set, the smaller delay; else (and on MBA 1.0) the larger.
     ///
     /// # Errors
     /// [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain); a read error.
-    fn mba_thread_throttle(
+    pub fn mba_thread_throttle(
         &mut self,
         domain: CacheDomain,
     ) -> Result<Option<ThreadThrottle>, MsrError> {
@@ -1115,7 +1076,13 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         }))
     }
 
-    fn bandwidth_classes(
+    /// Intel MBA: reads the delay at 0xD50 + n and reports `100 - delay` percent. AMD:
+    /// reads the bandwidth limit at 0xC000_0200 + n (MBA) or 0xC000_0280 + n (SMBA) in
+    /// 1/8 GB/s units.
+    ///
+    /// # Errors
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without the resource, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), or a read error.
+    fn read_bandwidth_domain(
         &mut self,
         resource: MbaResource,
         domain: CacheDomain,
@@ -1161,12 +1128,11 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// MiB/s limits (the kernel's `mba_MBps` controller, OS interface only), non-linear
     /// Intel MBA, or a limit of the other vendor's kind; [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain). Nothing
     /// is written in these cases. A write or read error may leave earlier classes written.
-    fn set_bandwidth_classes(
+    fn write_bandwidth_limits(
         &mut self,
         resource: MbaResource,
-        domain: CacheDomain,
-        classes: &[MbaClass],
-    ) -> Result<Vec<MbaClass>, MsrError> {
+        limits: &[(CacheDomain, MbaClass)],
+    ) -> Result<Vec<(CacheDomain, MbaClass)>, MsrError> {
         let name = resource.name();
         let mba = self
             .caps
@@ -1175,9 +1141,9 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             .ok_or(LimitError::Unsupported(name))?;
         let kind = mba.kind;
         let amd_base = amd_bw_base(resource);
-        let cpu = Self::domain(name, &self.l3, domain)?;
-        let mut writes = Vec::with_capacity(classes.len());
-        for c in classes {
+        let mut writes = Vec::with_capacity(limits.len());
+        for (domain, c) in limits {
+            let cpu = Self::domain(name, &self.l3, *domain)?;
             self.caps
                 .check_bandwidth_limit(Interface::Msr, resource, c.class, c.limit)?;
             // The unit and range are checked (check_mba_limit); what is left is the encoding.
@@ -1204,10 +1170,10 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                     .into());
                 }
             };
-            writes.push((c.class, addr, value));
+            writes.push((*domain, cpu, c.class, addr, value));
         }
         let mut applied = Vec::with_capacity(writes.len());
-        for (class, addr, value) in writes {
+        for (domain, cpu, class, addr, value) in writes {
             self.io.write(cpu, addr, value)?;
             let back = self.io.read(cpu, addr)?;
             let limit = match kind {
@@ -1218,20 +1184,9 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
                     MbaLimit::AmdUnits(u32::try_from(back).unwrap_or(u32::MAX))
                 }
             };
-            applied.push(MbaClass { class, limit });
+            applied.push((domain, MbaClass { class, limit }));
         }
         Ok(applied)
-    }
-
-    /// Reads IA32_PQR_ASSOC bits 63:32.
-    ///
-    /// # Errors
-    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu) or a read error.
-    fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, MsrError> {
-        self.check_cpu(cpu)?;
-        Ok(ClassId::new(regs::pqr_cos(
-            self.io.read(cpu, IA32_PQR_ASSOC)?,
-        )))
     }
 
     /// Read-modify-write of IA32_PQR_ASSOC: COS into bits 63:32, RMID (bits 31:0) kept.
@@ -1240,7 +1195,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu); [`RequestError::Limit`](rdt_core::RequestError::Limit) ([`LimitError::ClassOutOfRange`]) when
     /// `class` is not below the largest class count of the allocation resources (nothing is
     /// written then); a read or write error.
-    fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), MsrError> {
+    fn associate_one(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), MsrError> {
         self.check_cpu(cpu)?;
         self.caps.check_class(Interface::Msr, class)?;
         let old = self.io.read(cpu, IA32_PQR_ASSOC)?;
@@ -1248,22 +1203,11 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             .write(cpu, IA32_PQR_ASSOC, regs::pqr_with_cos(old, class.get()))
     }
 
-    /// Reads IA32_PQR_ASSOC bits 9:0; always `Some`.
-    ///
-    /// # Errors
-    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu) or a read error.
-    fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, MsrError> {
-        self.check_cpu(cpu)?;
-        Ok(Some(Rmid::new(regs::pqr_rmid(
-            self.io.read(cpu, IA32_PQR_ASSOC)?,
-        ))))
-    }
-
     /// One read of IA32_PQR_ASSOC: COS from bits 63:32, RMID from bits 9:0.
     ///
     /// # Errors
     /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu) or a read error.
-    fn association(&mut self, cpu: LogicalCpu) -> Result<(ClassId, Option<Rmid>), MsrError> {
+    fn read_association(&mut self, cpu: LogicalCpu) -> Result<(ClassId, Option<Rmid>), MsrError> {
         self.check_cpu(cpu)?;
         let v = self.io.read(cpu, IA32_PQR_ASSOC)?;
         Ok((
@@ -1278,7 +1222,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// IA32_L2_QOS_CFG bit 0 set or cleared on one CPU per domain as `cfg` asks, and if that
     /// changed CDP, the masks are set to all ways again for the new layout. Last, the record
     /// of named classes (`msr-classes`) is cut down to the names this process read from it
-    /// ([`Backend::own_class_names`], which a reset's plan gives up): so after `pqos -R` no
+    /// ([`BackendExt::own_class_names`], which a reset's plan gives up): so after `pqos -R` no
     /// name holds a class of service.
     ///
     /// # Errors
@@ -1286,7 +1230,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// supported, a CDP setting is given without that CAT, or `mba_ctrl` is on (the kernel's
     /// software controller; OS interface only). A read or write error stops the reset
     /// part-way; [`MsrError::Names`] when the record cannot be written.
-    fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), MsrError> {
+    fn reset_alloc(&mut self, cfg: AllocReset) -> Result<(), MsrError> {
         if cfg.mba_ctrl == FeatureSetting::On {
             return Err(RequestError::Unsupported(
                 "MBA CTRL requested but not supported by the MSR interface: the MBps controller \
@@ -1346,7 +1290,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     ///
     /// # Errors
     /// The first read or write error; every CPU is still attempted.
-    fn reset_monitoring(&mut self) -> Result<(), MsrError> {
+    fn reset_rmids(&mut self) -> Result<(), MsrError> {
         self.groups.clear();
         let all: Vec<LogicalCpu> = self.topology.cpus().iter().map(|c| c.cpu).collect();
         let released = self.release_rmids(all);
@@ -1367,11 +1311,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// back on the CPUs already written (best effort) and returned.
     /// Holds the writers' lock ([`MsrBackend::with_run_dir`]) while it picks and writes
     /// the RMIDs, so two processes cannot pick the same one.
-    fn start_monitoring(
-        &mut self,
-        cpus: &CpuSet,
-        events: MonEvents,
-    ) -> Result<MonGroupId, MsrError> {
+    fn start_locked(&mut self, cpus: &CpuSet, events: MonEvents) -> Result<MonGroupId, MsrError> {
         rdt_core::transaction::with_writers(self, |b| b.start_group(cpus, events))?
     }
 
@@ -1388,7 +1328,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored) for a
     /// socket of another uncore group: nothing is written in these cases. A failed write
     /// stops the CHAs already programmed (best effort) and is returned.
-    fn start_uncore_monitoring(
+    pub fn start_uncore_monitoring(
         &mut self,
         sockets: &[u32],
         events: MonEvents,
@@ -1464,7 +1404,8 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         Ok(id)
     }
 
-    fn run_dir(&self) -> Option<&Path> {
+    /// The run directory: where RMID claims, named classes, journals and `msr.lock` live.
+    pub fn run_dir(&self) -> Option<&Path> {
         self.run.as_ref().map(|(_, dir)| dir.path())
     }
 
@@ -1472,7 +1413,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     ///
     /// # Errors
     /// [`MsrError::Locked`] after the lock timeout; [`MsrError::Lock`].
-    fn hold_writers(&mut self) -> Result<(), MsrError> {
+    pub fn hold_writers(&mut self) -> Result<(), MsrError> {
         let Some((lock, _)) = &mut self.run else {
             return Ok(());
         };
@@ -1497,26 +1438,28 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         }
     }
 
-    fn release_writers(&mut self) {
+    /// Gives back one [`MsrBackend::hold_writers`]; `msr.lock` is unlocked with the last.
+    pub fn release_writers(&mut self) {
         if let Some((lock, _)) = &mut self.run {
             lock.release();
         }
     }
 
-    fn needs_reset(&self) -> Option<String> {
+    /// Why allocation can only be reset ([`MsrBackend::cdp_inconsistency`]), if it can.
+    pub fn needs_reset(&self) -> Option<String> {
         self.cdp_inconsistency()
     }
 
     /// The COS `name` stands for (recorded in `<run dir>/msr-classes`, or bound in this
     /// process), else the lowest free one ([`rdt_core::transaction::free_classes`], not
     /// another name's), bound in this process: a plan that claims the name
-    /// ([`Backend::claim_class`]) records it when applied. The record lives as long as the
+    /// ([`BackendExt::claim_class`]) records it when applied. The record lives as long as the
     /// run directory (`/run` is emptied at boot, as the registers are).
     ///
     /// # Errors
     /// [`RequestError::Limit`](rdt_core::RequestError::Limit) when no class is free;
     /// register reads.
-    fn class_named(&mut self, name: &str) -> Result<ClassId, MsrError> {
+    pub fn class_named(&mut self, name: &str) -> Result<ClassId, MsrError> {
         if let Some((c, _)) = self.names.iter().find(|(_, n)| *n == name) {
             return Ok(*c);
         }
@@ -1539,20 +1482,21 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     ///
     /// # Errors
     /// A class beyond the class count.
-    fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), MsrError> {
+    pub fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), MsrError> {
         self.caps.check_class(Interface::Msr, class)?;
         self.names.retain(|_, n| n != name);
         self.names.insert(class, name.to_owned());
         Ok(())
     }
 
-    fn class_names(&self) -> Vec<(ClassId, String)> {
+    /// The named classes known to this process and recorded in `msr-classes`, by class.
+    pub fn class_names(&self) -> Vec<(ClassId, String)> {
         self.names.iter().map(|(c, n)| (*c, n.clone())).collect()
     }
 
     /// The names recorded in `<run dir>/msr-classes` (as read at open and changed by this
     /// process since).
-    fn own_class_names(&self) -> Vec<(ClassId, String)> {
+    pub fn own_class_names(&self) -> Vec<(ClassId, String)> {
         self.names
             .iter()
             .filter(|(_, n)| self.own.contains(*n))
@@ -1566,7 +1510,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// # Errors
     /// A class beyond the class count; [`MsrError::Names`] when the record cannot be
     /// written; the writers' lock.
-    fn claim_class(
+    pub fn claim_class(
         &mut self,
         class: ClassId,
         name: &str,
@@ -1589,7 +1533,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     ///
     /// # Errors
     /// [`MsrError::Names`] when the record cannot be written; the writers' lock.
-    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), MsrError> {
+    pub fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), MsrError> {
         self.update_names(|v| v.retain(|(c, n)| n != name && *c != class))?;
         self.own.remove(name);
         self.names.retain(|_, n| n != name);
@@ -1603,7 +1547,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     /// # Errors
     /// A read or write error of the `MsrIo` (not the Error/Unavailable flags of
     /// IA32_QM_CTR: those make the value `None`).
-    fn poll(&mut self) -> Result<(), MsrError> {
+    pub fn poll(&mut self) -> Result<(), MsrError> {
         let Self {
             io,
             pmu,
@@ -1621,20 +1565,12 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         Ok(())
     }
 
-    fn values(&self, group: MonGroupId) -> Option<&MonValues> {
-        if let Ok(i) = self.groups.binary_search_by_key(&group, |g| g.id) {
-            return Some(self.groups[i].acc.values());
-        }
-        let i = self.uncore.binary_search_by_key(&group, |g| g.id).ok()?;
-        Some(self.uncore[i].values())
-    }
-
     /// Forgets the group and writes RMID 0 back into its CPUs' IA32_PQR_ASSOC (COS kept).
     ///
     /// # Errors
     /// [`RequestError::NoSuchGroup`](rdt_core::RequestError::NoSuchGroup); otherwise the first read or write error (every CPU is
     /// still attempted and the group is forgotten).
-    fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), MsrError> {
+    pub fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), MsrError> {
         if let Ok(i) = self.uncore.binary_search_by_key(&group, |g| g.id) {
             // pqos `uncore_mon_stop`: box control "reset control" of each event's CHA on
             // each socket; every one is attempted, the first error returned
@@ -1661,6 +1597,193 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         let released = self.release_rmids(g.cpus.iter().copied());
         let unclaimed = self.claims.as_mut().map_or(Ok(()), |c| c.remove(g.cpus));
         released.and(unclaimed)
+    }
+}
+
+impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
+    type Error = MsrError;
+
+    fn interface(&self) -> Interface {
+        Interface::Msr
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    fn cat_classes_in(
+        &mut self,
+        resource: CatResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<CatClass>>, MsrError> {
+        domains
+            .iter()
+            .map(|&d| self.read_cat_domain(resource, d))
+            .collect()
+    }
+
+    fn set_cat_masks(
+        &mut self,
+        resource: CatResource,
+        masks: &[(CacheDomain, CatClass)],
+    ) -> Result<(), MsrError> {
+        self.write_cat_masks(resource, masks)
+    }
+
+    fn bandwidth_classes_in(
+        &mut self,
+        resource: MbaResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<MbaClass>>, MsrError> {
+        domains
+            .iter()
+            .map(|&d| self.read_bandwidth_domain(resource, d))
+            .collect()
+    }
+
+    fn set_bandwidth_limits(
+        &mut self,
+        resource: MbaResource,
+        limits: &[(CacheDomain, MbaClass)],
+    ) -> Result<Vec<(CacheDomain, MbaClass)>, MsrError> {
+        self.write_bandwidth_limits(resource, limits)
+    }
+
+    /// One read of IA32_PQR_ASSOC per CPU: COS from bits 63:32, RMID from bits 9:0.
+    fn associations_in(
+        &mut self,
+        cpus: &CpuSet,
+    ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), MsrError>)>, MsrError> {
+        let mut out = Vec::new();
+        for cpu in cpus.iter() {
+            self.check_cpu(cpu)?;
+            out.push((cpu, self.read_association(cpu)));
+        }
+        Ok(out)
+    }
+
+    /// One read-modify-write of IA32_PQR_ASSOC per CPU, ascending; every CPU
+    /// and the class are checked first.
+    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), MsrError> {
+        for cpu in cpus.iter() {
+            self.check_cpu(cpu)?;
+        }
+        self.caps.check_class(Interface::Msr, class)?;
+        for cpu in cpus.iter() {
+            self.associate_one(cpu, class)?;
+        }
+        Ok(())
+    }
+
+    fn reset(&mut self, what: &Reset) -> Result<(), MsrError> {
+        match what {
+            Reset::Allocation(cfg) => self.reset_alloc(*cfg),
+            Reset::Monitoring => self.reset_rmids(),
+        }
+    }
+
+    fn start_monitoring_many(
+        &mut self,
+        groups: &[(CpuSet, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<MsrError>> {
+        start_one_by_one(
+            self,
+            groups.len(),
+            |b, i| b.start_locked(&groups[i].0, groups[i].1),
+            |b, id| {
+                let _ = b.stop_monitoring(id);
+            },
+        )
+    }
+
+    fn poll(&mut self) -> Result<(), MsrError> {
+        MsrBackend::poll(self)
+    }
+
+    fn values(&self, group: MonGroupId) -> Option<&MonValues> {
+        if let Ok(i) = self.groups.binary_search_by_key(&group, |g| g.id) {
+            return Some(self.groups[i].acc.values());
+        }
+        let i = self.uncore.binary_search_by_key(&group, |g| g.id).ok()?;
+        Some(self.uncore[i].values())
+    }
+
+    fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), MsrError> {
+        MsrBackend::stop_monitoring(self, group)
+    }
+
+    fn writers(&mut self) -> Option<&mut dyn Writers<MsrError>> {
+        Some(self)
+    }
+
+    fn names(&mut self) -> Option<&mut dyn NamedClasses<MsrError>> {
+        Some(self)
+    }
+
+    fn msr(&mut self) -> Option<&mut dyn MsrOps<MsrError>> {
+        Some(self)
+    }
+}
+
+impl<M: MsrIo, P: PmuSource, E: From<MsrError>> MsrOps<E> for MsrBackend<M, P> {
+    fn start_uncore_monitoring(
+        &mut self,
+        sockets: &[u32],
+        events: MonEvents,
+    ) -> Result<MonGroupId, E> {
+        Ok(MsrBackend::start_uncore_monitoring(self, sockets, events)?)
+    }
+
+    fn mba_thread_throttle(&mut self, domain: CacheDomain) -> Result<Option<ThreadThrottle>, E> {
+        Ok(MsrBackend::mba_thread_throttle(self, domain)?)
+    }
+
+    fn needs_reset(&self) -> Option<String> {
+        MsrBackend::needs_reset(self)
+    }
+}
+
+impl<M: MsrIo, P: PmuSource, E: From<MsrError>> NamedClasses<E> for MsrBackend<M, P> {
+    fn class_named(&mut self, name: &str) -> Result<ClassId, E> {
+        Ok(MsrBackend::class_named(self, name)?)
+    }
+
+    fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), E> {
+        Ok(MsrBackend::bind_class(self, class, name)?)
+    }
+
+    fn class_names(&self) -> Vec<(ClassId, String)> {
+        MsrBackend::class_names(self)
+    }
+
+    fn own_class_names(&self) -> Vec<(ClassId, String)> {
+        MsrBackend::own_class_names(self)
+    }
+
+    fn claim_class(&mut self, class: ClassId, name: &str, make_group: bool) -> Result<(), E> {
+        Ok(MsrBackend::claim_class(self, class, name, make_group)?)
+    }
+
+    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), E> {
+        Ok(MsrBackend::release_class(self, class, name)?)
+    }
+}
+
+impl<M: MsrIo, P: PmuSource, E: From<MsrError>> Writers<E> for MsrBackend<M, P> {
+    fn run_dir(&self) -> Option<&Path> {
+        MsrBackend::run_dir(self)
+    }
+
+    fn hold_writers(&mut self) -> Result<(), E> {
+        Ok(MsrBackend::hold_writers(self)?)
+    }
+
+    fn release_writers(&mut self) {
+        MsrBackend::release_writers(self);
     }
 }
 

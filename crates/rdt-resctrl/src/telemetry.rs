@@ -172,7 +172,7 @@ impl TelemetryOptions {
     }
 
     /// Control groups that are this library's named classes
-    /// ([`rdt_core::Backend::class_names`] of a backend of this process): owned by us.
+    /// ([`rdt_core::BackendExt::class_names`] of a backend of this process): owned by us.
     #[must_use]
     pub fn named_classes(mut self, names: impl IntoIterator<Item = String>) -> Self {
         self.named_classes = names.into_iter().collect();

@@ -4,7 +4,9 @@
 #![allow(clippy::tests_outside_test_module)]
 #![allow(clippy::unwrap_used)]
 
-use rdt_core::{Backend, ClassId, CpuSet, LogicalCpu, MountOptions, NoPmu, RequestError};
+use rdt_core::{
+    Backend, BackendExt, ClassId, CpuSet, LogicalCpu, MountOptions, NoPmu, RequestError,
+};
 use rdt_resctrl::{ResctrlBackend, ResctrlError, ResctrlOptions};
 use rdt_sim::inprocess::InProcessResctrl;
 use rdt_sim::{SimHandle, SimPlatform};

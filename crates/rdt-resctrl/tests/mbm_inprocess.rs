@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rdt_core::{
-    AssignMode, Backend, CpuSet, EventConfig, MonEvents, MountOptions, NoPmu, RequestError,
-    RmidEvent, TaskId,
+    AssignMode, Backend, BackendExt, CpuSet, EventConfig, MonEvents, MountOptions, NoPmu,
+    RequestError, RmidEvent, TaskId,
 };
 use rdt_resctrl::{
     FsLock, PositionedRead, ResctrlBackend, ResctrlError, ResctrlFs, ResctrlOptions,

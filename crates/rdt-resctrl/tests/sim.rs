@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rdt_core::{
-    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask, CatResource,
-    ClassId, CpuSet, DevCpuid, FeatureSetting, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaLimit,
-    MonEvents, NoPmu, RequestError, TaskId, Topology,
+    AllocReset, Backend, BackendExt, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask,
+    CatResource, ClassId, CpuSet, DevCpuid, FeatureSetting, GroupOwner, LogicalCpu, MbaClass,
+    MbaCtrl, MbaLimit, MonEvents, NoPmu, RequestError, TaskId, Topology,
 };
 use rdt_resctrl::{ControlFileMount, ResctrlBackend, ResctrlError, ResctrlOptions};
 use rdt_sim::fs::testing::TestMount;

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rdt_core::{
-    Backend, CacheDomain, CatMask, CatResource, ClassId, CpuPlacement, GroupKind, GroupOwner,
-    LogicalCpu, MbaCtrl, MbaKind, MbaLimit, MonEvents, NoPmu, RequestError, Topology,
+    Backend, BackendExt, CacheDomain, CatMask, CatResource, ClassId, CpuPlacement, GroupKind,
+    GroupOwner, LogicalCpu, MbaCtrl, MbaKind, MbaLimit, MonEvents, NoPmu, RequestError, Topology,
 };
 use rdt_resctrl::{
     ResctrlBackend, ResctrlError, ResctrlOptions, ResctrlTelemetry, TelemetryOptions,
@@ -295,11 +295,11 @@ fn schemata_of_cos0_are_the_root_files_in_plain_padded_and_cdp_forms() {
 #[test]
 fn mba_mbps_is_recognised_from_the_tree_and_percent_elsewhere() {
     let (_d, root) = tree("resctrl.nol3.mbps");
-    let rdt = open(&root);
+    let mut rdt = open(&root);
     assert!(rdt.mount_options().mba_mbps);
     assert_eq!(rdt.mba_ctrl(), Some(MbaCtrl::Enabled));
     let (_d, root) = tree("resctrl.nol3");
-    let rdt = open(&root);
+    let mut rdt = open(&root);
     assert!(!rdt.mount_options().mba_mbps);
     assert_eq!(rdt.mba_ctrl(), Some(MbaCtrl::Disabled));
     // The kernel's own marker (6.x): mba_MBps_event in the root.
@@ -691,7 +691,7 @@ fn telemetry_finds_the_groups_the_backend_lists_on_every_tree_with_the_files_val
         // act
         let mut t = ResctrlTelemetry::open(TelemetryOptions::new(&root)).unwrap();
         let got = t.scrape().unwrap();
-        // assert: the root first, then what Backend::groups lists, classified alike
+        // assert: the root first, then what BackendExt::groups lists, classified alike
         assert_eq!(got[0].path, "", "{name}");
         let got_groups: Vec<(&str, GroupKind, GroupOwner)> = got[1..]
             .iter()

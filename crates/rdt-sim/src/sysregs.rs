@@ -355,7 +355,7 @@ mod tests {
     /// nodes' counters; set (legacy mode), RMID r counts as r and the backend does not split.
     #[test]
     fn rmid_snc_config_decides_where_a_node_1_cpu_counts_and_the_msr_backend_follows() {
-        use rdt_core::{Backend, CpuSet, MonEvents};
+        use rdt_core::{Backend, BackendExt, CpuSet, MonEvents};
         assert_eq!(
             rd(
                 &mut SimPlatform::builtin("skylake-sp").unwrap(),

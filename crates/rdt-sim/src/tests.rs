@@ -734,8 +734,8 @@ fn handle_clones_share_one_platform_and_count_accesses() {
 
 mod with_msr_backend {
     use rdt_core::{
-        AllocReset, Backend, CacheBitmask, CatClass, CatMask, CatResource, ClassId, CpuSet,
-        FeatureSetting, MbaClass, MbaLimit, MonEvents,
+        AllocReset, Backend, BackendExt, CacheBitmask, CatClass, CatMask, CatResource, ClassId,
+        CpuSet, FeatureSetting, MbaClass, MbaLimit, MonEvents,
     };
     use rdt_msr::MsrBackend;
 

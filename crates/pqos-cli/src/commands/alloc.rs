@@ -16,8 +16,8 @@ use rdt_pqos::config::{ConfigFile, ConfigPlanError};
 use rdt_pqos::proc::ProcFs;
 use rdt_pqos::transaction::{self, Change, Done, Failed, Outcome, Plan, PlanError, Step};
 use rdt_pqos::{
-    AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatMask,
-    CatResource, ClassId, LimitError, MbaKind, MbaLimit, MbaResource, MbaUnitMismatch,
+    AllocReset, Backend, BackendError, BackendExt, CacheBitmask, CacheDomain, Capabilities,
+    CatMask, CatResource, ClassId, LimitError, MbaKind, MbaLimit, MbaResource, MbaUnitMismatch,
     RequestError, Topology,
 };
 

@@ -9,8 +9,8 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use rdt_pqos::mbm::mbm_transaction_names;
 use rdt_pqos::{
-    AssignMode, Backend, CacheGeometry, Capabilities, CatCaps, EventConfig, Interface, IoAlloc,
-    MbaCaps, MbaCtrl, MbaKind, MbmDetails, MonitoringCaps, PmuCaps, RmidEvent, Vendor,
+    AssignMode, Backend, BackendExt, CacheGeometry, Capabilities, CatCaps, EventConfig, Interface,
+    IoAlloc, MbaCaps, MbaCtrl, MbaKind, MbmDetails, MonitoringCaps, PmuCaps, RmidEvent, Vendor,
 };
 
 /// Prints the capabilities of `backend`'s platform.
@@ -29,10 +29,11 @@ pub fn run_display<B: Backend>(
         log::warn!("reading resctrl's info/L3/io_alloc: {e}");
         None
     });
+    let mba_ctrl = backend.mba_ctrl();
     display(
         backend.capabilities(),
         backend.interface(),
-        backend.mba_ctrl(),
+        mba_ctrl,
         OsDetails {
             mbm: mbm.as_ref(),
             io_alloc: io_alloc.as_ref(),
@@ -71,9 +72,9 @@ pub fn run_display_report(
 /// What resctrl adds to a report beyond the capabilities (absent on MSR).
 #[derive(Clone, Copy)]
 struct OsDetails<'a> {
-    /// ABMC, BMEC and SNC ([`Backend::mbm_details`]).
+    /// ABMC, BMEC and SNC ([`BackendExt::mbm_details`]).
     mbm: Option<&'a MbmDetails>,
-    /// L3 I/O allocation ([`Backend::io_alloc`]).
+    /// L3 I/O allocation ([`BackendExt::io_alloc`]).
     io_alloc: Option<&'a IoAlloc>,
 }
 

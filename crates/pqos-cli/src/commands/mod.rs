@@ -13,7 +13,7 @@ use std::fmt;
 use std::io::Write;
 
 use anyhow::Result;
-use rdt_pqos::{Backend, CacheDomain, Capabilities, Topology};
+use rdt_pqos::{Backend, BackendExt, CacheDomain, Capabilities, Topology};
 
 use crate::command::{Command, Plan};
 #[cfg(feature = "sim")]

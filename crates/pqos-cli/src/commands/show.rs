@@ -14,9 +14,9 @@ use std::io::Write;
 
 use anyhow::{Result, anyhow};
 use rdt_pqos::{
-    Backend, BackendError, CacheDomain, CatClass, CatMask, CatResource, ClassId, CpuPlacement,
-    GroupInfo, GroupKind, GroupOwner, Interface, IoAlloc, LogicalCpu, MbaClass, MbaLimit,
-    MbaResource, RequestError, Rmid, Shown, TaskId,
+    Backend, BackendError, BackendExt, CacheDomain, CatClass, CatMask, CatResource, ClassId,
+    CpuPlacement, GroupInfo, GroupKind, GroupOwner, Interface, IoAlloc, LogicalCpu, MbaClass,
+    MbaLimit, MbaResource, RequestError, Rmid, Shown, TaskId,
 };
 
 use super::L3Domains;
@@ -137,12 +137,12 @@ struct Config {
     tasks: Option<ClassTasks>,
     /// OS interface: every resctrl group.
     groups: Part<Vec<GroupInfo>>,
-    /// The named classes this tool made ([`Backend::own_class_names`]), by class.
+    /// The named classes this tool made ([`BackendExt::own_class_names`]), by class.
     named: Vec<(ClassId, String)>,
 }
 
 /// Reads the classes of several domains at once ([`Backend::cat_classes_in`],
-/// [`Backend::mba_classes_in`]).
+/// [`BackendExt::mba_classes_in`]).
 type ReadDomains<B, T> = fn(&mut B, &[CacheDomain]) -> Result<Vec<Vec<T>>, <B as Backend>::Error>;
 
 /// One core's class (with allocation) and RMID (MSR interface), or why not.
@@ -171,7 +171,7 @@ fn read_domains<B: Backend, T>(
     }
 }
 
-/// Every core's class and RMID: with allocation one [`Backend::associations`] (resctrl
+/// Every core's class and RMID: with allocation one [`BackendExt::associations`] (resctrl
 /// lists its groups once, the MSR interface reads IA32_PQR_ASSOC once per core), RMIDs alone
 /// core by core. Cores missing from the map could not be read (the error is noted).
 fn core_assocs<B: Backend>(

@@ -327,3 +327,50 @@ fn mbps_and_amd_units_applied_again_write_nothing() {
     let msr = Mounted::new("turin");
     every_form_applies_once(&msr, msr.root(), &[("amd.toml", amd)]);
 }
+
+/// One class in every L3 domain of a two-socket platform costs one `schemata` write on
+/// resctrl (`.sim/stats`), its masks and its limits alike: the transaction writes a class's
+/// steps of one resource as one call, and the backend writes that call's domains in one
+/// file write.
+#[test]
+fn a_class_in_every_domain_is_one_schemata_write_on_resctrl() {
+    let m = MountedOs::new(SKX_RDT);
+    let root = m.root();
+    m.pqos(&["-e", "llc:1=0xff;mba:1=50"]).ok();
+    let schemata =
+        std::fs::read_to_string(m.resctrl("COS1/schemata")).expect("COS1 made by the first -e");
+    let l3 = schemata
+        .lines()
+        .find(|l| l.trim_start().starts_with("L3:"))
+        .expect("an L3 line");
+    assert!(
+        l3.matches('=').count() >= 2,
+        "the model has two L3 domains: {l3}"
+    );
+    changes(root);
+    m.pqos(&["-e", "llc:1=0xf"]).ok();
+    assert_eq!(changes(root), 1, "L3 of COS1 in both domains: one write");
+    m.pqos(&["-e", "mba:1=30"]).ok();
+    assert_eq!(changes(root), 1, "MB of COS1 in both domains: one write");
+    m.pqos(&["-e", "llc:1=0x3;llc:2=0xc"]).ok();
+    assert_eq!(
+        changes(root),
+        3,
+        "two classes: one write each, and COS2's group made"
+    );
+    let after = std::fs::read_to_string(m.resctrl("COS1/schemata")).expect("COS1");
+    let masks: Vec<u64> = after
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("L3:"))
+        .expect("an L3 line")
+        .split(';')
+        .map(|d| {
+            let (_, v) = d.split_once('=').expect("DOMAIN=MASK");
+            u64::from_str_radix(v.trim(), 16).expect("a hex mask")
+        })
+        .collect();
+    assert!(
+        masks.len() >= 2 && masks.iter().all(|&v| v == 0x3),
+        "COS1 holds 0x3 in every domain: {after}"
+    );
+}

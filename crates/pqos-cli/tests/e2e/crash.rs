@@ -219,9 +219,9 @@ fn os_every_write_of_classes_cores_and_tasks_fails_or_is_killed_and_is_undone() 
         }
     };
     let n = every_write_position(&m, m.root(), "sys/fs/resctrl/**", &args, || tree(&m), back);
-    // 3 mkdir, 12 schemata (a step per class, resource and domain), 2 cpus_list (CPUs 2 and 3
-    // into COS1 in one write, CPU 4), 2 tasks
-    assert_eq!(n, 19);
+    // 3 mkdir, 6 schemata (a write per class and resource, both domains in one), 2 cpus_list
+    // (CPUs 2 and 3 into COS1 in one write, CPU 4), 2 tasks
+    assert_eq!(n, 13);
 }
 
 #[test]

@@ -458,8 +458,8 @@ fn a_kill_at_any_write_of_a_remove_is_rolled_back_to_the_applied_classes() {
         },
     );
     assert_eq!(
-        n, 7,
-        "4 schemata (L3 and MB in 2 domains), one cpus_list, tasks, rmdir"
+        n, 5,
+        "2 schemata (L3, then MB, each one write for both domains), one cpus_list, tasks, rmdir"
     );
 }
 

@@ -1039,19 +1039,20 @@ fn a_schemata_write_failing_midway_leaves_no_half_applied_classes() {
     // arrange
     let m = MountedOs::new("broadwell-ep");
     let fresh = m.pqos(&["-s"]).ok().stdout;
-    // act: the second schemata write (COS1 on socket 1) fails
+    // act: the second schemata write (COS2's, both sockets in one write) fails
     m.arm("write sys/fs/resctrl/*/schemata nth=2 errno=EIO");
     let run = m.pqos(&["-e", "llc:1=0xf;llc:2=0xf0"]).failed();
-    // assert: pqos's lines; COS1's first write undone, its group gone again
+    // assert: pqos's lines; COS1's write undone, both groups gone again
     eqnice!(
         "SOCKET 0 L3CA COS1 => MASK 0xf\n\
-         SOCKET 1 L3CA COS1 - FAILED!\n\
+         SOCKET 1 L3CA COS1 => MASK 0xf\n\
+         SOCKET 0 L3CA COS2 - FAILED!\n\
          Allocation configuration error!\n",
         run.stdout
     );
     assert!(
-        run.stderr.contains("nothing was changed: the 1 write(s)")
-            && run.stderr.contains("COS1/schemata")
+        run.stderr.contains("nothing was changed: the 2 write(s)")
+            && run.stderr.contains("COS2/schemata")
             && run.stderr.contains("Input/output error"),
         "{}",
         run.stderr
@@ -1072,7 +1073,7 @@ fn a_schemata_write_failing_midway_leaves_no_half_applied_classes() {
 
     // classes set before keep their values
     m.pqos(&["-e", "llc:1=0xff;llc:2=0xff00"]).ok();
-    m.arm("write sys/fs/resctrl/*/schemata nth=3 errno=EIO");
+    m.arm("write sys/fs/resctrl/*/schemata nth=2 errno=EIO");
     m.pqos(&["-e", "llc:1=0xf;llc:2=0xf0"]).failed();
     assert_eq!(m.read("COS1/schemata"), "    L3:0=ff;1=ff\n");
     assert_eq!(m.read("COS2/schemata"), "    L3:0=ff00;1=ff00\n");

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use super::error::Location;
 use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
+use crate::BackendExt;
 use crate::proc::ProcFs;
 use crate::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
 use crate::{Backend, CatResource, ClassId, Interface, MbaResource, RequestError, TaskId};
@@ -155,10 +156,10 @@ impl Config {
     ///
     /// 1. [`Config::check`] against the backend's capabilities and topology.
     /// 2. Classes of service: `cos = N` binds N on the MSR interface
-    ///    ([`Backend::bind_class`]; ignored with a warning on the OS interface, where the
-    ///    kernel chooses CLOSIDs); every other class is [`Backend::class_named`] (on the OS
+    ///    ([`BackendExt::bind_class`]; ignored with a warning on the OS interface, where the
+    ///    kernel chooses CLOSIDs); every other class is [`BackendExt::class_named`] (on the OS
     ///    interface, the resctrl group of that name). [`Plan::new`] claims a name that is
-    ///    not yet this library's ([`Backend::own_class_names`]) before its first write
+    ///    not yet this library's ([`BackendExt::own_class_names`]) before its first write
     ///    ([`Change::Claim`]): applied, the plan records it (MSR: its class of service; OS:
     ///    the group it makes), so that `pqos -s` shows it, a reset and [`Config::remove`]
     ///    give it up, and undoing the plan ([`Plan::undoing`]) gives it up again. Another
@@ -237,7 +238,7 @@ impl Config {
     }
 
     /// Plans taking away the file's named classes that this library made
-    /// ([`Backend::own_class_names`]; `pqos --apply FILE --remove`), as one transaction: per
+    /// ([`BackendExt::own_class_names`]; `pqos --apply FILE --remove`), as one transaction: per
     /// class, every mask back to all ways (data and code masks with CDP on), every MBA and
     /// SMBA limit back to "no limit", its CPUs and (OS interface) tasks back to COS 0, then
     /// the name given up ([`Change::Release`]): on the OS interface its resctrl group is

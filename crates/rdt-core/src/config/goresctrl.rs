@@ -92,6 +92,7 @@ use super::error::Location;
 use super::node::{self, Entry, Format, Node, Value};
 use super::parse::name_problem;
 use super::{ConfigError, ConfigErrorKind, ConfigPlan, ConfigPlanError, ConfigWarning};
+use crate::BackendExt;
 use crate::transaction::{Change, MaskScope, Plan, PlanError};
 use crate::{
     Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, MbaKind,
@@ -1661,7 +1662,7 @@ impl GoresctrlConfig {
     /// [`GoresctrlPlatform::of`] its capabilities and topology) and plans the writes that
     /// make the platform match it, leaving out those that change nothing. Writes nothing.
     ///
-    /// Each class is [`Backend::class_named`] by its name (on the OS interface, the resctrl
+    /// Each class is [`BackendExt::class_named`] by its name (on the OS interface, the resctrl
     /// group of that name); the root's names are COS 0. A name not yet this library's is
     /// claimed by the plan, as for [`super::Config::plan`]. Masks are written per cache id
     /// and CDP type; MBA percentages are rounded to the granularity as the interface

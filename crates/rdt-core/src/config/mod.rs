@@ -520,7 +520,7 @@ impl Config {
     /// use std::path::Path;
     /// use rdt_core::config::Config;
     /// use rdt_core::fake::FakeBackend;
-    /// use rdt_core::{Backend, Interface, MbaLimit};
+    /// use rdt_core::{Backend, BackendExt, Interface, MbaLimit};
     /// let b = FakeBackend::intel_2s();
     /// let cfg = Config::parse_toml("[[class]]\nname = \"db\"\nmba = { percent = 95 }\n", Path::new("c.toml"))?;
     /// let (normal, warnings) = cfg.normalized(b.capabilities(), Interface::Os);

@@ -4,8 +4,9 @@
 use std::path::Path;
 
 use super::*;
+use crate::BackendExt;
 use crate::fake::fixtures;
-use crate::{Backend, Capabilities, CatCaps, Feature, Interface, MbaCaps, MbaResource, Vendor};
+use crate::{Capabilities, CatCaps, Feature, Interface, MbaCaps, MbaResource, Vendor};
 
 /// The example of the module's documentation, verbatim.
 const EXAMPLE: &str = r#"[[class]]
@@ -1242,7 +1243,7 @@ fn undoing_an_applied_configuration_restores_the_state_before_and_gives_the_name
         .find(|d| matches!(d.step, crate::transaction::Step::Mba { .. }))
         .unwrap();
     assert_eq!(mba.applied, Some(MbaLimit::Percent(30)), "the fake rounds");
-    let undo = crate::transaction::Plan::undoing(&b, &done);
+    let undo = crate::transaction::Plan::undoing(&mut b, &done);
     // the MBA step is undone from the limit applied, not the one asked for
     let back = undo
         .steps()
@@ -1295,7 +1296,7 @@ fn undo_under_cdp_puts_back_data_and_code_masks_each() {
             code: CacheBitmask::new(0x3).unwrap()
         }
     );
-    crate::transaction::Plan::undoing(&b, &done)
+    crate::transaction::Plan::undoing(&mut b, &done)
         .apply(&mut b)
         .into_result()
         .unwrap();
@@ -1332,7 +1333,7 @@ fn remove_gives_up_the_files_own_classes_and_its_undo_claims_them_back() {
     assert_eq!(state(&mut b), before);
     assert!(b.own_class_names().is_empty());
     // undoing the removal brings the applied classes back, names and all
-    crate::transaction::Plan::undoing(&b, &done)
+    crate::transaction::Plan::undoing(&mut b, &done)
         .apply(&mut b)
         .into_result()
         .unwrap();
@@ -1388,7 +1389,7 @@ fn a_reset_plan_gives_up_the_named_classes_and_its_undo_brings_them_back() {
     let done = plan.apply(&mut b).into_result().unwrap();
     assert!(b.own_class_names().is_empty() && b.class_names().is_empty());
     assert_eq!(b.class_of_cpu(2), 0);
-    crate::transaction::Plan::undoing(&b, &done)
+    crate::transaction::Plan::undoing(&mut b, &done)
         .apply(&mut b)
         .into_result()
         .unwrap();

@@ -20,6 +20,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::Step;
+use crate::BackendExt;
 use crate::runfile::{RunFile, dead_run_files};
 use crate::{Backend, BackendError, ClassId, Interface, Reclaimed, RequestError};
 
@@ -44,7 +45,7 @@ struct Record {
     interface: Interface,
     /// OS interface: classes whose groups did not exist before the transaction.
     new_groups: Vec<ClassId>,
-    /// Named classes of the steps ([`Backend::class_named`]).
+    /// Named classes of the steps ([`BackendExt::class_named`]).
     #[serde(default)]
     names: Vec<(ClassId, String)>,
     /// The steps, in write order.
@@ -90,8 +91,8 @@ pub(super) fn journal_error(dir: &Path, e: &io::Error) -> RequestError {
 }
 
 /// Rolls back every transaction of `backend`'s interface whose process ended before it
-/// finished (a journal in [`Backend::run_dir`] whose lock is free), under the writers'
-/// lock: the groups it created are treated as made here ([`Backend::own_classes`]), and
+/// finished (a journal in [`BackendExt::run_dir`] whose lock is free), under the writers'
+/// lock: the groups it created are treated as made here ([`BackendExt::own_classes`]), and
 /// its steps are undone newest first (a task that exited since is skipped). A journal is
 /// removed once all of it is undone; one that cannot be read, or whose undo fails, stays
 /// (logged) for the next open. Nothing to do without a run directory.

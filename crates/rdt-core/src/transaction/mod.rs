@@ -11,14 +11,17 @@
 //!   domains, CPUs, tasks (they exist; the OS interface only), and the current class of every
 //!   CPU and task (a CPU or task in another tool's resctrl group is refused:
 //!   [`RequestError::ForeignGroup`]);
-//! - the writes are the backend's single-class calls, one per step, in the order of the
-//!   changes (masks, then bandwidth, then CPUs and tasks, as the caller lists them); a run
-//!   of consecutive CPU steps into one class is one [`Backend::associate_cpus`] call (on
-//!   resctrl one `cpus_list` write for all of them; [`Failed::cpus`] names them when it
-//!   fails);
+//! - the writes are the backend's calls, one per step, in the order of the changes (masks,
+//!   then bandwidth, then CPUs and tasks, as the caller lists them); a run of consecutive
+//!   steps one call can write is one call: CPUs into one class ([`Backend::associate_cpus`];
+//!   on resctrl one `cpus_list` write for all of them; [`Failed::cpus`] names them when it
+//!   fails), one class's masks or limits in several domains ([`Backend::set_cat_masks`],
+//!   [`Backend::set_bandwidth_limits`]; on resctrl one `schemata` write);
+//! - a backend keeps one call whole where the interface allows it; the transaction owns
+//!   every undo across calls (and of a call that failed part-way);
 //! - a failed write is undone with the same calls and the values read by [`Plan::new`];
 //!   [`Outcome::PartlyChanged`] lists exactly the steps whose undo failed too;
-//! - a named class ([`Backend::class_named`]) the plan writes to that is not yet this
+//! - a named class ([`BackendExt::class_named`]) the plan writes to that is not yet this
 //!   library's is claimed first ([`Step::Claim`]): applied, the name is recorded, and the
 //!   undo of the plan ([`Plan::undoing`]) gives it up again.
 //!
@@ -52,6 +55,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::BackendExt;
 use crate::{
     AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
     LogicalCpu, MbaClass, MbaLimit, MbaResource, RequestError, Shown, TaskId,
@@ -114,14 +118,14 @@ pub enum Change {
         class: ClassId,
     },
     /// Allocation back to the defaults, CDP and MBA CTRL as asked (pqos `-R`,
-    /// [`Backend::reset_allocation`]). It is the only change of its plan; undoing it writes
+    /// [`BackendExt::reset_allocation`]). It is the only change of its plan; undoing it writes
     /// back the whole [`AllocState`] it replaced. The plan then gives up every named class
-    /// of this library's ([`Backend::own_class_names`]) too, one [`Step::Release`] each,
+    /// of this library's ([`BackendExt::own_class_names`]) too, one [`Step::Release`] each,
     /// except (OS interface) a group that holds monitor groups, which stays
     /// ([`PlanWarning::NamedClassKept`]).
     Reset(AllocReset),
-    /// The named class `name`, standing for `class` ([`Backend::class_named`]), made this
-    /// library's own ([`Backend::claim_class`]): a configuration's class new to the
+    /// The named class `name`, standing for `class` ([`BackendExt::class_named`]), made this
+    /// library's own ([`BackendExt::claim_class`]): a configuration's class new to the
     /// platform. Planned as [`Step::Claim`], which on the OS interface makes the class's
     /// resctrl group (empty, the defaults); undoing it gives the name up again.
     Claim {
@@ -130,9 +134,9 @@ pub enum Change {
         /// The name.
         name: String,
     },
-    /// The named class `name`, standing for `class`, given up ([`Backend::release_class`]):
+    /// The named class `name`, standing for `class`, given up ([`BackendExt::release_class`]):
     /// on the OS interface its resctrl group goes. Only a class of
-    /// [`Backend::own_class_names`] can be given up ([`RequestError::NotOwnClass`]), and
+    /// [`BackendExt::own_class_names`] can be given up ([`RequestError::NotOwnClass`]), and
     /// (OS) not while its group holds monitor groups ([`RequestError::ClassInUse`]); move
     /// its CPUs and tasks out in earlier changes. Undoing it claims the name back, and
     /// makes its group again.
@@ -250,7 +254,7 @@ impl Change {
 /// One write of a plan, with the value it replaces.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Step {
-    /// `set_cat_classes` of one class.
+    /// The masks of one class in one domain ([`Backend::set_cat_masks`]).
     Cat {
         /// The cache level.
         resource: CatResource,
@@ -261,7 +265,7 @@ pub enum Step {
         /// The class as it will be.
         after: CatClass,
     },
-    /// `set_bandwidth_classes` of one class of MBA or SMBA.
+    /// The limit of one class of MBA or SMBA in one domain ([`Backend::set_bandwidth_limits`]).
     Mba {
         /// MBA or SMBA (journals written before SMBA have no field: MBA).
         #[serde(default)]
@@ -583,7 +587,7 @@ pub struct Plan {
     warnings: Vec<PlanWarning>,
     /// OS interface: classes of the steps whose `COS<n>` groups do not exist yet.
     new_groups: Vec<ClassId>,
-    /// The named classes among the steps' ([`Backend::class_names`]).
+    /// The named classes among the steps' ([`BackendExt::class_names`]).
     names: Vec<(ClassId, String)>,
 }
 
@@ -871,7 +875,7 @@ impl Plan {
     /// between; a write that changed nothing was not in `done` and is not undone. On the OS
     /// interface the class numbers of named classes are the process's: another process
     /// binds a recorded group to the number it had unless a `COS<n>` group took it since,
-    /// so undo in the process that applied, or check [`Backend::class_names`] first.
+    /// so undo in the process that applied, or check [`BackendExt::class_names`] first.
     ///
     /// # Examples
     /// ```
@@ -888,12 +892,12 @@ impl Plan {
     ///     Change::cpu(LogicalCpu::new(2), class),
     /// ];
     /// let done = Plan::new(&mut b, &changes).unwrap().apply(&mut b).into_result().unwrap();
-    /// let undo = Plan::undoing(&b, &done);
+    /// let undo = Plan::undoing(&mut b, &done);
     /// undo.apply(&mut b).into_result().unwrap();
     /// assert_eq!(AllocState::read(&mut b).unwrap(), before);
     /// ```
     #[must_use]
-    pub fn undoing<B: Backend>(backend: &B, done: &[Done]) -> Self {
+    pub fn undoing<B: Backend>(backend: &mut B, done: &[Done]) -> Self {
         let steps: Vec<(usize, Step)> = done
             .iter()
             .rev()
@@ -915,7 +919,7 @@ impl Plan {
         &self.new_groups
     }
 
-    /// Writes the steps in order under the writers' lock ([`Backend::hold_writers`]),
+    /// Writes the steps in order under the writers' lock ([`BackendExt::hold_writers`]),
     /// with the journal recorded first where the backend has a run directory (module
     /// docs); on the first failure undoes that write and the ones before it, newest first,
     /// and reports which of [`Outcome`]'s cases happened. The journal goes after
@@ -963,38 +967,37 @@ impl Plan {
     fn write<B: Backend>(self, backend: &mut B) -> Outcome<B::Error> {
         let mut done: Vec<Done> = Vec::with_capacity(self.steps.len());
         let mut queue: VecDeque<(usize, Step)> = self.steps.into();
+        let whole = WholeCalls::of(backend);
         while let Some((change, step)) = queue.pop_front() {
-            // A run of CPU steps into one class is one call (resctrl: one cpus_list write).
-            let rest = match step {
-                Step::Cpu { after, .. } => queue
+            // A run of steps one call can write: CPUs into one class (resctrl: one
+            // cpus_list write), one class's masks or limits in several domains (resctrl:
+            // one schemata write).
+            let rest = whole.run(&step, false).map_or(0, |run| {
+                queue
                     .iter()
-                    .take_while(|(_, s)| matches!(s, Step::Cpu { after: a, .. } if *a == after))
-                    .count(),
-                _ => 0,
-            };
+                    .take_while(|(_, s)| whole.run(s, false) == Some(run))
+                    .count()
+            });
             let written = if rest == 0 {
-                step.write(backend).map(|applied| (applied, None))
+                step.write(backend).map(|applied| vec![applied])
             } else {
-                let cpus: CpuSet = std::iter::once(&step)
+                let run: Vec<&Step> = std::iter::once(&step)
                     .chain(queue.iter().take(rest).map(|(_, s)| s))
-                    .filter_map(Step::moved_cpu)
                     .collect();
-                let class = step.class().unwrap_or_default();
-                backend
-                    .associate_cpus(&cpus, class)
-                    .map(|()| (None, Some(cpus)))
+                write_run(backend, &run, false)
             };
             match written {
-                Ok((applied, _)) => {
+                Ok(applied) => {
+                    let mut applied = applied.into_iter();
                     done.push(Done {
                         change,
                         step,
-                        applied,
+                        applied: applied.next().flatten(),
                     });
                     done.extend(queue.drain(..rest).map(|(change, step)| Done {
                         change,
                         step,
-                        applied: None,
+                        applied: applied.next().flatten(),
                     }));
                 }
                 Err(error) => {
@@ -1003,8 +1006,8 @@ impl Plan {
                     let run: Vec<Step> = std::iter::once(step.clone())
                         .chain(queue.drain(..rest).map(|(_, s)| s))
                         .collect();
-                    let cpus =
-                        (run.len() > 1).then(|| run.iter().filter_map(Step::moved_cpu).collect());
+                    let cpus = (run.len() > 1 && matches!(step, Step::Cpu { .. }))
+                        .then(|| run.iter().filter_map(Step::moved_cpu).collect());
                     let newest_first: Vec<&Step> = run.iter().rev().collect();
                     let not_undone = undo_steps(backend, &newest_first)
                         .into_iter()
@@ -1021,6 +1024,95 @@ impl Plan {
             }
         }
         Outcome::Applied(done)
+    }
+}
+
+/// What makes consecutive steps one backend call: CPUs into one class
+/// ([`Backend::associate_cpus`]), one class's masks ([`Backend::set_cat_masks`]) or limits
+/// ([`Backend::set_bandwidth_limits`]) in several domains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Run {
+    Cpus(ClassId),
+    Cat(CatResource, ClassId),
+    Bandwidth(MbaResource, ClassId),
+}
+
+/// Which runs a backend writes as one call. CPUs always (one `cpus_list` write on resctrl;
+/// on the MSR interface the same IA32_PQR_ASSOC writes as one at a time). A class's domains
+/// only where that call is one write, all or nothing: resctrl's `schemata`. On the MSR
+/// interface each domain is a register write of its own either way, and a step at a time
+/// tells exactly which domain failed (pqos's `SOCKET 1 L3CA COS1 - FAILED!`).
+#[derive(Clone, Copy, Debug)]
+struct WholeCalls {
+    domains: bool,
+}
+
+impl WholeCalls {
+    fn of<B: Backend + ?Sized>(backend: &B) -> Self {
+        Self {
+            domains: backend.interface() == crate::Interface::Os,
+        }
+    }
+
+    /// The run `step` can join, writing it (`undo` false) or undoing it.
+    fn run(self, step: &Step, undo: bool) -> Option<Run> {
+        match step {
+            Step::Cpu { before, after, .. } => Some(Run::Cpus(if undo { *before } else { *after })),
+            Step::Cat {
+                resource, after, ..
+            } if self.domains => Some(Run::Cat(*resource, after.class)),
+            Step::Mba {
+                resource, after, ..
+            } if self.domains => Some(Run::Bandwidth(*resource, after.class)),
+            _ => None,
+        }
+    }
+}
+
+/// Writes (or, with `undo`, writes back) the steps of one [`Run`] as one call; for MBA, the
+/// limit the hardware applied per step.
+fn write_run<B: Backend>(
+    backend: &mut B,
+    run: &[&Step],
+    undo: bool,
+) -> Result<Vec<Option<MbaLimit>>, B::Error> {
+    let steps: Vec<Step> = run
+        .iter()
+        .map(|s| if undo { s.inverse(None) } else { (*s).clone() })
+        .collect();
+    match steps.first() {
+        Some(Step::Cpu { after, .. }) => {
+            let cpus: CpuSet = steps.iter().filter_map(Step::moved_cpu).collect();
+            backend.associate_cpus(&cpus, *after)?;
+            Ok(vec![None; steps.len()])
+        }
+        Some(Step::Cat { resource, .. }) => {
+            let masks: Vec<(CacheDomain, CatClass)> = steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Cat { domain, after, .. } => Some((*domain, *after)),
+                    _ => None,
+                })
+                .collect();
+            backend.set_cat_masks(*resource, &masks)?;
+            Ok(vec![None; steps.len()])
+        }
+        Some(Step::Mba { resource, .. }) => {
+            let limits: Vec<(CacheDomain, MbaClass)> = steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Mba { domain, after, .. } => Some((*domain, *after)),
+                    _ => None,
+                })
+                .collect();
+            let applied = backend.set_bandwidth_limits(*resource, &limits)?;
+            Ok(limits
+                .iter()
+                .enumerate()
+                .map(|(i, (_, asked))| Some(applied.get(i).map_or(asked.limit, |(_, a)| a.limit)))
+                .collect())
+        }
+        _ => steps.iter().map(|s| s.write(backend)).collect(),
     }
 }
 
@@ -1048,29 +1140,23 @@ fn roll_back<B: Backend>(
 }
 
 /// Undoes `steps` in the order given (newest first) and returns the failures by index. A
-/// run of CPU steps whose CPUs all go back to one class is one
-/// [`Backend::associate_cpus`] call; if it fails, each of its steps is undone alone, so
-/// each failure is its own.
+/// [`Run`] of steps (CPUs going back to one class, one class's masks or limits in several
+/// domains) is one call; if it fails, each of its steps is undone alone, so each failure
+/// is its own.
 fn undo_steps<B: Backend>(backend: &mut B, steps: &[&Step]) -> Vec<(usize, B::Error)> {
     let mut failed = Vec::new();
+    let whole = WholeCalls::of(backend);
     let mut i = 0;
     while i < steps.len() {
-        let mut n = 1;
-        if let Step::Cpu { before, .. } = steps[i] {
-            n = steps[i..]
+        let n = whole.run(steps[i], true).map_or(1, |run| {
+            steps[i..]
                 .iter()
-                .take_while(|s| matches!(s, Step::Cpu { before: b, .. } if b == before))
-                .count();
-            if n > 1 {
-                let cpus: CpuSet = steps[i..i + n]
-                    .iter()
-                    .filter_map(|s| s.moved_cpu())
-                    .collect();
-                if backend.associate_cpus(&cpus, *before).is_ok() {
-                    i += n;
-                    continue;
-                }
-            }
+                .take_while(|s| whole.run(s, true) == Some(run))
+                .count()
+        });
+        if n > 1 && write_run(backend, &steps[i..i + n], true).is_ok() {
+            i += n;
+            continue;
         }
         for (j, step) in steps.iter().enumerate().skip(i).take(n) {
             if let Err(e) = step.undo(backend) {
@@ -1099,7 +1185,7 @@ pub fn run<B: Backend>(
     }
 }
 
-/// Runs `f` holding `backend`'s writers' lock ([`Backend::hold_writers`]), released when
+/// Runs `f` holding `backend`'s writers' lock ([`BackendExt::hold_writers`]), released when
 /// `f` returns or panics: a caller that reads the state, decides and writes (a transaction,
 /// a configuration's plan and apply) keeps other writers out for the whole of it.
 ///
@@ -1136,7 +1222,7 @@ mod tests;
 /// and whose MBA and SMBA limits are "no limit" in every L3 domain (a class a user limited
 /// with `pqos -e smba:15=16` is not handed out with that limit), and that is not in `taken` (classes spoken for, such as other named classes). COS 0,
 /// every CPU's default, is never free, nor is the CLOSID that enabled L3 I/O allocation
-/// keeps ([`Backend::io_alloc`]: the kernel leaves one group fewer then).
+/// keeps ([`BackendExt::io_alloc`]: the kernel leaves one group fewer then).
 ///
 /// # Errors
 /// A read fails.

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::{AllocState, Change, MaskScope, Plan, PlanError, PlanWarning, Step};
+use crate::BackendExt;
 use crate::{
     AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource,
     ClassId, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, MbaResource,
@@ -37,14 +38,14 @@ struct Planner<'b, B: Backend> {
     warnings: Vec<PlanWarning>,
     /// Whether `current.cpus` holds every CPU's class yet.
     cpus_read: bool,
-    /// [`Backend::exclusive_ways`] per cache level and domain, read once.
+    /// [`BackendExt::exclusive_ways`] per cache level and domain, read once.
     exclusive: BTreeMap<(CatResource, CacheDomain), Vec<crate::ExclusiveWays>>,
-    /// [`Backend::groups`], read once (OS interface, named classes given up).
+    /// [`BackendExt::groups`], read once (OS interface, named classes given up).
     groups: Option<Vec<crate::GroupInfo>>,
 }
 
 impl<B: Backend> Planner<'_, B> {
-    /// [`Backend::groups`], read on first use.
+    /// [`BackendExt::groups`], read on first use.
     fn groups(&mut self, index: usize) -> Result<&[crate::GroupInfo], PlanError<B::Error>> {
         if self.groups.is_none() {
             self.groups = Some(self.backend.groups().map_err(|e| read_error(index, e))?);
@@ -126,7 +127,7 @@ impl<B: Backend> Planner<'_, B> {
         })
     }
 
-    /// The claims the writes of `steps` need: a named class ([`Backend::class_named`]) that
+    /// The claims the writes of `steps` need: a named class ([`BackendExt::class_named`]) that
     /// is written to or moved into but is not yet this library's, and not claimed by the
     /// plan already, is claimed before its first write, so that applying the plan records
     /// the name (and undoing it gives the name up). On the OS interface, not a group
@@ -199,9 +200,10 @@ impl<B: Backend> Planner<'_, B> {
     }
 
     fn reset(&mut self, index: usize, cfg: AllocReset) -> Result<Step, PlanError<B::Error>> {
+        let ctrl = self.backend.mba_ctrl();
         self.backend
             .capabilities()
-            .check_alloc_reset(self.interface, &cfg, self.backend.mba_ctrl())
+            .check_alloc_reset(self.interface, &cfg, ctrl)
             .map_err(|error| PlanError::Invalid { index, error })?;
         let before = AllocState::read(self.backend).map_err(|e| read_error(index, e))?;
         Ok(Step::Reset {
@@ -318,6 +320,11 @@ impl<B: Backend> Planner<'_, B> {
                 reason: "CDP is off: a data (d) or code (c) mask needs CDP on",
             })
         })?;
+        // the class as it will be written, checked as every backend checks it
+        self.backend
+            .capabilities()
+            .check_cat(resource, entry)
+            .map_err(invalid)?;
         Ok(Step::Cat {
             resource,
             domain,
@@ -428,7 +435,7 @@ impl<B: Backend> Planner<'_, B> {
     /// [`PlanWarning::MbaSharedCore`] for every core the plan touches (a thread moved, or
     /// the MBA limit of a thread's class changed) whose threads end in classes with
     /// different MBA limits where the part throttles a core as one
-    /// ([`Backend::mba_thread_throttle`]). Needs the cores of the topology (the MSR
+    /// ([`BackendExt::mba_thread_throttle`]). Needs the cores of the topology (the MSR
     /// interface's x2APIC topology, a CPUID dump); nothing is read otherwise.
     fn shared_cores(&mut self, steps: &[(usize, Step)]) -> Result<(), PlanError<B::Error>> {
         let per_core = matches!(
@@ -647,7 +654,7 @@ pub(super) fn plan<B: Backend>(
     steps.splice(0..0, claims);
     p.shared_cores(&steps)?;
     let new_groups = p.new_groups(&steps)?;
-    let names = names_of(&*p.backend, &steps);
+    let names = names_of(&mut *p.backend, &steps);
     Ok(Plan {
         steps,
         warnings: p.warnings,
@@ -658,7 +665,10 @@ pub(super) fn plan<B: Backend>(
 
 /// The named classes of `steps`, for the journal: the names `backend` gives their classes,
 /// and those claimed or released.
-pub(super) fn names_of<B: Backend>(backend: &B, steps: &[(usize, Step)]) -> Vec<(ClassId, String)> {
+pub(super) fn names_of<B: Backend>(
+    backend: &mut B,
+    steps: &[(usize, Step)],
+) -> Vec<(ClassId, String)> {
     let mut names: Vec<(ClassId, String)> = backend
         .class_names()
         .into_iter()

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::BackendExt;
 use crate::{
     AllocReset, Backend, BackendError, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
     FeatureSetting, GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaResource,
@@ -55,7 +56,7 @@ fn cdp_of<B: Backend>(b: &B, resource: CatResource) -> Option<bool> {
         .map(|c| c.cdp_enabled)
 }
 
-fn ctrl_of<B: Backend>(b: &B) -> Option<bool> {
+fn ctrl_of<B: Backend>(b: &mut B) -> Option<bool> {
     match b.mba_ctrl()? {
         MbaCtrl::Unsupported => None,
         MbaCtrl::Disabled => Some(false),
@@ -128,8 +129,8 @@ impl AllocState {
     }
 
     /// The reset that brings CDP and MBA CTRL back to this state, when they differ from
-    /// `b`'s (or `b` can only be reset: [`Backend::needs_reset`]).
-    fn features_reset<B: Backend>(&self, b: &B) -> Option<AllocReset> {
+    /// `b`'s (or `b` can only be reset: [`BackendExt::needs_reset`]).
+    fn features_reset<B: Backend>(&self, b: &mut B) -> Option<AllocReset> {
         let now = (
             cdp_of(b, CatResource::L3),
             cdp_of(b, CatResource::L2),

@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 
 use rdt_core::{
-    AllocReset, Backend, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask, CatResource,
-    ClassId, CpuSet, Feature, FeatureSetting, LimitError, LogicalCpu, MbaClass, MbaLimit,
-    MbaResource, MbaUnitMismatch, MonEvents, MonGroupId, PmuCounts, PmuSource, RequestError, Rmid,
-    Topology, Vendor,
+    AllocReset, Backend, BackendExt, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask,
+    CatResource, ClassId, CpuSet, Feature, FeatureSetting, LimitError, LogicalCpu, MbaClass,
+    MbaLimit, MbaResource, MbaUnitMismatch, MonEvents, MonGroupId, PmuCounts, PmuSource,
+    RequestError, Rmid, Topology, Vendor,
 };
 
 use rdt_core::fake::fixtures;

@@ -423,18 +423,6 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(())
     }
 
-    /// [`Backend::cat_classes`] on resctrl.
-    pub(super) fn read_cat_classes(
-        &mut self,
-        resource: CatResource,
-        domain: CacheDomain,
-    ) -> Result<Vec<CatClass>, ResctrlError> {
-        Ok(self
-            .read_cat_classes_in(resource, &[domain])?
-            .pop()
-            .unwrap_or_default())
-    }
-
     /// [`Backend::cat_classes_in`] on resctrl: each class's `schemata` is read once for
     /// every domain.
     pub(super) fn read_cat_classes_in(
@@ -518,12 +506,13 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(out)
     }
 
-    /// [`Backend::set_cat_classes`] on resctrl.
+    /// [`Backend::set_cat_masks`] on resctrl: every class, domain and mask checked
+    /// ([`Capabilities::check_cat`](rdt_core::Capabilities::check_cat)), then one
+    /// `schemata` write per class for all its domains.
     pub(super) fn write_cat_classes(
         &mut self,
         resource: CatResource,
-        domain: CacheDomain,
-        classes: &[CatClass],
+        masks: &[(CacheDomain, CatClass)],
     ) -> Result<(), ResctrlError> {
         let schemas = self.cat_schemas(resource)?;
         let which = if resource == CatResource::L3 {
@@ -534,36 +523,27 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let first = match schemas {
             CatSchemas::Unified(s) | CatSchemas::Cdp { data: s, .. } => s,
         };
-        self.check_domain(first, which, domain)?;
         let mut plan: BTreeMap<ClassId, Vec<(&'static str, u32, String)>> = BTreeMap::new();
-        for c in classes {
-            self.caps.check_cat_class(resource, c.class)?;
+        for (domain, c) in masks {
+            self.check_domain(first, which, *domain)?;
+            self.caps.check_cat(resource, c)?;
             self.check_closid(c.class)?;
             let sets = plan.entry(c.class).or_default();
             match (c.mask, schemas) {
                 (CatMask::Unified(m), CatSchemas::Unified(s)) => {
-                    self.caps.check_mask(resource, m)?;
                     sets.push((s, domain.get(), m.to_string()));
                 }
                 (CatMask::Cdp { data, code }, CatSchemas::Cdp { data: ds, code: cs }) => {
-                    self.caps.check_mask(resource, data)?;
-                    self.caps.check_mask(resource, code)?;
                     sets.push((ds, domain.get(), data.to_string()));
                     sets.push((cs, domain.get(), code.to_string()));
                 }
-                (CatMask::Unified(_), CatSchemas::Cdp { .. }) => {
+                // check_cat matched the mask kind to the capabilities' CDP state, which is
+                // the mount's: a difference is a kernel that changed under us
+                _ => {
                     return Err(RequestError::CdpMismatch {
                         resource,
                         class: c.class,
-                        reason: "CDP is on, so the class needs a data and a code mask",
-                    }
-                    .into());
-                }
-                (CatMask::Cdp { .. }, CatSchemas::Unified(_)) => {
-                    return Err(RequestError::CdpMismatch {
-                        resource,
-                        class: c.class,
-                        reason: "CDP is off, so the class takes one mask, not a data/code pair",
+                        reason: "resctrl's schemata and the CDP state read at start differ",
                     }
                     .into());
                 }
@@ -571,18 +551,6 @@ impl<P: PmuSource> ResctrlBackend<P> {
         }
         let _g = self.lock.exclusive()?;
         self.apply(&plan)
-    }
-
-    /// [`Backend::bandwidth_classes`] on resctrl.
-    pub(super) fn read_mba_classes(
-        &mut self,
-        resource: MbaResource,
-        domain: CacheDomain,
-    ) -> Result<Vec<MbaClass>, ResctrlError> {
-        Ok(self
-            .read_mba_classes_in(resource, &[domain])?
-            .pop()
-            .unwrap_or_default())
     }
 
     /// [`Backend::bandwidth_classes_in`] on resctrl (the `MB` or `SMBA` schema): each
@@ -624,13 +592,12 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(out)
     }
 
-    /// [`Backend::set_bandwidth_classes`] on resctrl (the `MB` or `SMBA` schema).
+    /// [`BackendExt::set_bandwidth_classes`] on resctrl (the `MB` or `SMBA` schema).
     pub(super) fn write_mba_classes(
         &mut self,
         resource: MbaResource,
-        domain: CacheDomain,
-        classes: &[MbaClass],
-    ) -> Result<Vec<MbaClass>, ResctrlError> {
+        limits: &[(CacheDomain, MbaClass)],
+    ) -> Result<Vec<(CacheDomain, MbaClass)>, ResctrlError> {
         let (name, schema) = (resource.name(), resource.schema());
         self.caps
             .bandwidth(resource)
@@ -641,10 +608,9 @@ impl<P: PmuSource> ResctrlBackend<P> {
             MbaResource::Smba => self.info.smba.as_ref(),
         };
         let min = info.map_or(0, |m| m.min_bandwidth);
-        self.check_domain(schema, schema, domain)?;
         let mut plan: BTreeMap<ClassId, Vec<(&'static str, u32, String)>> = BTreeMap::new();
-        for c in classes {
-            self.caps.check_bandwidth_class(resource, c.class)?;
+        for (domain, c) in limits {
+            self.check_domain(schema, schema, *domain)?;
             self.check_closid(c.class)?;
             self.caps
                 .check_bandwidth_limit(Interface::Os, resource, c.class, c.limit)?;
@@ -664,31 +630,44 @@ impl<P: PmuSource> ResctrlBackend<P> {
         }
         let _g = self.lock.exclusive()?;
         self.apply(&plan)?;
-        let mut applied = Vec::with_capacity(plan.len());
+        // What the kernel applied: each class's `schemata` read back once.
+        let mut back: BTreeMap<ClassId, Option<Schemata>> = BTreeMap::new();
         for &class in plan.keys() {
             let g = self.group_of(class);
-            if !g.is_empty() && !self.fs.exists(&g) {
-                // No group (the defaults were asked for, so none was made, or it was
-                // removed as unused): it reads as the defaults, which is what was asked.
-                if let Some(c) = classes.iter().rev().find(|c| c.class == class) {
-                    applied.push(*c);
+            // No group (the defaults were asked for, so none was made, or it was removed
+            // as unused): it reads as the defaults, which is what was asked.
+            let s = if !g.is_empty() && !self.fs.exists(&g) {
+                None
+            } else {
+                Some(self.read_schemata(&g)?)
+            };
+            back.insert(class, s);
+        }
+        let mut applied = Vec::with_capacity(limits.len());
+        for &(domain, c) in limits {
+            let limit = match back.get(&c.class).and_then(Option::as_ref) {
+                None => c.limit,
+                Some(s) => {
+                    let g = self.group_of(c.class);
+                    let v = s
+                        .bandwidth(schema, domain.get())
+                        .map_err(|e| self.bad_value(&g, &e))?
+                        .unwrap_or(0);
+                    self.mba_limit(resource, v)
                 }
-                continue;
-            }
-            let v = self
-                .read_schemata(&g)?
-                .bandwidth(schema, domain.get())
-                .map_err(|e| self.bad_value(&g, &e))?
-                .unwrap_or(0);
-            applied.push(MbaClass {
-                class,
-                limit: self.mba_limit(resource, v),
-            });
+            };
+            applied.push((
+                domain,
+                MbaClass {
+                    class: c.class,
+                    limit,
+                },
+            ));
         }
         Ok(applied)
     }
 
-    /// [`Backend::reset_allocation`] on resctrl.
+    /// [`BackendExt::reset_allocation`] on resctrl.
     pub(super) fn reset_alloc(&mut self, cfg: AllocReset) -> Result<(), ResctrlError> {
         let want = self.wanted_options(cfg)?;
         let have = self.mount_options();
@@ -699,7 +678,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         self.reset_groups()
     }
 
-    /// [`Backend::set_io_alloc`](rdt_core::Backend::set_io_alloc) on resctrl: `1` or `0`
+    /// [`BackendExt::set_io_alloc`](rdt_core::BackendExt::set_io_alloc) on resctrl: `1` or `0`
     /// to the `io_alloc` file [`Self::read_io_alloc`] reads (the kernel's
     /// `resctrl_io_alloc_write` takes a boolean); nothing when it is already so.
     pub(super) fn write_io_alloc(&self, enabled: bool) -> Result<(), ResctrlError> {
@@ -726,7 +705,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         )
     }
 
-    /// [`Backend::io_alloc`](rdt_core::Backend::io_alloc) on resctrl: `info/L3/io_alloc`
+    /// [`BackendExt::io_alloc`](rdt_core::BackendExt::io_alloc) on resctrl: `info/L3/io_alloc`
     /// (`info/L3CODE/io_alloc` while CDP is on; the kernel puts the files in every cache
     /// info directory) and, while enabled, `io_alloc_cbm`. The CLOSID is
     /// `resctrl_io_alloc_closid()`: the schema's `num_closids` (already halved under CDP)
@@ -784,7 +763,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         }))
     }
 
-    /// [`Backend::mba_ctrl`] on resctrl.
+    /// [`BackendExt::mba_ctrl`] on resctrl.
     pub(super) fn mba_ctrl_state(&self) -> MbaCtrl {
         if self.mba_mbps {
             MbaCtrl::Enabled
@@ -798,7 +777,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
 
 impl<P: PmuSource> ResctrlBackend<P> {
     /// Removes the control group of the named class `name`
-    /// ([`Backend::class_named`](rdt_core::Backend::class_named)) when it holds nothing any
+    /// ([`BackendExt::class_named`](rdt_core::BackendExt::class_named)) when it holds nothing any
     /// more: no task, no CPU, no monitor group (its `schemata` may be anything: the group
     /// goes with it, giving its CLOSID back). `false`, and nothing
     /// removed, when the group is absent or still holds something (another container's
@@ -827,7 +806,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(removed)
     }
 
-    /// The control group of `class`: its name ([`Backend::class_named`]), `COS<n>`, or the
+    /// The control group of `class`: its name ([`BackendExt::class_named`]), `COS<n>`, or the
     /// root (`""`) for COS 0.
     pub(super) fn group_of(&self, class: ClassId) -> String {
         self.names

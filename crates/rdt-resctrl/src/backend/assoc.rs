@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use rdt_core::{ClassId, CpuSet, LogicalCpu, PmuSource, RequestError, Rmid, TaskId};
+use rdt_core::{ClassId, CpuSet, LogicalCpu, PmuSource, RequestError, TaskId};
 
 use super::ResctrlBackend;
 use super::alloc::Undo;
@@ -55,7 +55,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(all.into_iter().collect())
     }
 
-    /// [`Backend::class_of`] on resctrl.
+    /// [`BackendExt::class_of`] on resctrl.
     pub(super) fn cpu_class(&mut self, cpu: LogicalCpu) -> Result<ClassId, ResctrlError> {
         self.topology.get(cpu).ok_or(RequestError::NoSuchCpu(cpu))?;
         let _g = self.lock.shared()?;
@@ -70,7 +70,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(ClassId::new(0))
     }
 
-    /// [`Backend::associate`] and [`Backend::associate_cpus`] on resctrl: the groups and
+    /// [`BackendExt::associate`] and [`Backend::associate_cpus`] on resctrl: the groups and
     /// their CPUs are read once, every CPU is checked (none may be in another tool's
     /// control or monitor group), then the class's group gets them all in one `cpus_list`
     /// write (the kernel moves each CPU out of its old group, `cpumask_andnot` in
@@ -128,13 +128,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(())
     }
 
-    /// [`Backend::rmid_of`] on resctrl.
-    pub(super) fn cpu_rmid(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, ResctrlError> {
-        self.topology.get(cpu).ok_or(RequestError::NoSuchCpu(cpu))?;
-        Ok(None)
-    }
-
-    /// [`Backend::class_of_task`] on resctrl.
+    /// [`BackendExt::class_of_task`] on resctrl.
     pub(super) fn task_class(&mut self, task: TaskId) -> Result<ClassId, ResctrlError> {
         if !self.proc.exists(task) {
             return Err(RequestError::NoSuchTask(task).into());
@@ -151,7 +145,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(ClassId::new(0))
     }
 
-    /// [`Backend::associate_task`] on resctrl.
+    /// [`BackendExt::associate_task`] on resctrl.
     pub(super) fn move_task_to_class(
         &mut self,
         task: TaskId,
@@ -210,7 +204,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(())
     }
 
-    /// [`Backend::tasks_of_class`] on resctrl.
+    /// [`BackendExt::tasks_of_class`] on resctrl.
     pub(super) fn class_tasks(&mut self, class: ClassId) -> Result<Vec<TaskId>, ResctrlError> {
         let g = self.group_of(class);
         let _l = self.lock.shared()?;

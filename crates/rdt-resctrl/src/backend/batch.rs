@@ -1,5 +1,5 @@
 //! Starting monitor groups in batches ([`rdt_core::Backend::start_monitoring_many`],
-//! [`rdt_core::Backend::start_monitoring_tasks_many`]); a single start is a batch of one.
+//! [`rdt_core::BackendExt::start_monitoring_tasks_many`]); a single start is a batch of one.
 //!
 //! Started one by one, each new group listed every control and monitor group, read each
 //! one's `cpus_list` (or `tasks`), and listed them again to pick a name: quadratic in the
@@ -128,7 +128,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
     ///
     /// # Errors
     /// [`GroupStartError`] naming the first group that failed: the errors of
-    /// [`rdt_core::Backend::start_monitoring`] (a CPU in two groups of the request is
+    /// [`rdt_core::BackendExt::start_monitoring`] (a CPU in two groups of the request is
     /// [`RequestError::AlreadyMonitored`]); [`RequestError::OutOfRmids`] and
     /// [`ResctrlError::NotEnoughMbmCounters`] for the first group beyond the RMIDs or
     /// counters free, with nothing made.
@@ -174,13 +174,13 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(ids)
     }
 
-    /// [`rdt_core::Backend::start_monitoring_tasks_many`] on resctrl (module docs): each
+    /// [`rdt_core::BackendExt::start_monitoring_tasks_many`] on resctrl (module docs): each
     /// named task stands for all its threads; every directory counts in every L3 domain
     /// (tasks run anywhere).
     ///
     /// # Errors
     /// As [`Self::start_cpu_groups`], with the errors of
-    /// [`rdt_core::Backend::start_monitoring_tasks`] ([`RequestError::NoSuchTask`] when
+    /// [`rdt_core::BackendExt::start_monitoring_tasks`] ([`RequestError::NoSuchTask`] when
     /// every thread of a group has exited).
     pub(super) fn start_task_groups(
         &mut self,

@@ -89,7 +89,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok((ctrl, mon))
     }
 
-    /// [`Backend::groups`] on resctrl.
+    /// [`BackendExt::groups`] on resctrl.
     pub(super) fn list_groups(&mut self) -> Result<Vec<GroupInfo>, ResctrlError> {
         let _g = self.lock.shared()?;
         self.groups_unlocked()

@@ -325,7 +325,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         ))
     }
 
-    /// [`rdt_core::Backend::mbm_details`] on resctrl, under a shared lock.
+    /// [`rdt_core::BackendExt::mbm_details`] on resctrl, under a shared lock.
     pub(super) fn read_mbm_details(&self) -> Result<MbmDetails, ResctrlError> {
         let _g = self.lock.shared()?;
         let mut out = MbmDetails::default();
@@ -404,7 +404,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(out)
     }
 
-    /// [`rdt_core::Backend::set_mbm_event_config`] on resctrl: `event_filter` in
+    /// [`rdt_core::BackendExt::set_mbm_event_config`] on resctrl: `event_filter` in
     /// `mbm_event` mode, else `mbm_*_bytes_config` of every L3 domain in one write. The
     /// caller holds no lock.
     pub(super) fn write_mbm_event_config(
@@ -451,7 +451,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         .into())
     }
 
-    /// [`rdt_core::Backend::set_mbm_assign_mode`] on resctrl: the mode's name to
+    /// [`rdt_core::BackendExt::set_mbm_assign_mode`] on resctrl: the mode's name to
     /// `info/L3_MON/mbm_assign_mode` when the file offers it and it is not the current one.
     pub(super) fn write_assign_mode(&self, mode: AssignMode) -> Result<(), ResctrlError> {
         let _g = self.lock.exclusive()?;

@@ -24,9 +24,10 @@ use std::time::Duration;
 
 use rdt_core::runfile::RunDirPath;
 use rdt_core::{
-    AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet,
-    ExclusiveWays, GroupInfo, Interface, LogicalCpu, MbaClass, MbaCtrl, MbaResource, MonEvents,
-    MonGroupId, MonValues, NoPmu, PmuSource, Rmid, TaskId, Topology,
+    Backend, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet, ExclusiveWays,
+    GroupInfo, GroupStartError, Interface, LogicalCpu, MbaClass, MbaCtrl, MbaResource, MonEvents,
+    MonGroupId, MonValues, NamedClasses, NoPmu, OsOps, PmuSource, Reset, Rmid, TaskId, Topology,
+    Writers,
 };
 
 use self::monitoring::MonGroup;
@@ -82,7 +83,7 @@ impl ResctrlOptions {
         }
     }
 
-    /// Keeps the journal of a transaction in progress in `dir` ([`Backend::run_dir`]; a
+    /// Keeps the journal of a transaction in progress in `dir` ([`BackendExt::run_dir`](rdt_core::BackendExt::run_dir); a
     /// root-only directory that outlives the process, `/run/rdt` on a host), so that the
     /// next process can roll back one that was killed half-way
     /// ([`rdt_core::transaction::recover`]).
@@ -156,7 +157,7 @@ impl ResctrlOptions {
 ///
 /// # Examples
 /// ```no_run
-/// use rdt_core::{Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
+/// use rdt_core::{Backend, BackendExt, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
 /// use rdt_core::{LogicalCpu, NoPmu, Topology};
 /// use rdt_resctrl::{ResctrlBackend, ResctrlOptions};
 /// let topology = Topology::from_sysfs(std::path::Path::new(Topology::DEFAULT_SYSFS))?;
@@ -196,7 +197,7 @@ pub struct ResctrlBackend<P: PmuSource = NoPmu> {
     /// [`ResctrlOptions::run_dir`], removed when unused as the backend goes
     /// ([`RunDirPath`]).
     run_dir: Option<RunDirPath>,
-    /// Named classes ([`Backend::class_named`]): the control group of each class that is
+    /// Named classes ([`BackendExt::class_named`]): the control group of each class that is
     /// not `COS<n>`.
     names: BTreeMap<ClassId, String>,
 }
@@ -420,134 +421,14 @@ impl<P: PmuSource> ResctrlBackend<P> {
     }
 }
 
-impl<P: PmuSource> Backend for ResctrlBackend<P> {
-    type Error = ResctrlError;
-
-    fn interface(&self) -> Interface {
-        Interface::Os
-    }
-
-    fn capabilities(&self) -> &Capabilities {
-        &self.caps
-    }
-
-    fn topology(&self) -> &Topology {
-        &self.topology
-    }
-
-    /// Reads `schemata` of the root (COS 0) and each `COS<n>`; a class whose group does not
-    /// exist yet reports what a reset group holds (every way).
+/// What the [`Backend`] and its abilities' impls below call that takes more than a line.
+impl<P: PmuSource> ResctrlBackend<P> {
+    /// Reads `mode` of every control group, and the masks the `exclusive` ones hold in
+    /// `domain` (data and code masks together with CDP on); empty without that CAT.
     ///
     /// # Errors
-    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without that CAT, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), read or
-    /// parse errors; [`ResctrlError::Parse`] for an empty mask (legal on AMD, not
-    /// representable as a [`CacheBitmask`](rdt_core::CacheBitmask)).
-    fn cat_classes(
-        &mut self,
-        resource: CatResource,
-        domain: CacheDomain,
-    ) -> Result<Vec<CatClass>, ResctrlError> {
-        self.read_cat_classes(resource, domain)
-    }
-
-    /// Checks every class and mask first; then per class: creates `COS<n>` if needed,
-    /// reads its `schemata`, changes the domain's value(s) and writes it back in one write.
-    /// A failure undoes the classes already written and removes groups it created.
-    ///
-    /// # Errors
-    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) (class beyond the CLOSIDs, mask outside the platform's
-    /// limits), [`RequestError::CdpMismatch`](rdt_core::RequestError::CdpMismatch), [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain): nothing
-    /// written; [`ResctrlError::OutOfClosids`]; [`ResctrlError::Rejected`].
-    fn set_cat_classes(
-        &mut self,
-        resource: CatResource,
-        domain: CacheDomain,
-        classes: &[CatClass],
-    ) -> Result<(), ResctrlError> {
-        self.write_cat_classes(resource, domain, classes)
-    }
-
-    /// Reads the `MB` (MBA) or `SMBA` line of the root and each `COS<n>`: percent, MiB/s on
-    /// an `mba_MBps` mount (MB only), AMD units on AMD. A class without a group reports the
-    /// default.
-    ///
-    /// # Errors
-    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without the resource, [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), read errors.
-    fn bandwidth_classes(
-        &mut self,
-        resource: MbaResource,
-        domain: CacheDomain,
-    ) -> Result<Vec<MbaClass>, ResctrlError> {
-        self.read_mba_classes(resource, domain)
-    }
-
-    /// [`Backend::cat_classes`] of every domain given, each class's `schemata` read once.
-    ///
-    /// # Errors
-    /// As [`Backend::cat_classes`].
-    fn cat_classes_in(
-        &mut self,
-        resource: CatResource,
-        domains: &[CacheDomain],
-    ) -> Result<Vec<Vec<CatClass>>, ResctrlError> {
-        self.read_cat_classes_in(resource, domains)
-    }
-
-    /// [`Backend::mba_classes`] of every domain given, each class's `schemata` read once.
-    ///
-    /// # Errors
-    /// As [`Backend::mba_classes`].
-    fn bandwidth_classes_in(
-        &mut self,
-        resource: MbaResource,
-        domains: &[CacheDomain],
-    ) -> Result<Vec<Vec<MbaClass>>, ResctrlError> {
-        self.read_mba_classes_in(resource, domains)
-    }
-
-    /// Checks every limit (unit for this mount, range from `info/MB` or `info/SMBA`), writes
-    /// the `MB` or `SMBA` line of one `schemata` per class as [`Backend::set_cat_classes`]
-    /// does, and reads back what the kernel applied (Intel rounds up to `bandwidth_gran`: 15 -> 20).
-    ///
-    /// # Errors
-    /// [`RequestError::MbaUnit`](rdt_core::RequestError::MbaUnit), [`RequestError::Limit`](rdt_core::RequestError::Limit), [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain):
-    /// nothing written; [`ResctrlError::OutOfClosids`]; [`ResctrlError::Rejected`].
-    fn set_bandwidth_classes(
-        &mut self,
-        resource: MbaResource,
-        domain: CacheDomain,
-        classes: &[MbaClass],
-    ) -> Result<Vec<MbaClass>, ResctrlError> {
-        self.write_mba_classes(resource, domain, classes)
-    }
-
-    /// Finds the control group whose `cpus_list` has the CPU: `COS<n>` gives n, none gives
-    /// COS 0 (the root).
-    ///
-    /// # Errors
-    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu); [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup) when the CPU is in another
-    /// tool's group (it has no pqos class); read errors.
-    fn class_of(&mut self, cpu: LogicalCpu) -> Result<ClassId, ResctrlError> {
-        self.cpu_class(cpu)
-    }
-
-    /// Adds the CPU to `COS<n>`'s `cpus_list` (creating the group), or to the root's for
-    /// COS 0; monitor groups of that control group keep their CPUs.
-    ///
-    /// # Errors
-    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu), [`RequestError::Limit`](rdt_core::RequestError::Limit) (no CLOSID for the class),
-    /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup) (the CPU is in another tool's group): nothing written;
-    /// [`ResctrlError::OutOfClosids`], [`ResctrlError::Rejected`].
-    /// Reads `mode` of every control group, and the masks of the `exclusive` ones.
-    /// `info/L3/io_alloc` and `io_alloc_cbm` (Linux 6.19+).
-    ///
-    /// # Errors
-    /// The lock, a read, or a file that does not parse.
-    fn io_alloc(&mut self) -> Result<Option<rdt_core::IoAlloc>, ResctrlError> {
-        self.read_io_alloc()
-    }
-
-    fn exclusive_ways(
+    /// The lock, a read, or a `schemata` that does not parse.
+    fn read_exclusive_ways(
         &mut self,
         resource: CatResource,
         domain: CacheDomain,
@@ -582,272 +463,6 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
         Ok(out)
     }
 
-    fn cpu_classes(&mut self) -> Result<Vec<(LogicalCpu, Option<ClassId>)>, ResctrlError> {
-        // A CPU's only error in `associations` is another tool's group: no class.
-        Ok(self
-            .associations()?
-            .into_iter()
-            .map(|(cpu, a)| (cpu, a.ok().map(|(class, _)| class)))
-            .collect())
-    }
-
-    fn associate(&mut self, cpu: LogicalCpu, class: ClassId) -> Result<(), ResctrlError> {
-        self.move_cpus(&std::iter::once(cpu).collect(), class)
-    }
-
-    /// One `cpus_list` write of the class's group for the whole set, all or nothing.
-    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), ResctrlError> {
-        self.move_cpus(cpus, class)
-    }
-
-    /// Lists the control groups and reads each `cpus_list` once: a CPU in `COS<n>` is in
-    /// class n, one in no group in COS 0, one in another tool's group
-    /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup). No RMIDs.
-    ///
-    /// # Errors
-    /// Listing the groups or reading a `cpus_list` fails.
-    fn associations(
-        &mut self,
-    ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), ResctrlError>)>, ResctrlError>
-    {
-        let ctrl = {
-            let _g = self.lock.shared()?;
-            self.cpu_homes()?.0
-        };
-        Ok(self
-            .topology
-            .cpus()
-            .iter()
-            .map(|p| {
-                let class = match ctrl.iter().find(|(_, s)| s.contains(p.cpu)) {
-                    None => Ok(ClassId::new(0)),
-                    Some((g, _)) => self
-                        .class_of_group(g)
-                        .map(ClassId::new)
-                        .ok_or_else(|| ResctrlError::foreign(format!("CPU {}", p.cpu), g)),
-                };
-                (p.cpu, class.map(|c| (c, None)))
-            })
-            .collect())
-    }
-
-    /// Always `None`: resctrl does not expose RMIDs.
-    fn rmid_of(&mut self, cpu: LogicalCpu) -> Result<Option<Rmid>, ResctrlError> {
-        self.cpu_rmid(cpu)
-    }
-
-    /// pqos `-R`. When CDP or `mba_MBps` must change: remounts through the mount control
-    /// (every group goes, every control value is reset), refused while another tool's
-    /// group exists. Otherwise: the root's and every `COS<n>`'s `schemata` back to the
-    /// defaults (every way; 100 %, the AMD maximum, or 4294967295 MBps), their CPUs and
-    /// tasks back to the root. Other tools' groups are not touched.
-    ///
-    /// # Errors
-    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) for CDP/MBA CTRL the platform lacks or without a mount
-    /// control; [`ResctrlError::RemountBlocked`]; [`ResctrlError::Remount`];
-    /// [`ResctrlError::Rejected`] (a foreign exclusive group can refuse the full mask).
-    fn reset_allocation(&mut self, cfg: &AllocReset) -> Result<(), ResctrlError> {
-        self.reset_alloc(*cfg)?;
-        self.restore_mbm_configs()
-    }
-
-    /// Removes every `pqos-*` monitor group (any pid, under any control group) and forgets
-    /// this backend's groups; other tools' monitor groups stay.
-    ///
-    /// # Errors
-    /// The first failed removal (every group is still attempted).
-    fn reset_monitoring(&mut self) -> Result<(), ResctrlError> {
-        self.reset_mon()
-    }
-
-    /// Creates `pqos-<pid>-<n>` under the control group of the CPUs (the same name under
-    /// each when they span several), writes their `cpus_list`, and opens the `mon_data`
-    /// files of their L3 domains.
-    ///
-    /// # Errors
-    /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup), [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu),
-    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported), [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored): nothing written;
-    /// [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids), [`ResctrlError::Rejected`] after removing what was made.
-    ///
-    /// A batch of one ([`Backend::start_monitoring_many`]): in ABMC's `mbm_event` mode a
-    /// group whose counters are not free is refused with
-    /// [`ResctrlError::NotEnoughMbmCounters`] before its directory is made.
-    fn start_monitoring(
-        &mut self,
-        cpus: &CpuSet,
-        events: MonEvents,
-    ) -> Result<MonGroupId, ResctrlError> {
-        let ids = self
-            .start_cpu_groups(&[(cpus.clone(), events)])
-            .map_err(|e| e.error)?;
-        Ok(ids[0])
-    }
-
-    /// All groups at once, all or none, with resctrl listed once for the batch (not once per
-    /// group) and the RMIDs and ABMC counters of every group checked before any directory
-    /// is made; the names `pqos-<pid>-<n>` are picked in one pass.
-    ///
-    /// # Errors
-    /// [`GroupStartError`](rdt_core::GroupStartError) naming the first failed group, with
-    /// the errors of [`Backend::start_monitoring`] and
-    /// [`ResctrlError::NotEnoughMbmCounters`]; every directory the call made is removed.
-    fn start_monitoring_many(
-        &mut self,
-        groups: &[(CpuSet, MonEvents)],
-    ) -> Result<Vec<MonGroupId>, rdt_core::GroupStartError<ResctrlError>> {
-        self.start_cpu_groups(groups)
-    }
-
-    /// Reads every counter file once (positioned read) under a shared lock, and the PMU.
-    ///
-    /// # Errors
-    /// [`ResctrlError::Locked`]; a read that fails (the group was removed behind our back:
-    /// `ENOENT`) or text that is not a count or a status word.
-    fn poll(&mut self) -> Result<(), ResctrlError> {
-        self.poll_groups()
-    }
-
-    fn values(&self, group: MonGroupId) -> Option<&MonValues> {
-        self.group_values(group)
-    }
-
-    /// Closes the group's files and removes the directories it created (its CPUs and tasks
-    /// go back to their control group); a watched group is only forgotten.
-    ///
-    /// # Errors
-    /// [`RequestError::NoSuchGroup`](rdt_core::RequestError::NoSuchGroup); the first failed removal.
-    fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), ResctrlError> {
-        self.stop_group(group)
-    }
-
-    /// Finds the task in the `tasks` of the control groups other than the root.
-    ///
-    /// # Errors
-    /// [`RequestError::NoSuchTask`](rdt_core::RequestError::NoSuchTask), [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup), read errors.
-    fn class_of_task(&mut self, task: TaskId) -> Result<ClassId, ResctrlError> {
-        self.task_class(task)
-    }
-
-    /// Writes each thread of the task (every thread of a process) to `COS<n>/tasks` (the
-    /// root's for COS 0), one id per write, creating the group; threads that exit meanwhile
-    /// are skipped.
-    ///
-    /// # Errors
-    /// [`RequestError::NoSuchTask`](rdt_core::RequestError::NoSuchTask), [`RequestError::Limit`](rdt_core::RequestError::Limit), [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup)
-    /// (a thread is in another tool's group): nothing written; [`ResctrlError::OutOfClosids`],
-    /// [`ResctrlError::Rejected`].
-    fn associate_task(&mut self, task: TaskId, class: ClassId) -> Result<(), ResctrlError> {
-        self.move_task_to_class(task, class)
-    }
-
-    /// `COS<n>/tasks` (the root's for COS 0), ascending; empty when the group does not
-    /// exist.
-    ///
-    /// # Errors
-    /// Read errors.
-    fn tasks_of_class(&mut self, class: ClassId) -> Result<Vec<TaskId>, ResctrlError> {
-        self.class_tasks(class)
-    }
-
-    /// Creates `pqos-<pid>-<n>` under the control group of each thread (all threads of each
-    /// named process), writes each thread id to it, and opens the `mon_data` files of every
-    /// L3 domain (tasks run anywhere).
-    ///
-    /// # Errors
-    /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup), [`RequestError::NoSuchTask`](rdt_core::RequestError::NoSuchTask),
-    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported), [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored): nothing written;
-    /// [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids), [`ResctrlError::Rejected`] after removing what was made.
-    ///
-    /// A batch of one ([`Backend::start_monitoring_tasks_many`]).
-    fn start_monitoring_tasks(
-        &mut self,
-        tasks: &[TaskId],
-        events: MonEvents,
-    ) -> Result<MonGroupId, ResctrlError> {
-        let ids = self
-            .start_task_groups(&[(tasks.to_vec(), events)])
-            .map_err(|e| e.error)?;
-        Ok(ids[0])
-    }
-
-    /// All groups at once, all or none, as [`Backend::start_monitoring_many`] does for
-    /// CPUs: every control and monitor group's `tasks` read once for the batch, RMIDs and
-    /// ABMC counters (every L3 domain per group) checked before any directory is made.
-    ///
-    /// # Errors
-    /// [`GroupStartError`](rdt_core::GroupStartError) naming the first failed group, with
-    /// the errors of [`Backend::start_monitoring_tasks`] and
-    /// [`ResctrlError::NotEnoughMbmCounters`]; every directory the call made is removed.
-    fn start_monitoring_tasks_many(
-        &mut self,
-        groups: &[(Vec<TaskId>, MonEvents)],
-    ) -> Result<Vec<MonGroupId>, rdt_core::GroupStartError<ResctrlError>> {
-        self.start_task_groups(groups)
-    }
-
-    /// Every control and monitor group, root excluded: `COS<n>` and `pqos-<pid>-<n>` are
-    /// [`GroupOwner::Pqos`](rdt_core::GroupOwner::Pqos), the rest [`GroupOwner::Foreign`](rdt_core::GroupOwner::Foreign).
-    ///
-    /// # Errors
-    /// Listing errors.
-    fn groups(&mut self) -> Result<Vec<GroupInfo>, ResctrlError> {
-        self.list_groups()
-    }
-
-    fn mba_ctrl(&self) -> Option<MbaCtrl> {
-        Some(self.mba_ctrl_state())
-    }
-
-    /// Reads `info/L3_MON`'s ABMC files (`mbm_assign_mode`, `num_mbm_cntrs`, and in
-    /// `mbm_event` mode `available_mbm_cntrs`, `mbm_assign_on_mkdir`), each MBM event's
-    /// `event_filter` (in `mbm_event` mode) or BMEC `mbm_*_bytes_config`, and counts the
-    /// `mon_sub_L3_YY` directories of the first L3 domain (SNC).
-    ///
-    /// # Errors
-    /// [`ResctrlError::Locked`]; read or parse errors naming the file.
-    fn mbm_details(&mut self) -> Result<Option<rdt_core::MbmDetails>, ResctrlError> {
-        self.read_mbm_details().map(Some)
-    }
-
-    /// Writes `info/L3_MON/event_configs/<event>/event_filter` in ABMC's `mbm_event`
-    /// mode, else `info/L3_MON/<event>_config` with the value for every L3 domain in one
-    /// write (`mon_config_write`). Restored to the defaults (total 0x7f, local 0x15) by
-    /// [`Backend::reset_allocation`].
-    ///
-    /// # Errors
-    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) for LLC
-    /// occupancy, bits above 6, or without either file; [`ResctrlError::Rejected`] with
-    /// the kernel's message (a bit the hardware does not support).
-    fn set_mbm_event_config(
-        &mut self,
-        event: rdt_core::RmidEvent,
-        bits: u32,
-    ) -> Result<(), ResctrlError> {
-        self.write_mbm_event_config(event, bits)
-    }
-
-    /// Writes `info/L3_MON/mbm_assign_mode` when it offers `mode` (and it is not current).
-    ///
-    /// # Errors
-    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) without the file
-    /// or the mode; [`ResctrlError::Rejected`] with the kernel's message.
-    fn set_mbm_assign_mode(&mut self, mode: rdt_core::AssignMode) -> Result<(), ResctrlError> {
-        self.write_assign_mode(mode)
-    }
-
-    /// Writes `1` or `0` to `info/L3/io_alloc` (when it is not so already).
-    ///
-    /// # Errors
-    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) without the file;
-    /// [`ResctrlError::Rejected`] with the kernel's message (the CLOSID is a group's).
-    fn set_io_alloc(&mut self, enabled: bool) -> Result<(), ResctrlError> {
-        self.write_io_alloc(enabled)
-    }
-
-    fn run_dir(&self) -> Option<&Path> {
-        self.run_dir.as_ref().map(RunDirPath::path)
-    }
-
     /// The control group `name` as a class: its handle is the lowest class number that
     /// neither has a `COS<n>` group nor names another group, below the CLOSID limit. The
     /// group is made on the first write, like `COS<n>` (the kernel gives it its CLOSID).
@@ -858,7 +473,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// cannot be a group (empty, `/`, `.`, `..`, `info`, `mon_groups`, `mon_data`, a
     /// `COS<n>` name); [`RequestError::Limit`](rdt_core::RequestError::Limit) when every
     /// class number is taken; listing errors.
-    fn class_named(&mut self, name: &str) -> Result<ClassId, ResctrlError> {
+    fn name_class(&mut self, name: &str) -> Result<ClassId, ResctrlError> {
         if let Some((c, _)) = self.names.iter().find(|(_, n)| *n == name) {
             return Ok(*c);
         }
@@ -884,11 +499,421 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// class, replayed by [`rdt_core::transaction::recover`]).
     ///
     /// # Errors
-    /// As [`Backend::class_named`] for the name.
-    fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), ResctrlError> {
+    /// As [`NamedClasses::class_named`] for the name.
+    fn bind_name(&mut self, class: ClassId, name: &str) -> Result<(), ResctrlError> {
         Self::check_group_name(name)?;
         self.names.insert(class, name.to_owned());
         Ok(())
+    }
+
+    /// Adds the classes' groups (`COS<n>` or named) to the groups this backend made.
+    fn own_groups_of(&mut self, classes: &[ClassId]) {
+        let groups: Vec<String> = classes
+            .iter()
+            .filter(|c| c.get() != 0)
+            .map(|c| self.group_of(*c))
+            .collect();
+        self.created.extend(groups);
+    }
+
+    /// Lists the control groups and reads each `cpus_list` once (one CPU: until it is
+    /// found): a CPU in `COS<n>` is in class n, one in no group in COS 0, one in another
+    /// tool's group [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup).
+    /// No RMIDs.
+    #[allow(clippy::type_complexity)] // a list of per-CPU results
+    fn read_associations(
+        &mut self,
+        cpus: &CpuSet,
+    ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), ResctrlError>)>, ResctrlError>
+    {
+        for cpu in cpus.iter() {
+            self.topology
+                .get(cpu)
+                .ok_or(rdt_core::RequestError::NoSuchCpu(cpu))?;
+        }
+        if cpus.len() == 1 {
+            return Ok(cpus
+                .iter()
+                .map(|cpu| (cpu, self.cpu_class(cpu).map(|c| (c, None))))
+                .collect());
+        }
+        let ctrl = {
+            let _g = self.lock.shared()?;
+            self.cpu_homes()?.0
+        };
+        Ok(cpus
+            .iter()
+            .map(|cpu| {
+                let class = match ctrl.iter().find(|(_, s)| s.contains(cpu)) {
+                    None => Ok(ClassId::new(0)),
+                    Some((g, _)) => self
+                        .class_of_group(g)
+                        .map(ClassId::new)
+                        .ok_or_else(|| ResctrlError::foreign(format!("CPU {cpu}"), g)),
+                };
+                (cpu, class.map(|c| (c, None)))
+            })
+            .collect())
+    }
+}
+
+impl<P: PmuSource> Backend for ResctrlBackend<P> {
+    type Error = ResctrlError;
+
+    fn interface(&self) -> Interface {
+        Interface::Os
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        &self.caps
+    }
+
+    fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// Reads each class's `schemata` (the root for COS 0, `COS<n>` or the named group)
+    /// once for every domain; a class whose group does not exist yet reports what a reset
+    /// group holds (every way).
+    ///
+    /// # Errors
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without that CAT,
+    /// [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), read or parse
+    /// errors; [`ResctrlError::Parse`] for an empty mask (legal on AMD, not representable
+    /// as a [`CacheBitmask`](rdt_core::CacheBitmask)).
+    fn cat_classes_in(
+        &mut self,
+        resource: CatResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<CatClass>>, ResctrlError> {
+        self.read_cat_classes_in(resource, domains)
+    }
+
+    /// Checks every class, domain and mask first ([`Capabilities::check_cat`]); then per
+    /// class: creates its group if needed, reads its `schemata`, changes the values of every
+    /// domain given for it and writes it back in one write. A failure undoes the classes
+    /// already written and removes groups it created.
+    ///
+    /// # Errors
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) (class beyond the CLOSIDs,
+    /// mask outside the platform's limits),
+    /// [`RequestError::CdpMismatch`](rdt_core::RequestError::CdpMismatch),
+    /// [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain): nothing
+    /// written; [`ResctrlError::OutOfClosids`]; [`ResctrlError::Rejected`].
+    fn set_cat_masks(
+        &mut self,
+        resource: CatResource,
+        masks: &[(CacheDomain, CatClass)],
+    ) -> Result<(), ResctrlError> {
+        self.write_cat_classes(resource, masks)
+    }
+
+    /// Reads the `MB` (MBA) or `SMBA` line of the root and each class's group once for
+    /// every domain: percent, MiB/s on an `mba_MBps` mount (MB only), AMD units on AMD. A
+    /// class without a group reports the default.
+    ///
+    /// # Errors
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) without the resource,
+    /// [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain), read errors.
+    fn bandwidth_classes_in(
+        &mut self,
+        resource: MbaResource,
+        domains: &[CacheDomain],
+    ) -> Result<Vec<Vec<MbaClass>>, ResctrlError> {
+        self.read_mba_classes_in(resource, domains)
+    }
+
+    /// Checks every limit (unit for this mount, range from `info/MB` or `info/SMBA`), writes
+    /// the `MB` or `SMBA` line of one `schemata` per class for all its domains as
+    /// [`Backend::set_cat_masks`] does, and reads back what the kernel applied (Intel rounds
+    /// up to `bandwidth_gran`: 15 -> 20).
+    ///
+    /// # Errors
+    /// [`RequestError::MbaUnit`](rdt_core::RequestError::MbaUnit),
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit),
+    /// [`RequestError::NoSuchDomain`](rdt_core::RequestError::NoSuchDomain): nothing
+    /// written; [`ResctrlError::OutOfClosids`]; [`ResctrlError::Rejected`].
+    fn set_bandwidth_limits(
+        &mut self,
+        resource: MbaResource,
+        limits: &[(CacheDomain, MbaClass)],
+    ) -> Result<Vec<(CacheDomain, MbaClass)>, ResctrlError> {
+        self.write_mba_classes(resource, limits)
+    }
+
+    /// Lists the control groups and reads each `cpus_list` once (one CPU: until it is
+    /// found): a CPU in `COS<n>` is in class n, one in no group in COS 0, one in another
+    /// tool's group [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup).
+    /// No RMIDs.
+    ///
+    /// # Errors
+    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu); the lock; listing
+    /// the groups or reading a `cpus_list` fails.
+    fn associations_in(
+        &mut self,
+        cpus: &CpuSet,
+    ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), ResctrlError>)>, ResctrlError>
+    {
+        self.read_associations(cpus)
+    }
+
+    /// One `cpus_list` write of the class's group (made when missing; the root's for COS 0)
+    /// for the whole set, all or nothing; monitor groups of that control group keep their
+    /// CPUs.
+    ///
+    /// # Errors
+    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu),
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit) (no CLOSID for the class),
+    /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup) (a CPU is in
+    /// another tool's group): nothing written; [`ResctrlError::OutOfClosids`],
+    /// [`ResctrlError::Rejected`].
+    fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), ResctrlError> {
+        self.move_cpus(cpus, class)
+    }
+
+    /// Allocation (pqos `-R`): when CDP or `mba_MBps` must change, remounts through the
+    /// mount control (every group goes, every control value is reset), refused while
+    /// another tool's group exists. Otherwise: the root's and every `COS<n>`'s `schemata`
+    /// back to the defaults (every way; 100 %, the AMD maximum, or 4294967295 MBps), their
+    /// CPUs and tasks back to the root; other tools' groups are not touched; the MBM event
+    /// configurations back to the defaults. Monitoring: removes every `pqos-*` monitor
+    /// group (any pid, under any control group) and forgets this backend's groups; other
+    /// tools' monitor groups stay.
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) for CDP/MBA CTRL
+    /// the platform lacks or without a mount control; [`ResctrlError::RemountBlocked`];
+    /// [`ResctrlError::Remount`]; [`ResctrlError::Rejected`] (a foreign exclusive group can
+    /// refuse the full mask); the first failed removal of a monitor group (every group is
+    /// still attempted).
+    fn reset(&mut self, what: &Reset) -> Result<(), ResctrlError> {
+        match what {
+            Reset::Allocation(cfg) => {
+                self.reset_alloc(*cfg)?;
+                self.restore_mbm_configs()
+            }
+            Reset::Monitoring => self.reset_mon(),
+        }
+    }
+
+    /// Creates `pqos-<pid>-<n>` under the control group of each group's CPUs (the same name
+    /// under each when they span several), writes their `cpus_list`, and opens the
+    /// `mon_data` files of their L3 domains: all groups at once, all or none, with resctrl
+    /// listed once for the batch and the RMIDs and ABMC counters of every group checked
+    /// before any directory is made; the names are picked in one pass.
+    ///
+    /// # Errors
+    /// [`GroupStartError`] naming the first failed group:
+    /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup),
+    /// [`RequestError::NoSuchCpu`](rdt_core::RequestError::NoSuchCpu),
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported),
+    /// [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored): nothing
+    /// written; [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids),
+    /// [`ResctrlError::NotEnoughMbmCounters`] (ABMC's `mbm_event` mode),
+    /// [`ResctrlError::Rejected`] after removing what was made.
+    fn start_monitoring_many(
+        &mut self,
+        groups: &[(CpuSet, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<ResctrlError>> {
+        self.start_cpu_groups(groups)
+    }
+
+    /// Reads every counter file once (positioned read) under a shared lock, and the PMU.
+    ///
+    /// # Errors
+    /// [`ResctrlError::Locked`]; a read that fails (the group was removed behind our back:
+    /// `ENOENT`) or text that is not a count or a status word.
+    fn poll(&mut self) -> Result<(), ResctrlError> {
+        self.poll_groups()
+    }
+
+    fn values(&self, group: MonGroupId) -> Option<&MonValues> {
+        self.group_values(group)
+    }
+
+    /// Closes the group's files and removes the directories it created (its CPUs and tasks
+    /// go back to their control group); a watched group is only forgotten.
+    ///
+    /// # Errors
+    /// [`RequestError::NoSuchGroup`](rdt_core::RequestError::NoSuchGroup); the first failed
+    /// removal.
+    fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), ResctrlError> {
+        self.stop_group(group)
+    }
+
+    fn writers(&mut self) -> Option<&mut dyn Writers<ResctrlError>> {
+        Some(self)
+    }
+
+    fn names(&mut self) -> Option<&mut dyn NamedClasses<ResctrlError>> {
+        Some(self)
+    }
+
+    fn os(&mut self) -> Option<&mut dyn OsOps<ResctrlError>> {
+        Some(self)
+    }
+}
+
+impl<P: PmuSource, E: From<ResctrlError>> OsOps<E> for ResctrlBackend<P> {
+    /// Finds the task in the `tasks` of the control groups other than the root.
+    ///
+    /// # Errors
+    /// [`RequestError::NoSuchTask`](rdt_core::RequestError::NoSuchTask),
+    /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup), read errors.
+    fn class_of_task(&mut self, task: TaskId) -> Result<ClassId, E> {
+        Ok(self.task_class(task)?)
+    }
+
+    /// Writes each thread of the task (every thread of a process) to `COS<n>/tasks` (the
+    /// root's for COS 0), one id per write, creating the group; threads that exit meanwhile
+    /// are skipped.
+    ///
+    /// # Errors
+    /// [`RequestError::NoSuchTask`](rdt_core::RequestError::NoSuchTask),
+    /// [`RequestError::Limit`](rdt_core::RequestError::Limit),
+    /// [`RequestError::ForeignGroup`](rdt_core::RequestError::ForeignGroup) (a thread is in
+    /// another tool's group): nothing written; [`ResctrlError::OutOfClosids`],
+    /// [`ResctrlError::Rejected`].
+    fn associate_task(&mut self, task: TaskId, class: ClassId) -> Result<(), E> {
+        Ok(self.move_task_to_class(task, class)?)
+    }
+
+    /// `COS<n>/tasks` (the root's for COS 0), ascending; empty when the group does not
+    /// exist.
+    ///
+    /// # Errors
+    /// Read errors.
+    fn tasks_of_class(&mut self, class: ClassId) -> Result<Vec<TaskId>, E> {
+        Ok(self.class_tasks(class)?)
+    }
+
+    /// Creates `pqos-<pid>-<n>` under the control group of each thread (all threads of each
+    /// named process), writes each thread id to it, and opens the `mon_data` files of every
+    /// L3 domain (tasks run anywhere): every control and monitor group's `tasks` read once
+    /// for the batch, RMIDs and ABMC counters (every L3 domain per group) checked before any
+    /// directory is made.
+    ///
+    /// # Errors
+    /// [`GroupStartError`] naming the first failed group, with
+    /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup),
+    /// [`RequestError::NoSuchTask`](rdt_core::RequestError::NoSuchTask),
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported),
+    /// [`RequestError::AlreadyMonitored`](rdt_core::RequestError::AlreadyMonitored): nothing
+    /// written; [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids),
+    /// [`ResctrlError::NotEnoughMbmCounters`], [`ResctrlError::Rejected`] after removing
+    /// what was made.
+    fn start_monitoring_tasks_many(
+        &mut self,
+        groups: &[(Vec<TaskId>, MonEvents)],
+    ) -> Result<Vec<MonGroupId>, GroupStartError<E>> {
+        self.start_task_groups(groups).map_err(|e| e.map(E::from))
+    }
+
+    /// Every control and monitor group, root excluded: `COS<n>` and `pqos-<pid>-<n>` are
+    /// [`GroupOwner::Pqos`](rdt_core::GroupOwner::Pqos), the rest
+    /// [`GroupOwner::Foreign`](rdt_core::GroupOwner::Foreign).
+    ///
+    /// # Errors
+    /// Listing errors.
+    fn groups(&mut self) -> Result<Vec<GroupInfo>, E> {
+        Ok(self.list_groups()?)
+    }
+
+    fn mba_ctrl(&self) -> Option<MbaCtrl> {
+        Some(self.mba_ctrl_state())
+    }
+
+    /// Reads `info/L3_MON`'s ABMC files (`mbm_assign_mode`, `num_mbm_cntrs`, and in
+    /// `mbm_event` mode `available_mbm_cntrs`, `mbm_assign_on_mkdir`), each MBM event's
+    /// `event_filter` (in `mbm_event` mode) or BMEC `mbm_*_bytes_config`, and counts the
+    /// `mon_sub_L3_YY` directories of the first L3 domain (SNC).
+    ///
+    /// # Errors
+    /// [`ResctrlError::Locked`]; read or parse errors naming the file.
+    fn mbm_details(&mut self) -> Result<Option<rdt_core::MbmDetails>, E> {
+        Ok(Some(self.read_mbm_details()?))
+    }
+
+    /// Writes `info/L3_MON/mbm_assign_mode` when it offers `mode` (and it is not current).
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) without the file
+    /// or the mode; [`ResctrlError::Rejected`] with the kernel's message.
+    fn set_mbm_assign_mode(&mut self, mode: rdt_core::AssignMode) -> Result<(), E> {
+        Ok(self.write_assign_mode(mode)?)
+    }
+
+    /// `info/L3/io_alloc` and `io_alloc_cbm` (Linux 6.19+).
+    ///
+    /// # Errors
+    /// The lock, a read, or a file that does not parse.
+    fn io_alloc(&mut self) -> Result<Option<rdt_core::IoAlloc>, E> {
+        Ok(self.read_io_alloc()?)
+    }
+
+    /// Writes `1` or `0` to `info/L3/io_alloc` (when it is not so already).
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) without the file;
+    /// [`ResctrlError::Rejected`] with the kernel's message (the CLOSID is a group's).
+    fn set_io_alloc(&mut self, enabled: bool) -> Result<(), E> {
+        Ok(self.write_io_alloc(enabled)?)
+    }
+
+    /// Writes `info/L3_MON/event_configs/<event>/event_filter` in ABMC's `mbm_event`
+    /// mode, else `info/L3_MON/<event>_config` with the value for every L3 domain in one
+    /// write (`mon_config_write`). Restored to the defaults (total 0x7f, local 0x15) by a
+    /// reset of allocation.
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) for LLC
+    /// occupancy, bits above 6, or without either file; [`ResctrlError::Rejected`] with
+    /// the kernel's message (a bit the hardware does not support).
+    fn set_mbm_event_config(&mut self, event: rdt_core::RmidEvent, bits: u32) -> Result<(), E> {
+        Ok(self.write_mbm_event_config(event, bits)?)
+    }
+
+    /// Reads `mode` of every control group, and the masks the `exclusive` ones hold in
+    /// `domain` (data and code masks together with CDP on); empty without that CAT.
+    ///
+    /// # Errors
+    /// The lock, a read, or a `schemata` that does not parse.
+    fn exclusive_ways(
+        &mut self,
+        resource: CatResource,
+        domain: CacheDomain,
+    ) -> Result<Vec<ExclusiveWays>, E> {
+        Ok(self.read_exclusive_ways(resource, domain)?)
+    }
+
+    /// Adds the classes' groups (`COS<n>` or named) to the groups this backend made.
+    fn own_classes(&mut self, classes: &[ClassId]) {
+        self.own_groups_of(classes);
+    }
+}
+
+impl<P: PmuSource, E: From<ResctrlError>> NamedClasses<E> for ResctrlBackend<P> {
+    /// The control group `name` as a class: its handle is the lowest class number that
+    /// neither has a `COS<n>` group nor names another group, below the CLOSID limit. The
+    /// group is made on the first write, like `COS<n>` (the kernel gives it its CLOSID).
+    /// A group of that name made by another tool becomes this class: naming it claims it.
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) for a name that
+    /// cannot be a group (empty, `/`, `.`, `..`, `info`, `mon_groups`, `mon_data`, a
+    /// `COS<n>` name); [`RequestError::Limit`](rdt_core::RequestError::Limit) when every
+    /// class number is taken; listing errors.
+    fn class_named(&mut self, name: &str) -> Result<ClassId, E> {
+        Ok(self.name_class(name)?)
+    }
+
+    /// Makes `class` stand for the control group `name` (a journal's record of a named
+    /// class, replayed by [`rdt_core::transaction::recover`]).
+    ///
+    /// # Errors
+    /// As [`NamedClasses::class_named`] for the name.
+    fn bind_class(&mut self, class: ClassId, name: &str) -> Result<(), E> {
+        Ok(self.bind_name(class, name)?)
     }
 
     fn class_names(&self) -> Vec<(ClassId, String)> {
@@ -906,15 +931,10 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// recorded by the first write to the class.
     ///
     /// # Errors
-    /// As [`Backend::bind_class`]; [`ResctrlError::OutOfClosids`]; the record cannot be
-    /// written; the root lock.
-    fn claim_class(
-        &mut self,
-        class: ClassId,
-        name: &str,
-        make_group: bool,
-    ) -> Result<(), ResctrlError> {
-        self.claim(class, name, make_group)
+    /// As [`NamedClasses::bind_class`]; [`ResctrlError::OutOfClosids`]; the record cannot
+    /// be written; the root lock.
+    fn claim_class(&mut self, class: ClassId, name: &str, make_group: bool) -> Result<(), E> {
+        Ok(self.claim(class, name, make_group)?)
     }
 
     /// Removes the control group `name` when this library made it (it is recorded) and it
@@ -925,30 +945,26 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     /// [`RequestError::ClassInUse`](rdt_core::RequestError::ClassInUse) (monitor groups),
     /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) (CPUs or tasks
     /// left); the root lock; a read or the `rmdir` fails.
-    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), ResctrlError> {
-        self.release(class, name)
+    fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), E> {
+        Ok(self.release(class, name)?)
+    }
+}
+
+impl<P: PmuSource, E: From<ResctrlError>> Writers<E> for ResctrlBackend<P> {
+    fn run_dir(&self) -> Option<&Path> {
+        self.run_dir.as_ref().map(RunDirPath::path)
     }
 
     /// Takes `LOCK_EX` on the resctrl root and keeps it (across a remount too) until the
-    /// last [`Backend::release_writers`]; the calls in between take no lock of their own.
+    /// last [`Writers::release_writers`]; the calls in between take no lock of their own.
     ///
     /// # Errors
     /// [`ResctrlError::Locked`] after the lock timeout; [`ResctrlError::NotMounted`].
-    fn hold_writers(&mut self) -> Result<(), ResctrlError> {
-        self.lock.hold()
+    fn hold_writers(&mut self) -> Result<(), E> {
+        Ok(self.lock.hold()?)
     }
 
     fn release_writers(&mut self) {
         self.lock.release();
-    }
-
-    /// Adds the classes' groups (`COS<n>` or named) to the groups this backend made.
-    fn own_classes(&mut self, classes: &[ClassId]) {
-        let groups: Vec<String> = classes
-            .iter()
-            .filter(|c| c.get() != 0)
-            .map(|c| self.group_of(*c))
-            .collect();
-        self.created.extend(groups);
     }
 }

@@ -286,7 +286,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         )
     }
 
-    /// [`rdt_core::Backend::reset_monitoring`] on resctrl: removes every `pqos-*` monitor
+    /// [`rdt_core::BackendExt::reset_monitoring`] on resctrl: removes every `pqos-*` monitor
     /// group (any pid, under any control group) and forgets this backend's groups; other
     /// tools' monitor groups stay.
     pub(super) fn reset_mon(&mut self) -> Result<(), ResctrlError> {

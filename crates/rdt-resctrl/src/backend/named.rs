@@ -1,4 +1,4 @@
-//! Named classes ([`Backend::class_named`](rdt_core::Backend::class_named)): the control
+//! Named classes ([`BackendExt::class_named`](rdt_core::BackendExt::class_named)): the control
 //! groups this backend made for them, recorded in the run directory (`os-classes`, the
 //! same [`NameRecord`] the MSR interface keeps its names in), so that the next process
 //! knows them as this library's: `pqos -s` shows them, a reset removes them, and another
@@ -130,7 +130,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(())
     }
 
-    /// [`Backend::own_class_names`](rdt_core::Backend::own_class_names) on resctrl: the
+    /// [`BackendExt::own_class_names`](rdt_core::BackendExt::own_class_names) on resctrl: the
     /// bound names whose groups exist and are recorded.
     pub(super) fn own_names(&self) -> Vec<(ClassId, String)> {
         if self.names.is_empty() {
@@ -147,7 +147,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             .collect()
     }
 
-    /// [`Backend::claim_class`](rdt_core::Backend::claim_class) on resctrl.
+    /// [`BackendExt::claim_class`](rdt_core::BackendExt::claim_class) on resctrl.
     pub(super) fn claim(
         &mut self,
         class: ClassId,
@@ -171,7 +171,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(())
     }
 
-    /// [`Backend::release_class`](rdt_core::Backend::release_class) on resctrl: a
+    /// [`BackendExt::release_class`](rdt_core::BackendExt::release_class) on resctrl: a
     /// recorded group is removed when it holds nothing but (default) values; another
     /// tool's is left alone. The name is unbound either way.
     pub(super) fn release(&mut self, class: ClassId, name: &str) -> Result<(), ResctrlError> {

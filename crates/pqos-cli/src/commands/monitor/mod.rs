@@ -25,7 +25,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
-use rdt_pqos::{Backend, LogicalCpu, MonEvents, MonGroupId, Monitoring, RequestError, TaskId};
+use rdt_pqos::{
+    Backend, BackendExt, LogicalCpu, MonEvents, MonGroupId, Monitoring, RequestError, TaskId,
+};
 
 #[cfg(feature = "sim")]
 pub use self::clock::{AdvancingClock, VirtualClock};
