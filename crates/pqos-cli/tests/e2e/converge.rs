@@ -6,12 +6,15 @@
 //! applied as the hardware stores it, so a second apply of TOML, JSON or goresctrl YAML
 //! writes nothing on either interface.
 
-use std::collections::BTreeSet;
-
 use crate::declarative::{changes, file};
+#[cfg(feature = "test-helpers")]
 use crate::os_mode::threaded_child;
+#[cfg(feature = "test-helpers")]
+use crate::util::Reaped;
 use crate::util::mounted::{Mounted, MountedOs};
-use crate::util::{Machine, Reaped, SKX_RDT};
+use crate::util::{Machine, SKX_RDT};
+#[cfg(feature = "test-helpers")]
+use std::collections::BTreeSet;
 
 /// A class `web` with 2 L3 ways and `cpus` (no `cpus` key when empty).
 fn web(cpus: &str) -> String {
@@ -39,6 +42,7 @@ fn core_class(shown: &str, cpu: u32) -> u32 {
 }
 
 /// The numbers of a resctrl `tasks` file.
+#[cfg(feature = "test-helpers")]
 fn tasks(text: &str) -> BTreeSet<u32> {
     text.lines()
         .map(|l| l.trim().parse().expect("a tid"))
@@ -137,6 +141,7 @@ fn a_shrunk_class_gives_its_cpus_back_to_the_root_group_on_the_os_interface() {
 /// tasks keeps the threads of its listed processes and gives the rest back to the root; a
 /// class that lists none keeps what it holds.
 #[test]
+#[cfg(feature = "test-helpers")]
 fn a_class_that_lists_tasks_keeps_exactly_their_processes_threads() {
     let m = MountedOs::new(SKX_RDT);
     let child = threaded_child();

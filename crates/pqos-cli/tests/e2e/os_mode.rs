@@ -12,8 +12,6 @@
 //! relations, not exact numbers.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rdt_sim::Scenario;
@@ -24,54 +22,21 @@ use crate::util::mounted::MountedOs;
 use crate::util::{Machine, Reaped, Run, SKX_RDT};
 use crate::{alloc, paper};
 
-/// Set in the environment of [`helper_child_with_three_threads`]'s process.
-const THREADED_CHILD: &str = "RDT_TEST_THREADED_CHILD";
-
-/// Not a test: the body of the multi-threaded child process that
-/// [`pid_association_moves_every_thread_and_s_lists_them_under_the_class`] starts (this
-/// test binary again, `--ignored --exact`, with [`THREADED_CHILD`] set). It starts two
-/// threads, says `threaded child ready` and sleeps; without the variable it returns at
-/// once. Ignored, so that a normal run does not count it as a test that passed.
-#[test]
-#[ignore = "the body of a child process another test starts; not a test of its own"]
-fn helper_child_with_three_threads() {
-    if std::env::var_os(THREADED_CHILD).is_none() {
-        return;
-    }
-    let started = std::sync::Arc::new(std::sync::Barrier::new(3));
-    for _ in 0..2 {
-        let started = std::sync::Arc::clone(&started);
-        std::thread::spawn(move || {
-            started.wait();
-            std::thread::sleep(Duration::from_secs(30));
-        });
-    }
-    started.wait();
-    // After libtest's `test NAME ... ` on the same line.
-    println!("threaded child ready");
-    std::thread::sleep(Duration::from_secs(30));
-}
-
-/// Starts [`helper_child_with_three_threads`] and waits until its threads run.
+/// Starts `rdt-test-threaded-child` (tests/helpers, feature `test-helpers`), a process of
+/// three threads, and waits until its threads run.
+#[cfg(feature = "test-helpers")]
 pub(crate) fn threaded_child() -> Reaped {
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "os_mode::helper_child_with_three_threads",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(THREADED_CHILD, "1")
-        .stdout(Stdio::piped())
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rdt-test-threaded-child"))
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("spawn the threaded child");
     let stdout = child.stdout.take().expect("stdout");
     let child = Reaped(child);
-    let ready = BufReader::new(stdout)
+    let ready = std::io::BufReader::new(stdout)
         .lines()
         .map_while(Result::ok)
-        .any(|l| l.ends_with("threaded child ready"));
+        .any(|l| l == "threaded child ready");
     assert!(ready, "the threaded child did not start");
     child
 }
@@ -580,6 +545,7 @@ fn r_removes_every_pqos_monitor_group_and_only_those() {
 // ---- tasks and PIDs ----
 
 #[test]
+#[cfg(feature = "test-helpers")]
 fn pid_association_moves_every_thread_and_s_lists_them_under_the_class() {
     // arrange: a process with three threads
     let m = MountedOs::new("broadwell-ep");

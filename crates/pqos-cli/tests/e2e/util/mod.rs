@@ -201,6 +201,7 @@ impl Reaped {
     }
 
     /// Its thread ids, from `/proc/<pid>/task`, ascending.
+    #[cfg(feature = "test-helpers")]
     pub fn threads(&self) -> Vec<u32> {
         let mut t: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", self.pid()))
             .expect("/proc/<pid>/task")
