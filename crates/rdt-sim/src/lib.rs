@@ -40,6 +40,7 @@ pub mod cpuid;
 mod error;
 pub mod fs;
 mod handle;
+mod kernel;
 pub mod inprocess;
 pub mod model;
 mod models;
