@@ -502,10 +502,10 @@ pub struct OsFace {
 }
 
 /// What [`OpenOptions::resctrl_mount_control`] calls at each open.
-pub type MakeMountControl = dyn Fn() -> Option<Box<dyn MountControl>> + Send + Sync;
+type MakeMountControl = dyn Fn() -> Option<Box<dyn MountControl>> + Send + Sync;
 
 /// What [`OpenOptions::fallback_pmu`] calls at each open.
-pub type MakePmu = dyn Fn() -> Option<Box<dyn PmuSource + Send>> + Send + Sync;
+type MakePmu = dyn Fn() -> Option<Box<dyn PmuSource + Send>> + Send + Sync;
 
 /// A seam injected into [`OpenOptions`]: options are equal when they hold the same one.
 struct Injected<F: ?Sized>(Arc<F>);
@@ -800,7 +800,8 @@ impl OpenOptions {
     /// ([`rdt_resctrl::ResctrlInfo::capabilities`]), takes tasks' threads from `/proc`, and
     /// remounts (for CDP or `mba_MBps` changes) through the
     /// [`OpenOptions::resctrl_mount_control`] given, else with `umount2(2)` + `mount(2)`.
-    /// The MSR interface opened while resctrl is mounted adds [`Notice::ResctrlMountedOnMsr`] to [`Rdt::notices`].
+    /// The MSR interface opened while resctrl is mounted adds
+    /// [`Notice::ResctrlMountedOnMsr`] to [`Rdt::notices`].
     ///
     /// # Errors
     /// [`OpenError::Iface`] (the interface cannot be resolved); [`OpenError::Missing`] (no
