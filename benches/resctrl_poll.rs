@@ -11,7 +11,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rdt_pqos::{Backend, BackendExt, CpuSet, Iface, LogicalCpu, MonEvents, MonGroupId, Paths, Rdt};
+use rdt_pqos::{
+    Backend, BackendExt, CpuSet, Iface, LogicalCpu, MonEvents, MonGroupId, OpenOptions, Paths,
+};
 use rdt_sim::fs::testing::TestMount;
 
 /// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
@@ -38,7 +40,9 @@ fn report(what: &str, c: &rdt_sim::fs::OpCounts) {
 
 fn poll_64_groups(c: &mut Criterion) {
     let m = TestMount::builtin(SKX_RDT);
-    let mut rdt = Rdt::open_at(Iface::Os, &Paths::under(m.root())).expect("open the OS interface");
+    let mut rdt = mounted(Iface::Os, m.root())
+        .open()
+        .expect("open the OS interface");
     assert_eq!(rdt.topology().l3_domains().len(), 2, "two L3 domains");
     for cpu in 0..GROUPS {
         let cpus: CpuSet = std::iter::once(LogicalCpu::new(cpu)).collect();
@@ -75,3 +79,15 @@ criterion_group! {
     targets = poll_64_groups
 }
 criterion_main!(benches);
+
+/// Options to open the simulated platform FUSE-mounted at `root` through `iface`: its files
+/// and the simulator's resctrl mount control and PMU counters ([`rdt_sim::attach`]), injected
+/// as `OpenOptions::sysroot` injects them with feature `sim` (benches build without it).
+fn mounted(iface: Iface, root: &std::path::Path) -> OpenOptions {
+    let sim = rdt_sim::attach(root);
+    let pmu = sim.clone();
+    OpenOptions::new(iface)
+        .paths(Paths::under(root))
+        .resctrl_mount_control(move || sim.mount_control())
+        .fallback_pmu(move || pmu.pmu())
+}

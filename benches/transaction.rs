@@ -14,7 +14,7 @@ use std::path::Path;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rdt_pqos::config::Config;
 use rdt_pqos::proc::ProcFs;
-use rdt_pqos::{Backend, Iface, MsrSource, OpenOptions, Paths, Rdt};
+use rdt_pqos::{Backend, Iface, MsrSource, OpenOptions, Paths};
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::{SimHandle, SimPlatform};
 
@@ -91,7 +91,7 @@ fn msr(c: &mut Criterion) {
 fn resctrl(c: &mut Criterion) {
     let m = TestMount::builtin("broadwell-ep");
     let paths = Paths::under(m.root());
-    let mut rdt = Rdt::open_at(Iface::Os, &paths).expect("open");
+    let mut rdt = mounted(Iface::Os, m.root()).open().expect("open");
     let proc = ProcFs::host();
     let (a, b) = (config(0), config(1));
     apply(&mut rdt, &a, &proc);
@@ -127,3 +127,15 @@ criterion_group! {
     targets = msr, resctrl
 }
 criterion_main!(benches);
+
+/// Options to open the simulated platform FUSE-mounted at `root` through `iface`: its files
+/// and the simulator's resctrl mount control and PMU counters ([`rdt_sim::attach`]), injected
+/// as `OpenOptions::sysroot` injects them with feature `sim` (benches build without it).
+fn mounted(iface: Iface, root: &Path) -> OpenOptions {
+    let sim = rdt_sim::attach(root);
+    let pmu = sim.clone();
+    OpenOptions::new(iface)
+        .paths(Paths::under(root))
+        .resctrl_mount_control(move || sim.mount_control())
+        .fallback_pmu(move || pmu.pmu())
+}

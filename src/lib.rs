@@ -68,7 +68,6 @@ mod open;
 pub mod perf;
 #[cfg(feature = "sim")]
 pub mod sim;
-pub mod simpmu;
 
 pub use open::{
     CpuidFrom, Iface, IfaceError, MsrSource, Notice, OpenError, OpenOptions, OsFace, OsWanted,
@@ -183,7 +182,7 @@ pub struct Rdt {
     /// The simulated platform's session (feature `sim`), after the backend: saved when the
     /// platform is dropped, its lock released last.
     #[cfg(feature = "sim")]
-    sim: Option<sim::Session>,
+    session: Option<sim::Session>,
 }
 
 #[cfg(feature = "sim")]
@@ -254,7 +253,7 @@ impl Rdt {
             backend: Inner::Msr(backend),
             notices,
             #[cfg(feature = "sim")]
-            sim: None,
+            session: None,
         }
     }
 
@@ -266,7 +265,7 @@ impl Rdt {
             backend: Inner::Os(backend),
             notices: Vec::new(),
             #[cfg(feature = "sim")]
-            sim: None,
+            session: None,
         }
     }
 

@@ -19,8 +19,8 @@ use rdt_core::{
 use rdt_msr::regs::IA32_X2APIC_APICID;
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
 use rdt_resctrl::{
-    ControlFileMount, KernelMount, MountControl, MountOptions, ResctrlBackend, ResctrlError,
-    ResctrlFs, ResctrlOptions,
+    KernelMount, MountControl, MountOptions, ResctrlBackend, ResctrlError, ResctrlFs,
+    ResctrlOptions,
 };
 
 use crate::{DynMsrBackend, PerfPmu, Rdt};
@@ -95,13 +95,10 @@ pub struct Paths {
     pub dev_cpu: PathBuf,
     /// The sysfs system directory holding `cpu/` and `node/` (`/sys/devices/system`).
     pub sys_devices_system: PathBuf,
-    /// The resctrl root (`/sys/fs/resctrl`).
+    /// The resctrl root (`/sys/fs/resctrl`). Its mount is read from [`Paths::proc`]`/mounts`
+    /// and changed with `umount2(2)` + `mount(2)`, unless
+    /// [`OpenOptions::resctrl_mount_control`] gives another way.
     pub resctrl: PathBuf,
-    /// A control file that serves the resctrl mount (reading gives the options, writing
-    /// `remount OPTS` remounts): the simulated platform's `.sim/resctrl_mount`. Used when it
-    /// exists; otherwise the mount is read from [`Paths::proc`]`/mounts` and changed with
-    /// `umount2(2)` + `mount(2)`.
-    pub resctrl_mount_control: PathBuf,
     /// The host's `/proc` (threads of a process, `/proc/mounts`).
     pub proc: PathBuf,
     /// Where CPUID comes from.
@@ -111,10 +108,6 @@ pub struct Paths {
     /// a transaction in progress (both interfaces), the RMIDs a monitoring run gave CPUs
     /// and the writers' lock `msr.lock` (MSR interface).
     pub run: PathBuf,
-    /// Where a simulated platform serves its PMU counters (`<root>/.sim/pmu`,
-    /// [`crate::simpmu`]): used for IPC and LLC misses only when the host's PMU cannot be
-    /// opened and the directory exists. `None` on a host.
-    pub sim_pmu: Option<PathBuf>,
 }
 
 impl Paths {
@@ -125,13 +118,12 @@ impl Paths {
         Self {
             cpuid: CpuidFrom::DeviceOrInstruction,
             run: PathBuf::from(rdt_core::runfile::HOST_RUN_DIR),
-            sim_pmu: None,
             ..Self::under(Path::new("/"))
         }
     }
 
     /// The same paths under `root` (`<root>/dev/cpu`, `<root>/sys/devices/system`,
-    /// `<root>/sys/fs/resctrl`, `<root>/.sim/resctrl_mount`); `/proc` stays the host's, and
+    /// `<root>/sys/fs/resctrl`); `/proc` stays the host's, and
     /// CPUID must come from `<root>/dev/cpu/0/cpuid` ([`CpuidFrom::Device`]). The run
     /// directory is one of the host's per platform, `/run/rdt/sysroot-<hash>` (a mounted
     /// platform has no writable `/run` of its own), keyed by the canonical path of `root`:
@@ -139,8 +131,8 @@ impl Paths {
     /// shares one journal, writers' lock and record of named classes, so a run killed
     /// under one spelling is rolled back by the next under any other. (Not by the device
     /// and inode of a mount: a platform unmounted and mounted again at its place is the
-    /// same platform, whose journal must still be found.) A simulated platform's PMU
-    /// counters are looked for at `<root>/.sim/pmu` ([`Paths::sim_pmu`]).
+    /// same platform, whose journal must still be found.) A mounted simulated platform's
+    /// mount control and PMU counters are not paths: [`OpenOptions::sysroot`] injects them.
     #[must_use]
     pub fn under(root: impl AsRef<Path>) -> Self {
         let root = root.as_ref();
@@ -148,11 +140,9 @@ impl Paths {
             dev_cpu: root.join("dev/cpu"),
             sys_devices_system: root.join("sys/devices/system"),
             resctrl: root.join("sys/fs/resctrl"),
-            resctrl_mount_control: root.join(".sim/resctrl_mount"),
             proc: PathBuf::from("/proc"),
             cpuid: CpuidFrom::Device,
             run: rdt_core::runfile::sysroot_run_dir(root),
-            sim_pmu: Some(root.join(".sim/pmu")),
         }
     }
 
@@ -511,6 +501,35 @@ pub struct OsFace {
     pub root: PathBuf,
 }
 
+/// What [`OpenOptions::resctrl_mount_control`] calls at each open.
+type MakeMountControl = dyn Fn() -> Option<Box<dyn MountControl>> + Send + Sync;
+
+/// What [`OpenOptions::fallback_pmu`] calls at each open.
+type MakePmu = dyn Fn() -> Option<Box<dyn PmuSource + Send>> + Send + Sync;
+
+/// A seam injected into [`OpenOptions`]: options are equal when they hold the same one.
+struct Injected<F: ?Sized>(Arc<F>);
+
+impl<F: ?Sized> Clone for Injected<F> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<F: ?Sized> PartialEq for Injected<F> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<F: ?Sized> Eq for Injected<F> {}
+
+impl<F: ?Sized> fmt::Debug for Injected<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Injected")
+    }
+}
+
 /// Where `RDT_IFACE` comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum RdtIfaceFrom {
@@ -544,12 +563,16 @@ pub struct OpenOptions {
     lock_timeout: Option<Duration>,
     pmu_caps: PmuCapsPolicy,
     reclaim: bool,
+    /// [`OpenOptions::resctrl_mount_control`].
+    mount_control: Option<Injected<MakeMountControl>>,
+    /// [`OpenOptions::fallback_pmu`].
+    fallback_pmu: Option<Injected<MakePmu>>,
     /// The in-process simulated platform to open instead of the paths'.
     #[cfg(feature = "sim")]
-    pub(crate) sim: Option<crate::sim::SessionOptions>,
+    pub(crate) in_process: Option<crate::sim::SessionOptions>,
     /// `RDT_SIM` named this model, but the library was built without `sim`.
     #[cfg(not(feature = "sim"))]
-    sim_unavailable: Option<String>,
+    unavailable_model: Option<String>,
 }
 
 impl OpenOptions {
@@ -565,18 +588,58 @@ impl OpenOptions {
             lock_timeout: None,
             pmu_caps: PmuCapsPolicy::Usable,
             reclaim: true,
+            mount_control: None,
+            fallback_pmu: None,
             #[cfg(feature = "sim")]
-            sim: None,
+            in_process: None,
             #[cfg(not(feature = "sim"))]
-            sim_unavailable: None,
+            unavailable_model: None,
         }
     }
 
     /// The platform whose files are under `root` ([`Paths::under`]): `root/dev/cpu` must
     /// exist and CPUID comes from its device, never from the host.
+    ///
+    /// With feature `sim`, `root` may be a simulated platform mounted with FUSE: its
+    /// resctrl mount control and PMU counters are injected
+    /// (`OpenOptions::attach_simulator`), each used when the platform serves it. Without
+    /// it, the platform's files are used as a host's: IPC and LLC misses only where this
+    /// host's perf events count, and resctrl remounted with `mount(2)`.
     #[must_use]
     pub fn sysroot(self, root: impl AsRef<Path>) -> Self {
-        self.paths(Paths::under(root.as_ref()))
+        let opts = self.paths(Paths::under(root.as_ref()));
+        #[cfg(feature = "sim")]
+        let opts = opts.attach_simulator(root.as_ref());
+        opts
+    }
+
+    /// The seam a simulator or a test double fills for the resctrl mount: at each open,
+    /// `make` gives the [`MountControl`] the OS interface reads the mount options from and
+    /// remounts through (CDP and `mba_MBps` changes), or `None` for the default, the
+    /// kernel's mount ([`Paths::proc`]`/mounts`, `umount2(2)` + `mount(2)`). A mounted
+    /// simulated platform's adapter (`rdt_sim::attach`) gives its control file this way.
+    #[must_use]
+    pub fn resctrl_mount_control(
+        mut self,
+        make: impl Fn() -> Option<Box<dyn MountControl>> + Send + Sync + 'static,
+    ) -> Self {
+        self.mount_control = Some(Injected(Arc::new(make)));
+        self
+    }
+
+    /// The seam a simulator or a test double fills for the PMU where this host's perf
+    /// events cannot be opened (a VM without a virtual PMU): at each open, `make` gives the
+    /// source IPC and LLC misses are counted with instead, or `None` for none (the default:
+    /// no IPC or LLC-miss counting, as [`PmuCapsPolicy`] says). Perf events are used
+    /// whenever they open. A mounted simulated platform's adapter (`rdt_sim::attach`)
+    /// gives the model's counters this way, so that they follow the workload model.
+    #[must_use]
+    pub fn fallback_pmu(
+        mut self,
+        make: impl Fn() -> Option<Box<dyn PmuSource + Send>> + Send + Sync + 'static,
+    ) -> Self {
+        self.fallback_pmu = Some(Injected(Arc::new(make)));
+        self
     }
 
     /// The platform under the directory `RDT_SYSROOT` names, when that variable is set (as
@@ -612,7 +675,7 @@ impl OpenOptions {
                 return Self::simulated(model).inherit(self);
                 #[cfg(not(feature = "sim"))]
                 return Self {
-                    sim_unavailable: Some(model),
+                    unavailable_model: Some(model),
                     ..self
                 };
             }
@@ -624,7 +687,7 @@ impl OpenOptions {
     #[cfg(feature = "sim")]
     fn inherit(self, from: Self) -> Self {
         Self {
-            sim: self.sim,
+            in_process: self.in_process,
             ..from
         }
     }
@@ -735,9 +798,10 @@ impl OpenOptions {
     ///
     /// The OS interface reads `info/` over CPUID's capabilities
     /// ([`rdt_resctrl::ResctrlInfo::capabilities`]), takes tasks' threads from `/proc`, and
-    /// remounts (for CDP or `mba_MBps` changes) through [`Paths::resctrl_mount_control`]
-    /// when it exists, else with `umount2(2)` + `mount(2)`. The MSR interface opened while
-    /// resctrl is mounted adds [`Notice::ResctrlMountedOnMsr`] to [`Rdt::notices`].
+    /// remounts (for CDP or `mba_MBps` changes) through the
+    /// [`OpenOptions::resctrl_mount_control`] given, else with `umount2(2)` + `mount(2)`.
+    /// The MSR interface opened while resctrl is mounted adds
+    /// [`Notice::ResctrlMountedOnMsr`] to [`Rdt::notices`].
     ///
     /// # Errors
     /// [`OpenError::Iface`] (the interface cannot be resolved); [`OpenError::Missing`] (no
@@ -748,11 +812,11 @@ impl OpenOptions {
     /// mount it), cannot be read, or another tool holds its lock.
     pub fn open(&self) -> Result<Rdt, OpenError> {
         #[cfg(feature = "sim")]
-        if let Some(sim) = &self.sim {
-            return self.open_simulated(sim);
+        if let Some(session) = &self.in_process {
+            return self.open_simulated(session);
         }
         #[cfg(not(feature = "sim"))]
-        if let Some(model) = &self.sim_unavailable {
+        if let Some(model) = &self.unavailable_model {
             return Err(OpenError::SimUnavailable {
                 model: model.clone(),
             });
@@ -765,19 +829,14 @@ impl OpenOptions {
             let topology = Topology::from_sysfs(&paths.sys_devices_system)
                 .map_err(|e| self.topology_error(e))?;
             // pqos `lib/os_cap.c`: on the OS interface PMU events are what perf can count.
-            let pmu = host_pmu(
-                &topology.all_cpus(),
-                &mut caps,
-                PmuCapsPolicy::Usable,
-                paths,
-            );
+            let pmu = self.host_pmu(&topology.all_cpus(), &mut caps, PmuCapsPolicy::Usable);
             let backend = ResctrlBackend::open(self.resctrl_options(), topology, Some(caps), pmu)
                 .map_err(OpenError::Resctrl)?;
             return Ok(self.resctrl_reclaimed(backend));
         }
         let mut io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
         let topology = self.msr_topology(io.as_mut(), layout)?;
-        let pmu = host_pmu(&topology.all_cpus(), &mut caps, self.pmu_caps, paths);
+        let pmu = self.host_pmu(&topology.all_cpus(), &mut caps, self.pmu_caps);
         let mut rdt = self.msr_with_run_dir(MsrBackend::new(io, caps, topology, pmu)?, &paths.run);
         if let Some(n) = self.resctrl_mounted_on_msr() {
             rdt.notices.push(n);
@@ -800,13 +859,13 @@ impl OpenOptions {
     /// As [`OpenOptions::open`].
     pub fn capabilities(&self) -> Result<PlatformCapabilities, OpenError> {
         #[cfg(not(feature = "sim"))]
-        if let Some(model) = &self.sim_unavailable {
+        if let Some(model) = &self.unavailable_model {
             return Err(OpenError::SimUnavailable {
                 model: model.clone(),
             });
         }
         #[cfg(feature = "sim")]
-        if self.sim.is_some() {
+        if self.in_process.is_some() {
             // A model in this process: opening it whole costs no file reads.
             let mut rdt = self.open()?;
             return Ok(PlatformCapabilities {
@@ -825,7 +884,7 @@ impl OpenOptions {
         if interface == Interface::Os {
             let online = Topology::online_from_sysfs(&paths.sys_devices_system)
                 .map_err(|e| self.topology_error(e))?;
-            let pmu = host_pmu(&online, &mut caps, PmuCapsPolicy::Usable, paths);
+            let pmu = self.host_pmu(&online, &mut caps, PmuCapsPolicy::Usable);
             // The backend's topology is only used for per-CPU requests, which a report
             // makes none of.
             let mut backend =
@@ -846,7 +905,7 @@ impl OpenOptions {
             .map_err(|e| self.topology_error(e))?;
         let online = Topology::online_from_sysfs(&paths.sys_devices_system)
             .map_err(|e| self.topology_error(e))?;
-        let pmu = host_pmu(&online, &mut caps, self.pmu_caps, paths);
+        let pmu = self.host_pmu(&online, &mut caps, self.pmu_caps);
         let io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
         let mut backend = MsrBackend::new(io, caps, sample, pmu)?;
         let mut notices: Vec<Notice> = backend
@@ -866,6 +925,39 @@ impl OpenOptions {
         })
     }
 
+    /// The host's PMU through perf events ([`PerfPmu`]); where the kernel offers none (a VM
+    /// without a virtual PMU), the [`OpenOptions::fallback_pmu`] given (a mounted simulated
+    /// platform's counters), else no source, and under [`PmuCapsPolicy::Usable`] `caps`
+    /// then report no IPC or LLC-miss counting.
+    fn host_pmu(
+        &self,
+        cpus: &CpuSet,
+        caps: &mut Capabilities,
+        policy: PmuCapsPolicy,
+    ) -> Box<dyn PmuSource + Send> {
+        match PerfPmu::open(cpus, caps.pmu.llc_references) {
+            Ok(pmu) => {
+                if policy == PmuCapsPolicy::Usable {
+                    caps.pmu.llc_references = pmu.counts_references();
+                }
+                Box::new(pmu)
+            }
+            Err(e) => {
+                log::debug!("perf events: {}", error_chain(&e));
+                if let Some(pmu) = self.fallback_pmu.as_ref().and_then(|make| (make.0)()) {
+                    log::info!(
+                        "PMU counters of the platform's own source (OpenOptions::fallback_pmu)"
+                    );
+                    return pmu;
+                }
+                if policy == PmuCapsPolicy::Usable {
+                    caps.pmu = PmuCaps::default();
+                }
+                Box::new(NoPmu)
+            }
+        }
+    }
+
     fn topology_error(&self, source: TopologyError) -> OpenError {
         OpenError::Topology {
             path: self.paths.sys_devices_system.clone(),
@@ -879,10 +971,9 @@ impl OpenOptions {
         let mut opts = ResctrlOptions::new(&paths.resctrl)
             .proc_root(&paths.proc)
             .run_dir(&paths.run);
-        opts = if paths.resctrl_mount_control.is_file() {
-            opts.mount_control(ControlFileMount::new(&paths.resctrl_mount_control))
-        } else {
-            opts.mount_control(KernelMount::new(&paths.resctrl, paths.proc.join("mounts")))
+        opts = match self.mount_control.as_ref().and_then(|make| (make.0)()) {
+            Some(control) => opts.mount_control(control),
+            None => opts.mount_control(KernelMount::new(&paths.resctrl, paths.proc.join("mounts"))),
         };
         if let Some(t) = self.lock_timeout {
             opts = opts.lock_timeout(t);
@@ -1135,37 +1226,6 @@ impl OpenOptions {
         let mut rdt = Rdt::from_msr_backend(backend);
         rdt.notices.extend(reclaimed);
         rdt
-    }
-}
-
-/// The host's PMU through perf events ([`PerfPmu`]); where the kernel offers none (a VM
-/// without a virtual PMU), the simulated platform's counters when the paths are one's
-/// ([`Paths::sim_pmu`] exists: [`crate::simpmu`]), else no source, and under
-/// [`PmuCapsPolicy::Usable`] `caps` then report no IPC or LLC-miss counting.
-fn host_pmu(
-    cpus: &CpuSet,
-    caps: &mut Capabilities,
-    policy: PmuCapsPolicy,
-    paths: &Paths,
-) -> Box<dyn PmuSource + Send> {
-    match PerfPmu::open(cpus, caps.pmu.llc_references) {
-        Ok(pmu) => {
-            if policy == PmuCapsPolicy::Usable {
-                caps.pmu.llc_references = pmu.counts_references();
-            }
-            Box::new(pmu)
-        }
-        Err(e) => {
-            log::debug!("perf events: {}", error_chain(&e));
-            if let Some(dir) = paths.sim_pmu.as_ref().filter(|d| d.is_dir()) {
-                log::info!("PMU counters of the simulated platform: {}", dir.display());
-                return Box::new(crate::simpmu::SimPmuFiles::new(dir));
-            }
-            if policy == PmuCapsPolicy::Usable {
-                caps.pmu = PmuCaps::default();
-            }
-            Box::new(NoPmu)
-        }
     }
 }
 

@@ -29,35 +29,28 @@ pub use rdt_sim::resctrl::KernelVersion;
 pub use rdt_sim::session::{Session, SessionError, SessionOptions};
 pub use rdt_sim::{BUILTIN_MODELS, DEFAULT_MODEL, SimError, SimHandle};
 
+use std::path::Path;
+
 use crate::{MsrSource, OpenError, OpenOptions, OsFace, Rdt};
 
-/// The [`MsrSource`] of an open session: its registers and PMU (the model), capabilities
-/// and topology, its run directory `<state>.run`, and its resctrl served in-process.
+/// The [`MsrSource`] of an open session: what the simulator's adapter gives for it
+/// ([`rdt_sim::adapter::in_process`]: its registers and PMU (the model), capabilities and
+/// topology, its run directory `<state>.run`, and its resctrl served in-process).
 pub(crate) fn source_of(session: &Session) -> MsrSource {
-    let sim = session.handle();
-    let platform = sim.lock();
+    let parts = rdt_sim::adapter::in_process(session);
     MsrSource {
-        io: Box::new(sim.clone()),
-        pmu: Box::new(sim.clone()),
-        capabilities: platform.capabilities().clone(),
-        topology: platform.topology().clone(),
-        name: format!("the simulated {}", platform.model()),
-        // Journals, named classes and leases live next to the state file, as long as it.
-        run_dir: Some(run_dir_of(session.state_path())),
-        // The OS interface: the model's resctrl in-process, kept mounted with the state file.
+        io: parts.io,
+        pmu: parts.pmu,
+        capabilities: parts.capabilities,
+        topology: parts.topology,
+        name: parts.name,
+        run_dir: Some(parts.run_dir),
         os: Some(OsFace {
-            files: session.resctrl().files(),
-            mount: Box::new(session.resctrl().mount_control()),
-            root: format!("sim:{}:/sys/fs/resctrl", platform.model()).into(),
+            files: parts.files,
+            mount: parts.mount,
+            root: parts.resctrl_root,
         }),
     }
-}
-
-/// The run directory of the simulated platform saved at `state`: `<state>.run`.
-fn run_dir_of(state: &std::path::Path) -> std::path::PathBuf {
-    let mut dir = state.as_os_str().to_owned();
-    dir.push(".run");
-    dir.into()
 }
 
 impl OpenOptions {
@@ -73,10 +66,11 @@ impl OpenOptions {
     /// ([module docs](crate::sim)).
     #[must_use]
     pub fn simulated(model: impl Into<String>) -> Self {
-        Self::new(crate::Iface::Auto).simulate(SessionOptions {
+        let session = SessionOptions {
             wall_clock: true,
             ..SessionOptions::new(model)
-        })
+        };
+        Self::simulate(Self::new(crate::Iface::Auto), session)
     }
 
     /// Opens the in-process simulated platform `session` describes instead of the paths'
@@ -84,14 +78,28 @@ impl OpenOptions {
     /// that need the OS interface, the lock timeout and reclaiming apply as on a host.
     #[must_use]
     pub fn simulate(mut self, session: SessionOptions) -> Self {
-        self.sim = Some(session);
+        self.in_process = Some(session);
         self
+    }
+
+    /// Injects the mount control and the PMU counters of a simulated platform mounted with
+    /// FUSE at `root`, as the simulator's adapter gives them ([`rdt_sim::attach`]): the
+    /// OS interface remounts resctrl through the platform's control file, and where this
+    /// host's perf events cannot count, IPC and LLC misses come from the model's counters.
+    /// Each is used only while the platform serves it, so a directory that is not a
+    /// simulated platform is opened as without them. [`OpenOptions::sysroot`] calls this.
+    #[must_use]
+    pub fn attach_simulator(self, root: &Path) -> Self {
+        let mount = rdt_sim::attach(root);
+        let pmu = mount.clone();
+        self.resctrl_mount_control(move || mount.mount_control())
+            .fallback_pmu(move || pmu.pmu())
     }
 
     /// The simulated platform these options open, if any.
     #[must_use]
     pub const fn get_simulated(&self) -> Option<&SessionOptions> {
-        self.sim.as_ref()
+        self.in_process.as_ref()
     }
 
     /// Opens the simulated platform: its session (the state file locked and loaded), then
@@ -99,7 +107,7 @@ impl OpenOptions {
     pub(crate) fn open_simulated(&self, opts: &SessionOptions) -> Result<Rdt, OpenError> {
         let session = Session::open(opts).map_err(OpenError::Sim)?;
         let mut rdt = self.open_source(source_of(&session))?;
-        rdt.sim = Some(session);
+        rdt.session = Some(session);
         Ok(rdt)
     }
 }
@@ -110,7 +118,7 @@ impl Rdt {
     /// drives, to read the model), its state file.
     #[must_use]
     pub const fn simulated(&self) -> Option<&Session> {
-        self.sim.as_ref()
+        self.session.as_ref()
     }
 
     /// Saves a simulated platform's state now ([`Session::save`]; dropping the platform
@@ -119,7 +127,7 @@ impl Rdt {
     /// # Errors
     /// The state file cannot be written ([`SimError::Io`] names it).
     pub fn save_simulated(&self) -> Result<(), SimError> {
-        self.sim.as_ref().map_or(Ok(()), Session::save)
+        self.session.as_ref().map_or(Ok(()), Session::save)
     }
 }
 
@@ -131,13 +139,12 @@ mod tests {
     use crate::{Backend, BackendExt, ClassId, Iface, Interface, LogicalCpu, MonEvents};
 
     fn options(dir: &std::path::Path, model: &str) -> OpenOptions {
-        OpenOptions::new(Iface::Auto)
-            .rdt_iface(None)
-            .simulate(SessionOptions {
-                state: Some(dir.join("state.json")),
-                wall_clock: true,
-                ..SessionOptions::new(model)
-            })
+        let session = SessionOptions {
+            state: Some(dir.join("state.json")),
+            wall_clock: true,
+            ..SessionOptions::new(model)
+        };
+        OpenOptions::simulate(OpenOptions::new(Iface::Auto).rdt_iface(None), session)
     }
 
     #[test]
@@ -193,7 +200,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = options(dir.path(), "broadwell-ep").open().unwrap();
         let mut opts = options(dir.path(), "broadwell-ep");
-        if let Some(s) = opts.sim.as_mut() {
+        if let Some(s) = opts.in_process.as_mut() {
             s.lock_wait = Duration::from_millis(50);
         }
         let Err(e) = opts.open() else {

@@ -8,8 +8,7 @@ use std::time::Duration;
 use rdt_pqos::msr::MsrIo as _;
 use rdt_pqos::msr::regs::{IA32_PQR_ASSOC, pqr_rmid};
 use rdt_pqos::{
-    Backend, BackendExt, CacheDomain, CpuSet, Iface, LogicalCpu, MonEvents, MonValues, OpenOptions,
-    Rmid,
+    Backend, BackendExt, CacheDomain, CpuSet, Iface, LogicalCpu, MonEvents, MonValues, Rmid,
 };
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};
@@ -31,8 +30,7 @@ fn run(iface: Iface) -> Vec<MonValues> {
             ..MountConfig::default()
         },
     );
-    let mut rdt = OpenOptions::new(iface)
-        .sysroot(m.root())
+    let mut rdt = crate::mounted(iface, m.root())
         .rdt_iface(None)
         .open()
         .expect("open");

@@ -6,7 +6,7 @@ use std::process::{Child, Command};
 
 use oci_spec::runtime::LinuxIntelRdt;
 use rdt_pqos::oci::{self, OciError, Removed};
-use rdt_pqos::{Iface, Paths, Rdt, TaskId};
+use rdt_pqos::{Iface, Rdt, TaskId};
 use rdt_sim::fs::testing::TestMount;
 
 /// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
@@ -36,7 +36,7 @@ impl Drop for Sleeper {
 }
 
 fn open(m: &TestMount) -> Rdt {
-    Rdt::open_at(Iface::Os, &Paths::under(m.root())).expect("open")
+    crate::mounted(Iface::Os, m.root()).open().expect("open")
 }
 
 fn resctrl(m: &TestMount) -> PathBuf {

@@ -14,7 +14,7 @@ use rdt_pqos::lease::{ClassRequest, Lease};
 use rdt_pqos::msr::regs::{IA32_PQR_ASSOC, pqr_rmid};
 use rdt_pqos::{
     BackendExt, CacheDomain, CatMask, CatResource, ClassId, Iface, LogicalCpu, MonEvents, Notice,
-    OpenOptions, Rdt, Reclaimed, TaskId,
+    Rdt, Reclaimed, TaskId,
 };
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};
@@ -37,8 +37,7 @@ fn child() {
     let (Some(iface), Some(cpus), Some(root)) = (words.next(), words.next(), words.next()) else {
         panic!("{CHILD}={spec}: want <iface> <cpus> <root>");
     };
-    let mut rdt = OpenOptions::new(iface.parse().expect("iface"))
-        .sysroot(root)
+    let mut rdt = crate::mounted(iface.parse().expect("iface"), root)
         .rdt_iface(None)
         .open()
         .expect("open");
@@ -95,8 +94,7 @@ fn reclaimed(rdt: &Rdt) -> Vec<Reclaimed> {
 }
 
 fn open(iface: Iface, m: &TestMount) -> Rdt {
-    OpenOptions::new(iface)
-        .sysroot(m.root())
+    crate::mounted(iface, m.root())
         .rdt_iface(None)
         .open()
         .expect("open")
@@ -256,8 +254,7 @@ fn lease_child() {
     let [iface, cpus, root, rest @ ..] = &words[..] else {
         panic!("{LEASE_CHILD}={spec}: want <iface> <cpus> <root> [<pid>]");
     };
-    let mut rdt = OpenOptions::new(iface.parse().expect("iface"))
-        .sysroot(root)
+    let mut rdt = crate::mounted(iface.parse().expect("iface"), root)
         .rdt_iface(None)
         .open()
         .expect("open");
@@ -353,8 +350,7 @@ fn the_class_of_a_killed_lease_holder_is_given_back_at_the_next_open_on_both_int
         assert_eq!(class, 15, "{iface}: the highest free class");
         let dead = sigkill(child);
         let raw = || {
-            OpenOptions::new(iface)
-                .sysroot(m.root())
+            crate::mounted(iface, m.root())
                 .rdt_iface(None)
                 .reclaim(false)
                 .open()

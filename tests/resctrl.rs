@@ -1,4 +1,4 @@
-//! The OS interface end to end through the facade: `Rdt::open_at(Iface::Os | Iface::Auto, ..)`
+//! The OS interface end to end through the facade: `Iface::Os | Iface::Auto` ([`crate::mounted`])
 //! on a FUSE-mounted simulated platform whose resctrl is at `DIR/sys/fs/resctrl`.
 //! (`pqos --iface=os --sysroot DIR` on such a mount is tested with the binary, in
 //! `crates/pqos-cli/tests/e2e/os_mode.rs`.)
@@ -8,7 +8,7 @@ use std::process::Command;
 use rdt_pqos::resctrl::ResctrlError;
 use rdt_pqos::{
     Backend, BackendExt, CacheBitmask, CacheDomain, CatCaps, CatClass, CatMask, CatResource,
-    ClassId, Iface, Interface, LogicalCpu, MonEvents, OpenError, Paths, Rdt, TaskId,
+    ClassId, Iface, Interface, LogicalCpu, MonEvents, OpenError, Rdt, TaskId,
 };
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};
@@ -31,13 +31,17 @@ fn without_resctrl(model: &str) -> TestMount {
 #[test]
 fn auto_takes_the_os_interface_where_resctrl_is_mounted_and_msr_elsewhere() {
     let m = TestMount::builtin(SKX_RDT);
-    let rdt = Rdt::open_at(Iface::Auto, &Paths::under(m.root())).expect("open");
+    let rdt = crate::mounted(Iface::Auto, m.root()).open().expect("open");
     assert_eq!(rdt.interface(), Interface::Os);
     assert!(rdt.resctrl().is_some());
     let bare = without_resctrl("skylake-sp");
-    let rdt = Rdt::open_at(Iface::Auto, &Paths::under(bare.root())).expect("open");
+    let rdt = crate::mounted(Iface::Auto, bare.root())
+        .open()
+        .expect("open");
     assert_eq!(rdt.interface(), Interface::Msr);
-    let e = Rdt::open_at(Iface::Os, &Paths::under(bare.root())).expect_err("not mounted");
+    let e = crate::mounted(Iface::Os, bare.root())
+        .open()
+        .expect_err("not mounted");
     assert!(
         matches!(&e, OpenError::Resctrl(ResctrlError::NotMounted { .. })),
         "{e:?}"
@@ -69,8 +73,8 @@ fn usable_classes_are_the_kernels_count_on_os_and_the_hardwares_on_msr() {
     };
     let mba = |rdt: &Rdt| rdt.capabilities().mba.get().map(|m| m.num_classes);
     // act
-    let os = Rdt::open_at(Iface::Os, &Paths::under(m.root())).expect("OS");
-    let msr = Rdt::open_at(Iface::Msr, &Paths::under(m.root())).expect("MSR");
+    let os = crate::mounted(Iface::Os, m.root()).open().expect("OS");
+    let msr = crate::mounted(Iface::Msr, m.root()).open().expect("MSR");
     // assert
     assert_eq!((l3(&os), mba(&os)), (Some(8), Some(8)));
     assert_eq!(os.capabilities().os_classes(), 8);
@@ -81,7 +85,7 @@ fn usable_classes_are_the_kernels_count_on_os_and_the_hardwares_on_msr() {
 fn the_facade_allocates_monitors_and_moves_tasks_through_resctrl() {
     // arrange
     let m = TestMount::builtin(SKX_RDT);
-    let mut rdt = Rdt::open_at(Iface::Os, &Paths::under(m.root())).expect("open");
+    let mut rdt = crate::mounted(Iface::Os, m.root()).open().expect("open");
     let mask = CatMask::Unified(CacheBitmask::new(0x3f).expect("mask"));
     let mut child = Command::new("sleep").arg("30").spawn().expect("sleep");
     let task = TaskId::new(child.id());
@@ -129,7 +133,9 @@ fn the_facade_allocates_monitors_and_moves_tasks_through_resctrl() {
 #[test]
 fn the_msr_interface_still_refuses_task_work_with_the_unsupported_error() {
     let bare = without_resctrl("skylake-sp");
-    let mut rdt = Rdt::open_at(Iface::Msr, &Paths::under(bare.root())).expect("open");
+    let mut rdt = crate::mounted(Iface::Msr, bare.root())
+        .open()
+        .expect("open");
     let e = rdt
         .associate_task(TaskId::new(1), ClassId::new(1))
         .expect_err("MSR has no tasks");

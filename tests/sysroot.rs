@@ -1,11 +1,11 @@
 //! The facade on the simulated platform FUSE-mounted at DIR, the MSR interface:
-//! `Rdt::open_at(Iface::Msr, &Paths::under(DIR))` reads CPUID from `DIR/dev/cpu/0/cpuid`, the
+//! `crate::mounted(Iface::Msr, DIR)` reads CPUID from `DIR/dev/cpu/0/cpuid`, the
 //! topology from the x2APIC ids (IA32_X2APIC_APICID through `DIR/dev/cpu/N/msr`) or from
 //! `DIR/sys/devices/system`, and the registers through `DIR/dev/cpu/N/msr`.
 //! (`pqos --iface=msr --sysroot DIR` on the same mount is tested with the binary, in
 //! `crates/pqos-cli/tests/e2e/sysroot.rs`.)
 
-use rdt_pqos::{Backend, BackendExt, Iface, Paths, Rdt};
+use rdt_pqos::{Backend, BackendExt, Iface};
 use rdt_sim::fs::testing::TestMount;
 
 /// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
@@ -15,7 +15,7 @@ const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
 #[test]
 fn the_facade_opens_the_mounted_platform_under_its_paths() {
     let m = TestMount::builtin(SKX_RDT);
-    let mut rdt = Rdt::open_at(Iface::Msr, &Paths::under(m.root())).expect("open");
+    let mut rdt = crate::mounted(Iface::Msr, m.root()).open().expect("open");
     // PMU capabilities are the host's perf events: the model's, or none on a host without.
     let mut expected = m.platform().lock().capabilities().clone();
     let host_pmu = rdt.capabilities().pmu;
@@ -45,7 +45,7 @@ fn the_facade_opens_the_mounted_platform_under_its_paths() {
 #[test]
 fn without_x2apic_mode_the_msr_topology_comes_from_sysfs() {
     let m = TestMount::builtin("milan");
-    let rdt = Rdt::open_at(Iface::Msr, &Paths::under(m.root())).expect("open");
+    let rdt = crate::mounted(Iface::Msr, m.root()).open().expect("open");
     let model = m.platform().lock().topology().clone();
     assert!(rdt.topology().cpus().iter().all(|p| p.core.is_none()));
     let without_core = |t: &rdt_pqos::Topology| -> Vec<rdt_pqos::CpuPlacement> {

@@ -1,5 +1,5 @@
-//! Integration tests of the facade library: `Rdt::open_at` on the simulated platform
-//! FUSE-mounted in a temp dir (`rdt_sim::fs::testing::TestMount`). Tests that run the `pqos`
+//! Integration tests of the facade library: the platform opened on the simulated platform
+//! FUSE-mounted in a temp dir (`rdt_sim::fs::testing::TestMount`, [`mounted`]). Tests that run the `pqos`
 //! binary live with it, in `crates/pqos-cli/tests/e2e`, where Cargo builds it for them.
 #![allow(clippy::tests_outside_test_module)]
 
@@ -21,7 +21,7 @@ mod examples;
 // Every README.md line that starts a project program runs as written and exits 0.
 mod readme;
 
-// The OS interface: Rdt::open_at(Iface::Os | Iface::Auto) on the mounted platform's resctrl,
+// The OS interface: Iface::Os | Iface::Auto on the mounted platform's resctrl,
 // allocation, monitoring and task association through the facade.
 mod resctrl;
 
@@ -35,3 +35,17 @@ mod shape;
 // OCI runtime-spec `linux.intelRdt` fragments through `rdt_pqos::oci` (feature `oci`).
 #[cfg(feature = "oci")]
 mod oci;
+
+/// Options to open the simulated platform FUSE-mounted at `root` through `iface`: its files
+/// ([`rdt_pqos::Paths::under`]) and the simulator's resctrl mount control and PMU counters
+/// ([`rdt_sim::attach`]), injected as `OpenOptions::sysroot` injects them with feature
+/// `sim` (these tests run without it too).
+fn mounted(iface: rdt_pqos::Iface, root: impl AsRef<std::path::Path>) -> rdt_pqos::OpenOptions {
+    let root = root.as_ref();
+    let sim = rdt_sim::attach(root);
+    let pmu = sim.clone();
+    rdt_pqos::OpenOptions::new(iface)
+        .paths(rdt_pqos::Paths::under(root))
+        .resctrl_mount_control(move || sim.mount_control())
+        .fallback_pmu(move || pmu.pmu())
+}

@@ -7,7 +7,7 @@ use std::process::Command;
 use rdt_pqos::transaction::{self, Change};
 use rdt_pqos::{
     Backend, BackendExt, CacheBitmask, CacheDomain, CatMask, CatResource, ClassId, Iface,
-    Interface, LogicalCpu, Paths, Rdt, TaskId,
+    Interface, LogicalCpu, Paths, TaskId,
 };
 use rdt_sim::fs::testing::TestMount;
 
@@ -41,7 +41,7 @@ fn a_process_or_core_is_limited_in_a_few_lines_on_both_interfaces() {
     let pid = child.id();
     for iface in [Iface::Os, Iface::Msr] {
         let m = TestMount::builtin(SKX_RDT);
-        let mut rdt = Rdt::open_at(iface, &Paths::under(m.root())).expect("open");
+        let mut rdt = crate::mounted(iface, m.root()).open().expect("open");
         let class = limit(&mut rdt, pid, 3).expect("limit");
         let masks = rdt
             .cat_classes(CatResource::L3, CacheDomain::new(0))
@@ -82,7 +82,7 @@ fn an_applied_configuration_is_undone_by_the_plan_it_returns_on_both_interfaces(
     for iface in [Iface::Os, Iface::Msr] {
         let m = TestMount::builtin(SKX_RDT);
         let paths = Paths::under(m.root());
-        let mut rdt = Rdt::open_at(iface, &paths).expect("open");
+        let mut rdt = crate::mounted(iface, m.root()).open().expect("open");
         let tasks = if iface == Iface::Os {
             format!("tasks = [{pid}]\n")
         } else {
@@ -115,7 +115,7 @@ fn an_applied_configuration_is_undone_by_the_plan_it_returns_on_both_interfaces(
         }
         // a later process undoes it: the plan names what it needs
         drop(rdt);
-        let mut rdt = Rdt::open_at(iface, &paths).expect("open again");
+        let mut rdt = crate::mounted(iface, m.root()).open().expect("open again");
         transaction::Plan::undoing(&mut rdt, &done)
             .apply(&mut rdt)
             .into_result()

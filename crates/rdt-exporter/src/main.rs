@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use clap::Parser;
 use rdt_pqos::resctrl::{ResctrlTelemetry, TelemetryOptions};
-use rdt_pqos::{BackendExt, Interface, OpenOptions, Paths};
+use rdt_pqos::{BackendExt, Interface, OpenOptions};
 
 use crate::args::Args;
 use crate::collect::Collector;
@@ -52,11 +52,14 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<()> {
     let limit = raise_nofile_limit();
-    let paths = args
-        .sysroot
-        .as_deref()
-        .map_or_else(Paths::host, Paths::under);
-    let mut opts = OpenOptions::new(args.iface).paths(paths.clone());
+    // `--sysroot` as pqos takes it (`OpenOptions::sysroot`; a simulated platform's PMU and
+    // mount control are injected only with rdt-pqos's feature `sim`, and the exporter uses
+    // neither: it exports no IPC and never remounts).
+    let mut opts = OpenOptions::new(args.iface);
+    if let Some(root) = &args.sysroot {
+        opts = opts.sysroot(root);
+    }
+    let paths = opts.get_paths().clone();
     if !args.monitor_pids.is_empty() {
         opts = opts.needs_os("--monitor-pids");
     }

@@ -14,8 +14,9 @@
 //! With a [`crate::session::Session`] the mount outlives the process, as the kernel's does:
 //! the session saves resctrl's state (groups, CLOSIDs, RMIDs, tasks' ids, MBM counter state,
 //! `last_cmd_status`; [`crate::resctrl::ResctrlState`]) in the simulator's state file next to
-//! the registers, and the next session mounts it again from there without touching a
-//! register ([`crate::resctrl::Resctrl::restore`]). Delete the state file to start from an
+//! the registers ([`crate::session::Saved`]), and the next session mounts it again from there
+//! ([`InProcessResctrl::with_state`]) without touching a register
+//! ([`crate::resctrl::Resctrl::restore`]). Delete the state file to start from an
 //! unmounted, freshly booted platform.
 //!
 //! # Locks
@@ -51,17 +52,27 @@ pub struct InProcessResctrl {
 }
 
 impl InProcessResctrl {
-    /// resctrl on `platform`, mounted again from the state the platform holds
-    /// ([`crate::SimPlatform::take_resctrl_state`], a loaded state file's), else unmounted.
+    /// resctrl on `platform`, unmounted: [`InProcessResctrl::with_state`] without a state.
     ///
     /// # Errors
-    /// `InvalidData` when the held state does not fit the platform; `EBUSY` when resctrl
-    /// is already mounted on it (by a FUSE mount of the same platform).
+    /// As [`InProcessResctrl::with_state`].
     pub fn new(platform: SimHandle) -> io::Result<Self> {
-        let held = platform.lock().take_resctrl_state();
+        Self::with_state(platform, None)
+    }
+
+    /// resctrl on `platform`, mounted again from `state` (a state file's, taken by
+    /// [`InProcessResctrl::state`] in an earlier process), else unmounted.
+    ///
+    /// # Errors
+    /// `InvalidData` when the state does not fit the platform; `EBUSY` when resctrl is
+    /// already mounted on it (by a FUSE mount of the same platform).
+    pub fn with_state(
+        platform: SimHandle,
+        state: Option<&crate::resctrl::ResctrlState>,
+    ) -> io::Result<Self> {
         let slot = ResctrlSlot::new(platform, None)?;
-        if let Some(state) = held {
-            slot.restore(&state)?;
+        if let Some(state) = state {
+            slot.restore(state)?;
         }
         Ok(Self {
             slot,
@@ -415,8 +426,7 @@ mod tests {
         r.files().mkdir("kept").unwrap();
         let state = r.state();
         drop(r);
-        sim.lock().set_resctrl_state(state);
-        let r = InProcessResctrl::new(sim).unwrap();
+        let r = InProcessResctrl::with_state(sim, state.as_ref()).unwrap();
         assert!(r.options().is_some());
         assert!(r.files().is_dir("kept"));
     }

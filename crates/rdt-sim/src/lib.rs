@@ -21,6 +21,9 @@
 //! - [`inprocess`]: the same resctrl in-process, behind the resctrl backend's filesystem seam
 //!   (`rdt_resctrl::ResctrlFs`), for the OS interface without FUSE or root; a
 //!   [`session::Session`] keeps it mounted from one run to the next.
+//! - [`adapter`]: what the `rdt` library opens a simulated platform with, in-process
+//!   ([`adapter::in_process`]) or mounted ([`attach`]: the `.sim/` mount control and PMU
+//!   counters, [`simpmu`]), injected through its `OpenOptions`.
 //!
 //! What it is **not**: a cycle-accurate cache simulator (occupancy is a steady state, not
 //! LRU replay), a model of L2 capacity (L2 masks are held and checked but do not change the
@@ -36,24 +39,29 @@
 //! - AMD64 Technology Platform Quality of Service Extensions, pub. 56375.
 //! - Linux `Documentation/arch/x86/resctrl.rst`; pqos(8) and `lib/cpu_registers.h` of intel-cmt-cat.
 
+pub mod adapter;
 pub mod cpuid;
 mod error;
 pub mod fs;
 mod handle;
 pub mod inprocess;
+mod kernel;
 pub mod model;
 mod models;
+mod num;
 mod platform;
 pub mod quirks;
 pub mod resctrl;
 mod scenario;
 pub mod session;
+pub mod simpmu;
 pub mod state;
 pub(crate) mod synth;
 pub mod sysregs;
 pub mod uncore;
 pub mod vfs;
 
+pub use adapter::attach;
 pub use cpuid::{CpuidPatch, SimCpuid};
 pub use error::{ScenarioError, SimError};
 pub use handle::SimHandle;

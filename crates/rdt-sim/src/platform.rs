@@ -17,6 +17,7 @@ use rdt_msr::{MsrAddr, MsrError, MsrIo};
 
 use crate::cpuid::{CpuidPatch, SimCpuid};
 use crate::model::{self, AMD_UNIT_BYTES_PER_S, Claim, CpuActivity, Throttle};
+use crate::num::{Accum, f64_floor_u64, u64_to_f64};
 use crate::{Scenario, ScenarioError, SimError};
 
 /// `EIO` from `<errno.h>` on Linux: what the `msr` driver returns when RDMSR/WRMSR raises #GP.
@@ -24,43 +25,6 @@ const EIO: i32 = 5;
 
 /// Bytes in a MiB (for the geometry fallback).
 const MIB: f64 = 1024.0 * 1024.0;
-
-/// A cumulative count kept as whole units plus a fraction, so that integrating small rates
-/// over many short intervals loses nothing. `whole` wraps at 2^64.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct Accum {
-    pub whole: u64,
-    pub frac: f64,
-}
-
-impl Accum {
-    pub fn add(&mut self, units: f64) {
-        if !(units.is_finite() && units > 0.0) {
-            return;
-        }
-        let sum = self.frac + units;
-        let w = sum.floor();
-        self.frac = sum - w;
-        self.whole = self.whole.wrapping_add(f64_to_u64_wrapping(w));
-    }
-}
-
-/// `x mod 2^64` as u64, for a finite non-negative integral `x`.
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // reduced below 2^64 first
-fn f64_to_u64_wrapping(x: f64) -> u64 {
-    const TWO64: f64 = 18_446_744_073_709_551_616.0;
-    (x % TWO64) as u64
-}
-
-/// `floor(x)` as u64, saturating; 0 for negative or NaN.
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // `as` saturates; checked
-pub(crate) fn f64_floor_u64(x: f64) -> u64 {
-    if x.is_nan() || x <= 0.0 {
-        0
-    } else {
-        x.floor() as u64
-    }
-}
 
 /// Per-CPU registers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -230,13 +194,10 @@ pub struct SimPlatform {
     pub(crate) host_loads: BTreeMap<u32, HostLoad>,
     /// Host tasks' PMU counts, by thread id (not saved: they start at 0 in each process).
     pub(crate) task_pmu: BTreeMap<u32, PmuAccum>,
-    /// The state of an in-process resctrl mount, saved and loaded with the platform's
-    /// ([`SimPlatform::set_resctrl_state`]).
-    pub(crate) resctrl_state: Option<crate::resctrl::ResctrlState>,
     pub(crate) msr_reads: u64,
     pub(crate) msr_writes: u64,
     /// The kernel release whose resctrl files a mount shows (not saved: chosen per run).
-    pub(crate) kernel: crate::resctrl::KernelVersion,
+    pub(crate) kernel: crate::kernel::KernelVersion,
     /// Sub-NUMA Clustering: NUMA nodes per L3 cache (1 = off); see [`SimPlatform::snc_nodes`].
     pub(crate) snc: u32,
     /// The `rdt=` boot parameter ([`crate::quirks`]).
@@ -334,10 +295,9 @@ impl SimPlatform {
             unavailable: BTreeMap::new(),
             host_loads: BTreeMap::new(),
             task_pmu: BTreeMap::new(),
-            resctrl_state: None,
             msr_reads: 0,
             msr_writes: 0,
-            kernel: crate::resctrl::KernelVersion::default(),
+            kernel: crate::kernel::KernelVersion::default(),
             snc: 1,
             rdt_boot: crate::quirks::RdtOptions::default(),
             mba_cfg: BTreeMap::new(),
@@ -461,13 +421,13 @@ impl SimPlatform {
     /// The kernel release the machine runs, which decides the resctrl files a mount shows
     /// ([`crate::resctrl::KernelVersion`]; default the newest modelled).
     #[must_use]
-    pub const fn kernel(&self) -> crate::resctrl::KernelVersion {
+    pub const fn kernel(&self) -> crate::kernel::KernelVersion {
         self.kernel
     }
 
     /// Boots another kernel release: the next resctrl mount shows its files (a mounted
     /// resctrl keeps the files of the release it was mounted with).
-    pub fn set_kernel(&mut self, kernel: crate::resctrl::KernelVersion) {
+    pub fn set_kernel(&mut self, kernel: crate::kernel::KernelVersion) {
         self.kernel = kernel;
     }
 
@@ -528,18 +488,6 @@ impl SimPlatform {
     #[must_use]
     pub fn task_pmu_counts(&self, task: u32) -> Option<PmuCounts> {
         self.task_pmu.get(&task).map(PmuAccum::counts)
-    }
-
-    /// The state of an in-process resctrl mount kept with the platform's, to be saved with
-    /// it ([`SimPlatform::save_to`]) and found again after [`SimPlatform::load_from`]
-    /// ([`crate::session`] keeps its mount there); `None` for none.
-    pub fn set_resctrl_state(&mut self, state: Option<crate::resctrl::ResctrlState>) {
-        self.resctrl_state = state;
-    }
-
-    /// Takes the state [`SimPlatform::set_resctrl_state`] kept (or a loaded state held).
-    pub fn take_resctrl_state(&mut self) -> Option<crate::resctrl::ResctrlState> {
-        self.resctrl_state.take()
     }
 
     /// Starts following a host task's PMU counts (at 0), if not yet.
@@ -1199,11 +1147,6 @@ const fn mba_reset(kind: MbaKind) -> u64 {
         MbaKind::IntelDelay { .. } => 0,
         MbaKind::AmdBandwidth { width } => 1u64 << width,
     }
-}
-
-#[allow(clippy::cast_precision_loss)] // byte counts far below 2^53
-pub(crate) const fn u64_to_f64(x: u64) -> f64 {
-    x as f64
 }
 
 /// The base frequency in Hz: CPUID.16H:EAX (MHz) if recorded and non-zero, else the brand

@@ -9,6 +9,8 @@
 //! The platform's resctrl ([`Session::resctrl`], the OS interface in-process) is part of
 //! the state: once mounted, it stays mounted with its groups across sessions, as the
 //! kernel's mount outlives the processes that use it ([`crate::inprocess`], "Persistence").
+//! The session composes the state file ([`Saved`]): the machine's state beside the
+//! kernel's, neither model holding the other's.
 
 use std::fs::File;
 use std::os::unix::fs::OpenOptionsExt;
@@ -17,7 +19,11 @@ use std::time::Duration;
 
 use rdt_core::runfile::{LockWaitError, lock_with_timeout};
 
+use serde::Serialize;
+
 use crate::inprocess::InProcessResctrl;
+use crate::resctrl::ResctrlState;
+use crate::state::MachineState;
 use crate::{BUILTIN_MODELS, Scenario, SimError, SimHandle, SimPlatform};
 
 /// How long [`Session::open`] waits for another run on the same state file by default.
@@ -191,13 +197,15 @@ impl Session {
         refuse_symlink(&state)?;
         let lock = lock_state(&state, opts.lock_wait, opts.read_only)?;
         let existed = state.symlink_metadata().is_ok();
+        let mut kernel = None;
         if existed {
-            platform
-                .load_from(&state)
-                .map_err(|source| SessionError::Load {
-                    path: state.clone(),
-                    source,
-                })?;
+            let load_err = |source| SessionError::Load {
+                path: state.clone(),
+                source,
+            };
+            let saved = Saved::read(&state).map_err(load_err)?;
+            platform.restore_machine(saved.machine).map_err(load_err)?;
+            kernel = saved.kernel;
         }
         if let Some(path) = &opts.scenario {
             let scenario_err = |source| SessionError::Scenario {
@@ -215,14 +223,17 @@ impl Session {
         } else {
             SimHandle::new(platform)
         };
-        let resctrl = InProcessResctrl::new(handle.clone()).map_err(|e| SessionError::Load {
-            path: state.clone(),
-            source: SimError::Io {
-                op: "mount the saved resctrl of",
-                path: state.clone(),
-                source: e,
-            },
-        })?;
+        let resctrl =
+            InProcessResctrl::with_state(handle.clone(), kernel.as_ref()).map_err(|e| {
+                SessionError::Load {
+                    path: state.clone(),
+                    source: SimError::Io {
+                        op: "mount the saved resctrl of",
+                        path: state.clone(),
+                        source: e,
+                    },
+                }
+            })?;
         let mut session = Self {
             resctrl,
             handle,
@@ -283,12 +294,76 @@ impl Session {
 
     /// The state [`Self::save`] writes: the platform's, with the resctrl mount's.
     fn serialized(&self) -> String {
-        let resctrl = self.resctrl.state();
-        let mut platform = self.handle.lock();
-        platform.set_resctrl_state(resctrl);
-        let text = platform.save_state();
-        platform.set_resctrl_state(None);
-        text
+        let kernel = self.resctrl.state();
+        let machine = self.handle.lock().machine_state();
+        Saved { machine, kernel }.to_json()
+    }
+}
+
+/// A session's state file: the machine's state and the kernel's, composed here so that
+/// neither model holds the other's. It is one JSON object: the machine's fields
+/// ([`crate::state`]) and, while resctrl is mounted, `resctrl` ([`ResctrlState`]), the
+/// format state files have always had.
+#[derive(Debug)]
+pub struct Saved {
+    /// The machine's: registers, counters, clock, scenario ([`SimPlatform::machine_state`]).
+    pub machine: MachineState,
+    /// The kernel's: the resctrl mount ([`InProcessResctrl::state`]); `None` when unmounted.
+    pub kernel: Option<ResctrlState>,
+}
+
+/// [`Saved`] as it is written: the machine's fields, then `resctrl`.
+#[derive(Serialize)]
+struct SavedFile<'a> {
+    #[serde(flatten)]
+    machine: &'a MachineState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resctrl: Option<&'a ResctrlState>,
+}
+
+impl Saved {
+    /// The state as the file holds it (pretty-printed JSON).
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        let file = SavedFile {
+            machine: &self.machine,
+            resctrl: self.kernel.as_ref(),
+        };
+        // Serialising plain structs of strings and numbers into a String cannot fail.
+        serde_json::to_string_pretty(&file).unwrap_or_default()
+    }
+
+    /// Parses a state file's text: the kernel's `resctrl` field (absent or `null`: none),
+    /// the rest the machine's.
+    ///
+    /// # Errors
+    /// [`SimError::StateFormat`] when the text is not a JSON object of that shape.
+    pub fn from_json(text: &str) -> Result<Self, SimError> {
+        let format = |source| SimError::StateFormat { source };
+        let mut fields: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(text).map_err(format)?;
+        let kernel = match fields.remove("resctrl") {
+            Some(v) => serde_json::from_value(v).map_err(format)?,
+            None => None,
+        };
+        let machine = serde_json::from_value(serde_json::Value::Object(fields)).map_err(format)?;
+        Ok(Self { machine, kernel })
+    }
+
+    /// Reads the state file at `path` (at most [`crate::state::MAX_STATE_BYTES`]).
+    ///
+    /// # Errors
+    /// [`SimError::Io`] when it cannot be read; otherwise as [`Saved::from_json`].
+    pub fn read(path: &Path) -> Result<Self, SimError> {
+        Self::from_json(&crate::state::read_state(path)?)
+    }
+
+    /// Writes the state file at `path` atomically (a temporary file renamed over it).
+    ///
+    /// # Errors
+    /// [`SimError::Io`] naming the file that could not be written or renamed.
+    pub fn write(&self, path: &Path) -> Result<(), SimError> {
+        crate::state::write_state(path, &self.to_json())
     }
 }
 
@@ -596,6 +671,57 @@ mod tests {
         drop(s);
         let s = Session::open(&opts).unwrap();
         assert_eq!(s.handle().lock().now(), Duration::from_secs(7));
+    }
+
+    #[test]
+    fn the_state_file_is_the_machines_fields_then_the_kernels_mount() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let opts = SessionOptions {
+            state: Some(path.clone()),
+            ..SessionOptions::new("skylake-sp")
+        };
+        let s = Session::open(&opts).unwrap();
+        s.resctrl()
+            .remount(&rdt_core::MountOptions::default())
+            .unwrap();
+        s.resctrl().files().mkdir("kept").unwrap();
+        s.save().unwrap();
+        let machine_only = s.handle().lock().save_state();
+        drop(s);
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The format state files have had since the resctrl mount was kept in them.
+        let keys: Vec<String> =
+            serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text)
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+        let mut expected: Vec<String> = [
+            "format", "model", "now_ns", "cpus", "l3", "l2", "mba", "smba", "counters", "pmu",
+            "scenario", "resctrl",
+        ]
+        .map(String::from)
+        .to_vec();
+        expected.sort(); // serde_json's map without `preserve_order` is sorted
+        assert_eq!(keys, expected);
+        assert!(
+            text.starts_with(machine_only.trim_end_matches("\n}")),
+            "{text:.300}"
+        );
+        let saved = Saved::from_json(&text).unwrap();
+        assert!(saved.kernel.is_some());
+        assert_eq!(saved.to_json(), text);
+        assert!(Saved::from_json(&machine_only).unwrap().kernel.is_none());
+        assert!(matches!(
+            Saved::from_json("[]"),
+            Err(SimError::StateFormat { .. })
+        ));
+        let s = Session::open(&opts).unwrap();
+        assert!(
+            s.resctrl().files().is_dir("kept"),
+            "mounted again from the file"
+        );
     }
 
     #[test]

@@ -5,6 +5,10 @@
 //! scenario (in the scenario file format). Capabilities and topology are not saved: they are
 //! derived again from the dump, and the identity check makes sure it is the same dump.
 //! The [`SimPlatform::inject_unavailable`] test hook is not saved.
+//!
+//! This is the machine's state only. A session's state file ([`crate::session::Saved`]) is
+//! the same JSON object with the kernel's state beside it (the resctrl mount, a `resctrl`
+//! field): the hardware model knows nothing of the kernel model's.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -15,8 +19,8 @@ use std::time::Duration;
 use rdt_core::{CacheDomain, LogicalCpu, MbaKind};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::platform::{Accum, CatRegs, PmuAccum, RmidCounters};
-use crate::resctrl::ResctrlState;
+use crate::num::Accum;
+use crate::platform::{CatRegs, PmuAccum, RmidCounters};
 use crate::{Scenario, SimError, SimPlatform};
 
 /// The `format` field of a state.
@@ -61,7 +65,7 @@ impl From<AccumState> for Accum {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CpuState {
     cpu: u32,
@@ -69,7 +73,7 @@ struct CpuState {
     evtsel: Hex,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CatState {
     domain: u32,
@@ -77,14 +81,14 @@ struct CatState {
     masks: Vec<Hex>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TableState {
     domain: u32,
     values: Vec<Hex>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CounterState {
     domain: u32,
@@ -93,7 +97,7 @@ struct CounterState {
     local: AccumState,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PmuState {
     cpu: u32,
@@ -104,9 +108,12 @@ struct PmuState {
     llc_references: AccumState,
 }
 
-#[derive(Serialize, Deserialize)]
+/// The machine's saved state ([`SimPlatform::machine_state`]; module docs): what
+/// [`SimPlatform::save_state`] writes as JSON. Opaque: restore it with
+/// [`SimPlatform::restore_machine`].
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct State {
+pub struct MachineState {
     format: String,
     model: String,
     now_ns: u64,
@@ -118,9 +125,6 @@ struct State {
     counters: Vec<CounterState>,
     pmu: Vec<PmuState>,
     scenario: serde_json::Value,
-    /// The in-process resctrl mount, when one is kept ([`SimPlatform::set_resctrl_state`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    resctrl: Option<ResctrlState>,
 }
 
 fn cat_states(m: &BTreeMap<CacheDomain, CatRegs>) -> Vec<CatState> {
@@ -217,9 +221,17 @@ fn mba_max(kind: MbaKind) -> u64 {
 }
 
 impl SimPlatform {
-    /// The whole mutable state as JSON (module docs of [`crate::state`]).
+    /// The whole mutable state as JSON (module docs of [`crate::state`]): the text of
+    /// [`SimPlatform::machine_state`].
     #[must_use]
     pub fn save_state(&self) -> String {
+        // Serialising plain structs of strings and numbers into a String cannot fail.
+        serde_json::to_string_pretty(&self.machine_state()).unwrap_or_default()
+    }
+
+    /// The whole mutable state of the machine (module docs of [`crate::state`]).
+    #[must_use]
+    pub fn machine_state(&self) -> MachineState {
         let cpus = self
             .topology
             .cpus()
@@ -257,7 +269,7 @@ impl SimPlatform {
                 llc_references: a.llc_references.into(),
             })
             .collect();
-        let state = State {
+        MachineState {
             format: FORMAT.into(),
             model: self.identity.clone(),
             now_ns: u64::try_from(self.now.as_nanos()).unwrap_or(u64::MAX),
@@ -269,10 +281,7 @@ impl SimPlatform {
             counters,
             pmu,
             scenario: self.scenario.to_value(),
-            resctrl: self.resctrl_state.clone(),
-        };
-        // Serialising plain structs of strings and numbers into a String cannot fail.
-        serde_json::to_string_pretty(&state).unwrap_or_default()
+        }
     }
 
     /// Restores a state saved by [`Self::save_state`] of the same model. All or nothing: on
@@ -284,8 +293,17 @@ impl SimPlatform {
     /// domain, register count or value does not fit this model, [`SimError::Scenario`] when
     /// its scenario does not.
     pub fn restore_state(&mut self, text: &str) -> Result<(), SimError> {
-        let st: State =
+        let st: MachineState =
             serde_json::from_str(text).map_err(|source| SimError::StateFormat { source })?;
+        self.restore_machine(st)
+    }
+
+    /// Restores a state taken by [`Self::machine_state`] of the same model. All or nothing:
+    /// on error the platform is unchanged.
+    ///
+    /// # Errors
+    /// As [`Self::restore_state`], but for [`SimError::StateFormat`].
+    pub fn restore_machine(&mut self, st: MachineState) -> Result<(), SimError> {
         if st.model != self.identity {
             return Err(SimError::StateMismatch {
                 expected: self.identity.clone(),
@@ -300,7 +318,7 @@ impl SimPlatform {
             })
     }
 
-    fn restore_checked(&mut self, st: State, scenario: Scenario) -> Result<(), Invalid> {
+    fn restore_checked(&mut self, st: MachineState, scenario: Scenario) -> Result<(), Invalid> {
         if st.format != FORMAT {
             return Err(Invalid(format!("format `{}` is not `{FORMAT}`", st.format)));
         }
@@ -388,7 +406,6 @@ impl SimPlatform {
         self.regs = regs;
         self.counters = counters;
         self.pmu = pmu;
-        self.resctrl_state = st.resctrl;
         self.scenario = scenario;
         self.now = Duration::from_nanos(st.now_ns);
         self.recompute();

@@ -103,7 +103,7 @@ impl SimPlatform {
     pub(crate) fn read_sys(&self, i: usize, reg: SysReg) -> Option<u64> {
         let cpu = self.topology.cpus().get(i)?.cpu;
         Some(match reg {
-            SysReg::Tsc => crate::platform::f64_floor_u64(self.now.as_secs_f64() * self.freq_hz),
+            SysReg::Tsc => crate::num::f64_floor_u64(self.now.as_secs_f64() * self.freq_hz),
             SysReg::ApicBase => {
                 let mut v = 0xFEE0_0000 | 1 << 11;
                 if has_x2apic(&self.cpuid) {

@@ -40,7 +40,7 @@ use rdt_msr::regs::cha::{
     OFFSET_CTL0, OFFSET_CTR0, OFFSET_FILTER1, UMASK_MISS, UMASK_REF,
 };
 
-use crate::platform::Accum;
+use crate::num::Accum;
 
 /// Share of a package's core memory traffic its PCIe devices read (module docs).
 pub const PCIE_READ_SHARE: f64 = 0.10;

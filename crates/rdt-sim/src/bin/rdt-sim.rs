@@ -23,6 +23,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use rdt_sim::fs::{Mount, MountConfig, SimClock};
 use rdt_sim::resctrl::{KernelVersion, MountOptions};
+use rdt_sim::session::Saved;
 use rdt_sim::{BUILTIN_MODELS, DEFAULT_MODEL, SimHandle, SimPlatform};
 
 /// Mount a simulated Intel RDT / AMD PQoS platform as files, to try rdt, pqos or any tool
@@ -158,10 +159,15 @@ fn mount(args: &MountArgs) -> Result<(), Failed> {
         let opts = platform.rdt_boot_options().merged(rdt);
         platform.set_rdt_boot_options(opts);
     }
+    // A session's resctrl mount in the state file is kept as it is and saved back.
+    let mut kernel = None;
     if let Some(state) = args.state.as_ref().filter(|s| s.exists()) {
+        let loading = || failed(format!("loading the state from {}", state.display()));
+        let saved = Saved::read(state).map_err(|e| loading()(e.into()))?;
         platform
-            .load_from(state)
-            .map_err(|e| failed(format!("loading the state from {}", state.display()))(e.into()))?;
+            .restore_machine(saved.machine)
+            .map_err(|e| loading()(e.into()))?;
+        kernel = saved.kernel;
     }
     platform.set_kernel(args.kernel);
     let model = platform.model().to_owned();
@@ -192,8 +198,9 @@ fn mount(args: &MountArgs) -> Result<(), Failed> {
     let unmounted = mount.unmount();
     eprintln!("rdt-sim: unmounted {}", dir.display());
     if let Some(state) = &args.state {
-        sim.lock()
-            .save_to(state)
+        let machine = sim.lock().machine_state();
+        Saved { machine, kernel }
+            .write(state)
             .map_err(|e| failed(format!("saving the state to {}", state.display()))(e.into()))?;
         eprintln!("rdt-sim: state saved to {}", state.display());
     }

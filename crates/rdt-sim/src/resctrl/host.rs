@@ -17,7 +17,7 @@ use rdt_core::proc::USER_HZ;
 
 use super::Resctrl;
 use crate::SimPlatform;
-use crate::platform::u64_to_f64;
+use crate::num::u64_to_f64;
 
 /// The least platform time between two samples of the host tasks' CPU time: `/proc` is read
 /// at most ten times a simulated second, however many file operations there are.

@@ -198,7 +198,7 @@ impl Hw {
         let amd = caps.vendor.is_amd_like();
         let l3_total = caps.l3_cache.map_or_else(
             // Without a geometry the model assumed a size; use the same one.
-            || crate::platform::f64_floor_u64(p.portion_bytes * f64::from(p.portions)),
+            || crate::num::f64_floor_u64(p.portion_bytes * f64::from(p.portions)),
             |g| g.total_size(),
         );
         let l2_total = caps.l2_cache.map_or(0, |g| g.total_size());

@@ -79,7 +79,6 @@ mod ctrl;
 mod groups;
 mod host;
 mod hw;
-mod kernel;
 mod kstr;
 mod mon;
 mod options;
@@ -106,9 +105,9 @@ use rdt_msr::{MsrAddr, MsrIo};
 use crate::vfs::{NodeKind, Tree, err};
 use crate::{SimHandle, SimPlatform};
 
+pub use crate::kernel::{KernelVersion, UnknownKernel};
 pub use host::HOST_SAMPLE_PERIOD;
 use hw::{Event, Hw, Res};
-pub use kernel::{KernelVersion, UnknownKernel};
 use mon::{ArchMbm, FsMbm};
 pub use options::{MountError, MountOptions};
 pub use saved::ResctrlState;

@@ -387,8 +387,8 @@ impl Resctrl {
                             let st = self.fs_mbm.entry((di, rmid, e)).or_default();
                             let delta = bytes.wrapping_sub(st.prev_bw_bytes);
                             st.prev_bw_bytes = bytes;
-                            let mib = crate::platform::u64_to_f64(delta) / (1024.0 * 1024.0);
-                            st.prev_bw = crate::platform::f64_floor_u64(mib / secs.max(1.0));
+                            let mib = crate::num::u64_to_f64(delta) / (1024.0 * 1024.0);
+                            st.prev_bw = crate::num::f64_floor_u64(mib / secs.max(1.0));
                         }
                     }
                 }

@@ -46,7 +46,7 @@ type CounterState = (usize, u32, String, u64, u64);
 type CounterPairs = BTreeMap<(usize, u32, Event), (u64, u64)>;
 
 /// What a mounted in-process resctrl keeps beyond the registers (module docs). Serialised
-/// in the simulator's state file (`resctrl` field, [`crate::state`]).
+/// in the simulator's state file (`resctrl` field, [`crate::session::Saved`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResctrlState {

@@ -8,14 +8,14 @@
 //! required, the fourth read where present; later fields are ignored.
 //!
 //! # When it is used
-//! [`crate::OpenOptions::open`] counts with the host's PMU ([`crate::PerfPmu`]) whenever
-//! perf events can be opened, on a sysroot too. Only when they cannot (a VM without a
-//! virtual PMU, this project's CI) **and** the platform's files are under a directory that
-//! is a simulated platform ([`crate::Paths::sim_pmu`], `<sysroot>/.sim/pmu` exists) are the
-//! simulator's counters used instead, so that IPC and LLC misses follow the workload model
-//! there, as they do in-process. On a host ([`crate::Paths::host`]) there is no such
-//! directory and nothing changes: this is a seam chosen by the opener, not a branch in
-//! the monitoring code.
+//! The `rdt` library's opener counts with the host's PMU (perf events) whenever they can be
+//! opened, on a sysroot too. Only when they cannot (a VM without a virtual PMU, this
+//! project's CI) does it take the PMU source injected through its `OpenOptions`
+//! (`fallback_pmu`), which for a sysroot that is a mounted simulated platform is this one
+//! ([`crate::attach`], [`crate::adapter::Attachment::pmu`]: `<sysroot>/.sim/pmu` exists),
+//! so that IPC and LLC misses follow the workload model there, as they do in-process. On a
+//! host there is no such directory and nothing changes: this is a seam chosen by the
+//! opener, not a branch in the monitoring code.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -33,7 +33,7 @@ const LINE_BYTES: usize = 256;
 ///
 /// # Examples
 /// ```
-/// use rdt_pqos::simpmu::parse_counts;
+/// use rdt_sim::simpmu::parse_counts;
 /// let c = parse_counts(b"2000 1000 7 900\n").unwrap();
 /// assert_eq!((c.instructions, c.cycles, c.llc_misses), (2000, 1000, 7));
 /// assert_eq!(c.llc_references, Some(900));
@@ -91,7 +91,7 @@ impl SimPmuFiles {
 
 impl PmuSource for SimPmuFiles {
     /// `cpu<N>`; `None` when the file is missing or does not parse (never retried once
-    /// missing, as [`crate::PerfPmu`] does not re-open).
+    /// missing, as the library's perf-event source does not re-open).
     fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts> {
         let dir = &self.dir;
         let f = self.cpus.entry(cpu).or_insert_with(|| {

@@ -1,4 +1,9 @@
 //! Which Linux release the simulated machine runs: it decides which resctrl files exist.
+//!
+//! The machine ([`crate::SimPlatform::kernel`]) holds the release it boots, as it holds the
+//! `rdt=` boot parameter ([`crate::quirks`]); the kernel model ([`crate::resctrl`], which
+//! re-exports [`KernelVersion`]) reads it when it mounts. It is a module of its own so that
+//! the machine need not reach into the kernel model for it.
 
 use std::fmt;
 use std::str::FromStr;
