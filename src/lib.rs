@@ -75,6 +75,9 @@ pub use open::{
     ParseIfaceError, Paths, PlatformCapabilities, PmuCapsPolicy, resolve_iface,
 };
 pub use perf::PerfPmu;
+/// Declarative allocation: named classes (TOML or JSON) and goresctrl's YAML (crate
+/// [`rdt_config`]).
+pub use rdt_config as config;
 pub use rdt_core::*;
 pub use rdt_msr as msr;
 use rdt_msr::{MsrBackend, MsrError, MsrIo};

@@ -795,7 +795,7 @@ pub trait Backend {
     }
 
     /// The class of service that stands for the named class `name` (a declarative
-    /// configuration's class, [`crate::config`]): on the OS interface the resctrl control
+    /// configuration's class, `rdt_config`): on the OS interface the resctrl control
     /// group of that name, on the MSR interface the COS recorded for the name in the run
     /// directory, else the lowest free one ([`crate::transaction::free_classes`]). A new name
     /// is bound in this process only: a plan that writes to the class claims it
@@ -834,7 +834,7 @@ pub trait Backend {
     /// interface the resctrl groups of named classes it created (recorded in `os-classes`,
     /// [`crate::runfile::NameRecord`]) that still exist. Never another tool's group of the
     /// same name. `pqos -s` lists them, and a reset ([`crate::transaction::Change::Reset`])
-    /// or [`crate::config::Config::remove`] gives them up.
+    /// or `rdt_config::Config::remove` gives them up.
     fn own_class_names(&self) -> Vec<(ClassId, String)> {
         Vec::new()
     }

@@ -1,5 +1,5 @@
 //! Reading a file that may be hostile (a FIFO, a device, an endless or huge file): the one
-//! bounded reader of the workspace. Configuration files ([`crate::config`]), run files
+//! bounded reader of the workspace. Configuration files (`rdt_config`), run files
 //! ([`crate::runfile`]), sysfs and procfs text, CPUID dumps, resctrl files (`rdt-resctrl`'s
 //! `HostFs`), pqos's `-f` files and the simulator's state and scenario files all go through
 //! [`read_regular`] (or [`read_text`] on top of it). The `/dev/cpu/N/{cpuid,msr}` devices are

@@ -22,7 +22,6 @@
 
 mod backend;
 mod caps;
-pub mod config;
 pub mod cpuid;
 mod cpuset;
 mod detect;
