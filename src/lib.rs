@@ -79,6 +79,7 @@ pub use perf::PerfPmu;
 /// [`rdt_config`]).
 pub use rdt_config as config;
 pub use rdt_core::*;
+pub use rdt_host::{lease, proc};
 pub use rdt_msr as msr;
 use rdt_msr::{MsrBackend, MsrError, MsrIo};
 pub use rdt_resctrl as resctrl;

@@ -671,7 +671,7 @@ impl OpenOptions {
     /// ([`rdt_core::transaction::recover`]); `pqos-<pid>-<n>` resctrl groups whose process
     /// is gone ([`rdt_resctrl::ResctrlBackend::reclaim_dead_groups`]); RMIDs a killed run
     /// left on CPUs ([`rdt_msr::MsrBackend::reclaim_dead_runs`]); classes of service leased
-    /// by processes that ended without giving them back ([`rdt_core::lease::reclaim`]).
+    /// by processes that ended without giving them back ([`rdt_host::lease::reclaim`]).
     /// Each is a `WARN` log record and a [`Notice::Reclaimed`].
     #[must_use]
     pub const fn reclaim(mut self, on: bool) -> Self {
@@ -1114,7 +1114,7 @@ impl OpenOptions {
     /// of runs that ended before they finished ([`OpenOptions::reclaim`]).
     fn resctrl_reclaimed(&self, mut backend: crate::DynResctrlBackend) -> Rdt {
         let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
-        reclaimed.extend(self.reclaimed(|| rdt_core::lease::reclaim(&mut backend)));
+        reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut backend)));
         reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_groups()));
         let mut rdt = Rdt::from_resctrl(backend);
         rdt.notices.extend(reclaimed);
@@ -1130,7 +1130,7 @@ impl OpenOptions {
             backend.set_lock_timeout(t);
         }
         let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
-        reclaimed.extend(self.reclaimed(|| rdt_core::lease::reclaim(&mut backend)));
+        reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut backend)));
         reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_runs()));
         let mut rdt = Rdt::from_msr_backend(backend);
         rdt.notices.extend(reclaimed);

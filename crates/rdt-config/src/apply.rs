@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use super::error::Location;
 use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
-use rdt_core::proc::ProcFs;
 use rdt_core::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
 use rdt_core::{Backend, CatResource, ClassId, Interface, MbaResource, RequestError, TaskId};
+use rdt_host::proc::ProcFs;
 
 /// The key of a bandwidth resource in the file: `mba` or `smba`.
 const fn resource_key(resource: MbaResource) -> &'static str {
@@ -265,7 +265,7 @@ impl Config {
     /// use std::path::Path;
     /// use rdt_config::Config;
     /// use rdt_core::fake::FakeBackend;
-    /// use rdt_core::proc::ProcFs;
+    /// use rdt_host::proc::ProcFs;
     /// use rdt_core::transaction::AllocState;
     ///
     /// let mut b = FakeBackend::broadwell_2s();

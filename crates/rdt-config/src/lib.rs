@@ -140,7 +140,7 @@ impl ConfigFile {
     pub fn plan<B: rdt_core::Backend>(
         &self,
         backend: &mut B,
-        proc: &rdt_core::proc::ProcFs,
+        proc: &rdt_host::proc::ProcFs,
     ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
         match self {
             Self::Classes(c) => c.plan(backend, proc),

@@ -1141,7 +1141,7 @@ fn amd_units_set_mba_and_smba_per_domain() {
     assert_eq!(check(&text, &caps, &topo).unwrap(), []);
     let mut b = rdt_core::fake::FakeBackend::new(caps.clone(), topo.clone());
     let cfg = toml(&text).unwrap();
-    let plan = cfg.plan(&mut b, &rdt_core::proc::ProcFs::host()).unwrap();
+    let plan = cfg.plan(&mut b, &rdt_host::proc::ProcFs::host()).unwrap();
     let (_, cos) = plan.classes[0].clone();
     plan.plan.apply(&mut b).into_result().unwrap();
     let limit = |b: &mut rdt_core::fake::FakeBackend, r, d| {
@@ -1210,7 +1210,7 @@ fn state(
 /// Applies `text` on `b`, returns what was written.
 fn apply(b: &mut rdt_core::fake::FakeBackend, text: &str) -> Vec<rdt_core::transaction::Done> {
     let cfg = toml(text).unwrap();
-    cfg.plan(b, &rdt_core::proc::ProcFs::host())
+    cfg.plan(b, &rdt_host::proc::ProcFs::host())
         .unwrap()
         .plan
         .apply(b)
@@ -1411,7 +1411,7 @@ fn a_reapplied_class_has_exactly_the_cpus_of_the_file_and_other_classes_keep_the
     let web = b.class_names().iter().find(|(_, n)| n == "web").unwrap().0;
     // act: the class shrinks
     let cfg = toml(&class("web", "cpus = \"4-5\"\n")).unwrap();
-    let planned = cfg.plan(&mut b, &rdt_core::proc::ProcFs::host()).unwrap();
+    let planned = cfg.plan(&mut b, &rdt_host::proc::ProcFs::host()).unwrap();
     // assert: the two moves out, told as such, and nothing else
     assert_eq!(
         planned.lines(),
@@ -1438,7 +1438,7 @@ fn a_reapplied_class_has_exactly_the_cpus_of_the_file_and_other_classes_keep_the
     );
     // applied again: nothing to do
     assert!(
-        cfg.plan(&mut b, &rdt_core::proc::ProcFs::host())
+        cfg.plan(&mut b, &rdt_host::proc::ProcFs::host())
             .unwrap()
             .plan
             .is_empty()

@@ -19,8 +19,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::TaskId;
-use crate::file::ReadError;
+use rdt_core::TaskId;
+use rdt_core::file::ReadError;
 
 /// The most of a `status` file read: the kernel's is under 2 KiB; a longer file is an error
 /// (`FileTooLarge`), as is a FIFO (a read cannot take memory or time without end).
@@ -93,7 +93,7 @@ impl ProcFs {
             return Err(io::ErrorKind::NotFound.into());
         }
         let text =
-            crate::file::read_regular(self.dir(task).join("status"), MAX_STATUS_BYTES, false)?;
+            rdt_core::file::read_regular(self.dir(task).join("status"), MAX_STATUS_BYTES, false)?;
         status_tgid(&text)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "status has no Tgid: line"))
     }
@@ -154,7 +154,7 @@ impl ProcFs {
         for pid in self.pids()? {
             let mut comm = Vec::with_capacity(16);
             let read =
-                crate::file::open_nonblocking(self.dir(TaskId::new(pid)).join("comm"), false)
+                rdt_core::file::open_nonblocking(self.dir(TaskId::new(pid)).join("comm"), false)
                     .and_then(|f| f.take(64).read_to_end(&mut comm));
             if read.is_ok() && comm.strip_suffix(b"\n").unwrap_or(&comm) == name.as_bytes() {
                 pids.push(TaskId::new(pid));
@@ -172,7 +172,7 @@ impl ProcFs {
     pub fn cpu_ticks(&self, task: TaskId) -> io::Result<u64> {
         let mut buf = [0u8; STAT_BUFFER];
         // O_NONBLOCK: a FIFO under an injected root must not block the open.
-        let n = crate::file::open_nonblocking(self.dir(task).join("stat"), false)?
+        let n = rdt_core::file::open_nonblocking(self.dir(task).join("stat"), false)?
             .read_at(&mut buf, 0)?;
         stat_cpu_ticks(&buf[..n]).ok_or_else(|| {
             io::Error::new(
@@ -195,7 +195,7 @@ impl ProcFs {
             return Err(io::ErrorKind::NotFound.into());
         }
         let path = self.dir(task).join("cgroup");
-        match crate::file::read_regular(&path, MAX_CGROUP_BYTES, false) {
+        match rdt_core::file::read_regular(&path, MAX_CGROUP_BYTES, false) {
             Ok(bytes) => Ok(cgroup_container_ids(&bytes)),
             Err(ReadError::Open(e) | ReadError::Io(e)) => Err(e),
             Err(ReadError::NotRegular(_)) => Err(io::Error::new(
@@ -209,6 +209,8 @@ impl ProcFs {
                     path.display()
                 ),
             )),
+            // `ReadError` is non-exhaustive outside rdt-core: a later kind as its io::Error.
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -224,7 +226,7 @@ impl ProcFs {
             .join(tid.to_string())
             .join("stat");
         Ok(ThreadStat {
-            file: crate::file::open_nonblocking(&path, false)?,
+            file: rdt_core::file::open_nonblocking(&path, false)?,
             buf: vec![0; STAT_BUFFER],
         })
     }
@@ -252,7 +254,7 @@ impl ThreadStat {
 /// # Examples
 /// ```
 /// use rdt_core::TaskId;
-/// use rdt_core::proc::status_tgid;
+/// use rdt_host::proc::status_tgid;
 /// assert_eq!(status_tgid(b"Name:\tsleep\nTgid:\t4242\nPid:\t4243\n"), Some(TaskId::new(4242)));
 /// assert_eq!(status_tgid(b"Tgid:\tx\n"), None);
 /// ```
@@ -274,7 +276,7 @@ pub const USER_HZ: u64 = 100;
 ///
 /// # Examples
 /// ```
-/// use rdt_core::proc::stat_cpu_ticks;
+/// use rdt_host::proc::stat_cpu_ticks;
 /// let line = b"42 (a) b) R 1 42 42 0 -1 4194560 170 0 0 0 250 31 0 0 20 0 1 0\n";
 /// assert_eq!(stat_cpu_ticks(line), Some(281));
 /// assert_eq!(stat_cpu_ticks(b"42 (x) R 1 2"), None);
@@ -306,7 +308,7 @@ fn stat_fields_from(line: &[u8], first: usize) -> Option<impl Iterator<Item = &s
 ///
 /// # Examples
 /// ```
-/// use rdt_core::proc::stat_processor;
+/// use rdt_host::proc::stat_processor;
 /// let line = b"42 (a (b) c) S 1 42 42 0 -1 4194560 170 0 0 0 0 0 0 0 20 0 1 0 \
 ///     123 4476928 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 5 0 0 0 0 0\n";
 /// assert_eq!(stat_processor(line), Some(5));
@@ -359,7 +361,7 @@ impl ContainerIds {
 ///
 /// # Examples
 /// ```
-/// use rdt_core::proc::cgroup_container_ids;
+/// use rdt_host::proc::cgroup_container_ids;
 /// let v2 = b"0::/kubepods.slice/kubepods-besteffort.slice/\
 ///     kubepods-besteffort-pod1b4f9c1e_5a7d_4c1e_9f0e_2b6d8c3a4e5f.slice/\
 ///     cri-containerd-8e2c3c1f0d9b4a7e6f5d4c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a2918070.scope\n";

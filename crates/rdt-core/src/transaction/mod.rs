@@ -199,7 +199,7 @@ impl Change {
 
     /// `class`'s mask of `resource` in `domain` back to its reset value, every way (both
     /// CDP halves); `None` where the platform has no such cache allocation. What giving a
-    /// class back writes ([`crate::lease`], `rdt_config::Config::remove`).
+    /// class back writes (`rdt_host::lease`, `rdt_config::Config::remove`).
     #[must_use]
     pub fn cat_default(
         caps: &crate::Capabilities,
