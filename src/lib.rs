@@ -80,6 +80,16 @@ pub use perf::PerfPmu;
 pub use rdt_config as config;
 pub use rdt_core::*;
 pub use rdt_host::{lease, proc};
+
+/// Allocation as a transaction: rdt-core's plan ([`transaction::Plan`], what is checked,
+/// written and undone) with rdt-host's journal ([`transaction::ApplyPlan::apply`], which
+/// a program calls, [`transaction::run`], [`transaction::recover`]). The module docs of
+/// [`rdt_core::transaction`] hold the contract, those of [`rdt_host::transaction`] an
+/// example.
+pub mod transaction {
+    pub use rdt_core::transaction::*;
+    pub use rdt_host::transaction::*;
+}
 pub use rdt_msr as msr;
 use rdt_msr::{MsrBackend, MsrError, MsrIo};
 pub use rdt_resctrl as resctrl;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use rdt_core::{
     ApicIdLayout, Backend, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface, IoAlloc,
     LogicalCpu, MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology,
-    TopologyError, error_chain, explain_no_rdt, transaction,
+    TopologyError, error_chain, explain_no_rdt,
 };
 use rdt_msr::regs::IA32_X2APIC_APICID;
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
@@ -23,6 +23,7 @@ use rdt_resctrl::{
     ResctrlFs, ResctrlOptions,
 };
 
+use crate::transaction;
 use crate::{DynMsrBackend, PerfPmu, Rdt};
 
 /// The interface a caller asks for (pqos `--iface`); [`Interface`] is the one it resolves to.
@@ -668,7 +669,7 @@ impl OpenOptions {
     /// Whether opening first rolls back the allocation changes and gives back the
     /// monitoring of runs that ended before they finished (default: yes): transactions
     /// whose process was killed half-way, from their journals in [`Paths::run`]
-    /// ([`rdt_core::transaction::recover`]); `pqos-<pid>-<n>` resctrl groups whose process
+    /// ([`crate::transaction::recover`]); `pqos-<pid>-<n>` resctrl groups whose process
     /// is gone ([`rdt_resctrl::ResctrlBackend::reclaim_dead_groups`]); RMIDs a killed run
     /// left on CPUs ([`rdt_msr::MsrBackend::reclaim_dead_runs`]); classes of service leased
     /// by processes that ended without giving them back ([`rdt_host::lease::reclaim`]).

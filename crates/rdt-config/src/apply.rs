@@ -26,7 +26,7 @@ const fn resource_key(resource: MbaResource) -> &'static str {
 pub struct ConfigPlan {
     /// Each class's name and class of service, in file order.
     pub classes: Vec<(String, ClassId)>,
-    /// The writes ([`Plan::apply`] makes them as one transaction).
+    /// The writes ([`ApplyPlan::apply`](rdt_host::transaction::ApplyPlan::apply) makes them as one transaction).
     pub plan: Plan,
     /// What is worth telling: the file's ([`Config::check`]) and the plan's.
     pub warnings: Vec<String>,
@@ -245,7 +245,7 @@ impl Config {
     /// SMBA limit back to "no limit", its CPUs and (OS interface) tasks back to COS 0, then
     /// the name given up ([`Change::Release`]): on the OS interface its resctrl group is
     /// removed, on the MSR interface its record goes. Writes nothing; apply the plan with
-    /// [`Plan::apply`] (all or nothing, journaled).
+    /// [`ApplyPlan::apply`](rdt_host::transaction::ApplyPlan::apply) (all or nothing, journaled).
     ///
     /// A name of the file that is not one of this library's (never applied here, removed
     /// already, or another tool's resctrl group of that name, as goresctrl makes) is left
@@ -267,6 +267,7 @@ impl Config {
     /// use rdt_core::fake::FakeBackend;
     /// use rdt_host::proc::ProcFs;
     /// use rdt_core::transaction::AllocState;
+    /// use rdt_host::transaction::ApplyPlan;
     ///
     /// let mut b = FakeBackend::broadwell_2s();
     /// let before = AllocState::read(&mut b).unwrap();

@@ -6,6 +6,7 @@ use std::path::Path;
 use super::*;
 use rdt_core::fake::fixtures;
 use rdt_core::{Backend, Capabilities, CatCaps, Feature, Interface, MbaCaps, MbaResource, Vendor};
+use rdt_host::transaction::ApplyPlan;
 
 /// The example of the module's documentation, verbatim.
 const EXAMPLE: &str = r#"[[class]]
@@ -1223,7 +1224,7 @@ fn undoing_an_applied_configuration_restores_the_state_before_and_gives_the_name
     // arrange: COS1 is someone else's (its CPU and mask stay), the rest at the defaults
     let mut b = rdt_core::fake::FakeBackend::intel_2s();
     let mask = CacheBitmask::new(0x300).unwrap();
-    rdt_core::transaction::run(
+    rdt_host::transaction::run(
         &mut b,
         &[
             rdt_core::transaction::Change::l3(CacheDomain::new(0), ClassId::new(1), mask),
@@ -1400,7 +1401,7 @@ fn a_reapplied_class_has_exactly_the_cpus_of_the_file_and_other_classes_keep_the
     // arrange: COS1 is someone else's, with CPU 1
     let mut b = rdt_core::fake::FakeBackend::intel_2s();
     let cpu = rdt_core::LogicalCpu::new;
-    rdt_core::transaction::run(
+    rdt_host::transaction::run(
         &mut b,
         &[rdt_core::transaction::Change::cpu(cpu(1), ClassId::new(1))],
     )

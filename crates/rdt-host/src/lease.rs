@@ -33,7 +33,7 @@
 //! has no record: it is nobody's to give back, and `pqos -R` or `pqos -e`/`-a` changes it
 //! as any class). A record whose lock is free belongs to a process that ended without
 //! giving its class back; [`reclaim`] (every open of the library runs it, after the
-//! transaction journals' [`rdt_core::transaction::recover`]) gives the class back as
+//! transaction journals' [`crate::transaction::recover`]) gives the class back as
 //! [`Lease::release`] would have, as one transaction: the recorded CPUs still in the class
 //! and every task in it (OS interface) to COS 0, the recorded masks and limits to their
 //! reset values; then the record goes. A give-back that fails (in [`Lease::release`], on
@@ -76,6 +76,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::transaction::ApplyPlan;
 use rdt_core::runfile::{DeadRunFile, RunFile, scan_run_files, try_lock_file};
 use rdt_core::transaction::{
     ApplyError, Change, MaskScope, Plan, PlanError, free_classes, with_writers,
@@ -954,7 +955,7 @@ mod tests {
             ClassId::new(15),
             MbaLimit::AmdUnits(16),
         );
-        rdt_core::transaction::run(&mut b, &[limited])
+        crate::transaction::run(&mut b, &[limited])
             .expect("planned")
             .into_result()
             .expect("applied");

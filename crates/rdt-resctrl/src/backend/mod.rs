@@ -85,7 +85,7 @@ impl ResctrlOptions {
     /// Keeps the journal of a transaction in progress in `dir` ([`Backend::run_dir`]; a
     /// root-only directory that outlives the process, `/run/rdt` on a host), so that the
     /// next process can roll back one that was killed half-way
-    /// ([`rdt_core::transaction::recover`]).
+    /// ([`rdt_host::transaction::recover`]).
     #[must_use]
     pub fn run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.run_dir = Some(dir.into());
@@ -881,7 +881,7 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
     }
 
     /// Makes `class` stand for the control group `name` (a journal's record of a named
-    /// class, replayed by [`rdt_core::transaction::recover`]).
+    /// class, replayed by [`rdt_host::transaction::recover`]).
     ///
     /// # Errors
     /// As [`Backend::class_named`] for the name.
