@@ -79,7 +79,7 @@ pub use perf::PerfPmu;
 /// [`rdt_config`]).
 pub use rdt_config as config;
 pub use rdt_core::*;
-pub use rdt_host::{lease, proc};
+pub use rdt_host::{lease, proc, runfile};
 
 /// Allocation as a transaction: rdt-core's plan ([`transaction::Plan`], what is checked,
 /// written and undone) with rdt-host's journal ([`transaction::ApplyPlan::apply`], which

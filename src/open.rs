@@ -125,7 +125,7 @@ impl Paths {
     pub fn host() -> Self {
         Self {
             cpuid: CpuidFrom::DeviceOrInstruction,
-            run: PathBuf::from(rdt_core::runfile::HOST_RUN_DIR),
+            run: PathBuf::from(rdt_host::runfile::HOST_RUN_DIR),
             sim_pmu: None,
             ..Self::under(Path::new("/"))
         }
@@ -152,7 +152,7 @@ impl Paths {
             resctrl_mount_control: root.join(".sim/resctrl_mount"),
             proc: PathBuf::from("/proc"),
             cpuid: CpuidFrom::Device,
-            run: rdt_core::runfile::sysroot_run_dir(root),
+            run: rdt_host::runfile::sysroot_run_dir(root),
             sim_pmu: Some(root.join(".sim/pmu")),
         }
     }

@@ -27,21 +27,14 @@ const ALLOWED_DEPS: &[&str] = &[
     "serde",
 ];
 
-/// Dependencies rdt-core still has for host I/O: the run files (`runfile`, which the
-/// backends' named-class records and writers' locks use) and the bounded reader of files
-/// (`file.rs`, which CPUID dumps and the sysfs topology use).
-const DEBT_DEPS: &[&str] = &["libc", "nix"];
+/// Dependencies rdt-core still has for host I/O: the bounded reader of files (`file.rs`,
+/// which CPUID dumps and the sysfs topology use).
+const DEBT_DEPS: &[&str] = &["libc"];
 
 /// rdt-core library files that still do file I/O (relative to `crates/rdt-core/src`): the
-/// bounded reader (`file.rs`), run files, the `/dev/cpu/N/cpuid` reader and CPUID dump
-/// loading, the sysfs topology reader.
-const DEBT_FILES: &[&str] = &[
-    "cpuid.rs",
-    "file.rs",
-    "runfile.rs",
-    "runfile/dir.rs",
-    "topology/sysfs.rs",
-];
+/// bounded reader (`file.rs`), the `/dev/cpu/N/cpuid` reader and CPUID dump loading, the
+/// sysfs topology reader.
+const DEBT_FILES: &[&str] = &["cpuid.rs", "file.rs", "topology/sysfs.rs"];
 
 /// Never in rdt-core: the declarative formats are rdt-config's.
 const FORBIDDEN_DEPS: &[&str] = &[

@@ -834,7 +834,7 @@ pub trait Backend {
     /// The named classes this library made and has not given up, by class: on the MSR
     /// interface every name recorded in the run directory (`msr-classes`), on the OS
     /// interface the resctrl groups of named classes it created (recorded in `os-classes`,
-    /// [`crate::runfile::NameRecord`]) that still exist. Never another tool's group of the
+    /// `rdt_host::runfile::NameRecord`) that still exist. Never another tool's group of the
     /// same name. `pqos -s` lists them, and a reset ([`crate::transaction::Change::Reset`])
     /// or `rdt_config::Config::remove` gives them up.
     fn own_class_names(&self) -> Vec<(ClassId, String)> {

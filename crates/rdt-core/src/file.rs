@@ -1,6 +1,6 @@
 //! Reading a file that may be hostile (a FIFO, a device, an endless or huge file): the one
 //! bounded reader of the workspace. Configuration files (`rdt_config`), run files
-//! ([`crate::runfile`]), sysfs and procfs text, CPUID dumps, resctrl files (`rdt-resctrl`'s
+//! (`rdt_host::runfile`), sysfs and procfs text, CPUID dumps, resctrl files (`rdt-resctrl`'s
 //! `HostFs`), pqos's `-f` files and the simulator's state and scenario files all go through
 //! [`read_regular`] (or [`read_text`] on top of it). The `/dev/cpu/N/{cpuid,msr}` devices are
 //! the only files read otherwise: they are character devices by nature.
@@ -138,7 +138,7 @@ pub fn read_regular(
 
 /// The bytes of an opened `file`, refused as [`read_regular`] refuses them when it is not
 /// a regular file or holds more than `max_bytes`: for a file opened some other way (relative
-/// to a directory descriptor, [`crate::runfile::RunDir`]).
+/// to a directory descriptor, `rdt_host::runfile::RunDir`).
 ///
 /// # Errors
 /// [`ReadError::Io`], [`ReadError::NotRegular`], [`ReadError::TooLarge`].

@@ -37,7 +37,6 @@ pub mod monitor;
 mod mount;
 pub mod pmu;
 mod request;
-pub mod runfile;
 mod shown;
 pub mod topology;
 pub mod transaction;

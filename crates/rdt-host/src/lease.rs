@@ -27,7 +27,7 @@
 //! lease sets: `<run dir>/lease-<iface>-<class>-<pid>` (`lease-os-7-1234`; one file per
 //! class, so a process may hold several leases), JSON with the class, the CPUs, the cache
 //! domains of each level whose masks it sets, the L3 domains of its MBA and SMBA limits
-//! and the tasks it added. The record is a [`rdt_core::runfile::RunFile`]: written whole
+//! and the tasks it added. The record is a [`crate::runfile::RunFile`]: written whole
 //! before the lease's first write, kept `flock`ed while the process lives, updated by
 //! [`Lease::add_task`], removed by [`Lease::release`] and [`Lease::keep`] (a kept class
 //! has no record: it is nobody's to give back, and `pqos -R` or `pqos -e`/`-a` changes it
@@ -39,7 +39,7 @@
 //! reset values; then the record goes. A give-back that fails (in [`Lease::release`], on
 //! drop or in [`reclaim`]) leaves the record, unlocked, for the next open to try again.
 //!
-//! Liveness is the lock, never the pid in the name ([`rdt_core::runfile`]). A child the holder
+//! Liveness is the lock, never the pid in the name ([`crate::runfile`]). A child the holder
 //! forks shares the lock until it execs (the record is opened close-on-exec) or exits; one
 //! that never execs keeps the lease alive after the holder is killed. A dead record of a
 //! class that a live record holds again (its holder was killed after the class had been
@@ -76,8 +76,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::runfile::{DeadRunFile, RunFile, scan_run_files, try_lock_file};
 use crate::transaction::ApplyPlan;
-use rdt_core::runfile::{DeadRunFile, RunFile, scan_run_files, try_lock_file};
 use rdt_core::transaction::{
     ApplyError, Change, MaskScope, Plan, PlanError, free_classes, with_writers,
 };

@@ -14,4 +14,5 @@
 
 pub mod lease;
 pub mod proc;
+pub mod runfile;
 pub mod transaction;

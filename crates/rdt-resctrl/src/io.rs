@@ -277,7 +277,7 @@ impl PositionedRead for File {
 
 impl FsLock for File {
     fn try_lock(&self, exclusive: bool) -> io::Result<bool> {
-        rdt_core::runfile::try_lock_file(self, exclusive)
+        rdt_host::runfile::try_lock_file(self, exclusive)
     }
 
     fn unlock(&self) -> io::Result<()> {

@@ -15,7 +15,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rdt_core::runfile::{LockWaitError, lock_with_timeout};
+use rdt_host::runfile::{LockWaitError, lock_with_timeout};
 
 use crate::inprocess::InProcessResctrl;
 use crate::{BUILTIN_MODELS, Scenario, SimError, SimHandle, SimPlatform};

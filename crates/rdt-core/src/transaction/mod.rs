@@ -1056,6 +1056,23 @@ mod state;
 
 pub use state::{AllocState, Restored};
 
+/// The longest class name a run directory's record of named classes keeps, in bytes (a
+/// resctrl group name is a kernfs name, at most 255 bytes; a configuration's names are at
+/// most 64).
+pub const MAX_RECORDED_NAME: usize = 255;
+
+/// Whether `name` can be recorded as a named class (`rdt_host::runfile::NameRecord`, and
+/// so kept when read): 1 to [`MAX_RECORDED_NAME`] bytes, no whitespace, control character
+/// or `/`. The planner refuses to claim a class under any other name.
+#[must_use]
+pub fn is_recordable_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_RECORDED_NAME
+        && !name
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+}
+
 /// The free classes of service of `backend`, ascending: every class from 1 below the
 /// interface's class count ([`crate::Capabilities::classes`]) that no CPU is associated
 /// with, no task is in (OS interface), whose masks are all ways in every L3 and L2 domain

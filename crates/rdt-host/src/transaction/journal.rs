@@ -19,7 +19,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use rdt_core::runfile::{RunFile, dead_run_files};
+use crate::runfile::{RunFile, dead_run_files};
 use rdt_core::transaction::Step;
 use rdt_core::{Backend, BackendError, ClassId, Interface, Reclaimed, RequestError};
 

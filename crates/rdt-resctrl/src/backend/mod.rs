@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rdt_core::runfile::RunDirPath;
 use rdt_core::{
     AllocReset, Backend, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet,
     ExclusiveWays, GroupInfo, Interface, LogicalCpu, MbaClass, MbaCtrl, MbaResource, MonEvents,
     MonGroupId, MonValues, NoPmu, PmuSource, Rmid, TaskId, Topology,
 };
+use rdt_host::runfile::RunDirPath;
 
 use self::monitoring::MonGroup;
 use crate::ResctrlError;
