@@ -79,7 +79,23 @@ pub use perf::PerfPmu;
 /// [`rdt_config`]).
 pub use rdt_config as config;
 pub use rdt_core::*;
-pub use rdt_host::{lease, proc, runfile};
+pub use rdt_host::cpuid::{CpuidDumpFromPath, DevCpuid};
+pub use rdt_host::topology::TopologyFromSysfs;
+pub use rdt_host::{file, lease, proc, runfile};
+
+/// CPUID: rdt-core's sources and decoding ([`rdt_core::cpuid`]) with rdt-host's readers of
+/// files ([`rdt_host::cpuid`]: `/dev/cpu/N/cpuid`, dump files).
+pub mod cpuid {
+    pub use rdt_core::cpuid::*;
+    pub use rdt_host::cpuid::*;
+}
+
+/// Topology: rdt-core's model ([`rdt_core::topology`]) with rdt-host's reading of sysfs
+/// ([`rdt_host::topology`]).
+pub mod topology {
+    pub use rdt_core::topology::*;
+    pub use rdt_host::topology::*;
+}
 
 /// Allocation as a transaction: rdt-core's plan ([`transaction::Plan`], what is checked,
 /// written and undone) with rdt-host's journal ([`transaction::ApplyPlan::apply`], which

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdt_core::{
-    ApicIdLayout, Backend, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface, IoAlloc,
-    LogicalCpu, MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology,
-    TopologyError, error_chain, explain_no_rdt,
+    ApicIdLayout, Backend, Capabilities, CpuSet, CpuidSource, Interface, IoAlloc, LogicalCpu,
+    MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology, TopologyError,
+    error_chain, explain_no_rdt,
 };
 use rdt_msr::regs::IA32_X2APIC_APICID;
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
@@ -24,6 +24,7 @@ use rdt_resctrl::{
 };
 
 use crate::transaction;
+use crate::{DevCpuid, TopologyFromSysfs};
 use crate::{DynMsrBackend, PerfPmu, Rdt};
 
 /// The interface a caller asks for (pqos `--iface`); [`Interface`] is the one it resolves to.

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::error::Location;
 use super::node::LineIndex;
 use super::{ConfigError, ConfigErrorKind};
-use rdt_core::file::{ReadError, kind_of, read_regular};
+use rdt_host::file::{ReadError, kind_of, read_regular};
 
 /// The largest configuration file read, in bytes (1 MiB). A file of named classes is a
 /// few kilobytes.
@@ -38,7 +38,7 @@ pub(super) fn read(path: &Path) -> Result<String, ConfigError> {
                 ),
             ));
         }
-        // `ReadError` is non-exhaustive outside rdt-core: a later kind is a read error.
+        // `ReadError` is non-exhaustive outside rdt-host: a later kind is a read error.
         Err(e) => {
             return Err(ConfigError::io(
                 path,

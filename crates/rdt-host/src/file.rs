@@ -123,7 +123,7 @@ pub fn open_nonblocking(path: impl AsRef<Path>, nofollow: bool) -> io::Result<Fi
 ///
 /// # Examples
 /// ```
-/// use rdt_core::file::{read_regular, ReadError};
+/// use rdt_host::file::{read_regular, ReadError};
 /// let e = read_regular("/dev/zero", 4096, false).unwrap_err();
 /// assert!(matches!(e, ReadError::NotRegular(_)));
 /// ```
@@ -228,6 +228,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::cpuid::CpuidDumpFromPath;
+    use crate::topology::TopologyFromSysfs;
 
     #[test]
     fn a_symlink_to_dev_zero_is_refused_before_reading() {
@@ -288,16 +290,16 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", &dump).unwrap();
         let start = Instant::now();
         // act
-        let topo = crate::Topology::from_sysfs(dir.path().join("sys")).unwrap_err();
-        let dump = crate::CpuidDump::from_path(&dump).unwrap_err();
+        let topo = rdt_core::Topology::from_sysfs(dir.path().join("sys")).unwrap_err();
+        let dump = rdt_core::CpuidDump::from_path(&dump).unwrap_err();
         // assert
         assert!(start.elapsed() < Duration::from_secs(2));
-        let chain = crate::error_chain(&topo);
+        let chain = rdt_core::error_chain(&topo);
         assert!(
             chain.contains("online") && chain.contains("a FIFO"),
             "{chain}"
         );
-        let chain = crate::error_chain(&dump);
+        let chain = rdt_core::error_chain(&dump);
         assert!(
             chain.contains("dump.txt") && chain.contains("a character device"),
             "{chain}"

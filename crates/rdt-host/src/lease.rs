@@ -577,7 +577,7 @@ pub fn held_by<B: Backend>(backend: &B, class: ClassId, pid: u32) -> Option<bool
         "{}{pid}",
         record_prefix(backend.interface(), class)
     ));
-    let Ok(file) = rdt_core::file::open_nonblocking(&path, true) else {
+    let Ok(file) = crate::file::open_nonblocking(&path, true) else {
         return Some(false);
     };
     let regular = file.metadata().is_ok_and(|m| m.is_file());

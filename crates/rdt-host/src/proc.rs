@@ -19,8 +19,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use crate::file::ReadError;
 use rdt_core::TaskId;
-use rdt_core::file::ReadError;
 
 /// The most of a `status` file read: the kernel's is under 2 KiB; a longer file is an error
 /// (`FileTooLarge`), as is a FIFO (a read cannot take memory or time without end).
@@ -93,7 +93,7 @@ impl ProcFs {
             return Err(io::ErrorKind::NotFound.into());
         }
         let text =
-            rdt_core::file::read_regular(self.dir(task).join("status"), MAX_STATUS_BYTES, false)?;
+            crate::file::read_regular(self.dir(task).join("status"), MAX_STATUS_BYTES, false)?;
         status_tgid(&text)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "status has no Tgid: line"))
     }
@@ -154,7 +154,7 @@ impl ProcFs {
         for pid in self.pids()? {
             let mut comm = Vec::with_capacity(16);
             let read =
-                rdt_core::file::open_nonblocking(self.dir(TaskId::new(pid)).join("comm"), false)
+                crate::file::open_nonblocking(self.dir(TaskId::new(pid)).join("comm"), false)
                     .and_then(|f| f.take(64).read_to_end(&mut comm));
             if read.is_ok() && comm.strip_suffix(b"\n").unwrap_or(&comm) == name.as_bytes() {
                 pids.push(TaskId::new(pid));
@@ -172,7 +172,7 @@ impl ProcFs {
     pub fn cpu_ticks(&self, task: TaskId) -> io::Result<u64> {
         let mut buf = [0u8; STAT_BUFFER];
         // O_NONBLOCK: a FIFO under an injected root must not block the open.
-        let n = rdt_core::file::open_nonblocking(self.dir(task).join("stat"), false)?
+        let n = crate::file::open_nonblocking(self.dir(task).join("stat"), false)?
             .read_at(&mut buf, 0)?;
         stat_cpu_ticks(&buf[..n]).ok_or_else(|| {
             io::Error::new(
@@ -195,7 +195,7 @@ impl ProcFs {
             return Err(io::ErrorKind::NotFound.into());
         }
         let path = self.dir(task).join("cgroup");
-        match rdt_core::file::read_regular(&path, MAX_CGROUP_BYTES, false) {
+        match crate::file::read_regular(&path, MAX_CGROUP_BYTES, false) {
             Ok(bytes) => Ok(cgroup_container_ids(&bytes)),
             Err(ReadError::Open(e) | ReadError::Io(e)) => Err(e),
             Err(ReadError::NotRegular(_)) => Err(io::Error::new(
@@ -209,8 +209,6 @@ impl ProcFs {
                     path.display()
                 ),
             )),
-            // `ReadError` is non-exhaustive outside rdt-core: a later kind as its io::Error.
-            Err(e) => Err(e.into()),
         }
     }
 
@@ -226,7 +224,7 @@ impl ProcFs {
             .join(tid.to_string())
             .join("stat");
         Ok(ThreadStat {
-            file: rdt_core::file::open_nonblocking(&path, false)?,
+            file: crate::file::open_nonblocking(&path, false)?,
             buf: vec![0; STAT_BUFFER],
         })
     }

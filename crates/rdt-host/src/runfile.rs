@@ -157,14 +157,12 @@ pub fn read_run_file(path: impl AsRef<Path>, max_bytes: u64) -> io::Result<Strin
 fn read_in(dir: &RunDir, name: &str, max_bytes: u64) -> io::Result<String> {
     let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidData, m);
     let file = dir.open_file(name, libc::O_RDONLY | libc::O_NONBLOCK, 0)?;
-    let bytes = rdt_core::file::read_opened(&file, max_bytes).map_err(|e| match e {
-        rdt_core::file::ReadError::Open(e) | rdt_core::file::ReadError::Io(e) => e,
-        rdt_core::file::ReadError::NotRegular(_) => invalid("not a regular file".into()),
-        rdt_core::file::ReadError::TooLarge { size, .. } => {
+    let bytes = crate::file::read_opened(&file, max_bytes).map_err(|e| match e {
+        crate::file::ReadError::Open(e) | crate::file::ReadError::Io(e) => e,
+        crate::file::ReadError::NotRegular(_) => invalid("not a regular file".into()),
+        crate::file::ReadError::TooLarge { size, .. } => {
             invalid(format!("{size} bytes or more, more than {max_bytes}"))
         }
-        // `ReadError` is non-exhaustive outside rdt-core: a later kind as its io::Error.
-        e => e.into(),
     })?;
     String::from_utf8(bytes).map_err(|e| invalid(e.to_string()))
 }
@@ -229,7 +227,7 @@ impl WriterLock {
                             format!(
                                 "{}: {}, not a lock file",
                                 self.path.display(),
-                                rdt_core::file::kind_of(meta.file_type())
+                                crate::file::kind_of(meta.file_type())
                             ),
                         ));
                     }
@@ -611,7 +609,7 @@ pub fn scan_run_files(
         let Ok(meta) = file.metadata() else { continue };
         if !meta.is_file() {
             out.skipped
-                .push((path, rdt_core::file::kind_of(meta.file_type()).to_owned()));
+                .push((path, crate::file::kind_of(meta.file_type()).to_owned()));
             continue;
         }
         if meta.len() > max_bytes {

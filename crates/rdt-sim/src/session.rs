@@ -310,7 +310,7 @@ pub fn open_model(model: &str) -> Result<SimPlatform, SessionError> {
         });
     }
     let text =
-        rdt_core::file::read_text(path, rdt_core::cpuid::MAX_DUMP_BYTES).map_err(|source| {
+        rdt_host::file::read_text(path, rdt_core::cpuid::MAX_DUMP_BYTES).map_err(|source| {
             SessionError::ReadDump {
                 path: path.to_owned(),
                 source,

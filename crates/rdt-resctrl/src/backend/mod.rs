@@ -158,6 +158,7 @@ impl ResctrlOptions {
 /// ```no_run
 /// use rdt_core::{Backend, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
 /// use rdt_core::{LogicalCpu, NoPmu, Topology};
+/// use rdt_host::topology::TopologyFromSysfs;
 /// use rdt_resctrl::{ResctrlBackend, ResctrlOptions};
 /// let topology = Topology::from_sysfs(std::path::Path::new(Topology::DEFAULT_SYSFS))?;
 /// let mut rdt = ResctrlBackend::open(ResctrlOptions::default(), topology, None, NoPmu)?;
