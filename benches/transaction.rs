@@ -14,6 +14,7 @@ use std::path::Path;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rdt_pqos::config::Config;
 use rdt_pqos::proc::ProcFs;
+use rdt_pqos::transaction::ApplyPlan;
 use rdt_pqos::{Backend, Iface, MsrSource, OpenOptions, Paths};
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::{SimHandle, SimPlatform};

@@ -74,7 +74,37 @@ pub use open::{
     ParseIfaceError, Paths, PlatformCapabilities, PmuCapsPolicy, resolve_iface,
 };
 pub use perf::PerfPmu;
+/// Declarative allocation: named classes (TOML or JSON) and goresctrl's YAML (crate
+/// [`rdt_config`]).
+pub use rdt_config as config;
 pub use rdt_core::*;
+pub use rdt_host::cpuid::{CpuidDumpFromPath, DevCpuid};
+pub use rdt_host::topology::TopologyFromSysfs;
+pub use rdt_host::{file, lease, proc, runfile};
+
+/// CPUID: rdt-core's sources and decoding ([`rdt_core::cpuid`]) with rdt-host's readers of
+/// files ([`rdt_host::cpuid`]: `/dev/cpu/N/cpuid`, dump files).
+pub mod cpuid {
+    pub use rdt_core::cpuid::*;
+    pub use rdt_host::cpuid::*;
+}
+
+/// Topology: rdt-core's model ([`rdt_core::topology`]) with rdt-host's reading of sysfs
+/// ([`rdt_host::topology`]).
+pub mod topology {
+    pub use rdt_core::topology::*;
+    pub use rdt_host::topology::*;
+}
+
+/// Allocation as a transaction: rdt-core's plan ([`transaction::Plan`], what is checked,
+/// written and undone) with rdt-host's journal ([`transaction::ApplyPlan::apply`], which
+/// a program calls, [`transaction::run`], [`transaction::recover`]). The module docs of
+/// [`rdt_core::transaction`] hold the contract, those of [`rdt_host::transaction`] an
+/// example.
+pub mod transaction {
+    pub use rdt_core::transaction::*;
+    pub use rdt_host::transaction::*;
+}
 pub use rdt_msr as msr;
 use rdt_msr::{MsrBackend, MsrError, MsrIo};
 pub use rdt_resctrl as resctrl;

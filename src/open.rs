@@ -12,9 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdt_core::{
-    ApicIdLayout, Backend, BackendExt, Capabilities, CpuSet, CpuidSource, DevCpuid, Interface,
-    IoAlloc, LogicalCpu, MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology,
-    TopologyError, error_chain, explain_no_rdt, transaction,
+    ApicIdLayout, Backend, BackendExt, Capabilities, CpuSet, CpuidSource, Interface, IoAlloc,
+    LogicalCpu, MbaCtrl, NativeCpuid, NoPmu, PmuCaps, PmuSource, Reclaimed, Topology,
+    TopologyError, error_chain, explain_no_rdt,
 };
 use rdt_msr::regs::IA32_X2APIC_APICID;
 use rdt_msr::{DevCpuMsr, MsrBackend, MsrError, MsrIo};
@@ -23,6 +23,8 @@ use rdt_resctrl::{
     ResctrlOptions,
 };
 
+use crate::transaction;
+use crate::{DevCpuid, TopologyFromSysfs};
 use crate::{DynMsrBackend, PerfPmu, Rdt};
 
 /// The interface a caller asks for (pqos `--iface`); [`Interface`] is the one it resolves to.
@@ -117,7 +119,7 @@ impl Paths {
     pub fn host() -> Self {
         Self {
             cpuid: CpuidFrom::DeviceOrInstruction,
-            run: PathBuf::from(rdt_core::runfile::HOST_RUN_DIR),
+            run: PathBuf::from(rdt_host::runfile::HOST_RUN_DIR),
             ..Self::under(Path::new("/"))
         }
     }
@@ -142,7 +144,7 @@ impl Paths {
             resctrl: root.join("sys/fs/resctrl"),
             proc: PathBuf::from("/proc"),
             cpuid: CpuidFrom::Device,
-            run: rdt_core::runfile::sysroot_run_dir(root),
+            run: rdt_host::runfile::sysroot_run_dir(root),
         }
     }
 
@@ -731,10 +733,10 @@ impl OpenOptions {
     /// Whether opening first rolls back the allocation changes and gives back the
     /// monitoring of runs that ended before they finished (default: yes): transactions
     /// whose process was killed half-way, from their journals in [`Paths::run`]
-    /// ([`rdt_core::transaction::recover`]); `pqos-<pid>-<n>` resctrl groups whose process
+    /// ([`crate::transaction::recover`]); `pqos-<pid>-<n>` resctrl groups whose process
     /// is gone ([`rdt_resctrl::ResctrlBackend::reclaim_dead_groups`]); RMIDs a killed run
     /// left on CPUs ([`rdt_msr::MsrBackend::reclaim_dead_runs`]); classes of service leased
-    /// by processes that ended without giving them back ([`rdt_core::lease::reclaim`]).
+    /// by processes that ended without giving them back ([`rdt_host::lease::reclaim`]).
     /// Each is a `WARN` log record and a [`Notice::Reclaimed`].
     #[must_use]
     pub const fn reclaim(mut self, on: bool) -> Self {
@@ -1205,7 +1207,7 @@ impl OpenOptions {
     /// of runs that ended before they finished ([`OpenOptions::reclaim`]).
     fn resctrl_reclaimed(&self, mut backend: crate::DynResctrlBackend) -> Rdt {
         let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
-        reclaimed.extend(self.reclaimed(|| rdt_core::lease::reclaim(&mut backend)));
+        reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut backend)));
         reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_groups()));
         let mut rdt = Rdt::from_resctrl(backend);
         rdt.notices.extend(reclaimed);
@@ -1221,7 +1223,7 @@ impl OpenOptions {
             backend.set_lock_timeout(t);
         }
         let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
-        reclaimed.extend(self.reclaimed(|| rdt_core::lease::reclaim(&mut backend)));
+        reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut backend)));
         reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_runs()));
         let mut rdt = Rdt::from_msr_backend(backend);
         rdt.notices.extend(reclaimed);

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use rdt_pqos::transaction::{self, Change};
+use rdt_pqos::transaction::{self, ApplyPlan, Change};
 use rdt_pqos::{
     Backend, BackendExt, CacheBitmask, CacheDomain, CatMask, CatResource, ClassId, Iface,
     Interface, LogicalCpu, Paths, TaskId,

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use rdt_core::CacheDomain;
-use rdt_core::config::goresctrl::{CatLevel, GoresctrlConfig, GoresctrlPlatform, MbLevel};
+use rdt_config::goresctrl::{CatLevel, GoresctrlConfig, GoresctrlPlatform, MbLevel};
 
 fuzz_target!(|text: &str| {
     let domains: Vec<CacheDomain> = (0..4).map(CacheDomain::new).collect();

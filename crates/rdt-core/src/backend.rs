@@ -12,7 +12,8 @@ use crate::{
 };
 
 /// The interface a backend programs the hardware through (pqos `--iface`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Interface {
     /// Model-specific registers through `/dev/cpu/N/msr`.
     Msr,
@@ -21,7 +22,8 @@ pub enum Interface {
 }
 
 /// The masks of one CAT class: one mask, or a data and a code mask while CDP is on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum CatMask {
     /// CDP off: one mask for code and data.
     Unified(CacheBitmask),
@@ -65,7 +67,8 @@ impl std::fmt::Display for CatMask {
 }
 
 /// One class of service's CAT masks in one cache domain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CatClass {
     /// The class.
     pub class: ClassId,
@@ -74,7 +77,8 @@ pub struct CatClass {
 }
 
 /// One class of service's bandwidth limit in one MBA domain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct MbaClass {
     /// The class.
     pub class: ClassId,
@@ -83,9 +87,8 @@ pub struct MbaClass {
 }
 
 /// A requested state of an on/off feature at reset (pqos `-R l3cdp-on`, `pqos_cdp_config`).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Default, Hash, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum FeatureSetting {
     /// Keep as is.
     #[default]
@@ -97,9 +100,8 @@ pub enum FeatureSetting {
 }
 
 /// What `-R` resets besides the masks and associations (pqos `pqos_alloc_config`).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Default, Hash, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct AllocReset {
     /// L3 code/data prioritization.
     pub l3_cdp: FeatureSetting,

@@ -274,19 +274,8 @@ impl MbaCaps {
 /// (AMD MBA: MSR 0xC000_0200 + class, SMBA: 0xC000_0280 + class, the kernel's
 /// `MSR_IA32_MBA_BW_BASE`/`MSR_IA32_SMBA_BW_BASE`; resctrl schemata `MB:` and `SMBA:`) and
 /// in their CPUID subleaf (8000_0020H subleaf 1 and 2).
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum MbaResource {
     /// Memory bandwidth allocation (Intel MBA, AMD L3 MBA): [`Capabilities::mba`].
     #[default]
@@ -412,9 +401,8 @@ pub struct Capabilities {
 }
 
 /// Which CAT resource a mask or class is for.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum CatResource {
     /// Last-level (L3) cache.
     L3,

@@ -635,7 +635,7 @@ impl FakeBackend {
     }
 
     /// Keeps transaction journals in `dir` ([`BackendExt::run_dir`](crate::BackendExt::run_dir)), so that
-    /// [`crate::transaction::recover`] can roll back a transaction that "died" half-way
+    /// `rdt_host::transaction::recover` can roll back a transaction that "died" half-way
     /// ([`FakeBackend::panic_at_nth_write`]).
     #[must_use]
     pub fn with_run_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {

@@ -2,10 +2,12 @@
 //! Service (PQoS): ids, masks, CPU sets, capabilities decoded from CPUID, topology, the
 //! [`Backend`] trait both interfaces implement, and monitoring arithmetic.
 //!
-//! What this crate is **not**: it does no backend I/O. It never opens `/dev/cpu/N/msr` or
-//! `/sys/fs/resctrl`; reading CPUID and sysfs goes through seams ([`CpuidSource`], a sysfs
-//! root path) so everything here runs against fixtures. The MSR backend is `rdt-msr`, the OS
-//! (resctrl) backend `rdt-resctrl`, the simulated platform `rdt-sim`.
+//! What this crate is **not**: it does no file I/O. It never opens `/dev/cpu/N/msr`,
+//! `/sys/fs/resctrl`, sysfs, procfs or a run directory; reading CPUID goes through a seam
+//! ([`CpuidSource`]) so everything here runs against fixtures. Files are `rdt-host`'s (the
+//! sysfs topology, `/dev/cpu/N/cpuid`, CPUID dump files, procfs, run files, the transaction
+//! journal, leases), the declarative formats `rdt-config`'s, the MSR backend is `rdt-msr`, the
+//! OS (resctrl) backend `rdt-resctrl`, the simulated platform `rdt-sim`.
 //!
 //! | vendor | CMT/MBM | L3 CAT | CDP | L2 CAT | MBA | SMBA |
 //! |---|---|---|---|---|---|---|
@@ -22,25 +24,20 @@
 
 mod backend;
 mod caps;
-pub mod config;
 pub mod cpuid;
 mod cpuset;
 mod detect;
 pub mod discovery;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
-pub mod file;
 mod ids;
-pub mod lease;
 mod mask;
 mod mba;
 pub mod mbm;
 pub mod monitor;
 mod mount;
 pub mod pmu;
-pub mod proc;
 mod request;
-pub mod runfile;
 mod shown;
 pub mod topology;
 pub mod transaction;
@@ -54,7 +51,7 @@ pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, ImplausibleError, LimitError,
     MbaCaps, MbaKind, MbaResource, MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
 };
-pub use cpuid::{CpuidDump, CpuidRegs, CpuidSource, DevCpuid, DumpCpu, DumpError, NativeCpuid};
+pub use cpuid::{CpuidDump, CpuidRegs, CpuidSource, DumpCpu, DumpError, NativeCpuid};
 pub use cpuset::{
     CpuSet, ListLimits, MAX_CPU, MAX_TASK_ID, ParseCpuSetError, ParseNumberError,
     ParsePqosListError, parse_number, parse_pqos_list,

@@ -35,10 +35,9 @@ pub enum MaskError {
 /// # References
 /// Intel SDM Vol. 3B, 18.19.4 "Cache Allocation Technology"; kernel
 /// `Documentation/arch/x86/resctrl.rst`, "Cache resource allocation".
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(try_from = "u64", into = "u64")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "u64", into = "u64"))]
 pub struct CacheBitmask(u64);
 
 impl CacheBitmask {

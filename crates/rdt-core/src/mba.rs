@@ -27,7 +27,8 @@ pub struct ParseMbaLimitError(pub String);
 /// Intel SDM Vol. 3B, 18.19.7 "Memory Bandwidth Allocation"; AMD64 PQoS Extensions
 /// (pub. 56375), "L3 Memory Bandwidth Enforcement"; kernel `Documentation/arch/x86/resctrl.rst`,
 /// "Memory bandwidth Allocation and monitoring".
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum MbaLimit {
     /// Percent of peak bandwidth, 1..=100 (Intel MBA, kernel default mount).
     Percent(u8),

@@ -468,8 +468,8 @@ pub enum Reclaimed {
         /// open to try again).
         failed: Vec<String>,
     },
-    /// A class of service a process leased ([`crate::lease::Lease`]) and did not give back
-    /// before it ended was given back ([`crate::lease::reclaim`]): `cpus` and `tasks` back
+    /// A class of service a process leased (`rdt_host::lease::Lease`) and did not give back
+    /// before it ended was given back (`rdt_host::lease::reclaim`): `cpus` and `tasks` back
     /// in COS 0, the masks and limits the lease set back to their reset values.
     Lease {
         /// The class.

@@ -1,6 +1,7 @@
 //! Which logical CPU sits in which package, L2, L3 and NUMA node.
 //!
-//! Two sources: the kernel's sysfs view ([`Topology::from_sysfs`], what the OS interface and
+//! Two sources: the kernel's sysfs view (`Topology::from_sysfs` of rdt-host's
+//! `TopologyFromSysfs`, what the OS interface and
 //! pqos's OS mode use) and the x2APIC ids of a per-CPU CPUID dump
 //! ([`Topology::from_cpuid_dump`], what pqos's MSR mode computes by running CPUID on every
 //! CPU). Both give cache ids with the kernel's meaning: the id of a cache is the APIC id of its
@@ -16,9 +17,9 @@
 //! - pqos `lib/cpuinfo.c`, `lib/os_cpuinfo.c` (`shared/spec/pqos.md` §6.1).
 
 mod cpuid_topo;
-mod sysfs;
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use crate::cpuid::{CpuidDump, CpuidSource};
 pub use crate::detect::ceil_log2;
@@ -99,7 +100,7 @@ pub struct CpuPlacement {
     /// Physical package (socket), `topology/physical_package_id`.
     pub package: u32,
     /// Core id within the package, from CPUID ([`Topology::from_cpuid_dump`]); `None` from
-    /// sysfs ([`Topology::from_sysfs`]), which would have to read a `topology/core_id` per
+    /// sysfs (`Topology::from_sysfs`, rdt-host), which would have to read a `topology/core_id` per
     /// CPU for it and nothing here needs it.
     pub core: Option<u32>,
     /// L2 cache instance (`cache/indexK/id` where `level` is 2).
@@ -119,78 +120,6 @@ pub struct Topology {
 impl Topology {
     /// The sysfs system directory of a running Linux system.
     pub const DEFAULT_SYSFS: &'static str = "/sys/devices/system";
-
-    /// Reads the topology of the online CPUs from a sysfs system directory (the equivalent of
-    /// `/sys/devices/system`, holding `cpu/` and optionally `node/`).
-    ///
-    /// Files are read per group, never per CPU: each list is read on the lowest online CPU
-    /// of a group not yet placed, and places every online CPU it names.
-    ///
-    /// - Online CPUs: `cpu/online` (list form). Without it, every `cpu/cpuN` directory whose
-    ///   `cpuN/online` is not `0`.
-    /// - Package: `topology/physical_package_id` (`-1`, which some architectures write for
-    ///   "unknown", is read as 0) and `topology/package_cpus_list` (`core_siblings_list`
-    ///   before Linux 5.5), once per package. The core id is not read (`core` is `None`).
-    /// - Caches: which `cache/indexK` is the L2 (the level-2 `Data` or `Unified` entry) and
-    ///   the L3 (the level-3 `Unified` one) from `indexK/{level,type}` of the first online
-    ///   CPU (x86 numbers the entries alike on every CPU: CPUID leaf 4 / 8000_001DH subleaf
-    ///   order); then `indexK/{shared_cpu_list,id}` once per cache instance. Kernels before
-    ///   4.13 have no `id` file: the id is then the lowest CPU of the `shared_cpu_list`,
-    ///   which identifies the instance just as well (it is not the number the kernel would
-    ///   print). A CPU without an L2 entry (some VMs) gets its own CPU number as L2 id (a
-    ///   private L2); one without an L3 entry gets `l3: None`.
-    /// - NUMA node: the `node/nodeM/cpulist` that lists the CPU, else 0.
-    ///
-    /// Files are read as kernel attributes: regular files only (a FIFO is an error, not a
-    /// wait), at most 64 KiB, in one `read(2)` each.
-    ///
-    /// # Errors
-    /// [`TopologyError::Io`] when a needed file cannot be read or is not a regular file of
-    /// at most 64 KiB (the path is named),
-    /// [`TopologyError::Parse`] when one does not hold a number or CPU list, and
-    /// [`TopologyError::NoCpus`] when no CPU is online.
-    ///
-    /// # Examples
-    /// ```no_run
-    /// use std::path::Path;
-    /// use rdt_core::Topology;
-    /// let topo = Topology::from_sysfs(Path::new(Topology::DEFAULT_SYSFS))?;
-    /// println!("{} CPUs in {} L3 domains", topo.cpus().len(), topo.l3_domains().len());
-    /// # Ok::<(), rdt_core::TopologyError>(())
-    /// ```
-    pub fn from_sysfs(system_dir: impl AsRef<Path>) -> Result<Self, TopologyError> {
-        let system_dir = system_dir.as_ref();
-        sysfs::read(system_dir)
-    }
-
-    /// The online CPUs of a sysfs system directory: `cpu/online` (one file), or without it
-    /// every `cpu/cpuN` whose `cpuN/online` is not `0`.
-    ///
-    /// # Errors
-    /// As [`Topology::from_sysfs`].
-    pub fn online_from_sysfs(system_dir: impl AsRef<Path>) -> Result<CpuSet, TopologyError> {
-        let system_dir = system_dir.as_ref();
-        sysfs::online(system_dir)
-    }
-
-    /// Not the machine's topology but a sample of it for reading per-domain state: the
-    /// lowest online CPU of every L3 instance (of every package, for CPUs without an L3),
-    /// each placed as [`Topology::from_sysfs`] places it. So every package and L3 instance
-    /// is there, and one L2 instance per L3 instance.
-    ///
-    /// It reads the package and L3 lists of [`Topology::from_sysfs`] but an L2 list only
-    /// per representative: a capability report (pqos `-d`) reads the CDP enable bits of
-    /// every L3 instance and of one L2 instance per L3 instance, without a file per L2
-    /// instance (one per core on most Intel parts: 80 on the 160-CPU sapphire-rapids).
-    ///
-    /// # Errors
-    /// As [`Topology::from_sysfs`].
-    pub fn l3_representatives_from_sysfs(
-        system_dir: impl AsRef<Path>,
-    ) -> Result<Self, TopologyError> {
-        let system_dir = system_dir.as_ref();
-        sysfs::read_l3_representatives(system_dir)
-    }
 
     /// Computes the topology from a per-CPU CPUID dump (one block per logical CPU), as pqos
     /// does in MSR mode.
@@ -220,44 +149,29 @@ impl Topology {
         cpuid_topo::from_dump(dump)
     }
 
-    /// The topology of the online CPUs from their x2APIC ids (`x2apic_id` of each online
-    /// CPU, e.g. IA32_X2APIC_APICID read through its msr device) and the platform's
-    /// [`ApicIdLayout`], as pqos's MSR mode computes it (`lib/cpuinfo.c`); the online CPUs
-    /// (`cpu/online`) and NUMA nodes (`node/nodeM/cpulist`) from the sysfs system directory.
-    /// Package and cache ids equal sysfs's (the kernel derives them from the same ids), at
-    /// one register read per CPU where sysfs takes ~11 file operations per L2 instance.
-    ///
-    /// `Ok(None)` as soon as one CPU's id is unknown (`x2apic_id` gives `None`: the local
-    /// APIC is not in x2APIC mode, or the register cannot be read): use
-    /// [`Topology::from_sysfs`] then.
-    ///
-    /// # Errors
-    /// As [`Topology::from_sysfs`] for the files read.
-    pub fn from_x2apic_ids(
-        system_dir: impl AsRef<Path>,
+    /// The topology of `online` CPUs from their x2APIC ids (`x2apic_id` of each, e.g.
+    /// IA32_X2APIC_APICID read through its msr device) and the platform's [`ApicIdLayout`],
+    /// as pqos's MSR mode computes it (`lib/cpuinfo.c`); `nodes` gives each CPU's NUMA node
+    /// (a CPU not in it is in node 0). Package and cache ids equal sysfs's (the kernel
+    /// derives them from the same ids). `None` as soon as one CPU's id is unknown
+    /// (`x2apic_id` gives `None`). `rdt_host::topology::TopologyFromSysfs::from_x2apic_ids`
+    /// reads `online` and `nodes` from sysfs.
+    #[must_use]
+    pub fn from_x2apic_ids_of(
+        online: &CpuSet,
+        nodes: &BTreeMap<LogicalCpu, u32>,
         layout: ApicIdLayout,
         mut x2apic_id: impl FnMut(LogicalCpu) -> Option<u32>,
-    ) -> Result<Option<Self>, TopologyError> {
-        let system_dir = system_dir.as_ref();
-        let online = sysfs::online(system_dir)?;
-        if online.is_empty() {
-            return Err(TopologyError::NoCpus {
-                path: system_dir.join("cpu"),
-            });
-        }
+    ) -> Option<Self> {
         let mut ids = Vec::with_capacity(online.len());
         for cpu in online.iter() {
-            let Some(id) = x2apic_id(cpu) else {
-                return Ok(None);
-            };
-            ids.push((cpu, id));
+            ids.push((cpu, x2apic_id(cpu)?));
         }
-        let nodes = sysfs::nodes(system_dir)?;
-        Ok(Some(Self::from_placements(
+        Some(Self::from_placements(
             ids.into_iter()
                 .map(|(cpu, id)| layout.place(cpu, id, nodes.get(&cpu).copied().or(Some(0))))
                 .collect(),
-        )))
+        ))
     }
 
     /// Builds a topology from placements (sorted here by CPU number).

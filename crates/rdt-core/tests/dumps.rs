@@ -16,6 +16,8 @@ use rdt_core::{
     Capabilities, CatCaps, CpuidDump, CpuidSource, Feature, LogicalCpu, MbaCaps, MbaKind,
     MonitoringCaps, Topology, Vendor, explain_no_rdt,
 };
+use rdt_host::cpuid::CpuidDumpFromPath;
+use rdt_host::topology::TopologyFromSysfs;
 use serde_json::Value;
 
 fn manifest() -> PathBuf {

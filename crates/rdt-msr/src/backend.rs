@@ -24,7 +24,7 @@ use crate::regs::{
 };
 use crate::uncore::{self, UncoreGroup};
 use crate::{MsrAddr, MsrError, MsrIo};
-use rdt_core::runfile::{DEFAULT_LOCK_TIMEOUT, LockWaitError, NameRecord, RunDirPath, WriterLock};
+use rdt_host::runfile::{DEFAULT_LOCK_TIMEOUT, LockWaitError, NameRecord, RunDirPath, WriterLock};
 
 /// Reads of IA32_QM_CTR per event per poll before the value is reported as unavailable
 /// (pqos `hw_mon_read`: at most 4 attempts).

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use rdt_core::runfile::{RunFile, dead_run_files};
 use rdt_core::{CpuSet, LogicalCpu, Reclaimed};
+use rdt_host::runfile::{RunFile, dead_run_files};
 
 use crate::regs::{self, IA32_PQR_ASSOC};
 use crate::{MsrError, MsrIo};

@@ -121,7 +121,7 @@ pub enum MsrError {
         source: io::Error,
     },
     /// The record of named classes (`<run dir>/msr-classes`,
-    /// [`rdt_core::runfile::NameRecord`]) could not be written.
+    /// [`rdt_host::runfile::NameRecord`]) could not be written.
     #[error("the record of named classes {}", path.display())]
     Names {
         /// The record.

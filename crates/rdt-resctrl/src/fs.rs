@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 
-use rdt_core::proc::ProcFs;
 use rdt_core::{CpuSet, RequestError, TaskId};
+use rdt_host::proc::ProcFs;
 
 use crate::ResctrlError;
 use crate::io::{DirReader, FsLock, PositionedRead, ResctrlFs};

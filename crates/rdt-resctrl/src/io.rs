@@ -19,7 +19,7 @@
 //! | [`ResctrlFs::open_reader`] | `open(O_RDONLY\|O_NONBLOCK)` + `fstat`, then `pread(2)` per call | `mon_data` counters, kept open |
 //! | [`ResctrlFs::open_lock`] | `open(O_NONBLOCK)` of a directory, then `flock(2)` | the root's lock, live groups' markers |
 //!
-//! [`HostFs`] reads and opens regular files only, through `rdt_core::file` (the one
+//! [`HostFs`] reads and opens regular files only, through `rdt_host::file` (the one
 //! bounded reader): a FIFO planted under a `--sysroot` tree would block `open(2)` forever,
 //! and a link to `/dev/zero` (or a file that never ends) would grow memory without bound.
 //! Both are errors instead (`InvalidInput`, `FileTooLarge`).
@@ -182,7 +182,7 @@ impl HostFs {
 
 impl ResctrlFs for HostFs {
     fn read(&self, rel: &str) -> io::Result<String> {
-        rdt_core::file::read_text(self.path(rel), MAX_FILE_BYTES)
+        rdt_host::file::read_text(self.path(rel), MAX_FILE_BYTES)
     }
 
     fn write(&self, rel: &str, data: &[u8]) -> io::Result<usize> {
@@ -222,16 +222,16 @@ impl ResctrlFs for HostFs {
     }
 
     fn open_reader(&self, rel: &str) -> io::Result<Box<dyn PositionedRead>> {
-        let file = rdt_core::file::open_nonblocking(self.path(rel), false)?;
+        let file = rdt_host::file::open_nonblocking(self.path(rel), false)?;
         let meta = file.metadata()?;
         if !meta.is_file() {
-            return Err(rdt_core::file::ReadError::NotRegular(meta.file_type()).into());
+            return Err(rdt_host::file::ReadError::NotRegular(meta.file_type()).into());
         }
         Ok(Box::new(file))
     }
 
     fn open_lock(&self, rel: &str) -> io::Result<Box<dyn FsLock>> {
-        Ok(Box::new(rdt_core::file::open_nonblocking(
+        Ok(Box::new(rdt_host::file::open_nonblocking(
             self.path(rel),
             false,
         )?))
@@ -253,7 +253,7 @@ struct HostDir(OwnedFd);
 
 impl DirReader for HostDir {
     fn open_reader(&self, rel: &str) -> io::Result<Box<dyn PositionedRead>> {
-        // As `rdt_core::file::open_nonblocking`: a FIFO does not block the open.
+        // As `rdt_host::file::open_nonblocking`: a FIFO does not block the open.
         let fd = nix::fcntl::openat(
             &self.0,
             rel,
@@ -263,7 +263,7 @@ impl DirReader for HostDir {
         let file = File::from(fd);
         let meta = file.metadata()?;
         if !meta.is_file() {
-            return Err(rdt_core::file::ReadError::NotRegular(meta.file_type()).into());
+            return Err(rdt_host::file::ReadError::NotRegular(meta.file_type()).into());
         }
         Ok(Box::new(file))
     }
@@ -277,7 +277,7 @@ impl PositionedRead for File {
 
 impl FsLock for File {
     fn try_lock(&self, exclusive: bool) -> io::Result<bool> {
-        rdt_core::runfile::try_lock_file(self, exclusive)
+        rdt_host::runfile::try_lock_file(self, exclusive)
     }
 
     fn unlock(&self) -> io::Result<()> {

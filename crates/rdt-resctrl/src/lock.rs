@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rdt_core::runfile::{LockWaitError, wait_for_lock};
+use rdt_host::runfile::{LockWaitError, wait_for_lock};
 
 use crate::ResctrlError;
 use crate::fs::Fs;
 use crate::io::FsLock;
 
-pub use rdt_core::runfile::DEFAULT_LOCK_TIMEOUT;
+pub use rdt_host::runfile::DEFAULT_LOCK_TIMEOUT;
 
 /// The open root directory whose `flock` serializes resctrl users.
 #[derive(Debug)]

@@ -100,7 +100,7 @@ impl KernelMount {
 impl MountControl for KernelMount {
     fn options(&self) -> io::Result<Option<MountOptions>> {
         let text =
-            rdt_core::file::read_text(&self.proc_mounts, rdt_core::file::MAX_KERNEL_TEXT_BYTES)?;
+            rdt_host::file::read_text(&self.proc_mounts, rdt_host::file::MAX_KERNEL_TEXT_BYTES)?;
         Ok(parse_proc_mounts(&text, &self.root))
     }
 
@@ -139,7 +139,7 @@ impl ControlFileMount {
 
 impl MountControl for ControlFileMount {
     fn options(&self) -> io::Result<Option<MountOptions>> {
-        let text = rdt_core::file::read_text(&self.path, rdt_core::file::MAX_KERNEL_TEXT_BYTES)?;
+        let text = rdt_host::file::read_text(&self.path, rdt_host::file::MAX_KERNEL_TEXT_BYTES)?;
         let line = text.trim();
         if line == "unmounted" {
             return Ok(None);

@@ -73,8 +73,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
 use rdt_core::monitor::MonotonicTotal;
-use rdt_core::proc::{ContainerIds, ProcFs};
 use rdt_core::{CpuSet, GroupKind, GroupOwner, MbaLimit, RmidEvent, TaskId};
+use rdt_host::proc::{ContainerIds, ProcFs};
 
 use crate::ResctrlError;
 use crate::counter::parse_reading;

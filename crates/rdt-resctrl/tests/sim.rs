@@ -15,9 +15,11 @@ use std::time::Duration;
 
 use rdt_core::{
     AllocReset, Backend, BackendExt, CacheBitmask, CacheDomain, Capabilities, CatClass, CatMask,
-    CatResource, ClassId, CpuSet, DevCpuid, FeatureSetting, GroupOwner, LogicalCpu, MbaClass,
-    MbaCtrl, MbaLimit, MonEvents, NoPmu, RequestError, TaskId, Topology,
+    CatResource, ClassId, CpuSet, FeatureSetting, GroupOwner, LogicalCpu, MbaClass, MbaCtrl,
+    MbaLimit, MonEvents, NoPmu, RequestError, TaskId, Topology,
 };
+use rdt_host::cpuid::DevCpuid;
+use rdt_host::topology::TopologyFromSysfs;
 use rdt_resctrl::{ControlFileMount, ResctrlBackend, ResctrlError, ResctrlOptions};
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};

@@ -174,14 +174,14 @@ impl Scenario {
     }
 
     /// Reads a scenario file (format in the module docs): a regular file of at most
-    /// [`MAX_SCENARIO_BYTES`] ([`rdt_core::file::read_text`]).
+    /// [`MAX_SCENARIO_BYTES`] ([`rdt_host::file::read_text`]).
     ///
     /// # Errors
     /// [`ScenarioError::Io`] when the file cannot be read, is not a regular file, is too large
     /// or is not UTF-8; otherwise as [`Scenario::from_str`].
     pub fn from_path(path: impl AsRef<Path>) -> Result<Self, ScenarioError> {
         let path = path.as_ref();
-        let text = rdt_core::file::read_text(path, MAX_SCENARIO_BYTES).map_err(|source| {
+        let text = rdt_host::file::read_text(path, MAX_SCENARIO_BYTES).map_err(|source| {
             ScenarioError::Io {
                 path: path.to_owned(),
                 source,

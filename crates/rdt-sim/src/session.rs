@@ -17,7 +17,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rdt_core::runfile::{LockWaitError, lock_with_timeout};
+use rdt_host::runfile::{LockWaitError, lock_with_timeout};
 
 use serde::Serialize;
 
@@ -385,7 +385,7 @@ pub fn open_model(model: &str) -> Result<SimPlatform, SessionError> {
         });
     }
     let text =
-        rdt_core::file::read_text(path, rdt_core::cpuid::MAX_DUMP_BYTES).map_err(|source| {
+        rdt_host::file::read_text(path, rdt_core::cpuid::MAX_DUMP_BYTES).map_err(|source| {
             SessionError::ReadDump {
                 path: path.to_owned(),
                 source,

@@ -95,7 +95,7 @@ impl PmuSource for SimPmuFiles {
     fn read(&mut self, cpu: LogicalCpu) -> Option<PmuCounts> {
         let dir = &self.dir;
         let f = self.cpus.entry(cpu).or_insert_with(|| {
-            rdt_core::file::open_nonblocking(dir.join(format!("cpu{cpu}")), false).ok()
+            rdt_host::file::open_nonblocking(dir.join(format!("cpu{cpu}")), false).ok()
         });
         Self::read_file(f.as_ref()?)
     }
@@ -104,7 +104,7 @@ impl PmuSource for SimPmuFiles {
     /// resctrl group); `None` until it exists.
     fn read_task(&mut self, task: TaskId) -> Option<PmuCounts> {
         if !self.tasks.contains_key(&task) {
-            let f = rdt_core::file::open_nonblocking(self.dir.join(format!("task{task}")), false)
+            let f = rdt_host::file::open_nonblocking(self.dir.join(format!("task{task}")), false)
                 .ok()?;
             self.tasks.insert(task, f);
         }

@@ -436,9 +436,9 @@ impl SimPlatform {
 pub const MAX_STATE_BYTES: u64 = 64 << 20;
 
 /// The text of the state file at `path`, read with the bounded reader
-/// ([`rdt_core::file::read_text`]): a regular file of at most [`MAX_STATE_BYTES`].
+/// ([`rdt_host::file::read_text`]): a regular file of at most [`MAX_STATE_BYTES`].
 pub(crate) fn read_state(path: &Path) -> Result<String, SimError> {
-    rdt_core::file::read_text(path, MAX_STATE_BYTES).map_err(|source| SimError::Io {
+    rdt_host::file::read_text(path, MAX_STATE_BYTES).map_err(|source| SimError::Io {
         op: "read",
         path: path.to_owned(),
         source,

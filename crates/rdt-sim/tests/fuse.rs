@@ -10,7 +10,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rdt_core::{Capabilities, CpuidSource, DevCpuid, LogicalCpu, Topology};
+use rdt_core::{Capabilities, CpuidSource, LogicalCpu, Topology};
+use rdt_host::cpuid::DevCpuid;
+use rdt_host::topology::TopologyFromSysfs;
 use rdt_msr::{DevCpuMsr, MsrAddr, MsrError, MsrIo};
 use rdt_sim::fs::testing::TestMount;
 use rdt_sim::fs::{MountConfig, SimClock};

@@ -248,7 +248,7 @@ pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// The text of the configuration file at `path`: a regular file, not a symlink (pqos's
 /// `safe_fopen`), at most [`MAX_FILE_BYTES`], UTF-8; read with the one bounded reader
-/// (`rdt_core::file`), so a FIFO or a device is refused without blocking or reading.
+/// (`rdt_host::file`), so a FIFO or a device is refused without blocking or reading.
 fn read(path: &Path) -> Result<String, String> {
     use rdt_pqos::file::{ReadError, read_regular};
     let name = path.display();

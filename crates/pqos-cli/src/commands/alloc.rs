@@ -14,7 +14,9 @@ use std::io::Write;
 use anyhow::{Context as _, Result, anyhow};
 use rdt_pqos::config::{ConfigFile, ConfigPlanError};
 use rdt_pqos::proc::ProcFs;
-use rdt_pqos::transaction::{self, Change, Done, Failed, Outcome, Plan, PlanError, Step};
+use rdt_pqos::transaction::{
+    self, ApplyPlan, Change, Done, Failed, Outcome, Plan, PlanError, Step,
+};
 use rdt_pqos::{
     AllocReset, Backend, BackendError, BackendExt, CacheBitmask, CacheDomain, Capabilities,
     CatMask, CatResource, ClassId, LimitError, MbaKind, MbaLimit, MbaResource, MbaUnitMismatch,

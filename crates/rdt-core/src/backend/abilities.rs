@@ -181,7 +181,7 @@ pub trait NamedClasses<E> {
     fn class_named(&mut self, name: &str) -> Result<ClassId, E>;
 
     /// Makes `class` stand for the named class `name` in this process (a configuration's
-    /// fixed `cos`, or a journal's record replayed by [`crate::transaction::recover`]);
+    /// fixed `cos`, or a journal's record replayed by `rdt_host::transaction::recover`);
     /// nothing is recorded ([`NamedClasses::claim_class`] does that).
     ///
     /// # Errors

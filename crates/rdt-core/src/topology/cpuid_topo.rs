@@ -362,25 +362,18 @@ mod tests {
         let apics = [(0, 0), (1, 1), (2, 2), (3, 16), (4, 19)];
         let cpus = apics.map(|(n, apic)| intel_cpu(n, apic)).to_vec();
         let dump = CpuidDump::from_cpus(None, cpus.clone()).unwrap();
-        let sys = tempfile::tempdir().unwrap();
-        for (file, text) in [
-            ("cpu/online", "0-4\n"),
-            ("node/node0/cpulist", "0-2\n"),
-            ("node/node1/cpulist", "3-4\n"),
-        ] {
-            let path = sys.path().join(file);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
+        let online: crate::CpuSet = "0-4".parse().unwrap();
+        let nodes: std::collections::BTreeMap<LogicalCpu, u32> = (0..5)
+            .map(|n| (LogicalCpu::new(n), u32::from(n >= 3)))
+            .collect();
         let layout = ApicIdLayout::from_cpuid(&cpus[0]).expect("leaf 0BH and 04H");
         // act
-        let topo = Topology::from_x2apic_ids(sys.path(), layout, |cpu| {
+        let topo = Topology::from_x2apic_ids_of(&online, &nodes, layout, |cpu| {
             apics
                 .iter()
                 .find(|(n, _)| *n == cpu.get())
                 .map(|(_, apic)| *apic)
         })
-        .unwrap()
         .expect("every id known");
         // assert: what the per-CPU CPUID gives (nodes there = packages, as here)
         assert_eq!(topo, Topology::from_cpuid_dump(&dump).unwrap());
@@ -394,9 +387,9 @@ mod tests {
             }
         );
         // one unknown id: the caller reads sysfs instead
-        let none =
-            Topology::from_x2apic_ids(sys.path(), layout, |cpu| (cpu.get() != 3).then_some(0))
-                .unwrap();
+        let none = Topology::from_x2apic_ids_of(&online, &nodes, layout, |cpu| {
+            (cpu.get() != 3).then_some(0)
+        });
         assert_eq!(none, None);
     }
 

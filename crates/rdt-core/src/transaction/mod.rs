@@ -1,6 +1,6 @@
 //! Allocation as a transaction: a list of [`Change`]s is validated whole against the
 //! capabilities and the current state ([`Plan::new`], which reads that state once and
-//! writes nothing), then applied in order ([`Plan::apply`]); when a write fails, every write
+//! writes nothing), then applied in order ([`Plan::write`]); when a write fails, every write
 //! the plan made before it is undone, newest first, and the [`Outcome`] says which of
 //! "applied", "rolled back" or "partly changed" happened.
 //!
@@ -25,42 +25,20 @@
 //!   library's is claimed first ([`Step::Claim`]): applied, the name is recorded, and the
 //!   undo of the plan ([`Plan::undoing`]) gives it up again.
 //!
-//! # Examples
-//! ```
-//! use rdt_core::fake::FakeBackend;
-//! use rdt_core::transaction::{Change, MaskScope, Outcome, Plan};
-//! use rdt_core::{CacheBitmask, CacheDomain, CatResource, ClassId, LogicalCpu};
-//!
-//! let mut b = FakeBackend::broadwell_2s();
-//! let class = ClassId::new(1);
-//! let mut changes: Vec<Change> = [0, 1]
-//!     .map(|d| Change::Cat {
-//!         resource: CatResource::L3,
-//!         domain: CacheDomain::new(d),
-//!         class,
-//!         scope: MaskScope::Both,
-//!         mask: CacheBitmask::new(0xf).unwrap(),
-//!     })
-//!     .into();
-//! changes.push(Change::Cpu { cpu: LogicalCpu::new(2), class });
-//! b.fail_nth_write(3); // the association is refused...
-//! let plan = Plan::new(&mut b, &changes).unwrap();
-//! assert!(matches!(plan.apply(&mut b), Outcome::RolledBack { .. }));
-//! assert_eq!(b.l3_mask(0, 1), b.l3_mask(0, 0)); // ...and the masks are back
-//! ```
+//! A program applies a plan with `rdt_host::transaction::ApplyPlan::apply` (the facade's
+//! `rdt_pqos::transaction`), which holds the writers' lock and keeps an intent journal in
+//! the run directory, so that the next open rolls back a transaction whose process was
+//! killed half-way; the example is there. This module does no I/O: [`Plan::write`] makes
+//! the writes and undoes them.
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::path::Path;
-
-use serde::{Deserialize, Serialize};
 
 use crate::BackendExt;
 use crate::{
     AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
     LogicalCpu, MbaClass, MbaLimit, MbaResource, RequestError, Shown, TaskId,
 };
-use journal::Journal;
 
 /// Which masks of a CAT class a change sets (pqos `-e llc:1=..`, `1d=..`, `1c=..`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -203,7 +181,7 @@ impl Change {
 
     /// `class`'s mask of `resource` in `domain` back to its reset value, every way (both
     /// CDP halves); `None` where the platform has no such cache allocation. What giving a
-    /// class back writes ([`crate::lease`], [`crate::config::Config::remove`]).
+    /// class back writes (`rdt_host::lease`, `rdt_config::Config::remove`).
     #[must_use]
     pub fn cat_default(
         caps: &crate::Capabilities,
@@ -252,7 +230,8 @@ impl Change {
 }
 
 /// One write of a plan, with the value it replaces.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Step {
     /// The masks of one class in one domain ([`Backend::set_cat_masks`]).
     Cat {
@@ -268,7 +247,7 @@ pub enum Step {
     /// The limit of one class of MBA or SMBA in one domain ([`Backend::set_bandwidth_limits`]).
     Mba {
         /// MBA or SMBA (journals written before SMBA have no field: MBA).
-        #[serde(default)]
+        #[cfg_attr(feature = "serde", serde(default))]
         resource: MbaResource,
         /// The L3 domain.
         domain: CacheDomain,
@@ -317,7 +296,7 @@ pub enum Step {
         name: String,
         /// OS interface: make its resctrl group now (undoing a release of a group that
         /// existed); otherwise the first write to the class makes it.
-        #[serde(default)]
+        #[cfg_attr(feature = "serde", serde(default))]
         group: bool,
     },
     /// `release_class`: a named class given up ([`Change::Release`]).
@@ -328,7 +307,7 @@ pub enum Step {
         name: String,
         /// OS interface: its resctrl group existed when the plan was made (the release
         /// removes it; undoing the release makes it again).
-        #[serde(default)]
+        #[cfg_attr(feature = "serde", serde(default))]
         group: bool,
     },
 }
@@ -709,7 +688,7 @@ pub struct Failed<E> {
     pub error: E,
 }
 
-/// What [`Plan::apply`] did.
+/// What [`Plan::write`] (and `rdt_host::transaction::ApplyPlan::apply`) did.
 #[derive(Debug)]
 #[must_use = "a failed transaction is reported only in its outcome"]
 pub enum Outcome<E> {
@@ -867,7 +846,7 @@ impl Plan {
     /// MBA from the limit the hardware applied ([`Done::applied`]); a reset's undo restores
     /// the [`AllocState`] it replaced; a named class the plan claimed is given up again (on
     /// the OS interface the resctrl group made for it goes), one it released is claimed back.
-    /// It is a plan like any other: [`Plan::apply`] writes it as one transaction, journaled,
+    /// It is a plan like any other: `ApplyPlan::apply` writes it as one transaction, journaled,
     /// rolled back on failure. `backend` names the named classes of the writes (for the
     /// journal); nothing is read or written here. An empty `done` gives an empty plan.
     ///
@@ -891,9 +870,9 @@ impl Plan {
     ///     Change::l3(CacheDomain::new(0), class, CacheBitmask::new(0xf).unwrap()),
     ///     Change::cpu(LogicalCpu::new(2), class),
     /// ];
-    /// let done = Plan::new(&mut b, &changes).unwrap().apply(&mut b).into_result().unwrap();
+    /// let done = Plan::new(&mut b, &changes).unwrap().write(&mut b).into_result().unwrap();
     /// let undo = Plan::undoing(&mut b, &done);
-    /// undo.apply(&mut b).into_result().unwrap();
+    /// undo.write(&mut b).into_result().unwrap();
     /// assert_eq!(AllocState::read(&mut b).unwrap(), before);
     /// ```
     #[must_use]
@@ -919,52 +898,19 @@ impl Plan {
         &self.new_groups
     }
 
-    /// Writes the steps in order under the writers' lock ([`BackendExt::hold_writers`]),
-    /// with the journal recorded first where the backend has a run directory (module
-    /// docs); on the first failure undoes that write and the ones before it, newest first,
-    /// and reports which of [`Outcome`]'s cases happened. The journal goes after
-    /// [`Outcome::Applied`] and [`Outcome::RolledBack`]; after
-    /// [`Outcome::PartlyChanged`] it stays, so the next open tries the undo again. An empty
-    /// plan takes no lock and writes nothing.
-    pub fn apply<B: Backend>(self, backend: &mut B) -> Outcome<B::Error> {
-        if self.steps.is_empty() {
-            return Outcome::Applied(Vec::new());
-        }
-        with_writers(backend, |backend| self.journaled(backend)).unwrap_or_else(Outcome::NotApplied)
+    /// The classes the plan writes to that have names ([`BackendExt::class_named`]), for its
+    /// journal.
+    #[must_use]
+    pub fn names(&self) -> &[(ClassId, String)] {
+        &self.names
     }
 
-    /// [`Plan::apply`] under the lock: the journal around the writes.
-    fn journaled<B: Backend>(self, backend: &mut B) -> Outcome<B::Error> {
-        let journal = match backend.run_dir().map(Path::to_owned) {
-            None => None,
-            Some(dir) => {
-                let steps: Vec<Step> = self.steps.iter().map(|(_, s)| s.clone()).collect();
-                let begun = Journal::begin(
-                    &dir,
-                    backend.interface(),
-                    &self.new_groups,
-                    &self.names,
-                    &steps,
-                );
-                match begun {
-                    Ok(j) => Some(j),
-                    Err(e) => return Outcome::NotApplied(journal::journal_error(&dir, &e).into()),
-                }
-            }
-        };
-        let outcome = self.write(backend);
-        if let Some(j) = journal {
-            if matches!(outcome, Outcome::PartlyChanged { .. }) {
-                drop(j); // unlocked, kept: the next open undoes the rest
-            } else if let Err(e) = j.end() {
-                log::warn!("the transaction is over, but its journal stays: {e}");
-            }
-        }
-        outcome
-    }
-
-    /// [`Plan::apply`] without the lock and the journal.
-    fn write<B: Backend>(self, backend: &mut B) -> Outcome<B::Error> {
+    /// Writes the steps in order; on the first failure undoes that write and the ones
+    /// before it, newest first, and reports which of [`Outcome`]'s cases happened. Without
+    /// the writers' lock and without a journal: `rdt_host::transaction::ApplyPlan::apply`
+    /// (`rdt_pqos::transaction`) takes the lock and records the journal around this, and is
+    /// what a program calls.
+    pub fn write<B: Backend>(self, backend: &mut B) -> Outcome<B::Error> {
         let mut done: Vec<Done> = Vec::with_capacity(self.steps.len());
         let mut queue: VecDeque<(usize, Step)> = self.steps.into();
         let whole = WholeCalls::of(backend);
@@ -1140,10 +1086,12 @@ fn roll_back<B: Backend>(
 }
 
 /// Undoes `steps` in the order given (newest first) and returns the failures by index. A
-/// [`Run`] of steps (CPUs going back to one class, one class's masks or limits in several
+/// run of steps (CPUs going back to one class, one class's masks or limits in several
 /// domains) is one call; if it fails, each of its steps is undone alone, so each failure
 /// is its own.
-fn undo_steps<B: Backend>(backend: &mut B, steps: &[&Step]) -> Vec<(usize, B::Error)> {
+/// A journal's recovery (`rdt_host::transaction::recover`) undoes a killed transaction's
+/// steps with it.
+pub fn undo_steps<B: Backend>(backend: &mut B, steps: &[&Step]) -> Vec<(usize, B::Error)> {
     let mut failed = Vec::new();
     let whole = WholeCalls::of(backend);
     let mut i = 0;
@@ -1168,23 +1116,6 @@ fn undo_steps<B: Backend>(backend: &mut B, steps: &[&Step]) -> Vec<(usize, B::Er
     failed
 }
 
-/// Plans `changes` and applies them as one transaction under the writers' lock, held from
-/// the first read of the current state to the last write, so no other writer changes the
-/// state in between: [`Plan::new`] then [`Plan::apply`].
-///
-/// # Errors
-/// As [`Plan::new`] (nothing written). A lock that cannot be taken is
-/// [`Outcome::NotApplied`].
-pub fn run<B: Backend>(
-    backend: &mut B,
-    changes: &[Change],
-) -> Result<Outcome<B::Error>, PlanError<B::Error>> {
-    match with_writers(backend, |b| Plan::new(b, changes).map(|plan| plan.apply(b))) {
-        Ok(outcome) => outcome,
-        Err(e) => Ok(Outcome::NotApplied(e)),
-    }
-}
-
 /// Runs `f` holding `backend`'s writers' lock ([`BackendExt::hold_writers`]), released when
 /// `f` returns or panics: a caller that reads the state, decides and writes (a transaction,
 /// a configuration's plan and apply) keeps other writers out for the whole of it.
@@ -1207,14 +1138,27 @@ pub fn with_writers<B: Backend, T>(
     Ok(f(&mut *held.0))
 }
 
-mod journal;
 mod planner;
 mod state;
 
-pub use journal::recover;
 pub use state::{AllocState, Restored};
-#[cfg(test)]
-mod tests;
+
+/// The longest class name a run directory's record of named classes keeps, in bytes (a
+/// resctrl group name is a kernfs name, at most 255 bytes; a configuration's names are at
+/// most 64).
+pub const MAX_RECORDED_NAME: usize = 255;
+
+/// Whether `name` can be recorded as a named class (`rdt_host::runfile::NameRecord`, and
+/// so kept when read): 1 to [`MAX_RECORDED_NAME`] bytes, no whitespace, control character
+/// or `/`. The planner refuses to claim a class under any other name.
+#[must_use]
+pub fn is_recordable_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_RECORDED_NAME
+        && !name
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+}
 
 /// The free classes of service of `backend`, ascending: every class from 1 below the
 /// interface's class count ([`crate::Capabilities::classes`]) that no CPU is associated

@@ -76,7 +76,7 @@ impl<B: Backend> Planner<'_, B> {
         name: &str,
     ) -> Result<Step, PlanError<B::Error>> {
         let invalid = |error: RequestError| PlanError::Invalid { index, error };
-        if !crate::runfile::NameRecord::is_recordable(name) {
+        if !super::is_recordable_name(name) {
             return Err(invalid(RequestError::Unsupported(format!(
                 "`{name}` cannot name a class: 1 to 255 bytes, no whitespace, control \
                  character or `/`"
@@ -158,10 +158,7 @@ impl<B: Backend> Planner<'_, B> {
                 continue;
             };
             // (a name that cannot be recorded stays this process's)
-            if own.contains(name)
-                || claimed(class, &out)
-                || !crate::runfile::NameRecord::is_recordable(name)
-            {
+            if own.contains(name) || claimed(class, &out) || !super::is_recordable_name(name) {
                 continue;
             }
             if self.interface == Interface::Os

@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::BackendExt;
 use crate::{
     AllocReset, Backend, BackendError, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
@@ -16,7 +14,8 @@ use crate::{
 /// every class's masks and MBA and SMBA limits in every domain, every CPU's class, and (OS interface)
 /// the tasks placed in pqos's `COS<n>` groups. CPUs and tasks in other tools' resctrl
 /// groups are not part of it: a reset does not touch them either.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct AllocState {
     /// L3 CDP on (`None`: no L3 CAT with CDP).
     pub l3_cdp: Option<bool>,
@@ -30,7 +29,7 @@ pub struct AllocState {
     pub mba: Vec<(CacheDomain, Vec<MbaClass>)>,
     /// Per L3 domain, every class's SMBA limit (AMD; empty without SMBA, and in journals
     /// written before SMBA was planned).
-    #[serde(default)]
+    #[cfg_attr(feature = "serde", serde(default))]
     pub smba: Vec<(CacheDomain, Vec<MbaClass>)>,
     /// Every CPU's class (CPUs in other tools' groups left out).
     pub cpus: Vec<(LogicalCpu, ClassId)>,

@@ -22,13 +22,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rdt_core::runfile::RunDirPath;
 use rdt_core::{
     Backend, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet, ExclusiveWays,
     GroupInfo, GroupStartError, Interface, LogicalCpu, MbaClass, MbaCtrl, MbaResource, MonEvents,
     MonGroupId, MonValues, NamedClasses, NoPmu, OsOps, PmuSource, Reset, Rmid, TaskId, Topology,
     Writers,
 };
+use rdt_host::runfile::RunDirPath;
 
 use self::monitoring::MonGroup;
 use crate::ResctrlError;
@@ -86,7 +86,7 @@ impl ResctrlOptions {
     /// Keeps the journal of a transaction in progress in `dir` ([`BackendExt::run_dir`](rdt_core::BackendExt::run_dir); a
     /// root-only directory that outlives the process, `/run/rdt` on a host), so that the
     /// next process can roll back one that was killed half-way
-    /// ([`rdt_core::transaction::recover`]).
+    /// ([`rdt_host::transaction::recover`]).
     #[must_use]
     pub fn run_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.run_dir = Some(dir.into());
@@ -159,6 +159,7 @@ impl ResctrlOptions {
 /// ```no_run
 /// use rdt_core::{Backend, BackendExt, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource, ClassId};
 /// use rdt_core::{LogicalCpu, NoPmu, Topology};
+/// use rdt_host::topology::TopologyFromSysfs;
 /// use rdt_resctrl::{ResctrlBackend, ResctrlOptions};
 /// let topology = Topology::from_sysfs(std::path::Path::new(Topology::DEFAULT_SYSFS))?;
 /// let mut rdt = ResctrlBackend::open(ResctrlOptions::default(), topology, None, NoPmu)?;
@@ -496,7 +497,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
     }
 
     /// Makes `class` stand for the control group `name` (a journal's record of a named
-    /// class, replayed by [`rdt_core::transaction::recover`]).
+    /// class, replayed by [`rdt_host::transaction::recover`]).
     ///
     /// # Errors
     /// As [`NamedClasses::class_named`] for the name.
@@ -908,7 +909,7 @@ impl<P: PmuSource, E: From<ResctrlError>> NamedClasses<E> for ResctrlBackend<P> 
     }
 
     /// Makes `class` stand for the control group `name` (a journal's record of a named
-    /// class, replayed by [`rdt_core::transaction::recover`]).
+    /// class, replayed by `rdt_host::transaction::recover`).
     ///
     /// # Errors
     /// As [`NamedClasses::class_named`] for the name.

@@ -12,8 +12,8 @@
 
 use std::collections::BTreeSet;
 
-use rdt_core::runfile::NameRecord;
 use rdt_core::{ClassId, Interface, PmuSource, RequestError};
+use rdt_host::runfile::NameRecord;
 
 use super::ResctrlBackend;
 use crate::ResctrlError;

@@ -147,7 +147,7 @@ fn failed(what: impl Into<String>) -> impl FnOnce(Box<dyn Error + Send + Sync>) 
 
 fn mount(args: &MountArgs) -> Result<(), Failed> {
     let mut platform = if let Some(path) = &args.dump {
-        let text = rdt_core::file::read_text(path, rdt_core::cpuid::MAX_DUMP_BYTES)
+        let text = rdt_host::file::read_text(path, rdt_core::cpuid::MAX_DUMP_BYTES)
             .map_err(|e| failed(format!("reading {}", path.display()))(e.into()))?;
         SimPlatform::from_dump(&text)
             .map_err(|e| failed(format!("{}", path.display()))(e.into()))?

@@ -1,5 +1,5 @@
 //! [`SysfsTree`]: `sys/devices/system` of the simulated platform, the files
-//! [`rdt_core::Topology::from_sysfs`], pqos's OS mode and hwloc read.
+//! [`rdt_host::topology::TopologyFromSysfs::from_sysfs`], pqos's OS mode and hwloc read.
 
 use std::collections::BTreeMap;
 use std::io;

@@ -113,10 +113,10 @@ impl TestMount {
 
 impl Drop for TestMount {
     /// Unmounts, removes the mount point, and first the host's run directory of this
-    /// platform (`rdt_core::runfile::sysroot_run_dir`: named classes, a killed run's journal
+    /// platform (`rdt_host::runfile::sysroot_run_dir`: named classes, a killed run's journal
     /// or lock a test left), so that test runs leave nothing in `/run/rdt`.
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(rdt_core::runfile::sysroot_run_dir(&self.dir));
+        let _ = std::fs::remove_dir_all(rdt_host::runfile::sysroot_run_dir(&self.dir));
         if let Some(m) = self.mount.take()
             && let Err(e) = m.unmount()
         {

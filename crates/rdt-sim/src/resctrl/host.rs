@@ -4,7 +4,7 @@
 //! A host thread written to a group's `tasks` is followed from then on: at most every
 //! [`HOST_SAMPLE_PERIOD`] of the platform's clock (checked with the other workers, before
 //! every file operation) its `utime + stime` is read from `/proc/<tid>/stat`
-//! ([`rdt_core::proc::ProcFs::cpu_ticks`]), and the CPU time since the last sample is charged to the group it
+//! ([`rdt_host::proc::ProcFs::cpu_ticks`]), and the CPU time since the last sample is charged to the group it
 //! is in now: [`SimPlatform::charge_host_task`] turns "busy `u` of the last `dt` seconds"
 //! into occupancy of its RMID, MBM bytes and PMU counts with the workload model
 //! ([`crate::model`], "Host tasks"). A thread that has exited is forgotten, as the kernel
@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use rdt_core::TaskId;
-use rdt_core::proc::USER_HZ;
+use rdt_host::proc::USER_HZ;
 
 use super::Resctrl;
 use crate::SimPlatform;

@@ -484,7 +484,7 @@ pub struct Resctrl {
     /// When the host tasks were last sampled (platform time).
     host_sampled: Duration,
     /// Where host tasks are read (`/proc`).
-    proc: rdt_core::proc::ProcFs,
+    proc: rdt_host::proc::ProcFs,
     /// BMEC, ABMC and io_alloc ([`abmc`]).
     amd: abmc::AmdState,
     /// Still mounted (teardown not yet done).
@@ -625,7 +625,7 @@ impl Resctrl {
             writer: None,
             host: BTreeMap::new(),
             host_sampled: Duration::ZERO,
-            proc: rdt_core::proc::ProcFs::host(),
+            proc: rdt_host::proc::ProcFs::host(),
             amd: abmc::AmdState::empty(),
             mounted: true,
             key,

@@ -88,7 +88,7 @@ pub use error::{ConfigError, ConfigErrorKind, ConfigWarning};
 pub use load::MAX_CONFIG_BYTES;
 pub use place::{PlaceError, PlaceRequest, place};
 
-use crate::{
+use rdt_core::{
     CacheBitmask, CacheDomain, Capabilities, CatCaps, CatResource, ClassId, CpuSet, MbaLimit,
     TaskId, Topology,
 };
@@ -137,10 +137,10 @@ impl ConfigFile {
     ///
     /// # Errors
     /// As those.
-    pub fn plan<B: crate::Backend>(
+    pub fn plan<B: rdt_core::Backend>(
         &self,
         backend: &mut B,
-        proc: &crate::proc::ProcFs,
+        proc: &rdt_host::proc::ProcFs,
     ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
         match self {
             Self::Classes(c) => c.plan(backend, proc),
@@ -153,7 +153,7 @@ impl ConfigFile {
     ///
     /// # Errors
     /// As [`Config::remove`].
-    pub fn remove<B: crate::Backend>(
+    pub fn remove<B: rdt_core::Backend>(
         &self,
         backend: &mut B,
     ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
@@ -391,7 +391,7 @@ impl Config {
     /// # Examples
     /// ```
     /// use std::path::Path;
-    /// use rdt_core::config::{CacheSize, Config};
+    /// use rdt_config::{CacheSize, Config};
     /// let cfg = Config::parse_toml(
     ///     "[[class]]\nname = \"db\"\nl3 = { ways = 4 }\ncpus = \"0-3\"\n",
     ///     Path::new("cfg.toml"),
@@ -402,7 +402,7 @@ impl Config {
     /// let err = Config::parse_toml("[[class]]\nname = \"db\"\nl3 = { ways = 0 }\n", Path::new("cfg.toml"))
     ///     .unwrap_err();
     /// assert_eq!(err.to_string(), "cfg.toml:3: class \"db\": l3.ways: 0 ways: a class needs at least one cache way");
-    /// # Ok::<(), rdt_core::config::ConfigError>(())
+    /// # Ok::<(), rdt_config::ConfigError>(())
     /// ```
     pub fn parse_toml(text: &str, file: impl AsRef<Path>) -> Result<Self, ConfigError> {
         let file = file.as_ref();
@@ -456,10 +456,10 @@ impl Config {
     ///
     /// # Examples
     /// ```no_run
-    /// use rdt_core::config::Config;
+    /// use rdt_config::Config;
     /// let cfg = Config::load("classes.toml")?; // any path form: &str, String, PathBuf, &Path
     /// println!("{} classes", cfg.classes.len());
-    /// # Ok::<(), rdt_core::config::ConfigError>(())
+    /// # Ok::<(), rdt_config::ConfigError>(())
     /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
         let path = path.as_ref();
@@ -508,7 +508,7 @@ impl Config {
 
     /// The configuration with every value as the platform stores it, and a warning (file,
     /// line, key) for each value that changed: MBA and SMBA limits as
-    /// [`crate::MbaCaps::stored_limit`] gives them for `interface` (Intel percentages
+    /// [`rdt_core::MbaCaps::stored_limit`] gives them for `interface` (Intel percentages
     /// rounded to the granularity: `percent = 95` is 100 % in 10 % steps). Cache sizes
     /// need none: ways, percentages and masks become exact masks when
     /// [placed](Config::place). [`Config::plan`] plans the normalised values, so that a
@@ -518,7 +518,7 @@ impl Config {
     /// # Examples
     /// ```
     /// use std::path::Path;
-    /// use rdt_core::config::Config;
+    /// use rdt_config::Config;
     /// use rdt_core::fake::FakeBackend;
     /// use rdt_core::{Backend, BackendExt, Interface, MbaLimit};
     /// let b = FakeBackend::intel_2s();
@@ -530,13 +530,13 @@ impl Config {
     ///     "c.toml:3: class \"db\": mba.percent: percent 95 is applied as percent 100: the MBA \
     ///      granularity is 10% (rounded up, as the kernel stores it)"
     /// );
-    /// # Ok::<(), rdt_core::config::ConfigError>(())
+    /// # Ok::<(), rdt_config::ConfigError>(())
     /// ```
     #[must_use]
     pub fn normalized(
         &self,
         caps: &Capabilities,
-        interface: crate::Interface,
+        interface: rdt_core::Interface,
     ) -> (Self, Vec<ConfigWarning>) {
         check::normalize(self, caps, interface)
     }

@@ -19,8 +19,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::TaskId;
 use crate::file::ReadError;
+use rdt_core::TaskId;
 
 /// The most of a `status` file read: the kernel's is under 2 KiB; a longer file is an error
 /// (`FileTooLarge`), as is a FIFO (a read cannot take memory or time without end).
@@ -252,7 +252,7 @@ impl ThreadStat {
 /// # Examples
 /// ```
 /// use rdt_core::TaskId;
-/// use rdt_core::proc::status_tgid;
+/// use rdt_host::proc::status_tgid;
 /// assert_eq!(status_tgid(b"Name:\tsleep\nTgid:\t4242\nPid:\t4243\n"), Some(TaskId::new(4242)));
 /// assert_eq!(status_tgid(b"Tgid:\tx\n"), None);
 /// ```
@@ -274,7 +274,7 @@ pub const USER_HZ: u64 = 100;
 ///
 /// # Examples
 /// ```
-/// use rdt_core::proc::stat_cpu_ticks;
+/// use rdt_host::proc::stat_cpu_ticks;
 /// let line = b"42 (a) b) R 1 42 42 0 -1 4194560 170 0 0 0 250 31 0 0 20 0 1 0\n";
 /// assert_eq!(stat_cpu_ticks(line), Some(281));
 /// assert_eq!(stat_cpu_ticks(b"42 (x) R 1 2"), None);
@@ -306,7 +306,7 @@ fn stat_fields_from(line: &[u8], first: usize) -> Option<impl Iterator<Item = &s
 ///
 /// # Examples
 /// ```
-/// use rdt_core::proc::stat_processor;
+/// use rdt_host::proc::stat_processor;
 /// let line = b"42 (a (b) c) S 1 42 42 0 -1 4194560 170 0 0 0 0 0 0 0 20 0 1 0 \
 ///     123 4476928 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 5 0 0 0 0 0\n";
 /// assert_eq!(stat_processor(line), Some(5));
@@ -359,7 +359,7 @@ impl ContainerIds {
 ///
 /// # Examples
 /// ```
-/// use rdt_core::proc::cgroup_container_ids;
+/// use rdt_host::proc::cgroup_container_ids;
 /// let v2 = b"0::/kubepods.slice/kubepods-besteffort.slice/\
 ///     kubepods-besteffort-pod1b4f9c1e_5a7d_4c1e_9f0e_2b6d8c3a4e5f.slice/\
 ///     cri-containerd-8e2c3c1f0d9b4a7e6f5d4c3b2a1908f7e6d5c4b3a29180f7e6d5c4b3a2918070.scope\n";

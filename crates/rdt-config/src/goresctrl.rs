@@ -66,7 +66,7 @@
 //!   and resets the root when the file does not configure it; this import changes only the
 //!   classes the file names (the root only when the file names it) and removes nothing.
 //! - The MBA values are rounded to the hardware's granularity as the interface stores them
-//!   ([`crate::MbaCaps::stored_limit`]: up on the OS interface, as the kernel's
+//!   ([`rdt_core::MbaCaps::stored_limit`]: up on the OS interface, as the kernel's
 //!   `bw_validate()` does; half up on MSR, as pqos does), so that applying the file twice
 //!   writes nothing the second time.
 //! - Stricter than goresctrl: unknown keys are errors (Go's JSON decoding ignores them);
@@ -92,9 +92,9 @@ use super::error::Location;
 use super::node::{self, Entry, Format, Node, Value};
 use super::parse::name_problem;
 use super::{ConfigError, ConfigErrorKind, ConfigPlan, ConfigPlanError, ConfigWarning};
-use crate::BackendExt;
-use crate::transaction::{Change, MaskScope, Plan, PlanError};
-use crate::{
+use rdt_core::BackendExt;
+use rdt_core::transaction::{Change, MaskScope, Plan, PlanError};
+use rdt_core::{
     Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, MbaKind,
     MbaLimit, Topology,
 };
@@ -986,7 +986,7 @@ impl GoresctrlConfig {
     /// # Examples
     /// ```
     /// use std::path::Path;
-    /// use rdt_core::config::goresctrl::GoresctrlConfig;
+    /// use rdt_config::goresctrl::GoresctrlConfig;
     /// let e = GoresctrlConfig::parse_yaml(
     ///     "partitions:\n  exclusive:\n    l3Allocation:\n      all: 120%\n",
     ///     Path::new("rdt.yaml"),
@@ -1666,7 +1666,7 @@ impl GoresctrlConfig {
     /// group of that name); the root's names are COS 0. A name not yet this library's is
     /// claimed by the plan, as for [`super::Config::plan`]. Masks are written per cache id
     /// and CDP type; MBA percentages are rounded to the granularity as the interface
-    /// stores them ([`crate::MbaCaps::stored_limit`]: up on the OS interface, as the
+    /// stores them ([`rdt_core::MbaCaps::stored_limit`]: up on the OS interface, as the
     /// kernel does; half up on MSR, as pqos does), with a warning when that changes them.
     ///
     /// # Errors

@@ -823,8 +823,8 @@ fn too_many_partitions_for_the_ways_are_refused_not_divided_by_zero() {
 /// resolves (or is refused) without panicking on a platform with L2, L3 (CDP) and MB.
 #[test]
 fn fuzz_goresctrl_yaml_never_panics_and_errors_name_a_line_of_the_file() {
-    use crate::fake::fuzz::{fuzz, text};
     use proptest::prelude::*;
+    use rdt_core::fake::fuzz::{fuzz, text};
     const WORDS: &[&str] = &[
         "partitions:",
         "options:",

@@ -2,7 +2,7 @@
 //! `rdtset` does with `pqos_alloc_assign` / `pqos_alloc_release` (spec §8), as two library
 //! transactions, held by a guard that cannot forget to give the class back.
 //!
-//! [`Lease::take`] picks the highest free class ([`crate::transaction::free_classes`]:
+//! [`Lease::take`] picks the highest free class ([`rdt_core::transaction::free_classes`]:
 //! no CPU, no task, every mask all ways), gives it the requested masks and limits in the
 //! cache domains of the requested CPUs (every domain when no CPU is named) and moves those
 //! CPUs into it, all in one transaction under the writers' lock, so two launchers started
@@ -13,7 +13,7 @@
 //! CLOSID back.
 //!
 //! # The guard
-//! A [`Lease`] borrows its backend mutably, as [`crate::Monitoring`] does, and gives the
+//! A [`Lease`] borrows its backend mutably, as [`rdt_core::Monitoring`] does, and gives the
 //! class back when it is dropped: on an early return, a `?` or a panic alike (an error
 //! then is a `WARN` log record; [`Lease::release`] reports it). [`Lease::keep`] keeps the
 //! class on purpose (rdtset's `--keep` and `-p`): the guard goes without giving it back.
@@ -49,7 +49,7 @@
 //! # Example
 //! ```
 //! use rdt_core::fake::FakeBackend;
-//! use rdt_core::lease::{ClassRequest, Lease};
+//! use rdt_host::lease::{ClassRequest, Lease};
 //! use rdt_core::{Backend, BackendExt, CacheBitmask, CatMask, ClassId};
 //!
 //! let mut b = FakeBackend::broadwell_2s();
@@ -76,12 +76,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::BackendExt;
 use crate::runfile::{DeadRunFile, RunFile, scan_run_files, try_lock_file};
-use crate::transaction::{
+use crate::transaction::ApplyPlan;
+use rdt_core::BackendExt;
+use rdt_core::transaction::{
     ApplyError, Change, MaskScope, Plan, PlanError, free_classes, with_writers,
 };
-use crate::{
+use rdt_core::{
     Backend, CacheDomain, CatMask, CatResource, ClassId, CpuSet, Interface, MbaLimit, MbaResource,
     Reclaimed, RequestError, TaskId,
 };
@@ -505,7 +506,7 @@ impl<B: Backend> Drop for Lease<'_, B> {
         if let Err(e) = self.give_back() {
             log::warn!(
                 "could not give COS{class} back (the next open tries again): {}",
-                crate::error_chain(&e)
+                rdt_core::error_chain(&e)
             );
         }
     }
@@ -558,7 +559,7 @@ fn take_locked<B: Backend>(
     if let Err(e) = plan.apply(b).into_result() {
         // Rolled back (or, partly changed, left to the transaction's journal).
         if let Err(r) = held.remove_record::<B::Error>() {
-            log::warn!("{}", crate::error_chain(&r));
+            log::warn!("{}", rdt_core::error_chain(&r));
         }
         return Err(LeaseError::Apply(e));
     }
@@ -705,7 +706,7 @@ fn reclaim_one<B: Backend>(
     })();
     let (cpus, tasks) = match read {
         Ok(r) => r,
-        Err(e) => return Fate::Left(format!("reading COS{class}: {}", crate::error_chain(&e))),
+        Err(e) => return Fate::Left(format!("reading COS{class}: {}", rdt_core::error_chain(&e))),
     };
     let changes = give_back_changes(b, class, &cpus, &tasks, &record.cat, &record.bandwidth);
     b.own_classes(&[class]);
@@ -714,7 +715,7 @@ fn reclaim_one<B: Backend>(
         Err(e) => {
             return Fate::Left(format!(
                 "giving COS{class} back: {}",
-                crate::error_chain(&e)
+                rdt_core::error_chain(&e)
             ));
         }
     };
@@ -722,7 +723,7 @@ fn reclaim_one<B: Backend>(
     if let Err(e) = plan.apply(b).into_result() {
         return Fate::Left(format!(
             "giving COS{class} back: {}",
-            crate::error_chain(&e)
+            rdt_core::error_chain(&e)
         ));
     }
     Fate::GivenBack(writes_something.then_some(Reclaimed::Lease {
@@ -738,8 +739,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::fake::FakeBackend;
-    use crate::{CacheBitmask, LogicalCpu};
+    use rdt_core::fake::FakeBackend;
+    use rdt_core::{CacheBitmask, LogicalCpu};
 
     fn mask(bits: u64) -> CacheBitmask {
         CacheBitmask::new(bits).expect("a non-zero mask")
@@ -854,12 +855,12 @@ mod tests {
     #[test]
     fn a_request_the_platform_cannot_hold_writes_nothing() {
         let (mut b, dir) = recorded();
-        let before = crate::transaction::AllocState::read(&mut b).expect("state");
+        let before = rdt_core::transaction::AllocState::read(&mut b).expect("state");
         // a 24-bit mask on a 20-bit CBM
         let e = Lease::take(&mut b, &request(0xff_ffff, "2")).expect_err("too wide");
         assert!(matches!(e, LeaseError::Plan(_)), "{e:?}");
         assert_eq!(
-            crate::transaction::AllocState::read(&mut b).expect("state"),
+            rdt_core::transaction::AllocState::read(&mut b).expect("state"),
             before
         );
         assert_eq!(records(&dir), Vec::<String>::new(), "no record either");
@@ -900,7 +901,7 @@ mod tests {
         // arrange: resctrl on an AMD with io_alloc enabled: the kernel keeps COS15
         let mut b = FakeBackend::amd_2ccx();
         b.os_interface = true;
-        let io = |enabled| crate::IoAlloc {
+        let io = |enabled| rdt_core::IoAlloc {
             enabled,
             class: ClassId::new(15),
             masks: Vec::new(),
@@ -923,7 +924,9 @@ mod tests {
     fn an_smba_limit_is_set_in_the_cpus_domains_and_given_back() {
         // arrange: AMD with SMBA, two CCX of 4 CPUs
         let mut b = FakeBackend::amd_2ccx();
-        b.reconfigure(|c| c.smba = crate::Feature::Supported(crate::fake::fixtures::amd_mba(16)));
+        b.reconfigure(|c| {
+            c.smba = rdt_core::Feature::Supported(rdt_core::fake::fixtures::amd_mba(16));
+        });
         let smba = |b: &mut FakeBackend, d: u32| {
             b.bandwidth_classes(MbaResource::Smba, CacheDomain::new(d))
                 .expect("smba")[15]
@@ -946,7 +949,7 @@ mod tests {
         lease.release().expect("released");
         assert_eq!(smba(&mut b, 1), MbaLimit::AmdUnits(2048));
         // a class left with an SMBA limit (pqos -e smba:15=16) is not free
-        let limited = crate::transaction::Change::smba(
+        let limited = rdt_core::transaction::Change::smba(
             CacheDomain::new(0),
             ClassId::new(15),
             MbaLimit::AmdUnits(16),
@@ -972,12 +975,12 @@ mod tests {
     fn a_guard_dropped_on_an_early_return_or_a_panic_gives_the_class_back() {
         // arrange
         let (mut b, dir) = recorded();
-        let before = crate::transaction::AllocState::read(&mut b).expect("state");
+        let before = rdt_core::transaction::AllocState::read(&mut b).expect("state");
         // act: an early `?`
         assert!(job_that_fails(&mut b).is_err());
         // assert: as before, no record left
         assert_eq!(
-            crate::transaction::AllocState::read(&mut b).expect("state"),
+            rdt_core::transaction::AllocState::read(&mut b).expect("state"),
             before
         );
         assert_eq!(records(&dir), Vec::<String>::new());
@@ -989,7 +992,7 @@ mod tests {
         // assert
         assert!(r.is_err());
         assert_eq!(
-            crate::transaction::AllocState::read(&mut b).expect("state"),
+            rdt_core::transaction::AllocState::read(&mut b).expect("state"),
             before
         );
         assert_eq!(highest_free(&mut b), Some(ClassId::new(15)));
@@ -1042,7 +1045,7 @@ mod tests {
             let (mut b, dir) = recorded();
             b.os_interface = os;
             b.add_process(4242, &[4243]);
-            let before = crate::transaction::AllocState::read(&mut b).expect("state");
+            let before = rdt_core::transaction::AllocState::read(&mut b).expect("state");
             let mut lease = Lease::take(&mut b, &request(0xf, "2-3")).expect("take");
             if os {
                 lease.add_task(TaskId::new(4242)).expect("task");
@@ -1069,7 +1072,7 @@ mod tests {
                 "os {os}"
             );
             assert_eq!(
-                crate::transaction::AllocState::read(&mut b).expect("state"),
+                rdt_core::transaction::AllocState::read(&mut b).expect("state"),
                 before
             );
             assert_eq!(highest_free(&mut b), Some(ClassId::new(15)));
@@ -1193,13 +1196,13 @@ mod tests {
         std::fs::write(run.join("lease-msr-6-10"), record(6, "0-99999", 0)).expect("cpus");
         b.associate(LogicalCpu::new(2), ClassId::new(0))
             .expect("assoc");
-        let before = crate::transaction::AllocState::read(&mut b).expect("state");
+        let before = rdt_core::transaction::AllocState::read(&mut b).expect("state");
         // act
         let reclaimed = reclaim(&mut b).expect("reclaim does not fail");
         // assert: nothing given back, nothing written, nothing followed or removed
         assert_eq!(reclaimed, []);
         assert_eq!(
-            crate::transaction::AllocState::read(&mut b).expect("state"),
+            rdt_core::transaction::AllocState::read(&mut b).expect("state"),
             before
         );
         assert_eq!(std::fs::read(&target).expect("target"), b"{}");

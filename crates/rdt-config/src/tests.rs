@@ -4,9 +4,11 @@
 use std::path::Path;
 
 use super::*;
-use crate::BackendExt;
-use crate::fake::fixtures;
-use crate::{Capabilities, CatCaps, Feature, Interface, MbaCaps, MbaResource, Vendor};
+use rdt_core::fake::fixtures;
+use rdt_core::{
+    BackendExt, Capabilities, CatCaps, Feature, Interface, MbaCaps, MbaResource, Vendor,
+};
+use rdt_host::transaction::ApplyPlan;
 
 /// The example of the module's documentation, verbatim.
 const EXAMPLE: &str = r#"[[class]]
@@ -1140,12 +1142,12 @@ fn amd_units_set_mba_and_smba_per_domain() {
         "cpus = \"0\"\nmba = { units = 256 }\nsmba = { units = 128, domains = { 1 = { units = 64 } } }\n",
     );
     assert_eq!(check(&text, &caps, &topo).unwrap(), []);
-    let mut b = crate::fake::FakeBackend::new(caps.clone(), topo.clone());
+    let mut b = rdt_core::fake::FakeBackend::new(caps.clone(), topo.clone());
     let cfg = toml(&text).unwrap();
-    let plan = cfg.plan(&mut b, &crate::proc::ProcFs::host()).unwrap();
+    let plan = cfg.plan(&mut b, &rdt_host::proc::ProcFs::host()).unwrap();
     let (_, cos) = plan.classes[0].clone();
     plan.plan.apply(&mut b).into_result().unwrap();
-    let limit = |b: &mut crate::fake::FakeBackend, r, d| {
+    let limit = |b: &mut rdt_core::fake::FakeBackend, r, d| {
         b.bandwidth_classes(r, CacheDomain::new(d)).unwrap()[cos.get() as usize].limit
     };
     assert_eq!(limit(&mut b, MbaResource::Mba, 0), MbaLimit::AmdUnits(256));
@@ -1200,18 +1202,18 @@ const TWO: &str = "[[class]]\nname = \"db\"\nl3 = { ways = 4 }\nmba = { percent 
 
 /// The whole state a configuration can change: the allocation, and the names.
 fn state(
-    b: &mut crate::fake::FakeBackend,
-) -> (crate::transaction::AllocState, Vec<(ClassId, String)>) {
+    b: &mut rdt_core::fake::FakeBackend,
+) -> (rdt_core::transaction::AllocState, Vec<(ClassId, String)>) {
     (
-        crate::transaction::AllocState::read(b).unwrap(),
+        rdt_core::transaction::AllocState::read(b).unwrap(),
         b.class_names(),
     )
 }
 
 /// Applies `text` on `b`, returns what was written.
-fn apply(b: &mut crate::fake::FakeBackend, text: &str) -> Vec<crate::transaction::Done> {
+fn apply(b: &mut rdt_core::fake::FakeBackend, text: &str) -> Vec<rdt_core::transaction::Done> {
     let cfg = toml(text).unwrap();
-    cfg.plan(b, &crate::proc::ProcFs::host())
+    cfg.plan(b, &rdt_host::proc::ProcFs::host())
         .unwrap()
         .plan
         .apply(b)
@@ -1222,13 +1224,13 @@ fn apply(b: &mut crate::fake::FakeBackend, text: &str) -> Vec<crate::transaction
 #[test]
 fn undoing_an_applied_configuration_restores_the_state_before_and_gives_the_names_up() {
     // arrange: COS1 is someone else's (its CPU and mask stay), the rest at the defaults
-    let mut b = crate::fake::FakeBackend::intel_2s();
+    let mut b = rdt_core::fake::FakeBackend::intel_2s();
     let mask = CacheBitmask::new(0x300).unwrap();
-    crate::transaction::run(
+    rdt_host::transaction::run(
         &mut b,
         &[
-            crate::transaction::Change::l3(CacheDomain::new(0), ClassId::new(1), mask),
-            crate::transaction::Change::cpu(crate::LogicalCpu::new(5), ClassId::new(1)),
+            rdt_core::transaction::Change::l3(CacheDomain::new(0), ClassId::new(1), mask),
+            rdt_core::transaction::Change::cpu(rdt_core::LogicalCpu::new(5), ClassId::new(1)),
         ],
     )
     .unwrap()
@@ -1240,16 +1242,16 @@ fn undoing_an_applied_configuration_restores_the_state_before_and_gives_the_name
     assert_eq!(b.own_class_names().len(), 2);
     let mba = done
         .iter()
-        .find(|d| matches!(d.step, crate::transaction::Step::Mba { .. }))
+        .find(|d| matches!(d.step, rdt_core::transaction::Step::Mba { .. }))
         .unwrap();
     assert_eq!(mba.applied, Some(MbaLimit::Percent(30)), "the fake rounds");
-    let undo = crate::transaction::Plan::undoing(&mut b, &done);
+    let undo = rdt_core::transaction::Plan::undoing(&mut b, &done);
     // the MBA step is undone from the limit applied, not the one asked for
     let back = undo
         .steps()
         .iter()
         .find_map(|(_, s)| match s {
-            crate::transaction::Step::Mba { before, .. } => Some(before.limit),
+            rdt_core::transaction::Step::Mba { before, .. } => Some(before.limit),
             _ => None,
         })
         .unwrap();
@@ -1267,7 +1269,7 @@ fn undoing_an_applied_configuration_restores_the_state_before_and_gives_the_name
 fn undo_under_cdp_puts_back_data_and_code_masks_each() {
     // arrange: CDP on; COS1 holds different data and code masks; `db` takes it over by a
     // fixed `cos`, with one mask for both
-    let mut b = crate::fake::FakeBackend::intel_2s();
+    let mut b = rdt_core::fake::FakeBackend::intel_2s();
     b.enable_l3_cdp();
     let d0 = CacheDomain::new(0);
     let (data, code) = (
@@ -1277,9 +1279,9 @@ fn undo_under_cdp_puts_back_data_and_code_masks_each() {
     b.set_cat_classes(
         CatResource::L3,
         d0,
-        &[crate::CatClass {
+        &[rdt_core::CatClass {
             class: ClassId::new(1),
-            mask: crate::CatMask::Cdp { data, code },
+            mask: rdt_core::CatMask::Cdp { data, code },
         }],
     )
     .unwrap();
@@ -1291,24 +1293,24 @@ fn undo_under_cdp_puts_back_data_and_code_masks_each() {
     );
     assert_eq!(
         b.l3_mask(0, 1),
-        crate::CatMask::Cdp {
+        rdt_core::CatMask::Cdp {
             data: CacheBitmask::new(0x3).unwrap(),
             code: CacheBitmask::new(0x3).unwrap()
         }
     );
-    crate::transaction::Plan::undoing(&mut b, &done)
+    rdt_core::transaction::Plan::undoing(&mut b, &done)
         .apply(&mut b)
         .into_result()
         .unwrap();
     // assert
-    assert_eq!(b.l3_mask(0, 1), crate::CatMask::Cdp { data, code });
+    assert_eq!(b.l3_mask(0, 1), rdt_core::CatMask::Cdp { data, code });
     assert_eq!(state(&mut b), before);
 }
 
 #[test]
 fn remove_gives_up_the_files_own_classes_and_its_undo_claims_them_back() {
     // arrange
-    let mut b = crate::fake::FakeBackend::intel_2s();
+    let mut b = rdt_core::fake::FakeBackend::intel_2s();
     let before = state(&mut b);
     apply(&mut b, TWO);
     let applied = state(&mut b);
@@ -1333,7 +1335,7 @@ fn remove_gives_up_the_files_own_classes_and_its_undo_claims_them_back() {
     assert_eq!(state(&mut b), before);
     assert!(b.own_class_names().is_empty());
     // undoing the removal brings the applied classes back, names and all
-    crate::transaction::Plan::undoing(&mut b, &done)
+    rdt_core::transaction::Plan::undoing(&mut b, &done)
         .apply(&mut b)
         .into_result()
         .unwrap();
@@ -1343,7 +1345,7 @@ fn remove_gives_up_the_files_own_classes_and_its_undo_claims_them_back() {
 
 #[test]
 fn a_removal_that_fails_midway_is_rolled_back_names_included() {
-    let mut b = crate::fake::FakeBackend::intel_2s();
+    let mut b = rdt_core::fake::FakeBackend::intel_2s();
     apply(&mut b, TWO);
     let applied = state(&mut b);
     let cfg = toml(TWO).unwrap();
@@ -1358,7 +1360,7 @@ fn a_removal_that_fails_midway_is_rolled_back_names_included() {
     b.fail_nth_write(n);
     let outcome = removal.plan.apply(&mut b);
     assert!(
-        matches!(outcome, crate::transaction::Outcome::RolledBack { .. }),
+        matches!(outcome, rdt_core::transaction::Outcome::RolledBack { .. }),
         "{outcome:?}"
     );
     assert_eq!(state(&mut b), applied);
@@ -1367,13 +1369,13 @@ fn a_removal_that_fails_midway_is_rolled_back_names_included() {
 
 #[test]
 fn a_reset_plan_gives_up_the_named_classes_and_its_undo_brings_them_back() {
-    let mut b = crate::fake::FakeBackend::intel_2s();
+    let mut b = rdt_core::fake::FakeBackend::intel_2s();
     apply(&mut b, TWO);
     let applied = state(&mut b);
-    let plan = crate::transaction::Plan::new(
+    let plan = rdt_core::transaction::Plan::new(
         &mut b,
-        &[crate::transaction::Change::Reset(
-            crate::AllocReset::default(),
+        &[rdt_core::transaction::Change::Reset(
+            rdt_core::AllocReset::default(),
         )],
     )
     .unwrap();
@@ -1381,7 +1383,7 @@ fn a_reset_plan_gives_up_the_named_classes_and_its_undo_brings_them_back() {
         .steps()
         .iter()
         .filter_map(|(_, s)| match s {
-            crate::transaction::Step::Release { name, .. } => Some(name.as_str()),
+            rdt_core::transaction::Step::Release { name, .. } => Some(name.as_str()),
             _ => None,
         })
         .collect();
@@ -1389,7 +1391,7 @@ fn a_reset_plan_gives_up_the_named_classes_and_its_undo_brings_them_back() {
     let done = plan.apply(&mut b).into_result().unwrap();
     assert!(b.own_class_names().is_empty() && b.class_names().is_empty());
     assert_eq!(b.class_of_cpu(2), 0);
-    crate::transaction::Plan::undoing(&mut b, &done)
+    rdt_core::transaction::Plan::undoing(&mut b, &done)
         .apply(&mut b)
         .into_result()
         .unwrap();
@@ -1399,11 +1401,11 @@ fn a_reset_plan_gives_up_the_named_classes_and_its_undo_brings_them_back() {
 #[test]
 fn a_reapplied_class_has_exactly_the_cpus_of_the_file_and_other_classes_keep_theirs() {
     // arrange: COS1 is someone else's, with CPU 1
-    let mut b = crate::fake::FakeBackend::intel_2s();
-    let cpu = crate::LogicalCpu::new;
-    crate::transaction::run(
+    let mut b = rdt_core::fake::FakeBackend::intel_2s();
+    let cpu = rdt_core::LogicalCpu::new;
+    rdt_host::transaction::run(
         &mut b,
-        &[crate::transaction::Change::cpu(cpu(1), ClassId::new(1))],
+        &[rdt_core::transaction::Change::cpu(cpu(1), ClassId::new(1))],
     )
     .unwrap()
     .into_result()
@@ -1412,7 +1414,7 @@ fn a_reapplied_class_has_exactly_the_cpus_of_the_file_and_other_classes_keep_the
     let web = b.class_names().iter().find(|(_, n)| n == "web").unwrap().0;
     // act: the class shrinks
     let cfg = toml(&class("web", "cpus = \"4-5\"\n")).unwrap();
-    let planned = cfg.plan(&mut b, &crate::proc::ProcFs::host()).unwrap();
+    let planned = cfg.plan(&mut b, &rdt_host::proc::ProcFs::host()).unwrap();
     // assert: the two moves out, told as such, and nothing else
     assert_eq!(
         planned.lines(),
@@ -1422,7 +1424,7 @@ fn a_reapplied_class_has_exactly_the_cpus_of_the_file_and_other_classes_keep_the
         ]
     );
     planned.plan.apply(&mut b).into_result().unwrap();
-    let classes: BTreeMap<crate::LogicalCpu, Option<ClassId>> =
+    let classes: BTreeMap<rdt_core::LogicalCpu, Option<ClassId>> =
         b.cpu_classes().unwrap().into_iter().collect();
     for (c, want) in [
         (4, web),
@@ -1439,7 +1441,7 @@ fn a_reapplied_class_has_exactly_the_cpus_of_the_file_and_other_classes_keep_the
     );
     // applied again: nothing to do
     assert!(
-        cfg.plan(&mut b, &crate::proc::ProcFs::host())
+        cfg.plan(&mut b, &rdt_host::proc::ProcFs::host())
             .unwrap()
             .plan
             .is_empty()

@@ -347,12 +347,8 @@ impl RunFile {
 /// The most of a record of named classes read: a line per class is far below this.
 const MAX_NAME_RECORD_BYTES: u64 = 1 << 20;
 
-/// The longest name a record of named classes keeps, in bytes (a resctrl group name is a
-/// kernfs name, at most 255 bytes; a configuration's names are at most 64).
-const MAX_RECORDED_NAME: usize = 255;
-
 /// A record of named classes in a run directory, `<dir>/<file>`: one `<class> <name>` line
-/// per named class ([`crate::BackendExt::class_named`]), so that a name outlives the process
+/// per named class ([`rdt_core::BackendExt::class_named`]), so that a name outlives the process
 /// that applied it. The MSR interface keeps in `msr-classes` the class of service of every
 /// name it was given; the OS interface keeps in `os-classes` the resctrl groups of named
 /// classes it created (the number there is the class the name stood for, which it keeps
@@ -370,7 +366,7 @@ const MAX_RECORDED_NAME: usize = 255;
 /// record is removed.
 ///
 /// The record has no lock of its own: callers hold their interface's writers' lock
-/// ([`crate::BackendExt::hold_writers`]) around [`NameRecord::update`].
+/// ([`rdt_core::BackendExt::hold_writers`]) around [`NameRecord::update`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NameRecord {
     dir: PathBuf,
@@ -394,14 +390,11 @@ impl NameRecord {
     }
 
     /// Whether `name` can be recorded (and so is kept when read): 1 to 255 bytes, no
-    /// whitespace, control character or `/`.
+    /// whitespace, control character or `/` ([`rdt_core::transaction::is_recordable_name`],
+    /// which the planner checks too).
     #[must_use]
     pub fn is_recordable(name: &str) -> bool {
-        !name.is_empty()
-            && name.len() <= MAX_RECORDED_NAME
-            && !name
-                .chars()
-                .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+        rdt_core::transaction::is_recordable_name(name)
     }
 
     /// The named classes recorded, in file order; a record that does not exist holds none.
@@ -409,7 +402,7 @@ impl NameRecord {
     /// # Errors
     /// The record cannot be opened or read, is a symlink, not a regular file, larger than
     /// 1 MiB or not UTF-8 ([`read_run_file`]).
-    pub fn read(&self) -> io::Result<Vec<(crate::ClassId, String)>> {
+    pub fn read(&self) -> io::Result<Vec<(rdt_core::ClassId, String)>> {
         match read_run_file(self.path(), MAX_NAME_RECORD_BYTES) {
             Ok(text) => Ok(Self::parse(&text)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
@@ -420,7 +413,7 @@ impl NameRecord {
     /// [`NameRecord::read`], with a record that cannot be read logged (`WARN`) and taken as
     /// empty: a damaged record must not stop the platform from being used or reset.
     #[must_use]
-    pub fn read_or_empty(&self) -> Vec<(crate::ClassId, String)> {
+    pub fn read_or_empty(&self) -> Vec<(rdt_core::ClassId, String)> {
         self.read().unwrap_or_else(|e| {
             log::warn!(
                 "the record of named classes {} is not read ({e}); taken as empty",
@@ -431,8 +424,8 @@ impl NameRecord {
     }
 
     /// The `<class> <name>` lines of `text` that parse, each name once.
-    fn parse(text: &str) -> Vec<(crate::ClassId, String)> {
-        let mut out: Vec<(crate::ClassId, String)> = Vec::new();
+    fn parse(text: &str) -> Vec<(rdt_core::ClassId, String)> {
+        let mut out: Vec<(rdt_core::ClassId, String)> = Vec::new();
         for line in text.lines() {
             let line = line.trim();
             if line.starts_with('#') {
@@ -444,7 +437,7 @@ impl NameRecord {
             let Ok(class) = class.parse::<u32>() else {
                 continue;
             };
-            let (class, name) = (crate::ClassId::new(class), name.trim());
+            let (class, name) = (rdt_core::ClassId::new(class), name.trim());
             if Self::is_recordable(name) && !out.iter().any(|(_, n)| n == name) {
                 out.push((class, name.to_owned()));
             }
@@ -457,9 +450,9 @@ impl NameRecord {
     ///
     /// # Errors
     /// Any file system error (the temporary file is removed).
-    pub fn write(&self, names: &[(crate::ClassId, String)]) -> io::Result<()> {
+    pub fn write(&self, names: &[(rdt_core::ClassId, String)]) -> io::Result<()> {
         let path = self.path();
-        let kept: Vec<&(crate::ClassId, String)> = names
+        let kept: Vec<&(rdt_core::ClassId, String)> = names
             .iter()
             .filter(|(_, n)| Self::is_recordable(n))
             .collect();
@@ -501,7 +494,7 @@ impl NameRecord {
     /// As [`NameRecord::write`].
     pub fn update<T>(
         &self,
-        f: impl FnOnce(&mut Vec<(crate::ClassId, String)>) -> T,
+        f: impl FnOnce(&mut Vec<(rdt_core::ClassId, String)>) -> T,
     ) -> io::Result<T> {
         let before = self.read_or_empty();
         let mut names = before.clone();
@@ -777,15 +770,15 @@ mod tests {
         let r = NameRecord::new(dir.path().join("run"), "x-classes");
         assert_eq!(r.read().unwrap(), [], "no record: no names");
         let names = vec![
-            (crate::ClassId::new(3), "db".to_owned()),
-            (crate::ClassId::new(1), "web".to_owned()),
+            (rdt_core::ClassId::new(3), "db".to_owned()),
+            (rdt_core::ClassId::new(1), "web".to_owned()),
         ];
         r.write(&names).unwrap();
         assert_eq!(r.read().unwrap(), names);
         assert_eq!(fs::metadata(r.path()).unwrap().mode() & 0o777, 0o600);
         let added = r
             .update(|n| {
-                n.push((crate::ClassId::new(2), "batch".into()));
+                n.push((rdt_core::ClassId::new(2), "batch".into()));
                 n.len()
             })
             .unwrap();
@@ -813,9 +806,9 @@ mod tests {
         assert_eq!(
             r.read().unwrap(),
             [
-                (crate::ClassId::new(1), "db".to_owned()),
-                (crate::ClassId::new(1), "other".to_owned()),
-                (crate::ClassId::new(7), "ok".to_owned())
+                (rdt_core::ClassId::new(1), "db".to_owned()),
+                (rdt_core::ClassId::new(1), "other".to_owned()),
+                (rdt_core::ClassId::new(7), "ok".to_owned())
             ]
         );
         // not UTF-8, too large: an error, read as empty
@@ -828,18 +821,19 @@ mod tests {
         fs::remove_file(r.path()).unwrap();
         std::os::unix::fs::symlink(&target, r.path()).unwrap();
         assert!(r.read().is_err(), "O_NOFOLLOW");
-        r.update(|n| n.push((crate::ClassId::new(2), "web".into())))
+        r.update(|n| n.push((rdt_core::ClassId::new(2), "web".into())))
             .unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "1 secret\n");
         assert!(!fs::symlink_metadata(r.path()).unwrap().is_symlink());
         assert_eq!(
             r.read().unwrap(),
-            [(crate::ClassId::new(2), "web".to_owned())]
+            [(rdt_core::ClassId::new(2), "web".to_owned())]
         );
         // a symlink planted at the temporary name is unlinked, never followed
         let tmp = d.join(format!(".x-classes.{}.tmp", std::process::id()));
         std::os::unix::fs::symlink(&target, &tmp).unwrap();
-        r.write(&[(crate::ClassId::new(4), "db".into())]).unwrap();
+        r.write(&[(rdt_core::ClassId::new(4), "db".into())])
+            .unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "1 secret\n");
         // a FIFO in its place does not block
         fs::remove_file(r.path()).unwrap();

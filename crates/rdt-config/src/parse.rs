@@ -8,7 +8,7 @@ use super::MbaSpec;
 use super::error::Location;
 use super::node::{Entry, FirstSeen, Format, Node, Shortened, Value};
 use super::{CacheSize, CacheSpec, ClassSpec, Config, ConfigError, ConfigErrorKind, KeyLines};
-use crate::{
+use rdt_core::{
     CacheBitmask, CacheDomain, ClassId, CpuSet, MAX_TASK_ID, MbaLimit, ParseNumberError, TaskId,
     parse_number,
 };

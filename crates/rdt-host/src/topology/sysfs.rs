@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::{CpuPlacement, Topology, TopologyError};
 use crate::file::{ReadError, read_attribute};
-use crate::{CacheDomain, CpuSet, LogicalCpu};
+use rdt_core::{CacheDomain, CpuSet, LogicalCpu};
+use rdt_core::{CpuPlacement, Topology, TopologyError};
 
 /// Bound of one sysfs attribute. A CPU list of the largest `NR_CPUS` (8192) in its worst
 /// form (every other CPU: `0,2,4,...`) is ~40 KiB; the kernel's own bound for `cpulist`
@@ -354,6 +354,7 @@ fn node_lists(node_dir: &Path) -> Result<BTreeMap<LogicalCpu, u32>, TopologyErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topology::TopologyFromSysfs;
 
     /// Writes `files` (relative path, contents) under a fresh temp dir.
     fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {

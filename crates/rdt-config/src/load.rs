@@ -6,7 +6,7 @@ use std::path::Path;
 use super::error::Location;
 use super::node::LineIndex;
 use super::{ConfigError, ConfigErrorKind};
-use crate::file::{ReadError, kind_of, read_regular};
+use rdt_host::file::{ReadError, kind_of, read_regular};
 
 /// The largest configuration file read, in bytes (1 MiB). A file of named classes is a
 /// few kilobytes.
@@ -36,6 +36,14 @@ pub(super) fn read(path: &Path) -> Result<String, ConfigError> {
                     "the file is {size} bytes or more, more than the {MAX_CONFIG_BYTES} bytes \
                      (1 MiB) a configuration may have"
                 ),
+            ));
+        }
+        // `ReadError` is non-exhaustive outside rdt-host: a later kind is a read error.
+        Err(e) => {
+            return Err(ConfigError::io(
+                path,
+                "cannot read the file",
+                std::io::Error::other(e),
             ));
         }
     };

@@ -1,6 +1,6 @@
 //! Reading a file that may be hostile (a FIFO, a device, an endless or huge file): the one
-//! bounded reader of the workspace. Configuration files ([`crate::config`]), run files
-//! ([`crate::runfile`]), sysfs and procfs text, CPUID dumps, resctrl files (`rdt-resctrl`'s
+//! bounded reader of the workspace. Configuration files (`rdt_config`), run files
+//! (`rdt_host::runfile`), sysfs and procfs text, CPUID dumps, resctrl files (`rdt-resctrl`'s
 //! `HostFs`), pqos's `-f` files and the simulator's state and scenario files all go through
 //! [`read_regular`] (or [`read_text`] on top of it). The `/dev/cpu/N/{cpuid,msr}` devices are
 //! the only files read otherwise: they are character devices by nature.
@@ -123,7 +123,7 @@ pub fn open_nonblocking(path: impl AsRef<Path>, nofollow: bool) -> io::Result<Fi
 ///
 /// # Examples
 /// ```
-/// use rdt_core::file::{read_regular, ReadError};
+/// use rdt_host::file::{read_regular, ReadError};
 /// let e = read_regular("/dev/zero", 4096, false).unwrap_err();
 /// assert!(matches!(e, ReadError::NotRegular(_)));
 /// ```
@@ -138,7 +138,7 @@ pub fn read_regular(
 
 /// The bytes of an opened `file`, refused as [`read_regular`] refuses them when it is not
 /// a regular file or holds more than `max_bytes`: for a file opened some other way (relative
-/// to a directory descriptor, [`crate::runfile::RunDir`]).
+/// to a directory descriptor, `rdt_host::runfile::RunDir`).
 ///
 /// # Errors
 /// [`ReadError::Io`], [`ReadError::NotRegular`], [`ReadError::TooLarge`].
@@ -228,6 +228,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+    use crate::cpuid::CpuidDumpFromPath;
+    use crate::topology::TopologyFromSysfs;
 
     #[test]
     fn a_symlink_to_dev_zero_is_refused_before_reading() {
@@ -288,16 +290,16 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", &dump).unwrap();
         let start = Instant::now();
         // act
-        let topo = crate::Topology::from_sysfs(dir.path().join("sys")).unwrap_err();
-        let dump = crate::CpuidDump::from_path(&dump).unwrap_err();
+        let topo = rdt_core::Topology::from_sysfs(dir.path().join("sys")).unwrap_err();
+        let dump = rdt_core::CpuidDump::from_path(&dump).unwrap_err();
         // assert
         assert!(start.elapsed() < Duration::from_secs(2));
-        let chain = crate::error_chain(&topo);
+        let chain = rdt_core::error_chain(&topo);
         assert!(
             chain.contains("online") && chain.contains("a FIFO"),
             "{chain}"
         );
-        let chain = crate::error_chain(&dump);
+        let chain = rdt_core::error_chain(&dump);
         assert!(
             chain.contains("dump.txt") && chain.contains("a character device"),
             "{chain}"

@@ -519,7 +519,7 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             NameRecord::new(run, "msr-classes")
-                .write(&[(crate::ClassId::new(1), "web".into())])
+                .write(&[(rdt_core::ClassId::new(1), "web".into())])
                 .unwrap_err()
                 .to_string(),
             WriterLock::new(run.join("msr.lock"), Duration::ZERO)
@@ -644,7 +644,7 @@ mod tests {
         a.release();
         let names = NameRecord::new(&run, "x-classes");
         names
-            .write(&[(crate::ClassId::new(1), "db".into())])
+            .write(&[(rdt_core::ClassId::new(1), "db".into())])
             .unwrap();
         assert!(!remove_if_unused(&run), "a record: kept");
         names.write(&[]).unwrap();

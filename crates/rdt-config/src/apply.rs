@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 
 use super::error::Location;
 use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
-use crate::BackendExt;
-use crate::proc::ProcFs;
-use crate::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
-use crate::{Backend, CatResource, ClassId, Interface, MbaResource, RequestError, TaskId};
+use rdt_core::BackendExt;
+use rdt_core::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
+use rdt_core::{Backend, CatResource, ClassId, Interface, MbaResource, RequestError, TaskId};
+use rdt_host::proc::ProcFs;
 
 /// The key of a bandwidth resource in the file: `mba` or `smba`.
 const fn resource_key(resource: MbaResource) -> &'static str {
@@ -27,7 +27,7 @@ const fn resource_key(resource: MbaResource) -> &'static str {
 pub struct ConfigPlan {
     /// Each class's name and class of service, in file order.
     pub classes: Vec<(String, ClassId)>,
-    /// The writes ([`Plan::apply`] makes them as one transaction).
+    /// The writes ([`ApplyPlan::apply`](rdt_host::transaction::ApplyPlan::apply) makes them as one transaction).
     pub plan: Plan,
     /// What is worth telling: the file's ([`Config::check`]) and the plan's.
     pub warnings: Vec<String>,
@@ -58,7 +58,7 @@ impl ConfigPlan {
             .iter()
             .map(|(_, step)| {
                 let who = |c: ClassId| match self.name_of(c) {
-                    Some(n) => format!("{} (COS{c})", crate::Shown(n)),
+                    Some(n) => format!("{} (COS{c})", rdt_core::Shown(n)),
                     None => format!("COS{c}"),
                 };
                 match step {
@@ -107,7 +107,10 @@ impl ConfigPlan {
                     }
                     Step::Claim { class, .. } => format!("{}: new named class", who(*class)),
                     Step::Release { class, name, .. } => {
-                        format!("{} (COS{class}): named class removed", crate::Shown(name))
+                        format!(
+                            "{} (COS{class}): named class removed",
+                            rdt_core::Shown(name)
+                        )
                     }
                     Step::Reset { .. } | Step::Restore { .. } => step.to_string(),
                 }
@@ -243,7 +246,7 @@ impl Config {
     /// SMBA limit back to "no limit", its CPUs and (OS interface) tasks back to COS 0, then
     /// the name given up ([`Change::Release`]): on the OS interface its resctrl group is
     /// removed, on the MSR interface its record goes. Writes nothing; apply the plan with
-    /// [`Plan::apply`] (all or nothing, journaled).
+    /// [`ApplyPlan::apply`](rdt_host::transaction::ApplyPlan::apply) (all or nothing, journaled).
     ///
     /// A name of the file that is not one of this library's (never applied here, removed
     /// already, or another tool's resctrl group of that name, as goresctrl makes) is left
@@ -254,17 +257,18 @@ impl Config {
     ///
     /// # Errors
     /// [`ConfigPlanError::Config`] naming the class when its removal cannot be planned (on
-    /// the OS interface its group holds monitor groups, [`crate::RequestError::ClassInUse`];
+    /// the OS interface its group holds monitor groups, [`rdt_core::RequestError::ClassInUse`];
     /// a task that exited while planning); [`ConfigPlanError::Backend`] when the platform
     /// cannot be read.
     ///
     /// # Examples
     /// ```
     /// use std::path::Path;
-    /// use rdt_core::config::Config;
+    /// use rdt_config::Config;
     /// use rdt_core::fake::FakeBackend;
-    /// use rdt_core::proc::ProcFs;
+    /// use rdt_host::proc::ProcFs;
     /// use rdt_core::transaction::AllocState;
+    /// use rdt_host::transaction::ApplyPlan;
     ///
     /// let mut b = FakeBackend::broadwell_2s();
     /// let before = AllocState::read(&mut b).unwrap();
@@ -279,7 +283,7 @@ impl Config {
     /// removal.plan.apply(&mut b).into_result().unwrap();
     /// assert_eq!(AllocState::read(&mut b).unwrap(), before);
     /// assert!(cfg.remove(&mut b).unwrap().plan.is_empty(), "nothing of ours is left");
-    /// # Ok::<(), rdt_core::config::ConfigError>(())
+    /// # Ok::<(), rdt_config::ConfigError>(())
     /// ```
     pub fn remove<B: Backend>(
         &self,
@@ -457,7 +461,7 @@ impl Config {
                 .then(|| ids.iter().position(|c| *c == class))
                 .flatten()
         };
-        let listed: crate::CpuSet = self.classes.iter().flat_map(|c| c.cpus.iter()).collect();
+        let listed: rdt_core::CpuSet = self.classes.iter().flat_map(|c| c.cpus.iter()).collect();
         for (cpu, class) in backend.cpu_classes().map_err(ConfigPlanError::Backend)? {
             if let Some(i) = class.and_then(index_of)
                 && !listed.contains(cpu)
@@ -526,8 +530,8 @@ impl Config {
         Ok(ids.into_iter().map(Option::unwrap_or_default).collect())
     }
 
-    /// A backend error at a class's key: a [`crate::RequestError`] is the file's problem.
-    fn backend_error<E: crate::BackendError>(
+    /// A backend error at a class's key: a [`rdt_core::RequestError`] is the file's problem.
+    fn backend_error<E: rdt_core::BackendError>(
         &self,
         class: usize,
         key: &str,
@@ -624,7 +628,7 @@ impl Config {
     fn place_error(
         &self,
         resource: CatResource,
-        domain: crate::CacheDomain,
+        domain: rdt_core::CacheDomain,
         e: &super::PlaceError,
         holders: &[(String, u64)],
     ) -> ConfigError {

@@ -19,10 +19,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::Step;
-use crate::BackendExt;
 use crate::runfile::{RunFile, dead_run_files};
-use crate::{Backend, BackendError, ClassId, Interface, Reclaimed, RequestError};
+use rdt_core::BackendExt;
+use rdt_core::transaction::Step;
+use rdt_core::{Backend, BackendError, ClassId, Interface, Reclaimed, RequestError};
 
 /// The format version written; a journal with another is left alone (and logged).
 const VERSION: u32 = 1;
@@ -107,7 +107,7 @@ pub fn recover<B: Backend>(backend: &mut B) -> Result<Vec<Reclaimed>, B::Error> 
         return Ok(Vec::new());
     };
     let interface = backend.interface();
-    super::with_writers(backend, |backend| {
+    rdt_core::transaction::with_writers(backend, |backend| {
         let dead = dead_run_files(&dir, prefix(interface), MAX_JOURNAL_BYTES).map_err(|e| {
             B::Error::from(RequestError::RunState {
                 path: dir.clone(),
@@ -142,7 +142,7 @@ pub fn recover<B: Backend>(backend: &mut B) -> Result<Vec<Reclaimed>, B::Error> 
             }
             backend.own_classes(&record.new_groups);
             let newest_first: Vec<&Step> = record.steps.iter().rev().collect();
-            let errors = super::undo_steps(backend, &newest_first);
+            let errors = rdt_core::transaction::undo_steps(backend, &newest_first);
             let mut undone = Vec::new();
             let mut failed = Vec::new();
             let mut errors = errors.into_iter().peekable();
@@ -153,7 +153,7 @@ pub fn recover<B: Backend>(backend: &mut B) -> Result<Vec<Reclaimed>, B::Error> 
                     Some((_, e)) => failed.push(format!(
                         "{}: {}",
                         step.undo_description(),
-                        crate::error_chain(&e)
+                        rdt_core::error_chain(&e)
                     )),
                 }
             }

@@ -6,7 +6,7 @@ use super::place::{PlaceRequest, place};
 use super::{
     CacheSize, ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning, PlaceError,
 };
-use crate::{
+use rdt_core::{
     CacheDomain, Capabilities, CatCaps, CatResource, ClassId, CpuSet, Feature, Interface, MbaLimit,
     MbaResource, RequestError, Topology,
 };
@@ -366,7 +366,7 @@ fn placement_error(
 }
 
 /// [`Config::normalized`]: every MBA and SMBA limit as `interface` stores it
-/// ([`crate::MbaCaps::stored_limit`]), one warning per limit that changes.
+/// ([`rdt_core::MbaCaps::stored_limit`]), one warning per limit that changes.
 pub(super) fn normalize(
     config: &Config,
     caps: &Capabilities,

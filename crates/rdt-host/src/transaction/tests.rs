@@ -1,8 +1,13 @@
 //! Tests of the transaction: fault injection at every write, validation, idempotence.
 
 use super::*;
-use crate::fake::{FakeBackend, FakeError};
-use crate::{CatMask, FeatureSetting, Reclaimed};
+use rdt_core::fake::{FakeBackend, FakeError};
+use rdt_core::transaction::*;
+use rdt_core::{
+    AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ClassId, LogicalCpu,
+    MbaClass, MbaLimit, MbaResource, RequestError, TaskId,
+};
+use rdt_core::{CatMask, FeatureSetting, Reclaimed};
 
 fn cat(domain: u32, class: u32, bits: u64) -> Change {
     Change::Cat {
@@ -499,7 +504,7 @@ fn the_writers_lock_is_released_on_return_and_on_a_panic() {
 fn amd_smba() -> (FakeBackend, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut b = FakeBackend::amd_2ccx().with_run_dir(dir.path().join("run"));
-    b.reconfigure(|c| c.smba = crate::Feature::Supported(crate::fake::fixtures::amd_mba(16)));
+    b.reconfigure(|c| c.smba = rdt_core::Feature::Supported(rdt_core::fake::fixtures::amd_mba(16)));
     (b, dir)
 }
 
@@ -555,7 +560,7 @@ fn smba_changes_set_smba_only_and_are_checked_against_smba() {
     );
     let pct = Change::smba(CacheDomain::new(0), ClassId::new(1), MbaLimit::Percent(50));
     assert!(Plan::new(&mut b, &[pct]).is_err());
-    b.reconfigure(|c| c.smba = crate::Feature::Unsupported);
+    b.reconfigure(|c| c.smba = rdt_core::Feature::Unsupported);
     let e = Plan::new(&mut b, &[smba(0, 1, 8)]).unwrap_err();
     assert!(e.to_string().contains("SMBA is not supported"), "{e}");
 }
@@ -651,17 +656,17 @@ fn journals_written_before_smba_read_as_mba() {
 /// `intel_1s`'s capabilities with CPUs n and n + 4 threads of core n (SMT), as the MSR
 /// interface's x2APIC topology gives them.
 fn smt_1s(per_thread: bool) -> FakeBackend {
-    let (mut caps, _) = crate::fake::fixtures::intel_1s();
-    if let Some(crate::MbaCaps {
-        kind: crate::MbaKind::IntelDelay { per_thread: p, .. },
+    let (mut caps, _) = rdt_core::fake::fixtures::intel_1s();
+    if let Some(rdt_core::MbaCaps {
+        kind: rdt_core::MbaKind::IntelDelay { per_thread: p, .. },
         ..
     }) = caps.mba.get_mut()
     {
         *p = per_thread;
     }
-    let topo = crate::Topology::from_placements(
+    let topo = rdt_core::Topology::from_placements(
         (0..8)
-            .map(|c| crate::CpuPlacement {
+            .map(|c| rdt_core::CpuPlacement {
                 cpu: LogicalCpu::new(c),
                 package: 0,
                 core: Some(c % 4),
@@ -688,7 +693,7 @@ fn threads_of_one_core_in_classes_with_different_mba_limits_are_a_warning() {
                 (ClassId::new(0), MbaLimit::Percent(100)),
                 (ClassId::new(1), MbaLimit::Percent(50)),
             ],
-            throttle: crate::ThreadThrottle::Max,
+            throttle: rdt_core::ThreadThrottle::Max,
             applied: MbaLimit::Percent(50),
         }]
     );

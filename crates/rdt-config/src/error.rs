@@ -52,7 +52,7 @@ fn prefix(file: &Path, at: &Location) -> String {
     }
     if let Some(key) = &at.key {
         // Keys are the file's text: shown escaped, as names are.
-        out.push_str(&format!("{}: ", crate::Shown(key)));
+        out.push_str(&format!("{}: ", rdt_core::Shown(key)));
     }
     out
 }

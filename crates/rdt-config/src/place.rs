@@ -2,7 +2,7 @@
 //! in one domain.
 
 use super::CacheSize;
-use crate::{CacheBitmask, CatCaps, CatResource, LimitError};
+use rdt_core::{CacheBitmask, CatCaps, CatResource, LimitError};
 
 /// One class's request for one cache level in one domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -231,7 +231,7 @@ fn longest_run(mut bits: u64) -> u32 {
 /// # Examples
 /// ```
 /// use rdt_core::CatResource;
-/// use rdt_core::config::{CacheSize, PlaceRequest, place};
+/// use rdt_config::{CacheSize, PlaceRequest, place};
 /// # let cat = rdt_core::CatCaps { cbm_len: 20, shareable_bits: 0, num_classes: 16,
 /// #     cdp_supported: false, cdp_enabled: false, non_contiguous_cbm: false, io_rdt: false,
 /// #     min_cbm_bits: 1 };
@@ -244,7 +244,7 @@ fn longest_run(mut bits: u64) -> u32 {
 ///     0,
 /// )?;
 /// assert_eq!(masks.iter().map(|m| m.bits()).collect::<Vec<_>>(), [0xffe00, 0x1e0]);
-/// # Ok::<(), rdt_core::config::PlaceError>(())
+/// # Ok::<(), rdt_config::PlaceError>(())
 /// ```
 pub fn place(
     resource: CatResource,
