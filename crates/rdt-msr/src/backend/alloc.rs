@@ -522,3 +522,6 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         self.cdp_inconsistency()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -50,3 +50,6 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests;

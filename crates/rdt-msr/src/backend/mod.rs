@@ -573,4 +573,6 @@ impl<M: MsrIo, P: PmuSource, E: From<MsrError>> Writers<E> for MsrBackend<M, P> 
 }
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;

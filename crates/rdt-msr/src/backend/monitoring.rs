@@ -466,3 +466,6 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         released.and(unclaimed)
     }
 }
+
+#[cfg(test)]
+mod tests;

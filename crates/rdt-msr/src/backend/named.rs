@@ -130,3 +130,6 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

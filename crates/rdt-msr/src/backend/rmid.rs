@@ -133,3 +133,6 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         Ok(contexts)
     }
 }
+
+#[cfg(test)]
+mod tests;
