@@ -11,7 +11,7 @@ use rdt_core::{CacheBitmask, CacheDomain, Capabilities, CpuSet, LogicalCpu, Topo
 
 use crate::MsrBackend;
 use crate::regs;
-use crate::{FakeMsrs, MsrAddr};
+use crate::{FakeMsrs, MsrAddr, MsrError};
 
 pub(super) const SCALE: u64 = 57344;
 
@@ -79,4 +79,44 @@ pub(super) fn with_cdp_on() -> MsrBackend<FakeMsrs> {
 /// Sets the raw IA32_QM_CTR value CPU `c` returns for (`rmid`, `event`).
 pub(super) fn ctr(b: &mut MsrBackend<FakeMsrs>, c: u32, rmid: u32, event: u64, value: u64) {
     b.io_mut().set_counter(cpu(c), rmid, event, value);
+}
+
+/// What a refused call must have left alone, counted since the backend was made (or its
+/// counts last reset).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Untouched {
+    /// No register written.
+    Writes,
+    /// No register read or written.
+    Accesses,
+    /// Not checked: the case is about the error only.
+    Unchecked,
+}
+
+/// One call that must be refused: the backend it is made on, the call, the error it must
+/// give and what it must not have touched. `case` names it in a failure (the name of the
+/// test it was before the tests were tables).
+pub(super) struct Refused {
+    pub(super) case: &'static str,
+    pub(super) backend: fn() -> MsrBackend<FakeMsrs>,
+    pub(super) call: fn(&mut MsrBackend<FakeMsrs>) -> Result<(), MsrError>,
+    pub(super) error: fn(&MsrError) -> bool,
+    pub(super) untouched: Untouched,
+}
+
+/// Makes every call of `cases` on its own backend and checks it is refused with its error
+/// and touched no more than it may.
+pub(super) fn assert_refused(cases: &[Refused]) {
+    for c in cases {
+        let mut b = (c.backend)();
+        let Err(err) = (c.call)(&mut b) else {
+            panic!("{}: accepted", c.case);
+        };
+        assert!((c.error)(&err), "{}: {err}", c.case);
+        match c.untouched {
+            Untouched::Writes => assert_eq!(b.io().writes(), 0, "{}: written", c.case),
+            Untouched::Accesses => assert_eq!(accesses(&b), 0, "{}: accessed", c.case),
+            Untouched::Unchecked => {}
+        }
+    }
 }

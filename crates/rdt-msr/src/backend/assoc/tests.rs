@@ -3,7 +3,7 @@
 
 use rdt_core::{BackendExt, ClassId, LimitError, RequestError, Rmid};
 
-use crate::backend::test_support::{PQR, accesses, backend, cpu, fresh};
+use crate::backend::test_support::{PQR, Refused, Untouched, assert_refused, backend, cpu, fresh};
 use crate::regs;
 use crate::{FakeMsrs, MsrError};
 
@@ -20,36 +20,40 @@ fn associate_keeps_rmid_and_sets_class_in_high_half() {
     assert_eq!(b.rmid_of(cpu(2)).unwrap(), Some(Rmid::new(7)));
 }
 
+/// A class or CPU out of range is refused before any register access.
 #[test]
-fn associate_rejects_a_class_beyond_the_largest_class_count_without_writing() {
-    // arrange
-    let mut b = fresh();
-    // act
-    let err = b.associate(cpu(1), ClassId::new(16)).unwrap_err();
-    // assert
-    assert!(
-        matches!(
-            err,
-            MsrError::Request(RequestError::Limit(LimitError::ClassOutOfRange {
-                num_classes: 16,
-                ..
-            }))
-        ),
-        "{err}"
-    );
-    assert_eq!(accesses(&b), 0);
-}
-
-#[test]
-fn associate_rejects_an_offline_cpu_without_writing() {
-    let mut b = fresh();
-    let err = b.associate(cpu(8), ClassId::new(1)).unwrap_err();
-    assert!(matches!(err, MsrError::Request(RequestError::NoSuchCpu(c)) if c == cpu(8)));
-    assert!(matches!(
-        b.class_of(cpu(9)),
-        Err(MsrError::Request(RequestError::NoSuchCpu(_)))
-    ));
-    assert_eq!(accesses(&b), 0);
+fn association_refusals_touch_no_register() {
+    assert_refused(&[
+        Refused {
+            case: "associate_rejects_a_class_beyond_the_largest_class_count_without_writing",
+            backend: fresh,
+            call: |b| b.associate(cpu(1), ClassId::new(16)),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::Limit(LimitError::ClassOutOfRange {
+                        num_classes: 16,
+                        ..
+                    }))
+                )
+            },
+            untouched: Untouched::Accesses,
+        },
+        Refused {
+            case: "associate_rejects_an_offline_cpu_without_writing",
+            backend: fresh,
+            call: |b| b.associate(cpu(8), ClassId::new(1)),
+            error: |e| matches!(e, MsrError::Request(RequestError::NoSuchCpu(c)) if *c == cpu(8)),
+            untouched: Untouched::Accesses,
+        },
+        Refused {
+            case: "associate_rejects_an_offline_cpu_without_writing: class_of",
+            backend: fresh,
+            call: |b| b.class_of(cpu(9)).map(drop),
+            error: |e| matches!(e, MsrError::Request(RequestError::NoSuchCpu(_))),
+            untouched: Untouched::Accesses,
+        },
+    ]);
 }
 
 #[test]

@@ -4,7 +4,9 @@
 use rdt_core::{Backend, BackendExt, Feature, MonEvents, MonGroupId, RequestError, Rmid, Topology};
 
 use crate::MsrBackend;
-use crate::backend::test_support::{PQR, SCALE, backend_with, caps, cpu, cpus, ctr, dom, fresh};
+use crate::backend::test_support::{
+    PQR, Refused, SCALE, Untouched, assert_refused, backend_with, caps, cpu, cpus, ctr, dom, fresh,
+};
 use crate::regs::{self, EVT_MBM_TOTAL};
 use crate::{FakeMsrs, MsrError};
 
@@ -48,24 +50,26 @@ fn a_group_gets_one_rmid_per_l3_domain_it_spans() {
 
 #[test]
 fn running_out_of_rmids_is_an_error_naming_the_domain() {
-    // arrange: 4 RMIDs; CPUs 5-7 hold 1-3
-    let mut c = caps();
-    c.monitoring.get_mut().unwrap().num_rmids = 4;
-    let mut b = backend_with(FakeMsrs::new(), c);
-    for (cpu_n, rmid) in [(5, 1), (6, 2), (7, 3)] {
-        b.io_mut().set(cpu(cpu_n), PQR, regs::pqr_assoc(0, rmid));
-    }
-    b.io_mut().reset_counts();
-    // act
-    let err = b
-        .start_monitoring(&cpus("4"), MonEvents::LLC_OCCUPANCY)
-        .unwrap_err();
-    // assert
-    assert!(
-        matches!(&err, MsrError::Request(RequestError::OutOfRmids { scope, .. }) if *scope == format!("L3 domain {}", dom(1))),
-        "{err}"
-    );
-    assert_eq!(b.io().writes(), 0);
+    assert_refused(&[Refused {
+        case: "running_out_of_rmids_is_an_error_naming_the_domain",
+        // 4 RMIDs; CPUs 5-7 hold 1-3
+        backend: || {
+            let mut c = caps();
+            c.monitoring.get_mut().unwrap().num_rmids = 4;
+            let mut b = backend_with(FakeMsrs::new(), c);
+            for (cpu_n, rmid) in [(5, 1), (6, 2), (7, 3)] {
+                b.io_mut().set(cpu(cpu_n), PQR, regs::pqr_assoc(0, rmid));
+            }
+            b.io_mut().reset_counts();
+            b
+        },
+        call: |b| {
+            b.start_monitoring(&cpus("4"), MonEvents::LLC_OCCUPANCY)
+                .map(drop)
+        },
+        error: |e| matches!(e, MsrError::Request(RequestError::OutOfRmids { scope, .. }) if *scope == format!("L3 domain {}", dom(1))),
+        untouched: Untouched::Writes,
+    }]);
 }
 
 #[test]
