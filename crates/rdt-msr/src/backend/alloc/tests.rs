@@ -10,7 +10,8 @@ use rdt_core::{
 
 use crate::MsrBackend;
 use crate::backend::test_support::{
-    PQR, accesses, backend_with, caps, cpu, dom, fresh, l3, mask, with_cdp_on,
+    PQR, Refused, Untouched, assert_refused, backend_with, caps, cpu, dom, fresh, l3, mask,
+    with_cdp_on,
 };
 use crate::regs;
 use crate::{FakeMsrs, MsrAddr, MsrError};
@@ -62,14 +63,129 @@ fn cat_classes_reads_every_usable_class() {
     assert_eq!(b.io().reads(), 16);
 }
 
+/// Sets the masks `(class, mask)` in L3 domain 0.
+fn set_l3(b: &mut MsrBackend<FakeMsrs>, classes: &[(u32, CatMask)]) -> Result<(), MsrError> {
+    let classes: Vec<CatClass> = classes
+        .iter()
+        .map(|&(class, mask)| CatClass {
+            class: ClassId::new(class),
+            mask,
+        })
+        .collect();
+    b.set_cat_classes(CatResource::L3, dom(0), &classes)
+}
+
+fn cdp(data: u64, code: u64) -> CatMask {
+    CatMask::Cdp {
+        data: mask(data),
+        code: mask(code),
+    }
+}
+
+fn unified(bits: u64) -> CatMask {
+    CatMask::Unified(mask(bits))
+}
+
+/// Every class and the domain are validated before the first write; a bad register is
+/// an error, not a panic.
 #[test]
-fn a_zero_mask_register_is_reported_not_unwrapped() {
-    let mut b = fresh();
-    let err = b.cat_classes(CatResource::L3, dom(0)).unwrap_err();
-    assert!(
-        matches!(err, MsrError::BadRegister { value: 0, addr, .. } if addr == l3(0)),
-        "{err}"
-    );
+fn cat_refusals_write_nothing() {
+    assert_refused(&[
+        Refused {
+            case: "a_zero_mask_register_is_reported_not_unwrapped",
+            backend: fresh,
+            call: |b| b.cat_classes(CatResource::L3, dom(0)).map(drop),
+            error: |e| matches!(e, MsrError::BadRegister { value: 0, addr, .. } if *addr == l3(0)),
+            untouched: Untouched::Unchecked,
+        },
+        Refused {
+            case: "masks_are_validated_for_every_class_before_any_write",
+            backend: fresh,
+            // class 2 is not contiguous
+            call: |b| set_l3(b, &[(1, unified(0xf)), (2, unified(0x505))]),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::Limit(LimitError::NonContiguous { .. }))
+                )
+            },
+            untouched: Untouched::Writes,
+        },
+        Refused {
+            case: "a_mask_wider_than_the_cbm_is_rejected_before_any_write",
+            backend: fresh,
+            call: |b| set_l3(b, &[(0, unified(0x1f_ffff))]),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::Limit(LimitError::MaskTooWide {
+                        cbm_len: 20,
+                        ..
+                    }))
+                )
+            },
+            untouched: Untouched::Writes,
+        },
+        Refused {
+            case: "a_class_beyond_the_usable_count_with_cdp_on_is_rejected_before_any_write",
+            backend: with_cdp_on,
+            call: |b| set_l3(b, &[(0, cdp(1, 1)), (8, cdp(1, 1))]),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::Limit(LimitError::ClassOutOfRange {
+                        num_classes: 8,
+                        ..
+                    }))
+                )
+            },
+            untouched: Untouched::Writes,
+        },
+        Refused {
+            case: "mask_kind_must_match_the_cdp_state: a pair with CDP off",
+            backend: fresh,
+            call: |b| set_l3(b, &[(1, cdp(1, 1))]),
+            error: |e| matches!(e, MsrError::Request(RequestError::CdpMismatch { .. })),
+            untouched: Untouched::Writes,
+        },
+        Refused {
+            case: "mask_kind_must_match_the_cdp_state: one mask with CDP on",
+            backend: with_cdp_on,
+            call: |b| set_l3(b, &[(1, unified(1))]),
+            error: |e| {
+                e.to_string() == "L3 COS1: CDP is on, so the class needs a data and a code mask"
+            },
+            untouched: Untouched::Writes,
+        },
+        Refused {
+            case: "an_unknown_domain_is_rejected_without_access",
+            backend: fresh,
+            call: |b| b.cat_classes(CatResource::L3, dom(2)).map(drop),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::NoSuchDomain { resource: "L3", .. })
+                )
+            },
+            untouched: Untouched::Accesses,
+        },
+        Refused {
+            case: "an_unsupported_resource_is_a_limit_error",
+            backend: || {
+                let mut c = caps();
+                c.l2_cat = Feature::DetailsUnknown;
+                backend_with(FakeMsrs::new(), c)
+            },
+            call: |b| b.set_cat_classes(CatResource::L2, dom(0), &[]),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::Limit(LimitError::Unsupported("L2 CAT")))
+                )
+            },
+            untouched: Untouched::Unchecked,
+        },
+    ]);
 }
 
 #[test]
@@ -113,145 +229,6 @@ fn cat_classes_with_cdp_on_reads_data_and_code_pairs() {
 }
 
 #[test]
-fn masks_are_validated_for_every_class_before_any_write() {
-    // arrange
-    let mut b = fresh();
-    let classes = [
-        CatClass {
-            class: ClassId::new(1),
-            mask: CatMask::Unified(mask(0xf)),
-        },
-        CatClass {
-            class: ClassId::new(2),
-            mask: CatMask::Unified(mask(0x505)),
-        }, // not contiguous
-    ];
-    // act
-    let err = b
-        .set_cat_classes(CatResource::L3, dom(0), &classes)
-        .unwrap_err();
-    // assert
-    assert!(
-        matches!(
-            err,
-            MsrError::Request(RequestError::Limit(LimitError::NonContiguous { .. }))
-        ),
-        "{err}"
-    );
-    assert_eq!(b.io().writes(), 0);
-}
-
-#[test]
-fn a_mask_wider_than_the_cbm_is_rejected_before_any_write() {
-    let mut b = fresh();
-    let classes = [CatClass {
-        class: ClassId::new(0),
-        mask: CatMask::Unified(mask(0x1f_ffff)),
-    }];
-    let err = b
-        .set_cat_classes(CatResource::L3, dom(0), &classes)
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            MsrError::Request(RequestError::Limit(LimitError::MaskTooWide {
-                cbm_len: 20,
-                ..
-            }))
-        ),
-        "{err}"
-    );
-    assert_eq!(b.io().writes(), 0);
-}
-
-#[test]
-fn a_class_beyond_the_usable_count_with_cdp_on_is_rejected_before_any_write() {
-    // arrange
-    let mut b = with_cdp_on();
-    let classes = [
-        CatClass {
-            class: ClassId::new(0),
-            mask: CatMask::Cdp {
-                data: mask(1),
-                code: mask(1),
-            },
-        },
-        CatClass {
-            class: ClassId::new(8),
-            mask: CatMask::Cdp {
-                data: mask(1),
-                code: mask(1),
-            },
-        },
-    ];
-    // act
-    let err = b
-        .set_cat_classes(CatResource::L3, dom(0), &classes)
-        .unwrap_err();
-    // assert
-    assert!(
-        matches!(
-            err,
-            MsrError::Request(RequestError::Limit(LimitError::ClassOutOfRange {
-                num_classes: 8,
-                ..
-            }))
-        ),
-        "{err}"
-    );
-    assert_eq!(b.io().writes(), 0);
-}
-
-#[test]
-fn mask_kind_must_match_the_cdp_state() {
-    // arrange
-    let mut off = fresh();
-    let mut on = with_cdp_on();
-    let pair = [CatClass {
-        class: ClassId::new(1),
-        mask: CatMask::Cdp {
-            data: mask(1),
-            code: mask(1),
-        },
-    }];
-    let one = [CatClass {
-        class: ClassId::new(1),
-        mask: CatMask::Unified(mask(1)),
-    }];
-    // act
-    let e_off = off
-        .set_cat_classes(CatResource::L3, dom(0), &pair)
-        .unwrap_err();
-    let e_on = on
-        .set_cat_classes(CatResource::L3, dom(0), &one)
-        .unwrap_err();
-    // assert
-    assert!(matches!(
-        e_off,
-        MsrError::Request(RequestError::CdpMismatch { .. })
-    ));
-    assert_eq!(
-        e_on.to_string(),
-        "L3 COS1: CDP is on, so the class needs a data and a code mask"
-    );
-    assert_eq!(off.io().writes() + on.io().writes(), 0);
-}
-
-#[test]
-fn an_unknown_domain_is_rejected_without_access() {
-    let mut b = fresh();
-    let err = b.cat_classes(CatResource::L3, dom(2)).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            MsrError::Request(RequestError::NoSuchDomain { resource: "L3", .. })
-        ),
-        "{err}"
-    );
-    assert_eq!(accesses(&b), 0);
-}
-
-#[test]
 fn l2_masks_go_to_0xd10_on_the_lowest_cpu_of_the_l2_domain() {
     let mut b = fresh();
     let classes = [CatClass {
@@ -261,21 +238,6 @@ fn l2_masks_go_to_0xd10_on_the_lowest_cpu_of_the_l2_domain() {
     b.set_cat_classes(CatResource::L2, dom(3), &classes)
         .unwrap();
     assert_eq!(b.io().get(cpu(6), MsrAddr::new(0xD12)), Some(0x3c));
-}
-
-#[test]
-fn an_unsupported_resource_is_a_limit_error() {
-    let mut c = caps();
-    c.l2_cat = Feature::DetailsUnknown;
-    let mut b = backend_with(FakeMsrs::new(), c);
-    let err = b.set_cat_classes(CatResource::L2, dom(0), &[]).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            MsrError::Request(RequestError::Limit(LimitError::Unsupported("L2 CAT")))
-        ),
-        "{err}"
-    );
 }
 
 // ---- MBA ----
@@ -315,78 +277,101 @@ fn mba_percent_is_rounded_half_up_to_the_granularity_and_clipped_to_max_delay() 
     }
 }
 
-#[test]
-fn mba_zero_or_above_100_percent_is_rejected_before_writing() {
-    let mut b = fresh();
-    let e0 = set_mba(&mut b, 1, 0).unwrap_err();
-    let e101 = set_mba(&mut b, 1, 101).unwrap_err();
-    assert!(matches!(
-        e0,
-        MsrError::Request(RequestError::Limit(LimitError::MbaOutOfRange {
-            value: 0,
-            ..
-        }))
-    ));
-    assert!(matches!(
-        e101,
-        MsrError::Request(RequestError::Limit(LimitError::MbaOutOfRange {
-            value: 101,
-            ..
-        }))
-    ));
-    assert_eq!(b.io().writes(), 0);
+/// Sets the limits `(class, limit)` in L3 domain 0.
+fn set_mba_limit(
+    b: &mut MsrBackend<FakeMsrs>,
+    classes: &[(u32, MbaLimit)],
+) -> Result<(), MsrError> {
+    let classes: Vec<MbaClass> = classes
+        .iter()
+        .map(|&(class, limit)| MbaClass {
+            class: ClassId::new(class),
+            limit,
+        })
+        .collect();
+    b.set_mba_classes(dom(0), &classes).map(drop)
 }
 
+/// Every MBA class and value is validated before the first write.
 #[test]
-fn mba_validates_every_class_before_writing() {
-    let mut b = fresh();
-    let classes = [
-        MbaClass {
-            class: ClassId::new(1),
-            limit: MbaLimit::Percent(50),
+fn mba_refusals_write_nothing() {
+    assert_refused(&[
+        Refused {
+            case: "mba_zero_or_above_100_percent_is_rejected_before_writing: 0%",
+            backend: fresh,
+            call: |b| set_mba(b, 1, 0).map(drop),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::Limit(LimitError::MbaOutOfRange {
+                        value: 0,
+                        ..
+                    }))
+                )
+            },
+            untouched: Untouched::Writes,
         },
-        MbaClass {
-            class: ClassId::new(8),
-            limit: MbaLimit::Percent(50),
+        Refused {
+            case: "mba_zero_or_above_100_percent_is_rejected_before_writing: 101%",
+            backend: fresh,
+            call: |b| set_mba(b, 1, 101).map(drop),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::Limit(LimitError::MbaOutOfRange {
+                        value: 101,
+                        ..
+                    }))
+                )
+            },
+            untouched: Untouched::Writes,
         },
-    ];
-    let err = b.set_mba_classes(dom(0), &classes).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            MsrError::Request(RequestError::Limit(LimitError::ClassOutOfRange {
-                resource: "MBA",
-                ..
-            }))
-        ),
-        "{err}"
-    );
-    assert_eq!(b.io().writes(), 0);
-}
-
-#[test]
-fn mba_in_mbps_is_unsupported_on_the_msr_interface() {
-    let mut b = fresh();
-    let err = b
-        .set_mba_classes(
-            dom(0),
-            &[MbaClass {
-                class: ClassId::new(1),
-                limit: MbaLimit::MibPerSec(6000),
-            }],
-        )
-        .unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            MsrError::Request(RequestError::MbaUnit {
-                mismatch: MbaUnitMismatch::MibPerSecOnMsr,
-                ..
-            })
-        ),
-        "{err}"
-    );
-    assert_eq!(b.io().writes(), 0);
+        Refused {
+            case: "mba_validates_every_class_before_writing",
+            backend: fresh,
+            call: |b| set_mba_limit(b, &[(1, MbaLimit::Percent(50)), (8, MbaLimit::Percent(50))]),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::Limit(LimitError::ClassOutOfRange {
+                        resource: "MBA",
+                        ..
+                    }))
+                )
+            },
+            untouched: Untouched::Writes,
+        },
+        Refused {
+            case: "mba_in_mbps_is_unsupported_on_the_msr_interface",
+            backend: fresh,
+            call: |b| set_mba_limit(b, &[(1, MbaLimit::MibPerSec(6000))]),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::MbaUnit {
+                        mismatch: MbaUnitMismatch::MibPerSecOnMsr,
+                        ..
+                    })
+                )
+            },
+            untouched: Untouched::Writes,
+        },
+        Refused {
+            case: "amd_mba_refuses_percentages",
+            backend: || backend_with(FakeMsrs::new(), amd_caps()),
+            call: |b| set_mba(b, 1, 50).map(drop),
+            error: |e| {
+                matches!(
+                    e,
+                    MsrError::Request(RequestError::MbaUnit {
+                        mismatch: MbaUnitMismatch::PercentOnAmd,
+                        ..
+                    })
+                )
+            },
+            untouched: Untouched::Unchecked,
+        },
+    ]);
 }
 
 #[test]
@@ -446,18 +431,6 @@ fn amd_mba_writes_raw_units_and_rejects_zero_or_above_2_pow_width() {
     ));
     assert!(set(&mut b, 2048).is_ok());
     assert_eq!(b.io().writes(), 1);
-}
-
-#[test]
-fn amd_mba_refuses_percentages() {
-    let mut b = backend_with(FakeMsrs::new(), amd_caps());
-    assert!(matches!(
-        set_mba(&mut b, 1, 50),
-        Err(MsrError::Request(RequestError::MbaUnit {
-            mismatch: MbaUnitMismatch::PercentOnAmd,
-            ..
-        }))
-    ));
 }
 
 // ---- reset_allocation ----
@@ -537,39 +510,41 @@ fn reset_with_l3cdp_off_clears_the_bit_and_restores_16_classes() {
     assert_eq!(b.cat_classes(CatResource::L3, dom(0)).unwrap().len(), 16);
 }
 
+/// A reset the MSR interface cannot do is refused before any register access.
 #[test]
-fn cdp_on_where_unsupported_fails_before_any_write() {
-    // arrange
-    let mut c = caps();
-    c.l2_cat.get_mut().unwrap().cdp_supported = false;
-    let mut b = backend_with(FakeMsrs::new(), c);
-    b.io_mut().reset_counts();
-    let cfg = AllocReset {
-        l2_cdp: FeatureSetting::On,
-        ..AllocReset::default()
-    };
-    // act
-    let err = b.reset_allocation(&cfg).unwrap_err();
-    // assert
-    assert!(
-        matches!(&err, MsrError::Request(RequestError::Unsupported(m)) if m.contains("L2 CDP requested")),
-        "{err}"
-    );
-    assert_eq!(accesses(&b), 0);
-}
-
-#[test]
-fn mba_ctrl_on_is_unsupported_on_msr() {
-    let mut b = fresh();
-    let cfg = AllocReset {
-        mba_ctrl: FeatureSetting::On,
-        ..AllocReset::default()
-    };
-    assert!(matches!(
-        b.reset_allocation(&cfg),
-        Err(MsrError::Request(RequestError::Unsupported(_)))
-    ));
-    assert_eq!(accesses(&b), 0);
+fn reset_refusals_touch_no_register() {
+    assert_refused(&[
+        Refused {
+            case: "cdp_on_where_unsupported_fails_before_any_write",
+            backend: || {
+                let mut c = caps();
+                c.l2_cat.get_mut().unwrap().cdp_supported = false;
+                let mut b = backend_with(FakeMsrs::new(), c);
+                b.io_mut().reset_counts();
+                b
+            },
+            call: |b| {
+                b.reset_allocation(&AllocReset {
+                    l2_cdp: FeatureSetting::On,
+                    ..AllocReset::default()
+                })
+            },
+            error: |e| matches!(e, MsrError::Request(RequestError::Unsupported(m)) if m.contains("L2 CDP requested")),
+            untouched: Untouched::Accesses,
+        },
+        Refused {
+            case: "mba_ctrl_on_is_unsupported_on_msr",
+            backend: fresh,
+            call: |b| {
+                b.reset_allocation(&AllocReset {
+                    mba_ctrl: FeatureSetting::On,
+                    ..AllocReset::default()
+                })
+            },
+            error: |e| matches!(e, MsrError::Request(RequestError::Unsupported(_))),
+            untouched: Untouched::Accesses,
+        },
+    ]);
 }
 
 #[test]
