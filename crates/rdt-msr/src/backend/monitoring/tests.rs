@@ -11,7 +11,8 @@ use rdt_core::{
 
 use crate::MsrBackend;
 use crate::backend::test_support::{
-    PQR, SCALE, backend_with, caps, cpu, cpus, ctr, fresh, topology,
+    PQR, Refused, SCALE, Untouched, assert_refused, backend_with, caps, cpu, cpus, ctr, fresh,
+    topology,
 };
 use crate::regs::{self, EVT_LLC_OCCUPANCY, EVT_MBM_LOCAL, EVT_MBM_TOTAL};
 use crate::{FakeMsrs, MsrAddr, MsrError};
@@ -26,34 +27,64 @@ fn start_keeps_the_class_of_service() {
     assert_eq!(b.io().get(cpu(1), PQR), Some(regs::pqr_assoc(6, 1)));
 }
 
+/// A group that cannot start is refused before any write: CPUs monitored already, offline
+/// CPUs, empty groups.
 #[test]
-fn a_cpu_with_a_non_zero_rmid_refuses_start_and_nothing_is_written() {
-    // arrange
-    let mut b = fresh();
-    b.io_mut().set(cpu(2), PQR, regs::pqr_assoc(0, 5));
-    // act
-    let err = b
-        .start_monitoring(&cpus("1-3"), MonEvents::PQOS_ALL)
-        .unwrap_err();
-    // assert
-    assert!(
-        matches!(&err, MsrError::Request(RequestError::AlreadyMonitored { what, by: Some(by) }) if what == "CPU 2" && by.starts_with("RMID 5")),
-        "{err}"
-    );
-    assert_eq!(b.io().writes(), 0);
-}
-
-#[test]
-fn a_cpu_already_in_a_group_of_this_backend_refuses_start() {
-    let mut b = fresh();
-    b.start_monitoring(&cpus("1"), MonEvents::IPC).unwrap(); // PMU only: no RMID written
-    let err = b
-        .start_monitoring(&cpus("0-1"), MonEvents::IPC)
-        .unwrap_err();
-    assert!(
-        matches!(&err, MsrError::Request(RequestError::AlreadyMonitored { what, .. }) if what == "CPU 1"),
-        "{err}"
-    );
+fn start_refusals_write_nothing() {
+    assert_refused(&[
+        Refused {
+            case: "a_cpu_with_a_non_zero_rmid_refuses_start_and_nothing_is_written",
+            backend: || {
+                let mut b = fresh();
+                b.io_mut().set(cpu(2), PQR, regs::pqr_assoc(0, 5));
+                b
+            },
+            call: |b| {
+                b.start_monitoring(&cpus("1-3"), MonEvents::PQOS_ALL)
+                    .map(drop)
+            },
+            error: |e| matches!(e, MsrError::Request(RequestError::AlreadyMonitored { what, by: Some(by) }) if what == "CPU 2" && by.starts_with("RMID 5")),
+            untouched: Untouched::Writes,
+        },
+        Refused {
+            case: "a_cpu_already_in_a_group_of_this_backend_refuses_start",
+            backend: || {
+                let mut b = fresh();
+                b.start_monitoring(&cpus("1"), MonEvents::IPC).unwrap(); // PMU only: no RMID written
+                b
+            },
+            call: |b| b.start_monitoring(&cpus("0-1"), MonEvents::IPC).map(drop),
+            error: |e| matches!(e, MsrError::Request(RequestError::AlreadyMonitored { what, .. }) if what == "CPU 1"),
+            untouched: Untouched::Unchecked,
+        },
+        Refused {
+            case: "offline_cpus_and_empty_groups_are_refused: offline CPU",
+            backend: fresh,
+            call: |b| {
+                b.start_monitoring(&cpus("8"), MonEvents::PQOS_ALL)
+                    .map(drop)
+            },
+            error: |e| matches!(e, MsrError::Request(RequestError::NoSuchCpu(_))),
+            untouched: Untouched::Unchecked,
+        },
+        Refused {
+            case: "offline_cpus_and_empty_groups_are_refused: no CPU",
+            backend: fresh,
+            call: |b| {
+                b.start_monitoring(&CpuSet::new(), MonEvents::PQOS_ALL)
+                    .map(drop)
+            },
+            error: |e| matches!(e, MsrError::Request(RequestError::EmptyGroup)),
+            untouched: Untouched::Unchecked,
+        },
+        Refused {
+            case: "offline_cpus_and_empty_groups_are_refused: no event",
+            backend: fresh,
+            call: |b| b.start_monitoring(&cpus("0"), MonEvents::empty()).map(drop),
+            error: |e| matches!(e, MsrError::Request(RequestError::EmptyGroup)),
+            untouched: Untouched::Unchecked,
+        },
+    ]);
 }
 
 #[test]
@@ -95,23 +126,6 @@ fn pmu_events_start_without_a_pmu() {
         (None, None, None)
     );
     assert_eq!(b.rmid_of(cpu(3)).unwrap(), Some(Rmid::new(0)));
-}
-
-#[test]
-fn offline_cpus_and_empty_groups_are_refused() {
-    let mut b = fresh();
-    assert!(matches!(
-        b.start_monitoring(&cpus("8"), MonEvents::PQOS_ALL),
-        Err(MsrError::Request(RequestError::NoSuchCpu(_)))
-    ));
-    assert!(matches!(
-        b.start_monitoring(&CpuSet::new(), MonEvents::PQOS_ALL),
-        Err(MsrError::Request(RequestError::EmptyGroup))
-    ));
-    assert!(matches!(
-        b.start_monitoring(&cpus("0"), MonEvents::empty()),
-        Err(MsrError::Request(RequestError::EmptyGroup))
-    ));
 }
 
 #[test]
@@ -217,115 +231,154 @@ fn first_poll_reports_the_traffic_since_start_and_scaled_occupancy_summed_over_d
     assert!(v.mbm_local_bytes_per_s().is_some_and(|r| r > 0.0));
 }
 
-#[test]
-fn mbm_deltas_are_scaled_and_remote_is_total_minus_local() {
-    // arrange
-    let mut b = fresh();
-    let g = b
-        .start_monitoring(&cpus("0"), MonEvents::MBM_REMOTE)
-        .unwrap();
-    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 100);
-    ctr(&mut b, 0, 1, EVT_MBM_TOTAL, 100);
-    b.poll().unwrap();
-    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 130);
-    ctr(&mut b, 0, 1, EVT_MBM_TOTAL, 150);
-    // act
-    b.poll().unwrap();
-    // assert
-    let v = b.values(g).unwrap().clone();
-    assert_eq!(v.mbm_local_delta_bytes, Some(30 * SCALE));
-    assert_eq!(v.mbm_total_delta_bytes, Some(50 * SCALE));
-    assert_eq!(v.mbm_remote_delta_bytes, Some(20 * SCALE));
-    assert_eq!(v.llc_occupancy_bytes, None);
+/// A value of [`rdt_core::MonValues`]: its name and how to read it.
+type Field = (&'static str, fn(&rdt_core::MonValues) -> Option<u64>);
+
+const OCCUPANCY: Field = ("llc_occupancy_bytes", |v| v.llc_occupancy_bytes);
+const LOCAL: Field = ("mbm_local_delta_bytes", |v| v.mbm_local_delta_bytes);
+const TOTAL: Field = ("mbm_total_delta_bytes", |v| v.mbm_total_delta_bytes);
+const REMOTE: Field = ("mbm_remote_delta_bytes", |v| v.mbm_remote_delta_bytes);
+
+/// One group polled once per round after the raw IA32_QM_CTR values `(CPU, RMID, event,
+/// value)` of that round are set, and the values the last poll must give.
+struct Polled {
+    case: &'static str,
+    cpus: &'static str,
+    events: MonEvents,
+    rounds: &'static [&'static [(u32, u32, u64, u64)]],
+    expect: &'static [(Field, Option<u64>)],
 }
 
+/// MBM deltas are scaled, remote is total minus local (0 when local exceeds total), a
+/// counter wrapping at its width (24 bits) gives the right delta, and data bits above the
+/// width are ignored.
 #[test]
-fn remote_is_zero_when_local_exceeds_total() {
-    let mut b = fresh();
-    let g = b
-        .start_monitoring(&cpus("0"), MonEvents::MBM_REMOTE)
-        .unwrap();
-    b.poll().unwrap();
-    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, 50);
-    ctr(&mut b, 0, 1, EVT_MBM_TOTAL, 40);
-    b.poll().unwrap();
-    assert_eq!(b.values(g).unwrap().mbm_remote_delta_bytes, Some(0));
+fn polls_scale_counters_and_handle_their_width() {
+    let cases = [
+        Polled {
+            case: "mbm_deltas_are_scaled_and_remote_is_total_minus_local",
+            cpus: "0",
+            events: MonEvents::MBM_REMOTE,
+            rounds: &[
+                &[(0, 1, EVT_MBM_LOCAL, 100), (0, 1, EVT_MBM_TOTAL, 100)],
+                &[(0, 1, EVT_MBM_LOCAL, 130), (0, 1, EVT_MBM_TOTAL, 150)],
+            ],
+            expect: &[
+                (LOCAL, Some(30 * SCALE)),
+                (TOTAL, Some(50 * SCALE)),
+                (REMOTE, Some(20 * SCALE)),
+                (OCCUPANCY, None),
+            ],
+        },
+        Polled {
+            case: "remote_is_zero_when_local_exceeds_total",
+            cpus: "0",
+            events: MonEvents::MBM_REMOTE,
+            rounds: &[&[], &[(0, 1, EVT_MBM_LOCAL, 50), (0, 1, EVT_MBM_TOTAL, 40)]],
+            expect: &[(REMOTE, Some(0))],
+        },
+        Polled {
+            case: "a_counter_wrapping_at_24_bits_gives_the_right_delta",
+            cpus: "4",
+            events: MonEvents::MBM_LOCAL,
+            rounds: &[
+                &[(4, 1, EVT_MBM_LOCAL, 0xff_fff0)],
+                &[(4, 1, EVT_MBM_LOCAL, 0x10)],
+            ],
+            expect: &[(LOCAL, Some(0x20 * SCALE))],
+        },
+        Polled {
+            case: "data_bits_above_the_counter_width_are_ignored",
+            cpus: "0",
+            events: MonEvents::LLC_OCCUPANCY,
+            rounds: &[&[(0, 1, EVT_LLC_OCCUPANCY, (1 << 30) | 3)]],
+            expect: &[(OCCUPANCY, Some(3 * SCALE))],
+        },
+    ];
+    for c in &cases {
+        let mut b = fresh();
+        let g = b.start_monitoring(&cpus(c.cpus), c.events).unwrap();
+        for round in c.rounds {
+            for &(cpu_n, rmid, event, value) in *round {
+                ctr(&mut b, cpu_n, rmid, event, value);
+            }
+            b.poll().unwrap();
+        }
+        let v = b.values(g).unwrap();
+        for ((name, get), want) in c.expect {
+            assert_eq!(get(v), *want, "{}: {name}", c.case);
+        }
+    }
 }
 
-#[test]
-fn a_counter_wrapping_at_24_bits_gives_the_right_delta() {
-    // arrange
-    let mut b = fresh();
-    let g = b
-        .start_monitoring(&cpus("4"), MonEvents::MBM_LOCAL)
-        .unwrap();
-    ctr(&mut b, 4, 1, EVT_MBM_LOCAL, 0xff_fff0);
-    b.poll().unwrap();
-    ctr(&mut b, 4, 1, EVT_MBM_LOCAL, 0x10);
-    // act
-    b.poll().unwrap();
-    // assert
-    assert_eq!(
-        b.values(g).unwrap().mbm_local_delta_bytes,
-        Some(0x20 * SCALE)
-    );
+/// A one-event group on CPU 0 (RMID 1) whose IA32_QM_CTR gives `raw` first, then `next`
+/// (if any): the value one poll gives and its (WRMSR, RDMSR) count.
+struct Flagged {
+    case: &'static str,
+    events: MonEvents,
+    event: u64,
+    field: Field,
+    raw: u64,
+    next: Option<u64>,
+    want: Option<u64>,
+    cost: (u64, u64),
 }
 
+/// IA32_QM_CTR's Error bit (63) makes a poll select the event again and read again, the
+/// Unavailable bit (62) read again, at most four times each ([`crate::QM_CTR_ATTEMPTS`]);
+/// the value is `None` if no read gives data.
 #[test]
-fn data_bits_above_the_counter_width_are_ignored() {
-    let mut b = fresh();
-    let g = b
-        .start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY)
-        .unwrap();
-    ctr(&mut b, 0, 1, EVT_LLC_OCCUPANCY, (1 << 30) | 3);
-    b.poll().unwrap();
-    assert_eq!(b.values(g).unwrap().llc_occupancy_bytes, Some(3 * SCALE));
-}
-
-#[test]
-fn the_error_bit_gives_none_after_four_attempts_reselecting_each_time() {
-    // arrange
-    let mut b = fresh();
-    let g = b
-        .start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY)
-        .unwrap();
-    ctr(&mut b, 0, 1, EVT_LLC_OCCUPANCY, regs::QM_CTR_ERROR);
-    b.io_mut().reset_counts();
-    // act
-    b.poll().unwrap();
-    // assert
-    assert_eq!(b.values(g).unwrap().llc_occupancy_bytes, None);
-    assert_eq!((b.io().writes(), b.io().reads()), (4, 4));
-}
-
-#[test]
-fn the_unavailable_bit_gives_none_after_four_reads() {
-    // arrange
-    let mut b = fresh();
-    let g = b
-        .start_monitoring(&cpus("0"), MonEvents::MBM_LOCAL)
-        .unwrap();
-    ctr(&mut b, 0, 1, EVT_MBM_LOCAL, regs::QM_CTR_UNAVAILABLE | 5);
-    b.io_mut().reset_counts();
-    // act
-    b.poll().unwrap();
-    // assert
-    assert_eq!(b.values(g).unwrap().mbm_local_delta_bytes, None);
-    assert_eq!((b.io().writes(), b.io().reads()), (1, 4));
-}
-
-#[test]
-fn a_transient_unavailable_is_retried_and_the_value_used() {
-    let mut b = fresh();
-    let g = b
-        .start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY)
-        .unwrap();
-    ctr(&mut b, 0, 1, EVT_LLC_OCCUPANCY, regs::QM_CTR_UNAVAILABLE);
-    b.io_mut().queue_counter(cpu(0), 1, EVT_LLC_OCCUPANCY, 2);
-    b.io_mut().reset_counts();
-    b.poll().unwrap();
-    assert_eq!(b.values(g).unwrap().llc_occupancy_bytes, Some(2 * SCALE));
-    assert_eq!((b.io().writes(), b.io().reads()), (1, 2));
+fn a_flagged_counter_is_retried_then_given_up() {
+    let cases = [
+        Flagged {
+            case: "the_error_bit_gives_none_after_four_attempts_reselecting_each_time",
+            events: MonEvents::LLC_OCCUPANCY,
+            event: EVT_LLC_OCCUPANCY,
+            field: OCCUPANCY,
+            raw: regs::QM_CTR_ERROR,
+            next: None,
+            want: None,
+            cost: (4, 4),
+        },
+        Flagged {
+            case: "the_unavailable_bit_gives_none_after_four_reads",
+            events: MonEvents::MBM_LOCAL,
+            event: EVT_MBM_LOCAL,
+            field: LOCAL,
+            raw: regs::QM_CTR_UNAVAILABLE | 5,
+            next: None,
+            want: None,
+            cost: (1, 4),
+        },
+        Flagged {
+            case: "a_transient_unavailable_is_retried_and_the_value_used",
+            events: MonEvents::LLC_OCCUPANCY,
+            event: EVT_LLC_OCCUPANCY,
+            field: OCCUPANCY,
+            raw: regs::QM_CTR_UNAVAILABLE,
+            next: Some(2),
+            want: Some(2 * SCALE),
+            cost: (1, 2),
+        },
+    ];
+    for c in &cases {
+        let mut b = fresh();
+        let g = b.start_monitoring(&cpus("0"), c.events).unwrap();
+        ctr(&mut b, 0, 1, c.event, c.raw);
+        if let Some(next) = c.next {
+            b.io_mut().queue_counter(cpu(0), 1, c.event, next);
+        }
+        b.io_mut().reset_counts();
+        b.poll().unwrap();
+        let (name, get) = c.field;
+        assert_eq!(get(b.values(g).unwrap()), c.want, "{}: {name}", c.case);
+        assert_eq!(
+            (b.io().writes(), b.io().reads()),
+            c.cost,
+            "{}: accesses",
+            c.case
+        );
+    }
 }
 
 #[test]
@@ -421,20 +474,21 @@ fn pmu_deltas_are_none_if_any_cpu_cannot_be_read() {
 
 #[test]
 fn poll_propagates_a_failing_register_access() {
-    // arrange
-    let mut b = fresh();
-    b.start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY)
-        .unwrap();
-    let mut strict = FakeMsrs::failing_unknown();
-    strict.set(cpu(0), regs::IA32_QM_EVTSEL, 0);
-    *b.io_mut() = strict;
-    // act
-    let err = b.poll().unwrap_err();
-    // assert
-    assert!(
-        matches!(err, MsrError::Read { addr, .. } if addr == regs::IA32_QM_CTR),
-        "{err}"
-    );
+    assert_refused(&[Refused {
+        case: "poll_propagates_a_failing_register_access",
+        backend: || {
+            let mut b = fresh();
+            b.start_monitoring(&cpus("0"), MonEvents::LLC_OCCUPANCY)
+                .unwrap();
+            let mut strict = FakeMsrs::failing_unknown();
+            strict.set(cpu(0), regs::IA32_QM_EVTSEL, 0);
+            *b.io_mut() = strict;
+            b
+        },
+        call: MsrBackend::poll,
+        error: |e| matches!(e, MsrError::Read { addr, .. } if *addr == regs::IA32_QM_CTR),
+        untouched: Untouched::Unchecked,
+    }]);
 }
 
 /// The test platform with the uncore PCIe events (a Skylake-SP would report them).
@@ -477,42 +531,50 @@ fn uncore_group_programs_one_cpu_per_socket_and_sums_the_sockets() {
 
 #[test]
 fn uncore_monitoring_is_refused_without_the_events_or_for_a_missing_socket() {
-    let mut plain = fresh();
-    let e = plain
-        .start_uncore_monitoring(&[0], MonEvents::UNCORE)
-        .unwrap_err();
-    assert!(
-        matches!(e, MsrError::Request(RequestError::UnsupportedEvent { .. })),
-        "{e}"
-    );
-    let mut b = uncore_backend();
-    let e = b
-        .start_uncore_monitoring(&[7], MonEvents::UNCORE)
-        .unwrap_err();
-    assert!(
-        e.to_string().contains("socket domain 7 does not exist"),
-        "{e}"
-    );
-    let e = b
-        .start_uncore_monitoring(&[0], MonEvents::LLC_OCCUPANCY)
-        .unwrap_err();
-    assert!(matches!(
-        e,
-        MsrError::Request(RequestError::UnsupportedEvent { .. })
-    ));
-    b.start_uncore_monitoring(&[1], MonEvents::UNCORE).unwrap();
-    let e = b
-        .start_uncore_monitoring(&[0, 1], MonEvents::UNCORE)
-        .unwrap_err();
-    assert!(
-        e.to_string().contains("socket 1 is already monitored"),
-        "{e}"
-    );
-    assert_eq!(
-        b.io().writes(),
-        4 * 6,
-        "nothing written by the refused starts"
-    );
+    let unsupported =
+        |e: &MsrError| matches!(e, MsrError::Request(RequestError::UnsupportedEvent { .. }));
+    assert_refused(&[
+        Refused {
+            case: "uncore events where the CPU has none",
+            backend: fresh,
+            call: |b| b.start_uncore_monitoring(&[0], MonEvents::UNCORE).map(drop),
+            error: unsupported,
+            untouched: Untouched::Unchecked,
+        },
+        Refused {
+            case: "a missing socket",
+            backend: uncore_backend,
+            call: |b| b.start_uncore_monitoring(&[7], MonEvents::UNCORE).map(drop),
+            error: |e| e.to_string().contains("socket domain 7 does not exist"),
+            untouched: Untouched::Writes,
+        },
+        Refused {
+            case: "a non-uncore event",
+            backend: uncore_backend,
+            call: |b| {
+                b.start_uncore_monitoring(&[0], MonEvents::LLC_OCCUPANCY)
+                    .map(drop)
+            },
+            error: unsupported,
+            untouched: Untouched::Writes,
+        },
+        Refused {
+            case: "a socket of another uncore group",
+            backend: || {
+                let mut b = uncore_backend();
+                b.start_uncore_monitoring(&[1], MonEvents::UNCORE).unwrap();
+                assert_eq!(b.io().writes(), 4 * 6, "the start of socket 1");
+                b.io_mut().reset_counts();
+                b
+            },
+            call: |b| {
+                b.start_uncore_monitoring(&[0, 1], MonEvents::UNCORE)
+                    .map(drop)
+            },
+            error: |e| e.to_string().contains("socket 1 is already monitored"),
+            untouched: Untouched::Writes,
+        },
+    ]);
 }
 
 #[test]
