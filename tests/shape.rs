@@ -72,7 +72,7 @@ fn the_cdp_shape_check_exists_once() {
         "crates/rdt-core/src/caps.rs",
         "crates/rdt-core/src/fake.rs",
         "crates/rdt-core/src/transaction/planner.rs",
-        "crates/rdt-msr/src/backend.rs",
+        "crates/rdt-msr/src/backend/alloc.rs",
         "crates/rdt-resctrl/src/backend/alloc.rs",
     ];
     let copies: Vec<&str> = files

@@ -1,0 +1,124 @@
+//! Register-level tests of RMID picking and the SNC split of RMIDs
+//! ([`super::super::test_support`]).
+
+use rdt_core::{Backend, BackendExt, Feature, MonEvents, MonGroupId, RequestError, Rmid, Topology};
+
+use crate::MsrBackend;
+use crate::backend::test_support::{
+    PQR, Refused, SCALE, Untouched, assert_refused, backend_with, caps, cpu, cpus, ctr, dom, fresh,
+};
+use crate::regs::{self, EVT_MBM_TOTAL};
+use crate::{FakeMsrs, MsrError};
+
+#[test]
+fn rmid_allocation_picks_the_lowest_free_rmid_skipping_those_in_pqr_assoc() {
+    // arrange: another tool holds RMIDs 1 and 2 in domain 0, RMID 1 in domain 1
+    let mut b = fresh();
+    b.io_mut().set(cpu(2), PQR, regs::pqr_assoc(0, 1));
+    b.io_mut().set(cpu(3), PQR, regs::pqr_assoc(4, 2));
+    b.io_mut().set(cpu(7), PQR, regs::pqr_assoc(0, 1));
+    // act
+    b.start_monitoring(&cpus("0-1"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    b.start_monitoring(&cpus("4"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    let g3 = b
+        .start_monitoring(&cpus("5"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    // assert
+    assert_eq!(b.rmid_of(cpu(0)).unwrap(), Some(Rmid::new(3)));
+    assert_eq!(b.rmid_of(cpu(1)).unwrap(), Some(Rmid::new(3)));
+    assert_eq!(b.rmid_of(cpu(4)).unwrap(), Some(Rmid::new(2)));
+    assert_eq!(b.rmid_of(cpu(5)).unwrap(), Some(Rmid::new(3)));
+    assert_eq!(g3, MonGroupId(2));
+}
+
+#[test]
+fn a_group_gets_one_rmid_per_l3_domain_it_spans() {
+    // arrange
+    let mut b = fresh();
+    b.io_mut().set(cpu(6), PQR, regs::pqr_assoc(0, 1));
+    // act
+    b.start_monitoring(&cpus("2-5"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    // assert
+    let rmids: Vec<_> = (2..6)
+        .map(|c| b.rmid_of(cpu(c)).unwrap().unwrap().get())
+        .collect();
+    assert_eq!(rmids, [1, 1, 2, 2]);
+}
+
+#[test]
+fn running_out_of_rmids_is_an_error_naming_the_domain() {
+    assert_refused(&[Refused {
+        case: "running_out_of_rmids_is_an_error_naming_the_domain",
+        // 4 RMIDs; CPUs 5-7 hold 1-3
+        backend: || {
+            let mut c = caps();
+            c.monitoring.get_mut().unwrap().num_rmids = 4;
+            let mut b = backend_with(FakeMsrs::new(), c);
+            for (cpu_n, rmid) in [(5, 1), (6, 2), (7, 3)] {
+                b.io_mut().set(cpu(cpu_n), PQR, regs::pqr_assoc(0, rmid));
+            }
+            b.io_mut().reset_counts();
+            b
+        },
+        call: |b| {
+            b.start_monitoring(&cpus("4"), MonEvents::LLC_OCCUPANCY)
+                .map(drop)
+        },
+        error: |e| matches!(e, MsrError::Request(RequestError::OutOfRmids { scope, .. }) if *scope == format!("L3 domain {}", dom(1))),
+        untouched: Untouched::Writes,
+    }]);
+}
+
+#[test]
+fn with_snc_a_group_sums_the_counters_of_each_node_and_rmids_are_divided() {
+    // arrange: one L3 of 8 CPUs in two SNC nodes (0-3, 4-7), 12 RMIDs: 6 per node, RMID r
+    // counting on node 1 as r + 6 (the kernel's RMID sharing mode)
+    let mut caps = caps();
+    if let Feature::Supported(m) = &mut caps.monitoring {
+        m.num_rmids = 12;
+        m.max_rmid = 11;
+    }
+    let topo = Topology::from_placements(
+        (0..8)
+            .map(|c| rdt_core::CpuPlacement {
+                cpu: cpu(c),
+                package: 0,
+                core: Some(c),
+                l2: dom(c),
+                l3: Some(dom(0)),
+                node: c / 4,
+            })
+            .collect(),
+    );
+    let mut b = MsrBackend::new(FakeMsrs::new(), caps, topo, rdt_core::NoPmu).unwrap();
+    let g = b
+        .start_monitoring(&cpus("2,6"), MonEvents::MBM_TOTAL)
+        .unwrap();
+    assert_eq!(b.rmid_of(cpu(6)).unwrap(), Some(Rmid::new(1)));
+    for (rmid, v) in [(1, 100), (7, 1_000)] {
+        ctr(&mut b, 2, rmid, EVT_MBM_TOTAL, v);
+    }
+    b.poll().unwrap();
+    for (rmid, v) in [(1, 100 + 5), (7, 1_000 + 7)] {
+        ctr(&mut b, 2, rmid, EVT_MBM_TOTAL, v);
+    }
+    // act
+    b.poll().unwrap();
+    // assert: both nodes' traffic
+    assert_eq!(b.values(g).unwrap().mbm_total_delta_bytes, Some(12 * SCALE));
+    // RMIDs 2..=5 are left (6 per node, RMID 0 everyone's), not 2..=11
+    for c in [0, 1, 3, 4] {
+        b.start_monitoring(&cpus(&c.to_string()), MonEvents::MBM_TOTAL)
+            .unwrap();
+    }
+    let e = b
+        .start_monitoring(&cpus("5"), MonEvents::MBM_TOTAL)
+        .unwrap_err();
+    assert!(
+        matches!(e, MsrError::Request(RequestError::OutOfRmids { .. })),
+        "{e}"
+    );
+}
