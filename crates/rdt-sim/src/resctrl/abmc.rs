@@ -500,18 +500,19 @@ impl Resctrl {
                 self.write_bmec(p, usize::from(f == F::MbmLocalConfig), data)
             }
             (F::MbmAssignMode, _) => self.write_assign_mode(p, data),
+            // `resctrl_mbm_assign_on_mkdir_write`: the value is parsed before the lock is
+            // taken and `last_cmd_status` cleared, so a bad one is a bare EINVAL that leaves
+            // the previous status as it was (6.18, 6.19; 7.1 words it).
             (F::MbmAssignOnMkdir, _) => {
+                let Ok(v) = kstrtobool(data) else {
+                    return Some(einval());
+                };
                 self.status_clear();
                 if !self.amd.assign {
                     return Some(self.fail(EINVAL, NOT_ENABLED));
                 }
-                match kstrtobool(data) {
-                    Ok(v) => {
-                        self.amd.on_mkdir = v;
-                        Ok(())
-                    }
-                    Err(_) => self.fail(EINVAL, "mbm_assign_on_mkdir: Invalid input\n"),
-                }
+                self.amd.on_mkdir = v;
+                Ok(())
             }
             (F::EventFilter, InfoDir::EventConfig(e)) => self.write_event_filter(p, e, data),
             (F::IoAlloc, InfoDir::Schema(si)) => self.write_io_alloc(p, si, data),
@@ -565,12 +566,12 @@ impl Resctrl {
             while let Some(r) = rest.filter(|r| !r.is_empty()) {
                 let (tok, next) = strsep(r, b';');
                 rest = next;
+                // The token is trimmed, its id is not: `strsep` leaves `0 ` of `0 = e`,
+                // which `kstrtoul` refuses ("Missing domain id"). Without `=` the id is
+                // the whole token and the state NULL, which the failed assignment prints
+                // as `(null)` (`resctrl_parse_mbm_assignment`, `resctrl_process_assign`).
                 let tok = strim(tok);
                 let (id, state) = strsep(tok, b'=');
-                let Some(state) = state else {
-                    return self.fail(EINVAL, "Missing domain id\n");
-                };
-                let id = strim(id);
                 let targets: Vec<usize> = if id == b"*" {
                     (0..self.hw.l3_domains.len()).collect()
                 } else {
@@ -589,12 +590,12 @@ impl Resctrl {
                             "Assign operation '{}:{}={}' failed\n",
                             e.name(),
                             lossy(id),
-                            lossy(state)
+                            state.map_or_else(|| "(null)".into(), lossy)
                         ),
                     )
                 };
                 let mut code = None;
-                match state {
+                match state.unwrap_or_default() {
                     b"e" => {
                         for di in targets {
                             if !self.assign_cntr(p, di, g, e)? {
@@ -631,11 +632,13 @@ impl Resctrl {
             let (tok, next) = strsep(r, b';');
             rest = next;
             let tok = strim(tok);
+            // `mon_config_write`: without `=` the id is the whole token and parses; the
+            // missing value is then "Non-numeric".
             let (id, val) = strsep(tok, b'=');
-            let (Some(val), Ok(id)) = (val, kstrtoul(id, 10)) else {
+            let Ok(id) = kstrtoul(id, 10) else {
                 return self.fail(EINVAL, "Missing '=' or non-numeric domain id\n");
             };
-            let Ok(v) = kstrtoul(val, 16) else {
+            let Some(Ok(v)) = val.map(|val| kstrtoul(val, 16)) else {
                 return self.fail(EINVAL, "Non-numeric event configuration value\n");
             };
             if v & !u64::from(mask) != 0 {
@@ -754,6 +757,11 @@ impl Resctrl {
     }
 
     // ----- io_alloc -----
+
+    /// The CLOSID io_alloc holds while it is enabled (`resctrl_arch_get_io_alloc_enabled`).
+    pub(super) fn io_alloc_in_use(&self) -> Option<u32> {
+        self.amd.io_alloc.then(|| self.io_alloc_closid())
+    }
 
     /// `resctrl_io_alloc_closid`: the highest CLOSID of L3 (of its CDP half).
     fn io_alloc_closid(&self) -> u32 {

@@ -180,6 +180,13 @@ fn a_bmec_change_makes_the_next_read_unavailable_then_counts_from_zero() {
         EINVAL
     );
     assert_eq!(status(&mut fs), "Non-numeric event configuration value\n");
+    // `mon_config_write`: without `=`, the id is the whole token and parses; the value is
+    // what is missing
+    assert_eq!(
+        errno(fs.write("info/L3_MON/mbm_total_bytes_config", 0, b"0\n")),
+        EINVAL
+    );
+    assert_eq!(status(&mut fs), "Non-numeric event configuration value\n");
     assert_eq!(
         errno(fs.write("info/L3_MON/mbm_total_bytes_config", 0, b"13=1\n")),
         EINVAL
@@ -326,6 +333,16 @@ fn assignment_writes_report_the_kernels_errors() {
         status(&mut fs),
         "Assign operation 'mbm_total_bytes:0=y' failed\n"
     );
+    // `resctrl_parse_mbm_assignment`: without `=` the id is the whole token and the state
+    // NULL, printed by the failed assignment; the token is trimmed but its id is not, so
+    // `0 ` of ` 0 = e` is no number
+    assert_eq!(w(&mut fs, "mbm_total_bytes:0\n"), EINVAL);
+    assert_eq!(
+        status(&mut fs),
+        "Assign operation 'mbm_total_bytes:0=(null)' failed\n"
+    );
+    assert_eq!(w(&mut fs, "mbm_total_bytes: 0 = e\n"), EINVAL);
+    assert_eq!(status(&mut fs), "Missing domain id\n");
     // read-only counter files
     assert_eq!(
         errno(fs.write("info/L3_MON/num_mbm_cntrs", 0, b"1\n")),
@@ -400,7 +417,14 @@ fn switching_to_default_mode_frees_every_counter_and_shows_bmec_again() {
         EINVAL
     );
     assert_eq!(status(&mut fs), "Unsupported assign mode\n");
-    // mbm_assign_on_mkdir
+    // mbm_assign_on_mkdir: a value kstrtobool refuses is a bare EINVAL before
+    // `last_cmd_status` is cleared (`resctrl_mbm_assign_on_mkdir_write`, 6.18): the previous
+    // status stays
+    assert_eq!(
+        errno(fs.write("info/L3_MON/mbm_assign_on_mkdir", 0, b"maybe\n")),
+        EINVAL
+    );
+    assert_eq!(status(&mut fs), "Unsupported assign mode\n");
     fs.write("info/L3_MON/mbm_assign_on_mkdir", 0, b"0")
         .unwrap();
     fs.mkdir("h").unwrap();
@@ -421,6 +445,13 @@ fn io_alloc_reserves_the_highest_closid_and_holds_a_cbm() {
     assert_eq!(text(&mut fs, "info/L3/io_alloc_cbm"), turin_all("ffff"));
     fs.write("info/L3/io_alloc_cbm", 0, b"0=ff\n").unwrap();
     assert!(text(&mut fs, "info/L3/io_alloc_cbm").starts_with("0=ff;2=ffff;"));
+    // `rdt_bit_usage_show`: io_alloc's CBM counts as hardware's, so the ways I/O shares
+    // with the root group read X, the others S
+    assert!(
+        text(&mut fs, "info/L3/bit_usage").starts_with("0=SSSSSSSSXXXXXXXX;2=XXXXXXXXXXXXXXXX;"),
+        "{}",
+        text(&mut fs, "info/L3/bit_usage")
+    );
     // L3 mask 15 of domain 0 (CPU 0) holds it
     let mut h = sim.clone();
     let v = rdt_msr::MsrIo::read(

@@ -404,22 +404,28 @@ impl Resctrl {
         Ok(())
     }
 
-    /// `rdt_bit_usage_show`.
+    /// `rdt_bit_usage_show`: the CBM of io_alloc's CLOSID (6.19) counts as hardware's, as
+    /// `shareable_bits` do, so the bits both I/O and a group use read `X`.
     fn show_bit_usage(&self, s: &Schema) -> String {
         let c = self.hw.cache(s.res).expect("cache schema");
+        let io_alloc = self.io_alloc_in_use().filter(|_| s.res == Res::L3);
         let doms: Vec<String> = self
             .hw
             .domains(s.res)
             .iter()
             .enumerate()
             .map(|(di, d)| {
-                let hw = c.shareable_bits;
+                let mut hw = c.shareable_bits;
                 let (mut sw, mut excl) = (0u64, 0u64);
                 for i in 0..self.closids_supported {
                     if !self.closid_used[i as usize] {
                         continue;
                     }
                     let v = self.get_config(s.res, di, i, s.conf);
+                    if io_alloc == Some(i) {
+                        hw |= v;
+                        continue;
+                    }
                     match self.mode_by_closid(i) {
                         Some(Mode::Shareable) => sw |= v,
                         Some(Mode::Exclusive) => excl |= v,
