@@ -79,6 +79,18 @@ fn goresctrls_sample_configuration_applies_and_again_writes_nothing() {
     );
     let again = apply(&sim, &data("sample-conf.yaml")).ok();
     assert_eq!(again.stdout, "Nothing to change.\n");
+    // Every class is a group after apply, the one whose values are all the defaults too
+    // (Guaranteed: 100% everywhere): containerd and CRI-O put a Guaranteed pod's containers
+    // in the group named after its class, as goresctrl makes every class's group.
+    has_lines(&run, &["Guaranteed (COS3): new named class"]);
+    let shown = sim.pqos(&["-I", "-s"]).ok();
+    for class in ["Besteffort", "Burstable", "Guaranteed"] {
+        assert!(
+            shown.stdout.lines().any(|l| l.trim_end().ends_with(&format!("=> {class}"))),
+            "{class} in\n{}",
+            shown.stdout
+        );
+    }
 }
 
 #[test]
