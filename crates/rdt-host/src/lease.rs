@@ -517,9 +517,26 @@ fn take_locked<B: Backend>(
     b: &mut B,
     request: &ClassRequest,
 ) -> Result<Held, LeaseError<B::Error>> {
-    let class = *free_classes(b, &[])
+    // The highest free class every requested resource has: L2 CAT or MBA may have fewer
+    // classes than L3 (sapphire-rapids: 8 L2 classes, 15 L3), as pqos's rdtset picks COS7
+    // there for `l2=..;l3=..`.
+    let caps = b.capabilities().clone();
+    let usable = |c: ClassId| {
+        [(CatResource::L3, request.l3), (CatResource::L2, request.l2)]
+            .iter()
+            .all(|(r, m)| m.is_none() || caps.check_cat_class(*r, c).is_ok())
+            && [
+                (MbaResource::Mba, request.mba),
+                (MbaResource::Smba, request.smba),
+            ]
+            .iter()
+            .all(|(r, l)| l.is_none() || caps.check_bandwidth_class(*r, c).is_ok())
+    };
+    let class = free_classes(b, &[])
         .map_err(LeaseError::Backend)?
-        .last()
+        .into_iter()
+        .rev()
+        .find(|&c| usable(c))
         .ok_or(LeaseError::NoFreeClass)?;
     let mut held = Held {
         interface: b.interface(),
@@ -797,6 +814,31 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         Vec::new()
+    }
+
+    /// A lease of L2 and L3 takes the highest class both have: COS7 of L2's 8 on a part
+    /// with 16 L3 classes, as pqos's rdtset picks; L3 alone still takes COS15, MBA (8
+    /// classes) COS7.
+    #[test]
+    fn a_lease_takes_the_highest_class_every_requested_resource_has() {
+        let mut b = FakeBackend::intel_1s();
+        let both = ClassRequest {
+            l2: Some(CatMask::Unified(mask(0xf))),
+            ..request(0xf, "2")
+        };
+        let mba = ClassRequest {
+            mba: Some(MbaLimit::Percent(50)),
+            ..request(0xf0, "3")
+        };
+        let l2 = Lease::take(&mut b, &both).expect("l2 and l3");
+        assert_eq!(l2.class(), ClassId::new(7));
+        l2.release().expect("release");
+        let l3 = Lease::take(&mut b, &request(0xf, "2")).expect("l3");
+        assert_eq!(l3.class(), ClassId::new(15));
+        l3.release().expect("release");
+        let m = Lease::take(&mut b, &mba).expect("mba and l3");
+        assert_eq!(m.class(), ClassId::new(7));
+        m.release().expect("release");
     }
 
     #[test]

@@ -86,7 +86,10 @@ fn goresctrls_sample_configuration_applies_and_again_writes_nothing() {
     let shown = sim.pqos(&["-I", "-s"]).ok();
     for class in ["Besteffort", "Burstable", "Guaranteed"] {
         assert!(
-            shown.stdout.lines().any(|l| l.trim_end().ends_with(&format!("=> {class}"))),
+            shown
+                .stdout
+                .lines()
+                .any(|l| l.trim_end().ends_with(&format!("=> {class}"))),
             "{class} in\n{}",
             shown.stdout
         );

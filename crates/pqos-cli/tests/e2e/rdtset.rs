@@ -102,6 +102,36 @@ fn sigint_reaches_the_command_and_the_class_is_given_back() {
     assert!(groups(&mount).is_empty(), "{:?}", groups(&mount));
 }
 
+/// sapphire-rapids has 15 L3 classes but 8 of L2 and MBA: a class of all three is COS7, the
+/// highest every one of them has, as pqos's rdtset picks (it was COS14, out of L2's range).
+#[test]
+fn a_class_of_l2_l3_and_mba_is_the_highest_all_three_have() {
+    let mount = TestMount::builtin("sapphire-rapids");
+    let script = format!("{PQOS} --iface=msr -s | grep '    Core 1,'");
+    let out = rdtset(
+        &mount,
+        &[
+            "--iface",
+            "msr",
+            "-t",
+            "l2=0xf;l3=0xf;mba=50;cpu=1",
+            "-c",
+            "1",
+            "sh",
+            "-c",
+            &script,
+        ],
+    )
+    .output()
+    .expect("rdtset");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("=> COS7"),
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn on_the_msr_interface_the_class_holds_the_cpus_while_the_command_runs() {
     let mount = TestMount::builtin("broadwell-ep");
