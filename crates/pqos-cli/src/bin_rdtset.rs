@@ -44,7 +44,7 @@ fn main() -> ExitCode {
 }
 
 fn open(args: &RdtsetArgs) -> Result<Rdt> {
-    let mut opts = OpenOptions::new(args.iface());
+    let mut opts = OpenOptions::new(args.iface().map_err(|e| anyhow!(e))?);
     if let Some(dir) = &args.sysroot {
         opts = opts.sysroot(dir);
     }
@@ -104,7 +104,13 @@ fn run(args: &RdtsetArgs) -> Result<ExitCode> {
             eprintln!("rdtset: CPUs `{cpus}` back in COS0");
         }
         if args.set.is_empty() {
-            return Ok(ExitCode::SUCCESS);
+            if args.command.is_empty() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            // rdtset -r CPUS -c CPUS CMD: the command with its affinity, in no class of
+            // its own (COS0 is where it starts)
+            let status = launch(args, ClassId::new(0), rdt.interface(), &stop)?;
+            return Ok(exit_code(status));
         }
     }
     if rdt.interface() != Interface::Os && args.set.iter().any(|spec| spec.0.cpus.is_empty()) {
@@ -132,11 +138,17 @@ fn run(args: &RdtsetArgs) -> Result<ExitCode> {
     let status = with_leases(&mut rdt, &args.set, args, &mut Vec::new(), &mut |classes| {
         launch(args, classes[0], iface, &stop)
     })?;
+    Ok(exit_code(status))
+}
+
+/// rdtset's exit code for the command's `status`: its own, or 128 + the signal that ended
+/// it (as a shell reports it).
+fn exit_code(status: ExitStatus) -> ExitCode {
     let code = status
         .code()
         .or_else(|| status.signal().map(|s| 128 + s))
         .unwrap_or(1);
-    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 /// Takes a class for `spec` ([`Lease::take`]; its record makes the next open give it back
@@ -233,7 +245,8 @@ fn launch(
 /// only on failure.
 fn exec_in_class(args: &RdtsetArgs, class: ClassId) -> anyhow::Error {
     let placed = (|| -> Result<()> {
-        if args.iface() == rdt_pqos::Iface::Os {
+        // COS0 (after `-r` without `-t`) is where the command starts: nothing to enter
+        if class.get() != 0 && args.iface() == Ok(rdt_pqos::Iface::Os) {
             let mut rdt = open(args)?;
             let me = TaskId::new(std::process::id());
             let rdtset = std::os::unix::process::parent_id();

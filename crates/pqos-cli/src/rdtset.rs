@@ -32,6 +32,7 @@ Examples:
   rdtset -I -t 'mba=50' memtester 10M                      a class of the command's own, by process (OS interface)
   rdtset -r 0-5 -p $BASHPID                                reset the allocation of CPUs 0-5 (back to COS0)
   rdtset -r 0-5 -t 'l3=0xff;cpu=0-5' -p $BASHPID           reset CPUs 0-5, then give them a class
+  rdtset -r 1 -c 1 id                                      reset CPU 1, then run id there in COS0
 ";
 
 /// `rdtset`: run a command, or place running processes, in a class of service of its own.
@@ -41,7 +42,8 @@ Examples:
     version,
     about = "Run a command (or place processes) in a class of service of its own: \
              rdtset -t 'l3=0xf;cpu=2-3' -c 2-3 CMD ARGS...",
-    after_help = AFTER_HELP
+    after_help = AFTER_HELP,
+    group(clap::ArgGroup::new("target").args(["pid", "command"]))
 )]
 pub struct RdtsetArgs {
     /// The class: `FEATURE=VALUE` items separated by `;` (l3, l2, mba, mba_max, cpu), e.g.
@@ -54,14 +56,13 @@ pub struct RdtsetArgs {
     )]
     pub set: Vec<ClassSpec>,
 
-    /// Reset the allocation of these CPUs first: put them back in COS0 (with -p, and no
-    /// command, as rdtset's -r).
+    /// Reset the allocation of these CPUs first: put them back in COS0 (then run the
+    /// command, or with -p and no -t nothing more, as rdtset's -r).
     #[arg(
         short = 'r',
         long = "reset",
         value_name = "CPULIST",
-        requires = "pid",
-        conflicts_with = "command"
+        requires = "target"
     )]
     pub reset: Option<CpuSet>,
 
@@ -73,8 +74,8 @@ pub struct RdtsetArgs {
     #[arg(short = 'I', long = "iface-os")]
     pub iface_os: bool,
 
-    /// The interface: auto, msr or os.
-    #[arg(long = "iface", value_name = "IFACE", conflicts_with = "iface_os")]
+    /// The interface: auto, msr or os (with -I, only os).
+    #[arg(long = "iface", value_name = "IFACE")]
     pub iface: Option<rdt_pqos::Iface>,
 
     /// Running processes to place in the class instead of a command (OS interface); the
@@ -151,13 +152,18 @@ pub fn sudo_ids(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<(u32, 
 }
 
 impl RdtsetArgs {
-    /// The interface asked for.
-    #[must_use]
-    pub fn iface(&self) -> rdt_pqos::Iface {
-        if self.iface_os {
-            rdt_pqos::Iface::Os
-        } else {
-            self.iface.unwrap_or_default()
+    /// The interface asked for: `-I` and `--iface=os` say the same and may come together,
+    /// as rdtset's usage allows.
+    ///
+    /// # Errors
+    /// `-I` with `--iface` of another interface, naming both.
+    pub fn iface(&self) -> Result<rdt_pqos::Iface, String> {
+        match (self.iface_os, self.iface) {
+            (true, Some(i)) if i != rdt_pqos::Iface::Os => Err(format!(
+                "-I (the OS interface) and --iface={i} contradict each other"
+            )),
+            (true, _) => Ok(rdt_pqos::Iface::Os),
+            (false, i) => Ok(i.unwrap_or_default()),
         }
     }
 
@@ -338,11 +344,19 @@ mod tests {
             .expect("valid");
         assert_eq!(a.command, ["ls", "-l", "/"]);
         assert_eq!(a.cpu, Some("1".parse().expect("cpus")));
-        assert_eq!(a.iface(), rdt_pqos::Iface::Auto);
+        assert_eq!(a.iface(), Ok(rdt_pqos::Iface::Auto));
         let a = RdtsetArgs::try_parse_from(["rdtset", "-I", "-t", "l3=0xf", "-p", "12,34"])
             .expect("valid");
         assert_eq!(a.pids(), [TaskId::new(12), TaskId::new(34)]);
-        assert_eq!(a.iface(), rdt_pqos::Iface::Os);
+        assert_eq!(a.iface(), Ok(rdt_pqos::Iface::Os));
+        // -I and --iface=os together, as rdtset's usage allows; -I with msr contradicts
+        let a = RdtsetArgs::try_parse_from(["rdtset", "-I", "--iface=os", "-t", "l3=0xf", "ls"])
+            .expect("valid");
+        assert_eq!(a.iface(), Ok(rdt_pqos::Iface::Os));
+        let a = RdtsetArgs::try_parse_from(["rdtset", "-I", "--iface=msr", "-t", "l3=0xf", "ls"])
+            .expect("parses");
+        let e = a.iface().expect_err("-I with msr");
+        assert!(e.contains("-I") && e.contains("msr"), "{e}");
         assert!(
             RdtsetArgs::try_parse_from(["rdtset", "ls"]).is_err(),
             "-t is required"
@@ -365,9 +379,13 @@ mod tests {
         ])
         .expect("valid");
         assert_eq!(a.set.len(), 1);
-        // rdtset.c's validate_args: -r needs -p and no command
+        // -r needs something to reset for: processes, or a command (rdtset's usage: `-r 1
+        // -c 1 CMD` runs CMD on CPU 1 after putting it back in COS0); not both
         assert!(RdtsetArgs::try_parse_from(["rdtset", "-r", "0-3"]).is_err());
         assert!(RdtsetArgs::try_parse_from(["rdtset", "-r", "0-3", "-p", "1", "ls"]).is_err());
+        let a =
+            RdtsetArgs::try_parse_from(["rdtset", "-r", "1", "-c", "1", "true"]).expect("valid");
+        assert_eq!((a.reset.is_some(), a.command.len()), (true, 1));
         assert!(RdtsetArgs::try_parse_from(["rdtset", "-r", "x", "-p", "1"]).is_err());
     }
 

@@ -234,11 +234,34 @@ fn reset_puts_the_cpus_back_in_cos0_before_a_new_class() {
         core(&s, 2).contains("=> COS0") && core(&s, 3).contains("=> COS0"),
         "{s}"
     );
-    // -r needs -p and no command, as rdtset's
-    let out = rdtset(&mount, &["--iface", "msr", "-r", "2-3", "true"])
+    // -r then a command, as rdtset's usage allows: the CPUs back in COS0 first, then the
+    // command on its CPUs, in no class of its own; its exit status is rdtset's
+    pqos(&["-a", "llc:1=2-3"]);
+    let script = format!("{PQOS} --iface=msr -s | grep '    Core 2,'; exit 7");
+    let out = rdtset(
+        &mount,
+        &[
+            "--iface", "msr", "-r", "2-3", "-c", "1", "sh", "-c", &script,
+        ],
+    )
+    .output()
+    .expect("rdtset");
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("=> COS0"),
+        "{}",
+        text(&out)
+    );
+    // -I and --iface=os say the same; -I with msr contradicts
+    let out = rdtset(&mount, &["-I", "--iface", "msr", "-r", "2", "-p", &pid])
         .output()
         .expect("rdtset");
     assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("contradict"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// rdtset.c `sudo_drop`: under sudo (SUDO_UID, SUDO_GID) the command runs as the user who ran
