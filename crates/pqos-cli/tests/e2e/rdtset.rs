@@ -102,28 +102,26 @@ fn sigint_reaches_the_command_and_the_class_is_given_back() {
     assert!(groups(&mount).is_empty(), "{:?}", groups(&mount));
 }
 
+/// `rdtset --iface msr -t FEATURES -c 1` running `pqos -s`'s line of core 1 (CPU 1: the
+/// affinity is the host's, which has at least 2 CPUs).
+fn core_1_in_a_class(mount: &TestMount, features: &str) -> Output {
+    let script = format!("{PQOS} --iface=msr -s | grep '    Core 1,'");
+    rdtset(
+        mount,
+        &[
+            "--iface", "msr", "-t", features, "-c", "1", "sh", "-c", &script,
+        ],
+    )
+    .output()
+    .expect("rdtset")
+}
+
 /// sapphire-rapids has 15 L3 classes but 8 of L2 and MBA: a class of all three is COS7, the
 /// highest every one of them has, as pqos's rdtset picks (it was COS14, out of L2's range).
 #[test]
 fn a_class_of_l2_l3_and_mba_is_the_highest_all_three_have() {
     let mount = TestMount::builtin("sapphire-rapids");
-    let script = format!("{PQOS} --iface=msr -s | grep '    Core 1,'");
-    let out = rdtset(
-        &mount,
-        &[
-            "--iface",
-            "msr",
-            "-t",
-            "l2=0xf;l3=0xf;mba=50;cpu=1",
-            "-c",
-            "1",
-            "sh",
-            "-c",
-            &script,
-        ],
-    )
-    .output()
-    .expect("rdtset");
+    let out = core_1_in_a_class(&mount, "l2=0xf;l3=0xf;mba=50;cpu=1");
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("=> COS7"),
@@ -135,24 +133,7 @@ fn a_class_of_l2_l3_and_mba_is_the_highest_all_three_have() {
 #[test]
 fn on_the_msr_interface_the_class_holds_the_cpus_while_the_command_runs() {
     let mount = TestMount::builtin("broadwell-ep");
-    // CPU 1: the affinity is the host's, which has at least 2 CPUs
-    let script = format!("{PQOS} --iface=msr -s | grep '    Core 1,'");
-    let out = rdtset(
-        &mount,
-        &[
-            "--iface",
-            "msr",
-            "-t",
-            "l3=0xf;cpu=1",
-            "-c",
-            "1",
-            "sh",
-            "-c",
-            &script,
-        ],
-    )
-    .output()
-    .expect("rdtset");
+    let out = core_1_in_a_class(&mount, "l3=0xf;cpu=1");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", text(&out));
     assert!(stdout.contains("=> COS15"), "{}", text(&out));
