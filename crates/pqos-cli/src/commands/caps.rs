@@ -197,6 +197,7 @@ pub fn print_capabilities(
         line(out, 8, "Cache Allocation Technology (CAT)")?;
     }
     if let Some(c) = l3 {
+        let c = &pqos_cat_caps(c, iface);
         let classes = os_classes.unwrap_or_else(|| c.usable_classes());
         print_cat(
             out,
@@ -209,6 +210,7 @@ pub fn print_capabilities(
         )?;
     }
     if let Some(c) = l2 {
+        let c = &pqos_cat_caps(c, iface);
         let classes = os_classes.unwrap_or_else(|| c.usable_classes());
         print_cat(
             out,
@@ -223,14 +225,16 @@ pub fn print_capabilities(
     if let Some(m) = mba {
         let classes = os_classes.unwrap_or(m.num_classes);
         let title = "Memory Bandwidth Allocation (MBA)";
-        print_mba(out, title, m, classes, mba_ctrl, verbose, true)?;
+        let numbers = pqos_mba_numbers(m, iface);
+        print_mba(out, title, numbers, classes, mba_ctrl, verbose, true)?;
     }
     if let Some(m) = smba {
         let classes = os_classes.unwrap_or(m.num_classes);
         // The kernel's controller drives MBA only.
         let ctrl = (iface == Interface::Os).then_some(MbaCtrl::Unsupported);
         let title = "Slow Memory Bandwidth Allocation (SMBA)";
-        print_mba(out, title, m, classes, ctrl, verbose, false)?;
+        let numbers = pqos_mba_numbers(m, iface);
+        print_mba(out, title, numbers, classes, ctrl, verbose, false)?;
     }
     if verbose {
         line(out, 0, "Cache information")?;
@@ -521,10 +525,42 @@ fn print_cat(
     Ok(())
 }
 
+/// A CAT resource as pqos's `-D` shows it on `iface`: on the MSR interface `Min CBM bits` is
+/// what `hw_l3ca_get_min_cbm_bits` (`lib/allocation.c`) probes by writing masks of 1, 2, ...
+/// bits to a free class, so at least 1 where the hardware takes any mask (AMD, whose
+/// resctrl `min_cbm_bits` is 0); the OS interface reads `info/*/min_cbm_bits`.
+fn pqos_cat_caps(c: &CatCaps, iface: Interface) -> CatCaps {
+    let mut shown = c.clone();
+    if iface == Interface::Msr {
+        shown.min_cbm_bits = shown.min_cbm_bits.max(1);
+    }
+    shown
+}
+
+/// The `-D` numbers of an MBA resource as pqos has them on `iface`: `Granularity`
+/// (`throttle_step`), `Min B/W` (`100 - throttle_max`) and linearity. Intel: 100 − the
+/// maximum delay, on both interfaces (the kernel's `min_bw` and `bw_gran` are the same).
+/// AMD on the MSR interface: `lib/hw_cap.c` leaves `throttle_step` and `throttle_max` 0
+/// (step 0, minimum 100); on the OS interface `lib/os_cap.c` reads `info/MB/bandwidth_gran`
+/// (1) and `throttle_max = 100 - min_bandwidth`, which the kernel sets to 0 on AMD
+/// (`rdt_get_mem_config_amd`), so the minimum is 0.
+const fn pqos_mba_numbers(m: &MbaCaps, iface: Interface) -> (u32, u32, bool) {
+    match (m.kind, iface) {
+        (
+            MbaKind::IntelDelay {
+                max_delay, linear, ..
+            },
+            _,
+        ) => (m.granularity(), 100u32.saturating_sub(max_delay), linear),
+        (MbaKind::AmdBandwidth { .. }, Interface::Msr) => (0, 100, false),
+        (MbaKind::AmdBandwidth { .. }, Interface::Os) => (1, 0, false),
+    }
+}
+
 fn print_mba(
     out: &mut dyn Write,
     title: &str,
-    m: &MbaCaps,
+    (granularity, min_bw, linear): (u32, u32, bool),
     classes: u32,
     ctrl: Option<MbaCtrl>,
     verbose: bool,
@@ -536,19 +572,8 @@ fn print_mba(
         line(out, 12, &format!("CTRL: {}", ctrl_state(ctrl)))?;
     }
     if verbose {
-        // pqos's throttle_max is 0 and is_linear 0 for AMD.
-        let (max_delay, linear) = match m.kind {
-            MbaKind::IntelDelay {
-                max_delay, linear, ..
-            } => (max_delay, linear),
-            MbaKind::AmdBandwidth { .. } => (0, false),
-        };
-        line(out, 12, &format!("Granularity: {}", m.granularity()))?;
-        line(
-            out,
-            12,
-            &format!("Min B/W: {}", 100u32.saturating_sub(max_delay)),
-        )?;
+        line(out, 12, &format!("Granularity: {granularity}"))?;
+        line(out, 12, &format!("Min B/W: {min_bw}"))?;
         line(
             out,
             12,
@@ -985,6 +1010,39 @@ mod tests {
         let mut os = amd_issue_311();
         os.uncore_pcie = true;
         assert!(!os_report(&os, MbaCtrl::Unsupported, false).contains("pcie"));
+    }
+
+    /// AMD's `-D` numbers as pqos v25.04 prints them: on the MSR interface `Min CBM bits: 1`
+    /// (probed by writes) and MBA/SMBA `Granularity: 0`, `Min B/W: 100` (`lib/hw_cap.c`
+    /// leaves throttle_step and throttle_max 0); on the OS interface `Granularity: 1` and
+    /// `Min B/W: 0` (`info/MB/bandwidth_gran`, `100 - (100 - min_bandwidth)` with the
+    /// kernel's AMD `min_bw` of 0). Intel's are the same on both interfaces.
+    #[test]
+    fn amd_d_numbers_are_pqoss_on_each_interface() {
+        let mut caps = amd_issue_311();
+        // AMD takes an empty mask: resctrl's `min_cbm_bits` is 0
+        if let Some(c) = caps.l3_cat.get_mut() {
+            c.min_cbm_bits = 0;
+        }
+        let report = |iface| {
+            let mut out = Vec::new();
+            print_capabilities(&caps, iface, None, None, None, true, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let lines = |text: &str, key: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.trim_start().starts_with(key))
+                .map(|l| l.trim().to_owned())
+                .collect()
+        };
+        let msr = report(Interface::Msr);
+        assert_eq!(lines(&msr, "Min CBM bits"), ["Min CBM bits: 1"], "{msr}");
+        assert_eq!(lines(&msr, "Granularity"), ["Granularity: 0"; 2], "{msr}");
+        assert_eq!(lines(&msr, "Min B/W"), ["Min B/W: 100"; 2], "{msr}");
+        let os = report(Interface::Os);
+        assert_eq!(lines(&os, "Min CBM bits"), ["Min CBM bits: 0"], "{os}");
+        assert_eq!(lines(&os, "Granularity"), ["Granularity: 1"; 2], "{os}");
+        assert_eq!(lines(&os, "Min B/W"), ["Min B/W: 0"; 2], "{os}");
     }
 
     /// The AMD EPYC of issue #311 on the OS interface: L3 CAT, MBA and SMBA with 16 classes.
