@@ -10,7 +10,8 @@ use anyhow::{Result, bail};
 use rdt_pqos::mbm::mbm_transaction_names;
 use rdt_pqos::{
     AssignMode, Backend, BackendExt, CacheGeometry, Capabilities, CatCaps, EventConfig, Interface,
-    IoAlloc, MbaCaps, MbaCtrl, MbaKind, MbmDetails, MonitoringCaps, PmuCaps, RmidEvent, Vendor,
+    IoAlloc, MbaCaps, MbaCtrl, MbaKind, MbmDetails, MonEventSupport, MonitoringCaps, PmuCaps,
+    RmidEvent, Vendor,
 };
 
 /// Prints the capabilities of `backend`'s platform.
@@ -187,6 +188,22 @@ pub fn print_capabilities(
         if let Some(d) = mbm {
             print_mbm_details(out, d, verbose)?;
         }
+    } else if iface == Interface::Os
+        && (caps.pmu.ipc || caps.pmu.llc_misses || caps.pmu.llc_references)
+    {
+        // `lib/os_cap.c` `os_cap_mon_discover`: the perf events make a monitoring
+        // capability of their own where resctrl has none (Skylake-SP under the kernel's
+        // quirk), so pqos prints a Monitoring block of PMU events only
+        let none = MonitoringCaps {
+            max_rmid: 0,
+            num_rmids: 0,
+            upscaling_factor: 0,
+            counter_width: 0,
+            overflow_bit: false,
+            io_rdt: false,
+            events: MonEventSupport::default(),
+        };
+        print_monitoring(out, &none, caps.pmu, false, iface, verbose)?;
     }
     // resctrl: one CLOSID per group, valid for every resource
     let os_classes = (iface == Interface::Os).then(|| caps.os_classes());
@@ -1043,6 +1060,29 @@ mod tests {
         assert_eq!(lines(&os, "Min CBM bits"), ["Min CBM bits: 0"], "{os}");
         assert_eq!(lines(&os, "Granularity"), ["Granularity: 1"; 2], "{os}");
         assert_eq!(lines(&os, "Min B/W"), ["Min B/W: 0"; 2], "{os}");
+    }
+
+    /// Without RDT monitoring (Skylake-SP under the kernel's quirk) the OS interface still
+    /// shows the perf events, as `os_cap_mon_discover` makes them a capability of their
+    /// own; the MSR interface, whose monitoring needs CMT in CPUID, shows none.
+    #[test]
+    fn os_shows_pmu_events_without_rdt_monitoring() {
+        let mut caps = amd_issue_311();
+        caps.monitoring = Feature::Unsupported;
+        let report = |iface| {
+            let mut out = Vec::new();
+            print_capabilities(&caps, iface, None, None, None, false, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let os = report(Interface::Os);
+        assert!(
+            os.contains(
+                "    Monitoring\n        PMU events:\n            LLC misses\n            \
+                 LLC references\n            Instructions/Clock (IPC)\n    Allocation\n"
+            ),
+            "{os}"
+        );
+        assert!(!report(Interface::Msr).contains("Monitoring"));
     }
 
     /// The AMD EPYC of issue #311 on the OS interface: L3 CAT, MBA and SMBA with 16 classes.

@@ -1062,7 +1062,9 @@ fn a_schemata_write_failing_midway_leaves_no_half_applied_classes() {
 /// (Gold 6140, stepping 4) boots with L3 CAT, CMT and MBM hidden from resctrl, so pqos on
 /// the OS interface sees MBA only, as on the Skylake-SP machines of intel-cmt-cat issues
 /// 228 and 290: `-s` lists MBA classes only, `-e llc:` fails with pqos's `Failed to
-/// retrieve socket 0 L3 classes!`, `-d` shows no monitoring and no L3 CAT.
+/// retrieve socket 0 L3 classes!`, `-d` shows no RDT monitoring and no L3 CAT, and, as
+/// pqos's `os_cap_mon_discover` makes the perf events a monitoring capability of their own,
+/// a Monitoring block of PMU events only where the platform has them.
 #[test]
 fn stock_skylake_sp_shows_mba_only_as_pqos_does_there() {
     let m = MountedOs::new("skylake-sp");
@@ -1083,7 +1085,11 @@ fn stock_skylake_sp_shows_mba_only_as_pqos_does_there() {
     let d = m.pqos(&["-d"]).ok().stdout;
     assert!(d.contains("Memory Bandwidth Allocation (MBA)"), "{d}");
     assert!(
-        !d.contains("Cache Allocation") && !d.contains("Monitoring"),
+        !d.contains("Cache Allocation")
+            && !d.contains("Cache Monitoring Technology")
+            && !d.contains("Memory Bandwidth Monitoring"),
         "{d}"
     );
+    let pmu_only = "    Monitoring\n        PMU events:\n            LLC misses\n";
+    assert_eq!(d.contains(pmu_only), m.has_pmu(), "{d}");
 }
