@@ -443,25 +443,13 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         &mut self,
         cpus: &CpuSet,
     ) -> Result<Vec<(LogicalCpu, Result<(ClassId, Option<Rmid>), MsrError>)>, MsrError> {
-        let mut out = Vec::new();
-        for cpu in cpus.iter() {
-            self.check_cpu(cpu)?;
-            out.push((cpu, self.read_association(cpu)));
-        }
-        Ok(out)
+        self.read_associations(cpus)
     }
 
     /// One read-modify-write of IA32_PQR_ASSOC per CPU, ascending; every CPU
     /// and the class are checked first.
     fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), MsrError> {
-        for cpu in cpus.iter() {
-            self.check_cpu(cpu)?;
-        }
-        self.caps.check_class(Interface::Msr, class)?;
-        for cpu in cpus.iter() {
-            self.associate_one(cpu, class)?;
-        }
-        Ok(())
+        self.write_associations(cpus, class)
     }
 
     fn reset(&mut self, what: &Reset) -> Result<(), MsrError> {
