@@ -11,9 +11,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rdt_pqos::{
-    Backend, BackendExt, CpuSet, Iface, LogicalCpu, MonEvents, MonGroupId, OpenOptions, Paths,
-};
+use rdt_pqos::{Backend, BackendExt, CpuSet, Iface, LogicalCpu, MonEvents, MonGroupId};
 use rdt_sim::fs::testing::TestMount;
 
 /// `skylake-sp` booted with `rdt=l3cat,cmt,mbmtotal,mbmlocal`: the kernel's Skylake-SP quirk
@@ -80,14 +78,6 @@ criterion_group! {
 }
 criterion_main!(benches);
 
-/// Options to open the simulated platform FUSE-mounted at `root` through `iface`: its files
-/// and the simulator's resctrl mount control and PMU counters ([`rdt_sim::attach`]), injected
-/// as `OpenOptions::sysroot` injects them with feature `sim` (benches build without it).
-fn mounted(iface: Iface, root: &std::path::Path) -> OpenOptions {
-    let sim = rdt_sim::attach(root);
-    let pmu = sim.clone();
-    OpenOptions::new(iface)
-        .paths(Paths::under(root))
-        .resctrl_mount_control(move || sim.mount_control())
-        .fallback_pmu(move || pmu.pmu())
-}
+#[path = "../tests/support/mounted.rs"]
+mod support;
+use support::mounted;

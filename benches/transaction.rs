@@ -129,14 +129,6 @@ criterion_group! {
 }
 criterion_main!(benches);
 
-/// Options to open the simulated platform FUSE-mounted at `root` through `iface`: its files
-/// and the simulator's resctrl mount control and PMU counters ([`rdt_sim::attach`]), injected
-/// as `OpenOptions::sysroot` injects them with feature `sim` (benches build without it).
-fn mounted(iface: Iface, root: &Path) -> OpenOptions {
-    let sim = rdt_sim::attach(root);
-    let pmu = sim.clone();
-    OpenOptions::new(iface)
-        .paths(Paths::under(root))
-        .resctrl_mount_control(move || sim.mount_control())
-        .fallback_pmu(move || pmu.pmu())
-}
+#[path = "../tests/support/mounted.rs"]
+mod support;
+use support::mounted;

@@ -36,16 +36,7 @@ mod shape;
 #[cfg(feature = "oci")]
 mod oci;
 
-/// Options to open the simulated platform FUSE-mounted at `root` through `iface`: its files
-/// ([`rdt_pqos::Paths::under`]) and the simulator's resctrl mount control and PMU counters
-/// ([`rdt_sim::attach`]), injected as `OpenOptions::sysroot` injects them with feature
-/// `sim` (these tests run without it too).
-fn mounted(iface: rdt_pqos::Iface, root: impl AsRef<std::path::Path>) -> rdt_pqos::OpenOptions {
-    let root = root.as_ref();
-    let sim = rdt_sim::attach(root);
-    let pmu = sim.clone();
-    rdt_pqos::OpenOptions::new(iface)
-        .paths(rdt_pqos::Paths::under(root))
-        .resctrl_mount_control(move || sim.mount_control())
-        .fallback_pmu(move || pmu.pmu())
-}
+// Opening the mounted simulated platform (shared with the benches).
+#[path = "support/mounted.rs"]
+mod support;
+use support::mounted;
