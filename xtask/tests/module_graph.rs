@@ -276,6 +276,35 @@ fn mod_decls(code: &str) -> Vec<String> {
     mods
 }
 
+/// The `#[path = "FILE"]` attributes of `file`'s out-of-line modules, by module name: FILE
+/// relative to `file`'s directory, as rustc resolves it. Read from the raw text (the code
+/// the graph is built from has its strings removed).
+fn path_attrs(file: &Path) -> Vec<(String, PathBuf)> {
+    let text = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    let dir = file.parent().expect("a source file is in a directory");
+    let mut out = Vec::new();
+    let mut pending: Option<&str> = None;
+    for line in text.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("#[path = \"") {
+            pending = rest.strip_suffix("\"]");
+        } else if line.starts_with("#[") || line.starts_with("//") {
+            // other attributes and comments between the path and its `mod`
+        } else {
+            if let Some(p) = pending.take() {
+                let decl = line
+                    .trim_start_matches("pub ")
+                    .trim_start_matches("pub(crate) ");
+                if let Some(name) = decl.strip_prefix("mod ").and_then(ident_at) {
+                    out.push((name.to_string(), dir.join(p)));
+                }
+            }
+            pending = None;
+        }
+    }
+    out
+}
+
 fn read_code(path: &Path) -> String {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
@@ -288,7 +317,11 @@ fn crate_files(root: &Path) -> Vec<File> {
     let dir = root.parent().expect("a root file is in a directory");
     let mut files = Vec::new();
     let mut todo: Vec<(PathBuf, usize, String)> = Vec::new();
-    let find = |dir: &Path, name: &str| {
+    let find = |dir: &Path, name: &str, declared_in: &Path| {
+        if let Some((_, p)) = path_attrs(declared_in).into_iter().find(|(n, _)| n == name) {
+            assert!(p.is_file(), "module {name}: no {}", p.display());
+            return p;
+        }
         let flat = dir.join(format!("{name}.rs"));
         let nested = dir.join(name).join("mod.rs");
         if flat.is_file() {
@@ -299,7 +332,7 @@ fn crate_files(root: &Path) -> Vec<File> {
         }
     };
     for name in mod_decls(&root_code) {
-        todo.push((find(dir, &name), 1, name));
+        todo.push((find(dir, &name, root), 1, name));
     }
     while let Some((path, depth, top)) = todo.pop() {
         let code = read_code(&path);
@@ -309,7 +342,7 @@ fn crate_files(root: &Path) -> Vec<File> {
             path.with_extension("")
         };
         for name in mod_decls(&code) {
-            todo.push((find(&sub_dir, &name), depth + 1, top.clone()));
+            todo.push((find(&sub_dir, &name, &path), depth + 1, top.clone()));
         }
         files.push(File {
             path,
