@@ -355,6 +355,18 @@ pub struct Args {
     #[arg(long = "remove", requires = "apply")]
     pub remove: bool,
 
+    /// With --apply of goresctrl's YAML: put PREFIX before every class's name to make its
+    /// resctrl group's, as goresctrl's embedding runtime does (`rdt.Initialize(prefix)`);
+    /// the root class is never prefixed. With --remove, the groups of that prefix go.
+    #[arg(long = "group-prefix", value_name = "PREFIX", requires = "apply")]
+    pub group_prefix: Option<String>,
+
+    /// With --apply of goresctrl's YAML: also remove the named classes this pqos made whose
+    /// names have the --group-prefix and that the file no longer names (never another
+    /// tool's group; a group still holding tasks is refused), in the same transaction.
+    #[arg(long = "prune", requires = "apply", conflicts_with = "remove")]
+    pub prune: bool,
+
     /// Write log messages (WARN; INFO with -v; DEBUG with -V) to FILE instead of stderr.
     #[arg(short = 'l', long = "log-file", value_name = "FILE")]
     pub log_file: Option<PathBuf>,

@@ -119,6 +119,8 @@ pub enum Command {
         dry_run: bool,
         /// `--remove`: take the file's named classes away.
         remove: bool,
+        /// `--group-prefix`, `--prune` (goresctrl's YAML).
+        groups: rdt_pqos::config::goresctrl::GroupOptions,
     },
     /// `--mbm-config` (ours): the MBM events' transaction configurations to set.
     MbmConfig(Vec<(rdt_pqos::RmidEvent, u32)>),
@@ -203,6 +205,10 @@ impl Plan {
                 file: file.clone(),
                 dry_run: args.dry_run,
                 remove: args.remove,
+                groups: rdt_pqos::config::goresctrl::GroupOptions {
+                    prefix: args.group_prefix.clone().unwrap_or_default(),
+                    prune: args.prune,
+                },
             }
         } else if let Some(cfg) = &args.mbm_config {
             Command::MbmConfig(cfg.0.clone())

@@ -8,7 +8,9 @@ use super::error::Location;
 use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
 use rdt_core::BackendExt;
 use rdt_core::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
-use rdt_core::{Backend, CatResource, ClassId, Interface, MbaResource, RequestError, TaskId};
+use rdt_core::{
+    Backend, CatResource, ClassId, Interface, LogicalCpu, MbaResource, RequestError, TaskId,
+};
 use rdt_host::proc::ProcFs;
 
 /// The key of a bandwidth resource in the file: `mba` or `smba`.
@@ -17,6 +19,60 @@ const fn resource_key(resource: MbaResource) -> &'static str {
         MbaResource::Mba => "mba",
         MbaResource::Smba => "smba",
     }
+}
+
+/// The changes that take away the named class `name`, which stands for `class`: every
+/// mask back to all ways (data and code masks with CDP on), every MBA and SMBA limit back
+/// to "no limit", its CPUs (of `cpus`, each CPU's class now) and, on the OS interface, its
+/// tasks back to COS 0, then the name given up ([`Change::Release`]). Each change comes
+/// with the key of the file it undoes (`l3`, `mba`, `cpus`, `tasks`, `name`).
+///
+/// # Errors
+/// The class's tasks cannot be read.
+pub(crate) fn removal_changes<B: Backend>(
+    backend: &mut B,
+    class: ClassId,
+    name: &str,
+    cpus: &[(LogicalCpu, Option<ClassId>)],
+) -> Result<Vec<(Change, &'static str)>, B::Error> {
+    let mut out = Vec::new();
+    let caps = backend.capabilities();
+    for resource in [CatResource::L3, CatResource::L2] {
+        let domains = match resource {
+            CatResource::L3 => backend.topology().l3_domains(),
+            CatResource::L2 => backend.topology().l2_domains(),
+        };
+        for domain in domains {
+            if let Some(c) = Change::cat_default(caps, resource, domain, class) {
+                out.push((c, ClassSpec::cache_key(resource)));
+            }
+        }
+    }
+    for resource in MbaResource::ALL {
+        for domain in backend.topology().l3_domains() {
+            if let Some(c) = Change::bandwidth_default(caps, resource, domain, class) {
+                out.push((c, resource_key(resource)));
+            }
+        }
+    }
+    for &(cpu, c) in cpus {
+        if c == Some(class) {
+            out.push((Change::cpu(cpu, ClassId::new(0)), "cpus"));
+        }
+    }
+    if backend.interface() == Interface::Os {
+        for task in backend.tasks_of_class(class)? {
+            out.push((Change::task(task, ClassId::new(0)), "tasks"));
+        }
+    }
+    out.push((
+        Change::Release {
+            class,
+            name: name.to_owned(),
+        },
+        "name",
+    ));
+    Ok(out)
 }
 
 /// A configuration resolved against a platform ([`Config::plan`]): the class of service of
@@ -57,9 +113,11 @@ impl ConfigPlan {
             .steps()
             .iter()
             .map(|(_, step)| {
+                // COS 0 is the root whatever the file calls it (goresctrl's `""`,
+                // `system/default`): `COS0`, as `pqos -s` and `-a` name it
                 let who = |c: ClassId| match self.name_of(c) {
-                    Some(n) => format!("{} (COS{c})", rdt_core::Shown(n)),
-                    None => format!("COS{c}"),
+                    Some(n) if c.get() != 0 => format!("{} (COS{c})", rdt_core::Shown(n)),
+                    _ => format!("COS{c}"),
                 };
                 match step {
                     Step::Cat {
@@ -315,47 +373,12 @@ impl Config {
                 continue;
             };
             classes.push((spec.name.clone(), class));
-            let caps = backend.capabilities();
-            for resource in [CatResource::L3, CatResource::L2] {
-                let domains = match resource {
-                    CatResource::L3 => backend.topology().l3_domains(),
-                    CatResource::L2 => backend.topology().l2_domains(),
-                };
-                for domain in domains {
-                    if let Some(c) = Change::cat_default(caps, resource, domain, class) {
-                        changes.push(c);
-                        origins.push(origin(i, ClassSpec::cache_key(resource)));
-                    }
-                }
+            for (change, key) in removal_changes(backend, class, &spec.name, &cpus)
+                .map_err(ConfigPlanError::Backend)?
+            {
+                changes.push(change);
+                origins.push(origin(i, key));
             }
-            for resource in MbaResource::ALL {
-                for domain in backend.topology().l3_domains() {
-                    if let Some(c) = Change::bandwidth_default(caps, resource, domain, class) {
-                        changes.push(c);
-                        origins.push(origin(i, resource_key(resource)));
-                    }
-                }
-            }
-            for &(cpu, c) in &cpus {
-                if c == Some(class) {
-                    changes.push(Change::cpu(cpu, ClassId::new(0)));
-                    origins.push(origin(i, "cpus"));
-                }
-            }
-            if backend.interface() == Interface::Os {
-                for task in backend
-                    .tasks_of_class(class)
-                    .map_err(ConfigPlanError::Backend)?
-                {
-                    changes.push(Change::task(task, ClassId::new(0)));
-                    origins.push(origin(i, "tasks"));
-                }
-            }
-            changes.push(Change::Release {
-                class,
-                name: spec.name.clone(),
-            });
-            origins.push(origin(i, "name"));
         }
         self.finish(backend, &changes, &origins, classes, warnings, true)
     }

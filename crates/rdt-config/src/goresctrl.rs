@@ -60,11 +60,18 @@
 //! # What is not expressed, and differences from goresctrl
 //! - `kubernetes` class options (pod/container annotation rules) have no effect on resctrl;
 //!   they are accepted and reported as not applied.
-//! - goresctrl's group name prefix is chosen by the program embedding it (containerd, CRI-O),
-//!   not by the file: groups are named as the classes are.
-//! - goresctrl removes the groups with its prefix that a new configuration no longer names
-//!   and resets the root when the file does not configure it; this import changes only the
-//!   classes the file names (the root only when the file names it) and removes nothing.
+//! - goresctrl's group name prefix (`rdt.Initialize(resctrlGroupPrefix)`) is chosen by the
+//!   program embedding it (containerd, CRI-O), not by the file: here it is
+//!   [`GroupOptions::prefix`] (`pqos --apply FILE --group-prefix P`). Every class's group
+//!   is the prefix and the class name; the root has none.
+//! - goresctrl removes every group with its prefix that a new configuration no longer
+//!   names, with an empty prefix every group it finds, another tool's too. Here removal is
+//!   asked for ([`GroupOptions::prune`], `--prune`) and takes only the named classes this
+//!   library made ([`BackendExt::own_class_names`]) whose names have the prefix: never a
+//!   group another tool made. Like goresctrl (without `force`), a stale group that still
+//!   holds tasks is refused, naming it; its CPUs go back to the root, as the kernel's
+//!   `rmdir` moves them. goresctrl also resets the root when the file does not configure
+//!   it; this import changes the root only when the file names it.
 //! - The MBA values are rounded to the hardware's granularity as the interface stores them
 //!   ([`rdt_core::MbaCaps::stored_limit`]: up on the OS interface, as the kernel's
 //!   `bw_validate()` does; half up on MSR, as pqos does), so that applying the file twice
@@ -93,7 +100,7 @@ use super::node::{self, Entry, Format, Node, Value};
 use super::parse::name_problem;
 use super::{ConfigError, ConfigErrorKind, ConfigPlan, ConfigPlanError, ConfigWarning};
 use rdt_core::BackendExt;
-use rdt_core::transaction::{Change, MaskScope, Plan, PlanError};
+use rdt_core::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning};
 use rdt_core::{
     Backend, BackendError, CacheBitmask, CacheDomain, Capabilities, CatResource, ClassId, MbaKind,
     MbaLimit, Topology,
@@ -114,6 +121,40 @@ pub struct GoresctrlConfig {
     pub partitions: Vec<Partition>,
     /// What the file says that has no effect here (the `kubernetes` options).
     pub notes: Vec<ConfigWarning>,
+}
+
+/// How a goresctrl configuration's classes become resctrl groups: what goresctrl takes from
+/// the program that embeds it rather than from the file (`rdt.Initialize(prefix)` and the
+/// removal of stale groups in `configureResctrl`, goresctrl `pkg/rdt/rdt.go`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupOptions {
+    /// Put before every class's name to make its group's (`"cri-"`: class `Guaranteed` is
+    /// group `cri-Guaranteed`); the root's names are never prefixed. The record of named
+    /// classes keeps the whole group name, so a later run with the same prefix finds them.
+    pub prefix: String,
+    /// Also remove the named classes this library made whose names start with
+    /// [`GroupOptions::prefix`] and that the file no longer names, in the same
+    /// transaction ([`GoresctrlConfig::plan_with`]).
+    pub prune: bool,
+}
+
+impl GroupOptions {
+    /// The group name of class `name` (the root's names as they are).
+    #[must_use]
+    pub fn group_name(&self, name: &str) -> String {
+        if ROOT_NAMES.contains(&name) {
+            name.to_owned()
+        } else {
+            format!("{}{name}", self.prefix)
+        }
+    }
+}
+
+/// A named class [`GroupOptions::prune`] takes away, with the changes that do.
+struct Stale {
+    class: ClassId,
+    name: String,
+    changes: Vec<Change>,
 }
 
 /// `options.*.optional`: a resource the platform lacks is skipped instead of refused.
@@ -1031,7 +1072,7 @@ impl GoresctrlConfig {
             kind,
             &self.file,
             Location {
-                line: Some(at.line),
+                line: (at.line > 0).then_some(at.line),
                 key: (!at.path.is_empty()).then(|| at.path.clone()),
                 ..Location::default()
             },
@@ -1043,7 +1084,7 @@ impl GoresctrlConfig {
         ConfigWarning::new(
             &self.file,
             Location {
-                line: Some(at.line),
+                line: (at.line > 0).then_some(at.line),
                 key: (!at.path.is_empty()).then(|| at.path.clone()),
                 ..Location::default()
             },
@@ -1678,31 +1719,52 @@ impl GoresctrlConfig {
         &self,
         backend: &mut B,
     ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
+        self.plan_with(backend, &GroupOptions::default())
+    }
+
+    /// [`GoresctrlConfig::plan`] with goresctrl's group options: each class is the group
+    /// [`GroupOptions::group_name`], and with [`GroupOptions::prune`] the plan first takes
+    /// away the stale named classes (this library's, with the prefix, not in the file) as
+    /// `--remove` does: masks and limits back to the defaults, CPUs back to COS 0, the group
+    /// removed. All in one transaction.
+    ///
+    /// # Errors
+    /// As [`GoresctrlConfig::plan`]; a prefix that makes a class name no group name can
+    /// be; with `prune`, a stale group that holds tasks (goresctrl refuses to remove a
+    /// non-empty group too), naming it and how many.
+    pub fn plan_with<B: Backend>(
+        &self,
+        backend: &mut B,
+        options: &GroupOptions,
+    ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
         let platform = GoresctrlPlatform::of(backend.capabilities(), backend.topology());
         let resolved = self.resolve(&platform)?;
         let mut warnings: Vec<String> = resolved.warnings.iter().map(ToString::to_string).collect();
-        let mut ids = Vec::new();
-        for c in &resolved.classes {
-            let id = if c.is_root() {
-                ClassId::new(0)
-            } else {
-                backend
-                    .class_named(&c.name)
-                    .map_err(|e| match e.request() {
-                        Some(r) => ConfigPlanError::Config(self.error(
-                            ConfigErrorKind::Platform,
-                            &c.at,
-                            r.to_string(),
-                        )),
-                        None => ConfigPlanError::Backend(e),
-                    })?
-            };
-            ids.push(id);
-        }
+        let names: Vec<String> = resolved
+            .classes
+            .iter()
+            .map(|c| options.group_name(&c.name))
+            .collect();
+        let ids = self.class_ids(backend, &resolved, &names)?;
         let mut changes = Vec::new();
         let mut origins: Vec<&At> = Vec::new();
         // the class of each change, for messages
         let mut owners: Vec<&str> = Vec::new();
+        let stale = if options.prune {
+            self.stale(backend, options, &names)?
+        } else {
+            Vec::new()
+        };
+        // a stale class is not in the file: line 0 names no line
+        let nowhere = At::default();
+        let removals = stale.iter().map(|s| s.changes.len()).sum::<usize>();
+        for s in &stale {
+            for change in &s.changes {
+                changes.push(change.clone());
+                origins.push(&nowhere);
+                owners.push(&s.name);
+            }
+        }
         for (c, &class) in resolved.classes.iter().zip(&ids) {
             for (&(resource, domain, scope), &mask) in &c.cat {
                 changes.push(Change::Cat {
@@ -1760,29 +1822,105 @@ impl GoresctrlConfig {
         warnings.extend(
             plan.warnings()
                 .iter()
+                // a pruned class goes back to all ways: that they are shareable is no news
+                .filter(|w| {
+                    !(w.index() < removals && matches!(w, PlanWarning::Shareable { .. }))
+                })
                 .map(|w| self.warning(origins[w.index()], w.to_string()).to_string()),
         );
         // One remark per place, not one per cache id.
         let mut seen = std::collections::BTreeSet::new();
         warnings.retain(|w| seen.insert(w.clone()));
         Ok(ConfigPlan {
-            classes: resolved
-                .classes
-                .iter()
-                .zip(&ids)
-                .map(|(c, id)| (c.name.clone(), *id))
+            classes: names
+                .into_iter()
+                .zip(ids)
+                .chain(stale.into_iter().map(|s| (s.name, s.class)))
                 .collect(),
             plan: plan.without_unchanged(),
             warnings,
         })
     }
+
+    /// The class of service of each of `resolved`'s classes, whose groups are `names`:
+    /// COS 0 for the root, else [`BackendExt::class_named`].
+    fn class_ids<B: Backend>(
+        &self,
+        backend: &mut B,
+        resolved: &Resolved,
+        names: &[String],
+    ) -> Result<Vec<ClassId>, ConfigPlanError<B::Error>> {
+        let mut ids = Vec::new();
+        for (c, name) in resolved.classes.iter().zip(names) {
+            let id = if c.is_root() {
+                ClassId::new(0)
+            } else {
+                backend
+                    .class_named(name)
+                    .map_err(|e| match e.request() {
+                        Some(r) => ConfigPlanError::Config(self.error(
+                            ConfigErrorKind::Platform,
+                            &c.at,
+                            r.to_string(),
+                        )),
+                        None => ConfigPlanError::Backend(e),
+                    })?
+            };
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    /// The named classes [`GroupOptions::prune`] takes away: this library's own
+    /// ([`BackendExt::own_class_names`]) whose names start with the prefix and are none of
+    /// `names` (the file's groups), each with the changes that remove it.
+    fn stale<B: Backend>(
+        &self,
+        backend: &mut B,
+        options: &GroupOptions,
+        names: &[String],
+    ) -> Result<Vec<Stale>, ConfigPlanError<B::Error>> {
+        let own = backend.own_class_names();
+        let cpus = backend.cpu_classes().map_err(ConfigPlanError::Backend)?;
+        let mut out = Vec::new();
+        for (class, name) in own {
+            if !name.starts_with(&options.prefix) || names.contains(&name) {
+                continue;
+            }
+            let removal = super::apply::removal_changes(backend, class, &name, &cpus)
+                .map_err(ConfigPlanError::Backend)?;
+            let tasks = removal
+                .iter()
+                .filter(|(c, _)| matches!(c, Change::Task { .. }))
+                .count();
+            if tasks > 0 {
+                return Err(ConfigPlanError::Config(self.error(
+                    ConfigErrorKind::Platform,
+                    &At::default(),
+                    format!(
+                        "--prune: group {} (COS{class}) is not in the file but holds {tasks} \
+                         task(s): move them out first (goresctrl refuses to remove a \
+                         non-empty group too)",
+                        rdt_core::Shown(&name)
+                    ),
+                )));
+            }
+            out.push(Stale {
+                class,
+                name,
+                changes: removal.into_iter().map(|(c, _)| c).collect(),
+            });
+        }
+        Ok(out)
+    }
 }
 
 impl GoresctrlConfig {
     /// The file's classes as named classes without settings (the root's names left out),
-    /// for [`super::Config::remove`]: a class's line is its `at`.
+    /// named as [`GroupOptions::group_name`] makes their groups, for
+    /// [`super::Config::remove`]: a class's line is its `at`.
     #[must_use]
-    pub fn names(&self) -> super::Config {
+    pub fn names(&self, options: &GroupOptions) -> super::Config {
         super::Config {
             file: self.file.clone(),
             classes: self
@@ -1791,7 +1929,7 @@ impl GoresctrlConfig {
                 .flat_map(|p| &p.classes)
                 .filter(|c| !c.is_root())
                 .map(|c| super::ClassSpec {
-                    name: c.name.clone(),
+                    name: options.group_name(&c.name),
                     lines: super::KeyLines::new(c.at.line),
                     ..super::ClassSpec::default()
                 })

@@ -142,25 +142,67 @@ impl ConfigFile {
         backend: &mut B,
         proc: &rdt_host::proc::ProcFs,
     ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
+        self.plan_with(backend, proc, &goresctrl::GroupOptions::default())
+    }
+
+    /// [`ConfigFile::plan`] with goresctrl's group options
+    /// ([`goresctrl::GoresctrlConfig::plan_with`]).
+    ///
+    /// # Errors
+    /// As [`ConfigFile::plan`]; options other than the default for the TOML/JSON form,
+    /// whose file names its groups itself.
+    pub fn plan_with<B: rdt_core::Backend>(
+        &self,
+        backend: &mut B,
+        proc: &rdt_host::proc::ProcFs,
+        options: &goresctrl::GroupOptions,
+    ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
         match self {
-            Self::Classes(c) => c.plan(backend, proc),
-            Self::Goresctrl(g) => g.plan(backend),
+            Self::Classes(c) => {
+                c.refuse_group_options(options)?;
+                c.plan(backend, proc)
+            }
+            Self::Goresctrl(g) => g.plan_with(backend, options),
         }
     }
 
     /// Plans taking the file's named classes away ([`Config::remove`]; for goresctrl's
-    /// YAML, its classes but the root: [`goresctrl::GoresctrlConfig::names`]).
+    /// YAML, its classes but the root, named with `options`' prefix:
+    /// [`goresctrl::GoresctrlConfig::names`]).
     ///
     /// # Errors
-    /// As [`Config::remove`].
+    /// As [`Config::remove`]; options other than the default for the TOML/JSON form.
     pub fn remove<B: rdt_core::Backend>(
         &self,
         backend: &mut B,
+        options: &goresctrl::GroupOptions,
     ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
         match self {
-            Self::Classes(c) => c.remove(backend),
-            Self::Goresctrl(g) => g.names().remove(backend),
+            Self::Classes(c) => {
+                c.refuse_group_options(options)?;
+                c.remove(backend)
+            }
+            Self::Goresctrl(g) => g.names(options).remove(backend),
         }
+    }
+}
+
+impl Config {
+    /// Refuses goresctrl's group options for a file that names its groups itself.
+    fn refuse_group_options<E: std::error::Error + 'static>(
+        &self,
+        options: &goresctrl::GroupOptions,
+    ) -> Result<(), ConfigPlanError<E>> {
+        if *options == goresctrl::GroupOptions::default() {
+            return Ok(());
+        }
+        Err(ConfigPlanError::Config(ConfigError::new(
+            ConfigErrorKind::Invalid,
+            &self.file,
+            error::Location::default(),
+            "a group prefix and --prune are goresctrl's options, for its YAML: this file \
+             names its classes' groups itself (and `--remove` takes them away)",
+        )))
     }
 }
 

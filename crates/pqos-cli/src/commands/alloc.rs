@@ -12,6 +12,7 @@
 use std::io::Write;
 
 use anyhow::{Context as _, Result, anyhow};
+use rdt_pqos::config::goresctrl::GroupOptions;
 use rdt_pqos::config::{ConfigFile, ConfigPlanError};
 use rdt_pqos::proc::ProcFs;
 use rdt_pqos::transaction::{
@@ -673,13 +674,16 @@ fn undone<E: std::error::Error + Send + Sync + 'static>(
     }
 }
 
-/// How `--apply` runs: `--dry-run`, `--remove`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How `--apply` runs: `--dry-run`, `--remove`, `--group-prefix`, `--prune`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ApplyMode {
     /// `--dry-run`: print the writes, make none.
     pub dry_run: bool,
     /// `--remove`: take the file's named classes away ([`ConfigFile::remove`]).
     pub remove: bool,
+    /// `--group-prefix P`, `--prune`: goresctrl's group options
+    /// ([`ConfigFile::plan_with`]).
+    pub groups: GroupOptions,
 }
 
 /// `--apply FILE [--remove] [--dry-run]`: the configuration (named classes in TOML/JSON,
@@ -695,7 +699,7 @@ pub struct ApplyMode {
 pub fn run_apply<B: Backend>(
     backend: &mut B,
     file: &std::path::Path,
-    mode: ApplyMode,
+    mode: &ApplyMode,
     proc: &ProcFs,
     out: &mut dyn Write,
 ) -> Result<()> {
@@ -703,9 +707,9 @@ pub fn run_apply<B: Backend>(
     // The writers' lock is held from reading the state to the last write.
     transaction::with_writers(backend, |backend| {
         let planned = if mode.remove {
-            config.remove(backend)
+            config.remove(backend, &mode.groups)
         } else {
-            config.plan(backend, proc)
+            config.plan_with(backend, proc, &mode.groups)
         };
         let planned = planned.map_err(|e| match e {
             ConfigPlanError::Config(e) => anyhow::Error::new(e),
@@ -1426,7 +1430,7 @@ mod tests {
         run_apply(
             &mut b,
             &file,
-            ApplyMode::default(),
+            &ApplyMode::default(),
             &ProcFs::host(),
             &mut out,
         )
@@ -1461,7 +1465,7 @@ mod tests {
         .unwrap();
         let proc = ProcFs::host();
         let before = rdt_pqos::transaction::AllocState::read(&mut b).unwrap();
-        run_apply(&mut b, &file, ApplyMode::default(), &proc, &mut Vec::new()).unwrap();
+        run_apply(&mut b, &file, &ApplyMode::default(), &proc, &mut Vec::new()).unwrap();
         std::fs::write(
             &file,
             "[[class]]\nname = \"db\"\n\n[[class]]\nname = \"other\"\n",
@@ -1470,11 +1474,12 @@ mod tests {
         let remove = |dry_run| ApplyMode {
             dry_run,
             remove: true,
+            ..ApplyMode::default()
         };
         // act: a dry run, then the removal
         let writes = b.writes.len();
         let mut out = Vec::new();
-        run_apply(&mut b, &file, remove(true), &proc, &mut out).unwrap();
+        run_apply(&mut b, &file, &remove(true), &proc, &mut out).unwrap();
         let dry = String::from_utf8(out).unwrap();
         assert!(
             dry.ends_with("dry run: nothing written.\n")
@@ -1483,7 +1488,7 @@ mod tests {
         );
         assert_eq!(b.writes.len(), writes, "a dry run writes nothing");
         let mut out = Vec::new();
-        run_apply(&mut b, &file, remove(false), &proc, &mut out).unwrap();
+        run_apply(&mut b, &file, &remove(false), &proc, &mut out).unwrap();
         // assert
         let got = String::from_utf8(out).unwrap();
         assert!(
@@ -1496,7 +1501,7 @@ mod tests {
         );
         assert!(b.own_class_names().is_empty());
         let mut out = Vec::new();
-        run_apply(&mut b, &file, remove(false), &proc, &mut out).unwrap();
+        run_apply(&mut b, &file, &remove(false), &proc, &mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "Nothing to change.\n");
     }
 
@@ -1526,7 +1531,7 @@ mod tests {
         let apply = run_apply(
             &mut b,
             &file,
-            ApplyMode::default(),
+            &ApplyMode::default(),
             &ProcFs::host(),
             &mut apply_out,
         );

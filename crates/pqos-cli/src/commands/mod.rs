@@ -67,13 +67,15 @@ pub fn execute<B: Backend>(
             file,
             dry_run,
             remove,
+            groups,
         } => {
             alloc::run_apply(
                 backend,
                 file,
-                alloc::ApplyMode {
+                &alloc::ApplyMode {
                     dry_run: *dry_run,
                     remove: *remove,
+                    groups: groups.clone(),
                 },
                 ctx.proc,
                 text(plan, out, &mut stderr),

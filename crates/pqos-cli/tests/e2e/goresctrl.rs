@@ -2,8 +2,11 @@
 //! its PROVENANCE.md) on in-process simulated platforms (`--sim`, OS interface) that have the
 //! resources they name. Each gives the masks goresctrl's arithmetic gives, applying it again
 //! writes nothing, and invalid files are refused naming the key path, with nothing written.
+//! On a mounted resctrl: goresctrl's group prefix names every group, and `--prune` removes
+//! only the stale groups this pqos made with that prefix.
 
-use crate::util::{Machine, Run, SKX_RDT, Sim};
+use crate::util::mounted::MountedOs;
+use crate::util::{Machine, Reaped, Run, SKX_RDT, Sim};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/goresctrl");
 
@@ -44,10 +47,11 @@ fn the_documented_example_partitions_l2_l3_and_mb_and_applies_once() {
             "burstable (COS3): L2 domain 0: 0xffff -> 0xe000",
             "besteffort (COS2): L3 domain 0: 0x7fff -> 0xe00",
             "besteffort (COS2): L2 domain 0: 0xffff -> 0xe000",
-            "DEFAULT (COS0): L3 domain 0: 0x7fff -> 0x600",
-            "DEFAULT (COS0): L2 domain 0: 0xffff -> 0x6000",
+            // the root is COS0 whatever the file calls it, as -s and -a name it
+            "COS0: L3 domain 0: 0x7fff -> 0x600",
+            "COS0: L2 domain 0: 0xffff -> 0x6000",
             "burstable (COS3): MBA domain 0: 100 -> 50",
-            "DEFAULT (COS0): MBA domain 1: 100 -> 50",
+            "COS0: MBA domain 1: 100 -> 50",
         ],
     );
     assert!(run.stdout.ends_with("write(s).\n"), "{}", run.stdout);
@@ -178,5 +182,107 @@ fn invalid_configurations_are_refused_naming_the_key_and_write_nothing() {
     assert_eq!(
         ok.stdout,
         "one (COS1): new named class\nApplied 1 write(s).\n"
+    );
+}
+
+/// The control groups under the resctrl root of `m`, sorted.
+fn groups(m: &MountedOs) -> Vec<String> {
+    m.list("")
+        .into_iter()
+        .filter(|n| m.resctrl(n).is_dir())
+        .filter(|n| !["info", "mon_data", "mon_groups"].contains(&n.as_str()))
+        .collect()
+}
+
+#[test]
+fn a_group_prefix_names_every_group_and_prune_removes_only_our_stale_ones() {
+    let m = MountedOs::new(SKX_RDT);
+    // another tool's group with the prefix, and a named class of ours without it
+    m.mkdir("cri-kube");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let toml = dir.path().join("batch.toml");
+    std::fs::write(&toml, "[[class]]\nname = \"batch\"\nl3 = { ways = 2 }\n").expect("write");
+    m.pqos(&["--apply", toml.to_str().expect("UTF-8")]).ok();
+    let sample = data("sample-conf.yaml");
+    let run = m
+        .pqos(&["--apply", &sample, "--group-prefix", "cri-"])
+        .ok();
+    assert!(
+        run.stdout.contains("cri-Guaranteed (COS")
+            && run.stdout.contains("cri-Besteffort (COS")
+            && !run.stdout.contains("\nBesteffort"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        groups(&m),
+        ["batch", "cri-Besteffort", "cri-Burstable", "cri-Guaranteed", "cri-kube"]
+    );
+    // -a with the number --apply printed reaches that very group, no COS<n> beside it
+    let cos = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("cri-Guaranteed (COS"))
+        .and_then(|l| l.split(')').next())
+        .expect("cri-Guaranteed's class")
+        .to_owned();
+    let guaranteed = Reaped::sleeper();
+    let pid = guaranteed.pid().to_string();
+    m.pqos(&["-a", &format!("pid:{cos}={pid}")]).ok();
+    assert!(m.read("cri-Guaranteed/tasks").lines().any(|t| t == pid));
+    assert!(!m.exists(&format!("COS{cos}")), "{:?}", groups(&m));
+
+    // the file without Burstable, which holds a task: pruning is refused, nothing written
+    let text = std::fs::read_to_string(&sample).expect("sample");
+    let start = text.find("      Burstable:").expect("Burstable");
+    let end = text.find("      Besteffort:").expect("Besteffort");
+    let smaller = dir.path().join("smaller.yaml");
+    std::fs::write(&smaller, format!("{}{}", &text[..start], &text[end..])).expect("write");
+    let smaller = smaller.to_str().expect("UTF-8").to_owned();
+    let busy = Reaped::sleeper();
+    m.write("cri-Burstable/tasks", &busy.pid().to_string());
+    let before = m.read("cri-Burstable/schemata");
+    let refused = m
+        .pqos(&["--apply", &smaller, "--group-prefix", "cri-", "--prune"])
+        .failed();
+    assert!(
+        refused.stderr.contains("cri-Burstable") && refused.stderr.contains("1 task(s)"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(m.read("cri-Burstable/schemata"), before);
+    // emptied, it goes; the other tool's group and our unprefixed class stay
+    m.write("tasks", &busy.pid().to_string());
+    let pruned = m
+        .pqos(&["--apply", &smaller, "--group-prefix", "cri-", "--prune"])
+        .ok();
+    assert!(
+        pruned.stdout.contains("cri-Burstable (COS")
+            && pruned.stdout.contains("): named class removed\n")
+            && !pruned.stderr.contains("shareable"),
+        "{}\n{}",
+        pruned.stdout,
+        pruned.stderr
+    );
+    assert_eq!(
+        groups(&m),
+        ["batch", "cri-Besteffort", "cri-Guaranteed", "cri-kube"]
+    );
+    let again = m
+        .pqos(&["--apply", &smaller, "--group-prefix", "cri-", "--prune"])
+        .ok();
+    assert_eq!(again.stdout, "Nothing to change.\n");
+    // --remove with the prefix takes the file's groups; a TOML file has no prefix to take
+    m.write("tasks", &pid);
+    m.pqos(&["--apply", &smaller, "--group-prefix", "cri-", "--remove"])
+        .ok();
+    assert_eq!(groups(&m), ["batch", "cri-kube"]);
+    let toml_prefix = m
+        .pqos(&["--apply", toml.to_str().expect("UTF-8"), "--group-prefix", "x-"])
+        .failed();
+    assert!(
+        toml_prefix.stderr.contains("goresctrl's options"),
+        "{}",
+        toml_prefix.stderr
     );
 }

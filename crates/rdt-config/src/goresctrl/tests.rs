@@ -907,3 +907,57 @@ fn keys_with_hiding_characters_are_escaped_in_errors() {
         "rdt.yaml:3: partitions.p\\u{202e}\\u{1b}[2J.l3Allocation: 120% over 100%"
     );
 }
+
+/// The prefix names every class's group but the root's, and `prune` takes away exactly
+/// the stale named classes with the prefix that this library holds, in the same plan.
+#[test]
+fn the_group_prefix_names_groups_and_prune_takes_only_stale_prefixed_classes() {
+    use rdt_core::fake::FakeBackend;
+    use rdt_host::transaction::ApplyPlan;
+    let yaml = |classes: &str| {
+        GoresctrlConfig::parse_yaml(
+            &format!(
+                "partitions:\n  p:\n    l3Allocation: \"100%\"\n    classes:\n{classes}"
+            ),
+            Path::new("g.yaml"),
+        )
+        .unwrap()
+    };
+    let both = yaml(
+        "      DEFAULT:\n        l3Allocation: \"50%\"\n      a:\n        l3Allocation: \"50%\"\n      \
+         b:\n        l3Allocation: \"25%\"\n",
+    );
+    let only_a = yaml("      a:\n        l3Allocation: \"50%\"\n");
+    let mut backend = FakeBackend::broadwell_2s();
+    // a named class of ours without the prefix
+    let other = backend.class_named("other").unwrap();
+    backend.claim_class(other, "other", true).unwrap();
+    let cri = GroupOptions {
+        prefix: "cri-".into(),
+        prune: true,
+    };
+    let planned = both.plan_with(&mut backend, &cri).unwrap();
+    let names: Vec<&str> = planned.classes.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["DEFAULT", "cri-a", "cri-b"]);
+    assert_eq!(planned.classes[0].1, ClassId::new(0));
+    planned.plan.apply(&mut backend).into_result().unwrap();
+    let planned = only_a.plan_with(&mut backend, &cri).unwrap();
+    let lines = planned.lines();
+    assert!(
+        lines.iter().any(|l| l.starts_with("cri-b (COS") && l.ends_with("named class removed")),
+        "{lines:?}"
+    );
+    planned.plan.apply(&mut backend).into_result().unwrap();
+    let mut own: Vec<String> = backend.own_class_names().into_iter().map(|(_, n)| n).collect();
+    own.sort();
+    assert_eq!(own, ["cri-a", "other"]);
+    // without prune nothing of ours is taken away
+    let keep = GroupOptions {
+        prefix: String::new(),
+        prune: false,
+    };
+    let planned = yaml("      z:\n        l3Allocation: \"50%\"\n")
+        .plan_with(&mut backend, &keep)
+        .unwrap();
+    assert!(!planned.lines().iter().any(|l| l.contains("removed")));
+}
