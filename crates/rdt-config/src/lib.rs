@@ -75,6 +75,7 @@ mod load;
 mod node;
 mod parse;
 mod place;
+pub mod policy;
 #[cfg(test)]
 mod tests;
 mod yaml;

@@ -586,12 +586,43 @@ pub(super) fn show_mba(limit: MbaLimit) -> String {
     format!("{} {}", unit(limit), limit.value())
 }
 
-/// Parses one class; `seen` holds what earlier classes claimed.
+/// The keys of a class that a policy's workload takes ([`super::policy`]): what it is, not
+/// what it gets.
+pub(super) const WORKLOAD_KEYS: &[&str] = &["name", "cpus", "tasks", "processes"];
+
+/// Parses the workloads of one file as classes ([`WORKLOAD_KEYS`]): names, CPUs, tasks
+/// and processes each in one workload only, across every call.
+pub(super) struct Workloads<'a> {
+    cx: Cx<'a>,
+    seen: Seen,
+    index: usize,
+}
+
+impl<'a> Workloads<'a> {
+    pub(super) fn new(file: &'a Path, format: Format) -> Self {
+        Self {
+            cx: Cx { file, format },
+            seen: Seen::default(),
+            index: 0,
+        }
+    }
+
+    /// The workload `node`, a table whose keys other than [`WORKLOAD_KEYS`] the caller has
+    /// read and left out (`node` holds only these).
+    pub(super) fn parse(&mut self, node: &Node) -> Result<ClassSpec, ConfigError> {
+        let spec = class(&self.cx, self.index, node, &mut self.seen, WORKLOAD_KEYS)?;
+        self.index += 1;
+        Ok(spec)
+    }
+}
+
+/// Parses one class; `seen` holds what earlier classes claimed; `allowed` are its keys.
 fn class(
     cx: &Cx<'_>,
     index: usize,
     node: &Node,
     seen: &mut Seen,
+    allowed: &[&str],
 ) -> Result<ClassSpec, ConfigError> {
     let mut ccx = ClassCx {
         cx,
@@ -599,7 +630,7 @@ fn class(
         name: None,
         lines: KeyLines::new(node.line),
     };
-    let entries = ccx.table(node, "", CLASS_KEYS)?;
+    let entries = ccx.table(node, "", allowed)?;
     // The name first, so that every other message can say which class.
     let name = ccx.name(node, entries, seen)?;
     ccx.name = Some(name.to_owned());
@@ -931,7 +962,9 @@ pub(super) fn config(root: &Node, file: &Path, format: Format) -> Result<Config,
     };
     let mut seen = Seen::default();
     for (index, item) in items.iter().enumerate() {
-        config.classes.push(class(&cx, index, item, &mut seen)?);
+        config
+            .classes
+            .push(class(&cx, index, item, &mut seen, CLASS_KEYS)?);
     }
     Ok(config)
 }

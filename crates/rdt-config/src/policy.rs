@@ -1,0 +1,648 @@
+//! The policy of the noisy-neighbour controller (`rdt-agent --policy FILE`): which workloads
+//! are protected, which are best-effort, and how far the best-effort ones may be squeezed.
+//!
+//! ```toml
+//! interval_ms = 1000          # how often the controller reads the counters and decides
+//! advisory = false            # true: decide and report, never write
+//! contended_below = 0.95      # a protected workload below this share of its target is contended
+//! dwell_intervals = 2         # intervals between two actions on one class
+//! verify_intervals = 2        # intervals after an action before judging it
+//!
+//! [[protected]]
+//! name = "pipeline"
+//! cpus = "2-7"                # or tasks = [1234], processes = ["ip_pipeline"]
+//! target = "alone"            # or { llc_mib = 12 }, or { ipc = 1.5 }
+//!
+//! [[best_effort]]
+//! name = "batch"              # a named class the controller makes (a resctrl group on resctrl)
+//! cpus = "8-10"
+//! min_ways = 2                # the floor of its L3 ways
+//! min_mba_percent = 10        # the floor of its MBA; without it MBA is left alone
+//! ```
+//!
+//! Same two formats as the classes of `--apply` ([`super::Config`]): TOML, or JSON for a
+//! `.json` file (the same keys in objects), read with the same limits (a regular file of at
+//! most [`super::MAX_CONFIG_BYTES`], UTF-8). Unknown keys are errors naming the key, file
+//! and line, as everywhere.
+//!
+//! | key | type | meaning | default |
+//! |---|---|---|---|
+//! | `interval_ms` | integer, 100 to 60000 | the control interval, milliseconds | 1000 |
+//! | `advisory` | boolean | decide and report only | false |
+//! | `contended_below` | number, 0.5 to 1 | a protected workload's health (its reading ÷ its target) below which it is contended | 0.95 |
+//! | `dwell_intervals` | integer, 1 to 1000 | intervals between two actions on one class | 2 |
+//! | `verify_intervals` | integer, 1 to 1000 | intervals after an action before it is judged (kept, or reverted when it did not help) | 2 |
+//! | `protected` | array of tables, at least one | workloads whose performance is defended | |
+//! | `best_effort` | array of tables, at least one | workloads that may be squeezed | |
+//!
+//! A workload has `name` (as a class name: 1 to 64 bytes, no `/`, whitespace, `COS<n>`),
+//! and its members: `cpus` (kernel list form), `tasks` (ids) and/or `processes` (`comm`
+//! names), as the classes of `--apply` have them, each CPU, task and process in one
+//! workload only. A best-effort workload may say `rest = true` instead: every CPU no other
+//! workload lists (at most one may). Then:
+//! - `target` (protected): `"alone"` (learned: the best IPC it has shown, or its LLC
+//!   occupancy without a PMU, decaying slowly), `{ llc_mib = N }` (LLC occupancy, MiB, >0)
+//!   or `{ ipc = X }` (instructions per cycle, >0). Default `"alone"`.
+//! - `min_ways` (best effort): 1 to 64, the fewest L3 ways it is ever left (also at least
+//!   the platform's `min_cbm_bits`). Default 1.
+//! - `min_mba_percent` (best effort): 1 to 100; present, the controller may throttle its
+//!   memory bandwidth down to this; absent, it never touches the class's MBA.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::error::Location;
+use super::node::{self, Entry, Format, Node, Shortened, Value};
+use super::parse::{WORKLOAD_KEYS, Workloads};
+use super::{ClassSpec, ConfigError, ConfigErrorKind};
+
+const TOP_KEYS: &[&str] = &[
+    "interval_ms",
+    "advisory",
+    "contended_below",
+    "dwell_intervals",
+    "verify_intervals",
+    "protected",
+    "best_effort",
+];
+const PROTECTED_KEYS: &[&str] = &["target"];
+const BEST_EFFORT_KEYS: &[&str] = &["rest", "min_ways", "min_mba_percent"];
+
+/// What a protected workload is defended to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Target {
+    /// As when it runs alone: learned from its own readings (the best IPC it has shown, or
+    /// its LLC occupancy where there is no PMU).
+    Alone,
+    /// At least this LLC occupancy, in bytes.
+    LlcBytes(u64),
+    /// At least this many instructions per cycle.
+    Ipc(f64),
+}
+
+/// A workload the controller defends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Protected {
+    /// Its name and members (`cpus`, `tasks`, `processes`) with their lines.
+    pub workload: ClassSpec,
+    /// What it is defended to.
+    pub target: Target,
+}
+
+/// A workload the controller may squeeze: a named class it makes and whose L3 ways (and,
+/// with a floor, MBA) it changes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BestEffort {
+    /// Its name (the named class's) and members, with their lines.
+    pub workload: ClassSpec,
+    /// `rest = true`: also every CPU no other workload lists.
+    pub rest: bool,
+    /// The fewest L3 ways it is ever left, at least 1.
+    pub min_ways: u32,
+    /// The lowest MBA it is ever throttled to, percent; `None`: its MBA is never touched.
+    pub min_mba_percent: Option<u8>,
+}
+
+/// A controller policy ([module docs](self)), as read: nothing about the platform is
+/// checked yet (the controller does that when it starts).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    /// The file it came from.
+    pub file: PathBuf,
+    /// The control interval.
+    pub interval: Duration,
+    /// Decide and report, never write.
+    pub advisory: bool,
+    /// Health (reading ÷ target) below which a protected workload is contended, 0.5 to 1.
+    pub contended_below: f64,
+    /// Intervals between two actions on one class.
+    pub dwell_intervals: u32,
+    /// Intervals after an action before it is judged.
+    pub verify_intervals: u32,
+    /// The protected workloads, in file order.
+    pub protected: Vec<Protected>,
+    /// The best-effort workloads, in file order.
+    pub best_effort: Vec<BestEffort>,
+}
+
+impl Policy {
+    /// Reads a policy file: JSON for a `.json` name, TOML otherwise.
+    ///
+    /// # Errors
+    /// The file cannot be read (not a regular file, over 1 MiB, not UTF-8), or breaks a
+    /// rule of the module docs: the error names the file, line and key.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
+        let text = super::load::read(path)?;
+        let json = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        if json {
+            Self::parse_json(&text, path)
+        } else {
+            Self::parse_toml(&text, path)
+        }
+    }
+
+    /// Parses a policy in TOML.
+    ///
+    /// # Errors
+    /// As [`Policy::load`].
+    pub fn parse_toml(text: &str, file: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let file = file.as_ref();
+        let root = node::from_toml(text)
+            .map_err(|e| syntax(file, e.line, format!("TOML syntax: {}", e.message)))?;
+        Parser {
+            file,
+            format: Format::Toml,
+        }
+        .policy(&root)
+    }
+
+    /// Parses a policy in JSON (the TOML form's keys in objects).
+    ///
+    /// # Errors
+    /// As [`Policy::load`].
+    pub fn parse_json(text: &str, file: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let file = file.as_ref();
+        let root = node::from_json(text)
+            .map_err(|e| syntax(file, Some(e.line), format!("JSON syntax: {}", e.message)))?;
+        Parser {
+            file,
+            format: Format::Json,
+        }
+        .policy(&root)
+    }
+
+    /// Every workload's name: the protected ones, then the best-effort ones.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.protected
+            .iter()
+            .map(|p| p.workload.name.as_str())
+            .chain(self.best_effort.iter().map(|b| b.workload.name.as_str()))
+    }
+}
+
+fn syntax(file: &Path, line: Option<usize>, message: String) -> ConfigError {
+    ConfigError::new(
+        ConfigErrorKind::Syntax,
+        file,
+        Location {
+            line,
+            ..Location::default()
+        },
+        message,
+    )
+}
+
+struct Parser<'a> {
+    file: &'a Path,
+    format: Format,
+}
+
+impl Parser<'_> {
+    fn error(&self, line: usize, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::new(
+            ConfigErrorKind::Invalid,
+            self.file,
+            Location {
+                line: Some(line),
+                key: (!key.is_empty()).then(|| key.to_owned()),
+                ..Location::default()
+            },
+            message,
+        )
+    }
+
+    fn wrong_type(&self, node: &Node, key: &str, expected: &str) -> ConfigError {
+        self.error(
+            node.line,
+            key,
+            format!(
+                "expected {expected}, found {}",
+                node.value.describe(self.format)
+            ),
+        )
+    }
+
+    /// The entries of table `node`, each key at most once and in `allowed`.
+    fn table<'n>(
+        &self,
+        node: &'n Node,
+        key: &str,
+        allowed: &[&str],
+        what: &str,
+    ) -> Result<&'n [Entry], ConfigError> {
+        let Value::Table(entries) = &node.value else {
+            return Err(self.wrong_type(node, key, "a table"));
+        };
+        for (i, e) in entries.iter().enumerate() {
+            let path = if key.is_empty() {
+                e.key.clone()
+            } else {
+                format!("{key}.{}", e.key)
+            };
+            if !allowed.contains(&e.key.as_str()) {
+                return Err(self.error(
+                    e.line,
+                    &path,
+                    format!(
+                        "unknown key {:?}: {what} takes {}",
+                        Shortened(&e.key),
+                        allowed
+                            .iter()
+                            .map(|k| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            if let Some(first) = entries[..i].iter().find(|f| f.key == e.key) {
+                return Err(self.error(
+                    e.line,
+                    &path,
+                    format!("key given twice (first on line {})", first.line),
+                ));
+            }
+        }
+        Ok(entries)
+    }
+
+    /// An integer in `range`.
+    fn integer(
+        &self,
+        e: &Entry,
+        key: &str,
+        range: std::ops::RangeInclusive<u32>,
+    ) -> Result<u32, ConfigError> {
+        let Value::Integer(n) = e.node.value else {
+            return Err(self.wrong_type(&e.node, key, "an integer"));
+        };
+        u32::try_from(n)
+            .ok()
+            .filter(|n| range.contains(n))
+            .ok_or_else(|| {
+                self.error(
+                    e.line,
+                    key,
+                    format!("{n} is out of range: {} to {}", range.start(), range.end()),
+                )
+            })
+    }
+
+    /// A finite number in `range` (integer or float).
+    fn number(
+        &self,
+        node: &Node,
+        key: &str,
+        range: std::ops::RangeInclusive<f64>,
+    ) -> Result<f64, ConfigError> {
+        #[allow(clippy::cast_precision_loss)] // shown and compared, not computed with
+        let x = match &node.value {
+            Value::Integer(i) => *i as f64,
+            Value::Float(f) => f.parse::<f64>().unwrap_or(f64::NAN),
+            _ => return Err(self.wrong_type(node, key, "a number")),
+        };
+        if x.is_finite() && range.contains(&x) {
+            Ok(x)
+        } else {
+            Err(self.error(
+                node.line,
+                key,
+                format!(
+                    "{} is out of range: {} to {}",
+                    node.value.describe(self.format),
+                    range.start(),
+                    range.end()
+                ),
+            ))
+        }
+    }
+
+    fn boolean(&self, e: &Entry, key: &str) -> Result<bool, ConfigError> {
+        match e.node.value {
+            Value::Bool(b) => Ok(b),
+            _ => Err(self.wrong_type(&e.node, key, "a boolean")),
+        }
+    }
+
+    fn policy(&self, root: &Node) -> Result<Policy, ConfigError> {
+        let entries = self.table(root, "", TOP_KEYS, "a policy")?;
+        let mut policy = Policy {
+            file: self.file.to_owned(),
+            interval: Duration::from_secs(1),
+            advisory: false,
+            contended_below: 0.95,
+            dwell_intervals: 2,
+            verify_intervals: 2,
+            protected: Vec::new(),
+            best_effort: Vec::new(),
+        };
+        let mut workloads = Workloads::new(self.file, self.format);
+        for e in entries {
+            let key = e.key.as_str();
+            match key {
+                "interval_ms" => {
+                    policy.interval =
+                        Duration::from_millis(self.integer(e, key, 100..=60_000)?.into());
+                }
+                "advisory" => policy.advisory = self.boolean(e, key)?,
+                "contended_below" => {
+                    policy.contended_below = self.number(&e.node, key, 0.5..=1.0)?;
+                }
+                "dwell_intervals" => policy.dwell_intervals = self.integer(e, key, 1..=1000)?,
+                "verify_intervals" => policy.verify_intervals = self.integer(e, key, 1..=1000)?,
+                "protected" => {
+                    for (i, node) in self.items(e)?.iter().enumerate() {
+                        let key = format!("protected[{i}]");
+                        policy
+                            .protected
+                            .push(self.protected(node, &key, &mut workloads)?);
+                    }
+                }
+                _ => {
+                    for (i, node) in self.items(e)?.iter().enumerate() {
+                        let key = format!("best_effort[{i}]");
+                        let b = self.best_effort(node, &key, &mut workloads)?;
+                        if let Some(other) = policy.best_effort.iter().find(|o| o.rest && b.rest) {
+                            return Err(self.error(
+                                node.line,
+                                &format!("{key}.rest"),
+                                format!(
+                                    "`rest = true` is also the choice of {:?}: every other \
+                                     CPU can be in one workload only",
+                                    other.workload.name
+                                ),
+                            ));
+                        }
+                        policy.best_effort.push(b);
+                    }
+                }
+            }
+        }
+        for (list, key, what) in [
+            (
+                policy.protected.is_empty(),
+                "protected",
+                "a workload to protect",
+            ),
+            (
+                policy.best_effort.is_empty(),
+                "best_effort",
+                "a best-effort workload to squeeze",
+            ),
+        ] {
+            if list {
+                return Err(self.error(
+                    root.line,
+                    key,
+                    format!("missing: a policy needs at least {what} (`[[{key}]]`)"),
+                ));
+            }
+        }
+        Ok(policy)
+    }
+
+    fn items<'n>(&self, e: &'n Entry) -> Result<&'n [Node], ConfigError> {
+        match &e.node.value {
+            Value::Array(items) => Ok(items),
+            _ => Err(self.wrong_type(&e.node, &e.key, "an array of tables")),
+        }
+    }
+
+    /// `node` without the keys in `own` (which the policy reads), for [`Workloads::parse`];
+    /// any key that is neither refused, naming both lists.
+    fn split<'n>(
+        &self,
+        node: &'n Node,
+        key: &str,
+        own: &[&str],
+        what: &str,
+    ) -> Result<(Node, Vec<&'n Entry>), ConfigError> {
+        let allowed: Vec<&str> = WORKLOAD_KEYS.iter().chain(own).copied().collect();
+        let entries = self.table(node, key, &allowed, what)?;
+        let (mine, theirs): (Vec<&Entry>, Vec<&Entry>) =
+            entries.iter().partition(|e| own.contains(&e.key.as_str()));
+        let rest = Node {
+            line: node.line,
+            value: Value::Table(theirs.into_iter().cloned().collect()),
+        };
+        Ok((rest, mine))
+    }
+
+    fn protected(
+        &self,
+        node: &Node,
+        key: &str,
+        workloads: &mut Workloads<'_>,
+    ) -> Result<Protected, ConfigError> {
+        let (rest, own) = self.split(node, key, PROTECTED_KEYS, "a protected workload")?;
+        let workload = workloads.parse(&rest)?;
+        let mut target = Target::Alone;
+        for e in own {
+            let key = format!("{key}.target");
+            target = match &e.node.value {
+                Value::String(s) if s == "alone" => Target::Alone,
+                Value::Table(_) => {
+                    let entries = self.table(&e.node, &key, &["llc_mib", "ipc"], "`target`")?;
+                    match entries {
+                        [one] if one.key == "llc_mib" => {
+                            let mib =
+                                self.number(&one.node, &format!("{key}.llc_mib"), 0.0..=1e6)?;
+                            if mib <= 0.0 {
+                                return Err(self.error(
+                                    one.line,
+                                    &format!("{key}.llc_mib"),
+                                    "an LLC target is more than 0 MiB",
+                                ));
+                            }
+                            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                            // at most 1e6 MiB
+                            let bytes = (mib * 1024.0 * 1024.0).round() as u64;
+                            Target::LlcBytes(bytes)
+                        }
+                        [one] => {
+                            let ipc = self.number(&one.node, &format!("{key}.ipc"), 0.0..=64.0)?;
+                            if ipc <= 0.0 {
+                                return Err(self.error(
+                                    one.line,
+                                    &format!("{key}.ipc"),
+                                    "an IPC target is more than 0",
+                                ));
+                            }
+                            Target::Ipc(ipc)
+                        }
+                        _ => {
+                            return Err(self.error(
+                                e.line,
+                                &key,
+                                "exactly one of `llc_mib` or `ipc`",
+                            ));
+                        }
+                    }
+                }
+                _ => {
+                    return Err(self.wrong_type(
+                        &e.node,
+                        &key,
+                        "\"alone\", { llc_mib = N } or { ipc = X }",
+                    ));
+                }
+            };
+        }
+        if workload.cpus.is_empty() && workload.tasks.is_empty() && workload.processes.is_empty() {
+            return Err(self.error(
+                node.line,
+                key,
+                format!(
+                    "protected workload {:?} has no members: give `cpus`, `tasks` or `processes`",
+                    workload.name
+                ),
+            ));
+        }
+        Ok(Protected { workload, target })
+    }
+
+    fn best_effort(
+        &self,
+        node: &Node,
+        key: &str,
+        workloads: &mut Workloads<'_>,
+    ) -> Result<BestEffort, ConfigError> {
+        let (rest_node, own) = self.split(node, key, BEST_EFFORT_KEYS, "a best-effort workload")?;
+        let workload = workloads.parse(&rest_node)?;
+        let mut b = BestEffort {
+            workload,
+            rest: false,
+            min_ways: 1,
+            min_mba_percent: None,
+        };
+        for e in own {
+            let path = format!("{key}.{}", e.key);
+            match e.key.as_str() {
+                "rest" => b.rest = self.boolean(e, &path)?,
+                "min_ways" => b.min_ways = self.integer(e, &path, 1..=64)?,
+                _ => {
+                    let p = self.integer(e, &path, 1..=100)?;
+                    b.min_mba_percent = u8::try_from(p).ok();
+                }
+            }
+        }
+        let w = &b.workload;
+        let members = !(w.cpus.is_empty() && w.tasks.is_empty() && w.processes.is_empty());
+        if b.rest && !w.cpus.is_empty() {
+            return Err(self.error(
+                node.line,
+                &format!("{key}.rest"),
+                "`rest = true` takes every CPU no other workload lists: leave `cpus` out",
+            ));
+        }
+        if !b.rest && !members {
+            return Err(self.error(
+                node.line,
+                key,
+                format!(
+                    "best-effort workload {:?} has no members: give `cpus`, `tasks`, \
+                     `processes` or `rest = true`",
+                    w.name
+                ),
+            ));
+        }
+        Ok(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toml(text: &str) -> Result<Policy, ConfigError> {
+        Policy::parse_toml(text, "p.toml")
+    }
+
+    const GOOD: &str = "interval_ms = 500\ncontended_below = 0.9\n\n\
+        [[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\ntarget = { llc_mib = 12 }\n\n\
+        [[best_effort]]\nname = \"batch\"\ncpus = \"8-10\"\nmin_ways = 2\nmin_mba_percent = 10\n";
+
+    #[test]
+    fn a_policy_reads_its_workloads_targets_and_floors() {
+        let p = toml(GOOD).unwrap();
+        assert_eq!(p.interval, Duration::from_millis(500));
+        assert!((p.contended_below - 0.9).abs() < 1e-12);
+        assert_eq!(p.protected[0].workload.name, "pipeline");
+        assert_eq!(p.protected[0].workload.cpus.to_string(), "2-7");
+        assert_eq!(p.protected[0].target, Target::LlcBytes(12 << 20));
+        assert_eq!(p.best_effort[0].min_ways, 2);
+        assert_eq!(p.best_effort[0].min_mba_percent, Some(10));
+        assert_eq!(p.names().collect::<Vec<_>>(), ["pipeline", "batch"]);
+        let json = Policy::parse_json(
+            r#"{"protected":[{"name":"p","tasks":[42],"target":{"ipc":1.5}}],
+               "best_effort":[{"name":"b","rest":true}]}"#,
+            "p.json",
+        )
+        .unwrap();
+        assert_eq!(json.protected[0].target, Target::Ipc(1.5));
+        assert!(json.best_effort[0].rest && json.best_effort[0].min_mba_percent.is_none());
+    }
+
+    #[test]
+    fn bad_policies_are_refused_naming_the_line_and_key() {
+        let cases: &[(&str, usize, &str, &str)] = &[
+            (
+                "interval_ms = 5\n[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                1,
+                "interval_ms",
+                "out of range",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\nl3 = { ways = 2 }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].l3",
+                "unknown key",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1-3\"\n[[best_effort]]\nname=\"b\"\ncpus=\"3\"\n",
+                6,
+                "cpus",
+                "also in class \"p\"",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { ipc = -1 }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].target.ipc",
+                "out of range",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\nmin_ways = 0\n",
+                7,
+                "best_effort[0].min_ways",
+                "out of range",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\n",
+                1,
+                "best_effort",
+                "missing",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                1,
+                "protected[0]",
+                "no members",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\nrest=true\n[[best_effort]]\nname=\"c\"\nrest=true\n",
+                7,
+                "best_effort[1].rest",
+                "also the choice of \"b\"",
+            ),
+        ];
+        for (text, line, key, words) in cases {
+            let e = toml(text).unwrap_err();
+            assert_eq!(e.line(), Some(*line), "{text:?}: {e}");
+            assert_eq!(e.key(), Some(*key), "{text:?}: {e}");
+            assert!(e.to_string().contains(words), "{text:?}: {e}");
+        }
+    }
+}
