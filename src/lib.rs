@@ -77,6 +77,10 @@ pub use perf::PerfPmu;
 /// Declarative allocation: named classes (TOML or JSON) and goresctrl's YAML (crate
 /// [`rdt_config`]).
 pub use rdt_config as config;
+/// The noisy-neighbour controller: a policy of protected and best-effort workloads, its
+/// decisions, and the agent that makes them as journaled transactions (crate
+/// [`rdt_control`]).
+pub use rdt_control as control;
 pub use rdt_core::*;
 pub use rdt_host::cpuid::{CpuidDumpFromPath, DevCpuid};
 pub use rdt_host::topology::TopologyFromSysfs;

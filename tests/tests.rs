@@ -36,6 +36,10 @@ mod shape;
 #[cfg(feature = "oci")]
 mod oci;
 
+// The noisy-neighbour controller on the in-process simulated platform (feature `sim`).
+#[cfg(feature = "sim")]
+mod control;
+
 // Opening the mounted simulated platform (shared with the benches).
 #[path = "support/mounted.rs"]
 mod support;

@@ -1,0 +1,492 @@
+//! The controller on a platform: sets up the best-effort classes, monitors every workload,
+//! and turns the [`Engine`]'s decisions into journaled transactions.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdt_config::policy::Policy;
+use rdt_config::{ClassSpec, Config, ConfigError, ConfigPlanError};
+use rdt_core::transaction::{Change, MaskScope, Plan, PlanError};
+use rdt_core::{
+    Backend, CacheBitmask, CacheDomain, CatResource, ClassId, CpuSet, MbaKind, MbaLimit, MonEvents,
+    MonGroupId, MonValues,
+};
+use rdt_host::proc::ProcFs;
+use rdt_host::transaction::ApplyPlan;
+
+use crate::engine::{Decision, Engine, Facts, Reading, Setting};
+use crate::event::{Event, Metrics, Observed};
+
+/// Why the controller cannot start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError<E: std::error::Error + 'static> {
+    /// The policy does not fit this platform (naming file, line and key where it can).
+    #[error(transparent)]
+    Policy(#[from] ConfigError),
+    /// The platform lacks what the policy needs.
+    #[error("{0}")]
+    Platform(String),
+    /// Reading or writing the platform failed.
+    #[error("{context}: {source}")]
+    Backend {
+        /// What was being done.
+        context: &'static str,
+        /// The backend's error.
+        source: E,
+    },
+}
+
+impl<E: std::error::Error + 'static> AgentError<E> {
+    const fn backend(context: &'static str) -> impl FnOnce(E) -> Self {
+        move |source| Self::Backend { context, source }
+    }
+}
+
+/// The events the controller monitors: occupancy, memory traffic and IPC, those the
+/// platform has.
+const EVENTS: MonEvents = MonEvents::LLC_OCCUPANCY
+    .union(MonEvents::MBM_TOTAL)
+    .union(MonEvents::MBM_LOCAL)
+    .union(MonEvents::IPC);
+
+/// The controller running on a platform ([module docs](self)). It holds no backend: each
+/// call takes the one it was started on.
+#[derive(Debug)]
+pub struct Agent {
+    engine: Engine,
+    /// Monitoring groups: the protected workloads', then the best-effort ones'.
+    groups: Vec<MonGroupId>,
+    /// The best-effort workloads' named classes.
+    classes: Vec<ClassId>,
+    /// The L3 domains acted on: all of them.
+    domains: Vec<CacheDomain>,
+    /// The full L3 mask.
+    full: CacheBitmask,
+    mba: Option<MbaKind>,
+    advisory: bool,
+    metrics: Metrics,
+    last: Option<Duration>,
+}
+
+/// What one interval did: the events (one per decision) and every workload's readings.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tick {
+    /// One per decision, in order.
+    pub events: Vec<Event>,
+    /// Every workload's readings, by name.
+    pub readings: BTreeMap<String, Observed>,
+}
+
+impl Agent {
+    /// Starts the controller of `policy` on `backend`: checks the policy against the
+    /// platform, makes each best-effort workload a named class holding its CPUs, tasks and
+    /// processes (one transaction, as `pqos --apply` of those classes would: a class that
+    /// exists already, after a restart, keeps its ways and MBA: the controller adopts
+    /// them), and starts one monitoring group per workload. `advisory` (or the policy's)
+    /// makes no class and writes nothing, ever.
+    ///
+    /// # Errors
+    /// [`AgentError::Policy`] for a policy the platform cannot serve (no L3 CAT, a floor
+    /// above the ways, MBA floors without percent MBA, members that do not exist);
+    /// [`AgentError::Backend`] when the classes cannot be made or monitoring started.
+    pub fn start<B: Backend>(
+        backend: &mut B,
+        policy: Policy,
+        proc: &ProcFs,
+        advisory: bool,
+    ) -> Result<Self, AgentError<B::Error>> {
+        let (facts, mba) = Self::facts(backend, &policy)?;
+        let domains = backend.topology().l3_domains();
+        let full = CacheBitmask::low_bits(facts.ways);
+        let advisory = advisory || policy.advisory;
+        // The best-effort classes, with `rest` resolved to the CPUs no workload lists.
+        let mut listed = CpuSet::new();
+        for w in policy
+            .protected
+            .iter()
+            .map(|p| &p.workload)
+            .chain(policy.best_effort.iter().map(|b| &b.workload))
+        {
+            listed.union_with(&w.cpus);
+        }
+        let specs: Vec<ClassSpec> = policy
+            .best_effort
+            .iter()
+            .map(|b| {
+                let mut spec = b.workload.clone();
+                if b.rest {
+                    spec.cpus = backend
+                        .topology()
+                        .cpus()
+                        .iter()
+                        .map(|c| c.cpu)
+                        .filter(|c| !listed.contains(*c))
+                        .collect();
+                }
+                spec
+            })
+            .collect();
+        let config = Config {
+            file: policy.file.clone(),
+            classes: specs.clone(),
+        };
+        let classes = if advisory {
+            vec![ClassId::new(0); specs.len()]
+        } else {
+            let planned = config.plan(backend, proc).map_err(|e| match e {
+                ConfigPlanError::Config(e) => AgentError::Policy(e),
+                ConfigPlanError::Backend(e) => AgentError::backend("reading the platform")(e),
+            })?;
+            let ids = specs
+                .iter()
+                .map(|s| {
+                    planned
+                        .classes
+                        .iter()
+                        .find(|(n, _)| *n == s.name)
+                        .map_or(ClassId::new(0), |(_, c)| *c)
+                })
+                .collect();
+            planned.plan.apply(backend).into_result().map_err(|e| {
+                AgentError::Platform(format!("setting up the best-effort classes: {e}"))
+            })?;
+            ids
+        };
+        // Monitoring: one group per workload, by CPUs; by tasks where it has no CPUs.
+        let supported = backend.capabilities().supported_events() & EVENTS;
+        let members = policy
+            .protected
+            .iter()
+            .map(|p| p.workload.cpus.clone())
+            .chain(specs.iter().map(|s| s.cpus.clone()));
+        let mut by_cpus = Vec::new();
+        for cpus in members {
+            if cpus.is_empty() {
+                return Err(AgentError::Platform(
+                    "the controller monitors workloads by their CPUs for now: give each \
+                     workload `cpus` (monitoring by task is not implemented yet)"
+                        .into(),
+                ));
+            }
+            by_cpus.push((cpus, supported));
+        }
+        let groups = backend
+            .start_monitoring_many(&by_cpus)
+            .map_err(|e| AgentError::Platform(format!("starting monitoring: {e}")))?;
+        let engine = Engine::new(policy, facts);
+        Ok(Self {
+            engine,
+            groups,
+            classes,
+            domains,
+            full,
+            mba,
+            advisory,
+            metrics: Metrics::new(),
+            last: None,
+        })
+    }
+
+    /// What the engine needs of the platform, and its MBA kind where the controller may
+    /// throttle; checks that the platform can serve `policy`.
+    fn facts<B: Backend>(
+        backend: &B,
+        policy: &Policy,
+    ) -> Result<(Facts, Option<MbaKind>), AgentError<B::Error>> {
+        let caps = backend.capabilities().clone();
+        let Some(cat) = caps.l3_cat.get() else {
+            return Err(AgentError::Platform(
+                "the controller needs L3 CAT, which this platform does not have".into(),
+            ));
+        };
+        let way_bytes = caps.l3_cache.map_or(0, |g| g.way_size());
+        let mba = caps.mba.get().filter(|m| !m.ctrl_enabled).map(|m| m.kind);
+        for b in &policy.best_effort {
+            if b.min_ways > cat.cbm_len {
+                return Err(AgentError::Platform(format!(
+                    "{}: best-effort workload {:?}: min_ways {} is more than the {} ways of \
+                     the L3",
+                    policy.file.display(),
+                    b.workload.name,
+                    b.min_ways,
+                    cat.cbm_len
+                )));
+            }
+            if b.min_mba_percent.is_some() && mba.is_none() {
+                return Err(AgentError::Platform(format!(
+                    "{}: best-effort workload {:?}: min_mba_percent needs MBA in percent or \
+                     AMD units, which this platform does not have (or resctrl runs the \
+                     mba_MBps controller)",
+                    policy.file.display(),
+                    b.workload.name
+                )));
+            }
+        }
+        let domains = backend.topology().l3_domains().len();
+        let facts = Facts {
+            ways: cat.cbm_len,
+            min_ways: cat.min_cbm_bits.max(1),
+            way_bytes,
+            domains: u32::try_from(domains).unwrap_or(u32::MAX),
+            mba_granularity: match mba {
+                Some(MbaKind::IntelDelay { .. }) => caps
+                    .mba
+                    .get()
+                    .map(|m| u8::try_from(m.granularity().clamp(1, 100)).unwrap_or(10)),
+                _ => None,
+            },
+        };
+        Ok((facts, mba))
+    }
+
+    /// The metrics so far.
+    #[must_use]
+    pub const fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The engine (its policy and platform facts).
+    #[must_use]
+    pub const fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The named class of each best-effort workload, in policy order (COS 0 in advisory
+    /// mode, where none is made).
+    #[must_use]
+    pub fn classes(&self) -> &[ClassId] {
+        &self.classes
+    }
+
+    /// A reading from a group's values; rates over `dt`.
+    fn reading(v: Option<&MonValues>, dt: Duration) -> Reading {
+        let Some(v) = v else {
+            return Reading::default();
+        };
+        let secs = dt.as_secs_f64();
+        #[allow(clippy::cast_precision_loss)] // bytes as a rate
+        let mem = v
+            .mbm_total_delta_bytes
+            .or(v.mbm_local_delta_bytes)
+            .filter(|_| secs > 0.0)
+            .map(|b| b as f64 / secs);
+        Reading {
+            llc_bytes: v.llc_occupancy_bytes,
+            mem_bytes_per_s: mem,
+            ipc: v.ipc(),
+        }
+    }
+
+    /// The allocation of best-effort class `i` now: the fewest ways over the domains, the
+    /// lowest MBA.
+    fn settings<B: Backend>(&self, backend: &mut B) -> Result<Vec<Setting>, B::Error> {
+        let cat = backend.cat_classes_in(CatResource::L3, &self.domains)?;
+        let mba = match self.mba {
+            Some(_) => {
+                Some(backend.bandwidth_classes_in(rdt_core::MbaResource::Mba, &self.domains)?)
+            }
+            None => None,
+        };
+        Ok(self
+            .classes
+            .iter()
+            .map(|&class| {
+                let ways = cat
+                    .iter()
+                    .filter_map(|d| d.iter().find(|c| c.class == class))
+                    .map(|c| c.mask.ways().count_ones())
+                    .min()
+                    .unwrap_or(self.full.ways());
+                let percent = mba
+                    .iter()
+                    .flatten()
+                    .filter_map(|d| d.iter().find(|c| c.class == class))
+                    .map(|c| self.percent_of(c.limit))
+                    .min()
+                    .unwrap_or(100);
+                Setting {
+                    ways,
+                    mba_percent: percent,
+                }
+            })
+            .collect())
+    }
+
+    /// A limit as a percent of the peak.
+    fn percent_of(&self, limit: MbaLimit) -> u8 {
+        match (limit, self.mba) {
+            (MbaLimit::Percent(p), _) => p,
+            (MbaLimit::AmdUnits(u), Some(MbaKind::AmdBandwidth { width })) => {
+                let max = 1u64 << width.min(32);
+                u8::try_from((u64::from(u) * 100 / max).min(100)).unwrap_or(100)
+            }
+            _ => 100,
+        }
+    }
+
+    /// A percent as the platform's limit.
+    fn limit_of(&self, percent: u8) -> MbaLimit {
+        match self.mba {
+            Some(MbaKind::AmdBandwidth { width }) => {
+                let max = 1u64 << width.min(32);
+                MbaLimit::AmdUnits(
+                    u32::try_from(max * u64::from(percent) / 100).unwrap_or(u32::MAX),
+                )
+            }
+            _ => MbaLimit::Percent(percent),
+        }
+    }
+
+    /// The changes that make decision `d`.
+    fn changes(&self, d: &Decision) -> Vec<Change> {
+        let class = self.classes[d.class];
+        let mut out = Vec::new();
+        if d.to.ways != d.from.ways {
+            let mask = CacheBitmask::low_bits(d.to.ways);
+            out.extend(self.domains.iter().map(|&domain| Change::Cat {
+                resource: CatResource::L3,
+                domain,
+                class,
+                scope: MaskScope::Both,
+                mask,
+            }));
+        }
+        if d.to.mba_percent != d.from.mba_percent && self.mba.is_some() {
+            let limit = self.limit_of(d.to.mba_percent);
+            out.extend(
+                self.domains
+                    .iter()
+                    .map(|&domain| Change::mba(domain, class, limit)),
+            );
+        }
+        out
+    }
+
+    /// One interval, `at` after the start: polls the counters, decides, and (unless
+    /// advisory) makes each decision as one journaled transaction on its class. A failed
+    /// write is undone by the transaction and reported in its event; the controller goes
+    /// on.
+    ///
+    /// # Errors
+    /// The counters or the classes' allocation cannot be read.
+    pub fn tick<B: Backend>(
+        &mut self,
+        backend: &mut B,
+        at: Duration,
+    ) -> Result<Tick, AgentError<B::Error>> {
+        let dt = self.last.map_or(at, |l| at.saturating_sub(l));
+        self.last = Some(at);
+        backend
+            .poll()
+            .map_err(AgentError::backend("reading the counters"))?;
+        let all: Vec<Reading> = self
+            .groups
+            .iter()
+            .map(|&g| Self::reading(backend.values(g), dt))
+            .collect();
+        let np = self.engine.policy().protected.len();
+        let (protected, best) = all.split_at(np.min(all.len()));
+        let settings = if self.advisory {
+            vec![
+                Setting {
+                    ways: self.full.ways(),
+                    mba_percent: 100
+                };
+                self.classes.len()
+            ]
+        } else {
+            self.settings(backend)
+                .map_err(AgentError::backend("reading the classes' allocation"))?
+        };
+        let decisions = self.engine.observe(at, protected, best, &settings);
+        let readings = self.observed(&all);
+        for (name, o) in &readings {
+            if let Some(h) = o.health {
+                self.metrics.set_health(name, h);
+            }
+        }
+        let names: Vec<String> = self
+            .engine
+            .policy()
+            .best_effort
+            .iter()
+            .map(|b| b.workload.name.clone())
+            .collect();
+        for (i, s) in settings.iter().enumerate() {
+            self.metrics.set_class(&names[i], *s);
+        }
+        let mut events = Vec::new();
+        for d in decisions {
+            self.metrics.count(&d);
+            let (applied, error) = if self.advisory {
+                (false, None)
+            } else {
+                match self.make(backend, &d) {
+                    Ok(()) => {
+                        self.metrics.set_class(&names[d.class], d.to);
+                        (true, None)
+                    }
+                    Err(e) => {
+                        self.engine.not_made(&d);
+                        (false, Some(e))
+                    }
+                }
+            };
+            events.push(Event {
+                t_s: at.as_secs_f64(),
+                class: names[d.class].clone(),
+                decision: d,
+                readings: readings.clone(),
+                applied,
+                error,
+            });
+        }
+        Ok(Tick { events, readings })
+    }
+
+    /// Makes `d` as one journaled transaction.
+    fn make<B: Backend>(&self, backend: &mut B, d: &Decision) -> Result<(), String> {
+        let changes = self.changes(d);
+        let plan = Plan::new(backend, &changes).map_err(|e| match e {
+            PlanError::Invalid { error, .. } => error.to_string(),
+            PlanError::Read { error, .. } => error.to_string(),
+        })?;
+        plan.apply(backend)
+            .into_result()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Every workload's readings with the protected ones' health, by name.
+    fn observed(&self, all: &[Reading]) -> BTreeMap<String, Observed> {
+        let policy = self.engine.policy();
+        let health = self.engine.last_health();
+        policy
+            .names()
+            .zip(all)
+            .enumerate()
+            .map(|(i, (name, r))| {
+                (
+                    name.to_owned(),
+                    Observed {
+                        reading: *r,
+                        health: health.get(i).copied().flatten(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Stops monitoring (the classes and their allocation stay: the last good state).
+    ///
+    /// # Errors
+    /// A group cannot be stopped.
+    pub fn stop<B: Backend>(self, backend: &mut B) -> Result<(), AgentError<B::Error>> {
+        for g in self.groups {
+            backend
+                .stop_monitoring(g)
+                .map_err(AgentError::backend("stopping monitoring"))?;
+        }
+        Ok(())
+    }
+}

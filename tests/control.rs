@@ -1,0 +1,186 @@
+//! The noisy-neighbour controller (`rdt_pqos::control`) on the in-process simulated
+//! broadwell-ep (feature `sim`), its clock driven by the test: the seed paper's pipeline on
+//! CPUs 2-7 runs alone for 10 s, the cache thrasher starts on CPUs 8-10 and stops at 60 s.
+//! The controller squeezes the thrasher's class (its own named class; nothing else is
+//! written), and gives everything back after the thrasher stops.
+
+use std::time::Duration;
+
+use rdt_pqos::config::policy::Policy;
+use rdt_pqos::control::{ActionKind, Agent};
+use rdt_pqos::proc::ProcFs;
+use rdt_pqos::sim::SessionOptions;
+use rdt_pqos::{
+    Backend, BackendExt, CacheDomain, CatResource, ClassId, Iface, LogicalCpu, MbaResource,
+    OpenOptions, Rdt,
+};
+use rdt_sim::Scenario;
+
+const POLICY: &str = "[[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\n\n\
+    [[best_effort]]\nname = \"thrasher\"\ncpus = \"8-10\"\nmin_ways = 2\n";
+
+fn open(dir: &std::path::Path, model: &str) -> Rdt {
+    let session = SessionOptions {
+        state: Some(dir.join("state.json")),
+        ..SessionOptions::new(model)
+    };
+    OpenOptions::simulate(OpenOptions::new(Iface::Msr).rdt_iface(None), session)
+        .open()
+        .expect("open the simulated platform")
+}
+
+/// The seed paper's workloads: the pipeline, and the thrasher when `thrasher`.
+fn scenario(thrasher: bool) -> Scenario {
+    let mut s = Scenario::default();
+    if !thrasher {
+        s.workloads
+            .retain(|a| a.workload.name.as_deref() == Some("pipeline"));
+    }
+    s
+}
+
+fn set(rdt: &Rdt, s: &Scenario) {
+    let sim = rdt.simulated().expect("simulated").handle();
+    sim.lock().set_scenario(s).expect("scenario");
+}
+
+/// The pipeline's IPC now, from the model: the mean over its CPUs.
+fn pipeline_ipc(rdt: &Rdt) -> f64 {
+    let sim = rdt.simulated().expect("simulated").handle();
+    let p = sim.lock();
+    let ipc: Vec<f64> = (2..=7)
+        .map(|c| p.activity(LogicalCpu::new(c)).expect("CPU").ipc)
+        .collect();
+    ipc.iter().sum::<f64>() / 6.0
+}
+
+#[test]
+fn the_thrasher_is_squeezed_within_seconds_and_given_everything_back_after_it_stops() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path(), "broadwell-ep");
+    set(&rdt, &scenario(false));
+    let policy = Policy::parse_toml(POLICY, "policy.toml").expect("policy");
+    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
+    let class = agent.classes()[0];
+    assert_ne!(class, ClassId::new(0));
+    let sim = rdt.simulated().expect("simulated").handle().clone();
+    let mut alone = 0.0;
+    let mut events = Vec::new();
+    let mut ipc = Vec::new();
+    for t in 1..=80u64 {
+        if t == 10 {
+            set(&rdt, &scenario(true));
+        }
+        if t == 60 {
+            set(&rdt, &scenario(false));
+        }
+        sim.advance(Duration::from_secs(1));
+        // as the interval ending now saw it, before the controller acts
+        ipc.push(pipeline_ipc(&rdt));
+        let tick = agent.tick(&mut rdt, Duration::from_secs(t)).expect("tick");
+        events.extend(tick.events);
+        if t == 9 {
+            alone = ipc[8];
+        }
+    }
+    let kinds: Vec<(f64, ActionKind)> = events.iter().map(|e| (e.t_s, e.decision.action)).collect();
+    // squeezed: ways first, at the first interval that sees the thrasher
+    let during: Vec<_> = kinds.iter().filter(|(t, _)| *t < 60.0).collect();
+    assert_eq!(
+        during.first().map(|k| k.1),
+        Some(ActionKind::ShrinkWays),
+        "{kinds:?}"
+    );
+    assert!(during.first().is_some_and(|k| k.0 <= 11.0), "{kinds:?}");
+    assert!(during.len() <= 3, "{kinds:?}");
+    assert!(
+        events.iter().all(|e| e.applied && e.error.is_none()),
+        "{events:?}"
+    );
+    // every event is a JSON line naming the action, the reason and the readings
+    let line: serde_json::Value =
+        serde_json::from_str(&events[0].to_json_line()).expect("JSON line");
+    assert_eq!(line["action"], "shrink_ways");
+    assert_eq!(line["reason"], "contended");
+    assert!(line["readings"]["pipeline"]["ipc"].is_number(), "{line}");
+    // the pipeline gets back to near its alone IPC within 5 s
+    let squeezed = ipc[9] / alone;
+    let after = ipc[14] / alone;
+    assert!(squeezed < 0.8, "the thrasher hurts: alone {alone}, {ipc:?}");
+    assert!(after >= 0.94, "alone {alone}, {ipc:?}");
+    // everything back by 70 s
+    let back: Vec<_> = kinds.iter().filter(|(t, _)| *t >= 60.0).collect();
+    assert!(
+        back.iter().all(|k| k.1 == ActionKind::GiveBack),
+        "{kinds:?}"
+    );
+    assert!(back.last().is_some_and(|k| k.0 <= 70.0), "{kinds:?}");
+    for d in [0, 1].map(CacheDomain::new) {
+        let masks = rdt.cat_classes_in(CatResource::L3, &[d]).expect("masks");
+        let mask = masks[0].iter().find(|c| c.class == class).expect("class");
+        assert_eq!(mask.mask.ways(), 0xfffff, "domain {d}");
+    }
+    // the thrasher's CPUs are in its class; the pipeline's were never moved
+    assert_eq!(rdt.class_of(LogicalCpu::new(9)).expect("class"), class);
+    assert_eq!(
+        rdt.class_of(LogicalCpu::new(3)).expect("class"),
+        ClassId::new(0)
+    );
+    let metrics = agent.metrics().encode().expect("metrics");
+    assert!(
+        metrics
+            .contains("rdt_control_actions_total{action=\"shrink_ways\",reason=\"contended\"} 1"),
+        "{metrics}"
+    );
+    agent.stop(&mut rdt).expect("stop");
+}
+
+#[test]
+fn mba_is_throttled_once_ways_cannot_help_and_undone_when_it_does_not_help_either() {
+    // skylake-sp has MBA; the target asks more LLC than the pipeline's 24 MiB working set,
+    // so ways help (occupancy rises) but MBA cannot (it does not add occupancy)
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path(), "skylake-sp");
+    set(&rdt, &scenario(true));
+    let policy = Policy::parse_toml(
+        "[[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\ntarget = { llc_mib = 40 }\n\n\
+         [[best_effort]]\nname = \"thrasher\"\ncpus = \"8-10\"\nmin_ways = 2\n\
+         min_mba_percent = 20\n",
+        "policy.toml",
+    )
+    .expect("policy");
+    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
+    let class = agent.classes()[0];
+    let sim = rdt.simulated().expect("simulated").handle().clone();
+    let mut events = Vec::new();
+    let mut limits = Vec::new();
+    for t in 1..=12u64 {
+        sim.advance(Duration::from_secs(1));
+        events.extend(
+            agent
+                .tick(&mut rdt, Duration::from_secs(t))
+                .expect("tick")
+                .events,
+        );
+        let mba = rdt
+            .bandwidth_classes_in(MbaResource::Mba, &[CacheDomain::new(0)])
+            .expect("mba");
+        let limit = mba[0].iter().find(|c| c.class == class).expect("class");
+        limits.push(limit.limit.value());
+    }
+    let kinds: Vec<ActionKind> = events.iter().map(|e| e.decision.action).collect();
+    assert_eq!(
+        kinds[..3],
+        [
+            ActionKind::ShrinkWays,
+            ActionKind::ThrottleMba,
+            ActionKind::Revert
+        ],
+        "{events:?}"
+    );
+    assert!(events.iter().all(|e| e.applied), "{events:?}");
+    // the throttling was written in the register, then undone
+    assert!(limits.contains(&50), "{limits:?}");
+    assert_eq!(limits.last(), Some(&100), "{limits:?}");
+    agent.stop(&mut rdt).expect("stop");
+}
