@@ -1,0 +1,238 @@
+//! `rdt-agent --policy FILE`: the noisy-neighbour controller (`rdt_pqos::control`) as a
+//! daemon. Each interval of the policy it reads the workloads' counters and, when a
+//! protected workload suffers, squeezes the best-effort classes' L3 ways and MBA, one
+//! journaled transaction per step; it gives them back when the pressure is gone. Every
+//! decision is a JSON line on stdout (or `--events FILE`).
+//!
+//! On the host (`/`), on a mounted simulated platform (`--sysroot DIR`), or on the
+//! in-process simulated platform (`--sim MODEL`, with `--sim-virtual-clock` to run
+//! simulated time as fast as the model computes). SIGTERM, SIGINT or SIGHUP end the run at
+//! the next interval, leaving the last allocation (`--on-exit keep`) or the one the agent
+//! found (`--on-exit restore`).
+
+use std::fs::OpenOptions as FileOptions;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, ValueEnum};
+use rdt_pqos::config::policy::Policy;
+use rdt_pqos::control::Agent;
+use rdt_pqos::proc::ProcFs;
+use rdt_pqos::transaction::AllocState;
+use rdt_pqos::{Iface, OpenOptions, Rdt};
+
+/// What the agent leaves when it stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum OnExit {
+    /// The last allocation it made (the classes stay as they are).
+    Keep,
+    /// The allocation it found when it started.
+    Restore,
+}
+
+/// Protect latency-critical workloads from noisy neighbours with RDT / PQoS: squeeze
+/// best-effort classes' L3 ways and memory bandwidth while a protected workload suffers,
+/// give them back when it does not.
+#[derive(Parser, Debug)]
+#[command(name = "rdt-agent", version)]
+struct Args {
+    /// The policy (TOML, or JSON for *.json): protected and best-effort workloads.
+    #[arg(long, value_name = "FILE")]
+    policy: PathBuf,
+
+    /// Decide and report, never write (the policy's `advisory = true`).
+    #[arg(long)]
+    dry_run: bool,
+
+    /// The interface: auto (pqos's rule), msr or os.
+    #[arg(long, value_name = "IFACE", default_value = "auto")]
+    iface: Iface,
+
+    /// The directory holding the platform's dev/cpu and sys (a mounted simulated platform).
+    #[arg(long, value_name = "DIR", env = "RDT_SYSROOT")]
+    sysroot: Option<PathBuf>,
+
+    /// Run on the in-process simulated platform MODEL (`pqos --sim`'s models).
+    #[arg(long, value_name = "MODEL", conflicts_with = "sysroot")]
+    sim: Option<String>,
+
+    /// The simulated platform's state file.
+    #[arg(long, value_name = "FILE", requires = "sim")]
+    sim_state: Option<PathBuf>,
+
+    /// A workload scenario (JSON) installed in the simulated platform first.
+    #[arg(long, value_name = "FILE", requires = "sim")]
+    sim_scenario: Option<PathBuf>,
+
+    /// Do not sleep: advance the simulated platform's clock by each interval.
+    #[arg(long, requires = "sim")]
+    sim_virtual_clock: bool,
+
+    /// Stop after this many seconds (of the simulated clock with --sim-virtual-clock).
+    #[arg(long, value_name = "SECS")]
+    duration: Option<u64>,
+
+    /// Append the events (JSON lines) to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
+
+    /// What to leave when stopped.
+    #[arg(long, value_enum, default_value = "keep")]
+    on_exit: OnExit,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
+            eprintln!("error: cannot handle signal {sig}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    match run(&args, &stop) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The platform the flags name.
+fn open(args: &Args) -> Result<Rdt> {
+    let mut opts = OpenOptions::new(args.iface);
+    if let Some(root) = &args.sysroot {
+        opts = opts.sysroot(root);
+    }
+    if let Some(model) = &args.sim {
+        opts = simulate(opts, args, model)?;
+    }
+    opts.open().context("opening the platform")
+}
+
+#[cfg(feature = "sim")]
+#[allow(clippy::unnecessary_wraps)] // the build without `sim` fails here
+fn simulate(opts: OpenOptions, args: &Args, model: &str) -> Result<OpenOptions> {
+    let session = rdt_pqos::sim::SessionOptions {
+        state: args.sim_state.clone(),
+        scenario: args.sim_scenario.clone(),
+        wall_clock: !args.sim_virtual_clock,
+        ..rdt_pqos::sim::SessionOptions::new(model)
+    };
+    Ok(opts.rdt_iface(None).simulate(session))
+}
+
+#[cfg(not(feature = "sim"))]
+fn simulate(_: OpenOptions, _: &Args, _: &str) -> Result<OpenOptions> {
+    bail!("--sim: this rdt-agent was built without the simulated platform (feature `sim`)")
+}
+
+/// Where the events go.
+fn events_out(args: &Args) -> Result<Box<dyn Write>> {
+    let Some(path) = &args.events else {
+        return Ok(Box::new(std::io::stdout()));
+    };
+    // Appended to, never through a symlink, and only a file of this user's (it may be in
+    // a directory others can write to).
+    let file = FileOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o640)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)
+        .with_context(|| format!("opening --events {}", path.display()))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("--events {}", path.display()))?;
+    let me = nix::unistd::geteuid().as_raw();
+    if !meta.is_file() || meta.uid() != me {
+        bail!(
+            "--events {}: not a regular file of this user (uid {me}): owner {}, refused",
+            path.display(),
+            meta.uid()
+        );
+    }
+    Ok(Box::new(std::io::LineWriter::new(file)))
+}
+
+/// Advances the clock by `dt`: the simulated platform's, or by sleeping (woken early by a
+/// signal).
+fn wait(rdt: &Rdt, virtual_clock: bool, dt: Duration, stop: &AtomicBool) {
+    if virtual_clock {
+        advance(rdt, dt);
+        return;
+    }
+    let end = Instant::now() + dt;
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(100)));
+    }
+}
+
+#[cfg(feature = "sim")]
+fn advance(rdt: &Rdt, dt: Duration) {
+    if let Some(s) = rdt.simulated() {
+        s.handle().advance(dt);
+    }
+}
+
+#[cfg(not(feature = "sim"))]
+fn advance(_: &Rdt, _: Duration) {}
+
+fn run(args: &Args, stop: &AtomicBool) -> Result<()> {
+    let policy = Policy::load(&args.policy)?;
+    let interval = policy.interval;
+    let mut rdt = open(args)?;
+    let found = AllocState::read(&mut rdt).context("reading the allocation")?;
+    let mut out = events_out(args)?;
+    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), args.dry_run)?;
+    let end = args.duration.map(Duration::from_secs);
+    let mut t = Duration::ZERO;
+    let result = loop {
+        if stop.load(Ordering::Relaxed) || end.is_some_and(|e| t >= e) {
+            break Ok(());
+        }
+        wait(&rdt, args.sim_virtual_clock, interval, stop);
+        if stop.load(Ordering::Relaxed) {
+            break Ok(());
+        }
+        t += interval;
+        match agent.tick(&mut rdt, t) {
+            Ok(tick) => {
+                let written = tick
+                    .events
+                    .iter()
+                    .try_for_each(|e| writeln!(out, "{}", e.to_json_line()));
+                if let Err(e) = written {
+                    break Err(anyhow::Error::new(e).context("writing the events"));
+                }
+            }
+            Err(e) => break Err(anyhow::Error::new(e).context("controlling")),
+        }
+    };
+    agent.stop(&mut rdt).context("stopping monitoring")?;
+    if args.on_exit == OnExit::Restore && !args.dry_run {
+        found
+            .restore(&mut rdt)
+            .context("restoring the allocation found at start")?;
+    }
+    if args.sim.is_some() {
+        rdt.save_simulated()
+            .context("saving the simulated platform")?;
+    }
+    result
+}

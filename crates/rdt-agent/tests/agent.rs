@@ -1,0 +1,217 @@
+//! `rdt-agent` as an operator runs it, on the in-process simulated broadwell-ep (the seed
+//! paper's pipeline on CPUs 2-7 next to a cache thrasher on 8-10, from the start): one JSON
+//! line per decision, `--dry-run` writes nothing, SIGTERM ends the run leaving what
+//! `--on-exit` says, and hostile input (a bad policy, an events file behind a symlink) is
+//! refused naming what is wrong.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use rdt_pqos::sim::SessionOptions;
+use rdt_pqos::{Backend, CacheDomain, CatResource, Iface, OpenOptions};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_rdt-agent");
+
+/// The pipeline defended to IPC 1.6 (it runs at ~1.0 next to the thrasher, 1.71 alone).
+const POLICY: &str = "[[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\n\
+    target = { ipc = 1.6 }\n\n[[best_effort]]\nname = \"thrasher\"\ncpus = \"8-10\"\n\
+    min_ways = 2\n";
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p.to_str().expect("UTF-8").to_owned()
+}
+
+fn agent(dir: &Path, policy: &str, extra: &[&str]) -> Output {
+    let state = dir.join("state.json");
+    Command::new(AGENT)
+        .args(["--policy", policy, "--sim", "broadwell-ep", "--sim-state"])
+        .arg(&state)
+        .args(extra)
+        .output()
+        .expect("run rdt-agent")
+}
+
+/// The L3 masks of every class in domain 0 of the simulated platform saved at `dir`.
+fn masks(dir: &Path) -> Vec<u64> {
+    let session = SessionOptions {
+        state: Some(dir.join("state.json")),
+        ..SessionOptions::new("broadwell-ep")
+    };
+    let mut rdt = OpenOptions::simulate(OpenOptions::new(Iface::Msr).rdt_iface(None), session)
+        .open()
+        .expect("open");
+    let classes = rdt
+        .cat_classes_in(CatResource::L3, &[CacheDomain::new(0)])
+        .expect("masks");
+    classes[0].iter().map(|c| c.mask.ways()).collect()
+}
+
+fn lines(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn each_decision_is_a_json_line_and_dry_run_writes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = write(dir.path(), "p.toml", POLICY);
+    let dry = agent(
+        dir.path(),
+        &policy,
+        &["--sim-virtual-clock", "--duration", "10", "--dry-run"],
+    );
+    assert!(
+        dry.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dry.stderr)
+    );
+    let events = lines(&dry);
+    assert_eq!(events[0]["action"], "shrink_ways", "{events:?}");
+    assert_eq!(events[0]["applied"], false);
+    assert!(
+        masks(dir.path()).iter().all(|m| *m == 0xfffff),
+        "nothing written"
+    );
+    let run = agent(
+        dir.path(),
+        &policy,
+        &["--sim-virtual-clock", "--duration", "10"],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let events = lines(&run);
+    assert_eq!(events[0]["action"], "shrink_ways");
+    assert_eq!(events[0]["reason"], "contended");
+    assert_eq!(events[0]["applied"], true);
+    assert_eq!(events[0]["to"]["ways"], 2);
+    assert!(events[0]["readings"]["thrasher"]["llc_bytes"].is_u64());
+    assert!(masks(dir.path()).contains(&0x3), "{:x?}", masks(dir.path()));
+    // restarted, it adopts the squeezed class: nothing more to do
+    let again = agent(
+        dir.path(),
+        &policy,
+        &["--sim-virtual-clock", "--duration", "10"],
+    );
+    assert!(again.status.success());
+    assert!(lines(&again).is_empty(), "{:?}", lines(&again));
+}
+
+#[test]
+fn sigterm_ends_the_run_and_restore_puts_back_the_allocation_it_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = write(
+        dir.path(),
+        "p.toml",
+        &format!("interval_ms = 100\n{POLICY}"),
+    );
+    let child = Command::new(AGENT)
+        .args([
+            "--policy",
+            &policy,
+            "--sim",
+            "broadwell-ep",
+            "--on-exit",
+            "restore",
+        ])
+        .arg("--sim-state")
+        .arg(dir.path().join("state.json"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("kill");
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        lines(&out)[0]["action"],
+        "shrink_ways",
+        "it acted before the signal"
+    );
+    assert!(masks(dir.path()).iter().all(|m| *m == 0xfffff), "restored");
+}
+
+#[test]
+fn hostile_input_is_refused_naming_what_is_wrong() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        "[[protected]]\nname = \"p\"\ncpus = \"2-7\"\ntarget = \"fast\"\n",
+    );
+    let out = agent(
+        dir.path(),
+        &bad,
+        &["--sim-virtual-clock", "--duration", "1"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("bad.toml:4") && err.contains("protected[0].target"),
+        "{err}"
+    );
+    // a policy for more ways than the L3 has
+    let big = write(
+        dir.path(),
+        "big.toml",
+        &POLICY.replace("min_ways = 2", "min_ways = 40"),
+    );
+    let out = agent(
+        dir.path(),
+        &big,
+        &["--sim-virtual-clock", "--duration", "1"],
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("min_ways 40"));
+    // the events file behind a symlink another user could have planted
+    let policy = write(dir.path(), "p.toml", POLICY);
+    let target = dir.path().join("elsewhere");
+    std::fs::write(&target, "").expect("write");
+    let link = dir.path().join("events.jsonl");
+    std::os::unix::fs::symlink(&target, &link).expect("symlink");
+    let out = agent(
+        dir.path(),
+        &policy,
+        &[
+            "--sim-virtual-clock",
+            "--duration",
+            "5",
+            "--events",
+            link.to_str().expect("UTF-8"),
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--events"));
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), "");
+}
+
+#[test]
+fn the_deployed_policy_and_unit_name_the_same_file_and_it_parses() {
+    let deploy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy");
+    let policy = rdt_pqos::config::policy::Policy::load(format!("{deploy}/rdt-agent-policy.toml"))
+        .expect("deploy/rdt-agent-policy.toml parses");
+    assert_eq!(policy.names().collect::<Vec<_>>(), ["pipeline", "batch"]);
+    let unit = std::fs::read_to_string(format!("{deploy}/rdt-agent.service")).expect("unit");
+    assert!(
+        unit.contains("--policy /etc/rdt/agent-policy.toml"),
+        "{unit}"
+    );
+    // the unit's flags are the binary's
+    let help = Command::new(AGENT).arg("--help").output().expect("help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    for flag in ["--policy", "--iface", "--on-exit"] {
+        assert!(help.contains(flag), "{flag} in\n{help}");
+    }
+}
