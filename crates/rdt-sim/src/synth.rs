@@ -16,7 +16,7 @@
 //!   thread, as the SMT-off EPYC 9655 dump records), subleaf 1 the core level (shift =
 //!   ApicIdCoreIdSize, threads per package), subleaf 2 the invalid level; EDX = the x2APIC id
 //!   in each.
-//! - **Single-CPU dumps** ([`expand`]). The `genoa` and `turin` dumps (InstLatx64) hold CPU 0
+//! - **Single-CPU dumps** ([`expand`]). The `turin` dump (InstLatx64) holds CPU 0
 //!   only. The other CPUs' blocks are CPU 0's with the per-CPU fields rewritten for a
 //!   [`Layout`]: CPUID.1:EBX\[31:24\] (initial APIC id, low 8 bits), EDX of every subleaf of
 //!   0BH and 8000_0026H (x2APIC id), 8000_001EH EAX (extended APIC id), EBX\[7:0\] (core id
