@@ -18,7 +18,8 @@ use crate::{SimError, SimPlatform};
 /// | `sapphire-rapids` | Xeon Max 9460, 160 CPUs: 15-bit L3 CBM, L2 CAT (16 bits, 8 COS, CDP), MBA (max 90, 15 COS), 32-bit counters | L2 CAT |
 /// | `sapphire-rapids-snc2` | the same machine with Sub-NUMA Clustering 2: 4 NUMA nodes; resctrl monitors per node (`mon_L3_XX/mon_sub_L3_YY`, `mon_L3_XX` files sum them, `num_rmids` halved) | SNC |
 /// | `genoa` | 2 × EPYC 9654, 384 CPUs (every CPU captured, in the firmware's order: CPUs 0-7 on CCD 0, 8-15 on CCD 4, 16-23 on CCD 8, ...): 24 CCX L3 domains of 32 MiB, 16-bit CBM, MBA + SMBA, BMEC (`mbm_*_bytes_config`), no ABMC | scale, BMEC, SMBA |
-/// | `turin` | EPYC 9655 as dumped: 64 CPUs (SMT off, 8 CCDs), one package (CPU 0 dumped, the others synthesized): MBA + SMBA, BMEC, ABMC (32 assignable counters per domain), io_alloc (SDCIAE) | ABMC, io_alloc |
+/// | `turin` | stock EPYC 9655: 192 CPUs (96 cores, SMT on), 12 CCDs of 8 cores, one package (CPU 0 dumped with 64 cores and SMT off, the stock part synthesized): MBA + SMBA, BMEC, ABMC (32 assignable counters per domain), io_alloc (SDCIAE) | ABMC, io_alloc |
+/// | `turin-dump` | EPYC 9655 as dumped: 64 CPUs (SMT off, 8 CCDs), one package (CPU 0 dumped, the others synthesized); RDT features as `turin` | ABMC, io_alloc on a smaller machine |
 ///
 /// `milan`'s dump does not record leaf 0BH; the model synthesizes it per CPU. What every model
 /// adds to its dump is in `crates/rdt-sim/models/PROVENANCE.md` and [`SimPlatform::notes`].
@@ -30,6 +31,7 @@ pub const BUILTIN_MODELS: &[&str] = &[
     "sapphire-rapids-snc2",
     "genoa",
     "turin",
+    "turin-dump",
 ];
 
 /// The model `--sim` selects without a name.
@@ -49,6 +51,9 @@ struct Builtin {
 /// The Xeon Max 9460 dump, shared by `sapphire-rapids` and `sapphire-rapids-snc2`.
 const SAPPHIRE_RAPIDS: &str =
     include_str!("../models/intel-xeon-max-9460_sapphire-rapids__hwloc.all.txt");
+
+/// The EPYC 9655 InstLatx64 dump (CPU 0), shared by `turin` and `turin-dump`.
+const TURIN: &str = include_str!("../models/amd-epyc-9655_turin__instlatx64.txt");
 
 const BUILTINS: &[Builtin] = &[
     Builtin {
@@ -97,14 +102,32 @@ const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "turin",
-        text: include_str!("../models/amd-epyc-9655_turin__instlatx64.txt"),
+        text: TURIN,
         base_mhz: Some(2600), // EPYC 9655 base clock (AMD product page); the brand has none
+        // The stock part (AMD product page: 96 cores, 192 threads, 384 MB L3; 12 CCDs of 8
+        // cores with 32 MiB L3 each, one package), its CPUs numbered in the CCD order of the
+        // EPYC 9654 capture (the same SP5 platform).
+        layout: Some(Layout {
+            packages: 1,
+            ccx_per_package: 12,
+            cores_per_ccx: 8,
+            ccx_order: Some(synth::SP5_CCD_ORDER),
+            stock_threads: Some(2),
+        }),
+        snc: 1,
+    },
+    Builtin {
+        name: "turin-dump",
+        text: TURIN,
+        base_mhz: Some(2600),
         // What the dump's CPUID describes: 64 threads per package (8000_0008H:ECX[7:0] = 63),
         // SMT off (0BH.0:EBX = 1), 8 per L3 (8000_001DH.3): 8 CCDs of 8 cores, one package.
         layout: Some(Layout {
             packages: 1,
             ccx_per_package: 8,
             cores_per_ccx: 8,
+            ccx_order: None,
+            stock_threads: None,
         }),
         snc: 1,
     },
@@ -331,5 +354,67 @@ mod tests {
         }
         assert_eq!(p.topology().l3_domains().len(), 24);
         assert_eq!(p.topology().packages(), [0, 1]);
+    }
+
+    #[test]
+    fn sp5_ccd_order_is_the_order_of_the_genoa_capture() {
+        // arrange
+        let p = SimPlatform::builtin("genoa").unwrap();
+        let l3 = |n: u32| {
+            p.topology()
+                .get(LogicalCpu::new(n))
+                .unwrap()
+                .l3
+                .unwrap()
+                .get()
+        };
+        // act: the L3 of the first CPU of each group of eight, package 0 and package 1
+        let pkg0: Vec<u32> = (0..12).map(|k| l3(8 * k)).collect();
+        let pkg1: Vec<u32> = (0..12).map(|k| l3(96 + 8 * k) - 16).collect();
+        // assert
+        assert_eq!(pkg0, synth::SP5_CCD_ORDER);
+        assert_eq!(pkg1, synth::SP5_CCD_ORDER);
+    }
+
+    #[test]
+    fn stock_turin_is_96_cores_in_12_ccds_and_the_dump_model_is_64_cpus() {
+        // arrange / act
+        let stock = SimPlatform::builtin("turin").unwrap();
+        let dump = SimPlatform::builtin("turin-dump").unwrap();
+        // assert: 192 CPUs, 12 L3 domains of 16 CPUs (8 cores x 2 threads), one package
+        let topo = stock.topology();
+        assert_eq!(topo.cpus().len(), 192);
+        assert_eq!(topo.packages(), [0]);
+        let domains = topo.l3_domains();
+        assert_eq!(domains.len(), 12);
+        for d in &domains {
+            let sharing = topo.cpus().iter().filter(|c| c.l3 == Some(*d)).count();
+            assert_eq!(sharing, 16, "L3 {d}");
+        }
+        let mut t = SysfsTree::new(&stock);
+        assert_eq!(
+            sysfs(&mut t, "cpu/cpu0/topology/thread_siblings_list"),
+            "0,96"
+        );
+        assert_eq!(
+            sysfs(&mut t, "cpu/cpu8/cache/index3/shared_cpu_list"),
+            "8-15,104-111"
+        );
+        assert_eq!(sysfs(&mut t, "cpu/cpu8/cache/index3/id"), "4");
+        assert_eq!(sysfs(&mut t, "cpu/cpu8/cache/index3/size"), "32768K");
+        // the dump-faithful model: 64 CPUs, 8 L3 domains of 8
+        assert_eq!(dump.topology().cpus().len(), 64);
+        assert_eq!(dump.topology().l3_domains().len(), 8);
+        // the same RDT features (ABMC with 32 counters, io_alloc, BMEC, SMBA) on both; only
+        // the caches' sharing differs (SMT)
+        let (s, d) = (stock.capabilities(), dump.capabilities());
+        assert_eq!(
+            (&s.monitoring, &s.l3_cat, &s.mba, &s.smba),
+            (&d.monitoring, &d.l3_cat, &d.mba, &d.smba)
+        );
+        for sub in 0..=5 {
+            let leaf = |p: &SimPlatform| p.cpuid().cpuid(0x8000_0020, sub);
+            assert_eq!(leaf(&stock), leaf(&dump), "8000_0020H subleaf {sub}");
+        }
     }
 }
