@@ -12,10 +12,12 @@
 #
 # Usage: benches/exporter_fleet.sh [BINDIR] (default target/debug; build first with
 #        `cargo build -p rdt-exporter -p rdt-sim --bins`, or use target/release).
-# Env:   CASES (default "turin:6.17:1000 turin:6.17:4000 genoa:6.19:255", MODEL:KERNEL:GROUPS),
+# Env:   CASES (default "turin-dump:6.17:1000 turin-dump:6.17:4000 genoa:6.19:255",
+#        MODEL:KERNEL:GROUPS),
 #        SCRAPES (default 20), ROUNDS (default 5), NOFILE (default 1024: the `ulimit -n`;
 #        a higher one, up to the caller's hard limit, keeps more files open, to compare).
-# Measured (release, 2 shared cores, SCRAPES=3 ROUNDS=1, a build running alongside): turin
+# Measured (release, 2 shared cores, SCRAPES=3 ROUNDS=1, a build running alongside; the
+# 64-CPU Turin model was then named `turin`, and genoa's CPUs were numbered CCD by CCD): turin
 # 1000 groups p50 5.1 s, 4000 groups 31.5 s, genoa 255 groups 6.8 s; reads per (group,
 # domain, event) 1.08, 1.08, 1.03; 20 concurrent p99 / p50 0.95, 1.07, 1.18. The simulated
 # platform's FUSE service dominates (its lookups listed every group before: 1000 groups took
@@ -26,7 +28,7 @@ unset RUST_BACKTRACE
 
 cd "$(dirname "$0")/.."
 bin=${1:-target/debug}
-cases=${CASES:-turin:6.17:1000 turin:6.17:4000 genoa:6.19:255}
+cases=${CASES:-turin-dump:6.17:1000 turin-dump:6.17:4000 genoa:6.19:255}
 scrapes=${SCRAPES:-20}
 rounds=${ROUNDS:-5}
 nofile=${NOFILE:-1024}

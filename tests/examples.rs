@@ -104,7 +104,7 @@ fn noisy_neighbour_isolates_the_pipeline_without_root() {
 #[cfg(feature = "sim")]
 #[test]
 fn capabilities_runs_on_rdt_sim_without_root_and_an_unknown_model_is_an_error() {
-    let out = run_unprivileged("capabilities", &[], &[("RDT_SIM", "turin")]);
+    let out = run_unprivileged("capabilities", &[], &[("RDT_SIM", "turin-dump")]);
     assert!(out.starts_with("Amd via the Msr interface\n"), "{out}");
     assert!(out.contains("CPUs 0-63,"), "{out}");
     // an unknown model: the error's Display (not Debug), naming the models

@@ -150,8 +150,8 @@ fn an_existing_group_with_other_schemata_is_refused_and_nothing_changes() {
 
 #[test]
 fn smba_lines_set_the_groups_smba_limits_on_turin_and_are_refused_without_smba() {
-    // arrange: turin's L3 domains are 0, 2, ..., 14; SMBA in 1/8 GB/s units up to 4096
-    let m = TestMount::builtin("turin");
+    // arrange: turin-dump's L3 domains are 0, 2, ..., 14; SMBA in 1/8 GB/s units up to 4096
+    let m = TestMount::builtin("turin-dump");
     let mut rdt = open(&m);
     let ctr = Sleeper::new();
     let s = spec(r#"{"closID": "slow", "schemata": ["L3:0=ff", "SMBA:0=16;2=8"]}"#);

@@ -357,7 +357,9 @@ mod tests {
         assert!(text.contains("broadwell-ep (default), skylake-sp"));
         let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
-            flat.contains("sapphire-rapids-snc2, genoa, turin, or the path of a CPUID dump"),
+            flat.contains(
+                "sapphire-rapids-snc2, genoa, turin, turin-dump, or the path of a CPUID dump"
+            ),
             "the man page lists every built-in model: {text}"
         );
     }

@@ -376,6 +376,8 @@ fn shapes() -> Vec<Shape> {
         ),
         // hwloc AMD-19h-Zen3-2xEpyc-7763: 2 x 64 cores, SMT off, 8 cores per CCX (one L3 each)
         s(m.join("amd-epyc-7763_milan__hwloc.all.txt"), 128, 2, 16, 8),
+        // hwloc AMD-19h-Zen4-2xEpyc-9654: 2 x 96 cores x 2 threads, 12 CCDs of 8 cores each
+        s(m.join("amd-epyc-9654_genoa__hwloc.all.txt"), 384, 2, 24, 16),
         // hwloc Intel-SapphireRapids-2xXeonMax9460: 2 x 40 cores x 2 threads
         s(
             m.join("intel-xeon-max-9460_sapphire-rapids__hwloc.all.txt"),
@@ -468,6 +470,7 @@ fn first_block_of_a_per_cpu_dump_equals_the_single_cpu_dump() {
     let pairs = [
         (models_dir(), "intel-xeon-gold-6140_skylake-sp__hwloc"),
         (models_dir(), "amd-epyc-7763_milan__hwloc"),
+        (models_dir(), "amd-epyc-9654_genoa__hwloc"),
         (models_dir(), "intel-xeon-e5-2650lv4_broadwell-ep__hwloc"),
         (models_dir(), "intel-xeon-max-9460_sapphire-rapids__hwloc"),
         (cpuid_dir(), "intel-xeon-d-1559_broadwell-de__instlatx64"),

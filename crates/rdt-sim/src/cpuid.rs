@@ -13,6 +13,7 @@
 //! | (10H, 3) MBA | Intel, CPUID.(10H,0):EBX\[3\] set, subleaf 3 absent | `0x59 0 0x4 0x7`: max delay 90, linear, 8 COS | Skylake-SP / Cascade Lake-SP: Xeon Gold 6146 and Gold 6230 dumps |
 //! | (8000_0020H, 1) AMD MBA | AMD, CPUID.(8000_0020H,0):EBX\[1\] set, subleaf 1 absent | `0xb 0 0 0xf`: 11-bit limit (2048 = unlimited), 16 COS | EPYC 7763 hwloc dump |
 //! | (8000_0020H, 2) AMD SMBA | AMD, CPUID.(8000_0020H,0):EBX\[2\] set, subleaf 2 absent | `0xb 0 0 0xf` | EPYC 9654 dump (subleaf 2 equals subleaf 1) |
+//! | (8000_0020H, 3) AMD BMEC | AMD, CPUID.(8000_0020H,0):EBX\[3\] set, subleaf 3 absent | `0 2 0x7f 0`: 2 configurable events, transaction types 0-6 | EPYC 9654 and EPYC 9655 InstLatx64 dumps |
 
 use std::fmt;
 use std::sync::Arc;
@@ -95,6 +96,19 @@ const PATCHES: &[(bool, u32, u32, CpuidPatch)] = &[
             regs: regs(0xb, 0, 0, 0xf),
             reason: "AMD SMBA enumerated (CPUID.(8000_0020H,0):EBX[2]) but subleaf 2 not \
                      recorded; assumed the MBA values (11-bit limit, 16 COS) as on the EPYC 9654",
+        },
+    ),
+    (
+        true,
+        0x8000_0020,
+        3,
+        CpuidPatch {
+            leaf: 0x8000_0020,
+            subleaf: 3,
+            regs: regs(0, 2, 0x7f, 0),
+            reason: "AMD BMEC enumerated (CPUID.(8000_0020H,0):EBX[3]) but subleaf 3 not \
+                     recorded; assumed 2 configurable events over transaction types 0-6 as on \
+                     the EPYC 9654 and 9655",
         },
     ),
 ];

@@ -32,7 +32,7 @@
 //! | vendor | registers | models |
 //! |---|---|---|
 //! | Intel | ✅ CAT L3/L2, CDP, MBA (delay), CMT/MBM; SNC2 monitoring | `broadwell-ep`, `skylake-sp`, `sapphire-rapids`, `sapphire-rapids-snc2` |
-//! | AMD | ✅ CAT L3, CDP, MBA/SMBA (1/8 GB/s units), CMT/MBM; in resctrl BMEC, ABMC, io_alloc | `milan`, `genoa` (384 CPUs), `turin` |
+//! | AMD | ✅ CAT L3, CDP, MBA/SMBA (1/8 GB/s units), CMT/MBM; in resctrl BMEC, ABMC, io_alloc | `milan`, `genoa` (384 CPUs), `turin` (stock EPYC 9655, 192 CPUs), `turin-dump` (64) |
 //!
 //! # References
 //! - Intel SDM Vol. 3B, ch. 18.18-18.19 "Intel Resource Director Technology".

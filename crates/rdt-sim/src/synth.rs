@@ -16,15 +16,22 @@
 //!   thread, as the SMT-off EPYC 9655 dump records), subleaf 1 the core level (shift =
 //!   ApicIdCoreIdSize, threads per package), subleaf 2 the invalid level; EDX = the x2APIC id
 //!   in each.
-//! - **Single-CPU dumps** ([`expand`]). The `genoa` and `turin` dumps (InstLatx64) hold CPU 0
-//!   only. The other CPUs' blocks are CPU 0's with the per-CPU fields rewritten for a
-//!   [`Layout`]: CPUID.1:EBX\[31:24\] (initial APIC id, low 8 bits), EDX of every subleaf of
-//!   0BH and 8000_0026H (x2APIC id), 8000_001EH EAX (extended APIC id), EBX\[7:0\] (core id
-//!   in the package) and ECX\[7:0\] (node id = package, NPS1). The x2APIC id of package `s`,
-//!   CCX `x`, core `c`, thread `t` is `s << pkg_shift | x << ccx_shift | c << smt_shift | t`
-//!   with the shifts of the dump's own leaf 8000_0026H (or 0BH) and 8000_001DH. CPUs are
-//!   numbered as Linux numbers them on these machines: first thread of every core, package by
-//!   package, then the second threads.
+//! - **Single-CPU dumps** ([`expand`]). The `turin` and `turin-dump` models are built from
+//!   an InstLatx64 dump of CPU 0 only. The other CPUs' blocks are CPU 0's with the per-CPU
+//!   fields rewritten for a [`Layout`]: CPUID.1:EBX\[31:24\] (initial APIC id, low 8 bits),
+//!   EDX of every subleaf of 0BH and 8000_0026H (x2APIC id), 8000_001EH EAX (extended APIC
+//!   id), EBX\[7:0\] (core id in the package) and ECX\[7:0\] (node id = package, NPS1). The
+//!   x2APIC id of package `s`, CCX `x`, core `c`, thread `t` is
+//!   `s << pkg_shift | x << ccx_shift | c << smt_shift | t` with the shifts of the dump's own
+//!   leaf 8000_0026H (or 0BH) and 8000_001DH. CPUs are numbered as Linux numbers them on the
+//!   EPYC 9654 capture (the `genoa` model): the first thread of every core, package by package,
+//!   then the second threads; within a package CCX by CCX in [`Layout::ccx_order`] (the
+//!   firmware's order, [`SP5_CCD_ORDER`] on the 9654), core by core.
+//! - **Stock parts dumped in another configuration** ([`restock`]). The EPYC 9655 dump was
+//!   taken with 64 of its 96 cores and SMT off. For the stock part, CPU 0's topology
+//!   enumeration (the counts and widths of leaves 1, 0BH, 8000_0008H, 8000_001DH, 8000_001EH
+//!   and 8000_0026H) is first rewritten for the layout's cores and threads, then expanded as
+//!   above.
 //!
 //! Everything synthesized is reported as a note ([`crate::SimPlatform::notes`], shown by
 //! `pqos -v --sim`) and in `crates/rdt-sim/models/PROVENANCE.md`.
@@ -89,6 +96,11 @@ pub(crate) fn fill_leaf_0b(dump: &CpuidDump) -> Option<(CpuidDump, String)> {
     ))
 }
 
+/// The order in which the firmware of the 2 x EPYC 9654 capture (`genoa`) numbers the CCDs of
+/// a package: logical CPUs `8k..8k+7` of package 0 (and likewise of package 1 and of the
+/// second threads) sit on CCD `SP5_CCD_ORDER[k]` (`cache/index3/id` 0, 4, 8, 2, ...).
+pub(crate) const SP5_CCD_ORDER: &[u32] = &[0, 4, 8, 2, 6, 10, 3, 7, 11, 1, 5, 9];
+
 /// The machine a single-CPU dump is expanded to ([`expand`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Layout {
@@ -98,6 +110,79 @@ pub(crate) struct Layout {
     pub ccx_per_package: u32,
     /// Cores per CCX.
     pub cores_per_ccx: u32,
+    /// The CCXs of a package in the order the firmware numbers their CPUs (a permutation of
+    /// `0..ccx_per_package`); `None`: ascending.
+    pub ccx_order: Option<&'static [u32]>,
+    /// Threads per core of the stock part when the dump was taken in another configuration
+    /// (fewer cores, SMT off): CPU 0's enumeration is rewritten for the layout first
+    /// ([`restock`]). `None`: the dump's own enumeration.
+    pub stock_threads: Option<u32>,
+}
+
+/// Sets bits `hi..=lo` of `v` to `x`.
+const fn set_field(v: u32, hi: u32, lo: u32, x: u32) -> u32 {
+    let mask = ((1u32 << (hi - lo + 1)) - 1) << lo;
+    (v & !mask) | ((x << lo) & mask)
+}
+
+/// CPU 0's block with its topology enumeration rewritten for `layout` with `threads` threads
+/// per core (module docs). The shifts: SMT `ceil_log2(threads)`; CCX the dump's own CCX
+/// shift, or wider if the layout's cores and threads need it (Zen 4 and 5 keep 4 bits below
+/// the CCX: 8 cores x 2 threads); package `ccx + ceil_log2(ccx_per_package)`. Rewritten:
+/// CPUID.1:EBX\[23:16\] (threads per package) and EDX\[28\] (HTT); EAX\[4:0\] and
+/// EBX\[15:0\] of 0BH and 8000_0026H per level type (SMT; core and complex: the CCX; die:
+/// the package); 8000_0008H:ECX\[15:12\] (ApicIdCoreIdSize) and \[7:0\] (threads per
+/// package - 1); 8000_001DH:EAX\[25:14\] (threads sharing the cache - 1: a core's for L1
+/// and L2, a CCX's for L3); 8000_001EH:EBX\[15:8\] (threads per core - 1). `None` when CPU 0
+/// lacks the leaves the shifts come from.
+pub(crate) fn restock(base: &DumpCpu, layout: Layout, threads: u32) -> Option<DumpCpu> {
+    let (_, dump_ccx, _) = shifts(base)?;
+    let smt = ceil_log2(threads);
+    let ccx = dump_ccx.max(smt + ceil_log2(layout.cores_per_ccx));
+    let pkg = ccx + ceil_log2(layout.ccx_per_package);
+    let per_ccx = threads * layout.cores_per_ccx;
+    let per_pkg = per_ccx * layout.ccx_per_package;
+    let mut c = DumpCpu::new(base.cpu);
+    for (leaf, sub, mut r) in base.leaves() {
+        // (shift, threads) of an x2APIC level by its type (ECX[15:8])
+        let level = |ty: u32| match ty {
+            1 => Some((smt, threads)),
+            2 | 3 => Some((ccx, per_ccx)),
+            4 => Some((pkg, per_pkg)),
+            _ => None,
+        };
+        match leaf {
+            1 => {
+                r.ebx = set_field(r.ebx, 23, 16, per_pkg.min(0xff));
+                r.edx |= 1 << 28;
+            }
+            // 0BH level types: 1 SMT, 2 core (the package's width on AMD)
+            0xb => match field(r.ecx, 15, 8) {
+                1 => (r.eax, r.ebx) = (smt, threads),
+                2 => (r.eax, r.ebx) = (pkg, per_pkg),
+                _ => {}
+            },
+            0x8000_0026 => {
+                if let Some((shift, n)) = level(field(r.ecx, 15, 8)) {
+                    r.eax = set_field(r.eax, 4, 0, shift);
+                    r.ebx = set_field(r.ebx, 15, 0, n);
+                }
+            }
+            0x8000_0008 => r.ecx = set_field(set_field(r.ecx, 15, 12, pkg), 7, 0, per_pkg - 1),
+            0x8000_001d if field(r.eax, 4, 0) != 0 => {
+                let sharing = if field(r.eax, 7, 5) == 3 {
+                    per_ccx
+                } else {
+                    threads
+                };
+                r.eax = set_field(r.eax, 25, 14, sharing - 1);
+            }
+            0x8000_001e => r.ebx = set_field(r.ebx, 15, 8, threads - 1),
+            _ => {}
+        }
+        c.insert(leaf, sub, r);
+    }
+    Some(c)
 }
 
 /// The x2APIC shifts of a dump's CPU 0: (SMT, CCX, package), from 8000_0026H (Zen 4 and
@@ -135,7 +220,12 @@ fn shifts(c: &DumpCpu) -> Option<(u32, u32, u32)> {
 /// the note to report; `None` when CPU 0 lacks the topology leaves the layout needs or the
 /// layout does not fit them.
 pub(crate) fn expand(dump: &CpuidDump, layout: Layout) -> Option<(CpuidDump, String)> {
-    let base = dump.cpus().first()?;
+    let first = dump.cpus().first()?;
+    let restocked = match layout.stock_threads {
+        Some(t) => Some(restock(first, layout, t)?),
+        None => None,
+    };
+    let base = restocked.as_ref().unwrap_or(first);
     let (smt_shift, ccx_shift, pkg_shift) = shifts(base)?;
     let threads = 1u32 << smt_shift;
     let threads = if base
@@ -151,12 +241,19 @@ pub(crate) fn expand(dump: &CpuidDump, layout: Layout) -> Option<(CpuidDump, Str
     {
         return None;
     }
+    let ascending: Vec<u32> = (0..layout.ccx_per_package).collect();
+    let order = layout.ccx_order.unwrap_or(&ascending);
+    let mut sorted = order.to_vec();
+    sorted.sort_unstable();
+    if sorted != ascending {
+        return None;
+    }
     let cores = layout.packages * layout.ccx_per_package * layout.cores_per_ccx;
     let mut cpus = Vec::with_capacity((cores * threads) as usize);
     let mut n = 0;
     for t in 0..threads {
         for s in 0..layout.packages {
-            for x in 0..layout.ccx_per_package {
+            for &x in order {
                 for c in 0..layout.cores_per_ccx {
                     let apic = s << pkg_shift | x << ccx_shift | c << smt_shift | t;
                     let cpu = LogicalCpu::new(n);
@@ -168,16 +265,26 @@ pub(crate) fn expand(dump: &CpuidDump, layout: Layout) -> Option<(CpuidDump, Str
     }
     let total = cpus.len();
     let out = CpuidDump::from_cpus(dump.processor().map(str::to_owned), cpus).ok()?;
-    Some((
-        out,
-        format!(
-            "the dump records CPU 0 only: the blocks of all {total} CPUs ({} packages x {} \
-             CCX x {} cores x {threads} threads) are CPU 0's with the APIC ids of leaves 1, \
-             0BH, 8000_001EH and 8000_0026H rewritten (x2APIC id = package << {pkg_shift} | \
-             CCX << {ccx_shift} | core << {smt_shift} | thread)",
-            layout.packages, layout.ccx_per_package, layout.cores_per_ccx
-        ),
-    ))
+    let mut note = format!(
+        "the dump records CPU 0 only: the blocks of all {total} CPUs ({} packages x {} CCX x \
+         {} cores x {threads} threads) are CPU 0's with the APIC ids of leaves 1, 0BH, \
+         8000_001EH and 8000_0026H rewritten (x2APIC id = package << {pkg_shift} | CCX << \
+         {ccx_shift} | core << {smt_shift} | thread)",
+        layout.packages, layout.ccx_per_package, layout.cores_per_ccx
+    );
+    if layout.ccx_order.is_some() {
+        note.push_str(&format!(
+            ", CPUs numbered CCX by CCX in the firmware order {order:?} of the 2 x EPYC 9654 capture"
+        ));
+    }
+    if restocked.is_some() {
+        note.push_str(
+            "; the dump was taken in another configuration: CPU 0's thread counts and APIC id \
+             widths (leaves 1, 0BH, 8000_0008H, 8000_001DH, 8000_001EH, 8000_0026H) are \
+             rewritten for the stock part",
+        );
+    }
+    Some((out, note))
 }
 
 /// CPU 0's block with the per-CPU fields of the CPU with x2APIC id `apic` in package `pkg`.
@@ -254,6 +361,8 @@ mod tests {
             packages: 2,
             ccx_per_package: 12,
             cores_per_ccx: 8,
+            ccx_order: None,
+            stock_threads: None,
         };
         // act
         let (big, _) = expand(&dump, layout).unwrap();

@@ -673,7 +673,7 @@ fn writing_resctrl_mount_remounts_with_cdp_and_mba_mbps() {
     );
 }
 
-/// `rdt-sim mount --kernel`: the release decides the resctrl files (turin: BMEC files on
+/// `rdt-sim mount --kernel`: the release decides the resctrl files (turin-dump: BMEC files on
 /// 6.17; counter assignment on 6.18+, the default 6.19, read and written through FUSE).
 #[test]
 fn rdt_sim_kernel_option_picks_the_resctrl_files_of_the_release() {
@@ -681,7 +681,7 @@ fn rdt_sim_kernel_option_picks_the_resctrl_files_of_the_release() {
     let dir = tmp.path().join("mnt");
     std::fs::create_dir(&dir).expect("mkdir");
     let child = Command::new(env!("CARGO_BIN_EXE_rdt-sim"))
-        .args(["mount", "--model", "turin", "--kernel", "6.17"])
+        .args(["mount", "--model", "turin-dump", "--kernel", "6.17"])
         .arg(&dir)
         .stderr(Stdio::null())
         .spawn()
@@ -704,7 +704,7 @@ fn rdt_sim_kernel_option_picks_the_resctrl_files_of_the_release() {
     assert!(has_config && !has_mode, "6.17: BMEC files, no ABMC");
 
     // the default release through an in-test FUSE mount
-    let m = TestMount::builtin("turin");
+    let m = TestMount::builtin("turin-dump");
     let root = m.path("sys/fs/resctrl");
     let assignments = root.join("mbm_L3_assignments");
     std::fs::write(&assignments, "mbm_total_bytes:0=_\n").expect("unassign");

@@ -7,13 +7,13 @@
 use crate::util::monitor::parse_text;
 use crate::util::{Machine, Reaped, Sim};
 
-/// 64 per-core groups on turin (8 L3 domains of 8 cores, 32 counters per domain): each
+/// 64 per-core groups on turin-dump (8 L3 domains of 8 cores, 32 counters per domain): each
 /// group now holds counters in its own domain only, so every group reads bandwidth. With
 /// the kernel's mkdir default (a counter per event in every domain) the 16th group and
 /// later had none and read blank.
 #[test]
 fn turin_every_per_core_group_reads_bandwidth() {
-    let sim = Sim::new("turin");
+    let sim = Sim::new("turin-dump");
     let run = sim
         .monitor(&["-I", "-m", "mbl:0-63;mbt:0-63", "-t", "2"])
         .ok();

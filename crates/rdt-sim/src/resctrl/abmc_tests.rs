@@ -1,5 +1,7 @@
-//! BMEC, ABMC and io_alloc on the `genoa` and `turin` models, per kernel release
-//! ([`super::abmc`]; spec §3.1, §5, §8.6, §9.3).
+//! BMEC, ABMC and io_alloc on the `genoa` and `turin-dump` models, per kernel release
+//! ([`super::abmc`]; spec §3.1, §5, §8.6, §9.3). `turin-dump` is the 64-CPU EPYC 9655 of the
+//! dump, whose 8 L3 domains (ids 0, 2, .., 14) the expected texts name; the stock `turin`
+//! has the same features (`models::tests`).
 
 use std::time::Duration;
 
@@ -36,7 +38,7 @@ fn status(fs: &mut Resctrl) -> String {
     text(fs, "info/last_cmd_status")
 }
 
-/// `ID=v` for every L3 domain of turin (ids 0, 2, .., 14).
+/// `ID=v` for every L3 domain of turin-dump (ids 0, 2, .., 14).
 fn turin_all(v: &str) -> String {
     let doms: Vec<String> = (0..8).map(|i| format!("{}={v}", 2 * i)).collect();
     format!("{}\n", doms.join(";"))
@@ -45,7 +47,7 @@ fn turin_all(v: &str) -> String {
 #[test]
 fn the_kernel_release_decides_which_files_exist_on_turin() {
     // 6.17: BMEC only
-    let (_sim, mut fs) = mount("turin", KernelVersion::V6_17);
+    let (_sim, mut fs) = mount("turin-dump", KernelVersion::V6_17);
     let l3mon = names(&fs, "info/L3_MON");
     assert!(
         l3mon.contains(&"mbm_total_bytes_config".into()),
@@ -57,7 +59,7 @@ fn the_kernel_release_decides_which_files_exist_on_turin() {
     assert!(text(&mut fs, "info/L3_MON/mon_features").contains("mbm_total_bytes_config\n"));
     fs.unmount().unwrap();
     // 6.18: ABMC on, BMEC files hidden
-    let (_sim, mut fs) = mount("turin", KernelVersion::V6_18);
+    let (_sim, mut fs) = mount("turin-dump", KernelVersion::V6_18);
     assert_eq!(
         names(&fs, "info/L3_MON"),
         [
@@ -96,7 +98,7 @@ fn the_kernel_release_decides_which_files_exist_on_turin() {
     assert_eq!(errno(fs.kind("info/L3/io_alloc")), ENOENT);
     fs.unmount().unwrap();
     // 6.19: io_alloc too
-    let (_sim, mut fs) = mount("turin", KernelVersion::V6_19);
+    let (_sim, mut fs) = mount("turin-dump", KernelVersion::V6_19);
     assert_eq!(text(&mut fs, "info/L3/io_alloc"), "disabled\n");
     assert_eq!(text(&mut fs, "info/SMBA/num_closids"), "16\n");
 }
@@ -196,7 +198,7 @@ fn a_bmec_change_makes_the_next_read_unavailable_then_counts_from_zero() {
 #[test]
 fn counters_run_out_with_a_message_and_unassigned_reads() {
     // arrange: 32 counters per domain, 2 per group: the root and 15 groups get them
-    let (sim, mut fs) = mount("turin", KernelVersion::V6_18);
+    let (sim, mut fs) = mount("turin-dump", KernelVersion::V6_18);
     for i in 1..=15 {
         fs.mkdir(&format!("g{i}")).unwrap();
         assert_eq!(status(&mut fs), "ok\n", "g{i}");
@@ -283,7 +285,7 @@ fn counters_run_out_with_a_message_and_unassigned_reads() {
 
 #[test]
 fn the_root_counts_traffic_and_a_ctrl_group_sums_only_assigned_members() {
-    let (sim, mut fs) = mount("turin", KernelVersion::V6_18);
+    let (sim, mut fs) = mount("turin-dump", KernelVersion::V6_18);
     sim.lock().advance(Duration::from_secs(1));
     let root: u64 = text(&mut fs, "mon_data/mon_L3_00/mbm_total_bytes")
         .trim()
@@ -315,7 +317,7 @@ fn the_root_counts_traffic_and_a_ctrl_group_sums_only_assigned_members() {
 
 #[test]
 fn assignment_writes_report_the_kernels_errors() {
-    let (_sim, mut fs) = mount("turin", KernelVersion::V6_18);
+    let (_sim, mut fs) = mount("turin-dump", KernelVersion::V6_18);
     let w = |fs: &mut Resctrl, s: &str| errno(fs.write("mbm_L3_assignments", 0, s.as_bytes()));
     assert_eq!(
         w(&mut fs, "mbm_total_bytes:0=e"),
@@ -375,7 +377,7 @@ fn assignment_writes_report_the_kernels_errors() {
 
 #[test]
 fn switching_to_default_mode_frees_every_counter_and_shows_bmec_again() {
-    let (_sim, mut fs) = mount("turin", KernelVersion::V6_18);
+    let (_sim, mut fs) = mount("turin-dump", KernelVersion::V6_18);
     fs.mkdir("g").unwrap();
     // act
     fs.write("info/L3_MON/mbm_assign_mode", 0, b"default\n")
@@ -437,7 +439,7 @@ fn switching_to_default_mode_frees_every_counter_and_shows_bmec_again() {
 
 #[test]
 fn io_alloc_reserves_the_highest_closid_and_holds_a_cbm() {
-    let (sim, mut fs) = mount("turin", KernelVersion::V6_19);
+    let (sim, mut fs) = mount("turin-dump", KernelVersion::V6_19);
     // act
     fs.write("info/L3/io_alloc", 0, b"1").unwrap();
     // assert
@@ -485,7 +487,7 @@ fn io_alloc_reserves_the_highest_closid_and_holds_a_cbm() {
 
 #[test]
 fn a_parked_mount_keeps_its_counter_assignments() {
-    let (sim, mut fs) = mount("turin", KernelVersion::V6_18);
+    let (sim, mut fs) = mount("turin-dump", KernelVersion::V6_18);
     fs.mkdir("g").unwrap();
     fs.write("g/mbm_L3_assignments", 0, b"mbm_local_bytes:2=_\n")
         .unwrap();
