@@ -892,7 +892,8 @@ impl OpenOptions {
             let mut backend =
                 ResctrlBackend::open(self.resctrl_options(), Topology::default(), Some(caps), pmu)
                     .map_err(OpenError::Resctrl)?;
-            crate::log_discovery(backend.capabilities(), Interface::Os);
+            let mba_ctrl = backend.mba_ctrl();
+            crate::log_discovery(backend.capabilities(), Interface::Os, mba_ctrl);
             let mbm = backend.mbm_details().map_err(OpenError::Resctrl)?;
             return Ok(PlatformCapabilities {
                 interface,
@@ -916,7 +917,7 @@ impl OpenOptions {
             .into_iter()
             .collect();
         notices.extend(self.resctrl_mounted_on_msr());
-        crate::log_discovery(backend.capabilities(), Interface::Msr);
+        crate::log_discovery(backend.capabilities(), Interface::Msr, None);
         Ok(PlatformCapabilities {
             interface,
             capabilities: backend.capabilities().clone(),
