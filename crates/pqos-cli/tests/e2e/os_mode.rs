@@ -221,10 +221,8 @@ fn paper_isolating_the_thrasher_through_resctrl() {
 }
 
 #[test]
-fn paper_first_sample_reports_zero_bandwidth_through_resctrl() {
-    paper::first_sample_reports_zero_bandwidth_and_nonzero_occupancy_on(&MountedOs::new(
-        "broadwell-ep",
-    ));
+fn paper_first_sample_reports_bandwidth_since_the_start_through_resctrl() {
+    paper::first_sample_reports_bandwidth_since_the_start_on(&MountedOs::new("broadwell-ep"));
 }
 
 #[test]
