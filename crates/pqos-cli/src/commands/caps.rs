@@ -1306,7 +1306,8 @@ Cache information
 }
 
 /// The library's `-v` lines against real pqos, on the in-process simulated platforms.
-#[cfg(all(test, feature = "sim"))]
+#[cfg(test)]
+#[cfg(feature = "sim")]
 mod init_lines {
     use rdt_pqos::sim::SessionOptions;
     use rdt_pqos::{Backend, BackendExt, Iface, Interface, OpenOptions, Rdt};
