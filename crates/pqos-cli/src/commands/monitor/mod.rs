@@ -524,9 +524,13 @@ fn monitor_loop<'a, B: Backend>(
         last_poll = now;
         for s in started.iter_mut() {
             let plan: &'a GroupPlan = s.plan;
-            let mut cells = mon
-                .values(s.id)
-                .map_or_else(Cells::default, |v| Cells::new(v, plan.events, interval));
+            let mut cells = mon.values(s.id).map_or_else(Cells::default, |v| {
+                // The first poll's deltas are since the group started reading its counters,
+                // over the time the library measured from that reading
+                // (`MonValues::interval`); the loop's clock starts later.
+                let over = if first { v.interval } else { interval };
+                Cells::new(v, plan.events, over)
+            });
             if first {
                 cells = cells.pqos_first_sample(interface);
             }
