@@ -59,6 +59,7 @@ fn msr(c: &mut Criterion) {
             topology: p.topology().clone(),
             name: "broadwell-ep".into(),
             run_dir: Some(run.path().to_owned()),
+            cpuid: None,
             os: None,
         }
     };

@@ -277,7 +277,7 @@ impl Rdt {
     /// A platform over an opened MSR-interface backend.
     #[must_use]
     pub fn from_msr_backend(backend: DynMsrBackend) -> Self {
-        log_discovery(backend.capabilities(), Interface::Msr);
+        log_discovery(backend.capabilities(), Interface::Msr, None);
         let notices = backend
             .cdp_inconsistency()
             .map(Notice::CdpInconsistent)
@@ -294,7 +294,8 @@ impl Rdt {
     /// A platform over an opened OS-interface backend (any root, mount control, PMU).
     #[must_use]
     pub fn from_resctrl(backend: DynResctrlBackend) -> Self {
-        log_discovery(backend.capabilities(), Interface::Os);
+        let mba_ctrl = rdt_core::OsOps::<ResctrlError>::mba_ctrl(&backend);
+        log_discovery(backend.capabilities(), Interface::Os, mba_ctrl);
         Self {
             backend: Inner::Os(backend),
             notices: Vec::new(),
@@ -329,10 +330,10 @@ impl Rdt {
 }
 
 /// Logs what discovery found on `interface`, at the levels pqos's library logs it on
-/// opening ([`Capabilities::discovery_lines`]).
-pub(crate) fn log_discovery(caps: &Capabilities, interface: Interface) {
+/// opening ([`Capabilities::init_lines`]; `mba_ctrl`: the OS interface's MBA controller).
+pub(crate) fn log_discovery(caps: &Capabilities, interface: Interface, mba_ctrl: Option<MbaCtrl>) {
     if log::log_enabled!(log::Level::Warn) {
-        for (level, line) in caps.discovery_lines(interface) {
+        for (level, line) in caps.init_lines(interface, mba_ctrl) {
             log::log!(level, "{line}");
         }
     }

@@ -480,6 +480,10 @@ pub struct MsrSource {
     /// named classes, the writers' lock, RMID claims); `None` for none (a transaction killed
     /// half-way is then not rolled back, and named classes last one process).
     pub run_dir: Option<PathBuf>,
+    /// Its CPUID as CPU 0 answers it, when known: opening logs pqos's `CACHE:` lines from
+    /// it after choosing the interface ([`rdt_core::discovery::cache_sharing_lines`], as
+    /// opening a host does); `None` logs none.
+    pub cpuid: Option<Box<dyn CpuidSource + Send>>,
     /// Its OS interface, when it has one: a resctrl served without a mount
     /// (`rdt_sim::inprocess::InProcessResctrl` for the in-process simulated platform).
     /// `None`: the MSR interface only.
@@ -892,7 +896,8 @@ impl OpenOptions {
             let mut backend =
                 ResctrlBackend::open(self.resctrl_options(), Topology::default(), Some(caps), pmu)
                     .map_err(OpenError::Resctrl)?;
-            crate::log_discovery(backend.capabilities(), Interface::Os);
+            let mba_ctrl = backend.mba_ctrl();
+            crate::log_discovery(backend.capabilities(), Interface::Os, mba_ctrl);
             let mbm = backend.mbm_details().map_err(OpenError::Resctrl)?;
             return Ok(PlatformCapabilities {
                 interface,
@@ -916,7 +921,7 @@ impl OpenOptions {
             .into_iter()
             .collect();
         notices.extend(self.resctrl_mounted_on_msr());
-        crate::log_discovery(backend.capabilities(), Interface::Msr);
+        crate::log_discovery(backend.capabilities(), Interface::Msr, None);
         Ok(PlatformCapabilities {
             interface,
             capabilities: backend.capabilities().clone(),
@@ -1018,11 +1023,7 @@ impl OpenOptions {
         let layout = (placing && interface == Interface::Msr)
             .then(|| ApicIdLayout::from_cpuid(cpuid))
             .flatten();
-        if log::log_enabled!(log::Level::Info) {
-            for line in rdt_core::discovery::cache_sharing_lines(cpuid) {
-                log::info!("{line}");
-            }
-        }
+        log_cache_lines(Some(cpuid));
         Ok((Capabilities::detect(cpuid), layout))
     }
 
@@ -1148,8 +1149,10 @@ impl OpenOptions {
             topology,
             name: _,
             run_dir,
+            cpuid,
             os: _,
         } = source;
+        log_cache_lines(cpuid.as_deref().map(|c| c as &dyn CpuidSource));
         let Some(dir) = run_dir else {
             return Rdt::from_msr(io, capabilities, topology, pmu);
         };
@@ -1186,8 +1189,10 @@ impl OpenOptions {
             capabilities,
             topology,
             run_dir,
+            cpuid,
             ..
         } = source;
+        log_cache_lines(cpuid.as_deref().map(|c| c as &dyn CpuidSource));
         let mut opts = ResctrlOptions::new(&os.root)
             .files(os.files)
             .mount_control(os.mount)
@@ -1228,6 +1233,15 @@ impl OpenOptions {
         let mut rdt = Rdt::from_msr_backend(backend);
         rdt.notices.extend(reclaimed);
         rdt
+    }
+}
+
+/// Logs pqos's `CACHE:` lines (`lib/cpuinfo.c`, `INFO:`) of `cpuid`, if any.
+fn log_cache_lines(cpuid: Option<&dyn CpuidSource>) {
+    if let Some(cpuid) = cpuid.filter(|_| log::log_enabled!(log::Level::Info)) {
+        for line in rdt_core::discovery::cache_sharing_lines(cpuid) {
+            log::info!("{line}");
+        }
     }
 }
 

@@ -45,6 +45,7 @@ pub(crate) fn source_of(session: &Session) -> MsrSource {
         topology: parts.topology,
         name: parts.name,
         run_dir: Some(parts.run_dir),
+        cpuid: Some(Box::new(session.handle().lock().cpuid())),
         os: Some(OsFace {
             files: parts.files,
             mount: parts.mount,

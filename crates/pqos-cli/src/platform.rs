@@ -423,6 +423,7 @@ mod tests {
             topology: sim.topology().clone(),
             name: "the simulated broadwell-ep".into(),
             run_dir: None,
+            cpuid: None,
             os: None,
             io: Box::new(rdt_sim::SimHandle::new(sim)),
             pmu: Box::new(rdt_pqos::NoPmu),
@@ -569,6 +570,7 @@ mod tests {
             topology,
             name: "the simulated turin".into(),
             run_dir: None,
+            cpuid: None,
             os: Some(rdt_pqos::OsFace {
                 files: session.resctrl().files(),
                 mount: Box::new(session.resctrl().mount_control()),

@@ -398,6 +398,50 @@ pub struct Capabilities {
     /// (`lib/api.c` sets `mon_start_uncore` for the MSR interface alone), so the OS
     /// interface's capabilities never list them.
     pub uncore_pcie: bool,
+    /// Sub-NUMA Clustering as the MSR interface finds it ([`SncState`]); `None` without SNC,
+    /// and on the OS interface (pqos v25.04 reports SNC only on MSR). CPUID cannot tell:
+    /// detection reports `None` and the MSR backend sets it from the topology and
+    /// MSR_RMID_SNC_CONFIG.
+    pub snc: Option<SncState>,
+}
+
+/// Sub-NUMA Clustering (SNC) on an Intel part, as pqos `lib/hw_cap.c`
+/// `hw_cap_mon_snc_state` finds it and `pqos -d` prints it (`Sub-NUMA Clustering: total`
+/// under `Monitoring`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SncState {
+    /// NUMA nodes per L3 cache, more than 1 (2 with SNC2). pqos divides the NUMA nodes by
+    /// the sockets; here the most nodes among the CPUs of one L3 domain (the kernel's
+    /// `snc_nodes_per_l3_cache`), the same number where each socket has one L3.
+    pub nodes_per_l3: u32,
+    /// How an RMID counts ([`SncMode`]).
+    pub mode: SncMode,
+}
+
+/// How MBM and CMT count with SNC on: MSR_RMID_SNC_CONFIG (0xCA0) bit 0 on each socket.
+///
+/// # References
+/// Linux `arch/x86/kernel/cpu/resctrl/monitor.c` (`snc_remap_rmids`: bit 0 clear is RMID
+/// sharing mode); pqos `lib/hw_cap.c` (`(val & 1) ? PQOS_SNC_LOCAL : PQOS_SNC_TOTAL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SncMode {
+    /// Bit 0 clear (what Linux sets): the RMIDs are divided between the nodes, and a
+    /// group's counts on every node of its L3 make its total. pqos prints `total`.
+    Total,
+    /// Bit 0 set (the power-on value, legacy mode): each RMID counts on its own node only.
+    /// pqos prints `local`.
+    Local,
+}
+
+impl SncMode {
+    /// pqos's word for the mode (`pqos/cap.c`): `total` or `local`.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Total => "total",
+            Self::Local => "local",
+        }
+    }
 }
 
 /// Which CAT resource a mask or class is for.
@@ -611,6 +655,7 @@ impl Capabilities {
                 llc_references: false,
             },
             uncore_pcie: false,
+            snc: None,
         }
     }
 

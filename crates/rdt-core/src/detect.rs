@@ -158,6 +158,7 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         l2_cache,
         pmu: pmu(&p, &raw, &vendor),
         uncore_pcie: uncore_pcie(signature, &vendor),
+        snc: None,
         vendor,
     }
 }

@@ -6,8 +6,8 @@
 //!   data, 2 instruction, 3 unified; N = EAX\[25:14\] + 1 of leaf 04H, or 8000_001DH on AMD;
 //!   B = `ceil(log2(N))`, the bits of the x2APIC id below the cache's id).
 //! - [`Capabilities::discovery_lines`]: the outcome per resource (pqos `lib/cap.c`,
-//!   `discover_capabilities`): `Monitoring capability detected`, `Max RMID per monitoring
-//!   cluster is N`, `L3CA capability detected` with its `L3 CAT details:` (CDP supported/on,
+//!   `discover_capabilities`): `Monitoring capability detected`, `L3CA capability detected`
+//!   with its `L3 CAT details:` (CDP supported/on,
 //!   classes usable now, ways, contention mask, cache and way size in bytes, I/O RDT), the
 //!   same for L2, `MBA details: #COS=N, linear, max=M, step=S` (Intel: M = the maximum
 //!   delay, S = 100 − M; AMD: M = 2^width units, S = 1), SMBA likewise, or `... capability
@@ -23,11 +23,17 @@
 //!   enumerated. pqos's MBA 2.0 lines read from MBA_CFG per socket (`Min|Max MBA delay
 //!   enabled on socket N`) need the register and are not derived here; nor are pqos's
 //!   OS-interface probes (lib/os_cap.c) or AMD's.
+//! - [`Capabilities::init_lines`]: the whole of pqos's library initialisation around the
+//!   discovery lines: `resctrl detected`, `OS support for MBA CTRL ...`, the `DEBUG:` line
+//!   `Max RMID per monitoring cluster is N` (MSR, `lib/hw_monitoring.c`, at `DEBUG` level as
+//!   pqos logs it: issue 150's 4.1 log), `Detected perf monitoring support for ...` and
+//!   `Detected resctrl support for ...` (`lib/perf_monitoring.c`,
+//!   `lib/resctrl_monitoring.c`).
 
 use crate::caps::{CatCaps, MbaCaps, MbaKind};
 use crate::cpuid::{CpuidSource, raw_cpuid};
 use crate::detect::ceil_log2;
-use crate::{CacheGeometry, Capabilities, Feature, Interface, Vendor};
+use crate::{CacheGeometry, Capabilities, Feature, Interface, MbaCtrl, Vendor};
 use log::Level;
 
 /// pqos's `CACHE:` lines for the caches `src` enumerates (module docs).
@@ -135,12 +141,8 @@ impl Capabilities {
         // CPUID.7.0:EBX[15], as far as the capabilities tell
         let alloc = self.l3_cat.is_present() || self.l2_cat.is_present() || self.mba.is_present();
         let mut lines = Vec::new();
-        if let Some(m) = self.monitoring.get() {
+        if self.monitoring.is_present() {
             lines.push(info("Monitoring capability detected"));
-            lines.push(info(format!(
-                "Max RMID per monitoring cluster is {}",
-                m.num_rmids
-            )));
         } else {
             if probes && !self.monitoring.is_present() {
                 lines.push((
@@ -172,6 +174,116 @@ impl Capabilities {
         lines.extend(mba_lines("MBA", &self.mba).into_iter().map(info));
         lines.extend(mba_lines("SMBA", &self.smba).into_iter().map(info));
         lines
+    }
+
+    /// pqos's log lines of library initialisation on `interface` (`-v`, and `-V` for the
+    /// `DEBUG` ones), in its order: on the OS interface `resctrl detected` (`lib/os_cap.c`
+    /// `os_cap_init`); the [`Capabilities::discovery_lines`]; on the OS interface with MBA,
+    /// `OS support for MBA CTRL detected|not detected|unknown` (`os_cap_get_mba_ctrl`,
+    /// from [`Capabilities::pqos_mba_ctrl`] of `mba_ctrl`, the backend's state of the
+    /// controller); then monitoring's initialisation (`lib/monitoring.c` `pqos_mon_init`):
+    /// on MSR `DEBUG: Max RMID per monitoring cluster is N` (`hw_mon_init`), where a PMU
+    /// counts, `Detected perf monitoring support for ...` per PMU event of
+    /// `lib/perf_monitoring.c` (`perf_mon_init`: instructions, cycles, IPC, LLC misses, and
+    /// LLC references where the PMU counts them), and on the OS interface `Detected resctrl
+    /// support for ...` per resctrl event in the kernel's `mon_features` order
+    /// (`lib/resctrl_monitoring.c` `resctrl_mon_init`: occupancy, total, local).
+    ///
+    /// Where pqos prints `CACHE:` lines (`lib/cpuinfo.c`) before these, the opener logs
+    /// them from CPUID ([`cache_sharing_lines`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::{Interface, MbaCtrl};
+    /// let caps = rdt_core::fake::fixtures::intel_2s().0;
+    /// let lines: Vec<String> = caps
+    ///     .init_lines(Interface::Os, Some(MbaCtrl::Disabled))
+    ///     .into_iter()
+    ///     .map(|(_, line)| line)
+    ///     .collect();
+    /// assert_eq!(lines[0], "resctrl detected");
+    /// assert!(lines.contains(&"OS support for MBA CTRL unknown".to_owned()));
+    /// ```
+    #[must_use]
+    pub fn init_lines(
+        &self,
+        interface: Interface,
+        mba_ctrl: Option<MbaCtrl>,
+    ) -> Vec<(Level, String)> {
+        let os = interface == Interface::Os;
+        let mut lines = Vec::new();
+        if os {
+            lines.push(info("resctrl detected"));
+        }
+        lines.extend(self.discovery_lines(interface));
+        if os && self.mba.is_present() {
+            let support = match self.pqos_mba_ctrl(mba_ctrl) {
+                Some(MbaCtrl::Enabled | MbaCtrl::Disabled) => "detected",
+                Some(MbaCtrl::Unsupported) => "not detected",
+                None => "unknown",
+            };
+            lines.push(info(format!("OS support for MBA CTRL {support}")));
+        }
+        let Some(m) = self.monitoring.get() else {
+            return lines;
+        };
+        if !os {
+            lines.push((
+                Level::Debug,
+                format!("Max RMID per monitoring cluster is {}", m.num_rmids),
+            ));
+        }
+        if self.pmu.ipc {
+            for event in [
+                "Retired CPU Instructions",
+                "Unhalted CPU Cycles",
+                "Instructions/Cycle",
+            ] {
+                lines.push(info(format!(
+                    "Detected perf monitoring support for {event}"
+                )));
+            }
+        }
+        if self.pmu.llc_misses {
+            lines.push(info("Detected perf monitoring support for LLC Misses"));
+        }
+        if self.pmu.llc_references {
+            lines.push(info("Detected perf monitoring support for LLC References"));
+        }
+        if os {
+            let e = &m.events;
+            for (on, name) in [
+                (e.llc_occupancy, "LLC Occupancy"),
+                (e.mbm_total, "Total Memory B/W"),
+                (e.mbm_local, "Local Memory B/W"),
+            ] {
+                if on {
+                    lines.push(info(format!("Detected resctrl support for {name}")));
+                }
+            }
+        }
+        lines
+    }
+
+    /// The state pqos v25.04 reports for the OS interface's MBA software controller
+    /// (`mba_MBps`), `None` where it cannot tell (`-d` prints no `CTRL:` line then, `-v`
+    /// logs `OS support for MBA CTRL unknown`); `state` is the backend's.
+    ///
+    /// resctrl is mounted when this is asked, so pqos's answer comes from `lib/os_cap.c`
+    /// `os_cap_get_mba_ctrl`: `mba_MBps` among the mount options gives `enabled`; without it
+    /// the state stays unknown unless the platform has no local-bandwidth monitoring, which
+    /// gives `unsupported`. pqos's probe of writing `MB:0=2000` into a free group would
+    /// call AMD's controller enabled (AMD takes bandwidth units up to 2048); this says
+    /// `unsupported` there, which is the truth (the kernel has no `mba_MBps` on AMD) and what
+    /// later pqos prints (issue #311's sample).
+    #[must_use]
+    pub fn pqos_mba_ctrl(&self, state: Option<MbaCtrl>) -> Option<MbaCtrl> {
+        let mbl = self.monitoring.get().is_some_and(|m| m.events.mbm_local);
+        match state.unwrap_or(MbaCtrl::Unsupported) {
+            MbaCtrl::Enabled => Some(MbaCtrl::Enabled),
+            MbaCtrl::Unsupported if !mbl || self.vendor.is_amd_like() => Some(MbaCtrl::Unsupported),
+            MbaCtrl::Unsupported | MbaCtrl::Disabled => None,
+        }
     }
 
     /// `hw_cap_l3ca_discover`: the CPUID method, or the brand-string check when
@@ -402,6 +514,77 @@ mod tests {
         let text: Vec<&str> = got.iter().map(|(_, l)| l.as_str()).collect();
         assert!(text.contains(&"CPUID.0x7.0: L2 CAT not supported"));
         assert!(text.contains(&"CPUID.0x7.0: MBA not supported"));
+    }
+
+    #[test]
+    fn init_lines_put_monitoring_initialisation_after_discovery() {
+        // arrange: issue 150's Xeon with monitoring (144 RMIDs, every event) and a PMU
+        let mut caps = skylake_sp();
+        caps.monitoring = Feature::Supported(crate::MonitoringCaps {
+            max_rmid: 143,
+            num_rmids: 144,
+            upscaling_factor: 65536,
+            counter_width: 24,
+            overflow_bit: false,
+            io_rdt: false,
+            events: crate::MonEventSupport {
+                llc_occupancy: true,
+                mbm_total: true,
+                mbm_local: true,
+            },
+        });
+        caps.pmu = crate::PmuCaps {
+            ipc: true,
+            llc_misses: true,
+            llc_references: false,
+        };
+        // act
+        let msr = caps.init_lines(Interface::Msr, None);
+        let os = caps.init_lines(Interface::Os, Some(MbaCtrl::Enabled));
+        // assert: MSR, as issue 150's 4.1 log has it: the discovery lines, then at DEBUG
+        // the RMIDs, then the perf events (no resctrl, no MBA CTRL line)
+        let n = caps.discovery_lines(Interface::Msr).len();
+        assert_eq!(msr[..n], caps.discovery_lines(Interface::Msr)[..]);
+        let tail: Vec<(Level, &str)> = msr[n..].iter().map(|(l, s)| (*l, s.as_str())).collect();
+        assert_eq!(
+            tail,
+            [
+                (Level::Debug, "Max RMID per monitoring cluster is 144"),
+                (
+                    Level::Info,
+                    "Detected perf monitoring support for Retired CPU Instructions"
+                ),
+                (
+                    Level::Info,
+                    "Detected perf monitoring support for Unhalted CPU Cycles"
+                ),
+                (
+                    Level::Info,
+                    "Detected perf monitoring support for Instructions/Cycle"
+                ),
+                (
+                    Level::Info,
+                    "Detected perf monitoring support for LLC Misses"
+                ),
+            ]
+        );
+        // OS: resctrl first, the controller after the SMBA line, resctrl's events last
+        let text: Vec<&str> = os.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(text[0], "resctrl detected");
+        let smba = text
+            .iter()
+            .position(|l| *l == "SMBA capability not detected")
+            .unwrap();
+        assert_eq!(text[smba + 1], "OS support for MBA CTRL detected");
+        assert!(!text.iter().any(|l| l.starts_with("Max RMID")));
+        assert_eq!(
+            text[text.len() - 3..],
+            [
+                "Detected resctrl support for LLC Occupancy",
+                "Detected resctrl support for Total Memory B/W",
+                "Detected resctrl support for Local Memory B/W",
+            ]
+        );
     }
 
     #[test]

@@ -49,7 +49,8 @@ pub use backend::{
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, ImplausibleError, LimitError,
-    MbaCaps, MbaKind, MbaResource, MonEventSupport, MonitoringCaps, PmuCaps, Vendor,
+    MbaCaps, MbaKind, MbaResource, MonEventSupport, MonitoringCaps, PmuCaps, SncMode, SncState,
+    Vendor,
 };
 pub use cpuid::{CpuidDump, CpuidRegs, CpuidSource, DumpCpu, DumpError, NativeCpuid};
 pub use cpuset::{

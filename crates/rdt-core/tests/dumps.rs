@@ -655,3 +655,18 @@ fn sysfs_aggregated_lists_agree_with_every_cpus_own_files() {
         assert_eq!(got, per_cpu_oracle(&system), "{tree}");
     }
 }
+
+#[test]
+fn amd_cache_lines_come_from_leaf_8000_001d() {
+    // The EPYC 9654 has no leaf 4; its caches are in 8000_001DH (L3: EAX 0x0003c163, 16
+    // logical CPUs share it: one CCD with SMT).
+    let dump =
+        CpuidDump::from_path(cpuid_dir().join("amd-epyc-9654_genoa__instlatx64.txt")).unwrap();
+    let lines = rdt_core::discovery::cache_sharing_lines(&dump);
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some("CACHE: type 3, level 3, max id sharing this cache 16 (4 bits)"),
+        "{lines:#?}"
+    );
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+}

@@ -68,9 +68,10 @@ pub trait TopologyFromSysfs: Sized {
     fn online_from_sysfs(system_dir: impl AsRef<Path>) -> Result<CpuSet, TopologyError>;
 
     /// Not the machine's topology but a sample of it for reading per-domain state: the
-    /// lowest online CPU of every L3 instance (of every package, for CPUs without an L3),
-    /// each placed as [`TopologyFromSysfs::from_sysfs`] places it. So every package and L3 instance
-    /// is there, and one L2 instance per L3 instance.
+    /// lowest online CPU of every L3 instance in every NUMA node (of every package, for CPUs
+    /// without an L3), each placed as [`TopologyFromSysfs::from_sysfs`] places it. So every
+    /// package and L3 instance is there, one L2 instance per L3 instance and node, and the
+    /// nodes of an L3 instance under Sub-NUMA Clustering (which the MSR backend reports).
     ///
     /// It reads the package and L3 lists of [`TopologyFromSysfs::from_sysfs`] but an L2 list only
     /// per representative: a capability report (pqos `-d`) reads the CDP enable bits of

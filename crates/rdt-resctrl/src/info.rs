@@ -456,6 +456,8 @@ impl ResctrlInfo {
             pmu: cpu.map_or_else(PmuCaps::default, |c| c.pmu),
             // pqos has no uncore monitoring on the OS interface (`lib/api.c`)
             uncore_pcie: false,
+            // pqos v25.04 reports SNC on the MSR interface only
+            snc: None,
         }
     }
 

@@ -11,7 +11,7 @@ use rdt_pqos::mbm::mbm_transaction_names;
 use rdt_pqos::{
     AssignMode, Backend, BackendExt, CacheGeometry, Capabilities, CatCaps, EventConfig, Interface,
     IoAlloc, MbaCaps, MbaCtrl, MbaKind, MbmDetails, MonEventSupport, MonitoringCaps, PmuCaps,
-    RmidEvent, Vendor,
+    RmidEvent, SncState, Vendor,
 };
 
 /// Prints the capabilities of `backend`'s platform.
@@ -97,29 +97,10 @@ fn display(
         return print_capabilities_json(caps, iface, ctrl, os.mbm, os.io_alloc, out);
     }
     let ctrl = match iface {
-        Interface::Os => pqos_ctrl_line(caps, mba_ctrl),
+        Interface::Os => caps.pqos_mba_ctrl(mba_ctrl),
         Interface::Msr => None,
     };
     print_capabilities(caps, iface, ctrl, os.mbm, os.io_alloc, verbose, out)
-}
-
-/// The state pqos v25.04 prints in the OS interface's MBA `CTRL:` line, `None` where it
-/// prints none (`pqos/cap.c` prints the line when `pqos_cap_mba.ctrl != -1`).
-///
-/// resctrl is mounted when this runs, so pqos's answer comes from `lib/os_cap.c`
-/// `os_cap_get_mba_ctrl`: `mba_MBps` among the mount options gives `enabled`; without it the
-/// state stays unknown (no line) unless the platform has no local-bandwidth monitoring,
-/// which gives `unsupported`. pqos's probe of writing `MB:0=2000` into a free group would
-/// call AMD's controller enabled (AMD takes bandwidth units up to 2048); this says
-/// `unsupported` there, which is the truth (the kernel has no `mba_MBps` on AMD) and what
-/// later pqos prints (issue #311's sample).
-fn pqos_ctrl_line(caps: &Capabilities, state: Option<MbaCtrl>) -> Option<MbaCtrl> {
-    let mbl = caps.monitoring.get().is_some_and(|m| m.events.mbm_local);
-    match state.unwrap_or(MbaCtrl::Unsupported) {
-        MbaCtrl::Enabled => Some(MbaCtrl::Enabled),
-        MbaCtrl::Unsupported if !mbl || caps.vendor.is_amd_like() => Some(MbaCtrl::Unsupported),
-        MbaCtrl::Unsupported | MbaCtrl::Disabled => None,
-    }
 }
 
 /// Whether the platform has none of the features `-d` reports.
@@ -184,7 +165,7 @@ pub fn print_capabilities(
         )?,
     }
     if let Some(m) = mon {
-        print_monitoring(out, m, caps.pmu, caps.uncore_pcie, iface, verbose)?;
+        print_monitoring(out, m, caps.pmu, caps.uncore_pcie, caps.snc, iface, verbose)?;
         if let Some(d) = mbm {
             print_mbm_details(out, d, verbose)?;
         }
@@ -203,7 +184,7 @@ pub fn print_capabilities(
             io_rdt: false,
             events: MonEventSupport::default(),
         };
-        print_monitoring(out, &none, caps.pmu, false, iface, verbose)?;
+        print_monitoring(out, &none, caps.pmu, false, None, iface, verbose)?;
     }
     // resctrl: one CLOSID per group, valid for every resource
     let os_classes = (iface == Interface::Os).then(|| caps.os_classes());
@@ -284,6 +265,7 @@ fn print_monitoring(
     m: &MonitoringCaps,
     pmu_caps: PmuCaps,
     uncore: bool,
+    snc: Option<SncState>,
     iface: Interface,
     verbose: bool,
 ) -> Result<()> {
@@ -297,6 +279,10 @@ fn print_monitoring(
     let e = &m.events;
     let rmem = e.mbm_total && e.mbm_local;
     line(out, 4, "Monitoring")?;
+    if let Some(snc) = snc.filter(|s| iface == Interface::Msr && s.nodes_per_l3 > 1) {
+        // pqos/cap.c `cap_print_features_mon`, when `snc_num > 1`
+        line(out, 8, &format!("Sub-NUMA Clustering: {}", snc.mode.name()))?;
+    }
     let cache: Vec<&str> = [(e.llc_occupancy, LLC)]
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -1099,7 +1085,7 @@ mod tests {
 
     fn os_report(caps: &Capabilities, state: MbaCtrl, verbose: bool) -> String {
         let mut out = Vec::new();
-        let ctrl = pqos_ctrl_line(caps, Some(state));
+        let ctrl = caps.pqos_mba_ctrl(Some(state));
         print_capabilities(caps, Interface::Os, ctrl, None, None, verbose, &mut out).unwrap();
         let got = String::from_utf8(out).unwrap();
         // the running kernel's release is not the sample's
@@ -1316,5 +1302,80 @@ Cache information
         });
         let e = run_display(&mut b, false, false, &mut Vec::new()).unwrap_err();
         assert_eq!(e.to_string(), "No Platform QoS capability discovered");
+    }
+}
+
+/// The library's `-v` lines against real pqos, on the in-process simulated platforms.
+#[cfg(test)]
+#[cfg(feature = "sim")]
+mod init_lines {
+    use rdt_pqos::sim::SessionOptions;
+    use rdt_pqos::{Backend, BackendExt, Iface, Interface, OpenOptions, Rdt};
+
+    fn open(model: &str, iface: Iface, dir: &std::path::Path) -> Rdt {
+        let session = SessionOptions {
+            state: Some(dir.join("state.json")),
+            ..SessionOptions::new(model)
+        };
+        OpenOptions::simulate(OpenOptions::new(iface).rdt_iface(None), session)
+            .open()
+            .unwrap()
+    }
+
+    /// pqos's initialisation log on a Sapphire Rapids with resctrl mounted without
+    /// `mba_MBps` (tests/data/pqos/intel_pqos-v_os_spr_2024.txt), from its second
+    /// `resctrl detected` to `OS support for MBA CTRL unknown`: the lines a library opening
+    /// the OS interface logs, against the `sapphire-rapids` model (15-way L3 with 15 CLOSIDs,
+    /// 16-way L2 with 8, MBA with 15: every `#COS` is the fewest, 8).
+    #[test]
+    fn os_init_lines_match_real_pqos_on_sapphire_rapids() {
+        // arrange
+        let sample = crate::testdata::sample("intel_pqos-v_os_spr_2024.txt");
+        let want: Vec<&str> = sample
+            .lines()
+            .filter_map(|l| l.strip_prefix("INFO: "))
+            .skip_while(|l| l.starts_with("Requested") || l.starts_with("resctrl"))
+            .skip_while(|l| !l.starts_with("resctrl detected"))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let mut rdt = open("sapphire-rapids", Iface::Os, dir.path());
+        // act
+        let ctrl = rdt.mba_ctrl();
+        let got = rdt.capabilities().init_lines(Interface::Os, ctrl);
+        // assert: the sample's lines, then monitoring's initialisation, which the sample's
+        // failed run did not reach
+        let text: Vec<&str> = got.iter().map(|(_, l)| l.as_str()).collect();
+        assert_eq!(want.len(), 13, "{want:#?}");
+        assert_eq!(text[..want.len()], want[..], "{text:#?}");
+        assert!(
+            text[want.len()..]
+                .iter()
+                .all(|l| l.starts_with("Detected perf monitoring support for ")
+                    || l.starts_with("Detected resctrl support for ")),
+            "{text:#?}"
+        );
+        assert!(text.contains(&"Detected resctrl support for Local Memory B/W"));
+    }
+
+    /// `-d` on the MSR interface of a Sub-NUMA Clustering platform: pqos/cap.c prints
+    /// `Sub-NUMA Clustering: total` first under `Monitoring` (MSR_RMID_SNC_CONFIG bit 0
+    /// clear, as Linux sets it); the same machine without SNC has no such line.
+    #[test]
+    fn msr_d_names_sub_numa_clustering_first_under_monitoring() {
+        for (model, want) in [("sapphire-rapids-snc2", true), ("sapphire-rapids", false)] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut rdt = open(model, Iface::Msr, dir.path());
+            let mut out = Vec::new();
+            super::run_display(&mut rdt, false, false, &mut out).unwrap();
+            let got = String::from_utf8(out).unwrap();
+            assert_eq!(
+                got.starts_with(
+                    "Hardware capabilities\n    Monitoring\n        Sub-NUMA Clustering: total\n        Cache Monitoring Technology (CMT) events:\n"
+                ),
+                want,
+                "{model}: {got}"
+            );
+            assert_eq!(got.contains("Sub-NUMA"), want, "{model}: {got}");
+        }
     }
 }

@@ -369,6 +369,30 @@ fn verbose_detection_lines_are_pqos_lines_on_stdout() {
     );
 }
 
+/// `-v` on the OS interface of the `sapphire-rapids` model logs what a real pqos logs on a
+/// Sapphire Rapids with resctrl mounted without `mba_MBps`
+/// (tests/data/pqos/intel_pqos-v_os_spr_2024.txt): from `Selected interface: OS` to `OS
+/// support for MBA CTRL unknown`, the `CACHE:` lines, the second `resctrl detected` and
+/// `#COS=8` for every resource included, one contiguous block.
+#[test]
+fn verbose_os_initialisation_is_a_real_pqos_log_on_sapphire_rapids() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = sim_model(dir.path(), "sapphire-rapids", &["-I", "-d", "-v"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let real = sample("intel_pqos-v_os_spr_2024.txt");
+    let want: Vec<&str> = real
+        .lines()
+        .skip_while(|l| *l != "INFO: Selected interface: OS")
+        .take_while(|l| l.starts_with("INFO: "))
+        .collect();
+    assert_eq!(want.len(), 18, "{want:#?}");
+    let ours: Vec<&str> = run.raw_stdout.lines().collect();
+    assert!(
+        ours.windows(want.len()).any(|w| w == want.as_slice()),
+        "{want:#?} not in {ours:#?}"
+    );
+}
+
 fn sim_model(dir: &Path, model: &str, args: &[&str]) -> Run {
     let state = dir.join(format!("{model}.json"));
     let state = state.to_string_lossy();

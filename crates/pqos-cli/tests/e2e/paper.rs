@@ -149,6 +149,28 @@ pub fn first_sample_reports_zero_bandwidth_and_nonzero_occupancy_on(m: &dyn Mach
     assert!(samples[1]["8-10"]["MBL[MB/s]"] > 0.0);
 }
 
+/// On the OS interface pqos v25.04's first sample has the traffic since its monitor group
+/// was made (`resctrl_mon_poll` counts from 0), so ours shows the bandwidth since the
+/// groups started: a rate like the next sample's, not 0 and not a count since boot.
+pub fn first_sample_reports_bandwidth_since_the_start_on(m: &dyn Machine) {
+    let samples = parse_text(&m.monitor(MONITOR).ok().stdout);
+    for (group, row) in &samples[0] {
+        assert!(
+            row["LLC[KB]"] > 0.0,
+            "occupancy is not a delta: {group}: {row:?}"
+        );
+    }
+    let (first, next) = (
+        samples[0]["8-10"]["MBL[MB/s]"],
+        samples[1]["8-10"]["MBL[MB/s]"],
+    );
+    assert!(next > 0.0, "{samples:?}");
+    assert!(
+        (0.0..=2.0 * next + 1.0).contains(&first),
+        "a rate over the time since the start: {first} then {next}"
+    );
+}
+
 #[test]
 fn ungrouped_cores_are_one_row_each_and_rmids_are_released() {
     ungrouped_cores_are_one_row_each_and_rmids_are_released_on(&Sim::new("broadwell-ep"));

@@ -104,13 +104,18 @@ pub(super) fn read_l3_representatives(system: &Path) -> Result<Topology, Topolog
     let start = Start::read(system)?;
     let (online, packages) = (&start.online, &start.packages);
     let l3 = start.domains(online, start.layout.l3)?;
-    // The lowest CPU of each L3 instance, and of each package for CPUs without an L3.
+    let nodes = node_lists(&system.join("node"))?;
+    // The lowest CPU of each L3 instance in each NUMA node (one per L3 without Sub-NUMA
+    // Clustering; with it, the nodes of an L3 show in the sample), and of each package for
+    // CPUs without an L3.
     let mut seen_l3 = BTreeMap::new();
     let mut seen_pkg = BTreeMap::new();
     let mut chosen = CpuSet::new();
     for cpu in online.iter() {
         let fresh = match l3.get(&cpu) {
-            Some(d) => seen_l3.insert(*d, cpu).is_none(),
+            Some(d) => seen_l3
+                .insert((*d, nodes.get(&cpu).copied()), cpu)
+                .is_none(),
             None => seen_pkg.insert(packages.get(&cpu).copied(), cpu).is_none(),
         };
         if fresh {
@@ -118,7 +123,6 @@ pub(super) fn read_l3_representatives(system: &Path) -> Result<Topology, Topolog
         }
     }
     let l2 = start.domains(&chosen, start.layout.l2)?;
-    let nodes = node_lists(&system.join("node"))?;
     Ok(place(&chosen, packages, &l2, &l3, &nodes))
 }
 
@@ -552,6 +556,28 @@ mod tests {
             "0,4",
             "a sample, not the machine"
         );
+    }
+
+    /// With Sub-NUMA Clustering an L3 spans several nodes: the sample has the lowest CPU of
+    /// each node of each L3, so the MSR backend sees the nodes per L3 (`pqos -d`'s
+    /// `Sub-NUMA Clustering:` line).
+    #[test]
+    fn l3_representatives_include_each_snc_node_of_an_l3() {
+        // arrange: one package, one L3 of CPUs 0-3 in two nodes (0-1, 2-3)
+        let mut files = vec![
+            ("cpu/online".to_owned(), "0-3\n".to_owned()),
+            ("node/node0/cpulist".into(), "0-1\n".into()),
+            ("node/node1/cpulist".into(), "2-3\n".into()),
+        ];
+        files.extend(cpu_files(0, (0, "0-3"), (10, "0-1"), (20, "0-3")));
+        files.extend(cpu_files(2, (0, "0-3"), (12, "2-3"), (20, "0-3")));
+        let dir = build(&files);
+        // act
+        let sample = Topology::l3_representatives_from_sysfs(dir.path()).unwrap();
+        // assert
+        assert_eq!(sample.all_cpus().to_string(), "0,2");
+        assert_eq!(sample.l3_domains(), [CacheDomain::new(20)]);
+        assert_eq!(sample.nodes(), [0, 1]);
     }
 
     /// A kernel without `package_cpus_list` (before 5.5) has `core_siblings_list`; one

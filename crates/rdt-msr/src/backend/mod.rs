@@ -25,8 +25,8 @@ use std::time::Duration;
 use rdt_core::{
     Backend, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet, GroupStartError,
     Interface, LogicalCpu, MbaClass, MbaResource, MonEvents, MonGroupId, MonValues, MsrOps,
-    NamedClasses, NoPmu, PmuSource, RequestError, Reset, Rmid, ThreadThrottle, Topology, Writers,
-    start_one_by_one,
+    NamedClasses, NoPmu, PmuSource, RequestError, Reset, Rmid, SncMode, SncState, ThreadThrottle,
+    Topology, Writers, start_one_by_one,
 };
 use rdt_host::runfile::{DEFAULT_LOCK_TIMEOUT, LockWaitError, NameRecord, RunDirPath, WriterLock};
 
@@ -106,7 +106,8 @@ fn domains(ids: Vec<CacheDomain>, cpus_of: impl Fn(CacheDomain) -> CpuSet) -> Ve
 /// # let caps = Capabilities { vendor: Vendor::Intel, brand: None, signature: None,
 /// #     monitoring: Feature::Unsupported, l3_cat: Feature::Supported(cat),
 /// #     l2_cat: Feature::Unsupported, mba: Feature::Unsupported, smba: Feature::Unsupported,
-/// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default(), uncore_pcie: false };
+/// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default(), uncore_pcie: false,
+/// #     snc: None };
 /// # let topology = Topology::from_placements((0..4).map(|c| CpuPlacement {
 /// #     cpu: LogicalCpu::new(c), package: 0, core: Some(c), l2: CacheDomain::new(c),
 /// #     l3: Some(CacheDomain::new(0)), node: 0 }).collect());
@@ -189,6 +190,9 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     /// Reads the CDP enable bit (IA32_L3_QOS_CFG / IA32_L2_QOS_CFG bit 0) on the lowest CPU
     /// of every L3 / L2 domain where CPUID reports CDP, and records it in
     /// [`CatCaps::cdp_enabled`](rdt_core::CatCaps::cdp_enabled) (CPUID cannot see it).
+    /// Where the CPUs of one L3 domain are in several NUMA nodes (Sub-NUMA Clustering),
+    /// reads MSR_RMID_SNC_CONFIG on the first L3 domain's CPU and records the SNC state in
+    /// [`Capabilities::snc`](rdt_core::Capabilities::snc).
     ///
     /// # Errors
     /// [`MsrError::Implausible`] when `caps` fail [`Capabilities::check_plausible`];
@@ -239,11 +243,20 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             // RMID sharing mode unless the register says legacy (bit 0); a CPU without the
             // register (EIO) is taken to be in the mode Linux sets
             let cpu = this.l3.first().map(|d| d.cpu).unwrap_or_default();
-            if this
+            let mode = if this
                 .io
                 .read(cpu, regs::MSR_RMID_SNC_CONFIG)
                 .is_ok_and(|v| v & 1 == 1)
             {
+                SncMode::Local
+            } else {
+                SncMode::Total
+            };
+            this.caps.snc = Some(SncState {
+                nodes_per_l3: this.snc,
+                mode,
+            });
+            if mode == SncMode::Local {
                 this.snc = 1;
             }
         }

@@ -4,9 +4,10 @@
 //!
 //! Output formats follow pqos/monitor_text.c, monitor_csv.c and monitor_xml.c (v25.04;
 //! spec §2.3-2.5), plus JSON Lines ([`output::Json`]). As in v25.04 the first sample is
-//! printed, with bandwidths 0.0, IPC 0.00 and misses 0: pqos's format, applied by
-//! [`output::Cells::pqos_first_sample`] (the library's first poll has real values since
-//! the start). Samples are due at
+//! printed at the start, with IPC 0.00 and misses 0, and bandwidths 0.0 on the MSR
+//! interface; on the OS interface its bandwidths are over the time since the groups
+//! started: pqos's format, applied by [`output::Cells::pqos_first_sample`] (the library's
+//! first poll has real values since the start). Samples are due at
 //! `k × interval` from the start ([`Schedule`]); MB/s use the measured time between two
 //! polls, not the nominal interval (docs/compat.md).
 //!
@@ -22,11 +23,11 @@ use std::io::{BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use rdt_pqos::{
-    Backend, BackendExt, LogicalCpu, MonEvents, MonGroupId, Monitoring, RequestError, TaskId,
+    Backend, BackendExt, Interface, LogicalCpu, MonEvents, MonGroupId, Monitoring, RequestError,
+    TaskId,
 };
 
 #[cfg(feature = "sim")]
@@ -174,6 +175,7 @@ pub fn run_monitor<B: Backend>(
     };
 
     // The guard stops every group it started on every way out of this function.
+    let interface = backend.interface();
     let mut mon = backend.monitoring();
     let mut started: Vec<Started<'_>> = Vec::with_capacity(plans.len());
     let ids = start_groups(&mut mon, &plans)?;
@@ -192,7 +194,7 @@ pub fn run_monitor<B: Backend>(
     let result = fmt
         .begin(w)
         .map_err(anyhow::Error::from)
-        .and_then(|()| monitor_loop(&mut mon, req, ctx, w, fmt.as_mut(), &mut started));
+        .and_then(|()| monitor_loop(&mut mon, interface, req, ctx, w, fmt.as_mut(), &mut started));
     // The output is closed (XML `</records>`) and the groups stopped on every exit.
     let ended = fmt.end(w).map_err(anyhow::Error::from);
     let stopped = stop_each(&mut mon, &started);
@@ -500,6 +502,7 @@ fn stop_each<B: Backend>(mon: &mut Monitoring<'_, B>, started: &[Started<'_>]) -
 
 fn monitor_loop<'a, B: Backend>(
     mon: &mut Monitoring<'_, B>,
+    interface: Interface,
     req: &MonitorRequest,
     ctx: &mut Context<'_>,
     w: &mut dyn Write,
@@ -507,7 +510,9 @@ fn monitor_loop<'a, B: Backend>(
     started: &mut [Started<'a>],
 ) -> Result<()> {
     let mut schedule = Schedule::new(req.interval);
-    let mut last_poll: Option<Duration> = None;
+    // The groups have just started: the first poll's deltas are since then.
+    let mut last_poll = ctx.clock.elapsed();
+    let mut first = true;
     let mut keyed: Vec<(Row<'a>, LogicalCpu)> = Vec::with_capacity(started.len());
     let mut rows: Vec<Row<'a>> = Vec::with_capacity(started.len());
     let mut said_no_pmu = false;
@@ -515,16 +520,19 @@ fn monitor_loop<'a, B: Backend>(
         mon.poll()
             .map_err(|e| anyhow!(e).context("Failed to poll monitoring data!"))?;
         let now = ctx.clock.elapsed();
-        let first = last_poll.is_none();
-        let interval = last_poll.map_or(Duration::ZERO, |p| now.saturating_sub(p));
-        last_poll = Some(now);
+        let interval = now.saturating_sub(last_poll);
+        last_poll = now;
         for s in started.iter_mut() {
             let plan: &'a GroupPlan = s.plan;
-            let mut cells = mon
-                .values(s.id)
-                .map_or_else(Cells::default, |v| Cells::new(v, plan.events, interval));
+            let mut cells = mon.values(s.id).map_or_else(Cells::default, |v| {
+                // The first poll's deltas are since the group started reading its counters,
+                // over the time the library measured from that reading
+                // (`MonValues::interval`); the loop's clock starts later.
+                let over = if first { v.interval } else { interval };
+                Cells::new(v, plan.events, over)
+            });
             if first {
-                cells = cells.pqos_first_sample();
+                cells = cells.pqos_first_sample(interface);
             }
             if !said_no_pmu
                 && (plan.events.contains(MonEvents::IPC) && cells.ipc.is_none()
@@ -548,6 +556,7 @@ fn monitor_loop<'a, B: Backend>(
         } else if req.pid_groups.is_empty() {
             keyed.sort_by_key(|(_, first_cpu)| *first_cpu);
         }
+        first = false;
         rows.clear();
         rows.extend(keyed.drain(..).map(|(r, _)| r));
         let time = ctx.clock.now();
@@ -577,6 +586,7 @@ mod tests {
     use super::*;
     use crate::command::Command;
     use rdt_pqos::fake::FakeBackend;
+    use std::time::Duration;
 
     /// A virtual clock at a fixed local time, so `TIME` lines are exact.
     struct TestClock {
@@ -648,6 +658,63 @@ mod tests {
         );
         assert_eq!(b.running_groups(), 0, "groups are stopped at the end");
         assert_eq!(b.rmid_of_cpu(2), 0);
+    }
+
+    /// A clock that moves 250 ms each time it is read, so time passes between the start
+    /// of the groups and the first poll.
+    struct TickingClock(std::cell::Cell<Duration>);
+
+    impl Clock for TickingClock {
+        fn elapsed(&self) -> Duration {
+            let t = self.0.get() + Duration::from_millis(250);
+            self.0.set(t);
+            t
+        }
+        fn wait_until(&mut self, t: Duration, _stop: &AtomicBool) {
+            self.0.set(self.0.get().max(t));
+        }
+        fn now(&self) -> jiff::Zoned {
+            "2024-09-23T10:00:00[UTC]".parse().unwrap()
+        }
+    }
+
+    /// pqos's first sample: bandwidth 0.0 on the MSR interface (`valid_mbm_read`); on the
+    /// OS interface the traffic since the groups started over the time since then
+    /// (`resctrl_mon_poll` counts from the new group's 0). IPC and misses are 0 on both.
+    #[test]
+    fn first_sample_has_bandwidth_since_the_start_on_the_os_interface_only() {
+        for os in [false, true] {
+            // arrange
+            let mut b = FakeBackend::broadwell_2s();
+            b.os_interface = os;
+            let mut clock = TickingClock(std::cell::Cell::new(Duration::ZERO));
+            let stop = AtomicBool::new(false);
+            let mut ctx = Context {
+                clock: &mut clock,
+                stop: &stop,
+                stdout_is_tty: false,
+                proc: &ProcFs::host(),
+            };
+            let mut out = Vec::new();
+            // act: one sample
+            run_monitor(
+                &mut b,
+                &request(&["-m", "all:8", "-t", "0"]),
+                &mut ctx,
+                &mut out,
+            )
+            .unwrap();
+            // assert
+            let out = String::from_utf8(out).unwrap();
+            let row: Vec<&str> = out.lines().nth(2).unwrap().split_whitespace().collect();
+            assert_eq!(row[..3], ["8", "0.00", "0k"], "{out}");
+            let mbl: f64 = row[4].parse().unwrap();
+            if os {
+                assert!(mbl > 0.0, "{out}");
+            } else {
+                assert_eq!(row[4..], ["0.0", "0.0"], "{out}");
+            }
+        }
     }
 
     #[test]

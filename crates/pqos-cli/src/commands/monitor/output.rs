@@ -12,10 +12,10 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
-use rdt_pqos::MonEvents;
 use rdt_pqos::MonValues;
 use rdt_pqos::UncoreCounts;
 use rdt_pqos::monitor::{MibPerSec, bytes_to_kib};
+use rdt_pqos::{Interface, MonEvents};
 use serde::Serialize;
 
 /// How LLC occupancy is shown.
@@ -67,7 +67,8 @@ pub struct Cells {
 
 impl Cells {
     /// The cells of a group monitoring `events` with `values` polled `interval` after the
-    /// previous poll (bandwidth = bytes over the measured interval; 0 for a zero interval).
+    /// previous poll, or for the first poll after the start (bandwidth = bytes over the
+    /// measured interval; 0 for a zero interval).
     /// The first sample of a run is [`Cells::pqos_first_sample`] of these.
     #[must_use]
     pub fn new(values: &MonValues, events: MonEvents, interval: Duration) -> Self {
@@ -101,22 +102,30 @@ impl Cells {
 }
 
 impl Cells {
-    /// The cells as pqos v25.04 prints the first sample of a run: bandwidths 0.0, IPC 0.00,
-    /// LLC misses and references 0 (`pqos -m`'s first line has no previous reading:
-    /// `valid_mbm_read`, `lib/hw_monitoring.c`). A rule of pqos's output format only: the
-    /// library's first poll has the real values since the groups started
-    /// (`rdt_pqos::monitor`, "Start and first poll"). Occupancy is a level and stays; the
-    /// uncore counts stay too, as pqos's first uncore sample shows the counts since start.
-    /// A blank cell (event not monitored or unreadable) stays blank.
+    /// The cells as pqos v25.04 prints the first sample of a run on `interface`: IPC 0.00,
+    /// LLC misses and references 0, and on the MSR interface bandwidths 0.0 too (the first
+    /// read of an MBM counter has no previous one: `valid_mbm_read`,
+    /// `lib/hw_monitoring.c` `hw_mon_read_counter`). On the OS interface pqos's first
+    /// sample has the traffic since its monitor group was made (`lib/resctrl_monitoring.c`
+    /// `resctrl_mon_poll` takes the delta from 0, a new group's counts), so the bandwidth
+    /// over the time since the start stays, as the library measures it (its first poll's
+    /// deltas are since the start: `rdt_pqos::monitor`, "Start and first poll").
+    /// Occupancy is a level and stays; the uncore counts stay too, as pqos's first uncore
+    /// sample shows the counts since start. A blank cell (event not monitored or
+    /// unreadable) stays blank.
     #[must_use]
-    pub fn pqos_first_sample(self) -> Self {
+    pub fn pqos_first_sample(self, interface: Interface) -> Self {
+        let bandwidth = |v: Option<f64>| match interface {
+            Interface::Msr => v.map(|_| 0.0),
+            Interface::Os => v,
+        };
         Self {
             ipc: self.ipc.map(|_| 0.0),
             llc_misses: self.llc_misses.map(|_| 0),
             llc_references: self.llc_references.map(|_| 0),
-            mbm_local: self.mbm_local.map(|_| 0.0),
-            mbm_remote: self.mbm_remote.map(|_| 0.0),
-            mbm_total: self.mbm_total.map(|_| 0.0),
+            mbm_local: bandwidth(self.mbm_local),
+            mbm_remote: bandwidth(self.mbm_remote),
+            mbm_total: bandwidth(self.mbm_total),
             ..self
         }
     }
@@ -622,7 +631,8 @@ impl Format for Xml {
 /// `-u json`: JSON Lines, one object per row (ours; documented in docs/compat.md).
 ///
 /// Fields: `time` (RFC 3339 local time with its UTC offset, to the second), `pid` (PID mode),
-/// `core`, `interval_s` (seconds since the previous sample, 0 for the first), then one field
+/// `core`, `interval_s` (seconds since the previous sample, for the first since the groups
+/// started), then one field
 /// per column shown: `ipc`, `llc_misses` and `llc_references` (counts over the interval),
 /// `llc_occupancy_kib` or
 /// (`-P`) `llc_occupancy_percent`, `mbm_local_mib_per_s`, `mbm_remote_mib_per_s`,

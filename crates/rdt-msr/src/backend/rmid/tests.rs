@@ -94,6 +94,14 @@ fn with_snc_a_group_sums_the_counters_of_each_node_and_rmids_are_divided() {
             .collect(),
     );
     let mut b = MsrBackend::new(FakeMsrs::new(), caps, topo, rdt_core::NoPmu).unwrap();
+    // the SNC state pqos -d reports (MSR_RMID_SNC_CONFIG reads 0 here: sharing mode)
+    assert_eq!(
+        b.capabilities().snc,
+        Some(rdt_core::SncState {
+            nodes_per_l3: 2,
+            mode: rdt_core::SncMode::Total
+        })
+    );
     let g = b
         .start_monitoring(&cpus("2,6"), MonEvents::MBM_TOTAL)
         .unwrap();
@@ -121,4 +129,32 @@ fn with_snc_a_group_sums_the_counters_of_each_node_and_rmids_are_divided() {
         matches!(e, MsrError::Request(RequestError::OutOfRmids { .. })),
         "{e}"
     );
+}
+
+#[test]
+fn snc_in_legacy_mode_is_reported_local_and_rmids_are_not_divided() {
+    // arrange: one L3 of 4 CPUs in two SNC nodes, MSR_RMID_SNC_CONFIG bit 0 set (the
+    // power-on value, each RMID counting on its own node: pqos's "local")
+    let topo = Topology::from_placements(
+        (0..4)
+            .map(|c| rdt_core::CpuPlacement {
+                cpu: cpu(c),
+                package: 0,
+                core: Some(c),
+                l2: dom(c),
+                l3: Some(dom(0)),
+                node: c / 2,
+            })
+            .collect(),
+    );
+    let mut io = FakeMsrs::new();
+    io.set(cpu(0), regs::MSR_RMID_SNC_CONFIG, 1);
+    // act
+    let b = MsrBackend::new(io, caps(), topo, rdt_core::NoPmu).unwrap();
+    // assert
+    assert_eq!(
+        b.capabilities().snc.map(|s| (s.nodes_per_l3, s.mode)),
+        Some((2, rdt_core::SncMode::Local))
+    );
+    assert_eq!(b.snc_split(), (1, 0), "legacy mode: one RMID space");
 }
