@@ -126,6 +126,16 @@ fn the_thrasher_is_squeezed_within_seconds_and_given_everything_back_after_it_st
         rdt.class_of(LogicalCpu::new(3)).expect("class"),
         ClassId::new(0)
     );
+    // the metrics, for the exporter, in the platform's run directory until the agent stops
+    let file = dir
+        .path()
+        .join("state.json.run")
+        .join(rdt_pqos::control::METRICS_FILE);
+    let published = std::fs::read_to_string(&file).expect("the metrics file");
+    assert!(
+        published.contains("rdt_control_class_ways{class=\"thrasher\"} 20"),
+        "{published}"
+    );
     let metrics = agent.metrics().encode().expect("metrics");
     assert!(
         metrics
@@ -133,6 +143,7 @@ fn the_thrasher_is_squeezed_within_seconds_and_given_everything_back_after_it_st
         "{metrics}"
     );
     agent.stop(&mut rdt).expect("stop");
+    assert!(!file.exists(), "the metrics go with the agent");
 }
 
 #[test]

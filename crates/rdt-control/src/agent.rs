@@ -2,16 +2,18 @@
 //! and turns the [`Engine`]'s decisions into journaled transactions.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use rdt_config::policy::Policy;
 use rdt_config::{ClassSpec, Config, ConfigError, ConfigPlanError};
 use rdt_core::transaction::{Change, MaskScope, Plan, PlanError};
 use rdt_core::{
-    Backend, CacheBitmask, CacheDomain, CatResource, ClassId, CpuSet, MbaKind, MbaLimit, MonEvents,
-    MonGroupId, MonValues,
+    Backend, BackendExt, CacheBitmask, CacheDomain, CatResource, ClassId, CpuSet, MbaKind,
+    MbaLimit, MonEvents, MonGroupId, MonValues,
 };
 use rdt_host::proc::ProcFs;
+use rdt_host::runfile::{remove_run_file, write_run_file};
 use rdt_host::transaction::ApplyPlan;
 
 use crate::engine::{Decision, Engine, Facts, Reading, Setting};
@@ -41,6 +43,11 @@ impl<E: std::error::Error + 'static> AgentError<E> {
         move |source| Self::Backend { context, source }
     }
 }
+
+/// The file of the platform's run directory where the agent keeps its metrics (OpenMetrics
+/// text, replaced atomically each interval, removed when it stops), for the exporter to
+/// serve with the platform's (`rdt-exporter` reads it at each scrape).
+pub const METRICS_FILE: &str = "control.prom";
 
 /// The events the controller monitors: occupancy, memory traffic and IPC, those the
 /// platform has.
@@ -441,7 +448,24 @@ impl Agent {
                 error,
             });
         }
+        self.publish(backend);
         Ok(Tick { events, readings })
+    }
+
+    /// Writes the metrics to [`METRICS_FILE`] in the platform's run directory (none: not
+    /// written). A failure is logged: the controller goes on without.
+    fn publish<B: Backend>(&self, backend: &mut B) {
+        let Some(dir) = backend.run_dir().map(Path::to_path_buf) else {
+            return;
+        };
+        let written = self
+            .metrics
+            .encode()
+            .map_err(std::io::Error::other)
+            .and_then(|text| write_run_file(&dir, METRICS_FILE, text.as_bytes()));
+        if let Err(e) = written {
+            log::warn!("the controller's metrics in {}: {e}", dir.display());
+        }
     }
 
     /// Makes `d` as one journaled transaction.
@@ -482,6 +506,11 @@ impl Agent {
     /// # Errors
     /// A group cannot be stopped.
     pub fn stop<B: Backend>(self, backend: &mut B) -> Result<(), AgentError<B::Error>> {
+        if let Some(dir) = backend.run_dir().map(Path::to_path_buf) {
+            if let Err(e) = remove_run_file(&dir, METRICS_FILE) {
+                log::warn!("the controller's metrics in {}: {e}", dir.display());
+            }
+        }
         for g in self.groups {
             backend
                 .stop_monitoring(g)

@@ -18,7 +18,7 @@ pub mod agent;
 pub mod engine;
 pub mod event;
 
-pub use agent::{Agent, AgentError};
+pub use agent::{Agent, AgentError, METRICS_FILE};
 pub use engine::{ActionKind, Decision, Engine, Facts, Reading, Reason, Setting};
 pub use event::{Event, Metrics};
 

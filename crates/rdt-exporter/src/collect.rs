@@ -1,6 +1,7 @@
 //! One scrape: the resctrl groups through the library's read-only telemetry, and the
 //! groups this exporter monitors itself through the facade's monitoring guard.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -37,6 +38,9 @@ pub struct Scrape {
     /// The resctrl groups this scrape could not read in full (a file that could not be
     /// opened or read, or did not parse); empty when it read everything.
     pub incomplete: Vec<String>,
+    /// The noisy-neighbour controller's metrics (`rdt-agent` on this platform), as it
+    /// last wrote them ([`rdt_pqos::control::METRICS_FILE`]); `None` when no agent runs.
+    pub controller: Option<String>,
 }
 
 /// The sources of a scrape.
@@ -47,6 +51,8 @@ pub struct Collector<'a> {
     pub own: Vec<OwnGroup>,
     /// Since when resctrl is not readable (logged once, and when it comes back).
     pub down_since: Option<Instant>,
+    /// The controller's metrics file in the platform's run directory.
+    pub controller: PathBuf,
 }
 
 /// The RMID events the exporter's own groups count.
@@ -100,6 +106,8 @@ impl Collector<'_> {
             out.read_errors = t.stats().read_errors;
             out.scans = t.stats().scans;
         }
+        // The run directory's file: verified directory, no symlink, at most 1 MiB.
+        out.controller = rdt_pqos::runfile::read_run_file(&self.controller, 1 << 20).ok();
         if let Some(mon) = &mut self.monitoring {
             mon.poll().context("polling the exporter's own groups")?;
             for g in &self.own {

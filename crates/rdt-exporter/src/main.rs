@@ -140,6 +140,7 @@ fn run(args: &Args) -> Result<()> {
         monitoring,
         own,
         down_since: None,
+        controller: paths.run.join(rdt_pqos::control::METRICS_FILE),
     };
     let limits = Limits {
         max_connections: budget.connections,

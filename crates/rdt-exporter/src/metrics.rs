@@ -355,7 +355,34 @@ pub fn encode(s: &Scrape) -> Result<String, fmt::Error> {
     registry.register_collector(Box::new(ScrapeDuration(s.duration.as_secs_f64())));
     let mut out = String::with_capacity(64 * 1024);
     prometheus_client::encoding::text::encode(&mut out, &registry)?;
+    if let Some(text) = &s.controller {
+        splice_controller(&mut out, text);
+    }
     Ok(out)
+}
+
+/// Puts the controller's families (`rdt_control_*`, as `rdt-agent` writes them) before the
+/// `# EOF` of `out`. Only its `rdt_control_` lines and their `# HELP`/`# TYPE`/`# UNIT`
+/// are taken: a damaged or foreign file cannot break the exposition.
+fn splice_controller(out: &mut String, text: &str) {
+    const EOF: &str = "# EOF\n";
+    let ours = |l: &str| {
+        let name = ["# HELP ", "# TYPE ", "# UNIT "]
+            .iter()
+            .find_map(|p| l.strip_prefix(p))
+            .unwrap_or(l);
+        name.starts_with("rdt_control_") && !l.contains(['\r', '\0'])
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| ours(l)).collect();
+    if lines.is_empty() || !out.ends_with(EOF) {
+        return;
+    }
+    out.truncate(out.len() - EOF.len());
+    for l in lines {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out.push_str(EOF);
 }
 
 /// OpenMetrics text as the Prometheus text format 0.0.4, for clients that do not ask for
@@ -391,6 +418,28 @@ pub fn to_prometheus_text(openmetrics: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_controllers_families_go_before_eof_and_nothing_else_of_its_file() {
+        let mut out = "# HELP rdt_up x\n# TYPE rdt_up gauge\nrdt_up 1\n# EOF\n".to_owned();
+        let agent = "# HELP rdt_control_actions Decisions.\n# TYPE rdt_control_actions counter\n\
+                     rdt_control_actions_total{action=\"shrink_ways\",reason=\"contended\"} 1\n\
+                     # EOF\nrdt_up 0\ngarbage line\n# HELP other_metric x\n";
+        super::splice_controller(&mut out, agent);
+        assert_eq!(
+            out,
+            "# HELP rdt_up x\n# TYPE rdt_up gauge\nrdt_up 1\n\
+             # HELP rdt_control_actions Decisions.\n# TYPE rdt_control_actions counter\n\
+             rdt_control_actions_total{action=\"shrink_ways\",reason=\"contended\"} 1\n# EOF\n"
+        );
+        let before = out.clone();
+        super::splice_controller(&mut out, "rdt_up 5\n\u{0}");
+        assert_eq!(
+            out, before,
+            "a file without controller lines changes nothing"
+        );
+    }
+
     use rdt_pqos::proc::ContainerIds;
     use rdt_pqos::resctrl::{BandwidthAllocation, CacheAllocation, CounterSample};
 

@@ -167,6 +167,44 @@ fn read_in(dir: &RunDir, name: &str, max_bytes: u64) -> io::Result<String> {
     String::from_utf8(bytes).map_err(|e| invalid(e.to_string()))
 }
 
+/// Replaces the file `name` of the run directory `dir` with `contents`, atomically: a
+/// reader sees the old file or the new one, never a part. The directory is made (0700) and
+/// verified as [`RunDir::create`] does; the contents go to a temporary file created anew
+/// (never through a leftover or a planted symlink), synced, then renamed over `name`.
+///
+/// # Errors
+/// [`RunDir::create`]'s; the write's (the temporary file is removed).
+pub fn write_run_file(dir: &Path, name: &str, contents: &[u8]) -> io::Result<()> {
+    let tmp = format!(".{name}.{}.tmp", std::process::id());
+    in_run_dir(dir, |d| {
+        let made = (|| {
+            let mut f = d.create_new(&tmp)?;
+            f.write_all(contents)?;
+            f.sync_data()?;
+            d.rename(&tmp, name)
+        })();
+        if made.is_err() {
+            let _ = d.unlink(&tmp);
+        }
+        made
+    })
+}
+
+/// Removes the file `name` of the run directory `dir`; a file or directory that is not
+/// there is not an error.
+///
+/// # Errors
+/// [`RunDir::open`]'s; `unlink(2)`'s but `ENOENT`.
+pub fn remove_run_file(dir: &Path, name: &str) -> io::Result<()> {
+    let Some(d) = RunDir::open(dir)? else {
+        return Ok(());
+    };
+    match d.unlink(name) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// An exclusive `flock` on a lock file, held re-entrantly: [`WriterLock::hold`] takes it
 /// on the first call and counts nested calls, [`WriterLock::release`] gives it back with
 /// the last. The file (mode 0600, its directory 0700) is opened at the first hold.
@@ -457,34 +495,15 @@ impl NameRecord {
             .filter(|(_, n)| Self::is_recordable(n))
             .collect();
         if kept.is_empty() {
-            let Some(dir) = RunDir::open(&self.dir)? else {
-                return Ok(());
-            };
-            return match dir.unlink(&self.file) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            };
+            return remove_run_file(&self.dir, &self.file);
         }
         let mut text =
             String::from("# named classes (<class> <name>); rdt, crates/rdt-core/src/runfile.rs\n");
         for (class, name) in kept {
             text.push_str(&format!("{class} {name}\n"));
         }
-        let tmp = format!(".{}.{}.tmp", self.file, std::process::id());
-        in_run_dir(&self.dir, |d| {
-            // a leftover (or a planted symlink) of the temporary name is never followed
-            let made = (|| {
-                let mut f = d.create_new(&tmp)?;
-                f.write_all(text.as_bytes())?;
-                f.sync_data()?;
-                d.rename(&tmp, &self.file)
-            })();
-            if made.is_err() {
-                let _ = d.unlink(&tmp);
-            }
-            made
-        })
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+        write_run_file(&self.dir, &self.file, text.as_bytes())
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }
 
     /// Reads the record ([`NameRecord::read_or_empty`]), lets `f` change the list, and
