@@ -506,10 +506,10 @@ impl Agent {
     /// # Errors
     /// A group cannot be stopped.
     pub fn stop<B: Backend>(self, backend: &mut B) -> Result<(), AgentError<B::Error>> {
-        if let Some(dir) = backend.run_dir().map(Path::to_path_buf) {
-            if let Err(e) = remove_run_file(&dir, METRICS_FILE) {
-                log::warn!("the controller's metrics in {}: {e}", dir.display());
-            }
+        if let Some(dir) = backend.run_dir().map(Path::to_path_buf)
+            && let Err(e) = remove_run_file(&dir, METRICS_FILE)
+        {
+            log::warn!("the controller's metrics in {}: {e}", dir.display());
         }
         for g in self.groups {
             backend
