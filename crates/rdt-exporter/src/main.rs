@@ -100,20 +100,7 @@ fn run(args: &Args) -> Result<()> {
         None => Vec::new(),
     };
     let budget = Budget::of(limit, open_descriptors(), args.max_connections);
-    let telemetry = if interface == Interface::Os {
-        let t = ResctrlTelemetry::open(
-            TelemetryOptions::new(&paths.resctrl)
-                .proc_root(&args.proc_root)
-                .rescan_interval(args.rescan_interval)
-                .named_classes(names)
-                .run_dir(&paths.run)
-                .max_open_files(budget.files),
-        )
-        .with_context(|| format!("reading resctrl at {}", paths.resctrl.display()))?;
-        Some(t)
-    } else {
-        None
-    };
+    let telemetry = open_telemetry(args, interface, &paths, names, &budget)?;
     eprintln!(
         "rdt-exporter: serving http://{}/metrics ({} interface{}); descriptors: limit {}, \
          up to {} connections, {} of {} budgeted resctrl files kept open",
@@ -158,6 +145,29 @@ fn run(args: &Args) -> Result<()> {
         stop.name()
     );
     Ok(())
+}
+
+/// The reader of every resctrl group, on the OS interface.
+fn open_telemetry(
+    args: &Args,
+    interface: Interface,
+    paths: &rdt_pqos::Paths,
+    names: Vec<String>,
+    budget: &Budget,
+) -> Result<Option<ResctrlTelemetry>> {
+    if interface != Interface::Os {
+        return Ok(None);
+    }
+    let t = ResctrlTelemetry::open(
+        TelemetryOptions::new(&paths.resctrl)
+            .proc_root(&args.proc_root)
+            .rescan_interval(args.rescan_interval)
+            .named_classes(names)
+            .run_dir(&paths.run)
+            .max_open_files(budget.files),
+    )
+    .with_context(|| format!("reading resctrl at {}", paths.resctrl.display()))?;
+    Ok(Some(t))
 }
 
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit (setrlimit(2)); returns the soft
