@@ -19,6 +19,7 @@
 //! | **Monitor** LLC occupancy, memory bandwidth, IPC and misses | [`Monitoring`] ([`BackendExt::monitoring`]), [`MonValues`] | `examples/monitor_prometheus.rs` |
 //! | **Export** every resctrl group's telemetry, other tools' too | [`resctrl::ResctrlTelemetry`] | `rdt-exporter` |
 //! | **Run containers**: OCI runtime-spec `linux.intelRdt` (feature `oci`) | `oci` | `examples/oci_runtime.rs` |
+//! | **Label** Kubernetes nodes: the RDT features as a Node Feature Discovery feature file | [`nfd`] | `rdt-agent --nfd` |
 //! | **Test** programs that use the library: an in-memory platform with fault injection (feature `fake`) | `fake` | |
 //!
 //! Only the OS interface allocates and monitors per task; the MSR interface answers those
@@ -64,6 +65,7 @@
 
 #[cfg(feature = "oci")]
 pub mod oci;
+pub mod nfd;
 mod open;
 pub mod perf;
 #[cfg(feature = "sim")]

@@ -40,6 +40,11 @@ mod oci;
 #[cfg(feature = "sim")]
 mod control;
 
+// Node Feature Discovery's feature file of each simulated model, read as NFD reads it
+// (feature `sim`).
+#[cfg(feature = "sim")]
+mod nfd;
+
 // Opening the mounted simulated platform (shared with the benches).
 #[path = "support/mounted.rs"]
 mod support;

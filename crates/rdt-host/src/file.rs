@@ -1,5 +1,6 @@
 //! Reading a file that may be hostile (a FIFO, a device, an endless or huge file): the one
-//! bounded reader of the workspace. Configuration files (`rdt_config`), run files
+//! bounded reader of the workspace; and [`replace_shared`], the one writer of a file in a
+//! directory other programs share. Configuration files (`rdt_config`), run files
 //! (`rdt_host::runfile`), sysfs and procfs text, CPUID dumps, resctrl files (`rdt-resctrl`'s
 //! `HostFs`), pqos's `-f` files and the simulator's state and scenario files all go through
 //! [`read_regular`] (or [`read_text`] on top of it). The `/dev/cpu/N/{cpuid,msr}` devices are
@@ -223,6 +224,121 @@ pub fn read_text(path: impl AsRef<Path>, max_bytes: u64) -> io::Result<String> {
     String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
+/// Replaces the file at `path` with `contents` (mode `mode`) in a directory other programs
+/// share (Node Feature Discovery's `features.d`, where device plugins drop files too),
+/// atomically: a reader sees the old file or the new one, never a part. For a directory of
+/// this library's own, use [`crate::runfile::write_run_file`], whose directory must be
+/// private (0700); a shared directory keeps its mode.
+///
+/// The directory is opened once without following a symlink (`O_DIRECTORY | O_NOFOLLOW`)
+/// and used only through that descriptor. It must belong to root or the effective user,
+/// and be writable by no one else unless sticky (then no one else can rename or remove
+/// this file). A file already at `path` must be a regular file of the effective user:
+/// another program's file (or a symlink, a directory) of that name is never replaced. The
+/// contents go to `.<name>.<pid>.tmp` created anew (`O_CREAT | O_EXCL | O_NOFOLLOW`; a
+/// leftover of that name is unlinked first, never followed: a dot file, which NFD's
+/// `local` source skips while it is written), are synced, then `renameat(2)`-ed over
+/// `name`.
+///
+/// # Errors
+/// `PermissionDenied` naming the owner and mode for a directory or file refused as above;
+/// `InvalidInput` for a path without a file name or one starting with `.`; the system
+/// calls' errors (the temporary file is removed).
+pub fn replace_shared(path: impl AsRef<Path>, contents: &[u8], mode: u32) -> io::Result<()> {
+    use nix::fcntl::{AtFlags, OFlag, openat, renameat};
+    use nix::sys::stat::{Mode, SFlag, fchmod, fstat, fstatat};
+    use nix::unistd::{UnlinkatFlags, unlinkat};
+    use std::io::Write as _;
+
+    let path = path.as_ref();
+    let errno = |e: nix::errno::Errno| io::Error::from_raw_os_error(e as i32);
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|n| !n.starts_with('.'))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{}: not a file name (a dot file is hidden from readers)",
+                    path.display()
+                ),
+            )
+        })?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let refused = |what: &Path, found: String, rule: &str| {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{}: {found}; refused: {rule}", what.display()),
+        )
+    };
+    let dfd = nix::fcntl::open(
+        dir,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io::Error::new(errno(e).kind(), format!("{}: {e}", dir.display())))?;
+    let euid = nix::unistd::geteuid().as_raw();
+    let st = fstat(&dfd).map_err(errno)?;
+    let others_write = st.st_mode & 0o022 != 0;
+    let sticky = st.st_mode & 0o1000 != 0;
+    if (st.st_uid != 0 && st.st_uid != euid) || (others_write && !sticky) {
+        return Err(refused(
+            dir,
+            format!("owned by uid {}, mode {:04o}", st.st_uid, st.st_mode & 0o7777),
+            &format!(
+                "the directory must belong to root or uid {euid} and be writable by no one \
+                 else unless sticky"
+            ),
+        ));
+    }
+    match fstatat(&dfd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(old)
+            if old.st_uid != euid
+                || old.st_mode & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() =>
+        {
+            return Err(refused(
+                path,
+                format!(
+                    "a file of mode {:06o} owned by uid {}",
+                    old.st_mode, old.st_uid
+                ),
+                &format!("only a regular file of uid {euid} is replaced"),
+            ));
+        }
+        Ok(_) | Err(nix::errno::Errno::ENOENT) => {}
+        Err(e) => return Err(errno(e)),
+    }
+    let tmp = format!(".{name}.{}.tmp", std::process::id());
+    let _ = unlinkat(&dfd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+    let made = (|| {
+        let fd = openat(
+            &dfd,
+            tmp.as_str(),
+            OFlag::O_WRONLY
+                | OFlag::O_CREAT
+                | OFlag::O_EXCL
+                | OFlag::O_NOFOLLOW
+                | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(mode & 0o777),
+        )
+        .map_err(errno)?;
+        // the mode as asked, whatever the umask
+        fchmod(&fd, Mode::from_bits_truncate(mode & 0o777)).map_err(errno)?;
+        let mut file = File::from(fd);
+        file.write_all(contents)?;
+        file.sync_data()?;
+        renameat(&dfd, tmp.as_str(), &dfd, name).map_err(errno)
+    })();
+    if made.is_err() {
+        let _ = unlinkat(&dfd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
+    }
+    made
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
@@ -314,5 +430,63 @@ mod tests {
             matches!(e, ReadError::TooLarge { size: 17, max: 16 }),
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn replace_shared_writes_whole_files_never_through_a_symlink() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        // arrange: a features.d of root's (mode 0755), a planted symlink at the temporary name
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let victim = d.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let tmp = format!(".rdt.{}.tmp", std::process::id());
+        std::os::unix::fs::symlink(&victim, d.join(&tmp)).unwrap();
+        // act
+        replace_shared(d.join("rdt"), b"a=1\n", 0o644).unwrap();
+        replace_shared(d.join("rdt"), b"a=2\n", 0o644).unwrap();
+        // assert: replaced whole, mode as asked, the symlink's target untouched, no leftover
+        assert_eq!(std::fs::read_to_string(d.join("rdt")).unwrap(), "a=2\n");
+        assert_eq!(
+            std::fs::metadata(d.join("rdt")).unwrap().mode() & 0o777,
+            0o644
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert!(!d.join(&tmp).exists());
+        assert_eq!(
+            std::fs::metadata(d).unwrap().mode() & 0o777,
+            0o755,
+            "a shared directory keeps its mode"
+        );
+    }
+
+    #[test]
+    fn replace_shared_refuses_unsafe_directories_and_other_files() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // a directory anyone may write to, not sticky
+        let open = d.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = replace_shared(open.join("rdt"), b"x", 0o644).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        assert!(e.to_string().contains("mode 0777"), "{e}");
+        // ... sticky is fine
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        replace_shared(open.join("rdt"), b"x", 0o644).unwrap();
+        // the directory through a symlink
+        std::os::unix::fs::symlink(&open, d.join("link")).unwrap();
+        assert!(replace_shared(d.join("link/rdt"), b"x", 0o644).is_err());
+        // a symlink or a directory at the name is not replaced
+        std::os::unix::fs::symlink("/etc/passwd", d.join("planted")).unwrap();
+        let e = replace_shared(d.join("planted"), b"x", 0o644).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        std::fs::create_dir(d.join("sub")).unwrap();
+        assert!(replace_shared(d.join("sub"), b"x", 0o644).is_err());
+        // a dot name
+        let e = replace_shared(d.join(".hidden"), b"x", 0o644).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
     }
 }
