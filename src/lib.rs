@@ -63,9 +63,9 @@
 //! # References
 //! Intel SDM Vol. 3B, 18.18-18.19; Linux `Documentation/arch/x86/resctrl.rst`; pqos(8).
 
+pub mod nfd;
 #[cfg(feature = "oci")]
 pub mod oci;
-pub mod nfd;
 mod open;
 pub mod perf;
 #[cfg(feature = "sim")]

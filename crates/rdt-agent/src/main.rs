@@ -9,6 +9,9 @@
 //! simulated time as fast as the model computes). SIGTERM, SIGINT or SIGHUP end the run at
 //! the next interval, leaving the last allocation (`--on-exit keep`) or the one the agent
 //! found (`--on-exit restore`).
+//!
+//! `rdt-agent --nfd FILE` writes the node's RDT features as a Node Feature Discovery
+//! feature file (`rdt_pqos::nfd`) and exits.
 
 use std::fs::OpenOptions as FileOptions;
 use std::io::Write;
@@ -27,6 +30,8 @@ use rdt_pqos::proc::ProcFs;
 use rdt_pqos::transaction::AllocState;
 use rdt_pqos::{Iface, OpenOptions, Rdt};
 
+mod nfd;
+
 /// What the agent leaves when it stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum OnExit {
@@ -43,8 +48,13 @@ enum OnExit {
 #[command(name = "rdt-agent", version)]
 struct Args {
     /// The policy (TOML, or JSON for *.json): protected and best-effort workloads.
-    #[arg(long, value_name = "FILE")]
-    policy: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "nfd")]
+    policy: Option<PathBuf>,
+
+    /// Write the node's RDT features as a Node Feature Discovery feature file (in NFD's
+    /// features.d) and exit.
+    #[arg(long, value_name = "FILE", conflicts_with = "policy")]
+    nfd: Option<PathBuf>,
 
     /// Decide and report, never write (the policy's `advisory = true`).
     #[arg(long)]
@@ -100,7 +110,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    match run(&args, &stop) {
+    let ran = match &args.nfd {
+        Some(path) => open_options(&args).and_then(|opts| nfd::write(&opts, path)),
+        None => run(&args, &stop),
+    };
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -111,6 +125,11 @@ fn main() -> ExitCode {
 
 /// The platform the flags name.
 fn open(args: &Args) -> Result<Rdt> {
+    open_options(args)?.open().context("opening the platform")
+}
+
+/// The options that open the platform the flags name.
+fn open_options(args: &Args) -> Result<OpenOptions> {
     let mut opts = OpenOptions::new(args.iface);
     if let Some(root) = &args.sysroot {
         opts = opts.sysroot(root);
@@ -118,7 +137,7 @@ fn open(args: &Args) -> Result<Rdt> {
     if let Some(model) = &args.sim {
         opts = simulate(opts, args, model)?;
     }
-    opts.open().context("opening the platform")
+    Ok(opts)
 }
 
 #[cfg(feature = "sim")]
@@ -194,7 +213,10 @@ fn advance(rdt: &Rdt, dt: Duration) {
 fn advance(_: &Rdt, _: Duration) {}
 
 fn run(args: &Args, stop: &AtomicBool) -> Result<()> {
-    let policy = Policy::load(&args.policy)?;
+    let Some(policy) = &args.policy else {
+        bail!("--policy FILE is required");
+    };
+    let policy = Policy::load(policy)?;
     let interval = policy.interval;
     let mut rdt = open(args)?;
     let found = AllocState::read(&mut rdt).context("reading the allocation")?;

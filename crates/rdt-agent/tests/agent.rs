@@ -215,3 +215,38 @@ fn the_deployed_policy_and_unit_name_the_same_file_and_it_parses() {
         assert!(help.contains(flag), "{flag} in\n{help}");
     }
 }
+
+#[test]
+fn nfd_writes_the_feature_file_of_the_platform_and_exits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("rdt");
+    let out = Command::new(AGENT)
+        .args(["--sim", "genoa", "--sim-state"])
+        .arg(dir.path().join("state.json"))
+        .arg("--nfd")
+        .arg(&file)
+        .output()
+        .expect("run rdt-agent");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&file).expect("the feature file");
+    // genoa: AMD MBA and SMBA, 16 classes (15 besides the default one), 16 ways
+    for line in [
+        "feature.node.kubernetes.io/cpu-rdt.RDTL3CA=true",
+        "feature.node.kubernetes.io/cpu-rdt.RDTL3CA_NUM_CLOSID=15",
+        "feature.node.kubernetes.io/cpu-rdt.RDTMBA=true",
+        "feature.node.kubernetes.io/cpu-rdt.RDTSMBA=true",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
+    // without a policy and without --nfd: refused
+    let out = Command::new(AGENT)
+        .args(["--sim", "genoa"])
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--policy"));
+}

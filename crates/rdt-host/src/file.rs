@@ -288,7 +288,11 @@ pub fn replace_shared(path: impl AsRef<Path>, contents: &[u8], mode: u32) -> io:
     if (st.st_uid != 0 && st.st_uid != euid) || (others_write && !sticky) {
         return Err(refused(
             dir,
-            format!("owned by uid {}, mode {:04o}", st.st_uid, st.st_mode & 0o7777),
+            format!(
+                "owned by uid {}, mode {:04o}",
+                st.st_uid,
+                st.st_mode & 0o7777
+            ),
             &format!(
                 "the directory must belong to root or uid {euid} and be writable by no one \
                  else unless sticky"
@@ -314,15 +318,11 @@ pub fn replace_shared(path: impl AsRef<Path>, contents: &[u8], mode: u32) -> io:
     }
     let tmp = format!(".{name}.{}.tmp", std::process::id());
     let _ = unlinkat(&dfd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
-    let made = (|| {
+    let written = (|| {
         let fd = openat(
             &dfd,
             tmp.as_str(),
-            OFlag::O_WRONLY
-                | OFlag::O_CREAT
-                | OFlag::O_EXCL
-                | OFlag::O_NOFOLLOW
-                | OFlag::O_CLOEXEC,
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::from_bits_truncate(mode & 0o777),
         )
         .map_err(errno)?;
@@ -333,10 +333,10 @@ pub fn replace_shared(path: impl AsRef<Path>, contents: &[u8], mode: u32) -> io:
         file.sync_data()?;
         renameat(&dfd, tmp.as_str(), &dfd, name).map_err(errno)
     })();
-    if made.is_err() {
+    if written.is_err() {
         let _ = unlinkat(&dfd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
     }
-    made
+    written
 }
 
 #[cfg(test)]
