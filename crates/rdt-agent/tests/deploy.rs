@@ -1,0 +1,184 @@
+//! `deploy/`: every manifest and snippet parses as its consumer reads it, the agent's
+//! DaemonSet passes only flags `rdt-agent` has, mounts what those flags name with the least
+//! privileges, and its NRI socket is the one the containerd and CRI-O snippets enable.
+//! (The exporter's manifest is checked against `rdt-exporter`'s flags in
+//! crates/rdt-exporter/tests/deploy.rs.)
+
+use serde_json::Value;
+
+#[path = "../../../tests/support/deploy.rs"]
+mod deploy;
+
+const AGENT: &str = env!("CARGO_BIN_EXE_rdt-agent");
+
+#[test]
+fn every_file_of_deploy_parses_as_its_consumer_reads_it() {
+    let mut parsed = Vec::new();
+    for (name, text) in deploy::files() {
+        let Some(docs) = deploy::parse(&name, &text) else {
+            assert!(
+                deploy::has_ext(&name, "service"),
+                "{name}: a file of unknown kind"
+            );
+            continue;
+        };
+        assert!(!docs.is_empty(), "{name}");
+        if deploy::has_ext(&name, "yaml") {
+            for d in &docs {
+                assert!(
+                    d["apiVersion"].is_string() && d["kind"].is_string(),
+                    "{name}: a Kubernetes object: {d}"
+                );
+            }
+        }
+        parsed.push(name);
+    }
+    for f in [
+        "rdt-agent-daemonset.yaml",
+        "rdt-exporter-daemonset.yaml",
+        "containerd-nri.toml",
+        "crio-nri.conf",
+        "rdt-agent-policy.toml",
+    ] {
+        assert!(parsed.iter().any(|p| p == f), "{f} in {parsed:?}");
+    }
+}
+
+#[test]
+fn the_agents_containers_pass_only_flags_rdt_agent_has() {
+    let agents: Vec<_> = deploy::containers()
+        .into_iter()
+        .filter(|c| c.image.starts_with("rdt-agent:"))
+        .collect();
+    let names: Vec<&str> = agents.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["nfd-features", "rdt-agent"]);
+    for c in &agents {
+        let checked = deploy::check_flags(AGENT, c);
+        assert!(!checked.is_empty(), "{}", c.name);
+    }
+}
+
+/// The hostPath of the volume mounted at `path` in container `c`.
+fn host_path_at(c: &deploy::Container, path: &str) -> Option<(String, bool)> {
+    let mount = c.spec["volumeMounts"]
+        .as_array()?
+        .iter()
+        .find(|m| m["mountPath"] == path)?;
+    let volume = c.pod["volumes"]
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == mount["name"])?;
+    Some((
+        volume["hostPath"]["path"].as_str()?.to_owned(),
+        mount["readOnly"] == true,
+    ))
+}
+
+#[test]
+fn the_agent_daemonset_mounts_what_its_flags_name_with_the_least_privileges() {
+    let containers: Vec<_> = deploy::containers()
+        .into_iter()
+        .filter(|c| c.manifest == "rdt-agent-daemonset.yaml")
+        .collect();
+    let nfd = containers
+        .iter()
+        .find(|c| c.name == "nfd-features")
+        .expect("init");
+    let agent = containers
+        .iter()
+        .find(|c| c.name == "rdt-agent")
+        .expect("agent");
+    // the feature file lands in NFD's features.d on the host, under a name NFD reads
+    let file = nfd
+        .args
+        .iter()
+        .find_map(|a| a.strip_prefix("--nfd="))
+        .expect("--nfd=FILE");
+    let (dir, name) = file.rsplit_once('/').expect("a path");
+    assert!(!name.starts_with('.'), "NFD skips dot files");
+    assert_eq!(dir, rdt_pqos::nfd::FEATURES_DIR);
+    assert_eq!(
+        host_path_at(nfd, dir),
+        Some((rdt_pqos::nfd::FEATURES_DIR.to_owned(), false))
+    );
+    assert_eq!(
+        host_path_at(nfd, "/sys/fs/resctrl"),
+        Some(("/sys/fs/resctrl".to_owned(), true)),
+        "the init container only reads resctrl"
+    );
+    // the agent: resctrl read-write, its run directory kept on the host, the NRI socket's
+    // directory, the policy it is given
+    assert_eq!(
+        host_path_at(agent, "/sys/fs/resctrl"),
+        Some(("/sys/fs/resctrl".to_owned(), false))
+    );
+    assert_eq!(
+        host_path_at(agent, rdt_pqos::runfile::HOST_RUN_DIR),
+        Some((rdt_pqos::runfile::HOST_RUN_DIR.to_owned(), false))
+    );
+    assert_eq!(
+        host_path_at(agent, "/var/run/nri"),
+        Some(("/var/run/nri".to_owned(), false))
+    );
+    let policy = agent
+        .args
+        .iter()
+        .find_map(|a| a.strip_prefix("--policy="))
+        .expect("--policy=FILE");
+    let (policy_dir, policy_key) = policy.rsplit_once('/').expect("a path");
+    let mount = agent.spec["volumeMounts"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["mountPath"] == policy_dir))
+        .expect("the policy's directory is mounted");
+    let docs = deploy::parse(
+        "rdt-agent-daemonset.yaml",
+        &std::fs::read_to_string(deploy::dir().join("rdt-agent-daemonset.yaml")).expect("read"),
+    )
+    .expect("YAML");
+    let volume = agent.pod["volumes"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["name"] == mount["name"]))
+        .expect("volume");
+    let map = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == volume["configMap"]["name"])
+        .expect("the policy's ConfigMap");
+    let text = map["data"][policy_key].as_str().expect("the policy text");
+    assert_eq!(
+        text,
+        std::fs::read_to_string(deploy::dir().join("rdt-agent-policy.toml")).expect("policy"),
+        "the ConfigMap holds deploy/rdt-agent-policy.toml"
+    );
+    // least privileges: uid 0 (resctrl is root's) and nothing else
+    for c in &containers {
+        let s = &c.spec["securityContext"];
+        assert_eq!(s["privileged"], false, "{}", c.name);
+        assert_eq!(s["allowPrivilegeEscalation"], false, "{}", c.name);
+        assert_eq!(s["readOnlyRootFilesystem"], true, "{}", c.name);
+        assert_eq!(
+            s["capabilities"]["drop"],
+            serde_json::json!(["ALL"]),
+            "{}",
+            c.name
+        );
+        assert!(s["capabilities"]["add"].is_null(), "{}", c.name);
+        assert_eq!(c.pod["hostNetwork"], Value::Null, "{}", c.name);
+    }
+}
+
+#[test]
+fn the_runtime_snippets_enable_nri_on_the_socket_the_daemonset_mounts() {
+    let read = |f: &str| {
+        let text = std::fs::read_to_string(deploy::dir().join(f)).expect("read");
+        deploy::toml_value(&text).unwrap_or_else(|e| panic!("{f}: {e}"))
+    };
+    let containerd = read("containerd-nri.toml");
+    let nri = &containerd["plugins"]["io.containerd.nri.v1.nri"];
+    assert_eq!(nri["disable"], false, "{containerd}");
+    assert_eq!(nri["disable_connections"], false);
+    assert_eq!(nri["socket_path"], "/var/run/nri/nri.sock");
+    let crio = read("crio-nri.conf");
+    assert_eq!(crio["crio"]["nri"]["enable_nri"], true, "{crio}");
+    assert_eq!(crio["crio"]["nri"]["nri_listen"], "/var/run/nri/nri.sock");
+    assert_eq!(crio["crio"]["nri"]["nri_disable_connections"], false);
+}
