@@ -4,7 +4,11 @@
 //! behind the exporter's back, `rdt-exporter` serves the mount, and `prometheus` (Debian's
 //! package; `.ci/run` installs it) scrapes it every second. The test reads the series back
 //! through Prometheus's HTTP API, checks `promtool check metrics` on a scrape, and stops the
-//! exporter with SIGTERM (its own group released).
+//! exporter with SIGTERM (its own group released). Before that, rdt-agent's controller runs
+//! on the same mount (the library's `Agent`, which `rdt-agent --policy` runs: its metrics
+//! go to the platform's run directory, which the exporter serves), and every panel of
+//! `deploy/grafana-rdt-dashboard.json` is queried through Prometheus: each must return
+//! series.
 //!
 //! Never skipped: without `prometheus` or `promtool` the test fails saying what to install.
 #![allow(clippy::tests_outside_test_module)]
@@ -16,6 +20,9 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rdt_sim::fs::testing::TestMount;
@@ -26,6 +33,13 @@ use serde_json::Value;
 const SKX_RDT: &str = "skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal";
 
 const EXPORTER: &str = env!("CARGO_BIN_EXE_rdt-exporter");
+
+/// The controller's policy: the pipeline (CPUs 2-7) wants more cache than it can have, so
+/// the best-effort class (CPUs 11-13: 8-10 are the foreign group's, which the controller
+/// leaves alone) is squeezed from the first interval.
+const AGENT_POLICY: &str = "interval_ms = 100\ncontended_below = 0.95\n\
+    [[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\ntarget = { llc_mib = 100 }\n\
+    [[best_effort]]\nname = \"batch\"\ncpus = \"11-13\"\nmin_ways = 2\nmin_mba_percent = 20\n";
 const UID: &str = "7c0f6a1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b";
 
 /// A child process killed (and reaped) when the test ends, passing or not.
@@ -116,8 +130,102 @@ fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// rdt-agent's controller on the platform mounted at `root`, as `rdt-agent --policy
+/// --sysroot` runs it (the library's `Agent`: start, a tick per interval, stop), in a
+/// thread until `stop`. (An `rdt-agent` binary is not built for this package's tests.)
+fn controller(root: PathBuf, stop: Arc<AtomicBool>) -> JoinHandle<()> {
+    use rdt_pqos::config::policy::Policy;
+    std::thread::spawn(move || {
+        let policy = Policy::parse_toml(AGENT_POLICY, "agent-policy.toml").unwrap();
+        let interval = policy.interval;
+        let mut rdt = rdt_pqos::OpenOptions::new(rdt_pqos::Iface::Os)
+            .sysroot(&root)
+            .open()
+            .unwrap();
+        let proc = rdt_pqos::proc::ProcFs::host();
+        let mut agent = rdt_pqos::control::Agent::start(&mut rdt, policy, &proc, false).unwrap();
+        let start = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(interval);
+            agent.tick(&mut rdt, start.elapsed()).unwrap();
+        }
+        agent.stop(&mut rdt).unwrap();
+    })
+}
+
+/// Every `expr` of every panel of the Grafana dashboard (rows' panels too), with Grafana's
+/// variables as a dashboard showing every node gives them.
+fn dashboard_queries() -> Vec<(String, String)> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/grafana-rdt-dashboard.json");
+    let dash: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut out = Vec::new();
+    let mut panels: Vec<Value> = dash["panels"].as_array().unwrap().clone();
+    while let Some(p) = panels.pop() {
+        panels.extend(p["panels"].as_array().cloned().unwrap_or_default());
+        for t in p["targets"].as_array().into_iter().flatten() {
+            let expr = t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$__rate_interval", "30s")
+                .replace("$instance", ".*");
+            assert!(!expr.contains('$'), "a variable left in {expr}");
+            out.push((p["title"].as_str().unwrap().to_owned(), expr));
+        }
+    }
+    out
+}
+
 fn write(root: &Path, rel: &str, text: &str) {
     std::fs::write(root.join(rel), text).unwrap_or_else(|e| panic!("writing {rel}: {e}"));
+}
+
+/// Runs the controller on the platform mounted at `root` and queries every panel of the
+/// dashboard through the Prometheus at `prom_port` until it returns series (the
+/// controller's families come through the exporter's scrape); per pod panels name the
+/// test's pod.
+fn every_panel_returns_series(prom_port: u16, root: &Path) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let agent = controller(root.to_path_buf(), Arc::clone(&stop));
+    let queries = dashboard_queries();
+    assert!(queries.len() >= 10, "{queries:?}");
+    for family in [
+        "rdt_llc_occupancy_bytes",
+        "rdt_mbm_total_bytes_total",
+        "rdt_cache_ways",
+        "rdt_mba_limit",
+        "rdt_control_actions_total",
+        "rdt_control_class_ways",
+        "rdt_control_class_mba_percent",
+        "rdt_control_health_ratio",
+    ] {
+        assert!(
+            queries.iter().any(|(_, q)| q.contains(family)),
+            "{family} on the dashboard"
+        );
+    }
+    for (title, q) in &queries {
+        let series = wait_for(30, &format!("panel {title:?}: {q}"), || {
+            assert!(
+                !agent.is_finished(),
+                "the controller ended (its panic is above)"
+            );
+            Some(query(prom_port, q)).filter(|r| !r.is_empty())
+        });
+        if q.contains("pod_uid") {
+            assert!(
+                series.iter().all(|s| s["metric"]["pod_uid"] == UID),
+                "{title}: {series:?}"
+            );
+        }
+    }
+    let actions = query(prom_port, "sum(rdt_control_actions_total)");
+    assert!(
+        value(&actions[0]) >= 1.0,
+        "the controller acted: {actions:?}"
+    );
+    stop.store(true, Ordering::Relaxed);
+    agent.join().expect("the controller's thread");
 }
 
 #[test]
@@ -303,6 +411,10 @@ fn prometheus_scrapes_our_group_and_a_foreign_one_with_sane_values() {
     // ... and the OpenMetrics Prometheus negotiates ends with the mandatory EOF.
     let om = get(&metrics_url, "application/openmetrics-text;version=1.0.0").unwrap();
     assert!(om.ends_with("# EOF\n"), "{om}");
+
+    // The dashboard: the controller runs on the same platform, and every panel's query
+    // returns series.
+    every_panel_returns_series(prom_port, m.root());
 
     // SIGTERM: a clean exit, its own group released.
     let sent = Command::new("kill")
