@@ -179,10 +179,19 @@ impl NodeFeatures {
     ///
     /// # Errors
     /// [`rdt_host::file::replace_shared`]'s (the directory or an existing file refused, a
-    /// dot name, the writes).
+    /// dot name, the writes); `FileTooLarge` for a text over [`MAX_FILE_BYTES`].
     pub fn write(&self, path: impl AsRef<Path>) -> io::Result<()> {
         let text = self.to_feature_file();
-        debug_assert!(text.len() <= MAX_FILE_BYTES);
+        if text.len() > MAX_FILE_BYTES {
+            // NFD would ignore the whole file.
+            return Err(io::Error::new(
+                io::ErrorKind::FileTooLarge,
+                format!(
+                    "{} bytes, more than NFD reads ({MAX_FILE_BYTES})",
+                    text.len()
+                ),
+            ));
+        }
         rdt_host::file::replace_shared(path, text.as_bytes(), 0o644)
     }
 }
