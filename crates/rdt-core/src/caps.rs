@@ -398,6 +398,8 @@ pub struct Capabilities {
     /// (`lib/api.c` sets `mon_start_uncore` for the MSR interface alone), so the OS
     /// interface's capabilities never list them.
     pub uncore_pcie: bool,
+    /// AMD's BMEC and ABMC ([`crate::mbm::AmdMbmCaps`]); all clear elsewhere.
+    pub amd_mbm: crate::mbm::AmdMbmCaps,
 }
 
 /// Which CAT resource a mask or class is for.
@@ -611,6 +613,11 @@ impl Capabilities {
                 llc_references: false,
             },
             uncore_pcie: false,
+            amd_mbm: crate::mbm::AmdMbmCaps {
+                bmec: false,
+                event_config_mask: 0,
+                abmc_counters: None,
+            },
         }
     }
 

@@ -456,6 +456,7 @@ impl ResctrlInfo {
             pmu: cpu.map_or_else(PmuCaps::default, |c| c.pmu),
             // pqos has no uncore monitoring on the OS interface (`lib/api.c`)
             uncore_pcie: false,
+            amd_mbm: cpu.map_or_else(Default::default, |c| c.amd_mbm),
         }
     }
 

@@ -106,7 +106,8 @@ fn domains(ids: Vec<CacheDomain>, cpus_of: impl Fn(CacheDomain) -> CpuSet) -> Ve
 /// # let caps = Capabilities { vendor: Vendor::Intel, brand: None, signature: None,
 /// #     monitoring: Feature::Unsupported, l3_cat: Feature::Supported(cat),
 /// #     l2_cat: Feature::Unsupported, mba: Feature::Unsupported, smba: Feature::Unsupported,
-/// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default(), uncore_pcie: false };
+/// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default(), uncore_pcie: false,
+/// #     amd_mbm: Default::default() };
 /// # let topology = Topology::from_placements((0..4).map(|c| CpuPlacement {
 /// #     cpu: LogicalCpu::new(c), package: 0, core: Some(c), l2: CacheDomain::new(c),
 /// #     l3: Some(CacheDomain::new(0)), node: 0 }).collect());
