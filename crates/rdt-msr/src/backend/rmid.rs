@@ -128,6 +128,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                 domain: id,
                 rmid: u32::try_from(rmid).map_err(|_| out_of_rmids())?,
                 cpu,
+                counters: Vec::new(),
             });
         }
         Ok(contexts)
