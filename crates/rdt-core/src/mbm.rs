@@ -1,7 +1,8 @@
 //! What resctrl shows about memory bandwidth monitoring beyond `num_rmids` and
 //! `mon_features`: AMD's assignable counters (ABMC, Linux 6.18+), AMD's bandwidth event
 //! configuration (BMEC, Linux 6.3+) and Intel's Sub-NUMA Clustering (SNC, Linux 6.11+).
-//! [`crate::BackendExt::mbm_details`] reports them; the MSR interface has none of them.
+//! [`crate::BackendExt::mbm_details`] reports them; the MSR interface uses ABMC and BMEC
+//! through their registers ([`AmdMbmCaps`], rdt-msr) but reports no details.
 //!
 //! # References
 //! Linux `Documentation/filesystems/resctrl.rst` ("mbm_assign_mode", "num_mbm_cntrs",

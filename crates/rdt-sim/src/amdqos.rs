@@ -196,12 +196,12 @@ impl SimPlatform {
         let hw = self.amd_qos_hw();
         let num_rmids = self.caps.monitoring.get().map_or(0, |m| m.num_rmids);
         let num_cos = self.caps.l3_cat.get().map_or(0, |c| c.num_classes);
-        let Some(d) = self.topology.cpus().get(i).and_then(|p| p.l3) else {
+        let Some(dom) = self.topology.cpus().get(i).and_then(|p| p.l3) else {
             return false;
         };
         // the counts the new configurations start from, read before borrowing the registers
-        let counts: Vec<RmidCounters> = self.counters.get(&d).cloned().unwrap_or_default();
-        let Some(r) = self.regs.amd.get_mut(&d) else {
+        let counts: Vec<RmidCounters> = self.counters.get(&dom).cloned().unwrap_or_default();
+        let Some(regs) = self.regs.amd.get_mut(&dom) else {
             return false;
         };
         match reg {
@@ -216,12 +216,12 @@ impl SimPlatform {
                 if v & !allowed != 0 {
                     return false;
                 }
-                r.ext_cfg = v;
+                regs.ext_cfg = v;
                 true
             }
             AmdReg::AbmcCfg => {
                 let c = AbmcCfg::decode(v);
-                if v & AbmcCfg::RESERVED != 0 || c.cntr_id as usize >= r.cntrs.len() {
+                if v & AbmcCfg::RESERVED != 0 || c.cntr_id as usize >= regs.cntrs.len() {
                     return false;
                 }
                 if c.cfg_en {
@@ -236,12 +236,12 @@ impl SimPlatform {
                             .get(c.bw_src as usize)
                             .map_or(0, |rc| selected(c.bw_type, rc))
                     };
-                    r.cntrs[c.cntr_id as usize] = Cntr {
+                    regs.cntrs[c.cntr_id as usize] = Cntr {
                         cfg: AbmcCfg { cfg_en: false, ..c },
                         base,
                     };
                 }
-                r.abmc_cfg = v;
+                regs.abmc_cfg = v;
                 true
             }
             AmdReg::AbmcDsc => false,
@@ -252,12 +252,12 @@ impl SimPlatform {
                 if bits & !hw.mask != 0 || n > 1 {
                     return false;
                 }
-                if r.evt_cfg[n] != bits {
-                    r.evt_cfg[n] = bits;
+                if regs.evt_cfg[n] != bits {
+                    regs.evt_cfg[n] = bits;
                     // the hardware clears the event's counters of every RMID
                     for (rmid, rc) in counts.iter().enumerate() {
                         let rmid = u32::try_from(rmid).unwrap_or(u32::MAX);
-                        r.evt_base.entry(rmid).or_default()[n] = selected(bits, rc);
+                        regs.evt_base.entry(rmid).or_default()[n] = selected(bits, rc);
                     }
                 }
                 true

@@ -142,7 +142,7 @@ enum Reg {
 /// A simulated RDT/PQoS platform: a real CPUID dump and its topology, with registers that
 /// answer like silicon and counters driven by a workload model ([`crate::model`]).
 ///
-/// # Registers (and [`crate::sysregs`], [`crate::uncore`]; all others: EIO on read and write)
+/// # Registers (and [`crate::amdqos`], [`crate::sysregs`], [`crate::uncore`]; all others: EIO on read and write)
 /// | MSR | scope | write faults (EIO) | reset |
 /// |---|---|---|---|
 /// | IA32_PQR_ASSOC 0xC8F | CPU | RMID ≥ #RMIDs; bits 31:10 set (31:w when more than 1024 RMIDs need w bits); COS ≥ the CPU's class count (the largest of L3, L2, MBA, SMBA #COS, L3/L2 halved while its CDP is on in the CPU's domain) | 0 |
@@ -158,7 +158,8 @@ enum Reg {
 ///
 /// IA32_QM_CTR answers for (the CPU's L3 domain, the RMID and event of the CPU's
 /// IA32_QM_EVTSEL): bit 63 (Error) when the RMID is ≥ #RMIDs or the event is not one the
-/// CPU enumerates; bit 62 (Unavailable) only through [`SimPlatform::inject_unavailable`];
+/// CPU enumerates; bit 62 (Unavailable) only through [`SimPlatform::inject_unavailable`]
+/// (and AMD ABMC: [`crate::amdqos`], which also has the counter reads and BMEC's effect);
 /// otherwise occupancy (event 1) or the MBM total/local counter (events 2/3) wrapped at
 /// `2^counter_width`, in upscaling-factor units. On the parts the kernel corrects
 /// (Broadwell-X and Skylake-X: `broadwell-ep`, `skylake-sp`), the MBM counters of RMIDs above
@@ -1038,6 +1039,21 @@ impl SimPlatform {
             })
     }
 
+    /// IA32_QM_EVTSEL of the CPU at topology index `i`: bits 31:8 reserved, but bit 31 (AMD
+    /// ExtendedEvtID) where ABMC counters can be read ([`crate::amdqos`]); `false` = #GP.
+    fn write_evtsel(&mut self, i: usize, v: u64) -> bool {
+        let ext = if self.caps.amd_mbm.abmc_counters.is_some() {
+            rdt_msr::regs::QM_EVTSEL_EXTENDED
+        } else {
+            0
+        };
+        if v & 0xffff_ff00 & !ext != 0 {
+            return false;
+        }
+        self.regs.cpus[i].evtsel = v;
+        true
+    }
+
     /// Validates and performs a write; `false` = #GP.
     #[allow(clippy::many_single_char_names)] // i = CPU index, v = value, p/m/n as in read_reg
     fn write_reg(&mut self, i: usize, reg: Reg, v: u64) -> bool {
@@ -1061,19 +1077,7 @@ impl SimPlatform {
                 }
                 true
             }
-            Reg::EvtSel => {
-                // bit 31 (AMD ExtendedEvtID) where ABMC counters can be read ([`crate::amdqos`])
-                let ext = if self.caps.amd_mbm.abmc_counters.is_some() {
-                    rdt_msr::regs::QM_EVTSEL_EXTENDED
-                } else {
-                    0
-                };
-                if v & 0xffff_ff00 & !ext != 0 {
-                    return false;
-                }
-                self.regs.cpus[i].evtsel = v;
-                true
-            }
+            Reg::EvtSel => self.write_evtsel(i, v),
             Reg::QmCtr => false,
             Reg::Amd(r) => self.write_amd_qos(i, r, v),
             Reg::Sys(r) => self.write_sys(i, r, v),

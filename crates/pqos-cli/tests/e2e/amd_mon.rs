@@ -69,7 +69,7 @@ fn turin_more_groups_than_counters_is_a_clear_error_and_leaves_no_group() {
 }
 
 /// `--mbm-config` sets BMEC's `mbm_*_bytes_config` (genoa) or ABMC's `event_filter`
-/// (turin), `-D` shows it, `-R` puts the defaults back; the MSR interface refuses it.
+/// (turin), `-D` shows it, `-R` puts the defaults back; on the MSR interface it needs BMEC.
 #[test]
 fn mbm_config_round_trips_and_reset_restores_the_defaults() {
     for (model, title) in [
@@ -104,8 +104,14 @@ fn mbm_config_round_trips_and_reset_restores_the_defaults() {
             "{model}:\n{d}"
         );
     }
-    let run = Sim::new("genoa").pqos(&["--iface=msr", "--mbm-config", "total=0x3"]);
+    // The MSR interface writes BMEC's QOS_EVT_CFG_n (genoa has BMEC, milan does not).
+    let run = Sim::new("genoa")
+        .pqos(&["--iface=msr", "--mbm-config", "total=0x3"])
+        .ok();
+    assert!(run.stdout.contains("MBM event configuration altered."));
+    let run = Sim::new("milan").pqos(&["--iface=msr", "--mbm-config", "total=0x3"]);
     assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stderr.contains("BMEC"), "{}", run.stderr);
     let run = Sim::new("genoa").pqos(&["-I", "--mbm-config", "total=0x80"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("a transaction bitmask from 0 to 0x7f"));

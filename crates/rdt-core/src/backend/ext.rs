@@ -381,7 +381,7 @@ pub trait BackendExt: Backend {
     }
 
     /// [`OsOps::set_mbm_event_config`], or on the MSR interface
-    /// [`MsrOps::set_mbm_event_config`].
+    /// [`MsrOps::set_mbm_event_config`](super::MsrOps::set_mbm_event_config).
     ///
     /// # Errors
     /// [`RequestError::NeedsOsInterface`] with neither; as the interface's method.

@@ -166,30 +166,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                 "CPU {cpu} has no L3 cache, so its LLC occupancy and memory bandwidth cannot be monitored"
             )).into());
         }
-        for &(cpu, _) in &members {
-            if let Some(g) = self.groups.iter().find(|g| g.cpus.contains(&cpu)) {
-                return Err(RequestError::AlreadyMonitored {
-                    what: format!("CPU {cpu}"),
-                    by: Some(format!("monitoring group {} of this process", g.id.0)),
-                }
-                .into());
-            }
-        }
-        let mut assoc = Vec::with_capacity(members.len());
-        for &(cpu, _) in &members {
-            let v = self.io.read(cpu, IA32_PQR_ASSOC)?;
-            let rmid = regs::pqr_rmid(v); // IA32_PQR_ASSOC bits 9:0
-            if rmid != 0 {
-                return Err(RequestError::AlreadyMonitored {
-                    what: format!("CPU {cpu}"),
-                    by: Some(format!(
-                        "RMID {rmid} (another tool or a run that did not stop)"
-                    )),
-                }
-                .into());
-            }
-            assoc.push(v);
-        }
+        let assoc = self.unmonitored_assoc(&members)?;
 
         let mut contexts: Vec<Context> = Vec::new();
         if !rmid_events.is_empty() {
@@ -260,6 +237,39 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         self.next_group += 1;
         self.groups.push(group);
         Ok(id)
+    }
+
+    /// The IA32_PQR_ASSOC values of `members`, after checking none is in a group of this
+    /// backend or holds an RMID already.
+    fn unmonitored_assoc(
+        &mut self,
+        members: &[(LogicalCpu, Option<CacheDomain>)],
+    ) -> Result<Vec<u64>, MsrError> {
+        for &(cpu, _) in members {
+            if let Some(g) = self.groups.iter().find(|g| g.cpus.contains(&cpu)) {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("CPU {cpu}"),
+                    by: Some(format!("monitoring group {} of this process", g.id.0)),
+                }
+                .into());
+            }
+        }
+        let mut assoc = Vec::with_capacity(members.len());
+        for &(cpu, _) in members {
+            let v = self.io.read(cpu, IA32_PQR_ASSOC)?;
+            let rmid = regs::pqr_rmid(v); // IA32_PQR_ASSOC bits 9:0
+            if rmid != 0 {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("CPU {cpu}"),
+                    by: Some(format!(
+                        "RMID {rmid} (another tool or a run that did not stop)"
+                    )),
+                }
+                .into());
+            }
+            assoc.push(v);
+        }
+        Ok(assoc)
     }
 
     /// The accumulator of a new group: its counter contexts (with SNC, one per node of
