@@ -397,6 +397,23 @@ impl Resctrl {
         Ok(())
     }
 
+    /// At unmount (`rmdir_all_sub`, `rdtgroup_unassign_cntrs`): every counter freed, so the
+    /// hardware holds none of this mount's; ABMC's enable bit stays as the mode left it.
+    pub(super) fn amd_unmount(&mut self, p: &mut SimPlatform) -> io::Result<()> {
+        let mut first = Ok(());
+        for di in 0..self.amd.cntr.len() {
+            for slot in 0..self.amd.cntr[di].len() {
+                if self.amd.cntr[di][slot].take().is_some() {
+                    let r = self.program_cntr(p, di, slot);
+                    if first.is_ok() {
+                        first = r;
+                    }
+                }
+            }
+        }
+        first
+    }
+
     /// `rdtgroup_unassign_cntrs`: frees a removed group's counters (and its MON children's),
     /// each configured not counting. Best effort (an rmdir does not fail on it).
     pub(super) fn amd_group_removed(&mut self, p: &mut SimPlatform, g: Gid) {
