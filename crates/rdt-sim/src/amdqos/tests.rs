@@ -300,6 +300,9 @@ fn resctrl_and_the_msr_backend_share_the_counters() {
     );
     drop(p);
     fs.unmount().unwrap();
+    // the unmount freed resctrl's counters (`rdtgroup_unassign_cntrs`)
+    let mut p = sim.lock();
+    assert!((0..32).all(|id| !dsc(&mut p, 9, id).cntr_en));
 }
 
 /// The acceptance: 64 single-CPU groups on turin, each CPU running its own rate,
