@@ -60,7 +60,6 @@ use rdt_msr::regs::{
 };
 
 use crate::SimPlatform;
-use crate::platform::RmidCounters;
 
 /// One of the registers (module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,10 +102,10 @@ pub(crate) struct AmdQosHw {
     sdciae: bool,
 }
 
-/// The traffic configuration `bits` selects of an RMID's counts (module docs: reads only).
-fn selected(bits: u32, c: &RmidCounters) -> u64 {
-    let local = c.local.whole;
-    let remote = c.total.whole.saturating_sub(local);
+/// The traffic configuration `bits` selects of an RMID's counts, `(total, local)` (module
+/// docs: reads only).
+fn selected(bits: u32, (total, local): (u64, u64)) -> u64 {
+    let remote = total.saturating_sub(local);
     let mut v = 0u64;
     if bits & 1 != 0 {
         v = v.wrapping_add(local);
@@ -200,7 +199,11 @@ impl SimPlatform {
             return false;
         };
         // the counts the new configurations start from, read before borrowing the registers
-        let counts: Vec<RmidCounters> = self.counters.get(&dom).cloned().unwrap_or_default();
+        let counts: Vec<(u64, u64)> = self
+            .counters
+            .get(&dom)
+            .map(|v| v.iter().map(|c| (c.total.whole, c.local.whole)).collect())
+            .unwrap_or_default();
         let Some(regs) = self.regs.amd.get_mut(&dom) else {
             return false;
         };
@@ -234,7 +237,7 @@ impl SimPlatform {
                     } else {
                         counts
                             .get(c.bw_src as usize)
-                            .map_or(0, |rc| selected(c.bw_type, rc))
+                            .map_or(0, |rc| selected(c.bw_type, *rc))
                     };
                     regs.cntrs[c.cntr_id as usize] = Cntr {
                         cfg: AbmcCfg { cfg_en: false, ..c },
@@ -257,7 +260,7 @@ impl SimPlatform {
                     // the hardware clears the event's counters of every RMID
                     for (rmid, rc) in counts.iter().enumerate() {
                         let rmid = u32::try_from(rmid).unwrap_or(u32::MAX);
-                        regs.evt_base.entry(rmid).or_default()[n] = selected(bits, rc);
+                        regs.evt_base.entry(rmid).or_default()[n] = selected(bits, *rc);
                     }
                 }
                 true
@@ -286,7 +289,9 @@ impl SimPlatform {
         self.counters
             .get(&d)
             .and_then(|v| v.get(c.cfg.bw_src as usize))
-            .map_or(0, |rc| selected(c.cfg.bw_type, rc))
+            .map_or(0, |rc| {
+                selected(c.cfg.bw_type, (rc.total.whole, rc.local.whole))
+            })
             .wrapping_sub(c.base)
     }
 
@@ -322,7 +327,7 @@ impl SimPlatform {
             return Ok(if n == 0 { c.total.whole } else { c.local.whole });
         }
         let base = r.evt_base.get(&rmid).map_or(0, |b| b[n]);
-        Ok(selected(r.evt_cfg[n], &c).wrapping_sub(base))
+        Ok(selected(r.evt_cfg[n], (c.total.whole, c.local.whole)).wrapping_sub(base))
     }
 }
 
