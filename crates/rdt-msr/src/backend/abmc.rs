@@ -11,7 +11,8 @@
 //!   enabled ABMC and no counter of the domain counts any more, disables it again. A counter
 //!   is free when L3_QOS_ABMC_DSC says it does not count: those resctrl (or another run)
 //!   assigned are left alone. Every domain's free counters are checked before anything is
-//!   written ([`MsrError::NotEnoughMbmCounters`] names the counts).
+//!   written ([`MsrError::NotEnoughMbmCounters`] names the counts). A killed run's counters
+//!   go back with its RMIDs ([`MsrBackend::reclaim_dead_runs`]).
 //! - **BMEC** ([`rdt_core::mbm::AmdMbmCaps::bmec`]): QOS_EVT_CFG_0/1, the transactions the
 //!   total and local events count in each L3 domain (`resctrl_arch_mon_event_config_write`,
 //!   the bits of resctrl's `mbm_total_bytes_config`). ABMC counters count the configuration
@@ -47,6 +48,44 @@ fn evt_cfg_addr(event: RmidEvent) -> Option<MsrAddr> {
     Some(MsrAddr::new(AMD_QOS_EVT_CFG_0.get() + n))
 }
 
+/// Counter `id` of the domain of `cpu` as L3_QOS_ABMC_DSC describes it, after selecting it
+/// by a write of L3_QOS_ABMC_CFG without `cfg_en` (which changes no counter).
+fn describe<M: MsrIo>(io: &mut M, cpu: LogicalCpu, id: u32) -> Result<AbmcCfg, MsrError> {
+    let select = AbmcCfg {
+        cntr_id: id,
+        ..AbmcCfg::default()
+    };
+    io.write(cpu, AMD_L3_QOS_ABMC_CFG, select.encode())?;
+    Ok(AbmcCfg::decode(io.read(cpu, AMD_L3_QOS_ABMC_DSC)?))
+}
+
+/// A dead run's counters: every counter of the domain of `cpu` (of `counters`) that counts
+/// `rmid` is unassigned ([`MsrBackend::reclaim_dead_runs`]). ABMC's enable bit is left as it
+/// is (whether the run found it off is not recorded).
+///
+/// # Errors
+/// A register access.
+pub(super) fn unassign_rmid<M: MsrIo>(
+    io: &mut M,
+    cpu: LogicalCpu,
+    rmid: u32,
+    counters: u32,
+) -> Result<(), MsrError> {
+    for id in 0..counters {
+        let d = describe(io, cpu, id)?;
+        if d.cntr_en && !d.is_clos && d.bw_src == rmid {
+            let cfg = AbmcCfg {
+                bw_src: rmid,
+                cntr_id: id,
+                cfg_en: true,
+                ..AbmcCfg::default()
+            };
+            io.write(cpu, AMD_L3_QOS_ABMC_CFG, cfg.encode())?;
+        }
+    }
+    Ok(())
+}
+
 impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     /// The supported transaction bits (CPUID.(8000_0020H,3):ECX\[6:0\]).
     fn event_config_mask(&self) -> u32 {
@@ -73,18 +112,12 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     }
 
     /// The counters of the domain of `cpu` that do not count (L3_QOS_ABMC_DSC `cntr_en`
-    /// clear), ascending, and the domain's count. Each is selected by a write of
-    /// L3_QOS_ABMC_CFG without `cfg_en`, which changes no counter.
+    /// clear), ascending, and the domain's count.
     fn free_counters(&mut self, cpu: LogicalCpu) -> Result<(Vec<u32>, u32), MsrError> {
         let n = self.caps.amd_mbm.abmc_counters.unwrap_or(0);
         let mut free = Vec::new();
         for id in 0..n {
-            let select = AbmcCfg {
-                cntr_id: id,
-                ..AbmcCfg::default()
-            };
-            self.io.write(cpu, AMD_L3_QOS_ABMC_CFG, select.encode())?;
-            if !AbmcCfg::decode(self.io.read(cpu, AMD_L3_QOS_ABMC_DSC)?).cntr_en {
+            if !describe(&mut self.io, cpu, id)?.cntr_en {
                 free.push(id);
             }
         }

@@ -484,3 +484,35 @@ fn bmec_is_settable_on_the_msr_interface_and_changes_what_groups_measure() {
         BackendExt::set_mbm_event_config(&mut backend(&sim), RmidEvent::MbmTotal, 0x3).unwrap_err();
     assert!(err.to_string().contains("BMEC"), "{err}");
 }
+
+/// A killed run (`rdt_msr`'s RMID claims): the next open gives back its RMIDs and the
+/// counters that count them, so killed runs do not use up the domain's counters.
+#[test]
+fn a_killed_runs_counters_are_given_back_with_its_rmids() {
+    let sim = busy("turin", &[1], 300, 0);
+    let mut b1 = backend(&sim);
+    b1.start_monitoring(
+        &CpuSet::from_iter([cpu(1)]),
+        MonEvents::MBM_TOTAL | MonEvents::MBM_LOCAL,
+    )
+    .unwrap();
+    drop(b1); // killed: nothing stopped
+    let rmid = rdt_msr::regs::pqr_rmid(rd(&mut sim.lock(), 1, IA32_PQR_ASSOC).unwrap());
+    let holding = |sim: &SimHandle| {
+        let mut p = sim.lock();
+        (0..32)
+            .filter(|&id| {
+                let d = dsc(&mut p, 1, id);
+                d.cntr_en && d.bw_src == rmid
+            })
+            .count()
+    };
+    assert_eq!(holding(&sim), 2);
+    // its claim file, whose lock is free: the run has ended
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("msr-mon-4242"), format!("1 {rmid}\n")).unwrap();
+    let mut b2 = backend(&sim).with_run_dir(dir.path());
+    assert_eq!(b2.reclaim_dead_runs().unwrap().len(), 1);
+    assert_eq!(rd(&mut sim.lock(), 1, IA32_PQR_ASSOC), Some(0));
+    assert_eq!(holding(&sim), 0);
+}
