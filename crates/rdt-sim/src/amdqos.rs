@@ -35,8 +35,8 @@
 //! local traffic, one without bits 0 and 1 counts nothing.
 //!
 //! Simplified: the model does not set Unavailable on the first read after a BMEC change (the
-//! resctrl model reports it for the groups it reads); these registers are not part of the
-//! saved state (a resctrl mount programs them again when it loads its own).
+//! resctrl model reports it for the groups it reads). The registers are part of the saved
+//! state ([`crate::state`]) where they differ from reset, counters with their starting counts.
 //!
 //! The resctrl model ([`crate::resctrl`]) programs the same registers as the kernel does:
 //! `mbm_event` mode sets L3_QOS_EXT_CFG bit 0, each assignment of `mbm_L3_assignments`
@@ -93,6 +93,21 @@ pub(crate) struct AmdQosRegs {
     evt_base: BTreeMap<u32, [u64; 2]>,
 }
 
+/// The registers of one L3 domain in the saved state ([`crate::state::MachineState`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AmdQosSaved {
+    domain: u32,
+    ext_cfg: u64,
+    abmc_cfg: u64,
+    /// `(counter, configuration as L3_QOS_ABMC_DSC reads it, count at its configuration)`
+    /// of each configured counter.
+    cntrs: Vec<(u32, u64, u64)>,
+    evt_cfg: [u32; 2],
+    /// `(RMID, [total, local] counts at the last BMEC change)`.
+    evt_base: Vec<(u32, [u64; 2])>,
+}
+
 /// What the part has of the extensions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct AmdQosHw {
@@ -147,6 +162,83 @@ impl SimPlatform {
             evt_cfg: [hw.mask, hw.mask & MBM_CONFIG_LOCAL_DEFAULT],
             evt_base: BTreeMap::new(),
         })
+    }
+
+    /// The registers of every L3 domain that differ from reset, for the saved state.
+    pub(crate) fn amd_qos_saved(&self) -> Vec<AmdQosSaved> {
+        let Some(reset) = self.amd_qos_reset() else {
+            return Vec::new();
+        };
+        self.regs
+            .amd
+            .iter()
+            .filter(|(_, r)| **r != reset)
+            .map(|(d, r)| AmdQosSaved {
+                domain: d.get(),
+                ext_cfg: r.ext_cfg,
+                abmc_cfg: r.abmc_cfg,
+                cntrs: r
+                    .cntrs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| **c != Cntr::default())
+                    .map(|(id, c)| {
+                        (
+                            u32::try_from(id).unwrap_or(u32::MAX),
+                            c.cfg.encode(),
+                            c.base,
+                        )
+                    })
+                    .collect(),
+                evt_cfg: r.evt_cfg,
+                evt_base: r.evt_base.iter().map(|(k, v)| (*k, *v)).collect(),
+            })
+            .collect()
+    }
+
+    /// Puts saved registers into `regs` (the registers per L3 domain, fresh from reset).
+    ///
+    /// # Errors
+    /// A domain the part does not have, a counter beyond its counters, a configuration
+    /// with bits the part does not take.
+    pub(crate) fn amd_qos_load(
+        &self,
+        regs: &mut BTreeMap<rdt_core::CacheDomain, AmdQosRegs>,
+        saved: &[AmdQosSaved],
+    ) -> Result<(), String> {
+        let hw = self.amd_qos_hw();
+        for s in saved {
+            let d = rdt_core::CacheDomain::new(s.domain);
+            let Some(r) = regs.get_mut(&d) else {
+                return Err(format!(
+                    "AMD QoS registers of L3 domain {} that does not exist",
+                    s.domain
+                ));
+            };
+            if s.evt_cfg.iter().any(|v| v & !hw.mask != 0) {
+                return Err(format!(
+                    "QOS_EVT_CFG of L3 domain {}: unsupported bits",
+                    s.domain
+                ));
+            }
+            for &(id, cfg, base) in &s.cntrs {
+                let Some(c) = r.cntrs.get_mut(id as usize) else {
+                    return Err(format!(
+                        "ABMC counter {id} of L3 domain {} does not exist",
+                        s.domain
+                    ));
+                };
+                *c = Cntr {
+                    cfg: AbmcCfg::decode(cfg),
+                    base,
+                };
+            }
+            r.ext_cfg = s.ext_cfg;
+            r.abmc_cfg = s.abmc_cfg;
+            r.evt_cfg = s.evt_cfg;
+            r.evt_base = s.evt_base.iter().copied().collect();
+        }
+        Ok(())
     }
 
     /// The register at `addr`, if the part has it (module docs).

@@ -516,3 +516,42 @@ fn a_killed_runs_counters_are_given_back_with_its_rmids() {
     assert_eq!(rd(&mut sim.lock(), 1, IA32_PQR_ASSOC), Some(0));
     assert_eq!(holding(&sim), 0);
 }
+
+/// The registers are saved with the machine (a later process, `--sim-state`, sees the
+/// counters an earlier one assigned), and a saved state with a counter the part does not
+/// have is refused.
+#[test]
+fn the_registers_survive_a_saved_state() {
+    let sim = busy("turin", &[1], 400, 0);
+    let (state, before) = {
+        let mut p = sim.lock();
+        p.write(cpu(1), IA32_PQR_ASSOC, 4).unwrap();
+        p.write(cpu(1), AMD_L3_QOS_EXT_CFG, 1).unwrap();
+        p.write(cpu(1), AMD_L3_QOS_ABMC_CFG, assign(6, 4, 0x3))
+            .unwrap();
+        p.write(cpu(1), EVT_CFG_1, 0x1).unwrap();
+        p.advance(Duration::from_secs(1));
+        (p.save_state(), qm(&mut p, 1, qm_evtsel_abmc(6)))
+    };
+    assert!(before > 0);
+    let mut q = SimPlatform::builtin("turin").unwrap();
+    q.restore_state(&state).unwrap();
+    assert_eq!(rd(&mut q, 1, AMD_L3_QOS_EXT_CFG), Some(1));
+    assert_eq!(rd(&mut q, 1, EVT_CFG_1), Some(0x1));
+    let d = dsc(&mut q, 1, 6);
+    assert_eq!((d.bw_src, d.bw_type, d.cntr_en), (4, 0x3, true));
+    assert_eq!(qm(&mut q, 1, qm_evtsel_abmc(6)), before, "the same count");
+    // domain 0 of a state edited to name counter 40
+    let bad = state.replacen(
+        "\"cntrs\": [\n        [\n          6,",
+        "\"cntrs\": [\n        [\n          40,",
+        1,
+    );
+    assert_ne!(bad, state, "{state}");
+    assert!(
+        SimPlatform::builtin("turin")
+            .unwrap()
+            .restore_state(&bad)
+            .is_err()
+    );
+}

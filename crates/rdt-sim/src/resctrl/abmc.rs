@@ -275,11 +275,8 @@ impl Resctrl {
         a.filter = s.filter;
         a.cntr = cntr;
         a.io_alloc = s.io_alloc;
-        // the registers are not in the platform's saved state: program them again
-        let handle = self.platform.clone();
-        let mut guard = handle.lock();
-        self.amd_program_all(&mut guard)
-            .map_err(|e| format!("AMD state: programming the registers: {e}"))
+        // the registers were saved with the platform ([`crate::amdqos`]): nothing to write
+        Ok(())
     }
 
     /// Programs every register of [`crate::amdqos`] from this mount's state: the BMEC
