@@ -40,6 +40,7 @@
 //! - Linux `Documentation/arch/x86/resctrl.rst`; pqos(8) and `lib/cpu_registers.h` of intel-cmt-cat.
 
 pub mod adapter;
+pub mod amdqos;
 pub mod cpuid;
 mod error;
 pub mod fs;

@@ -70,6 +70,8 @@ pub(crate) struct Registers {
     pub mba: BTreeMap<CacheDomain, Vec<u64>>,
     /// AMD SMBA units per L3 domain.
     pub smba: BTreeMap<CacheDomain, Vec<u64>>,
+    /// AMD BMEC/ABMC/SDCIAE registers per L3 domain ([`crate::amdqos`]); empty on other parts.
+    pub amd: BTreeMap<CacheDomain, crate::amdqos::AmdQosRegs>,
 }
 
 /// MBM counters of one RMID in one L3 domain, in upscaling-factor units.
@@ -128,6 +130,8 @@ enum Reg {
     L2Mask(usize),
     Mba(usize),
     Smba(usize),
+    /// AMD's BMEC/ABMC/SDCIAE registers ([`crate::amdqos`]).
+    Amd(crate::amdqos::AmdReg),
     /// Not an RDT register ([`crate::sysregs`]).
     Sys(crate::sysregs::SysReg),
     /// An uncore CHA performance-monitoring register of the CPU's package
@@ -138,7 +142,7 @@ enum Reg {
 /// A simulated RDT/PQoS platform: a real CPUID dump and its topology, with registers that
 /// answer like silicon and counters driven by a workload model ([`crate::model`]).
 ///
-/// # Registers (and [`crate::sysregs`], [`crate::uncore`]; all others: EIO on read and write)
+/// # Registers (and [`crate::amdqos`], [`crate::sysregs`], [`crate::uncore`]; all others: EIO on read and write)
 /// | MSR | scope | write faults (EIO) | reset |
 /// |---|---|---|---|
 /// | IA32_PQR_ASSOC 0xC8F | CPU | RMID ≥ #RMIDs; bits 31:10 set (31:w when more than 1024 RMIDs need w bits); COS ≥ the CPU's class count (the largest of L3, L2, MBA, SMBA #COS, L3/L2 halved while its CDP is on in the CPU's domain) | 0 |
@@ -154,7 +158,8 @@ enum Reg {
 ///
 /// IA32_QM_CTR answers for (the CPU's L3 domain, the RMID and event of the CPU's
 /// IA32_QM_EVTSEL): bit 63 (Error) when the RMID is ≥ #RMIDs or the event is not one the
-/// CPU enumerates; bit 62 (Unavailable) only through [`SimPlatform::inject_unavailable`];
+/// CPU enumerates; bit 62 (Unavailable) only through [`SimPlatform::inject_unavailable`]
+/// (and AMD ABMC: [`crate::amdqos`], which also has the counter reads and BMEC's effect);
 /// otherwise occupancy (event 1) or the MBM total/local counter (events 2/3) wrapped at
 /// `2^counter_width`, in upscaling-factor units. On the parts the kernel corrects
 /// (Broadwell-X and Skylake-X: `broadwell-ep`, `skylake-sp`), the MBM counters of RMIDs above
@@ -286,6 +291,7 @@ impl SimPlatform {
                 l2: BTreeMap::new(),
                 mba: BTreeMap::new(),
                 smba: BTreeMap::new(),
+                amd: BTreeMap::new(),
             },
             counters: BTreeMap::new(),
             pmu: Vec::new(),
@@ -333,8 +339,13 @@ impl SimPlatform {
             l2: BTreeMap::new(),
             mba: BTreeMap::new(),
             smba: BTreeMap::new(),
+            amd: BTreeMap::new(),
         };
+        let amd = self.amd_qos_reset();
         for d in t.l3_domains() {
+            if let Some(a) = &amd {
+                r.amd.insert(d, a.clone());
+            }
             if let Some(cat) = self.caps.l3_cat.get() {
                 r.l3.insert(d, CatRegs::reset(cat));
             }
@@ -907,6 +918,7 @@ impl SimPlatform {
             .get()
             .and_then(|m| in_range(AMD_SMBA_BW_0, m.num_classes))
             .map(Reg::Smba)
+            .or_else(|| self.decode_amd_qos(a).map(Reg::Amd))
             .or_else(|| self.decode_sys(a).map(Reg::Sys))
             .or_else(|| {
                 // every package has as many CHAs: the first one's count decodes
@@ -954,6 +966,7 @@ impl SimPlatform {
             Reg::L2Mask(n) => *self.regs.l2.get(&p.l2)?.masks.get(n)?,
             Reg::Mba(n) => *self.regs.mba.get(&p.l3?)?.get(n)?,
             Reg::Smba(n) => *self.regs.smba.get(&p.l3?)?.get(n)?,
+            Reg::Amd(r) => self.read_amd_qos(i, r)?,
             Reg::Sys(r) => self.read_sys(i, r)?,
             Reg::Cha(n, r) => self.uncore.get(&p.package)?.get(n)?.read(r),
         })
@@ -964,6 +977,22 @@ impl SimPlatform {
             return QM_CTR_ERROR;
         };
         let sel = self.regs.cpus[i].evtsel;
+        let wrap = if m.counter_width >= 62 {
+            rdt_msr::regs::QM_CTR_DATA
+        } else {
+            (1u64 << m.counter_width) - 1
+        };
+        if sel & rdt_msr::regs::QM_EVTSEL_EXTENDED != 0 {
+            let Some(domain) = self.topology.cpus()[i].l3 else {
+                return QM_CTR_ERROR;
+            };
+            let v = self.read_abmc_ctr(domain, sel);
+            return if v & (QM_CTR_ERROR | QM_CTR_UNAVAILABLE) == 0 {
+                v & wrap
+            } else {
+                v
+            };
+        }
         let event = sel & 0xff;
         let rmid = sel >> 32;
         let supported = match event {
@@ -986,23 +1015,14 @@ impl SimPlatform {
             }
             return QM_CTR_UNAVAILABLE;
         }
-        let wrap = if m.counter_width >= 62 {
-            rdt_msr::regs::QM_CTR_DATA
-        } else {
-            (1u64 << m.counter_width) - 1
-        };
-        let c = self
-            .counters
-            .get(&domain)
-            .and_then(|v| v.get(rmid as usize))
-            .copied()
-            .unwrap_or_default();
-        match event {
-            1 => self
+        if event == 1 {
+            return self
                 .occupancy_counts(domain, rmid)
-                .min(rdt_msr::regs::QM_CTR_DATA),
-            2 => self.mbm_hw_count(rmid, c.total.whole) & wrap,
-            _ => self.mbm_hw_count(rmid, c.local.whole) & wrap,
+                .min(rdt_msr::regs::QM_CTR_DATA);
+        }
+        match self.legacy_mbm_count(domain, rmid, event) {
+            Ok(counts) => self.mbm_hw_count(rmid, counts) & wrap,
+            Err(flags) => flags,
         }
     }
 
@@ -1017,6 +1037,21 @@ impl SimPlatform {
             .map_or(counts, |f| {
                 u64::try_from((u128::from(counts) << 20) / u128::from(f)).unwrap_or(u64::MAX)
             })
+    }
+
+    /// IA32_QM_EVTSEL of the CPU at topology index `i`: bits 31:8 reserved, but bit 31 (AMD
+    /// ExtendedEvtID) where ABMC counters can be read ([`crate::amdqos`]); `false` = #GP.
+    fn write_evtsel(&mut self, i: usize, v: u64) -> bool {
+        let ext = if self.caps.amd_mbm.abmc_counters.is_some() {
+            rdt_msr::regs::QM_EVTSEL_EXTENDED
+        } else {
+            0
+        };
+        if v & 0xffff_ff00 & !ext != 0 {
+            return false;
+        }
+        self.regs.cpus[i].evtsel = v;
+        true
     }
 
     /// Validates and performs a write; `false` = #GP.
@@ -1042,14 +1077,9 @@ impl SimPlatform {
                 }
                 true
             }
-            Reg::EvtSel => {
-                if v & 0xffff_ff00 != 0 {
-                    return false;
-                }
-                self.regs.cpus[i].evtsel = v;
-                true
-            }
+            Reg::EvtSel => self.write_evtsel(i, v),
             Reg::QmCtr => false,
+            Reg::Amd(r) => self.write_amd_qos(i, r, v),
             Reg::Sys(r) => self.write_sys(i, r, v),
             Reg::Cha(n, r) => self.write_cha(p.package, n, r, v),
             Reg::L3Cfg | Reg::L2Cfg => {

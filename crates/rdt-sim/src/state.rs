@@ -125,6 +125,10 @@ pub struct MachineState {
     counters: Vec<CounterState>,
     pmu: Vec<PmuState>,
     scenario: serde_json::Value,
+    /// AMD's BMEC/ABMC registers per L3 domain where they differ from reset
+    /// ([`crate::amdqos`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    amd: Vec<crate::amdqos::AmdQosSaved>,
 }
 
 fn cat_states(m: &BTreeMap<CacheDomain, CatRegs>) -> Vec<CatState> {
@@ -281,6 +285,7 @@ impl SimPlatform {
             counters,
             pmu,
             scenario: self.scenario.to_value(),
+            amd: self.amd_qos_saved(),
         }
     }
 
@@ -403,6 +408,7 @@ impl SimPlatform {
                 "scenario workload {i} names CPU {cpu}, which does not exist"
             )));
         }
+        self.amd_qos_load(&mut regs.amd, &st.amd).map_err(Invalid)?;
         self.regs = regs;
         self.counters = counters;
         self.pmu = pmu;
