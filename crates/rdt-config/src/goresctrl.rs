@@ -1823,9 +1823,7 @@ impl GoresctrlConfig {
             plan.warnings()
                 .iter()
                 // a pruned class goes back to all ways: that they are shareable is no news
-                .filter(|w| {
-                    !(w.index() < removals && matches!(w, PlanWarning::Shareable { .. }))
-                })
+                .filter(|w| !(w.index() < removals && matches!(w, PlanWarning::Shareable { .. })))
                 .map(|w| self.warning(origins[w.index()], w.to_string()).to_string()),
         );
         // One remark per place, not one per cache id.
@@ -1855,16 +1853,14 @@ impl GoresctrlConfig {
             let id = if c.is_root() {
                 ClassId::new(0)
             } else {
-                backend
-                    .class_named(name)
-                    .map_err(|e| match e.request() {
-                        Some(r) => ConfigPlanError::Config(self.error(
-                            ConfigErrorKind::Platform,
-                            &c.at,
-                            r.to_string(),
-                        )),
-                        None => ConfigPlanError::Backend(e),
-                    })?
+                backend.class_named(name).map_err(|e| match e.request() {
+                    Some(r) => ConfigPlanError::Config(self.error(
+                        ConfigErrorKind::Platform,
+                        &c.at,
+                        r.to_string(),
+                    )),
+                    None => ConfigPlanError::Backend(e),
+                })?
             };
             ids.push(id);
         }

@@ -46,6 +46,7 @@ pub mod fs;
 mod handle;
 pub mod inprocess;
 mod kernel;
+pub mod metrics;
 pub mod model;
 mod models;
 mod num;
@@ -65,10 +66,16 @@ pub use adapter::attach;
 pub use cpuid::{CpuidPatch, SimCpuid};
 pub use error::{ScenarioError, SimError};
 pub use handle::SimHandle;
+pub use metrics::{MemoryDomainLoad, WorkloadMetric};
 pub use model::CpuActivity;
 pub use models::{BUILTIN_MODELS, DEFAULT_MODEL};
 pub use platform::SimPlatform;
-pub use scenario::{Assignment, MAX_SCENARIO_BYTES, Scenario, Workload};
+pub use scenario::{
+    Assignment, BUILTIN_PREFIX, BUILTIN_SCENARIOS, MAX_PHASES, MAX_SCENARIO_BYTES, MAX_TIME_S,
+    Phase, Scenario, Workload,
+};
 
+#[cfg(test)]
+mod scenario_tests;
 #[cfg(test)]
 mod tests;

@@ -204,9 +204,7 @@ fn a_group_prefix_names_every_group_and_prune_removes_only_our_stale_ones() {
     std::fs::write(&toml, "[[class]]\nname = \"batch\"\nl3 = { ways = 2 }\n").expect("write");
     m.pqos(&["--apply", toml.to_str().expect("UTF-8")]).ok();
     let sample = data("sample-conf.yaml");
-    let run = m
-        .pqos(&["--apply", &sample, "--group-prefix", "cri-"])
-        .ok();
+    let run = m.pqos(&["--apply", &sample, "--group-prefix", "cri-"]).ok();
     assert!(
         run.stdout.contains("cri-Guaranteed (COS")
             && run.stdout.contains("cri-Besteffort (COS")
@@ -216,7 +214,13 @@ fn a_group_prefix_names_every_group_and_prune_removes_only_our_stale_ones() {
     );
     assert_eq!(
         groups(&m),
-        ["batch", "cri-Besteffort", "cri-Burstable", "cri-Guaranteed", "cri-kube"]
+        [
+            "batch",
+            "cri-Besteffort",
+            "cri-Burstable",
+            "cri-Guaranteed",
+            "cri-kube"
+        ]
     );
     // -a with the number --apply printed reaches that very group, no COS<n> beside it
     let cos = run
@@ -278,7 +282,12 @@ fn a_group_prefix_names_every_group_and_prune_removes_only_our_stale_ones() {
         .ok();
     assert_eq!(groups(&m), ["batch", "cri-kube"]);
     let toml_prefix = m
-        .pqos(&["--apply", toml.to_str().expect("UTF-8"), "--group-prefix", "x-"])
+        .pqos(&[
+            "--apply",
+            toml.to_str().expect("UTF-8"),
+            "--group-prefix",
+            "x-",
+        ])
         .failed();
     assert!(
         toml_prefix.stderr.contains("goresctrl's options"),

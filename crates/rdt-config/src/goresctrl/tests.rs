@@ -916,9 +916,7 @@ fn the_group_prefix_names_groups_and_prune_takes_only_stale_prefixed_classes() {
     use rdt_host::transaction::ApplyPlan;
     let yaml = |classes: &str| {
         GoresctrlConfig::parse_yaml(
-            &format!(
-                "partitions:\n  p:\n    l3Allocation: \"100%\"\n    classes:\n{classes}"
-            ),
+            &format!("partitions:\n  p:\n    l3Allocation: \"100%\"\n    classes:\n{classes}"),
             Path::new("g.yaml"),
         )
         .unwrap()
@@ -944,11 +942,17 @@ fn the_group_prefix_names_groups_and_prune_takes_only_stale_prefixed_classes() {
     let planned = only_a.plan_with(&mut backend, &cri).unwrap();
     let lines = planned.lines();
     assert!(
-        lines.iter().any(|l| l.starts_with("cri-b (COS") && l.ends_with("named class removed")),
+        lines
+            .iter()
+            .any(|l| l.starts_with("cri-b (COS") && l.ends_with("named class removed")),
         "{lines:?}"
     );
     planned.plan.apply(&mut backend).into_result().unwrap();
-    let mut own: Vec<String> = backend.own_class_names().into_iter().map(|(_, n)| n).collect();
+    let mut own: Vec<String> = backend
+        .own_class_names()
+        .into_iter()
+        .map(|(_, n)| n)
+        .collect();
     own.sort();
     assert_eq!(own, ["cri-a", "other"]);
     // without prune nothing of ours is taken away
