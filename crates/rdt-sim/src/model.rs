@@ -1,8 +1,10 @@
 //! The workload model: how cache capacity, memory traffic and IPC follow from the allocation.
 //!
-//! The model is a steady state: it depends only on the current registers and the scenario,
-//! is recomputed whenever either changes, and is integrated over time by
-//! [`crate::SimPlatform::advance`]. It is deterministic (no randomness, fixed iteration order).
+//! The model is a steady state: it depends only on the current registers and the scenario
+//! at the current simulated time, is recomputed whenever either changes (a register write,
+//! a new scenario, a workload's start, phase or stop on the clock), and is integrated over
+//! time by [`crate::SimPlatform::advance`], piecewise between those changes. It is
+//! deterministic (no randomness, fixed iteration order).
 //!
 //! # Cache capacity (per L3 domain)
 //! The domain's capacity `C` (ways × way size from CPUID leaf 4 / 8000_001DH) is cut into
@@ -25,8 +27,13 @@
 //! the others, and among CPUs that want more, capacity is split in proportion to pressure.
 //!
 //! # Misses, memory traffic and throttling (per CPU)
-//! - miss fraction `m = max(MISS_FLOOR, 1 - O/W)` ([`MISS_FLOOR`] = 0.05; `m = MISS_FLOOR`
-//!   for an empty working set);
+//! - miss fraction `m = max(μ, (1 - O/W)^γ)` ([`miss_fraction`]), with the workload's miss
+//!   floor `μ` (default [`MISS_FLOOR`] = 0.05: compulsory and streamed accesses no capacity
+//!   removes) and miss-curve exponent `γ` (default 1); `m = μ` for an empty working set.
+//!   `γ = 1` says every byte of the working set is reused alike, so each cached byte saves
+//!   as many misses; `γ > 1` says reuse is skewed (access density over the working set,
+//!   hottest first, `∝ (1-x)^(γ-1)`), so the first bytes cached save the most, as in a
+//!   cache-sensitive packet pipeline that runs at full speed in half its footprint;
 //! - wanted memory traffic `T_w = p · m` (bytes/s);
 //! - MBA throttle `θ`: Intel `θ = (100 - delay) / 100` with the delay of the CPU's COS in its
 //!   domain (0xD50 + COS), `T = θ · T_w`; AMD `T = min(T_w, units · 1/8 GB/s)` with
@@ -34,10 +41,45 @@
 //!   `θ = T / T_w`. A COS without an MBA register is not throttled;
 //! - achieved memory traffic `T`, of which `local_fraction · T` is local (MBM local) and all of
 //!   it counts as total (MBM total);
-//! - IPC `= ipc / (1 + K · m / θ)` with [`MISS_PENALTY`] `K` = 1: the memory-stall part of a
-//!   cycle grows with the miss fraction and stretches when throttled;
+//! - IPC `= ipc / (1 + K · m · L / θ)` with [`MISS_PENALTY`] `K` = 1: the memory-stall part
+//!   of a cycle grows with the miss fraction, stretches when throttled and with the memory
+//!   latency factor `L` (1 on an unloaded memory domain; "Memory bandwidth" below);
 //! - unhalted cycles/s `= f · utilization` with `f` the model's base frequency, instructions/s
 //!   `= IPC · cycles/s`, LLC misses/s `= T / 64` (64-byte lines), LLC references/s `= p / 64`.
+//!
+//! # Memory bandwidth (per memory domain)
+//! A memory domain is a NUMA node of the topology: a package, or a Sub-NUMA cluster. Its
+//! peak `P` (bytes/s) is the scenario's `memory_peak_gbps`, else the package's
+//! [`MEMORY_PEAKS`] entry (DRAM channels × transfers/s × 8 bytes, from the vendor's
+//! specification; [`DEFAULT_MEMORY_PEAK`] for a model not listed) divided among the
+//! package's nodes. A CPU's achieved traffic `T` goes `local_fraction` to its own node and
+//! the rest in equal parts to the other nodes (on two packages: the other package's memory;
+//! everything to its own node where there is one), the same split MBM's local/total shows.
+//!
+//! The domain's demand `D` is the sum of what it receives; at utilization `ρ = D/P` it
+//! serves a miss in `L(ρ)` times its idle latency ([`latency_factor`]):
+//! `L = 1` up to the knee `ρ_k` ([`LATENCY_KNEE`] = 0.4), then
+//! `L = 1 + a · (ρ - ρ_k) / (1 - ρ)` ([`LATENCY_SLOPE`] `a` = 1), at most
+//! [`MAX_LATENCY_FACTOR`] = 100: 1.2 at 50 %, 2 at 70 %, 3 at 80 %, 6 at 90 %. The shape is
+//! that of published loaded-latency curves (Intel Memory Latency Checker
+//! `--loaded_latency` sweeps: flat until a large share of the peak, then a queueing rise that
+//! makes the theoretical peak unreachable); the numbers are this model's choice, stated
+//! here, not a measurement of any one part. A CPU's misses see `L_cpu` = the mix of its
+//! domains' `L` by its traffic shares.
+//!
+//! A slower miss slows the CPU and so its traffic: with `b = K · m / θ`, IPC falls from
+//! `ipc/(1+b)` to `ipc/(1+b·L)`, and instructions, L3 accesses, misses and traffic all
+//! scale by `(1+b)/(1+b·L)` (an unthrottled streaming CPU, `m ≈ 1`, moves `2/(1+L)` of its
+//! unloaded traffic). `L` and the traffic are solved together (`solve_memory`): per
+//! domain, `L_d` is the root of `x - L(ρ_d(x))`, which rises with `x` (regula falsi,
+//! Illinois variant, bracketed in `[1, 100]`), the domains in turn with the others fixed
+//! (Gauss-Seidel) for at most 64 rounds or until no `L` moves by 1e-9; deterministic. When
+//! every domain is below the knee at `L = 1` nothing is solved and the model is exactly the
+//! one without bandwidth. The fixed point has `ρ < 1`, so achieved traffic stays below the
+//! peak; should a domain still exceed its peak at `L = 100` (enormous access rates with
+//! few misses), every CPU loading it is slowed in proportion to exactly the peak. MBA acts
+//! before all this: it lowers `θ` and so the CPU's demand, which lowers `ρ` and every other
+//! CPU's `L`. Host tasks (below) do not load the memory domains.
 //!
 //! # Host tasks
 //! A host thread that resctrl placed in a group ([`crate::resctrl`], "Host tasks") runs the
@@ -60,7 +102,18 @@
 //! the counter of (the CPU's L3 domain, its current RMID), in upscaling-factor units, and wrap
 //! at `2^counter_width`.
 //!
-//! # The seed paper's scenario on broadwell-ep
+//! # The seed paper's scenario on skylake-sp (built-in `dpdk-pipeline`)
+//! The scenarios in `crates/rdt-sim/scenarios/` ([`crate::BUILTIN_SCENARIOS`]) stand in for
+//! the paper's Xeon E5-2628L v3 with `skylake-sp` (24.75 MiB of 11 ways ≈ its 25 MB, and MBA)
+//! and the paper's 59.7 GB/s of memory; every workload on package 0. Statically: alone,
+//! the pipeline holds 91.8 % of the L3 at 16.0 Mpps; with the aggressor, all in COS0, it
+//! runs at 61.6 % holding 17.9 % (paper 61 %/18 %) while memory runs at ρ ≈ 0.6, `L` ≈ 1.5;
+//! with the aggressor in 1 way and the pipeline in 6 (the paper's 2 and 11 of 20), 93.6 %
+//! holding 54.3 % (paper 94 %/55 %): the rest is memory latency, which MBA on the
+//! aggressor (delay 80 or 90) removes (100 % of alone). The calibration is in
+//! `crates/rdt-sim/scenarios/README.md`.
+//!
+//! # The seed paper's scenario on broadwell-ep (the default scenario)
 //! 2 × 35 MiB L3 (20 ways × 1.75 MiB); even CPUs on socket 0, odd on socket 1 (x2APIC ids
 //! of the dump), so the pipeline (CPUs 2-7, 4 MiB and 400 MiB/s each) and the thrasher
 //! (CPUs 8-10, 512 MiB and 12000 MiB/s each) meet in both L3 domains. With everything in

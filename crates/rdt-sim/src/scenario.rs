@@ -26,9 +26,33 @@
 //! | `local_fraction` | 0..=1: share of its memory traffic served by the local NUMA node | 1 |
 //! | `ipc` | instructions per cycle, (0, 16], when every access hits | 1 (idle: 0.5) |
 //! | `utilization` | 0..=1: fraction of time the CPU is busy (unhalted) | 1 (idle: 0.02) |
+//! | `miss_floor` | 0..=1: misses no L3 capacity removes ([`crate::model`]) | 0.05 |
+//! | `miss_curve_exponent` | 0.1..=16: `γ` of the miss curve `max(miss_floor, (1 - O/W)^γ)`; 1 uniform reuse, more: a hot part takes most of it | 1 |
+//! | `instructions_per_op` | (0, 1e12]: instructions per application operation; the workload's ops/s = instructions/s ÷ this ([`crate::metrics`]); not for `idle` | none (no metric) |
+//! | `start_s` | seconds of simulated time, 0..=1e9: when the workload starts (its CPUs run `idle` before) | 0 |
+//! | `stop_s` | seconds, after `start_s`, ≤ 1e9: when it stops (its CPUs run `idle` from then on) | never |
+//! | `phases` | array of at most [`MAX_PHASES`] `{ "at_s": T, FIELD: VALUE, ... }`: from `T` on, the workload with those fields changed (any field above but `name` and `cpus`); `at_s` strictly increasing, `start_s <= at_s < stop_s` | `[]` |
+//! | `name` (top level) | free text, for reports | none |
+//! | `provenance` (top level) | free text: where the numbers come from | none |
+//! | `memory_peak_gbps` (top level) | 0.001..=1e6 decimal GB/s: the peak bandwidth of every memory domain, in place of the model's ([`crate::model`], "Memory bandwidth") | the model's |
+//!
+//! Time is the model clock ([`crate::SimPlatform::now`]), counted in nanoseconds: a time in
+//! the file is rounded to the nanosecond; a workload runs from its `start_s` included to its
+//! `stop_s` excluded, a phase applies from its `at_s` included.
+//! [`crate::SimPlatform::advance`] cuts its interval at every such time, so counters grow
+//! at each piece's own rates, exactly as if the clock had been advanced to each change in
+//! turn.
 //!
 //! Unknown fields are errors (a typo must not silently change the model); every error names
-//! the field's path, e.g. ``scenario field `workloads[1].local_fraction`: 1.5 is outside 0..=1``.
+//! the field's path, e.g. ``scenario field `workloads[1].local_fraction`: 1.5 is outside 0..=1``
+//! or ``scenario field `workloads[0].phases[1].at_s`: 5 is not after the previous phase's
+//! at_s (5)``.
+//!
+//! # Built-in scenarios
+//! [`BUILTIN_SCENARIOS`] are files embedded from `crates/rdt-sim/scenarios/`, loaded with
+//! [`Scenario::builtin`] or, wherever a scenario file is named (`pqos --sim-scenario`, a
+//! [`crate::session::SessionOptions::scenario`]), as `builtin:NAME`
+//! ([`Scenario::from_arg`]).
 
 use std::fmt;
 use std::path::Path;

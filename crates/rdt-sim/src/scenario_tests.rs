@@ -72,6 +72,12 @@ fn paper_case(name: &str, cat: bool, mba_delay: Option<u64>) -> (f64, f64) {
         }
         wr(&mut p, 0, 0xD52, delay); // pqos -e "mba:2=<100-delay>"
     }
+    let m = &p.memory_domains()[0];
+    eprintln!(
+        "{name} cat={cat} mba={mba_delay:?}: memory rho {:.3} L {:.3}",
+        m.utilization(),
+        m.latency_factor
+    );
     measure(&p)
 }
 
