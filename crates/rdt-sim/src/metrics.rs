@@ -68,11 +68,12 @@ pub struct WorkloadMetric {
     /// Operations since the scenario was installed; `None` without `instructions_per_op`
     /// in any phase so far.
     pub ops_total: Option<f64>,
-    /// Instructions retired per second now, all its CPUs.
+    /// Instructions retired per second now, all its CPUs (0 while it does not run).
     pub instructions_per_s: f64,
-    /// L3 bytes its data occupies now, all its CPUs and L3 domains.
+    /// L3 bytes its data occupies now, all its CPUs and L3 domains (0 while it does not
+    /// run: its CPUs' idle work is not its).
     pub occupancy_bytes: f64,
-    /// Memory traffic now, bytes/s, all its CPUs.
+    /// Memory traffic now, bytes/s, all its CPUs (0 while it does not run).
     pub memory_bytes_per_s: f64,
 }
 
@@ -140,12 +141,12 @@ impl SimPlatform {
                     if !a.cpus.contains(p.cpu) {
                         continue;
                     }
+                    if !m.running {
+                        continue; // its CPUs run the idle workload
+                    }
                     let act = &self.activity[i];
                     m.occupancy_bytes += act.occupancy_bytes;
                     m.memory_bytes_per_s += act.traffic_bytes_per_s;
-                    if !m.running {
-                        continue;
-                    }
                     m.instructions_per_s += act.instructions_per_s;
                     if let Some(Some((_, per_op))) = self.cpu_metric.get(i) {
                         *m.ops_per_s.get_or_insert(0.0) += act.instructions_per_s / per_op;
