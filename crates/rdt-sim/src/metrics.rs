@@ -82,8 +82,11 @@ pub struct WorkloadMetric {
 /// (bool), `ops_per_s` and `ops` (numbers, `null` without `instructions_per_op`),
 /// `instructions_per_s`, `occupancy_bytes` and `memory_bytes_per_s` (numbers), then one
 /// line per memory domain: `{"memory_node":N,"peak_bytes_per_s":..,"demand_bytes_per_s":..,
-/// "latency_factor":..}`. Read-only ground truth for evaluation ([module docs](self)).
-pub const WORKLOADS_FORMAT: &str = "one JSON object per line: workloads, then memory nodes";
+/// "latency_factor":..}`. Read-only ground truth for evaluation ([module docs](self)). The
+/// constant lists a workload line's keys in order. Example line:
+/// `{"name":"pipeline","cpus":"4,6,8,10,12,14","running":true,"ops_per_s":16000000.0,...}`.
+pub const WORKLOADS_FORMAT: &str =
+    "name cpus running ops_per_s ops instructions_per_s occupancy_bytes memory_bytes_per_s";
 
 impl fmt::Display for WorkloadMetric {
     /// The `.sim/workloads` line ([`WORKLOADS_FORMAT`]), without the newline.
