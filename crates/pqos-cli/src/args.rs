@@ -407,7 +407,8 @@ pub struct Args {
         long = "sim-scenario",
         value_name = "FILE",
         requires = "sim",
-        help = "Install a workload scenario (JSON, see rdt-sim's scenario docs) in the simulated \
+        help = "Install a workload scenario (JSON, see rdt-sim's scenario docs; builtin:NAME for a \
+                built-in one, e.g. builtin:dpdk-pipeline with --sim skylake-sp) in the simulated \
                 platform before running; it stays in the state file"
     )]
     pub sim_scenario: Option<PathBuf>,

@@ -214,6 +214,13 @@ pub struct SimPlatform {
     /// The uncore CHA monitors per package, one per CHA; empty where the CPU has none
     /// ([`crate::uncore`]; not saved).
     pub(crate) uncore: BTreeMap<u32, Vec<crate::uncore::ChaBox>>,
+    /// The memory domains' steady state ([`crate::metrics`]).
+    pub(crate) memory: Vec<crate::metrics::MemoryDomainLoad>,
+    /// Per CPU: (index of the scenario assignment it runs now, its instructions per
+    /// operation) where that workload has an application metric.
+    pub(crate) cpu_metric: Vec<Option<(usize, f64)>>,
+    /// Per scenario assignment: operations since the scenario was installed (not saved).
+    pub(crate) ops: Vec<f64>,
 }
 
 impl SimPlatform {
@@ -309,6 +316,9 @@ impl SimPlatform {
             mba_cfg: BTreeMap::new(),
             rmid_snc_config: BTreeMap::new(),
             uncore: BTreeMap::new(),
+            memory: Vec::new(),
+            cpu_metric: Vec::new(),
+            ops: Vec::new(),
         };
         p.regs = p.reset_registers();
         p.uncore = p.reset_uncore();
@@ -316,6 +326,7 @@ impl SimPlatform {
         p.pmu = vec![PmuAccum::default(); p.topology.cpus().len()];
         // The default scenario names CPUs 2-10; on a smaller platform keep only those present.
         let sc = p.scenario_for_platform(Scenario::default());
+        p.ops = vec![0.0; sc.workloads.len()];
         p.scenario = sc;
         p.recompute();
         Ok(p)
@@ -476,6 +487,7 @@ impl SimPlatform {
             }
         }
         self.scenario = scenario.clone();
+        self.ops = vec![0.0; scenario.workloads.len()];
         self.recompute();
         Ok(())
     }
@@ -593,9 +605,30 @@ impl SimPlatform {
     }
 
     /// Advances the virtual clock by `dt`: every CPU's MBM traffic, instructions, cycles and
-    /// LLC misses grow at their steady-state rates ([`crate::model`]) for `dt`.
+    /// LLC misses grow at their steady-state rates ([`crate::model`]) for `dt`. Where the
+    /// scenario changes a workload inside `dt` (a start, a phase, a stop: [`Scenario`]), the
+    /// interval is cut there and the steady state recomputed, so each piece grows at the
+    /// rates of its own workloads (a change at the end of `dt` is in force when `advance`
+    /// returns). The clock saturates at [`Duration::MAX`].
     pub fn advance(&mut self, dt: Duration) {
+        let end = self.now.saturating_add(dt);
+        while let Some(next) = self
+            .scenario
+            .next_change_after(self.now)
+            .filter(|next| *next <= end)
+        {
+            self.integrate(next.saturating_sub(self.now));
+            self.now = next;
+            self.recompute();
+        }
+        self.integrate(end.saturating_sub(self.now));
+        self.now = end;
+    }
+
+    /// Grows every counter by `dt` of the current steady state (the clock is not moved).
+    fn integrate(&mut self, dt: Duration) {
         let s = dt.as_secs_f64();
+        crate::metrics::add_ops(self, s);
         let upscale = self
             .caps
             .monitoring
@@ -628,7 +661,6 @@ impl SimPlatform {
                 c.advance(&rates, share, s);
             }
         }
-        self.now += dt;
     }
 
     /// Power-on uncore CHA monitors ([`crate::uncore`]): one per core of each package where
@@ -837,16 +869,23 @@ impl SimPlatform {
         }
     }
 
-    /// Recomputes the steady state after a register or scenario change.
+    /// Recomputes the steady state after a register or scenario change, or at a scenario
+    /// change of workload: occupancy by water-filling, each CPU's unloaded activity, then
+    /// the memory domains' contention ([`model::solve_memory`]).
     pub(crate) fn recompute(&mut self) {
+        let now = self.now;
         let cpus = self.topology.cpus();
+        let workloads: Vec<&crate::Workload> = cpus
+            .iter()
+            .map(|p| self.scenario.workload_at(p.cpu, now))
+            .collect();
         let mut occupancy = vec![0.0; cpus.len()];
         for d in self.topology.l3_domains() {
             let members: Vec<usize> = (0..cpus.len()).filter(|&i| cpus[i].l3 == Some(d)).collect();
             let claims: Vec<Claim> = members
                 .iter()
                 .map(|&i| {
-                    let w = self.scenario.workload_of(cpus[i].cpu);
+                    let w = workloads[i];
                     Claim {
                         working_set: w.working_set_bytes,
                         pressure: w.traffic_bytes_per_s * w.utilization,
@@ -859,15 +898,19 @@ impl SimPlatform {
                 occupancy[i] = o;
             }
         }
-        self.activity = cpus
+        let unloaded: Vec<model::Unloaded> = cpus
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let w = self.scenario.workload_of(p.cpu);
                 let th = p.l3.map_or(Throttle::None, |d| self.throttle(i, d));
-                model::activity(w, occupancy[i], th, self.freq_hz)
+                model::unloaded(workloads[i], occupancy[i], th, self.freq_hz)
             })
             .collect();
+        let (activity, memory) = crate::metrics::contend(self, &workloads, unloaded);
+        let cpu_metric = crate::metrics::cpu_metrics(self, now);
+        self.activity = activity;
+        self.memory = memory;
+        self.cpu_metric = cpu_metric;
     }
 
     fn decode(&self, addr: MsrAddr) -> Option<Reg> {
