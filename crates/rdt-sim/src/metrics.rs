@@ -133,7 +133,7 @@ impl SimPlatform {
                 let mut m = WorkloadMetric {
                     name: a.label(k),
                     cpus: a.cpus.clone(),
-                    running: a.at(self.now).is_some(),
+                    running: a.at(self.now.saturating_sub(self.epoch)).is_some(),
                     ops_per_s: None,
                     ops_total: None,
                     instructions_per_s: 0.0,

@@ -194,6 +194,8 @@ pub struct SimPlatform {
     pub(crate) activity: Vec<CpuActivity>,
     pub(crate) scenario: Scenario,
     pub(crate) now: Duration,
+    /// When the scenario was installed: its times (`start_s`, phases) count from here.
+    pub(crate) epoch: Duration,
     pub(crate) unavailable: BTreeMap<(CacheDomain, u32), u32>,
     /// Host tasks placed in resctrl groups, by thread id: their occupancy.
     pub(crate) host_loads: BTreeMap<u32, HostLoad>,
@@ -305,6 +307,7 @@ impl SimPlatform {
             activity: Vec::new(),
             scenario: Scenario::default(),
             now: Duration::ZERO,
+            epoch: Duration::ZERO,
             unavailable: BTreeMap::new(),
             host_loads: BTreeMap::new(),
             task_pmu: BTreeMap::new(),
@@ -487,6 +490,7 @@ impl SimPlatform {
             }
         }
         self.scenario = scenario.clone();
+        self.epoch = self.now;
         self.ops = vec![0.0; scenario.workloads.len()];
         self.recompute();
         Ok(())
@@ -612,9 +616,11 @@ impl SimPlatform {
     /// returns). The clock saturates at [`Duration::MAX`].
     pub fn advance(&mut self, dt: Duration) {
         let end = self.now.saturating_add(dt);
+        // the scenario's times count from its installation
         while let Some(next) = self
             .scenario
-            .next_change_after(self.now)
+            .next_change_after(self.now.saturating_sub(self.epoch))
+            .map(|t| t.saturating_add(self.epoch))
             .filter(|next| *next <= end)
         {
             self.integrate(next.saturating_sub(self.now));
@@ -873,7 +879,7 @@ impl SimPlatform {
     /// change of workload: occupancy by water-filling, each CPU's unloaded activity, then
     /// the memory domains' contention ([`model::solve_memory`]).
     pub(crate) fn recompute(&mut self) {
-        let now = self.now;
+        let now = self.now.saturating_sub(self.epoch);
         let cpus = self.topology.cpus();
         let workloads: Vec<&crate::Workload> = cpus
             .iter()

@@ -464,3 +464,32 @@ fn a_session_installs_a_builtin_scenario_and_shows_its_metric() {
         Scenario::builtin("dpdk-pipeline-aggressor-at-10s").unwrap()
     );
 }
+
+/// A scenario's times count from its installation, not from the platform's power-on: one
+/// installed after 100 s of running starts its aggressor 10 s later, and survives a saved
+/// state that way.
+#[test]
+fn scenario_times_count_from_the_installation() {
+    let mut p = SimPlatform::builtin("skylake-sp").unwrap();
+    p.advance(Duration::from_secs(100));
+    p.set_scenario(&Scenario::builtin("dpdk-pipeline-aggressor-at-10s").unwrap())
+        .unwrap();
+    p.advance(Duration::from_secs(5));
+    assert!(
+        !metric(&p.workload_metrics(), "aggressor").running,
+        "at 5 s"
+    );
+    let saved = p.save_state();
+    let mut q = SimPlatform::builtin("skylake-sp").unwrap();
+    q.restore_state(&saved).unwrap();
+    q.advance(Duration::from_secs(4));
+    assert!(
+        !metric(&q.workload_metrics(), "aggressor").running,
+        "at 9 s"
+    );
+    q.advance(Duration::from_secs(2));
+    assert!(
+        metric(&q.workload_metrics(), "aggressor").running,
+        "at 11 s"
+    );
+}

@@ -117,6 +117,10 @@ pub struct MachineState {
     format: String,
     model: String,
     now_ns: u64,
+    /// When the scenario was installed (its times count from here); absent in states saved
+    /// before scenarios had times: 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    scenario_epoch_ns: u64,
     cpus: Vec<CpuState>,
     l3: Vec<CatState>,
     l2: Vec<CatState>,
@@ -129,6 +133,11 @@ pub struct MachineState {
     /// ([`crate::amdqos`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     amd: Vec<crate::amdqos::AmdQosSaved>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
+const fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn cat_states(m: &BTreeMap<CacheDomain, CatRegs>) -> Vec<CatState> {
@@ -277,6 +286,7 @@ impl SimPlatform {
             format: FORMAT.into(),
             model: self.identity.clone(),
             now_ns: u64::try_from(self.now.as_nanos()).unwrap_or(u64::MAX),
+            scenario_epoch_ns: u64::try_from(self.epoch.as_nanos()).unwrap_or(u64::MAX),
             cpus,
             l3: cat_states(&self.regs.l3),
             l2: cat_states(&self.regs.l2),
@@ -414,6 +424,7 @@ impl SimPlatform {
         self.pmu = pmu;
         self.scenario = scenario;
         self.now = Duration::from_nanos(st.now_ns);
+        self.epoch = Duration::from_nanos(st.scenario_epoch_ns.min(st.now_ns));
         self.recompute();
         Ok(())
     }
