@@ -399,4 +399,22 @@ mod tests {
     fn the_committed_figure_is_what_the_experiment_gives() {
         super::task(crate::workspace_root(), true).unwrap_or_else(|e| panic!("{e}"));
     }
+
+    /// The README runs the experiment's policy from a copy in its text: the same keys.
+    #[test]
+    fn the_readmes_copy_of_the_policy_is_the_experiments() {
+        let root = crate::workspace_root();
+        let file = std::fs::read_to_string(root.join("crates/rdt-agent/policies/paper.toml"))
+            .expect("policy");
+        let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+        let body: String = file
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            readme.contains(body.trim()),
+            "README.md's paper.toml block differs from crates/rdt-agent/policies/paper.toml"
+        );
+    }
 }
