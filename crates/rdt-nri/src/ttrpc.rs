@@ -98,8 +98,20 @@ pub struct Message {
     pub payload: Vec<u8>,
 }
 
+/// Go's `bufio` buffer size (`bufio.defaultBufSize`), in bytes: the first frame of a
+/// message is at most this long.
+pub const GO_BUFIO: usize = 4096;
+
 /// Encodes one ttrpc message (header and payload) as the multiplexer frames that carry it
-/// on `conn`: frames of at most [`MUX_MAX`] bytes.
+/// on `conn`: the first [`GO_BUFIO`] bytes, then the rest in one frame.
+///
+/// The frames are cut as Go's ttrpc cuts them (a `bufio.Writer` of 4096 bytes: a full
+/// buffer, then the rest written straight through), because the Go reader needs it: NRI's
+/// multiplexed connection returns a frame only whole, to a read at least as long
+/// (`ENOMEM` otherwise, `mux.go` `conn.Read`), and ttrpc reads through a 4096-byte
+/// `bufio.Reader`, which passes reads of 4096 bytes or more straight through. A frame of
+/// at most 4096 bytes, then one that is exactly the rest of the message, always fits the
+/// read that comes for it; one larger first frame does not, and closes the connection.
 ///
 /// # Errors
 /// [`NriError::TooLarge`] for a payload over [`TTRPC_MAX`].
@@ -117,8 +129,9 @@ pub fn encode(conn: u32, stream: u32, kind: u8, payload: &[u8]) -> Result<Vec<u8
     message.push(0);
     message.extend_from_slice(payload);
     let mut out = Vec::with_capacity(message.len() + 16);
-    for chunk in message.chunks(MUX_MAX) {
-        // a chunk is at most MUX_MAX bytes, which fits in u32
+    let (first, rest) = message.split_at(message.len().min(GO_BUFIO));
+    for chunk in [first, rest].into_iter().filter(|c| !c.is_empty()) {
+        // a chunk is at most a ttrpc message (MUX_MAX bytes), which fits in u32
         let n = u32::try_from(chunk.len()).unwrap_or(u32::MAX);
         out.extend_from_slice(&conn.to_be_bytes());
         out.extend_from_slice(&n.to_be_bytes());
@@ -283,6 +296,19 @@ mod tests {
                 0, 0, 0, 2, 0, 0, 0, 13, 0, 0, 0, 3, 0, 0, 0, 5, 2, 0, 9, 9, 9
             ]
         );
+    }
+
+    #[test]
+    fn a_long_message_goes_as_go_writes_it_4096_bytes_then_the_rest() {
+        let payload = vec![7u8; 10_000];
+        let f = encode(PLUGIN_CONN, 1, TYPE_RESPONSE, &payload).unwrap();
+        assert_eq!(&f[..8], &[0, 0, 0, 1, 0, 0, 16, 0]); // 4096
+        let second = &f[8 + 4096..];
+        let rest = u32::try_from(10_010 - 4096).unwrap();
+        assert_eq!(&second[4..8], &rest.to_be_bytes());
+        assert_eq!(second.len(), 8 + 10_010 - 4096);
+        let m = Reader::new(&f[..]).next_message().unwrap().unwrap();
+        assert_eq!(m.payload, payload);
     }
 
     #[test]

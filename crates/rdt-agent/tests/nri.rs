@@ -1,0 +1,175 @@
+//! `rdt-agent nri` against the runtime side of NRI itself: the Go package
+//! `github.com/containerd/nri/pkg/adaptation` (v0.12.5), which containerd and CRI-O embed,
+//! driven by `tests/nri-driver` (Go, built here into the target directory with its own
+//! build cache). The agent makes goresctrl's classes on a FUSE-mounted simulated
+//! skylake-sp (needs root and /dev/fuse) and registers on the driver's socket. The driver
+//! checks every answer (nri-driver/main.go): 20 containers that ran before the plugin are
+//! moved to their classes by the first synchronization; containers of each QoS class with
+//! each annotation form are created in their class (`linux.intelRdt.closID` the class's
+//! group, no schemata); the root class gets no `linux.intelRdt`; an unknown class is
+//! refused naming the annotation and the classes; after a SIGKILL the next agent's
+//! synchronization moves nothing; SIGKILLs during creations leave no container outside its
+//! class after the next synchronization; the agent ends when the runtime stops. This test
+//! checks the resctrl tree: the classes' groups and no other, each start after the first
+//! writing nothing (no class reset).
+//!
+//! Go 1.24 or newer must be on PATH, in `$GO`, or at /usr/local/go/bin/go (scripts/test
+//! says how to get it); the driver's modules come from the Go module proxy on the first
+//! build.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use rdt_pqos::sim::SimHandle;
+use rdt_sim::SimPlatform;
+use rdt_sim::fs::testing::TestMount;
+use rdt_sim::fs::{MountConfig, SimClock};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_rdt-agent");
+
+/// goresctrl's configuration of the node: three classes in one partition.
+const CLASSES: &str = "partitions:\n  default:\n    l3Allocation: 100%\n    mbAllocation: [100%]\n    classes:\n      gold:\n        l3Allocation: 100%\n      silver:\n        l3Allocation: 60%\n        mbAllocation: [60%]\n      bronze:\n        l3Allocation: 20%\n        mbAllocation: [20%]\n";
+
+/// SIGKILLs of the agent during creations (the issue's acceptance: 20).
+const KILL_TRIALS: u32 = 20;
+
+fn go() -> PathBuf {
+    let candidates = std::env::var_os("GO")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(std::env::var_os("PATH").into_iter().flat_map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("go"))
+                .collect::<Vec<_>>()
+        }))
+        .chain([PathBuf::from("/usr/local/go/bin/go")]);
+    for go in candidates {
+        if go.is_file() {
+            return go;
+        }
+    }
+    panic!(
+        "Go is missing: the NRI test builds its driver with Go 1.24 or newer \
+         (GO=/path/to/go, or on PATH; scripts/test installs golang-go)"
+    );
+}
+
+/// Builds the driver into the target directory (Go's build cache there too).
+fn build_driver() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let out = tmp.join("nri-driver");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nri-driver");
+    let t0 = Instant::now();
+    let status = Command::new(go())
+        .args(["build", "-buildvcs=false", "-tags", "nri_no_wasm", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(&src)
+        .env("GOCACHE", tmp.join("go-build-cache"))
+        .env("GOFLAGS", "-mod=readonly")
+        .status()
+        .expect("running go build");
+    assert!(status.success(), "go build of tests/nri-driver failed");
+    eprintln!("nri-driver built in {:.1} s", t0.elapsed().as_secs_f64());
+    out
+}
+
+/// The groups at the root of the resctrl tree (not `info`, `mon_groups`, `mon_data`).
+fn groups(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("sys/fs/resctrl"))
+        .expect("resctrl")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("schemata").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills() {
+    let driver = build_driver();
+    let platform =
+        SimPlatform::builtin("skylake-sp:rdt=l3cat,mba,cmt,mbmtotal,mbmlocal").expect("model");
+    let m = TestMount::new(
+        SimHandle::new(platform),
+        MountConfig {
+            clock: SimClock::WallClock,
+            ..MountConfig::default()
+        },
+    );
+    let root = m.root();
+    // another tool's group, which the agent must leave alone
+    std::fs::create_dir(root.join("sys/fs/resctrl/kube")).expect("mkdir kube");
+    std::fs::write(root.join("sys/fs/resctrl/kube/schemata"), "L3:0=f;1=f\n").expect("write");
+    let kube = std::fs::read_to_string(root.join("sys/fs/resctrl/kube/schemata")).expect("read");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("classes.yaml");
+    std::fs::write(&config, CLASSES).expect("config");
+
+    let t0 = Instant::now();
+    let out = Command::new(&driver)
+        .args([
+            "-kill-trials",
+            &KILL_TRIALS.to_string(),
+            "-measure",
+            "500",
+            "--",
+        ])
+        .arg(AGENT)
+        .arg("nri")
+        .arg("--config")
+        .arg(&config)
+        .arg("--sysroot")
+        .arg(root)
+        .args([
+            "--group-prefix",
+            "cri-",
+            "--qos-class",
+            "guaranteed=gold",
+            "--qos-class",
+            "burstable=silver",
+            "--qos-class",
+            "besteffort=bronze",
+        ])
+        .output()
+        .expect("running nri-driver");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "nri-driver failed:\n{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("the driver's summary");
+    eprintln!("driver run {:.1} s: {summary}", t0.elapsed().as_secs_f64());
+    assert_eq!(summary["first_sync_updates"], 20);
+    assert_eq!(summary["created"], 12);
+    assert_eq!(summary["restart_updates"], 0);
+    assert_eq!(summary["kill_trials"], KILL_TRIALS);
+    assert_eq!(summary["measured"], 500);
+
+    // every start made the classes; only the first one wrote
+    let starts: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("rdt-agent nri: classes "))
+        .collect();
+    assert_eq!(starts.len(), 2 + KILL_TRIALS as usize, "{stderr}");
+    assert!(
+        starts[0].contains("bronze=cri-bronze gold=cri-gold silver=cri-silver")
+            && !starts[0].contains("(0 write(s))"),
+        "{}",
+        starts[0]
+    );
+    for s in &starts[1..] {
+        assert!(s.ends_with("(0 write(s))"), "a restart wrote: {s}");
+    }
+    // the classes' groups and the other tool's, nothing leaked
+    assert_eq!(
+        groups(root),
+        ["cri-bronze", "cri-gold", "cri-silver", "kube"]
+    );
+    let kube_after =
+        std::fs::read_to_string(root.join("sys/fs/resctrl/kube/schemata")).expect("read");
+    assert_eq!(kube_after, kube, "another tool's group");
+    let bronze =
+        std::fs::read_to_string(root.join("sys/fs/resctrl/cri-bronze/schemata")).expect("read");
+    assert!(bronze.contains("MB:0=20;1=20"), "{bronze}");
+}
