@@ -9,9 +9,10 @@
 //! group, no schemata); the root class gets no `linux.intelRdt`; an unknown class is
 //! refused naming the annotation and the classes; after a SIGKILL the next agent's
 //! synchronization moves nothing; SIGKILLs during creations leave no container outside its
-//! class after the next synchronization; the agent ends when the runtime stops. This test
-//! checks the resctrl tree: the classes' groups and no other, each start after the first
-//! writing nothing (no class reset).
+//! class after the next synchronization; the agent stops on SIGTERM. After each step the
+//! driver finds the resctrl tree as the first start made it (no group added, removed or
+//! rewritten); this test checks the tree at the end (the classes' groups and another
+//! tool's, nothing else) and that each start after the first wrote nothing.
 //!
 //! Go 1.24 or newer must be on PATH, in `$GO`, or at /usr/local/go/bin/go (scripts/test
 //! says how to get it); the driver's modules come from the Go module proxy on the first
@@ -115,8 +116,10 @@ fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills
             &KILL_TRIALS.to_string(),
             "-measure",
             "500",
-            "--",
+            "-resctrl",
         ])
+        .arg(root.join("sys/fs/resctrl"))
+        .arg("--")
         .arg(AGENT)
         .arg("nri")
         .arg("--config")
@@ -145,6 +148,9 @@ fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills
     assert_eq!(summary["restart_updates"], 0);
     assert_eq!(summary["kill_trials"], KILL_TRIALS);
     assert_eq!(summary["measured"], 500);
+    // the tree as the classes made it after every step: creations, restart, each kill,
+    // the measured creations, the removals
+    assert_eq!(summary["tree_checks"], 4 + KILL_TRIALS);
 
     // every start made the classes; only the first one wrote
     let starts: Vec<&str> = stderr

@@ -229,6 +229,53 @@ func remove(ctx context.Context, nri *adaptation.Adaptation, r *runtime, id stri
 	r.mu.Unlock()
 }
 
+// tree reads the control groups of a resctrl tree: name -> schemata ("" is the root).
+func tree(root string) map[string]string {
+	groups := map[string]string{}
+	if root == "" {
+		return groups
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		fail("reading %s: %v", root, err)
+	}
+	for _, name := range append([]string{""}, names(entries)...) {
+		b, err := os.ReadFile(filepath.Join(root, name, "schemata"))
+		if err == nil {
+			groups[name] = string(b)
+		}
+	}
+	return groups
+}
+
+func names(entries []os.DirEntry) []string {
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// same: the tree is still as the classes made it (no group added, removed or rewritten).
+func same(root string, want map[string]string, what string) {
+	got := tree(root)
+	for g, sch := range want {
+		if got[g] != sch {
+			fail("%s: group %q has schemata %q, want %q", what, g, got[g], sch)
+		}
+	}
+	for g := range got {
+		if _, ok := want[g]; !ok {
+			fail("%s: group %q appeared", what, g)
+		}
+	}
+	steps++
+}
+
+var steps int
+
 type summary struct {
 	Existing         int     `json:"existing"`
 	FirstSyncUpdates int     `json:"first_sync_updates"`
@@ -243,6 +290,7 @@ type summary struct {
 	P50us            float64 `json:"create_p50_us"`
 	P99us            float64 `json:"create_p99_us"`
 	AgentExit        string  `json:"agent_exit"`
+	TreeChecks       int     `json:"tree_checks"`
 }
 
 func main() {
@@ -252,6 +300,7 @@ func main() {
 	}
 	killTrials := flag.Int("kill-trials", 0, "SIGKILL the agent during creations this many times")
 	measure := flag.Int("measure", 0, "time this many creations")
+	resctrl := flag.String("resctrl", "", "the resctrl tree to check after each step")
 	flag.Parse()
 	argv := flag.Args()
 	if len(argv) == 0 {
@@ -331,6 +380,7 @@ func main() {
 		fail("first synchronization: %d updates for 20 containers in no class", len(updates))
 	}
 	checkAll(r, "after the first synchronization")
+	classes := tree(*resctrl)
 	note("first start: 20 existing containers synchronized, 20 moved to their classes")
 
 	// creations: 3 QoS classes x (3 annotation forms + none)
@@ -404,6 +454,7 @@ func main() {
 		r.mu.Unlock()
 	}
 	checkAll(r, "after the creations")
+	same(*resctrl, classes, "after the creations")
 
 	// restart: SIGKILL, a new agent, a synchronization that changes nothing
 	first.kill()
@@ -416,6 +467,7 @@ func main() {
 		fail("restart: %d updates to containers already in their classes: %v", len(updates), updates)
 	}
 	checkAll(r, "after the restart")
+	same(*resctrl, classes, "after the restart")
 	note("restart: %d containers synchronized, none moved", len(all))
 
 	// SIGKILL while containers are being created, then a restart
@@ -454,6 +506,7 @@ func main() {
 		updates := waitSync(r, cur, fmt.Sprintf("kill trial %d", trial))
 		sum.KillMoved += len(updates)
 		checkAll(r, fmt.Sprintf("after kill trial %d", trial))
+		same(*resctrl, classes, fmt.Sprintf("after kill trial %d", trial))
 	}
 	sum.KillTrials = *killTrials
 	if *killTrials > 0 {
@@ -483,6 +536,7 @@ func main() {
 		sum.P50us = float64(lat[len(lat)/2].Microseconds())
 		sum.P99us = float64(lat[len(lat)*99/100].Microseconds())
 		checkAll(r, "after the measured creations")
+		same(*resctrl, classes, "after the measured creations")
 	}
 
 	// stop and remove every container
@@ -491,6 +545,7 @@ func main() {
 		remove(ctx, nri, r, c.Id)
 	}
 	note("stopped and removed %d containers", len(all))
+	same(*resctrl, classes, "after the removals")
 
 	// the runtime stops (NRI leaves external plugins connected), the agent is stopped as
 	// a daemon is: SIGTERM
@@ -502,6 +557,9 @@ func main() {
 	case <-time.After(20 * time.Second):
 		cur.kill()
 		fail("the agent did not end on SIGTERM")
+	}
+	if *resctrl != "" {
+		sum.TreeChecks = steps
 	}
 	out, _ := json.Marshal(sum)
 	fmt.Println(string(out))
