@@ -1,11 +1,14 @@
 //! `rdt-agent nri`: the NRI plugin (`rdt_nri`): makes the node's classes from `--config`
-//! as one transaction, registers on the runtime's NRI socket and puts every container in
-//! its class until the runtime closes the connection. This file only turns flags into the
+//! as one transaction (again on SIGHUP), registers on the runtime's NRI socket and puts
+//! every container in its class until the runtime closes the connection. This file only turns flags into the
 //! library's options.
 
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -13,7 +16,7 @@ use rdt_nri::{OnUnknown, Options, Plugin, Qos, Registration};
 use rdt_pqos::config::ConfigFile;
 use rdt_pqos::config::goresctrl::GroupOptions;
 use rdt_pqos::proc::ProcFs;
-use rdt_pqos::{Iface, OpenOptions};
+use rdt_pqos::{Iface, OpenOptions, Rdt};
 
 /// `rdt-agent nri`: an NRI plugin that puts each container in its RDT class.
 #[derive(Debug, Parser)]
@@ -132,14 +135,9 @@ fn run(args: &NriArgs) -> Result<()> {
     let mut rdt = opts.open().context("opening the platform")?;
     let applied = rdt_nri::apply_classes(&mut rdt, &file, &groups, &ProcFs::host())
         .with_context(|| format!("making the classes of {}", args.config.display()))?;
-    let names: Vec<String> = applied
-        .classes
-        .iter()
-        .map(|c| format!("{}={}", c.name, c.group.as_deref().unwrap_or("(root)")))
-        .collect();
     eprintln!(
         "rdt-agent nri: classes {} ({} write(s))",
-        names.join(" "),
+        names(&applied.classes),
         applied.writes
     );
     let options = Options {
@@ -148,14 +146,68 @@ fn run(args: &NriArgs) -> Result<()> {
         on_unknown: args.on_unknown,
         monitoring: args.monitoring,
     };
-    let mut plugin = Plugin::new(applied.classes, options)?;
+    let plugin = Arc::new(Mutex::new(Plugin::new(applied.classes, options)?));
+    // SIGHUP: the configuration again, as one transaction, then its classes
+    let hup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hup))
+        .context("handling SIGHUP")?;
+    {
+        let plugin = Arc::clone(&plugin);
+        let config = args.config.clone();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_millis(100));
+                if hup.swap(false, Ordering::Relaxed)
+                    && let Err(e) = reload(&mut rdt, &config, &groups, &plugin)
+                {
+                    eprintln!("rdt-agent nri: reload failed, the classes stay: {e:#}");
+                }
+            }
+        });
+    }
     let stream = UnixStream::connect(&args.socket)
         .with_context(|| format!("connecting to the NRI socket {}", args.socket.display()))?;
     let registration = Registration {
         name: args.plugin_name.clone(),
         index: args.plugin_index.clone(),
     };
-    rdt_nri::serve(stream, &mut plugin, &registration)?;
+    rdt_nri::serve(stream, &registration, |method, payload| {
+        plugin
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .handle(method, payload)
+    })?;
     eprintln!("rdt-agent nri: the runtime closed the connection");
     Ok(())
+}
+
+/// Makes the classes of `config` (read again) and gives them to the plugin.
+fn reload(
+    rdt: &mut Rdt,
+    config: &Path,
+    groups: &GroupOptions,
+    plugin: &Mutex<Plugin>,
+) -> Result<()> {
+    let file = ConfigFile::load(config)?;
+    let applied = rdt_nri::apply_classes(rdt, &file, groups, &ProcFs::host())
+        .with_context(|| format!("making the classes of {}", config.display()))?;
+    eprintln!(
+        "rdt-agent nri: reloaded: classes {} ({} write(s))",
+        names(&applied.classes),
+        applied.writes
+    );
+    plugin
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .set_classes(applied.classes)?;
+    Ok(())
+}
+
+/// `name=group` of each class, space-separated.
+fn names(classes: &[rdt_nri::Class]) -> String {
+    let names: Vec<String> = classes
+        .iter()
+        .map(|c| format!("{}={}", c.name, c.group.as_deref().unwrap_or("(root)")))
+        .collect();
+    names.join(" ")
 }

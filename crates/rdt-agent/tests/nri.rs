@@ -8,7 +8,8 @@
 //! each annotation form are created in their class (`linux.intelRdt.closID` the class's
 //! group, no schemata); the root class gets no `linux.intelRdt`; an unknown class is
 //! refused naming the annotation and the classes; after a SIGKILL the next agent's
-//! synchronization moves nothing; SIGKILLs during creations leave no container outside its
+//! synchronization moves nothing; a SIGHUP with one more class in the file makes it (the
+//! others untouched) and the plugin places containers in it; SIGKILLs during creations leave no container outside its
 //! class after the next synchronization; the agent stops on SIGTERM. After each step the
 //! driver finds the resctrl tree as the first start made it (no group added, removed or
 //! rewritten); this test checks the tree at the end (the classes' groups and another
@@ -31,6 +32,9 @@ const AGENT: &str = env!("CARGO_BIN_EXE_rdt-agent");
 
 /// goresctrl's configuration of the node: three classes in one partition.
 const CLASSES: &str = "partitions:\n  default:\n    l3Allocation: 100%\n    mbAllocation: [100%]\n    classes:\n      gold:\n        l3Allocation: 100%\n      silver:\n        l3Allocation: 60%\n        mbAllocation: [60%]\n      bronze:\n        l3Allocation: 20%\n        mbAllocation: [20%]\n";
+
+/// The configuration the agent reloads on SIGHUP: one more class.
+const RELOADED: &str = "      platinum:\n        l3Allocation: 40%\n        mbAllocation: [80%]\n";
 
 /// SIGKILLs of the agent during creations (the acceptance: 20).
 const KILL_TRIALS: u32 = 20;
@@ -88,6 +92,34 @@ fn groups(root: &Path) -> Vec<String> {
     names
 }
 
+/// Every start of the agent made the classes and only the first one wrote; the one reload
+/// made class platinum.
+fn agent_starts(stderr: &str) {
+    // every start made the classes; only the first one wrote
+    let starts: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("rdt-agent nri: classes "))
+        .collect();
+    assert_eq!(starts.len(), 2 + KILL_TRIALS as usize, "{stderr}");
+    assert!(
+        starts[0].contains("bronze=cri-bronze gold=cri-gold silver=cri-silver")
+            && !starts[0].contains("(0 write(s))"),
+        "{}",
+        starts[0]
+    );
+    for s in &starts[1..] {
+        assert!(s.ends_with("(0 write(s))"), "a restart wrote: {s}");
+    }
+    let reload: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("rdt-agent nri: reloaded: "))
+        .collect();
+    assert!(
+        reload.len() == 1 && reload[0].contains("platinum=cri-platinum"),
+        "{reload:?}"
+    );
+}
+
 #[test]
 fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills() {
     let driver = build_driver();
@@ -108,6 +140,8 @@ fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("classes.yaml");
     std::fs::write(&config, CLASSES).expect("config");
+    let reloaded = dir.path().join("reloaded.yaml");
+    std::fs::write(&reloaded, format!("{CLASSES}{RELOADED}")).expect("config");
 
     let t0 = Instant::now();
     let out = Command::new(&driver)
@@ -119,6 +153,10 @@ fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills
             "-resctrl",
         ])
         .arg(root.join("sys/fs/resctrl"))
+        .arg("-reload-from")
+        .arg(&reloaded)
+        .arg("-reload-to")
+        .arg(&config)
         .arg("--")
         .arg(AGENT)
         .arg("nri")
@@ -151,26 +189,19 @@ fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills
     // the tree as the classes made it after every step: creations, restart, each kill,
     // the measured creations, the removals
     assert_eq!(summary["tree_checks"], 4 + KILL_TRIALS);
+    assert_eq!(summary["reloaded"], true);
 
-    // every start made the classes; only the first one wrote
-    let starts: Vec<&str> = stderr
-        .lines()
-        .filter(|l| l.starts_with("rdt-agent nri: classes "))
-        .collect();
-    assert_eq!(starts.len(), 2 + KILL_TRIALS as usize, "{stderr}");
-    assert!(
-        starts[0].contains("bronze=cri-bronze gold=cri-gold silver=cri-silver")
-            && !starts[0].contains("(0 write(s))"),
-        "{}",
-        starts[0]
-    );
-    for s in &starts[1..] {
-        assert!(s.ends_with("(0 write(s))"), "a restart wrote: {s}");
-    }
+    agent_starts(&stderr);
     // the classes' groups and the other tool's, nothing leaked
     assert_eq!(
         groups(root),
-        ["cri-bronze", "cri-gold", "cri-silver", "kube"]
+        [
+            "cri-bronze",
+            "cri-gold",
+            "cri-platinum",
+            "cri-silver",
+            "kube"
+        ]
     );
     let kube_after =
         std::fs::read_to_string(root.join("sys/fs/resctrl/kube/schemata")).expect("read");

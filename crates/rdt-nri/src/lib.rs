@@ -215,14 +215,15 @@ impl Default for Registration {
 pub const NRI_VERSION: &str = "v0.12.5";
 
 /// Runs one connection to the runtime: registers, then answers the runtime's requests with
-/// `plugin` until the runtime closes the connection (`Ok`).
+/// `handle` (method, encoded request: [`Plugin::handle`], behind a lock where another
+/// thread reloads the classes) until the runtime closes the connection (`Ok`).
 ///
 /// # Errors
 /// The socket fails, the stream is not NRI's, the runtime refuses the registration.
 pub fn serve(
     stream: UnixStream,
-    plugin: &mut Plugin,
     registration: &Registration,
+    mut handle: impl FnMut(&str, &[u8]) -> Result<Vec<u8>, ttrpc::Status>,
 ) -> Result<(), NriError> {
     use ttrpc::{
         PLUGIN_CONN, RUNTIME_CONN, Request, Response, Status, TYPE_REQUEST, TYPE_RESPONSE, encode,
@@ -266,7 +267,7 @@ pub fn serve(
             (PLUGIN_CONN, TYPE_REQUEST) => {
                 let answer = match Request::decode(&m.payload[..]) {
                     Ok(req) if req.service == api::PLUGIN_SERVICE => {
-                        plugin.handle(&req.method, &req.payload)
+                        handle(&req.method, &req.payload)
                     }
                     Ok(req) => Err(Status {
                         code: ttrpc::CODE_UNIMPLEMENTED,

@@ -217,6 +217,18 @@ impl Plugin {
         Ok(plugin)
     }
 
+    /// Replaces the classes (a reloaded configuration, made by
+    /// [`apply_classes`](crate::apply_classes)); containers placed before keep their
+    /// groups.
+    ///
+    /// # Errors
+    /// An option names a class `classes` lacks; the classes stay as they were.
+    pub fn set_classes(&mut self, classes: Vec<Class>) -> Result<(), OptionsError> {
+        let next = Self::new(classes, self.options.clone())?;
+        self.classes = next.classes;
+        Ok(())
+    }
+
     /// The classes the node offers.
     #[must_use]
     pub fn classes(&self) -> &[Class] {

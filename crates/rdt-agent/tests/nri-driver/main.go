@@ -291,6 +291,7 @@ type summary struct {
 	P99us            float64 `json:"create_p99_us"`
 	AgentExit        string  `json:"agent_exit"`
 	TreeChecks       int     `json:"tree_checks"`
+	Reloaded         bool    `json:"reloaded"`
 }
 
 func main() {
@@ -301,6 +302,8 @@ func main() {
 	killTrials := flag.Int("kill-trials", 0, "SIGKILL the agent during creations this many times")
 	measure := flag.Int("measure", 0, "time this many creations")
 	resctrl := flag.String("resctrl", "", "the resctrl tree to check after each step")
+	reloadFrom := flag.String("reload-from", "", "after the restart: copy this configuration ...")
+	reloadTo := flag.String("reload-to", "", "... over the agent's, SIGHUP it, expect class platinum")
 	flag.Parse()
 	argv := flag.Args()
 	if len(argv) == 0 {
@@ -469,6 +472,49 @@ func main() {
 	checkAll(r, "after the restart")
 	same(*resctrl, classes, "after the restart")
 	note("restart: %d containers synchronized, none moved", len(all))
+
+	// reload: a configuration with one more class, SIGHUP, the class is there
+	if *reloadFrom != "" {
+		b, err := os.ReadFile(*reloadFrom)
+		if err != nil {
+			fail("reload: %v", err)
+		}
+		if err := os.WriteFile(*reloadTo, b, 0o644); err != nil {
+			fail("reload: %v", err)
+		}
+		_ = second.cmd.Process.Signal(syscall.SIGHUP)
+		deadline := time.Now().Add(20 * time.Second)
+		for !sum.Reloaded {
+			if time.Now().After(deadline) {
+				fail("reload: class platinum still refused after 20 s")
+			}
+			pod := newPod("burstable", nil)
+			c := newContainer(pod, "reloaded", map[string]string{containerKey: "platinum"})
+			rpl, err := create(ctx, nri, r, pod, c)
+			if err != nil {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			if got := rpl.GetAdjust().GetLinux().GetRdt().GetClosId().GetValue(); got != groupPrefix+"platinum" {
+				fail("reload: closID %q, want %splatinum", got, groupPrefix)
+			}
+			r.mu.Lock()
+			r.want[c.Id] = "platinum"
+			r.mu.Unlock()
+			sum.Reloaded = true
+		}
+		after := tree(*resctrl)
+		for g, sch := range classes {
+			if after[g] != sch {
+				fail("reload rewrote group %q: %q, was %q", g, after[g], sch)
+			}
+		}
+		if _, ok := after[groupPrefix+"platinum"]; *resctrl != "" && !ok {
+			fail("reload: no group %splatinum", groupPrefix)
+		}
+		classes = after
+		note("reload: class platinum made, the other classes untouched")
+	}
 
 	// SIGKILL while containers are being created, then a restart
 	rng := rand.New(rand.NewSource(26))

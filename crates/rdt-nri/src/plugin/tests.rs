@@ -270,3 +270,20 @@ fn configure_subscribes_to_create_stop_and_remove_and_others_are_unimplemented()
         CODE_INVALID_ARGUMENT
     );
 }
+
+#[test]
+fn reloaded_classes_replace_the_old_unless_an_option_loses_its_class() {
+    let mut p = plugin(OnUnknown::Fail);
+    let mut more = classes();
+    more.push(Class {
+        name: "platinum".into(),
+        group: Some("cri-platinum".into()),
+    });
+    p.set_classes(more).unwrap();
+    let c = container("app", &[(CONTAINER_ANNOTATION, "platinum")]);
+    assert_eq!(decided(&p, &pod("/kubepods/pod1", &[]), &c).0, "platinum");
+    // bronze is the default and BestEffort's class: a file without it is refused
+    let err = p.set_classes(classes()[..2].to_vec()).unwrap_err();
+    assert!(err.to_string().contains("`bronze`"), "{err}");
+    assert!(p.class("platinum").is_some());
+}
