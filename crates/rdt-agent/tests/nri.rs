@@ -66,15 +66,19 @@ fn build_driver() -> PathBuf {
     let out = tmp.join("nri-driver");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nri-driver");
     let t0 = Instant::now();
-    let status = Command::new(go())
+    let mut build = Command::new(go());
+    build
         .args(["build", "-buildvcs=false", "-tags", "nri_no_wasm", "-o"])
         .arg(&out)
         .arg(".")
         .current_dir(&src)
         .env("GOCACHE", tmp.join("go-build-cache"))
-        .env("GOFLAGS", "-mod=readonly")
-        .status()
-        .expect("running go build");
+        .env("GOFLAGS", "-mod=readonly");
+    // Go keeps its modules under $GOPATH (default ~/go): one that exists without HOME
+    if std::env::var_os("GOPATH").is_none() && std::env::var_os("HOME").is_none() {
+        build.env("GOPATH", tmp.join("gopath"));
+    }
+    let status = build.status().expect("running go build");
     assert!(status.success(), "go build of tests/nri-driver failed");
     eprintln!("nri-driver built in {:.1} s", t0.elapsed().as_secs_f64());
     out
