@@ -9,6 +9,9 @@
 //! simulated time as fast as the model computes). SIGTERM, SIGINT or SIGHUP end the run at
 //! the next interval, leaving the last allocation (`--on-exit keep`) or the one the agent
 //! found (`--on-exit restore`).
+//!
+//! `rdt-agent nri --config FILE`: the NRI plugin that puts every container in its class
+//! (src/nri.rs, `rdt_nri`).
 
 use std::fs::OpenOptions as FileOptions;
 use std::io::Write;
@@ -26,6 +29,8 @@ use rdt_pqos::control::Agent;
 use rdt_pqos::proc::ProcFs;
 use rdt_pqos::transaction::AllocState;
 use rdt_pqos::{Iface, OpenOptions, Rdt};
+
+mod nri;
 
 /// What the agent leaves when it stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -88,6 +93,10 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    // `rdt-agent nri ...`: the NRI plugin (src/nri.rs).
+    if std::env::args_os().nth(1).is_some_and(|a| a == "nri") {
+        return nri::main(std::env::args_os().skip(1));
+    }
     let args = Args::parse();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [
