@@ -195,3 +195,51 @@ fn mba_is_throttled_once_ways_cannot_help_and_undone_when_it_does_not_help_eithe
     assert_eq!(limits.last(), Some(&100), "{limits:?}");
     agent.stop(&mut rdt).expect("stop");
 }
+
+/// Runs the controller `secs` simulated seconds on skylake-sp with `scenario` and
+/// `policy`; returns its events.
+fn events_over(scenario: &Scenario, policy: &str, secs: u64) -> Vec<rdt_pqos::control::Event> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path(), "skylake-sp");
+    set(&rdt, scenario);
+    let policy = Policy::parse_toml(policy, "policy.toml").expect("policy");
+    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
+    let sim = rdt.simulated().expect("simulated").handle().clone();
+    let mut events = Vec::new();
+    for t in 1..=secs {
+        sim.advance(Duration::from_secs(1));
+        events.extend(
+            agent
+                .tick(&mut rdt, Duration::from_secs(t))
+                .expect("tick")
+                .events,
+        );
+    }
+    agent.stop(&mut rdt).expect("stop");
+    events
+}
+
+#[test]
+fn without_contention_ten_simulated_minutes_pass_without_an_action() {
+    // the seed paper's pipeline alone (rdt-sim's built-in scenario), its CPUs' neighbours idle
+    let alone = Scenario::builtin("dpdk-pipeline-alone").expect("built-in");
+    let policy = "[[protected]]\nname = \"pipeline\"\ncpus = \"4,6,8,10,12,14\"\n\n\
+        [[best_effort]]\nname = \"batch\"\ncpus = \"16,18,20\"\nmin_ways = 1\n\
+        min_mba_percent = 10\n";
+    let events = events_over(&alone, policy, 600);
+    assert!(events.is_empty(), "{events:?}");
+    // two friendly workloads: halves of the pipeline, 9 MiB each, both fit in the L3
+    let mut friendly = alone.clone();
+    let mut a = friendly.workloads[0].clone();
+    a.workload.working_set_bytes /= 1.3;
+    a.cpus = "4,6,8".parse().expect("cpus");
+    let mut b = a.clone();
+    b.workload.name = Some("batch".into());
+    b.cpus = "10,12,14".parse().expect("cpus");
+    friendly.workloads = vec![a, b];
+    let policy = "[[protected]]\nname = \"pipeline\"\ncpus = \"4,6,8\"\n\n\
+        [[best_effort]]\nname = \"batch\"\ncpus = \"10,12,14\"\nmin_ways = 1\n\
+        min_mba_percent = 10\n";
+    let events = events_over(&friendly, policy, 600);
+    assert!(events.is_empty(), "{events:?}");
+}

@@ -5,6 +5,9 @@
 //!   `DIR/rdtset.1` (default `target/man`).
 //! - `cargo xtask completions [--out DIR]`: pqos's shell completions for bash, zsh, fish,
 //!   elvish and PowerShell (default `target/completions`).
+//! - `cargo xtask paper-figure [--check]`: the seed paper's experiment with the
+//!   noisy-neighbour controller on the simulated platform: `target/paper/controller.csv` and
+//!   the README's figure `docs/figures/paper-controller.svg` ([`paper`]).
 //!
 //! Both are generated from the one clap definition of each command's flags,
 //! [`pqos_cli::args::Args`] and [`pqos_cli::rdtset::RdtsetArgs`], which pqos-cli's library
@@ -19,6 +22,7 @@
 
 mod completions;
 mod man;
+mod paper;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -47,6 +51,14 @@ enum Task {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Run the seed paper's experiment with the noisy-neighbour controller on the simulated
+    /// platform: write target/paper/controller.csv and docs/figures/paper-controller.svg,
+    /// and print the goal numbers.
+    PaperFigure {
+        /// Fail when the committed figure differs from the experiment's (CI).
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -73,6 +85,7 @@ fn main() -> ExitCode {
                     .iter()
                     .try_for_each(|(name, text)| write(&dir, name, text))
             }),
+        Task::PaperFigure { check } => paper::task(workspace_root(), check),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -91,6 +104,13 @@ fn pqos_command() -> clap::Command {
 /// rdtset's command line, exactly as the `rdtset` binary builds it.
 fn rdtset_command() -> clap::Command {
     pqos_cli::rdtset::RdtsetArgs::command()
+}
+
+/// The workspace's root: xtask/ sits at it.
+fn workspace_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
 }
 
 /// `$CARGO_TARGET_DIR/NAME`, else `target/NAME` at the workspace root.

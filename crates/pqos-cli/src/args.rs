@@ -308,7 +308,8 @@ pub struct Args {
     pub apply: Option<PathBuf>,
 
     /// Extension of this pqos (not in Intel's): set which memory transactions AMD's MBM
-    /// events count (BMEC, or ABMC's event_filter), OS interface only, e.g.
+    /// events count (BMEC, or ABMC's event_filter on the OS interface; QOS_EVT_CFG_n on the
+    /// MSR interface, which needs BMEC), e.g.
     /// `total=0x7f,local=0x15` (bit 0 local reads, 1 remote reads, 2 local non-temporal
     /// writes, 3 remote non-temporal writes, 4 local slow-memory reads, 5 remote slow-memory
     /// reads, 6 dirty victim writes). -R puts the defaults back (total 0x7f, local 0x15).
@@ -406,7 +407,8 @@ pub struct Args {
         long = "sim-scenario",
         value_name = "FILE",
         requires = "sim",
-        help = "Install a workload scenario (JSON, see rdt-sim's scenario docs) in the simulated \
+        help = "Install a workload scenario (JSON, see rdt-sim's scenario docs; builtin:NAME for a \
+                built-in one, e.g. builtin:dpdk-pipeline with --sim skylake-sp) in the simulated \
                 platform before running; it stays in the state file"
     )]
     pub sim_scenario: Option<PathBuf>,

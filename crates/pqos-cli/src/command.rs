@@ -273,8 +273,6 @@ fn needs_os(args: &Args) -> Option<&'static str> {
         Some("-a/--alloc-assoc (pid)")
     } else if !args.mon_pid.is_empty() {
         Some("-p/--mon-pid")
-    } else if args.mbm_config.is_some() {
-        Some("--mbm-config")
     } else if args.mbm_assign_mode.is_some() {
         Some("--mbm-assign-mode")
     } else if args.io_alloc.is_some() {

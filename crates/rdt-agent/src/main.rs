@@ -10,6 +10,9 @@
 //! the next interval, leaving the last allocation (`--on-exit keep`) or the one the agent
 //! found (`--on-exit restore`).
 //!
+//! `rdt-agent nri --config FILE`: the NRI plugin that puts every container in its class
+//! (src/nri.rs, `rdt_nri`).
+//!
 //! `rdt-agent --nfd FILE` writes the node's RDT features as a Node Feature Discovery
 //! feature file (`rdt_pqos::nfd`) and exits.
 
@@ -31,6 +34,7 @@ use rdt_pqos::transaction::AllocState;
 use rdt_pqos::{Iface, OpenOptions, Rdt};
 
 mod nfd;
+mod nri;
 
 /// What the agent leaves when it stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -98,6 +102,10 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    // `rdt-agent nri ...`: the NRI plugin (src/nri.rs).
+    if std::env::args_os().nth(1).is_some_and(|a| a == "nri") {
+        return nri::main(std::env::args_os().skip(1));
+    }
     let args = Args::parse();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [

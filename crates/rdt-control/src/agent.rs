@@ -49,6 +49,20 @@ impl<E: std::error::Error + 'static> AgentError<E> {
 /// serve with the platform's (`rdt-exporter` reads it at each scrape).
 pub const METRICS_FILE: &str = "control.prom";
 
+/// The L3 domains `cpus` span (all of them for a workload without CPUs: its tasks may run
+/// anywhere).
+fn span(topology: &rdt_core::Topology, cpus: &CpuSet) -> u32 {
+    let domains: std::collections::BTreeSet<CacheDomain> = cpus
+        .iter()
+        .filter_map(|c| topology.get(c).and_then(|p| p.l3))
+        .collect();
+    if domains.is_empty() {
+        u32::try_from(topology.l3_domains().len()).unwrap_or(u32::MAX)
+    } else {
+        u32::try_from(domains.len()).unwrap_or(u32::MAX)
+    }
+}
+
 /// The events the controller monitors: occupancy, memory traffic and IPC, those the
 /// platform has.
 const EVENTS: MonEvents = MonEvents::LLC_OCCUPANCY
@@ -235,6 +249,22 @@ impl Agent {
             min_ways: cat.min_cbm_bits.max(1),
             way_bytes,
             domains: u32::try_from(domains).unwrap_or(u32::MAX),
+            protected_spans: policy
+                .protected
+                .iter()
+                .map(|p| span(backend.topology(), &p.workload.cpus))
+                .collect(),
+            best_effort_spans: policy
+                .best_effort
+                .iter()
+                .map(|b| {
+                    if b.rest {
+                        u32::try_from(domains).unwrap_or(u32::MAX)
+                    } else {
+                        span(backend.topology(), &b.workload.cpus)
+                    }
+                })
+                .collect(),
             mba_granularity: match mba {
                 Some(MbaKind::IntelDelay { .. }) => caps
                     .mba

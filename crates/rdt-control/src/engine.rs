@@ -173,7 +173,7 @@ pub struct Decision {
 }
 
 /// The platform facts the decisions need, from its capabilities.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Facts {
     /// L3 CBM length: the ways of a domain.
     pub ways: u32,
@@ -183,6 +183,13 @@ pub struct Facts {
     pub way_bytes: u64,
     /// The L3 domains acted on (the class's masks are changed in each).
     pub domains: u32,
+    /// The L3 domains each protected workload's CPUs span, in policy order (at least 1;
+    /// missing: [`Facts::domains`]): its LLC target or learned occupancy is spread over
+    /// them.
+    pub protected_spans: Vec<u32>,
+    /// The L3 domains each best-effort workload's CPUs span, in policy order (as
+    /// `protected_spans`): the capacity its ways give it is ways × way size × span.
+    pub best_effort_spans: Vec<u32>,
     /// MBA granularity in percent (Intel: 10), when the platform has percent MBA.
     pub mba_granularity: Option<u8>,
 }
@@ -315,17 +322,24 @@ impl Engine {
         clippy::cast_sign_loss
     )]
     fn wanted_ways(&self) -> Option<u32> {
-        let mut bytes = 0.0;
-        for (p, l) in self.policy.protected.iter().zip(&self.learned) {
-            bytes += match p.target {
+        // each workload's bytes spread over the domains it spans, added up: the most any
+        // one domain is asked for when the workloads share their domains
+        let mut per_domain = 0.0;
+        for (i, (p, l)) in self.policy.protected.iter().zip(&self.learned).enumerate() {
+            let bytes = match p.target {
                 Target::LlcBytes(t) => t as f64,
                 Target::Alone if l.llc > 0.0 => l.llc,
                 _ => return None,
             };
+            per_domain += bytes / f64::from(self.span(&self.facts.protected_spans, i));
         }
-        let per_domain = bytes / f64::from(self.facts.domains.max(1));
         let way = self.facts.way_bytes.max(1) as f64;
         Some((per_domain / way).ceil().min(f64::from(self.facts.ways)) as u32)
+    }
+
+    /// The domains workload `i` spans (`spans[i]`, else all), at least 1.
+    fn span(&self, spans: &[u32], i: usize) -> u32 {
+        spans.get(i).copied().unwrap_or(self.facts.domains).max(1)
     }
 
     fn dwell_passed(&self, c: &Class, at: Duration) -> bool {
@@ -450,8 +464,9 @@ impl Engine {
         });
         if matches!(action, ActionKind::ShrinkWays | ActionKind::ThrottleMba) {
             // contention soon after a give-back: wait longer before the next one
+            // (once per give-back: the steps of one squeeze are one flap)
             let flap = self.policy.interval * FLAP_INTERVALS;
-            if c.last_give_back.is_some_and(|g| at < g + flap) {
+            if c.last_give_back.take().is_some_and(|g| at < g + flap) {
                 c.holdoff = (c.holdoff * 2).min(MAX_HOLDOFF_FACTOR);
             }
         }
@@ -537,7 +552,8 @@ impl Engine {
         if c.last_action.is_some_and(|l| at < l + wait) {
             return None;
         }
-        let held = u64::from(s.ways) * self.facts.way_bytes * u64::from(self.facts.domains);
+        let span = self.span(&self.facts.best_effort_spans, i);
+        let held = u64::from(s.ways) * self.facts.way_bytes * u64::from(span);
         let share = r.llc_bytes? as f64 / held.max(1) as f64;
         if share >= SUBSIDED_SHARE {
             return None;

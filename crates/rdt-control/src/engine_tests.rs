@@ -18,6 +18,8 @@ fn facts() -> Facts {
         min_ways: 1,
         way_bytes: WAY,
         domains: 1,
+        protected_spans: vec![1],
+        best_effort_spans: vec![1],
         mba_granularity: Some(10),
     }
 }

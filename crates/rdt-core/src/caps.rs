@@ -403,6 +403,8 @@ pub struct Capabilities {
     /// detection reports `None` and the MSR backend sets it from the topology and
     /// MSR_RMID_SNC_CONFIG.
     pub snc: Option<SncState>,
+    /// AMD's BMEC and ABMC ([`crate::mbm::AmdMbmCaps`]); all clear elsewhere.
+    pub amd_mbm: crate::mbm::AmdMbmCaps,
 }
 
 /// Sub-NUMA Clustering (SNC) on an Intel part, as pqos `lib/hw_cap.c`
@@ -656,6 +658,11 @@ impl Capabilities {
             },
             uncore_pcie: false,
             snc: None,
+            amd_mbm: crate::mbm::AmdMbmCaps {
+                bmec: false,
+                event_config_mask: 0,
+                abmc_counters: None,
+            },
         }
     }
 

@@ -159,6 +159,11 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         pmu: pmu(&p, &raw, &vendor),
         uncore_pcie: uncore_pcie(signature, &vendor),
         snc: None,
+        amd_mbm: if amd {
+            amd_mbm(&p)
+        } else {
+            crate::mbm::AmdMbmCaps::default()
+        },
         vendor,
     }
 }
@@ -346,6 +351,26 @@ fn allocation(p: &Probe<'_>, raw: &Raw<'_>, amd: bool) -> Allocation {
         Feature::DetailsUnknown
     };
     Allocation { l3, l2, mba }
+}
+
+/// AMD BMEC and ABMC from CPUID 8000_0020H (Linux `rdt_get_mon_l3_config`): EBX\[3\] BMEC,
+/// EBX\[5\] ABMC; the transaction bits in subleaf 3 ECX\[6:0\] (all 7 when unrecorded), the
+/// counters in subleaf 5 EBX\[15:0\] + 1 (ABMC ignored when unrecorded).
+fn amd_mbm(p: &Probe<'_>) -> crate::mbm::AmdMbmCaps {
+    let ebx = p.regs(0x8000_0020, 0).map_or(0, |r| r.ebx);
+    let (bmec, abmc) = (ebx >> 3 & 1 == 1, ebx >> 5 & 1 == 1);
+    let mask = p
+        .regs(0x8000_0020, 3)
+        .map_or(crate::mbm::MBM_CONFIG_ALL, |r| {
+            r.ecx & crate::mbm::MBM_CONFIG_ALL
+        });
+    crate::mbm::AmdMbmCaps {
+        bmec,
+        event_config_mask: if bmec || abmc { mask } else { 0 },
+        abmc_counters: abmc
+            .then(|| p.regs(0x8000_0020, 5).map(|r| (r.ebx & 0xffff) + 1))
+            .flatten(),
+    }
 }
 
 /// AMD MBA and SMBA from CPUID 8000_0020H.

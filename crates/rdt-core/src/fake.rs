@@ -1255,6 +1255,13 @@ impl MsrOps<FakeError> for FakeBackend {
     fn needs_reset(&self) -> Option<String> {
         None
     }
+
+    fn set_mbm_event_config(&mut self, event: crate::RmidEvent, bits: u32) -> R<()> {
+        Err(
+            RequestError::Unsupported(format!("the fake cannot configure {event:?} to {bits:#x}"))
+                .into(),
+        )
+    }
 }
 
 impl NamedClasses<FakeError> for FakeBackend {

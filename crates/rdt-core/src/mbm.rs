@@ -1,7 +1,8 @@
 //! What resctrl shows about memory bandwidth monitoring beyond `num_rmids` and
 //! `mon_features`: AMD's assignable counters (ABMC, Linux 6.18+), AMD's bandwidth event
 //! configuration (BMEC, Linux 6.3+) and Intel's Sub-NUMA Clustering (SNC, Linux 6.11+).
-//! [`crate::BackendExt::mbm_details`] reports them; the MSR interface has none of them.
+//! [`crate::BackendExt::mbm_details`] reports them; the MSR interface uses ABMC and BMEC
+//! through their registers ([`AmdMbmCaps`], rdt-msr) but reports no details.
 //!
 //! # References
 //! Linux `Documentation/filesystems/resctrl.rst` ("mbm_assign_mode", "num_mbm_cntrs",
@@ -30,6 +31,24 @@ pub const MBM_CONFIG_ALL: u32 = 0x7f;
 /// The default local configuration: local reads, local non-temporal writes, local
 /// slow-memory reads (`fs/resctrl/monitor.c` `resctrl_mon_resource_init`).
 pub const MBM_CONFIG_LOCAL_DEFAULT: u32 = 0x15;
+
+/// AMD's MBM extensions as CPUID enumerates them (Linux `rdt_get_mon_l3_config`,
+/// `rdt_init_res_defs_amd`; AMD pub. 56375): BMEC, CPUID.(8000_0020H,0):EBX\[3\], makes the
+/// transactions each MBM event counts configurable (QOS_EVT_CFG_n); ABMC, EBX\[5\], counts
+/// MBM only in counters assigned to an RMID and event (L3_QOS_ABMC_CFG). Both interfaces use
+/// them: resctrl through `mbm_*_bytes_config` and `mbm_L3_assignments`, the MSR interface
+/// through the registers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AmdMbmCaps {
+    /// BMEC (EBX\[3\]).
+    pub bmec: bool,
+    /// The transaction bits a configuration may hold, CPUID.(8000_0020H,3):ECX\[6:0\]
+    /// (the kernel's `mbm_cfg_mask`); 0 without BMEC or ABMC.
+    pub event_config_mask: u32,
+    /// ABMC: the assignable counters per L3 domain, CPUID.(8000_0020H,5):EBX\[15:0\] + 1
+    /// (the kernel's `num_mbm_cntrs`); `None` without ABMC.
+    pub abmc_counters: Option<u32>,
+}
 
 /// The kernel's MBM correction for an erratum of Broadwell-X (family 6 model 4FH) and
 /// Skylake-X/Cascade Lake (model 55H): MBM counts of RMIDs above a threshold are off by a

@@ -129,13 +129,18 @@ fn parse(text: &str) -> Vec<(LogicalCpu, u32)> {
 
 /// Gives back the RMIDs of every claim file in `dir` whose process has ended
 /// ([`dead_run_files`]): each listed CPU whose IA32_PQR_ASSOC still holds the listed RMID
-/// goes back to RMID 0, its COS kept; the file is removed. A directory that does not exist
-/// holds no claims.
+/// goes back to RMID 0, its COS kept, and `release(io, cpu, rmid)` gives back what else the
+/// run held for it (AMD ABMC counters); the file is removed. A directory that does not
+/// exist holds no claims.
 ///
 /// # Errors
 /// The directory cannot be listed; a register access fails (the claim file is kept, so
 /// the next open tries again).
-pub(crate) fn reclaim<M: MsrIo>(dir: &Path, io: &mut M) -> Result<Vec<Reclaimed>, MsrError> {
+pub(crate) fn reclaim<M: MsrIo>(
+    dir: &Path,
+    io: &mut M,
+    release: &mut dyn FnMut(&mut M, LogicalCpu, u32) -> Result<(), MsrError>,
+) -> Result<Vec<Reclaimed>, MsrError> {
     let dead = dead_run_files(dir, PREFIX, MAX_CLAIM_BYTES).map_err(|source| MsrError::Claims {
         path: dir.to_owned(),
         source,
@@ -149,6 +154,7 @@ pub(crate) fn reclaim<M: MsrIo>(dir: &Path, io: &mut M) -> Result<Vec<Reclaimed>
             };
             if regs::pqr_rmid(v) == rmid && rmid != 0 {
                 io.write(cpu, IA32_PQR_ASSOC, regs::pqr_with_rmid(v, 0))?; // RMID bits 9:0
+                release(io, cpu, rmid)?;
                 cpus.insert(cpu);
             }
         }
@@ -182,7 +188,10 @@ mod tests {
             .add((1..=3).map(|c| (LogicalCpu::new(c), 5)))
             .unwrap();
         // act + assert: alive (this process holds the lock): nothing happens
-        assert_eq!(reclaim(dir.path(), &mut io).unwrap(), []);
+        assert_eq!(
+            reclaim(dir.path(), &mut io, &mut |_, _, _| Ok(())).unwrap(),
+            []
+        );
         assert_eq!(regs::pqr_rmid(io.get(LogicalCpu::new(1), PQR).unwrap()), 5);
         // the process "dies" (as process 4242): its file stays, its lock goes
         let path = claims.path();
@@ -191,7 +200,7 @@ mod tests {
         fs::rename(&path, &dead).unwrap();
         // someone else tagged CPU 3 since: it keeps its RMID
         io.set(LogicalCpu::new(3), PQR, regs::pqr_assoc(1, 7));
-        let got = reclaim(dir.path(), &mut io).unwrap();
+        let got = reclaim(dir.path(), &mut io, &mut |_, _, _| Ok(())).unwrap();
         assert_eq!(
             got,
             [Reclaimed::Rmids {
@@ -232,7 +241,10 @@ mod tests {
         fs::write(dir.path().join("other"), "1 1\n").unwrap();
         std::os::unix::fs::symlink("/etc/passwd", dir.path().join(format!("{PREFIX}2"))).unwrap();
         let mut io = FakeMsrs::new();
-        assert_eq!(reclaim(dir.path(), &mut io).unwrap(), []);
+        assert_eq!(
+            reclaim(dir.path(), &mut io, &mut |_, _, _| Ok(())).unwrap(),
+            []
+        );
         assert_eq!(io.writes(), 0);
     }
 }

@@ -130,6 +130,26 @@ pub enum MsrError {
         #[source]
         source: io::Error,
     },
+    /// AMD ABMC: an L3 domain the new monitoring group spans has fewer free MBM counters
+    /// (L3_QOS_ABMC_DSC not counting) than the group's MBM events need there, one each.
+    /// Found before anything was written: no counter assigned, no CPU tagged.
+    #[error(
+        "out of MBM counters in L3 domain {domain}: the group needs {needed} (one per MBM \
+         event), but only {free} of the domain's {per_domain} assignable counters are free \
+         ({} in use by other groups, resctrl's or other runs'); monitor fewer groups or \
+         events there, or free counters (resctrl's mbm_L3_assignments); nothing was started",
+        per_domain.saturating_sub(*free)
+    )]
+    NotEnoughMbmCounters {
+        /// The L3 domain id.
+        domain: u32,
+        /// The counters the group needs there.
+        needed: u32,
+        /// The free counters there.
+        free: u32,
+        /// The domain's counters (CPUID.(8000_0020H,5):EBX\[15:0\] + 1).
+        per_domain: u32,
+    },
     /// A request the platform or the MSR interface cannot carry out (limits, a CPU or
     /// domain that does not exist, an event not counted, CPUs already monitored, no free
     /// RMID, per-task work); the same variants as on the OS interface.

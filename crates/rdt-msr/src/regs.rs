@@ -107,9 +107,111 @@ pub const fn pqr_with_rmid(value: u64, rmid: u32) -> u64 {
     (value & !RMID_MASK) | (rmid as u64 & RMID_MASK)
 }
 
+/// AMD L3_QOS_ABMC_CFG (0xC000_03FD, Linux `MSR_IA32_L3_QOS_ABMC_CFG`): configures one
+/// assignable bandwidth monitoring counter (ABMC) of the L3 domain of the writing CPU; the
+/// layout is [`AbmcCfg`]. A write with `cfg_en` applies the configuration and resets the
+/// counter; every write selects the counter [`AMD_L3_QOS_ABMC_DSC`] describes.
+/// Linux `resctrl_arch_config_cntr`, `resctrl_abmc_config_one_amd`
+/// (arch/x86/kernel/cpu/resctrl/monitor.c); AMD pub. 56375 "ABMC".
+pub const AMD_L3_QOS_ABMC_CFG: MsrAddr = MsrAddr::new(0xC000_03FD);
+/// AMD L3_QOS_ABMC_DSC (0xC000_03FE, read-only): the configuration ([`AbmcCfg`]) of the
+/// counter selected by the last write of [`AMD_L3_QOS_ABMC_CFG`] in the domain.
+pub const AMD_L3_QOS_ABMC_DSC: MsrAddr = MsrAddr::new(0xC000_03FE);
+/// AMD L3_QOS_EXT_CFG (0xC000_03FF, Linux `MSR_IA32_L3_QOS_EXT_CFG`): bit 0 enables ABMC
+/// ([`EXT_CFG_ABMC`]), bit 1 SDCIAE ([`EXT_CFG_SDCIAE`], resctrl's `io_alloc`).
+pub const AMD_L3_QOS_EXT_CFG: MsrAddr = MsrAddr::new(0xC000_03FF);
+/// AMD QOS_EVT_CFG_0 (0xC000_0400, Linux `MSR_IA32_EVT_CFG_BASE`): BMEC, the memory
+/// transactions (bits 6:0, [`rdt_core::mbm::MBM_TRANSACTIONS`]) the total-bandwidth event
+/// counts in the L3 domain of the writing CPU; QOS_EVT_CFG_1 (0xC000_0401) those of the
+/// local-bandwidth event (Linux `mon_event_config_index_get`: total 0, local 1).
+pub const AMD_QOS_EVT_CFG_0: MsrAddr = MsrAddr::new(0xC000_0400);
+/// L3_QOS_EXT_CFG bit 0: ABMC enable (Linux `ABMC_ENABLE_BIT`, `resctrl_abmc_set_one_amd`).
+pub const EXT_CFG_ABMC: u64 = 1;
+/// L3_QOS_EXT_CFG bit 1: SDCIAE enable (Linux `SDCIAE_ENABLE_BIT`, `_resctrl_sdciae_enable`).
+pub const EXT_CFG_SDCIAE: u64 = 1 << 1;
+/// IA32_QM_EVTSEL bit 31 (AMD ExtendedEvtID): with event id [`EVT_ABMC`] and a counter id in
+/// bits 43:32 instead of an RMID, IA32_QM_CTR reads that ABMC counter (Linux
+/// `ABMC_EXTENDED_EVT_ID`, `__cntr_id_read`).
+pub const QM_EVTSEL_EXTENDED: u64 = 1 << 31;
+/// IA32_QM_EVTSEL extended event id 1: L3CacheABMC (Linux `ABMC_EVT_ID`).
+pub const EVT_ABMC: u64 = 1;
+
+/// The IA32_QM_EVTSEL value that reads ABMC counter `cntr_id` (Linux `__cntr_id_read`:
+/// `wrmsr(MSR_IA32_QM_EVTSEL, ABMC_EXTENDED_EVT_ID | ABMC_EVT_ID, cntr_id)`).
+#[must_use]
+pub const fn qm_evtsel_abmc(cntr_id: u32) -> u64 {
+    ((cntr_id as u64 & 0xfff) << 32) | QM_EVTSEL_EXTENDED | EVT_ABMC
+}
+
+/// The fields of L3_QOS_ABMC_CFG and L3_QOS_ABMC_DSC (Linux `union l3_qos_abmc_cfg`,
+/// arch/x86/kernel/cpu/resctrl/internal.h): `bw_type` bits 31:0, `bw_src` 43:32, `is_clos`
+/// 47, `cntr_id` 52:48, `cntr_en` 62, `cfg_en` 63; bits 46:44 and 61:53 reserved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AbmcCfg {
+    /// The memory transactions counted (a BMEC bitmask, bits 31:0).
+    pub bw_type: u32,
+    /// The RMID (or CLOSID with `is_clos`) whose traffic is counted (bits 43:32).
+    pub bw_src: u32,
+    /// `bw_src` is a CLOSID (bit 47).
+    pub is_clos: bool,
+    /// The counter (bits 52:48).
+    pub cntr_id: u32,
+    /// Counting enabled (bit 62).
+    pub cntr_en: bool,
+    /// Apply this configuration (bit 63); without it the write only selects `cntr_id` for
+    /// L3_QOS_ABMC_DSC.
+    pub cfg_en: bool,
+}
+
+impl AbmcCfg {
+    /// The reserved bits (46:44 and 61:53): a write with any set faults.
+    pub const RESERVED: u64 = (0b111 << 44) | (0x1ff << 53);
+
+    /// The register value.
+    #[must_use]
+    pub const fn encode(self) -> u64 {
+        self.bw_type as u64
+            | ((self.bw_src as u64 & 0xfff) << 32)
+            | ((self.is_clos as u64) << 47)
+            | ((self.cntr_id as u64 & 0x1f) << 48)
+            | ((self.cntr_en as u64) << 62)
+            | ((self.cfg_en as u64) << 63)
+    }
+
+    /// The fields of a register value (reserved bits ignored).
+    #[must_use]
+    #[allow(clippy::cast_possible_truncation)] // each field masked to its width
+    pub const fn decode(v: u64) -> Self {
+        Self {
+            bw_type: v as u32,
+            bw_src: (v >> 32 & 0xfff) as u32,
+            is_clos: v >> 47 & 1 == 1,
+            cntr_id: (v >> 48 & 0x1f) as u32,
+            cntr_en: v >> 62 & 1 == 1,
+            cfg_en: v >> 63 & 1 == 1,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Linux `resctrl_arch_config_cntr` on counter 5, RMID 9, config 0x7f, assigned.
+    #[test]
+    fn abmc_cfg_fields_sit_where_the_kernel_union_puts_them() {
+        let c = AbmcCfg {
+            bw_type: 0x7f,
+            bw_src: 9,
+            is_clos: false,
+            cntr_id: 5,
+            cntr_en: true,
+            cfg_en: true,
+        };
+        assert_eq!(c.encode(), 0xC005_0009_0000_007F);
+        assert_eq!(AbmcCfg::decode(c.encode()), c);
+        assert_eq!(qm_evtsel_abmc(5), 0x5_8000_0001);
+    }
 
     #[test]
     fn pqr_read_modify_write_keeps_the_other_field() {

@@ -458,6 +458,7 @@ impl ResctrlInfo {
             uncore_pcie: false,
             // pqos v25.04 reports SNC on the MSR interface only
             snc: None,
+            amd_mbm: cpu.map_or_else(Default::default, |c| c.amd_mbm),
         }
     }
 

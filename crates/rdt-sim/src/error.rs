@@ -146,4 +146,10 @@ pub enum ScenarioError {
         #[source]
         source: io::Error,
     },
+    /// `builtin:NAME` names no built-in scenario.
+    #[error("unknown built-in scenario `{name}` (built-in scenarios: {})", crate::BUILTIN_SCENARIOS.join(", "))]
+    UnknownBuiltin {
+        /// The name asked for.
+        name: String,
+    },
 }

@@ -84,6 +84,14 @@ impl SimHandle {
         self.lock().advance(dt);
     }
 
+    /// Every workload's application metric, occupancy and memory traffic now
+    /// ([`SimPlatform::workload_metrics`]): ground truth for evaluating a controller, which
+    /// reads only registers and kernel files.
+    #[must_use]
+    pub fn workload_metrics(&self) -> Vec<crate::WorkloadMetric> {
+        self.lock().workload_metrics()
+    }
+
     /// MSR accesses so far, through any handle or the platform itself: (reads, writes).
     #[must_use]
     pub fn msr_accesses(&self) -> (u64, u64) {

@@ -9,8 +9,13 @@
 //!   [`rdt_msr::MsrIo`] (IA32_PQR_ASSOC, QM_EVTSEL/QM_CTR, L3/L2 masks and CFG, MBA, and the
 //!   non-RDT registers tools read: TSC, APIC base, x2APIC id, [`sysregs`]; EIO
 //!   where the CPU raises #GP) and [`rdt_core::PmuSource`].
-//! - [`model`]: the workload model and its formulas; [`Scenario`]: who runs what (default:
-//!   the seed paper's pipeline on CPUs 2-7 and thrasher on 8-10).
+//! - [`model`]: the workload model and its formulas (L3 occupancy, misses, MBA, memory
+//!   bandwidth and latency per NUMA node); [`Scenario`]: who runs what, and from when to when
+//!   on the model clock (default: the seed paper's pipeline on CPUs 2-7 and thrasher on
+//!   8-10; [`BUILTIN_SCENARIOS`]: the paper's scenario calibrated on `skylake-sp`).
+//! - [`metrics`]: ground truth for evaluating a controller: each workload's application
+//!   operations/s ([`SimPlatform::workload_metrics`], `.sim/workloads`), never shown through a
+//!   register or kernel file.
 //! - A virtual clock ([`SimPlatform::advance`]) and a saved state
 //!   ([`SimPlatform::save_to`] / [`SimPlatform::load_from`]) so separate `pqos` runs see one
 //!   machine.
@@ -40,12 +45,14 @@
 //! - Linux `Documentation/arch/x86/resctrl.rst`; pqos(8) and `lib/cpu_registers.h` of intel-cmt-cat.
 
 pub mod adapter;
+pub mod amdqos;
 pub mod cpuid;
 mod error;
 pub mod fs;
 mod handle;
 pub mod inprocess;
 mod kernel;
+pub mod metrics;
 pub mod model;
 mod models;
 mod num;
@@ -65,10 +72,16 @@ pub use adapter::attach;
 pub use cpuid::{CpuidPatch, SimCpuid};
 pub use error::{ScenarioError, SimError};
 pub use handle::SimHandle;
+pub use metrics::{MemoryDomainLoad, WorkloadMetric};
 pub use model::CpuActivity;
 pub use models::{BUILTIN_MODELS, DEFAULT_MODEL};
 pub use platform::SimPlatform;
-pub use scenario::{Assignment, MAX_SCENARIO_BYTES, Scenario, Workload};
+pub use scenario::{
+    Assignment, BUILTIN_PREFIX, BUILTIN_SCENARIOS, MAX_PHASES, MAX_SCENARIO_BYTES, MAX_TIME_S,
+    Phase, Scenario, Workload,
+};
 
+#[cfg(test)]
+mod scenario_tests;
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,10 @@
 //! The workload model: how cache capacity, memory traffic and IPC follow from the allocation.
 //!
-//! The model is a steady state: it depends only on the current registers and the scenario,
-//! is recomputed whenever either changes, and is integrated over time by
-//! [`crate::SimPlatform::advance`]. It is deterministic (no randomness, fixed iteration order).
+//! The model is a steady state: it depends only on the current registers and the scenario
+//! at the current simulated time, is recomputed whenever either changes (a register write,
+//! a new scenario, a workload's start, phase or stop on the clock), and is integrated over
+//! time by [`crate::SimPlatform::advance`], piecewise between those changes. It is
+//! deterministic (no randomness, fixed iteration order).
 //!
 //! # Cache capacity (per L3 domain)
 //! The domain's capacity `C` (ways × way size from CPUID leaf 4 / 8000_001DH) is cut into
@@ -25,8 +27,13 @@
 //! the others, and among CPUs that want more, capacity is split in proportion to pressure.
 //!
 //! # Misses, memory traffic and throttling (per CPU)
-//! - miss fraction `m = max(MISS_FLOOR, 1 - O/W)` ([`MISS_FLOOR`] = 0.05; `m = MISS_FLOOR`
-//!   for an empty working set);
+//! - miss fraction `m = max(μ, (1 - O/W)^γ)` ([`miss_fraction`]), with the workload's miss
+//!   floor `μ` (default [`MISS_FLOOR`] = 0.05: compulsory and streamed accesses no capacity
+//!   removes) and miss-curve exponent `γ` (default 1); `m = μ` for an empty working set.
+//!   `γ = 1` says every byte of the working set is reused alike, so each cached byte saves
+//!   as many misses; `γ > 1` says reuse is skewed (access density over the working set,
+//!   hottest first, `∝ (1-x)^(γ-1)`), so the first bytes cached save the most, as in a
+//!   cache-sensitive packet pipeline that runs at full speed in half its footprint;
 //! - wanted memory traffic `T_w = p · m` (bytes/s);
 //! - MBA throttle `θ`: Intel `θ = (100 - delay) / 100` with the delay of the CPU's COS in its
 //!   domain (0xD50 + COS), `T = θ · T_w`; AMD `T = min(T_w, units · 1/8 GB/s)` with
@@ -34,10 +41,45 @@
 //!   `θ = T / T_w`. A COS without an MBA register is not throttled;
 //! - achieved memory traffic `T`, of which `local_fraction · T` is local (MBM local) and all of
 //!   it counts as total (MBM total);
-//! - IPC `= ipc / (1 + K · m / θ)` with [`MISS_PENALTY`] `K` = 1: the memory-stall part of a
-//!   cycle grows with the miss fraction and stretches when throttled;
+//! - IPC `= ipc / (1 + K · m · L / θ)` with [`MISS_PENALTY`] `K` = 1: the memory-stall part
+//!   of a cycle grows with the miss fraction, stretches when throttled and with the memory
+//!   latency factor `L` (1 on an unloaded memory domain; "Memory bandwidth" below);
 //! - unhalted cycles/s `= f · utilization` with `f` the model's base frequency, instructions/s
 //!   `= IPC · cycles/s`, LLC misses/s `= T / 64` (64-byte lines), LLC references/s `= p / 64`.
+//!
+//! # Memory bandwidth (per memory domain)
+//! A memory domain is a NUMA node of the topology: a package, or a Sub-NUMA cluster. Its
+//! peak `P` (bytes/s) is the scenario's `memory_peak_gbps`, else the package's
+//! [`MEMORY_PEAKS`] entry (DRAM channels × transfers/s × 8 bytes, from the vendor's
+//! specification; [`DEFAULT_MEMORY_PEAK`] for a model not listed) divided among the
+//! package's nodes. A CPU's achieved traffic `T` goes `local_fraction` to its own node and
+//! the rest in equal parts to the other nodes (on two packages: the other package's memory;
+//! everything to its own node where there is one), the same split MBM's local/total shows.
+//!
+//! The domain's demand `D` is the sum of what it receives; at utilization `ρ = D/P` it
+//! serves a miss in `L(ρ)` times its idle latency ([`latency_factor`]):
+//! `L = 1` up to the knee `ρ_k` ([`LATENCY_KNEE`] = 0.4), then
+//! `L = 1 + a · (ρ - ρ_k) / (1 - ρ)` ([`LATENCY_SLOPE`] `a` = 1), at most
+//! [`MAX_LATENCY_FACTOR`] = 100: 1.2 at 50 %, 2 at 70 %, 3 at 80 %, 6 at 90 %. The shape is
+//! that of published loaded-latency curves (Intel Memory Latency Checker
+//! `--loaded_latency` sweeps: flat until a large share of the peak, then a queueing rise that
+//! makes the theoretical peak unreachable); the numbers are this model's choice, stated
+//! here, not a measurement of any one part. A CPU's misses see `L_cpu` = the mix of its
+//! domains' `L` by its traffic shares.
+//!
+//! A slower miss slows the CPU and so its traffic: with `b = K · m / θ`, IPC falls from
+//! `ipc/(1+b)` to `ipc/(1+b·L)`, and instructions, L3 accesses, misses and traffic all
+//! scale by `(1+b)/(1+b·L)` (an unthrottled streaming CPU, `m ≈ 1`, moves `2/(1+L)` of its
+//! unloaded traffic). `L` and the traffic are solved together (`solve_memory`): per
+//! domain, `L_d` is the root of `x - L(ρ_d(x))`, which rises with `x` (regula falsi,
+//! Illinois variant, bracketed in `[1, 100]`), the domains in turn with the others fixed
+//! (Gauss-Seidel) for at most 64 rounds or until no `L` moves by 1e-9; deterministic. When
+//! every domain is below the knee at `L = 1` nothing is solved and the model is exactly the
+//! one without bandwidth. The fixed point has `ρ < 1`, so achieved traffic stays below the
+//! peak; should a domain still exceed its peak at `L = 100` (enormous access rates with
+//! few misses), every CPU loading it is slowed in proportion to exactly the peak. MBA acts
+//! before all this: it lowers `θ` and so the CPU's demand, which lowers `ρ` and every other
+//! CPU's `L`. Host tasks (below) do not load the memory domains.
 //!
 //! # Host tasks
 //! A host thread that resctrl placed in a group ([`crate::resctrl`], "Host tasks") runs the
@@ -60,7 +102,18 @@
 //! the counter of (the CPU's L3 domain, its current RMID), in upscaling-factor units, and wrap
 //! at `2^counter_width`.
 //!
-//! # The seed paper's scenario on broadwell-ep
+//! # The seed paper's scenario on skylake-sp (built-in `dpdk-pipeline`)
+//! The scenarios in `crates/rdt-sim/scenarios/` ([`crate::BUILTIN_SCENARIOS`]) stand in for
+//! the paper's Xeon E5-2628L v3 with `skylake-sp` (24.75 MiB of 11 ways ≈ its 25 MB, and MBA)
+//! and the paper's 59.7 GB/s of memory; every workload on package 0. Statically: alone,
+//! the pipeline holds 91.8 % of the L3 at 16.0 Mpps; with the aggressor, all in COS0, it
+//! runs at 61.6 % holding 17.9 % (paper 61 %/18 %) while memory runs at ρ ≈ 0.6, `L` ≈ 1.5;
+//! with the aggressor in 1 way and the pipeline in 6 (the paper's 2 and 11 of 20), 93.6 %
+//! holding 54.3 % (paper 94 %/55 %): the rest is memory latency, which MBA on the
+//! aggressor (delay 80 or 90) removes (100 % of alone). The calibration is in
+//! `crates/rdt-sim/scenarios/README.md`.
+//!
+//! # The seed paper's scenario on broadwell-ep (the default scenario)
 //! 2 × 35 MiB L3 (20 ways × 1.75 MiB); even CPUs on socket 0, odd on socket 1 (x2APIC ids
 //! of the dump), so the pipeline (CPUs 2-7, 4 MiB and 400 MiB/s each) and the thrasher
 //! (CPUs 8-10, 512 MiB and 12000 MiB/s each) meet in both L3 domains. With everything in
@@ -193,21 +246,82 @@ pub struct CpuActivity {
     pub llc_misses_per_s: f64,
     /// LLC references (L3 accesses) per second.
     pub llc_references_per_s: f64,
+    /// `L`: how many times the idle memory latency this CPU's misses take, from the load on
+    /// the memory domains they go to (1 when unloaded; module docs, "Memory bandwidth").
+    pub memory_latency_factor: f64,
 }
 
-/// Computes a CPU's activity from its workload, its occupancy and its throttle.
+/// The miss fraction of workload `w` holding `occupancy` bytes of the L3:
+/// `max(miss_floor, (1 - O/W)^γ)`, at most 1; `miss_floor` for an empty working set
+/// (module docs).
+#[must_use]
+pub fn miss_fraction(w: &crate::Workload, occupancy: f64) -> f64 {
+    let floor = w.miss_floor.clamp(0.0, 1.0);
+    if w.working_set_bytes <= 0.0 {
+        return floor;
+    }
+    let uncached = (1.0 - occupancy / w.working_set_bytes).clamp(0.0, 1.0);
+    #[allow(clippy::float_cmp)] // the exact default: the linear curve, bit for bit
+    let curve = if w.miss_curve_exponent == 1.0 {
+        uncached
+    } else {
+        uncached.powf(w.miss_curve_exponent.max(0.0))
+    };
+    curve.max(floor)
+}
+
+/// A CPU's activity before memory-bandwidth contention: its inputs to
+/// [`solve_memory`] and to [`Unloaded::at`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Unloaded {
+    /// The activity at the idle memory latency (`L = 1`).
+    pub base: CpuActivity,
+    /// `K · m / θ`: the memory-stall part of a cycle at `L = 1` (`b` in the module docs).
+    pub stall: f64,
+}
+
+impl Unloaded {
+    /// The activity when the CPU's misses take `latency` (≥ 1) times the idle latency:
+    /// IPC `= ipc / (1 + b·L)`, traffic and every per-instruction rate scaled by
+    /// `(1 + b) / (1 + b·L)` (module docs, "Memory bandwidth").
+    #[must_use]
+    pub fn at(&self, latency: f64) -> CpuActivity {
+        let mut a = self.base;
+        a.memory_latency_factor = latency;
+        if latency <= 1.0 || self.stall <= 0.0 {
+            return a;
+        }
+        let slow = (1.0 + self.stall) / (1.0 + self.stall * latency);
+        a.ipc *= slow;
+        a.instructions_per_s *= slow;
+        a.traffic_bytes_per_s *= slow;
+        a.local_bytes_per_s *= slow;
+        a.llc_misses_per_s *= slow;
+        a.llc_references_per_s *= slow;
+        a
+    }
+}
+
+/// Computes a CPU's activity from its workload, its occupancy and its throttle, at the idle
+/// memory latency.
 pub(crate) fn activity(
     w: &crate::Workload,
     occupancy: f64,
     throttle: Throttle,
     freq_hz: f64,
 ) -> CpuActivity {
+    unloaded(w, occupancy, throttle, freq_hz).base
+}
+
+/// [`activity`] with the stall share [`solve_memory`] needs.
+pub(crate) fn unloaded(
+    w: &crate::Workload,
+    occupancy: f64,
+    throttle: Throttle,
+    freq_hz: f64,
+) -> Unloaded {
     let pressure = w.traffic_bytes_per_s * w.utilization;
-    let miss = if w.working_set_bytes > 0.0 {
-        (1.0 - occupancy / w.working_set_bytes).clamp(MISS_FLOOR, 1.0)
-    } else {
-        MISS_FLOOR
-    };
+    let miss = miss_fraction(w, occupancy);
     let wanted = pressure * miss;
     let achieved = match throttle {
         Throttle::None => wanted,
@@ -216,19 +330,307 @@ pub(crate) fn activity(
     };
     let theta = if wanted > 0.0 { achieved / wanted } else { 1.0 };
     // θ = 0 (AMD limit 0) stalls the memory part completely; keep IPC finite and tiny.
-    let ipc = w.ipc / (1.0 + MISS_PENALTY * miss / theta.max(1e-6));
+    let stall = MISS_PENALTY * miss / theta.max(1e-6);
+    let ipc = w.ipc / (1.0 + stall);
     let cycles = freq_hz * w.utilization;
-    CpuActivity {
-        occupancy_bytes: occupancy,
-        miss_fraction: miss,
-        traffic_bytes_per_s: achieved,
-        local_bytes_per_s: achieved * w.local_fraction,
-        throttle: theta,
-        ipc,
-        cycles_per_s: cycles,
-        instructions_per_s: cycles * ipc,
-        llc_misses_per_s: achieved / LINE_BYTES,
-        llc_references_per_s: pressure / LINE_BYTES,
+    Unloaded {
+        base: CpuActivity {
+            occupancy_bytes: occupancy,
+            miss_fraction: miss,
+            traffic_bytes_per_s: achieved,
+            local_bytes_per_s: achieved * w.local_fraction,
+            throttle: theta,
+            ipc,
+            cycles_per_s: cycles,
+            instructions_per_s: cycles * ipc,
+            llc_misses_per_s: achieved / LINE_BYTES,
+            llc_references_per_s: pressure / LINE_BYTES,
+            memory_latency_factor: 1.0,
+        },
+        stall,
+    }
+}
+
+/// `ρ_k` of the loaded-latency curve: below this share of its peak, a memory domain serves
+/// misses at its idle latency (module docs, "Memory bandwidth").
+pub const LATENCY_KNEE: f64 = 0.4;
+
+/// `a` of the loaded-latency curve `L(ρ) = 1 + a·(ρ - ρ_k)/(1 - ρ)`: twice the idle latency
+/// at 70 % of the peak, three times at 80 %, six times at 90 %.
+pub const LATENCY_SLOPE: f64 = 1.0;
+
+/// The largest latency factor `L` (the curve's value at ρ ≈ 0.994): the queue of a
+/// saturated domain is finite.
+pub const MAX_LATENCY_FACTOR: f64 = 100.0;
+
+/// The loaded-latency curve: how many times its idle latency a memory domain takes to serve
+/// a miss at utilization `rho` (demand ÷ peak): 1 up to [`LATENCY_KNEE`], then
+/// `1 + a·(ρ - ρ_k)/(1 - ρ)` ([`LATENCY_SLOPE`]), at most [`MAX_LATENCY_FACTOR`].
+#[must_use]
+pub fn latency_factor(rho: f64) -> f64 {
+    if rho.is_nan() || rho <= LATENCY_KNEE {
+        1.0
+    } else if rho >= 1.0 {
+        MAX_LATENCY_FACTOR
+    } else {
+        (1.0 + LATENCY_SLOPE * (rho - LATENCY_KNEE) / (1.0 - rho)).min(MAX_LATENCY_FACTOR)
+    }
+}
+
+/// Peak memory bandwidth of one package of each built-in model, bytes/s: DRAM channels ×
+/// transfers/s × 8 bytes, from the vendor's specification of the part the dump comes from.
+/// A model not listed (a user's dump) gets [`DEFAULT_MEMORY_PEAK`].
+pub const MEMORY_PEAKS: &[(&str, f64, &str)] = &[
+    (
+        "broadwell-ep",
+        76.8e9,
+        "Xeon E5-2650L v4: 4 channels DDR4-2400 (Intel ARK: 76.8 GB/s)",
+    ),
+    (
+        "skylake-sp",
+        128.0e9,
+        "Xeon Gold 6140: 6 channels DDR4-2666 (Intel ARK; 6 x 21.33 GB/s)",
+    ),
+    (
+        "milan",
+        204.8e9,
+        "EPYC 7763: 8 channels DDR4-3200 (AMD: 204.8 GB/s per socket)",
+    ),
+    (
+        "sapphire-rapids",
+        307.2e9,
+        "Xeon Max 9460: 8 channels DDR5-4800 (Intel ARK; the HBM is not modelled)",
+    ),
+    (
+        "sapphire-rapids-snc2",
+        307.2e9,
+        "Xeon Max 9460: 8 channels DDR5-4800, half of them per SNC node",
+    ),
+    (
+        "genoa",
+        460.8e9,
+        "EPYC 9654: 12 channels DDR5-4800 (AMD: 460.8 GB/s per socket)",
+    ),
+    (
+        "turin",
+        576.0e9,
+        "EPYC 9655: 12 channels DDR5-6000 (AMD: 576 GB/s per socket)",
+    ),
+];
+
+/// Peak memory bandwidth of a package of a model not in [`MEMORY_PEAKS`], bytes/s: 6 channels
+/// of DDR4-2666 (a two-socket server of the first RDT generations).
+pub const DEFAULT_MEMORY_PEAK: f64 = 128.0e9;
+
+/// Fixed-point rounds of [`solve_memory`] at most (each solves every domain once).
+const MEMORY_ROUNDS: usize = 64;
+
+/// Root-finding steps per domain and round at most (the Illinois variant of regula falsi
+/// on `[1, MAX_LATENCY_FACTOR]`, which keeps the root bracketed; it stops once the bracket
+/// is narrower than 1e-12).
+const ROOT_STEPS: usize = 100;
+
+/// One CPU's load on the memory domains: `local` of its misses go to its own domain, the
+/// rest in equal parts to each other domain (all to its own when there is one).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CpuLoad {
+    /// Its activity before contention.
+    pub unloaded: Unloaded,
+    /// Index of its own memory domain.
+    pub own: usize,
+    /// Share of its misses served by its own domain (0..=1).
+    pub local: f64,
+}
+
+impl CpuLoad {
+    /// Its share of misses going to domain `d` of `nd`.
+    #[allow(clippy::cast_precision_loss)] // a handful of domains
+    fn share(&self, d: usize, nd: usize) -> f64 {
+        if nd <= 1 {
+            1.0
+        } else if d == self.own {
+            self.local
+        } else {
+            (1.0 - self.local) / (nd - 1) as f64
+        }
+    }
+
+    /// Its latency factor: its shares' mix of the domains' `L` (`sum` = Σ `L`).
+    #[allow(clippy::cast_precision_loss)]
+    fn latency(&self, latency: &[f64], sum: f64) -> f64 {
+        let nd = latency.len();
+        if nd <= 1 {
+            return latency.first().copied().unwrap_or(1.0);
+        }
+        let own = latency[self.own];
+        self.local * own + (1.0 - self.local) * (sum - own) / (nd - 1) as f64
+    }
+}
+
+impl Unloaded {
+    /// [`Unloaded::at`]'s traffic alone, bytes/s.
+    fn traffic_at(&self, latency: f64) -> f64 {
+        let t = self.base.traffic_bytes_per_s;
+        if latency <= 1.0 || self.stall <= 0.0 {
+            t
+        } else {
+            t * (1.0 + self.stall) / (1.0 + self.stall * latency)
+        }
+    }
+}
+
+/// The memory domains' steady state under contention.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct MemorySolution {
+    /// Per domain: `L`.
+    pub latency: Vec<f64>,
+    /// Per domain: achieved demand, bytes/s (at most the peak).
+    pub demand: Vec<f64>,
+    /// Per CPU, in the order given: its activity.
+    pub activity: Vec<CpuActivity>,
+}
+
+/// The traffic domain `d` receives when the domains' latency factors are `latency`.
+fn domain_demand(loads: &[CpuLoad], busy: &[usize], latency: &[f64], d: usize) -> f64 {
+    let nd = latency.len();
+    let sum: f64 = latency.iter().sum();
+    busy.iter()
+        .map(|&i| {
+            let l = &loads[i];
+            l.share(d, nd) * l.unloaded.traffic_at(l.latency(latency, sum))
+        })
+        .sum()
+}
+
+/// The root of the rising `h` on `[lo, hi]` with `h(lo) < 0 < h(hi)` (Illinois method).
+fn rising_root(mut h: impl FnMut(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
+    let (mut flo, mut fhi) = (h(lo), h(hi));
+    let mut side = 0i8;
+    for _ in 0..ROOT_STEPS {
+        if hi - lo < 1e-12 {
+            break;
+        }
+        let mut x = (lo * fhi - hi * flo) / (fhi - flo);
+        if !(x > lo && x < hi) {
+            x = 0.5 * (lo + hi);
+        }
+        let fx = h(x);
+        if fx < 0.0 {
+            lo = x;
+            flo = fx;
+            if side == -1 {
+                fhi *= 0.5;
+            }
+            side = -1;
+        } else if fx > 0.0 {
+            hi = x;
+            fhi = fx;
+            if side == 1 {
+                flo *= 0.5;
+            }
+            side = 1;
+        } else {
+            return x;
+        }
+    }
+    if flo.abs() < fhi.abs() { lo } else { hi }
+}
+
+/// Solves the memory domains' latency factors and the CPUs' activities under contention
+/// (module docs, "Memory bandwidth"): per domain `d`, `L_d = latency_factor(D_d(L) /
+/// peak_d)`, solving each domain in turn with the others' `L` fixed (Gauss-Seidel) until
+/// no `L` moves by more than 1e-9 or [`MEMORY_ROUNDS`] rounds; deterministic. Domains
+/// with no peak (≤ 0) are not limited.
+pub(crate) fn solve_memory(loads: &[CpuLoad], peaks: &[f64]) -> MemorySolution {
+    let nd = peaks.len();
+    let mut latency = vec![1.0; nd];
+    // Only CPUs with memory traffic load a domain.
+    let busy: Vec<usize> = (0..loads.len())
+        .filter(|&i| loads[i].unloaded.base.traffic_bytes_per_s > 0.0)
+        .collect();
+    let rho = |demand: f64, d: usize| {
+        if peaks[d] > 0.0 {
+            demand / peaks[d]
+        } else {
+            0.0
+        }
+    };
+    // The common case: every domain below the knee at the idle latency needs no solving.
+    let congested =
+        (0..nd).any(|d| latency_factor(rho(domain_demand(loads, &busy, &latency, d), d)) > 1.0);
+    if congested {
+        for _ in 0..MEMORY_ROUNDS {
+            let mut moved: f64 = 0.0;
+            for d in 0..nd {
+                // h(x) = x - L(ρ_d(x)) rises with x: its root is the domain's fixed point.
+                let mut at = latency.clone();
+                let h = |x: f64| {
+                    at[d] = x;
+                    x - latency_factor(rho(domain_demand(loads, &busy, &at, d), d))
+                };
+                let x = solve_domain(h);
+                moved = moved.max((x - latency[d]).abs());
+                latency[d] = x;
+            }
+            if moved < 1e-9 {
+                break;
+            }
+        }
+    }
+    let sum: f64 = latency.iter().sum();
+    let mut activity: Vec<CpuActivity> = loads
+        .iter()
+        .map(|l| l.unloaded.at(l.latency(&latency, sum)))
+        .collect();
+    let demand_of = |activity: &[CpuActivity], d: usize| -> f64 {
+        busy.iter()
+            .map(|&i| loads[i].share(d, nd) * activity[i].traffic_bytes_per_s)
+            .sum()
+    };
+    // Saturation guard: a domain still above its peak at the largest L (huge access rates
+    // with few misses) slows every CPU loading it in proportion, to at most its peak.
+    let over: Vec<f64> = (0..nd)
+        .map(|d| {
+            let demand = demand_of(&activity, d);
+            if peaks[d] > 0.0 && demand > peaks[d] {
+                peaks[d] / demand
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    if over.iter().any(|&s| s < 1.0) {
+        for &i in &busy {
+            let l = &loads[i];
+            let s = (0..nd)
+                .filter(|&d| l.share(d, nd) > 0.0)
+                .map(|d| over[d])
+                .fold(1.0, f64::min);
+            let a = &mut activity[i];
+            a.ipc *= s;
+            a.instructions_per_s *= s;
+            a.traffic_bytes_per_s *= s;
+            a.local_bytes_per_s *= s;
+            a.llc_misses_per_s *= s;
+            a.llc_references_per_s *= s;
+        }
+    }
+    let demand = (0..nd).map(|d| demand_of(&activity, d)).collect();
+    MemorySolution {
+        latency,
+        demand,
+        activity,
+    }
+}
+
+/// The fixed point `x = L(ρ(x))` of one domain, given `h(x) = x - L(ρ(x))`, which rises.
+fn solve_domain(mut h: impl FnMut(f64) -> f64) -> f64 {
+    if h(1.0) >= 0.0 {
+        1.0
+    } else if h(MAX_LATENCY_FACTOR) <= 0.0 {
+        MAX_LATENCY_FACTOR
+    } else {
+        rising_root(h, 1.0, MAX_LATENCY_FACTOR)
     }
 }
 
@@ -254,6 +656,9 @@ pub fn host_task_workload(cpu_share: f64) -> crate::Workload {
         } else {
             0.0
         },
+        miss_floor: MISS_FLOOR,
+        miss_curve_exponent: 1.0,
+        instructions_per_op: None,
     }
 }
 

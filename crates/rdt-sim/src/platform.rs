@@ -70,6 +70,8 @@ pub(crate) struct Registers {
     pub mba: BTreeMap<CacheDomain, Vec<u64>>,
     /// AMD SMBA units per L3 domain.
     pub smba: BTreeMap<CacheDomain, Vec<u64>>,
+    /// AMD BMEC/ABMC/SDCIAE registers per L3 domain ([`crate::amdqos`]); empty on other parts.
+    pub amd: BTreeMap<CacheDomain, crate::amdqos::AmdQosRegs>,
 }
 
 /// MBM counters of one RMID in one L3 domain, in upscaling-factor units.
@@ -128,6 +130,8 @@ enum Reg {
     L2Mask(usize),
     Mba(usize),
     Smba(usize),
+    /// AMD's BMEC/ABMC/SDCIAE registers ([`crate::amdqos`]).
+    Amd(crate::amdqos::AmdReg),
     /// Not an RDT register ([`crate::sysregs`]).
     Sys(crate::sysregs::SysReg),
     /// An uncore CHA performance-monitoring register of the CPU's package
@@ -138,7 +142,7 @@ enum Reg {
 /// A simulated RDT/PQoS platform: a real CPUID dump and its topology, with registers that
 /// answer like silicon and counters driven by a workload model ([`crate::model`]).
 ///
-/// # Registers (and [`crate::sysregs`], [`crate::uncore`]; all others: EIO on read and write)
+/// # Registers (and [`crate::amdqos`], [`crate::sysregs`], [`crate::uncore`]; all others: EIO on read and write)
 /// | MSR | scope | write faults (EIO) | reset |
 /// |---|---|---|---|
 /// | IA32_PQR_ASSOC 0xC8F | CPU | RMID ≥ #RMIDs; bits 31:10 set (31:w when more than 1024 RMIDs need w bits); COS ≥ the CPU's class count (the largest of L3, L2, MBA, SMBA #COS, L3/L2 halved while its CDP is on in the CPU's domain) | 0 |
@@ -154,7 +158,8 @@ enum Reg {
 ///
 /// IA32_QM_CTR answers for (the CPU's L3 domain, the RMID and event of the CPU's
 /// IA32_QM_EVTSEL): bit 63 (Error) when the RMID is ≥ #RMIDs or the event is not one the
-/// CPU enumerates; bit 62 (Unavailable) only through [`SimPlatform::inject_unavailable`];
+/// CPU enumerates; bit 62 (Unavailable) only through [`SimPlatform::inject_unavailable`]
+/// (and AMD ABMC: [`crate::amdqos`], which also has the counter reads and BMEC's effect);
 /// otherwise occupancy (event 1) or the MBM total/local counter (events 2/3) wrapped at
 /// `2^counter_width`, in upscaling-factor units. On the parts the kernel corrects
 /// (Broadwell-X and Skylake-X: `broadwell-ep`, `skylake-sp`), the MBM counters of RMIDs above
@@ -189,6 +194,8 @@ pub struct SimPlatform {
     pub(crate) activity: Vec<CpuActivity>,
     pub(crate) scenario: Scenario,
     pub(crate) now: Duration,
+    /// When the scenario was installed: its times (`start_s`, phases) count from here.
+    pub(crate) epoch: Duration,
     pub(crate) unavailable: BTreeMap<(CacheDomain, u32), u32>,
     /// Host tasks placed in resctrl groups, by thread id: their occupancy.
     pub(crate) host_loads: BTreeMap<u32, HostLoad>,
@@ -209,6 +216,13 @@ pub struct SimPlatform {
     /// The uncore CHA monitors per package, one per CHA; empty where the CPU has none
     /// ([`crate::uncore`]; not saved).
     pub(crate) uncore: BTreeMap<u32, Vec<crate::uncore::ChaBox>>,
+    /// The memory domains' steady state ([`crate::metrics`]).
+    pub(crate) memory: Vec<crate::metrics::MemoryDomainLoad>,
+    /// Per CPU: (index of the scenario assignment it runs now, its instructions per
+    /// operation) where that workload has an application metric.
+    pub(crate) cpu_metric: Vec<Option<(usize, f64)>>,
+    /// Per scenario assignment: operations since the scenario was installed (not saved).
+    pub(crate) ops: Vec<f64>,
 }
 
 impl SimPlatform {
@@ -286,12 +300,14 @@ impl SimPlatform {
                 l2: BTreeMap::new(),
                 mba: BTreeMap::new(),
                 smba: BTreeMap::new(),
+                amd: BTreeMap::new(),
             },
             counters: BTreeMap::new(),
             pmu: Vec::new(),
             activity: Vec::new(),
             scenario: Scenario::default(),
             now: Duration::ZERO,
+            epoch: Duration::ZERO,
             unavailable: BTreeMap::new(),
             host_loads: BTreeMap::new(),
             task_pmu: BTreeMap::new(),
@@ -303,6 +319,9 @@ impl SimPlatform {
             mba_cfg: BTreeMap::new(),
             rmid_snc_config: BTreeMap::new(),
             uncore: BTreeMap::new(),
+            memory: Vec::new(),
+            cpu_metric: Vec::new(),
+            ops: Vec::new(),
         };
         p.regs = p.reset_registers();
         p.uncore = p.reset_uncore();
@@ -310,6 +329,7 @@ impl SimPlatform {
         p.pmu = vec![PmuAccum::default(); p.topology.cpus().len()];
         // The default scenario names CPUs 2-10; on a smaller platform keep only those present.
         let sc = p.scenario_for_platform(Scenario::default());
+        p.ops = vec![0.0; sc.workloads.len()];
         p.scenario = sc;
         p.recompute();
         Ok(p)
@@ -333,8 +353,13 @@ impl SimPlatform {
             l2: BTreeMap::new(),
             mba: BTreeMap::new(),
             smba: BTreeMap::new(),
+            amd: BTreeMap::new(),
         };
+        let amd = self.amd_qos_reset();
         for d in t.l3_domains() {
+            if let Some(a) = &amd {
+                r.amd.insert(d, a.clone());
+            }
             if let Some(cat) = self.caps.l3_cat.get() {
                 r.l3.insert(d, CatRegs::reset(cat));
             }
@@ -465,6 +490,8 @@ impl SimPlatform {
             }
         }
         self.scenario = scenario.clone();
+        self.epoch = self.now;
+        self.ops = vec![0.0; scenario.workloads.len()];
         self.recompute();
         Ok(())
     }
@@ -582,9 +609,32 @@ impl SimPlatform {
     }
 
     /// Advances the virtual clock by `dt`: every CPU's MBM traffic, instructions, cycles and
-    /// LLC misses grow at their steady-state rates ([`crate::model`]) for `dt`.
+    /// LLC misses grow at their steady-state rates ([`crate::model`]) for `dt`. Where the
+    /// scenario changes a workload inside `dt` (a start, a phase, a stop: [`Scenario`]), the
+    /// interval is cut there and the steady state recomputed, so each piece grows at the
+    /// rates of its own workloads (a change at the end of `dt` is in force when `advance`
+    /// returns). The clock saturates at [`Duration::MAX`].
     pub fn advance(&mut self, dt: Duration) {
+        let end = self.now.saturating_add(dt);
+        // the scenario's times count from its installation
+        while let Some(next) = self
+            .scenario
+            .next_change_after(self.now.saturating_sub(self.epoch))
+            .map(|t| t.saturating_add(self.epoch))
+            .filter(|next| *next <= end)
+        {
+            self.integrate(next.saturating_sub(self.now));
+            self.now = next;
+            self.recompute();
+        }
+        self.integrate(end.saturating_sub(self.now));
+        self.now = end;
+    }
+
+    /// Grows every counter by `dt` of the current steady state (the clock is not moved).
+    fn integrate(&mut self, dt: Duration) {
         let s = dt.as_secs_f64();
+        crate::metrics::add_ops(self, s);
         let upscale = self
             .caps
             .monitoring
@@ -617,7 +667,6 @@ impl SimPlatform {
                 c.advance(&rates, share, s);
             }
         }
-        self.now += dt;
     }
 
     /// Power-on uncore CHA monitors ([`crate::uncore`]): one per core of each package where
@@ -826,16 +875,23 @@ impl SimPlatform {
         }
     }
 
-    /// Recomputes the steady state after a register or scenario change.
+    /// Recomputes the steady state after a register or scenario change, or at a scenario
+    /// change of workload: occupancy by water-filling, each CPU's unloaded activity, then
+    /// the memory domains' contention ([`model::solve_memory`]).
     pub(crate) fn recompute(&mut self) {
+        let now = self.now.saturating_sub(self.epoch);
         let cpus = self.topology.cpus();
+        let workloads: Vec<&crate::Workload> = cpus
+            .iter()
+            .map(|p| self.scenario.workload_at(p.cpu, now))
+            .collect();
         let mut occupancy = vec![0.0; cpus.len()];
         for d in self.topology.l3_domains() {
             let members: Vec<usize> = (0..cpus.len()).filter(|&i| cpus[i].l3 == Some(d)).collect();
             let claims: Vec<Claim> = members
                 .iter()
                 .map(|&i| {
-                    let w = self.scenario.workload_of(cpus[i].cpu);
+                    let w = workloads[i];
                     Claim {
                         working_set: w.working_set_bytes,
                         pressure: w.traffic_bytes_per_s * w.utilization,
@@ -848,15 +904,19 @@ impl SimPlatform {
                 occupancy[i] = o;
             }
         }
-        self.activity = cpus
+        let unloaded: Vec<model::Unloaded> = cpus
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let w = self.scenario.workload_of(p.cpu);
                 let th = p.l3.map_or(Throttle::None, |d| self.throttle(i, d));
-                model::activity(w, occupancy[i], th, self.freq_hz)
+                model::unloaded(workloads[i], occupancy[i], th, self.freq_hz)
             })
             .collect();
+        let (activity, memory) = crate::metrics::contend(self, &workloads, unloaded);
+        let cpu_metric = crate::metrics::cpu_metrics(self, now);
+        self.activity = activity;
+        self.memory = memory;
+        self.cpu_metric = cpu_metric;
     }
 
     fn decode(&self, addr: MsrAddr) -> Option<Reg> {
@@ -907,6 +967,7 @@ impl SimPlatform {
             .get()
             .and_then(|m| in_range(AMD_SMBA_BW_0, m.num_classes))
             .map(Reg::Smba)
+            .or_else(|| self.decode_amd_qos(a).map(Reg::Amd))
             .or_else(|| self.decode_sys(a).map(Reg::Sys))
             .or_else(|| {
                 // every package has as many CHAs: the first one's count decodes
@@ -954,6 +1015,7 @@ impl SimPlatform {
             Reg::L2Mask(n) => *self.regs.l2.get(&p.l2)?.masks.get(n)?,
             Reg::Mba(n) => *self.regs.mba.get(&p.l3?)?.get(n)?,
             Reg::Smba(n) => *self.regs.smba.get(&p.l3?)?.get(n)?,
+            Reg::Amd(r) => self.read_amd_qos(i, r)?,
             Reg::Sys(r) => self.read_sys(i, r)?,
             Reg::Cha(n, r) => self.uncore.get(&p.package)?.get(n)?.read(r),
         })
@@ -964,6 +1026,22 @@ impl SimPlatform {
             return QM_CTR_ERROR;
         };
         let sel = self.regs.cpus[i].evtsel;
+        let wrap = if m.counter_width >= 62 {
+            rdt_msr::regs::QM_CTR_DATA
+        } else {
+            (1u64 << m.counter_width) - 1
+        };
+        if sel & rdt_msr::regs::QM_EVTSEL_EXTENDED != 0 {
+            let Some(domain) = self.topology.cpus()[i].l3 else {
+                return QM_CTR_ERROR;
+            };
+            let v = self.read_abmc_ctr(domain, sel);
+            return if v & (QM_CTR_ERROR | QM_CTR_UNAVAILABLE) == 0 {
+                v & wrap
+            } else {
+                v
+            };
+        }
         let event = sel & 0xff;
         let rmid = sel >> 32;
         let supported = match event {
@@ -986,23 +1064,14 @@ impl SimPlatform {
             }
             return QM_CTR_UNAVAILABLE;
         }
-        let wrap = if m.counter_width >= 62 {
-            rdt_msr::regs::QM_CTR_DATA
-        } else {
-            (1u64 << m.counter_width) - 1
-        };
-        let c = self
-            .counters
-            .get(&domain)
-            .and_then(|v| v.get(rmid as usize))
-            .copied()
-            .unwrap_or_default();
-        match event {
-            1 => self
+        if event == 1 {
+            return self
                 .occupancy_counts(domain, rmid)
-                .min(rdt_msr::regs::QM_CTR_DATA),
-            2 => self.mbm_hw_count(rmid, c.total.whole) & wrap,
-            _ => self.mbm_hw_count(rmid, c.local.whole) & wrap,
+                .min(rdt_msr::regs::QM_CTR_DATA);
+        }
+        match self.legacy_mbm_count(domain, rmid, event) {
+            Ok(counts) => self.mbm_hw_count(rmid, counts) & wrap,
+            Err(flags) => flags,
         }
     }
 
@@ -1017,6 +1086,21 @@ impl SimPlatform {
             .map_or(counts, |f| {
                 u64::try_from((u128::from(counts) << 20) / u128::from(f)).unwrap_or(u64::MAX)
             })
+    }
+
+    /// IA32_QM_EVTSEL of the CPU at topology index `i`: bits 31:8 reserved, but bit 31 (AMD
+    /// ExtendedEvtID) where ABMC counters can be read ([`crate::amdqos`]); `false` = #GP.
+    fn write_evtsel(&mut self, i: usize, v: u64) -> bool {
+        let ext = if self.caps.amd_mbm.abmc_counters.is_some() {
+            rdt_msr::regs::QM_EVTSEL_EXTENDED
+        } else {
+            0
+        };
+        if v & 0xffff_ff00 & !ext != 0 {
+            return false;
+        }
+        self.regs.cpus[i].evtsel = v;
+        true
     }
 
     /// Validates and performs a write; `false` = #GP.
@@ -1042,14 +1126,9 @@ impl SimPlatform {
                 }
                 true
             }
-            Reg::EvtSel => {
-                if v & 0xffff_ff00 != 0 {
-                    return false;
-                }
-                self.regs.cpus[i].evtsel = v;
-                true
-            }
+            Reg::EvtSel => self.write_evtsel(i, v),
             Reg::QmCtr => false,
+            Reg::Amd(r) => self.write_amd_qos(i, r, v),
             Reg::Sys(r) => self.write_sys(i, r, v),
             Reg::Cha(n, r) => self.write_cha(p.package, n, r, v),
             Reg::L3Cfg | Reg::L2Cfg => {

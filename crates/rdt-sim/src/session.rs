@@ -128,7 +128,8 @@ pub struct SessionOptions {
     pub model: String,
     /// The state file; `None` for [`default_state_path`].
     pub state: Option<PathBuf>,
-    /// A scenario file to install (kept in the state afterwards).
+    /// A scenario to install (kept in the state afterwards): a file, or `builtin:NAME` for
+    /// one of [`crate::BUILTIN_SCENARIOS`] ([`Scenario::from_arg`]).
     pub scenario: Option<PathBuf>,
     /// How long to wait for another run on the same state file.
     pub lock_wait: Duration,
@@ -213,7 +214,7 @@ impl Session {
                 source,
             };
             let scenario =
-                Scenario::from_path(path).map_err(|e| scenario_err(SimError::Scenario(e)))?;
+                Scenario::from_arg(path).map_err(|e| scenario_err(SimError::Scenario(e)))?;
             platform
                 .set_scenario(&scenario)
                 .map_err(|e| scenario_err(SimError::Scenario(e)))?;

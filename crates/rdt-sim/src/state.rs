@@ -117,6 +117,10 @@ pub struct MachineState {
     format: String,
     model: String,
     now_ns: u64,
+    /// When the scenario was installed (its times count from here); absent in states saved
+    /// before scenarios had times: 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    scenario_epoch_ns: u64,
     cpus: Vec<CpuState>,
     l3: Vec<CatState>,
     l2: Vec<CatState>,
@@ -125,6 +129,15 @@ pub struct MachineState {
     counters: Vec<CounterState>,
     pmu: Vec<PmuState>,
     scenario: serde_json::Value,
+    /// AMD's BMEC/ABMC registers per L3 domain where they differ from reset
+    /// ([`crate::amdqos`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    amd: Vec<crate::amdqos::AmdQosSaved>,
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
+const fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn cat_states(m: &BTreeMap<CacheDomain, CatRegs>) -> Vec<CatState> {
@@ -273,6 +286,7 @@ impl SimPlatform {
             format: FORMAT.into(),
             model: self.identity.clone(),
             now_ns: u64::try_from(self.now.as_nanos()).unwrap_or(u64::MAX),
+            scenario_epoch_ns: u64::try_from(self.epoch.as_nanos()).unwrap_or(u64::MAX),
             cpus,
             l3: cat_states(&self.regs.l3),
             l2: cat_states(&self.regs.l2),
@@ -281,6 +295,7 @@ impl SimPlatform {
             counters,
             pmu,
             scenario: self.scenario.to_value(),
+            amd: self.amd_qos_saved(),
         }
     }
 
@@ -403,11 +418,13 @@ impl SimPlatform {
                 "scenario workload {i} names CPU {cpu}, which does not exist"
             )));
         }
+        self.amd_qos_load(&mut regs.amd, &st.amd).map_err(Invalid)?;
         self.regs = regs;
         self.counters = counters;
         self.pmu = pmu;
         self.scenario = scenario;
         self.now = Duration::from_nanos(st.now_ns);
+        self.epoch = Duration::from_nanos(st.scenario_epoch_ns.min(st.now_ns));
         self.recompute();
         Ok(())
     }

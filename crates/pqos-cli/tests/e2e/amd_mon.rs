@@ -34,6 +34,33 @@ fn turin_every_per_core_group_reads_bandwidth() {
     }
 }
 
+/// The same 64 per-core groups on the MSR interface, with resctrl mounted in `mbm_event`
+/// mode (ABMC on, the root's counters held): each group gets an ABMC counter per event in
+/// its domain through L3_QOS_ABMC_CFG and reads it. pqos v25.04's MSR interface reads the
+/// RMIDs' own events, which count nothing with ABMC on (intel-cmt-cat issue 311).
+#[test]
+fn turin_msr_every_per_core_group_reads_bandwidth_through_abmc() {
+    let sim = Sim::new("turin");
+    let d = sim.pqos(&["-I", "-d"]).ok().stdout;
+    assert!(d.contains("mbm_assign_mode): mbm_event"), "{d}");
+    let run = sim
+        .monitor(&["--iface=msr", "-m", "mbl:0-63;mbt:0-63", "-t", "2"])
+        .ok();
+    let samples = parse_text(&run.stdout);
+    let last = samples.last().expect("a sample");
+    assert_eq!(last.len(), 64, "{}", run.stdout);
+    for (core, row) in last {
+        assert!(
+            row.contains_key("MBL[MB/s]") && row.contains_key("MBT[MB/s]"),
+            "core {core} has no bandwidth: {row:?}\n{}",
+            run.stdout
+        );
+    }
+    for core in ["2", "8"] {
+        assert!(last[core]["MBT[MB/s]"] > 0.0, "{core}: {:?}", last[core]);
+    }
+}
+
 /// Task groups count in every L3 domain: 16 of them need 32 counters per domain, where the
 /// root holds 2 of the 32. The start is refused before any group is made, naming the 16th
 /// group, the counters needed and free, and the holders.
@@ -69,7 +96,7 @@ fn turin_more_groups_than_counters_is_a_clear_error_and_leaves_no_group() {
 }
 
 /// `--mbm-config` sets BMEC's `mbm_*_bytes_config` (genoa) or ABMC's `event_filter`
-/// (turin), `-D` shows it, `-R` puts the defaults back; the MSR interface refuses it.
+/// (turin), `-D` shows it, `-R` puts the defaults back; on the MSR interface it needs BMEC.
 #[test]
 fn mbm_config_round_trips_and_reset_restores_the_defaults() {
     for (model, title) in [
@@ -104,8 +131,14 @@ fn mbm_config_round_trips_and_reset_restores_the_defaults() {
             "{model}:\n{d}"
         );
     }
-    let run = Sim::new("genoa").pqos(&["--iface=msr", "--mbm-config", "total=0x3"]);
+    // The MSR interface writes BMEC's QOS_EVT_CFG_n (genoa has BMEC, milan does not).
+    let run = Sim::new("genoa")
+        .pqos(&["--iface=msr", "--mbm-config", "total=0x3"])
+        .ok();
+    assert!(run.stdout.contains("MBM event configuration altered."));
+    let run = Sim::new("milan").pqos(&["--iface=msr", "--mbm-config", "total=0x3"]);
     assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stderr.contains("BMEC"), "{}", run.stderr);
     let run = Sim::new("genoa").pqos(&["-I", "--mbm-config", "total=0x80"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(run.stderr.contains("a transaction bitmask from 0 to 0x7f"));

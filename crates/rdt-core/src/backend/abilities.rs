@@ -162,6 +162,17 @@ pub trait MsrOps<E> {
     /// others, after a reset was killed half-way): then reads work, writes of masks are
     /// refused, and a reset with CDP set on or off repairs it.
     fn needs_reset(&self) -> Option<String>;
+
+    /// Sets the memory transactions `event` counts (a [`crate::mbm::MBM_TRANSACTIONS`]
+    /// bitmask) in every L3 domain through AMD BMEC's QOS_EVT_CFG_n (0xC000_0400 total,
+    /// 0xC000_0401 local; Linux `resctrl_arch_mon_event_config_write`): the MSR side of
+    /// [`OsOps::set_mbm_event_config`]. The hardware clears the event's counters on a change.
+    ///
+    /// # Errors
+    /// [`RequestError::Unsupported`](crate::RequestError::Unsupported) without BMEC, for bits
+    /// the CPU does not support, or while monitoring groups of this backend run; a register
+    /// access.
+    fn set_mbm_event_config(&mut self, event: RmidEvent, bits: u32) -> Result<(), E>;
 }
 
 /// Named classes: the classes of service that stand for a declarative configuration's

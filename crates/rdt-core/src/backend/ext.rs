@@ -380,12 +380,15 @@ pub trait BackendExt: Backend {
         self.os_or("L3 I/O allocation")?.set_io_alloc(enabled)
     }
 
-    /// [`OsOps::set_mbm_event_config`].
+    /// [`OsOps::set_mbm_event_config`], or on the MSR interface
+    /// [`MsrOps::set_mbm_event_config`](super::MsrOps::set_mbm_event_config).
     ///
     /// # Errors
-    /// [`RequestError::NeedsOsInterface`] without [`OsOps`]; as
-    /// [`OsOps::set_mbm_event_config`].
+    /// [`RequestError::NeedsOsInterface`] with neither; as the interface's method.
     fn set_mbm_event_config(&mut self, event: RmidEvent, bits: u32) -> Result<(), Self::Error> {
+        if let Some(msr) = self.msr() {
+            return msr.set_mbm_event_config(event, bits);
+        }
         self.os_or("MBM event configuration")?
             .set_mbm_event_config(event, bits)
     }

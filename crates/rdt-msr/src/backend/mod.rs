@@ -9,6 +9,7 @@
 //! [`Writers`]) are inherent methods of those modules with this backend's own error; the
 //! trait impls here forward to them.
 
+mod abmc;
 mod alloc;
 mod assoc;
 mod monitoring;
@@ -25,8 +26,8 @@ use std::time::Duration;
 use rdt_core::{
     Backend, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet, GroupStartError,
     Interface, LogicalCpu, MbaClass, MbaResource, MonEvents, MonGroupId, MonValues, MsrOps,
-    NamedClasses, NoPmu, PmuSource, RequestError, Reset, Rmid, SncMode, SncState, ThreadThrottle,
-    Topology, Writers, start_one_by_one,
+    NamedClasses, NoPmu, PmuSource, RequestError, Reset, Rmid, RmidEvent, SncMode, SncState,
+    ThreadThrottle, Topology, Writers, start_one_by_one,
 };
 use rdt_host::runfile::{DEFAULT_LOCK_TIMEOUT, LockWaitError, NameRecord, RunDirPath, WriterLock};
 
@@ -107,7 +108,7 @@ fn domains(ids: Vec<CacheDomain>, cpus_of: impl Fn(CacheDomain) -> CpuSet) -> Ve
 /// #     monitoring: Feature::Unsupported, l3_cat: Feature::Supported(cat),
 /// #     l2_cat: Feature::Unsupported, mba: Feature::Unsupported, smba: Feature::Unsupported,
 /// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default(), uncore_pcie: false,
-/// #     snc: None };
+/// #     snc: None, amd_mbm: Default::default() };
 /// # let topology = Topology::from_placements((0..4).map(|c| CpuPlacement {
 /// #     cpu: LogicalCpu::new(c), package: 0, core: Some(c), l2: CacheDomain::new(c),
 /// #     l3: Some(CacheDomain::new(0)), node: 0 }).collect());
@@ -169,6 +170,9 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     /// legacy mode): the most NUMA nodes among the CPUs of one L3 domain (the kernel's
     /// `snc_nodes_per_l3_cache`), unless MSR_RMID_SNC_CONFIG bit 0 says legacy mode.
     snc: u32,
+    /// The L3 domains where this process enabled ABMC (L3_QOS_EXT_CFG bit 0) to assign its
+    /// groups' counters: disabled again when their last counter goes ([`self::abmc`]).
+    abmc_enabled: std::collections::BTreeSet<CacheDomain>,
 }
 
 impl<M: MsrIo, P: PmuSource> fmt::Debug for MsrBackend<M, P> {
@@ -235,6 +239,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             own: std::collections::BTreeSet::new(),
             cdp_split: [None, None],
             snc,
+            abmc_enabled: std::collections::BTreeSet::new(),
         };
         for resource in [CatResource::L3, CatResource::L2] {
             this.read_cdp(resource)?;
@@ -530,6 +535,10 @@ impl<M: MsrIo, P: PmuSource, E: From<MsrError>> MsrOps<E> for MsrBackend<M, P> {
 
     fn needs_reset(&self) -> Option<String> {
         MsrBackend::needs_reset(self)
+    }
+
+    fn set_mbm_event_config(&mut self, event: RmidEvent, bits: u32) -> Result<(), E> {
+        Ok(MsrBackend::set_mbm_event_config(self, event, bits)?)
     }
 }
 

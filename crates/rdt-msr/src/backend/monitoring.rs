@@ -39,6 +39,9 @@ pub(super) struct Context {
     pub(super) rmid: u32,
     /// The CPU IA32_QM_EVTSEL/IA32_QM_CTR are accessed on: the group's lowest CPU in the domain.
     pub(super) cpu: LogicalCpu,
+    /// On an ABMC part, the counter assigned to each MBM event ([`super::abmc`]): read
+    /// instead of the RMID's event.
+    pub(super) counters: Vec<(RmidEvent, u32)>,
 }
 
 /// A started monitoring group with everything a poll needs precomputed.
@@ -58,18 +61,13 @@ pub(super) struct Group {
     pub(super) acc: MonAccumulator,
 }
 
-/// Reads one event of one RMID: WRMSR IA32_QM_EVTSEL, RDMSR IA32_QM_CTR (pqos
-/// `hw_mon_read`). On the Error flag (bit 63) EVTSEL is written again before the next read;
+/// Reads one event of one RMID, or the ABMC counter assigned to it: WRMSR IA32_QM_EVTSEL
+/// (`sel`: [`regs::qm_evtsel`] or [`regs::qm_evtsel_abmc`]), RDMSR IA32_QM_CTR (pqos
+/// `hw_mon_read`; Linux `__cntr_id_read`). On the Error flag (bit 63) EVTSEL is written again before the next read;
 /// on the Unavailable flag (bit 62) IA32_QM_CTR is read again; after [`QM_CTR_ATTEMPTS`]
 /// reads the value is `None`. The data is bits 61:0 (the accumulator masks it to the
 /// counter width).
-fn read_event<M: MsrIo>(
-    io: &mut M,
-    cpu: LogicalCpu,
-    rmid: u32,
-    event: RmidEvent,
-) -> Result<Option<u64>, MsrError> {
-    let sel = regs::qm_evtsel(rmid, evtsel_id(event)); // EVTSEL: RMID in 41:32, event id in 7:0
+fn read_event<M: MsrIo>(io: &mut M, cpu: LogicalCpu, sel: u64) -> Result<Option<u64>, MsrError> {
     io.write(cpu, IA32_QM_EVTSEL, sel)?;
     for attempt in 1..=QM_CTR_ATTEMPTS {
         let v = io.read(cpu, IA32_QM_CTR)?;
@@ -105,7 +103,12 @@ impl Group {
                     if !occupancy && event == RmidEvent::LlcOccupancy {
                         continue;
                     }
-                    let now = read_event(io, ctx.cpu, rmid, event)?;
+                    // EVTSEL: RMID in 41:32, event id in 7:0; or the counter's id, ExtendedEvtID
+                    let sel = ctx.counters.iter().find(|(e, _)| *e == event).map_or_else(
+                        || regs::qm_evtsel(rmid, evtsel_id(event)),
+                        |&(_, id)| regs::qm_evtsel_abmc(id),
+                    );
+                    let now = read_event(io, ctx.cpu, sel)?;
                     self.acc
                         .record(i * self.nodes as usize + k as usize, event, now);
                 }
@@ -163,34 +166,14 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                 "CPU {cpu} has no L3 cache, so its LLC occupancy and memory bandwidth cannot be monitored"
             )).into());
         }
-        for &(cpu, _) in &members {
-            if let Some(g) = self.groups.iter().find(|g| g.cpus.contains(&cpu)) {
-                return Err(RequestError::AlreadyMonitored {
-                    what: format!("CPU {cpu}"),
-                    by: Some(format!("monitoring group {} of this process", g.id.0)),
-                }
-                .into());
-            }
-        }
-        let mut assoc = Vec::with_capacity(members.len());
-        for &(cpu, _) in &members {
-            let v = self.io.read(cpu, IA32_PQR_ASSOC)?;
-            let rmid = regs::pqr_rmid(v); // IA32_PQR_ASSOC bits 9:0
-            if rmid != 0 {
-                return Err(RequestError::AlreadyMonitored {
-                    what: format!("CPU {cpu}"),
-                    by: Some(format!(
-                        "RMID {rmid} (another tool or a run that did not stop)"
-                    )),
-                }
-                .into());
-            }
-            assoc.push(v);
-        }
+        let assoc = self.unmonitored_assoc(&members)?;
 
         let mut contexts: Vec<Context> = Vec::new();
         if !rmid_events.is_empty() {
             contexts = self.allocate_rmids(cpus, &members)?;
+            // ABMC: counters checked, then assigned, before any CPU is tagged
+            let evs: Vec<RmidEvent> = RmidEvent::of(rmid_events).collect();
+            self.assign_counters(&mut contexts, &evs)?;
             let rmids: Vec<(LogicalCpu, u32)> = members
                 .iter()
                 .map(|&(cpu, l3)| {
@@ -213,6 +196,9 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                 {
                     for (j, &(done, _)) in members.iter().enumerate().take(i) {
                         let _ = self.io.write(done, IA32_PQR_ASSOC, assoc[j]); // best-effort rollback
+                    }
+                    for ctx in &mut contexts {
+                        let _ = self.unassign_context(ctx);
                     }
                     if let Some(c) = &mut self.claims {
                         let _ = c.remove(members.iter().map(|m| m.0));
@@ -238,6 +224,9 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         // register access gives the RMIDs back, as a failed tagging does.
         if let Err(e) = group.baseline(&mut self.io, &mut self.pmu, Instant::now()) {
             if !group.contexts.is_empty() {
+                for ctx in &mut group.contexts {
+                    let _ = self.unassign_context(ctx);
+                }
                 let _ = self.release_rmids(group.cpus.iter().copied()); // best effort
                 if let Some(c) = &mut self.claims {
                     let _ = c.remove(group.cpus.iter().copied());
@@ -248,6 +237,39 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         self.next_group += 1;
         self.groups.push(group);
         Ok(id)
+    }
+
+    /// The IA32_PQR_ASSOC values of `members`, after checking none is in a group of this
+    /// backend or holds an RMID already.
+    fn unmonitored_assoc(
+        &mut self,
+        members: &[(LogicalCpu, Option<CacheDomain>)],
+    ) -> Result<Vec<u64>, MsrError> {
+        for &(cpu, _) in members {
+            if let Some(g) = self.groups.iter().find(|g| g.cpus.contains(&cpu)) {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("CPU {cpu}"),
+                    by: Some(format!("monitoring group {} of this process", g.id.0)),
+                }
+                .into());
+            }
+        }
+        let mut assoc = Vec::with_capacity(members.len());
+        for &(cpu, _) in members {
+            let v = self.io.read(cpu, IA32_PQR_ASSOC)?;
+            let rmid = regs::pqr_rmid(v); // IA32_PQR_ASSOC bits 9:0
+            if rmid != 0 {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("CPU {cpu}"),
+                    by: Some(format!(
+                        "RMID {rmid} (another tool or a run that did not stop)"
+                    )),
+                }
+                .into());
+            }
+            assoc.push(v);
+        }
+        Ok(assoc)
     }
 
     /// The accumulator of a new group: its counter contexts (with SNC, one per node of
@@ -290,11 +312,20 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     /// # Errors
     /// The first read or write error; every CPU is still attempted.
     pub(super) fn reset_rmids(&mut self) -> Result<(), MsrError> {
-        self.groups.clear();
+        let groups = std::mem::take(&mut self.groups);
+        let mut unassigned = Ok(());
+        for mut g in groups {
+            for ctx in &mut g.contexts {
+                let r = self.unassign_context(ctx);
+                if unassigned.is_ok() {
+                    unassigned = r;
+                }
+            }
+        }
         let all: Vec<LogicalCpu> = self.topology.cpus().iter().map(|c| c.cpu).collect();
         let released = self.release_rmids(all);
         let unclaimed = self.claims.as_mut().map_or(Ok(()), Claims::clear);
-        released.and(unclaimed)
+        unassigned.and(released).and(unclaimed)
     }
 
     /// Starts a group: checks every CPU is online, not in a group of this backend and has
@@ -457,13 +488,20 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             .groups
             .binary_search_by_key(&group, |g| g.id)
             .map_err(|_| RequestError::NoSuchGroup(group))?;
-        let g = self.groups.remove(i);
+        let mut g = self.groups.remove(i);
         if g.contexts.is_empty() {
             return Ok(());
         }
+        let mut unassigned = Ok(());
+        for ctx in &mut g.contexts {
+            let r = self.unassign_context(ctx);
+            if unassigned.is_ok() {
+                unassigned = r;
+            }
+        }
         let released = self.release_rmids(g.cpus.iter().copied());
         let unclaimed = self.claims.as_mut().map_or(Ok(()), |c| c.remove(g.cpus));
-        released.and(unclaimed)
+        unassigned.and(released).and(unclaimed)
     }
 }
 

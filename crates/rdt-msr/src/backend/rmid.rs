@@ -15,7 +15,8 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     /// Gives back the RMIDs of runs that ended without stopping their monitoring: for
     /// every claim file in the claims directory whose process is gone (its `flock` is
     /// free), each listed CPU whose IA32_PQR_ASSOC still holds the listed RMID is put back
-    /// on RMID 0 (COS kept); a CPU tagged by someone else since is left alone. Returns what
+    /// on RMID 0 (COS kept) and, on an ABMC part, the counters of its L3 domain that count
+    /// that RMID are unassigned; a CPU tagged by someone else since is left alone. Returns what
     /// was given back; nothing without [`MsrBackend::with_run_dir`].
     ///
     /// # Errors
@@ -25,7 +26,10 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         let Some(dir) = self.claims.as_ref().map(|c| c.dir().to_owned()) else {
             return Ok(Vec::new());
         };
-        claims::reclaim(&dir, &mut self.io)
+        let counters = self.caps.amd_mbm.abmc_counters.unwrap_or(0);
+        claims::reclaim(&dir, &mut self.io, &mut |io, cpu, rmid| {
+            super::abmc::unassign_rmid(io, cpu, rmid, counters)
+        })
     }
 
     /// The SNC nodes per L3 and the RMIDs of each (`(1, 0)` without SNC): the kernel
@@ -128,6 +132,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                 domain: id,
                 rmid: u32::try_from(rmid).map_err(|_| out_of_rmids())?,
                 cpu,
+                counters: Vec::new(),
             });
         }
         Ok(contexts)

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! rdt-sim mount [--model M | --dump FILE] [--resctrl-opts cdp,cdpl2,mba_MBps | --no-resctrl]
-//!               [--kernel 6.17|6.18|6.19] [--state FILE] [--manual-clock] DIR
+//!               [--kernel 6.17|6.18|6.19] [--state FILE] [--scenario FILE|builtin:NAME]
+//!               [--manual-clock] DIR
 //! rdt-sim models
 //! ```
 //!
@@ -24,7 +25,7 @@ use clap::{Parser, Subcommand};
 use rdt_sim::fs::{Mount, MountConfig, SimClock};
 use rdt_sim::resctrl::{KernelVersion, MountOptions};
 use rdt_sim::session::Saved;
-use rdt_sim::{BUILTIN_MODELS, DEFAULT_MODEL, SimHandle, SimPlatform};
+use rdt_sim::{BUILTIN_MODELS, DEFAULT_MODEL, Scenario, SimHandle, SimPlatform};
 
 /// Mount a simulated Intel RDT / AMD PQoS platform as files, to try rdt, pqos or any tool
 /// against it with no RDT hardware.
@@ -78,6 +79,12 @@ struct MountArgs {
     /// Load the model's state from FILE if it exists, and save it there on exit.
     #[arg(long, value_name = "FILE")]
     state: Option<PathBuf>,
+
+    /// Install a workload scenario after loading the state (it is saved with the state): a
+    /// JSON file, or `builtin:NAME` with NAME one of dpdk-pipeline,
+    /// dpdk-pipeline-aggressor-at-10s, dpdk-pipeline-alone (for `--model skylake-sp`).
+    #[arg(long, value_name = "FILE|builtin:NAME")]
+    scenario: Option<PathBuf>,
 
     /// Keep the model's clock still (it normally follows wall-clock time).
     #[arg(long)]
@@ -168,6 +175,15 @@ fn mount(args: &MountArgs) -> Result<(), Failed> {
             .restore_machine(saved.machine)
             .map_err(|e| loading()(e.into()))?;
         kernel = saved.kernel;
+    }
+    if let Some(arg) = &args.scenario {
+        let scenario = Scenario::from_arg(arg)
+            .and_then(|s| platform.set_scenario(&s).map(|()| s))
+            .map_err(|e| failed(format!("--scenario {}", arg.display()))(e.into()))?;
+        eprintln!(
+            "rdt-sim: scenario {}",
+            scenario.name.as_deref().unwrap_or("from the file")
+        );
     }
     platform.set_kernel(args.kernel);
     let model = platform.model().to_owned();

@@ -424,8 +424,10 @@ pub(crate) type SharedFaults = Arc<Mutex<Faults>>;
 /// of the last write to `fail`, `stats` or `resctrl_mount`: `ok` or the error naming the bad
 /// token), `model` (the model's name and identity), `clock` (the model's simulated time, in
 /// seconds), `stats` (request counts, [`super::stats`]; write `reset`), `resctrl_mount`
-/// (mount, unmount or remount resctrl, [`super::remount`]) and `pmu/` (the model's PMU
-/// counters, [`PMU_FORMAT`]).
+/// (mount, unmount or remount resctrl, [`super::remount`]), `workloads` (each workload's
+/// application metric and the memory domains' load: ground truth for evaluation,
+/// [`crate::metrics::WORKLOADS_FORMAT`]) and `pmu/` (the model's PMU counters,
+/// [`PMU_FORMAT`]).
 #[derive(Debug)]
 pub struct ControlTree {
     sim: SimHandle,
@@ -452,13 +454,14 @@ pub struct ControlTree {
 /// ignore any later ones (room to grow). Example: `2102431234 1468004321 1853 61024\n`.
 pub const PMU_FORMAT: &str = "instructions cycles llc_misses llc_references";
 
-const FILES: [(&str, u16); 6] = [
+const FILES: [(&str, u16); 7] = [
     ("fail", 0o644),
     ("status", 0o444),
     ("model", 0o444),
     ("clock", 0o444),
     ("stats", 0o644),
     ("resctrl_mount", 0o644),
+    ("workloads", 0o444),
 ];
 
 impl ControlTree {
@@ -500,6 +503,7 @@ impl ControlTree {
             "clock" => format!("{:.6}\n", self.sim.lock().now().as_secs_f64()),
             "stats" => self.counts.snapshot().to_string(),
             "resctrl_mount" => self.resctrl.describe(),
+            "workloads" => self.sim.lock().workloads_text(),
             _ => return Err(err(ENOENT)),
         })
     }

@@ -9,7 +9,7 @@
 //! | `dev/cpu/N/{msr,cpuid}` | [`DevCpuTree`] | the `msr` and `cpuid` drivers: 8-byte registers at offset = MSR address, 16-byte CPUID answers at offset `leaf \| subleaf << 32` |
 //! | `sys/devices/system/{cpu,node}` | [`SysfsTree`] | topology and cache files consistent with the model's [`crate::SimPlatform::topology`] |
 //! | `sys/fs/resctrl` | [`crate::resctrl::Resctrl`] | the kernel's resctrl filesystem over the same registers (an empty directory, as on a host where resctrl is not mounted, with [`MountConfig::resctrl`] `None`) |
-//! | `.sim/` | [`ControlTree`] | `fail` (fault injection, grammar in [`control`]), `status`, `model`, `clock`, `stats` (request counts, [`stats`]), `resctrl_mount` (mount, unmount, remount resctrl, [`remount`]), `pmu/cpu<N>`, `pmu/task<TID>` (the model's PMU counters, [`control::PMU_FORMAT`]) |
+//! | `.sim/` | [`ControlTree`] | `fail` (fault injection, grammar in [`control`]), `status`, `model`, `clock`, `stats` (request counts, [`stats`]), `resctrl_mount` (mount, unmount, remount resctrl, [`remount`]), `workloads` (per workload: application ops/s and ops, occupancy, memory traffic; per memory node: load; ground truth for evaluation, [`crate::metrics`]), `pmu/cpu<N>`, `pmu/task<TID>` (the model's PMU counters, [`control::PMU_FORMAT`]) |
 //!
 //! A schemata write changes what `dev/cpu/N/msr` reads at 0xC90+n, an MSR write through
 //! `dev/cpu` is what an in-process [`SimHandle`] reads, and so on: every view locks the one

@@ -24,10 +24,16 @@
 //!   CBM counts as hardware bits (`H`/`X`) in no `bit_usage` column of its own but blocks
 //!   exclusive groups, since the CLOSID is allocated.
 //!
-//! Simplified: the model does not split memory traffic by transaction type, so BMEC
-//! configurations and event filters are kept, shown and reset counters as on hardware, but
-//! do not change what `mbm_*_bytes` count; enabling io_alloc writes no register (the model
-//! has no SDCIAE MSR).
+//! The hardware side is [`crate::amdqos`]'s registers, programmed as the kernel programs
+//! them: `mbm_event` mode sets L3_QOS_EXT_CFG bit 0 in every domain (at mount too) and clears
+//! it in `default` mode; an assignment writes L3_QOS_ABMC_CFG (`resctrl_arch_config_cntr`:
+//! the group's RMID, the event's `event_filter`, counting enabled; a removal the same with
+//! counting disabled) and the group's reads go through that counter (`__cntr_id_read`); a
+//! BMEC write writes QOS_EVT_CFG_n (`mbm_config_write_domain`). So what the configurations
+//! select is what `mbm_*_bytes` count (the model's traffic is local and remote reads), and a
+//! counter resctrl assigned is busy for an MSR tool. The configurations shown are the ones
+//! written through resctrl (the kernel reads the register back; a tool that writes
+//! QOS_EVT_CFG_n directly is not seen here). Enabling io_alloc writes no register.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -40,8 +46,13 @@ use super::hw::{Event, Res};
 use super::kstr::{kstrtoul, strim, strsep};
 use super::mon::ReadError;
 use super::{Conf, Gid, GroupKind, InfoDir, KernelVersion, Mode, ROOT, Resctrl, einval};
+use super::{rdmsr, wrmsr};
 use crate::SimPlatform;
 use crate::vfs::err;
+use rdt_msr::MsrAddr;
+use rdt_msr::regs::{
+    AMD_L3_QOS_ABMC_CFG, AMD_L3_QOS_EXT_CFG, AMD_QOS_EVT_CFG_0, AbmcCfg, EXT_CFG_ABMC,
+};
 
 // The kernel's BMEC facts (`MAX_EVT_CONFIG_BITS`, the default local configuration, the
 // `mbm_transactions[]` names by bit) are rdt-core's, in one place.
@@ -167,6 +178,20 @@ impl AmdState {
     fn assigned(&self, di: usize, g: Gid, e: Event) -> bool {
         self.cntr[di].contains(&Some((g, e)))
     }
+
+    /// The configuration of counter `slot` of domain `di` as the holder table says
+    /// (`resctrl_arch_config_cntr`): counting `rmid`'s `e` with its `event_filter`, or
+    /// configured and not counting (`rmid` 0) when free.
+    fn cntr_cfg(&self, slot: usize, hold: Option<(u32, Event)>) -> AbmcCfg {
+        AbmcCfg {
+            bw_type: hold.map_or(0, |(_, e)| self.filter[ev_idx(e)]),
+            bw_src: hold.map_or(0, |(rmid, _)| rmid),
+            is_clos: false,
+            cntr_id: u32::try_from(slot).unwrap_or(u32::MAX),
+            cntr_en: hold.is_some(),
+            cfg_en: true,
+        }
+    }
 }
 
 /// The AMD state a parked mount keeps ([`super::ResctrlState`]).
@@ -250,7 +275,80 @@ impl Resctrl {
         a.filter = s.filter;
         a.cntr = cntr;
         a.io_alloc = s.io_alloc;
+        // the registers were saved with the platform ([`crate::amdqos`]): nothing to write
         Ok(())
+    }
+
+    /// Programs every register of [`crate::amdqos`] from this mount's state: the BMEC
+    /// configurations, ABMC's enable bit, every counter (held ones counting).
+    fn amd_program_all(&self, p: &mut SimPlatform) -> io::Result<()> {
+        for di in 0..self.hw.l3_domains.len() {
+            if self.amd.hw.bmec {
+                for (n, v) in self.amd.evt_cfg[di].iter().enumerate() {
+                    self.write_evt_cfg(p, di, n, *v)?;
+                }
+            }
+            if self.amd.hw.cntrs.is_some() {
+                self.set_abmc_enable(p, di, self.amd.assign)?;
+                for slot in 0..self.amd.cntr[di].len() {
+                    self.program_cntr(p, di, slot)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// WRMSR QOS_EVT_CFG_`n` of domain `di` (`mbm_config_write_domain`).
+    fn write_evt_cfg(&self, p: &mut SimPlatform, di: usize, n: usize, v: u32) -> io::Result<()> {
+        let cpu = self.hw.l3_domains[di].cpu;
+        let addr = MsrAddr::new(AMD_QOS_EVT_CFG_0.get() + u32::try_from(n).unwrap_or(0));
+        wrmsr(p, cpu, addr, u64::from(v))
+    }
+
+    /// L3_QOS_EXT_CFG bit 0 of domain `di` set or cleared, other bits kept
+    /// (`resctrl_abmc_set_one_amd`).
+    fn set_abmc_enable(&self, p: &mut SimPlatform, di: usize, on: bool) -> io::Result<()> {
+        let cpu = self.hw.l3_domains[di].cpu;
+        let v = rdmsr(p, cpu, AMD_L3_QOS_EXT_CFG)?;
+        let new = if on {
+            v | EXT_CFG_ABMC
+        } else {
+            v & !EXT_CFG_ABMC
+        };
+        if new == v {
+            return Ok(());
+        }
+        wrmsr(p, cpu, AMD_L3_QOS_EXT_CFG, new)
+    }
+
+    /// WRMSR L3_QOS_ABMC_CFG for counter `slot` of domain `di` as the holder table says
+    /// (`resctrl_arch_config_cntr`), which resets it.
+    fn program_cntr(&self, p: &mut SimPlatform, di: usize, slot: usize) -> io::Result<()> {
+        let hold = self.amd.cntr[di][slot].map(|(g, e)| (self.grp(g).rmid, e));
+        let cpu = self.hw.l3_domains[di].cpu;
+        wrmsr(
+            p,
+            cpu,
+            AMD_L3_QOS_ABMC_CFG,
+            self.amd.cntr_cfg(slot, hold).encode(),
+        )
+    }
+
+    /// The ABMC counter that counts `e` of `rmid` in domain `di` in `mbm_event` mode.
+    pub(super) fn amd_cntr_of(&self, di: usize, rmid: u32, e: Event) -> Option<u32> {
+        if !self.amd.assign || e == Event::LlcOccupancy {
+            return None;
+        }
+        let slot = self.amd.cntr.get(di)?.iter().position(|c| {
+            c.is_some_and(|(g, ce)| {
+                ce == e
+                    && self
+                        .groups
+                        .get(g)
+                        .is_some_and(|x| x.as_ref().is_some_and(|x| x.rmid == rmid))
+            })
+        })?;
+        u32::try_from(slot).ok()
     }
 
     fn mbm_events(&self) -> Vec<Event> {
@@ -274,8 +372,10 @@ impl Resctrl {
 
     // ----- mount, mkdir, rmdir -----
 
-    /// At mount, in `mbm_event` mode: the root's counters (`rdtgroup_assign_cntrs`).
+    /// At mount: the registers as this mount's state says (in `mbm_event` mode ABMC
+    /// enabled, every counter free), then the root's counters (`rdtgroup_assign_cntrs`).
     pub(super) fn amd_mount(&mut self, p: &mut SimPlatform) -> io::Result<()> {
+        self.amd_program_all(p)?;
         self.amd_assign_on_mkdir(p, ROOT)
     }
 
@@ -294,12 +394,31 @@ impl Resctrl {
         Ok(())
     }
 
-    /// `rdtgroup_unassign_cntrs`: frees a removed group's counters (and its MON children's).
-    pub(super) fn amd_group_removed(&mut self, g: Gid) {
-        for doms in &mut self.amd.cntr {
-            for c in doms.iter_mut() {
-                if c.is_some_and(|(h, _)| h == g) {
-                    *c = None;
+    /// At unmount (`rmdir_all_sub`, `rdtgroup_unassign_cntrs`): every counter freed, so the
+    /// hardware holds none of this mount's; ABMC's enable bit stays as the mode left it.
+    pub(super) fn amd_unmount(&mut self, p: &mut SimPlatform) -> io::Result<()> {
+        let mut first = Ok(());
+        for di in 0..self.amd.cntr.len() {
+            for slot in 0..self.amd.cntr[di].len() {
+                if self.amd.cntr[di][slot].take().is_some() {
+                    let r = self.program_cntr(p, di, slot);
+                    if first.is_ok() {
+                        first = r;
+                    }
+                }
+            }
+        }
+        first
+    }
+
+    /// `rdtgroup_unassign_cntrs`: frees a removed group's counters (and its MON children's),
+    /// each configured not counting. Best effort (an rmdir does not fail on it).
+    pub(super) fn amd_group_removed(&mut self, p: &mut SimPlatform, g: Gid) {
+        for di in 0..self.amd.cntr.len() {
+            for slot in 0..self.amd.cntr[di].len() {
+                if self.amd.cntr[di][slot].is_some_and(|(h, _)| h == g) {
+                    self.amd.cntr[di][slot] = None;
+                    let _ = self.program_cntr(p, di, slot);
                 }
             }
         }
@@ -326,6 +445,7 @@ impl Resctrl {
             return Ok(false);
         };
         self.amd.cntr[di][slot] = Some((g, e));
+        self.program_cntr(p, di, slot)?;
         let rmid = self.grp(g).rmid;
         self.reset_counter(p, di, rmid, e)?;
         Ok(true)
@@ -338,8 +458,9 @@ impl Resctrl {
         g: Gid,
         e: Event,
     ) -> io::Result<()> {
-        if let Some(c) = self.amd.cntr[di].iter_mut().find(|c| **c == Some((g, e))) {
-            *c = None;
+        if let Some(slot) = self.amd.cntr[di].iter().position(|c| *c == Some((g, e))) {
+            self.amd.cntr[di][slot] = None;
+            self.program_cntr(p, di, slot)?;
             let rmid = self.grp(g).rmid;
             self.reset_counter(p, di, rmid, e)?;
         }
@@ -658,6 +779,7 @@ impl Resctrl {
             let v = u32::try_from(v).unwrap_or(mask);
             if self.amd.evt_cfg[di][i] != v {
                 self.amd.evt_cfg[di][i] = v;
+                self.write_evt_cfg(p, di, i, v)?;
                 self.clear_domain_counters(p, di)?;
             }
         }
@@ -704,6 +826,7 @@ impl Resctrl {
         }
         let mask = self.amd.hw.bmec_mask.unwrap_or(MAX_EVT_CONFIG_BITS);
         self.amd.filter = [mask, mask & LOCAL_BITS];
+        self.amd_program_all(p)?;
         let rmids: Vec<u32> = self.groups.iter().flatten().map(|g| g.rmid).collect();
         for di in 0..self.hw.l3_domains.len() {
             for &rmid in &rmids {
@@ -748,6 +871,9 @@ impl Resctrl {
                     .map(|(g, _)| *g)
                     .collect();
                 for g in holders {
+                    if let Some(slot) = self.amd.cntr[di].iter().position(|c| *c == Some((g, e))) {
+                        self.program_cntr(p, di, slot)?;
+                    }
                     let rmid = self.grp(g).rmid;
                     self.reset_counter(p, di, rmid, e)?;
                 }

@@ -167,12 +167,12 @@ impl Resctrl {
         self.closid_used[grp.closid as usize] = false;
         self.ctrl_names.remove(&grp.name);
         self.groups[g] = None;
-        self.amd_group_removed(g);
+        self.amd_group_removed(p, g);
         for &c in children {
             let rmid = self.grp(c).rmid;
             self.free_rmid(p, rmid);
             self.groups[c] = None;
-            self.amd_group_removed(c);
+            self.amd_group_removed(p, c);
         }
     }
 
@@ -193,7 +193,7 @@ impl Resctrl {
             children.retain(|&c| c != g);
         }
         self.groups[g] = None;
-        self.amd_group_removed(g);
+        self.amd_group_removed(p, g);
     }
 
     /// `rdtgroup_rename`: only a MON group, to another (or the same) `mon_groups` directory.

@@ -700,6 +700,7 @@ impl Resctrl {
         };
         note(self.set_cdp(p, false));
         note(self.reset_all_ctrls(p));
+        note(self.amd_unmount(p));
         // rmdir_all_sub: every CPU to the root; IA32_PQR_ASSOC is written where the kernel's
         // last write left other ids.
         for (cpu, ids) in self.cpu_defaults() {

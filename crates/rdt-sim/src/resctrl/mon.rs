@@ -108,7 +108,8 @@ impl Resctrl {
     }
 
     /// One hardware read of `event` for `rmid` in L3 domain `di`, as `__rmid_read_phys` does
-    /// it: IA32_QM_EVTSEL then IA32_QM_CTR on a CPU of the domain. Returns the counter value.
+    /// it: IA32_QM_EVTSEL then IA32_QM_CTR on a CPU of the domain; in `mbm_event` mode
+    /// through the ABMC counter assigned to them (`__cntr_id_read`). Returns the counter value.
     fn qm_read(
         &self,
         p: &mut SimPlatform,
@@ -117,7 +118,11 @@ impl Resctrl {
         event: Event,
     ) -> io::Result<Result<u64, ReadError>> {
         let cpu = self.hw.l3_domains[di].cpu;
-        wrmsr(p, cpu, IA32_QM_EVTSEL, qm_evtsel(rmid, event.evtsel()))?;
+        let sel = self.amd_cntr_of(di, rmid, event).map_or_else(
+            || qm_evtsel(rmid, event.evtsel()),
+            rdt_msr::regs::qm_evtsel_abmc,
+        );
+        wrmsr(p, cpu, IA32_QM_EVTSEL, sel)?;
         let v = rdmsr(p, cpu, IA32_QM_CTR)?;
         Ok(if v & QM_CTR_ERROR != 0 {
             Err(ReadError::Error)
@@ -129,17 +134,14 @@ impl Resctrl {
     }
 
     /// The hardware's MBM count of (`di`, `rmid`, `event`) before it wraps (the model's
-    /// count through the part's erratum, [`SimPlatform::mbm_hw_count`]).
+    /// count through the part's erratum, [`SimPlatform::mbm_hw_count`]): the ABMC counter
+    /// assigned to them in `mbm_event` mode, else the RMID's event ([`crate::amdqos`]).
     fn raw_count(&self, p: &SimPlatform, di: usize, rmid: u32, event: Event) -> u64 {
         let d = CacheDomain::new(self.hw.l3_domains[di].id);
-        let counts = p
-            .counters
-            .get(&d)
-            .and_then(|v| v.get(rmid as usize))
-            .map_or(0, |c| match event {
-                Event::MbmLocal => c.local.whole,
-                _ => c.total.whole,
-            });
+        let counts = match self.amd_cntr_of(di, rmid, event) {
+            Some(id) => p.abmc_count(d, id).unwrap_or(0),
+            None => p.legacy_mbm_count(d, rmid, event.evtsel()).unwrap_or(0),
+        };
         p.mbm_hw_count(rmid, counts)
     }
 

@@ -1,0 +1,309 @@
+//! An NRI plugin that puts every container of a node in its RDT class.
+//!
+//! NRI (the Node Resource Interface of containerd ≥ 1.7 and CRI-O ≥ 1.26) lets a plugin on the
+//! runtime's socket (`/var/run/nri/nri.sock`) adjust each container as it is created. This
+//! crate is such a plugin for RDT:
+//! - the node's classes are its configuration (named classes in TOML or goresctrl's YAML),
+//!   applied as one transaction when the plugin starts ([`apply_classes`]): a second start
+//!   with the same file writes nothing, so a restart never resets a class;
+//! - each container's class is decided as goresctrl decides it (the container annotation
+//!   `io.kubernetes.cri.rdt-class`, the pod annotations
+//!   `rdt.resources.beta.kubernetes.io/container.<name>` and `rdt.resources.beta.kubernetes.io/pod`),
+//!   then by the pod's QoS class, then the default ([`Plugin::decide`]);
+//! - a new container's adjustment sets its `linux.intelRdt.closID` to its class's group, so
+//!   runc or crun joins it to the existing group and never writes a `schemata`;
+//! - on connecting, the containers that exist are synchronized: those in their class are left
+//!   alone, the others are updated to it ([`Plugin::synchronize`]);
+//! - an annotation naming a class the node lacks fails the container's creation with a
+//!   message naming the annotation and the classes there are ([`OnUnknown`]).
+//!
+//! The protocol is NRI's: ttrpc over a socket multiplexed into two logical connections
+//! ([`ttrpc`] says how, and why the framing is written here rather than taken from the
+//! `ttrpc` crate); the messages are the subset of NRI's `api.proto` the plugin uses,
+//! prost derives with NRI's field numbers ([`api`]). [`serve`] runs one connection.
+//!
+//! # References
+//! - containerd/nri v0.12.5: `pkg/api/api.proto`, `pkg/stub/stub.go` (the plugin's side),
+//!   `pkg/adaptation/plugin.go` (the runtime's side), `pkg/net/multiplex/mux.go`.
+//! - containerd/ttrpc v1.2.7: `channel.go`, `request.proto`, `PROTOCOL.md`.
+//! - goresctrl v0.14.0: `pkg/rdt/kubernetes.go`, `pkg/kubernetes/annotations.go`.
+
+pub mod api;
+mod plugin;
+pub mod ttrpc;
+
+use std::io::BufReader;
+use std::os::unix::net::UnixStream;
+
+use prost::Message as _;
+use rdt_pqos::Backend;
+use rdt_pqos::config::{ConfigError, ConfigFile, ConfigPlanError, goresctrl::GroupOptions};
+use rdt_pqos::proc::ProcFs;
+use rdt_pqos::transaction::{self, ApplyPlan};
+
+pub use plugin::{
+    CONTAINER_ANNOTATION, Class, OnUnknown, Options, OptionsError, Origin, POD_ANNOTATION,
+    POD_CONTAINER_ANNOTATION_PREFIX, Plugin, Qos, ROOT_CLASS, Refused,
+};
+
+/// The default socket of the runtime's NRI side.
+pub const DEFAULT_SOCKET: &str = "/var/run/nri/nri.sock";
+
+/// A failure of the plugin's connection to the runtime.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NriError {
+    /// Reading or writing the socket failed.
+    #[error("failed to {op}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The byte stream is not NRI's frames.
+    #[error("malformed NRI stream: {0}")]
+    Frame(String),
+    /// A message to send is longer than ttrpc allows.
+    #[error("a ttrpc message of {length} bytes is longer than ttrpc's 4 MiB")]
+    TooLarge {
+        /// Its length, in bytes.
+        length: usize,
+    },
+    /// A message from the runtime does not decode.
+    #[error("the runtime's {what} does not decode")]
+    Decode {
+        /// Which message.
+        what: &'static str,
+        /// The cause.
+        #[source]
+        source: prost::DecodeError,
+    },
+    /// The runtime refused the registration.
+    #[error("the runtime refused the plugin's registration (code {code}): {message}")]
+    Registration {
+        /// The gRPC status code.
+        code: i32,
+        /// The runtime's message.
+        message: String,
+    },
+}
+
+/// A failure to make the node's classes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClassesError {
+    /// The configuration does not fit the platform (nothing was written).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Reading or writing the platform failed (what was written is undone).
+    #[error("{op}")]
+    Platform {
+        /// What was being done.
+        op: &'static str,
+        /// The cause.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// The node's classes, made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// The classes, in the file's order.
+    pub classes: Vec<Class>,
+    /// The writes the transaction made (0 when the platform already had them).
+    pub writes: usize,
+}
+
+/// The classes `file` names: a TOML class's group is its name; a goresctrl class's is its
+/// name after `groups.prefix`, and its root class (`system/default`) is the root group.
+#[must_use]
+pub fn classes_of(file: &ConfigFile, groups: &GroupOptions) -> Vec<Class> {
+    match file {
+        ConfigFile::Classes(c) => c
+            .classes
+            .iter()
+            .map(|c| Class {
+                name: c.name.clone(),
+                group: Some(c.name.clone()),
+            })
+            .collect(),
+        ConfigFile::Goresctrl(g) => g
+            .partitions
+            .iter()
+            .flat_map(|p| &p.classes)
+            .map(|c| Class {
+                name: if c.is_root() {
+                    ROOT_CLASS.to_owned()
+                } else {
+                    c.name.clone()
+                },
+                group: (!c.is_root()).then(|| groups.group_name(&c.name)),
+            })
+            .collect(),
+    }
+}
+
+/// Makes the classes of `file` on `backend` as one transaction, holding the writers' lock
+/// from reading the state to the last write (as `pqos --apply` does): the classes already
+/// as the file says are not written again.
+///
+/// # Errors
+/// The file does not fit the platform (nothing written), the lock cannot be taken, a
+/// write fails (the writes before it undone), the change cannot be kept.
+pub fn apply_classes<B: Backend>(
+    backend: &mut B,
+    file: &ConfigFile,
+    groups: &GroupOptions,
+    proc: &ProcFs,
+) -> Result<Applied, ClassesError> {
+    fn platform<E: std::error::Error + Send + Sync + 'static>(
+        op: &'static str,
+    ) -> impl FnOnce(E) -> ClassesError {
+        move |e| ClassesError::Platform {
+            op,
+            source: Box::new(e),
+        }
+    }
+    let writes = transaction::with_writers(backend, |backend| {
+        let planned = file.plan_with(backend, proc, groups).map_err(|e| match e {
+            ConfigPlanError::Config(e) => ClassesError::Config(e),
+            ConfigPlanError::Backend(e) => platform("reading the platform")(e),
+        })?;
+        for w in &planned.warnings {
+            log::warn!("{w}");
+        }
+        for line in planned.lines() {
+            log::info!("{line}");
+        }
+        let done = planned
+            .plan
+            .apply(backend)
+            .into_result()
+            .map_err(platform("applying the classes"))?;
+        backend.commit().map_err(platform("keeping the classes"))?;
+        Ok::<_, ClassesError>(done.len())
+    })
+    .map_err(platform("taking the writers' lock"))??;
+    Ok(Applied {
+        classes: classes_of(file, groups),
+        writes,
+    })
+}
+
+/// How the plugin registers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registration {
+    /// The plugin's name (`[a-zA-Z0-9_.+-]+`).
+    pub name: String,
+    /// Its index, two digits: plugins are called in ascending index order.
+    pub index: String,
+}
+
+impl Default for Registration {
+    fn default() -> Self {
+        Self {
+            name: "rdt".to_owned(),
+            index: "10".to_owned(),
+        }
+    }
+}
+
+/// The NRI version this plugin's messages follow (sent on registration).
+pub const NRI_VERSION: &str = "v0.12.5";
+
+/// Runs one connection to the runtime: registers, then answers the runtime's requests with
+/// `handle` (method, encoded request: [`Plugin::handle`], behind a lock where another
+/// thread reloads the classes) until the runtime closes the connection (`Ok`).
+///
+/// # Errors
+/// The socket fails, the stream is not NRI's, the runtime refuses the registration.
+pub fn serve(
+    stream: UnixStream,
+    registration: &Registration,
+    mut handle: impl FnMut(&str, &[u8]) -> Result<Vec<u8>, ttrpc::Status>,
+) -> Result<(), NriError> {
+    use ttrpc::{
+        PLUGIN_CONN, RUNTIME_CONN, Request, Response, Status, TYPE_REQUEST, TYPE_RESPONSE, encode,
+        send,
+    };
+    let mut writer = stream.try_clone().map_err(|source| NriError::Io {
+        op: "duplicate the NRI socket",
+        source,
+    })?;
+    let mut reader = ttrpc::Reader::new(BufReader::new(stream));
+    let register = Request {
+        service: api::RUNTIME_SERVICE.to_owned(),
+        method: "RegisterPlugin".to_owned(),
+        payload: api::RegisterPluginRequest {
+            plugin_name: registration.name.clone(),
+            plugin_idx: registration.index.clone(),
+            nri_version: NRI_VERSION.to_owned(),
+        }
+        .encode_to_vec(),
+        timeout_nano: 0,
+    };
+    send(
+        &mut writer,
+        &encode(RUNTIME_CONN, 1, TYPE_REQUEST, &register.encode_to_vec())?,
+    )?;
+    while let Some(m) = reader.next_message()? {
+        match (m.conn, m.kind) {
+            (RUNTIME_CONN, TYPE_RESPONSE) => {
+                let r = Response::decode(&m.payload[..]).map_err(|source| NriError::Decode {
+                    what: "response",
+                    source,
+                })?;
+                if let Some(s) = r.status.filter(|s| s.code != 0) {
+                    return Err(NriError::Registration {
+                        code: s.code,
+                        message: s.message,
+                    });
+                }
+                log::info!("registered as {}-{}", registration.index, registration.name);
+            }
+            (PLUGIN_CONN, TYPE_REQUEST) => {
+                let answer = match Request::decode(&m.payload[..]) {
+                    Ok(req) if req.service == api::PLUGIN_SERVICE => {
+                        handle(&req.method, &req.payload)
+                    }
+                    Ok(req) => Err(Status {
+                        code: ttrpc::CODE_UNIMPLEMENTED,
+                        message: format!("service {} is not served here", req.service),
+                    }),
+                    Err(e) => Err(Status {
+                        code: ttrpc::CODE_INVALID_ARGUMENT,
+                        message: format!("the ttrpc request does not decode: {e}"),
+                    }),
+                };
+                let response = match answer {
+                    Ok(payload) => Response {
+                        status: None,
+                        payload,
+                    },
+                    Err(status) => Response {
+                        status: Some(status),
+                        payload: Vec::new(),
+                    },
+                };
+                send(
+                    &mut writer,
+                    &encode(
+                        PLUGIN_CONN,
+                        m.stream,
+                        TYPE_RESPONSE,
+                        &response.encode_to_vec(),
+                    )?,
+                )?;
+            }
+            _ => log::debug!(
+                "ignored a ttrpc message of type {} on connection {}",
+                m.kind,
+                m.conn
+            ),
+        }
+    }
+    Ok(())
+}
