@@ -1,6 +1,7 @@
 //! `deploy/`: every manifest and snippet parses as its consumer reads it, the agent's
-//! DaemonSet passes only flags `rdt-agent` has, mounts what those flags name with the least
-//! privileges, and its NRI socket is the one the containerd and CRI-O snippets enable.
+//! DaemonSet passes only flags `rdt-agent` (and `rdt-agent nri`) has, mounts what those
+//! flags name with the least privileges, its classes plan on simulated Intel and AMD nodes,
+//! and its NRI socket is the one the containerd and CRI-O snippets enable.
 //! (The exporter's manifest is checked against `rdt-exporter`'s flags in
 //! crates/rdt-exporter/tests/deploy.rs.)
 
@@ -51,7 +52,7 @@ fn the_agents_containers_pass_only_flags_rdt_agent_has() {
         .filter(|c| c.image.starts_with("rdt-agent:"))
         .collect();
     let names: Vec<&str> = agents.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["nfd-features", "rdt-agent"]);
+    assert_eq!(names, ["nfd-features", "rdt-agent", "rdt-controller"]);
     for c in &agents {
         let checked = deploy::check_flags(AGENT, c);
         assert!(!checked.is_empty(), "{}", c.name);
@@ -74,20 +75,51 @@ fn host_path_at(c: &deploy::Container, path: &str) -> Option<(String, bool)> {
     ))
 }
 
-#[test]
-fn the_agent_daemonset_mounts_what_its_flags_name_with_the_least_privileges() {
-    let containers: Vec<_> = deploy::containers()
+/// The text of the ConfigMap key the file `--flag=PATH` of `c` names (its directory
+/// mounted from a ConfigMap of the manifest), with the key.
+fn config_map_file(c: &deploy::Container, flag: &str) -> (String, String) {
+    let path = c
+        .args
+        .iter()
+        .find_map(|a| a.strip_prefix(&format!("{flag}=")))
+        .unwrap_or_else(|| panic!("{}: {flag}=FILE", c.name));
+    let (dir, key) = path.rsplit_once('/').expect("a path");
+    let mount = c.spec["volumeMounts"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["mountPath"] == dir))
+        .unwrap_or_else(|| panic!("{}: {dir} is mounted", c.name));
+    assert_eq!(mount["readOnly"], true, "{}: {dir}", c.name);
+    let volume = c.pod["volumes"]
+        .as_array()
+        .and_then(|v| v.iter().find(|v| v["name"] == mount["name"]))
+        .expect("volume");
+    let text = std::fs::read_to_string(deploy::dir().join(&c.manifest)).expect("read");
+    let docs = deploy::parse(&c.manifest, &text).expect("YAML");
+    let map = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == volume["configMap"]["name"])
+        .expect("the ConfigMap");
+    let text = map["data"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("{key} in the ConfigMap"));
+    (key.to_owned(), text.to_owned())
+}
+
+fn daemonset() -> Vec<deploy::Container> {
+    deploy::containers()
         .into_iter()
         .filter(|c| c.manifest == "rdt-agent-daemonset.yaml")
-        .collect();
-    let nfd = containers
-        .iter()
-        .find(|c| c.name == "nfd-features")
-        .expect("init");
-    let agent = containers
-        .iter()
-        .find(|c| c.name == "rdt-agent")
-        .expect("agent");
+        .collect()
+}
+
+fn container<'a>(all: &'a [deploy::Container], name: &str) -> &'a deploy::Container {
+    all.iter().find(|c| c.name == name).expect(name)
+}
+
+#[test]
+fn the_agent_daemonset_mounts_what_its_flags_name_with_the_least_privileges() {
+    let containers = daemonset();
+    let nfd = container(&containers, "nfd-features");
     // the feature file lands in NFD's features.d on the host, under a name NFD reads
     let file = nfd
         .args
@@ -106,52 +138,44 @@ fn the_agent_daemonset_mounts_what_its_flags_name_with_the_least_privileges() {
         Some(("/sys/fs/resctrl".to_owned(), true)),
         "the init container only reads resctrl"
     );
-    // the agent: resctrl read-write, its run directory kept on the host, the NRI socket's
-    // directory, the policy it is given
-    assert_eq!(
-        host_path_at(agent, "/sys/fs/resctrl"),
-        Some(("/sys/fs/resctrl".to_owned(), false))
-    );
-    assert_eq!(
-        host_path_at(agent, rdt_pqos::runfile::HOST_RUN_DIR),
-        Some((rdt_pqos::runfile::HOST_RUN_DIR.to_owned(), false))
-    );
-    assert_eq!(
-        host_path_at(agent, "/var/run/nri"),
-        Some(("/var/run/nri".to_owned(), false))
-    );
-    let policy = agent
+    // the NRI plugin and the controller: resctrl read-write, the run directory kept on the
+    // host (their journals, and one writers' lock between them)
+    for name in ["rdt-agent", "rdt-controller"] {
+        let c = container(&containers, name);
+        assert_eq!(
+            host_path_at(c, "/sys/fs/resctrl"),
+            Some(("/sys/fs/resctrl".to_owned(), false)),
+            "{name}"
+        );
+        assert_eq!(
+            host_path_at(c, rdt_pqos::runfile::HOST_RUN_DIR),
+            Some((rdt_pqos::runfile::HOST_RUN_DIR.to_owned(), false)),
+            "{name}"
+        );
+    }
+    // the plugin's socket is in the mounted NRI directory of the host
+    let agent = container(&containers, "rdt-agent");
+    let socket = agent
         .args
         .iter()
-        .find_map(|a| a.strip_prefix("--policy="))
-        .expect("--policy=FILE");
-    let (policy_dir, policy_key) = policy.rsplit_once('/').expect("a path");
-    let mount = agent.spec["volumeMounts"]
-        .as_array()
-        .and_then(|m| m.iter().find(|m| m["mountPath"] == policy_dir))
-        .expect("the policy's directory is mounted");
-    let docs = deploy::parse(
-        "rdt-agent-daemonset.yaml",
-        &std::fs::read_to_string(deploy::dir().join("rdt-agent-daemonset.yaml")).expect("read"),
-    )
-    .expect("YAML");
-    let volume = agent.pod["volumes"]
-        .as_array()
-        .and_then(|v| v.iter().find(|v| v["name"] == mount["name"]))
-        .expect("volume");
-    let map = docs
-        .iter()
-        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == volume["configMap"]["name"])
-        .expect("the policy's ConfigMap");
-    let text = map["data"][policy_key].as_str().expect("the policy text");
+        .find_map(|a| a.strip_prefix("--socket="))
+        .expect("--socket=PATH");
+    let (socket_dir, _) = socket.rsplit_once('/').expect("a path");
     assert_eq!(
-        text,
+        host_path_at(agent, socket_dir),
+        Some((socket_dir.to_owned(), false))
+    );
+    // the controller's policy is deploy/rdt-agent-policy.toml
+    let (_, policy) = config_map_file(container(&containers, "rdt-controller"), "--policy");
+    assert_eq!(
+        policy,
         std::fs::read_to_string(deploy::dir().join("rdt-agent-policy.toml")).expect("policy"),
         "the ConfigMap holds deploy/rdt-agent-policy.toml"
     );
     // least privileges: uid 0 (resctrl is root's) and nothing else
     for c in &containers {
         let s = &c.spec["securityContext"];
+        assert_eq!(s["runAsUser"], 0, "{}", c.name);
         assert_eq!(s["privileged"], false, "{}", c.name);
         assert_eq!(s["allowPrivilegeEscalation"], false, "{}", c.name);
         assert_eq!(s["readOnlyRootFilesystem"], true, "{}", c.name);
@@ -163,6 +187,41 @@ fn the_agent_daemonset_mounts_what_its_flags_name_with_the_least_privileges() {
         );
         assert!(s["capabilities"]["add"].is_null(), "{}", c.name);
         assert_eq!(c.pod["hostNetwork"], Value::Null, "{}", c.name);
+    }
+}
+
+#[test]
+fn the_nri_plugins_classes_plan_on_intel_and_amd_nodes_and_its_qos_classes_exist() {
+    let containers = daemonset();
+    let agent = container(&containers, "rdt-agent");
+    let (key, text) = config_map_file(agent, "--config");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(&key);
+    std::fs::write(&path, &text).expect("write");
+    let file = rdt_pqos::config::ConfigFile::load(&path).expect("the classes parse");
+    let rdt_pqos::config::ConfigFile::Classes(config) = &file else {
+        panic!("named classes")
+    };
+    for arg in &agent.args {
+        if let Some(q) = arg.strip_prefix("--qos-class=") {
+            let (_, class) = q.split_once('=').expect("QOS=CLASS");
+            assert!(config.class(class).is_some(), "{arg}: a class of {key}");
+        }
+    }
+    for model in ["skylake-sp:rdt=l3cat", "sapphire-rapids", "genoa", "turin"] {
+        let session = rdt_pqos::sim::SessionOptions {
+            state: Some(dir.path().join(format!("{model}.json"))),
+            ..rdt_pqos::sim::SessionOptions::new(model)
+        };
+        let mut rdt = rdt_pqos::OpenOptions::simulate(
+            rdt_pqos::OpenOptions::new(rdt_pqos::Iface::Os).rdt_iface(None),
+            session,
+        )
+        .open()
+        .expect("open");
+        if let Err(e) = file.plan(&mut rdt, &rdt_pqos::proc::ProcFs::host()) {
+            panic!("{model}: {e}");
+        }
     }
 }
 
