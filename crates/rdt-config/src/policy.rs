@@ -39,7 +39,9 @@
 //! and its members: `cpus` (kernel list form), `tasks` (ids) and/or `processes` (`comm`
 //! names), as the classes of `--apply` have them, each CPU, task and process in one
 //! workload only. A best-effort workload may say `rest = true` instead: every CPU no other
-//! workload lists (at most one may). Then:
+//! workload lists (at most one may). The controller monitors a workload by its CPUs, or,
+//! without CPUs, by the threads of its tasks and of the processes it names when it starts
+//! (the OS interface only: resctrl monitor groups hold tasks). Then:
 //! - `target` (protected): `"alone"` (learned: the best IPC it has shown, or its LLC
 //!   occupancy without a PMU, decaying slowly), `{ llc_mib = N }` (LLC occupancy, MiB, >0)
 //!   or `{ ipc = X }` (instructions per cycle, >0). Default `"alone"`.

@@ -63,6 +63,75 @@ fn span(topology: &rdt_core::Topology, cpus: &CpuSet) -> u32 {
     }
 }
 
+/// Starts one monitoring group per workload, in order: by its CPUs, or (a workload without
+/// CPUs, on the OS interface) by the threads of its tasks and of the processes it names.
+fn start_groups<B: Backend>(
+    backend: &mut B,
+    workloads: &[&ClassSpec],
+    proc: &ProcFs,
+) -> Result<Vec<MonGroupId>, AgentError<B::Error>> {
+    let events = backend.capabilities().supported_events() & EVENTS;
+    let mut by_cpus = Vec::new();
+    let mut by_tasks = Vec::new();
+    for w in workloads {
+        if !w.cpus.is_empty() {
+            by_cpus.push((w.cpus.clone(), events));
+            continue;
+        }
+        let mut tasks = w.tasks.clone();
+        for name in &w.processes {
+            tasks.extend(proc.processes_named(name).map_err(|e| {
+                AgentError::Platform(format!("workload {:?}: reading /proc: {e}", w.name))
+            })?);
+        }
+        tasks.sort_unstable();
+        tasks.dedup();
+        if tasks.is_empty() {
+            return Err(AgentError::Platform(format!(
+                "workload {:?}: no task to monitor (no process named {:?} runs)",
+                w.name, w.processes
+            )));
+        }
+        by_tasks.push((tasks, events));
+    }
+    let cpu_groups = backend
+        .start_monitoring_many(&by_cpus)
+        .map_err(|e| AgentError::Platform(format!("starting monitoring: {e}")))?;
+    let task_groups = if by_tasks.is_empty() {
+        Ok(Vec::new())
+    } else if let Some(os) = backend.os() {
+        os.start_monitoring_tasks_many(&by_tasks)
+            .map_err(|e| format!("starting monitoring: {e}"))
+    } else {
+        Err(
+            "a workload without `cpus` is monitored by its tasks, which needs the OS \
+             interface (resctrl)"
+                .to_owned(),
+        )
+    };
+    let task_groups = match task_groups {
+        Ok(g) => g,
+        Err(e) => {
+            // all or none: the CPU groups started go again
+            for g in cpu_groups {
+                let _ = backend.stop_monitoring(g);
+            }
+            return Err(AgentError::Platform(e));
+        }
+    };
+    let (mut cpu_groups, mut task_groups) = (cpu_groups.into_iter(), task_groups.into_iter());
+    Ok(workloads
+        .iter()
+        .filter_map(|w| {
+            if w.cpus.is_empty() {
+                task_groups.next()
+            } else {
+                cpu_groups.next()
+            }
+        })
+        .collect())
+}
+
 /// The events the controller monitors: occupancy, memory traffic and IPC, those the
 /// platform has.
 const EVENTS: MonEvents = MonEvents::LLC_OCCUPANCY
@@ -173,27 +242,13 @@ impl Agent {
             })?;
             ids
         };
-        // Monitoring: one group per workload, by CPUs; by tasks where it has no CPUs.
-        let supported = backend.capabilities().supported_events() & EVENTS;
-        let members = policy
+        let workloads: Vec<&ClassSpec> = policy
             .protected
             .iter()
-            .map(|p| p.workload.cpus.clone())
-            .chain(specs.iter().map(|s| s.cpus.clone()));
-        let mut by_cpus = Vec::new();
-        for cpus in members {
-            if cpus.is_empty() {
-                return Err(AgentError::Platform(
-                    "the controller monitors workloads by their CPUs for now: give each \
-                     workload `cpus` (monitoring by task is not implemented yet)"
-                        .into(),
-                ));
-            }
-            by_cpus.push((cpus, supported));
-        }
-        let groups = backend
-            .start_monitoring_many(&by_cpus)
-            .map_err(|e| AgentError::Platform(format!("starting monitoring: {e}")))?;
+            .map(|p| &p.workload)
+            .chain(&specs)
+            .collect();
+        let groups = start_groups(backend, &workloads, proc)?;
         let engine = Engine::new(policy, facts);
         Ok(Self {
             engine,
