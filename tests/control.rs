@@ -278,6 +278,30 @@ fn a_workload_of_tasks_is_monitored_by_its_threads_on_the_os_interface_only() {
     let tick = agent.tick(&mut os, Duration::from_secs(1)).expect("tick");
     assert!(tick.readings["svc"].reading.llc_bytes.is_some(), "{tick:?}");
     agent.stop(&mut os).expect("stop");
+    // the same process as a cgroup's member (a cgroup v2 directory's cgroup.procs), and a
+    // cgroup that does not exist, named
+    let cg = tempfile::tempdir().expect("cgroup dir");
+    std::fs::write(cg.path().join("cgroup.procs"), format!("{}\n", child.id())).expect("write");
+    let by_cgroup = |dir: &std::path::Path| {
+        Policy::parse_toml(
+            &format!(
+                "[[protected]]\nname = \"svc\"\ncgroup = \"{}\"\n\n\
+                 [[best_effort]]\nname = \"batch\"\ncpus = \"16,18,20\"\n",
+                dir.display()
+            ),
+            "policy.toml",
+        )
+        .expect("policy")
+    };
+    let mut agent =
+        Agent::start(&mut os, by_cgroup(cg.path()), &ProcFs::host(), false).expect("start");
+    let tick = agent.tick(&mut os, Duration::from_secs(2)).expect("tick");
+    assert!(tick.readings["svc"].reading.llc_bytes.is_some(), "{tick:?}");
+    agent.stop(&mut os).expect("stop");
+    let gone = cg.path().join("gone");
+    let e = Agent::start(&mut os, by_cgroup(&gone), &ProcFs::host(), false)
+        .expect_err("no such cgroup");
+    assert!(e.to_string().contains("\"svc\": cgroup"), "{e}");
     let _ = child.kill();
     let _ = child.wait();
 }

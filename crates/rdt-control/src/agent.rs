@@ -63,6 +63,26 @@ fn span(topology: &rdt_core::Topology, cpus: &CpuSet) -> u32 {
     }
 }
 
+/// `workload` with the processes of its cgroup (v2) directory `cgroup` as tasks too.
+fn with_cgroup<E: std::error::Error + 'static>(
+    workload: &ClassSpec,
+    cgroup: Option<&Path>,
+) -> Result<ClassSpec, AgentError<E>> {
+    let mut spec = workload.clone();
+    if let Some(dir) = cgroup {
+        let pids = rdt_host::proc::cgroup_processes(dir).map_err(|e| {
+            AgentError::Platform(format!(
+                "workload {:?}: cgroup {}: {e}",
+                workload.name,
+                dir.display()
+            ))
+        })?;
+        spec.tasks
+            .extend(pids.into_iter().filter(|t| !workload.tasks.contains(t)));
+    }
+    Ok(spec)
+}
+
 /// Starts one monitoring group per workload, in order: by its CPUs, or (a workload without
 /// CPUs, on the OS interface) by the threads of its tasks and of the processes it names.
 fn start_groups<B: Backend>(
@@ -199,23 +219,20 @@ impl Agent {
         {
             listed.union_with(&w.cpus);
         }
-        let specs: Vec<ClassSpec> = policy
-            .best_effort
-            .iter()
-            .map(|b| {
-                let mut spec = b.workload.clone();
-                if b.rest {
-                    spec.cpus = backend
-                        .topology()
-                        .cpus()
-                        .iter()
-                        .map(|c| c.cpu)
-                        .filter(|c| !listed.contains(*c))
-                        .collect();
-                }
-                spec
-            })
-            .collect();
+        let mut specs = Vec::with_capacity(policy.best_effort.len());
+        for b in &policy.best_effort {
+            let mut spec = with_cgroup(&b.workload, b.cgroup.as_deref())?;
+            if b.rest {
+                spec.cpus = backend
+                    .topology()
+                    .cpus()
+                    .iter()
+                    .map(|c| c.cpu)
+                    .filter(|c| !listed.contains(*c))
+                    .collect();
+            }
+            specs.push(spec);
+        }
         let config = Config {
             file: policy.file.clone(),
             classes: specs.clone(),
@@ -242,12 +259,12 @@ impl Agent {
             })?;
             ids
         };
-        let workloads: Vec<&ClassSpec> = policy
+        let protected = policy
             .protected
             .iter()
-            .map(|p| &p.workload)
-            .chain(&specs)
-            .collect();
+            .map(|p| with_cgroup(&p.workload, p.cgroup.as_deref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let workloads: Vec<&ClassSpec> = protected.iter().chain(&specs).collect();
         let groups = start_groups(backend, &workloads, proc)?;
         let engine = Engine::new(policy, facts);
         Ok(Self {
