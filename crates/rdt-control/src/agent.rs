@@ -174,6 +174,9 @@ pub struct Agent {
     full: CacheBitmask,
     mba: Option<MbaKind>,
     advisory: bool,
+    /// In advisory mode, each class's allocation as the decisions so far would have left it
+    /// (nothing is written, so the platform's cannot tell).
+    proposed: Vec<Setting>,
     metrics: Metrics,
     last: Option<Duration>,
 }
@@ -275,6 +278,13 @@ impl Agent {
             full,
             mba,
             advisory,
+            proposed: vec![
+                Setting {
+                    ways: full.ways(),
+                    mba_percent: 100
+                };
+                specs.len()
+            ],
             metrics: Metrics::new(),
             last: None,
         })
@@ -496,13 +506,7 @@ impl Agent {
         let np = self.engine.policy().protected.len();
         let (protected, best) = all.split_at(np.min(all.len()));
         let settings = if self.advisory {
-            vec![
-                Setting {
-                    ways: self.full.ways(),
-                    mba_percent: 100
-                };
-                self.classes.len()
-            ]
+            self.proposed.clone()
         } else {
             self.settings(backend)
                 .map_err(AgentError::backend("reading the classes' allocation"))?
@@ -528,6 +532,10 @@ impl Agent {
         for d in decisions {
             self.metrics.count(&d);
             let (applied, error) = if self.advisory {
+                // what it would do next is decided from what it proposed; an unmade step
+                // cannot be judged
+                self.proposed[d.class] = d.to;
+                self.engine.not_made(&d);
                 (false, None)
             } else {
                 match self.make(backend, &d) {
