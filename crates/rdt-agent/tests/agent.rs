@@ -73,6 +73,10 @@ fn each_decision_is_a_json_line_and_dry_run_writes_nothing() {
     let events = lines(&dry);
     assert_eq!(events[0]["action"], "shrink_ways", "{events:?}");
     assert_eq!(events[0]["applied"], false);
+    // each proposal starts where the one before it would have left the class
+    for w in events.windows(2) {
+        assert_eq!(w[1]["from"], w[0]["to"], "{events:?}");
+    }
     assert!(
         masks(dir.path()).iter().all(|m| *m == 0xfffff),
         "nothing written"
