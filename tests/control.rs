@@ -243,3 +243,65 @@ fn without_contention_ten_simulated_minutes_pass_without_an_action() {
     let events = events_over(&friendly, policy, 600);
     assert!(events.is_empty(), "{events:?}");
 }
+
+#[test]
+fn a_workload_of_tasks_is_monitored_by_its_threads_on_the_os_interface_only() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let policy = format!(
+        "[[protected]]\nname = \"svc\"\ntasks = [{}]\n\n\
+         [[best_effort]]\nname = \"batch\"\ncpus = \"16,18,20\"\nmin_ways = 1\n",
+        child.id()
+    );
+    let policy = Policy::parse_toml(&policy, "policy.toml").expect("policy");
+    // MSR: no task monitoring, said before anything runs
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut msr = open(dir.path(), "skylake-sp");
+    let e =
+        Agent::start(&mut msr, policy.clone(), &ProcFs::host(), false).expect_err("tasks on MSR");
+    assert!(e.to_string().contains("needs the OS interface"), "{e}");
+    drop(msr);
+    // OS: the task's monitor group, read each interval
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = SessionOptions {
+        state: Some(dir.path().join("state.json")),
+        ..SessionOptions::new("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal")
+    };
+    let mut os = OpenOptions::simulate(OpenOptions::new(Iface::Os).rdt_iface(None), session)
+        .open()
+        .expect("open");
+    let mut agent = Agent::start(&mut os, policy, &ProcFs::host(), false).expect("start");
+    let sim = os.simulated().expect("simulated").handle().clone();
+    sim.advance(Duration::from_secs(1));
+    let tick = agent.tick(&mut os, Duration::from_secs(1)).expect("tick");
+    assert!(tick.readings["svc"].reading.llc_bytes.is_some(), "{tick:?}");
+    agent.stop(&mut os).expect("stop");
+    // the same process as a cgroup's member (a cgroup v2 directory's cgroup.procs), and a
+    // cgroup that does not exist, named
+    let cg = tempfile::tempdir().expect("cgroup dir");
+    std::fs::write(cg.path().join("cgroup.procs"), format!("{}\n", child.id())).expect("write");
+    let by_cgroup = |dir: &std::path::Path| {
+        Policy::parse_toml(
+            &format!(
+                "[[protected]]\nname = \"svc\"\ncgroup = \"{}\"\n\n\
+                 [[best_effort]]\nname = \"batch\"\ncpus = \"16,18,20\"\n",
+                dir.display()
+            ),
+            "policy.toml",
+        )
+        .expect("policy")
+    };
+    let mut agent =
+        Agent::start(&mut os, by_cgroup(cg.path()), &ProcFs::host(), false).expect("start");
+    let tick = agent.tick(&mut os, Duration::from_secs(2)).expect("tick");
+    assert!(tick.readings["svc"].reading.llc_bytes.is_some(), "{tick:?}");
+    agent.stop(&mut os).expect("stop");
+    let gone = cg.path().join("gone");
+    let e = Agent::start(&mut os, by_cgroup(&gone), &ProcFs::host(), false)
+        .expect_err("no such cgroup");
+    assert!(e.to_string().contains("\"svc\": cgroup"), "{e}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -73,6 +73,10 @@ fn each_decision_is_a_json_line_and_dry_run_writes_nothing() {
     let events = lines(&dry);
     assert_eq!(events[0]["action"], "shrink_ways", "{events:?}");
     assert_eq!(events[0]["applied"], false);
+    // each proposal starts where the one before it would have left the class
+    for w in events.windows(2) {
+        assert_eq!(w[1]["from"], w[0]["to"], "{events:?}");
+    }
     assert!(
         masks(dir.path()).iter().all(|m| *m == 0xfffff),
         "nothing written"
@@ -214,6 +218,42 @@ fn the_deployed_policy_and_unit_name_the_same_file_and_it_parses() {
     for flag in ["--policy", "--iface", "--on-exit"] {
         assert!(help.contains(flag), "{flag} in\n{help}");
     }
+}
+
+#[test]
+fn a_dry_run_proposes_each_step_from_the_last_proposal_down_to_the_floors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/policies/paper.toml");
+    let out = Command::new(AGENT)
+        .args(["--policy", policy, "--sim", "skylake-sp", "--iface", "msr"])
+        .arg("--sim-state")
+        .arg(dir.path().join("state.json"))
+        .args([
+            "--sim-scenario",
+            "builtin:dpdk-pipeline-aggressor-at-10s",
+            "--sim-virtual-clock",
+            "--duration",
+            "40",
+            "--dry-run",
+        ])
+        .output()
+        .expect("run rdt-agent");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = lines(&out);
+    assert!(events.len() >= 3, "{events:?}");
+    for w in events.windows(2) {
+        assert_eq!(w[1]["from"], w[0]["to"], "{events:?}");
+    }
+    let last = &events[events.len() - 1]["to"];
+    assert_eq!(
+        (last["ways"].as_u64(), last["mba_percent"].as_u64()),
+        (Some(1), Some(10))
+    );
+    assert!(events.iter().all(|e| e["applied"] == false));
 }
 
 #[test]

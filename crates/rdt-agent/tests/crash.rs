@@ -11,10 +11,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use rdt_pqos::sim::SimHandle;
-use rdt_sim::SimPlatform;
 use rdt_sim::fs::testing::TestMount;
-use rdt_sim::fs::{MountConfig, SimClock};
+
+mod support;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_rdt-agent");
 const TRIALS: u32 = 100;
@@ -44,7 +43,8 @@ fn read(root: &Path, rel: &str) -> String {
 }
 
 /// Checks the policy's invariants on the files as the kill left them.
-fn check(root: &Path, kube: &str, trial: u32) {
+fn check(m: &TestMount, kube: &str, trial: u32) {
+    let root = m.root();
     let ctx = format!("trial {trial}");
     if root.join("sys/fs/resctrl/thrasher").is_dir() {
         let schemata = read(root, "thrasher/schemata");
@@ -77,11 +77,7 @@ fn check(root: &Path, kube: &str, trial: u32) {
         );
     }
     assert_eq!(
-        format!(
-            "{}{}",
-            read(root, "kube/schemata"),
-            read(root, "kube/cpus_list")
-        ),
+        support::foreign_group(m),
         kube,
         "{ctx}: another tool's group"
     );
@@ -89,25 +85,9 @@ fn check(root: &Path, kube: &str, trial: u32) {
 
 #[test]
 fn sigkill_at_random_moments_never_leaves_a_state_the_policy_forbids() {
-    let platform =
-        SimPlatform::builtin("skylake-sp:rdt=l3cat,mba,cmt,mbmtotal,mbmlocal").expect("model");
-    let m = TestMount::new(
-        SimHandle::new(platform),
-        MountConfig {
-            clock: SimClock::WallClock,
-            ..MountConfig::default()
-        },
-    );
+    let m = support::mount_with_foreign_group();
     let root = m.root();
-    // another tool's group, with a CPU and masks of its own
-    std::fs::create_dir(root.join("sys/fs/resctrl/kube")).expect("mkdir kube");
-    std::fs::write(root.join("sys/fs/resctrl/kube/schemata"), "L3:0=f;1=f\n").expect("write");
-    std::fs::write(root.join("sys/fs/resctrl/kube/cpus_list"), "20").expect("write");
-    let kube = format!(
-        "{}{}",
-        read(root, "kube/schemata"),
-        read(root, "kube/cpus_list")
-    );
+    let kube = support::foreign_group(&m);
     let dir = tempfile::tempdir().expect("tempdir");
     let policy = dir.path().join("p.toml");
     std::fs::write(&policy, POLICY).expect("policy");
@@ -152,7 +132,7 @@ fn sigkill_at_random_moments_never_leaves_a_state_the_policy_forbids() {
         child.kill().expect("SIGKILL");
         let out = child.wait_with_output().expect("wait");
         acted += String::from_utf8_lossy(&out.stdout).lines().count();
-        check(root, &kube, trial);
+        check(&m, &kube, trial);
     }
     eprintln!("{acted} actions in {TRIALS} killed runs (start {start} ms)");
     assert!(
@@ -173,5 +153,5 @@ fn sigkill_at_random_moments_never_leaves_a_state_the_policy_forbids() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    check(root, &kube, TRIALS);
+    check(&m, &kube, TRIALS);
 }

@@ -23,10 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use rdt_pqos::sim::SimHandle;
-use rdt_sim::SimPlatform;
-use rdt_sim::fs::testing::TestMount;
-use rdt_sim::fs::{MountConfig, SimClock};
+mod support;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_rdt-agent");
 
@@ -127,20 +124,10 @@ fn agent_starts(stderr: &str) {
 #[test]
 fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills() {
     let driver = build_driver();
-    let platform =
-        SimPlatform::builtin("skylake-sp:rdt=l3cat,mba,cmt,mbmtotal,mbmlocal").expect("model");
-    let m = TestMount::new(
-        SimHandle::new(platform),
-        MountConfig {
-            clock: SimClock::WallClock,
-            ..MountConfig::default()
-        },
-    );
+    let m = support::mount_with_foreign_group();
     let root = m.root();
     // another tool's group, which the agent must leave alone
-    std::fs::create_dir(root.join("sys/fs/resctrl/kube")).expect("mkdir kube");
-    std::fs::write(root.join("sys/fs/resctrl/kube/schemata"), "L3:0=f;1=f\n").expect("write");
-    let kube = std::fs::read_to_string(root.join("sys/fs/resctrl/kube/schemata")).expect("read");
+    let kube = support::foreign_group(&m);
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("classes.yaml");
     std::fs::write(&config, CLASSES).expect("config");
@@ -207,9 +194,7 @@ fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills
             "kube"
         ]
     );
-    let kube_after =
-        std::fs::read_to_string(root.join("sys/fs/resctrl/kube/schemata")).expect("read");
-    assert_eq!(kube_after, kube, "another tool's group");
+    assert_eq!(support::foreign_group(&m), kube, "another tool's group");
     let bronze =
         std::fs::read_to_string(root.join("sys/fs/resctrl/cri-bronze/schemata")).expect("read");
     assert!(bronze.contains("MB:0=20;1=20"), "{bronze}");

@@ -39,7 +39,11 @@
 //! and its members: `cpus` (kernel list form), `tasks` (ids) and/or `processes` (`comm`
 //! names), as the classes of `--apply` have them, each CPU, task and process in one
 //! workload only. A best-effort workload may say `rest = true` instead: every CPU no other
-//! workload lists (at most one may). Then:
+//! workload lists (at most one may). The controller monitors a workload by its CPUs, or,
+//! without CPUs, by the threads of its tasks and of the processes it names when it starts
+//! (the OS interface only: resctrl monitor groups hold tasks). `cgroup = "/sys/fs/cgroup/..."`
+//! (an absolute path) adds the processes of a cgroup (v2) directory, as they are when the
+//! controller starts. Then:
 //! - `target` (protected): `"alone"` (learned: the best IPC it has shown, or its LLC
 //!   occupancy without a PMU, decaying slowly), `{ llc_mib = N }` (LLC occupancy, MiB, >0)
 //!   or `{ ipc = X }` (instructions per cycle, >0). Default `"alone"`.
@@ -65,8 +69,8 @@ const TOP_KEYS: &[&str] = &[
     "protected",
     "best_effort",
 ];
-const PROTECTED_KEYS: &[&str] = &["target"];
-const BEST_EFFORT_KEYS: &[&str] = &["rest", "min_ways", "min_mba_percent"];
+const PROTECTED_KEYS: &[&str] = &["target", "cgroup"];
+const BEST_EFFORT_KEYS: &[&str] = &["rest", "min_ways", "min_mba_percent", "cgroup"];
 
 /// What a protected workload is defended to.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -87,6 +91,8 @@ pub struct Protected {
     pub workload: ClassSpec,
     /// What it is defended to.
     pub target: Target,
+    /// `cgroup`: a cgroup (v2) directory whose processes are members too.
+    pub cgroup: Option<PathBuf>,
 }
 
 /// A workload the controller may squeeze: a named class it makes and whose L3 ways (and,
@@ -101,6 +107,8 @@ pub struct BestEffort {
     pub min_ways: u32,
     /// The lowest MBA it is ever throttled to, percent; `None`: its MBA is never touched.
     pub min_mba_percent: Option<u8>,
+    /// `cgroup`: a cgroup (v2) directory whose processes are members too.
+    pub cgroup: Option<PathBuf>,
 }
 
 /// A controller policy ([module docs](self)), as read: nothing about the platform is
@@ -320,6 +328,24 @@ impl Parser<'_> {
         }
     }
 
+    /// `cgroup`: an absolute path without NUL.
+    fn cgroup(&self, e: &Entry, key: &str) -> Result<PathBuf, ConfigError> {
+        let Value::String(p) = &e.node.value else {
+            return Err(self.wrong_type(&e.node, key, "a cgroup directory path (string)"));
+        };
+        if !p.starts_with('/') || p.contains('\0') {
+            return Err(self.error(
+                e.line,
+                key,
+                format!(
+                    "{:?} is not an absolute path such as \"/sys/fs/cgroup/batch.slice\"",
+                    Shortened(p)
+                ),
+            ));
+        }
+        Ok(PathBuf::from(p))
+    }
+
     fn boolean(&self, e: &Entry, key: &str) -> Result<bool, ConfigError> {
         match e.node.value {
             Value::Bool(b) => Ok(b),
@@ -440,7 +466,12 @@ impl Parser<'_> {
         let (rest, own) = self.split(node, key, PROTECTED_KEYS, "a protected workload")?;
         let workload = workloads.parse(&rest)?;
         let mut target = Target::Alone;
+        let mut cgroup = None;
         for e in own {
+            if e.key == "cgroup" {
+                cgroup = Some(self.cgroup(e, &format!("{key}.cgroup"))?);
+                continue;
+            }
             let key = format!("{key}.target");
             target = match &e.node.value {
                 Value::String(s) if s == "alone" => Target::Alone,
@@ -491,17 +522,26 @@ impl Parser<'_> {
                 }
             };
         }
-        if workload.cpus.is_empty() && workload.tasks.is_empty() && workload.processes.is_empty() {
+        if workload.cpus.is_empty()
+            && workload.tasks.is_empty()
+            && workload.processes.is_empty()
+            && cgroup.is_none()
+        {
             return Err(self.error(
                 node.line,
                 key,
                 format!(
-                    "protected workload {:?} has no members: give `cpus`, `tasks` or `processes`",
+                    "protected workload {:?} has no members: give `cpus`, `tasks`, `processes` \
+                     or `cgroup`",
                     workload.name
                 ),
             ));
         }
-        Ok(Protected { workload, target })
+        Ok(Protected {
+            workload,
+            target,
+            cgroup,
+        })
     }
 
     fn best_effort(
@@ -517,12 +557,14 @@ impl Parser<'_> {
             rest: false,
             min_ways: 1,
             min_mba_percent: None,
+            cgroup: None,
         };
         for e in own {
             let path = format!("{key}.{}", e.key);
             match e.key.as_str() {
                 "rest" => b.rest = self.boolean(e, &path)?,
                 "min_ways" => b.min_ways = self.integer(e, &path, 1..=64)?,
+                "cgroup" => b.cgroup = Some(self.cgroup(e, &path)?),
                 _ => {
                     let p = self.integer(e, &path, 1..=100)?;
                     b.min_mba_percent = u8::try_from(p).ok();
@@ -530,7 +572,10 @@ impl Parser<'_> {
             }
         }
         let w = &b.workload;
-        let members = !(w.cpus.is_empty() && w.tasks.is_empty() && w.processes.is_empty());
+        let members = !(w.cpus.is_empty()
+            && w.tasks.is_empty()
+            && w.processes.is_empty()
+            && b.cgroup.is_none());
         if b.rest && !w.cpus.is_empty() {
             return Err(self.error(
                 node.line,
@@ -544,7 +589,7 @@ impl Parser<'_> {
                 key,
                 format!(
                     "best-effort workload {:?} has no members: give `cpus`, `tasks`, \
-                     `processes` or `rest = true`",
+                     `processes`, `cgroup` or `rest = true`",
                     w.name
                 ),
             ));
@@ -583,6 +628,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(json.protected[0].target, Target::Ipc(1.5));
+        let by_cgroup = toml(
+            "[[protected]]\nname=\"p\"\ncgroup=\"/sys/fs/cgroup/p.slice\"\n\
+             [[best_effort]]\nname=\"b\"\ncgroup=\"/sys/fs/cgroup/b.slice\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            by_cgroup.best_effort[0].cgroup.as_deref(),
+            Some(Path::new("/sys/fs/cgroup/b.slice"))
+        );
         assert!(json.best_effort[0].rest && json.best_effort[0].min_mba_percent.is_none());
     }
 
@@ -624,6 +678,12 @@ mod tests {
                 1,
                 "best_effort",
                 "missing",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncgroup=\"batch\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                3,
+                "protected[0].cgroup",
+                "not an absolute path",
             ),
             (
                 "[[protected]]\nname=\"p\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",

@@ -63,6 +63,95 @@ fn span(topology: &rdt_core::Topology, cpus: &CpuSet) -> u32 {
     }
 }
 
+/// `workload` with the processes of its cgroup (v2) directory `cgroup` as tasks too.
+fn with_cgroup<E: std::error::Error + 'static>(
+    workload: &ClassSpec,
+    cgroup: Option<&Path>,
+) -> Result<ClassSpec, AgentError<E>> {
+    let mut spec = workload.clone();
+    if let Some(dir) = cgroup {
+        let pids = rdt_host::proc::cgroup_processes(dir).map_err(|e| {
+            AgentError::Platform(format!(
+                "workload {:?}: cgroup {}: {e}",
+                workload.name,
+                dir.display()
+            ))
+        })?;
+        spec.tasks
+            .extend(pids.into_iter().filter(|t| !workload.tasks.contains(t)));
+    }
+    Ok(spec)
+}
+
+/// Starts one monitoring group per workload, in order: by its CPUs, or (a workload without
+/// CPUs, on the OS interface) by the threads of its tasks and of the processes it names.
+fn start_groups<B: Backend>(
+    backend: &mut B,
+    workloads: &[&ClassSpec],
+    proc: &ProcFs,
+) -> Result<Vec<MonGroupId>, AgentError<B::Error>> {
+    let events = backend.capabilities().supported_events() & EVENTS;
+    let mut by_cpus = Vec::new();
+    let mut by_tasks = Vec::new();
+    for w in workloads {
+        if !w.cpus.is_empty() {
+            by_cpus.push((w.cpus.clone(), events));
+            continue;
+        }
+        let mut tasks = w.tasks.clone();
+        for name in &w.processes {
+            tasks.extend(proc.processes_named(name).map_err(|e| {
+                AgentError::Platform(format!("workload {:?}: reading /proc: {e}", w.name))
+            })?);
+        }
+        tasks.sort_unstable();
+        tasks.dedup();
+        if tasks.is_empty() {
+            return Err(AgentError::Platform(format!(
+                "workload {:?}: no task to monitor (no process named {:?} runs)",
+                w.name, w.processes
+            )));
+        }
+        by_tasks.push((tasks, events));
+    }
+    let cpu_groups = backend
+        .start_monitoring_many(&by_cpus)
+        .map_err(|e| AgentError::Platform(format!("starting monitoring: {e}")))?;
+    let task_groups = if by_tasks.is_empty() {
+        Ok(Vec::new())
+    } else if let Some(os) = backend.os() {
+        os.start_monitoring_tasks_many(&by_tasks)
+            .map_err(|e| format!("starting monitoring: {e}"))
+    } else {
+        Err(
+            "a workload without `cpus` is monitored by its tasks, which needs the OS \
+             interface (resctrl)"
+                .to_owned(),
+        )
+    };
+    let task_groups = match task_groups {
+        Ok(g) => g,
+        Err(e) => {
+            // all or none: the CPU groups started go again
+            for g in cpu_groups {
+                let _ = backend.stop_monitoring(g);
+            }
+            return Err(AgentError::Platform(e));
+        }
+    };
+    let (mut cpu_groups, mut task_groups) = (cpu_groups.into_iter(), task_groups.into_iter());
+    Ok(workloads
+        .iter()
+        .filter_map(|w| {
+            if w.cpus.is_empty() {
+                task_groups.next()
+            } else {
+                cpu_groups.next()
+            }
+        })
+        .collect())
+}
+
 /// The events the controller monitors: occupancy, memory traffic and IPC, those the
 /// platform has.
 const EVENTS: MonEvents = MonEvents::LLC_OCCUPANCY
@@ -85,6 +174,9 @@ pub struct Agent {
     full: CacheBitmask,
     mba: Option<MbaKind>,
     advisory: bool,
+    /// In advisory mode, each class's allocation as the decisions so far would have left it
+    /// (nothing is written, so the platform's cannot tell).
+    proposed: Vec<Setting>,
     metrics: Metrics,
     last: Option<Duration>,
 }
@@ -130,23 +222,20 @@ impl Agent {
         {
             listed.union_with(&w.cpus);
         }
-        let specs: Vec<ClassSpec> = policy
-            .best_effort
-            .iter()
-            .map(|b| {
-                let mut spec = b.workload.clone();
-                if b.rest {
-                    spec.cpus = backend
-                        .topology()
-                        .cpus()
-                        .iter()
-                        .map(|c| c.cpu)
-                        .filter(|c| !listed.contains(*c))
-                        .collect();
-                }
-                spec
-            })
-            .collect();
+        let mut specs = Vec::with_capacity(policy.best_effort.len());
+        for b in &policy.best_effort {
+            let mut spec = with_cgroup(&b.workload, b.cgroup.as_deref())?;
+            if b.rest {
+                spec.cpus = backend
+                    .topology()
+                    .cpus()
+                    .iter()
+                    .map(|c| c.cpu)
+                    .filter(|c| !listed.contains(*c))
+                    .collect();
+            }
+            specs.push(spec);
+        }
         let config = Config {
             file: policy.file.clone(),
             classes: specs.clone(),
@@ -173,27 +262,13 @@ impl Agent {
             })?;
             ids
         };
-        // Monitoring: one group per workload, by CPUs; by tasks where it has no CPUs.
-        let supported = backend.capabilities().supported_events() & EVENTS;
-        let members = policy
+        let protected = policy
             .protected
             .iter()
-            .map(|p| p.workload.cpus.clone())
-            .chain(specs.iter().map(|s| s.cpus.clone()));
-        let mut by_cpus = Vec::new();
-        for cpus in members {
-            if cpus.is_empty() {
-                return Err(AgentError::Platform(
-                    "the controller monitors workloads by their CPUs for now: give each \
-                     workload `cpus` (monitoring by task is not implemented yet)"
-                        .into(),
-                ));
-            }
-            by_cpus.push((cpus, supported));
-        }
-        let groups = backend
-            .start_monitoring_many(&by_cpus)
-            .map_err(|e| AgentError::Platform(format!("starting monitoring: {e}")))?;
+            .map(|p| with_cgroup(&p.workload, p.cgroup.as_deref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let workloads: Vec<&ClassSpec> = protected.iter().chain(&specs).collect();
+        let groups = start_groups(backend, &workloads, proc)?;
         let engine = Engine::new(policy, facts);
         Ok(Self {
             engine,
@@ -203,6 +278,13 @@ impl Agent {
             full,
             mba,
             advisory,
+            proposed: vec![
+                Setting {
+                    ways: full.ways(),
+                    mba_percent: 100
+                };
+                specs.len()
+            ],
             metrics: Metrics::new(),
             last: None,
         })
@@ -424,13 +506,7 @@ impl Agent {
         let np = self.engine.policy().protected.len();
         let (protected, best) = all.split_at(np.min(all.len()));
         let settings = if self.advisory {
-            vec![
-                Setting {
-                    ways: self.full.ways(),
-                    mba_percent: 100
-                };
-                self.classes.len()
-            ]
+            self.proposed.clone()
         } else {
             self.settings(backend)
                 .map_err(AgentError::backend("reading the classes' allocation"))?
@@ -456,6 +532,10 @@ impl Agent {
         for d in decisions {
             self.metrics.count(&d);
             let (applied, error) = if self.advisory {
+                // what it would do next is decided from what it proposed; an unmade step
+                // cannot be judged
+                self.proposed[d.class] = d.to;
+                self.engine.not_made(&d);
                 (false, None)
             } else {
                 match self.make(backend, &d) {

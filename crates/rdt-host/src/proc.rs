@@ -247,6 +247,48 @@ impl ThreadStat {
     }
 }
 
+/// The largest `cgroup.procs` read, in bytes (4 MiB: a million process ids).
+pub const MAX_CGROUP_PROCS_BYTES: u64 = 4 << 20;
+
+/// The processes of the cgroup (v2) directory `dir`, from its `cgroup.procs` (one process id
+/// per line; Linux `Documentation/admin-guide/cgroup-v2.rst`), ascending, each once.
+///
+/// # Errors
+/// The file cannot be opened or read (`NotFound` for a directory that is not a cgroup), is
+/// larger than [`MAX_CGROUP_PROCS_BYTES`], or has a line that is not a process id
+/// (`InvalidData`, naming the line).
+pub fn cgroup_processes(dir: &Path) -> io::Result<Vec<TaskId>> {
+    let path = dir.join("cgroup.procs");
+    let bytes =
+        crate::file::read_regular(&path, MAX_CGROUP_PROCS_BYTES, false).map_err(|e| match e {
+            crate::file::ReadError::Open(e) | crate::file::ReadError::Io(e) => e,
+            e => io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", path.display()),
+            ),
+        })?;
+    let mut out = Vec::new();
+    for (n, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let pid = std::str::from_utf8(line)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .filter(|p| *p > 0)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}:{}: not a process id", path.display(), n + 1),
+                )
+            })?;
+        out.push(TaskId::new(pid));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
 /// The `Tgid:` value of a `/proc/<pid>/status` text, if it has a well-formed one.
 ///
 /// # Examples
@@ -447,6 +489,24 @@ fn container_id_of(component: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_cgroups_processes_are_read_once_each_and_bad_lines_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            cgroup_processes(dir.path()).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
+        std::fs::write(dir.path().join("cgroup.procs"), "12\n5\n12\n").unwrap();
+        assert_eq!(
+            cgroup_processes(dir.path()).unwrap(),
+            [TaskId::new(5), TaskId::new(12)]
+        );
+        std::fs::write(dir.path().join("cgroup.procs"), "12\nx\n").unwrap();
+        let e = cgroup_processes(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("cgroup.procs:2"), "{e}");
+    }
+
     use proptest::prelude::*;
 
     use super::*;

@@ -510,14 +510,7 @@ fn rdt_sim_binary_serves_until_sigterm_and_keeps_its_state() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn rdt-sim");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !dir.join(".sim/model").exists() {
-            assert!(
-                Instant::now() < deadline,
-                "rdt-sim did not mount within 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_mounted(&dir);
         child
     };
     let stop = |mut child: std::process::Child| {
@@ -686,14 +679,7 @@ fn rdt_sim_kernel_option_picks_the_resctrl_files_of_the_release() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn rdt-sim");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !dir.join(".sim/model").exists() {
-        assert!(
-            Instant::now() < deadline,
-            "rdt-sim did not mount within 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_mounted(&dir);
     let l3mon = dir.join("sys/fs/resctrl/info/L3_MON");
     let has_config = l3mon.join("mbm_total_bytes_config").exists();
     let has_mode = l3mon.join("mbm_assign_mode").exists();
@@ -871,14 +857,7 @@ fn rdt_sim_scenario_option_installs_a_builtin_scenario_shown_in_sim_workloads() 
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn rdt-sim");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !dir.join(".sim/model").exists() {
-        assert!(
-            Instant::now() < deadline,
-            "rdt-sim did not mount within 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_mounted(&dir);
     let text = std::fs::read_to_string(dir.join(".sim/workloads")).expect("workloads");
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
@@ -890,4 +869,17 @@ fn rdt_sim_scenario_option_installs_a_builtin_scenario_shown_in_sim_workloads() 
     // the paper's Table 4: the aggressor leaves the pipeline ~61 % of its 16 Mpps
     let mpps = first["ops_per_s"].as_f64().expect("ops/s") / 1e6;
     assert!((9.0..11.0).contains(&mpps), "{text}");
+}
+
+/// Waits (at most 10 s) for an `rdt-sim mount` of `dir` to serve its files.
+#[track_caller]
+fn wait_mounted(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !dir.join(".sim/model").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "rdt-sim did not mount within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

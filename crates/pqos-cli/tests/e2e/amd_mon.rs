@@ -4,8 +4,26 @@
 //! `genoa` and ABMC's `event_filter` on `turin` through `--mbm-config` and `-R`, and what
 //! `-d`/`-D` add on those models and on `sapphire-rapids-snc2`.
 
-use crate::util::monitor::parse_text;
-use crate::util::{Machine, Reaped, Sim};
+use std::collections::BTreeMap;
+
+use crate::util::monitor::{Row, parse_text};
+use crate::util::{Machine, Reaped, Run, Sim};
+
+/// The last sample of a 64-core run, after checking that every core shows MBL and MBT.
+#[track_caller]
+fn every_core_has_bandwidth(run: &Run) -> BTreeMap<String, Row> {
+    let samples = parse_text(&run.stdout);
+    let last = samples.last().expect("a sample").clone();
+    assert_eq!(last.len(), 64, "{}", run.stdout);
+    for (core, row) in &last {
+        assert!(
+            row.contains_key("MBL[MB/s]") && row.contains_key("MBT[MB/s]"),
+            "core {core} has no bandwidth: {row:?}\n{}",
+            run.stdout
+        );
+    }
+    last
+}
 
 /// 64 per-core groups on turin-dump (8 L3 domains of 8 cores, 32 counters per domain): each
 /// group now holds counters in its own domain only, so every group reads bandwidth. With
@@ -17,16 +35,7 @@ fn turin_every_per_core_group_reads_bandwidth() {
     let run = sim
         .monitor(&["-I", "-m", "mbl:0-63;mbt:0-63", "-t", "2"])
         .ok();
-    let samples = parse_text(&run.stdout);
-    let last = samples.last().expect("a sample");
-    assert_eq!(last.len(), 64, "{}", run.stdout);
-    for (core, row) in last {
-        assert!(
-            row.contains_key("MBL[MB/s]") && row.contains_key("MBT[MB/s]"),
-            "core {core} has no bandwidth: {row:?}\n{}",
-            run.stdout
-        );
-    }
+    let last = every_core_has_bandwidth(&run);
     // The model's workload runs on cores 2-10: two of them in different domains.
     for core in ["2", "8"] {
         assert!(last[core]["MBL[MB/s]"] > 0.0, "{core}: {:?}", last[core]);
@@ -46,16 +55,7 @@ fn turin_msr_every_per_core_group_reads_bandwidth_through_abmc() {
     let run = sim
         .monitor(&["--iface=msr", "-m", "mbl:0-63;mbt:0-63", "-t", "2"])
         .ok();
-    let samples = parse_text(&run.stdout);
-    let last = samples.last().expect("a sample");
-    assert_eq!(last.len(), 64, "{}", run.stdout);
-    for (core, row) in last {
-        assert!(
-            row.contains_key("MBL[MB/s]") && row.contains_key("MBT[MB/s]"),
-            "core {core} has no bandwidth: {row:?}\n{}",
-            run.stdout
-        );
-    }
+    let last = every_core_has_bandwidth(&run);
     for core in ["2", "8"] {
         assert!(last[core]["MBT[MB/s]"] > 0.0, "{core}: {:?}", last[core]);
     }
