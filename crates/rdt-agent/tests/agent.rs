@@ -25,10 +25,14 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 }
 
 fn agent(dir: &Path, policy: &str, extra: &[&str]) -> Output {
-    let state = dir.join("state.json");
+    agent_on(dir, "broadwell-ep", policy, extra)
+}
+
+/// `rdt-agent --policy POLICY --sim MODEL --sim-state DIR/state.json EXTRA...`.
+fn agent_on(dir: &Path, model: &str, policy: &str, extra: &[&str]) -> Output {
     Command::new(AGENT)
-        .args(["--policy", policy, "--sim", "broadwell-ep", "--sim-state"])
-        .arg(&state)
+        .args(["--policy", policy, "--sim", model, "--sim-state"])
+        .arg(dir.join("state.json"))
         .args(extra)
         .output()
         .expect("run rdt-agent")
@@ -224,20 +228,21 @@ fn the_deployed_policy_and_unit_name_the_same_file_and_it_parses() {
 fn a_dry_run_proposes_each_step_from_the_last_proposal_down_to_the_floors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/policies/paper.toml");
-    let out = Command::new(AGENT)
-        .args(["--policy", policy, "--sim", "skylake-sp", "--iface", "msr"])
-        .arg("--sim-state")
-        .arg(dir.path().join("state.json"))
-        .args([
+    let out = agent_on(
+        dir.path(),
+        "skylake-sp",
+        policy,
+        &[
+            "--iface",
+            "msr",
             "--sim-scenario",
             "builtin:dpdk-pipeline-aggressor-at-10s",
             "--sim-virtual-clock",
             "--duration",
             "40",
             "--dry-run",
-        ])
-        .output()
-        .expect("run rdt-agent");
+        ],
+    );
     assert!(
         out.status.success(),
         "{}",
