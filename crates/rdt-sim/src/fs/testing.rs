@@ -41,7 +41,8 @@ impl TestMount {
         Self::new(SimHandle::new(p), MountConfig::default())
     }
 
-    /// Mounts `platform` with `config` in a new directory.
+    /// Mounts `platform` with `config` in a new directory of the temp dir, named after the
+    /// running test (`rdt-sim-test-<test>-<pid>-<n>-<µs>`), so a leaked mount names its test.
     ///
     /// # Panics
     /// When the directory cannot be made or the mount fails (no `/dev/fuse`, not root): the
@@ -56,9 +57,13 @@ impl TestMount {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros());
+        let test = test_label();
         let dir = loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let d = base.join(format!("rdt-sim-test-{}-{n}-{stamp}", std::process::id()));
+            let d = base.join(format!(
+                "rdt-sim-test-{test}-{}-{n}-{stamp}",
+                std::process::id()
+            ));
             match std::fs::create_dir(&d) {
                 Ok(()) => break d,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -111,6 +116,25 @@ impl TestMount {
     }
 }
 
+/// The running test's name as a file-name part: the test harness names each test's thread
+/// after the test (`module::test_name`); `::` becomes `.`, anything but ASCII letters, digits,
+/// `_` and `.` becomes `_`, cut to 80 bytes. `scripts/test` reads it back from a leaked mount
+/// point to name the test that leaked it. `unnamed` outside a named thread.
+fn test_label() -> String {
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or("unnamed").replace("::", ".");
+    name.chars()
+        .take(80)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 impl Drop for TestMount {
     /// Unmounts, removes the mount point, and first the host's run directory of this
     /// platform (`rdt_host::runfile::sysroot_run_dir`: named classes, a killed run's journal
@@ -124,5 +148,26 @@ impl Drop for TestMount {
         }
         // Only an empty directory goes: after a failed unmount it is still a mount point.
         let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_label_is_the_running_tests_name() {
+        // The harness names this thread `fs::testing::tests::the_label_is_...`.
+        assert_eq!(
+            super::test_label(),
+            "fs.testing.tests.the_label_is_the_running_tests_name"
+        );
+        let other = std::thread::Builder::new()
+            .name("a b/c::d\n".into())
+            .spawn(super::test_label)
+            .expect("spawn")
+            .join()
+            .expect("join");
+        assert_eq!(other, "a_b_c.d_");
+        let unnamed = std::thread::spawn(super::test_label).join().expect("join");
+        assert_eq!(unnamed, "unnamed");
     }
 }
