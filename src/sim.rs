@@ -113,6 +113,22 @@ impl OpenOptions {
     }
 }
 
+/// The sentence a program prints once when the simulated platform it opened is not as
+/// reset ([`Session::changes_from_reset`]): `the simulated platform is as earlier runs left
+/// it, not as reset: COS1 (L3 CAT), CPUs 2-7 in COS1 (--sim-fresh starts from reset)`;
+/// `None` for a fresh platform. `pqos --sim` and `rdt-agent --sim` print it after `NOTE: `.
+#[must_use]
+pub fn not_fresh_note(session: &Session) -> Option<String> {
+    let changes = session.changes_from_reset();
+    (!changes.is_empty()).then(|| {
+        format!(
+            "the simulated platform is as earlier runs left it, not as reset: {} (--sim-fresh \
+             starts from reset)",
+            changes.join(", ")
+        )
+    })
+}
+
 impl Rdt {
     /// The simulated platform's session, when this platform is one
     /// ([`OpenOptions::simulated`]): its [`SimHandle`] (to advance a clock the program

@@ -402,6 +402,16 @@ pub struct Args {
     )]
     pub sim_state: Option<PathBuf>,
 
+    /// `--sim-fresh`: start the simulated platform from its reset state.
+    #[arg(
+        long = "sim-fresh",
+        requires = "sim",
+        help = "Start the simulated platform from the model's reset state, discarding what earlier \
+                runs saved in the state file (without it, a platform earlier runs changed says so \
+                once on stderr)"
+    )]
+    pub sim_fresh: bool,
+
     /// `--sim-scenario`: a workload scenario for the simulated platform.
     #[arg(
         long = "sim-scenario",

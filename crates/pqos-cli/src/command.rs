@@ -45,6 +45,8 @@ pub struct SimOptions {
     pub virtual_clock: bool,
     /// `--sim-kernel`: the kernel release of the simulated platform (`None`: the newest).
     pub kernel: Option<String>,
+    /// `--sim-fresh`: start from the model's reset state.
+    pub fresh: bool,
 }
 
 /// `-e`, `-c` and `-a` together.
@@ -299,6 +301,7 @@ fn source(args: &mut Args) -> Source {
             scenario: args.sim_scenario.take(),
             virtual_clock: args.sim_virtual_clock,
             kernel: args.sim_kernel.take(),
+            fresh: args.sim_fresh,
         }),
     }
 }
@@ -922,6 +925,10 @@ mod tests {
     #[test]
     fn example_sim_platform() {
         let p = plan(&["--sim=milan", "--sim-state", "/tmp/s.json", "-s"]).unwrap();
+        assert!(matches!(
+            plan(&["--sim", "--sim-fresh", "-s"]).unwrap().source,
+            Source::Sim(SimOptions { fresh: true, .. })
+        ));
         assert_eq!(
             p.source,
             Source::Sim(SimOptions {
@@ -931,6 +938,7 @@ mod tests {
                 scenario: None,
                 virtual_clock: false,
                 kernel: None,
+                fresh: false,
             })
         );
     }

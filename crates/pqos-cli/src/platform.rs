@@ -139,6 +139,7 @@ mod sim {
             scenario: opts.scenario.clone(),
             kernel,
             read_only: plan.only_reads(),
+            fresh: opts.fresh,
             ..SessionOptions::new(&opts.model)
         };
         let mut rdt = plan
@@ -158,6 +159,9 @@ mod sim {
             "NOTE: simulated platform ({}); nothing here touches real hardware",
             sim.lock().model()
         );
+        if let Some(note) = rdt_pqos::sim::not_fresh_note(session) {
+            eprintln!("NOTE: {note}");
+        }
         if plan.verbosity > 0 {
             eprintln!("INFO: simulator state file: {}", state.display());
             for note in sim.lock().notes() {

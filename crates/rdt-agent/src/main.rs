@@ -88,6 +88,11 @@ struct Args {
     #[arg(long, requires = "sim")]
     sim_virtual_clock: bool,
 
+    /// Start the simulated platform from the model's reset state, discarding what earlier
+    /// runs saved (without it, a platform earlier runs changed says so once on stderr).
+    #[arg(long, requires = "sim")]
+    sim_fresh: bool,
+
     /// Stop after this many seconds (of the simulated clock with --sim-virtual-clock).
     #[arg(long, value_name = "SECS")]
     duration: Option<u64>,
@@ -131,10 +136,22 @@ fn main() -> ExitCode {
     }
 }
 
-/// The platform the flags name.
+/// The platform the flags name; a simulated platform earlier runs changed says so.
 fn open(args: &Args) -> Result<Rdt> {
-    open_options(args)?.open().context("opening the platform")
+    let rdt = open_options(args)?.open().context("opening the platform")?;
+    note_not_fresh(&rdt);
+    Ok(rdt)
 }
+
+#[cfg(feature = "sim")]
+fn note_not_fresh(rdt: &Rdt) {
+    if let Some(note) = rdt.simulated().and_then(rdt_pqos::sim::not_fresh_note) {
+        eprintln!("NOTE: {note}");
+    }
+}
+
+#[cfg(not(feature = "sim"))]
+fn note_not_fresh(_: &Rdt) {}
 
 /// The options that open the platform the flags name.
 fn open_options(args: &Args) -> Result<OpenOptions> {
@@ -155,6 +172,7 @@ fn simulate(opts: OpenOptions, args: &Args, model: &str) -> Result<OpenOptions> 
         state: args.sim_state.clone(),
         scenario: args.sim_scenario.clone(),
         wall_clock: !args.sim_virtual_clock,
+        fresh: args.sim_fresh,
         ..rdt_pqos::sim::SessionOptions::new(model)
     };
     Ok(opts.rdt_iface(None).simulate(session))

@@ -104,7 +104,7 @@ pub fn in_process(session: &Session) -> InProcess {
         capabilities: platform.capabilities().clone(),
         topology: platform.topology().clone(),
         name: format!("the simulated {}", platform.model()),
-        run_dir: run_dir_of(session.state_path()),
+        run_dir: session.run_dir(),
         files: session.resctrl().files(),
         mount: Box::new(session.resctrl().mount_control()),
         resctrl_root: format!("sim:{}:/sys/fs/resctrl", platform.model()).into(),
@@ -112,7 +112,7 @@ pub fn in_process(session: &Session) -> InProcess {
 }
 
 /// The run directory of the simulated platform saved at `state`: `<state>.run`.
-fn run_dir_of(state: &Path) -> PathBuf {
+pub(crate) fn run_dir_of(state: &Path) -> PathBuf {
     let mut dir = state.as_os_str().to_owned();
     dir.push(".run");
     dir.into()

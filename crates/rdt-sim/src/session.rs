@@ -98,6 +98,16 @@ pub enum SessionError {
         /// The state file given.
         path: PathBuf,
     },
+    /// A fresh platform ([`SessionOptions::fresh`]) could not drop the run directory of the
+    /// state it discards.
+    #[error("removing {} (the run directory of the discarded simulator state)", .path.display())]
+    Forget {
+        /// The run directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The directory of this user's state files ([`default_state_dir`]) cannot be made, or
     /// is not safe to keep state in.
     #[error(
@@ -145,6 +155,12 @@ pub struct SessionOptions {
     /// at it; readers do not wait for each other, a writer waits for them), and
     /// [`Session::save`] writes nothing. `false` by default.
     pub read_only: bool,
+    /// Starts from the model's reset state, ignoring the saved one (`--sim-fresh`): what
+    /// earlier runs changed is gone, and the next [`Session::save`] replaces it. `false` by
+    /// default: the platform is as the last run left it ([`Session::changes_from_reset`]
+    /// says how that differs from reset). It overrides [`Self::read_only`]: forgetting the
+    /// saved state is a write.
+    pub fresh: bool,
 }
 
 impl SessionOptions {
@@ -159,6 +175,7 @@ impl SessionOptions {
             kernel: crate::resctrl::KernelVersion::default(),
             wall_clock: false,
             read_only: false,
+            fresh: false,
         }
     }
 }
@@ -175,6 +192,8 @@ pub struct Session {
     saved: std::sync::Mutex<Option<String>>,
     /// [`SessionOptions::read_only`].
     read_only: bool,
+    /// How the loaded state differs from the model's reset state ([`Self::changes_from_reset`]).
+    changes: Vec<String>,
     /// The lock (`None`: read-only, and no lock file, so no state anyone saved).
     _lock: Option<File>,
 }
@@ -187,7 +206,8 @@ impl Session {
     /// [`SessionError::StateDir`] when the default state directory is not safe,
     /// [`SessionError::StateSymlink`] when the state file (or its lock file) is a symbolic
     /// link, [`SessionError::Busy`] after waiting [`SessionOptions::lock_wait`],
-    /// [`SessionError::Lock`], [`SessionError::Load`], [`SessionError::Scenario`].
+    /// [`SessionError::Lock`], [`SessionError::Load`], [`SessionError::Scenario`];
+    /// [`SessionError::Forget`] when a fresh platform cannot drop the old run directory.
     pub fn open(opts: &SessionOptions) -> Result<Self, SessionError> {
         let mut platform = open_model(&opts.model)?;
         platform.set_kernel(opts.kernel);
@@ -196,8 +216,14 @@ impl Session {
             None => default_state_path(platform.identity())?,
         };
         refuse_symlink(&state)?;
-        let lock = lock_state(&state, opts.lock_wait, opts.read_only)?;
-        let existed = state.symlink_metadata().is_ok();
+        // A fresh platform replaces the saved state: never a read-only session.
+        let read_only = opts.read_only && !opts.fresh;
+        let lock = lock_state(&state, opts.lock_wait, read_only)?;
+        let existed = !opts.fresh && state.symlink_metadata().is_ok();
+        if opts.fresh {
+            forget_run_dir(&crate::adapter::run_dir_of(&state))?;
+        }
+        let reset = platform.machine_state();
         let mut kernel = None;
         if existed {
             let load_err = |source| SessionError::Load {
@@ -207,6 +233,15 @@ impl Session {
             let saved = Saved::read(&state).map_err(load_err)?;
             platform.restore_machine(saved.machine).map_err(load_err)?;
             kernel = saved.kernel;
+        }
+        let mut changes = platform.machine_state().changes_from(&reset);
+        if let Some(k) = &kernel {
+            let groups = k.control_groups();
+            changes.push(if groups.is_empty() {
+                "resctrl mounted".to_owned()
+            } else {
+                format!("resctrl mounted with groups {}", groups.join(", "))
+            });
         }
         if let Some(path) = &opts.scenario {
             let scenario_err = |source| SessionError::Scenario {
@@ -240,7 +275,8 @@ impl Session {
             handle,
             state,
             saved: std::sync::Mutex::new(None),
-            read_only: opts.read_only,
+            read_only,
+            changes,
             _lock: lock,
         };
         if existed {
@@ -261,6 +297,24 @@ impl Session {
     #[must_use]
     pub const fn resctrl(&self) -> &InProcessResctrl {
         &self.resctrl
+    }
+
+    /// How the platform as opened differs from the model's reset state, because earlier
+    /// runs on the same state file changed it (before this run's scenario, if any, was
+    /// installed): one phrase per change ([`MachineState::changes_from`], and `resctrl
+    /// mounted with groups gold, silver`). Empty for a fresh platform
+    /// ([`SessionOptions::fresh`], or no state saved yet). A program says so once, so that a
+    /// user knows the platform is not the one a fresh machine would show.
+    #[must_use]
+    pub fn changes_from_reset(&self) -> &[String] {
+        &self.changes
+    }
+
+    /// The run directory of this platform (`<state file>.run`): the facade's journals,
+    /// named classes and leases, as the host's `/run/rdt` holds them.
+    #[must_use]
+    pub fn run_dir(&self) -> PathBuf {
+        crate::adapter::run_dir_of(&self.state)
     }
 
     /// The state file.
@@ -298,6 +352,22 @@ impl Session {
         let kernel = self.resctrl.state();
         let machine = self.handle.lock().machine_state();
         Saved { machine, kernel }.to_json()
+    }
+}
+
+/// Removes the run directory `dir` of a platform opened fresh: its journals, named classes
+/// and leases describe the state being discarded. A symbolic link there is refused
+/// ([`SessionError::StateSymlink`]), never followed; no directory is nothing to do.
+fn forget_run_dir(dir: &Path) -> Result<(), SessionError> {
+    match dir.symlink_metadata() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Ok(m) if m.file_type().is_symlink() => Err(SessionError::StateSymlink {
+            path: dir.to_path_buf(),
+        }),
+        _ => std::fs::remove_dir_all(dir).map_err(|source| SessionError::Forget {
+            path: dir.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -612,6 +682,60 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let e = private_dir(&file, uid).unwrap_err();
         assert!(e.to_string().contains("not a directory"), "{e}");
+    }
+
+    #[test]
+    fn a_reopened_platform_names_what_earlier_runs_changed_and_fresh_forgets_it() {
+        use rdt_core::LogicalCpu;
+        use rdt_msr::{MsrAddr, MsrIo};
+        // arrange: a first run gives COS1 a smaller L3 mask and puts CPU 3 in COS2
+        let dir = tempfile::tempdir().unwrap();
+        let opts = SessionOptions {
+            state: Some(dir.path().join("s.json")),
+            ..SessionOptions::new("broadwell-ep")
+        };
+        let first = Session::open(&opts).unwrap();
+        assert_eq!(
+            first.changes_from_reset(),
+            [] as [String; 0],
+            "new: as reset"
+        );
+        let mut msr = first.handle().clone();
+        msr.write(LogicalCpu::new(0), MsrAddr::new(0xC91), 0xff)
+            .unwrap();
+        msr.write(LogicalCpu::new(3), MsrAddr::new(0xC8F), 2 << 32)
+            .unwrap();
+        first.save().unwrap();
+        std::fs::create_dir(first.run_dir()).unwrap();
+        std::fs::write(first.run_dir().join("journal"), "x").unwrap();
+        drop(first);
+        // act
+        let again = Session::open(&opts).unwrap();
+        // assert: the next run is told, class by class
+        assert_eq!(
+            again.changes_from_reset(),
+            ["COS1 (L3 CAT)", "CPUs 3 in COS2"]
+        );
+        drop(again);
+        // act: fresh
+        let fresh = Session::open(&SessionOptions {
+            fresh: true,
+            ..opts.clone()
+        })
+        .unwrap();
+        // assert: reset registers, nothing to say, the old run directory gone
+        assert_eq!(fresh.changes_from_reset(), [] as [String; 0]);
+        let mut msr = fresh.handle().clone();
+        assert_eq!(
+            msr.read(LogicalCpu::new(0), MsrAddr::new(0xC91)).unwrap(),
+            0xfffff
+        );
+        assert!(!fresh.run_dir().exists());
+        // and its save replaces the old state: the next plain open is as reset
+        fresh.save().unwrap();
+        drop(fresh);
+        let after = Session::open(&opts).unwrap();
+        assert_eq!(after.changes_from_reset(), [] as [String; 0]);
     }
 
     #[test]

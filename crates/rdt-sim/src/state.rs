@@ -135,6 +135,73 @@ pub struct MachineState {
     amd: Vec<crate::amdqos::AmdQosSaved>,
 }
 
+impl MachineState {
+    /// What in this state differs from `reset` (the same model's state as built): one
+    /// phrase per changed class of service, `COS1 (L3 CAT, MBA)` (its masks or limits in
+    /// any domain), per class CPUs are associated with, `CPUs 2-7 in COS1`, and `L3 CDP on`,
+    /// `L2 CDP on`, `AMD BMEC/ABMC configuration`, `a scenario`. Empty when the platform
+    /// is as reset. The running counters and the clock are not changes.
+    #[must_use]
+    pub fn changes_from(&self, reset: &Self) -> Vec<String> {
+        let mut by_cos: BTreeMap<usize, Vec<&str>> = BTreeMap::new();
+        let mut notes = Vec::new();
+        let mut cat = |name: &'static str, now: &[CatState], was: &[CatState]| {
+            for (a, b) in now.iter().zip(was) {
+                for (cos, (x, y)) in a.masks.iter().zip(&b.masks).enumerate() {
+                    if x != y && !by_cos.get(&cos).is_some_and(|v| v.contains(&name)) {
+                        by_cos.entry(cos).or_default().push(name);
+                    }
+                }
+            }
+            if now.iter().zip(was).any(|(a, b)| a.cfg != b.cfg) {
+                notes.push(format!("{} CDP on", &name[..2]));
+            }
+        };
+        cat("L3 CAT", &self.l3, &reset.l3);
+        cat("L2 CAT", &self.l2, &reset.l2);
+        for (name, now, was) in [
+            ("MBA", &self.mba, &reset.mba),
+            ("SMBA", &self.smba, &reset.smba),
+        ] {
+            for (a, b) in now.iter().zip(was.iter()) {
+                for (cos, (x, y)) in a.values.iter().zip(&b.values).enumerate() {
+                    if x != y && !by_cos.get(&cos).is_some_and(|v| v.contains(&name)) {
+                        by_cos.entry(cos).or_default().push(name);
+                    }
+                }
+            }
+        }
+        let mut changes: Vec<String> = by_cos
+            .into_iter()
+            .map(|(cos, what)| format!("COS{cos} ({})", what.join(", ")))
+            .collect();
+        // IA32_PQR_ASSOC: the COS in bits 63:32 (SDM Vol. 3B 18.19.5).
+        let mut cpus_by_cos: BTreeMap<u64, rdt_core::CpuSet> = BTreeMap::new();
+        for (a, b) in self.cpus.iter().zip(&reset.cpus) {
+            let cos = a.pqr_assoc.0 >> 32;
+            if cos != b.pqr_assoc.0 >> 32 {
+                cpus_by_cos
+                    .entry(cos)
+                    .or_default()
+                    .extend([LogicalCpu::new(a.cpu)]);
+            }
+        }
+        changes.extend(
+            cpus_by_cos
+                .into_iter()
+                .map(|(cos, cpus)| format!("CPUs {cpus} in COS{cos}")),
+        );
+        changes.extend(notes);
+        if self.amd != reset.amd {
+            changes.push("AMD BMEC/ABMC configuration".into());
+        }
+        if self.scenario != reset.scenario {
+            changes.push("a scenario".into());
+        }
+        changes
+    }
+}
+
 #[allow(clippy::trivially_copy_pass_by_ref)] // serde's skip_serializing_if signature
 const fn is_zero(n: &u64) -> bool {
     *n == 0

@@ -79,6 +79,20 @@ pub struct ResctrlState {
     amd: Option<super::abmc::AmdSaved>,
 }
 
+impl ResctrlState {
+    /// The names of its control (`CTRL_MON`) groups other than the root, in group-id order:
+    /// what a program made with `mkdir` in the mount's root.
+    #[must_use]
+    pub fn control_groups(&self) -> Vec<&str> {
+        self.groups
+            .iter()
+            .flatten()
+            .filter(|g| g.parent.is_none() && !g.name.is_empty())
+            .map(|g| g.name.as_str())
+            .collect()
+    }
+}
+
 fn invalid(what: impl Into<String>) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
