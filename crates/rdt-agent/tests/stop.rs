@@ -50,7 +50,7 @@ fn sigterm_after(mut child: Child, delay: Duration, phase: &str) -> (Duration, b
         if let Some(s) = child.try_wait().expect("wait") {
             break s;
         }
-        if signalled.elapsed() > Duration::from_secs(60) {
+        if signalled.elapsed() > Duration::from_mins(1) {
             let _ = child.kill();
             let _ = child.wait();
             panic!("{phase}: the agent did not stop within 60 s of SIGTERM");

@@ -1758,6 +1758,7 @@ impl GoresctrlConfig {
     /// # Errors
     /// As [`GoresctrlConfig::plan_with`]; an empty prefix with `previous` (every group of
     /// every tool would be adopted).
+    #[allow(clippy::too_many_lines)] // the plan's changes in the order they are written
     pub fn plan_adopting<B: Backend>(
         &self,
         backend: &mut B,
@@ -1989,14 +1990,16 @@ impl GoresctrlConfig {
             {
                 continue;
             }
-            let class = backend.class_named(&g.path).map_err(|e| match e.request() {
-                Some(r) => ConfigPlanError::Config(self.error(
-                    ConfigErrorKind::Platform,
-                    &At::default(),
-                    format!("adopting group {}: {r}", rdt_core::Shown(&g.path)),
-                )),
-                None => ConfigPlanError::Backend(e),
-            })?;
+            let class = backend
+                .class_named(&g.path)
+                .map_err(|e| match e.request() {
+                    Some(r) => ConfigPlanError::Config(self.error(
+                        ConfigErrorKind::Platform,
+                        &At::default(),
+                        format!("adopting group {}: {r}", rdt_core::Shown(&g.path)),
+                    )),
+                    None => ConfigPlanError::Backend(e),
+                })?;
             out.push((class, g.path));
         }
         Ok(out)

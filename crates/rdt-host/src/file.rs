@@ -414,7 +414,7 @@ pub fn open_append_shared(path: impl AsRef<Path>, mode: u32) -> io::Result<File>
             return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
         }
     };
-    let made = Mode::from_bits_truncate(mode & 0o777);
+    let create_mode = Mode::from_bits_truncate(mode & 0o777);
     let fd = openat(
         &dfd,
         name,
@@ -425,7 +425,7 @@ pub fn open_append_shared(path: impl AsRef<Path>, mode: u32) -> io::Result<File>
             | OFlag::O_NONBLOCK
             | OFlag::O_NOCTTY
             | OFlag::O_CLOEXEC,
-        made,
+        create_mode,
     )
     .map_err(|e| match e {
         nix::errno::Errno::ELOOP => refused(path, "a symbolic link", &rule),
@@ -439,7 +439,7 @@ pub fn open_append_shared(path: impl AsRef<Path>, mode: u32) -> io::Result<File>
     check(st.st_mode, st.st_uid)?;
     if !existed && st.st_mode & 0o777 != mode & 0o777 {
         // a file this call made: the mode as asked, whatever the umask
-        fchmod(&fd, made).map_err(errno_err)?;
+        fchmod(&fd, create_mode).map_err(errno_err)?;
     }
     Ok(File::from(fd))
 }
@@ -684,7 +684,7 @@ mod tests {
     #[test]
     fn open_append_shared_refuses_fifos_devices_links_and_others_files_without_blocking() {
         use std::io::Write as _;
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         // arrange
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -753,7 +753,6 @@ mod tests {
             .write_all(b"b\n")
             .unwrap();
         assert_eq!(std::fs::read_to_string(&ours).unwrap(), "a\nb\n");
-        use std::os::unix::fs::MetadataExt;
         assert_eq!(std::fs::metadata(&ours).unwrap().mode() & 0o777, 0o640);
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     }

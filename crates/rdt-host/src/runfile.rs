@@ -109,7 +109,7 @@ pub fn wait_for_lock(
 /// How old an unlocked temporary file of a live pid must be to be taken for a killed
 /// writer's ([`reclaim_temp_files`]): a writer renames its file milliseconds after making
 /// it, and holds its lock meanwhile.
-pub const TEMP_FILE_MAX_AGE: Duration = Duration::from_secs(60);
+pub const TEMP_FILE_MAX_AGE: Duration = Duration::from_mins(1);
 
 /// The pid a writer's temporary file names: the digits between the last `.` or `-` and the
 /// final `.tmp` of a dot file (`.txn-os-1234.tmp`, `.os-classes.1234.tmp`), the names

@@ -314,7 +314,9 @@ fn a_class_named_like_another_tools_group_is_refused_and_nothing_written() {
     let refused = m.pqos(&["--apply", toml.to_str().expect("UTF-8")]).failed();
     assert!(
         refused.stderr.contains("class \"kube\"")
-            && refused.stderr.contains("resctrl group `kube` belongs to another tool"),
+            && refused
+                .stderr
+                .contains("resctrl group `kube` belongs to another tool"),
         "{}",
         refused.stderr
     );
@@ -345,7 +347,12 @@ fn a_class_named_like_another_tools_group_is_refused_and_nothing_written() {
 #[test]
 fn prune_with_adopt_goresctrl_migrates_the_prefixed_groups_goresctrl_made() {
     let m = MountedOs::new(SKX_RDT);
-    for g in ["goresctrl.Guaranteed", "goresctrl.Old", "goresctrl.Busy", "kube"] {
+    for g in [
+        "goresctrl.Guaranteed",
+        "goresctrl.Old",
+        "goresctrl.Busy",
+        "kube",
+    ] {
         m.mkdir(g);
     }
     m.write("goresctrl.Old/schemata", "L3:0=3;1=3\n");
@@ -368,9 +375,17 @@ fn prune_with_adopt_goresctrl_migrates_the_prefixed_groups_goresctrl_made() {
     let no_prefix = m
         .pqos(&["--apply", &sample, "--adopt", "goresctrl"])
         .failed();
-    assert!(no_prefix.stderr.contains("--group-prefix"), "{}", no_prefix.stderr);
-    let adopt = [&["--apply", sample.as_str()][..], &prefix, &["--prune", "--adopt", "goresctrl"]]
-        .concat();
+    assert!(
+        no_prefix.stderr.contains("--group-prefix"),
+        "{}",
+        no_prefix.stderr
+    );
+    let adopt = [
+        &["--apply", sample.as_str()][..],
+        &prefix,
+        &["--prune", "--adopt", "goresctrl"],
+    ]
+    .concat();
     // a stale group that still holds a task: refused, naming it, nothing written
     let old = m.read("goresctrl.Old/schemata");
     let refused = m.pqos(&adopt).failed();

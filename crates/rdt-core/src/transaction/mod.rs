@@ -523,9 +523,9 @@ impl Step {
                 adopted: true,
                 ..
             } => backend.adopt_class(*class, name).map(|()| None),
-            Self::Claim { class, name, group, .. } => {
-                backend.claim_class(*class, name, *group).map(|()| None)
-            }
+            Self::Claim {
+                class, name, group, ..
+            } => backend.claim_class(*class, name, *group).map(|()| None),
             Self::Release {
                 class,
                 name,
