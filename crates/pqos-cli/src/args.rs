@@ -368,6 +368,19 @@ pub struct Args {
     #[arg(long = "prune", requires = "apply", conflicts_with = "remove")]
     pub prune: bool,
 
+    /// With --apply of goresctrl's YAML and --group-prefix: migrating from OWNER (only
+    /// `goresctrl`), adopt the groups with the prefix that OWNER made, so that the file's
+    /// classes take over their groups and --prune removes those the file no longer names
+    /// (a group still holding tasks or monitor groups is refused, naming it). Never done
+    /// without this flag: a class named like another tool's group is refused.
+    #[arg(
+        long = "adopt",
+        value_name = "OWNER",
+        requires = "group_prefix",
+        conflicts_with = "remove"
+    )]
+    pub adopt: Option<rdt_pqos::config::goresctrl::PreviousOwner>,
+
     /// Write log messages (WARN; INFO with -v; DEBUG with -V) to FILE instead of stderr.
     #[arg(short = 'l', long = "log-file", value_name = "FILE")]
     pub log_file: Option<PathBuf>,

@@ -123,6 +123,8 @@ pub enum Command {
         remove: bool,
         /// `--group-prefix`, `--prune` (goresctrl's YAML).
         groups: rdt_pqos::config::goresctrl::GroupOptions,
+        /// `--adopt OWNER` (goresctrl's YAML).
+        adopt: Option<rdt_pqos::config::goresctrl::PreviousOwner>,
     },
     /// `--mbm-config` (ours): the MBM events' transaction configurations to set.
     MbmConfig(Vec<(rdt_pqos::RmidEvent, u32)>),
@@ -211,6 +213,7 @@ impl Plan {
                     prefix: args.group_prefix.clone().unwrap_or_default(),
                     prune: args.prune,
                 },
+                adopt: args.adopt,
             }
         } else if let Some(cfg) = &args.mbm_config {
             Command::MbmConfig(cfg.0.clone())

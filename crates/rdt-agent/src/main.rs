@@ -16,9 +16,7 @@
 //! `rdt-agent --nfd FILE` writes the node's RDT features as a Node Feature Discovery
 //! feature file (`rdt_pqos::nfd`) and exits.
 
-use std::fs::OpenOptions as FileOptions;
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -123,6 +121,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    if args.nfd.is_none() {
+        stop_within_grace(Arc::clone(&stop));
+    }
     let ran = match &args.nfd {
         Some(path) => open_options(&args).and_then(|opts| nfd::write(&opts, path)),
         None => run(&args, &stop),
@@ -133,6 +134,40 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// How long the controller may take to stop after SIGTERM (SIGINT, SIGHUP) on its own:
+/// the loop sees the flag within 100 ms while it waits, and a tick or a transaction takes
+/// milliseconds; a scan of a platform with thousands of groups (opening it, planning the
+/// first transaction) can take seconds. Kubernetes waits 30 s, systemd 90 s; an operator
+/// expects 2 s.
+const STOP_GRACE: Duration = Duration::from_millis(1500);
+
+/// Watches `stop`: when a signal sets it and the run has not ended `STOP_GRACE` later,
+/// the process exits at once (status 143, as if SIGTERM had killed it), saying so. What it
+/// was doing is then what a SIGKILL leaves, which the library repairs at the next open: a
+/// transaction in progress is rolled back from its journal
+/// (`rdt_pqos::transaction::recover`), monitoring groups and RMIDs of a dead process are
+/// reclaimed. `--on-exit restore` is not done then: the message says so.
+fn stop_within_grace(stop: Arc<AtomicBool>) {
+    let watch = move || {
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(STOP_GRACE);
+        eprintln!(
+            "rdt-agent: still busy {STOP_GRACE:?} after the signal: exiting now (a transaction \
+             in progress is rolled back from its journal at the next open; --on-exit restore \
+             was not done)"
+        );
+        std::process::exit(143);
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("stop-watch".into())
+        .spawn(watch)
+    {
+        eprintln!("rdt-agent: cannot watch for a slow stop: {e}");
     }
 }
 
@@ -188,26 +223,10 @@ fn events_out(args: &Args) -> Result<Box<dyn Write>> {
     let Some(path) = &args.events else {
         return Ok(Box::new(std::io::stdout()));
     };
-    // Appended to, never through a symlink, and only a file of this user's (it may be in
-    // a directory others can write to).
-    let file = FileOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o640)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-        .open(path)
+    // Appended to, never through a symlink (of the file or a directory above it), never a
+    // FIFO or device, only a file of this user's: it may be in a directory others share.
+    let file = rdt_pqos::file::open_append_shared(path, 0o640)
         .with_context(|| format!("opening --events {}", path.display()))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("--events {}", path.display()))?;
-    let me = nix::unistd::geteuid().as_raw();
-    if !meta.is_file() || meta.uid() != me {
-        bail!(
-            "--events {}: not a regular file of this user (uid {me}): owner {}, refused",
-            path.display(),
-            meta.uid()
-        );
-    }
     Ok(Box::new(std::io::LineWriter::new(file)))
 }
 

@@ -205,6 +205,77 @@ fn hostile_input_is_refused_naming_what_is_wrong() {
     assert_eq!(std::fs::read_to_string(&target).expect("read"), "");
 }
 
+/// `rdt-agent ARGS` killed after `secs` (then `None`): the output of a run that ended.
+fn agent_within(dir: &Path, policy: &str, extra: &[&str], secs: u64) -> Option<Output> {
+    let mut child = Command::new(AGENT)
+        .args(["--policy", policy, "--sim", "broadwell-ep", "--sim-state"])
+        .arg(dir.join("state.json"))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let end = std::time::Instant::now() + Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        if child.try_wait().expect("wait").is_some() {
+            return Some(child.wait_with_output().expect("output"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+/// `--events` at a FIFO someone planted (with no reader: `open(2)` for writing would block
+/// forever, beyond SIGTERM) and below a symlinked directory: each refused at once, naming
+/// the path and what is there; nothing written through the link.
+#[test]
+fn an_events_fifo_or_symlinked_directory_is_refused_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = write(dir.path(), "p.toml", POLICY);
+    let fifo = dir.path().join("events.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let run = |events: &Path| {
+        // 30 s: the simulated platform's start on a loaded 2-core machine; a hang is forever
+        agent_within(
+            dir.path(),
+            &policy,
+            &[
+                "--sim-virtual-clock",
+                "--duration",
+                "1",
+                "--events",
+                events.to_str().expect("UTF-8"),
+            ],
+            30,
+        )
+        .unwrap_or_else(|| panic!("rdt-agent --events {} hung", events.display()))
+    };
+    let out = run(&fifo);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("--events {}", fifo.display())) && err.contains("a FIFO"),
+        "{err}"
+    );
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).expect("mkdir");
+    let linked = dir.path().join("linked");
+    std::os::unix::fs::symlink(&real, &linked).expect("symlink");
+    let out = run(&linked.join("events.jsonl"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("{}: a symbolic link", linked.display())),
+        "{err}"
+    );
+    assert!(
+        !real.join("events.jsonl").exists(),
+        "nothing made through the link"
+    );
+}
+
 #[test]
 fn the_deployed_policy_and_unit_name_the_same_file_and_it_parses() {
     let deploy = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy");

@@ -713,6 +713,11 @@ pub(super) fn naming(error: &RequestError, name: &str) -> String {
             "{resource} mask {mask:#x} of class {name:?} (COS{class}) overlaps ways {overlap:#x} \
              of resctrl group {group}, which holds them exclusively (mode exclusive)"
         ),
+        RequestError::ForeignClass { name: group } => format!(
+            "class {name:?}: resctrl group `{group}` belongs to another tool (it is not a group \
+             this library made): the class would take it over, so nothing is written (rename \
+             the class, or adopt the group when migrating from that tool)"
+        ),
         other => other.to_string(),
     }
 }

@@ -1731,12 +1731,52 @@ impl GoresctrlConfig {
     /// # Errors
     /// As [`GoresctrlConfig::plan`]; a prefix that makes a class name no group name can
     /// be; with `prune`, a stale group that holds tasks (goresctrl refuses to remove a
-    /// non-empty group too), naming it and how many.
+    /// non-empty group too), naming it and how many; a class whose group another tool made
+    /// ([`rdt_core::RequestError::ForeignClass`]: use [`GoresctrlConfig::plan_adopting`]
+    /// when migrating from that tool).
     pub fn plan_with<B: Backend>(
         &self,
         backend: &mut B,
         options: &GroupOptions,
     ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
+        self.plan_adopting(backend, options, None)
+    }
+
+    /// [`GoresctrlConfig::plan_with`], migrating from `previous`, the tool that made the
+    /// groups with [`GroupOptions::prefix`] before (goresctrl, in containerd or CRI-O):
+    /// every existing control group with the prefix that another tool made is adopted
+    /// first ([`Change::Adopt`]: recorded as this library's, nothing written to it), so
+    /// that the file's classes take over their groups and, with [`GroupOptions::prune`],
+    /// the groups the file no longer names are removed as this library's own stale ones
+    /// are: refused, naming the group, while it holds tasks; refused, naming them, while it
+    /// holds monitor groups ([`rdt_core::RequestError::ClassInUse`]: goresctrl's pod
+    /// monitor groups; remove them first). All in one transaction, undone whole (an
+    /// adoption's undo leaves the group to the other tool again). Never done by
+    /// [`GoresctrlConfig::plan_with`]: only on the operator's word (`pqos --apply FILE
+    /// --group-prefix P --prune --adopt goresctrl`). `None` adopts nothing.
+    ///
+    /// # Errors
+    /// As [`GoresctrlConfig::plan_with`]; an empty prefix with `previous` (every group of
+    /// every tool would be adopted).
+    #[allow(clippy::too_many_lines)] // the plan's changes in the order they are written
+    pub fn plan_adopting<B: Backend>(
+        &self,
+        backend: &mut B,
+        options: &GroupOptions,
+        previous: Option<PreviousOwner>,
+    ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
+        if let Some(previous) = previous
+            && options.prefix.is_empty()
+        {
+            return Err(ConfigPlanError::Config(self.error(
+                ConfigErrorKind::Platform,
+                &At::default(),
+                format!(
+                    "--adopt {previous}: give the prefix of {previous}'s groups \
+                     (--group-prefix): without one every group of every tool would be adopted"
+                ),
+            )));
+        }
         let platform = GoresctrlPlatform::of(backend.capabilities(), backend.topology());
         let resolved = self.resolve(&platform)?;
         let mut warnings: Vec<String> = resolved.warnings.iter().map(ToString::to_string).collect();
@@ -1750,14 +1790,26 @@ impl GoresctrlConfig {
         let mut origins: Vec<&At> = Vec::new();
         // the class of each change, for messages
         let mut owners: Vec<&str> = Vec::new();
+        // a stale class is not in the file: line 0 names no line
+        let nowhere = At::default();
+        let adopted = match previous {
+            Some(_) => self.foreign_with_prefix(backend, options)?,
+            None => Vec::new(),
+        };
+        for (class, name) in &adopted {
+            changes.push(Change::Adopt {
+                class: *class,
+                name: name.clone(),
+            });
+            origins.push(&nowhere);
+            owners.push(name);
+        }
         let stale = if options.prune {
-            self.stale(backend, options, &names)?
+            self.stale(backend, options, &names, &adopted)?
         } else {
             Vec::new()
         };
-        // a stale class is not in the file: line 0 names no line
-        let nowhere = At::default();
-        let removals = stale.iter().map(|s| s.changes.len()).sum::<usize>();
+        let removals = adopted.len() + stale.iter().map(|s| s.changes.len()).sum::<usize>();
         for s in &stale {
             for change in &s.changes {
                 changes.push(change.clone());
@@ -1875,8 +1927,10 @@ impl GoresctrlConfig {
         backend: &mut B,
         options: &GroupOptions,
         names: &[String],
+        adopted: &[(ClassId, String)],
     ) -> Result<Vec<Stale>, ConfigPlanError<B::Error>> {
-        let own = backend.own_class_names();
+        let mut own = backend.own_class_names();
+        own.extend(adopted.iter().cloned());
         let cpus = backend.cpu_classes().map_err(ConfigPlanError::Backend)?;
         let mut out = Vec::new();
         for (class, name) in own {
@@ -1908,6 +1962,80 @@ impl GoresctrlConfig {
             });
         }
         Ok(out)
+    }
+}
+
+impl GoresctrlConfig {
+    /// The control groups whose names start with `options.prefix` that another tool made
+    /// (not this library's, [`BackendExt::own_class_names`]), each with the class its name
+    /// stands for ([`BackendExt::class_named`]): what [`GoresctrlConfig::plan_adopting`]
+    /// adopts.
+    fn foreign_with_prefix<B: Backend>(
+        &self,
+        backend: &mut B,
+        options: &GroupOptions,
+    ) -> Result<Vec<(ClassId, String)>, ConfigPlanError<B::Error>> {
+        let own: Vec<String> = backend
+            .own_class_names()
+            .into_iter()
+            .map(|(_, n)| n)
+            .collect();
+        let groups = backend.groups().map_err(ConfigPlanError::Backend)?;
+        let mut out = Vec::new();
+        for g in groups {
+            if g.kind != rdt_core::GroupKind::Control
+                || g.path.contains('/')
+                || !g.path.starts_with(&options.prefix)
+                || own.contains(&g.path)
+            {
+                continue;
+            }
+            let class = backend
+                .class_named(&g.path)
+                .map_err(|e| match e.request() {
+                    Some(r) => ConfigPlanError::Config(self.error(
+                        ConfigErrorKind::Platform,
+                        &At::default(),
+                        format!("adopting group {}: {r}", rdt_core::Shown(&g.path)),
+                    )),
+                    None => ConfigPlanError::Backend(e),
+                })?;
+            out.push((class, g.path));
+        }
+        Ok(out)
+    }
+}
+
+/// The tool whose groups [`GoresctrlConfig::plan_adopting`] takes over when migrating
+/// (`pqos --adopt OWNER`): only a tool whose groups' names are known (the prefix and
+/// the class name) can be named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PreviousOwner {
+    /// goresctrl (`github.com/intel/goresctrl`, in containerd and CRI-O): its groups are
+    /// `<prefix><class>`, their pods' monitor groups below them.
+    Goresctrl,
+}
+
+impl std::str::FromStr for PreviousOwner {
+    type Err = String;
+
+    /// `goresctrl`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "goresctrl" => Ok(Self::Goresctrl),
+            other => Err(format!(
+                "`{other}`: the only tool whose groups can be adopted is goresctrl"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for PreviousOwner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Goresctrl => f.write_str("goresctrl"),
+        }
     }
 }
 

@@ -158,12 +158,40 @@ impl ConfigFile {
         proc: &rdt_host::proc::ProcFs,
         options: &goresctrl::GroupOptions,
     ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
+        self.plan_adopting(backend, proc, options, None)
+    }
+
+    /// [`ConfigFile::plan_with`], adopting the groups with the prefix that `previous` made
+    /// ([`goresctrl::GoresctrlConfig::plan_adopting`]; `pqos --apply FILE --adopt
+    /// goresctrl`). `None` adopts nothing.
+    ///
+    /// # Errors
+    /// As [`ConfigFile::plan_with`]; `previous` for the TOML/JSON form (a migration from
+    /// goresctrl is goresctrl's YAML).
+    pub fn plan_adopting<B: rdt_core::Backend>(
+        &self,
+        backend: &mut B,
+        proc: &rdt_host::proc::ProcFs,
+        options: &goresctrl::GroupOptions,
+        previous: Option<goresctrl::PreviousOwner>,
+    ) -> Result<ConfigPlan, ConfigPlanError<B::Error>> {
         match self {
             Self::Classes(c) => {
                 c.refuse_group_options(options)?;
+                if let Some(previous) = previous {
+                    return Err(ConfigPlanError::Config(ConfigError::new(
+                        ConfigErrorKind::Platform,
+                        &c.file,
+                        error::Location::default(),
+                        format!(
+                            "--adopt {previous}: a migration from {previous} applies its YAML \
+                             configuration (this file names its groups itself)"
+                        ),
+                    )));
+                }
                 c.plan(backend, proc)
             }
-            Self::Goresctrl(g) => g.plan_with(backend, options),
+            Self::Goresctrl(g) => g.plan_adopting(backend, options, previous),
         }
     }
 

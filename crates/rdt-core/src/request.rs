@@ -173,6 +173,20 @@ pub enum RequestError {
         /// `COS1/mon_groups/agent`.
         group: String,
     },
+    /// A named class is named like a resctrl control group another tool made (not in this
+    /// library's record of named classes): writing to it would take that group over (its
+    /// ways, limits, CPUs and tasks), so the plan is refused before anything is written.
+    /// Rename the class, or adopt the group on purpose ([`crate::transaction::Change::Adopt`];
+    /// `pqos --apply FILE --group-prefix P --prune --adopt goresctrl` when migrating).
+    #[error(
+        "resctrl group `{name}` belongs to another tool (it is not a group this library made): \
+         a class named `{name}` would take it over, so nothing is written (rename the class, or \
+         adopt the group when migrating from that tool)"
+    )]
+    ForeignClass {
+        /// The group's name (the named class's).
+        name: String,
+    },
     /// A monitoring group was requested without CPUs or tasks, or without events.
     #[error("a monitoring group needs at least one CPU or task and one event")]
     EmptyGroup,

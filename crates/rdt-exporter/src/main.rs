@@ -28,6 +28,7 @@ mod server;
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
@@ -100,7 +101,10 @@ fn run(args: &Args) -> Result<()> {
         None => Vec::new(),
     };
     let budget = Budget::of(limit, open_descriptors(), args.max_connections);
-    let telemetry = open_telemetry(args, interface, &paths, names, &budget)?;
+    // Set by the server as SIGTERM (SIGINT, SIGHUP) arrives: a scan in progress ends at
+    // its next group, so the exporter stops within 2 s whatever it is reading.
+    let stopping = Arc::new(AtomicBool::new(false));
+    let telemetry = open_telemetry(args, interface, &paths, names, &budget, &stopping)?;
     eprintln!(
         "rdt-exporter: serving http://{}/metrics ({} interface{}); descriptors: limit {}, \
          up to {} connections, {} of {} budgeted resctrl files kept open",
@@ -133,7 +137,7 @@ fn run(args: &Args) -> Result<()> {
         max_connections: budget.connections,
         header_timeout: args.header_timeout,
     };
-    let served = serve_until_stopped(listener, &mut collector, limits);
+    let served = serve_until_stopped(listener, &mut collector, limits, stopping);
     let released = collector.own.len();
     if let Some(mon) = collector.monitoring.take() {
         mon.finish()
@@ -154,6 +158,7 @@ fn open_telemetry(
     paths: &rdt_pqos::Paths,
     names: Vec<String>,
     budget: &Budget,
+    stopping: &Arc<AtomicBool>,
 ) -> Result<Option<ResctrlTelemetry>> {
     if interface != Interface::Os {
         return Ok(None);
@@ -164,7 +169,8 @@ fn open_telemetry(
             .rescan_interval(args.rescan_interval)
             .named_classes(names)
             .run_dir(&paths.run)
-            .max_open_files(budget.files),
+            .max_open_files(budget.files)
+            .cancel(Arc::clone(stopping)),
     )
     .with_context(|| format!("reading resctrl at {}", paths.resctrl.display()))?;
     Ok(Some(t))
@@ -224,12 +230,13 @@ fn serve_until_stopped(
     listener: std::net::TcpListener,
     collector: &mut Collector<'_>,
     limits: Limits,
+    stopping: Arc<AtomicBool>,
 ) -> Result<server::Stop> {
     let (collections, asked) = Collections::new();
     let shared = Arc::clone(&collections);
     let http = std::thread::Builder::new()
         .name("http".into())
-        .spawn(move || server::serve(listener, &shared, limits))
+        .spawn(move || server::serve(listener, &shared, limits, &stopping))
         .context("starting the HTTP thread")?;
     let mut log = IncompleteLog::default();
     for () in asked {

@@ -186,7 +186,9 @@ impl Stop {
 }
 
 /// Serves on `listener` until SIGTERM, SIGINT or SIGHUP, asking `collections` for the
-/// text of each scrape; returns the signal.
+/// text of each scrape; returns the signal. `stopping` is set as the signal arrives, so
+/// that a collection in progress ends at its next group (the telemetry's
+/// `TelemetryOptions::cancel`) instead of after the whole scan.
 ///
 /// # Errors
 /// The runtime or the signal handlers cannot be set up; the listener cannot be made
@@ -195,6 +197,7 @@ pub fn serve(
     listener: TcpListener,
     collections: &Arc<Collections>,
     limits: Limits,
+    stopping: &std::sync::atomic::AtomicBool,
 ) -> io::Result<Stop> {
     // However this ends (an error, a panic), the collecting thread's loop ends with it.
     struct Close<'a>(&'a Collections);
@@ -219,11 +222,13 @@ pub fn serve(
             .route("/", get(index))
             .with_state(Arc::clone(collections));
         let stopped = async {
-            tokio::select! {
+            let s = tokio::select! {
                 _ = term.recv() => Stop::Term,
                 _ = int.recv() => Stop::Int,
                 _ = hup.recv() => Stop::Hup,
-            }
+            };
+            stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+            s
         };
         Ok::<_, io::Error>(accept_loop(listener, app, limits, stopped).await)
     })?;

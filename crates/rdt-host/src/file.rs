@@ -224,21 +224,242 @@ pub fn read_text(path: impl AsRef<Path>, max_bytes: u64) -> io::Result<String> {
     String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
+/// `{path}: {found}; refused: {rule}` as a `PermissionDenied` error.
+fn refused(what: &Path, found: &str, rule: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!("{}: {found}; refused: {rule}", what.display()),
+    )
+}
+
+fn errno_err(e: nix::errno::Errno) -> io::Error {
+    io::Error::from_raw_os_error(e as i32)
+}
+
+/// The directory and file name of `path`, for [`open_shared_dir`]'s callers: a path
+/// without a file name, with `..` in it, or a file name that is not UTF-8 is
+/// `InvalidInput`.
+fn dir_and_name(path: &Path) -> io::Result<(&Path, &str)> {
+    let invalid = |why: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: {why}", path.display()),
+        )
+    };
+    if path
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
+        return Err(invalid("`..` in the path (name the directory itself)"));
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| invalid("not a file's path"))?
+        .to_str()
+        .ok_or_else(|| invalid("a file name that is not UTF-8"))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Ok((dir, name))
+}
+
+/// Opens the directory `dir` (made absolute) by a walk from `/`, one `openat(2)` per
+/// component with `O_DIRECTORY | O_NOFOLLOW`: no component may be a symbolic link (the
+/// walk never follows one, so a directory swapped for a link after the check is never
+/// used), and each must belong to root or the effective user and be writable by no one
+/// else unless sticky (`/tmp`), so that no one else can swap what lies below it. The
+/// descriptor returned is the one every file in `dir` is then reached through (the rule of
+/// [`replace_shared`] and [`open_append_shared`]; a run directory of this library's has
+/// stricter rules, [`crate::runfile::RunDir`]).
+///
+/// # Errors
+/// `PermissionDenied` naming the component, what it is (a symbolic link; its owner and
+/// mode) and the rule it broke; `InvalidInput` for `..` in the path; `open(2)` errors
+/// (`NotFound` for a missing directory) naming the component.
+pub fn open_shared_dir(dir: &Path) -> io::Result<std::os::fd::OwnedFd> {
+    use nix::fcntl::{AtFlags, OFlag, openat};
+    use nix::sys::stat::{Mode, SFlag, fstat, fstatat};
+    use std::path::Component;
+
+    if dir.components().any(|c| c == Component::ParentDir) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{}: `..` in the path (name the directory itself)",
+                dir.display()
+            ),
+        ));
+    }
+    let abs = std::path::absolute(dir)?;
+    let euid = nix::unistd::geteuid().as_raw();
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut walked = std::path::PathBuf::from("/");
+    let mut fd = nix::fcntl::open("/", flags, Mode::empty()).map_err(errno_err)?;
+    let rule = format!(
+        "every directory of the path must be a directory (not a symlink) of root or uid \
+         {euid}, writable by no one else unless sticky"
+    );
+    let check = |fd: &std::os::fd::OwnedFd, walked: &Path| -> io::Result<()> {
+        let st = fstat(fd).map_err(errno_err)?;
+        let others_write = st.st_mode & 0o022 != 0;
+        let sticky = st.st_mode & 0o1000 != 0;
+        if (st.st_uid != 0 && st.st_uid != euid) || (others_write && !sticky) {
+            return Err(refused(
+                walked,
+                &format!(
+                    "owned by uid {}, mode {:04o}",
+                    st.st_uid,
+                    st.st_mode & 0o7777
+                ),
+                &rule,
+            ));
+        }
+        Ok(())
+    };
+    check(&fd, &walked)?;
+    for c in abs.components() {
+        let Component::Normal(name) = c else { continue };
+        walked.push(name);
+        let next = match openat(&fd, name, flags, Mode::empty()) {
+            Ok(next) => next,
+            Err(e @ (nix::errno::Errno::ELOOP | nix::errno::Errno::ENOTDIR)) => {
+                let found = match fstatat(&fd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+                    Ok(st) if st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits() => {
+                        "a symbolic link"
+                    }
+                    Ok(_) => "not a directory",
+                    Err(_) => e.desc(),
+                };
+                return Err(refused(&walked, found, &rule));
+            }
+            Err(e) => {
+                let e = errno_err(e);
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", walked.display()),
+                ));
+            }
+        };
+        check(&next, &walked)?;
+        fd = next;
+    }
+    Ok(fd)
+}
+
+/// Opens the file at `path` for appending (made with mode `mode` when missing), for an
+/// output file the user names in a directory others may share (`rdt-agent --events`):
+/// - its directory is reached by [`open_shared_dir`]'s walk (no symlinked component; each
+///   of root or the effective user, writable by no one else unless sticky);
+/// - the file is opened relative to that descriptor with `O_NOFOLLOW | O_NONBLOCK |
+///   O_NOCTTY` (a symlink is refused, a FIFO planted there never blocks the open: without
+///   a reader `open(2)` fails with `ENXIO`, with one it is refused after `fstat`);
+/// - it must be a regular file of the effective user: another user's file, a FIFO, a
+///   device, a socket or a directory of that name is refused, never written to.
+///
+/// # Errors
+/// `PermissionDenied` naming the path, what is there (`a FIFO`, `owned by uid 1000`) and
+/// the rule; [`open_shared_dir`]'s; `InvalidInput` for a path without a file name or
+/// with `..`; `open(2)` errors naming the path.
+///
+/// # Examples
+/// ```
+/// use std::io::Write as _;
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("events.jsonl");
+/// rdt_host::file::open_append_shared(&path, 0o640)?.write_all(b"{}\n")?;
+/// nix::unistd::mkfifo(&dir.path().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+/// let e = rdt_host::file::open_append_shared(dir.path().join("fifo"), 0o640).unwrap_err();
+/// assert!(e.to_string().contains("a FIFO"), "{e}");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn open_append_shared(path: impl AsRef<Path>, mode: u32) -> io::Result<File> {
+    use nix::fcntl::{AtFlags, OFlag, openat};
+    use nix::sys::stat::{Mode, SFlag, fchmod, fstatat};
+
+    let path = path.as_ref();
+    let (dir, name) = dir_and_name(path)?;
+    let dfd = open_shared_dir(dir)?;
+    let euid = nix::unistd::geteuid().as_raw();
+    let rule = format!("only a regular file of uid {euid} is written to");
+    let kind = |mode: u32| -> &'static str {
+        match mode & SFlag::S_IFMT.bits() {
+            m if m == SFlag::S_IFIFO.bits() => "a FIFO",
+            m if m == SFlag::S_IFCHR.bits() => "a character device",
+            m if m == SFlag::S_IFBLK.bits() => "a block device",
+            m if m == SFlag::S_IFSOCK.bits() => "a socket",
+            m if m == SFlag::S_IFDIR.bits() => "a directory",
+            m if m == SFlag::S_IFLNK.bits() => "a symbolic link",
+            _ => "not a regular file",
+        }
+    };
+    let check = |mode: u32, uid: u32| -> io::Result<()> {
+        if mode & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() {
+            return Err(refused(path, kind(mode), &rule));
+        }
+        if uid != euid {
+            return Err(refused(path, &format!("a file owned by uid {uid}"), &rule));
+        }
+        Ok(())
+    };
+    // Told apart before opening, for the message; checked again on the descriptor.
+    let existed = match fstatat(&dfd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(st) => {
+            check(st.st_mode, st.st_uid)?;
+            true
+        }
+        Err(nix::errno::Errno::ENOENT) => false,
+        Err(e) => {
+            let e = errno_err(e);
+            return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
+        }
+    };
+    let create_mode = Mode::from_bits_truncate(mode & 0o777);
+    let fd = openat(
+        &dfd,
+        name,
+        OFlag::O_WRONLY
+            | OFlag::O_APPEND
+            | OFlag::O_CREAT
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NONBLOCK
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC,
+        create_mode,
+    )
+    .map_err(|e| match e {
+        nix::errno::Errno::ELOOP => refused(path, "a symbolic link", &rule),
+        nix::errno::Errno::ENXIO => refused(path, "a FIFO (or a device) without a reader", &rule),
+        e => {
+            let e = errno_err(e);
+            io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+        }
+    })?;
+    let st = nix::sys::stat::fstat(&fd).map_err(errno_err)?;
+    check(st.st_mode, st.st_uid)?;
+    if !existed && st.st_mode & 0o777 != mode & 0o777 {
+        // a file this call made: the mode as asked, whatever the umask
+        fchmod(&fd, create_mode).map_err(errno_err)?;
+    }
+    Ok(File::from(fd))
+}
+
 /// Replaces the file at `path` with `contents` (mode `mode`) in a directory other programs
 /// share (Node Feature Discovery's `features.d`, where device plugins drop files too),
 /// atomically: a reader sees the old file or the new one, never a part. For a directory of
 /// this library's own, use [`crate::runfile::write_run_file`], whose directory must be
 /// private (0700); a shared directory keeps its mode.
 ///
-/// The directory is opened once without following a symlink (`O_DIRECTORY | O_NOFOLLOW`)
-/// and used only through that descriptor. It must belong to root or the effective user,
-/// and be writable by no one else unless sticky (then no one else can rename or remove
-/// this file). A file already at `path` must be a regular file of the effective user:
-/// another program's file (or a symlink, a directory) of that name is never replaced. The
-/// contents go to `.<name>.<pid>.tmp` created anew (`O_CREAT | O_EXCL | O_NOFOLLOW`; a
-/// leftover of that name is unlinked first, never followed: a dot file, which NFD's
-/// `local` source skips while it is written), are synced, then `renameat(2)`-ed over
-/// `name`.
+/// The directory is opened once by [`open_shared_dir`]'s walk (no symlinked component;
+/// each of root or the effective user, writable by no one else unless sticky, then no one
+/// else can rename or remove this file) and used only through that descriptor. A file
+/// already at `path` must be a regular file of the effective user: another program's file
+/// (or a symlink, a directory) of that name is never replaced. The contents go to
+/// `.<name>.<pid>.tmp` created anew (`O_CREAT | O_EXCL | O_NOFOLLOW`; a leftover of that
+/// name is unlinked first, never followed: a dot file, which NFD's `local` source skips
+/// while it is written), are synced, then `renameat(2)`-ed over `name`. Leftovers of that
+/// pattern (`.<name>.<pid>.tmp`) of killed writers are removed first
+/// ([`crate::runfile::reclaim_temp_files`]).
 ///
 /// # Errors
 /// `PermissionDenied` naming the owner and mode for a directory or file refused as above;
@@ -246,59 +467,23 @@ pub fn read_text(path: impl AsRef<Path>, max_bytes: u64) -> io::Result<String> {
 /// calls' errors (the temporary file is removed).
 pub fn replace_shared(path: impl AsRef<Path>, contents: &[u8], mode: u32) -> io::Result<()> {
     use nix::fcntl::{AtFlags, OFlag, openat, renameat};
-    use nix::sys::stat::{Mode, SFlag, fchmod, fstat, fstatat};
+    use nix::sys::stat::{Mode, SFlag, fchmod, fstatat};
     use nix::unistd::{UnlinkatFlags, unlinkat};
     use std::io::Write as _;
 
     let path = path.as_ref();
-    let errno = |e: nix::errno::Errno| io::Error::from_raw_os_error(e as i32);
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| !n.starts_with('.'))
-        .ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "{}: not a file name (a dot file is hidden from readers)",
-                    path.display()
-                ),
-            )
-        })?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let refused = |what: &Path, found: String, rule: &str| {
-        io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("{}: {found}; refused: {rule}", what.display()),
-        )
-    };
-    let dfd = nix::fcntl::open(
-        dir,
-        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| io::Error::new(errno(e).kind(), format!("{}: {e}", dir.display())))?;
-    let euid = nix::unistd::geteuid().as_raw();
-    let st = fstat(&dfd).map_err(errno)?;
-    let others_write = st.st_mode & 0o022 != 0;
-    let sticky = st.st_mode & 0o1000 != 0;
-    if (st.st_uid != 0 && st.st_uid != euid) || (others_write && !sticky) {
-        return Err(refused(
-            dir,
+    let (dir, name) = dir_and_name(path)?;
+    if name.starts_with('.') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
             format!(
-                "owned by uid {}, mode {:04o}",
-                st.st_uid,
-                st.st_mode & 0o7777
-            ),
-            &format!(
-                "the directory must belong to root or uid {euid} and be writable by no one \
-                 else unless sticky"
+                "{}: not a file name (a dot file is hidden from readers)",
+                path.display()
             ),
         ));
     }
+    let dfd = open_shared_dir(dir)?;
+    let euid = nix::unistd::geteuid().as_raw();
     match fstatat(&dfd, name, AtFlags::AT_SYMLINK_NOFOLLOW) {
         Ok(old)
             if old.st_uid != euid
@@ -306,7 +491,7 @@ pub fn replace_shared(path: impl AsRef<Path>, contents: &[u8], mode: u32) -> io:
         {
             return Err(refused(
                 path,
-                format!(
+                &format!(
                     "a file of mode {:06o} owned by uid {}",
                     old.st_mode, old.st_uid
                 ),
@@ -314,8 +499,9 @@ pub fn replace_shared(path: impl AsRef<Path>, contents: &[u8], mode: u32) -> io:
             ));
         }
         Ok(_) | Err(nix::errno::Errno::ENOENT) => {}
-        Err(e) => return Err(errno(e)),
+        Err(e) => return Err(errno_err(e)),
     }
+    crate::runfile::reclaim_temp_files(&dfd, &format!(".{name}."));
     let tmp = format!(".{name}.{}.tmp", std::process::id());
     let _ = unlinkat(&dfd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
     let written = (|| {
@@ -325,13 +511,15 @@ pub fn replace_shared(path: impl AsRef<Path>, contents: &[u8], mode: u32) -> io:
             OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::from_bits_truncate(mode & 0o777),
         )
-        .map_err(errno)?;
+        .map_err(errno_err)?;
         // the mode as asked, whatever the umask
-        fchmod(&fd, Mode::from_bits_truncate(mode & 0o777)).map_err(errno)?;
+        fchmod(&fd, Mode::from_bits_truncate(mode & 0o777)).map_err(errno_err)?;
         let mut file = File::from(fd);
+        // held until the rename: a live writer's file is never reclaimed
+        file.try_lock().map_err(io::Error::from)?;
         file.write_all(contents)?;
         file.sync_data()?;
-        renameat(&dfd, tmp.as_str(), &dfd, name).map_err(errno)
+        renameat(&dfd, tmp.as_str(), &dfd, name).map_err(errno_err)
     })();
     if written.is_err() {
         let _ = unlinkat(&dfd, tmp.as_str(), UnlinkatFlags::NoRemoveDir);
@@ -488,5 +676,113 @@ mod tests {
         // a dot name
         let e = replace_shared(d.join(".hidden"), b"x", 0o644).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{e}");
+    }
+
+    /// `rdt-agent --events`'s opener: a FIFO (with a reader or without), a device, a
+    /// symlink, a symlinked parent directory, another user's file are refused at once,
+    /// naming the path; a file of ours is appended to.
+    #[test]
+    fn open_append_shared_refuses_fifos_devices_links_and_others_files_without_blocking() {
+        use std::io::Write as _;
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        // arrange
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let fifo = d.join("events.fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let start = Instant::now();
+        // act + assert: a FIFO without a reader (open(2) would block without O_NONBLOCK
+        // for a reader; for a writer it fails with ENXIO), then with one
+        let e = open_append_shared(&fifo, 0o640).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        assert!(
+            e.to_string().contains(&*fifo.to_string_lossy()) && e.to_string().contains("a FIFO"),
+            "{e}"
+        );
+        let reader = open_nonblocking(&fifo, true).unwrap();
+        let e = open_append_shared(&fifo, 0o640).unwrap_err();
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        drop(reader);
+        assert!(start.elapsed() < Duration::from_secs(2));
+        // a device, through its own path
+        let e = open_append_shared("/dev/null", 0o640).unwrap_err();
+        assert!(
+            e.to_string().contains("/dev/null: a character device"),
+            "{e}"
+        );
+        // a symlink at the name, to a file of ours
+        let victim = d.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, d.join("link")).unwrap();
+        let e = open_append_shared(d.join("link"), 0o640).unwrap_err();
+        assert!(e.to_string().contains("a symbolic link"), "{e}");
+        // a symlinked parent directory
+        let real = d.join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(&real, d.join("linked")).unwrap();
+        let e = open_append_shared(d.join("linked/events"), 0o640).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("{}: a symbolic link", d.join("linked").display())),
+            "{e}"
+        );
+        assert!(
+            !real.join("events").exists(),
+            "nothing made through the link"
+        );
+        // a directory others may write to (not sticky)
+        let open = d.join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = open_append_shared(open.join("events"), 0o640).unwrap_err();
+        assert!(e.to_string().contains("mode 0777"), "{e}");
+        // another user's file (nobody's)
+        let theirs = d.join("theirs");
+        std::fs::write(&theirs, "theirs").unwrap();
+        nix::unistd::chown(&theirs, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        let e = open_append_shared(&theirs, 0o640).unwrap_err();
+        assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+        // ours: made 0640 whatever the umask, appended to
+        let ours = d.join("events");
+        open_append_shared(&ours, 0o640)
+            .unwrap()
+            .write_all(b"a\n")
+            .unwrap();
+        open_append_shared(&ours, 0o640)
+            .unwrap()
+            .write_all(b"b\n")
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(&ours).unwrap(), "a\nb\n");
+        assert_eq!(std::fs::metadata(&ours).unwrap().mode() & 0o777, 0o640);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    /// `replace_shared` reclaims the temporary file a killed writer left (its pid gone),
+    /// and leaves a live process's and another file's.
+    #[test]
+    fn replace_shared_reclaims_a_killed_writers_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let live = d.join(format!(".rdt.{}.tmp", child.id()));
+        std::fs::write(&live, "being written").unwrap();
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        dead.wait().unwrap();
+        let left = d.join(format!(".rdt.{}.tmp", dead.id()));
+        std::fs::write(&left, "half").unwrap();
+        let other = d.join(format!(".other.{}.tmp", dead.id()));
+        std::fs::write(&other, "another file's").unwrap();
+        replace_shared(d.join("rdt"), b"a=1\n", 0o644).unwrap();
+        assert!(!left.exists(), "the killed writer's file is reclaimed");
+        assert!(live.exists(), "a live writer's file stays");
+        assert!(
+            other.exists(),
+            "another name's temporary file stays (a shared directory)"
+        );
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }

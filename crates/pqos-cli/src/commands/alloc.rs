@@ -684,6 +684,9 @@ pub struct ApplyMode {
     /// `--group-prefix P`, `--prune`: goresctrl's group options
     /// ([`ConfigFile::plan_with`]).
     pub groups: GroupOptions,
+    /// `--adopt OWNER`: the groups with the prefix OWNER made are adopted
+    /// ([`ConfigFile::plan_adopting`]).
+    pub adopt: Option<rdt_pqos::config::goresctrl::PreviousOwner>,
 }
 
 /// `--apply FILE [--remove] [--dry-run]`: the configuration (named classes in TOML/JSON,
@@ -709,7 +712,7 @@ pub fn run_apply<B: Backend>(
         let planned = if mode.remove {
             config.remove(backend, &mode.groups)
         } else {
-            config.plan_with(backend, proc, &mode.groups)
+            config.plan_adopting(backend, proc, &mode.groups, mode.adopt)
         };
         let planned = planned.map_err(|e| match e {
             ConfigPlanError::Config(e) => anyhow::Error::new(e),

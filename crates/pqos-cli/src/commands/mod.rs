@@ -68,6 +68,7 @@ pub fn execute<B: Backend>(
             dry_run,
             remove,
             groups,
+            adopt,
         } => {
             alloc::run_apply(
                 backend,
@@ -76,6 +77,7 @@ pub fn execute<B: Backend>(
                     dry_run: *dry_run,
                     remove: *remove,
                     groups: groups.clone(),
+                    adopt: *adopt,
                 },
                 ctx.proc,
                 text(plan, out, &mut stderr),

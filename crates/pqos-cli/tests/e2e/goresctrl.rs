@@ -295,3 +295,133 @@ fn a_group_prefix_names_every_group_and_prune_removes_only_our_stale_ones() {
         toml_prefix.stderr
     );
 }
+
+/// A class named like a group another tool made (`kube`, `cri-Guaranteed`) is refused by
+/// name at planning time, for the TOML form and goresctrl's YAML alike: the error names the
+/// class, the group and that another tool owns it, and nothing is written (before, the
+/// class took the group over: 12 writes, its ways rewritten).
+#[test]
+fn a_class_named_like_another_tools_group_is_refused_and_nothing_written() {
+    let m = MountedOs::new(SKX_RDT);
+    m.mkdir("kube");
+    m.write("kube/schemata", "L3:0=f;1=f\n");
+    m.mkdir("cri-Guaranteed");
+    m.write("cri-Guaranteed/schemata", "L3:0=3;1=3\n");
+    let before = (m.read("kube/schemata"), m.read("cri-Guaranteed/schemata"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let toml = dir.path().join("kube.toml");
+    std::fs::write(&toml, "[[class]]\nname = \"kube\"\nl3 = { ways = 2 }\n").expect("write");
+    let refused = m.pqos(&["--apply", toml.to_str().expect("UTF-8")]).failed();
+    assert!(
+        refused.stderr.contains("class \"kube\"")
+            && refused
+                .stderr
+                .contains("resctrl group `kube` belongs to another tool"),
+        "{}",
+        refused.stderr
+    );
+    let sample = data("sample-conf.yaml");
+    let refused = m
+        .pqos(&["--apply", &sample, "--group-prefix", "cri-"])
+        .failed();
+    assert!(
+        refused.stderr.contains("class \"Guaranteed\"")
+            && refused
+                .stderr
+                .contains("resctrl group `cri-Guaranteed` belongs to another tool"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        (m.read("kube/schemata"), m.read("cri-Guaranteed/schemata")),
+        before
+    );
+    assert_eq!(groups(&m), ["cri-Guaranteed", "kube"], "nothing made");
+}
+
+/// Migrating from goresctrl (`--group-prefix goresctrl. --prune --adopt goresctrl`): the
+/// prefixed groups goresctrl made are adopted; those the file names become its classes,
+/// those it no longer names are removed; a stale one holding a task is refused, naming
+/// it, with nothing written; another tool's unprefixed group stays. Without `--adopt`,
+/// `--prune` leaves goresctrl's groups alone, as before.
+#[test]
+fn prune_with_adopt_goresctrl_migrates_the_prefixed_groups_goresctrl_made() {
+    let m = MountedOs::new(SKX_RDT);
+    for g in [
+        "goresctrl.Guaranteed",
+        "goresctrl.Old",
+        "goresctrl.Busy",
+        "kube",
+    ] {
+        m.mkdir(g);
+    }
+    m.write("goresctrl.Old/schemata", "L3:0=3;1=3\n");
+    let busy = Reaped::sleeper();
+    m.write("goresctrl.Busy/tasks", &busy.pid().to_string());
+    let sample = data("sample-conf.yaml");
+    let prefix = ["--group-prefix", "goresctrl."];
+    // without --adopt: goresctrl's group of a class of the file is refused, none removed
+    let refused = m
+        .pqos(&[&["--apply", sample.as_str()][..], &prefix, &["--prune"]].concat())
+        .failed();
+    assert!(
+        refused
+            .stderr
+            .contains("resctrl group `goresctrl.Guaranteed` belongs to another tool"),
+        "{}",
+        refused.stderr
+    );
+    // --adopt without a prefix is refused
+    let no_prefix = m
+        .pqos(&["--apply", &sample, "--adopt", "goresctrl"])
+        .failed();
+    assert!(
+        no_prefix.stderr.contains("--group-prefix"),
+        "{}",
+        no_prefix.stderr
+    );
+    let adopt = [
+        &["--apply", sample.as_str()][..],
+        &prefix,
+        &["--prune", "--adopt", "goresctrl"],
+    ]
+    .concat();
+    // a stale group that still holds a task: refused, naming it, nothing written
+    let old = m.read("goresctrl.Old/schemata");
+    let refused = m.pqos(&adopt).failed();
+    assert!(
+        refused.stderr.contains("goresctrl.Busy") && refused.stderr.contains("1 task(s)"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(m.read("goresctrl.Old/schemata"), old);
+    assert!(!m.exists("goresctrl.Besteffort"));
+    // emptied, the migration goes through
+    m.write("tasks", &busy.pid().to_string());
+    let migrated = m.pqos(&adopt).ok();
+    assert!(
+        migrated.stdout.contains("goresctrl.Old (COS")
+            && migrated.stdout.contains("goresctrl.Busy (COS"),
+        "{}",
+        migrated.stdout
+    );
+    assert_eq!(
+        groups(&m),
+        [
+            "goresctrl.Besteffort",
+            "goresctrl.Burstable",
+            "goresctrl.Guaranteed",
+            "kube"
+        ]
+    );
+    // adopted, goresctrl.Guaranteed is ours: the next run without --adopt applies cleanly
+    let again = m
+        .pqos(&[&["--apply", sample.as_str()][..], &prefix, &["--prune"]].concat())
+        .ok();
+    assert_eq!(again.stdout, "Nothing to change.\n");
+    let shown = m.pqos(&["-s"]).ok().stdout;
+    assert!(
+        shown.contains("Other resctrl groups (not managed by pqos):\n    kube (control group)\n"),
+        "{shown}"
+    );
+}

@@ -236,6 +236,28 @@ pub trait NamedClasses<E> {
     /// ([`RequestError::Unsupported`](crate::RequestError::Unsupported)); the record cannot
     /// be written; the `rmdir` fails.
     fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), E>;
+
+    /// Makes another tool's existing resctrl control group `name` this library's named
+    /// class standing for `class` (the write of [`crate::transaction::Step::Claim`] with
+    /// `adopted`, [`crate::transaction::Change::Adopt`]): recorded as if this library had
+    /// made it, nothing written to the group. Default: [`NamedClasses::claim_class`]
+    /// without making a group (an interface without other tools' groups, MSR).
+    ///
+    /// # Errors
+    /// As [`NamedClasses::claim_class`]; the group does not exist.
+    fn adopt_class(&mut self, class: ClassId, name: &str) -> Result<(), E> {
+        self.claim_class(class, name, false)
+    }
+
+    /// Undoes [`NamedClasses::adopt_class`]: the record of `name` goes, the group stays as
+    /// it is, and the name no longer stands for `class`. Default:
+    /// [`NamedClasses::release_class`].
+    ///
+    /// # Errors
+    /// The record cannot be written.
+    fn disown_class(&mut self, class: ClassId, name: &str) -> Result<(), E> {
+        self.release_class(class, name)
+    }
 }
 
 /// Who may write, and where what must outlive the process is kept

@@ -512,6 +512,24 @@ pub trait BackendExt: Backend {
         self.names_or()?.release_class(class, name)
     }
 
+    /// [`NamedClasses::adopt_class`].
+    ///
+    /// # Errors
+    /// [`RequestError::NeedsOsInterface`] without [`NamedClasses`]; as
+    /// [`NamedClasses::adopt_class`].
+    fn adopt_class(&mut self, class: ClassId, name: &str) -> Result<(), Self::Error> {
+        self.names_or()?.adopt_class(class, name)
+    }
+
+    /// [`NamedClasses::disown_class`].
+    ///
+    /// # Errors
+    /// [`RequestError::NeedsOsInterface`] without [`NamedClasses`]; as
+    /// [`NamedClasses::disown_class`].
+    fn disown_class(&mut self, class: ClassId, name: &str) -> Result<(), Self::Error> {
+        self.names_or()?.disown_class(class, name)
+    }
+
     /// [`Writers::run_dir`]; `None` without [`Writers`].
     fn run_dir(&mut self) -> Option<&Path> {
         self.writers().and_then(|w| w.run_dir())

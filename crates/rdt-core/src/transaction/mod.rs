@@ -112,6 +112,20 @@ pub enum Change {
         /// The name.
         name: String,
     },
+    /// The existing resctrl control group `name`, which another tool made, adopted as
+    /// this library's named class standing for `class` ([`BackendExt::adopt_class`]): it is
+    /// recorded as if this library had made it, so that later changes may write to it
+    /// (which the planner refuses for another tool's group, [`RequestError::ForeignClass`])
+    /// and a [`Change::Release`] may remove it. Only on the operator's word: a migration
+    /// from the tool that made it (`pqos --apply FILE --prune --adopt goresctrl`). Planned
+    /// as [`Step::Claim`] with `adopted`; undoing it gives the record up and leaves the
+    /// group as it was. OS interface only; the group must exist and not be this library's.
+    Adopt {
+        /// The class the name stands for ([`BackendExt::class_named`]).
+        class: ClassId,
+        /// The group's name.
+        name: String,
+    },
     /// The named class `name`, standing for `class`, given up ([`BackendExt::release_class`]):
     /// on the OS interface its resctrl group goes. Only a class of
     /// [`BackendExt::own_class_names`] can be given up ([`RequestError::NotOwnClass`]), and
@@ -298,6 +312,10 @@ pub enum Step {
         /// existed); otherwise the first write to the class makes it.
         #[cfg_attr(feature = "serde", serde(default))]
         group: bool,
+        /// Another tool's existing group adopted ([`Change::Adopt`],
+        /// [`BackendExt::adopt_class`]): recorded, never made.
+        #[cfg_attr(feature = "serde", serde(default))]
+        adopted: bool,
     },
     /// `release_class`: a named class given up ([`Change::Release`]).
     Release {
@@ -309,6 +327,10 @@ pub enum Step {
         /// removes it; undoing the release makes it again).
         #[cfg_attr(feature = "serde", serde(default))]
         group: bool,
+        /// The undo of an adoption ([`BackendExt::disown_class`]): the record goes, the
+        /// group stays as the other tool made it.
+        #[cfg_attr(feature = "serde", serde(default))]
+        adopted: bool,
     },
 }
 
@@ -397,15 +419,27 @@ impl Step {
                 cfg: *cfg,
                 before: state.clone(),
             },
-            Self::Claim { class, name, group } => Self::Release {
+            Self::Claim {
+                class,
+                name,
+                group,
+                adopted,
+            } => Self::Release {
                 class: *class,
                 name: name.clone(),
                 group: *group,
+                adopted: *adopted,
             },
-            Self::Release { class, name, group } => Self::Claim {
+            Self::Release {
+                class,
+                name,
+                group,
+                adopted,
+            } => Self::Claim {
                 class: *class,
                 name: name.clone(),
                 group: *group,
+                adopted: *adopted,
             },
         }
     }
@@ -483,9 +517,21 @@ impl Step {
             Self::Task { task, after, .. } => backend.associate_task(*task, *after).map(|()| None),
             Self::Reset { cfg, .. } => backend.reset_allocation(cfg).map(|()| None),
             Self::Restore { state, .. } => state.restore(backend).map(|_| None),
-            Self::Claim { class, name, group } => {
-                backend.claim_class(*class, name, *group).map(|()| None)
-            }
+            Self::Claim {
+                class,
+                name,
+                adopted: true,
+                ..
+            } => backend.adopt_class(*class, name).map(|()| None),
+            Self::Claim {
+                class, name, group, ..
+            } => backend.claim_class(*class, name, *group).map(|()| None),
+            Self::Release {
+                class,
+                name,
+                adopted: true,
+                ..
+            } => backend.disown_class(*class, name).map(|()| None),
             Self::Release { class, name, .. } => backend.release_class(*class, name).map(|()| None),
         }
     }

@@ -42,6 +42,9 @@ struct Planner<'b, B: Backend> {
     exclusive: BTreeMap<(CatResource, CacheDomain), Vec<crate::ExclusiveWays>>,
     /// [`BackendExt::groups`], read once (OS interface, named classes given up).
     groups: Option<Vec<crate::GroupInfo>>,
+    /// The names adopted by earlier changes of the plan ([`Change::Adopt`]): a later
+    /// release of one is planned as of this library's.
+    adopted: Vec<String>,
 }
 
 impl<B: Backend> Planner<'_, B> {
@@ -92,6 +95,45 @@ impl<B: Backend> Planner<'_, B> {
             class,
             name: name.to_owned(),
             group: self.interface == Interface::Os,
+            adopted: false,
+        })
+    }
+
+    /// [`Change::Adopt`]: another tool's existing control group `name` made this library's.
+    fn adopt(
+        &mut self,
+        index: usize,
+        class: ClassId,
+        name: &str,
+    ) -> Result<Step, PlanError<B::Error>> {
+        let invalid = |error: RequestError| PlanError::Invalid { index, error };
+        if self.interface != Interface::Os {
+            return Err(invalid(RequestError::Unsupported(format!(
+                "adopting `{name}`: only a resctrl group another tool made can be adopted (OS \
+                 interface)"
+            ))));
+        }
+        let own = self.backend.own_class_names();
+        let exists = self
+            .groups(index)?
+            .iter()
+            .any(|g| g.kind == GroupKind::Control && g.path == name);
+        if !exists || own.iter().any(|(_, n)| n == name) {
+            return Err(invalid(RequestError::Unsupported(format!(
+                "adopting `{name}`: {}",
+                if exists {
+                    "it is this library's already"
+                } else {
+                    "there is no such control group"
+                }
+            ))));
+        }
+        self.adopted.push(name.to_owned());
+        Ok(Step::Claim {
+            class,
+            name: name.to_owned(),
+            group: false,
+            adopted: true,
         })
     }
 
@@ -103,7 +145,9 @@ impl<B: Backend> Planner<'_, B> {
     ) -> Result<Step, PlanError<B::Error>> {
         let invalid = |error: RequestError| PlanError::Invalid { index, error };
         let own = self.backend.own_class_names();
-        if !own.iter().any(|(c, n)| *c == class && n == name) {
+        if !own.iter().any(|(c, n)| *c == class && n == name)
+            && !self.adopted.iter().any(|n| n == name)
+        {
             return Err(invalid(RequestError::NotOwnClass {
                 name: name.to_owned(),
             }));
@@ -124,6 +168,7 @@ impl<B: Backend> Planner<'_, B> {
             class,
             name: name.to_owned(),
             group,
+            adopted: false,
         })
     }
 
@@ -161,13 +206,18 @@ impl<B: Backend> Planner<'_, B> {
             if own.contains(name) || claimed(class, &out) || !super::is_recordable_name(name) {
                 continue;
             }
+            // Another tool's group of that name: writing to it would take it over (its
+            // ways, its CPUs), so it is refused unless adopted ([`Change::Adopt`]).
             if self.interface == Interface::Os
                 && self
                     .groups(*index)?
                     .iter()
                     .any(|g| g.kind == GroupKind::Control && g.path == *name)
             {
-                continue;
+                return Err(PlanError::Invalid {
+                    index: *index,
+                    error: RequestError::ForeignClass { name: name.clone() },
+                });
             }
             out.push((*index, self.claim(*index, class, name)?));
         }
@@ -617,6 +667,7 @@ pub(super) fn plan<B: Backend>(
         cpus_read: false,
         exclusive: BTreeMap::new(),
         groups: None,
+        adopted: Vec::new(),
     };
     let mut steps = Vec::with_capacity(changes.len());
     for (index, change) in changes.iter().enumerate() {
@@ -643,6 +694,7 @@ pub(super) fn plan<B: Backend>(
                 continue;
             }
             Change::Claim { class, name } => p.claim(index, *class, name)?,
+            Change::Adopt { class, name } => p.adopt(index, *class, name)?,
             Change::Release { class, name } => p.release(index, *class, name)?,
         };
         steps.push((index, step));

@@ -342,6 +342,12 @@ impl RunDir {
         Ok(out)
     }
 
+    /// Removes the temporary files (`.<...><pid>.tmp`) writers that were killed left here
+    /// ([`super::reclaim_temp_files`]); done before each write in the directory.
+    pub fn reclaim_temp_files(&self) {
+        super::reclaim_temp_files(&self.fd, ".");
+    }
+
     /// The path of `name` in this directory, for messages.
     #[must_use]
     pub fn join(&self, name: &str) -> PathBuf {

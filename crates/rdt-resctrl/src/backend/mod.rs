@@ -949,6 +949,24 @@ impl<P: PmuSource, E: From<ResctrlError>> NamedClasses<E> for ResctrlBackend<P> 
     fn release_class(&mut self, class: ClassId, name: &str) -> Result<(), E> {
         Ok(self.release(class, name)?)
     }
+
+    /// Binds `name` to `class` and records the existing control group `name` (another
+    /// tool's) as this library's: a migration's adoption. Nothing is written to the group.
+    ///
+    /// # Errors
+    /// As [`NamedClasses::bind_class`]; no such group; the record cannot be written; the
+    /// root lock.
+    fn adopt_class(&mut self, class: ClassId, name: &str) -> Result<(), E> {
+        Ok(self.adopt(class, name)?)
+    }
+
+    /// Drops `name` from the record and unbinds it; the group stays as it is.
+    ///
+    /// # Errors
+    /// The record cannot be written; the root lock.
+    fn disown_class(&mut self, class: ClassId, name: &str) -> Result<(), E> {
+        Ok(self.disown(class, name)?)
+    }
 }
 
 impl<P: PmuSource, E: From<ResctrlError>> Writers<E> for ResctrlBackend<P> {

@@ -171,6 +171,40 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(())
     }
 
+    /// [`BackendExt::adopt_class`](rdt_core::BackendExt::adopt_class) on resctrl: the
+    /// existing control group `name` (another tool's) bound to `class` and recorded as
+    /// this library's, nothing written to it.
+    pub(super) fn adopt(&mut self, class: ClassId, name: &str) -> Result<(), ResctrlError> {
+        Self::check_group_name(name)?;
+        self.check_closid(class)?;
+        let _g = self.lock.exclusive()?;
+        if !self.fs.exists(name) {
+            return Err(RequestError::Unsupported(format!(
+                "adopting `{name}`: there is no such control group"
+            ))
+            .into());
+        }
+        self.record_group(name, class)?;
+        self.created.insert(name.to_owned());
+        self.names.retain(|c, n| n != name && *c != class);
+        self.names.insert(class, name.to_owned());
+        Ok(())
+    }
+
+    /// [`BackendExt::disown_class`](rdt_core::BackendExt::disown_class) on resctrl: the
+    /// undo of [`Self::adopt`]; the group stays.
+    pub(super) fn disown(&mut self, class: ClassId, name: &str) -> Result<(), ResctrlError> {
+        let _ = class;
+        Self::check_group_name(name)?;
+        {
+            let _g = self.lock.exclusive()?;
+            self.update_record(|v| v.retain(|(_, n)| n != name))?;
+        }
+        self.created.remove(name);
+        self.names.retain(|_, n| n != name);
+        Ok(())
+    }
+
     /// [`BackendExt::release_class`](rdt_core::BackendExt::release_class) on resctrl: a
     /// recorded group is removed when it holds nothing but (default) values; another
     /// tool's is left alone. The name is unbound either way.
