@@ -114,7 +114,7 @@ fn agent_starts(stderr: &str) {
     }
     let reload: Vec<&str> = stderr
         .lines()
-        .filter(|l| l.starts_with("rdt-agent nri: reloaded: "))
+        .filter(|l| l.starts_with("rdt-agent nri: INFO: reloaded: "))
         .collect();
     assert!(
         reload.len() == 1 && reload[0].contains("platinum=cri-platinum"),
@@ -189,6 +189,14 @@ fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills
     assert_eq!(summary["reloaded"], true);
 
     agent_starts(&stderr);
+    // the plugin logs what it did: the 20 containers that ran before it, moved once each
+    let moved = stderr
+        .lines()
+        .filter(|l| l.contains("process(es) moved to group cri-") && !l.contains("re-check"))
+        .count();
+    assert!(moved >= 20, "{moved} repairs logged:\n{stderr}");
+    // and never an update it did not make
+    assert!(!stderr.contains("moved to class"), "{stderr}");
     // the classes' groups and the other tool's, nothing leaked
     assert_eq!(
         groups(root),
