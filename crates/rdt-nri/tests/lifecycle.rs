@@ -4,6 +4,8 @@
 //! restarting containerd does), reports each state, and stops within 2 s of the stop flag
 //! whatever it waits for.
 
+#![allow(clippy::unwrap_used)] // the helpers below are the tests' own: a failure is the test's
+
 use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
