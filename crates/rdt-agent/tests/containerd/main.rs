@@ -85,10 +85,11 @@ fn annotated_pods_on_the_shipped_configuration_get_their_class() {
     assert!(err.contains("platinum"), "{err}");
 }
 
-/// Creates pods of every form, one after another, until stopped; what it started.
+/// Creates pods of every form, one after another, until finished (or dropped: a failed
+/// test); what it started.
 struct Creator {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<(Vec<Ctr>, usize)>,
+    thread: Option<std::thread::JoinHandle<(Vec<Ctr>, usize)>>,
 }
 
 impl Creator {
@@ -114,12 +115,22 @@ impl Creator {
             }
             (ok, failed)
         });
-        Self { stop, thread }
+        Self {
+            stop,
+            thread: Some(thread),
+        }
     }
 
-    fn finish(self) -> (Vec<Ctr>, usize) {
+    fn finish(mut self) -> (Vec<Ctr>, usize) {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().expect("the creator thread")
+        let thread = self.thread.take().expect("running");
+        thread.join().expect("the creator thread")
+    }
+}
+
+impl Drop for Creator {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -161,7 +172,6 @@ fn containerd_restarted_five_times_while_pods_are_created() {
         match node.wait_registrations(1, BACK_WITHIN) {
             Some(t) => back.push(t),
             None => {
-                let _ = creator.finish();
                 panic!(
                     "restart {}: the plugin is not back {BACK_WITHIN:?} after containerd:\n{}",
                     i + 1,
@@ -195,7 +205,6 @@ fn the_plugin_killed_five_times_while_pods_are_created() {
         match node.wait_registrations(before + 1, BACK_WITHIN) {
             Some(_) => back.push(t0.elapsed()),
             None => {
-                let _ = creator.finish();
                 panic!(
                     "kill {}: the restarted plugin did not register within {BACK_WITHIN:?}:\n{}",
                     i + 1,
@@ -312,7 +321,7 @@ fn creation_latency() {
     for _ in 0..5 {
         node.stop_containerd();
         node.start_containerd();
-        back.push(node.wait_registrations(1, Duration::from_secs(30)));
+        back.push(node.wait_registrations(1, Duration::from_secs(10)));
     }
     let (a, b) = (percentiles(&mut c0), percentiles(&mut c1));
     let (sa, sb) = (percentiles(&mut s0), percentiles(&mut s1));
