@@ -147,7 +147,10 @@ pub fn run_for(mut cmd: Command, limit: Duration) -> Result<String, String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("{cmd:?}: {e}"))?;
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let (mut out, mut err) = (
+        child.stdout.take().expect("piped"),
+        child.stderr.take().expect("piped"),
+    );
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = err.read_to_string(&mut s);
@@ -311,7 +314,10 @@ impl Cri {
         let ctr_file = self.dir.join(format!("ctr-{uid}.json"));
         std::fs::write(&pod_file, pod.to_string()).map_err(|e| e.to_string())?;
         std::fs::write(&ctr_file, ctr.to_string()).map_err(|e| e.to_string())?;
-        let (pf, cf) = (pod_file.to_str().unwrap(), ctr_file.to_str().unwrap());
+        let (pf, cf) = (
+            pod_file.to_str().ok_or("a non-UTF-8 path")?,
+            ctr_file.to_str().ok_or("a non-UTF-8 path")?,
+        );
         let pod_id = self
             .crictl(&["runp", pf])
             .map_err(|e| format!("runp: {e}"))?;
@@ -612,7 +618,7 @@ impl Node {
                 .arg(d.join("containerd.sock"))
                 .args(["-n", "k8s.io", "images", "import", "--local"])
                 .arg(&t.image);
-            run_for(ctr, Duration::from_secs(60)).expect("ctr images import");
+            run_for(ctr, Duration::from_mins(1)).expect("ctr images import");
         }
         ready
     }
@@ -626,7 +632,8 @@ impl Node {
 
     /// The DaemonSet's `rdt-agent` container's arguments, its host paths moved into the
     /// node's temp dir: `--config` the goresctrl classes, `--socket` containerd's NRI
-    /// socket, any other absolute path under the temp dir; plus `--sysroot`, the mount.
+    /// socket, any other absolute path but `--cgroup-root` under the temp dir; plus
+    /// `--sysroot`, the mount.
     pub fn agent_args(&self) -> Vec<String> {
         let d = self.dir.path();
         let ds = crate::deploy::containers()
@@ -645,6 +652,8 @@ impl Node {
             .map(|a| match a.split_once('=') {
                 Some(("--config", _)) => format!("--config={}", d.join("classes.yaml").display()),
                 Some(("--socket", _)) => format!("--socket={}", d.join("nri.sock").display()),
+                // the host's cgroups, where runc puts the containers here too
+                Some(("--cgroup-root", _)) => a.clone(),
                 Some((k, v)) if v.starts_with('/') => {
                     format!("{k}={}", d.join("agent-root").join(&v[1..]).display())
                 }

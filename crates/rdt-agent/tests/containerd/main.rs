@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 #[path = "../../../../tests/support/deploy.rs"]
-#[allow(dead_code)]
 mod deploy;
 mod harness;
 #[path = "../support/mod.rs"]
@@ -199,7 +198,7 @@ fn the_plugin_killed_five_times_while_pods_are_created() {
             .expect("agent")
             .stop(Signal::SIGKILL, Duration::from_secs(5));
         // pods created while it is away (a DaemonSet's container restarts after a while)
-        std::thread::sleep(Duration::from_millis(1000));
+        std::thread::sleep(Duration::from_secs(1));
         let t0 = Instant::now();
         node.start_agent();
         match node.wait_registrations(before + 1, BACK_WITHIN) {
@@ -233,12 +232,11 @@ fn the_plugin_started_before_containerd_registers_when_it_appears() {
     node.start_agent();
     std::thread::sleep(Duration::from_secs(10));
     node.start_containerd();
-    if node.wait_registrations(1, BACK_WITHIN).is_none() {
-        panic!(
-            "the plugin started 10 s before containerd did not register within {BACK_WITHIN:?} of it:\n{}",
-            node.logs()
-        );
-    }
+    assert!(
+        node.wait_registrations(1, BACK_WITHIN).is_some(),
+        "the plugin started 10 s before containerd did not register within {BACK_WITHIN:?} of it:\n{}",
+        node.logs()
+    );
     let (spec, group) = PodSpec::forms().swap_remove(0);
     let c = node
         .cri
@@ -248,14 +246,14 @@ fn the_plugin_started_before_containerd_registers_when_it_appears() {
     assert!(wrong.is_empty(), "{wrong:#?}\n{}", node.logs());
 }
 
-/// p50 and p99 of `v` (sorted here), milliseconds.
+/// p50 and p99 of `v` (sorted here), milliseconds (nearest rank).
 fn percentiles(v: &mut [Duration]) -> (f64, f64) {
     v.sort();
-    let at = |q: f64| {
-        let i = ((v.len() as f64 - 1.0) * q).round() as usize;
+    let at = |percent: usize| {
+        let i = ((v.len() - 1) * percent + 50) / 100;
         v[i].as_secs_f64() * 1e3
     };
-    (at(0.5), at(0.99))
+    (at(50), at(99))
 }
 
 /// `crictl create` and `crictl start` of `n` containers in one pod (each removed before
@@ -282,7 +280,10 @@ fn creations(node: &Node, n: usize) -> (Vec<Duration>, Vec<Duration>) {
         })
         .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
         .expect("the pod's config");
-    let (cf, pf) = (ctr_file.to_str().unwrap(), pod_file.to_str().unwrap());
+    let (cf, pf) = (
+        ctr_file.to_str().expect("a UTF-8 path"),
+        pod_file.to_str().expect("a UTF-8 path"),
+    );
     let (mut create, mut start) = (vec![], vec![]);
     for _ in 0..n {
         let t0 = Instant::now();
