@@ -1,22 +1,38 @@
 //! `rdt-agent nri`: the NRI plugin (`rdt_nri`): makes the node's classes from `--config`
-//! as one transaction (again on SIGHUP), registers on the runtime's NRI socket and puts
-//! every container in its class until the runtime closes the connection. This file only turns flags into the
-//! library's options.
+//! as one transaction (again on SIGHUP), then lives beside the runtime
+//! ([`rdt_nri::Lifecycle`]: connects, registers, puts every container in its class, and
+//! connects again after every loss of the runtime) until SIGTERM or SIGINT.
+//! `rdt-agent nri --check [--live]` is the DaemonSet's probe ([`rdt_nri::ready`]). This
+//! file only turns flags into the library's options.
+//!
+//! Exit status: 0 stopped by SIGTERM or SIGINT (or `--check`: ready, live); 1 `--check`:
+//! not ready, not live; 2 a configuration error (flags, the class file, an option naming
+//! a class the file lacks, a plugin name or index NRI refuses); 3 a platform error at start
+//! (resctrl cannot be opened, the classes cannot be made, the run directory cannot be
+//! written); 4 the runtime refused the registration 5 times in a row.
 
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
-use anyhow::{Context, Result, bail};
 use clap::Parser;
-use rdt_nri::{OnUnknown, Options, Plugin, Qos, Registration};
+use rdt_nri::ready::{Probe, StateFile};
+use rdt_nri::{
+    Lifecycle, NodeSession, NriError, OnUnknown, Options, Plugin, Qos, Registration, Reload,
+    ResctrlPlacer,
+};
 use rdt_pqos::config::ConfigFile;
 use rdt_pqos::config::goresctrl::GroupOptions;
 use rdt_pqos::proc::ProcFs;
-use rdt_pqos::{Iface, OpenOptions, Rdt};
+use rdt_pqos::{Iface, OpenOptions};
+
+/// Exit status of a configuration error.
+const EXIT_CONFIG: u8 = 2;
+/// Exit status of a platform error at start.
+const EXIT_PLATFORM: u8 = 3;
+/// Exit status of registrations refused by the runtime.
+const EXIT_REFUSED: u8 = 4;
 
 /// `rdt-agent nri`: an NRI plugin that puts each container in its RDT class.
 #[derive(Debug, Parser)]
@@ -24,9 +40,9 @@ use rdt_pqos::{Iface, OpenOptions, Rdt};
 struct NriArgs {
     /// The node's classes: named classes (TOML) or goresctrl's YAML, made as one
     /// transaction at start.
-    #[arg(long, value_name = "FILE")]
-    config: PathBuf,
-    /// The runtime's NRI socket.
+    #[arg(long, value_name = "FILE", required_unless_present = "check")]
+    config: Option<PathBuf>,
+    /// The runtime's NRI socket (waited for while it is not there).
     #[arg(long, value_name = "PATH", default_value = rdt_nri::DEFAULT_SOCKET)]
     socket: PathBuf,
     /// Interface: auto, msr or os (the plugin's containers join resctrl groups: os).
@@ -35,6 +51,10 @@ struct NriArgs {
     /// Host root holding sys/fs/resctrl, sys/devices/system/cpu, dev/cpu.
     #[arg(long, value_name = "DIR", env = "RDT_SYSROOT")]
     sysroot: Option<PathBuf>,
+    /// Where the cgroup (v2) hierarchy is mounted: a container found outside its class
+    /// has the processes of its cgroup moved into it.
+    #[arg(long, value_name = "DIR", default_value = rdt_nri::CGROUP_ROOT)]
+    cgroup_root: PathBuf,
     /// goresctrl's group prefix: class `gold` is group PREFIX`gold` (YAML only).
     #[arg(long, value_name = "PREFIX", default_value = "")]
     group_prefix: String,
@@ -53,12 +73,20 @@ struct NriArgs {
     /// after the container id).
     #[arg(long)]
     monitoring: bool,
-    /// The plugin's name in the runtime.
+    /// The plugin's name in the runtime (`[a-zA-Z0-9_.+-]+`).
     #[arg(long, value_name = "NAME", default_value = "rdt")]
     plugin_name: String,
     /// The plugin's index (two digits): plugins are called in ascending order.
     #[arg(long, value_name = "NN", default_value = "10")]
     plugin_index: String,
+    /// Probe the running plugin of this name (and --sysroot) and exit: 0 when it is
+    /// registered with the runtime (readiness), 1 when not.
+    #[arg(long)]
+    check: bool,
+    /// With --check: 0 when the plugin lives and its loop is not stuck, registered or not
+    /// (liveness).
+    #[arg(long, requires = "check")]
+    live: bool,
 }
 
 fn parse_qos(s: &str) -> Result<(Qos, String), String> {
@@ -101,28 +129,103 @@ impl log::Log for Stderr {
     fn flush(&self) {}
 }
 
+/// A failure, with the exit status it means.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+fn fail<E: Into<anyhow::Error>>(code: u8) -> impl FnOnce(E) -> Failure {
+    move |e| Failure {
+        code,
+        error: e.into(),
+    }
+}
+
 /// Runs `rdt-agent nri` with the arguments after `nri`.
 pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> ExitCode {
-    let args = NriArgs::parse_from(args);
+    let args = match NriArgs::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_CONFIG } else { 0 });
+        }
+    };
     if log::set_logger(&Stderr).is_ok() {
         log::set_max_level(log::LevelFilter::Info);
     }
+    if args.check {
+        let probe = if args.live { Probe::Live } else { Probe::Ready };
+        return match rdt_nri::ready::check(&run_dir(&args), &args.plugin_name, probe) {
+            Ok(state) => {
+                println!("{state}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("rdt-agent nri --check: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+        Err(f) => {
+            eprintln!("error: {:#}", f.error);
+            ExitCode::from(f.code)
         }
     }
 }
 
-fn run(args: &NriArgs) -> Result<()> {
-    let file = ConfigFile::load(&args.config)?;
+/// The run directory of the platform the flags name (where the state file is).
+fn run_dir(args: &NriArgs) -> PathBuf {
+    match &args.sysroot {
+        Some(root) => rdt_pqos::runfile::sysroot_run_dir(root),
+        None => PathBuf::from(rdt_pqos::runfile::HOST_RUN_DIR),
+    }
+}
+
+/// Whether NRI takes `name` as a plugin name (`[a-zA-Z0-9_.+-]+`, NRI
+/// `pkg/adaptation/plugin.go`) and `index` as an index (two digits).
+fn check_registration(name: &str, index: &str) -> Result<(), String> {
+    let name_ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.+-".contains(&b));
+    if !name_ok {
+        return Err(format!(
+            "--plugin-name {name:?}: a plugin name is [a-zA-Z0-9_.+-]+"
+        ));
+    }
+    if index.len() != 2 || !index.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("--plugin-index {index:?}: two digits"));
+    }
+    Ok(())
+}
+
+fn run(args: &NriArgs) -> Result<(), Failure> {
+    let Some(config) = &args.config else {
+        return Err(fail(EXIT_CONFIG)(anyhow::anyhow!(
+            "--config FILE is required"
+        )));
+    };
+    check_registration(&args.plugin_name, &args.plugin_index)
+        .map_err(|e| fail(EXIT_CONFIG)(anyhow::anyhow!(e)))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let hup = Arc::new(AtomicBool::new(false));
+    for (sig, flag) in [
+        (signal_hook::consts::SIGTERM, &stop),
+        (signal_hook::consts::SIGINT, &stop),
+        (signal_hook::consts::SIGHUP, &hup),
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(flag))
+            .map_err(|e| fail(EXIT_PLATFORM)(anyhow::Error::new(e).context("handling signals")))?;
+    }
+    let file = ConfigFile::load(config).map_err(fail(EXIT_CONFIG))?;
     if matches!(file, ConfigFile::Classes(_)) && !args.group_prefix.is_empty() {
-        bail!(
+        return Err(fail(EXIT_CONFIG)(anyhow::anyhow!(
             "--group-prefix is goresctrl's: {} names its groups itself",
-            args.config.display()
-        );
+            config.display()
+        )));
     }
     let groups = GroupOptions {
         prefix: args.group_prefix.clone(),
@@ -132,12 +235,24 @@ fn run(args: &NriArgs) -> Result<()> {
     if let Some(root) = &args.sysroot {
         opts = opts.sysroot(root);
     }
-    let mut rdt = opts.open().context("opening the platform")?;
-    let applied = rdt_nri::apply_classes(&mut rdt, &file, &groups, &ProcFs::host())
-        .with_context(|| format!("making the classes of {}", args.config.display()))?;
+    let mut rdt = opts
+        .open()
+        .map_err(|e| fail(EXIT_PLATFORM)(anyhow::Error::new(e).context("opening the platform")))?;
+    let applied =
+        rdt_nri::apply_classes(&mut rdt, &file, &groups, &ProcFs::host()).map_err(|e| {
+            let code = if matches!(e, rdt_nri::ClassesError::Config(_)) {
+                EXIT_CONFIG
+            } else {
+                EXIT_PLATFORM
+            };
+            fail(code)(
+                anyhow::Error::new(e)
+                    .context(format!("making the classes of {}", config.display())),
+            )
+        })?;
     eprintln!(
         "rdt-agent nri: classes {} ({} write(s))",
-        names(&applied.classes),
+        rdt_nri::class_list(&applied.classes),
         applied.writes
     );
     let options = Options {
@@ -146,68 +261,34 @@ fn run(args: &NriArgs) -> Result<()> {
         on_unknown: args.on_unknown,
         monitoring: args.monitoring,
     };
-    let plugin = Arc::new(Mutex::new(Plugin::new(applied.classes, options)?));
-    // SIGHUP: the configuration again, as one transaction, then its classes
-    let hup = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hup))
-        .context("handling SIGHUP")?;
-    {
-        let plugin = Arc::clone(&plugin);
-        let config = args.config.clone();
-        std::thread::spawn(move || {
-            loop {
-                std::thread::sleep(Duration::from_millis(100));
-                if hup.swap(false, Ordering::Relaxed)
-                    && let Err(e) = reload(&mut rdt, &config, &groups, &plugin)
-                {
-                    eprintln!("rdt-agent nri: reload failed, the classes stay: {e:#}");
-                }
-            }
-        });
-    }
-    let stream = UnixStream::connect(&args.socket)
-        .with_context(|| format!("connecting to the NRI socket {}", args.socket.display()))?;
+    let plugin = Plugin::new(applied.classes, options).map_err(fail(EXIT_CONFIG))?;
+    let state = StateFile::create(&run_dir(args), &args.plugin_name).map_err(|e| {
+        fail(EXIT_PLATFORM)(anyhow::Error::new(e).context("writing the state file"))
+    })?;
+    let placer = ResctrlPlacer {
+        backend: rdt,
+        proc: ProcFs::host(),
+        cgroup_root: args.cgroup_root.clone(),
+    };
+    let mut session = NodeSession::new(plugin, placer)
+        .with_reload(Reload {
+            flag: hup,
+            config: config.clone(),
+            groups,
+        })
+        .with_state_file(state);
     let registration = Registration {
         name: args.plugin_name.clone(),
         index: args.plugin_index.clone(),
     };
-    rdt_nri::serve(stream, &registration, |method, payload| {
-        plugin
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .handle(method, payload)
-    })?;
-    eprintln!("rdt-agent nri: the runtime closed the connection");
-    Ok(())
-}
-
-/// Makes the classes of `config` (read again) and gives them to the plugin.
-fn reload(
-    rdt: &mut Rdt,
-    config: &Path,
-    groups: &GroupOptions,
-    plugin: &Mutex<Plugin>,
-) -> Result<()> {
-    let file = ConfigFile::load(config)?;
-    let applied = rdt_nri::apply_classes(rdt, &file, groups, &ProcFs::host())
-        .with_context(|| format!("making the classes of {}", config.display()))?;
-    eprintln!(
-        "rdt-agent nri: reloaded: classes {} ({} write(s))",
-        names(&applied.classes),
-        applied.writes
-    );
-    plugin
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .set_classes(applied.classes)?;
-    Ok(())
-}
-
-/// `name=group` of each class, space-separated.
-fn names(classes: &[rdt_nri::Class]) -> String {
-    let names: Vec<String> = classes
-        .iter()
-        .map(|c| format!("{}={}", c.name, c.group.as_deref().unwrap_or("(root)")))
-        .collect();
-    names.join(" ")
+    let ran = Lifecycle::new(&args.socket, registration).run(&stop, &mut session);
+    session.finish();
+    match ran {
+        Ok(()) => {
+            eprintln!("rdt-agent nri: stopped");
+            Ok(())
+        }
+        Err(e @ NriError::Registration { .. }) => Err(fail(EXIT_REFUSED)(e)),
+        Err(e) => Err(fail(EXIT_PLATFORM)(e)),
+    }
 }

@@ -256,10 +256,7 @@ pub(super) fn check(
             ));
         }
         if class.cpus.is_empty() && class.tasks.is_empty() && class.processes.is_empty() {
-            warnings.push(at.warning(
-                "name",
-                "the class has no cpus, tasks or processes: nothing will run in it",
-            ));
+            warnings.push(at.warning("name", crate::error::NOTHING_RUNS));
         }
     }
     for resource in [CatResource::L3, CatResource::L2] {

@@ -177,6 +177,12 @@ pub struct ConfigWarning {
     pub message: String,
 }
 
+/// The message of the warning that a class has no CPUs, tasks or processes, so that nothing
+/// will run in it: true for `pqos --apply`, not for a program that puts processes in the
+/// class itself (the NRI plugin's containers), which leaves out the warnings that end with
+/// it ([`ConfigPlan::warnings`](crate::ConfigPlan::warnings)).
+pub const NOTHING_RUNS: &str = "the class has no cpus, tasks or processes: nothing will run in it";
+
 impl ConfigWarning {
     pub(super) fn new(file: impl Into<PathBuf>, at: Location, message: impl Into<String>) -> Self {
         Self {

@@ -58,8 +58,9 @@
 //!   of the mode in force is used; values of another unit are ignored, others warned about.
 //!
 //! # What is not expressed, and differences from goresctrl
-//! - `kubernetes` class options (pod/container annotation rules) have no effect on resctrl;
-//!   they are accepted and reported as not applied.
+//! - `kubernetes` class options (`denyPodAnnotation`, `denyContainerAnnotation`) are read
+//!   into [`Class`]; they write nothing to resctrl. The NRI plugin (`rdt_nri`, `rdt-agent
+//!   nri`) honours them as goresctrl does when it places containers.
 //! - goresctrl's group name prefix (`rdt.Initialize(resctrlGroupPrefix)`) is chosen by the
 //!   program embedding it (containerd, CRI-O), not by the file: here it is
 //!   [`GroupOptions::prefix`] (`pqos --apply FILE --group-prefix P`). Every class's group
@@ -119,7 +120,7 @@ pub struct GoresctrlConfig {
     pub optional: Optional,
     /// The partitions, in goresctrl's order (by name, bytewise).
     pub partitions: Vec<Partition>,
-    /// What the file says that has no effect here (the `kubernetes` options).
+    /// What the file says that has no effect here, as warnings of the plan.
     pub notes: Vec<ConfigWarning>,
 }
 
@@ -205,6 +206,12 @@ pub struct Class {
     pub l3: Option<CatAllocation>,
     /// `mbAllocation`, relative to the partition's.
     pub mb: Option<MbAllocation>,
+    /// `kubernetes.denyPodAnnotation`: the pod annotations may not name this class (an NRI
+    /// plugin honours it, `rdt_nri`; nothing is written for it).
+    pub deny_pod_annotation: bool,
+    /// `kubernetes.denyContainerAnnotation`: the container annotation may not name this
+    /// class (as [`Class::deny_pod_annotation`]).
+    pub deny_container_annotation: bool,
     /// Where the class is.
     pub at: At,
 }
@@ -719,35 +726,34 @@ impl Parser<'_> {
             &at.path,
             ["l2Allocation", "l3Allocation", "mbAllocation", "kubernetes"],
         )?;
+        let (mut deny_container_annotation, mut deny_pod_annotation) = (false, false);
         if let Some((node, kat)) = kubernetes {
             let keys = ["denyContainerAnnotation", "denyPodAnnotation"];
-            for (node, at) in self
-                .fields(self.mapping(node, &kat)?, &kat.path, keys)?
+            let found = self.fields(self.mapping(node, &kat)?, &kat.path, keys)?;
+            for (slot, field) in [&mut deny_container_annotation, &mut deny_pod_annotation]
                 .into_iter()
-                .flatten()
+                .zip(found)
             {
-                if !matches!(node.value, Value::Bool(_) | Value::Null) {
-                    return Err(self.error(
-                        &at,
-                        format!("expected true or false, found {}", Self::describe(node)),
-                    ));
+                let Some((node, at)) = field else { continue };
+                match node.value {
+                    Value::Bool(b) => *slot = b,
+                    Value::Null => {}
+                    _ => {
+                        return Err(self.error(
+                            &at,
+                            format!("expected true or false, found {}", Self::describe(node)),
+                        ));
+                    }
                 }
             }
-            self.notes.push(ConfigWarning::new(
-                self.file,
-                Location {
-                    line: Some(kat.line),
-                    key: Some(kat.path.clone()),
-                    ..Location::default()
-                },
-                "not applied: goresctrl's Kubernetes annotation rules have no effect on resctrl",
-            ));
         }
         Ok(Class {
             name: name.to_owned(),
             l2: l2.map(|(n, a)| self.cat(n, a)).transpose()?.flatten(),
             l3: l3.map(|(n, a)| self.cat(n, a)).transpose()?.flatten(),
             mb: mb.map(|(n, a)| self.mb(n, a)).transpose()?.flatten(),
+            deny_pod_annotation,
+            deny_container_annotation,
             at,
         })
     }

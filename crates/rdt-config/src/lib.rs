@@ -85,7 +85,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use apply::{ConfigPlan, ConfigPlanError};
-pub use error::{ConfigError, ConfigErrorKind, ConfigWarning};
+pub use error::{ConfigError, ConfigErrorKind, ConfigWarning, NOTHING_RUNS};
 pub use load::MAX_CONFIG_BYTES;
 pub use place::{PlaceError, PlaceRequest, place};
 

@@ -212,6 +212,30 @@ impl ProcFs {
         }
     }
 
+    /// The cgroup (v2) of `task`: the path of the unified line (`0::/kubepods.slice/...`)
+    /// of `<root>/<task>/cgroup` ([`cgroup_unified_path`]), relative to the cgroup2
+    /// mount; `None` on a host without the unified hierarchy. Read as
+    /// [`ProcFs::container_ids`] reads it (at most 64 KiB, regular files only).
+    ///
+    /// # Errors
+    /// `NotFound` when the task does not exist; `InvalidData` as for
+    /// [`ProcFs::container_ids`]; other read errors.
+    pub fn cgroup_path(&self, task: TaskId) -> io::Result<Option<String>> {
+        if task.get() == 0 {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        let path = self.dir(task).join("cgroup");
+        let bytes =
+            crate::file::read_regular(&path, MAX_CGROUP_BYTES, false).map_err(|e| match e {
+                ReadError::Open(e) | ReadError::Io(e) => e,
+                e => io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: {e}", path.display()),
+                ),
+            })?;
+        Ok(cgroup_unified_path(&bytes).map(str::to_owned))
+    }
+
     /// Opens `<root>/<pid>/task/<tid>/stat`, to read the thread's CPU again and again
     /// without opening it each time.
     ///
@@ -357,6 +381,24 @@ fn stat_fields_from(line: &[u8], first: usize) -> Option<impl Iterator<Item = &s
 #[must_use]
 pub fn stat_processor(line: &[u8]) -> Option<u32> {
     stat_fields_from(line, 39)?.next()?.parse().ok()
+}
+
+/// The path of the unified (cgroup v2) line `0::<path>` of a `/proc/<pid>/cgroup` text
+/// (cgroups(7)), if it has one that is absolute and has no `.` or `..` component.
+///
+/// ```
+/// use rdt_host::proc::cgroup_unified_path;
+/// assert_eq!(cgroup_unified_path(b"0::/kubepods/pod1/abc\n"), Some("/kubepods/pod1/abc"));
+/// assert_eq!(cgroup_unified_path(b"4:cpu:/x\n"), None);
+/// assert_eq!(cgroup_unified_path(b"0::/a/../b\n"), None);
+/// ```
+#[must_use]
+pub fn cgroup_unified_path(text: &[u8]) -> Option<&str> {
+    text.split(|&b| b == b'\n').find_map(|line| {
+        let path = std::str::from_utf8(line.strip_prefix(b"0::")?).ok()?;
+        let clean = path.starts_with('/') && path.split('/').all(|c| c != "." && c != "..");
+        clean.then_some(path)
+    })
 }
 
 /// The Kubernetes pod and the container a task runs in, as its cgroup path names them

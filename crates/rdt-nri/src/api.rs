@@ -239,7 +239,14 @@ pub struct Container {
     /// Linux specifics.
     #[prost(message, optional, tag = "11")]
     pub linux: Option<LinuxContainer>,
+    /// The container's process (its init, in the host's pid namespace), once it runs; 0
+    /// before.
+    #[prost(uint32, tag = "12")]
+    pub pid: u32,
 }
+
+/// `ContainerState.CONTAINER_STOPPED`.
+pub const CONTAINER_STOPPED: i32 = 4;
 
 /// `message LinuxContainer` (the fields the plugin reads).
 #[derive(Clone, PartialEq, Eq, prost::Message)]

@@ -29,11 +29,24 @@
 //! - goresctrl v0.14.0: `pkg/rdt/kubernetes.go`, `pkg/kubernetes/annotations.go`.
 
 pub mod api;
+mod lifecycle;
 mod plugin;
+pub mod ready;
+mod repair;
+mod shown;
 pub mod ttrpc;
+
+pub use lifecycle::{Backoff, Lifecycle, State};
+pub use repair::{
+    CGROUP_ROOT, MAX_RECHECKS_PER_TICK, NodeSession, PlaceError, Placer, Reload, ResctrlPlacer,
+    cgroup_dir_of, container_tasks,
+};
+pub use shown::{Logged, MAX_SHOWN, shown};
 
 use std::io::BufReader;
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use prost::Message as _;
 use rdt_pqos::Backend;
@@ -42,8 +55,9 @@ use rdt_pqos::proc::ProcFs;
 use rdt_pqos::transaction::{self, ApplyPlan};
 
 pub use plugin::{
-    CONTAINER_ANNOTATION, Class, OnUnknown, Options, OptionsError, Origin, POD_ANNOTATION,
-    POD_CONTAINER_ANNOTATION_PREFIX, Plugin, Qos, ROOT_CLASS, Refused,
+    CONTAINER_ANNOTATION, Class, MAX_SYNC_BYTES, MAX_SYNC_CONTAINERS, MAX_SYNC_PODS, OnUnknown,
+    Options, OptionsError, Origin, POD_ANNOTATION, POD_CONTAINER_ANNOTATION_PREFIX, Plugin, Qos,
+    ROOT_CLASS, Refused, Repair, Rule, is_qualified_class_name,
 };
 
 /// The default socket of the runtime's NRI side.
@@ -125,10 +139,7 @@ pub fn classes_of(file: &ConfigFile, groups: &GroupOptions) -> Vec<Class> {
         ConfigFile::Classes(c) => c
             .classes
             .iter()
-            .map(|c| Class {
-                name: c.name.clone(),
-                group: Some(c.name.clone()),
-            })
+            .map(|c| Class::new(c.name.clone(), Some(c.name.clone())))
             .collect(),
         ConfigFile::Goresctrl(g) => g
             .partitions
@@ -141,6 +152,8 @@ pub fn classes_of(file: &ConfigFile, groups: &GroupOptions) -> Vec<Class> {
                     c.name.clone()
                 },
                 group: (!c.is_root()).then(|| groups.group_name(&c.name)),
+                deny_pod_annotation: c.deny_pod_annotation,
+                deny_container_annotation: c.deny_container_annotation,
             })
             .collect(),
     }
@@ -172,7 +185,12 @@ pub fn apply_classes<B: Backend>(
             ConfigPlanError::Config(e) => ClassesError::Config(e),
             ConfigPlanError::Backend(e) => platform("reading the platform")(e),
         })?;
-        for w in &planned.warnings {
+        // a class without CPUs or tasks is what the plugin makes: containers will run in it
+        for w in planned
+            .warnings
+            .iter()
+            .filter(|w| !w.ends_with(rdt_pqos::config::NOTHING_RUNS))
+        {
             log::warn!("{w}");
         }
         for line in planned.lines() {
@@ -191,6 +209,17 @@ pub fn apply_classes<B: Backend>(
         classes: classes_of(file, groups),
         writes,
     })
+}
+
+/// `name=group` of each class (`(root)` for the root group), space-separated, as the
+/// plugin logs them.
+#[must_use]
+pub fn class_list(classes: &[Class]) -> String {
+    let names: Vec<String> = classes
+        .iter()
+        .map(|c| format!("{}={}", c.name, c.group.as_deref().unwrap_or("(root)")))
+        .collect();
+    names.join(" ")
 }
 
 /// How the plugin registers.
@@ -214,9 +243,52 @@ impl Default for Registration {
 /// The NRI version this plugin's messages follow (sent on registration).
 pub const NRI_VERSION: &str = "v0.12.5";
 
+/// The stream of the plugin's registration on the runtime's connection: a client's first
+/// (ttrpc numbers a client's streams 1, 3, 5, ...).
+const REGISTRATION_STREAM: u32 = 1;
+
+/// What a connection to the runtime does besides moving bytes: the hooks
+/// [`serve_session`] calls.
+pub trait Session {
+    /// Answers one request of NRI's `Plugin` service: the method, its encoded request; the
+    /// encoded response or the status the runtime sees ([`Plugin::handle`]).
+    ///
+    /// # Errors
+    /// The status the runtime gets.
+    fn handle(&mut self, method: &str, payload: &[u8]) -> Result<Vec<u8>, ttrpc::Status>;
+    /// A new connection: what a previous one left half-done is dropped.
+    fn connected(&mut self) {}
+    /// The runtime accepted the registration.
+    fn registered(&mut self) {}
+    /// After each answer, whenever the socket is idle for the tick, and between
+    /// connections at each back-off step: deferred and periodic work.
+    fn tick(&mut self) {}
+    /// The plugin's state changed ([`Lifecycle::run`]; called again with the same state
+    /// at times).
+    fn state_changed(&mut self, state: State) {
+        let _ = state;
+    }
+}
+
+/// A closure is a session that only answers.
+impl<F: FnMut(&str, &[u8]) -> Result<Vec<u8>, ttrpc::Status>> Session for F {
+    fn handle(&mut self, method: &str, payload: &[u8]) -> Result<Vec<u8>, ttrpc::Status> {
+        self(method, payload)
+    }
+}
+
+/// How a connection ended without an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The runtime closed it.
+    Closed,
+    /// The stop flag was set.
+    Stopped,
+}
+
 /// Runs one connection to the runtime: registers, then answers the runtime's requests with
-/// `handle` (method, encoded request: [`Plugin::handle`], behind a lock where another
-/// thread reloads the classes) until the runtime closes the connection (`Ok`).
+/// `handle` (method, encoded request: [`Plugin::handle`]) until the runtime closes the
+/// connection (`Ok`).
 ///
 /// # Errors
 /// The socket fails, the stream is not NRI's, the runtime refuses the registration.
@@ -225,15 +297,47 @@ pub fn serve(
     registration: &Registration,
     mut handle: impl FnMut(&str, &[u8]) -> Result<Vec<u8>, ttrpc::Status>,
 ) -> Result<(), NriError> {
+    let never = AtomicBool::new(false);
+    serve_session(stream, registration, &never, Duration::ZERO, &mut handle).map(|_| ())
+}
+
+/// The longest a write to the runtime may block, per `write(2)` (`SO_SNDTIMEO`): a
+/// runtime that stops reading ends the connection, not the plugin's progress.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// [`serve`] with the hooks of `session`, until the runtime closes the connection or
+/// `stop` is set (checked at least every `tick`; `Duration::ZERO`: reads block, `stop` is
+/// checked between messages only). A response longer than ttrpc's 4 MiB is not sent: the
+/// runtime gets a `RESOURCE_EXHAUSTED` status for that request instead, and the
+/// connection goes on. An error status answering anything but the registration is logged,
+/// not taken for a refused registration.
+///
+/// # Errors
+/// The socket fails, the stream is not NRI's, the runtime refuses the registration
+/// ([`NriError::Registration`]).
+pub fn serve_session(
+    stream: UnixStream,
+    registration: &Registration,
+    stop: &AtomicBool,
+    tick: Duration,
+    session: &mut dyn Session,
+) -> Result<Ended, NriError> {
     use ttrpc::{
-        PLUGIN_CONN, RUNTIME_CONN, Request, Response, Status, TYPE_REQUEST, TYPE_RESPONSE, encode,
-        send,
+        Next, PLUGIN_CONN, RUNTIME_CONN, Request, Response, Status, TYPE_REQUEST, TYPE_RESPONSE,
+        encode, send,
     };
-    let mut writer = stream.try_clone().map_err(|source| NriError::Io {
-        op: "duplicate the NRI socket",
-        source,
-    })?;
-    let mut reader = ttrpc::Reader::new(BufReader::new(stream));
+    let io = |op: &'static str| move |source| NriError::Io { op, source };
+    if !tick.is_zero() {
+        stream
+            .set_read_timeout(Some(tick))
+            .map_err(io("set the NRI socket's read timeout"))?;
+    }
+    stream
+        .set_write_timeout(Some(WRITE_TIMEOUT))
+        .map_err(io("set the NRI socket's write timeout"))?;
+    let mut writer = stream.try_clone().map_err(io("duplicate the NRI socket"))?;
+    let mut reader = ttrpc::Reader::new(BufReader::with_capacity(64 << 10, stream));
+    session.connected();
     let register = Request {
         service: api::RUNTIME_SERVICE.to_owned(),
         method: "RegisterPlugin".to_owned(),
@@ -247,56 +351,107 @@ pub fn serve(
     };
     send(
         &mut writer,
-        &encode(RUNTIME_CONN, 1, TYPE_REQUEST, &register.encode_to_vec())?,
+        &encode(
+            RUNTIME_CONN,
+            REGISTRATION_STREAM,
+            TYPE_REQUEST,
+            &register.encode_to_vec(),
+        )?,
     )?;
-    while let Some(m) = reader.next_message()? {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(Ended::Stopped);
+        }
+        let m = match reader.next()? {
+            Next::End => return Ok(Ended::Closed),
+            Next::Idle => {
+                session.tick();
+                continue;
+            }
+            Next::Message(m) => m,
+        };
         match (m.conn, m.kind) {
             (RUNTIME_CONN, TYPE_RESPONSE) => {
                 let r = Response::decode(&m.payload[..]).map_err(|source| NriError::Decode {
                     what: "response",
                     source,
                 })?;
-                if let Some(s) = r.status.filter(|s| s.code != 0) {
-                    return Err(NriError::Registration {
-                        code: s.code,
-                        message: s.message,
-                    });
+                let failed = r.status.filter(|s| s.code != 0);
+                match (m.stream, failed) {
+                    (REGISTRATION_STREAM, Some(s)) => {
+                        return Err(NriError::Registration {
+                            code: s.code,
+                            message: shown(&s.message).to_string(),
+                        });
+                    }
+                    (REGISTRATION_STREAM, None) => {
+                        log::info!(
+                            "registered as {}-{}",
+                            shown(&registration.index),
+                            shown(&registration.name)
+                        );
+                        session.registered();
+                    }
+                    (stream, Some(s)) => log::warn!(
+                        "the runtime answered stream {stream} with an error (code {}): {}",
+                        s.code,
+                        shown(&s.message)
+                    ),
+                    (stream, None) => {
+                        log::debug!("ignored a response on stream {stream} of the runtime");
+                    }
                 }
-                log::info!("registered as {}-{}", registration.index, registration.name);
             }
             (PLUGIN_CONN, TYPE_REQUEST) => {
                 let answer = match Request::decode(&m.payload[..]) {
                     Ok(req) if req.service == api::PLUGIN_SERVICE => {
-                        handle(&req.method, &req.payload)
+                        session.handle(&req.method, &req.payload)
                     }
                     Ok(req) => Err(Status {
                         code: ttrpc::CODE_UNIMPLEMENTED,
-                        message: format!("service {} is not served here", req.service),
+                        message: format!("service {} is not served here", shown(&req.service)),
                     }),
                     Err(e) => Err(Status {
                         code: ttrpc::CODE_INVALID_ARGUMENT,
                         message: format!("the ttrpc request does not decode: {e}"),
                     }),
                 };
-                let response = match answer {
-                    Ok(payload) => Response {
-                        status: None,
-                        payload,
-                    },
-                    Err(status) => Response {
-                        status: Some(status),
-                        payload: Vec::new(),
-                    },
+                let response = |answer: Result<Vec<u8>, Status>| {
+                    match answer {
+                        Ok(payload) => Response {
+                            status: None,
+                            payload,
+                        },
+                        Err(status) => Response {
+                            status: Some(status),
+                            payload: Vec::new(),
+                        },
+                    }
+                    .encode_to_vec()
                 };
-                send(
-                    &mut writer,
-                    &encode(
-                        PLUGIN_CONN,
-                        m.stream,
-                        TYPE_RESPONSE,
-                        &response.encode_to_vec(),
-                    )?,
-                )?;
+                let bytes = match encode(PLUGIN_CONN, m.stream, TYPE_RESPONSE, &response(answer)) {
+                    Err(NriError::TooLarge { length }) => {
+                        let message = format!(
+                            "the plugin's answer is {length} bytes, more than ttrpc's {} \
+                             (not sent)",
+                            ttrpc::TTRPC_MAX
+                        );
+                        log::warn!("stream {}: {message}", m.stream);
+                        let refused = Status {
+                            code: ttrpc::CODE_RESOURCE_EXHAUSTED,
+                            message,
+                        };
+                        encode(
+                            PLUGIN_CONN,
+                            m.stream,
+                            TYPE_RESPONSE,
+                            &response(Err(refused)),
+                        )?
+                    }
+                    other => other?,
+                };
+                send(&mut writer, &bytes)?;
+                session.tick();
             }
             _ => log::debug!(
                 "ignored a ttrpc message of type {} on connection {}",
@@ -305,5 +460,4 @@ pub fn serve(
             ),
         }
     }
-    Ok(())
 }

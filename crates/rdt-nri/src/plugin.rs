@@ -1,18 +1,21 @@
-//! The plugin's decisions: which class a container belongs to, and the adjustment or update
+//! The plugin's decisions: which class a container belongs to, and the adjustment or repair
 //! that puts it there. No I/O: [`Plugin::handle`] takes a decoded ttrpc request and answers
-//! it; [`crate::serve`] moves the bytes.
+//! it; [`crate::serve`] moves the bytes, [`crate::Placer`] makes the repairs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use prost::Message as _;
 
 use crate::api::{
-    self, Container, ContainerAdjustment, ContainerRequest, ContainerUpdate,
-    CreateContainerResponse, LinuxContainerAdjustment, LinuxContainerUpdate, LinuxRdt,
-    LinuxResources, OptionalBool, OptionalString, PodSandbox,
+    self, Container, ContainerAdjustment, ContainerRequest, CreateContainerResponse,
+    LinuxContainerAdjustment, LinuxRdt, OptionalBool, OptionalString, PodSandbox,
 };
-use crate::ttrpc::{CODE_FAILED_PRECONDITION, CODE_INVALID_ARGUMENT, CODE_UNIMPLEMENTED, Status};
+use crate::shown;
+use crate::ttrpc::{
+    CODE_FAILED_PRECONDITION, CODE_INVALID_ARGUMENT, CODE_RESOURCE_EXHAUSTED, CODE_UNIMPLEMENTED,
+    Status,
+};
 
 /// The container annotation of a class (goresctrl `RdtContainerAnnotation`, the CRI-level
 /// container annotation).
@@ -95,13 +98,32 @@ impl fmt::Display for Origin {
 }
 
 /// One class the node offers.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One class the node offers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Class {
     /// The name annotations and the QoS mapping use.
     pub name: String,
     /// The resctrl control group (the `closID` a container joins); `None` for the root
     /// group.
     pub group: Option<String>,
+    /// goresctrl's `kubernetes.denyPodAnnotation`: the pod annotations
+    /// (`rdt.resources.beta.kubernetes.io/pod`, `.../container.<name>`) may not name it.
+    pub deny_pod_annotation: bool,
+    /// goresctrl's `kubernetes.denyContainerAnnotation`: the container annotation
+    /// (`io.kubernetes.cri.rdt-class`) may not name it.
+    pub deny_container_annotation: bool,
+}
+
+impl Class {
+    /// Class `name` in `group`, every annotation allowed.
+    #[must_use]
+    pub fn new(name: impl Into<String>, group: Option<String>) -> Self {
+        Self {
+            name: name.into(),
+            group,
+            ..Self::default()
+        }
+    }
 }
 
 /// What to do with a container whose annotation names a class the node does not offer.
@@ -146,11 +168,28 @@ pub enum OptionsError {
     },
 }
 
-/// A container the plugin refuses to place.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "container {container} of pod {pod}: RDT class `{class}` of annotation {annotation} is not a class of this node; its classes: {known}"
-)]
+/// The rule an annotation broke ([`Refused`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// It names no class of the node.
+    UnknownClass {
+        /// The classes there are, comma-separated.
+        known: String,
+    },
+    /// Its value cannot be a class name (goresctrl `IsQualifiedClassName`: `/` or a
+    /// newline, `.`, `..`, 4096 bytes or more; the root's name aside).
+    Unqualified,
+    /// The class denies the annotation's kind (goresctrl `denyPodAnnotation`,
+    /// `denyContainerAnnotation`).
+    Denied {
+        /// A pod annotation (else the container annotation).
+        pod: bool,
+    },
+}
+
+/// A container the plugin refuses to place: its annotation breaks a [`Rule`]. Every
+/// runtime-supplied string is shown through [`crate::shown`].
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refused {
     /// `namespace/pod`.
     pub pod: String,
@@ -160,8 +199,98 @@ pub struct Refused {
     pub annotation: String,
     /// The class it names.
     pub class: String,
-    /// The classes there are, comma-separated.
-    pub known: String,
+    /// The rule broken.
+    pub rule: Rule,
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (pod, container, annotation, class) = (
+            shown(&self.pod),
+            shown(&self.container),
+            shown(&self.annotation),
+            shown(&self.class),
+        );
+        write!(
+            f,
+            "container {container} of pod {pod}: RDT class `{class}` of annotation {annotation} "
+        )?;
+        match &self.rule {
+            Rule::UnknownClass { known } => {
+                write!(f, "is not a class of this node; its classes: {known}")
+            }
+            Rule::Unqualified => f.write_str(
+                "is not a class name (goresctrl: no `/` or newline, not `.` or `..`, under 4096 bytes)",
+            ),
+            Rule::Denied { pod: true } => f.write_str(
+                "is not allowed from pod annotations (the class sets denyPodAnnotation)",
+            ),
+            Rule::Denied { pod: false } => f.write_str(
+                "is not allowed from the container annotation (the class sets denyContainerAnnotation)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// Whether `name` can be a goresctrl class name (goresctrl `IsQualifiedClassName`: the
+/// root's name, or a file name: under 4096 bytes, not `.` or `..`, no `/` or newline).
+#[must_use]
+pub fn is_qualified_class_name(name: &str) -> bool {
+    name == ROOT_CLASS
+        || (name.len() < 4096 && name != "." && name != ".." && !name.contains(['/', '\n']))
+}
+
+/// A container the plugin puts in its class itself: one the runtime created while the
+/// plugin was away, or whose class changed. Its tasks are the processes of its cgroup
+/// (found from `pid` or `cgroups_path`), written into `group` ([`crate::Placer`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Repair {
+    /// The container's id.
+    pub container: String,
+    /// Its name.
+    pub name: String,
+    /// `namespace/pod`.
+    pub pod: String,
+    /// Its class.
+    pub class: String,
+    /// The class's resctrl group; `None`: the root group.
+    pub group: Option<String>,
+    /// The container's process as the runtime knows it (NRI `Container.pid`; 0: unknown).
+    pub pid: u32,
+    /// The container's cgroups path (NRI `LinuxContainer.cgroups_path`: `/kubepods/...`
+    /// with cgroupfs, `slice:prefix:name` with systemd).
+    pub cgroups_path: String,
+}
+
+/// The most pods a synchronization may hold, all its parts together; past it the runtime
+/// gets a `RESOURCE_EXHAUSTED` status and the parts so far are dropped.
+pub const MAX_SYNC_PODS: usize = 65_536;
+/// The most containers a synchronization may hold, all its parts together (as
+/// [`MAX_SYNC_PODS`]).
+pub const MAX_SYNC_CONTAINERS: usize = 65_536;
+/// The most bytes of encoded requests a synchronization split in parts (`more`) may
+/// take, all parts together (16 parts of ttrpc's 4 MiB); as [`MAX_SYNC_PODS`] past it.
+/// What is kept of them is less: of each pod and container only the fields the class
+/// decision and the repair read (no labels, only the RDT annotations).
+pub const MAX_SYNC_BYTES: usize = 64 << 20;
+
+/// A synchronization's parts so far.
+#[derive(Debug, Default)]
+struct SyncParts {
+    pods: Vec<PodSandbox>,
+    containers: Vec<Container>,
+    bytes: usize,
+}
+
+/// Where a placed container went.
+#[derive(Clone, Debug)]
+struct Placed {
+    class: String,
+    /// Set for a container the plugin placed itself: its tasks are checked again while it
+    /// runs.
+    repair: Option<Repair>,
 }
 
 /// The plugin: the node's classes, how to place containers, and where each one went.
@@ -169,10 +298,27 @@ pub struct Refused {
 pub struct Plugin {
     classes: Vec<Class>,
     options: Options,
-    /// Container id to class name, of the containers placed and not removed.
-    placed: BTreeMap<String, String>,
+    /// Container id to where it went, of the containers placed and not removed.
+    placed: HashMap<String, Placed>,
     /// Containers of a split synchronization not yet answered.
-    sync: (Vec<PodSandbox>, Vec<Container>),
+    sync: SyncParts,
+    /// Repairs decided and not yet made ([`Plugin::take_repairs`]).
+    repairs: Vec<Repair>,
+}
+
+/// A pod's fields the plugin reads: no labels, only the RDT annotations.
+fn slim_pod(mut p: PodSandbox) -> PodSandbox {
+    p.labels.clear();
+    p.annotations
+        .retain(|k, _| k == POD_ANNOTATION || k.starts_with(POD_CONTAINER_ANNOTATION_PREFIX));
+    p
+}
+
+/// A container's fields the plugin reads: no labels, only the RDT annotation.
+fn slim_container(mut c: Container) -> Container {
+    c.labels.clear();
+    c.annotations.retain(|k, _| k == CONTAINER_ANNOTATION);
+    c
 }
 
 impl Plugin {
@@ -182,16 +328,14 @@ impl Plugin {
     /// An option names a class `classes` lacks.
     pub fn new(mut classes: Vec<Class>, options: Options) -> Result<Self, OptionsError> {
         if !classes.iter().any(|c| c.name == ROOT_CLASS) {
-            classes.push(Class {
-                name: ROOT_CLASS.to_owned(),
-                group: None,
-            });
+            classes.push(Class::new(ROOT_CLASS, None));
         }
         let plugin = Self {
             classes,
             options,
-            placed: BTreeMap::new(),
-            sync: (Vec::new(), Vec::new()),
+            placed: HashMap::new(),
+            sync: SyncParts::default(),
+            repairs: Vec::new(),
         };
         let named = plugin
             .options
@@ -235,10 +379,16 @@ impl Plugin {
         &self.classes
     }
 
-    /// The containers placed and not removed: id to class name.
+    /// The class container `id` was placed in, while it is not removed.
     #[must_use]
-    pub fn placed(&self) -> &BTreeMap<String, String> {
-        &self.placed
+    pub fn placed(&self, id: &str) -> Option<&str> {
+        self.placed.get(id).map(|p| p.class.as_str())
+    }
+
+    /// How many containers are placed and not removed.
+    #[must_use]
+    pub fn placed_count(&self) -> usize {
+        self.placed.len()
     }
 
     /// The class named `name` (`""` is the root's alias).
@@ -253,17 +403,22 @@ impl Plugin {
         names.join(", ")
     }
 
-    /// The class of `container` of `pod`, in goresctrl's order: the container's
-    /// annotation, the pod's annotation for this container, the pod's annotation; then
-    /// the pod's QoS class; then the default. `Ok(None)`: nothing places it.
+    /// The class of `container` of `pod`, as goresctrl decides it
+    /// (`ContainerClassFromAnnotations`): the container's annotation, else the pod's
+    /// annotation for this container, else the pod's annotation; the one found must be a
+    /// class name, name a class of the node, and be of a kind the class allows
+    /// ([`Class::deny_pod_annotation`], [`Class::deny_container_annotation`]) — a denied
+    /// annotation is refused, never passed over for a weaker one. Without an annotation:
+    /// the pod's QoS class's, then the default. `Ok(None)`: nothing places it.
     ///
     /// # Errors
-    /// An annotation names a class the node lacks and [`Options::on_unknown`] is
-    /// [`OnUnknown::Fail`].
+    /// The annotation breaks a [`Rule`]: always for [`Rule::Denied`]; for an unknown or
+    /// unqualified class when [`Options::on_unknown`] is [`OnUnknown::Fail`] (else the
+    /// container is placed as if it had no annotation).
     ///
     /// # References
-    /// goresctrl `pkg/kubernetes/annotations.go` (`ContainerClassFromAnnotations`) and
-    /// `pkg/rdt/kubernetes.go` (the keys).
+    /// goresctrl `pkg/rdt/kubernetes.go` (`ContainerClassFromAnnotations`) and
+    /// `pkg/rdt/rdt.go` (`IsQualifiedClassName`).
     pub fn decide(
         &self,
         pod: &PodSandbox,
@@ -273,32 +428,56 @@ impl Plugin {
         let annotated = container
             .annotations
             .get(CONTAINER_ANNOTATION)
-            .map(|v| (CONTAINER_ANNOTATION, v))
+            .map(|v| (CONTAINER_ANNOTATION, v, false))
             .or_else(|| {
                 pod.annotations
                     .get(&per_container)
-                    .map(|v| (per_container.as_str(), v))
+                    .map(|v| (per_container.as_str(), v, true))
             })
             .or_else(|| {
                 pod.annotations
                     .get(POD_ANNOTATION)
-                    .map(|v| (POD_ANNOTATION, v))
+                    .map(|v| (POD_ANNOTATION, v, true))
             });
-        if let Some((key, value)) = annotated {
-            if let Some(class) = self.class(value) {
-                return Ok(Some((class, Origin::Annotation(key.to_owned()))));
-            }
-            let refused = Refused {
+        if let Some((key, value, from_pod)) = annotated {
+            let refused = |rule| Refused {
                 pod: format!("{}/{}", pod.namespace, pod.name),
                 container: container.name.clone(),
                 annotation: key.to_owned(),
                 class: value.clone(),
-                known: self.known(),
+                rule,
             };
-            if self.options.on_unknown == OnUnknown::Fail {
-                return Err(refused);
+            let class = if is_qualified_class_name(value) {
+                self.class(value)
+            } else {
+                None
+            };
+            match class {
+                Some(class) => {
+                    let denied = if from_pod {
+                        class.deny_pod_annotation
+                    } else {
+                        class.deny_container_annotation
+                    };
+                    if denied {
+                        return Err(refused(Rule::Denied { pod: from_pod }));
+                    }
+                    return Ok(Some((class, Origin::Annotation(key.to_owned()))));
+                }
+                None => {
+                    let r = refused(if is_qualified_class_name(value) {
+                        Rule::UnknownClass {
+                            known: self.known(),
+                        }
+                    } else {
+                        Rule::Unqualified
+                    });
+                    if self.options.on_unknown == OnUnknown::Fail {
+                        return Err(r);
+                    }
+                    log::warn!("{r}: placed as if it had no annotation");
+                }
             }
-            log::warn!("{refused}: placed as if it had no annotation");
         }
         if let Some(q) = Qos::of_pod(pod)
             && let Some(class) = self.options.qos.get(&q).and_then(|c| self.class(c))
@@ -342,22 +521,32 @@ impl Plugin {
     ) -> Result<CreateContainerResponse, Refused> {
         let decided = self.decide(pod, container)?;
         let Some((class, origin)) = decided else {
-            log::info!("container {} ({}): no class", container.id, container.name);
+            log::info!(
+                "container {} ({}): no class",
+                shown(&container.id),
+                shown(&container.name)
+            );
             return Ok(CreateContainerResponse::default());
         };
         log::info!(
             "container {} ({}) of pod {}/{}: class {} by {origin}",
-            container.id,
-            container.name,
-            pod.namespace,
-            pod.name,
+            shown(&container.id),
+            shown(&container.name),
+            shown(&pod.namespace),
+            shown(&pod.name),
             class.name
         );
         let adjust = self.rdt_of(class).map(|rdt| ContainerAdjustment {
             linux: Some(LinuxContainerAdjustment { rdt: Some(rdt) }),
         });
         let name = class.name.clone();
-        self.placed.insert(container.id.clone(), name);
+        self.placed.insert(
+            container.id.clone(),
+            Placed {
+                class: name,
+                repair: None,
+            },
+        );
         Ok(CreateContainerResponse {
             adjust,
             update: Vec::new(),
@@ -365,22 +554,24 @@ impl Plugin {
     }
 
     /// `Synchronize`: the containers that exist. A container already in its class (its
-    /// `linux.intelRdt.closID` is its class's group, or its RDT class is its class) is left
-    /// alone; one elsewhere gets an update to its class (NRI's container updates carry the
-    /// RDT class, not `linux.intelRdt`: the runtime resolves the class name). A container
-    /// whose annotation names an unknown class is skipped with a warning (it runs
-    /// already). Nothing is reset: classes are never written here.
-    pub fn synchronize(
-        &mut self,
-        pods: &[PodSandbox],
-        containers: &[Container],
-    ) -> Vec<ContainerUpdate> {
+    /// `linux.intelRdt.closID` is its class's group, or the runtime's own RDT class names
+    /// that group) is left alone; one elsewhere is to be put in its class by the plugin
+    /// itself: the [`Repair`]s returned (and kept for re-checks while the container
+    /// runs). No update is sent to the runtime: NRI's container updates reach the runtime
+    /// as CRI resources, which carry no RDT class, so containerd drops them. A stopped
+    /// container is skipped; so is one whose annotation breaks a rule (it runs already:
+    /// logged). Pods are matched by id through a hash map: linear in pods and containers.
+    pub fn synchronize(&mut self, pods: &[PodSandbox], containers: &[Container]) -> Vec<Repair> {
+        let by_id: HashMap<&str, &PodSandbox> = pods.iter().map(|p| (p.id.as_str(), p)).collect();
         let none = PodSandbox::default();
-        let mut updates = Vec::new();
+        let mut repairs = Vec::new();
         for c in containers {
-            let pod = pods
-                .iter()
-                .find(|p| p.id == c.pod_sandbox_id)
+            if c.state == api::CONTAINER_STOPPED {
+                continue;
+            }
+            let pod = by_id
+                .get(c.pod_sandbox_id.as_str())
+                .copied()
                 .unwrap_or(&none);
             let (class, origin) = match self.decide(pod, c) {
                 Ok(Some(d)) => d,
@@ -399,35 +590,102 @@ impl Plugin {
                 .and_then(|l| l.resources.as_ref())
                 .and_then(|r| r.rdt_class.as_ref())
                 .map(|s| s.value.as_str());
-            let in_class = match (&class.group, clos) {
+            let in_class = match (&class.group, clos.or(rdt_class)) {
                 (Some(g), Some(have)) => g == have,
-                (None, None) => rdt_class.is_none_or(|r| self.class(r) == Some(class)),
-                (None, Some(_)) => false,
-                (Some(_), None) => rdt_class == Some(class.name.as_str()),
+                (None, None) => true,
+                (None, Some(have)) => {
+                    have.is_empty() || self.class(have).is_some_and(|c| c.group.is_none())
+                }
+                (Some(_), None) => false,
             };
-            let name = class.name.clone();
-            if !in_class {
-                log::info!(
-                    "container {} ({}): moved to class {name} by {origin} (found in {})",
-                    c.id,
-                    c.name,
-                    clos.or(rdt_class).unwrap_or("the root")
+            let repair = (!in_class).then(|| {
+                log::debug!(
+                    "container {} ({}): class {} by {origin}, to be placed by the plugin",
+                    shown(&c.id),
+                    shown(&c.name),
+                    class.name
                 );
-                updates.push(ContainerUpdate {
-                    container_id: c.id.clone(),
-                    linux: Some(LinuxContainerUpdate {
-                        resources: Some(LinuxResources {
-                            rdt_class: Some(OptionalString {
-                                value: name.clone(),
-                            }),
-                        }),
-                    }),
-                    ignore_failure: true,
-                });
+                Repair {
+                    container: c.id.clone(),
+                    name: c.name.clone(),
+                    pod: format!("{}/{}", pod.namespace, pod.name),
+                    class: class.name.clone(),
+                    group: class.group.clone(),
+                    pid: c.pid,
+                    cgroups_path: linux.map(|l| l.cgroups_path.clone()).unwrap_or_default(),
+                }
+            });
+            let name = class.name.clone();
+            if let Some(r) = &repair {
+                repairs.push(r.clone());
             }
-            self.placed.insert(c.id.clone(), name);
+            self.placed.insert(
+                c.id.clone(),
+                Placed {
+                    class: name,
+                    repair,
+                },
+            );
         }
-        updates
+        repairs
+    }
+
+    /// The repairs decided since the last call (by `Synchronize`), to be made.
+    pub fn take_repairs(&mut self) -> Vec<Repair> {
+        std::mem::take(&mut self.repairs)
+    }
+
+    /// The containers the plugin placed itself and that still run (not stopped or
+    /// removed): their tasks are checked again from time to time.
+    pub fn repaired(&self) -> impl Iterator<Item = &Repair> {
+        self.placed.values().filter_map(|p| p.repair.as_ref())
+    }
+
+    /// Forgets the repair of container `id` (its tasks are gone).
+    pub fn forget_repair(&mut self, id: &str) {
+        if let Some(p) = self.placed.get_mut(id) {
+            p.repair = None;
+        }
+    }
+
+    /// Drops what a previous connection left half-done (a split synchronization).
+    pub fn reset_connection(&mut self) {
+        self.sync = SyncParts::default();
+    }
+
+    /// One part of a synchronization, added to those before it within the limits
+    /// ([`MAX_SYNC_PODS`], [`MAX_SYNC_CONTAINERS`], [`MAX_SYNC_BYTES`]); the whole
+    /// synchronization once the last part is in.
+    fn sync_part(
+        &mut self,
+        payload: &[u8],
+        req: api::SynchronizeRequest,
+    ) -> Result<Option<SyncParts>, Status> {
+        let s = &mut self.sync;
+        s.bytes += payload.len();
+        let pods = s.pods.len() + req.pods.len();
+        let containers = s.containers.len() + req.containers.len();
+        if pods > MAX_SYNC_PODS || containers > MAX_SYNC_CONTAINERS || s.bytes > MAX_SYNC_BYTES {
+            let message = format!(
+                "Synchronize: {pods} pods, {containers} containers, {} bytes so far: more than \
+                 this plugin takes ({MAX_SYNC_PODS} pods, {MAX_SYNC_CONTAINERS} containers, \
+                 {MAX_SYNC_BYTES} bytes); the synchronization is refused",
+                s.bytes
+            );
+            self.sync = SyncParts::default();
+            log::error!("{message}");
+            return Err(Status {
+                code: CODE_RESOURCE_EXHAUSTED,
+                message,
+            });
+        }
+        s.pods.extend(req.pods.into_iter().map(slim_pod));
+        s.containers
+            .extend(req.containers.into_iter().map(slim_container));
+        if req.more {
+            return Ok(None);
+        }
+        Ok(Some(std::mem::take(&mut self.sync)))
     }
 
     /// Answers one request of NRI's `Plugin` service: `method` with its encoded request,
@@ -435,8 +693,9 @@ impl Plugin {
     ///
     /// # Errors
     /// A status: the request does not decode (`INVALID_ARGUMENT`), a container is refused
-    /// (`FAILED_PRECONDITION`, [`Refused`]'s message), a method this plugin does not
-    /// implement (`UNIMPLEMENTED`; the runtime calls only the events subscribed).
+    /// (`FAILED_PRECONDITION`, [`Refused`]'s message), a synchronization past the limits
+    /// (`RESOURCE_EXHAUSTED`), a method this plugin does not implement
+    /// (`UNIMPLEMENTED`; the runtime calls only the events subscribed).
     pub fn handle(&mut self, method: &str, payload: &[u8]) -> Result<Vec<u8>, Status> {
         fn bad(method: &str, e: &prost::DecodeError) -> Status {
             Status {
@@ -449,9 +708,9 @@ impl Plugin {
                 let req = api::ConfigureRequest::decode(payload).map_err(|e| bad(method, &e))?;
                 log::info!(
                     "configured by {} {} (NRI {})",
-                    req.runtime_name,
-                    req.runtime_version,
-                    req.nri_version
+                    shown(&req.runtime_name),
+                    shown(&req.runtime_version),
+                    shown(&req.nri_version)
                 );
                 Ok(api::ConfigureResponse {
                     events: api::event_mask(&[
@@ -464,25 +723,23 @@ impl Plugin {
             }
             "Synchronize" => {
                 let req = api::SynchronizeRequest::decode(payload).map_err(|e| bad(method, &e))?;
-                self.sync.0.extend(req.pods);
-                self.sync.1.extend(req.containers);
-                if req.more {
+                let Some(all) = self.sync_part(payload, req)? else {
                     return Ok(api::SynchronizeResponse {
                         update: Vec::new(),
                         more: true,
                     }
                     .encode_to_vec());
-                }
-                let (pods, containers) = std::mem::take(&mut self.sync);
-                let update = self.synchronize(&pods, &containers);
+                };
+                let repairs = self.synchronize(&all.pods, &all.containers);
                 log::info!(
-                    "synchronized {} container(s) of {} pod(s): {} update(s)",
-                    containers.len(),
-                    pods.len(),
-                    update.len()
+                    "synchronized {} container(s) of {} pod(s): {} outside their class, to be placed",
+                    all.containers.len(),
+                    all.pods.len(),
+                    repairs.len()
                 );
+                self.repairs.extend(repairs);
                 Ok(api::SynchronizeResponse {
-                    update,
+                    update: Vec::new(),
                     more: false,
                 }
                 .encode_to_vec())
@@ -503,7 +760,8 @@ impl Plugin {
             "StopContainer" => {
                 let req = ContainerRequest::decode(payload).map_err(|e| bad(method, &e))?;
                 if let Some(c) = req.container {
-                    log::info!("container {} ({}) stopped", c.id, c.name);
+                    log::info!("container {} ({}) stopped", shown(&c.id), shown(&c.name));
+                    self.forget_repair(&c.id);
                 }
                 Ok(api::StopContainerResponse::default().encode_to_vec())
             }
@@ -529,7 +787,7 @@ impl Plugin {
             }
             _ => Err(Status {
                 code: CODE_UNIMPLEMENTED,
-                message: format!("{method}: not implemented by this plugin"),
+                message: format!("{}: not implemented by this plugin", shown(method)),
             }),
         }
     }

@@ -43,6 +43,8 @@ pub const CODE_UNIMPLEMENTED: i32 = 12;
 pub const CODE_INVALID_ARGUMENT: i32 = 3;
 /// gRPC status code `FAILED_PRECONDITION`.
 pub const CODE_FAILED_PRECONDITION: i32 = 9;
+/// gRPC status code `RESOURCE_EXHAUSTED`.
+pub const CODE_RESOURCE_EXHAUSTED: i32 = 8;
 
 /// `ttrpc.Request`.
 #[derive(Clone, PartialEq, Eq, prost::Message)]
@@ -140,15 +142,90 @@ pub fn encode(conn: u32, stream: u32, kind: u8, payload: &[u8]) -> Result<Vec<u8
     Ok(out)
 }
 
+/// What [`Reader::next`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// A whole ttrpc message.
+    Message(Message),
+    /// The read timed out (a socket with a read timeout): nothing whole yet; call again.
+    /// What was read so far is kept.
+    Idle,
+    /// The stream ended between frames.
+    End,
+}
+
+/// The most read into a connection's buffer at once, in bytes: a frame's payload is read
+/// in chunks of this size, so that a partial read never zero-fills more than it reads.
+const CHUNK: usize = 256 << 10;
+
+/// One logical connection's bytes not yet a whole message: `buf[start..]`.
+#[derive(Debug, Default)]
+struct Pending {
+    buf: Vec<u8>,
+    start: usize,
+}
+
+impl Pending {
+    /// The next whole message at the front, if any. Each byte is copied at most twice
+    /// (once in, once out to its message; the bytes of an incomplete message are moved to
+    /// the front once when the messages before them have been taken), so reading is linear
+    /// in the stream's length however its frames and messages fall.
+    fn take(&mut self, conn: u32) -> Result<Option<Message>, NriError> {
+        let avail = &self.buf[self.start..];
+        if avail.len() >= TTRPC_HEADER {
+            let length = u32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]) as usize;
+            if length > TTRPC_MAX {
+                return Err(NriError::Frame(format!(
+                    "conn {conn}: ttrpc message of {length} bytes, the most is {TTRPC_MAX}"
+                )));
+            }
+            if avail.len() >= TTRPC_HEADER + length {
+                let m = Message {
+                    conn,
+                    stream: u32::from_be_bytes([avail[4], avail[5], avail[6], avail[7]]),
+                    kind: avail[8],
+                    flags: avail[9],
+                    payload: avail[TTRPC_HEADER..TTRPC_HEADER + length].to_vec(),
+                };
+                self.start += TTRPC_HEADER + length;
+                return Ok(Some(m));
+            }
+        }
+        // nothing whole: keep only the incomplete rest, at the front
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            if self.buf.capacity() > CHUNK {
+                self.buf = Vec::new();
+            }
+        } else if self.start > 0 {
+            self.buf.drain(..self.start);
+        }
+        self.start = 0;
+        Ok(None)
+    }
+}
+
 /// Reads multiplexer frames and splits each logical connection's bytes into ttrpc messages.
+///
+/// Bounded and linear: a frame is at most [`MUX_MAX`] bytes and a message at most
+/// [`TTRPC_MAX`] (a longer one is an error before it is read), so a connection's buffer
+/// holds less than one message and one frame (under 8.1 MiB); messages are split out one
+/// at a time as they are asked for, never all of a frame at once. A socket with a read
+/// timeout gives [`Next::Idle`] when the timeout passes, the partial frame kept.
 #[derive(Debug)]
 pub struct Reader<R> {
     inner: R,
-    /// Bytes of each connection not yet a whole message: connections 1 and 2; frames of any
-    /// other connection are dropped, as NRI's multiplexer drops frames of unopened ones.
-    pending: [Vec<u8>; 2],
-    /// Whole messages split out, not yet returned.
-    ready: std::collections::VecDeque<Message>,
+    /// The frame header being read, and how much of it is.
+    header: [u8; 8],
+    have: usize,
+    /// The frame being read: its connection's index (`None`: a connection other than 1
+    /// and 2, whose bytes are dropped as NRI's multiplexer drops frames of unopened ones)
+    /// and the bytes of it still to read.
+    frame: Option<(Option<usize>, usize)>,
+    /// Connections 1 and 2.
+    pending: [Pending; 2],
+    /// Where a dropped frame's bytes are read.
+    scratch: Vec<u8>,
 }
 
 impl<R: Read> Reader<R> {
@@ -156,86 +233,154 @@ impl<R: Read> Reader<R> {
     pub fn new(inner: R) -> Self {
         Self {
             inner,
-            pending: [Vec::new(), Vec::new()],
-            ready: std::collections::VecDeque::new(),
+            header: [0; 8],
+            have: 0,
+            frame: None,
+            pending: [Pending::default(), Pending::default()],
+            scratch: Vec::new(),
         }
     }
 
-    /// The next whole ttrpc message, or `None` at the end of the stream between frames.
+    /// The next whole ttrpc message, or `None` at the end of the stream between frames (a
+    /// read timeout is waited out: [`Reader::next`] returns it instead).
+    ///
+    /// # Errors
+    /// As [`Reader::next`].
+    pub fn next_message(&mut self) -> Result<Option<Message>, NriError> {
+        loop {
+            match self.next()? {
+                Next::Message(m) => return Ok(Some(m)),
+                Next::End => return Ok(None),
+                Next::Idle => {}
+            }
+        }
+    }
+
+    /// The next whole ttrpc message, a timeout, or the end of the stream.
     ///
     /// # Errors
     /// A read fails, the stream ends inside a frame, a frame or a message is longer than
     /// the protocol allows ([`NriError::Frame`]).
-    pub fn next_message(&mut self) -> Result<Option<Message>, NriError> {
+    pub fn next(&mut self) -> Result<Next, NriError> {
         loop {
-            if let Some(m) = self.ready.pop_front() {
-                return Ok(Some(m));
-            }
-            let mut header = [0u8; 8];
-            match read_full(&mut self.inner, &mut header)? {
-                0 => return Ok(None),
-                8 => {}
-                n => {
-                    return Err(NriError::Frame(format!(
-                        "the connection ended {n} bytes into a frame header"
-                    )));
+            for (i, p) in self.pending.iter_mut().enumerate() {
+                // i is 0 or 1
+                let conn = u32::try_from(i).unwrap_or(0) + 1;
+                if let Some(m) = p.take(conn)? {
+                    return Ok(Next::Message(m));
                 }
             }
-            let conn = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
-            let len = u32::from_be_bytes([header[4], header[5], header[6], header[7]]) as usize;
+            match self.read_some()? {
+                Got::Progress => {}
+                Got::Timeout => return Ok(Next::Idle),
+                Got::End => return Ok(Next::End),
+            }
+        }
+    }
+
+    /// Reads what comes next (a frame header's bytes, a frame's payload) until a frame is
+    /// whole, a read times out or the stream ends between frames.
+    fn read_some(&mut self) -> Result<Got, NriError> {
+        loop {
+            if let Some((index, remaining)) = self.frame {
+                if remaining == 0 {
+                    self.frame = None;
+                    return Ok(Got::Progress);
+                }
+                let n = match index {
+                    Some(i) => {
+                        let p = &mut self.pending[i];
+                        let at = p.buf.len();
+                        p.buf.resize(at + remaining.min(CHUNK), 0);
+                        let r = read_once(&mut self.inner, &mut p.buf[at..]);
+                        let got = match &r {
+                            Ok(Some(n)) => *n,
+                            _ => 0,
+                        };
+                        p.buf.truncate(at + got);
+                        r?
+                    }
+                    None => {
+                        self.scratch.resize(remaining.min(64 << 10), 0);
+                        read_once(&mut self.inner, &mut self.scratch)?
+                    }
+                };
+                match n {
+                    None => return Ok(Got::Timeout),
+                    Some(0) => {
+                        return Err(NriError::Frame(format!(
+                            "the connection ended with {remaining} bytes of a frame unread"
+                        )));
+                    }
+                    Some(n) => {
+                        let left = remaining - n;
+                        self.frame = Some((index, left));
+                        if left == 0 {
+                            self.frame = None;
+                            return Ok(Got::Progress);
+                        }
+                    }
+                }
+                continue;
+            }
+            let have = self.have;
+            match read_once(&mut self.inner, &mut self.header[have..])? {
+                None => return Ok(Got::Timeout),
+                Some(0) if have == 0 => return Ok(Got::End),
+                Some(0) => {
+                    return Err(NriError::Frame(format!(
+                        "the connection ended {have} bytes into a frame header"
+                    )));
+                }
+                Some(n) => self.have += n,
+            }
+            if self.have < 8 {
+                continue;
+            }
+            self.have = 0;
+            let h = self.header;
+            let conn = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+            let len = u32::from_be_bytes([h[4], h[5], h[6], h[7]]) as usize;
             if len > MUX_MAX {
                 return Err(NriError::Frame(format!(
                     "conn {conn}: frame payload of {len} bytes, the most is {MUX_MAX}"
                 )));
             }
-            let mut buf = vec![0u8; len];
-            if read_full(&mut self.inner, &mut buf)? != len {
-                return Err(NriError::Frame(format!(
-                    "conn {conn}: the connection ended inside a frame of {len} bytes"
-                )));
-            }
-            let Some(pending) = conn
-                .checked_sub(1)
-                .and_then(|i| self.pending.get_mut(i as usize))
-            else {
-                continue;
+            let index = match conn {
+                PLUGIN_CONN => Some(0),
+                RUNTIME_CONN => Some(1),
+                _ => None,
             };
-            pending.extend_from_slice(&buf);
-            while pending.len() >= TTRPC_HEADER {
-                let length =
-                    u32::from_be_bytes([pending[0], pending[1], pending[2], pending[3]]) as usize;
-                if length > TTRPC_MAX {
-                    return Err(NriError::Frame(format!(
-                        "conn {conn}: ttrpc message of {length} bytes, the most is {TTRPC_MAX}"
-                    )));
-                }
-                if pending.len() < TTRPC_HEADER + length {
-                    break;
-                }
-                let stream = u32::from_be_bytes([pending[4], pending[5], pending[6], pending[7]]);
-                let (kind, flags) = (pending[8], pending[9]);
-                let payload = pending[TTRPC_HEADER..TTRPC_HEADER + length].to_vec();
-                pending.drain(..TTRPC_HEADER + length);
-                self.ready.push_back(Message {
-                    conn,
-                    stream,
-                    kind,
-                    flags,
-                    payload,
-                });
-            }
+            self.frame = Some((index, len));
         }
     }
 }
 
-/// Reads until `buf` is full or the stream ends; the number of bytes read.
-fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize, NriError> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
+/// What [`Reader::read_some`] did.
+enum Got {
+    /// A frame was read whole.
+    Progress,
+    /// A read timed out.
+    Timeout,
+    /// The stream ended between frames.
+    End,
+}
+
+/// One read: `Some(n)` bytes (0 at the end of the stream), `None` when a read timeout
+/// passed; interrupted reads are retried.
+fn read_once<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<Option<usize>, NriError> {
+    loop {
+        match r.read(buf) {
+            Ok(n) => return Ok(Some(n)),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Ok(None);
+            }
             Err(source) => {
                 return Err(NriError::Io {
                     op: "read from the NRI socket",
@@ -244,7 +389,6 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> Result<usize, NriError> {
             }
         }
     }
-    Ok(n)
 }
 
 /// Writes `bytes` (whole frames) to `w`.

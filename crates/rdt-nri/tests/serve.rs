@@ -16,10 +16,7 @@ use rdt_nri::ttrpc::{
 use rdt_nri::{Class, NriError, Options, Plugin, Registration};
 
 fn plugin() -> Plugin {
-    let classes = vec![Class {
-        name: "gold".into(),
-        group: Some("cri-gold".into()),
-    }];
+    let classes = vec![Class::new("gold", Some("cri-gold".into()))];
     let options = Options {
         default: Some("gold".into()),
         ..Options::default()

@@ -4,10 +4,7 @@ use crate::api::{LinuxContainer, LinuxPodSandbox, SynchronizeRequest, Synchroniz
 fn classes() -> Vec<Class> {
     ["gold", "silver", "bronze"]
         .iter()
-        .map(|n| Class {
-            name: (*n).to_owned(),
-            group: Some(format!("cri-{n}")),
-        })
+        .map(|n| Class::new(*n, Some(format!("cri-{n}"))))
         .collect()
 }
 
@@ -172,7 +169,7 @@ fn creation_joins_the_class_group_by_closid_and_the_root_class_gets_nothing() {
         (rdt.schemata, rdt.enable_monitoring, rdt.remove),
         (None, None, false)
     );
-    assert_eq!(p.placed().get("id-app").map(String::as_str), Some("silver"));
+    assert_eq!(p.placed("id-app"), Some("silver"));
     let c = container("root", &[(CONTAINER_ANNOTATION, "system/default")]);
     let r = p.create(&pod("/kubepods/pod1", &[]), &c).unwrap();
     assert_eq!(r.adjust, None);
@@ -187,7 +184,7 @@ fn creation_joins_the_class_group_by_closid_and_the_root_class_gets_nothing() {
     };
     p.handle("RemoveContainer", &removed.encode_to_vec())
         .unwrap();
-    assert!(!p.placed().contains_key("id-mon"));
+    assert_eq!(p.placed("id-mon"), None);
 }
 
 #[test]
@@ -204,14 +201,16 @@ fn an_option_naming_a_missing_class_is_refused_at_start() {
 }
 
 #[test]
-fn synchronize_leaves_containers_in_their_class_and_moves_the_others_split_or_not() {
+fn synchronize_repairs_containers_outside_their_class_and_sends_no_update_split_or_not() {
     let mut p = plugin(OnUnknown::Fail);
     let in_class = |name: &str, clos: &str| Container {
+        pid: 4242,
         linux: Some(LinuxContainer {
             rdt: Some(LinuxRdt {
                 clos_id: Some(OptionalString { value: clos.into() }),
                 ..LinuxRdt::default()
             }),
+            cgroups_path: format!("/kubepods/burstable/pod1/{name}"),
             ..LinuxContainer::default()
         }),
         ..container(name, &[])
@@ -227,27 +226,279 @@ fn synchronize_leaves_containers_in_their_class_and_moves_the_others_split_or_no
         SynchronizeResponse::decode(&p.handle("Synchronize", &first.encode_to_vec()).unwrap()[..])
             .unwrap();
     assert_eq!((r.update.len(), r.more), (0, true));
+    assert!(p.take_repairs().is_empty(), "nothing before the last part");
+    let stopped = Container {
+        state: api::CONTAINER_STOPPED,
+        ..container("d", &[])
+    };
     let last = SynchronizeRequest {
         pods: Vec::new(),
-        containers: vec![container("c", &[])],
+        containers: vec![container("c", &[]), stopped],
         more: false,
     };
     let r =
         SynchronizeResponse::decode(&p.handle("Synchronize", &last.encode_to_vec()).unwrap()[..])
             .unwrap();
-    let moved: Vec<(&str, &str)> = r
-        .update
+    // no update: the runtime would drop it (CRI resources carry no RDT class)
+    assert_eq!((r.update.len(), r.more), (0, false));
+    let mut repairs = p.take_repairs();
+    repairs.sort_by(|a, b| a.container.cmp(&b.container));
+    let made: Vec<(&str, &str, Option<&str>, u32, &str)> = repairs
         .iter()
-        .map(|u| {
-            let class = u.linux.as_ref().unwrap().resources.as_ref().unwrap();
+        .map(|r| {
             (
-                u.container_id.as_str(),
-                class.rdt_class.as_ref().unwrap().value.as_str(),
+                r.container.as_str(),
+                r.class.as_str(),
+                r.group.as_deref(),
+                r.pid,
+                r.cgroups_path.as_str(),
             )
         })
         .collect();
-    assert_eq!(moved, [("id-b", "silver"), ("id-c", "silver")]);
-    assert_eq!(p.placed().len(), 3);
+    assert_eq!(
+        made,
+        [
+            (
+                "id-b",
+                "silver",
+                Some("cri-silver"),
+                4242,
+                "/kubepods/burstable/pod1/b"
+            ),
+            ("id-c", "silver", Some("cri-silver"), 0, ""),
+        ]
+    );
+    assert_eq!(repairs[0].pod, "ns/web");
+    assert!(p.take_repairs().is_empty(), "taken once");
+    // placed: a, b, c; the stopped one is not
+    assert_eq!(p.placed_count(), 3);
+    assert_eq!(p.placed("id-d"), None);
+    // b and c are re-checked while they run; b stops: no longer
+    let mut rechecked: Vec<&str> = p.repaired().map(|r| r.container.as_str()).collect();
+    rechecked.sort_unstable();
+    assert_eq!(rechecked, ["id-b", "id-c"]);
+    let stop = ContainerRequest {
+        pod: None,
+        container: Some(container("b", &[])),
+    };
+    p.handle("StopContainer", &stop.encode_to_vec()).unwrap();
+    let rechecked: Vec<&str> = p.repaired().map(|r| r.container.as_str()).collect();
+    assert_eq!(rechecked, ["id-c"]);
+}
+
+#[test]
+fn a_synchronization_past_its_limits_is_refused_and_the_next_one_starts_afresh() {
+    let mut p = plugin(OnUnknown::Fail);
+    // parts of MAX_SYNC_CONTAINERS / 4 containers each: the fifth passes the limit
+    let part: Vec<Container> = (0..MAX_SYNC_CONTAINERS / 4)
+        .map(|i| Container {
+            id: format!("c{i}"),
+            ..Container::default()
+        })
+        .collect();
+    let req = SynchronizeRequest {
+        pods: Vec::new(),
+        containers: part,
+        more: true,
+    }
+    .encode_to_vec();
+    for _ in 0..4 {
+        p.handle("Synchronize", &req).unwrap();
+    }
+    let status = p.handle("Synchronize", &req).unwrap_err();
+    assert_eq!(status.code, crate::ttrpc::CODE_RESOURCE_EXHAUSTED);
+    assert!(
+        status
+            .message
+            .contains(&format!("{} containers", MAX_SYNC_CONTAINERS / 4 * 5)),
+        "{}",
+        status.message
+    );
+    assert!(status.message.contains("refused"), "{}", status.message);
+    // dropped: a small synchronization afterwards is whole on its own
+    let small = SynchronizeRequest {
+        pods: vec![pod("/kubepods/pod1", &[])],
+        containers: vec![container("x", &[])],
+        more: false,
+    };
+    p.handle("Synchronize", &small.encode_to_vec()).unwrap();
+    assert_eq!(p.take_repairs().len(), 1);
+    assert_eq!(p.placed_count(), 1);
+    // bytes: one part of 17 MiB of labels, four times, passes MAX_SYNC_BYTES
+    let mut p = plugin(OnUnknown::Fail);
+    let fat = Container {
+        labels: [("l".to_owned(), "v".repeat(17 << 20))]
+            .into_iter()
+            .collect(),
+        ..container("fat", &[])
+    };
+    let req = SynchronizeRequest {
+        pods: Vec::new(),
+        containers: vec![fat],
+        more: true,
+    }
+    .encode_to_vec();
+    for _ in 0..3 {
+        p.handle("Synchronize", &req).unwrap();
+    }
+    let status = p.handle("Synchronize", &req).unwrap_err();
+    assert!(
+        status.message.contains("bytes so far"),
+        "{}",
+        status.message
+    );
+    // a new connection drops a half-made synchronization
+    p.handle("Synchronize", &req).unwrap();
+    p.reset_connection();
+    p.handle("Synchronize", &small.encode_to_vec()).unwrap();
+    assert_eq!(p.take_repairs().len(), 1);
+}
+
+/// Issue 33's measure: 20,000 pods with 20,000 containers matched in one synchronization
+/// (the time is printed; run with --release --nocapture for the report).
+#[test]
+fn synchronize_of_20k_pods_and_20k_containers_is_linear() {
+    let mut p = plugin(OnUnknown::Fail);
+    let n = 20_000;
+    let pods: Vec<PodSandbox> = (0..n)
+        .map(|i| PodSandbox {
+            id: format!("pod-{i}"),
+            ..pod("/kubepods/besteffort/podx", &[])
+        })
+        .collect();
+    let containers: Vec<Container> = (0..n)
+        .map(|i| Container {
+            id: format!("c-{i}"),
+            pod_sandbox_id: format!("pod-{}", n - 1 - i),
+            ..container("app", &[])
+        })
+        .collect();
+    let req = SynchronizeRequest {
+        pods,
+        containers,
+        more: false,
+    }
+    .encode_to_vec();
+    let t0 = std::time::Instant::now();
+    p.handle("Synchronize", &req).unwrap();
+    let took = t0.elapsed();
+    eprintln!("Synchronize of {n} pods x {n} containers: {took:?}");
+    let repairs = p.take_repairs();
+    assert_eq!(repairs.len(), n);
+    assert!(repairs.iter().all(|r| r.class == "bronze"));
+    // the quadratic matching took seconds; a generous bound for debug builds
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+}
+
+/// goresctrl's own test cases of `ContainerClassFromAnnotations`, in its order
+/// (intel/goresctrl `pkg/rdt/kubernetes_test.go`, `TestContainerClassFromAnnotations`):
+/// the container annotation first, then the pod's for the container, then the pod's; a
+/// class that denies the annotation's kind refuses it (never falling back to a weaker
+/// annotation); a name with `/` is refused; no annotation gives no class.
+#[test]
+fn deny_options_give_goresctrls_answers_to_its_own_test_cases() {
+    let name = "test-container";
+    let mut ctr_ann = vec![(CONTAINER_ANNOTATION.to_owned(), "class-1".to_owned())];
+    let mut pod_ann = vec![
+        (
+            format!("{POD_CONTAINER_ANNOTATION_PREFIX}{name}"),
+            "class-2".to_owned(),
+        ),
+        (POD_ANNOTATION.to_owned(), "class-3".to_owned()),
+    ];
+    let mut classes: Vec<Class> = ["class-1", "class-2", "class-3"]
+        .iter()
+        .map(|n| Class::new(*n, Some((*n).to_owned())))
+        .collect();
+    // no QoS mapping, no default: goresctrl answers "" without an annotation
+    let case = |classes: &[Class], ctr: &[(String, String)], pod_ann: &[(String, String)]| {
+        let p = Plugin::new(classes.to_vec(), Options::default()).unwrap();
+        let c = Container {
+            name: name.into(),
+            annotations: ctr.iter().cloned().collect(),
+            ..Container::default()
+        };
+        let pod = PodSandbox {
+            annotations: pod_ann.iter().cloned().collect(),
+            ..PodSandbox::default()
+        };
+        match p.decide(&pod, &c) {
+            Ok(Some((class, _))) => Ok(class.name.clone()),
+            Ok(None) => Ok(String::new()),
+            Err(r) => Err(r.rule),
+        }
+    };
+    // 1. the container annotation: with no classes configured, an error
+    assert!(matches!(
+        case(&[], &ctr_ann, &pod_ann),
+        Err(Rule::UnknownClass { .. })
+    ));
+    // the class exists, default options: class-1
+    assert_eq!(case(&classes, &ctr_ann, &pod_ann), Ok("class-1".into()));
+    // container annotations denied by class-1: an error, not class-2 or class-3
+    classes[0].deny_container_annotation = true;
+    assert_eq!(
+        case(&classes, &ctr_ann, &pod_ann),
+        Err(Rule::Denied { pod: false })
+    );
+    // an invalid class name
+    ctr_ann[0].1 = "foo/bar".into();
+    assert_eq!(case(&classes, &ctr_ann, &pod_ann), Err(Rule::Unqualified));
+    // 2. the per-container pod annotation
+    ctr_ann.clear();
+    assert_eq!(case(&classes, &ctr_ann, &pod_ann), Ok("class-2".into()));
+    classes[1].deny_pod_annotation = true;
+    assert_eq!(
+        case(&classes, &ctr_ann, &pod_ann),
+        Err(Rule::Denied { pod: true })
+    );
+    // 3. the pod-wide pod annotation
+    pod_ann.remove(0);
+    assert_eq!(case(&classes, &ctr_ann, &pod_ann), Ok("class-3".into()));
+    classes[2].deny_pod_annotation = true;
+    assert_eq!(
+        case(&classes, &ctr_ann, &pod_ann),
+        Err(Rule::Denied { pod: true })
+    );
+    // no annotation: no class, no error
+    pod_ann.clear();
+    assert_eq!(case(&classes, &ctr_ann, &pod_ann), Ok(String::new()));
+    // a denied class stays the class of the QoS mapping (the rules are about annotations)
+    let mut p = plugin(OnUnknown::Default);
+    p.classes[0].deny_pod_annotation = true; // gold
+    p.classes[0].deny_container_annotation = true;
+    let (class, origin) = decided(&p, &pod("/kubepods/pod1", &[]), &container("x", &[]));
+    assert_eq!(
+        (class.as_str(), origin),
+        ("gold", Origin::Qos(Qos::Guaranteed))
+    );
+    // and a denial is refused even with --on-unknown=default (it is a rule, not a typo)
+    let annotated = pod("/kubepods/pod1", &[(POD_ANNOTATION, "gold")]);
+    let msg = p
+        .decide(&annotated, &container("x", &[]))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("not allowed from pod annotations"), "{msg}");
+    assert!(is_qualified_class_name(ROOT_CLASS) && !is_qualified_class_name(".."));
+}
+
+#[test]
+fn runtime_strings_in_a_refusal_are_escaped_and_capped() {
+    let p = plugin(OnUnknown::Fail);
+    let value = format!("x\n{}", "y".repeat(100_000));
+    let annotated = pod("/kubepods/pod1", &[(POD_ANNOTATION, value.as_str())]);
+    let c = Container {
+        name: "evil\u{1b}[2J\0".into(),
+        ..container("a", &[])
+    };
+    let msg = p.decide(&annotated, &c).unwrap_err().to_string();
+    assert!(!msg.contains(['\n', '\u{1b}', '\0']), "{msg}");
+    assert!(msg.contains("evil\\u{1b}[2J\\u{0}"), "{msg}");
+    assert!(
+        msg.len() < 1000 && msg.contains("…(100002 bytes)"),
+        "{}",
+        msg.len()
+    );
 }
 
 #[test]
@@ -275,10 +526,7 @@ fn configure_subscribes_to_create_stop_and_remove_and_others_are_unimplemented()
 fn reloaded_classes_replace_the_old_unless_an_option_loses_its_class() {
     let mut p = plugin(OnUnknown::Fail);
     let mut more = classes();
-    more.push(Class {
-        name: "platinum".into(),
-        group: Some("cri-platinum".into()),
-    });
+    more.push(Class::new("platinum", Some("cri-platinum".into())));
     p.set_classes(more).unwrap();
     let c = container("app", &[(CONTAINER_ANNOTATION, "platinum")]);
     assert_eq!(decided(&p, &pod("/kubepods/pod1", &[]), &c).0, "platinum");
