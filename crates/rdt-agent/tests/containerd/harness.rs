@@ -683,6 +683,30 @@ impl Node {
         self.agent = Some(Proc { child, log });
     }
 
+    /// The DaemonSet's probe: `rdt-agent nri --check` (readiness: registered) or with
+    /// `--live` (liveness) on this node's platform; whether it passed.
+    pub fn probe(&self, live: bool) -> bool {
+        let mut cmd = Command::new(AGENT);
+        cmd.args(["nri", "--check"])
+            .args(live.then_some("--live"))
+            .arg(format!("--sysroot={}", self.mount.root().display()));
+        run_for(cmd, Duration::from_secs(10)).is_ok()
+    }
+
+    /// Waits up to `limit` for the probe to give `want`.
+    pub fn wait_probe(&self, live: bool, want: bool, limit: Duration) -> bool {
+        let t0 = Instant::now();
+        loop {
+            if self.probe(live) == want {
+                return true;
+            }
+            if t0.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// How many times a plugin connected and synchronized with the running containerd
     /// (NRI's own log line, `pkg/adaptation/adaptation.go`).
     pub fn registrations(&self) -> usize {
