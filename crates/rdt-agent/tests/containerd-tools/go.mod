@@ -1,0 +1,3 @@
+module rdt.invalid/containerd-tools
+
+go 1.24.0
