@@ -44,6 +44,8 @@ pub struct Outcome {
     pub family: Family,
     /// The oracle's allocation, in words.
     pub oracle: String,
+    /// Allocations the oracle's sweep judged.
+    pub judged: usize,
     /// The four runs.
     pub runs: metrics::Runs,
     /// Seconds of wall time the family took (sweep and runs).
@@ -75,9 +77,9 @@ pub fn task(root: &Path, only: Option<&str>) -> Result<(), String> {
     let mut outcomes = Vec::new();
     for family in chosen {
         let t0 = Instant::now();
-        let (oracle, runs) = run::family(&family).map_err(|e| format!("{}: {e}", family.name))?;
+        let (oracle, judged, runs) =
+            run::family(&family).map_err(|e| format!("{}: {e}", family.name))?;
         let wall_s = t0.elapsed().as_secs_f64();
-        eprintln!("{}: {wall_s:.1} s", family.name);
         crate::write(
             &root.join("target/scenarios"),
             &format!("{}.csv", family.name),
@@ -86,6 +88,7 @@ pub fn task(root: &Path, only: Option<&str>) -> Result<(), String> {
         outcomes.push(Outcome {
             family,
             oracle,
+            judged,
             runs,
             wall_s,
         });
@@ -93,9 +96,17 @@ pub fn task(root: &Path, only: Option<&str>) -> Result<(), String> {
     let table = report::markdown(&outcomes);
     print!("{table}");
     if all {
-        crate::write(&root.join("docs/figures"), "scenarios.md", table.as_bytes())?;
-        let svg = report::figure(&outcomes)?;
-        crate::write(&root.join("docs/figures"), "scenarios.svg", svg.as_bytes())?;
+        for (file, text) in [(TABLE, table), (FIGURE, report::figure(&outcomes)?)] {
+            let path = root.join(file);
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(file);
+            crate::write(path.parent().unwrap_or(root), name, text.as_bytes())?;
+        }
+    }
+    for o in &outcomes {
+        println!(
+            "{}: {:.1} s of wall time ({} allocations judged by the oracle's sweep)",
+            o.family.name, o.wall_s, o.judged
+        );
     }
     println!(
         "ran {} famil{} in {:.1} s of wall time ({} build)",

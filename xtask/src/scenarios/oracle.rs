@@ -60,10 +60,6 @@ pub struct Allocation {
 pub struct Best {
     /// The allocation.
     pub allocation: Allocation,
-    /// Its protected share of alone (weighted over the contention phases).
-    pub protected: f64,
-    /// Its best-effort share of their throughput with no allocation.
-    pub best_effort: f64,
     /// Allocations judged.
     pub evaluated: usize,
     /// The L3's ways.
@@ -270,9 +266,9 @@ impl Judge {
 
 /// The best of `scored` (in order, most generous first): highest protected share, then,
 /// within [`TIE`] of it, highest best-effort share, then the first.
-fn choose(scored: &[(Allocation, f64, f64)]) -> Option<&(Allocation, f64, f64)> {
+fn choose(scored: &[Scored]) -> Option<&Scored> {
     let top = scored.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
-    let mut best: Option<&(Allocation, f64, f64)> = None;
+    let mut best: Option<&Scored> = None;
     for s in scored.iter().filter(|s| s.1 >= top - TIE) {
         if best.is_none_or(|b| s.2 > b.2 + 1e-12) {
             best = Some(s);
@@ -349,6 +345,116 @@ fn levels(family: &Family, rdt: &Rdt) -> Vec<Vec<ClassAlloc>> {
         .collect()
 }
 
+/// A judged allocation: (it, protected share, best-effort share).
+type Scored = (Allocation, f64, f64);
+
+/// The best allocation giving each class the same levels in each of its domains: every
+/// combination, or coordinate descent from `whole` (module docs).
+fn sweep_uniform(
+    judge: &mut Judge,
+    levels: &[Vec<ClassAlloc>],
+    uniform: &dyn Fn(&[ClassAlloc]) -> Allocation,
+) -> Result<Scored, String> {
+    let whole: Vec<ClassAlloc> = levels.iter().map(|l| l[0]).collect();
+    let combos: usize = levels.iter().map(Vec::len).product();
+    if combos <= GRID_MAX {
+        let mut scored = Vec::with_capacity(combos);
+        for n in 0..combos {
+            // mixed radix, the last class fastest
+            let mut rest = n;
+            let mut choice = whole.clone();
+            for (k, l) in levels.iter().enumerate().rev() {
+                choice[k] = l[rest % l.len()];
+                rest /= l.len();
+            }
+            let alloc = uniform(&choice);
+            let (p, b) = judge.judge(&alloc)?;
+            scored.push((alloc, p, b));
+        }
+        return choose(&scored)
+            .cloned()
+            .ok_or_else(|| "no allocation judged".into());
+    }
+    let start = uniform(&whole);
+    let (p, b) = judge.judge(&start)?;
+    let mut current = (start, p, b);
+    for _ in 0..ROUNDS {
+        let before = current.0.clone();
+        for (c, l) in levels.iter().enumerate() {
+            let mut scored = vec![current.clone()];
+            for a in l {
+                let mut alloc = current.0.clone();
+                for slot in &mut alloc.classes[c] {
+                    slot.1 = *a;
+                }
+                let (p, b) = judge.judge(&alloc)?;
+                scored.push((alloc, p, b));
+            }
+            current = choose(&scored).cloned().ok_or("no allocation judged")?;
+        }
+        if current.0 == before {
+            break;
+        }
+    }
+    Ok(current)
+}
+
+/// `best` improved one class in one domain at a time, for classes in several domains.
+fn refine_per_domain(
+    judge: &mut Judge,
+    levels: &[Vec<ClassAlloc>],
+    mut best: Scored,
+) -> Result<Scored, String> {
+    for _ in 0..ROUNDS {
+        let before = best.0.clone();
+        for (c, l) in levels.iter().enumerate() {
+            let n = best.0.classes[c].len();
+            if n < 2 {
+                continue;
+            }
+            for k in 0..n {
+                let mut scored = vec![best.clone()];
+                for a in l {
+                    let mut alloc = best.0.clone();
+                    alloc.classes[c][k].1 = *a;
+                    let (p, b) = judge.judge(&alloc)?;
+                    scored.push((alloc, p, b));
+                }
+                best = choose(&scored).cloned().ok_or("no allocation judged")?;
+            }
+        }
+        if best.0 == before {
+            break;
+        }
+    }
+    Ok(best)
+}
+
+/// The samples of `family`: its contention pieces as frozen scenarios, with the protected
+/// workloads' throughput alone and the best-effort ones' with no allocation.
+fn judged_samples(family: &Family, sim: &SimHandle) -> Result<Vec<Sample>, String> {
+    let alone_scenario = run::alone(family);
+    let mut samples = Vec::new();
+    for (weight, t) in self::samples(family) {
+        sim.lock()
+            .set_scenario(&frozen(&alone_scenario, t))
+            .map_err(|e| e.to_string())?;
+        let alone = ops(sim, &family.protected);
+        let scenario = frozen(&family.scenario, t);
+        sim.lock()
+            .set_scenario(&scenario)
+            .map_err(|e| e.to_string())?;
+        let free = ops(sim, &family.best_effort);
+        samples.push(Sample {
+            weight,
+            scenario,
+            alone,
+            free,
+        });
+    }
+    Ok(samples)
+}
+
 /// Runs the sweep for `family` (module docs).
 ///
 /// # Errors
@@ -374,25 +480,14 @@ pub fn search(family: &Family) -> Result<Best, String> {
             .map(|(ds, a)| ds.iter().map(|d| (*d, *a)).collect())
             .collect(),
     };
-    let whole: Vec<ClassAlloc> = levels.iter().map(|l| l[0]).collect();
-    let mut start = uniform(&whole);
-    let alone_scenario = run::alone(family);
-    let mut samples = Vec::new();
-    for (weight, t) in self::samples(family) {
-        sim.lock()
-            .set_scenario(&frozen(&alone_scenario, t))
-            .map_err(|e| e.to_string())?;
-        let alone = ops(&sim, &family.protected);
-        let scenario = frozen(&family.scenario, t);
-        sim.lock()
-            .set_scenario(&scenario)
-            .map_err(|e| e.to_string())?;
-        let free = ops(&sim, &family.best_effort);
-        samples.push(Sample {
-            weight,
-            scenario,
-            alone,
-            free,
+    let samples = judged_samples(family, &sim)?;
+    if samples.is_empty() {
+        let whole: Vec<ClassAlloc> = levels.iter().map(|l| l[0]).collect();
+        return Ok(Best {
+            allocation: uniform(&whole),
+            evaluated: 0,
+            cbm,
+            amd_max,
         });
     }
     let mut judge = Judge {
@@ -412,83 +507,12 @@ pub fn search(family: &Family) -> Result<Best, String> {
         best_effort: family.best_effort.clone(),
         evaluated: 0,
     };
-    if judge.samples.is_empty() {
-        return Ok(Best {
-            allocation: start,
-            protected: 1.0,
-            best_effort: 1.0,
-            evaluated: 0,
-            cbm,
-            amd_max,
-        });
-    }
-    let combos: usize = levels.iter().map(Vec::len).product();
-    let mut best = if combos <= GRID_MAX {
-        let mut scored = Vec::with_capacity(combos);
-        for n in 0..combos {
-            // mixed radix, the last class fastest
-            let mut rest = n;
-            let mut choice = vec![whole[0]; levels.len()];
-            for (k, l) in levels.iter().enumerate().rev() {
-                choice[k] = l[rest % l.len()];
-                rest /= l.len();
-            }
-            let alloc = uniform(&choice);
-            let (p, b) = judge.judge(&alloc)?;
-            scored.push((alloc, p, b));
-        }
-        choose(&scored).cloned().ok_or("no allocation judged")?
-    } else {
-        let (p, b) = judge.judge(&start)?;
-        let mut current = (start.clone(), p, b);
-        for _ in 0..ROUNDS {
-            let before = current.0.clone();
-            for (c, l) in levels.iter().enumerate() {
-                let mut scored = vec![current.clone()];
-                for a in l {
-                    let mut alloc = current.0.clone();
-                    for slot in &mut alloc.classes[c] {
-                        slot.1 = *a;
-                    }
-                    let (p, b) = judge.judge(&alloc)?;
-                    scored.push((alloc, p, b));
-                }
-                current = choose(&scored).cloned().ok_or("no allocation judged")?;
-            }
-            if current.0 == before {
-                break;
-            }
-        }
-        current
-    };
+    let mut best = sweep_uniform(&mut judge, &levels, &uniform)?;
     if family.oracle.per_domain {
-        for _ in 0..ROUNDS {
-            let before = best.0.clone();
-            for (c, l) in levels.iter().enumerate() {
-                if domains[c].len() < 2 {
-                    continue;
-                }
-                for k in 0..domains[c].len() {
-                    let mut scored = vec![best.clone()];
-                    for a in l {
-                        let mut alloc = best.0.clone();
-                        alloc.classes[c][k].1 = *a;
-                        let (p, b) = judge.judge(&alloc)?;
-                        scored.push((alloc, p, b));
-                    }
-                    best = choose(&scored).cloned().ok_or("no allocation judged")?;
-                }
-            }
-            if best.0 == before {
-                break;
-            }
-        }
+        best = refine_per_domain(&mut judge, &levels, best)?;
     }
-    start = best.0;
     Ok(Best {
-        allocation: start,
-        protected: best.1,
-        best_effort: best.2,
+        allocation: best.0,
         evaluated: judge.evaluated,
         cbm,
         amd_max,

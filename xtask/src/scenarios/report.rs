@@ -52,13 +52,14 @@ pub fn markdown(outcomes: &[Outcome]) -> String {
          all ways and no MBA limit again.\n\n",
     );
     out.push_str(
-        "## Families\n\n| family | model | what | oracle's allocation |\n|---|---|---|---|\n",
+        "## Families\n\n| family | model | what | the oracle's allocation (allocations its \
+         sweep judged) |\n|---|---|---|---|\n",
     );
     for o in outcomes {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} |",
-            o.family.name, o.family.model, o.family.description, o.oracle
+            "| {} | {} | {} | {} ({}) |",
+            o.family.name, o.family.model, o.family.description, o.oracle, o.judged
         );
     }
     out.push_str(
@@ -91,7 +92,13 @@ pub fn markdown(outcomes: &[Outcome]) -> String {
             seconds(&c.give_back_s),
         );
     }
-    out.push_str("\n## Goals (issue 32), the controller\n\n| family |");
+    out.push_str(&goals_table(outcomes));
+    out
+}
+
+/// The goals' table: PASS or FAIL and the number judged, per family and goal.
+fn goals_table(outcomes: &[Outcome]) -> String {
+    let mut out = String::from("\n## Goals (issue 32), the controller\n\n| family |");
     let names: Vec<&str> = outcomes.first().map_or_else(Vec::new, |o| {
         metrics::goals(
             &metrics::controller_numbers(&o.runs, &o.family.phases),

@@ -286,11 +286,11 @@ pub fn trace(family: &Family, mode: Mode<'_>) -> Result<Vec<Second>, String> {
 }
 
 /// Runs `family`: the oracle's sweep, then the four runs. Returns the oracle's allocation
-/// in words and the runs.
+/// in words, how many allocations its sweep judged, and the runs.
 ///
 /// # Errors
 /// As [`trace`] and [`oracle::search`].
-pub fn family(family: &Family) -> Result<(String, Runs), String> {
+pub fn family(family: &Family) -> Result<(String, usize, Runs), String> {
     let best = oracle::search(family)?;
     let runs = Runs {
         alone: trace(family, Mode::Alone)?,
@@ -298,7 +298,7 @@ pub fn family(family: &Family) -> Result<(String, Runs), String> {
         oracle: trace(family, Mode::Oracle(&best.allocation))?,
         controller: trace(family, Mode::Controller)?,
     };
-    Ok((best.describe(family), runs))
+    Ok((best.describe(family), best.evaluated, runs))
 }
 
 /// The L3 domains of `cpus` on `rdt`.
