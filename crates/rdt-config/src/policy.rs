@@ -7,6 +7,7 @@
 //! contended_below = 0.95      # a protected workload below this share of its target is contended
 //! dwell_intervals = 2         # intervals between two actions on one class
 //! verify_intervals = 2        # intervals after an action before judging it
+//! memory_peak_gbps = 128      # the memory domain's capacity; without it, the highest seen
 //!
 //! [[protected]]
 //! name = "pipeline"
@@ -32,6 +33,7 @@
 //! | `contended_below` | number, 0.5 to 1 | a protected workload's health (its reading ÷ its target) below which it is contended | 0.95 |
 //! | `dwell_intervals` | integer, 1 to 1000 | intervals between two actions on one class | 2 |
 //! | `verify_intervals` | integer, 1 to 1000 | intervals after an action before it is judged (kept, or reverted when it did not help) | 2 |
+//! | `memory_peak_gbps` | number, more than 0, at most 100000 | the capacity of the memory domain the controller acts in, GB/s (10^9 bytes/s), the yardstick of memory-bandwidth pressure | learned: the highest total traffic of the workloads seen |
 //! | `protected` | array of tables, at least one | workloads whose performance is defended | |
 //! | `best_effort` | array of tables, at least one | workloads that may be squeezed | |
 //!
@@ -66,6 +68,7 @@ const TOP_KEYS: &[&str] = &[
     "contended_below",
     "dwell_intervals",
     "verify_intervals",
+    "memory_peak_gbps",
     "protected",
     "best_effort",
 ];
@@ -127,6 +130,8 @@ pub struct Policy {
     pub dwell_intervals: u32,
     /// Intervals after an action before it is judged.
     pub verify_intervals: u32,
+    /// `memory_peak_gbps`: the memory domain's capacity, bytes/s; `None`: learned.
+    pub memory_peak_bytes_per_s: Option<f64>,
     /// The protected workloads, in file order.
     pub protected: Vec<Protected>,
     /// The best-effort workloads, in file order.
@@ -362,6 +367,7 @@ impl Parser<'_> {
             contended_below: 0.95,
             dwell_intervals: 2,
             verify_intervals: 2,
+            memory_peak_bytes_per_s: None,
             protected: Vec::new(),
             best_effort: Vec::new(),
         };
@@ -379,6 +385,17 @@ impl Parser<'_> {
                 }
                 "dwell_intervals" => policy.dwell_intervals = self.integer(e, key, 1..=1000)?,
                 "verify_intervals" => policy.verify_intervals = self.integer(e, key, 1..=1000)?,
+                "memory_peak_gbps" => {
+                    let gbps = self.number(&e.node, key, 0.0..=100_000.0)?;
+                    if gbps <= 0.0 {
+                        return Err(self.error(
+                            e.line,
+                            key,
+                            "a memory capacity is more than 0 GB/s",
+                        ));
+                    }
+                    policy.memory_peak_bytes_per_s = Some(gbps * 1e9);
+                }
                 "protected" => {
                     for (i, node) in self.items(e)?.iter().enumerate() {
                         let key = format!("protected[{i}]");
@@ -606,7 +623,7 @@ mod tests {
         Policy::parse_toml(text, "p.toml")
     }
 
-    const GOOD: &str = "interval_ms = 500\ncontended_below = 0.9\n\n\
+    const GOOD: &str = "interval_ms = 500\ncontended_below = 0.9\nmemory_peak_gbps = 59.7\n\n\
         [[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\ntarget = { llc_mib = 12 }\n\n\
         [[best_effort]]\nname = \"batch\"\ncpus = \"8-10\"\nmin_ways = 2\nmin_mba_percent = 10\n";
 
@@ -615,6 +632,7 @@ mod tests {
         let p = toml(GOOD).unwrap();
         assert_eq!(p.interval, Duration::from_millis(500));
         assert!((p.contended_below - 0.9).abs() < 1e-12);
+        assert!((p.memory_peak_bytes_per_s.unwrap() - 59.7e9).abs() < 1.0);
         assert_eq!(p.protected[0].workload.name, "pipeline");
         assert_eq!(p.protected[0].workload.cpus.to_string(), "2-7");
         assert_eq!(p.protected[0].target, Target::LlcBytes(12 << 20));
@@ -678,6 +696,12 @@ mod tests {
                 1,
                 "best_effort",
                 "missing",
+            ),
+            (
+                "memory_peak_gbps = 0\n[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                1,
+                "memory_peak_gbps",
+                "more than 0 GB/s",
             ),
             (
                 "[[protected]]\nname=\"p\"\ncgroup=\"batch\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",

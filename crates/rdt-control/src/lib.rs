@@ -19,7 +19,10 @@ pub mod engine;
 pub mod event;
 
 pub use agent::{Agent, AgentError, METRICS_FILE};
-pub use engine::{ActionKind, Decision, Engine, Facts, Reading, Reason, Setting};
+pub use engine::{
+    ActionKind, CapacitySource, Decision, Engine, Evidence, Facts, Pressure, Reading, Reason,
+    Setting,
+};
 pub use event::{Event, Metrics};
 
 #[cfg(test)]
