@@ -47,8 +47,16 @@
 //! (an absolute path) adds the processes of a cgroup (v2) directory, as they are when the
 //! controller starts. Then:
 //! - `target` (protected): `"alone"` (learned: the best IPC it has shown, or its LLC
-//!   occupancy without a PMU, decaying slowly), `{ llc_mib = N }` (LLC occupancy, MiB, >0)
-//!   or `{ ipc = X }` (instructions per cycle, >0). Default `"alone"`.
+//!   occupancy without a PMU, decaying slowly), `{ llc_mib = N }` (LLC occupancy, MiB, >0),
+//!   `{ ipc = X }` (instructions per cycle, >0), or what the application reports:
+//!   `{ throughput = X }` (at least X) or `{ latency = X }` (at most X), in the
+//!   application's own unit, with its source: `file = "/abs/path"` (a regular file of at
+//!   most 1 MiB holding one number, or Prometheus text holding `metric`) or `prometheus =
+//!   "http://HOST:PORT/PATH"` (a Prometheus-format endpoint, plain HTTP, read with a
+//!   timeout of half the interval, at most 1 MiB), and `metric = "name"` or
+//!   `"name{label=\"v\"}"` (required for an endpoint). A read that fails (timeout, parse
+//!   error, metric missing) leaves that interval without a reading, logged with its cause:
+//!   the controller decides nothing for it. Default `"alone"`.
 //! - `min_ways` (best effort): 1 to 64, the fewest L3 ways it is ever left (also at least
 //!   the platform's `min_cbm_bits`). Default 1.
 //! - `min_mba_percent` (best effort): 1 to 100; present, the controller may throttle its
@@ -75,8 +83,44 @@ const TOP_KEYS: &[&str] = &[
 const PROTECTED_KEYS: &[&str] = &["target", "cgroup"];
 const BEST_EFFORT_KEYS: &[&str] = &["rest", "min_ways", "min_mba_percent", "cgroup"];
 
-/// What a protected workload is defended to.
+/// What an application reports, and which way is better.
 #[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AppGoal {
+    /// Operations per second (any unit the application counts in): at least this.
+    Throughput(f64),
+    /// A latency (any unit): at most this.
+    Latency(f64),
+}
+
+/// Where an application's metric is read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AppSource {
+    /// A regular file holding one number, or Prometheus text format holding the metric.
+    File(PathBuf),
+    /// A Prometheus-format endpoint, `http://HOST:PORT/PATH` (plain HTTP).
+    Prometheus {
+        /// `HOST:PORT` (port 80 when not given).
+        authority: String,
+        /// The path, from `/`.
+        path: String,
+    },
+}
+
+/// A target the application itself reports ([module docs](self)).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppTarget {
+    /// The goal.
+    pub goal: AppGoal,
+    /// The source.
+    pub source: AppSource,
+    /// The metric's name (with its labels as `name{label="v"}` to pick one series);
+    /// required for a Prometheus endpoint, optional for a file (without: the file holds one
+    /// number).
+    pub metric: Option<String>,
+}
+
+/// What a protected workload is defended to.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Target {
     /// As when it runs alone: learned from its own readings (the best IPC it has shown, or
     /// its LLC occupancy where there is no PMU).
@@ -85,6 +129,8 @@ pub enum Target {
     LlcBytes(u64),
     /// At least this many instructions per cycle.
     Ipc(f64),
+    /// What the application reports ([`AppTarget`]).
+    App(AppTarget),
 }
 
 /// A workload the controller defends.
@@ -492,6 +538,13 @@ impl Parser<'_> {
             let key = format!("{key}.target");
             target = match &e.node.value {
                 Value::String(s) if s == "alone" => Target::Alone,
+                Value::Table(entries)
+                    if entries
+                        .iter()
+                        .any(|t| t.key == "throughput" || t.key == "latency") =>
+                {
+                    Target::App(self.app_target(&e.node, &key)?)
+                }
                 Value::Table(_) => {
                     let entries = self.table(&e.node, &key, &["llc_mib", "ipc"], "`target`")?;
                     match entries {
@@ -534,7 +587,8 @@ impl Parser<'_> {
                     return Err(self.wrong_type(
                         &e.node,
                         &key,
-                        "\"alone\", { llc_mib = N } or { ipc = X }",
+                        "\"alone\", { llc_mib = N }, { ipc = X } or { throughput|latency = X, \
+                         file|prometheus = ..., metric = ... }",
                     ));
                 }
             };
@@ -558,6 +612,102 @@ impl Parser<'_> {
             workload,
             target,
             cgroup,
+        })
+    }
+
+    /// `target = { throughput|latency = X, file = "/abs" | prometheus = "http://h:p/path",
+    /// metric = "name" }`.
+    fn app_target(&self, node: &Node, key: &str) -> Result<AppTarget, ConfigError> {
+        let entries = self.table(
+            node,
+            key,
+            &["throughput", "latency", "file", "prometheus", "metric"],
+            "an application `target`",
+        )?;
+        let mut goal = None;
+        let mut source = None;
+        let mut metric = None;
+        for e in entries {
+            let path = format!("{key}.{}", e.key);
+            match e.key.as_str() {
+                k @ ("throughput" | "latency") => {
+                    if goal.is_some() {
+                        return Err(self.error(
+                            e.line,
+                            &path,
+                            "one of `throughput` or `latency`, not both",
+                        ));
+                    }
+                    let x = self.number(&e.node, &path, 0.0..=1e18)?;
+                    if x <= 0.0 {
+                        return Err(self.error(e.line, &path, "a target is more than 0"));
+                    }
+                    goal = Some(if k == "throughput" {
+                        AppGoal::Throughput(x)
+                    } else {
+                        AppGoal::Latency(x)
+                    });
+                }
+                k @ ("file" | "prometheus") => {
+                    if source.is_some() {
+                        return Err(self.error(
+                            e.line,
+                            &path,
+                            "one of `file` or `prometheus`, not both",
+                        ));
+                    }
+                    let Value::String(v) = &e.node.value else {
+                        return Err(self.wrong_type(&e.node, &path, "a string"));
+                    };
+                    source = Some(if k == "file" {
+                        if !v.starts_with('/') || v.contains('\0') {
+                            return Err(self.error(
+                                e.line,
+                                &path,
+                                format!("{:?} is not an absolute path", Shortened(v)),
+                            ));
+                        }
+                        AppSource::File(PathBuf::from(v))
+                    } else {
+                        prometheus_url(v).map_err(|m| self.error(e.line, &path, m))?
+                    });
+                }
+                _ => {
+                    let Value::String(v) = &e.node.value else {
+                        return Err(self.wrong_type(&e.node, &path, "a metric name (string)"));
+                    };
+                    if v.is_empty() || v.len() > 512 || v.chars().any(char::is_whitespace) {
+                        return Err(self.error(
+                            e.line,
+                            &path,
+                            format!(
+                                "{:?} is not a metric name such as app_requests_per_second or \
+                                 app_latency_seconds{{quantile=\"0.99\"}}",
+                                Shortened(v)
+                            ),
+                        ));
+                    }
+                    metric = Some(v.clone());
+                }
+            }
+        }
+        let Some(goal) = goal else {
+            return Err(self.error(node.line, key, "missing: `throughput` or `latency`"));
+        };
+        let Some(source) = source else {
+            return Err(self.error(node.line, key, "missing: `file` or `prometheus`"));
+        };
+        if matches!(source, AppSource::Prometheus { .. }) && metric.is_none() {
+            return Err(self.error(
+                node.line,
+                key,
+                "missing: `metric`, the name of the series to read from the endpoint",
+            ));
+        }
+        Ok(AppTarget {
+            goal,
+            source,
+            metric,
         })
     }
 
@@ -615,6 +765,31 @@ impl Parser<'_> {
     }
 }
 
+/// `http://HOST[:PORT][/PATH]` as a Prometheus source (plain HTTP only).
+fn prometheus_url(url: &str) -> Result<AppSource, String> {
+    let bad = || {
+        format!(
+            "{:?} is not a plain-HTTP endpoint such as \"http://127.0.0.1:9100/metrics\"",
+            Shortened(url)
+        )
+    };
+    let rest = url.strip_prefix("http://").ok_or_else(bad)?;
+    let (authority, path) = rest.find('/').map_or((rest, "/"), |i| rest.split_at(i));
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-.:[]".contains(c);
+    if authority.is_empty() || !authority.chars().all(ok) || path.chars().any(char::is_control) {
+        return Err(bad());
+    }
+    let authority = if authority.ends_with(']') || !authority.contains(':') {
+        format!("{authority}:80")
+    } else {
+        authority.to_owned()
+    };
+    Ok(AppSource::Prometheus {
+        authority,
+        path: path.to_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -656,6 +831,32 @@ mod tests {
             Some(Path::new("/sys/fs/cgroup/b.slice"))
         );
         assert!(json.best_effort[0].rest && json.best_effort[0].min_mba_percent.is_none());
+        let app = toml(
+            "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { latency = 2.5, prometheus = \
+             \"http://127.0.0.1:9100/metrics\", metric = \"app_p99_ms\" }\n\
+             [[protected]]\nname=\"q\"\ncpus=\"3\"\ntarget = { throughput = 1e6, file = \"/run/q\" }\n\
+             [[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            app.protected[0].target,
+            Target::App(AppTarget {
+                goal: AppGoal::Latency(2.5),
+                source: AppSource::Prometheus {
+                    authority: "127.0.0.1:9100".into(),
+                    path: "/metrics".into()
+                },
+                metric: Some("app_p99_ms".into()),
+            })
+        );
+        assert_eq!(
+            app.protected[1].target,
+            Target::App(AppTarget {
+                goal: AppGoal::Throughput(1e6),
+                source: AppSource::File("/run/q".into()),
+                metric: None,
+            })
+        );
     }
 
     #[test]
@@ -696,6 +897,18 @@ mod tests {
                 1,
                 "best_effort",
                 "missing",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, prometheus = \"https://x/m\", metric = \"m\" }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].target.prometheus",
+                "not a plain-HTTP endpoint",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, prometheus = \"http://h:1/m\" }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].target",
+                "missing: `metric`",
             ),
             (
                 "memory_peak_gbps = 0\n[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",

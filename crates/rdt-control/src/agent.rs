@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use rdt_config::policy::Policy;
+use rdt_config::policy::{Policy, Target};
 use rdt_config::{ClassSpec, Config, ConfigError, ConfigPlanError};
 use rdt_core::transaction::{Change, MaskScope, Plan, PlanError};
 use rdt_core::{
@@ -530,6 +530,7 @@ impl Agent {
             llc_bytes: v.llc_occupancy_bytes,
             mem_bytes_per_s: mem,
             ipc: v.ipc(),
+            app: None,
         }
     }
 
@@ -635,11 +636,21 @@ impl Agent {
         backend
             .poll()
             .map_err(AgentError::backend("reading the counters"))?;
-        let all: Vec<Reading> = self
+        let mut all: Vec<Reading> = self
             .groups
             .iter()
             .map(|&g| Self::reading(backend.values(g), dt))
             .collect();
+        // what the applications report, each read within half an interval
+        let timeout = self.engine.policy().interval / 2;
+        for (p, r) in self.engine.policy().protected.iter().zip(&mut all) {
+            if let Target::App(a) = &p.target {
+                match crate::app::read_metric(a, timeout) {
+                    Ok(v) => r.app = Some(v),
+                    Err(e) => log::warn!("protected workload {:?}: {e}", p.workload.name),
+                }
+            }
+        }
         let np = self.engine.policy().protected.len();
         let (protected, best) = all.split_at(np.min(all.len()));
         let settings = if self.advisory {

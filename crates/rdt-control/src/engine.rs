@@ -86,7 +86,7 @@
 
 use std::time::Duration;
 
-use rdt_config::policy::{Policy, Target};
+use rdt_config::policy::{AppGoal, Policy, Target};
 
 /// Share of itself a learned baseline loses per second (0.05 % per second: about 3 % a
 /// minute, a quarter in ten minutes).
@@ -138,6 +138,10 @@ pub struct Reading {
     pub mem_bytes_per_s: Option<f64>,
     /// Instructions per unhalted cycle over the interval.
     pub ipc: Option<f64>,
+    /// The application's own metric, for a protected workload whose target is what the
+    /// application reports ([`Target::App`]), in its unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<f64>,
 }
 
 /// A best-effort class's allocation: the L3 ways it may fill (the fewest over the domains
@@ -494,9 +498,13 @@ impl Engine {
                 if let Some(b) = r.llc_bytes {
                     learned.llc = learned.llc.max(b as f64);
                 }
-                match p.target {
+                match &p.target {
                     Target::Ipc(t) => r.ipc.map(|ipc| ipc / t),
-                    Target::LlcBytes(t) => r.llc_bytes.map(|b| b as f64 / t as f64),
+                    Target::LlcBytes(t) => r.llc_bytes.map(|b| b as f64 / *t as f64),
+                    Target::App(a) => r.app.and_then(|v| match a.goal {
+                        AppGoal::Throughput(x) => Some(v / x),
+                        AppGoal::Latency(x) => (v > 0.0).then(|| x / v),
+                    }),
                     Target::Alone => match (r.ipc, r.llc_bytes) {
                         (Some(ipc), _) if learned.ipc > 0.0 => Some(ipc / learned.ipc),
                         (None, Some(b)) if learned.llc > 0.0 => Some(b as f64 / learned.llc),

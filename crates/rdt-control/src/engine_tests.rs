@@ -106,22 +106,27 @@ impl Plant {
             llc_bytes: self.measured.then_some((23.0 * MB * held) as u64),
             mem_bytes_per_s: m_(4.44 * GB * m * ipc / 1.8),
             ipc: Some(ipc),
+            // what the application reports: 16 M operations per second alone
+            app: Some(16e6 * ipc / 1.8),
         };
         let aggressor = match self.aggressor {
             Aggressor::Off => Reading {
                 llc_bytes: self.measured.then_some(100_000),
                 mem_bytes_per_s: m_(MB),
                 ipc: Some(0.5),
+                app: None,
             },
             Aggressor::Thrasher => Reading {
                 llc_bytes: self.measured.then_some(u64::from(s.ways) * WAY),
                 mem_bytes_per_s: m_(a),
                 ipc: Some(0.6),
+                app: None,
             },
             Aggressor::Streamer => Reading {
                 llc_bytes: self.measured.then_some(1_000_000),
                 mem_bytes_per_s: m_(a),
                 ipc: Some(0.6),
+                app: None,
             },
         };
         (pipeline, aggressor)
@@ -469,6 +474,39 @@ fn a_configured_capacity_is_the_yardstick_of_bandwidth_pressure() {
     };
     assert_eq!(evidence.capacity_source, CapacitySource::Configured);
     assert_eq!(evidence.capacity_bytes_per_s, Some(16.0 * GB));
+}
+
+/// Rule 3: a target the application reports (its throughput, here from the plant) is the
+/// health; contention still needs its signature.
+#[test]
+fn an_application_target_drives_the_health() {
+    let policy = Policy::parse_toml(
+        "[[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\n\
+         target = { throughput = 15e6, file = \"/run/pipeline.ops\" }\n\
+         [[best_effort]]\nname = \"aggressor\"\ncpus = \"8-10\"\nmin_ways = 2\n\
+         min_mba_percent = 10\n",
+        "p.toml",
+    )
+    .unwrap();
+    let mut e = Engine::new(policy, facts());
+    let r = run(
+        &mut e,
+        40,
+        during(10..1000, Plant::new(Aggressor::Thrasher)),
+    );
+    let Reason::Contended { health, .. } = &r.decisions[0].1.reason else {
+        panic!("{:?}", r.decisions)
+    };
+    // 16 M × 0.557 ÷ 15 M
+    assert!(
+        (health - 16.0 * r.share[10] / 15.0).abs() < 1e-9,
+        "{health}"
+    );
+    // with its ways, 16 M × 0.94 ÷ 15 M meets the application's target: no MBA (an
+    // `alone` target, 94 %, would have throttled it)
+    assert_eq!(r.kinds(), [(10, ActionKind::ShrinkWays)]);
+    let healthy = e.last_health()[0].unwrap();
+    assert!(healthy > 1.0, "{healthy}");
 }
 
 #[test]

@@ -15,6 +15,7 @@
 //! The [`engine`] is pure (no I/O): its rules are in its module docs.
 
 pub mod agent;
+pub mod app;
 pub mod engine;
 pub mod event;
 
