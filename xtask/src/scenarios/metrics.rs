@@ -53,8 +53,10 @@ pub struct Runs {
     pub none: Vec<Second>,
     /// Everything, the oracle's static allocation.
     pub oracle: Vec<Second>,
-    /// Everything, the controller.
+    /// Everything, the controller (without it, when it refused to start).
     pub controller: Vec<Second>,
+    /// Why the controller refused to start (its policy), if it did.
+    pub refused: Option<String>,
 }
 
 /// Worst and mean of a share over contention seconds (`None` without any).
@@ -363,6 +365,7 @@ mod tests {
             none,
             oracle,
             controller,
+            refused: None,
         }
     }
 

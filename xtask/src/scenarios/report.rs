@@ -75,8 +75,13 @@ pub fn markdown(outcomes: &[Outcome]) -> String {
         let c = metrics::controller_numbers(&o.runs, phases);
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             o.family.name,
+            if o.runs.refused.is_some() {
+                " (refused)"
+            } else {
+                ""
+            },
             share(none.of_alone),
             share(oracle.of_alone),
             share(c.run.of_alone),
@@ -93,6 +98,24 @@ pub fn markdown(outcomes: &[Outcome]) -> String {
         );
     }
     out.push_str(&goals_table(outcomes));
+    let refused: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.runs.refused.is_some())
+        .collect();
+    if !refused.is_empty() {
+        out.push_str(
+            "\nThe controller refused to start (the run went on without it, as on a host \
+             where rdt-agent exits):\n\n",
+        );
+        for o in refused {
+            let _ = writeln!(
+                out,
+                "- {}: {}",
+                o.family.name,
+                o.runs.refused.as_deref().unwrap_or_default()
+            );
+        }
+    }
     out
 }
 
@@ -123,7 +146,12 @@ fn goals_table(outcomes: &[Outcome]) -> String {
             &metrics::controller_numbers(&o.runs, &o.family.phases),
             &o.family.phases,
         );
-        let _ = write!(out, "| {} |", o.family.name);
+        let refused = if o.runs.refused.is_some() {
+            " (refused)"
+        } else {
+            ""
+        };
+        let _ = write!(out, "| {}{refused} |", o.family.name);
         for goal in &g {
             total += 1;
             if goal.pass {

@@ -189,12 +189,14 @@ pub enum Mode<'a> {
     Controller,
 }
 
-/// One run of `family`, a [`Second`] per simulated second.
+/// One run of `family`, a [`Second`] per simulated second, and, when the controller
+/// refused to start (its policy does not fit the platform), why: the run then goes on
+/// without it, as the platform would on a host where rdt-agent exits.
 ///
 /// # Errors
 /// The platform cannot be opened, the scenario installed, the allocation made, or the
-/// controller started or ticked.
-pub fn trace(family: &Family, mode: Mode<'_>) -> Result<Vec<Second>, String> {
+/// controller ticked.
+pub fn trace(family: &Family, mode: Mode<'_>) -> Result<(Vec<Second>, Option<String>), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (mut rdt, sim) = open(&family.model, dir.path())?;
     let scenario = match mode {
@@ -206,6 +208,7 @@ pub fn trace(family: &Family, mode: Mode<'_>) -> Result<Vec<Second>, String> {
         .map_err(|e| e.to_string())?;
     let mut agent = None;
     let mut classes = Vec::new();
+    let mut refused = None;
     match mode {
         Mode::Alone | Mode::None => {}
         Mode::Oracle(alloc) => {
@@ -213,10 +216,17 @@ pub fn trace(family: &Family, mode: Mode<'_>) -> Result<Vec<Second>, String> {
             apply(&mut rdt, &allocation_changes(&ids, alloc))?;
         }
         Mode::Controller => {
-            let a = Agent::start(&mut rdt, family.policy.clone(), &ProcFs::host(), false)
-                .map_err(|e| format!("starting the controller: {e}"))?;
-            classes = a.classes().to_vec();
-            agent = Some(a);
+            match Agent::start(&mut rdt, family.policy.clone(), &ProcFs::host(), false) {
+                Ok(a) => {
+                    classes = a.classes().to_vec();
+                    agent = Some(a);
+                }
+                // as on a host: rdt-agent exits, the platform runs on untouched
+                Err(e) => {
+                    let text = e.to_string();
+                    refused = Some(text.split_whitespace().collect::<Vec<_>>().join(" "));
+                }
+            }
         }
     }
     let names = |list: &[String]| -> Vec<Option<usize>> {
@@ -282,7 +292,7 @@ pub fn trace(family: &Family, mode: Mode<'_>) -> Result<Vec<Second>, String> {
     if let Some(agent) = agent {
         agent.stop(&mut rdt).map_err(|e| e.to_string())?;
     }
-    Ok(out)
+    Ok((out, refused))
 }
 
 /// Runs `family`: the oracle's sweep, then the four runs. Returns the oracle's allocation
@@ -292,11 +302,13 @@ pub fn trace(family: &Family, mode: Mode<'_>) -> Result<Vec<Second>, String> {
 /// As [`trace`] and [`oracle::search`].
 pub fn family(family: &Family) -> Result<(String, usize, Runs), String> {
     let best = oracle::search(family)?;
+    let (controller, refused) = trace(family, Mode::Controller)?;
     let runs = Runs {
-        alone: trace(family, Mode::Alone)?,
-        none: trace(family, Mode::None)?,
-        oracle: trace(family, Mode::Oracle(&best.allocation))?,
-        controller: trace(family, Mode::Controller)?,
+        alone: trace(family, Mode::Alone)?.0,
+        none: trace(family, Mode::None)?.0,
+        oracle: trace(family, Mode::Oracle(&best.allocation))?.0,
+        controller,
+        refused,
     };
     Ok((best.describe(family), best.evaluated, runs))
 }
