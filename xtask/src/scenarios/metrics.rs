@@ -57,6 +57,8 @@ pub struct Runs {
     pub controller: Vec<Second>,
     /// Why the controller refused to start (its policy), if it did.
     pub refused: Option<String>,
+    /// The controller's decision events, one JSON line each (as rdt-agent writes them).
+    pub events: Vec<String>,
 }
 
 /// Worst and mean of a share over contention seconds (`None` without any).
@@ -366,6 +368,7 @@ mod tests {
             oracle,
             controller,
             refused: None,
+            events: Vec::new(),
         }
     }
 

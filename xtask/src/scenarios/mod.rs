@@ -16,7 +16,8 @@
 //! gives the report's numbers and the goals ([`metrics`]). The command prints the
 //! table and each family's run time; with every family it also writes the table to
 //! [`TABLE`], the figure (one panel per family) to [`FIGURE`] and each family's trace to
-//! `target/scenarios/FAMILY.csv`. It is a benchmark, not a test: slow (minutes in debug),
+//! `target/scenarios/FAMILY.csv` and the controller's events (rdt-agent's JSON lines) to
+//! `target/scenarios/FAMILY.events.jsonl`. It is a benchmark, not a test: slow (minutes in debug),
 //! and its goals are what the controller aims at, not what CI enforces.
 
 pub mod family;
@@ -84,6 +85,15 @@ pub fn task(root: &Path, only: Option<&str>) -> Result<(), String> {
             &root.join("target/scenarios"),
             &format!("{}.csv", family.name),
             report::csv(&family, &runs).as_bytes(),
+        )?;
+        crate::write(
+            &root.join("target/scenarios"),
+            &format!("{}.events.jsonl", family.name),
+            runs.events
+                .iter()
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+                .as_bytes(),
         )?;
         outcomes.push(Outcome {
             family,

@@ -189,6 +189,10 @@ pub enum Mode<'a> {
     Controller,
 }
 
+/// One run: a [`Second`] per simulated second, why the controller refused to start (if it
+/// did), its events as JSON lines.
+pub type Trace = (Vec<Second>, Option<String>, Vec<String>);
+
 /// One run of `family`, a [`Second`] per simulated second, and, when the controller
 /// refused to start (its policy does not fit the platform), why: the run then goes on
 /// without it, as the platform would on a host where rdt-agent exits.
@@ -196,7 +200,7 @@ pub enum Mode<'a> {
 /// # Errors
 /// The platform cannot be opened, the scenario installed, the allocation made, or the
 /// controller ticked.
-pub fn trace(family: &Family, mode: Mode<'_>) -> Result<(Vec<Second>, Option<String>), String> {
+pub fn trace(family: &Family, mode: Mode<'_>) -> Result<Trace, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (mut rdt, sim) = open(&family.model, dir.path())?;
     let scenario = match mode {
@@ -209,6 +213,7 @@ pub fn trace(family: &Family, mode: Mode<'_>) -> Result<(Vec<Second>, Option<Str
     let mut agent = None;
     let mut classes = Vec::new();
     let mut refused = None;
+    let mut events = Vec::new();
     match mode {
         Mode::Alone | Mode::None => {}
         Mode::Oracle(alloc) => {
@@ -285,6 +290,11 @@ pub fn trace(family: &Family, mode: Mode<'_>) -> Result<(Vec<Second>, Option<Str
                 .map_err(|e| format!("t = {t} s: {e}"))?;
             s.actions =
                 u32::try_from(tick.events.iter().filter(|e| e.applied).count()).unwrap_or(u32::MAX);
+            events.extend(
+                tick.events
+                    .iter()
+                    .map(rdt_pqos::control::Event::to_json_line),
+            );
             s.all_given_back = all_whole(&mut rdt, &classes)?;
         }
         out.push(s);
@@ -292,7 +302,7 @@ pub fn trace(family: &Family, mode: Mode<'_>) -> Result<(Vec<Second>, Option<Str
     if let Some(agent) = agent {
         agent.stop(&mut rdt).map_err(|e| e.to_string())?;
     }
-    Ok((out, refused))
+    Ok((out, refused, events))
 }
 
 /// Runs `family`: the oracle's sweep, then the four runs. Returns the oracle's allocation
@@ -302,13 +312,14 @@ pub fn trace(family: &Family, mode: Mode<'_>) -> Result<(Vec<Second>, Option<Str
 /// As [`trace`] and [`oracle::search`].
 pub fn family(family: &Family) -> Result<(String, usize, Runs), String> {
     let best = oracle::search(family)?;
-    let (controller, refused) = trace(family, Mode::Controller)?;
+    let (controller, refused, events) = trace(family, Mode::Controller)?;
     let runs = Runs {
         alone: trace(family, Mode::Alone)?.0,
         none: trace(family, Mode::None)?.0,
         oracle: trace(family, Mode::Oracle(&best.allocation))?.0,
         controller,
         refused,
+        events,
     };
     Ok((best.describe(family), best.evaluated, runs))
 }
