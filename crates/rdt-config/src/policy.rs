@@ -7,6 +7,7 @@
 //! contended_below = 0.95      # a protected workload below this share of its target is contended
 //! dwell_intervals = 2         # intervals between two actions on one class
 //! verify_intervals = 2        # intervals after an action before judging it
+//! memory_peak_gbps = 128      # the memory domain's capacity; without it, the highest seen
 //!
 //! [[protected]]
 //! name = "pipeline"
@@ -32,6 +33,7 @@
 //! | `contended_below` | number, 0.5 to 1 | a protected workload's health (its reading ÷ its target) below which it is contended | 0.95 |
 //! | `dwell_intervals` | integer, 1 to 1000 | intervals between two actions on one class | 2 |
 //! | `verify_intervals` | integer, 1 to 1000 | intervals after an action before it is judged (kept, or reverted when it did not help) | 2 |
+//! | `memory_peak_gbps` | number, more than 0, at most 100000 | the capacity of the memory domain the controller acts in, GB/s (10^9 bytes/s), the yardstick of memory-bandwidth pressure | learned: the highest total traffic of the workloads seen |
 //! | `protected` | array of tables, at least one | workloads whose performance is defended | |
 //! | `best_effort` | array of tables, at least one | workloads that may be squeezed | |
 //!
@@ -45,8 +47,16 @@
 //! (an absolute path) adds the processes of a cgroup (v2) directory, as they are when the
 //! controller starts. Then:
 //! - `target` (protected): `"alone"` (learned: the best IPC it has shown, or its LLC
-//!   occupancy without a PMU, decaying slowly), `{ llc_mib = N }` (LLC occupancy, MiB, >0)
-//!   or `{ ipc = X }` (instructions per cycle, >0). Default `"alone"`.
+//!   occupancy without a PMU, decaying slowly), `{ llc_mib = N }` (LLC occupancy, MiB, >0),
+//!   `{ ipc = X }` (instructions per cycle, >0), or what the application reports:
+//!   `{ throughput = X }` (at least X) or `{ latency = X }` (at most X), in the
+//!   application's own unit, with its source: `file = "/abs/path"` (a regular file of at
+//!   most 1 MiB holding one number, or Prometheus text holding `metric`) or `prometheus =
+//!   "http://HOST:PORT/PATH"` (a Prometheus-format endpoint, plain HTTP, read with a
+//!   timeout of half the interval, at most 1 MiB), and `metric = "name"` or
+//!   `"name{label=\"v\"}"` (required for an endpoint). A read that fails (timeout, parse
+//!   error, metric missing) leaves that interval without a reading, logged with its cause:
+//!   the controller decides nothing for it. Default `"alone"`.
 //! - `min_ways` (best effort): 1 to 64, the fewest L3 ways it is ever left (also at least
 //!   the platform's `min_cbm_bits`). Default 1.
 //! - `min_mba_percent` (best effort): 1 to 100; present, the controller may throttle its
@@ -66,14 +76,51 @@ const TOP_KEYS: &[&str] = &[
     "contended_below",
     "dwell_intervals",
     "verify_intervals",
+    "memory_peak_gbps",
     "protected",
     "best_effort",
 ];
 const PROTECTED_KEYS: &[&str] = &["target", "cgroup"];
 const BEST_EFFORT_KEYS: &[&str] = &["rest", "min_ways", "min_mba_percent", "cgroup"];
 
-/// What a protected workload is defended to.
+/// What an application reports, and which way is better.
 #[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AppGoal {
+    /// Operations per second (any unit the application counts in): at least this.
+    Throughput(f64),
+    /// A latency (any unit): at most this.
+    Latency(f64),
+}
+
+/// Where an application's metric is read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AppSource {
+    /// A regular file holding one number, or Prometheus text format holding the metric.
+    File(PathBuf),
+    /// A Prometheus-format endpoint, `http://HOST:PORT/PATH` (plain HTTP).
+    Prometheus {
+        /// `HOST:PORT` (port 80 when not given).
+        authority: String,
+        /// The path, from `/`.
+        path: String,
+    },
+}
+
+/// A target the application itself reports ([module docs](self)).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppTarget {
+    /// The goal.
+    pub goal: AppGoal,
+    /// The source.
+    pub source: AppSource,
+    /// The metric's name (with its labels as `name{label="v"}` to pick one series);
+    /// required for a Prometheus endpoint, optional for a file (without: the file holds one
+    /// number).
+    pub metric: Option<String>,
+}
+
+/// What a protected workload is defended to.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Target {
     /// As when it runs alone: learned from its own readings (the best IPC it has shown, or
     /// its LLC occupancy where there is no PMU).
@@ -82,6 +129,8 @@ pub enum Target {
     LlcBytes(u64),
     /// At least this many instructions per cycle.
     Ipc(f64),
+    /// What the application reports ([`AppTarget`]).
+    App(AppTarget),
 }
 
 /// A workload the controller defends.
@@ -127,6 +176,8 @@ pub struct Policy {
     pub dwell_intervals: u32,
     /// Intervals after an action before it is judged.
     pub verify_intervals: u32,
+    /// `memory_peak_gbps`: the memory domain's capacity, bytes/s; `None`: learned.
+    pub memory_peak_bytes_per_s: Option<f64>,
     /// The protected workloads, in file order.
     pub protected: Vec<Protected>,
     /// The best-effort workloads, in file order.
@@ -362,6 +413,7 @@ impl Parser<'_> {
             contended_below: 0.95,
             dwell_intervals: 2,
             verify_intervals: 2,
+            memory_peak_bytes_per_s: None,
             protected: Vec::new(),
             best_effort: Vec::new(),
         };
@@ -379,6 +431,17 @@ impl Parser<'_> {
                 }
                 "dwell_intervals" => policy.dwell_intervals = self.integer(e, key, 1..=1000)?,
                 "verify_intervals" => policy.verify_intervals = self.integer(e, key, 1..=1000)?,
+                "memory_peak_gbps" => {
+                    let gbps = self.number(&e.node, key, 0.0..=100_000.0)?;
+                    if gbps <= 0.0 {
+                        return Err(self.error(
+                            e.line,
+                            key,
+                            "a memory capacity is more than 0 GB/s",
+                        ));
+                    }
+                    policy.memory_peak_bytes_per_s = Some(gbps * 1e9);
+                }
                 "protected" => {
                     for (i, node) in self.items(e)?.iter().enumerate() {
                         let key = format!("protected[{i}]");
@@ -475,6 +538,13 @@ impl Parser<'_> {
             let key = format!("{key}.target");
             target = match &e.node.value {
                 Value::String(s) if s == "alone" => Target::Alone,
+                Value::Table(entries)
+                    if entries
+                        .iter()
+                        .any(|t| t.key == "throughput" || t.key == "latency") =>
+                {
+                    Target::App(self.app_target(&e.node, &key)?)
+                }
                 Value::Table(_) => {
                     let entries = self.table(&e.node, &key, &["llc_mib", "ipc"], "`target`")?;
                     match entries {
@@ -517,7 +587,8 @@ impl Parser<'_> {
                     return Err(self.wrong_type(
                         &e.node,
                         &key,
-                        "\"alone\", { llc_mib = N } or { ipc = X }",
+                        "\"alone\", { llc_mib = N }, { ipc = X } or { throughput|latency = X, \
+                         file|prometheus = ..., metric = ... }",
                     ));
                 }
             };
@@ -541,6 +612,102 @@ impl Parser<'_> {
             workload,
             target,
             cgroup,
+        })
+    }
+
+    /// `target = { throughput|latency = X, file = "/abs" | prometheus = "http://h:p/path",
+    /// metric = "name" }`.
+    fn app_target(&self, node: &Node, key: &str) -> Result<AppTarget, ConfigError> {
+        let entries = self.table(
+            node,
+            key,
+            &["throughput", "latency", "file", "prometheus", "metric"],
+            "an application `target`",
+        )?;
+        let mut goal = None;
+        let mut source = None;
+        let mut metric = None;
+        for e in entries {
+            let path = format!("{key}.{}", e.key);
+            match e.key.as_str() {
+                k @ ("throughput" | "latency") => {
+                    if goal.is_some() {
+                        return Err(self.error(
+                            e.line,
+                            &path,
+                            "one of `throughput` or `latency`, not both",
+                        ));
+                    }
+                    let x = self.number(&e.node, &path, 0.0..=1e18)?;
+                    if x <= 0.0 {
+                        return Err(self.error(e.line, &path, "a target is more than 0"));
+                    }
+                    goal = Some(if k == "throughput" {
+                        AppGoal::Throughput(x)
+                    } else {
+                        AppGoal::Latency(x)
+                    });
+                }
+                k @ ("file" | "prometheus") => {
+                    if source.is_some() {
+                        return Err(self.error(
+                            e.line,
+                            &path,
+                            "one of `file` or `prometheus`, not both",
+                        ));
+                    }
+                    let Value::String(v) = &e.node.value else {
+                        return Err(self.wrong_type(&e.node, &path, "a string"));
+                    };
+                    source = Some(if k == "file" {
+                        if !v.starts_with('/') || v.contains('\0') {
+                            return Err(self.error(
+                                e.line,
+                                &path,
+                                format!("{:?} is not an absolute path", Shortened(v)),
+                            ));
+                        }
+                        AppSource::File(PathBuf::from(v))
+                    } else {
+                        prometheus_url(v).map_err(|m| self.error(e.line, &path, m))?
+                    });
+                }
+                _ => {
+                    let Value::String(v) = &e.node.value else {
+                        return Err(self.wrong_type(&e.node, &path, "a metric name (string)"));
+                    };
+                    if v.is_empty() || v.len() > 512 || v.chars().any(char::is_whitespace) {
+                        return Err(self.error(
+                            e.line,
+                            &path,
+                            format!(
+                                "{:?} is not a metric name such as app_requests_per_second or \
+                                 app_latency_seconds{{quantile=\"0.99\"}}",
+                                Shortened(v)
+                            ),
+                        ));
+                    }
+                    metric = Some(v.clone());
+                }
+            }
+        }
+        let Some(goal) = goal else {
+            return Err(self.error(node.line, key, "missing: `throughput` or `latency`"));
+        };
+        let Some(source) = source else {
+            return Err(self.error(node.line, key, "missing: `file` or `prometheus`"));
+        };
+        if matches!(source, AppSource::Prometheus { .. }) && metric.is_none() {
+            return Err(self.error(
+                node.line,
+                key,
+                "missing: `metric`, the name of the series to read from the endpoint",
+            ));
+        }
+        Ok(AppTarget {
+            goal,
+            source,
+            metric,
         })
     }
 
@@ -598,6 +765,31 @@ impl Parser<'_> {
     }
 }
 
+/// `http://HOST[:PORT][/PATH]` as a Prometheus source (plain HTTP only).
+fn prometheus_url(url: &str) -> Result<AppSource, String> {
+    let bad = || {
+        format!(
+            "{:?} is not a plain-HTTP endpoint such as \"http://127.0.0.1:9100/metrics\"",
+            Shortened(url)
+        )
+    };
+    let rest = url.strip_prefix("http://").ok_or_else(bad)?;
+    let (authority, path) = rest.find('/').map_or((rest, "/"), |i| rest.split_at(i));
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-.:[]".contains(c);
+    if authority.is_empty() || !authority.chars().all(ok) || path.chars().any(char::is_control) {
+        return Err(bad());
+    }
+    let authority = if authority.ends_with(']') || !authority.contains(':') {
+        format!("{authority}:80")
+    } else {
+        authority.to_owned()
+    };
+    Ok(AppSource::Prometheus {
+        authority,
+        path: path.to_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -606,7 +798,7 @@ mod tests {
         Policy::parse_toml(text, "p.toml")
     }
 
-    const GOOD: &str = "interval_ms = 500\ncontended_below = 0.9\n\n\
+    const GOOD: &str = "interval_ms = 500\ncontended_below = 0.9\nmemory_peak_gbps = 59.7\n\n\
         [[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\ntarget = { llc_mib = 12 }\n\n\
         [[best_effort]]\nname = \"batch\"\ncpus = \"8-10\"\nmin_ways = 2\nmin_mba_percent = 10\n";
 
@@ -615,6 +807,7 @@ mod tests {
         let p = toml(GOOD).unwrap();
         assert_eq!(p.interval, Duration::from_millis(500));
         assert!((p.contended_below - 0.9).abs() < 1e-12);
+        assert!((p.memory_peak_bytes_per_s.unwrap() - 59.7e9).abs() < 1.0);
         assert_eq!(p.protected[0].workload.name, "pipeline");
         assert_eq!(p.protected[0].workload.cpus.to_string(), "2-7");
         assert_eq!(p.protected[0].target, Target::LlcBytes(12 << 20));
@@ -638,6 +831,32 @@ mod tests {
             Some(Path::new("/sys/fs/cgroup/b.slice"))
         );
         assert!(json.best_effort[0].rest && json.best_effort[0].min_mba_percent.is_none());
+        let app = toml(
+            "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { latency = 2.5, prometheus = \
+             \"http://127.0.0.1:9100/metrics\", metric = \"app_p99_ms\" }\n\
+             [[protected]]\nname=\"q\"\ncpus=\"3\"\ntarget = { throughput = 1e6, file = \"/run/q\" }\n\
+             [[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            app.protected[0].target,
+            Target::App(AppTarget {
+                goal: AppGoal::Latency(2.5),
+                source: AppSource::Prometheus {
+                    authority: "127.0.0.1:9100".into(),
+                    path: "/metrics".into()
+                },
+                metric: Some("app_p99_ms".into()),
+            })
+        );
+        assert_eq!(
+            app.protected[1].target,
+            Target::App(AppTarget {
+                goal: AppGoal::Throughput(1e6),
+                source: AppSource::File("/run/q".into()),
+                metric: None,
+            })
+        );
     }
 
     #[test]
@@ -678,6 +897,24 @@ mod tests {
                 1,
                 "best_effort",
                 "missing",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, prometheus = \"https://x/m\", metric = \"m\" }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].target.prometheus",
+                "not a plain-HTTP endpoint",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, prometheus = \"http://h:1/m\" }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].target",
+                "missing: `metric`",
+            ),
+            (
+                "memory_peak_gbps = 0\n[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                1,
+                "memory_peak_gbps",
+                "more than 0 GB/s",
             ),
             (
                 "[[protected]]\nname=\"p\"\ncgroup=\"batch\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use rdt_config::policy::Policy;
+use rdt_config::policy::{Policy, Target};
 use rdt_config::{ClassSpec, Config, ConfigError, ConfigPlanError};
 use rdt_core::transaction::{Change, MaskScope, Plan, PlanError};
 use rdt_core::{
@@ -48,6 +48,51 @@ impl<E: std::error::Error + 'static> AgentError<E> {
 /// text, replaced atomically each interval, removed when it stops), for the exporter to
 /// serve with the platform's (`rdt-exporter` reads it at each scrape).
 pub const METRICS_FILE: &str = "control.prom";
+
+/// Bytes per second of one AMD bandwidth-limit unit (1/8 GB/s).
+pub const AMD_UNIT_BYTES_PER_S: f64 = 125_000_000.0;
+
+/// The core of a CPU: (package, core id), or, where the topology has no core ids (sysfs),
+/// its L2 instance (private to a core on every part whose MBA applies per core).
+fn core_of(p: &rdt_core::CpuPlacement) -> (u32, u32, bool) {
+    p.core
+        .map_or((p.package, p.l2.get(), false), |c| (p.package, c, true))
+}
+
+/// For each best-effort workload (with its CPUs as resolved), the protected CPUs its CPUs
+/// share a core with, as `(its CPU, the protected CPU, the protected workload)`: where MBA
+/// applies per core, throttling it throttles them.
+fn shared_cores(
+    topology: &rdt_core::Topology,
+    protected: &[ClassSpec],
+    best: &[ClassSpec],
+) -> Vec<Vec<(u32, u32, String)>> {
+    let mut cores: BTreeMap<(u32, u32, bool), Vec<(u32, &str)>> = BTreeMap::new();
+    for w in protected {
+        for c in w.cpus.iter() {
+            if let Some(p) = topology.get(c) {
+                cores
+                    .entry(core_of(p))
+                    .or_default()
+                    .push((c.get(), w.name.as_str()));
+            }
+        }
+    }
+    best.iter()
+        .map(|b| {
+            let mut out = Vec::new();
+            for c in b.cpus.iter() {
+                let Some(p) = topology.get(c) else { continue };
+                for (pc, name) in cores.get(&core_of(p)).into_iter().flatten() {
+                    if *pc != c.get() {
+                        out.push((c.get(), *pc, (*name).to_owned()));
+                    }
+                }
+            }
+            out
+        })
+        .collect()
+}
 
 /// The L3 domains `cpus` span (all of them for a workload without CPUs: its tasks may run
 /// anywhere).
@@ -168,7 +213,7 @@ pub struct Agent {
     groups: Vec<MonGroupId>,
     /// The best-effort workloads' named classes.
     classes: Vec<ClassId>,
-    /// The L3 domains acted on: all of them.
+    /// The L3 domains acted on: those of the protected workloads' CPUs.
     domains: Vec<CacheDomain>,
     /// The full L3 mask.
     full: CacheBitmask,
@@ -208,8 +253,9 @@ impl Agent {
         proc: &ProcFs,
         advisory: bool,
     ) -> Result<Self, AgentError<B::Error>> {
-        let (facts, mba) = Self::facts(backend, &policy)?;
-        let domains = backend.topology().l3_domains();
+        let (mut facts, mba) = Self::facts(backend, &policy)?;
+        let domains = Self::domains(backend.topology(), &policy);
+        facts.domains = u32::try_from(domains.len()).unwrap_or(u32::MAX);
         let full = CacheBitmask::low_bits(facts.ways);
         let advisory = advisory || policy.advisory;
         // The best-effort classes, with `rest` resolved to the CPUs no workload lists.
@@ -236,6 +282,7 @@ impl Agent {
             }
             specs.push(spec);
         }
+        facts.mba_shares_protected_core = Self::sibling_safety(backend, &policy, &specs)?;
         let config = Config {
             file: policy.file.clone(),
             classes: specs.clone(),
@@ -288,6 +335,85 @@ impl Agent {
             metrics: Metrics::new(),
             last: None,
         })
+    }
+
+    /// The L3 domains the controller acts in: those of the protected workloads' CPUs (the
+    /// contention it defends against is there), or every one when a protected workload has
+    /// no CPUs (its tasks may run anywhere).
+    fn domains(topology: &rdt_core::Topology, policy: &Policy) -> Vec<CacheDomain> {
+        let mut domains = std::collections::BTreeSet::new();
+        for p in &policy.protected {
+            if p.workload.cpus.is_empty() {
+                return topology.l3_domains();
+            }
+            domains.extend(
+                p.workload
+                    .cpus
+                    .iter()
+                    .filter_map(|c| topology.get(c).and_then(|p| p.l3)),
+            );
+        }
+        if domains.is_empty() {
+            topology.l3_domains()
+        } else {
+            domains.into_iter().collect()
+        }
+    }
+
+    /// Per best-effort workload (CPUs resolved in `specs`): whether its MBA would throttle
+    /// a core a protected workload runs on. Only on a part whose MBA applies per core
+    /// ([`rdt_core::MbaCaps::thread_throttle`]: Intel before MBA 3.0, Skylake-SP, Cascade
+    /// Lake: a core runs at its threads' strongest delay). A workload that lists its CPUs
+    /// and may be throttled (`min_mba_percent`) is refused, naming the CPUs; one whose CPUs
+    /// are `rest` is warned about, and never throttled.
+    fn sibling_safety<E: std::error::Error + 'static>(
+        backend: &impl Backend<Error = E>,
+        policy: &Policy,
+        specs: &[ClassSpec],
+    ) -> Result<Vec<bool>, AgentError<E>> {
+        let per_core = backend
+            .capabilities()
+            .mba
+            .get()
+            .and_then(rdt_core::MbaCaps::thread_throttle)
+            .is_some_and(|t| t != rdt_core::ThreadThrottle::PerThread);
+        if !per_core {
+            return Ok(vec![false; specs.len()]);
+        }
+        let protected: Vec<ClassSpec> = policy
+            .protected
+            .iter()
+            .map(|p| p.workload.clone())
+            .collect();
+        let shared = shared_cores(backend.topology(), &protected, specs);
+        let mut out = Vec::with_capacity(specs.len());
+        for ((b, spec), pairs) in policy.best_effort.iter().zip(specs).zip(shared) {
+            if pairs.is_empty() || b.min_mba_percent.is_none() {
+                out.push(false);
+                continue;
+            }
+            let named = pairs
+                .iter()
+                .take(8)
+                .map(|(c, p, w)| format!("CPU {c} (sibling of {w:?}'s CPU {p})"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let more = if pairs.len() > 8 { ", ..." } else { "" };
+            if !b.rest {
+                return Err(AgentError::Platform(format!(
+                    "{}: best-effort workload {:?} may be MBA-throttled (min_mba_percent) but                      shares cores with protected workloads: {named}{more}; this part's MBA                      throttles a core by its threads' strongest delay, so throttling it                      would slow them: move those CPUs, or drop min_mba_percent",
+                    policy.file.display(),
+                    spec.name
+                )));
+            }
+            log::warn!(
+                "{}: best-effort workload {:?} (rest) shares cores with protected workloads:                  {named}{more}; this part's MBA throttles per core, so the controller never                  throttles it",
+                policy.file.display(),
+                spec.name
+            );
+            out.push(true);
+        }
+        Ok(out)
     }
 
     /// What the engine needs of the platform, and its MBA kind where the controller may
@@ -354,6 +480,17 @@ impl Agent {
                     .map(|m| u8::try_from(m.granularity().clamp(1, 100)).unwrap_or(10)),
                 _ => None,
             },
+            // AMD: 2^width units of 1/8 GB/s are no limit (kernel `max_bw = 1 << width`;
+            // AMD PQoS Versions 1.0 and 2.0, "L3 external bandwidth enforcement")
+            #[allow(clippy::cast_precision_loss)] // 2^32 at most
+            mba_full_bytes_per_s: match mba {
+                Some(MbaKind::AmdBandwidth { width }) => {
+                    Some((1u64 << width.min(32)) as f64 * AMD_UNIT_BYTES_PER_S)
+                }
+                _ => None,
+            },
+            memory_capacity_bytes_per_s: policy.memory_peak_bytes_per_s,
+            mba_shares_protected_core: Vec::new(),
         };
         Ok((facts, mba))
     }
@@ -393,6 +530,7 @@ impl Agent {
             llc_bytes: v.llc_occupancy_bytes,
             mem_bytes_per_s: mem,
             ipc: v.ipc(),
+            app: None,
         }
     }
 
@@ -498,11 +636,21 @@ impl Agent {
         backend
             .poll()
             .map_err(AgentError::backend("reading the counters"))?;
-        let all: Vec<Reading> = self
+        let mut all: Vec<Reading> = self
             .groups
             .iter()
             .map(|&g| Self::reading(backend.values(g), dt))
             .collect();
+        // what the applications report, each read within half an interval
+        let timeout = self.engine.policy().interval / 2;
+        for (p, r) in self.engine.policy().protected.iter().zip(&mut all) {
+            if let Target::App(a) = &p.target {
+                match crate::app::read_metric(a, timeout) {
+                    Ok(v) => r.app = Some(v),
+                    Err(e) => log::warn!("protected workload {:?}: {e}", p.workload.name),
+                }
+            }
+        }
         let np = self.engine.policy().protected.len();
         let (protected, best) = all.split_at(np.min(all.len()));
         let settings = if self.advisory {

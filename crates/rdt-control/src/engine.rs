@@ -5,44 +5,88 @@
 //! # Health
 //! A protected workload's health is its reading divided by its target
 //! ([`rdt_config::policy::Target`]): IPC ÷ the IPC target, LLC occupancy ÷ the occupancy
-//! target, or, for `alone`, IPC ÷ the best IPC it has shown (its LLC occupancy ÷ the most
-//! it has held where there is no PMU). The learned best decays by [`BASELINE_DECAY_PER_S`]
-//! of itself per second, so that a lasting change of the workload itself (a new phase,
-//! less load) becomes its new normal within minutes, not at once. A workload is contended
-//! when its health is below the policy's `contended_below`. A baseline is only learned
-//! from what the workload shows: one that is squeezed from the moment the controller starts
-//! looks healthy until it has been better.
+//! target, the application's own metric ÷ (or, for a latency, into) its target, or, for
+//! `alone`, IPC ÷ the best IPC it has shown (its LLC occupancy ÷ the most it has held where
+//! there is no PMU). The learned best decays by [`BASELINE_DECAY_PER_S`] of itself per
+//! second, so that a lasting change of the workload itself becomes its new normal within
+//! minutes. A workload is *below target* when its health is below the policy's
+//! `contended_below`. A baseline is only learned from what the workload shows: one that is
+//! squeezed from the moment the controller starts looks healthy until it has been better.
+//!
+//! # Classification: which pressure, if any (rules 1 and 3)
+//! Below target is not yet contention: the engine first looks for its signature in what the
+//! platform measures, and names the numbers it used in the decision ([`Evidence`]):
+//! - **cache pressure**: the workload holds less LLC than it needs (below
+//!   [`OCCUPANCY_SHORT`] of its LLC target, or of the most it has held), and, where its
+//!   memory traffic and IPC are both measured, its traffic per unit of IPC (proportional to
+//!   its misses per instruction at a steady clock) is above [`MISS_RISE`] times what it was
+//!   while every protected workload met its target: less cache that costs it misses. A
+//!   workload whose occupancy fell but whose misses did not (a streaming workload) is not
+//!   helped by ways.
+//! - **memory-bandwidth pressure**: the memory traffic of the monitored workloads is at
+//!   least [`LOADED_SHARE`] of the domain's capacity (the policy's `memory_peak_gbps`, else
+//!   the highest total the controller has seen: a learned peak), and the best-effort
+//!   classes' traffic rose above [`TRAFFIC_RISE`] times, and by at least [`TRAFFIC_MATTERS`]
+//!   of the capacity over, what it was while every protected workload met its target.
+//! - both, or **neither**: a workload below target without either signature (its IPC fell
+//!   while its occupancy held and no one else's traffic rose: its own phase) is left alone,
+//!   and nothing is done. Where neither occupancy nor traffic is measured, the engine cannot
+//!   tell, and takes the levers in order as if both applied (`unmeasured`); where one is
+//!   measured and absent, the other, unmeasured, cannot be ruled out and is taken as the
+//!   pressure.
 //!
 //! # Actions (one at a time, each judged before the next)
-//! While a protected workload is contended and no action waits to be judged:
-//! 1. The best-effort class holding the most LLC, whose ways are above its floor, is given
-//!    the ways the protected workloads leave: all ways but those their LLC target (or,
-//!    for `alone`, the most they have held) needs in one domain, never fewer than its
-//!    floor nor as many as it has; without such a size, its floor. One step, as the
-//!    seed paper's operator did (`llc:2=0x3`).
-//! 2. Once every class is at its floor of ways (or that lever did not help), the class with
-//!    the most memory traffic that may be throttled has its MBA halved, never below its
-//!    floor (Intel's MBA granularity applies: [`Engine::new`]'s `mba_granularity`).
+//! For the worst contended workload, and only the lever that can help:
+//! 1. **Cache** (cache pressure, or both): the best-effort class holding the most LLC, whose
+//!    ways are above its floor, is given the ways the protected workloads leave: all ways
+//!    but those their LLC target (or, for `alone`, the most they have held) needs in one
+//!    domain, never fewer than its floor nor as many as it has; without such a size, its
+//!    floor. One step, as the seed paper's operator did (`llc:2=0x3`).
+//! 2. **Memory bandwidth** (bandwidth pressure, or both once no class can give ways): the
+//!    class with the most memory traffic that may be throttled is throttled by the least
+//!    limit that restores the target, searched for (rule 5): the first step goes half way
+//!    from its effective limit (its limit, or on parts whose limits are absolute bandwidth,
+//!    AMD, the share its traffic uses) to its floor; once a step has been judged, the next
+//!    one is the secant: the health each percent bought so far, extrapolated to
+//!    `contended_below` + [`SEARCH_MARGIN`]. Always a multiple of the MBA granularity,
+//!    never below the floor. A class whose MBA would throttle a core a protected workload
+//!    shares ([`Facts::mba_shares_protected_core`]: Intel parts before MBA 3.0 throttle a
+//!    core by its threads' strongest delay) is never throttled (rule 4).
 //!
 //! After `verify_intervals`, an action is judged: if the health of the workload that
 //! caused it did not rise by [`MIN_GAIN`], the action is undone and that lever of that
 //! class is not used again until the contention ends. A class is acted on at most once
 //! every `dwell_intervals`.
 //!
-//! When no protected workload is contended, a squeezed class whose LLC occupancy is below
-//! half of what its ways hold ([`SUBSIDED_SHARE`]: it no longer fills them: the aggressor
-//! stopped or shrank) gets ways and bandwidth back, doubling both each step (every
-//! `dwell_intervals`) until it has every way and no throttling. If the contention comes
-//! back soon after ([`FLAP_INTERVALS`]), the next give-back of that class waits twice as
-//! long (up to [`MAX_HOLDOFF_FACTOR`] times `dwell_intervals`): hysteresis against a
-//! workload that calms and flares.
+//! # Give-back by demand (rule 2)
+//! When no protected workload is contended, a squeezed class gets back
+//! - **ways** when its LLC occupancy is below [`SUBSIDED_SHARE`] of what its ways hold (it no
+//!   longer fills them), doubling them each step;
+//! - **bandwidth** when its demand no longer saturates the domain: its traffic scaled to the
+//!   next step's limit, with the others' traffic, stays below [`LOADED_SHARE`] of the
+//!   capacity, or its demand (traffic ÷ its throttle) fell below [`SUBSIDED_SHARE`] of what
+//!   it was when it was throttled. Each step goes half way to no throttling (at least one
+//!   granule).
+//!
+//! A give-back is a probe: it is judged after `verify_intervals` like a squeeze. If a
+//! protected workload is contended before then, the give-back caused it: it is undone
+//! ([`Reason::GiveBackHurt`]) and that class's hold-off (the wait before its next
+//! give-back, `dwell_intervals` × hold-off) doubles, up to [`MAX_HOLDOFF_FACTOR`]. A
+//! give-back that held resets the hold-off to 1. Contention that comes back later (a
+//! periodic aggressor) does not lengthen it: resources come back within a few dwells of
+//! every pause.
 //!
 //! A class found below its floor (another program wrote it, or the policy was tightened)
 //! is raised to it first ([`Reason::Floor`]).
+//!
+//! # What "the domain" is
+//! The engine sees the workloads the policy names: the domain's traffic is the sum of their
+//! memory traffic over the domains the controller acts in ([`crate::Agent`] acts in the L3
+//! domains of the protected workloads' CPUs).
 
 use std::time::Duration;
 
-use rdt_config::policy::{Policy, Target};
+use rdt_config::policy::{AppGoal, Policy, Target};
 
 /// Share of itself a learned baseline loses per second (0.05 % per second: about 3 % a
 /// minute, a quarter in ten minutes).
@@ -51,12 +95,35 @@ pub const BASELINE_DECAY_PER_S: f64 = 0.0005;
 /// The rise of health (share of the target) that counts as an action having helped.
 pub const MIN_GAIN: f64 = 0.01;
 
-/// A squeezed class gives back when its LLC occupancy is below this share of what its
-/// ways hold.
+/// A squeezed class gets ways back when its LLC occupancy is below this share of what its
+/// ways hold; bandwidth back when its demand fell below this share of its demand when it
+/// was throttled.
 pub const SUBSIDED_SHARE: f64 = 0.5;
 
-/// A contention within this many intervals of a give-back doubles the class's hold-off.
-pub const FLAP_INTERVALS: u32 = 20;
+/// Cache pressure: a protected workload's occupancy below this share of what it needs.
+pub const OCCUPANCY_SHORT: f64 = 0.9;
+
+/// Cache pressure: its traffic per unit of IPC above this multiple of its calm value (more
+/// misses per instruction).
+pub const MISS_RISE: f64 = 1.5;
+
+/// Bandwidth pressure: the domain's traffic at least this share of its capacity (loaded
+/// latency rises well before the peak: Intel MLC `--loaded_latency` curves bend between 40
+/// and 60 % of it).
+pub const LOADED_SHARE: f64 = 0.5;
+
+/// Bandwidth pressure: the best-effort classes' traffic above this multiple of its calm
+/// value ...
+pub const TRAFFIC_RISE: f64 = 1.5;
+
+/// ... and above it by at least this share of the domain's capacity.
+pub const TRAFFIC_MATTERS: f64 = 0.1;
+
+/// The health above `contended_below` the MBA search aims at.
+pub const SEARCH_MARGIN: f64 = 0.01;
+
+/// The weight of a new interval in the calm baselines (an exponential average).
+pub const CALM_WEIGHT: f64 = 0.2;
 
 /// The longest hold-off before a give-back, in `dwell_intervals`.
 pub const MAX_HOLDOFF_FACTOR: u32 = 64;
@@ -71,6 +138,10 @@ pub struct Reading {
     pub mem_bytes_per_s: Option<f64>,
     /// Instructions per unhalted cycle over the interval.
     pub ipc: Option<f64>,
+    /// The application's own metric, for a protected workload whose target is what the
+    /// application reports ([`Target::App`]), in its unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<f64>,
 }
 
 /// A best-effort class's allocation: the L3 ways it may fill (the fewest over the domains
@@ -91,7 +162,7 @@ pub enum ActionKind {
     ShrinkWays,
     /// More MBA throttling.
     ThrottleMba,
-    /// An action undone: it did not help.
+    /// An action undone: it did not help, or (a give-back) it caused contention.
     Revert,
     /// Ways and bandwidth given back.
     GiveBack,
@@ -113,16 +184,80 @@ impl ActionKind {
     }
 }
 
+/// Which pressure a protected workload below its target is under ([module docs](self)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pressure {
+    /// It holds less LLC than it needs, and misses more for it.
+    Cache,
+    /// The memory domain is loaded, and best-effort traffic rose.
+    MemoryBandwidth,
+    /// Both.
+    Both,
+    /// Neither: its own phase, not contention.
+    Neither,
+    /// Neither occupancy nor traffic is measured: cannot tell.
+    Unmeasured,
+}
+
+impl Pressure {
+    const fn cache(self) -> bool {
+        matches!(self, Self::Cache | Self::Both | Self::Unmeasured)
+    }
+
+    const fn bandwidth(self) -> bool {
+        matches!(self, Self::MemoryBandwidth | Self::Both | Self::Unmeasured)
+    }
+}
+
+/// Where the memory domain's capacity comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacitySource {
+    /// The policy's `memory_peak_gbps`.
+    Configured,
+    /// The highest total traffic the controller has seen.
+    LearnedPeak,
+}
+
+/// The numbers a classification used ([module docs](self)); `None` where not measured.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Evidence {
+    /// The pressure found.
+    pub pressure: Pressure,
+    /// The protected workload's LLC occupancy, bytes.
+    pub llc_bytes: Option<u64>,
+    /// What it needs: its LLC target, or the most it has held, bytes.
+    pub llc_needed_bytes: Option<f64>,
+    /// Its memory traffic per unit of IPC now, bytes/s.
+    pub traffic_per_ipc: Option<f64>,
+    /// The same while every protected workload met its target.
+    pub calm_traffic_per_ipc: Option<f64>,
+    /// The memory traffic of every monitored workload, bytes/s.
+    pub domain_bytes_per_s: Option<f64>,
+    /// The domain's capacity, bytes/s.
+    pub capacity_bytes_per_s: Option<f64>,
+    /// Where the capacity comes from.
+    pub capacity_source: CapacitySource,
+    /// The best-effort classes' traffic, bytes/s.
+    pub best_effort_bytes_per_s: Option<f64>,
+    /// The same while every protected workload met its target.
+    pub calm_best_effort_bytes_per_s: Option<f64>,
+}
+
 /// Why an action is taken.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Reason {
-    /// A protected workload is below `contended_below` of its target.
+    /// A protected workload is below `contended_below` of its target, with the signature
+    /// of contention.
     Contended {
         /// The workload.
         workload: String,
         /// Its health, share of its target.
         health: f64,
+        /// What the classification used.
+        evidence: Evidence,
     },
     /// The action judged did not raise the workload's health by [`MIN_GAIN`].
     NoImprovement {
@@ -133,10 +268,24 @@ pub enum Reason {
         /// Its health now.
         after: f64,
     },
-    /// The class no longer fills its ways and no protected workload is contended.
+    /// A give-back was followed, before it was judged, by contention: it is undone.
+    GiveBackHurt {
+        /// The workload contended.
+        workload: String,
+        /// Its health now.
+        health: f64,
+    },
+    /// No protected workload is contended and the class's demand fell.
     Subsided {
         /// Its LLC occupancy, share of what its ways hold.
-        occupancy_share: f64,
+        occupancy_share: Option<f64>,
+        /// Its memory traffic, bytes/s.
+        traffic_bytes_per_s: Option<f64>,
+        /// The domain's traffic with the class at the new limit, bytes/s (its traffic
+        /// scaled to it).
+        projected_domain_bytes_per_s: Option<f64>,
+        /// The domain's capacity, bytes/s.
+        capacity_bytes_per_s: Option<f64>,
     },
     /// The class was below the policy's floor.
     Floor,
@@ -149,6 +298,7 @@ impl Reason {
         match self {
             Self::Contended { .. } => "contended",
             Self::NoImprovement { .. } => "no_improvement",
+            Self::GiveBackHurt { .. } => "give_back_hurt",
             Self::Subsided { .. } => "subsided",
             Self::Floor => "floor",
         }
@@ -172,8 +322,8 @@ pub struct Decision {
     pub reason: Reason,
 }
 
-/// The platform facts the decisions need, from its capabilities.
-#[derive(Clone, Debug, PartialEq)]
+/// The platform facts the decisions need, from its capabilities and topology.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Facts {
     /// L3 CBM length: the ways of a domain.
     pub ways: u32,
@@ -192,6 +342,16 @@ pub struct Facts {
     pub best_effort_spans: Vec<u32>,
     /// MBA granularity in percent (Intel: 10), when the platform has percent MBA.
     pub mba_granularity: Option<u8>,
+    /// The bandwidth 100 % stands for, bytes/s, where MBA limits are absolute bandwidth
+    /// (AMD: `2^width` units of 1/8 GB/s); `None` for Intel's delays.
+    pub mba_full_bytes_per_s: Option<f64>,
+    /// The memory domain's capacity, bytes/s (the policy's `memory_peak_gbps`); `None`:
+    /// learned, the highest total traffic seen.
+    pub memory_capacity_bytes_per_s: Option<f64>,
+    /// Per best-effort class, in policy order: throttling its MBA would throttle a core a
+    /// protected workload runs on (an SMT sibling, on a part whose MBA applies per core).
+    /// Such a class is never throttled. Missing: false.
+    pub mba_shares_protected_core: Vec<bool>,
 }
 
 /// What was done and is waiting to be judged.
@@ -199,6 +359,7 @@ pub struct Facts {
 struct Pending {
     at: Duration,
     from: Setting,
+    to: Setting,
     kind: ActionKind,
     workload: usize,
     health: f64,
@@ -211,15 +372,20 @@ struct Class {
     pending: Option<Pending>,
     ways_blocked: bool,
     mba_blocked: bool,
-    last_give_back: Option<Duration>,
     holdoff: u32,
+    /// Health per MBA percent of the last MBA step judged in this contention.
+    mba_slope: Option<f64>,
+    /// Its demand (traffic ÷ throttle) when last throttled, bytes/s.
+    demand: Option<f64>,
 }
 
-/// A protected workload's learned baseline.
+/// A protected workload's learned baselines.
 #[derive(Clone, Copy, Debug, Default)]
 struct Learned {
     ipc: f64,
     llc: f64,
+    /// Traffic per unit of IPC while every protected workload met its target.
+    calm_intensity: Option<f64>,
 }
 
 /// The decisions of the controller ([module docs](self)).
@@ -231,6 +397,23 @@ pub struct Engine {
     classes: Vec<Class>,
     last: Option<Duration>,
     health: Vec<Option<f64>>,
+    /// The highest total traffic seen, bytes/s.
+    peak: f64,
+    /// The best-effort classes' traffic while every protected workload met its target.
+    calm_best_effort: Option<f64>,
+}
+
+/// The traffic of `readings` added up, `None` when none is measured.
+fn traffic(readings: &[Reading]) -> Option<f64> {
+    readings
+        .iter()
+        .filter_map(|r| r.mem_bytes_per_s)
+        .fold(None, |acc, t| Some(acc.unwrap_or(0.0) + t))
+}
+
+/// An exponential average's next value.
+fn ewma(old: Option<f64>, new: f64) -> f64 {
+    old.map_or(new, |o| o + CALM_WEIGHT * (new - o))
 }
 
 impl Engine {
@@ -252,6 +435,8 @@ impl Engine {
             facts,
             last: None,
             health: Vec::new(),
+            peak: 0.0,
+            calm_best_effort: None,
         }
     }
 
@@ -259,6 +444,12 @@ impl Engine {
     #[must_use]
     pub const fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The platform facts.
+    #[must_use]
+    pub const fn facts(&self) -> &Facts {
+        &self.facts
     }
 
     /// The floor of best-effort class `i`: its ways and its MBA percent.
@@ -273,9 +464,14 @@ impl Engine {
         }
     }
 
+    /// The MBA granularity, percent (1 where the platform does not round).
+    fn granule(&self) -> u8 {
+        self.facts.mba_granularity.unwrap_or(1).max(1)
+    }
+
     /// `p` rounded up to the MBA granularity, at most 100.
     fn round_mba(&self, p: u8) -> u8 {
-        let g = self.facts.mba_granularity.unwrap_or(1).max(1);
+        let g = self.granule();
         let up = u16::from(p).div_ceil(u16::from(g)) * u16::from(g);
         u8::try_from(up.min(100)).unwrap_or(100)
     }
@@ -293,26 +489,39 @@ impl Engine {
             .iter()
             .zip(&mut self.learned)
             .zip(readings)
-            .map(|((p, learned), r)| match p.target {
-                Target::Ipc(t) => r.ipc.map(|ipc| ipc / t),
-                Target::LlcBytes(t) => r.llc_bytes.map(|b| b as f64 / t as f64),
-                Target::Alone => {
-                    learned.ipc *= keep;
-                    learned.llc *= keep;
-                    if let Some(ipc) = r.ipc {
-                        learned.ipc = learned.ipc.max(ipc);
-                    }
-                    if let Some(b) = r.llc_bytes {
-                        learned.llc = learned.llc.max(b as f64);
-                    }
-                    match (r.ipc, r.llc_bytes) {
+            .map(|((p, learned), r)| {
+                learned.ipc *= keep;
+                learned.llc *= keep;
+                if let Some(ipc) = r.ipc {
+                    learned.ipc = learned.ipc.max(ipc);
+                }
+                if let Some(b) = r.llc_bytes {
+                    learned.llc = learned.llc.max(b as f64);
+                }
+                match &p.target {
+                    Target::Ipc(t) => r.ipc.map(|ipc| ipc / t),
+                    Target::LlcBytes(t) => r.llc_bytes.map(|b| b as f64 / *t as f64),
+                    Target::App(a) => r.app.and_then(|v| match a.goal {
+                        AppGoal::Throughput(x) => Some(v / x),
+                        AppGoal::Latency(x) => (v > 0.0).then(|| x / v),
+                    }),
+                    Target::Alone => match (r.ipc, r.llc_bytes) {
                         (Some(ipc), _) if learned.ipc > 0.0 => Some(ipc / learned.ipc),
                         (None, Some(b)) if learned.llc > 0.0 => Some(b as f64 / learned.llc),
                         _ => None,
-                    }
+                    },
                 }
             })
             .collect()
+    }
+
+    /// The LLC bytes protected workload `i` needs (its target, else the most it has held).
+    #[allow(clippy::cast_precision_loss)] // bytes as a share
+    fn needed_llc(&self, i: usize) -> Option<f64> {
+        match self.policy.protected[i].target {
+            Target::LlcBytes(t) => Some(t as f64),
+            _ => Some(self.learned[i].llc).filter(|l| *l > 0.0),
+        }
     }
 
     /// The bytes of LLC per domain the protected workloads want, when their targets say.
@@ -328,7 +537,7 @@ impl Engine {
         for (i, (p, l)) in self.policy.protected.iter().zip(&self.learned).enumerate() {
             let bytes = match p.target {
                 Target::LlcBytes(t) => t as f64,
-                Target::Alone if l.llc > 0.0 => l.llc,
+                _ if l.llc > 0.0 => l.llc,
                 _ => return None,
             };
             per_domain += bytes / f64::from(self.span(&self.facts.protected_spans, i));
@@ -345,6 +554,96 @@ impl Engine {
     fn dwell_passed(&self, c: &Class, at: Duration) -> bool {
         c.last_action
             .is_none_or(|l| at >= l + self.policy.interval * self.policy.dwell_intervals)
+    }
+
+    /// The domain's capacity and where it comes from.
+    fn capacity(&self) -> (Option<f64>, CapacitySource) {
+        match self.facts.memory_capacity_bytes_per_s {
+            Some(c) => (Some(c), CapacitySource::Configured),
+            None => (
+                Some(self.peak).filter(|p| *p > 0.0),
+                CapacitySource::LearnedPeak,
+            ),
+        }
+    }
+
+    /// Classifies the pressure on protected workload `w` ([module docs](self)).
+    fn classify(&self, w: usize, r: Reading, protected: &[Reading], best: &[Reading]) -> Evidence {
+        let (capacity, capacity_source) = self.capacity();
+        let best_traffic = traffic(best);
+        let domain = match (traffic(protected), best_traffic) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+        let needed = self.needed_llc(w);
+        let intensity = match (r.mem_bytes_per_s, r.ipc) {
+            (Some(t), Some(ipc)) if ipc > 0.0 => Some(t / ipc),
+            _ => None,
+        };
+        let calm_intensity = self.learned[w].calm_intensity;
+        #[allow(clippy::cast_precision_loss)] // bytes as a share
+        let short = match (r.llc_bytes, needed) {
+            (Some(b), Some(n)) => Some((b as f64) < OCCUPANCY_SHORT * n),
+            _ => None,
+        };
+        let by_llc_target = matches!(self.policy.protected[w].target, Target::LlcBytes(_));
+        let misses_rose = match (intensity, calm_intensity) {
+            (Some(i), Some(c)) => i > MISS_RISE * c,
+            _ => true,
+        };
+        let cache = short.map(|s| s && (by_llc_target || misses_rose));
+        let bandwidth = match (domain, best_traffic, capacity) {
+            (Some(d), Some(b), Some(c)) => {
+                let calm = self.calm_best_effort;
+                let rose = calm
+                    .is_none_or(|calm| b > TRAFFIC_RISE * calm && b - calm >= TRAFFIC_MATTERS * c);
+                Some(d >= LOADED_SHARE * c && rose)
+            }
+            _ => None,
+        };
+        let pressure = match (cache, bandwidth) {
+            (None, None) => Pressure::Unmeasured,
+            (Some(true), Some(true)) => Pressure::Both,
+            (Some(true), _) => Pressure::Cache,
+            (_, Some(true)) => Pressure::MemoryBandwidth,
+            // one signal measured and absent, the other not measured: the other cannot be
+            // ruled out
+            (None, Some(false)) => Pressure::Cache,
+            (Some(false), None) => Pressure::MemoryBandwidth,
+            (Some(false), Some(false)) => Pressure::Neither,
+        };
+        Evidence {
+            pressure,
+            llc_bytes: r.llc_bytes,
+            llc_needed_bytes: needed,
+            traffic_per_ipc: intensity,
+            calm_traffic_per_ipc: calm_intensity,
+            domain_bytes_per_s: domain,
+            capacity_bytes_per_s: capacity,
+            capacity_source,
+            best_effort_bytes_per_s: best_traffic,
+            calm_best_effort_bytes_per_s: self.calm_best_effort,
+        }
+    }
+
+    /// Learns the calm baselines (every protected workload meets its target).
+    fn learn(&mut self, health: &[Option<f64>], protected: &[Reading], best: &[Reading]) {
+        let calm = health
+            .iter()
+            .all(|h| h.is_none_or(|h| h >= self.policy.contended_below));
+        if !calm || self.classes.iter().any(|c| c.pending.is_some()) {
+            return;
+        }
+        for (l, r) in self.learned.iter_mut().zip(protected) {
+            if let (Some(t), Some(ipc)) = (r.mem_bytes_per_s, r.ipc)
+                && ipc > 0.0
+            {
+                l.calm_intensity = Some(ewma(l.calm_intensity, t / ipc));
+            }
+        }
+        if let Some(b) = traffic(best) {
+            self.calm_best_effort = Some(ewma(self.calm_best_effort, b));
+        }
     }
 
     /// One interval: `protected[i]` and `best_effort[i]` are the readings of the policy's
@@ -380,18 +679,88 @@ impl Engine {
         if !out.is_empty() {
             return out;
         }
-        let worst = health
+        let total = traffic(protected).unwrap_or(0.0) + traffic(best_effort).unwrap_or(0.0);
+        self.peak = self.peak.max(total);
+        // The worst workload below target with the signature of contention.
+        let contended = health
             .iter()
             .enumerate()
             .filter_map(|(i, h)| h.map(|h| (i, h)))
+            .filter(|(_, h)| *h < self.policy.contended_below)
+            .map(|(i, h)| {
+                let r = protected.get(i).copied().unwrap_or_default();
+                (i, h, self.classify(i, r, protected, best_effort))
+            })
+            .filter(|(_, _, e)| e.pressure != Pressure::Neither)
             .min_by(|a, b| a.1.total_cmp(&b.1));
-        let contended = worst.filter(|(_, h)| *h < self.policy.contended_below);
-        // Judge what waits to be judged.
+        self.learn(&health, protected, best_effort);
+        self.judge(at, &health, contended.as_ref(), settings, &mut out);
+        if !out.is_empty() {
+            return out;
+        }
+        if self.classes.iter().any(|c| c.pending.is_some()) {
+            return out;
+        }
+        if let Some((w, h, evidence)) = contended {
+            if let Some(d) = self.squeeze(at, w, h, evidence, best_effort, settings) {
+                out.push(d);
+            }
+            return out;
+        }
+        // No contention: the levers may be tried again, and what calmed down gets back.
+        for c in &mut self.classes {
+            c.ways_blocked = false;
+            c.mba_blocked = false;
+            c.mba_slope = None;
+        }
+        let (capacity, _) = self.capacity();
+        let domain = traffic(protected).unwrap_or(0.0) + traffic(best_effort).unwrap_or(0.0);
+        for i in 0..self
+            .classes
+            .len()
+            .min(settings.len())
+            .min(best_effort.len())
+        {
+            if let Some(d) = self.give_back(i, at, best_effort[i], settings[i], domain, capacity) {
+                out.push(d);
+            }
+        }
+        out
+    }
+
+    /// Judges the actions whose time has come (a give-back at once when contention
+    /// follows it), pushing the reverts to `out`.
+    fn judge(
+        &mut self,
+        at: Duration,
+        health: &[Option<f64>],
+        contended: Option<&(usize, f64, Evidence)>,
+        settings: &[Setting],
+        out: &mut Vec<Decision>,
+    ) {
         let verify = self.policy.interval * self.policy.verify_intervals;
         for (i, &now) in settings.iter().enumerate().take(self.classes.len()) {
             let Some(p) = self.classes[i].pending else {
                 continue;
             };
+            if p.kind == ActionKind::GiveBack {
+                if let Some((w, h, _)) = contended {
+                    // the give-back caused it: undone, and the next one waits longer
+                    let c = &mut self.classes[i];
+                    c.pending = None;
+                    c.holdoff = (c.holdoff * 2).min(MAX_HOLDOFF_FACTOR);
+                    let reason = Reason::GiveBackHurt {
+                        workload: self.policy.protected[*w].workload.name.clone(),
+                        health: *h,
+                    };
+                    out.push(self.act(i, at, now, p.from, ActionKind::Revert, reason, None));
+                } else if at >= p.at + verify {
+                    let c = &mut self.classes[i];
+                    c.pending = None;
+                    c.holdoff = 1;
+                }
+                continue;
+            }
             if at < p.at + verify {
                 continue;
             }
@@ -409,36 +778,13 @@ impl Engine {
                     after,
                 };
                 out.push(self.act(i, at, now, p.from, ActionKind::Revert, reason, None));
+            } else if p.kind == ActionKind::ThrottleMba {
+                let cut = f64::from(p.from.mba_percent.saturating_sub(p.to.mba_percent));
+                if cut > 0.0 {
+                    self.classes[i].mba_slope = Some((after - p.health) / cut);
+                }
             }
         }
-        if !out.is_empty() {
-            return out;
-        }
-        if self.classes.iter().any(|c| c.pending.is_some()) {
-            return out;
-        }
-        if let Some((w, h)) = contended {
-            if let Some(d) = self.squeeze(at, w, h, best_effort, settings) {
-                out.push(d);
-            }
-            return out;
-        }
-        // No contention: the levers may be tried again, and what calmed down gets back.
-        for c in &mut self.classes {
-            c.ways_blocked = false;
-            c.mba_blocked = false;
-        }
-        for i in 0..self
-            .classes
-            .len()
-            .min(settings.len())
-            .min(best_effort.len())
-        {
-            if let Some(d) = self.give_back(i, at, best_effort[i], settings[i]) {
-                out.push(d);
-            }
-        }
-        out
     }
 
     /// Records an action on class `i` and returns it.
@@ -458,21 +804,11 @@ impl Engine {
         c.pending = pending.map(|(workload, health)| Pending {
             at,
             from,
+            to,
             kind: action,
             workload,
             health,
         });
-        if matches!(action, ActionKind::ShrinkWays | ActionKind::ThrottleMba) {
-            // contention soon after a give-back: wait longer before the next one
-            // (once per give-back: the steps of one squeeze are one flap)
-            let flap = self.policy.interval * FLAP_INTERVALS;
-            if c.last_give_back.take().is_some_and(|g| at < g + flap) {
-                c.holdoff = (c.holdoff * 2).min(MAX_HOLDOFF_FACTOR);
-            }
-        }
-        if action == ActionKind::GiveBack {
-            c.last_give_back = Some(at);
-        }
         Decision {
             class: i,
             action,
@@ -482,23 +818,27 @@ impl Engine {
         }
     }
 
-    /// The squeeze for contended workload `w` (health `h`), if a class can give.
+    /// The squeeze for contended workload `w` (health `h`), if a class can give with the
+    /// lever that can help.
     fn squeeze(
         &mut self,
         at: Duration,
         w: usize,
         h: f64,
+        evidence: Evidence,
         best_effort: &[Reading],
         settings: &[Setting],
     ) -> Option<Decision> {
         let n = self.classes.len().min(settings.len());
-        let reason = || Reason::Contended {
+        let reason = Reason::Contended {
             workload: self.policy.protected[w].workload.name.clone(),
             health: h,
+            evidence,
         };
         let read = |i: usize| best_effort.get(i).copied().unwrap_or_default();
         // 1. ways, from the class holding the most LLC
         let ways = (0..n)
+            .filter(|_| evidence.pressure.cache())
             .filter(|&i| !self.classes[i].ways_blocked && self.dwell_passed(&self.classes[i], at))
             .filter(|&i| settings[i].ways > self.floor(i).ways)
             .max_by_key(|&i| read(i).llc_bytes.unwrap_or(0));
@@ -513,12 +853,30 @@ impl Engine {
                 ways: to_ways,
                 ..from
             };
-            let r = reason();
-            return Some(self.act(i, at, from, to, ActionKind::ShrinkWays, r, Some((w, h))));
+            return Some(self.act(
+                i,
+                at,
+                from,
+                to,
+                ActionKind::ShrinkWays,
+                reason,
+                Some((w, h)),
+            ));
         }
-        // 2. MBA, from the class with the most memory traffic
+        if !evidence.pressure.bandwidth() {
+            return None;
+        }
+        // 2. MBA, from the class with the most memory traffic that may be throttled
         let mba = (0..n)
             .filter(|&i| self.policy.best_effort[i].min_mba_percent.is_some())
+            .filter(|&i| {
+                !self
+                    .facts
+                    .mba_shares_protected_core
+                    .get(i)
+                    .copied()
+                    .unwrap_or(false)
+            })
             .filter(|&i| !self.classes[i].mba_blocked && self.dwell_passed(&self.classes[i], at))
             .filter(|&i| settings[i].mba_percent > self.floor(i).mba_percent)
             .max_by(|&a, &b| {
@@ -526,25 +884,69 @@ impl Engine {
                 t(a).total_cmp(&t(b))
             })?;
         let from = settings[mba];
-        let half = self.round_mba(from.mba_percent / 2);
         let to = Setting {
-            mba_percent: half
-                .max(self.floor(mba).mba_percent)
-                .min(from.mba_percent.saturating_sub(1)),
+            mba_percent: self.next_limit(mba, from.mba_percent, h, read(mba)),
             ..from
         };
-        let r = reason();
-        Some(self.act(mba, at, from, to, ActionKind::ThrottleMba, r, Some((w, h))))
+        let c = &mut self.classes[mba];
+        c.demand = read(mba)
+            .mem_bytes_per_s
+            .map(|t| t * 100.0 / f64::from(from.mba_percent.max(1)));
+        Some(self.act(
+            mba,
+            at,
+            from,
+            to,
+            ActionKind::ThrottleMba,
+            reason,
+            Some((w, h)),
+        ))
     }
 
-    /// Ways and bandwidth back for class `i`, when it no longer fills its ways.
-    #[allow(clippy::cast_precision_loss)] // bytes as a share
-    fn give_back(&mut self, i: usize, at: Duration, r: Reading, s: Setting) -> Option<Decision> {
-        let full = Setting {
-            ways: self.facts.ways,
-            mba_percent: 100,
+    /// The next MBA limit of class `i` in the search for the least that restores the
+    /// target ([module docs](self)): from `now` percent, the workload at health `h`.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    fn next_limit(&self, i: usize, now: u8, h: f64, r: Reading) -> u8 {
+        let floor = self.floor(i).mba_percent;
+        let g = self.granule();
+        // where limits are absolute bandwidth, one above the traffic does nothing
+        let effective = match (self.facts.mba_full_bytes_per_s, r.mem_bytes_per_s) {
+            (Some(full), Some(t)) if full > 0.0 => {
+                let used = (t / full * 100.0).ceil().clamp(1.0, 100.0) as u8;
+                now.min(used)
+            }
+            _ => now,
         };
-        if s.ways >= full.ways && s.mba_percent >= 100 {
+        let want = match self.classes[i].mba_slope {
+            Some(s) if s > 0.0 => {
+                let need = (self.policy.contended_below + SEARCH_MARGIN - h) / s;
+                let cut = (need / f64::from(g)).ceil().max(1.0) * f64::from(g);
+                f64::from(effective) - cut
+            }
+            _ => (f64::from(effective) + f64::from(floor)) / 2.0,
+        };
+        let want = self.round_mba(want.clamp(0.0, 100.0).ceil() as u8);
+        want.max(floor).min(now.saturating_sub(g).max(floor))
+    }
+
+    /// Ways and bandwidth back for class `i` when its demand fell ([module docs](self)):
+    /// `domain` is the traffic of every workload now, `capacity` the domain's.
+    #[allow(clippy::cast_precision_loss)] // bytes as a share
+    fn give_back(
+        &mut self,
+        i: usize,
+        at: Duration,
+        r: Reading,
+        s: Setting,
+        domain: f64,
+        capacity: Option<f64>,
+    ) -> Option<Decision> {
+        let full = self.facts.ways;
+        if s.ways >= full && s.mba_percent >= 100 {
             return None;
         }
         let c = &self.classes[i];
@@ -554,22 +956,51 @@ impl Engine {
         }
         let span = self.span(&self.facts.best_effort_spans, i);
         let held = u64::from(s.ways) * self.facts.way_bytes * u64::from(span);
-        let share = r.llc_bytes? as f64 / held.max(1) as f64;
-        if share >= SUBSIDED_SHARE {
+        let share = r.llc_bytes.map(|b| b as f64 / held.max(1) as f64);
+        let ways = if s.ways < full && share.is_some_and(|sh| sh < SUBSIDED_SHARE) {
+            (s.ways.max(1) * 2).min(full)
+        } else {
+            s.ways
+        };
+        let g = self.granule();
+        let next = if s.mba_percent >= 100 {
+            100
+        } else {
+            let half = s.mba_percent + (100 - s.mba_percent).div_ceil(2);
+            self.round_mba(half.max(s.mba_percent.saturating_add(g)))
+        };
+        let mut projected = None;
+        let mba = if next > s.mba_percent {
+            let t = r.mem_bytes_per_s;
+            let scaled = t.map(|t| t * f64::from(next) / f64::from(s.mba_percent.max(1)));
+            projected = scaled.zip(t).map(|(sc, t)| domain - t + sc);
+            let fits = projected
+                .zip(capacity)
+                .is_some_and(|(p, cap)| p < LOADED_SHARE * cap);
+            let fell = t.zip(c.demand).is_some_and(|(t, d)| {
+                t * 100.0 / f64::from(s.mba_percent.max(1)) < SUBSIDED_SHARE * d
+            });
+            if fits || fell { next } else { s.mba_percent }
+        } else {
+            s.mba_percent
+        };
+        if ways == s.ways && mba == s.mba_percent {
             return None;
         }
         let to = Setting {
-            ways: (s.ways.max(1) * 2).min(full.ways),
-            mba_percent: if s.mba_percent >= 100 {
-                100
-            } else {
-                self.round_mba(u8::try_from((u16::from(s.mba_percent) * 2).min(100)).unwrap_or(100))
-            },
+            ways,
+            mba_percent: mba,
         };
+        if mba >= 100 {
+            self.classes[i].demand = None;
+        }
         let reason = Reason::Subsided {
             occupancy_share: share,
+            traffic_bytes_per_s: r.mem_bytes_per_s,
+            projected_domain_bytes_per_s: projected,
+            capacity_bytes_per_s: capacity,
         };
-        Some(self.act(i, at, s, to, ActionKind::GiveBack, reason, None))
+        Some(self.act(i, at, s, to, ActionKind::GiveBack, reason, Some((0, 0.0))))
     }
 
     /// Each protected workload's health at the last [`Engine::observe`], in policy order.

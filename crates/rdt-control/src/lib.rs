@@ -15,11 +15,15 @@
 //! The [`engine`] is pure (no I/O): its rules are in its module docs.
 
 pub mod agent;
+pub mod app;
 pub mod engine;
 pub mod event;
 
 pub use agent::{Agent, AgentError, METRICS_FILE};
-pub use engine::{ActionKind, Decision, Engine, Facts, Reading, Reason, Setting};
+pub use engine::{
+    ActionKind, CapacitySource, Decision, Engine, Evidence, Facts, Pressure, Reading, Reason,
+    Setting,
+};
 pub use event::{Event, Metrics};
 
 #[cfg(test)]
