@@ -56,10 +56,13 @@ const fn mask_registers(cat: &CatCaps) -> u32 {
     }
 }
 
-/// `2^width` AMD bandwidth units: unlimited.
-fn amd_unlimited(width: u32) -> u32 {
-    1u32.checked_shl(width).unwrap_or(u32::MAX)
-}
+/// The value pqos's reset writes to every AMD MBA and SMBA class register: `0x800`
+/// (`PQOS_MBA_MAX_AMD`, lib/cpu_registers.h, the AMD `cpuinfo_config`'s `mba_default_val`
+/// that lib/allocation.c `hw_alloc_reset` writes for both), whatever the part's bandwidth
+/// width. That is the "unlimited" bit of an 11-bit part (Milan, Genoa); on a part whose
+/// width is 12 (the `turin` model: 2^12 = 4096) it is a limit of 2048 units (256 GB/s),
+/// which pqos leaves there too.
+const AMD_RESET_UNITS: u64 = 0x800;
 
 /// The first AMD bandwidth-limit register of `resource` (one per class, 1/8 GB/s units):
 /// `MSR_IA32_MBA_BW_BASE` 0xC000_0200 for MBA, `MSR_IA32_SMBA_BW_BASE` 0xC000_0280 for
@@ -450,7 +453,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
 
     /// pqos `alloc_reset`: every L3 and L2 mask register in use (two per class with CDP on)
     /// := all ways in every domain; every MBA class := no limit (Intel delay 0, AMD
-    /// 2^width; AMD SMBA likewise); every CPU -> COS 0, RMIDs kept; then IA32_L3_QOS_CFG /
+    /// pqos's `0x800`, [`AMD_RESET_UNITS`]; AMD SMBA likewise); every CPU -> COS 0, RMIDs kept; then IA32_L3_QOS_CFG /
     /// IA32_L2_QOS_CFG bit 0 set or cleared on one CPU per domain as `cfg` asks, and if that
     /// changed CDP, the masks are set to all ways again for the new layout. Last, the record
     /// of named classes (`msr-classes`) is cut down to the names this process read from it
@@ -484,9 +487,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             let (base, value) = match (mba.kind, resource) {
                 (MbaKind::IntelDelay { .. }, MbaResource::Mba) => (IA32_MBA_THRTL_0, 0), // delay 0: no throttling
                 (MbaKind::IntelDelay { .. }, MbaResource::Smba) => continue, // SMBA is AMD only
-                (MbaKind::AmdBandwidth { width }, r) => {
-                    (amd_bw_base(r), u64::from(amd_unlimited(width)))
-                }
+                (MbaKind::AmdBandwidth { .. }, r) => (amd_bw_base(r), AMD_RESET_UNITS),
             };
             for &cpu in &mba_cpus {
                 for i in 0..mba.num_classes {
