@@ -98,3 +98,55 @@ fn reset_on_turin_leaves_mba_and_smba_at_2048_as_pqos() {
     assert!(show.stdout.contains("    SMBA COS2 => 2048 available"), "{}", show.stdout);
     assert!(!show.stdout.contains("4096"), "{}", show.stdout);
 }
+
+/// `pqos -r` (one group per CPU) and `-r -m all:0-191` on the stock `turin` (192 CPUs, 16 per
+/// L3 domain, ABMC with 32 counters per domain of which resctrl's default group holds two
+/// once resctrl is mounted): every CPU is monitored, as pqos monitors them; the one group
+/// per domain beyond the counters counts occupancy and IPC with blank bandwidth columns,
+/// and a warning names those groups. On both interfaces.
+#[test]
+fn reset_monitoring_on_turin_monitors_every_cpu_and_names_those_without_counters() {
+    let sim = Sim::new("turin");
+    for args in [
+        &["--iface=os", "-r", "-t", "1", "--sim-virtual-clock"][..],
+        &["--iface=os", "-r", "-m", "all:0-191", "-t", "1", "--sim-virtual-clock"][..],
+        // resctrl is mounted now (its root holds two counters per domain): MSR as well
+        &["--iface=msr", "-r", "-m", "all:0-191", "-t", "1", "--sim-virtual-clock"][..],
+    ] {
+        let run = sim.pqos(args).ok();
+        let rows: Vec<&str> = run
+            .stdout
+            .lines()
+            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .collect();
+        assert_eq!(rows.len() % 192, 0, "{args:?}: every CPU a row per sample");
+        let cpus: std::collections::BTreeSet<&str> = rows
+            .iter()
+            .map(|r| r.split_whitespace().next().unwrap())
+            .collect();
+        assert_eq!(cpus.len(), 192, "{args:?}");
+        let warn = run.raw_stdout.clone() + &run.stderr;
+        let line = warn
+            .lines()
+            .find(|l| l.starts_with("WARN: no free MBM counter for 12 monitoring groups"))
+            .unwrap_or_else(|| panic!("{args:?}: no warning in {warn}"));
+        // the 16th CPU of each CCX (its second thread of the last core: 96 + 8k + 7)
+        let named: Vec<u32> = line
+            .split_once('(')
+            .and_then(|(_, r)| r.split_once(')'))
+            .map(|(list, _)| list.split("; ").map(|c| c.parse().unwrap()).collect())
+            .unwrap();
+        assert_eq!(named, (0..12).map(|k| 103 + 8 * k).collect::<Vec<u32>>(), "{line}");
+        let starved = rows
+            .iter()
+            .find(|r| r.split_whitespace().next() == Some("103"))
+            .unwrap();
+        assert_eq!(starved.split_whitespace().count(), 4, "CORE IPC MISSES LLC only: {starved:?}");
+        assert_eq!(starved.len(), 8 + 5 * 12, "blank MBL and MBR cells: {starved:?}");
+        let fed = rows
+            .iter()
+            .find(|r| r.split_whitespace().next() == Some("102"))
+            .unwrap();
+        assert_eq!(fed.split_whitespace().count(), 6, "{fed:?}");
+    }
+}

@@ -481,14 +481,33 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         &mut self,
         groups: &[(CpuSet, MonEvents)],
     ) -> Result<Vec<MonGroupId>, GroupStartError<MsrError>> {
-        start_one_by_one(
+        let mut degraded: Vec<CpuSet> = Vec::new();
+        let started = start_one_by_one(
             self,
             groups.len(),
-            |b, i| b.start_locked(&groups[i].0, groups[i].1),
+            |b, i| {
+                let (cpus, events) = (&groups[i].0, groups[i].1);
+                match b.start_locked(cpus, events) {
+                    // pqos monitors every group it is asked for: one whose L3 domain has no
+                    // free ABMC counter left counts what needs none (occupancy, the PMU)
+                    Err(MsrError::NotEnoughMbmCounters { .. })
+                        if !events.difference(MonEvents::MBM).is_empty() =>
+                    {
+                        let id = b.start_locked(cpus, events.difference(MonEvents::MBM))?;
+                        degraded.push(cpus.clone());
+                        Ok(id)
+                    }
+                    r => r,
+                }
+            },
             |b, id| {
                 let _ = b.stop_monitoring(id);
             },
-        )
+        )?;
+        if !degraded.is_empty() {
+            log::warn!("{}", rdt_core::monitor::no_mbm_counter_warning(&degraded));
+        }
+        Ok(started)
     }
 
     fn poll(&mut self) -> Result<(), MsrError> {
