@@ -365,7 +365,12 @@ impl Capabilities {
                 kind: MbaKind::IntelDelay { per_thread, .. },
                 ..
             }) => {
-                let version = if *per_thread {
+                // lib/hw_cap.c hw_cap_mba_discover (v23.11+): MBA 4.0 first, which also
+                // means per-thread controls
+                let per_thread = &(*per_thread || self.mba40.is_some());
+                let version = if self.mba40.is_some() {
+                    4
+                } else if *per_thread {
                     3
                 } else if *num_classes > 8 {
                     2

@@ -224,7 +224,7 @@ pub fn print_capabilities(
         let classes = os_classes.unwrap_or(m.num_classes);
         let title = "Memory Bandwidth Allocation (MBA)";
         let numbers = pqos_mba_numbers(m, iface);
-        print_mba(out, title, numbers, classes, mba_ctrl, verbose, true)?;
+        print_mba(out, title, numbers, classes, mba_ctrl, verbose, Some(caps.mba40))?;
     }
     if let Some(m) = smba {
         let classes = os_classes.unwrap_or(m.num_classes);
@@ -232,7 +232,7 @@ pub fn print_capabilities(
         let ctrl = (iface == Interface::Os).then_some(MbaCtrl::Unsupported);
         let title = "Slow Memory Bandwidth Allocation (SMBA)";
         let numbers = pqos_mba_numbers(m, iface);
-        print_mba(out, title, numbers, classes, ctrl, verbose, false)?;
+        print_mba(out, title, numbers, classes, ctrl, verbose, None)?;
     }
     if verbose {
         line(out, 0, "Cache information")?;
@@ -567,7 +567,9 @@ fn print_mba(
     classes: u32,
     ctrl: Option<MbaCtrl>,
     verbose: bool,
-    mba40: bool,
+    // MBA's `MBA 4.0 extensions:` state (`Capabilities::mba40`); `None` for SMBA, which
+    // has no such line here
+    mba40: Option<Option<bool>>,
 ) -> Result<()> {
     line(out, 8, title)?;
     line(out, 12, &format!("Num COS: {classes}"))?;
@@ -582,8 +584,15 @@ fn print_mba(
             12,
             &format!("Type: {}", if linear { "linear" } else { "nonlinear" }),
         )?;
-        if mba40 {
-            line(out, 12, "MBA 4.0 extensions: unsupported")?;
+        // pqos/cap.c cap_print_features_mba: `unsupported` unless `mba40`, then
+        // `enabled`/`disabled` from `mba40_on`
+        if let Some(state) = mba40 {
+            let state = match state {
+                None => "unsupported",
+                Some(true) => "enabled",
+                Some(false) => "disabled",
+            };
+            line(out, 12, &format!("MBA 4.0 extensions: {state}"))?;
         }
     }
     Ok(())

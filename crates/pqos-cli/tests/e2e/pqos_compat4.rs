@@ -150,3 +150,63 @@ fn reset_monitoring_on_turin_monitors_every_cpu_and_names_those_without_counters
         assert_eq!(fed.split_whitespace().count(), 6, "{fed:?}");
     }
 }
+
+/// MBA 4.0 (pqos v23.11+) on a FUSE-mounted `sapphire-rapids` whose part is modelled with
+/// the extensions (`SimPlatform::set_mba40`: IA32_CORE_CAPABILITIES bit 10): `-D` says
+/// `MBA 4.0 extensions: disabled`, `-R mba40-on` sets IA32_MBA_CFG bit 2 on one CPU per
+/// socket (lib/allocation.c `hw_alloc_reset_mba40`) and `-D` then says `enabled`,
+/// `-R mba40-off` clears it again; `-v` logs `Detected MBA version 4.0`.
+#[test]
+fn mba40_is_reported_and_programmed_where_the_part_has_it() {
+    use super::util::mounted::Mounted;
+    let m = Mounted::new("sapphire-rapids");
+    assert!(m.platform().lock().set_mba40(true));
+    let mba_cfg = |cpu: u32| {
+        let path = m.root().join(format!("dev/cpu/{cpu}/msr"));
+        let f = std::fs::File::open(&path).expect("msr file");
+        let mut buf = [0u8; 8];
+        std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, 0xC84).expect("read 0xC84");
+        u64::from_le_bytes(buf)
+    };
+    let last_cpu = m.pqos(&["-s"]).ok().stdout.lines().filter(|l| l.contains("    Core ")).count() - 1;
+    let d = m.pqos(&["-D"]).ok();
+    assert!(d.stdout.contains("\n            MBA 4.0 extensions: disabled\n"), "{}", d.stdout);
+    let v = m.pqos(&["-d", "-v"]).ok();
+    assert!((v.raw_stdout.clone() + &v.stderr).contains("INFO: Detected MBA version 4.0"), "{}", v.raw_stdout);
+    assert_eq!(mba_cfg(0) & 4, 0);
+    let r = m.pqos(&["-R", "mba40-on"]).ok();
+    assert!(r.stdout.contains("Allocation reset successful"), "{}", r.stdout);
+    assert_eq!(mba_cfg(0) & 4, 4, "socket 0");
+    assert_eq!(mba_cfg(u32::try_from(last_cpu).unwrap()) & 4, 4, "the last socket");
+    let d = m.pqos(&["-D"]).ok();
+    assert!(d.stdout.contains("\n            MBA 4.0 extensions: enabled\n"), "{}", d.stdout);
+    m.pqos(&["-R", "mba40-off"]).ok();
+    assert_eq!(mba_cfg(0) & 4, 0);
+    let d = m.pqos(&["-D"]).ok();
+    assert!(d.stdout.contains("MBA 4.0 extensions: disabled"), "{}", d.stdout);
+}
+
+/// Where the part has no MBA 4.0 (every built-in model: the Sapphire Rapids dump's
+/// IA32_CORE_CAPABILITIES is 0x24) and on the OS interface (pqos's `os_cap` never reports
+/// it): `-D` says `unsupported`, `-R mba40-on` fails as pqos's does (`MBA 4.0 extensions
+/// requested but not supported by the platform!`, `Allocation reset failed!`), writing
+/// nothing; `mba40-off` and `mba40-any` are accepted.
+#[test]
+fn mba40_is_unsupported_elsewhere_and_refused_on() {
+    for (model, iface) in [("sapphire-rapids", "msr"), ("sapphire-rapids", "os"), ("skylake-sp", "msr")] {
+        let sim = Sim::new(model);
+        let iface = format!("--iface={iface}");
+        let d = sim.pqos(&[&iface, "-D"]).ok();
+        assert!(d.stdout.contains("MBA 4.0 extensions: unsupported"), "{model} {iface}: {}", d.stdout);
+        sim.pqos(&[&iface, "-e", "llc:1=0x3"]).ok();
+        let r = sim.pqos(&[&iface, "-R", "mba40-on"]);
+        assert_eq!(r.code, 1, "{model} {iface}: {}\n{}", r.stdout, r.stderr);
+        let all = r.raw_stdout.clone() + &r.stderr;
+        assert!(all.contains("MBA 4.0 extensions requested but not supported by the platform"), "{all}");
+        assert!(all.contains("Allocation reset failed!"), "{all}");
+        let s = sim.pqos(&[&iface, "-s"]).ok();
+        assert!(s.stdout.contains("L3CA COS1 => MASK 0x3"), "nothing reset: {}", s.stdout);
+        sim.pqos(&[&iface, "-R", "mba40-off"]).ok();
+        sim.pqos(&[&iface, "-R", "mba40-any"]).ok();
+    }
+}

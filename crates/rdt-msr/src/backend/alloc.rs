@@ -76,6 +76,60 @@ const fn amd_bw_base(resource: MbaResource) -> MsrAddr {
 }
 
 impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
+    /// MBA 4.0 as pqos v23.11+ finds it (`lib/hw_cap.c` `detect_mba40`,
+    /// `hw_cap_mba_discover`), for [`Capabilities::mba40`](rdt_core::Capabilities::mba40):
+    /// on an Intel part with MBA, IA32_CORE_CAPABILITIES (0xCF) bit 10 of a CPU of each MBA
+    /// domain (pqos reads every CPU of each; the parts are uniform, so the first of each
+    /// domain is read here, which finds the same), a register the CPU lacks (EIO, where
+    /// CPUID.(7,0):EDX\[30\] is clear) counting as no; then IA32_MBA_CFG (0xC84) bit 2 of one
+    /// CPU per domain, the last domain's kept as pqos keeps it. `None` elsewhere.
+    pub(super) fn read_mba40(&mut self) -> Option<bool> {
+        if !matches!(
+            self.caps.mba.get().map(|m| m.kind),
+            Some(MbaKind::IntelDelay { .. })
+        ) {
+            return None;
+        }
+        let cpus: Vec<LogicalCpu> = self.l3.iter().map(|d| d.cpu).collect();
+        let supported = cpus.iter().any(|&cpu| {
+            self.io
+                .read(cpu, regs::IA32_CORE_CAPABILITIES)
+                .is_ok_and(|v| v & regs::CORE_CAPABILITIES_MBA40 != 0)
+        });
+        if !supported {
+            return None;
+        }
+        let mut on = false;
+        for &cpu in &cpus {
+            on = self
+                .io
+                .read(cpu, regs::IA32_MBA_CFG)
+                .is_ok_and(|v| v & regs::MBA_CFG_MBA40 != 0);
+        }
+        Some(on)
+    }
+
+    /// `-R mba40-on|off` (lib/allocation.c `hw_alloc_reset_mba40`): IA32_MBA_CFG bit 2 set
+    /// or cleared, read-modify-write, on one CPU per MBA domain, where the extensions are
+    /// not already so ([`Capabilities::mba40`](rdt_core::Capabilities::mba40)).
+    fn set_mba40(&mut self, on: bool) -> Result<(), MsrError> {
+        if self.caps.mba40 == Some(on) || self.caps.mba40.is_none() {
+            return Ok(());
+        }
+        let cpus: Vec<LogicalCpu> = self.l3.iter().map(|d| d.cpu).collect();
+        for cpu in cpus {
+            let v = self.io.read(cpu, regs::IA32_MBA_CFG)?;
+            let new = if on {
+                v | regs::MBA_CFG_MBA40
+            } else {
+                v & !regs::MBA_CFG_MBA40
+            };
+            self.io.write(cpu, regs::IA32_MBA_CFG, new)?;
+        }
+        self.caps.mba40 = Some(on);
+        Ok(())
+    }
+
     /// Reads the CDP enable bit of `resource` in every domain into the capabilities and
     /// the split state. CDP on in some domains and off in others (a reset killed half-way)
     /// still opens: reads follow each domain's layout, mask writes are refused, and a reset
@@ -476,6 +530,20 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         }
         let l3_cdp = self.cdp_target(CatResource::L3, cfg.l3_cdp)?;
         let l2_cdp = self.cdp_target(CatResource::L2, cfg.l2_cdp)?;
+        if cfg.mba40 != FeatureSetting::Any && !self.caps.mba.is_present() {
+            return Err(RequestError::Unsupported(
+                "MBA 4.0 setting requested but no MBA present!".into(),
+            )
+            .into());
+        }
+        if cfg.mba40 == FeatureSetting::On && self.caps.mba40.is_none() {
+            return Err(RequestError::Unsupported(
+                "MBA 4.0 extensions requested but not supported by the platform! \
+                 (IA32_CORE_CAPABILITIES bit 10 clear on every CPU)"
+                    .into(),
+            )
+            .into());
+        }
 
         self.reset_masks(CatResource::L3)?;
         self.reset_masks(CatResource::L2)?;
@@ -509,6 +577,12 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             {
                 self.reset_masks(resource)?;
             }
+        }
+        // last, as pqos's hw_alloc_reset toggles the extensions after CDP
+        match cfg.mba40 {
+            FeatureSetting::On => self.set_mba40(true)?,
+            FeatureSetting::Off => self.set_mba40(false)?,
+            FeatureSetting::Any => {}
         }
         // The record keeps only the names this process took from it, which the reset's
         // plan gives up next (Step::Release): a line it left out (a second name of one
