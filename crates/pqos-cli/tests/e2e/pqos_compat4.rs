@@ -210,3 +210,47 @@ fn mba40_is_unsupported_elsewhere_and_refused_on() {
         sim.pqos(&[&iface, "-R", "mba40-any"]).ok();
     }
 }
+
+/// Top-pids mode (`-p` alone, pqos `selfn_monitor_top_pids`) on a FUSE-mounted platform
+/// through its resctrl: `Monitoring top-pids enabled`, then at most 10 processes, one group
+/// each, chosen by the CPU time they used over 1.2 s: a process spinning on a CPU is among
+/// them, a sleeping one is not ahead of it; PID rows with every event, sorted by LLC.
+#[test]
+fn top_pids_mode_monitors_the_busiest_processes() {
+    use super::util::Reaped;
+    use super::util::mounted::MountedOs;
+    let m = MountedOs::new("broadwell-ep");
+    let busy = Reaped(
+        std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("spawn a busy shell"),
+    );
+    // let it run long enough to be counted
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let run = m.pqos(&["-p", "-t", "1"]).ok();
+    assert!(
+        run.stdout.starts_with("Monitoring top-pids enabled\n")
+            || run.raw_stdout.contains("\nMonitoring top-pids enabled\n"),
+        "{}",
+        run.raw_stdout
+    );
+    let header = run
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("PID"))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert!(header.contains("LLC[KB]") && header.contains("MBL[MB/s]"), "{header}");
+    let rows: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    let pids: std::collections::BTreeSet<&str> =
+        rows.iter().map(|r| r.split_whitespace().next().unwrap()).collect();
+    assert!(!pids.is_empty() && pids.len() <= 10, "{pids:?}");
+    let me = busy.pid().to_string();
+    assert!(pids.contains(me.as_str()), "{me} not in {pids:?}\n{}", run.stdout);
+    // groups are gone afterwards
+    assert!(m.mon_groups().is_empty(), "{:?}", m.mon_groups());
+}
