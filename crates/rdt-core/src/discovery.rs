@@ -668,7 +668,9 @@ mod tests {
         let msr = lines(&caps, Interface::Msr);
         let n = caps.mba.get().unwrap().num_classes;
         assert!(
-            os.contains(&format!("MBA details: #COS={n}, non-linear, max=100, step=1")),
+            os.contains(&format!(
+                "MBA details: #COS={n}, non-linear, max=100, step=1"
+            )),
             "{os:#?}"
         );
         assert!(

@@ -472,11 +472,7 @@ pub fn top_pids(first: &[CpuSample], second: &[CpuSample], now: u64, n: usize) -
         })
         .collect();
     // descending by (delta, average), then ascending pid, to cut at n
-    ranked.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then(b.1.total_cmp(&a.1))
-            .then(a.2.cmp(&b.2))
-    });
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
     ranked.truncate(n);
     ranked.reverse();
     ranked.into_iter().map(|(_, _, pid)| pid).collect()

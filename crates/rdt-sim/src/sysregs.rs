@@ -159,9 +159,7 @@ impl SimPlatform {
     fn has_mba_cfg(&self) -> bool {
         self.mba40
             || self.caps.mba.get().is_some_and(|m| match m.kind {
-                rdt_core::MbaKind::IntelDelay { per_thread, .. } => {
-                    per_thread || m.num_classes > 8
-                }
+                rdt_core::MbaKind::IntelDelay { per_thread, .. } => per_thread || m.num_classes > 8,
                 rdt_core::MbaKind::AmdBandwidth { .. } => false,
             })
     }

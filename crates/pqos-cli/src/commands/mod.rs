@@ -192,8 +192,7 @@ impl L3Domains {
     /// Builds the list from the topology.
     #[must_use]
     pub fn new(caps: &Capabilities, topo: &Topology) -> Self {
-        let (kind, cpu_order): (LabelKind, Vec<(u32, CacheDomain)>) = if caps.vendor.is_amd_like()
-        {
+        let (kind, cpu_order): (LabelKind, Vec<(u32, CacheDomain)>) = if caps.vendor.is_amd_like() {
             let l3 = topo.l3_domains_in_cpu_order();
             (
                 LabelKind::CoreComplex,

@@ -77,7 +77,13 @@ fn turin_more_groups_than_counters_is_a_clear_error_and_leaves_no_group() {
         .collect::<Vec<_>>()
         .join(",");
     let only_mbl = ["--disable-mon-ipc", "--disable-mon-llc_miss"];
-    let run = sim.monitor(&[&["-I", "-p", &format!("mbl:{pids};mbt:{pids}"), "-t", "1"][..], &only_mbl[..]].concat());
+    let run = sim.monitor(
+        &[
+            &["-I", "-p", &format!("mbl:{pids};mbt:{pids}"), "-t", "1"][..],
+            &only_mbl[..],
+        ]
+        .concat(),
+    );
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     let last = pids.rsplit(',').next().expect("pids");
     for part in [
@@ -95,15 +101,29 @@ fn turin_more_groups_than_counters_is_a_clear_error_and_leaves_no_group() {
     );
     // 15 fit.
     let fifteen = pids.rsplit_once(',').expect("pids").0;
-    sim.monitor(&[&["-I", "-p", &format!("mbl:{fifteen};mbt:{fifteen}"), "-t", "1"][..], &only_mbl[..]].concat())
-        .ok();
+    sim.monitor(
+        &[
+            &[
+                "-I",
+                "-p",
+                &format!("mbl:{fifteen};mbt:{fifteen}"),
+                "-t",
+                "1",
+            ][..],
+            &only_mbl[..],
+        ]
+        .concat(),
+    )
+    .ok();
     // all 16 with `all`: the last one without bandwidth, named
     let run = sim
         .monitor(&["-I", "-p", &format!("all:{pids}"), "-t", "1"])
         .ok();
     let log = run.raw_stdout.clone() + &run.stderr;
     assert!(
-        log.contains(&format!("no free MBM counter for 1 monitoring group ({last})")),
+        log.contains(&format!(
+            "no free MBM counter for 1 monitoring group ({last})"
+        )),
         "{log}"
     );
 }

@@ -22,7 +22,11 @@ fn verbose_amd_lines_are_pqos_s() {
             "{model}: {log}"
         );
         assert!(!log.contains("linear, max=2048") && !log.contains("linear, max=4096"));
-        assert_eq!(log.matches("INFO: resctrl detected").count(), 1, "{model}: {log}");
+        assert_eq!(
+            log.matches("INFO: resctrl detected").count(),
+            1,
+            "{model}: {log}"
+        );
         let msr = sim.pqos(&["--iface=msr", "-v", "-d"]).ok();
         let log = msr.raw_stdout.clone() + &msr.stderr;
         assert!(
@@ -39,7 +43,10 @@ fn verbose_amd_lines_are_pqos_s() {
         "{log}"
     );
     assert!(!log.contains("(0 bits)"), "{log}");
-    assert!(log.contains("max id sharing this cache 8 (3 bits)"), "{log}");
+    assert!(
+        log.contains("max id sharing this cache 8 (3 bits)"),
+        "{log}"
+    );
 }
 
 /// `-e` without `@ids` on an EPYC 9654 (`genoa`) and 9655 (`turin`): one `Core Complex N`
@@ -52,7 +59,9 @@ fn alloc_lines_follow_the_cpu_enumeration_order_of_ccxs() {
     for model in ["genoa", "turin"] {
         let sim = Sim::new(model);
         for iface in ["msr", "os"] {
-            let run = sim.pqos(&[&format!("--iface={iface}"), "-e", "llc:1=0xf"]).ok();
+            let run = sim
+                .pqos(&[&format!("--iface={iface}"), "-e", "llc:1=0xf"])
+                .ok();
             let ids: Vec<u32> = run
                 .stdout
                 .lines()
@@ -64,7 +73,9 @@ fn alloc_lines_follow_the_cpu_enumeration_order_of_ccxs() {
             sorted.sort_unstable();
             sorted.dedup();
             assert_eq!(sorted.len(), ids.len(), "each CCX once");
-            let mba = sim.pqos(&[&format!("--iface={iface}"), "-e", "mba:1=256"]).ok();
+            let mba = sim
+                .pqos(&[&format!("--iface={iface}"), "-e", "mba:1=256"])
+                .ok();
             let first: Vec<&str> = mba
                 .stdout
                 .lines()
@@ -91,11 +102,20 @@ fn alloc_lines_follow_the_cpu_enumeration_order_of_ccxs() {
 #[test]
 fn reset_on_turin_leaves_mba_and_smba_at_2048_as_pqos() {
     let sim = Sim::new("turin");
-    sim.pqos(&["--iface=msr", "-e", "mba:1=100;smba:2=300"]).ok();
+    sim.pqos(&["--iface=msr", "-e", "mba:1=100;smba:2=300"])
+        .ok();
     sim.pqos(&["--iface=msr", "-R"]).ok();
     let show = sim.pqos(&["--iface=msr", "-s"]).ok();
-    assert!(show.stdout.contains("    MBA COS1 => 2048 available"), "{}", show.stdout);
-    assert!(show.stdout.contains("    SMBA COS2 => 2048 available"), "{}", show.stdout);
+    assert!(
+        show.stdout.contains("    MBA COS1 => 2048 available"),
+        "{}",
+        show.stdout
+    );
+    assert!(
+        show.stdout.contains("    SMBA COS2 => 2048 available"),
+        "{}",
+        show.stdout
+    );
     assert!(!show.stdout.contains("4096"), "{}", show.stdout);
 }
 
@@ -109,9 +129,25 @@ fn reset_monitoring_on_turin_monitors_every_cpu_and_names_those_without_counters
     let sim = Sim::new("turin");
     for args in [
         &["--iface=os", "-r", "-t", "1", "--sim-virtual-clock"][..],
-        &["--iface=os", "-r", "-m", "all:0-191", "-t", "1", "--sim-virtual-clock"][..],
+        &[
+            "--iface=os",
+            "-r",
+            "-m",
+            "all:0-191",
+            "-t",
+            "1",
+            "--sim-virtual-clock",
+        ][..],
         // resctrl is mounted now (its root holds two counters per domain): MSR as well
-        &["--iface=msr", "-r", "-m", "all:0-191", "-t", "1", "--sim-virtual-clock"][..],
+        &[
+            "--iface=msr",
+            "-r",
+            "-m",
+            "all:0-191",
+            "-t",
+            "1",
+            "--sim-virtual-clock",
+        ][..],
     ] {
         let run = sim.pqos(args).ok();
         let rows: Vec<&str> = run
@@ -136,13 +172,25 @@ fn reset_monitoring_on_turin_monitors_every_cpu_and_names_those_without_counters
             .and_then(|(_, r)| r.split_once(')'))
             .map(|(list, _)| list.split("; ").map(|c| c.parse().unwrap()).collect())
             .unwrap();
-        assert_eq!(named, (0..12).map(|k| 103 + 8 * k).collect::<Vec<u32>>(), "{line}");
+        assert_eq!(
+            named,
+            (0..12).map(|k| 103 + 8 * k).collect::<Vec<u32>>(),
+            "{line}"
+        );
         let starved = rows
             .iter()
             .find(|r| r.split_whitespace().next() == Some("103"))
             .unwrap();
-        assert_eq!(starved.split_whitespace().count(), 4, "CORE IPC MISSES LLC only: {starved:?}");
-        assert_eq!(starved.len(), 8 + 5 * 12, "blank MBL and MBR cells: {starved:?}");
+        assert_eq!(
+            starved.split_whitespace().count(),
+            4,
+            "CORE IPC MISSES LLC only: {starved:?}"
+        );
+        assert_eq!(
+            starved.len(),
+            8 + 5 * 12,
+            "blank MBL and MBR cells: {starved:?}"
+        );
         let fed = rows
             .iter()
             .find(|r| r.split_whitespace().next() == Some("102"))
@@ -168,22 +216,55 @@ fn mba40_is_reported_and_programmed_where_the_part_has_it() {
         std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, 0xC84).expect("read 0xC84");
         u64::from_le_bytes(buf)
     };
-    let last_cpu = m.pqos(&["-s"]).ok().stdout.lines().filter(|l| l.contains("    Core ")).count() - 1;
+    let last_cpu = m
+        .pqos(&["-s"])
+        .ok()
+        .stdout
+        .lines()
+        .filter(|l| l.contains("    Core "))
+        .count()
+        - 1;
     let d = m.pqos(&["-D"]).ok();
-    assert!(d.stdout.contains("\n            MBA 4.0 extensions: disabled\n"), "{}", d.stdout);
+    assert!(
+        d.stdout
+            .contains("\n            MBA 4.0 extensions: disabled\n"),
+        "{}",
+        d.stdout
+    );
     let v = m.pqos(&["-d", "-v"]).ok();
-    assert!((v.raw_stdout.clone() + &v.stderr).contains("INFO: Detected MBA version 4.0"), "{}", v.raw_stdout);
+    assert!(
+        (v.raw_stdout.clone() + &v.stderr).contains("INFO: Detected MBA version 4.0"),
+        "{}",
+        v.raw_stdout
+    );
     assert_eq!(mba_cfg(0) & 4, 0);
     let r = m.pqos(&["-R", "mba40-on"]).ok();
-    assert!(r.stdout.contains("Allocation reset successful"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("Allocation reset successful"),
+        "{}",
+        r.stdout
+    );
     assert_eq!(mba_cfg(0) & 4, 4, "socket 0");
-    assert_eq!(mba_cfg(u32::try_from(last_cpu).unwrap()) & 4, 4, "the last socket");
+    assert_eq!(
+        mba_cfg(u32::try_from(last_cpu).unwrap()) & 4,
+        4,
+        "the last socket"
+    );
     let d = m.pqos(&["-D"]).ok();
-    assert!(d.stdout.contains("\n            MBA 4.0 extensions: enabled\n"), "{}", d.stdout);
+    assert!(
+        d.stdout
+            .contains("\n            MBA 4.0 extensions: enabled\n"),
+        "{}",
+        d.stdout
+    );
     m.pqos(&["-R", "mba40-off"]).ok();
     assert_eq!(mba_cfg(0) & 4, 0);
     let d = m.pqos(&["-D"]).ok();
-    assert!(d.stdout.contains("MBA 4.0 extensions: disabled"), "{}", d.stdout);
+    assert!(
+        d.stdout.contains("MBA 4.0 extensions: disabled"),
+        "{}",
+        d.stdout
+    );
 }
 
 /// Where the part has no MBA 4.0 (every built-in model: the Sapphire Rapids dump's
@@ -193,19 +274,34 @@ fn mba40_is_reported_and_programmed_where_the_part_has_it() {
 /// nothing; `mba40-off` and `mba40-any` are accepted.
 #[test]
 fn mba40_is_unsupported_elsewhere_and_refused_on() {
-    for (model, iface) in [("sapphire-rapids", "msr"), ("sapphire-rapids", "os"), ("skylake-sp", "msr")] {
+    for (model, iface) in [
+        ("sapphire-rapids", "msr"),
+        ("sapphire-rapids", "os"),
+        ("skylake-sp", "msr"),
+    ] {
         let sim = Sim::new(model);
         let iface = format!("--iface={iface}");
         let d = sim.pqos(&[&iface, "-D"]).ok();
-        assert!(d.stdout.contains("MBA 4.0 extensions: unsupported"), "{model} {iface}: {}", d.stdout);
+        assert!(
+            d.stdout.contains("MBA 4.0 extensions: unsupported"),
+            "{model} {iface}: {}",
+            d.stdout
+        );
         sim.pqos(&[&iface, "-e", "llc:1=0x3"]).ok();
         let r = sim.pqos(&[&iface, "-R", "mba40-on"]);
         assert_eq!(r.code, 1, "{model} {iface}: {}\n{}", r.stdout, r.stderr);
         let all = r.raw_stdout.clone() + &r.stderr;
-        assert!(all.contains("MBA 4.0 extensions requested but not supported by the platform"), "{all}");
+        assert!(
+            all.contains("MBA 4.0 extensions requested but not supported by the platform"),
+            "{all}"
+        );
         assert!(all.contains("Allocation reset failed!"), "{all}");
         let s = sim.pqos(&[&iface, "-s"]).ok();
-        assert!(s.stdout.contains("L3CA COS1 => MASK 0x3"), "nothing reset: {}", s.stdout);
+        assert!(
+            s.stdout.contains("L3CA COS1 => MASK 0x3"),
+            "nothing reset: {}",
+            s.stdout
+        );
         sim.pqos(&[&iface, "-R", "mba40-off"]).ok();
         sim.pqos(&[&iface, "-R", "mba40-any"]).ok();
     }
@@ -240,17 +336,26 @@ fn top_pids_mode_monitors_the_busiest_processes() {
         .lines()
         .find(|l| l.trim_start().starts_with("PID"))
         .unwrap_or_else(|| panic!("{}", run.stdout));
-    assert!(header.contains("LLC[KB]") && header.contains("MBL[MB/s]"), "{header}");
+    assert!(
+        header.contains("LLC[KB]") && header.contains("MBL[MB/s]"),
+        "{header}"
+    );
     let rows: Vec<&str> = run
         .stdout
         .lines()
         .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
         .collect();
-    let pids: std::collections::BTreeSet<&str> =
-        rows.iter().map(|r| r.split_whitespace().next().unwrap()).collect();
+    let pids: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r.split_whitespace().next().unwrap())
+        .collect();
     assert!(!pids.is_empty() && pids.len() <= 10, "{pids:?}");
     let me = busy.pid().to_string();
-    assert!(pids.contains(me.as_str()), "{me} not in {pids:?}\n{}", run.stdout);
+    assert!(
+        pids.contains(me.as_str()),
+        "{me} not in {pids:?}\n{}",
+        run.stdout
+    );
     // groups are gone afterwards
     assert!(m.mon_groups().is_empty(), "{:?}", m.mon_groups());
 }

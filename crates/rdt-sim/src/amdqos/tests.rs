@@ -441,7 +441,14 @@ fn a_group_beyond_the_free_counters_is_refused_with_the_counts() {
         .start_monitoring(&CpuSet::from_iter([cpu(2)]), MonEvents::MBM_TOTAL)
         .unwrap_err();
     assert!(
-        matches!(err, MsrError::NotEnoughMbmCounters { free: 0, own: 1, .. }),
+        matches!(
+            err,
+            MsrError::NotEnoughMbmCounters {
+                free: 0,
+                own: 1,
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert!(

@@ -114,7 +114,10 @@ fn top_pids_request(
         .top_pids(DELAY, TOP)
         .context("Getting processor usage statistic failed!")?;
     if pids.is_empty() {
-        bail!("top-pids mode: no running process found in {}", proc.root().display());
+        bail!(
+            "top-pids mode: no running process found in {}",
+            proc.root().display()
+        );
     }
     let mut r = req.clone();
     r.top = true;
