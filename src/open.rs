@@ -787,7 +787,11 @@ impl OpenOptions {
         if let Some(v) = &rdt_iface {
             log::info!("RDT_IFACE={v}");
         }
-        if mounted {
+        // pqos's `discover_interface` (lib/cap.c) probes for resctrl, and logs `resctrl
+        // detected`, only when asked to choose (AUTO); an interface named on the command
+        // line goes straight to its backend, whose `os_cap_init` (lib/os_cap.c) logs it once
+        // (`Capabilities::init_lines`).
+        if mounted && self.iface == Iface::Auto {
             log::info!("resctrl detected");
         }
         resolve_iface(
@@ -952,9 +956,9 @@ impl OpenOptions {
             Err(e) => {
                 log::debug!("perf events: {}", error_chain(&e));
                 if let Some(pmu) = self.fallback_pmu.as_ref().and_then(|make| (make.0)()) {
-                    log::info!(
-                        "PMU counters of the platform's own source (OpenOptions::fallback_pmu)"
-                    );
+                    // pqos logs nothing here (its perf probe lines follow); a DEBUG record
+                    // (`-V`) says where IPC and LLC misses come from
+                    log::debug!("no perf events: PMU counters read from the platform itself");
                     return pmu;
                 }
                 if policy == PmuCapsPolicy::Usable {

@@ -78,6 +78,9 @@ pub struct MonitorRequest {
     pub groups: Vec<MonGroupSpec>,
     /// `-p`: process groups after merging (PID mode); never together with `groups`.
     pub pid_groups: Vec<PidGroupSpec>,
+    /// `-p` without a value: pqos's top-pids mode (the busiest processes, chosen when
+    /// monitoring starts: [`rdt_pqos::proc::ProcFs::top_pids`]).
+    pub top_pids: bool,
     /// `--mon-uncore`: socket groups after merging (uncore mode), empty for one group per
     /// socket; `None` without the option. Never together with `groups` or `pid_groups`.
     pub uncore_groups: Option<Vec<SocketGroupSpec>>,
@@ -362,16 +365,23 @@ fn alloc_request(args: &Args) -> AllocRequest {
 fn monitor_request(args: &Args) -> Result<MonitorRequest> {
     let groups = merge_groups(args.mon_core.iter().flat_map(|m| m.0.iter().cloned()))?;
     let mut pids = Vec::new();
+    let mut top_pids = false;
     for p in &args.mon_pid {
         match p {
-            EvtPids::Top => bail!(
-                "-p without EVTPIDS (pqos's top-pids mode) is not implemented; name the \
-                 processes: -p all:PID[,PID...]"
-            ),
+            EvtPids::Top => top_pids = true,
             EvtPids::Groups(g) => pids.extend(g.iter().cloned()),
         }
     }
     let pid_groups = merge_pid_groups(pids)?;
+    if top_pids && !pid_groups.is_empty() {
+        bail!("-p without EVTPIDS (top-pids mode) cannot be combined with -p EVTPIDS");
+    }
+    if top_pids && !groups.is_empty() {
+        bail!(
+            "Monitoring start error, process, core, channel/device tracking can not be done \
+             simultaneously (-m and -p given)"
+        );
+    }
     if !groups.is_empty() && !pid_groups.is_empty() {
         bail!(
             "Monitoring start error, process, core, channel/device tracking can not be done \
@@ -389,7 +399,7 @@ fn monitor_request(args: &Args) -> Result<MonitorRequest> {
         }
         Some(merge_socket_groups(specs)?)
     };
-    if uncore_groups.is_some() && !(groups.is_empty() && pid_groups.is_empty()) {
+    if uncore_groups.is_some() && !(groups.is_empty() && pid_groups.is_empty() && !top_pids) {
         bail!(
             "Monitoring start error, process, core, channel/device tracking can not be done \
              simultaneously (--mon-uncore with {})",
@@ -399,6 +409,7 @@ fn monitor_request(args: &Args) -> Result<MonitorRequest> {
     Ok(MonitorRequest {
         groups,
         pid_groups,
+        top_pids,
         uncore_groups,
         interval: args.mon_interval.map_or(Duration::from_secs(1), |i| i.0),
         duration: match args.mon_time {
@@ -986,17 +997,17 @@ mod tests {
     }
 
     #[test]
-    fn top_pids_mode_says_it_is_not_implemented() {
-        let e = plan(&["-p"]).unwrap_err().to_string();
-        assert!(
-            e.contains("top-pids mode") && e.contains("not implemented"),
-            "{e}"
-        );
-        let e = plan(&["-p", "-t", "1"]).unwrap_err().to_string();
-        assert!(
-            e.contains("top-pids"),
-            "a following option is not -p's value: {e}"
-        );
+    fn top_pids_mode_is_planned_and_alone() {
+        let Command::Monitor(m) = command_os(&["-p"]) else {
+            panic!()
+        };
+        assert!(m.top_pids && m.pid_groups.is_empty());
+        // a following option is not -p's value
+        let Command::Monitor(m) = command_os(&["-p", "-t", "1"]) else {
+            panic!()
+        };
+        assert!(m.top_pids);
+        assert!(plan(&["-p", "-m", "all:0"]).is_err());
     }
 
     #[test]

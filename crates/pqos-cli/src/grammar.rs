@@ -447,7 +447,7 @@ impl FromStr for ResetCfg {
             let lower = t.to_ascii_lowercase();
             let unknown = || {
                 err(format!(
-                    "Unrecognized '{t}' allocation reset option! (expected l3cdp-on|off|any, l2cdp-on|off|any or mbaCtrl-on|off|any)"
+                    "Unrecognized '{t}' allocation reset option! (expected l3cdp-on|off|any, l2cdp-on|off|any, mbaCtrl-on|off|any or mba40-on|off|any)"
                 ))
             };
             let (name, setting) = lower.rsplit_once('-').ok_or_else(unknown)?;
@@ -456,10 +456,12 @@ impl FromStr for ResetCfg {
                 "l3cdp" => cfg.l3_cdp = setting,
                 "l2cdp" => cfg.l2_cdp = setting,
                 "mbactrl" => cfg.mba_ctrl = setting,
-                "l3iordt" | "mba40" if setting == FeatureSetting::Any => {}
-                "l3iordt" | "mba40" => {
+                // pqos/main.c selfn_reset_alloc: `pqos_alloc_config.mba40`
+                "mba40" => cfg.mba40 = setting,
+                "l3iordt" if setting == FeatureSetting::Any => {}
+                "l3iordt" => {
                     return Err(err(format!(
-                        "'{t}': I/O RDT and MBA 4.0 reset options are not supported by this tool"
+                        "'{t}': I/O RDT reset options are not supported by this tool"
                     )));
                 }
                 _ => return Err(unknown()),

@@ -109,6 +109,11 @@ pub struct AllocReset {
     pub l2_cdp: FeatureSetting,
     /// The kernel's MBA software controller (`mba_MBps`); OS interface only.
     pub mba_ctrl: FeatureSetting,
+    /// Intel's MBA 4.0 extensions (pqos `-R mba40-on|off`, `pqos_alloc_config.mba40`):
+    /// IA32_MBA_CFG (0xC84) bit 2 on one CPU per MBA domain (lib/allocation.c
+    /// `hw_alloc_reset_mba40`), where [`Capabilities::mba40`](crate::Capabilities::mba40)
+    /// says the part has them; MSR interface only (pqos's OS interface never reports them).
+    pub mba40: FeatureSetting,
 }
 
 /// What the error of every [`Backend`] offers code that is generic over the trait: the

@@ -405,6 +405,13 @@ pub struct Capabilities {
     pub snc: Option<SncState>,
     /// AMD's BMEC and ABMC ([`crate::mbm::AmdMbmCaps`]); all clear elsewhere.
     pub amd_mbm: crate::mbm::AmdMbmCaps,
+    /// Intel's MBA 4.0 extensions as the MSR interface finds them (pqos v23.11+
+    /// `lib/hw_cap.c` `hw_cap_mba_discover`): `None` when the part has none (CPUID.(7,0):
+    /// EDX\[30\] clear, so no IA32_CORE_CAPABILITIES, or no CPU's IA32_CORE_CAPABILITIES
+    /// (0xCF) bit 10 set) and on the OS interface, which pqos never reports them on;
+    /// `Some(enabled)` from IA32_MBA_CFG (0xC84) bit 2 (pqos keeps the last MBA domain's).
+    /// CPUID alone cannot tell: detection reports `None` and the MSR backend sets it.
+    pub mba40: Option<bool>,
 }
 
 /// Sub-NUMA Clustering (SNC) on an Intel part, as pqos `lib/hw_cap.c`
@@ -658,6 +665,7 @@ impl Capabilities {
             },
             uncore_pcie: false,
             snc: None,
+            mba40: None,
             amd_mbm: crate::mbm::AmdMbmCaps {
                 bmec: false,
                 event_config_mask: 0,
@@ -934,6 +942,19 @@ impl Capabilities {
             if let Some(why) = why {
                 return Err(unsupported("MBA CTRL", Some(why)));
             }
+        }
+        // lib/allocation.c hw_alloc_reset: "MBA 4.0 setting requested but no MBA present!",
+        // "MBA 4.0 extensions requested but not supported by the platform!"
+        if cfg.mba40 != FeatureSetting::Any && !self.mba.is_present() {
+            return Err(unsupported("MBA 4.0 extensions", Some("no MBA present")));
+        }
+        if cfg.mba40 == FeatureSetting::On && self.mba40.is_none() {
+            let why = if interface == crate::Interface::Os {
+                "resctrl has no MBA 4.0 control (pqos reports it on MSR only)"
+            } else {
+                "IA32_CORE_CAPABILITIES bit 10 is clear on every CPU"
+            };
+            return Err(unsupported("MBA 4.0 extensions", Some(why)));
         }
         Ok(())
     }

@@ -159,6 +159,7 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         pmu: pmu(&p, &raw, &vendor),
         uncore_pcie: uncore_pcie(signature, &vendor),
         snc: None,
+        mba40: None,
         amd_mbm: if amd {
             amd_mbm(&p)
         } else {

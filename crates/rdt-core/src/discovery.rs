@@ -4,13 +4,15 @@
 //! - [`cache_sharing_lines`]: one `CACHE: type T, level L, max id sharing this cache N (B bits)`
 //!   per cache CPUID enumerates (pqos `lib/cpuinfo.c`, `detect_apic_cache_masks`: type 1
 //!   data, 2 instruction, 3 unified; N = EAX\[25:14\] + 1 of leaf 04H, or 8000_001DH on AMD;
-//!   B = `ceil(log2(N))`, the bits of the x2APIC id below the cache's id).
+//!   B = [`pqos_sharing_bits`]: `ceil(log2(N))`, except that pqos's `nearest_pow2` returns
+//!   N itself below 2, so a cache of one thread (an SMT-off EPYC's L1 and L2) logs `(1 bits)`).
 //! - [`Capabilities::discovery_lines`]: the outcome per resource (pqos `lib/cap.c`,
 //!   `discover_capabilities`): `Monitoring capability detected`, `L3CA capability detected`
 //!   with its `L3 CAT details:` (CDP supported/on,
 //!   classes usable now, ways, contention mask, cache and way size in bytes, I/O RDT), the
 //!   same for L2, `MBA details: #COS=N, linear, max=M, step=S` (Intel: M = the maximum
-//!   delay, S = 100 − M; AMD: M = 2^width units, S = 1), SMBA likewise, or `... capability
+//!   delay, S = 100 − M; AMD: `non-linear, max=100, step=1` on the OS interface, `non-linear,
+//!   max=0, step=0` on MSR, as pqos derives them), SMBA likewise, or `... capability
 //!   not detected`.
 //! - On the MSR interface of an Intel part, pqos's per-probe lines before each outcome
 //!   (`lib/hw_cap.c`): `CPUID.0x7.0: L3 CAT supported` and `L3 CDP is enabled|disabled`
@@ -53,10 +55,19 @@ pub fn cache_sharing_lines(src: &dyn CpuidSource) -> Vec<String> {
             format!(
                 "CACHE: type {kind}, level {}, max id sharing this cache {sharing} ({} bits)",
                 cp.level(),
-                ceil_log2(sharing)
+                pqos_sharing_bits(sharing)
             )
         })
         .collect()
+}
+
+/// The bits pqos logs for a cache shared by `n` ids: `lib/cpuinfo.c` `nearest_pow2`, which
+/// returns `n` itself when `n < 2` and otherwise the bits of the nearest power of two not
+/// below `n` (`ceil(log2(n))`). So 1 gives 1, as a real pqos prints it for an SMT-off
+/// EPYC's L1 and L2 (`max id sharing this cache 1 (1 bits)`), and 2 gives 1, 16 gives 4.
+#[must_use]
+pub const fn pqos_sharing_bits(n: u32) -> u32 {
+    if n < 2 { n } else { ceil_log2(n) }
 }
 
 fn cat_lines(name: &str, cat: &Feature<CatCaps>, cache: Option<&CacheGeometry>) -> Vec<String> {
@@ -89,23 +100,31 @@ fn cat_lines(name: &str, cat: &Feature<CatCaps>, cache: Option<&CacheGeometry>) 
     lines
 }
 
-fn mba_lines(name: &str, mba: &Feature<MbaCaps>) -> Vec<String> {
+/// `MBA details:` / `SMBA details:` as pqos's `discover_capabilities` (lib/cap.c) logs its
+/// `pqos_cap_mba`: `#COS=N, [non-]linear, max=throttle_max, step=throttle_step`. Intel: the
+/// CPUID delay (`hw_cap_mba_discover`, or `os_cap_mba_discover` from `info/MB`, the same
+/// numbers). AMD on MSR: `amd_cap_mba_discover` / `amd_cap_smba_discover` set
+/// `throttle_max = 0`, `is_linear = 0` and leave the step 0. AMD on the OS interface:
+/// `os_cap_mba_discover` reads `info/MB`: `throttle_max = 100 - min_bandwidth` (AMD's
+/// `min_bandwidth` is 0: the kernel's `rdt_get_mem_config_amd`), `throttle_step =
+/// bandwidth_gran` (1), linear iff `delay_linear` is 1 (it is 0 on AMD).
+fn mba_lines(name: &str, mba: &Feature<MbaCaps>, interface: Interface) -> Vec<String> {
     let Some(m) = mba.get() else {
         return vec![format!("{name} capability not detected")];
     };
-    let (linear, max) = match m.kind {
+    let (linear, max, step) = match m.kind {
         MbaKind::IntelDelay {
             max_delay, linear, ..
-        } => (linear, max_delay),
-        MbaKind::AmdBandwidth { width } => (true, 1u32.checked_shl(width).unwrap_or(u32::MAX)),
+        } => (linear, max_delay, m.granularity()),
+        MbaKind::AmdBandwidth { .. } if interface == Interface::Os => (false, 100, 1),
+        MbaKind::AmdBandwidth { .. } => (false, 0, 0),
     };
     vec![
         format!("{name} capability detected"),
         format!(
-            "{name} details: #COS={}, {}linear, max={max}, step={}",
+            "{name} details: #COS={}, {}linear, max={max}, step={step}",
             m.num_classes,
             if linear { "" } else { "non-" },
-            m.granularity()
         ),
     ]
 }
@@ -171,8 +190,12 @@ impl Capabilities {
         if probes {
             lines.extend(self.mba_probe(alloc));
         }
-        lines.extend(mba_lines("MBA", &self.mba).into_iter().map(info));
-        lines.extend(mba_lines("SMBA", &self.smba).into_iter().map(info));
+        lines.extend(mba_lines("MBA", &self.mba, interface).into_iter().map(info));
+        lines.extend(
+            mba_lines("SMBA", &self.smba, interface)
+                .into_iter()
+                .map(info),
+        );
         lines
     }
 
@@ -342,7 +365,12 @@ impl Capabilities {
                 kind: MbaKind::IntelDelay { per_thread, .. },
                 ..
             }) => {
-                let version = if *per_thread {
+                // lib/hw_cap.c hw_cap_mba_discover (v23.11+): MBA 4.0 first, which also
+                // means per-thread controls
+                let per_thread = &(*per_thread || self.mba40.is_some());
+                let version = if self.mba40.is_some() {
+                    4
+                } else if *per_thread {
                     3
                 } else if *num_classes > 8 {
                     2
@@ -606,5 +634,49 @@ mod tests {
                 "CACHE: type 3, level 3, max id sharing this cache 64 (6 bits)",
             ]
         );
+    }
+
+    /// pqos's `nearest_pow2` (lib/cpuinfo.c) returns a count below 2 as is: a cache of one
+    /// thread logs `(1 bits)` (the SMT-off `milan` model's L1 and L2), 0 bits only for 0.
+    #[test]
+    fn a_cache_of_one_thread_logs_one_bit_as_pqos() {
+        assert_eq!(pqos_sharing_bits(0), 0);
+        assert_eq!(pqos_sharing_bits(1), 1);
+        assert_eq!(pqos_sharing_bits(2), 1);
+        assert_eq!(pqos_sharing_bits(3), 2);
+        assert_eq!(pqos_sharing_bits(16), 4);
+        let r = |eax, ebx, ecx, edx| CpuidRegs { eax, ebx, ecx, edx };
+        let mut c = DumpCpu::new(LogicalCpu::new(0));
+        c.insert(0, 0, r(0xb, 0x756e_6547, 0x6c65_746e, 0x4965_6e69));
+        c.insert(4, 0, r(1 << 5 | 1, 0, 0, 0));
+        c.insert(4, 1, r(0, 0, 0, 0));
+        assert_eq!(
+            cache_sharing_lines(&c),
+            ["CACHE: type 1, level 1, max id sharing this cache 1 (1 bits)"]
+        );
+    }
+
+    /// AMD's MBA and SMBA as pqos logs them: on the OS interface from `info/MB`
+    /// (`non-linear, max=100, step=1`: `100 - min_bandwidth` with AMD's 0, `bandwidth_gran`
+    /// 1, `delay_linear` 0), on MSR from `amd_cap_mba_discover` (`max=0`, `step=0`); never
+    /// the bandwidth width.
+    #[test]
+    fn amd_bandwidth_limits_are_logged_as_pqos_derives_them() {
+        let (caps, _) = crate::fake::fixtures::amd_2ccx();
+        assert!(caps.mba.is_present());
+        let os = lines(&caps, Interface::Os);
+        let msr = lines(&caps, Interface::Msr);
+        let n = caps.mba.get().unwrap().num_classes;
+        assert!(
+            os.contains(&format!(
+                "MBA details: #COS={n}, non-linear, max=100, step=1"
+            )),
+            "{os:#?}"
+        );
+        assert!(
+            msr.contains(&format!("MBA details: #COS={n}, non-linear, max=0, step=0")),
+            "{msr:#?}"
+        );
+        assert!(!os.iter().chain(&msr).any(|l| l.contains("max=2048")));
     }
 }

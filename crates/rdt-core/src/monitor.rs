@@ -91,6 +91,12 @@ impl MonEvents {
         .union(Self::LLC_MISSES)
         .union(Self::IPC);
 
+    /// The memory-bandwidth events: local, total and remote (what an AMD ABMC counter
+    /// counts; occupancy and the PMU need none).
+    pub const MBM: Self = Self::MBM_LOCAL
+        .union(Self::MBM_TOTAL)
+        .union(Self::MBM_REMOTE);
+
     /// The PMU events: IPC, LLC misses and LLC references.
     pub const PMU: Self = Self::IPC
         .union(Self::LLC_MISSES)
@@ -1197,6 +1203,37 @@ impl MonotonicTotal {
     pub const fn last_reading(&self) -> Option<u64> {
         self.last
     }
+}
+
+/// The warning of a monitoring start that had to leave memory bandwidth out of some
+/// groups: on an AMD part in ABMC mode every MBM event of a group needs one of its L3
+/// domain's assignable counters (32 per domain on an EPYC 9005), and a request for more
+/// groups than that (`pqos -r` on a 192-CPU `turin`: 16 CPUs, so 16 groups of two events,
+/// per domain where resctrl's default group holds two) leaves the last groups without. As
+/// pqos monitors such groups anyway (its MBM columns then read 0, intel-cmt-cat issue 311),
+/// the backends start them counting what needs no counter (occupancy, IPC, LLC misses),
+/// their bandwidth columns blank, and log this naming them (`groups`: their CPUs or tasks
+/// as a list each, in start order).
+///
+/// # Examples
+/// ```
+/// let w = rdt_core::monitor::no_mbm_counter_warning(&["103", "111"]);
+/// assert!(w.starts_with("no free MBM counter for 2 monitoring groups (103; 111)"));
+/// ```
+#[must_use]
+pub fn no_mbm_counter_warning<T: std::fmt::Display>(groups: &[T]) -> String {
+    let list = groups
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let n = groups.len();
+    let noun = if n == 1 { "group" } else { "groups" };
+    format!(
+        "no free MBM counter for {n} monitoring {noun} ({list}): their memory bandwidth is \
+         not monitored, their LLC occupancy and PMU events are (the L3 domain's assignable \
+         counters are all assigned; free some or monitor fewer groups there)"
+    )
 }
 
 #[cfg(test)]

@@ -221,6 +221,47 @@ impl Topology {
         sorted_unique(self.cpus.iter().map(|c| c.l2))
     }
 
+    /// Package ids in the order CPUs are numbered: each the first time a CPU of it is met,
+    /// CPU 0 upwards. pqos lists resource ids this way (`lib/utils.c`
+    /// `pqos_cpu_get_sockets`, `pqos_cpu_get_l3cat_ids`, `pqos_cpu_get_mba_ids`,
+    /// `pqos_cpu_get_l2ids`: a walk of its core table, new ids appended) and `pqos -e`
+    /// without `@ids` writes, and prints a line for, each id in that order.
+    #[must_use]
+    pub fn packages_in_cpu_order(&self) -> Vec<u32> {
+        first_seen(self.cpus.iter().map(|c| c.package))
+    }
+
+    /// L3 domain ids in the order CPUs are numbered ([`Self::packages_in_cpu_order`]): on
+    /// an EPYC 9654 whose firmware numbers CCDs 0, 4, 8, 2, ... CPU by CPU, that order
+    /// rather than ascending.
+    ///
+    /// # Examples
+    /// ```
+    /// use rdt_core::{CacheDomain, CpuPlacement, LogicalCpu, Topology};
+    /// let at = |cpu, l3| CpuPlacement {
+    ///     cpu: LogicalCpu::new(cpu),
+    ///     package: 0,
+    ///     core: None,
+    ///     l2: CacheDomain::new(cpu),
+    ///     l3: Some(CacheDomain::new(l3)),
+    ///     node: 0,
+    /// };
+    /// let topo = Topology::from_placements(vec![at(0, 0), at(1, 4), at(2, 2), at(3, 4)]);
+    /// let ids: Vec<u32> = topo.l3_domains_in_cpu_order().iter().map(|d| d.get()).collect();
+    /// assert_eq!(ids, [0, 4, 2]);
+    /// assert_eq!(topo.l3_domains().iter().map(|d| d.get()).collect::<Vec<_>>(), [0, 2, 4]);
+    /// ```
+    #[must_use]
+    pub fn l3_domains_in_cpu_order(&self) -> Vec<CacheDomain> {
+        first_seen(self.cpus.iter().filter_map(|c| c.l3))
+    }
+
+    /// L2 domain ids in the order CPUs are numbered ([`Self::packages_in_cpu_order`]).
+    #[must_use]
+    pub fn l2_domains_in_cpu_order(&self) -> Vec<CacheDomain> {
+        first_seen(self.cpus.iter().map(|c| c.l2))
+    }
+
     /// NUMA node ids, ascending.
     #[must_use]
     pub fn nodes(&self) -> Vec<u32> {
@@ -262,6 +303,12 @@ impl Topology {
     pub fn l3_is_per_package(&self) -> bool {
         self.l3_domains().len() == self.packages().len()
     }
+}
+
+/// Each item the first time it occurs, in order.
+fn first_seen<T: Ord + Copy>(it: impl Iterator<Item = T>) -> Vec<T> {
+    let mut seen = std::collections::BTreeSet::new();
+    it.filter(|x| seen.insert(*x)).collect()
 }
 
 fn sorted_unique<T: Ord>(it: impl Iterator<Item = T>) -> Vec<T> {

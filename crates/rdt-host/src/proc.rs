@@ -182,6 +182,68 @@ impl ProcFs {
         })
     }
 
+    /// One sample of pqos's top-pids mode (`-p` without a value; `pqos/monitor.c`
+    /// `get_proc_pids_stats`): for every process `<root>` lists whose state (`stat` field 3)
+    /// is one of `R`, `S`, `D` (`proc_stat_whitelist`: not zombies or stopped ones), its CPU
+    /// time so far (`utime + stime`, clock ticks) and, when `with_start`, when it started:
+    /// the modification time of `<root>/<pid>` in whole seconds since the epoch, as pqos
+    /// takes it (`get_proc_start_time`). A process that exits meanwhile, or whose `stat`
+    /// does not parse, is left out.
+    ///
+    /// # Errors
+    /// `<root>` cannot be listed.
+    pub fn cpu_sample(&self, with_start: bool) -> io::Result<Vec<CpuSample>> {
+        let mut out = Vec::new();
+        for pid in self.pids()? {
+            let task = TaskId::new(pid);
+            let mut buf = [0u8; STAT_BUFFER];
+            let Ok(n) = crate::file::open_nonblocking(self.dir(task).join("stat"), false)
+                .and_then(|f| f.read_at(&mut buf, 0))
+            else {
+                continue;
+            };
+            let line = &buf[..n];
+            if !stat_state(line).is_some_and(|c| matches!(c, 'R' | 'S' | 'D')) {
+                continue;
+            }
+            let Some(ticks) = stat_cpu_ticks(line) else {
+                continue;
+            };
+            let started = if with_start {
+                let Ok(m) = fs::metadata(self.dir(task)).and_then(|m| m.modified()) else {
+                    continue;
+                };
+                m.duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs())
+            } else {
+                0
+            };
+            out.push(CpuSample {
+                pid: task,
+                ticks,
+                started,
+            });
+        }
+        Ok(out)
+    }
+
+    /// pqos's top-pids selection (`pqos/monitor.c` `selfn_monitor_top_pids`): a
+    /// [`Self::cpu_sample`], `delay` (pqos: 1.2 s, `PID_CPU_TIME_DELAY_USEC`), a second
+    /// sample, then [`top_pids`] of the two with `now` the wall clock in seconds: at most
+    /// `n` (pqos: 10, `TOP_PROC_MAX`) processes, busiest last.
+    ///
+    /// # Errors
+    /// `<root>` cannot be listed.
+    pub fn top_pids(&self, delay: std::time::Duration, n: usize) -> io::Result<Vec<TaskId>> {
+        let first = self.cpu_sample(true)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        std::thread::sleep(delay);
+        let second = self.cpu_sample(false)?;
+        Ok(top_pids(&first, &second, now, n))
+    }
+
     /// The Kubernetes pod and the container `task` runs in, from its cgroup path
     /// (`<root>/<task>/cgroup`, [`cgroup_container_ids`]); both `None` for a task outside
     /// any (a host daemon, a shell). Reads at most 64 KiB through the crate's bounded reader,
@@ -364,6 +426,80 @@ fn stat_fields_from(line: &[u8], first: usize) -> Option<impl Iterator<Item = &s
             .split_ascii_whitespace()
             .skip(first.checked_sub(3)?),
     )
+}
+
+/// Field 3 (`state`: `R` running, `S` sleeping, `D` disk sleep, `Z` zombie, `T` stopped,
+/// ...) of a `/proc/<pid>/stat` line, after the parenthesised command name.
+///
+/// # Examples
+/// ```
+/// use rdt_host::proc::stat_state;
+/// assert_eq!(stat_state(b"42 (a) b) R 1 42"), Some('R'));
+/// assert_eq!(stat_state(b"42 (x)"), None);
+/// ```
+#[must_use]
+pub fn stat_state(line: &[u8]) -> Option<char> {
+    let f = stat_fields_from(line, 3)?.next()?;
+    let mut chars = f.chars();
+    let c = chars.next()?;
+    chars.next().is_none().then_some(c)
+}
+
+/// A process's CPU time at one instant ([`ProcFs::cpu_sample`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuSample {
+    /// The process.
+    pub pid: TaskId,
+    /// `utime + stime`, in clock ticks.
+    pub ticks: u64,
+    /// When it started, seconds since the epoch (0 where not read).
+    pub started: u64,
+}
+
+/// pqos's choice of the busiest processes from two samples (`pqos/monitor.c`
+/// `update_proc_cpu_stat`, `fill_cpu_avg_ratio`, `proc_stats_cmp`, `fill_top_procs`): a
+/// process of `first` counts only if `second` has it with no fewer ticks (a process that
+/// exited, stopped or whose pid was reused is left out; one new in `second` too); it is
+/// ranked by the ticks it used between the samples, ties by its lifetime average (its
+/// ticks at `first` over the seconds from its start to `now`, 0 when it started this
+/// second), then by pid; the top `n` are returned in pqos's order, ascending by that rank
+/// (busiest last), which `pqos -p` then re-sorts by LLC occupancy.
+///
+/// # Examples
+/// ```
+/// use rdt_core::TaskId;
+/// use rdt_host::proc::{CpuSample, top_pids};
+/// let s = |pid, ticks, started| CpuSample { pid: TaskId::new(pid), ticks, started };
+/// let first = [s(1, 100, 0), s(2, 10, 90), s(3, 50, 75), s(4, 7, 0)];
+/// // 1 used 5 ticks, 2 used 40, 3 used 5 (but runs hotter on average), 4 exited
+/// let second = [s(1, 105, 0), s(2, 50, 0), s(3, 55, 0)];
+/// let top: Vec<u32> = top_pids(&first, &second, 100, 2).iter().map(|t| t.get()).collect();
+/// assert_eq!(top, [3, 2]);
+/// ```
+#[must_use]
+pub fn top_pids(first: &[CpuSample], second: &[CpuSample], now: u64, n: usize) -> Vec<TaskId> {
+    let later: std::collections::BTreeMap<TaskId, u64> =
+        second.iter().map(|s| (s.pid, s.ticks)).collect();
+    let mut ranked: Vec<(u64, f64, TaskId)> = first
+        .iter()
+        .filter_map(|s| {
+            let t2 = *later.get(&s.pid)?;
+            let delta = t2.checked_sub(s.ticks)?;
+            let run = now.saturating_sub(s.started);
+            #[allow(clippy::cast_precision_loss)] // ticks and seconds are far below 2^52
+            let avg = if run == 0 {
+                0.0
+            } else {
+                s.ticks as f64 / run as f64
+            };
+            Some((delta, avg, s.pid))
+        })
+        .collect();
+    // descending by (delta, average), then ascending pid, to cut at n
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
+    ranked.truncate(n);
+    ranked.reverse();
+    ranked.into_iter().map(|(_, _, pid)| pid).collect()
 }
 
 /// Field 39 (`processor`: the CPU the thread last ran on) of a `/proc/<pid>/stat` line. The

@@ -136,9 +136,10 @@ pub enum MsrError {
     #[error(
         "out of MBM counters in L3 domain {domain}: the group needs {needed} (one per MBM \
          event), but only {free} of the domain's {per_domain} assignable counters are free \
-         ({} in use by other groups, resctrl's or other runs'); monitor fewer groups or \
-         events there, or free counters (resctrl's mbm_L3_assignments); nothing was started",
-        per_domain.saturating_sub(*free)
+         ({own} held by this run's monitoring groups, {} by resctrl's groups or other \
+         runs'); monitor fewer groups or events there, or free counters (resctrl's \
+         mbm_L3_assignments); nothing was started",
+        per_domain.saturating_sub(*free).saturating_sub(*own)
     )]
     NotEnoughMbmCounters {
         /// The L3 domain id.
@@ -149,6 +150,8 @@ pub enum MsrError {
         free: u32,
         /// The domain's counters (CPUID.(8000_0020H,5):EBX\[15:0\] + 1).
         per_domain: u32,
+        /// Of those not free, the ones this process's monitoring groups hold.
+        own: u32,
     },
     /// A request the platform or the MSR interface cannot carry out (limits, a CPU or
     /// domain that does not exist, an event not counted, CPUs already monitored, no free

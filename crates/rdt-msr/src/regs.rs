@@ -31,6 +31,15 @@ pub const IA32_L2_QOS_CFG: MsrAddr = MsrAddr::new(0xC82);
 pub const IA32_MBA_CFG: MsrAddr = MsrAddr::new(0xC84);
 /// IA32_MBA_CFG bit 0: a core applies the smaller of its threads' delays (clear: the larger).
 pub const MBA_CFG_MIN_DELAY: u64 = 1;
+/// IA32_MBA_CFG bit 2: the MBA 4.0 extensions are enabled (pqos
+/// `PQOS_MSR_MBA_CFG_MBA40_EN`, set and cleared by `hw_alloc_reset_mba40`).
+pub const MBA_CFG_MBA40: u64 = 1 << 2;
+/// IA32_CORE_CAPABILITIES (0xCF, pqos `PQOS_MSR_CORE_CAPABILITIES`): read-only; present where
+/// CPUID.(7,0):EDX\[30\] is set.
+pub const IA32_CORE_CAPABILITIES: MsrAddr = MsrAddr::new(0xCF);
+/// IA32_CORE_CAPABILITIES bit 10: the core supports the MBA 4.0 extensions (pqos
+/// `PQOS_MSR_CORE_CAPABILITIES_MBA40_EN`, `lib/hw_cap.c` `is_mba40_supported`).
+pub const CORE_CAPABILITIES_MBA40: u64 = 1 << 10;
 /// MSR_RMID_SNC_CONFIG (0xCA0, per package; Ice Lake server and later): bit 0 set (the
 /// power-on value) is legacy mode, each RMID counting where it is used; clear is RMID
 /// sharing mode, where Sub-NUMA Clustering divides the RMIDs between the nodes of an L3 and

@@ -458,6 +458,8 @@ impl ResctrlInfo {
             uncore_pcie: false,
             // pqos v25.04 reports SNC on the MSR interface only
             snc: None,
+            // pqos's OS interface never reports MBA 4.0 (lib/os_cap.c leaves `mba40` 0)
+            mba40: None,
             amd_mbm: cpu.map_or_else(Default::default, |c| c.amd_mbm),
         }
     }

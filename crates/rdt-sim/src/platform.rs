@@ -211,6 +211,9 @@ pub struct SimPlatform {
     pub(crate) rdt_boot: crate::quirks::RdtOptions,
     /// MBA_CFG per package ([`crate::sysregs`]; not saved).
     pub(crate) mba_cfg: BTreeMap<u32, u64>,
+    /// The part has Intel's MBA 4.0 extensions: IA32_CORE_CAPABILITIES bit 10 and
+    /// MBA_CFG bit 2 ([`crate::sysregs`], [`SimPlatform::set_mba40`]; not saved).
+    pub(crate) mba40: bool,
     /// MSR_RMID_SNC_CONFIG per package, where written ([`crate::sysregs`]; not saved).
     pub(crate) rmid_snc_config: BTreeMap<u32, u64>,
     /// The uncore CHA monitors per package, one per CHA; empty where the CPU has none
@@ -317,6 +320,7 @@ impl SimPlatform {
             snc: 1,
             rdt_boot: crate::quirks::RdtOptions::default(),
             mba_cfg: BTreeMap::new(),
+            mba40: false,
             rmid_snc_config: BTreeMap::new(),
             uncore: BTreeMap::new(),
             memory: Vec::new(),
@@ -448,6 +452,24 @@ impl SimPlatform {
     #[must_use]
     pub const fn kernel(&self) -> crate::kernel::KernelVersion {
         self.kernel
+    }
+
+    /// Models a part with Intel's MBA 4.0 extensions (pqos v23.11+ `-R mba40-on|off`):
+    /// IA32_CORE_CAPABILITIES (0xCF) reads bit 10 on every CPU and MBA_CFG (0xC84) takes
+    /// bit 2 ([`crate::sysregs`]). No built-in model's part has them (the Sapphire Rapids
+    /// dump's 0xCF is `0x24`: `models/PROVENANCE.md`), so every model starts without; this
+    /// turns them on for a model whose CPUID enumerates IA32_CORE_CAPABILITIES
+    /// (CPUID.(7,0):EDX\[30\]) and Intel MBA, and does nothing elsewhere, as the register
+    /// would not exist there. Returns whether the part now has them. Not saved in the
+    /// state file (as MBA_CFG is not).
+    pub fn set_mba40(&mut self, on: bool) -> bool {
+        self.mba40 = on && self.has_core_capabilities() && self.has_intel_mba();
+        if !self.mba40 {
+            for v in self.mba_cfg.values_mut() {
+                *v &= !crate::sysregs::MBA_CFG_MBA40;
+            }
+        }
+        self.mba40
     }
 
     /// Boots another kernel release: the next resctrl mount shows its files (a mounted

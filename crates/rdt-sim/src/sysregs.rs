@@ -10,8 +10,8 @@
 //! | IA32_APIC_BASE 0x1B | always | `0xFEE0_0000` (the architectural default base) \| bit 11 (APIC global enable) \| bit 10 (x2APIC mode, when CPUID.1:ECX\[21\] enumerates x2APIC: Linux enables it) \| bit 8 (BSP, logical CPU 0 only) | EIO |
 //! | IA32_MISC_ENABLE 0x1A0 | Intel only (AMD: #GP, EIO) | `0x81_0089` (bits 0 fast strings, 3 automatic thermal control, 7 performance monitoring available, 16 Enhanced SpeedStep, 23 xTPR messages disabled) \| bit 18 (MONITOR/MWAIT enable, when CPUID.1:ECX\[3\]): `0x85_0089`, the value Linux hosts on Xeon servers show | EIO |
 //! | IA32_EFER 0xC000_0080 | always | `0xD01`: SCE (0), LME (8), LMA (10), NXE (11), as a 64-bit Linux kernel runs | EIO |
-//! | IA32_CORE_CAPABILITIES 0xCF | Intel, CPUID.(7,0):EDX\[30\] (`sapphire-rapids`) | `0x24`: bit 2 integrity capabilities (In-Field Scan, which Sapphire Rapids has: Linux `ifs` driver) and bit 5 split-lock detection (Linux `split_lock_setup`); no other bit (no MBA 4.0: pqos `detect_mba40` finds none) | EIO (read-only) |
-//! | MBA_CFG 0xC84 | Intel MBA 2.0 and later: linear MBA with more than 8 classes or per-thread controls, CPUID.(10H,3) (`sapphire-rapids`: 15 classes; pqos reads it there, `hw_cap_mba_discover`) | per package, reset 0: bit 0 selects which delay a core applies when its two threads' classes differ, 0 the larger (max), 1 the smaller (min); bit 1 legacy mode (held, no effect) | bits other than 0-1: EIO |
+//! | IA32_CORE_CAPABILITIES 0xCF | Intel, CPUID.(7,0):EDX\[30\] (`sapphire-rapids`) | `0x24`: bit 2 integrity capabilities (In-Field Scan, which Sapphire Rapids has: Linux `ifs` driver) and bit 5 split-lock detection (Linux `split_lock_setup`); bit 10 (MBA 4.0, pqos `is_mba40_supported`) only where [`SimPlatform::set_mba40`] models a part with it (no built-in model's part has it) | EIO (read-only) |
+//! | MBA_CFG 0xC84 | Intel MBA 2.0 and later: linear MBA with more than 8 classes or per-thread controls, CPUID.(10H,3) (`sapphire-rapids`: 15 classes; pqos reads it there, `hw_cap_mba_discover`), or MBA 4.0 | per package, reset 0: bit 0 selects which delay a core applies when its two threads' classes differ, 0 the larger (max), 1 the smaller (min); bit 1 legacy mode (held, no effect); bit 2 MBA 4.0 extensions enabled, with MBA 4.0 (held: the model's throttling does not change) | other bits: EIO |
 //! | MSR_RMID_SNC_CONFIG 0xCA0 | Intel family 6 Ice Lake server and later (models 6AH, 8FH, CFH, ADH, AFH: the kernel's `snc_cpu_ids`; `sapphire-rapids*`) | per package; bit 0 set at power-on (legacy mode), clear on an SNC model (Linux clears it at boot, `arch_mon_domain_online`); while clear and SNC is on, a CPU on node k counts RMID r as r + k × (RMIDs / nodes), while set as r | bits other than 0: EIO |
 //! | IA32_X2APIC_APICID 0x802 | x2APIC mode (CPUID.1:ECX\[21\]; xAPIC mode: #GP, EIO) | the CPU's x2APIC id: CPUID.(1FH or 0BH, 0):EDX of that CPU, else CPUID.8000_001EH:EAX (AMD), else CPUID.1:EBX\[31:24\] | EIO (read-only) |
 //!
@@ -49,6 +49,8 @@ pub(crate) const IA32_CORE_CAPABILITIES: u32 = 0xCF;
 pub(crate) const MBA_CFG: u32 = rdt_msr::regs::IA32_MBA_CFG.get();
 /// MBA_CFG bit 0: the smaller of a core's thread delays applies.
 pub(crate) const MBA_CFG_MIN: u64 = rdt_msr::regs::MBA_CFG_MIN_DELAY;
+/// MBA_CFG bit 2: MBA 4.0 extensions enabled (held; the model throttles as before).
+pub(crate) const MBA_CFG_MBA40: u64 = rdt_msr::regs::MBA_CFG_MBA40;
 /// MSR_RMID_SNC_CONFIG.
 pub(crate) const RMID_SNC_CONFIG: u32 = rdt_msr::regs::MSR_RMID_SNC_CONFIG.get();
 
@@ -87,10 +89,7 @@ impl SimPlatform {
             IA32_MISC_ENABLE if !is_amd(&self.cpuid) => Some(SysReg::MiscEnable),
             IA32_EFER => Some(SysReg::Efer),
             IA32_X2APIC_APICID if has_x2apic(&self.cpuid) => Some(SysReg::X2ApicId),
-            IA32_CORE_CAPABILITIES
-                if !is_amd(&self.cpuid)
-                    && self.cpuid.cpuid(7, 0).is_some_and(|r| r.edx >> 30 & 1 == 1) =>
-            {
+            IA32_CORE_CAPABILITIES if self.has_core_capabilities() => {
                 Some(SysReg::CoreCapabilities)
             }
             MBA_CFG if self.has_mba_cfg() => Some(SysReg::MbaCfg),
@@ -120,7 +119,13 @@ impl SimPlatform {
             }
             SysReg::Efer => 0xD01,
             SysReg::X2ApicId => u64::from(self.x2apic_id(cpu)?),
-            SysReg::CoreCapabilities => 0x24,
+            SysReg::CoreCapabilities => {
+                0x24 | if self.mba40 {
+                    rdt_msr::regs::CORE_CAPABILITIES_MBA40
+                } else {
+                    0
+                }
+            }
             SysReg::MbaCfg => self.mba_cfg_of(i),
             SysReg::RmidSncConfig => self.rmid_snc_config_of(i),
         })
@@ -129,7 +134,7 @@ impl SimPlatform {
     /// WRMSR of a non-RDT register; `false` = #GP (module docs: only MBA_CFG bits 0-1).
     pub(crate) fn write_sys(&mut self, i: usize, reg: SysReg, v: u64) -> bool {
         match reg {
-            SysReg::MbaCfg if v & !0b11 == 0 => {
+            SysReg::MbaCfg if v & !self.mba_cfg_bits() == 0 => {
                 let Some(p) = self.topology.cpus().get(i) else {
                     return false;
                 };
@@ -150,12 +155,31 @@ impl SimPlatform {
     }
 
     /// Whether the model has MBA_CFG (module docs): Intel linear MBA with more than 8
-    /// classes (MBA 2.0) or per-thread controls.
+    /// classes (MBA 2.0) or per-thread controls, or MBA 4.0.
     fn has_mba_cfg(&self) -> bool {
-        self.caps.mba.get().is_some_and(|m| match m.kind {
-            rdt_core::MbaKind::IntelDelay { per_thread, .. } => per_thread || m.num_classes > 8,
-            rdt_core::MbaKind::AmdBandwidth { .. } => false,
-        })
+        self.mba40
+            || self.caps.mba.get().is_some_and(|m| match m.kind {
+                rdt_core::MbaKind::IntelDelay { per_thread, .. } => per_thread || m.num_classes > 8,
+                rdt_core::MbaKind::AmdBandwidth { .. } => false,
+            })
+    }
+
+    /// The MBA_CFG bits a write may set: 0-1, and 2 with MBA 4.0.
+    const fn mba_cfg_bits(&self) -> u64 {
+        if self.mba40 { 0b111 } else { 0b11 }
+    }
+
+    /// Intel, CPUID.(7,0):EDX\[30\]: the CPU has IA32_CORE_CAPABILITIES.
+    pub(crate) fn has_core_capabilities(&self) -> bool {
+        !is_amd(&self.cpuid) && self.cpuid.cpuid(7, 0).is_some_and(|r| r.edx >> 30 & 1 == 1)
+    }
+
+    /// Intel's delay-based MBA.
+    pub(crate) fn has_intel_mba(&self) -> bool {
+        matches!(
+            self.caps.mba.get().map(|m| m.kind),
+            Some(rdt_core::MbaKind::IntelDelay { .. })
+        )
     }
 
     /// Whether the model has MSR_RMID_SNC_CONFIG (module docs).

@@ -332,7 +332,9 @@ fn unsupported(def: &ClassDef, what: &str, present: bool) -> anyhow::Error {
 /// The (user id, cache domain) pairs of an L3 or MBA item (`@IDS` or every domain).
 fn domain_ids(l3: &L3Domains, def: &ClassDef, what: &str) -> Result<Vec<(u32, CacheDomain)>> {
     match &def.ids {
-        None => Ok(l3.list.clone()),
+        // pqos/alloc.c: every id of `pqos_cpu_get_l3cat_ids` / `pqos_cpu_get_mba_ids`, in
+        // its order (CPU enumeration, not ascending)
+        None => Ok(l3.cpu_order.clone()),
         Some(ids) => ids
             .iter()
             .map(|&id| {
@@ -363,7 +365,8 @@ fn cat_targets(
             .map(|(id, d)| (id, d, l3.alloc_label(id)))
             .collect());
     }
-    let l2 = topo.l2_domains();
+    // pqos/alloc.c: `pqos_cpu_get_l2ids`'s order (CPU enumeration)
+    let l2 = topo.l2_domains_in_cpu_order();
     let pick: Vec<CacheDomain> = match &def.ids {
         None => l2.clone(),
         Some(ids) => ids

@@ -222,9 +222,9 @@ pub fn print_capabilities(
     }
     if let Some(m) = mba {
         let classes = os_classes.unwrap_or(m.num_classes);
-        let title = "Memory Bandwidth Allocation (MBA)";
+        let (title, mba40) = ("Memory Bandwidth Allocation (MBA)", mba40_state(caps.mba40));
         let numbers = pqos_mba_numbers(m, iface);
-        print_mba(out, title, numbers, classes, mba_ctrl, verbose, true)?;
+        print_mba(out, title, numbers, classes, mba_ctrl, verbose, Some(mba40))?;
     }
     if let Some(m) = smba {
         let classes = os_classes.unwrap_or(m.num_classes);
@@ -232,7 +232,7 @@ pub fn print_capabilities(
         let ctrl = (iface == Interface::Os).then_some(MbaCtrl::Unsupported);
         let title = "Slow Memory Bandwidth Allocation (SMBA)";
         let numbers = pqos_mba_numbers(m, iface);
-        print_mba(out, title, numbers, classes, ctrl, verbose, false)?;
+        print_mba(out, title, numbers, classes, ctrl, verbose, None)?;
     }
     if verbose {
         line(out, 0, "Cache information")?;
@@ -560,6 +560,16 @@ const fn pqos_mba_numbers(m: &MbaCaps, iface: Interface) -> (u32, u32, bool) {
     }
 }
 
+/// pqos/cap.c cap_print_features_mba's MBA 4.0 word: `unsupported` unless `mba40`, then
+/// `enabled`/`disabled` from `mba40_on` ([`Capabilities::mba40`]).
+const fn mba40_state(mba40: Option<bool>) -> &'static str {
+    match mba40 {
+        None => "unsupported",
+        Some(true) => "enabled",
+        Some(false) => "disabled",
+    }
+}
+
 fn print_mba(
     out: &mut dyn Write,
     title: &str,
@@ -567,7 +577,9 @@ fn print_mba(
     classes: u32,
     ctrl: Option<MbaCtrl>,
     verbose: bool,
-    mba40: bool,
+    // MBA's `MBA 4.0 extensions:` state ([`mba40_state`]); `None` for SMBA, which has no
+    // such line here
+    mba40: Option<&str>,
 ) -> Result<()> {
     line(out, 8, title)?;
     line(out, 12, &format!("Num COS: {classes}"))?;
@@ -582,8 +594,8 @@ fn print_mba(
             12,
             &format!("Type: {}", if linear { "linear" } else { "nonlinear" }),
         )?;
-        if mba40 {
-            line(out, 12, "MBA 4.0 extensions: unsupported")?;
+        if let Some(state) = mba40 {
+            line(out, 12, &format!("MBA 4.0 extensions: {state}"))?;
         }
     }
     Ok(())

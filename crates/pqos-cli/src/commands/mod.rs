@@ -184,45 +184,45 @@ pub struct L3Domains {
     pub kind: LabelKind,
     /// (user-visible id, cache domain), by id.
     pub list: Vec<(u32, CacheDomain)>,
+    /// The same pairs in the order pqos enumerates them: each id the first time a CPU of
+    /// it is met, CPU 0 upwards ([`Topology::l3_domains_in_cpu_order`]); `-e` without
+    /// `@ids` writes and prints in this order.
+    pub cpu_order: Vec<(u32, CacheDomain)>,
 }
 
 impl L3Domains {
     /// Builds the list from the topology.
     #[must_use]
     pub fn new(caps: &Capabilities, topo: &Topology) -> Self {
-        if caps.vendor.is_amd_like() {
+        let (kind, cpu_order): (LabelKind, Vec<(u32, CacheDomain)>) = if caps.vendor.is_amd_like() {
+            let l3 = topo.l3_domains_in_cpu_order();
+            (
+                LabelKind::CoreComplex,
+                l3.into_iter().map(|d| (d.get(), d)).collect(),
+            )
+        } else if topo.l3_is_per_package() {
             let list = topo
-                .l3_domains()
-                .into_iter()
-                .map(|d| (d.get(), d))
-                .collect();
-            return Self {
-                kind: LabelKind::CoreComplex,
-                list,
-            };
-        }
-        if topo.l3_is_per_package() {
-            let list = topo
-                .packages()
+                .packages_in_cpu_order()
                 .into_iter()
                 .filter_map(|p| {
                     let cpu = topo.cpus_in_package(p).first()?;
                     Some((p, topo.get(cpu)?.l3?))
                 })
                 .collect();
-            return Self {
-                kind: LabelKind::Socket,
-                list,
-            };
-        }
-        let list = topo
-            .l3_domains()
-            .into_iter()
-            .map(|d| (d.get(), d))
-            .collect();
+            (LabelKind::Socket, list)
+        } else {
+            let l3 = topo.l3_domains_in_cpu_order();
+            (
+                LabelKind::DomainId,
+                l3.into_iter().map(|d| (d.get(), d)).collect(),
+            )
+        };
+        let mut list = cpu_order.clone();
+        list.sort_unstable_by_key(|(id, _)| *id);
         Self {
-            kind: LabelKind::DomainId,
+            kind,
             list,
+            cpu_order,
         }
     }
 

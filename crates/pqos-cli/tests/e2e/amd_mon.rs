@@ -62,8 +62,11 @@ fn turin_msr_every_per_core_group_reads_bandwidth_through_abmc() {
 }
 
 /// Task groups count in every L3 domain: 16 of them need 32 counters per domain, where the
-/// root holds 2 of the 32. The start is refused before any group is made, naming the 16th
-/// group, the counters needed and free, and the holders.
+/// root holds 2 of the 32. Groups asking for bandwidth only (`mbl:` and `mbt:` without the
+/// PMU events pqos adds) cannot do without: the
+/// start is refused before any group is made, naming the 16th group, the counters needed
+/// and free, and the holders. With `all:` the 16th group is monitored without bandwidth, as
+/// pqos monitors it, and a warning names it.
 #[test]
 fn turin_more_groups_than_counters_is_a_clear_error_and_leaves_no_group() {
     let sim = Sim::new("turin");
@@ -73,7 +76,14 @@ fn turin_more_groups_than_counters_is_a_clear_error_and_leaves_no_group() {
         .map(|s| s.pid().to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let run = sim.monitor(&["-I", "-p", &format!("all:{pids}"), "-t", "1"]);
+    let only_mbl = ["--disable-mon-ipc", "--disable-mon-llc_miss"];
+    let run = sim.monitor(
+        &[
+            &["-I", "-p", &format!("mbl:{pids};mbt:{pids}"), "-t", "1"][..],
+            &only_mbl[..],
+        ]
+        .concat(),
+    );
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     let last = pids.rsplit(',').next().expect("pids");
     for part in [
@@ -91,8 +101,31 @@ fn turin_more_groups_than_counters_is_a_clear_error_and_leaves_no_group() {
     );
     // 15 fit.
     let fifteen = pids.rsplit_once(',').expect("pids").0;
-    sim.monitor(&["-I", "-p", &format!("all:{fifteen}"), "-t", "1"])
+    sim.monitor(
+        &[
+            &[
+                "-I",
+                "-p",
+                &format!("mbl:{fifteen};mbt:{fifteen}"),
+                "-t",
+                "1",
+            ][..],
+            &only_mbl[..],
+        ]
+        .concat(),
+    )
+    .ok();
+    // all 16 with `all`: the last one without bandwidth, named
+    let run = sim
+        .monitor(&["-I", "-p", &format!("all:{pids}"), "-t", "1"])
         .ok();
+    let log = run.raw_stdout.clone() + &run.stderr;
+    assert!(
+        log.contains(&format!(
+            "no free MBM counter for 1 monitoring group ({last})"
+        )),
+        "{log}"
+    );
 }
 
 /// `--mbm-config` sets BMEC's `mbm_*_bytes_config` (genoa) or ABMC's `event_filter`

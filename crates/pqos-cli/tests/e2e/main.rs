@@ -72,6 +72,10 @@ mod goresctrl;
 // back to COS0), every value form re-applied writes nothing, on both interfaces.
 mod converge;
 
+// Issue 34: pqos's AMD -v lines, -e's CCX order, -R's AMD value, -r on turin's counters,
+// MBA 4.0 and top-pids mode.
+mod pqos_compat4;
+
 // What pqos says is what happened: no success line for a change the `--sim` state did not
 // keep, an error keeps its errno's kind, a read-only user reads a shared state, and names
 // reach the terminal escaped.

@@ -140,6 +140,7 @@ impl AllocState {
             l3_cdp: setting(self.l3_cdp),
             l2_cdp: setting(self.l2_cdp),
             mba_ctrl: setting(self.mba_ctrl),
+            mba40: FeatureSetting::Any,
         })
     }
 

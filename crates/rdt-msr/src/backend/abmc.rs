@@ -124,6 +124,19 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         Ok((free, n))
     }
 
+    /// The counters of L3 domain `domain` this process's monitoring groups hold (for
+    /// [`MsrError::NotEnoughMbmCounters`], which tells them from resctrl's and other runs').
+    fn own_counters(&self, domain: rdt_core::CacheDomain) -> u32 {
+        let n: usize = self
+            .groups
+            .iter()
+            .flat_map(|g| &g.contexts)
+            .filter(|c| c.domain == domain)
+            .map(|c| c.counters.len())
+            .sum();
+        u32::try_from(n).unwrap_or(u32::MAX)
+    }
+
     /// On an ABMC part: assigns each context a counter per MBM event of `events`, after
     /// checking every domain has enough free ones (nothing but counter selections is
     /// written before that); enables ABMC where it is off. A failed write unassigns what was
@@ -154,6 +167,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                     needed: u32::try_from(mbm.len()).unwrap_or(u32::MAX),
                     free,
                     per_domain,
+                    own: self.own_counters(ctx.domain),
                 });
             }
             plan.push(free);

@@ -56,10 +56,13 @@ const fn mask_registers(cat: &CatCaps) -> u32 {
     }
 }
 
-/// `2^width` AMD bandwidth units: unlimited.
-fn amd_unlimited(width: u32) -> u32 {
-    1u32.checked_shl(width).unwrap_or(u32::MAX)
-}
+/// The value pqos's reset writes to every AMD MBA and SMBA class register: `0x800`
+/// (`PQOS_MBA_MAX_AMD`, lib/cpu_registers.h, the AMD `cpuinfo_config`'s `mba_default_val`
+/// that lib/allocation.c `hw_alloc_reset` writes for both), whatever the part's bandwidth
+/// width. That is the "unlimited" bit of an 11-bit part (Milan, Genoa); on a part whose
+/// width is 12 (the `turin` model: 2^12 = 4096) it is a limit of 2048 units (256 GB/s),
+/// which pqos leaves there too.
+const AMD_RESET_UNITS: u64 = 0x800;
 
 /// The first AMD bandwidth-limit register of `resource` (one per class, 1/8 GB/s units):
 /// `MSR_IA32_MBA_BW_BASE` 0xC000_0200 for MBA, `MSR_IA32_SMBA_BW_BASE` 0xC000_0280 for
@@ -73,6 +76,60 @@ const fn amd_bw_base(resource: MbaResource) -> MsrAddr {
 }
 
 impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
+    /// MBA 4.0 as pqos v23.11+ finds it (`lib/hw_cap.c` `detect_mba40`,
+    /// `hw_cap_mba_discover`), for [`Capabilities::mba40`](rdt_core::Capabilities::mba40):
+    /// on an Intel part with MBA, IA32_CORE_CAPABILITIES (0xCF) bit 10 of a CPU of each MBA
+    /// domain (pqos reads every CPU of each; the parts are uniform, so the first of each
+    /// domain is read here, which finds the same), a register the CPU lacks (EIO, where
+    /// CPUID.(7,0):EDX\[30\] is clear) counting as no; then IA32_MBA_CFG (0xC84) bit 2 of one
+    /// CPU per domain, the last domain's kept as pqos keeps it. `None` elsewhere.
+    pub(super) fn read_mba40(&mut self) -> Option<bool> {
+        if !matches!(
+            self.caps.mba.get().map(|m| m.kind),
+            Some(MbaKind::IntelDelay { .. })
+        ) {
+            return None;
+        }
+        let cpus: Vec<LogicalCpu> = self.l3.iter().map(|d| d.cpu).collect();
+        let supported = cpus.iter().any(|&cpu| {
+            self.io
+                .read(cpu, regs::IA32_CORE_CAPABILITIES)
+                .is_ok_and(|v| v & regs::CORE_CAPABILITIES_MBA40 != 0)
+        });
+        if !supported {
+            return None;
+        }
+        let mut on = false;
+        for &cpu in &cpus {
+            on = self
+                .io
+                .read(cpu, regs::IA32_MBA_CFG)
+                .is_ok_and(|v| v & regs::MBA_CFG_MBA40 != 0);
+        }
+        Some(on)
+    }
+
+    /// `-R mba40-on|off` (lib/allocation.c `hw_alloc_reset_mba40`): IA32_MBA_CFG bit 2 set
+    /// or cleared, read-modify-write, on one CPU per MBA domain, where the extensions are
+    /// not already so ([`Capabilities::mba40`](rdt_core::Capabilities::mba40)).
+    fn set_mba40(&mut self, on: bool) -> Result<(), MsrError> {
+        if self.caps.mba40 == Some(on) || self.caps.mba40.is_none() {
+            return Ok(());
+        }
+        let cpus: Vec<LogicalCpu> = self.l3.iter().map(|d| d.cpu).collect();
+        for cpu in cpus {
+            let v = self.io.read(cpu, regs::IA32_MBA_CFG)?;
+            let new = if on {
+                v | regs::MBA_CFG_MBA40
+            } else {
+                v & !regs::MBA_CFG_MBA40
+            };
+            self.io.write(cpu, regs::IA32_MBA_CFG, new)?;
+        }
+        self.caps.mba40 = Some(on);
+        Ok(())
+    }
+
     /// Reads the CDP enable bit of `resource` in every domain into the capabilities and
     /// the split state. CDP on in some domains and off in others (a reset killed half-way)
     /// still opens: reads follow each domain's layout, mask writes are refused, and a reset
@@ -450,7 +507,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
 
     /// pqos `alloc_reset`: every L3 and L2 mask register in use (two per class with CDP on)
     /// := all ways in every domain; every MBA class := no limit (Intel delay 0, AMD
-    /// 2^width; AMD SMBA likewise); every CPU -> COS 0, RMIDs kept; then IA32_L3_QOS_CFG /
+    /// pqos's `0x800`, [`AMD_RESET_UNITS`]; AMD SMBA likewise); every CPU -> COS 0, RMIDs kept; then IA32_L3_QOS_CFG /
     /// IA32_L2_QOS_CFG bit 0 set or cleared on one CPU per domain as `cfg` asks, and if that
     /// changed CDP, the masks are set to all ways again for the new layout. Last, the record
     /// of named classes (`msr-classes`) is cut down to the names this process read from it
@@ -473,6 +530,20 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         }
         let l3_cdp = self.cdp_target(CatResource::L3, cfg.l3_cdp)?;
         let l2_cdp = self.cdp_target(CatResource::L2, cfg.l2_cdp)?;
+        if cfg.mba40 != FeatureSetting::Any && !self.caps.mba.is_present() {
+            return Err(RequestError::Unsupported(
+                "MBA 4.0 setting requested but no MBA present!".into(),
+            )
+            .into());
+        }
+        if cfg.mba40 == FeatureSetting::On && self.caps.mba40.is_none() {
+            return Err(RequestError::Unsupported(
+                "MBA 4.0 extensions requested but not supported by the platform! \
+                 (IA32_CORE_CAPABILITIES bit 10 clear on every CPU)"
+                    .into(),
+            )
+            .into());
+        }
 
         self.reset_masks(CatResource::L3)?;
         self.reset_masks(CatResource::L2)?;
@@ -484,9 +555,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             let (base, value) = match (mba.kind, resource) {
                 (MbaKind::IntelDelay { .. }, MbaResource::Mba) => (IA32_MBA_THRTL_0, 0), // delay 0: no throttling
                 (MbaKind::IntelDelay { .. }, MbaResource::Smba) => continue, // SMBA is AMD only
-                (MbaKind::AmdBandwidth { width }, r) => {
-                    (amd_bw_base(r), u64::from(amd_unlimited(width)))
-                }
+                (MbaKind::AmdBandwidth { .. }, r) => (amd_bw_base(r), AMD_RESET_UNITS),
             };
             for &cpu in &mba_cpus {
                 for i in 0..mba.num_classes {
@@ -508,6 +577,12 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             {
                 self.reset_masks(resource)?;
             }
+        }
+        // last, as pqos's hw_alloc_reset toggles the extensions after CDP
+        match cfg.mba40 {
+            FeatureSetting::On => self.set_mba40(true)?,
+            FeatureSetting::Off => self.set_mba40(false)?,
+            FeatureSetting::Any => {}
         }
         // The record keeps only the names this process took from it, which the reset's
         // plan gives up next (Step::Release): a line it left out (a second name of one

@@ -108,7 +108,7 @@ fn domains(ids: Vec<CacheDomain>, cpus_of: impl Fn(CacheDomain) -> CpuSet) -> Ve
 /// #     monitoring: Feature::Unsupported, l3_cat: Feature::Supported(cat),
 /// #     l2_cat: Feature::Unsupported, mba: Feature::Unsupported, smba: Feature::Unsupported,
 /// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default(), uncore_pcie: false,
-/// #     snc: None, amd_mbm: Default::default() };
+/// #     snc: None, mba40: None, amd_mbm: Default::default() };
 /// # let topology = Topology::from_placements((0..4).map(|c| CpuPlacement {
 /// #     cpu: LogicalCpu::new(c), package: 0, core: Some(c), l2: CacheDomain::new(c),
 /// #     l3: Some(CacheDomain::new(0)), node: 0 }).collect());
@@ -244,6 +244,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         for resource in [CatResource::L3, CatResource::L2] {
             this.read_cdp(resource)?;
         }
+        this.caps.mba40 = this.read_mba40();
         if this.snc > 1 {
             // RMID sharing mode unless the register says legacy (bit 0); a CPU without the
             // register (EIO) is taken to be in the mode Linux sets
@@ -481,14 +482,33 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
         &mut self,
         groups: &[(CpuSet, MonEvents)],
     ) -> Result<Vec<MonGroupId>, GroupStartError<MsrError>> {
-        start_one_by_one(
+        let mut degraded: Vec<CpuSet> = Vec::new();
+        let started = start_one_by_one(
             self,
             groups.len(),
-            |b, i| b.start_locked(&groups[i].0, groups[i].1),
+            |b, i| {
+                let (cpus, events) = (&groups[i].0, groups[i].1);
+                match b.start_locked(cpus, events) {
+                    // pqos monitors every group it is asked for: one whose L3 domain has no
+                    // free ABMC counter left counts what needs none (occupancy, the PMU)
+                    Err(MsrError::NotEnoughMbmCounters { .. })
+                        if !events.difference(MonEvents::MBM).is_empty() =>
+                    {
+                        let id = b.start_locked(cpus, events.difference(MonEvents::MBM))?;
+                        degraded.push(cpus.clone());
+                        Ok(id)
+                    }
+                    r => r,
+                }
+            },
             |b, id| {
                 let _ = b.stop_monitoring(id);
             },
-        )
+        )?;
+        if !degraded.is_empty() {
+            log::warn!("{}", rdt_core::monitor::no_mbm_counter_warning(&degraded));
+        }
+        Ok(started)
     }
 
     fn poll(&mut self) -> Result<(), MsrError> {

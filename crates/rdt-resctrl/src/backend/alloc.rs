@@ -669,6 +669,24 @@ impl<P: PmuSource> ResctrlBackend<P> {
 
     /// [`BackendExt::reset_allocation`] on resctrl.
     pub(super) fn reset_alloc(&mut self, cfg: AllocReset) -> Result<(), ResctrlError> {
+        // pqos's OS interface never reports MBA 4.0 (lib/os_cap.c leaves `mba40` 0), so its
+        // reset refuses `mba40-on` and has nothing to do for `mba40-off` (lib/os_allocation.c
+        // as lib/allocation.c: "MBA 4.0 extensions requested but not supported by the
+        // platform!", or without MBA "MBA 4.0 setting requested but no MBA present!")
+        if cfg.mba40 != FeatureSetting::Any && !self.caps.mba.is_present() {
+            return Err(RequestError::Unsupported(
+                "MBA 4.0 setting requested but no MBA present!".into(),
+            )
+            .into());
+        }
+        if cfg.mba40 == FeatureSetting::On {
+            return Err(RequestError::Unsupported(
+                "MBA 4.0 extensions requested but not supported by the platform! (resctrl \
+                 has no MBA 4.0 control; the MSR interface programs IA32_MBA_CFG)"
+                    .into(),
+            )
+            .into());
+        }
         let want = self.wanted_options(cfg)?;
         let have = self.mount_options();
         if (want.cdp, want.cdpl2, want.mba_mbps) != (have.cdp, have.cdpl2, have.mba_mbps) {

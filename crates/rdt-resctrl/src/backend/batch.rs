@@ -14,7 +14,8 @@
 //! 3. counts the RMIDs the batch needs (one per directory) against those free
 //!    ([`rdt_core::Capabilities::resctrl_mon_groups`] less every group listed), and in
 //!    ABMC's `mbm_event` mode the counters it needs per L3 domain against
-//!    `available_mbm_cntrs` ([`ResctrlBackend::check_counter_budget`]);
+//!    `available_mbm_cntrs` ([`ResctrlBackend::check_counter_budget`]), groups beyond them
+//!    starting without their MBM events (`fit_counters`);
 //! 4. picks every name in one pass and makes the directories; when one fails, every
 //!    directory the batch made is removed again: all or none;
 //! 5. still under the lock, reads each new group's MBM counter files once, through the
@@ -164,6 +165,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             .map_err(|e| fail(i, e))?;
         }
         let used = ctrl.len() + mon.len();
+        let degraded = self.fit_counters(&mut plans).map_err(|(i, e)| fail(i, e))?;
         let made = self
             .make_dirs(&plans, used, &names(&mon), |b, _, name, plan, counters| {
                 b.make_cpu_dirs(name, plan, counters)
@@ -171,6 +173,9 @@ impl<P: PmuSource> ResctrlBackend<P> {
             .map_err(|(i, e)| fail(i, e))?;
         let ids = self.register(plans, made); // reads each new counter once, under the lock
         drop(guard);
+        if !degraded.is_empty() {
+            log::warn!("{}", rdt_core::monitor::no_mbm_counter_warning(&degraded));
+        }
         Ok(ids)
     }
 
@@ -211,6 +216,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             Self::place(plan, &ctrl_of, &mon_of, |_| all.clone()).map_err(|e| fail(i, e))?;
         }
         let used = ctrl.len() + mon.len();
+        let degraded = self.fit_counters(&mut plans).map_err(|(i, e)| fail(i, e))?;
         let made = self
             .make_dirs(&plans, used, &names(&mon), |b, i, name, plan, counters| {
                 b.make_task_dirs(name, plan, counters, groups[i].0[0])
@@ -218,6 +224,9 @@ impl<P: PmuSource> ResctrlBackend<P> {
             .map_err(|(i, e)| fail(i, e))?;
         let ids = self.register(plans, made); // reads each new counter once, under the lock
         drop(guard);
+        if !degraded.is_empty() {
+            log::warn!("{}", rdt_core::monitor::no_mbm_counter_warning(&degraded));
+        }
         Ok(ids)
     }
 
@@ -333,6 +342,52 @@ impl<P: PmuSource> ResctrlBackend<P> {
             })
             .collect();
         Ok(())
+    }
+
+    /// Step 3 in ABMC's `mbm_event` mode, before anything is made: the groups, in request
+    /// order, take the free counters of their L3 domains as the kernel would hand them out;
+    /// a group whose MBM events no longer fit loses them and counts what needs no counter
+    /// (occupancy, the PMU), as pqos monitors every group it is asked for (its MBM columns
+    /// then read 0: intel-cmt-cat issue 311). Returns those groups' members (`3`,
+    /// `0,1,2,3`), for [`rdt_core::monitor::no_mbm_counter_warning`].
+    ///
+    /// # Errors
+    /// [`ResctrlError::NotEnoughMbmCounters`] for a group asking for nothing but memory
+    /// bandwidth (`-m mbl:3`), which cannot do without; a read error.
+    fn fit_counters<M: Member>(
+        &self,
+        plans: &mut [Plan<M>],
+    ) -> Result<Vec<String>, (usize, ResctrlError)> {
+        let mut degraded = Vec::new();
+        if !self.needs_counters().map_err(|e| (0, e))? {
+            return Ok(degraded);
+        }
+        loop {
+            let needs: Vec<Need<'_>> = plans
+                .iter()
+                .map(|p| {
+                    let doms = p.dirs.iter().map(|d| d.domains.as_slice()).collect();
+                    (p.evs.as_slice(), doms)
+                })
+                .collect();
+            let Err((i, e)) = self.check_counter_budget(&needs) else {
+                return Ok(degraded);
+            };
+            let plan = &mut plans[i];
+            let rest = plan.events.difference(MonEvents::MBM);
+            if rest.is_empty() || !plan.evs.iter().any(|e| *e != RmidEvent::LlcOccupancy) {
+                return Err((i, e));
+            }
+            plan.events = rest;
+            plan.evs.retain(|e| *e == RmidEvent::LlcOccupancy);
+            degraded.push(
+                plan.members
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
+        }
     }
 
     /// Steps 3 and 4, under the exclusive lock: the RMID and ABMC counter budgets, then

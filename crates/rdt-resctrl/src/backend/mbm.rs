@@ -11,7 +11,10 @@
 //! CPUs (every domain for tasks), the others given back, through the group's
 //! `mbm_L3_assignments` (`fs/resctrl/monitor.c` `mbm_L3_assignments_write`: lines
 //! `EVENT:ID=e;ID=_`). Before a batch of groups is made, the counters it needs per domain
-//! are counted against `available_mbm_cntrs`, and the start is refused with
+//! are counted against `available_mbm_cntrs`: the groups take them in request order, and a
+//! group beyond them starts without its MBM events (occupancy and the PMU only, logged as
+//! a warning naming it: `pqos -r` on the 192-CPU `turin` monitors every CPU, as pqos does),
+//! or, asking for nothing but bandwidth, is refused with
 //! [`ResctrlError::NotEnoughMbmCounters`] (needed, free, the groups holding that domain's
 //! counters) with nothing made; when an assignment is refused all the same (another tool
 //! took counters meanwhile) the start fails with [`ResctrlError::OutOfMbmCounters`] and the

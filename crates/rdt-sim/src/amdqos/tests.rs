@@ -414,14 +414,16 @@ fn a_group_beyond_the_free_counters_is_refused_with_the_counts() {
                 domain: 0,
                 needed: 2,
                 free: 1,
-                per_domain: 32
+                per_domain: 32,
+                own: 0,
             }
         ),
         "{err:?}"
     );
     let msg = err.to_string();
     assert!(
-        msg.contains("only 1 of the domain's 32") && msg.contains("31 in use"),
+        msg.contains("only 1 of the domain's 32")
+            && msg.contains("0 held by this run's monitoring groups, 31 by resctrl's groups"),
         "{msg}"
     );
     {
@@ -434,6 +436,26 @@ fn a_group_beyond_the_free_counters_is_refused_with_the_counts() {
     let g = b
         .start_monitoring(&CpuSet::from_iter([cpu(1)]), MonEvents::MBM_TOTAL)
         .unwrap();
+    // now this run's group holds one: the next refusal counts it apart from resctrl's 31
+    let err = b
+        .start_monitoring(&CpuSet::from_iter([cpu(2)]), MonEvents::MBM_TOTAL)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MsrError::NotEnoughMbmCounters {
+                free: 0,
+                own: 1,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("1 held by this run's monitoring groups, 31 by resctrl's groups"),
+        "{err}"
+    );
     b.poll().unwrap();
     sim.lock().advance(Duration::from_secs(1));
     b.poll().unwrap();

@@ -95,6 +95,44 @@ struct Started<'a> {
     threads: Option<GroupThreads>,
 }
 
+/// pqos's top-pids mode (`-p` without a value; `pqos/monitor.c` `selfn_monitor_top_pids`):
+/// prints `Monitoring top-pids enabled`, lets the library choose the 10 busiest processes
+/// over 1.2 s ([`rdt_pqos::proc::ProcFs::top_pids`]) and monitors each as a group of its own
+/// with every event (`PQOS_MON_EVENT_ALL`), rows sorted by LLC occupancy (`-T`).
+fn top_pids_request(
+    req: &MonitorRequest,
+    proc: &rdt_pqos::proc::ProcFs,
+    out: &mut dyn Write,
+) -> Result<MonitorRequest> {
+    /// `PID_CPU_TIME_DELAY_USEC`.
+    const DELAY: std::time::Duration = std::time::Duration::from_millis(1200);
+    /// `TOP_PROC_MAX`.
+    const TOP: usize = 10;
+    writeln!(out, "Monitoring top-pids enabled")?;
+    out.flush()?;
+    let pids = proc
+        .top_pids(DELAY, TOP)
+        .context("Getting processor usage statistic failed!")?;
+    if pids.is_empty() {
+        bail!(
+            "top-pids mode: no running process found in {}",
+            proc.root().display()
+        );
+    }
+    let mut r = req.clone();
+    r.top = true;
+    r.top_pids = false;
+    r.pid_groups = pids
+        .into_iter()
+        .map(|pid| crate::grammar::PidGroupSpec {
+            desc: pid.to_string(),
+            pids: vec![pid],
+            events: MonEvents::PQOS_ALL,
+        })
+        .collect();
+    Ok(r)
+}
+
 /// Runs monitoring until `-t` has elapsed, a stop signal arrives or the output is closed.
 ///
 /// # Errors
@@ -108,6 +146,13 @@ pub fn run_monitor<B: Backend>(
     ctx: &mut Context<'_>,
     out: &mut dyn Write,
 ) -> Result<()> {
+    let top;
+    let req = if req.top_pids {
+        top = top_pids_request(req, ctx.proc, out)?;
+        &top
+    } else {
+        req
+    };
     let caps = backend.capabilities().clone();
     if req.uncore_groups.is_some() && backend.interface() != rdt_pqos::Interface::Msr {
         // said before anything else: resctrl may not even monitor, and would not help

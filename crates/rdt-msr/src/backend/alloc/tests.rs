@@ -595,11 +595,23 @@ fn amd_smba_reads_and_writes_its_own_registers_from_0xc000_0280() {
 }
 
 #[test]
-fn amd_reset_sets_mba_and_smba_to_2_pow_width() {
+fn amd_reset_sets_mba_and_smba_to_pqos_0x800_whatever_the_width() {
     let mut b = backend_with(FakeMsrs::new(), amd_caps());
     b.reset_allocation(&AllocReset::default()).unwrap();
     assert_eq!(b.io().get(cpu(4), MsrAddr::new(0xC000_020F)), Some(2048));
     assert_eq!(b.io().get(cpu(0), MsrAddr::new(0xC000_0280)), Some(2048));
+    // a 12-bit part (Turin: 2^12 = 4096 units) is left at 0x800 too, as pqos's
+    // hw_alloc_reset leaves it (PQOS_MBA_MAX_AMD), not at 2^width
+    let mut caps = amd_caps();
+    for f in [&mut caps.mba, &mut caps.smba] {
+        if let Some(m) = f.get_mut() {
+            m.kind = rdt_core::MbaKind::AmdBandwidth { width: 12 };
+        }
+    }
+    let mut b = backend_with(FakeMsrs::new(), caps);
+    b.reset_allocation(&AllocReset::default()).unwrap();
+    assert_eq!(b.io().get(cpu(4), MsrAddr::new(0xC000_020F)), Some(0x800));
+    assert_eq!(b.io().get(cpu(0), MsrAddr::new(0xC000_0280)), Some(0x800));
 }
 
 #[test]
