@@ -396,8 +396,18 @@ fn prune_with_adopt_goresctrl_migrates_the_prefixed_groups_goresctrl_made() {
     );
     assert_eq!(m.read("goresctrl.Old/schemata"), old);
     assert!(!m.exists("goresctrl.Besteffort"));
-    // emptied, the migration goes through
+    // emptied of tasks, a stale group that holds a pod's monitor group: refused, naming it
     m.write("tasks", &busy.pid().to_string());
+    m.mkdir("goresctrl.Old/mon_groups/pod1");
+    let refused = m.pqos(&adopt).failed();
+    assert!(
+        refused.stderr.contains("goresctrl.Old/mon_groups/pod1"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(m.read("goresctrl.Old/schemata"), old);
+    // without it, the migration goes through
+    std::fs::remove_dir(m.resctrl("goresctrl.Old/mon_groups/pod1")).expect("rmdir");
     let migrated = m.pqos(&adopt).ok();
     assert!(
         migrated.stdout.contains("goresctrl.Old (COS")
