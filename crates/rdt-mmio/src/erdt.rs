@@ -544,7 +544,7 @@ fn register_block(
             },
         ));
     }
-    if base.checked_add(block.len()).is_none() || base % regs::REG_BYTES != 0 {
+    if base.checked_add(block.len()).is_none() || !base.is_multiple_of(regs::REG_BYTES) {
         return Err(b.error(
             structure,
             base_at,

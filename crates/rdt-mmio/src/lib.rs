@@ -14,15 +14,16 @@
 //!   tag them;
 //! - [`regs`]: register bit layouts and the indexing functions (RMID, region, CLOS -> address);
 //! - [`tables`]: reading all of it from a host (or a simulated one) under a sysroot;
-//! - [`build`]: table bytes from typed descriptions, for the simulator and tests.
+//! - [`build`]: table bytes from typed descriptions, for the simulator and tests;
+//! - [`io`]: the register seam, [`MmioIo`], and its production implementation on `/dev/mem`.
 //!
 //! Every table is untrusted input: one bounds-checked reader ([`acpi::Bytes`]) serves every
 //! parser, every length, count and offset is checked against the bytes there are, and a bad
 //! table is a [`TableError`] naming the table, the sub-structure and the byte offset, never a
 //! panic (fuzzed: `tests/fuzz.rs` in CI, `fuzz/fuzz_targets/acpi_tables.rs` by hand).
 //!
-//! Not yet here: the backend that reads and writes the registers through `/dev/mem` (the
-//! next layer of issue 34).
+//! Not yet here: the backend (allocation, association, monitoring through
+//! `rdt_core::Backend`) over [`MmioIo`]: the next layer of issue 34.
 //!
 //! # References
 //! - Intel Resource Director Technology Architecture Specification rev 1.3 (ERDT, MRRM, IRDT,
@@ -35,6 +36,7 @@
 pub mod acpi;
 pub mod build;
 pub mod erdt;
+pub mod io;
 pub mod irdt;
 pub mod mrrm;
 pub mod regs;
@@ -42,6 +44,7 @@ pub mod tables;
 
 pub use acpi::{AcpiHeader, Problem, TableError};
 pub use erdt::{Domain, Erdt, MbaControl, RegisterBlock};
+pub use io::{DevMem, MmioIo};
 pub use irdt::{ChannelId, Irdt};
 pub use mrrm::{MemoryRegion, Mrrm, RegionId, RegionKind};
 pub use tables::{AcpiTables, ReadTablesError};

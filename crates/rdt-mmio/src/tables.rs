@@ -123,7 +123,7 @@ pub fn read_cxl_windows(sysroot: &Path) -> Option<Vec<(u64, u64)>> {
             continue;
         }
         let num = |attr: &str| -> Option<u64> {
-            let text = read_text(e.path().join(attr), 64).ok()?;
+            let text = read_text(e.path().join(attr), 4096).ok()?;
             let t = text.trim();
             u64::from_str_radix(t.strip_prefix("0x").unwrap_or(t), 16).ok()
         };
