@@ -358,7 +358,7 @@ mod tests {
         let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             flat.contains(
-                "sapphire-rapids-snc2, genoa, turin, turin-dump, or the path of a CPUID dump"
+                "sapphire-rapids-snc2, genoa, turin, turin-dump, xeon-rdt13, or the path of a CPUID dump"
             ),
             "the man page lists every built-in model: {text}"
         );

@@ -26,6 +26,9 @@
 //! - [`inprocess`]: the same resctrl in-process, behind the resctrl backend's filesystem seam
 //!   (`rdt_resctrl::ResctrlFs`), for the OS interface without FUSE or root; a
 //!   [`session::Session`] keeps it mounted from one run to the next.
+//! - [`mmio`]: the RDT 1.3 generation (`xeon-rdt13`): ACPI ERDT/MRRM/IRDT tables, CXL
+//!   regions and the MMIO registers they locate, region-aware bandwidth counters and MBA;
+//!   `sapphire-rapids` carries an IRDT.
 //! - [`adapter`]: what the `rdt` library opens a simulated platform with, in-process
 //!   ([`adapter::in_process`]) or mounted ([`attach`]: the `.sim/` mount control and PMU
 //!   counters, [`simpmu`]), injected through its `OpenOptions`.
@@ -36,7 +39,7 @@
 //!
 //! | vendor | registers | models |
 //! |---|---|---|
-//! | Intel | ✅ CAT L3/L2, CDP, MBA (delay), CMT/MBM; SNC2 monitoring | `broadwell-ep`, `skylake-sp`, `sapphire-rapids`, `sapphire-rapids-snc2` |
+//! | Intel | ✅ CAT L3/L2, CDP, MBA (delay), CMT/MBM; SNC2 monitoring; RDT 1.3 MMIO (region-aware MBM/MBA, tables) | `broadwell-ep`, `skylake-sp`, `sapphire-rapids`, `sapphire-rapids-snc2`, `xeon-rdt13` |
 //! | AMD | ✅ CAT L3, CDP, MBA/SMBA (1/8 GB/s units), CMT/MBM; in resctrl BMEC, ABMC, io_alloc | `milan`, `genoa` (384 CPUs), `turin` (stock EPYC 9655, 192 CPUs), `turin-dump` (64) |
 //!
 //! # References
@@ -53,6 +56,7 @@ mod handle;
 pub mod inprocess;
 mod kernel;
 pub mod metrics;
+pub mod mmio;
 pub mod model;
 mod models;
 mod num;

@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock};
 use rdt_core::{Capabilities, CpuidDump, Topology};
 
 use crate::cpuid::SimCpuid;
+use crate::mmio::{Generation, MmioModel};
 use crate::synth::{self, Layout};
 use crate::{SimError, SimPlatform};
 
@@ -19,6 +20,7 @@ use crate::{SimError, SimPlatform};
 /// | `sapphire-rapids-snc2` | the same machine with Sub-NUMA Clustering 2: 4 NUMA nodes; resctrl monitors per node (`mon_L3_XX/mon_sub_L3_YY`, `mon_L3_XX` files sum them, `num_rmids` halved) | SNC |
 /// | `genoa` | 2 × EPYC 9654, 384 CPUs (every CPU captured, in the firmware's order: CPUs 0-7 on CCD 0, 8-15 on CCD 4, 16-23 on CCD 8, ...): 24 CCX L3 domains of 32 MiB, 16-bit CBM, MBA + SMBA, BMEC (`mbm_*_bytes_config`), no ABMC | scale, BMEC, SMBA |
 /// | `turin` | stock EPYC 9655: 192 CPUs (96 cores, SMT on), 12 CCDs of 8 cores, one package (CPU 0 dumped with 64 cores and SMT off, the stock part synthesized): MBA + SMBA, BMEC, ABMC (32 assignable counters per domain), io_alloc (SDCIAE) | ABMC, io_alloc |
+/// | `xeon-rdt13` | an RDT 1.3 Xeon: the `skylake-sp` CPUID (2 sockets, 72 CPUs) with the ACPI ERDT, MRRM and IRDT tables and the MMIO registers of RDT 1.3 synthesized: a CPU domain per socket, DDR (region 0) and CXL (region 1) memory, two I/O devices per socket | the MMIO interface, region-aware MBM/MBA, I/O RDT |
 /// | `turin-dump` | EPYC 9655 as dumped: 64 CPUs (SMT off, 8 CCDs), one package (CPU 0 dumped, the others synthesized); RDT features as `turin` | ABMC, io_alloc on a smaller machine |
 ///
 /// `milan`'s dump does not record leaf 0BH; the model synthesizes it per CPU. What every model
@@ -32,6 +34,7 @@ pub const BUILTIN_MODELS: &[&str] = &[
     "genoa",
     "turin",
     "turin-dump",
+    "xeon-rdt13",
 ];
 
 /// The model `--sim` selects without a name.
@@ -46,6 +49,8 @@ struct Builtin {
     layout: Option<Layout>,
     /// Sub-NUMA Clustering nodes per package (1: off).
     snc: u32,
+    /// The RDT 1.3 parts the model carries ([`crate::mmio`]).
+    mmio: Generation,
 }
 
 /// The Xeon Max 9460 dump, shared by `sapphire-rapids` and `sapphire-rapids-snc2`.
@@ -55,6 +60,9 @@ const SAPPHIRE_RAPIDS: &str =
 /// The EPYC 9655 InstLatx64 dump (CPU 0), shared by `turin` and `turin-dump`.
 const TURIN: &str = include_str!("../models/amd-epyc-9655_turin__instlatx64.txt");
 
+/// The 2 x Xeon Gold 6140 dump, shared by `skylake-sp` and `xeon-rdt13`.
+const SKYLAKE_SP: &str = include_str!("../models/intel-xeon-gold-6140_skylake-sp__hwloc.all.txt");
+
 const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "broadwell-ep",
@@ -62,13 +70,15 @@ const BUILTINS: &[Builtin] = &[
         base_mhz: None, // brand string: "@ 1.70GHz"
         layout: None,
         snc: 1,
+        mmio: Generation::None,
     },
     Builtin {
         name: "skylake-sp",
-        text: include_str!("../models/intel-xeon-gold-6140_skylake-sp__hwloc.all.txt"),
+        text: SKYLAKE_SP,
         base_mhz: None, // CPUID.16H:EAX = 2300
         layout: None,
         snc: 1,
+        mmio: Generation::None,
     },
     Builtin {
         name: "milan",
@@ -76,6 +86,7 @@ const BUILTINS: &[Builtin] = &[
         base_mhz: Some(2450), // EPYC 7763 base clock (AMD product page); the brand has none
         layout: None,
         snc: 1,
+        mmio: Generation::None,
     },
     Builtin {
         name: "sapphire-rapids",
@@ -83,6 +94,7 @@ const BUILTINS: &[Builtin] = &[
         base_mhz: None, // CPUID.16H:EAX = 2200
         layout: None,
         snc: 1,
+        mmio: Generation::IrdtOnly,
     },
     Builtin {
         name: "sapphire-rapids-snc2",
@@ -90,6 +102,7 @@ const BUILTINS: &[Builtin] = &[
         base_mhz: None,
         layout: None,
         snc: 2,
+        mmio: Generation::None,
     },
     Builtin {
         name: "genoa",
@@ -99,6 +112,7 @@ const BUILTINS: &[Builtin] = &[
         base_mhz: Some(2400), // EPYC 9654 base clock (AMD product page); the brand has none
         layout: None,
         snc: 1,
+        mmio: Generation::None,
     },
     Builtin {
         name: "turin",
@@ -115,6 +129,7 @@ const BUILTINS: &[Builtin] = &[
             stock_threads: Some(2),
         }),
         snc: 1,
+        mmio: Generation::None,
     },
     Builtin {
         name: "turin-dump",
@@ -130,6 +145,18 @@ const BUILTINS: &[Builtin] = &[
             stock_threads: None,
         }),
         snc: 1,
+        mmio: Generation::None,
+    },
+    Builtin {
+        name: "xeon-rdt13",
+        // No RDT 1.3 part has been captured: the CPUID (and so topology, CAT, MBA, RMIDs) of
+        // the 2 x Xeon Gold 6140, with the RDT 1.3 tables and MMIO registers synthesized from
+        // the specification (crate::mmio, models/PROVENANCE.md).
+        text: SKYLAKE_SP,
+        base_mhz: None,
+        layout: None,
+        snc: 1,
+        mmio: Generation::Rdt13,
     },
 ];
 
@@ -228,6 +255,16 @@ impl SimPlatform {
                  RMIDs/{0})",
                 b.snc
             ));
+        }
+        if let Some(m) = MmioModel::new(&p, b.mmio) {
+            p.notes.push(
+                match b.mmio {
+                    Generation::Rdt13 => "RDT 1.3 generation synthesized (no part captured): ACPI ERDT, MRRM and IRDT tables at sys/firmware/acpi/tables, CXL regions at sys/bus/cxl, MMIO registers at dev/mem; 70 % of each CPU's memory traffic to DDR (region 0), 30 % to CXL (region 1)",
+                    _ => "an ACPI IRDT table synthesized (I/O RDT devices and channels; CPUID does not enumerate I/O RDT on this part)",
+                }
+                .into(),
+            );
+            p.mmio = Some(Box::new(m));
         }
         if let Some(mhz) = b.base_mhz {
             p.freq_hz = f64::from(mhz) * 1e6;

@@ -226,6 +226,9 @@ pub struct SimPlatform {
     pub(crate) cpu_metric: Vec<Option<(usize, f64)>>,
     /// Per scenario assignment: operations since the scenario was installed (not saved).
     pub(crate) ops: Vec<f64>,
+    /// The RDT 1.3 MMIO generation: ACPI tables and MMIO registers ([`crate::mmio`]; not
+    /// saved), `None` on models without it.
+    pub(crate) mmio: Option<Box<crate::mmio::MmioModel>>,
 }
 
 impl SimPlatform {
@@ -326,6 +329,7 @@ impl SimPlatform {
             memory: Vec::new(),
             cpu_metric: Vec::new(),
             ops: Vec::new(),
+            mmio: None,
         };
         p.regs = p.reset_registers();
         p.uncore = p.reset_uncore();
@@ -620,6 +624,9 @@ impl SimPlatform {
     /// PMU counters and the scenario are kept.
     pub fn reset(&mut self) {
         self.regs = self.reset_registers();
+        if let Some(m) = self.mmio.as_deref_mut() {
+            m.reset_registers();
+        }
         self.uncore = self.reset_uncore();
         self.recompute();
     }
@@ -672,6 +679,15 @@ impl SimPlatform {
             if let Some(c) = self.counters.get_mut(&d).and_then(|v| v.get_mut(rmid)) {
                 c.total.add(a.traffic_bytes_per_s * s / up);
                 c.local.add(a.local_bytes_per_s * s / up);
+            }
+        }
+        if let Some(m) = self.mmio.as_deref_mut() {
+            // region-aware MBM: the RMID and class as tagged (IA32_PQR_ASSOC)
+            for (i, place) in self.topology.cpus().iter().enumerate() {
+                let Some(l3) = place.l3 else { continue };
+                let pqr = self.regs.cpus[i].pqr_assoc;
+                let (rmid, clos) = (rdt_msr::regs::pqr_rmid(pqr), rdt_msr::regs::pqr_cos(pqr));
+                m.accumulate(i, l3, rmid, clos, self.activity[i].traffic_bytes_per_s, s);
             }
         }
         for (&package, chas) in &mut self.uncore {

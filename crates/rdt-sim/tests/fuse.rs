@@ -883,3 +883,83 @@ fn wait_mounted(dir: &Path) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The RDT 1.3 generation over FUSE, through the production readers: the ACPI tables
+/// (`rdt_mmio::AcpiTables::read`), the CXL regions, and `dev/mem` (`rdt_mmio::DevMem`), which
+/// sees what the model counts and holds what it writes; faults reach `dev/mem` writes.
+#[test]
+fn xeon_rdt13_serves_its_acpi_tables_and_mmio_registers() {
+    use rdt_mmio::{AcpiTables, DevMem, MbaControl, MmioIo as _, RegionKind, regs};
+    let m = manual("xeon-rdt13");
+    let tables = AcpiTables::read(m.root()).expect("tables");
+    assert!(tables.has_mmio() && tables.irdt.is_some());
+    let kinds: Vec<_> = tables
+        .regions()
+        .iter()
+        .map(|r| (r.id.get(), r.kind))
+        .collect();
+    assert_eq!(kinds, [(0, RegionKind::Ddr), (1, RegionKind::Cxl)]);
+    let erdt = tables.erdt.expect("ERDT");
+    assert!(
+        Some(&erdt) == m.platform().lock().mmio().and_then(|x| x.erdt()),
+        "the ERDT as served is the model's"
+    );
+    let names: Vec<_> = std::fs::read_dir(m.path("dev"))
+        .expect("dev")
+        .map(|e| e.expect("entry").file_name().into_string().expect("name"))
+        .collect();
+    assert!(
+        names.contains(&"mem".to_owned()) && names.contains(&"cpu".to_owned()),
+        "{names:?}"
+    );
+
+    // CPU 2 counts under RMID 1: its traffic shows in the region counters read through dev/mem
+    let mut msr = DevCpuMsr::with_root(m.path("dev/cpu"));
+    msr.write(cpu(2), MsrAddr::new(0xc8f), 1 << 32 | 1)
+        .expect("PQR_ASSOC");
+    m.platform().advance(Duration::from_secs(1));
+    let l3 = m.platform().lock().topology().cpus()[2].l3.expect("L3");
+    let d = erdt
+        .domain(u16::try_from(l3.get()).expect("id"))
+        .expect("domain");
+    let mmrc = d.mmrc.as_ref().expect("MMRC");
+    let mut mem = DevMem::open(m.root()).expect("dev/mem");
+    let ddr = mem.read(mmrc.address(1, 0).expect("addr")).expect("read") & regs::BW_COUNT_MASK;
+    let cxl = mem.read(mmrc.address(1, 1).expect("addr")).expect("read") & regs::BW_COUNT_MASK;
+    assert!(ddr > 0 && cxl > 0 && ddr > 2 * cxl, "{ddr} {cxl}");
+    // an MBA write through dev/mem is what the model holds
+    let mba = d.marc.as_ref().expect("MARC");
+    let addr = mba.address(MbaControl::Max, 1, 1).expect("addr");
+    let old = mem.read(addr).expect("read");
+    mem.write(addr, regs::with_mba_field(old, 1, 64))
+        .expect("write");
+    let held = m.platform().lock().mmio_read(addr).expect("model");
+    assert_eq!(regs::mba_field(held, 1), 64);
+    // errors: an unaligned access, a read-only counter, a fault armed on dev/mem
+    let raw = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(m.path("dev/mem"))
+        .expect("open");
+    let mut b = [0u8; 8];
+    assert_eq!(
+        raw.read_at(&mut b, addr + 4).unwrap_err().raw_os_error(),
+        Some(EINVAL)
+    );
+    assert_eq!(
+        raw.write_at(&[0; 8], mmrc.address(1, 0).expect("addr"))
+            .unwrap_err()
+            .raw_os_error(),
+        Some(EIO)
+    );
+    std::fs::write(m.path(".sim/fail"), "write dev/mem nth=1 errno=EIO\n").expect("arm");
+    assert!(mem.write(addr, 0).is_err());
+    mem.write(addr, 0).expect("the fault fired once");
+    // a model without the generation has none of it
+    let skx = manual("skylake-sp");
+    assert_eq!(
+        AcpiTables::read(skx.root()).expect("none"),
+        AcpiTables::default()
+    );
+    assert!(!skx.path("dev/mem").exists());
+}

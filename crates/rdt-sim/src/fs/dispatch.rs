@@ -184,7 +184,7 @@ impl Inner {
         match self.place(path)? {
             Place::View(i, rel) => self.views[i].tree.list(rel),
             Place::Above => {
-                let mut names: Vec<String> = Vec::new();
+                let mut names: Vec<(String, NodeKind)> = Vec::new();
                 for v in &self.views {
                     let rest = if path.is_empty() {
                         Some(v.prefix)
@@ -195,12 +195,18 @@ impl Inner {
                     };
                     if let Some(rest) = rest {
                         let first = rest.split('/').next().unwrap_or(rest).to_owned();
-                        if !names.contains(&first) {
-                            names.push(first);
+                        // a view mounted at a file (`dev/mem`) lists as what it is
+                        let kind = if rest.contains('/') {
+                            NodeKind::Dir
+                        } else {
+                            v.tree.kind("").unwrap_or(NodeKind::Dir)
+                        };
+                        if !names.iter().any(|(n, _)| *n == first) {
+                            names.push((first, kind));
                         }
                     }
                 }
-                Ok(names.into_iter().map(|n| (n, NodeKind::Dir)).collect())
+                Ok(names)
             }
         }
     }
@@ -362,7 +368,7 @@ impl SimFs {
 
 /// Whether `path` is one of the `dev/cpu/N/{msr,cpuid}` device files.
 fn is_device(path: &str, kind: &NodeKind) -> bool {
-    path.starts_with("dev/cpu/") && matches!(kind, NodeKind::File { .. })
+    (path.starts_with("dev/cpu/") || path == "dev/mem") && matches!(kind, NodeKind::File { .. })
 }
 
 fn file_type(kind: &NodeKind) -> FileType {

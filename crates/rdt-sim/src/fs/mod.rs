@@ -9,6 +9,9 @@
 //! | `dev/cpu/N/{msr,cpuid}` | [`DevCpuTree`] | the `msr` and `cpuid` drivers: 8-byte registers at offset = MSR address, 16-byte CPUID answers at offset `leaf \| subleaf << 32` |
 //! | `sys/devices/system/{cpu,node}` | [`SysfsTree`] | topology and cache files consistent with the model's [`crate::SimPlatform::topology`] |
 //! | `sys/fs/resctrl` | [`crate::resctrl::Resctrl`] | the kernel's resctrl filesystem over the same registers (an empty directory, as on a host where resctrl is not mounted, with [`MountConfig::resctrl`] `None`) |
+//! | `dev/mem` | [`DevMemTree`] | the RDT 1.3 MMIO registers at their physical addresses (models with [`crate::mmio`]) |
+//! | `sys/firmware/acpi/tables/{ERDT,MRRM,IRDT}` | static | the model's ACPI tables ([`crate::mmio`]; only the tables it has) |
+//! | `sys/bus/cxl/devices/regionN/{resource,size,commit}` | static | the CXL regions the model's kernel maps (`xeon-rdt13`) |
 //! | `.sim/` | [`ControlTree`] | `fail` (fault injection, grammar in [`control`]), `status`, `model`, `clock`, `stats` (request counts, [`stats`]), `resctrl_mount` (mount, unmount, remount resctrl, [`remount`]), `workloads` (per workload: application ops/s and ops, occupancy, memory traffic; per memory node: load; ground truth for evaluation, [`crate::metrics`]), `pmu/cpu<N>`, `pmu/task<TID>` (the model's PMU counters, [`control::PMU_FORMAT`]) |
 //!
 //! A schemata write changes what `dev/cpu/N/msr` reads at 0xC90+n, an MSR write through
@@ -38,6 +41,7 @@
 
 pub mod control;
 mod devcpu;
+mod devmem;
 mod dispatch;
 pub mod remount;
 mod static_tree;
@@ -50,6 +54,7 @@ use std::path::{Path, PathBuf};
 
 pub use control::{ControlTree, Fault, FaultOp, FaultTarget, Faults, ParseFaultError};
 pub use devcpu::{DevCpuTree, instruction_answer};
+pub use devmem::DevMemTree;
 pub use stats::OpCounts;
 pub use sysfs::SysfsTree;
 
@@ -124,6 +129,50 @@ pub struct Mount {
     counts: SharedCounts,
 }
 
+/// The views of the RDT 1.3 generation, on a model that has it: `dev/mem`, the ACPI tables
+/// and the CXL regions.
+fn mmio_views(platform: &SimHandle) -> Vec<View> {
+    let p = platform.lock();
+    let Some(m) = p.mmio() else {
+        return Vec::new();
+    };
+    let mut acpi = static_tree::StaticTree::new();
+    for (sig, bytes) in m.tables() {
+        acpi.bin_file(&format!("tables/{sig}"), bytes.to_vec());
+    }
+    let mut views = vec![View {
+        prefix: "sys/firmware/acpi",
+        tree: Box::new(acpi),
+        // sysfs bin attributes report the table's size; 0 (read to the end) serves as well
+        file_size: 0,
+        dynamic: false,
+    }];
+    if m.erdt().is_some() {
+        views.push(View {
+            prefix: "dev/mem",
+            tree: Box::new(DevMemTree::new(platform.clone())),
+            file_size: 0,
+            dynamic: false,
+        });
+        let mut cxl = static_tree::StaticTree::new();
+        for (n, (base, size)) in m.cxl_windows().iter().enumerate() {
+            cxl.file(
+                &format!("devices/region{n}/resource"),
+                format!("{base:#x}\n"),
+            );
+            cxl.file(&format!("devices/region{n}/size"), format!("{size:#x}\n"));
+            cxl.file(&format!("devices/region{n}/commit"), "1\n");
+        }
+        views.push(View {
+            prefix: "sys/bus/cxl",
+            tree: Box::new(cxl),
+            file_size: 4096,
+            dynamic: false,
+        });
+    }
+    views
+}
+
 impl Mount {
     /// Mounts `platform` at `dir`, an existing directory, and serves it from a background
     /// thread until the returned value is dropped or [`Mount::unmount`]ed.
@@ -160,7 +209,7 @@ impl Mount {
             .map_err(|e| fail("resctrl cannot be mounted with these options", e))?;
         let counts = SharedCounts::default();
         let sysfs = SysfsTree::new(&platform.lock());
-        let views = vec![
+        let mut views = vec![
             View {
                 prefix: "dev/cpu",
                 tree: Box::new(DevCpuTree::new(platform.clone())),
@@ -192,6 +241,7 @@ impl Mount {
                 dynamic: true,
             },
         ];
+        views.extend(mmio_views(&platform));
         let clock = (clock == SimClock::WallClock).then(|| platform.clone());
         let fs = SimFs::new(views, faults.clone(), clock, counts.clone());
         let mut options = fuser::Config::default();

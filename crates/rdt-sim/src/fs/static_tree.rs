@@ -11,7 +11,7 @@ use crate::vfs::{NodeKind, Tree, err};
 enum Entry {
     /// Child names in insertion order.
     Dir(Vec<String>),
-    File(String),
+    File(Vec<u8>),
     Link(String),
 }
 
@@ -57,7 +57,12 @@ impl StaticTree {
 
     /// A read-only text file; its parents are made as needed.
     pub(crate) fn file(&mut self, path: &str, content: impl Into<String>) {
-        self.insert(path, Entry::File(content.into()));
+        self.insert(path, Entry::File(content.into().into_bytes()));
+    }
+
+    /// A read-only binary file (an ACPI table); its parents are made as needed.
+    pub(crate) fn bin_file(&mut self, path: &str, content: Vec<u8>) {
+        self.insert(path, Entry::File(content));
     }
 
     /// A symlink to `target` (relative, as sysfs writes them).
@@ -102,7 +107,7 @@ impl Tree for StaticTree {
 
     fn read(&mut self, path: &str, offset: u64, size: u32) -> io::Result<Vec<u8>> {
         match self.entry(path)? {
-            Entry::File(text) => Ok(slice_at(text.as_bytes(), offset, size)),
+            Entry::File(bytes) => Ok(slice_at(bytes, offset, size)),
             Entry::Dir(_) => Err(err(EISDIR)),
             Entry::Link(_) => Err(err(ENOENT)),
         }

@@ -667,8 +667,8 @@ fn every_model_and_option_mounts_and_every_file_reads() {
                 continue;
             };
             fs.mkdir("p0").unwrap();
-            // Stock skylake-sp: no monitoring (`__check_quirks_intel`).
-            let mon = model != "skylake-sp";
+            // Stock skylake-sp: no monitoring (`__check_quirks_intel`); xeon-rdt13 has its CPUID.
+            let mon = model != "skylake-sp" && model != "xeon-rdt13";
             assert_eq!(fs.kind("p0/mon_groups").is_ok(), mon, "{model}");
             if mon {
                 fs.mkdir("p0/mon_groups/m").unwrap();

@@ -1,0 +1,76 @@
+//! [`DevMemTree`]: `dev/mem` of the simulated platform, the physical address space as the
+//! Linux `mem` driver shows it, with the RDT 1.3 MMIO registers of the model
+//! ([`crate::mmio`]) at the addresses its ERDT gives.
+
+use std::io;
+
+use crate::SimHandle;
+use crate::vfs::errno::{EINVAL, ENOENT, ENOTDIR};
+use crate::vfs::{NodeKind, Tree, err};
+
+/// `dev/mem` (mounted at that path: the view's root is the file). A read or write at
+/// offset = physical address moves whole 8-byte registers: an offset or a count that is not
+/// a multiple of 8 is EINVAL (the registers are 64 bits wide; the real driver would split
+/// the access), an address outside every register block EIO, a write to a counter or to
+/// reserved bits EIO ([`crate::SimPlatform::mmio_write`]). Every access goes through the one
+/// model, so it sees what an in-process [`rdt_mmio::MmioIo`] on the [`SimHandle`] wrote.
+///
+/// # References
+/// mem(4); Linux `drivers/char/mem.c`.
+#[derive(Debug)]
+pub struct DevMemTree {
+    sim: SimHandle,
+}
+
+impl DevMemTree {
+    /// `dev/mem` of the platform behind `sim`.
+    #[must_use]
+    pub const fn new(sim: SimHandle) -> Self {
+        Self { sim }
+    }
+}
+
+fn registers(offset: u64, len: usize) -> io::Result<impl Iterator<Item = u64>> {
+    if !offset.is_multiple_of(8) || !len.is_multiple_of(8) {
+        return Err(err(EINVAL));
+    }
+    let n = u64::try_from(len / 8).map_err(|_| err(EINVAL))?;
+    offset.checked_add(n * 8).ok_or_else(|| err(EINVAL))?;
+    Ok((0..n).map(move |k| offset + 8 * k))
+}
+
+impl Tree for DevMemTree {
+    fn kind(&self, path: &str) -> io::Result<NodeKind> {
+        if path.is_empty() {
+            Ok(NodeKind::File { mode: 0o640 })
+        } else {
+            Err(err(ENOENT))
+        }
+    }
+
+    fn list(&self, path: &str) -> io::Result<Vec<(String, NodeKind)>> {
+        self.kind(path)?;
+        Err(err(ENOTDIR))
+    }
+
+    fn read(&mut self, path: &str, offset: u64, size: u32) -> io::Result<Vec<u8>> {
+        self.kind(path)?;
+        let mut out = Vec::new();
+        let mut p = self.sim.lock();
+        for addr in registers(offset, size as usize)? {
+            out.extend_from_slice(&p.mmio_read(addr)?.to_le_bytes());
+        }
+        Ok(out)
+    }
+
+    fn write(&mut self, path: &str, offset: u64, data: &[u8]) -> io::Result<usize> {
+        self.kind(path)?;
+        let mut p = self.sim.lock();
+        for (addr, chunk) in registers(offset, data.len())?.zip(data.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            p.mmio_write(addr, u64::from_le_bytes(b))?;
+        }
+        Ok(data.len())
+    }
+}
