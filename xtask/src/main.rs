@@ -8,6 +8,10 @@
 //! - `cargo xtask paper-figure [--check]`: the seed paper's experiment with the
 //!   noisy-neighbour controller on the simulated platform: `target/paper/controller.csv` and
 //!   the README's figure `docs/figures/paper-controller.svg` ([`paper`]).
+//! - `cargo xtask scenarios [--family NAME]`: the controller's scenario suite (issue 32) on
+//!   the simulated platform: each family with no controller, the oracle's best static
+//!   allocation and the controller, its goals, `docs/figures/scenarios.md` and
+//!   `docs/figures/scenarios.svg` ([`scenarios`]).
 //!
 //! Both are generated from the one clap definition of each command's flags,
 //! [`pqos_cli::args::Args`] and [`pqos_cli::rdtset::RdtsetArgs`], which pqos-cli's library
@@ -23,6 +27,7 @@
 mod completions;
 mod man;
 mod paper;
+mod scenarios;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -59,6 +64,19 @@ enum Task {
         #[arg(long)]
         check: bool,
     },
+    /// Run the controller's scenario suite (xtask/scenarios/) on the simulated platform:
+    /// each family with no controller, with the best static allocation a sweep finds and
+    /// with the controller; print the table and the goals, and (with every family) write
+    /// docs/figures/scenarios.md and docs/figures/scenarios.svg.
+    Scenarios {
+        /// Run only this family (its directory's name without the number).
+        #[arg(long, value_name = "NAME")]
+        family: Option<String>,
+        /// Run the suite from a release build (cargo builds it: a few minutes once; the
+        /// suite then runs many times faster than in a debug build).
+        #[arg(long)]
+        release: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -86,6 +104,13 @@ fn main() -> ExitCode {
                     .try_for_each(|(name, text)| write(&dir, name, text))
             }),
         Task::PaperFigure { check } => paper::task(workspace_root(), check),
+        Task::Scenarios { family, release } => {
+            if release && cfg!(debug_assertions) {
+                scenarios::in_release(family.as_deref())
+            } else {
+                scenarios::task(workspace_root(), family.as_deref())
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
