@@ -241,3 +241,82 @@ fn the_runtime_snippets_enable_nri_on_the_socket_the_daemonset_mounts() {
     assert_eq!(crio["crio"]["nri"]["nri_listen"], "/var/run/nri/nri.sock");
     assert_eq!(crio["crio"]["nri"]["nri_disable_connections"], false);
 }
+
+/// containerd 2.x resolves goresctrl's annotations in its CRI before NRI is asked: with its
+/// RDT off, annotated pods fail ("RDT not initialized") unless the errors are ignored, the
+/// class left to the plugin. CRI-O has no such switch: its RDT is pointed at the classes.
+#[test]
+fn the_runtime_snippets_let_annotated_pods_through_to_the_plugin() {
+    let read = |f: &str| {
+        let text = std::fs::read_to_string(deploy::dir().join(f)).expect("read");
+        deploy::toml_value(&text).unwrap_or_else(|e| panic!("{f}: {e}"))
+    };
+    let containerd = read("containerd-nri.toml");
+    assert_eq!(containerd["version"], 3, "a containerd 2.x config");
+    let cri = &containerd["plugins"]["io.containerd.cri.v1.runtime"]["containerd"];
+    assert_eq!(cri["ignore_rdt_not_enabled_errors"], true, "{containerd}");
+    let crio = read("crio-nri.conf");
+    let rdt = crio["crio"]["runtime"]["rdt_config_file"]
+        .as_str()
+        .expect("rdt_config_file");
+    assert!(
+        std::path::Path::new(rdt).is_absolute() && deploy::has_ext(rdt, "yaml"),
+        "goresctrl's YAML: {rdt}"
+    );
+}
+
+/// The plugin's probes are `rdt-agent nri --check` (readiness: registered) and `--check
+/// --live` (liveness), commands the image has; they read the state file in the run
+/// directory the plugin's container mounts; the host's cgroups are mounted read-only for
+/// the repairs.
+#[test]
+fn the_plugins_probes_run_its_check_and_its_cgroups_are_mounted_read_only() {
+    let text =
+        std::fs::read_to_string(deploy::dir().join("rdt-agent-daemonset.yaml")).expect("read");
+    let docs = deploy::parse("rdt-agent-daemonset.yaml", &text).expect("yaml");
+    let ds = docs
+        .iter()
+        .find(|d| d["kind"] == "DaemonSet")
+        .expect("DaemonSet");
+    let plugin = ds["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers")
+        .iter()
+        .find(|c| c["name"] == "rdt-agent")
+        .expect("the plugin's container");
+    let command = |probe: &str| -> Vec<String> {
+        plugin[probe]["exec"]["command"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{probe}: an exec probe"))
+            .iter()
+            .map(|v| v.as_str().expect("a string").to_owned())
+            .collect()
+    };
+    assert_eq!(command("readinessProbe"), ["rdt-agent", "nri", "--check"]);
+    assert_eq!(
+        command("livenessProbe"),
+        ["rdt-agent", "nri", "--check", "--live"]
+    );
+    // the flags exist: with no plugin running, --check fails (1) rather than being a
+    // usage error (2)
+    for probe in ["readinessProbe", "livenessProbe"] {
+        let args = command(probe);
+        let run = std::process::Command::new(AGENT)
+            .args(&args[1..])
+            .arg("--sysroot")
+            .arg(tempfile::tempdir().expect("tempdir").path())
+            .output()
+            .expect("run");
+        assert_eq!(run.status.code(), Some(1), "{probe}: {run:?}");
+    }
+    let containers = daemonset();
+    let c = container(&containers, "rdt-agent");
+    assert_eq!(
+        host_path_at(c, "/sys/fs/cgroup"),
+        Some(("/sys/fs/cgroup".to_owned(), true))
+    );
+    assert_eq!(
+        host_path_at(c, "/run/rdt").map(|(p, _)| p),
+        Some("/run/rdt".to_owned())
+    );
+}

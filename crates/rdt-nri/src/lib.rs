@@ -301,6 +301,52 @@ pub fn serve(
     serve_session(stream, registration, &never, Duration::ZERO, &mut handle).map(|_| ())
 }
 
+/// The frames of the answer to the request `payload` of the runtime's stream `stream` on
+/// the plugin's connection: `session`'s answer, or its status; an answer longer than
+/// ttrpc's 4 MiB replaced by a `RESOURCE_EXHAUSTED` status.
+fn answer(stream: u32, payload: &[u8], session: &mut dyn Session) -> Result<Vec<u8>, NriError> {
+    use ttrpc::{PLUGIN_CONN, Request, Response, Status, TYPE_RESPONSE, encode};
+    let answer = match Request::decode(payload) {
+        Ok(req) if req.service == api::PLUGIN_SERVICE => session.handle(&req.method, &req.payload),
+        Ok(req) => Err(Status {
+            code: ttrpc::CODE_UNIMPLEMENTED,
+            message: format!("service {} is not served here", shown(&req.service)),
+        }),
+        Err(e) => Err(Status {
+            code: ttrpc::CODE_INVALID_ARGUMENT,
+            message: format!("the ttrpc request does not decode: {e}"),
+        }),
+    };
+    let response = |answer: Result<Vec<u8>, Status>| {
+        match answer {
+            Ok(payload) => Response {
+                status: None,
+                payload,
+            },
+            Err(status) => Response {
+                status: Some(status),
+                payload: Vec::new(),
+            },
+        }
+        .encode_to_vec()
+    };
+    match encode(PLUGIN_CONN, stream, TYPE_RESPONSE, &response(answer)) {
+        Err(NriError::TooLarge { length }) => {
+            let message = format!(
+                "the plugin's answer is {length} bytes, more than ttrpc's {} (not sent)",
+                ttrpc::TTRPC_MAX
+            );
+            log::warn!("stream {stream}: {message}");
+            let refused = Status {
+                code: ttrpc::CODE_RESOURCE_EXHAUSTED,
+                message,
+            };
+            encode(PLUGIN_CONN, stream, TYPE_RESPONSE, &response(Err(refused)))
+        }
+        other => other,
+    }
+}
+
 /// The longest a write to the runtime may block, per `write(2)` (`SO_SNDTIMEO`): a
 /// runtime that stops reading ends the connection, not the plugin's progress.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -323,8 +369,8 @@ pub fn serve_session(
     session: &mut dyn Session,
 ) -> Result<Ended, NriError> {
     use ttrpc::{
-        Next, PLUGIN_CONN, RUNTIME_CONN, Request, Response, Status, TYPE_REQUEST, TYPE_RESPONSE,
-        encode, send,
+        Next, PLUGIN_CONN, RUNTIME_CONN, Request, Response, TYPE_REQUEST, TYPE_RESPONSE, encode,
+        send,
     };
     let io = |op: &'static str| move |source| NriError::Io { op, source };
     if !tick.is_zero() {
@@ -362,7 +408,7 @@ pub fn serve_session(
         if stop.load(Ordering::Relaxed) {
             return Ok(Ended::Stopped);
         }
-        let m = match reader.next()? {
+        let m = match reader.poll()? {
             Next::End => return Ok(Ended::Closed),
             Next::Idle => {
                 session.tick();
@@ -403,54 +449,7 @@ pub fn serve_session(
                 }
             }
             (PLUGIN_CONN, TYPE_REQUEST) => {
-                let answer = match Request::decode(&m.payload[..]) {
-                    Ok(req) if req.service == api::PLUGIN_SERVICE => {
-                        session.handle(&req.method, &req.payload)
-                    }
-                    Ok(req) => Err(Status {
-                        code: ttrpc::CODE_UNIMPLEMENTED,
-                        message: format!("service {} is not served here", shown(&req.service)),
-                    }),
-                    Err(e) => Err(Status {
-                        code: ttrpc::CODE_INVALID_ARGUMENT,
-                        message: format!("the ttrpc request does not decode: {e}"),
-                    }),
-                };
-                let response = |answer: Result<Vec<u8>, Status>| {
-                    match answer {
-                        Ok(payload) => Response {
-                            status: None,
-                            payload,
-                        },
-                        Err(status) => Response {
-                            status: Some(status),
-                            payload: Vec::new(),
-                        },
-                    }
-                    .encode_to_vec()
-                };
-                let bytes = match encode(PLUGIN_CONN, m.stream, TYPE_RESPONSE, &response(answer)) {
-                    Err(NriError::TooLarge { length }) => {
-                        let message = format!(
-                            "the plugin's answer is {length} bytes, more than ttrpc's {} \
-                             (not sent)",
-                            ttrpc::TTRPC_MAX
-                        );
-                        log::warn!("stream {}: {message}", m.stream);
-                        let refused = Status {
-                            code: ttrpc::CODE_RESOURCE_EXHAUSTED,
-                            message,
-                        };
-                        encode(
-                            PLUGIN_CONN,
-                            m.stream,
-                            TYPE_RESPONSE,
-                            &response(Err(refused)),
-                        )?
-                    }
-                    other => other?,
-                };
-                send(&mut writer, &bytes)?;
+                send(&mut writer, &answer(m.stream, &m.payload, session)?)?;
                 session.tick();
             }
             _ => log::debug!(

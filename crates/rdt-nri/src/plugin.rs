@@ -452,32 +452,28 @@ impl Plugin {
             } else {
                 None
             };
-            match class {
-                Some(class) => {
-                    let denied = if from_pod {
-                        class.deny_pod_annotation
-                    } else {
-                        class.deny_container_annotation
-                    };
-                    if denied {
-                        return Err(refused(Rule::Denied { pod: from_pod }));
-                    }
-                    return Ok(Some((class, Origin::Annotation(key.to_owned()))));
+            if let Some(class) = class {
+                let denied = if from_pod {
+                    class.deny_pod_annotation
+                } else {
+                    class.deny_container_annotation
+                };
+                if denied {
+                    return Err(refused(Rule::Denied { pod: from_pod }));
                 }
-                None => {
-                    let r = refused(if is_qualified_class_name(value) {
-                        Rule::UnknownClass {
-                            known: self.known(),
-                        }
-                    } else {
-                        Rule::Unqualified
-                    });
-                    if self.options.on_unknown == OnUnknown::Fail {
-                        return Err(r);
-                    }
-                    log::warn!("{r}: placed as if it had no annotation");
-                }
+                return Ok(Some((class, Origin::Annotation(key.to_owned()))));
             }
+            let r = refused(if is_qualified_class_name(value) {
+                Rule::UnknownClass {
+                    known: self.known(),
+                }
+            } else {
+                Rule::Unqualified
+            });
+            if self.options.on_unknown == OnUnknown::Fail {
+                return Err(r);
+            }
+            log::warn!("{r}: placed as if it had no annotation");
         }
         if let Some(q) = Qos::of_pod(pod)
             && let Some(class) = self.options.qos.get(&q).and_then(|c| self.class(c))

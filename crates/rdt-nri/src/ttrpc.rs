@@ -142,7 +142,7 @@ pub fn encode(conn: u32, stream: u32, kind: u8, payload: &[u8]) -> Result<Vec<u8
     Ok(out)
 }
 
-/// What [`Reader::next`] found.
+/// What [`Reader::poll`] found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Next {
     /// A whole ttrpc message.
@@ -242,13 +242,13 @@ impl<R: Read> Reader<R> {
     }
 
     /// The next whole ttrpc message, or `None` at the end of the stream between frames (a
-    /// read timeout is waited out: [`Reader::next`] returns it instead).
+    /// read timeout is waited out: [`Reader::poll`] returns it instead).
     ///
     /// # Errors
-    /// As [`Reader::next`].
+    /// As [`Reader::poll`].
     pub fn next_message(&mut self) -> Result<Option<Message>, NriError> {
         loop {
-            match self.next()? {
+            match self.poll()? {
                 Next::Message(m) => return Ok(Some(m)),
                 Next::End => return Ok(None),
                 Next::Idle => {}
@@ -261,7 +261,7 @@ impl<R: Read> Reader<R> {
     /// # Errors
     /// A read fails, the stream ends inside a frame, a frame or a message is longer than
     /// the protocol allows ([`NriError::Frame`]).
-    pub fn next(&mut self) -> Result<Next, NriError> {
+    pub fn poll(&mut self) -> Result<Next, NriError> {
         loop {
             for (i, p) in self.pending.iter_mut().enumerate() {
                 // i is 0 or 1
@@ -287,23 +287,20 @@ impl<R: Read> Reader<R> {
                     self.frame = None;
                     return Ok(Got::Progress);
                 }
-                let n = match index {
-                    Some(i) => {
-                        let p = &mut self.pending[i];
-                        let at = p.buf.len();
-                        p.buf.resize(at + remaining.min(CHUNK), 0);
-                        let r = read_once(&mut self.inner, &mut p.buf[at..]);
-                        let got = match &r {
-                            Ok(Some(n)) => *n,
-                            _ => 0,
-                        };
-                        p.buf.truncate(at + got);
-                        r?
-                    }
-                    None => {
-                        self.scratch.resize(remaining.min(64 << 10), 0);
-                        read_once(&mut self.inner, &mut self.scratch)?
-                    }
+                let n = if let Some(i) = index {
+                    let p = &mut self.pending[i];
+                    let at = p.buf.len();
+                    p.buf.resize(at + remaining.min(CHUNK), 0);
+                    let r = read_once(&mut self.inner, &mut p.buf[at..]);
+                    let got = match &r {
+                        Ok(Some(n)) => *n,
+                        _ => 0,
+                    };
+                    p.buf.truncate(at + got);
+                    r?
+                } else {
+                    self.scratch.resize(remaining.min(64 << 10), 0);
+                    read_once(&mut self.inner, &mut self.scratch)?
                 };
                 match n {
                     None => return Ok(Got::Timeout),

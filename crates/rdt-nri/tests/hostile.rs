@@ -4,6 +4,8 @@
 //! request only, an error answer after the registration is not a refused registration.
 //! The runtime's side is played by this test with the crate's own framing.
 
+#![allow(clippy::unwrap_used)] // the helpers below are the tests' own: a failure is the test's
+
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};

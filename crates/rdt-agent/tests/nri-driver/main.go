@@ -87,7 +87,64 @@ func (r *runtime) apply(updates []*api.ContainerUpdate) {
 	}
 }
 
-// classOf is the class a container is in: its closID's class, else its RDT class.
+// sleepers are the processes standing for containers' tasks (killed at the end).
+var sleepers []*exec.Cmd
+
+// spawn starts a process standing for a container's task: its pid.
+func spawn() uint32 {
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		fail("starting a task: %v", err)
+	}
+	sleepers = append(sleepers, cmd)
+	return uint32(cmd.Process.Pid)
+}
+
+func reapSleepers() {
+	for _, c := range sleepers {
+		_ = c.Process.Kill()
+		_, _ = c.Process.Wait()
+	}
+}
+
+// resctrlRoot is the tree the agent writes (-resctrl).
+var resctrlRoot string
+
+// groupOfPid is the class whose group's tasks hold pid ("" for the root group, "?" when
+// none does).
+func groupOfPid(pid uint32) string {
+	want := fmt.Sprint(pid)
+	for _, g := range append([]string{""}, groupNames()...) {
+		b, err := os.ReadFile(filepath.Join(resctrlRoot, g, "tasks"))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.TrimSpace(l) == want {
+				return strings.TrimPrefix(g, groupPrefix)
+			}
+		}
+	}
+	return "?"
+}
+
+func groupNames() []string {
+	entries, err := os.ReadDir(resctrlRoot)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "info" && e.Name() != "mon_groups" && e.Name() != "mon_data" {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// classOf is the class a container is in: its closID's class, else its RDT class, else
+// (a container created while the plugin was away, repaired by it) the group whose tasks
+// hold its process.
 func classOf(c *api.Container) string {
 	if id := c.GetLinux().GetRdt().GetClosId(); id != nil {
 		return strings.TrimPrefix(id.GetValue(), groupPrefix)
@@ -95,7 +152,33 @@ func classOf(c *api.Container) string {
 	if rc := c.GetLinux().GetResources().GetRdtClass(); rc != nil {
 		return rc.GetValue()
 	}
+	if c.Pid != 0 && resctrlRoot != "" {
+		return groupOfPid(c.Pid)
+	}
 	return ""
+}
+
+// waitPlaced waits (10 s at most) until every container is in its class.
+func waitPlaced(r *runtime, what string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		bad := ""
+		r.mu.Lock()
+		for id, want := range r.want {
+			if c := r.ctrs[id]; c != nil && classOf(c) != want {
+				bad = fmt.Sprintf("container %s (%s) in class %q, want %q", id, c.Name, classOf(c), want)
+				break
+			}
+		}
+		r.mu.Unlock()
+		if bad == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			fail("%s: %s after 10 s", what, bad)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func fail(format string, args ...any) {
@@ -279,6 +362,7 @@ var steps int
 type summary struct {
 	Existing         int     `json:"existing"`
 	FirstSyncUpdates int     `json:"first_sync_updates"`
+	FirstSyncPlaced  int     `json:"first_sync_placed"`
 	Created          int     `json:"created"`
 	Refused          string  `json:"refused"`
 	RestartSynced    int     `json:"restart_synced"`
@@ -305,6 +389,8 @@ func main() {
 	reloadFrom := flag.String("reload-from", "", "after the restart: copy this configuration ...")
 	reloadTo := flag.String("reload-to", "", "... over the agent's, SIGHUP it, expect class platinum")
 	flag.Parse()
+	resctrlRoot = *resctrl
+	defer reapSleepers()
 	argv := flag.Args()
 	if len(argv) == 0 {
 		fail("usage: nri-driver [-kill-trials N] [-measure N] -- AGENT ARGS...")
@@ -370,6 +456,9 @@ func main() {
 		}
 		pod := newPod(qos, podAnn)
 		c := newContainer(pod, "app", ctrAnn)
+		if *resctrl != "" {
+			c.Pid = spawn()
+		}
 		r.pods[pod.Id] = pod
 		r.ctrs[c.Id] = c
 		r.want[c.Id] = want
@@ -379,12 +468,16 @@ func main() {
 	first := startAgent(argv, sock)
 	updates := waitSync(r, first, "first start")
 	sum.FirstSyncUpdates = len(updates)
-	if len(updates) != 20 {
-		fail("first synchronization: %d updates for 20 containers in no class", len(updates))
+	if len(updates) != 0 {
+		fail("first synchronization: %d updates, which containerd would drop: the plugin places containers itself", len(updates))
+	}
+	if *resctrl != "" {
+		waitPlaced(r, "after the first synchronization")
+		sum.FirstSyncPlaced = 20
 	}
 	checkAll(r, "after the first synchronization")
 	classes := tree(*resctrl)
-	note("first start: 20 existing containers synchronized, 20 moved to their classes")
+	note("first start: 20 existing containers synchronized, their tasks moved to their classes by the plugin")
 
 	// creations: 3 QoS classes x (3 annotation forms + none)
 	for qi, qos := range qosList {
@@ -534,6 +627,9 @@ func main() {
 				qos := qosList[rng.Intn(3)]
 				pod := newPod(qos, nil)
 				c := newContainer(pod, "k", nil)
+				if *resctrl != "" {
+					c.Pid = spawn()
+				}
 				// created with or without the plugin (a dead plugin is skipped)
 				if _, err := create(ctx, nri, r, pod, c); err != nil {
 					fail("trial %d: creation failed: %v", trial, err)
@@ -551,6 +647,9 @@ func main() {
 		cur = startAgent(argv, sock)
 		updates := waitSync(r, cur, fmt.Sprintf("kill trial %d", trial))
 		sum.KillMoved += len(updates)
+		if *resctrl != "" {
+			waitPlaced(r, fmt.Sprintf("after kill trial %d", trial))
+		}
 		checkAll(r, fmt.Sprintf("after kill trial %d", trial))
 		same(*resctrl, classes, fmt.Sprintf("after kill trial %d", trial))
 	}
