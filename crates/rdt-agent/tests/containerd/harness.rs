@@ -283,6 +283,26 @@ impl Cri {
     /// A pod (host network, the QoS class's cgroup parent) and its one container `c`,
     /// created and started; `Err` names the step that failed.
     pub fn run_pod(&self, spec: &PodSpec, group: &str) -> Result<Ctr, String> {
+        let (pod, id) = self.create_pod(spec)?;
+        self.start(&pod, &id, group)
+    }
+
+    /// Starts container `id` of `pod`, which must end in `group`.
+    pub fn start(&self, pod: &str, id: &str, group: &str) -> Result<Ctr, String> {
+        self.crictl(&["start", id])
+            .map_err(|e| format!("start: {e}"))?;
+        let pid = self.pid(id)?;
+        Ok(Ctr {
+            pod: pod.to_owned(),
+            id: id.to_owned(),
+            pid,
+            group: group.to_owned(),
+        })
+    }
+
+    /// The pod of [`Cri::run_pod`] and its container, created (not started): (pod id,
+    /// container id).
+    pub fn create_pod(&self, spec: &PodSpec) -> Result<(String, String), String> {
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
         let uid = format!("rdt-e2e-{}-{n}", std::process::id());
         let parent = match spec.qos {
@@ -324,22 +344,13 @@ impl Cri {
         let created = self
             .crictl(&["create", &pod_id, cf, pf])
             .map_err(|e| format!("create: {e}"));
-        let id = match created {
-            Ok(id) => id,
+        match created {
+            Ok(id) => Ok((pod_id, id)),
             Err(e) => {
                 let _ = self.crictl(&["rmp", "-f", &pod_id]);
-                return Err(e);
+                Err(e)
             }
-        };
-        self.crictl(&["start", &id])
-            .map_err(|e| format!("start: {e}"))?;
-        let pid = self.pid(&id)?;
-        Ok(Ctr {
-            pod: pod_id,
-            id,
-            pid,
-            group: group.to_owned(),
-        })
+        }
     }
 
     /// The container's init pid (`crictl inspect`'s info.pid).
