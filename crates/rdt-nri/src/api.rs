@@ -24,6 +24,9 @@ pub const RUNTIME_SERVICE: &str = "nri.pkg.api.v1alpha1.Runtime";
 pub mod event {
     /// `CREATE_CONTAINER`.
     pub const CREATE_CONTAINER: i32 = 4;
+    /// `POST_START_CONTAINER`: delivered through `StateChange`, with the started
+    /// container (its `pid` set).
+    pub const POST_START_CONTAINER: i32 = 7;
     /// `STOP_CONTAINER`.
     pub const STOP_CONTAINER: i32 = 10;
     /// `REMOVE_CONTAINER`.

@@ -637,6 +637,19 @@ impl Plugin {
         self.placed.values().filter_map(|p| p.repair.as_ref())
     }
 
+    /// A container started (NRI's `PostStartContainer`): one the plugin is to place itself
+    /// (found by `Synchronize` before it ran: no process, so nothing to move yet) now has
+    /// its process, and its repair is made at once ([`Plugin::take_repairs`]).
+    pub fn started(&mut self, c: &Container) {
+        if let Some(repair) = self.placed.get_mut(&c.id).and_then(|p| p.repair.as_mut()) {
+            repair.pid = c.pid;
+            if let Some(l) = c.linux.as_ref().filter(|l| !l.cgroups_path.is_empty()) {
+                repair.cgroups_path.clone_from(&l.cgroups_path);
+            }
+            self.repairs.push(repair.clone());
+        }
+    }
+
     /// Forgets the repair of container `id` (its tasks are gone).
     pub fn forget_repair(&mut self, id: &str) {
         if let Some(p) = self.placed.get_mut(id) {
@@ -711,6 +724,7 @@ impl Plugin {
                 Ok(api::ConfigureResponse {
                     events: api::event_mask(&[
                         api::event::CREATE_CONTAINER,
+                        api::event::POST_START_CONTAINER,
                         api::event::STOP_CONTAINER,
                         api::event::REMOVE_CONTAINER,
                     ]),
@@ -770,10 +784,12 @@ impl Plugin {
             }
             "StateChange" => {
                 let ev = api::StateChangeEvent::decode(payload).map_err(|e| bad(method, &e))?;
-                if ev.event == api::event::REMOVE_CONTAINER
-                    && let Some(c) = ev.container
-                {
-                    self.placed.remove(&c.id);
+                match (ev.event, ev.container) {
+                    (api::event::REMOVE_CONTAINER, Some(c)) => {
+                        self.placed.remove(&c.id);
+                    }
+                    (api::event::POST_START_CONTAINER, Some(c)) => self.started(&c),
+                    _ => {}
                 }
                 Ok(api::Empty::default().encode_to_vec())
             }

@@ -118,6 +118,10 @@ pub enum PlaceError {
     /// The container has no task any more (it ended).
     #[error("the container has no task left")]
     Gone,
+    /// The container has no task yet: created, not started (the runtime gave no pid). Its
+    /// repair waits for its start (or the next re-check).
+    #[error("the container has not started")]
+    NotStarted,
     /// Reading the tasks or writing the group failed; nothing was changed.
     #[error("{0}")]
     Failed(String),
@@ -178,7 +182,13 @@ impl<B: Backend> Placer for ResctrlPlacer<B> {
                 &repair.cgroups_path,
             ) {
                 Ok(t) => t,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(PlaceError::Gone),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(if repair.pid == 0 {
+                        PlaceError::NotStarted
+                    } else {
+                        PlaceError::Gone
+                    });
+                }
                 Err(e) => return Err(failed("reading its tasks", &e)),
             };
             let changes: Vec<Change> = tasks.iter().map(|&t| Change::task(t, class)).collect();
@@ -300,6 +310,7 @@ impl<B: Backend> NodeSession<B> {
                 true
             }
             Err(PlaceError::Gone) => false,
+            Err(PlaceError::NotStarted) => true,
             Err(PlaceError::Failed(e)) => {
                 log::warn!(
                     "container {} ({}) of pod {}: could not be put in group {} (class {}): {e}",

@@ -287,6 +287,57 @@ fn synchronize_repairs_containers_outside_their_class_and_sends_no_update_split_
 }
 
 #[test]
+fn a_container_synchronized_before_it_started_is_repaired_when_it_starts() {
+    // arrange: created while the plugin was away, not started: no pid, no class
+    let mut p = plugin(OnUnknown::Fail);
+    let sync = SynchronizeRequest {
+        pods: vec![pod("/kubepods/burstable/pod1", &[])],
+        containers: vec![container("late", &[])],
+        more: false,
+    };
+    p.handle("Synchronize", &sync.encode_to_vec()).unwrap();
+    let first = p.take_repairs();
+    assert_eq!(first.len(), 1);
+    assert_eq!(
+        (first[0].pid, first[0].group.as_deref()),
+        (0, Some("cri-silver"))
+    );
+    // act: the runtime starts it (PostStartContainer, through StateChange)
+    let started = api::StateChangeEvent {
+        event: api::event::POST_START_CONTAINER,
+        pod: None,
+        container: Some(Container {
+            pid: 777,
+            linux: Some(LinuxContainer {
+                cgroups_path: "/kubepods/burstable/pod1/late".into(),
+                ..LinuxContainer::default()
+            }),
+            ..container("late", &[])
+        }),
+    };
+    p.handle("StateChange", &started.encode_to_vec()).unwrap();
+    // assert: its repair is due now, with the process to move
+    let due = p.take_repairs();
+    assert_eq!(due.len(), 1);
+    assert_eq!(
+        (
+            due[0].container.as_str(),
+            due[0].pid,
+            due[0].cgroups_path.as_str()
+        ),
+        ("id-late", 777, "/kubepods/burstable/pod1/late")
+    );
+    // a container the plugin placed at creation (no repair) starts: nothing to do
+    let other = api::StateChangeEvent {
+        event: api::event::POST_START_CONTAINER,
+        pod: None,
+        container: Some(container("unknown", &[])),
+    };
+    p.handle("StateChange", &other.encode_to_vec()).unwrap();
+    assert!(p.take_repairs().is_empty());
+}
+
+#[test]
 fn a_synchronization_past_its_limits_is_refused_and_the_next_one_starts_afresh() {
     let mut p = plugin(OnUnknown::Fail);
     // parts of MAX_SYNC_CONTAINERS / 4 containers each: the fifth passes the limit
@@ -502,7 +553,7 @@ fn runtime_strings_in_a_refusal_are_escaped_and_capped() {
 }
 
 #[test]
-fn configure_subscribes_to_create_stop_and_remove_and_others_are_unimplemented() {
+fn configure_subscribes_to_create_post_start_stop_and_remove_and_others_are_unimplemented() {
     let mut p = plugin(OnUnknown::Fail);
     let r = p
         .handle(
@@ -511,7 +562,8 @@ fn configure_subscribes_to_create_stop_and_remove_and_others_are_unimplemented()
         )
         .unwrap();
     let r = api::ConfigureResponse::decode(&r[..]).unwrap();
-    assert_eq!(r.events, (1 << 3) | (1 << 9) | (1 << 10));
+    // CREATE_CONTAINER 4, POST_START_CONTAINER 7, STOP_CONTAINER 10, REMOVE_CONTAINER 11
+    assert_eq!(r.events, (1 << 3) | (1 << 6) | (1 << 9) | (1 << 10));
     assert_eq!(
         p.handle("RunPodSandbox", &[]).unwrap_err().code,
         CODE_UNIMPLEMENTED
