@@ -295,3 +295,53 @@ fn nfd_writes_the_feature_file_of_the_platform_and_exits() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--policy"));
 }
+
+/// Issue 32, rule 4: on skylake-sp MBA throttles a core by its threads' strongest delay, so
+/// a best-effort workload on the SMT sibling of a protected CPU that the policy lets the
+/// agent throttle is refused, naming the CPUs; without `min_mba_percent` it is accepted
+/// (L3 ways do not slow the sibling).
+#[test]
+fn a_best_effort_workload_on_a_protected_cpus_sibling_may_not_be_mba_throttled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = SessionOptions {
+        state: Some(dir.path().join("probe.json")),
+        ..SessionOptions::new("skylake-sp")
+    };
+    let rdt = OpenOptions::simulate(OpenOptions::new(Iface::Msr).rdt_iface(None), session)
+        .open()
+        .expect("open");
+    let topo = rdt.topology();
+    let four = topo.get(rdt_pqos::LogicalCpu::new(4)).expect("CPU 4");
+    let sibling = topo
+        .cpus()
+        .iter()
+        .find(|p| p.cpu.get() != 4 && p.package == four.package && p.core == four.core)
+        .expect("CPU 4 has an SMT sibling")
+        .cpu
+        .get();
+    drop(rdt);
+    let text = format!(
+        "[[protected]]\nname = \"pipeline\"\ncpus = \"4\"\n\n[[best_effort]]\nname = \"batch\"\n\
+         cpus = \"{sibling}\"\nmin_mba_percent = 10\n"
+    );
+    let policy = write(dir.path(), "p.toml", &text);
+    let run = ["--iface", "msr", "--sim-virtual-clock", "--duration", "2"];
+    let out = agent_on(dir.path(), "skylake-sp", &policy, &run);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(&format!("CPU {sibling} (sibling of \"pipeline\"'s CPU 4)")),
+        "{err}"
+    );
+    let policy = write(
+        dir.path(),
+        "ways.toml",
+        &text.replace("min_mba_percent = 10\n", ""),
+    );
+    let out = agent_on(dir.path(), "skylake-sp", &policy, &run);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -67,7 +67,8 @@ fn shared_cores(
     protected: &[ClassSpec],
     best: &[ClassSpec],
 ) -> Vec<Vec<(u32, u32, String)>> {
-    let mut cores: BTreeMap<(u32, u32, bool), Vec<(u32, &str)>> = BTreeMap::new();
+    type Core = (u32, u32, bool);
+    let mut cores: BTreeMap<Core, Vec<(u32, &str)>> = BTreeMap::new();
     for w in protected {
         for c in w.cpus.iter() {
             if let Some(p) = topology.get(c) {

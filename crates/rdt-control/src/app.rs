@@ -76,16 +76,14 @@ pub fn read_metric(target: &AppTarget, timeout: Duration) -> Result<f64, AppRead
         source_name: name.clone(),
         message,
     };
-    match &target.metric {
-        Some(metric) => prometheus_value(&text, metric).map_err(parse),
-        None => {
-            let t = text.trim();
-            t.parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| parse(format!("{:?} is not one number", shorten(t))))
-        }
+    if let Some(metric) = &target.metric {
+        return prometheus_value(&text, metric).map_err(parse);
     }
+    let t = text.trim();
+    t.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| parse(format!("{:?} is not one number", shorten(t))))
 }
 
 fn shorten(s: &str) -> String {
@@ -218,6 +216,7 @@ fn http_get(authority: &str, path: &str, timeout: Duration) -> Result<String, Ap
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // exact decimal values parsed back
 mod tests {
     use super::*;
     use rdt_config::policy::AppGoal;

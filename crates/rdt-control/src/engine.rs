@@ -31,9 +31,10 @@
 //! - both, or **neither**: a workload below target without either signature (its IPC fell
 //!   while its occupancy held and no one else's traffic rose: its own phase) is left alone,
 //!   and nothing is done. Where neither occupancy nor traffic is measured, the engine cannot
-//!   tell, and takes the levers in order as if both applied (`unmeasured`); where one is
-//!   measured and absent, the other, unmeasured, cannot be ruled out and is taken as the
-//!   pressure.
+//!   tell, and takes the levers in order as if both applied (`unmeasured`); a signal not
+//!   measured (no CMT, no MBM, or no need known: a workload with an IPC or application
+//!   target below it since the start has shown no occupancy it needs) cannot be ruled out
+//!   and is taken as present.
 //!
 //! # Actions (one at a time, each judged before the next)
 //! For the worst contended workload, and only the lever that can help:
@@ -386,6 +387,8 @@ struct Learned {
     llc: f64,
     /// Traffic per unit of IPC while every protected workload met its target.
     calm_intensity: Option<f64>,
+    /// It has met its target.
+    calm_seen: bool,
 }
 
 /// The decisions of the controller ([module docs](self)).
@@ -515,12 +518,14 @@ impl Engine {
             .collect()
     }
 
-    /// The LLC bytes protected workload `i` needs (its target, else the most it has held).
+    /// The LLC bytes protected workload `i` needs: its target, else the most it has held
+    /// once it met its target (unknown for one below it since the start).
     #[allow(clippy::cast_precision_loss)] // bytes as a share
     fn needed_llc(&self, i: usize) -> Option<f64> {
+        let l = &self.learned[i];
         match self.policy.protected[i].target {
             Target::LlcBytes(t) => Some(t as f64),
-            _ => Some(self.learned[i].llc).filter(|l| *l > 0.0),
+            _ => Some(l.llc).filter(|b| *b > 0.0 && l.calm_seen),
         }
     }
 
@@ -534,12 +539,8 @@ impl Engine {
         // each workload's bytes spread over the domains it spans, added up: the most any
         // one domain is asked for when the workloads share their domains
         let mut per_domain = 0.0;
-        for (i, (p, l)) in self.policy.protected.iter().zip(&self.learned).enumerate() {
-            let bytes = match p.target {
-                Target::LlcBytes(t) => t as f64,
-                _ if l.llc > 0.0 => l.llc,
-                _ => return None,
-            };
+        for i in 0..self.policy.protected.len() {
+            let bytes = self.needed_llc(i)?;
             per_domain += bytes / f64::from(self.span(&self.facts.protected_spans, i));
         }
         let way = self.facts.way_bytes.max(1) as f64;
@@ -568,6 +569,7 @@ impl Engine {
     }
 
     /// Classifies the pressure on protected workload `w` ([module docs](self)).
+    #[allow(clippy::many_single_char_names)] // the quantities of the module docs
     fn classify(&self, w: usize, r: Reading, protected: &[Reading], best: &[Reading]) -> Evidence {
         let (capacity, capacity_source) = self.capacity();
         let best_traffic = traffic(best);
@@ -601,15 +603,12 @@ impl Engine {
             }
             _ => None,
         };
+        // a signal not measured cannot be ruled out
         let pressure = match (cache, bandwidth) {
             (None, None) => Pressure::Unmeasured,
-            (Some(true), Some(true)) => Pressure::Both,
-            (Some(true), _) => Pressure::Cache,
-            (_, Some(true)) => Pressure::MemoryBandwidth,
-            // one signal measured and absent, the other not measured: the other cannot be
-            // ruled out
-            (None, Some(false)) => Pressure::Cache,
-            (Some(false), None) => Pressure::MemoryBandwidth,
+            (Some(true), Some(true) | None) | (None, Some(true)) => Pressure::Both,
+            (Some(true) | None, Some(false)) => Pressure::Cache,
+            (Some(false), Some(true) | None) => Pressure::MemoryBandwidth,
             (Some(false), Some(false)) => Pressure::Neither,
         };
         Evidence {
@@ -628,6 +627,9 @@ impl Engine {
 
     /// Learns the calm baselines (every protected workload meets its target).
     fn learn(&mut self, health: &[Option<f64>], protected: &[Reading], best: &[Reading]) {
+        for (l, h) in self.learned.iter_mut().zip(health) {
+            l.calm_seen |= h.is_some_and(|h| h >= self.policy.contended_below);
+        }
         let calm = health
             .iter()
             .all(|h| h.is_none_or(|h| h >= self.policy.contended_below));
@@ -908,7 +910,8 @@ impl Engine {
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
-        clippy::cast_precision_loss
+        clippy::cast_precision_loss,
+        clippy::many_single_char_names
     )]
     fn next_limit(&self, i: usize, now: u8, h: f64, r: Reading) -> u8 {
         let floor = self.floor(i).mba_percent;
@@ -927,7 +930,7 @@ impl Engine {
                 let cut = (need / f64::from(g)).ceil().max(1.0) * f64::from(g);
                 f64::from(effective) - cut
             }
-            _ => (f64::from(effective) + f64::from(floor)) / 2.0,
+            _ => f64::midpoint(f64::from(effective), f64::from(floor)),
         };
         let want = self.round_mba(want.clamp(0.0, 100.0).ceil() as u8);
         want.max(floor).min(now.saturating_sub(g).max(floor))
@@ -935,7 +938,7 @@ impl Engine {
 
     /// Ways and bandwidth back for class `i` when its demand fell ([module docs](self)):
     /// `domain` is the traffic of every workload now, `capacity` the domain's.
-    #[allow(clippy::cast_precision_loss)] // bytes as a share
+    #[allow(clippy::cast_precision_loss, clippy::many_single_char_names)] // bytes as a share
     fn give_back(
         &mut self,
         i: usize,
@@ -977,10 +980,14 @@ impl Engine {
             let fits = projected
                 .zip(capacity)
                 .is_some_and(|(p, cap)| p < LOADED_SHARE * cap);
-            let fell = t.zip(c.demand).is_some_and(|(t, d)| {
+            let demand_fell = t.zip(c.demand).is_some_and(|(t, d)| {
                 t * 100.0 / f64::from(s.mba_percent.max(1)) < SUBSIDED_SHARE * d
             });
-            if fits || fell { next } else { s.mba_percent }
+            if fits || demand_fell {
+                next
+            } else {
+                s.mba_percent
+            }
         } else {
             s.mba_percent
         };
