@@ -89,10 +89,8 @@ pub fn task(root: &Path, only: Option<&str>) -> Result<(), String> {
         crate::write(
             &root.join("target/scenarios"),
             &format!("{}.events.jsonl", family.name),
-            runs.events
-                .iter()
-                .map(|l| format!("{l}\n"))
-                .collect::<String>()
+            format!("{}\n", runs.events.join("\n"))
+                .trim_start()
                 .as_bytes(),
         )?;
         outcomes.push(Outcome {

@@ -176,6 +176,45 @@ fn all_whole(rdt: &mut Rdt, classes: &[ClassId]) -> Result<bool, String> {
     Ok(ways_whole && mba_whole)
 }
 
+/// The second that just passed on `sim`: the operations of the `protected` and `best`
+/// workloads (scenario indices) since `last` (each workload's operation count, updated),
+/// and whether a CPU of `protected_cpus` runs throttled.
+fn observe(
+    sim: &SimHandle,
+    last: &mut [f64],
+    protected: &[Option<usize>],
+    best: &[Option<usize>],
+    protected_cpus: &[rdt_pqos::LogicalCpu],
+) -> Second {
+    let metrics = sim.workload_metrics();
+    let mut done = vec![0.0; metrics.len()];
+    for (i, m) in metrics.iter().enumerate() {
+        let total = m.ops_total.unwrap_or(0.0);
+        done[i] = (total - last.get(i).copied().unwrap_or(0.0)).max(0.0);
+        if let Some(l) = last.get_mut(i) {
+            *l = total;
+        }
+    }
+    let pick = |idx: &[Option<usize>]| -> Vec<f64> {
+        idx.iter()
+            .map(|i| i.and_then(|i| done.get(i).copied()).unwrap_or(0.0))
+            .collect()
+    };
+    let throttled = {
+        let p = sim.lock();
+        protected_cpus
+            .iter()
+            .any(|&c| p.activity(c).is_some_and(|a| a.throttle < 1.0 - 1e-9))
+    };
+    Second {
+        protected: pick(protected),
+        best_effort: pick(best),
+        actions: 0,
+        all_given_back: true,
+        protected_throttled: throttled,
+    }
+}
+
 /// How a run allocates.
 #[derive(Clone, Copy, Debug)]
 pub enum Mode<'a> {
@@ -257,33 +296,7 @@ pub fn trace(family: &Family, mode: Mode<'_>) -> Result<Trace, String> {
     let interval = family.policy.interval;
     for t in 1..=family.duration_s {
         sim.advance(interval);
-        let metrics = sim.workload_metrics();
-        let mut done = vec![0.0; metrics.len()];
-        for (i, m) in metrics.iter().enumerate() {
-            let total = m.ops_total.unwrap_or(0.0);
-            done[i] = (total - last.get(i).copied().unwrap_or(0.0)).max(0.0);
-            if let Some(l) = last.get_mut(i) {
-                *l = total;
-            }
-        }
-        let pick = |idx: &[Option<usize>]| -> Vec<f64> {
-            idx.iter()
-                .map(|i| i.and_then(|i| done.get(i).copied()).unwrap_or(0.0))
-                .collect()
-        };
-        let throttled = {
-            let p = sim.lock();
-            protected_cpus
-                .iter()
-                .any(|&c| p.activity(c).is_some_and(|a| a.throttle < 1.0 - 1e-9))
-        };
-        let mut s = Second {
-            protected: pick(&protected),
-            best_effort: pick(&best),
-            actions: 0,
-            all_given_back: true,
-            protected_throttled: throttled,
-        };
+        let mut s = observe(&sim, &mut last, &protected, &best, &protected_cpus);
         if let Some(agent) = agent.as_mut() {
             let tick = agent
                 .tick(&mut rdt, Duration::from_secs(t.into()))
