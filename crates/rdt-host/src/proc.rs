@@ -230,7 +230,8 @@ impl ProcFs {
     /// pqos's top-pids selection (`pqos/monitor.c` `selfn_monitor_top_pids`): a
     /// [`Self::cpu_sample`], `delay` (pqos: 1.2 s, `PID_CPU_TIME_DELAY_USEC`), a second
     /// sample, then [`top_pids`] of the two with `now` the wall clock in seconds: at most
-    /// `n` (pqos: 10, `TOP_PROC_MAX`) processes, busiest last.
+    /// `n` (pqos: 10, `TOP_PROC_MAX`) processes, busiest last, those that have exited
+    /// since left out.
     ///
     /// # Errors
     /// `<root>` cannot be listed.
@@ -241,7 +242,10 @@ impl ProcFs {
             .map_or(0, |d| d.as_secs());
         std::thread::sleep(delay);
         let second = self.cpu_sample(false)?;
-        Ok(top_pids(&first, &second, now, n))
+        // a process that ended since the second sample is not worth a group
+        let mut top = top_pids(&first, &second, now, n);
+        top.retain(|&pid| self.exists(pid));
+        Ok(top)
     }
 
     /// The Kubernetes pod and the container `task` runs in, from its cgroup path
