@@ -117,7 +117,9 @@ fn main() -> ExitCode {
 fn capi(prefix: &Path, debug: bool) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = std::process::Command::new(cargo);
-    build.current_dir(workspace_root()).args(["build", "-p", "rdt-capi", "--lib"]);
+    build
+        .current_dir(workspace_root())
+        .args(["build", "-p", "rdt-capi", "--lib"]);
     if !debug {
         build.arg("--release");
     }

@@ -729,7 +729,7 @@ pub unsafe extern "C" fn pqos_mba_get(
             unsafe {
                 mba_tab
                     .add(i)
-                    .write(entry(c.class, c.limit, resource == MbaResource::Smba))
+                    .write(entry(c.class, c.limit, resource == MbaResource::Smba));
             };
         }
         // SAFETY: non-NULL, per pqos.h an unsigned.

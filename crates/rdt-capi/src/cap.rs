@@ -269,7 +269,7 @@ fn cpuinfo(rdt: &Rdt) -> Flex<pqos_cpuinfo, pqos_coreinfo> {
         .cpus()
         .iter()
         .map(|p| {
-            let l3 = p.l3.map_or(p.package, |d| d.get());
+            let l3 = p.l3.map_or(p.package, rdt_pqos::CacheDomain::get);
             pqos_coreinfo {
                 lcore: p.cpu.get(),
                 socket: p.package,

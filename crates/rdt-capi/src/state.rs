@@ -42,9 +42,10 @@ pub(crate) fn lock() -> MutexGuard<'static, Option<Lib>> {
 /// Runs `body` on the initialised library under the API lock, in [`guard`]:
 /// `PQOS_RETVAL_INIT` before `pqos_init` (libpqos `_pqos_check_init`).
 pub(crate) fn with_lib(name: &str, body: impl FnOnce(&mut Lib) -> c_int) -> c_int {
-    guard(name, || match lock().as_mut() {
-        Some(lib) => body(lib),
-        None => {
+    guard(name, || {
+        if let Some(lib) = lock().as_mut() {
+            body(lib)
+        } else {
             log::error!("{name}: PQoS library not initialized");
             PQOS_RETVAL_INIT
         }
@@ -54,9 +55,10 @@ pub(crate) fn with_lib(name: &str, body: impl FnOnce(&mut Lib) -> c_int) -> c_in
 /// As [`with_lib`] for an export that answers NULL on failure: `body`'s `None` and an
 /// uninitialised library are NULL.
 pub(crate) fn with_lib_opt<T>(name: &str, body: impl FnOnce(&mut Lib) -> Option<T>) -> Option<T> {
-    guard_or(name, None, || match lock().as_mut() {
-        Some(lib) => body(lib),
-        None => {
+    guard_or(name, None, || {
+        if let Some(lib) = lock().as_mut() {
+            body(lib)
+        } else {
             log::error!("{name}: PQoS library not initialized");
             None
         }

@@ -499,24 +499,24 @@ pub unsafe extern "C" fn pqos_smba_get_cos_num(
 /// `PQOS_RETVAL_PARAM`.
 fn pair<T>(
     cap: *const pqos_cap,
-    a: *mut c_int,
-    b: *mut c_int,
+    first: *mut c_int,
+    second: *mut c_int,
     t: pqos_cap_type,
     get: fn(&T) -> (c_int, c_int),
 ) -> c_int {
     guard_or("pqos_*_enabled", PQOS_RETVAL_ERROR, || {
-        if cap.is_null() || (a.is_null() && b.is_null()) {
+        if cap.is_null() || (first.is_null() && second.is_null()) {
             return PQOS_RETVAL_PARAM;
         }
         match cap_item::<T>(cap, t) {
             // SAFETY: the capability of type `t` is a T; each output is NULL or an int.
             Ok(item) => unsafe {
                 let (x, y) = get(&*item);
-                if let Some(a) = a.as_mut() {
-                    *a = x;
+                if let Some(out) = first.as_mut() {
+                    *out = x;
                 }
-                if let Some(b) = b.as_mut() {
-                    *b = y;
+                if let Some(out) = second.as_mut() {
+                    *out = y;
                 }
                 PQOS_RETVAL_OK
             },

@@ -230,11 +230,18 @@ const INTEL: &[(&str, usize, usize)] = &[
 
 fn compile(source: &str, out: &std::path::Path) {
     let mut cmd = cc();
-    cmd.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-I"])
-        .arg(crate_dir().join("include"))
-        .arg(c_source(source))
-        .arg("-o")
-        .arg(out);
+    cmd.args([
+        "-std=gnu11",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-Wno-unused-parameter",
+        "-I",
+    ])
+    .arg(crate_dir().join("include"))
+    .arg(c_source(source))
+    .arg("-o")
+    .arg(out);
     run(cmd);
 }
 
@@ -247,15 +254,25 @@ fn every_structure_has_intels_layout() {
     let mut ours = Vec::new();
     for line in printed.lines() {
         let parts: Vec<&str> = line.split(' ').collect();
-        let num = |i: usize| parts.get(i).map_or(0, |s| s.parse::<usize>().expect("a number"));
+        let num = |i: usize| {
+            parts
+                .get(i)
+                .map_or(0, |s| s.parse::<usize>().expect("a number"))
+        };
         ours.push((parts[0].to_owned(), num(1), num(2)));
     }
-    let intel: Vec<(String, usize, usize)> =
-        INTEL.iter().map(|&(n, a, b)| (n.to_owned(), a, b)).collect();
+    let intel: Vec<(String, usize, usize)> = INTEL
+        .iter()
+        .map(|&(n, a, b)| (n.to_owned(), a, b))
+        .collect();
     for (want, got) in intel.iter().zip(&ours) {
         assert_eq!(want, got, "layout differs from libpqos v26.03's");
     }
-    assert_eq!(intel.len(), ours.len(), "every field is checked, and only those");
+    assert_eq!(
+        intel.len(),
+        ours.len(),
+        "every field is checked, and only those"
+    );
 }
 
 #[test]
@@ -286,7 +303,10 @@ fn every_function_has_intels_prototype_and_is_exported() {
         .filter(|s| s.starts_with("pqos_"))
         .collect();
     exported.sort_unstable();
-    assert_eq!(exported, intel, "libpqos.so exports exactly libpqos v26.03's functions");
+    assert_eq!(
+        exported, intel,
+        "libpqos.so exports exactly libpqos v26.03's functions"
+    );
 }
 
 #[test]

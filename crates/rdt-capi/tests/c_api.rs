@@ -42,15 +42,23 @@ fn built() -> &'static Built {
         assert!(installed.header.is_file() && installed.library.is_file());
         let compile = |out: &Path, extra: &[&str]| {
             let mut cmd = cc();
-            cmd.args(["-std=gnu11", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread"])
-                .args(extra)
-                .arg(format!("-I{}", prefix.join("include").display()))
-                .arg(c_source("api.c"))
-                .arg("-o")
-                .arg(out)
-                .arg(format!("-L{}", prefix.join("lib").display()))
-                .arg("-lpqos")
-                .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()));
+            cmd.args([
+                "-std=gnu11",
+                "-O1",
+                "-g",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-pthread",
+            ])
+            .args(extra)
+            .arg(format!("-I{}", prefix.join("include").display()))
+            .arg(c_source("api.c"))
+            .arg("-o")
+            .arg(out)
+            .arg(format!("-L{}", prefix.join("lib").display()))
+            .arg("-lpqos")
+            .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()));
             cmd.output().map(|o| (o.status.success(), o))
         };
         let api = dir.path().join("api");
@@ -60,8 +68,13 @@ fn built() -> &'static Built {
             Err(e) => panic!("running cc: {e}"),
         }
         let sanitized = dir.path().join("api-asan");
-        let flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"];
-        let api_sanitized = matches!(compile(&sanitized, &flags), Ok((true, _))).then_some(sanitized);
+        let flags = [
+            "-fsanitize=address,undefined",
+            "-fno-omit-frame-pointer",
+            "-fno-sanitize-recover=all",
+        ];
+        let api_sanitized =
+            matches!(compile(&sanitized, &flags), Ok((true, _))).then_some(sanitized);
         Built {
             _dir: dir,
             api,
@@ -84,8 +97,13 @@ fn pqos() -> PathBuf {
 /// Where a platform is: the in-process simulated one with its state in a directory, or one
 /// FUSE-mounted.
 enum Platform {
-    Msr { model: String, state: tempfile::TempDir },
-    Os { mount: TestMount },
+    Msr {
+        model: String,
+        state: tempfile::TempDir,
+    },
+    Os {
+        mount: TestMount,
+    },
 }
 
 impl Platform {
@@ -116,10 +134,13 @@ impl Platform {
 
     /// A command on this platform, environment set as a program's user sets it.
     fn env(&self, mut cmd: Command) -> Command {
-        cmd.env_remove("RDT_IFACE").env_remove("RDT_SIM").env_remove("RDT_SYSROOT");
+        cmd.env_remove("RDT_IFACE")
+            .env_remove("RDT_SIM")
+            .env_remove("RDT_SYSROOT");
         match self {
             Self::Msr { model, state } => {
-                cmd.env("RDT_SIM", model).env("XDG_RUNTIME_DIR", state.path());
+                cmd.env("RDT_SIM", model)
+                    .env("XDG_RUNTIME_DIR", state.path());
             }
             Self::Os { mount } => {
                 cmd.env("RDT_SYSROOT", mount.root());
@@ -173,17 +194,38 @@ fn hex(s: &str) -> u64 {
 }
 
 /// The capabilities the C API reports are `pqos -d`'s.
+#[allow(clippy::too_many_lines)] // one comparison per pqos -d field
 fn check_caps(p: &Platform, out: &str) {
     let d = p.pqos_json(&["-d"]);
-    assert!(out.contains(&format!("interface={}", if p.iface() == "msr" { 0 } else { 1 })), "{out}");
+    let want = if p.iface() == "msr" {
+        "interface=0"
+    } else {
+        "interface=1"
+    };
+    assert!(out.contains(want), "{out}");
     for (name, key) in [("l3ca", "l3_cat"), ("l2ca", "l2_cat")] {
         let c = fields(out, name);
         match &d[key] {
-            Value::Null => assert!(c.is_empty(), "{name} not in pqos -d but in the C API:\n{out}"),
+            Value::Null => assert!(
+                c.is_empty(),
+                "{name} not in pqos -d but in the C API:\n{out}"
+            ),
             j => {
-                assert_eq!(c["num_classes"].parse::<u64>().ok(), Some(num(&j["num_classes"])), "{name}");
-                assert_eq!(c["num_ways"].parse::<u64>().ok(), Some(num(&j["cbm_len_bits"])), "{name}");
-                assert_eq!(c["way_size"].parse::<u64>().ok(), Some(num(&j["way_size_bytes"])), "{name}");
+                assert_eq!(
+                    c["num_classes"].parse::<u64>().ok(),
+                    Some(num(&j["num_classes"])),
+                    "{name}"
+                );
+                assert_eq!(
+                    c["num_ways"].parse::<u64>().ok(),
+                    Some(num(&j["cbm_len_bits"])),
+                    "{name}"
+                );
+                assert_eq!(
+                    c["way_size"].parse::<u64>().ok(),
+                    Some(num(&j["way_size_bytes"])),
+                    "{name}"
+                );
                 assert_eq!(c["cdp"] == "1", j["cdp"] != "unsupported", "{name} cdp");
                 assert_eq!(c["cdp_on"] == "1", j["cdp"] == "enabled", "{name} cdp_on");
                 if name == "l3ca" {
@@ -194,7 +236,11 @@ fn check_caps(p: &Platform, out: &str) {
                     // (pqos-cli `pqos_cat_caps`); its JSON gives the CPUID value (0 on AMD)
                     let min = fields(out, "l3ca")["min_cbm_bits"].parse::<u64>().ok();
                     let json = num(&j["min_cbm_bits"]);
-                    let want = if p.iface() == "msr" { json.max(1) } else { json };
+                    let want = if p.iface() == "msr" {
+                        json.max(1)
+                    } else {
+                        json
+                    };
                     assert_eq!(min, Some(want), "min_cbm_bits");
                 }
             }
@@ -205,7 +251,11 @@ fn check_caps(p: &Platform, out: &str) {
         match &d[key] {
             Value::Null => assert!(c.is_empty(), "{name}:\n{out}"),
             j => {
-                assert_eq!(c["num_classes"].parse::<u64>().ok(), Some(num(&j["num_classes"])), "{name}");
+                assert_eq!(
+                    c["num_classes"].parse::<u64>().ok(),
+                    Some(num(&j["num_classes"])),
+                    "{name}"
+                );
                 if name == "mba" && j["kind"] == "intel" {
                     let step: u64 = c["throttle_step"].parse().expect("step");
                     let max: u64 = c["throttle_max"].parse().expect("max");
@@ -244,12 +294,21 @@ fn check_caps(p: &Platform, out: &str) {
     names.sort_unstable();
     assert_eq!(events, names, "monitoring events:\n{out}");
     if let Some(rmids) = d["monitoring"]["num_rmids"].as_u64() {
-        let first = out.lines().find(|l| l.starts_with("event type=0x1 ")).expect("LLC event");
+        let first = out
+            .lines()
+            .find(|l| l.starts_with("event type=0x1 "))
+            .expect("LLC event");
         let e = fields(first, "event");
         assert_eq!(e["max_rmid"].parse::<u64>().ok(), Some(rmids));
         if p.iface() == "msr" {
-            assert_eq!(e["scale"].parse::<u64>().ok(), d["monitoring"]["upscaling_factor_bytes"].as_u64());
-            assert_eq!(e["length"].parse::<u64>().ok(), d["monitoring"]["counter_width_bits"].as_u64());
+            assert_eq!(
+                e["scale"].parse::<u64>().ok(),
+                d["monitoring"]["upscaling_factor_bytes"].as_u64()
+            );
+            assert_eq!(
+                e["length"].parse::<u64>().ok(),
+                d["monitoring"]["counter_width_bits"].as_u64()
+            );
         } else {
             assert_eq!(e["scale"], "1", "resctrl counts bytes");
         }
@@ -263,37 +322,76 @@ fn check_alloc(p: &Platform, program: &Path) {
     let out = p.api(program, "alloc");
     let s = p.pqos_json(&["-s"]);
     let class_mask = |s: &Value, key: &str, domain: u64| -> Option<String> {
-        s[key].as_array()?.iter().find(|d| d["domain"] == domain).and_then(|d| {
-            d["classes"].as_array()?.iter().find(|c| c["class"] == 1).map(|c| c["mask"].as_str().unwrap_or("").to_owned())
-        })
+        s[key]
+            .as_array()?
+            .iter()
+            .find(|d| d["domain"] == domain)
+            .and_then(|d| {
+                d["classes"]
+                    .as_array()?
+                    .iter()
+                    .find(|c| c["class"] == 1)
+                    .map(|c| c["mask"].as_str().unwrap_or("").to_owned())
+            })
     };
     for (name, key) in [("l3ca", "l3_cat"), ("l2ca", "l2_cat")] {
         let c = fields(&out, name);
         if let Some(domain) = c.get("domain") {
             let domain: u64 = domain.parse().expect("domain");
             assert_eq!(c["mask"], "0x3", "{name} read back:\n{out}");
-            assert_eq!(class_mask(&s, key, domain).as_deref(), Some("0x3"), "pqos -s {key}: {s}");
+            assert_eq!(
+                class_mask(&s, key, domain).as_deref(),
+                Some("0x3"),
+                "pqos -s {key}: {s}"
+            );
         } else {
-            assert!(s[key].is_null(), "{key} in pqos -s but not set through the C API");
+            assert!(
+                s[key].is_null(),
+                "{key} in pqos -s but not set through the C API"
+            );
         }
     }
     if let Some(mb) = fields(&out, "mba").get("mb_max") {
         let domain: u64 = fields(&out, "mba")["domain"].parse().expect("domain");
-        let shown = s["mba"].as_array().and_then(|a| a.iter().find(|d| d["domain"] == domain)).and_then(|d| {
-            d["classes"].as_array()?.iter().find(|c| c["class"] == 1).cloned()
-        });
+        let shown = s["mba"]
+            .as_array()
+            .and_then(|a| a.iter().find(|d| d["domain"] == domain))
+            .and_then(|d| {
+                d["classes"]
+                    .as_array()?
+                    .iter()
+                    .find(|c| c["class"] == 1)
+                    .cloned()
+            });
         let shown = shown.unwrap_or_else(|| panic!("MBA COS1 of domain {domain} in pqos -s: {s}"));
-        assert!(shown.to_string().contains(&format!(":{mb}")), "MBA {mb} in {shown}");
+        assert!(
+            shown.to_string().contains(&format!(":{mb}")),
+            "MBA {mb} in {shown}"
+        );
     }
-    let core1 = s["cores"].as_array().and_then(|a| a.iter().find(|c| c["cpu"] == 1)).cloned();
-    assert_eq!(core1.map(|c| c["class"].clone()), Some(Value::from(1)), "pqos -s: core 1 in COS1");
+    let core1 = s["cores"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["cpu"] == 1))
+        .cloned();
+    assert_eq!(
+        core1.map(|c| c["class"].clone()),
+        Some(Value::from(1)),
+        "pqos -s: core 1 in COS1"
+    );
     assert!(out.contains("core=1 class=1"), "{out}");
 
     let out = p.api(program, "reset");
     assert!(out.contains("core=1 class=0"), "{out}");
     let s = p.pqos_json(&["-s"]);
-    let core1 = s["cores"].as_array().and_then(|a| a.iter().find(|c| c["cpu"] == 1)).cloned();
-    assert_eq!(core1.map(|c| c["class"].clone()), Some(Value::from(0)), "after reset");
+    let core1 = s["cores"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["cpu"] == 1))
+        .cloned();
+    assert_eq!(
+        core1.map(|c| c["class"].clone()),
+        Some(Value::from(0)),
+        "after reset"
+    );
     if let Some(mask) = class_mask(&s, "l3_cat", 0) {
         assert_ne!(mask, "0x3", "after reset COS1 has every way");
     }
@@ -302,17 +400,27 @@ fn check_alloc(p: &Platform, program: &Path) {
 /// Monitoring: the first poll reports no bandwidth (libpqos's first read), later ones do.
 fn check_mon(p: &Platform, program: &Path) {
     let out = p.api(program, "mon");
-    let polls: Vec<HashMap<String, String>> = (0..3).map(|i| fields(&out, &format!("poll={i}"))).collect();
-    let events = hex(out.lines().find_map(|l| l.strip_prefix("events=")).expect("events line"));
+    let polls: Vec<HashMap<String, String>> =
+        (0..3).map(|i| fields(&out, &format!("poll={i}"))).collect();
+    let events = hex(out
+        .lines()
+        .find_map(|l| l.strip_prefix("events="))
+        .expect("events line"));
     assert_eq!(polls[0]["local_delta"], "0", "first poll:\n{out}");
     assert_eq!(polls[0]["total_delta"], "0", "first poll:\n{out}");
     if events & 0x4 != 0 {
         for p in &polls[1..] {
-            assert!(p["total_delta"].parse::<u64>().expect("delta") > 0, "bandwidth after the first poll:\n{out}");
+            assert!(
+                p["total_delta"].parse::<u64>().expect("delta") > 0,
+                "bandwidth after the first poll:\n{out}"
+            );
         }
     }
     if events & 0x1 != 0 {
-        assert!(polls[2]["llc"].parse::<u64>().expect("llc") > 0, "occupancy:\n{out}");
+        assert!(
+            polls[2]["llc"].parse::<u64>().expect("llc") > 0,
+            "occupancy:\n{out}"
+        );
     }
 }
 
@@ -348,7 +456,8 @@ fn sanitizers_find_nothing() {
     for p in [Platform::msr("sapphire-rapids"), Platform::os("genoa")] {
         for what in ["caps", "alloc", "mon", "errors", "threads"] {
             let mut cmd = p.env(Command::new(program));
-            cmd.args([p.iface(), what]).env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0");
+            cmd.args([p.iface(), what])
+                .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0");
             let out = cmd.output().expect("run the sanitized program");
             let stdout = String::from_utf8_lossy(&out.stdout);
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -357,7 +466,10 @@ fn sanitizers_find_nothing() {
                 "{what} under ASan/UBSan ({}):\n{stdout}\n{stderr}",
                 out.status
             );
-            assert!(!stderr.contains("runtime error") && !stderr.contains("Sanitizer"), "{what}:\n{stderr}");
+            assert!(
+                !stderr.contains("runtime error") && !stderr.contains("Sanitizer"),
+                "{what}:\n{stderr}"
+            );
         }
     }
 }

@@ -22,7 +22,11 @@ pub fn target_dir() -> PathBuf {
 /// The cdylib cargo built with this test (`target/<profile>/libpqos.so`).
 pub fn cdylib() -> PathBuf {
     let p = target_dir().join("libpqos.so");
-    assert!(p.is_file(), "{} is missing: cargo builds it with the tests of rdt-capi", p.display());
+    assert!(
+        p.is_file(),
+        "{} is missing: cargo builds it with the tests of rdt-capi",
+        p.display()
+    );
     p
 }
 
@@ -33,7 +37,9 @@ pub fn cc() -> Command {
 
 /// Runs `cmd`, panicking with its output when it fails; returns its stdout.
 pub fn run(mut cmd: Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("running {cmd:?}: {e}"));
     assert!(
         out.status.success(),
         "{cmd:?} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
