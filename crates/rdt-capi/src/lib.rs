@@ -37,8 +37,10 @@
 
 mod alloc;
 mod cap;
+mod capdata;
 pub mod error;
 mod flex;
+mod groups;
 mod guard;
 pub mod install;
 mod logging;

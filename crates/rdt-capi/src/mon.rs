@@ -15,14 +15,14 @@
 //! adding up its deltas until it is polled, so each group's deltas cover exactly the time
 //! between its own polls, as in libpqos.
 
-use std::collections::HashMap;
 use std::ffi::{c_int, c_uint, c_void};
 
 use libc::pid_t;
-use rdt_pqos::{Backend, BackendExt, CpuSet, LogicalCpu, MonEvents, MonGroupId, Rdt, TaskId};
+use rdt_pqos::{Backend, BackendExt, CpuSet, LogicalCpu, MonEvents, MonGroupId, TaskId};
 
 use crate::alloc::{MAX_ENTRIES, array};
 use crate::error::{code, start_code};
+use crate::groups::{Counts, Group, Members};
 use crate::guard::guard;
 use crate::state::{Lib, with_lib};
 use crate::types::{
@@ -33,77 +33,6 @@ use crate::types::{
 
 /// libpqos's marker of a started group (`GROUP_VALID_MARKER`, lib/monitoring.c).
 const GROUP_VALID_MARKER: c_int = 0x00DE_AD00;
-
-/// Counts added up between polls, and since the start.
-#[derive(Clone, Copy, Debug, Default)]
-struct Counts {
-    local: u64,
-    total: u64,
-    remote: u64,
-    instructions: u64,
-    cycles: u64,
-    misses: u64,
-    references: u64,
-}
-
-impl Counts {
-    fn add(&mut self, v: &rdt_pqos::MonValues) {
-        let add = |a: &mut u64, d: Option<u64>| *a = a.wrapping_add(d.unwrap_or(0));
-        add(&mut self.local, v.mbm_local_delta_bytes);
-        add(&mut self.total, v.mbm_total_delta_bytes);
-        add(&mut self.remote, v.mbm_remote_delta_bytes);
-        add(&mut self.instructions, v.instructions_delta);
-        add(&mut self.cycles, v.cycles_delta);
-        add(&mut self.misses, v.llc_misses_delta);
-        add(&mut self.references, v.llc_references_delta);
-    }
-}
-
-/// What a group is made of.
-enum Members {
-    Cores(Box<[u32]>),
-    Tasks(Box<[pid_t]>),
-}
-
-/// A group started through this API.
-struct Group {
-    /// The library's group; `None` after `pqos_mon_reset` stopped it.
-    id: Option<MonGroupId>,
-    events: MonEvents,
-    /// The `pqos_mon_data` was allocated here (`pqos_mon_start_cores`, `_pids2`) and is
-    /// freed by `pqos_mon_stop`.
-    owned: bool,
-    members: Members,
-    valid_mbm_read: bool,
-    since_poll: Counts,
-    since_start: Counts,
-    /// What `intl` points at: this group's own address, never read by C.
-    _intl: Box<u8>,
-}
-
-/// The groups started through this API, by the address of their `pqos_mon_data`.
-#[derive(Default)]
-pub(crate) struct Groups {
-    map: HashMap<usize, Group>,
-}
-
-impl Groups {
-    /// The library's group behind `group`.
-    pub(crate) fn library_id(&self, group: *const pqos_mon_data) -> Option<MonGroupId> {
-        self.map.get(&(group as usize))?.id
-    }
-
-    /// Stops every group in the library (`pqos_fini`); their structures stay as they are.
-    pub(crate) fn stop_all(&mut self, rdt: &mut Rdt) {
-        for g in self.map.values_mut() {
-            if let Some(id) = g.id.take()
-                && let Err(e) = rdt.stop_monitoring(id)
-            {
-                log::warn!("stopping a monitoring group: {e}");
-            }
-        }
-    }
-}
 
 /// The events of `event`: known bits, at least one, none of the I/O RDT or telemetry ones
 /// (not built).

@@ -5,9 +5,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rdt_pqos::{Backend, Iface, Interface, OpenOptions, Rdt};
 
-use crate::cap::CapData;
+use crate::capdata::CapData;
+use crate::groups::Groups;
 use crate::guard::{guard, guard_or};
-use crate::mon::Groups;
 use crate::types::{
     EnumInterface, PQOS_RETVAL_INIT, PQOS_RETVAL_INTER, PQOS_RETVAL_OK, PQOS_RETVAL_PARAM,
     pqos_config, pqos_interface,
