@@ -12,6 +12,11 @@
 //!   the simulated platform: each family with no controller, the oracle's best static
 //!   allocation and the controller, its goals, `docs/figures/scenarios.md` and
 //!   `docs/figures/scenarios.svg` ([`scenarios`]).
+//! - `cargo xtask capi [--prefix DIR] [--debug]`: builds libpqos (crates/rdt-capi, release
+//!   profile unless `--debug`) and installs `lib/libpqos.so.7` with its link `libpqos.so`,
+//!   `lib/libpqos.a`, `include/pqos.h` and `lib/pkgconfig/libpqos.pc` under DIR (default
+//!   `/usr/local`), so that `cc $(pkg-config --cflags --libs libpqos)` builds a libpqos
+//!   program against it.
 //!
 //! Both are generated from the one clap definition of each command's flags,
 //! [`pqos_cli::args::Args`] and [`pqos_cli::rdtset::RdtsetArgs`], which pqos-cli's library
@@ -77,6 +82,16 @@ enum Task {
         #[arg(long)]
         release: bool,
     },
+    /// Build libpqos (crates/rdt-capi) and install libpqos.so.7, its links, libpqos.a,
+    /// pqos.h and libpqos.pc under a prefix.
+    Capi {
+        /// The prefix: lib/, include/ and lib/pkgconfig/ under it (created if missing).
+        #[arg(long, value_name = "DIR", default_value = "/usr/local")]
+        prefix: PathBuf,
+        /// Build and install the debug profile's library instead of the release one.
+        #[arg(long)]
+        debug: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -111,6 +126,7 @@ fn main() -> ExitCode {
                 scenarios::task(workspace_root(), family.as_deref())
             }
         }
+        Task::Capi { prefix, debug } => capi(&prefix, debug),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -119,6 +135,35 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `cargo xtask capi`: `cargo build -p rdt-capi` in the profile asked for, then
+/// [`pqos::install::install`] (the one install step, which the C tests use too).
+fn capi(prefix: &Path, debug: bool) -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = std::process::Command::new(cargo);
+    build
+        .current_dir(workspace_root())
+        .args(["build", "-p", "rdt-capi", "--lib"]);
+    if !debug {
+        build.arg("--release");
+    }
+    let status = build
+        .status()
+        .map_err(|e| format!("cannot run cargo build: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build -p rdt-capi failed ({status})"));
+    }
+    let profile = if debug { "debug" } else { "release" };
+    let cdylib = default_out(profile).join("libpqos.so");
+    let prefix = std::path::absolute(prefix)
+        .map_err(|e| format!("cannot resolve {}: {e}", prefix.display()))?;
+    let installed = pqos::install::install(&cdylib, &prefix)
+        .map_err(|e| format!("cannot install libpqos under {}: {e}", prefix.display()))?;
+    for path in [&installed.library, &installed.header, &installed.pkg_config] {
+        println!("installed {}", path.display());
+    }
+    Ok(())
 }
 
 /// pqos's command line, exactly as the `pqos` binary builds it.

@@ -1,0 +1,406 @@
+//! What `pqos_cap_get` and `pqos_sysconfig_get` hand out: the library's capabilities and topology as
+//! libpqos's structures, built at `pqos_init` and kept (at the same addresses) until
+//! `pqos_fini`; a reset that turns CDP or the MBA controller on or off updates them in place,
+//! as libpqos does.
+//!
+//! The numbers are those `pqos -d`/`-D` prints for the same platform and interface
+//! (crates/pqos-cli/src/commands/caps.rs, after libpqos `lib/hw_cap.c` and `lib/os_cap.c`):
+//! on MSR the CPUID values (scale factor, RMIDs, counter width) and each CAT resource's
+//! classes with CDP halving them; on OS a scale factor of 1 (resctrl counts bytes), no counter
+//! width, and one class count for every resource (resctrl's groups).
+
+use std::ffi::{c_int, c_uint};
+
+use rdt_pqos::{
+    Backend, BackendExt, CacheGeometry, Capabilities, CatCaps, Interface, MbaCaps, MbaCtrl,
+    MbaKind, Rdt, SncMode, Vendor,
+};
+
+use crate::flex::Flex;
+use crate::types::{
+    PQOS_VERSION, pqos_cacheinfo, pqos_cap, pqos_cap_l2ca, pqos_cap_l3ca, pqos_cap_mba,
+    pqos_cap_mon, pqos_cap_type, pqos_capability, pqos_capability_u, pqos_coreinfo, pqos_cpuinfo,
+    pqos_mon_event, pqos_monitor, pqos_snc_mode, pqos_sysconfig, pqos_vendor,
+};
+
+/// The structures `pqos_cap_get` hands out, owned until `pqos_fini`.
+pub(crate) struct CapData {
+    pub(crate) cap: Flex<pqos_cap, pqos_capability>,
+    pub(crate) cpu: Flex<pqos_cpuinfo, pqos_coreinfo>,
+    pub(crate) mon: Option<Flex<pqos_cap_mon, pqos_monitor>>,
+    pub(crate) l3: Option<Box<pqos_cap_l3ca>>,
+    pub(crate) l2: Option<Box<pqos_cap_l2ca>>,
+    pub(crate) mba: Option<Box<pqos_cap_mba>>,
+    pub(crate) smba: Option<Box<pqos_cap_mba>>,
+    pub(crate) sysconfig: Box<pqos_sysconfig>,
+}
+
+/// What the capability structures hold, before they are placed.
+struct Values {
+    mon: Option<(pqos_cap_mon, Vec<pqos_monitor>)>,
+    l3: Option<pqos_cap_l3ca>,
+    l2: Option<pqos_cap_l2ca>,
+    mba: Option<pqos_cap_mba>,
+    smba: Option<pqos_cap_mba>,
+}
+
+fn uint(v: u64) -> c_uint {
+    c_uint::try_from(v).unwrap_or(c_uint::MAX)
+}
+
+fn size_of_c<T>() -> c_uint {
+    uint(size_of::<T>() as u64)
+}
+
+fn flag(b: bool) -> c_int {
+    c_int::from(b)
+}
+
+fn values(rdt: &mut Rdt) -> Values {
+    let iface = rdt.interface();
+    let mba_ctrl = rdt.mba_ctrl();
+    let caps = rdt.capabilities().clone();
+    let os_classes = (iface == Interface::Os).then(|| caps.os_classes());
+    let l3_way = caps.l3_cache.as_ref().map_or(0, CacheGeometry::way_size);
+    let l2_way = caps.l2_cache.as_ref().map_or(0, CacheGeometry::way_size);
+    let cat_classes = |c: &CatCaps| os_classes.unwrap_or_else(|| c.usable_classes());
+    Values {
+        mon: monitoring(&caps, iface),
+        l3: caps.l3_cat.get().map(|c| pqos_cap_l3ca {
+            mem_size: size_of_c::<pqos_cap_l3ca>(),
+            num_classes: cat_classes(c),
+            num_ways: c.cbm_len,
+            way_size: uint(l3_way),
+            way_contention: c.shareable_bits,
+            cdp: flag(c.cdp_supported),
+            cdp_on: flag(c.cdp_enabled),
+            non_contiguous_cbm: c_uint::from(c.non_contiguous_cbm),
+            iordt: flag(c.io_rdt),
+            iordt_on: 0,
+        }),
+        l2: caps.l2_cat.get().map(|c| pqos_cap_l2ca {
+            mem_size: size_of_c::<pqos_cap_l2ca>(),
+            num_classes: cat_classes(c),
+            num_ways: c.cbm_len,
+            way_size: uint(l2_way),
+            way_contention: c.shareable_bits,
+            cdp: flag(c.cdp_supported),
+            cdp_on: flag(c.cdp_enabled),
+            non_contiguous_cbm: c_uint::from(c.non_contiguous_cbm),
+        }),
+        mba: caps
+            .mba
+            .get()
+            .map(|m| bandwidth(m, iface, os_classes, mba_ctrl)),
+        // The kernel's controller drives MBA only.
+        smba: caps.smba.get().map(|m| {
+            let ctrl = (iface == Interface::Os).then_some(MbaCtrl::Unsupported);
+            bandwidth(m, iface, os_classes, ctrl)
+        }),
+    }
+}
+
+/// A bandwidth resource as libpqos describes it: `throttle_step` the granularity,
+/// `throttle_max` what `-D` shows as `100 - Min B/W` (Intel: the maximum delay; AMD: 0 on MSR,
+/// 100 on OS), `ctrl` -1 where the interface has no controller (MSR).
+fn bandwidth(
+    m: &MbaCaps,
+    iface: Interface,
+    os_classes: Option<u32>,
+    ctrl: Option<MbaCtrl>,
+) -> pqos_cap_mba {
+    let (step, max, linear) = match (m.kind, iface) {
+        (
+            MbaKind::IntelDelay {
+                max_delay, linear, ..
+            },
+            _,
+        ) => (m.granularity(), max_delay, linear),
+        (MbaKind::AmdBandwidth { .. }, Interface::Msr) => (0, 0, false),
+        (MbaKind::AmdBandwidth { .. }, Interface::Os) => (1, 100, false),
+    };
+    let (ctrl, ctrl_on) = match ctrl {
+        None => (-1, 0),
+        Some(MbaCtrl::Unsupported) => (0, 0),
+        Some(MbaCtrl::Disabled) => (1, 0),
+        Some(MbaCtrl::Enabled) => (1, 1),
+    };
+    pqos_cap_mba {
+        mem_size: size_of_c::<pqos_cap_mba>(),
+        num_classes: os_classes.unwrap_or(m.num_classes),
+        throttle_max: max,
+        throttle_step: step,
+        is_linear: flag(linear),
+        ctrl,
+        ctrl_on,
+        mba40: 0,
+        mba40_on: 0,
+    }
+}
+
+/// The monitoring capability with its events in libpqos's order: on MSR LLC, TMEM, LMEM,
+/// RMEM, IPC, LLC misses, LLC references, then the uncore PCIe events; on OS LLC, LMEM, TMEM,
+/// RMEM, LLC misses, LLC references, IPC. On OS the PMU events make a capability of their own
+/// where resctrl monitors nothing (`lib/os_cap.c`).
+fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Vec<pqos_monitor>)> {
+    use pqos_mon_event as E;
+    let m = caps.monitoring.get();
+    let pmu = caps.pmu;
+    let e = m.map(|m| m.events).unwrap_or_default();
+    let rmem = e.mbm_total && e.mbm_local;
+    let (scale, rmids, width) = match (m, iface) {
+        (Some(m), Interface::Msr) => (m.upscaling_factor, m.num_rmids, m.counter_width),
+        (Some(m), Interface::Os) => (1, m.num_rmids, 0),
+        (None, _) => (0, 0, 0),
+    };
+    let iordt = flag(m.is_some_and(|m| m.io_rdt));
+    let rdt_event = |event: E| pqos_monitor {
+        r#type: event as c_uint,
+        max_rmid: rmids,
+        scale_factor: scale,
+        counter_length: width,
+        iordt,
+    };
+    let (pmu_scale, pmu_rmids) = match iface {
+        Interface::Msr => (0, 0),
+        Interface::Os => (1, rmids),
+    };
+    let pmu_event = |event: E| pqos_monitor {
+        r#type: event as c_uint,
+        max_rmid: pmu_rmids,
+        scale_factor: pmu_scale,
+        counter_length: 0,
+        iordt: 0,
+    };
+    let mut events = Vec::new();
+    let mut rdt = |on: bool, event: E| {
+        if on {
+            events.push(rdt_event(event));
+        }
+    };
+    rdt(e.llc_occupancy, E::PQOS_MON_EVENT_L3_OCCUP);
+    match iface {
+        Interface::Msr => {
+            rdt(e.mbm_total, E::PQOS_MON_EVENT_TMEM_BW);
+            rdt(e.mbm_local, E::PQOS_MON_EVENT_LMEM_BW);
+        }
+        Interface::Os => {
+            rdt(e.mbm_local, E::PQOS_MON_EVENT_LMEM_BW);
+            rdt(e.mbm_total, E::PQOS_MON_EVENT_TMEM_BW);
+        }
+    }
+    rdt(rmem, E::PQOS_MON_EVENT_RMEM_BW);
+    let pmu_order: [(bool, E); 3] = match iface {
+        Interface::Msr => [
+            (pmu.ipc, E::PQOS_PERF_EVENT_IPC),
+            (pmu.llc_misses, E::PQOS_PERF_EVENT_LLC_MISS),
+            (pmu.llc_references, E::PQOS_PERF_EVENT_LLC_REF),
+        ],
+        Interface::Os => [
+            (pmu.llc_misses, E::PQOS_PERF_EVENT_LLC_MISS),
+            (pmu.llc_references, E::PQOS_PERF_EVENT_LLC_REF),
+            (pmu.ipc, E::PQOS_PERF_EVENT_IPC),
+        ],
+    };
+    for (on, event) in pmu_order {
+        if on {
+            events.push(pmu_event(event));
+        }
+    }
+    if caps.uncore_pcie && iface == Interface::Msr {
+        for event in [
+            E::PQOS_PERF_EVENT_LLC_MISS_PCIE_READ,
+            E::PQOS_PERF_EVENT_LLC_MISS_PCIE_WRITE,
+            E::PQOS_PERF_EVENT_LLC_REF_PCIE_READ,
+            E::PQOS_PERF_EVENT_LLC_REF_PCIE_WRITE,
+        ] {
+            events.push(pmu_event(event));
+        }
+    }
+    if m.is_none() && (iface == Interface::Msr || events.is_empty()) {
+        return None;
+    }
+    let snc = caps
+        .snc
+        .filter(|s| iface == Interface::Msr && s.nodes_per_l3 > 1);
+    let header = pqos_cap_mon {
+        mem_size: uint(
+            (size_of::<pqos_cap_mon>() + events.len() * size_of::<pqos_monitor>()) as u64,
+        ),
+        max_rmid: m.map_or(0, |m| match iface {
+            Interface::Msr => m.max_rmid.saturating_add(1),
+            Interface::Os => m.num_rmids,
+        }),
+        l3_size: uint(caps.l3_cache.as_ref().map_or(0, CacheGeometry::total_size)),
+        num_events: uint(events.len() as u64),
+        iordt,
+        iordt_on: 0,
+        snc_num: snc.map_or(1, |s| s.nodes_per_l3),
+        snc_mode: match snc.map(|s| s.mode) {
+            Some(SncMode::Local) => pqos_snc_mode::PQOS_SNC_LOCAL as c_uint,
+            _ => pqos_snc_mode::PQOS_SNC_TOTAL as c_uint,
+        },
+        events: [],
+    };
+    Some((header, events))
+}
+
+fn cacheinfo(g: Option<&CacheGeometry>) -> pqos_cacheinfo {
+    g.map_or_else(pqos_cacheinfo::default, |g| pqos_cacheinfo {
+        detected: 1,
+        num_ways: g.ways,
+        num_sets: g.sets,
+        num_partitions: g.partitions,
+        line_size: g.line_size,
+        total_size: uint(g.total_size()),
+        way_size: uint(g.way_size()),
+    })
+}
+
+/// The topology as `pqos_cpuinfo`: L3 CAT, MBA and SMBA ids are the L3 domain (the cache id
+/// the library allocates by: the socket on Intel, the CCX on AMD), as libpqos's `l3cat_id`
+/// and `mba_id` are.
+fn cpuinfo(rdt: &Rdt) -> Flex<pqos_cpuinfo, pqos_coreinfo> {
+    let caps = rdt.capabilities();
+    let cores: Vec<pqos_coreinfo> = rdt
+        .topology()
+        .cpus()
+        .iter()
+        .map(|p| {
+            let l3 = p.l3.map_or(p.package, rdt_pqos::CacheDomain::get);
+            pqos_coreinfo {
+                lcore: p.cpu.get(),
+                socket: p.package,
+                l3_id: l3,
+                l2_id: p.l2.get(),
+                l3cat_id: l3,
+                mba_id: l3,
+                numa: p.node,
+                smba_id: l3,
+            }
+        })
+        .collect();
+    let vendor = match caps.vendor {
+        Vendor::Intel => pqos_vendor::PQOS_VENDOR_INTEL,
+        Vendor::Amd => pqos_vendor::PQOS_VENDOR_AMD,
+        Vendor::Hygon => pqos_vendor::PQOS_VENDOR_HYGON,
+        _ => pqos_vendor::PQOS_VENDOR_UNKNOWN,
+    };
+    let header = pqos_cpuinfo {
+        mem_size: uint(
+            (size_of::<pqos_cpuinfo>() + cores.len() * size_of::<pqos_coreinfo>()) as u64,
+        ),
+        l2: cacheinfo(caps.l2_cache.as_ref()),
+        l3: cacheinfo(caps.l3_cache.as_ref()),
+        vendor: vendor as c_uint,
+        num_cores: uint(cores.len() as u64),
+        cores: [],
+    };
+    Flex::new(header, &cores)
+}
+
+impl CapData {
+    /// The structures of `rdt`'s capabilities and topology.
+    pub(crate) fn build(rdt: &mut Rdt) -> Self {
+        let v = values(rdt);
+        let cpu = cpuinfo(rdt);
+        let mon = v.mon.map(|(h, events)| Flex::new(h, &events));
+        let l3 = v.l3.map(Box::new);
+        let l2 = v.l2.map(Box::new);
+        let mba = v.mba.map(Box::new);
+        let smba = v.smba.map(Box::new);
+        let mut list = Vec::new();
+        if let Some(m) = &mon {
+            list.push((
+                pqos_cap_type::PQOS_CAP_TYPE_MON,
+                pqos_capability_u { mon: m.as_ptr() },
+            ));
+        }
+        if let Some(c) = &l3 {
+            let p: *const pqos_cap_l3ca = &raw const **c;
+            list.push((
+                pqos_cap_type::PQOS_CAP_TYPE_L3CA,
+                pqos_capability_u { l3ca: p.cast_mut() },
+            ));
+        }
+        if let Some(c) = &l2 {
+            let p: *const pqos_cap_l2ca = &raw const **c;
+            list.push((
+                pqos_cap_type::PQOS_CAP_TYPE_L2CA,
+                pqos_capability_u { l2ca: p.cast_mut() },
+            ));
+        }
+        if let Some(c) = &mba {
+            let p: *const pqos_cap_mba = &raw const **c;
+            list.push((
+                pqos_cap_type::PQOS_CAP_TYPE_MBA,
+                pqos_capability_u { mba: p.cast_mut() },
+            ));
+        }
+        if let Some(c) = &smba {
+            let p: *const pqos_cap_mba = &raw const **c;
+            list.push((
+                pqos_cap_type::PQOS_CAP_TYPE_SMBA,
+                pqos_capability_u { smba: p.cast_mut() },
+            ));
+        }
+        let items: Vec<pqos_capability> = list
+            .into_iter()
+            .map(|(t, u)| pqos_capability {
+                r#type: t as c_uint,
+                u,
+            })
+            .collect();
+        let cap = Flex::new(
+            pqos_cap {
+                mem_size: uint(
+                    (size_of::<pqos_cap>() + items.len() * size_of::<pqos_capability>()) as u64,
+                ),
+                version: PQOS_VERSION,
+                num_cap: uint(items.len() as u64),
+                capabilities: [],
+            },
+            &items,
+        );
+        let sysconfig = Box::new(pqos_sysconfig {
+            cap: cap.as_ptr(),
+            cpu: cpu.as_ptr(),
+            dev: std::ptr::null_mut(),
+            erdt: std::ptr::null_mut(),
+            mrrm: std::ptr::null_mut(),
+            cores_domains: std::ptr::null_mut(),
+            channels_domains: std::ptr::null_mut(),
+        });
+        Self {
+            cap,
+            cpu,
+            mon,
+            l3,
+            l2,
+            mba,
+            smba,
+            sysconfig,
+        }
+    }
+
+    /// Updates the structures in place after a change of state (CDP, the MBA controller), so
+    /// that pointers the program holds see it, as libpqos's `_pqos_cap_l3cdp_change` does.
+    /// The set of capabilities and events does not change with state.
+    pub(crate) fn refresh(&mut self, rdt: &mut Rdt) {
+        let v = values(rdt);
+        if let (Some(slot), Some(new)) = (self.l3.as_deref_mut(), v.l3) {
+            *slot = new;
+        }
+        if let (Some(slot), Some(new)) = (self.l2.as_deref_mut(), v.l2) {
+            *slot = new;
+        }
+        if let (Some(slot), Some(new)) = (self.mba.as_deref_mut(), v.mba) {
+            *slot = new;
+        }
+        if let (Some(slot), Some(new)) = (self.smba.as_deref_mut(), v.smba) {
+            *slot = new;
+        }
+        // Monitoring capabilities do not depend on allocation state; `mon` stays.
+        let _ = &self.mon;
+    }
+}

@@ -1,0 +1,80 @@
+//! The monitoring groups started through the API (their `pqos_mon_data` by address), what
+//! `pqos_mon_poll` adds up for each between its polls ([`crate::mon`]).
+
+use std::collections::HashMap;
+
+use libc::pid_t;
+use rdt_pqos::{Backend, MonEvents, MonGroupId, Rdt};
+
+use crate::types::pqos_mon_data;
+
+/// Counts added up between polls, and since the start.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counts {
+    pub(crate) local: u64,
+    pub(crate) total: u64,
+    pub(crate) remote: u64,
+    pub(crate) instructions: u64,
+    pub(crate) cycles: u64,
+    pub(crate) misses: u64,
+    pub(crate) references: u64,
+}
+
+impl Counts {
+    pub(crate) fn add(&mut self, v: &rdt_pqos::MonValues) {
+        let add = |a: &mut u64, d: Option<u64>| *a = a.wrapping_add(d.unwrap_or(0));
+        add(&mut self.local, v.mbm_local_delta_bytes);
+        add(&mut self.total, v.mbm_total_delta_bytes);
+        add(&mut self.remote, v.mbm_remote_delta_bytes);
+        add(&mut self.instructions, v.instructions_delta);
+        add(&mut self.cycles, v.cycles_delta);
+        add(&mut self.misses, v.llc_misses_delta);
+        add(&mut self.references, v.llc_references_delta);
+    }
+}
+
+/// What a group is made of.
+pub(crate) enum Members {
+    Cores(Box<[u32]>),
+    Tasks(Box<[pid_t]>),
+}
+
+/// A group started through this API.
+pub(crate) struct Group {
+    /// The library's group; `None` after `pqos_mon_reset` stopped it.
+    pub(crate) id: Option<MonGroupId>,
+    pub(crate) events: MonEvents,
+    /// The `pqos_mon_data` was allocated here (`pqos_mon_start_cores`, `_pids2`) and is
+    /// freed by `pqos_mon_stop`.
+    pub(crate) owned: bool,
+    pub(crate) members: Members,
+    pub(crate) valid_mbm_read: bool,
+    pub(crate) since_poll: Counts,
+    pub(crate) since_start: Counts,
+    /// What `intl` points at: this group's own address, never read by C.
+    pub(crate) _intl: Box<u8>,
+}
+
+/// The groups started through this API, by the address of their `pqos_mon_data`.
+#[derive(Default)]
+pub(crate) struct Groups {
+    pub(crate) map: HashMap<usize, Group>,
+}
+
+impl Groups {
+    /// The library's group behind `group`.
+    pub(crate) fn library_id(&self, group: *const pqos_mon_data) -> Option<MonGroupId> {
+        self.map.get(&(group as usize))?.id
+    }
+
+    /// Stops every group in the library (`pqos_fini`); their structures stay as they are.
+    pub(crate) fn stop_all(&mut self, rdt: &mut Rdt) {
+        for g in self.map.values_mut() {
+            if let Some(id) = g.id.take()
+                && let Err(e) = rdt.stop_monitoring(id)
+            {
+                log::warn!("stopping a monitoring group: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! `pqos_mon_poll` writes the library's own numbers: called from Rust in-process (the rlib
+//! exports the same functions), each group's deltas are the library's over the same
+//! interval, summed over the library polls since the group's previous `pqos_mon_poll`, and 0
+//! at its first poll (libpqos's `valid_mbm_read`). Also the cost of polling 160 groups
+//! through the C API beside the Rust API (`--ignored`, prints the numbers).
+
+use std::ffi::c_uint;
+use std::time::{Duration, Instant};
+
+use pqos::{
+    PQOS_RETVAL_OK, pqos_config, pqos_fini, pqos_init, pqos_interface, pqos_mon_data,
+    pqos_mon_event, pqos_mon_poll, pqos_mon_start_cores, pqos_mon_stop,
+};
+use rdt_pqos::{Backend, BackendExt, CpuSet, Iface, LogicalCpu, MonEvents, OpenOptions};
+
+fn config(iface: pqos_interface) -> pqos_config {
+    pqos_config {
+        fd_log: 2,
+        callback_log: None,
+        context_log: std::ptr::null_mut(),
+        verbose: 0,
+        interface: iface as c_uint,
+    }
+}
+
+/// The simulated platform `model` for this process (the only test of its binary that sets
+/// the environment, so no other thread reads it meanwhile).
+fn simulate(model: &str, state: &std::path::Path) {
+    // SAFETY: see above; set before any thread of this test reads the environment.
+    unsafe {
+        std::env::set_var("RDT_SIM", model);
+        std::env::set_var("XDG_RUNTIME_DIR", state);
+    }
+}
+
+const MBM: c_uint = pqos_mon_event::PQOS_MON_EVENT_L3_OCCUP as c_uint
+    | pqos_mon_event::PQOS_MON_EVENT_LMEM_BW as c_uint
+    | pqos_mon_event::PQOS_MON_EVENT_TMEM_BW as c_uint
+    | pqos_mon_event::PQOS_MON_EVENT_RMEM_BW as c_uint;
+
+fn start(cores: &[c_uint]) -> *mut pqos_mon_data {
+    let mut group: *mut pqos_mon_data = std::ptr::null_mut();
+    let n = c_uint::try_from(cores.len()).expect("count");
+    // SAFETY: `cores` holds `n` cores; `group` is a local to fill.
+    let ret = unsafe {
+        pqos_mon_start_cores(
+            n,
+            cores.as_ptr(),
+            MBM,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &raw mut group,
+        )
+    };
+    assert_eq!(ret, PQOS_RETVAL_OK);
+    group
+}
+
+fn poll(groups: &mut [*mut pqos_mon_data]) {
+    let n = c_uint::try_from(groups.len()).expect("count");
+    // SAFETY: started groups.
+    assert_eq!(
+        unsafe { pqos_mon_poll(groups.as_mut_ptr(), n) },
+        PQOS_RETVAL_OK
+    );
+}
+
+#[test]
+fn deltas_are_the_librarys_over_each_groups_own_interval() {
+    let state = tempfile::tempdir().expect("state");
+    simulate("sapphire-rapids", state.path());
+    let cfg = config(pqos_interface::PQOS_INTER_MSR);
+    // SAFETY: a valid configuration.
+    assert_eq!(unsafe { pqos_init(&raw const cfg) }, PQOS_RETVAL_OK);
+    let a = start(&[0, 1, 2, 3]);
+    let b = start(&[4, 5]);
+    let lib = |g| pqos::testing::library_values(g).expect("library values");
+    // first poll of each: no bandwidth yet, as libpqos
+    poll(&mut [a, b]);
+    // SAFETY: `a` and `b` are live groups until stopped below.
+    let (va, vb) = unsafe { ((*a).values, (*b).values) };
+    assert_eq!(
+        (va.mbm_local_delta, va.mbm_total_delta, vb.mbm_total_delta),
+        (0, 0, 0)
+    );
+    assert!(va.llc > 0 && va.llc == lib(a).llc_occupancy_bytes.unwrap_or(0));
+    let mut b_pending = 0u64;
+    for round in 0..4 {
+        std::thread::sleep(Duration::from_millis(50));
+        if round % 2 == 0 {
+            poll(&mut [a]);
+        } else {
+            poll(&mut [a, b]);
+        }
+        let (la, lb) = (lib(a), lib(b));
+        // SAFETY: as above.
+        let va = unsafe { (*a).values };
+        assert_eq!(
+            Some(va.mbm_local_delta),
+            la.mbm_local_delta_bytes,
+            "round {round}"
+        );
+        assert_eq!(
+            Some(va.mbm_total_delta),
+            la.mbm_total_delta_bytes,
+            "round {round}"
+        );
+        assert_eq!(
+            Some(va.mbm_remote_delta),
+            la.mbm_remote_delta_bytes,
+            "round {round}"
+        );
+        assert!(va.mbm_total_delta > 0, "traffic in round {round}");
+        b_pending += lb.mbm_total_delta_bytes.unwrap_or(0);
+        if round % 2 == 1 {
+            // SAFETY: as above.
+            let vb = unsafe { (*b).values };
+            assert_eq!(
+                vb.mbm_total_delta, b_pending,
+                "b over its own interval, round {round}"
+            );
+            b_pending = 0;
+        }
+    }
+    // SAFETY: started groups, stopped once.
+    unsafe {
+        assert_eq!(pqos_mon_stop(a), PQOS_RETVAL_OK);
+        assert_eq!(pqos_mon_stop(b), PQOS_RETVAL_OK);
+        assert_eq!(pqos_fini(), PQOS_RETVAL_OK);
+    }
+}
+
+/// The mean time of `rounds` calls of `f`.
+fn mean(rounds: u32, mut f: impl FnMut()) -> Duration {
+    f();
+    let t = Instant::now();
+    for _ in 0..rounds {
+        f();
+    }
+    t.elapsed() / rounds
+}
+
+#[test]
+#[ignore = "a measurement: cargo test -p rdt-capi --test values -- --ignored --nocapture --test-threads=1"]
+fn poll_cost_of_160_groups() {
+    let state = tempfile::tempdir().expect("state");
+    simulate("sapphire-rapids", state.path());
+    let rounds = 50;
+    for (iface, name) in [
+        (pqos_interface::PQOS_INTER_MSR, "msr"),
+        (pqos_interface::PQOS_INTER_OS, "os"),
+    ] {
+        let cfg = config(iface);
+        // SAFETY: a valid configuration.
+        assert_eq!(unsafe { pqos_init(&raw const cfg) }, PQOS_RETVAL_OK);
+        let mut groups: Vec<*mut pqos_mon_data> = (0..160).map(|c| start(&[c])).collect();
+        let c_api = mean(rounds, || poll(&mut groups));
+        for g in groups {
+            // SAFETY: started groups, stopped once.
+            assert_eq!(unsafe { pqos_mon_stop(g) }, PQOS_RETVAL_OK);
+        }
+        // SAFETY: initialised above.
+        assert_eq!(unsafe { pqos_fini() }, PQOS_RETVAL_OK);
+
+        let iface = if name == "msr" { Iface::Msr } else { Iface::Os };
+        let mut rdt = OpenOptions::new(iface)
+            .platform_from_env()
+            .open()
+            .expect("open");
+        let events = MonEvents::LLC_OCCUPANCY
+            | MonEvents::MBM_LOCAL
+            | MonEvents::MBM_TOTAL
+            | MonEvents::MBM_REMOTE;
+        let sets: Vec<(CpuSet, MonEvents)> = (0..160)
+            .map(|c| (std::iter::once(LogicalCpu::new(c)).collect(), events))
+            .collect();
+        let ids = rdt.start_monitoring_many(&sets).expect("start");
+        let rust_api = mean(rounds, || rdt.poll().expect("poll"));
+        for id in ids {
+            rdt.stop_monitoring(id).expect("stop");
+        }
+        let _ = rdt.reset_monitoring();
+        println!(
+            "{name}: pqos_mon_poll of 160 groups {c_api:?}, Backend::poll {rust_api:?} (mean of {rounds})"
+        );
+    }
+}
