@@ -306,20 +306,22 @@ fn reset(lib: &mut Lib, cfg: Option<&pqos_alloc_config>) -> c_int {
         smba: 0,
         reserved: [0; 4],
     });
-    let (Some(l3_cdp), Some(l2_cdp), Some(mba_ctrl), true, true, true) = (
+    // enum pqos_mba40_config has pqos_mba_config's values (ANY, OFF, ON)
+    let (Some(l3_cdp), Some(l2_cdp), Some(mba_ctrl), Some(mba40), true, true) = (
         cdp_setting(cfg.l3_cdp),
         cdp_setting(cfg.l2_cdp),
         mba_setting(cfg.mba),
-        cfg.mba40 <= 2,
+        mba_setting(cfg.mba40),
         cfg.l3_iordt <= 2,
         cfg.smba <= 2,
     ) else {
         return PQOS_RETVAL_PARAM;
     };
-    // MBA 4.0 and L3 I/O RDT are not on any platform the library drives; SMBA has no
-    // controller. Asking to turn them on is a missing resource, as in libpqos.
-    if cfg.mba40 == 2 || cfg.l3_iordt == 2 || cfg.smba == 2 {
-        log::error!("MBA 4.0, L3 I/O RDT and the SMBA controller are not supported");
+    // L3 I/O RDT is not on any platform the library drives; SMBA has no controller.
+    // Asking to turn them on is a missing resource, as in libpqos. MBA 4.0 is the
+    // library's to refuse where the part lacks it.
+    if cfg.l3_iordt == 2 || cfg.smba == 2 {
+        log::error!("L3 I/O RDT and the SMBA controller are not supported");
         return PQOS_RETVAL_RESOURCE;
     }
     apply(
@@ -328,6 +330,7 @@ fn reset(lib: &mut Lib, cfg: Option<&pqos_alloc_config>) -> c_int {
             l3_cdp,
             l2_cdp,
             mba_ctrl,
+            mba40,
         })],
     )
 }

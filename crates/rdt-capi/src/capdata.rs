@@ -88,10 +88,12 @@ fn values(rdt: &mut Rdt) -> Values {
             cdp_on: flag(c.cdp_enabled),
             non_contiguous_cbm: c_uint::from(c.non_contiguous_cbm),
         }),
-        mba: caps
-            .mba
-            .get()
-            .map(|m| bandwidth(m, iface, os_classes, mba_ctrl)),
+        // MBA 4.0 (pqos_cap_mba.mba40/mba40_on): what the MSR backend found (caps.mba40).
+        mba: caps.mba.get().map(|m| pqos_cap_mba {
+            mba40: flag(caps.mba40.is_some()),
+            mba40_on: flag(caps.mba40 == Some(true)),
+            ..bandwidth(m, iface, os_classes, mba_ctrl)
+        }),
         // The kernel's controller drives MBA only.
         smba: caps.smba.get().map(|m| {
             let ctrl = (iface == Interface::Os).then_some(MbaCtrl::Unsupported);

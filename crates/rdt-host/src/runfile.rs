@@ -47,23 +47,7 @@ pub enum LockWaitError {
     Io(#[from] io::Error),
 }
 
-/// One non-blocking `flock(2)` of `file`: `true` when taken, `false` when another open
-/// file description holds a conflicting lock.
-///
-/// # Errors
-/// The system call's other errors.
-pub fn try_lock_file(file: &File, exclusive: bool) -> io::Result<bool> {
-    let r = if exclusive {
-        file.try_lock()
-    } else {
-        file.try_lock_shared()
-    };
-    match r {
-        Ok(()) => Ok(true),
-        Err(TryLockError::WouldBlock) => Ok(false),
-        Err(TryLockError::Error(e)) => Err(e),
-    }
-}
+pub use crate::file::{TEMP_FILE_MAX_AGE, reclaim_temp_files, try_lock_file};
 
 /// Takes `file`'s `flock` (exclusive or shared), trying again with a growing pause (1 ms
 /// doubling to 50 ms) until `timeout` has passed.
@@ -103,119 +87,6 @@ pub fn wait_for_lock(
         }
         std::thread::sleep(pause.min(timeout.saturating_sub(waited)));
         pause = (pause * 2).min(Duration::from_millis(50));
-    }
-}
-
-/// How old an unlocked temporary file of a live pid must be to be taken for a killed
-/// writer's ([`reclaim_temp_files`]): a writer renames its file milliseconds after making
-/// it, and holds its lock meanwhile.
-pub const TEMP_FILE_MAX_AGE: Duration = Duration::from_mins(1);
-
-/// The pid a writer's temporary file names: the digits between the last `.` or `-` and the
-/// final `.tmp` of a dot file (`.txn-os-1234.tmp`, `.os-classes.1234.tmp`), the names
-/// [`RunFile::create`], [`write_run_file`] and [`crate::file::replace_shared`] give them.
-fn temp_file_pid(name: &str) -> Option<i32> {
-    let stem = name.strip_prefix('.')?.strip_suffix(".tmp")?;
-    let start = stem.rfind(['.', '-'])? + 1;
-    let digits = &stem[start..];
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok().filter(|p| *p > 0)
-}
-
-/// Removes the temporary files killed writers left in the directory `dir` (a descriptor
-/// of a verified directory: a [`RunDir`]'s, or [`crate::file::open_shared_dir`]'s): the dot
-/// files named `<prefix>...<pid>.tmp` (`prefix` starts with `.`; `"."` for all of a run
-/// directory's) whose writer is gone. A writer holds an exclusive `flock` on its temporary
-/// file until it renames it, so a file whose lock is held is always left; one whose lock
-/// is free goes when its pid has ended (`kill(pid, 0)`: `ESRCH`, or `EPERM`: a process of
-/// another user, which cannot be the writer of a file of the effective user here) or, the
-/// pid living (reused by another process), when the file is older than
-/// [`TEMP_FILE_MAX_AGE`]. This process's own, another user's file, a symlink (never
-/// followed) and anything but a regular file are left. A writer that is SIGKILLed between making its temporary file and renaming it
-/// leaves one; the next writer in the directory takes it away. Best effort: what cannot be
-/// listed or removed is logged at debug level and left.
-///
-/// # Examples
-/// ```
-/// use std::os::fd::AsFd;
-/// let dir = tempfile::tempdir().unwrap();
-/// // pid 2^22 + 1 is above the kernel's pid_max: no such process
-/// let left = dir.path().join(".txn-os-4194305.tmp");
-/// std::fs::write(&left, "half").unwrap();
-/// let fd = rdt_host::file::open_shared_dir(dir.path()).unwrap();
-/// rdt_host::runfile::reclaim_temp_files(&fd, ".");
-/// assert!(!left.exists());
-/// ```
-pub fn reclaim_temp_files(dir: &impl std::os::fd::AsFd, prefix: &str) {
-    let Ok(dup) = dir.as_fd().try_clone_to_owned() else {
-        return;
-    };
-    let mut listing = match nix::dir::Dir::from_fd(dup) {
-        Ok(d) => d,
-        Err(e) => {
-            log::debug!("reclaiming temporary files: listing: {e}");
-            return;
-        }
-    };
-    let me = std::process::id();
-    let euid = nix::unistd::geteuid().as_raw();
-    let names: Vec<String> = listing
-        .iter()
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            std::str::from_utf8(e.file_name().to_bytes())
-                .ok()
-                .map(str::to_owned)
-        })
-        .filter(|n| n.starts_with(prefix))
-        .collect();
-    for name in names {
-        let Some(pid) = temp_file_pid(&name) else {
-            continue;
-        };
-        if u32::try_from(pid).is_ok_and(|p| p == me) {
-            continue;
-        }
-        let Ok(fd) = nix::fcntl::openat(
-            dir,
-            name.as_str(),
-            nix::fcntl::OFlag::O_RDONLY
-                | nix::fcntl::OFlag::O_NOFOLLOW
-                | nix::fcntl::OFlag::O_NONBLOCK
-                | nix::fcntl::OFlag::O_NOCTTY
-                | nix::fcntl::OFlag::O_CLOEXEC,
-            nix::sys::stat::Mode::empty(),
-        ) else {
-            continue; // a symlink (ELOOP), gone meanwhile
-        };
-        let file = File::from(fd);
-        let Ok(meta) = file.metadata() else { continue };
-        if !meta.is_file() || std::os::unix::fs::MetadataExt::uid(&meta) != euid {
-            continue;
-        }
-        // The writer holds its temporary file's lock from making it to renaming it.
-        if !try_lock_file(&file, true).unwrap_or(false) {
-            continue;
-        }
-        let pid_gone = matches!(
-            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
-            Err(nix::errno::Errno::ESRCH | nix::errno::Errno::EPERM)
-        );
-        // A live pid that is not the writer (reused): the lock is free and the file old.
-        let stale = meta
-            .modified()
-            .ok()
-            .and_then(|m| m.elapsed().ok())
-            .is_some_and(|age| age >= TEMP_FILE_MAX_AGE);
-        if !pid_gone && !stale {
-            continue;
-        }
-        match nix::unistd::unlinkat(dir, name.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir) {
-            Ok(()) => log::debug!("removed {name}, left by process {pid}, which has ended"),
-            Err(e) => log::debug!("reclaiming {name}: {e}"),
-        }
     }
 }
 
@@ -860,14 +731,18 @@ mod tests {
 
     #[test]
     fn temporary_file_names_give_their_writers_pid() {
-        assert_eq!(temp_file_pid(".txn-os-1234.tmp"), Some(1234));
-        assert_eq!(temp_file_pid(".os-classes.77.tmp"), Some(77));
-        assert_eq!(temp_file_pid(".rdt.5.tmp"), Some(5));
-        assert_eq!(temp_file_pid("txn-os-1234.tmp"), None, "not a dot file");
-        assert_eq!(temp_file_pid(".txn-os-.tmp"), None);
-        assert_eq!(temp_file_pid(".txn-os-12a.tmp"), None);
-        assert_eq!(temp_file_pid(".x-0.tmp"), None);
-        assert_eq!(temp_file_pid(".x-99999999999.tmp"), None);
+        assert_eq!(crate::file::temp_file_pid(".txn-os-1234.tmp"), Some(1234));
+        assert_eq!(crate::file::temp_file_pid(".os-classes.77.tmp"), Some(77));
+        assert_eq!(crate::file::temp_file_pid(".rdt.5.tmp"), Some(5));
+        assert_eq!(
+            crate::file::temp_file_pid("txn-os-1234.tmp"),
+            None,
+            "not a dot file"
+        );
+        assert_eq!(crate::file::temp_file_pid(".txn-os-.tmp"), None);
+        assert_eq!(crate::file::temp_file_pid(".txn-os-12a.tmp"), None);
+        assert_eq!(crate::file::temp_file_pid(".x-0.tmp"), None);
+        assert_eq!(crate::file::temp_file_pid(".x-99999999999.tmp"), None);
     }
 
     #[test]

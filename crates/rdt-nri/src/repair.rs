@@ -296,7 +296,8 @@ impl<B: Backend> NodeSession<B> {
     fn repair(&mut self, r: &Repair, first: bool) -> bool {
         let group = r.group.as_deref().unwrap_or("(the root group)");
         match self.placer.place(r) {
-            Ok(0) => true,
+            // nothing to move; or not started: its start (or a re-check) places it
+            Ok(0) | Err(PlaceError::NotStarted) => true,
             Ok(n) => {
                 log::info!(
                     "container {} ({}) of pod {}: {n} process(es) moved to group {} (class {}){}",
@@ -310,7 +311,6 @@ impl<B: Backend> NodeSession<B> {
                 true
             }
             Err(PlaceError::Gone) => false,
-            Err(PlaceError::NotStarted) => true,
             Err(PlaceError::Failed(e)) => {
                 log::warn!(
                     "container {} ({}) of pod {}: could not be put in group {} (class {}): {e}",

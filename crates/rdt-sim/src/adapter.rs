@@ -111,13 +111,6 @@ pub fn in_process(session: &Session) -> InProcess {
     }
 }
 
-/// The run directory of the simulated platform saved at `state`: `<state>.run`.
-pub(crate) fn run_dir_of(state: &Path) -> PathBuf {
-    let mut dir = state.as_os_str().to_owned();
-    dir.push(".run");
-    dir.into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,7 +132,7 @@ mod tests {
     #[test]
     fn the_run_dir_is_next_to_the_state_file() {
         assert_eq!(
-            run_dir_of(Path::new("/s/broadwell-ep.json")),
+            crate::session::run_dir_of(Path::new("/s/broadwell-ep.json")),
             Path::new("/s/broadwell-ep.json.run")
         );
     }

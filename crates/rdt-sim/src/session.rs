@@ -221,7 +221,7 @@ impl Session {
         let lock = lock_state(&state, opts.lock_wait, read_only)?;
         let existed = !opts.fresh && state.symlink_metadata().is_ok();
         if opts.fresh {
-            forget_run_dir(&crate::adapter::run_dir_of(&state))?;
+            forget_run_dir(&run_dir_of(&state))?;
         }
         let reset = platform.machine_state();
         let mut kernel = None;
@@ -314,7 +314,7 @@ impl Session {
     /// named classes and leases, as the host's `/run/rdt` holds them.
     #[must_use]
     pub fn run_dir(&self) -> PathBuf {
-        crate::adapter::run_dir_of(&self.state)
+        run_dir_of(&self.state)
     }
 
     /// The state file.
@@ -353,6 +353,13 @@ impl Session {
         let machine = self.handle.lock().machine_state();
         Saved { machine, kernel }.to_json()
     }
+}
+
+/// The run directory of the simulated platform saved at `state`: `<state>.run`.
+pub(crate) fn run_dir_of(state: &Path) -> PathBuf {
+    let mut dir = state.as_os_str().to_owned();
+    dir.push(".run");
+    dir.into()
 }
 
 /// Removes the run directory `dir` of a platform opened fresh: its journals, named classes

@@ -19,15 +19,22 @@ pub fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The cdylib cargo built with this test (`target/<profile>/libpqos.so`).
+/// The cdylib cargo built with this test: `target/<profile>/deps/libpqos.so` (a cdylib's
+/// name has no hash), which cargo copies up to `target/<profile>/` only when the library
+/// itself is asked for (`cargo build`), not when it is built for the tests.
 pub fn cdylib() -> PathBuf {
-    let p = target_dir().join("libpqos.so");
-    assert!(
-        p.is_file(),
-        "{} is missing: cargo builds it with the tests of rdt-capi",
-        p.display()
-    );
-    p
+    let dir = target_dir();
+    let built = [dir.join("deps/libpqos.so"), dir.join("libpqos.so")];
+    built
+        .iter()
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "{} is missing: cargo builds it with the tests of rdt-capi",
+                built[0].display()
+            )
+        })
+        .clone()
 }
 
 /// The system C compiler (`CC`, else `cc`).

@@ -206,14 +206,19 @@ impl<B: Backend> Planner<'_, B> {
             if own.contains(name) || claimed(class, &out) || !super::is_recordable_name(name) {
                 continue;
             }
-            // Another tool's group of that name: writing to it would take it over (its
-            // ways, its CPUs), so it is refused unless adopted ([`Change::Adopt`]).
+            // Another tool's group of that name: writing its allocation would take it over
+            // (its ways), so that is refused unless adopted ([`Change::Adopt`]); moving a task
+            // into it joins it as runc joins a `closID` group, and leaves it the other tool's
+            // (not claimed).
             if self.interface == Interface::Os
                 && self
                     .groups(*index)?
                     .iter()
                     .any(|g| g.kind == GroupKind::Control && g.path == *name)
             {
+                if matches!(step, Step::Task { .. }) {
+                    continue;
+                }
                 return Err(PlanError::Invalid {
                     index: *index,
                     error: RequestError::ForeignClass { name: name.clone() },

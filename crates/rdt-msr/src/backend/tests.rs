@@ -24,8 +24,9 @@ fn cdp_state_is_read_from_qos_cfg_on_the_lowest_cpu_of_each_domain() {
     assert!(l3.cdp_enabled);
     assert_eq!(l3.usable_classes(), 8);
     assert!(!b.capabilities().l2_cat.get().unwrap().cdp_enabled);
-    // one QOS_CFG read per L3 domain (2) and per L2 domain (4)
-    assert_eq!((b.io().reads(), b.io().writes()), (6, 0));
+    // one QOS_CFG read per L3 domain (2) and per L2 domain (4), and the MBA 4.0 probe:
+    // IA32_CORE_CAPABILITIES of one CPU per MBA domain (2; no bit 10: nothing more)
+    assert_eq!((b.io().reads(), b.io().writes()), (8, 0));
 }
 
 #[test]
@@ -100,8 +101,9 @@ fn qos_cfg_is_not_read_where_cdp_is_not_supported() {
     c.l2_cat = Feature::Unsupported;
     // act
     let b = backend_with(FakeMsrs::failing_unknown(), c);
-    // assert
-    assert_eq!(b.io().reads(), 0);
+    // assert: no QOS_CFG read, only the MBA 4.0 probe (IA32_CORE_CAPABILITIES of one CPU
+    // per MBA domain: 2)
+    assert_eq!(b.io().reads(), 2);
 }
 
 #[test]
