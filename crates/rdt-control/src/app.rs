@@ -285,9 +285,15 @@ mod tests {
         let authority = server.local_addr().unwrap().to_string();
         let serve = std::thread::spawn(move || {
             let (mut s, _) = server.accept().unwrap();
-            let mut req = [0u8; 1024];
-            let n = s.read(&mut req).unwrap();
-            assert!(String::from_utf8_lossy(&req[..n]).starts_with("GET /metrics HTTP/1.0"));
+            // the request's head, however many reads it takes
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = s.read(&mut buf).unwrap();
+                assert!(n > 0, "the request ended early: {req:?}");
+                req.extend_from_slice(&buf[..n]);
+            }
+            assert!(String::from_utf8_lossy(&req).starts_with("GET /metrics HTTP/1.0"));
             write!(
                 s,
                 "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n{TEXT}"
