@@ -603,8 +603,8 @@ const NOT_BUILT_YET: [(&str, &str); 31] = [
 /// The refusal of the first argument that names an option of [`NOT_BUILT_YET`] (as
 /// `--NAME` or `--NAME=VALUE`) or the MMIO interface (`--iface=mmio`, `--iface mmio`).
 fn not_built_yet(argv: &[OsString]) -> Option<String> {
-    let args: Vec<&str> = argv.iter().skip(1).filter_map(|a| a.to_str()).collect();
-    for (i, arg) in args.iter().enumerate() {
+    let words: Vec<&str> = argv.iter().skip(1).filter_map(|a| a.to_str()).collect();
+    for (i, arg) in words.iter().enumerate() {
         let name = arg.split_once('=').map_or(*arg, |(n, _)| n);
         if let Some((opt, needs)) = NOT_BUILT_YET.iter().find(|(o, _)| *o == name) {
             return Some(format!(
@@ -612,7 +612,7 @@ fn not_built_yet(argv: &[OsString]) -> Option<String> {
             ));
         }
         let iface_mmio = *arg == "--iface=mmio"
-            || (*arg == "--iface" && args.get(i + 1).is_some_and(|v| *v == "mmio"));
+            || (*arg == "--iface" && words.get(i + 1).is_some_and(|v| *v == "mmio"));
         if iface_mmio {
             return Some(
                 "--iface=mmio: pqos v26.03's MMIO interface (RDT 1.3, ACPI ERDT) is not \
