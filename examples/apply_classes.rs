@@ -10,7 +10,7 @@ use rdt_pqos::{Iface, OpenOptions};
 const CLASSES: &str = r#"
 [[class]]
 name = "pipeline"
-l3 = { ways = 11 }
+l3 = { ways = 4 }
 cpus = "2-7"
 
 [[class]]
