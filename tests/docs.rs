@@ -165,7 +165,7 @@ fn every_console_block_prints_what_it_shows() {
             let cases = trycmd::TestCases::new();
             cases
                 .case(&case)
-                .timeout(std::time::Duration::from_secs(120))
+                .timeout(std::time::Duration::from_mins(2))
                 .env("XDG_RUNTIME_DIR", run.display().to_string())
                 .env("HOME", dir.join("home").display().to_string())
                 .env("RDT_SIM_VIRTUAL_CLOCK", "true")

@@ -497,17 +497,9 @@ fn run_block(
     ))
 }
 
-#[test]
-fn every_readme_line_that_runs_a_project_program_succeeds() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "the README's mounted platforms need root (FUSE): run the tests as root (scripts/test)"
-    );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let ws = Workspace::read(root);
-    let bins = profile_dir();
-    // README.md first (its Install decides PATH), then the guide's chapters; each document's
-    // `file` blocks are its own.
+/// README.md first (its Install decides PATH), then the guide's chapters, each with its
+/// blocks; each document's `file` blocks are its own.
+fn documents(root: &Path) -> Vec<(String, Vec<Block>)> {
     let mut all = Vec::new();
     let mut guide = Vec::new();
     let mut stack = vec![root.join("docs/guide/src")];
@@ -531,6 +523,19 @@ fn every_readme_line_that_runs_a_project_program_succeeds() {
             .to_string();
         all.push((rel.clone(), blocks(&rel, &text)));
     }
+    all
+}
+
+#[test]
+fn every_readme_line_that_runs_a_project_program_succeeds() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "the README's mounted platforms need root (FUSE): run the tests as root (scripts/test)"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ws = Workspace::read(root);
+    let bins = profile_dir();
+    let all = documents(root);
     // What each block runs, the Install lines first resolved (they decide PATH).
     let mut installed = Vec::new();
     let mut files: Vec<(String, String)> = Vec::new();

@@ -158,8 +158,15 @@ fn run(args: Args) -> Result<()> {
     // that it comes before whatever the platform's opening says on stderr, in this order on
     // every run (the guide's transcripts show both streams as one). `-u json` keeps stdout
     // pure JSON Lines: the banner goes to stderr then.
-    print_banner(plan.json);
-    std::io::stdout().flush()?;
+    if plan.json {
+        eprint!("{NOTE_BANNER}");
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(NOTE_BANNER.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(pqos_cli::args::logger::stdout_error)?;
+    }
     let mut out = stdout::Detached::spawn(Box::new(std::io::stdout()), Arc::clone(&stop))
         .context("starting the stdout writer")?;
     let result = platform::run(&plan, &stop, tty, &mut out);
