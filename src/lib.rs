@@ -14,10 +14,11 @@
 //! | **Open** a platform: the host ([`Iface::Auto`] picks the interface as pqos v25.04 does), a directory that looks like one, or, without root or RDT hardware, the simulated platform of `pqos --sim` (feature `sim`: `OpenOptions::simulated`) | [`OpenOptions`], [`Rdt`] | `examples/noisy_neighbour.rs` |
 //! | **Inspect** capabilities, topology, classes and associations | [`Backend::capabilities`], [`Backend::topology`], [`BackendExt::cat_classes`], [`BackendExt::associations`] | `examples/capabilities.rs` |
 //! | **Allocate** masks, MBA limits, CPUs and tasks, all or nothing, rolled back after a crash | [`transaction`] | `examples/limit_process.rs` |
-//! | **Declare** named classes in a file (TOML, or goresctrl's YAML) and apply them | [`config`] | `pqos --apply` |
+//! | **Declare** named classes in a file (TOML, or goresctrl's YAML), apply and remove them | [`config`] | `examples/apply_classes.rs`, `pqos --apply` |
 //! | **Lease** a class of service for one job and give it back | [`lease`] | `rdtset` |
 //! | **Monitor** LLC occupancy, memory bandwidth, IPC and misses | [`Monitoring`] ([`BackendExt::monitoring`]), [`MonValues`] | `examples/monitor_prometheus.rs` |
 //! | **Export** every resctrl group's telemetry, other tools' too | [`resctrl::ResctrlTelemetry`] | `rdt-exporter` |
+//! | **Control** noisy neighbours: protect workloads by squeezing best-effort classes' ways and MBA, and give back what it found on exit in one call ([`control::Agent::restore`]) | [`control`] | `examples/controller.rs`, `rdt-agent` |
 //! | **Run containers**: OCI runtime-spec `linux.intelRdt` (feature `oci`) | `oci` | `examples/oci_runtime.rs` |
 //! | **Label** Kubernetes nodes: the RDT features as a Node Feature Discovery feature file | [`nfd`] | `rdt-agent --nfd` |
 //! | **Test** programs that use the library: an in-memory platform with fault injection (feature `fake`) | `fake` | |
@@ -486,3 +487,13 @@ impl Backend for Rdt {
 #[doc = include_str!("../README.md")]
 #[cfg(all(doctest, feature = "sim"))]
 pub struct ReadmeDoctests;
+
+/// The Rust blocks of README.md and of the guide's library chapter compile (and those not
+/// marked `no_run` run) as doc tests: `cargo test --doc --all-features`.
+#[cfg(doctest)]
+mod docs {
+    #[doc = include_str!("../README.md")]
+    struct Readme;
+    #[doc = include_str!("../docs/guide/src/library.md")]
+    struct GuideLibrary;
+}

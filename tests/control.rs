@@ -306,3 +306,46 @@ fn a_workload_of_tasks_is_monitored_by_its_threads_on_the_os_interface_only() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `Agent::restore` gives back, in one call, the allocation found before `Agent::start`:
+/// the squeezed class's ways and the CPUs it made its own (what `rdt-agent --on-exit
+/// restore` does).
+#[test]
+fn restore_writes_back_the_allocation_found_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path(), "broadwell-ep");
+    set(&rdt, &scenario(false));
+    let before = rdt_pqos::transaction::AllocState::read(&mut rdt).expect("read");
+    let policy = Policy::parse_toml(POLICY, "policy.toml").expect("policy");
+    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
+    let class = agent.classes()[0];
+    let sim = rdt.simulated().expect("simulated").handle().clone();
+    for t in 1..=20u64 {
+        if t == 10 {
+            set(&rdt, &scenario(true));
+        }
+        sim.advance(Duration::from_secs(1));
+        agent.tick(&mut rdt, Duration::from_secs(t)).expect("tick");
+    }
+    let squeezed = rdt
+        .cat_classes(CatResource::L3, CacheDomain::new(0))
+        .expect("classes");
+    let ways = squeezed
+        .iter()
+        .find(|c| c.class == class)
+        .expect("its class");
+    assert_ne!(
+        ways.mask.ways(),
+        0xfffff,
+        "the thrasher was squeezed: {ways:?}"
+    );
+    // act
+    let restored = agent.restore(&mut rdt).expect("restore");
+    // assert
+    assert!(
+        restored.classes >= 1 && restored.associations >= 3,
+        "{restored:?}"
+    );
+    let after = rdt_pqos::transaction::AllocState::read(&mut rdt).expect("read");
+    assert_eq!(after, before, "everything as found");
+}

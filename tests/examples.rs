@@ -103,6 +103,50 @@ fn noisy_neighbour_isolates_the_pipeline_without_root() {
 
 #[cfg(feature = "sim")]
 #[test]
+fn controller_squeezes_the_aggressor_after_it_starts_and_restores_on_exit() {
+    // act: 30 simulated seconds of the paper's experiment, the aggressor starting at 10 s
+    let out = run_unprivileged("controller", &[], &[]);
+    // assert: decisions as JSON lines, none before the aggressor starts; the first squeezes
+    // its ways; the last line says the allocation found was written back
+    let events: Vec<&str> = out.lines().filter(|l| l.starts_with('{')).collect();
+    assert!(!events.is_empty(), "no decision:\n{out}");
+    let t = |l: &str| -> f64 {
+        let rest = l.split("\"t_s\":").nth(1).expect("t_s");
+        rest.split(',')
+            .next()
+            .expect("a number")
+            .parse()
+            .expect("seconds")
+    };
+    assert!(
+        events.iter().all(|l| t(l) > 10.0),
+        "acted before contention:\n{out}"
+    );
+    assert!(events[0].contains("\"action\":\"shrink_ways\""), "{out}");
+    let last = out.lines().last().expect("a last line");
+    let restored: usize = last
+        .strip_prefix("restored ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no restore line:\n{out}"));
+    assert!(restored >= 1, "the squeezed class was given back:\n{out}");
+}
+
+#[cfg(feature = "sim")]
+#[test]
+fn apply_classes_applies_converges_and_removes() {
+    let out = run_unprivileged("apply_classes", &[], &[("RDT_SIM", "broadwell-ep")]);
+    assert!(out.contains("pipeline: class of service "), "{out}");
+    assert!(out.contains("noisy: class of service "), "{out}");
+    assert!(
+        out.contains("writes left to make: 0\n"),
+        "applying converges:\n{out}"
+    );
+    assert!(out.ends_with("removed\n"), "{out}");
+}
+
+#[cfg(feature = "sim")]
+#[test]
 fn capabilities_runs_on_rdt_sim_without_root_and_an_unknown_model_is_an_error() {
     let out = run_unprivileged("capabilities", &[], &[("RDT_SIM", "turin-dump")]);
     assert!(out.starts_with("Amd via the Msr interface\n"), "{out}");

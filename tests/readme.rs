@@ -1,5 +1,6 @@
-//! Every shell line of README.md that starts one of the project's programs runs, as written,
-//! and exits 0: the README cannot promise a command that fails.
+//! Every shell line of README.md and of the guide (docs/guide/src) that starts one of the
+//! project's programs runs, as written, and exits 0: they cannot promise a command that
+//! fails. (Console blocks are transcripts: tests/docs.rs runs them and compares their output.)
 //!
 //! The README's ```` ```sh ```` blocks are commands line by line, its ```` ```console ````
 //! blocks the lines after `$ `. A block that starts a project program (`pqos`, `rdtset`,
@@ -29,7 +30,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The project's programs, as a README line names them.
-const PROGRAMS: [&str; 4] = ["pqos", "rdtset", "rdt-exporter", "rdt-sim"];
+const PROGRAMS: [&str; 5] = ["pqos", "rdtset", "rdt-exporter", "rdt-sim", "rdt-agent"];
 
 /// The longest a block may take (its monitoring runs are a few seconds each).
 const BLOCK_TIMEOUT: Duration = Duration::from_mins(3);
@@ -45,6 +46,8 @@ enum Directive {
 /// A fenced block of README.md.
 #[derive(Debug)]
 struct Block {
+    /// The document it is in, relative to the workspace root.
+    file: String,
     /// The line of its opening fence (1-based).
     line: usize,
     lang: String,
@@ -71,7 +74,7 @@ impl Block {
     }
 }
 
-fn parse_directive(line: &str) -> Option<Directive> {
+fn parse_directive(file: &str, line: &str) -> Option<Directive> {
     let inner = line
         .trim()
         .strip_prefix("<!--")?
@@ -85,13 +88,13 @@ fn parse_directive(line: &str) -> Option<Directive> {
         "ci" => Some(Directive::Ci(rest.to_owned())),
         "skip" => Some(Directive::Skip(rest.to_owned())),
         "file" => Some(Directive::File(rest.to_owned())),
-        _ => panic!("README.md: unknown directive {line:?}"),
+        _ => panic!("{file}: unknown directive {line:?}"),
     }
 }
 
 /// The fenced blocks of `text`, each with the directive of the comment just before it
 /// (blank lines between allowed).
-fn blocks(text: &str) -> Vec<Block> {
+fn blocks(file: &str, text: &str) -> Vec<Block> {
     let mut out = Vec::new();
     let mut pending: Option<Directive> = None;
     let mut open: Option<Block> = None;
@@ -108,18 +111,19 @@ fn blocks(text: &str) -> Vec<Block> {
         if let Some(info) = line.trim_start().strip_prefix("```") {
             let lang = info.split(',').next().unwrap_or("").trim().to_owned();
             open = Some(Block {
+                file: file.to_owned(),
                 line: n,
                 lang,
                 body: Vec::new(),
                 directive: pending.take(),
             });
-        } else if let Some(d) = parse_directive(line) {
+        } else if let Some(d) = parse_directive(file, line) {
             pending = Some(d);
         } else if !line.trim().is_empty() {
             pending = None;
         }
     }
-    assert!(open.is_none(), "README.md: a fence is never closed");
+    assert!(open.is_none(), "{file}: a fence is never closed");
     out
 }
 
@@ -392,10 +396,11 @@ fn script(block: &Block, commands: &[(usize, Runnable)], sandbox: &Path) -> Stri
     for (n, cmd) in commands {
         let text = cmd.text.replace("/tmp/rdt", &tmp_rdt);
         let background = text.trim_end().ends_with('&');
-        s.push_str(&format!("echo '+ README.md:{n}' >&2\n{text}\n"));
+        let file = &block.file;
+        s.push_str(&format!("echo '+ {file}:{n}' >&2\n{text}\n"));
         if cmd.project && !background {
             s.push_str(&format!(
-                "rc=$?; if [ $rc -ne 0 ]; then echo 'README.md:{n}: exit status '$rc >&2; exit 97; fi\n"
+                "rc=$?; if [ $rc -ne 0 ]; then echo '{file}:{n}: exit status '$rc >&2; exit 97; fi\n"
             ));
         }
         if background && text.contains("rdt-sim") && text.contains(" mount ") {
@@ -406,11 +411,10 @@ fn script(block: &Block, commands: &[(usize, Runnable)], sandbox: &Path) -> Stri
                 .unwrap_or_default();
             s.push_str(&format!(
                 "for _ in $(seq 200); do [ -e {dir}/.sim/model ] && break; sleep 0.05; done\n\
-                 [ -e {dir}/.sim/model ] || {{ echo 'README.md:{n}: the mount never came up' >&2; exit 98; }}\n"
+                 [ -e {dir}/.sim/model ] || {{ echo '{file}:{n}: the mount never came up' >&2; exit 98; }}\n"
             ));
         }
     }
-    let _ = block;
     s
 }
 
@@ -474,8 +478,8 @@ fn run_block(
             let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
             let _ = child.wait();
             return Err(format!(
-                "README.md:{}: the block ran longer than {BLOCK_TIMEOUT:?}",
-                block.line
+                "{}:{}: the block ran longer than {BLOCK_TIMEOUT:?}",
+                block.file, block.line
             ));
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -485,11 +489,41 @@ fn run_block(
         return Ok(());
     }
     Err(format!(
-        "README.md:{}: a command of the block failed ({status}):\n--- stderr\n{}\n--- stdout\n{}",
+        "{}:{}: a command of the block failed ({status}):\n--- stderr\n{}\n--- stdout\n{}",
+        block.file,
         block.line,
         String::from_utf8_lossy(&out.stderr),
         String::from_utf8_lossy(&out.stdout)
     ))
+}
+
+/// README.md first (its Install decides PATH), then the guide's chapters, each with its
+/// blocks; each document's `file` blocks are its own.
+fn documents(root: &Path) -> Vec<(String, Vec<Block>)> {
+    let mut all = Vec::new();
+    let mut guide = Vec::new();
+    let mut stack = vec![root.join("docs/guide/src")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("the guide") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() && !path.is_symlink() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                guide.push(path);
+            }
+        }
+    }
+    guide.sort();
+    for doc in std::iter::once(root.join("README.md")).chain(guide) {
+        let text = std::fs::read_to_string(&doc).expect("a document");
+        let rel = doc
+            .strip_prefix(root)
+            .expect("under the root")
+            .display()
+            .to_string();
+        all.push((rel.clone(), blocks(&rel, &text)));
+    }
+    all
 }
 
 #[test]
@@ -499,55 +533,62 @@ fn every_readme_line_that_runs_a_project_program_succeeds() {
         "the README's mounted platforms need root (FUSE): run the tests as root (scripts/test)"
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
     let ws = Workspace::read(root);
     let bins = profile_dir();
-    let all = blocks(&readme);
+    let all = documents(root);
     // What each block runs, the Install lines first resolved (they decide PATH).
     let mut installed = Vec::new();
     let mut files: Vec<(String, String)> = Vec::new();
     let mut runs = Vec::new();
     let mut errors = Vec::new();
     let mut named = Vec::new();
-    for block in &all {
-        if let Some(Directive::File(name)) = &block.directive {
-            let text: Vec<&str> = block.body.iter().map(|(_, l)| l.as_str()).collect();
-            files.push((name.clone(), text.join("\n") + "\n"));
-            continue;
-        }
-        let mut commands = Vec::new();
-        for (n, line) in block.commands() {
-            for seg in segments(&line) {
-                if let Some(w) = command_words(&seg).first()
-                    && PROGRAMS.contains(&w.text.as_str())
-                {
-                    named.push((n, w.text.clone()));
+    for (doc, doc_blocks) in &all {
+        files.clear();
+        for block in doc_blocks {
+            if let Some(Directive::File(name)) = &block.directive {
+                let text: Vec<&str> = block.body.iter().map(|(_, l)| l.as_str()).collect();
+                files.push((name.clone(), text.join("\n") + "\n"));
+                continue;
+            }
+            let mut commands = Vec::new();
+            for (n, line) in block.commands() {
+                for seg in segments(&line) {
+                    if let Some(w) = command_words(&seg).first()
+                        && PROGRAMS.contains(&w.text.as_str())
+                    {
+                        named.push((format!("{doc}:{n}"), w.text.clone()));
+                    }
+                }
+                if matches!(block.directive, Some(Directive::Skip(_))) {
+                    continue; // not run: its `cargo` lines need not be ones this test runs
+                }
+                match rewrite(&ws, &bins, &line, &mut installed) {
+                    Ok(r) => commands.push((n, r)),
+                    Err(e) => errors.push(format!("{doc}:{n}: {line}: {e}")),
                 }
             }
-            match rewrite(&ws, &bins, &line, &mut installed) {
-                Ok(r) => commands.push((n, r)),
-                Err(e) => errors.push(format!("README.md:{n}: {line}: {e}")),
+            if let Some(Directive::Skip(why)) = &block.directive {
+                assert!(!why.is_empty(), "{doc}:{}: skip needs a reason", block.line);
+                continue;
             }
-        }
-        if !commands.iter().any(|(_, r)| r.project) {
-            continue;
-        }
-        match &block.directive {
-            Some(Directive::Ci(which)) => {
-                assert!(
-                    which == "main-job" || which == "test",
-                    "README.md:{}: ci {which}?",
-                    block.line
-                );
+            if !commands.iter().any(|(_, r)| r.project) {
+                continue;
             }
-            Some(Directive::Skip(why)) => {
-                assert!(
-                    !why.is_empty(),
-                    "README.md:{}: skip needs a reason",
-                    block.line
-                );
+            match &block.directive {
+                Some(Directive::Ci(which)) => {
+                    assert!(
+                        which == "main-job" || which == "test",
+                        "{doc}:{}: ci {which}?",
+                        block.line
+                    );
+                }
+                Some(Directive::Skip(why)) => {
+                    assert!(!why.is_empty(), "{doc}:{}: skip needs a reason", block.line);
+                }
+                // console blocks are transcripts, run and compared by tests/docs.rs
+                _ if block.lang == "console" => {}
+                _ => runs.push((block, commands, files.clone())),
             }
-            _ => runs.push((block, commands, files.clone())),
         }
     }
     assert!(errors.is_empty(), "{}", errors.join("\n"));
@@ -555,17 +596,19 @@ fn every_readme_line_that_runs_a_project_program_succeeds() {
     for (n, program) in &named {
         assert!(
             installed.contains(program),
-            "README.md:{n} runs {program}, which Install does not install ({installed:?})"
+            "{n} runs {program}, which Install does not install ({installed:?})"
         );
     }
+    installed.sort();
+    installed.dedup(); // README.md and the guide's Install both install them
     let path_dir = tempfile::tempdir().expect("PATH dir");
     for program in &installed {
         std::os::unix::fs::symlink(bins.join(program), path_dir.path().join(program))
             .expect("symlink");
     }
     assert!(
-        runs.len() >= 8,
-        "the README's runnable blocks: {}",
+        runs.len() >= 4,
+        "the README's and the guide's runnable sh blocks: {}",
         runs.len()
     );
     // The blocks are independent (a sandbox each): run them side by side.
@@ -635,6 +678,7 @@ fn lines_are_split_into_commands_outside_quotes() {
     );
     assert_eq!(command_words(&segs[1])[0].text, "cargo");
     let d = blocks(
+        "README.md",
         "<!-- readme: skip (no RDT) -->\n\n```console\n$ pqos -d\nout\n```\ntext\n```sh\nls\n```\n",
     );
     assert_eq!(d.len(), 2);

@@ -20,6 +20,8 @@ mod examples;
 
 // Every README.md line that starts a project program runs as written and exits 0.
 mod readme;
+// The README's and the guide's console blocks print what they show; their links resolve.
+mod docs;
 
 // The OS interface: Iface::Os | Iface::Auto on the mounted platform's resctrl,
 // allocation, monitoring and task association through the facade.

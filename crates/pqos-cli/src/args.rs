@@ -457,8 +457,14 @@ pub struct Args {
     )]
     pub sysroot: Option<PathBuf>,
 
-    /// Monitoring advances the simulated clock by each interval instead of sleeping.
-    #[arg(long = "sim-virtual-clock", hide = true, requires = "sim")]
+    /// Monitoring advances the simulated clock by each interval instead of sleeping
+    /// (`RDT_SIM_VIRTUAL_CLOCK=true`: how the guide's transcripts are checked, tests/docs.rs).
+    #[arg(
+        long = "sim-virtual-clock",
+        env = "RDT_SIM_VIRTUAL_CLOCK",
+        hide = true,
+        requires = "sim"
+    )]
     pub sim_virtual_clock: bool,
 }
 

@@ -154,15 +154,21 @@ fn run(args: Args) -> Result<()> {
     }
     // Monitoring runs until stopped: its stdout goes through a writer thread, so that a
     // signal ends the run even when the reader has stopped reading (stdout.rs).
-    let mut out = stdout::Detached::spawn(Box::new(std::io::stdout()), Arc::clone(&stop))
-        .context("starting the stdout writer")?;
-    // `-u json` keeps stdout pure JSON Lines: the banner goes to stderr then.
+    // The banner is written before the writer thread starts (the pipe has room for it), so
+    // that it comes before whatever the platform's opening says on stderr, in this order on
+    // every run (the guide's transcripts show both streams as one). `-u json` keeps stdout
+    // pure JSON Lines: the banner goes to stderr then.
     if plan.json {
         eprint!("{NOTE_BANNER}");
     } else {
-        out.write_all(NOTE_BANNER.as_bytes())?;
-        out.flush()?;
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(NOTE_BANNER.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(pqos_cli::args::logger::stdout_error)?;
     }
+    let mut out = stdout::Detached::spawn(Box::new(std::io::stdout()), Arc::clone(&stop))
+        .context("starting the stdout writer")?;
     let result = platform::run(&plan, &stop, tty, &mut out);
     let finished = out.finish().map_err(anyhow::Error::from);
     result.and(finished)

@@ -28,7 +28,6 @@ use clap::{Parser, ValueEnum};
 use rdt_pqos::config::policy::Policy;
 use rdt_pqos::control::Agent;
 use rdt_pqos::proc::ProcFs;
-use rdt_pqos::transaction::AllocState;
 use rdt_pqos::{Iface, OpenOptions, Rdt};
 
 mod nfd;
@@ -264,7 +263,6 @@ fn run(args: &Args, stop: &AtomicBool) -> Result<()> {
     let policy = Policy::load(policy)?;
     let interval = policy.interval;
     let mut rdt = open(args)?;
-    let found = AllocState::read(&mut rdt).context("reading the allocation")?;
     let mut out = events_out(args)?;
     let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), args.dry_run)?;
     let end = args.duration.map(Duration::from_secs);
@@ -291,11 +289,12 @@ fn run(args: &Args, stop: &AtomicBool) -> Result<()> {
             Err(e) => break Err(anyhow::Error::new(e).context("controlling")),
         }
     };
-    agent.stop(&mut rdt).context("stopping monitoring")?;
     if args.on_exit == OnExit::Restore && !args.dry_run {
-        found
+        agent
             .restore(&mut rdt)
             .context("restoring the allocation found at start")?;
+    } else {
+        agent.stop(&mut rdt).context("stopping monitoring")?;
     }
     if args.sim.is_some() {
         rdt.save_simulated()

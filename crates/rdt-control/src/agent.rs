@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use rdt_config::policy::{Policy, Target};
 use rdt_config::{ClassSpec, Config, ConfigError, ConfigPlanError};
-use rdt_core::transaction::{Change, MaskScope, Plan, PlanError};
+use rdt_core::transaction::{AllocState, Change, MaskScope, Plan, PlanError, Restored};
 use rdt_core::{
     Backend, BackendExt, CacheBitmask, CacheDomain, CatResource, ClassId, CpuSet, MbaKind,
     MbaLimit, MonEvents, MonGroupId, MonValues,
@@ -225,6 +225,8 @@ pub struct Agent {
     proposed: Vec<Setting>,
     metrics: Metrics,
     last: Option<Duration>,
+    /// The allocation found when the controller started, for [`Agent::restore`].
+    found: AllocState,
 }
 
 /// What one interval did: the events (one per decision) and every workload's readings.
@@ -254,6 +256,8 @@ impl Agent {
         proc: &ProcFs,
         advisory: bool,
     ) -> Result<Self, AgentError<B::Error>> {
+        let found = AllocState::read(backend)
+            .map_err(AgentError::backend("reading the allocation found at start"))?;
         let (mut facts, mba) = Self::facts(backend, &policy)?;
         let domains = Self::domains(backend.topology(), &policy);
         facts.domains = u32::try_from(domains.len()).unwrap_or(u32::MAX);
@@ -335,6 +339,7 @@ impl Agent {
             ],
             metrics: Metrics::new(),
             last: None,
+            found,
         })
     }
 
@@ -760,7 +765,24 @@ impl Agent {
             .collect()
     }
 
-    /// Stops monitoring (the classes and their allocation stay: the last good state).
+    /// Stops monitoring and writes back the allocation found when [`Agent::start`] ran
+    /// (every class's masks and MBA, CPUs' and tasks' classes: [`AllocState::restore`]), so
+    /// the best-effort classes get back what the controller took; `rdt-agent --on-exit
+    /// restore`. What differs is written, nothing else; in advisory mode nothing differs.
+    ///
+    /// # Errors
+    /// A group cannot be stopped, or a read or write of the restore failed (what was
+    /// restored before it stays restored).
+    pub fn restore<B: Backend>(self, backend: &mut B) -> Result<Restored, AgentError<B::Error>> {
+        let found = self.found.clone();
+        self.stop(backend)?;
+        found.restore(backend).map_err(AgentError::backend(
+            "restoring the allocation found at start",
+        ))
+    }
+
+    /// Stops monitoring (the classes and their allocation stay: the last good state;
+    /// [`Agent::restore`] gives back the allocation found at start instead).
     ///
     /// # Errors
     /// A group cannot be stopped.
