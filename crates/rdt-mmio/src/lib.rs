@@ -15,7 +15,9 @@
 //! - [`regs`]: register bit layouts and the indexing functions (RMID, region, CLOS -> address);
 //! - [`tables`]: reading all of it from a host (or a simulated one) under a sysroot;
 //! - [`build`]: table bytes from typed descriptions, for the simulator and tests;
-//! - [`io`]: the register seam, [`MmioIo`], and its production implementation on `/dev/mem`.
+//! - [`io`]: the register seam, [`MmioIo`], and its production implementation on `/dev/mem`;
+//! - [`dump`]: read-only views of the register blocks (pqos's `--dump`, `--dump-rmid-regs`),
+//!   every window checked against the block the ERDT gives.
 //!
 //! Every table is untrusted input: one bounds-checked reader ([`acpi::Bytes`]) serves every
 //! parser, every length, count and offset is checked against the bytes there are, and a bad
@@ -35,6 +37,7 @@
 
 pub mod acpi;
 pub mod build;
+pub mod dump;
 pub mod erdt;
 pub mod io;
 pub mod irdt;
