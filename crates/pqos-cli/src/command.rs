@@ -139,6 +139,8 @@ pub enum Command {
     Nothing,
     /// Monitoring.
     Monitor(MonitorRequest),
+    /// pqos v26.03's RDT 1.3 table reports and register dumps (`commands::tables`).
+    Tables(crate::commands::tables::TablesRequest),
 }
 
 /// A validated invocation: the platform, the resets that run first, the action.
@@ -207,6 +209,8 @@ impl Plan {
             Command::Display {
                 verbose: args.display_verbose,
             }
+        } else if let Some(req) = crate::commands::tables::request(&args.tables)? {
+            Command::Tables(req)
         } else if let Some(file) = &args.apply {
             Command::Apply {
                 file: file.clone(),

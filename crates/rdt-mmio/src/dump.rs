@@ -732,8 +732,14 @@ mod tests {
         assert_eq!("MARC-OPT".parse::<Space>(), Ok(Space::MarcOpt));
         assert_eq!("card".parse::<Space>(), Ok(Space::Card));
         let e = "cmt".parse::<Space>().unwrap_err();
-        assert!(e.contains("cmrc mmrc marc-opt marc-min marc-max cmrd ibrd card"), "{e}");
-        assert_eq!("IO-Total".parse::<RmidRegister>(), Ok(RmidRegister::IoTotal));
+        assert!(
+            e.contains("cmrc mmrc marc-opt marc-min marc-max cmrd ibrd card"),
+            "{e}"
+        );
+        assert_eq!(
+            "IO-Total".parse::<RmidRegister>(),
+            Ok(RmidRegister::IoTotal)
+        );
         assert!("cmt".parse::<RmidRegister>().is_err());
     }
 
@@ -811,9 +817,12 @@ mod tests {
         let v = read_rmid(&erdt, &mut regs, d.id, RmidRegister::Mbm, 3, 1).unwrap();
         let mmrc = d.mmrc.as_ref().unwrap();
         assert_eq!(v.raw, mmrc.address(3, 1).unwrap());
-        let e = read_rmid(&erdt, &mut regs, d.id, RmidRegister::L3, d.max_rmid + 1, 0)
-            .unwrap_err();
-        assert!(e.to_string().contains(&format!("RMIDs 0 to {}", d.max_rmid)), "{e}");
+        let e = read_rmid(&erdt, &mut regs, d.id, RmidRegister::L3, d.max_rmid + 1, 0).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("RMIDs 0 to {}", d.max_rmid)),
+            "{e}"
+        );
         let e = read_rmid(&erdt, &mut regs, d.id, RmidRegister::IoL3, 0, 0).unwrap_err();
         assert!(e.to_string().contains("no CMRD"), "{e}");
     }
@@ -827,7 +836,10 @@ mod tests {
             Ok(vec![cpu[0].id])
         );
         let e = socket_domains(&erdt, 99, Space::Cmrc, 1).unwrap_err();
-        assert!(e.starts_with("Mismatch between socket and CPU Agents"), "{e}");
+        assert!(
+            e.starts_with("Mismatch between socket and CPU Agents"),
+            "{e}"
+        );
         assert!(socket_domains(&erdt, u32::MAX, Space::Cmrc, 4).is_err());
     }
 }

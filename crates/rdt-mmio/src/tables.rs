@@ -79,8 +79,8 @@ impl AcpiTables {
     /// # Errors
     /// [`ReadTablesError::Table`] for bytes that do not parse, its path the table's place
     /// under [`TABLES_DIR`].
-    pub fn from_bytes<'a>(
-        tables: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    pub fn from_bytes<'s, 'b>(
+        tables: impl IntoIterator<Item = (&'s str, &'b [u8])>,
         cxl_windows: Option<Vec<(u64, u64)>>,
     ) -> Result<Self, ReadTablesError> {
         let mut out = Self {
