@@ -66,11 +66,20 @@ fn native_tables(
         .clone()
         .unwrap_or_else(|| std::path::PathBuf::from("/"));
     let tables = rdt_mmio::AcpiTables::read(&root)?;
-    let mmio = crate::commands::tables::mmio_in_use(iface, &tables);
-    let packages = rdt.topology().packages().len();
+    let facts = crate::commands::tables::Facts {
+        mmio: crate::commands::tables::mmio_in_use(iface, &tables),
+        msr: rdt.interface() == rdt_pqos::Interface::Msr,
+        packages: rdt.topology().packages().len(),
+        l3_cat: rdt
+            .capabilities()
+            .l3_cat
+            .get()
+            .map(|c| (c.num_classes, c.cbm_len)),
+        sysroot: root.clone(),
+    };
     let mut io =
         || -> Result<Box<dyn rdt_mmio::MmioIo>> { Ok(Box::new(rdt_mmio::DevMem::open(&root)?)) };
-    crate::commands::tables::run(req, &tables, mmio, packages, &mut io, out)
+    crate::commands::tables::run(req, &tables, &facts, &mut io, out)
 }
 
 /// pqos's `WARN:` lines for the notices of an open.
@@ -206,7 +215,11 @@ mod sim {
             proc: &proc,
         };
         let result = if let Command::Tables(req) = &plan.command {
-            tables(req, opts.iface, &sim, out)
+            let l3_cat = rdt_pqos::Backend::capabilities(&rdt)
+                .l3_cat
+                .get()
+                .map(|c| (c.num_classes, c.cbm_len));
+            tables(req, opts.iface, l3_cat, &sim, out)
         } else {
             execute(&mut rdt, plan, &mut ctx, out)
         };
@@ -224,6 +237,7 @@ mod sim {
     fn tables(
         req: &crate::commands::tables::TablesRequest,
         iface: rdt_pqos::Iface,
+        l3_cat: Option<(u32, u32)>,
         sim: &rdt_pqos::sim::SimHandle,
         out: &mut dyn Write,
     ) -> Result<()> {
@@ -237,10 +251,18 @@ mod sim {
             };
             (tables, p.topology().packages().len())
         };
-        let mmio = crate::commands::tables::mmio_in_use(iface, &tables);
+        let facts = crate::commands::tables::Facts {
+            mmio: crate::commands::tables::mmio_in_use(iface, &tables),
+            // the in-process simulated platform has the MSR interface only
+            msr: true,
+            packages,
+            l3_cat,
+            // it serves no PCI devices
+            sysroot: std::path::PathBuf::from("/nonexistent"),
+        };
         let handle = sim.clone();
         let mut io = move || -> Result<Box<dyn rdt_mmio::MmioIo>> { Ok(Box::new(handle.clone())) };
-        crate::commands::tables::run(req, &tables, mmio, packages, &mut io, out)
+        crate::commands::tables::run(req, &tables, &facts, &mut io, out)
     }
 
     /// The library's session error, with pqos's flags for what to do.

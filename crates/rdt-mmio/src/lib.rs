@@ -16,6 +16,7 @@
 //! - [`tables`]: reading all of it from a host (or a simulated one) under a sysroot;
 //! - [`build`]: table bytes from typed descriptions, for the simulator and tests;
 //! - [`io`]: the register seam, [`MmioIo`], and its production implementation on `/dev/mem`;
+//! - [`iordt`]: I/O RDT devices with their channels, links and ERDT domain;
 //! - [`dump`]: read-only views of the register blocks (pqos's `--dump`, `--dump-rmid-regs`),
 //!   every window checked against the block the ERDT gives.
 //!
@@ -40,6 +41,7 @@ pub mod build;
 pub mod dump;
 pub mod erdt;
 pub mod io;
+pub mod iordt;
 pub mod irdt;
 pub mod mrrm;
 pub mod regs;

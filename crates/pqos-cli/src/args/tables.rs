@@ -90,6 +90,22 @@ pub struct TableArgs {
     /// --dump-rmid-regs: the counts in bytes (correction and upscaling factors applied).
     #[arg(long = "dump-rmid-upscaling", help_heading = HEADING)]
     pub dump_rmid_upscaling: bool,
+
+    /// Print every I/O RDT device of the ACPI IRDT table, its channels and the commands for them.
+    #[arg(long = "print-io-devs", help_heading = HEADING)]
+    pub print_io_devs: bool,
+
+    /// Print one I/O RDT device (SEGMENT:BUS:DEVICE.FUNCTION, hexadecimal; repeatable).
+    #[arg(long = "print-io-dev", value_name = "DEV", value_parser = pci_device, help_heading = HEADING)]
+    pub print_io_dev: Vec<PciDevice>,
+}
+
+/// A PCI device: (segment, bus/device/function).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PciDevice(pub u16, pub u16);
+
+fn pci_device(s: &str) -> Result<PciDevice, String> {
+    rdt_mmio::iordt::parse_pci_address(s.trim()).map(|(seg, bdf)| PciDevice(seg, bdf))
 }
 
 /// A list value (one option, one list: clap would take `Vec` for a repeated option).

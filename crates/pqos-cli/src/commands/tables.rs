@@ -31,6 +31,25 @@ pub enum TablesRequest {
     Dump(DumpRequest),
     /// `--dump-rmid-regs` and its options.
     DumpRmids(RmidDumpRequest),
+    /// `--print-io-devs`.
+    IoDevs,
+    /// `--print-io-dev` (segment, bdf of each).
+    IoDev(Vec<(u16, u16)>),
+}
+
+/// What the reports need to know of the platform besides its tables.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    /// The MMIO interface is the one in use ([`mmio_in_use`]).
+    pub mmio: bool,
+    /// The MSR interface is the one the library opened.
+    pub msr: bool,
+    /// Sockets (for `--socket`).
+    pub packages: usize,
+    /// L3 CAT: (classes, CBM bits), on the MSR interface's I/O RDT reports.
+    pub l3_cat: Option<(u32, u32)>,
+    /// The sysroot (PCI devices under `sys/bus/pci/devices`).
+    pub sysroot: std::path::PathBuf,
 }
 
 /// Which domains a dump covers.
@@ -125,6 +144,10 @@ pub fn request(a: &crate::args::tables::TableArgs) -> Result<Option<TablesReques
             le: a.le,
             binary: a.binary,
         })
+    } else if a.print_io_devs {
+        TablesRequest::IoDevs
+    } else if !a.print_io_dev.is_empty() {
+        TablesRequest::IoDev(a.print_io_dev.iter().map(|d| (d.0, d.1)).collect())
     } else if a.dump_rmid_regs {
         let Some(domains) = a.dump_rmid_domain_ids.clone().map(|l| l.0) else {
             bail!("--dump-rmid-regs: missing --dump-rmid-domain-ids option");
@@ -177,9 +200,8 @@ pub fn mmio_in_use(iface: rdt_pqos::Iface, tables: &AcpiTables) -> bool {
 /// `--print-mem-regions` and `--print-topology`).
 pub const NOT_MMIO: &str = "MMIO interface provides Memory Regions";
 
-/// Runs `req` on `tables` (and, for the dumps, the registers through `io`). `mmio` says
-/// whether the MMIO interface is the one in use; `packages` is the number of sockets (for
-/// `--socket`).
+/// Runs `req` on `tables` (and, for the dumps, the registers through `io`), with what
+/// `facts` says of the platform.
 ///
 /// # Errors
 /// A table the report needs is missing, a selection the table does not have (named), a
@@ -187,11 +209,11 @@ pub const NOT_MMIO: &str = "MMIO interface provides Memory Regions";
 pub fn run(
     req: &TablesRequest,
     tables: &AcpiTables,
-    mmio: bool,
-    packages: usize,
+    facts: &Facts,
     io: &mut dyn FnMut() -> Result<Box<dyn rdt_mmio::MmioIo>>,
     out: &mut dyn Write,
 ) -> Result<()> {
+    let (mmio, packages) = (facts.mmio, facts.packages);
     match req {
         TablesRequest::MemRegions => {
             let Some(mrrm) = &tables.mrrm else {
@@ -229,8 +251,201 @@ pub fn run(
             let erdt = need_erdt(tables, "--dump-rmid-regs")?;
             run_rmid_dump(d, erdt, io, out)?;
         }
+        TablesRequest::IoDevs | TablesRequest::IoDev(_) => {
+            let option = if *req == TablesRequest::IoDevs {
+                "--print-io-devs"
+            } else {
+                "--print-io-dev"
+            };
+            let Some(irdt) = &tables.irdt else {
+                bail!("{option}: IRDT info not available (the platform has no ACPI IRDT table)");
+            };
+            let iface = if mmio {
+                "mmio"
+            } else if facts.msr {
+                "msr"
+            } else {
+                bail!("{option} command is supported in msr and mmio interfaces only");
+            };
+            let all = rdt_mmio::iordt::io_devices(irdt, tables.erdt.as_ref());
+            let devs: Vec<&rdt_mmio::iordt::IoDevice> = match req {
+                TablesRequest::IoDev(sel) => sel
+                    .iter()
+                    .map(|&(seg, bdf)| {
+                        all.iter()
+                            .find(|d| d.segment == seg && d.bdf == bdf)
+                            .ok_or_else(|| {
+                                anyhow!(
+                                    "{option}: {seg:04x}:{:02x}:{:02x}.{:x} is not an I/O RDT device of the IRDT table (its devices: {})",
+                                    bdf >> 8,
+                                    (bdf >> 3) & 0x1f,
+                                    bdf & 7,
+                                    all.iter().map(rdt_mmio::iordt::IoDevice::address).collect::<Vec<_>>().join(" ")
+                                )
+                            })
+                    })
+                    .collect::<Result<_>>()?,
+                _ => all.iter().collect(),
+            };
+            let max_clos = tables.erdt.as_ref().map_or(0, |e| e.max_clos);
+            out.write_all(io_devs(&devs, iface, max_clos, facts).as_bytes())?;
+        }
     }
     Ok(())
+}
+
+/// What the PCI sysfs says of a device: revision, NUMA node, kernel driver; `None` when
+/// the device is not there (pqos: `Unable to get I/O device ... PCI information`).
+fn pci_info(
+    root: &std::path::Path,
+    addr: &str,
+) -> Option<(Option<u8>, Option<i32>, Option<String>)> {
+    let dir = root.join("sys/bus/pci/devices").join(addr);
+    if !dir.is_dir() {
+        return None;
+    }
+    let read = |f: &str| rdt_pqos::file::read_text(dir.join(f), 64).ok();
+    let rev = read("revision").and_then(|t| {
+        let t = t.trim().trim_start_matches("0x").to_owned();
+        u8::from_str_radix(&t, 16).ok()
+    });
+    let numa = read("numa_node")
+        .and_then(|t| t.trim().parse::<i32>().ok())
+        .filter(|n| *n >= 0);
+    let driver = std::fs::read_link(dir.join("driver"))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+    Some((rev, numa, driver))
+}
+
+/// `--print-io-devs` / `--print-io-dev`: the I/O RDT commands, then each device with its
+/// channels, their links' MMIO addresses, and the commands that monitor and allocate them
+/// (pqos/cap.c `cap_print_io_devs`). PCI vendor and device names (pqos reads pci.ids) are
+/// not printed: `PCI device` stands for them.
+#[must_use]
+pub fn io_devs(
+    devs: &[&rdt_mmio::iordt::IoDevice],
+    iface: &str,
+    max_clos: u32,
+    facts: &Facts,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Enable I/O RDT            : pqos --iface={iface} l3iordt-on"
+    );
+    let _ = writeln!(
+        s,
+        "Disable I/O RDT           : pqos --iface={iface} l3iordt-off"
+    );
+    let _ = writeln!(
+        s,
+        "Reset I/O RDT Allocation  : pqos --iface={iface} --alloc-reset or pqos --iface={iface} -R"
+    );
+    let _ = writeln!(
+        s,
+        "Reset I/O RDT Monitoring  : pqos --iface={iface} --mon-reset or pqos --iface={iface} -r -d"
+    );
+    for d in devs {
+        let addr = d.address();
+        let _ = write!(s, "\n{addr}: ");
+        match pci_info(&facts.sysroot, &addr) {
+            Some((rev, numa, driver)) => {
+                s.push_str("PCI device:  ");
+                if let Some(r) = rev.filter(|r| *r != 0) {
+                    let _ = write!(s, " (rev {r:02x})");
+                }
+                s.push('\n');
+                if let Some(n) = numa {
+                    let _ = writeln!(s, "\tNUMA                 : {n}");
+                }
+                if let Some(k) = driver {
+                    let _ = writeln!(s, "\tKernel driver in use : {k}");
+                }
+            }
+            None => {
+                let _ = writeln!(s, "Unable to get I/O device {addr} PCI information");
+                s.push_str("PCI device:  \n");
+            }
+        }
+        if iface == "mmio" {
+            let _ = writeln!(s, "\tDomain ID            : 0x{:x}", d.domain.unwrap_or(0));
+        }
+        s.push_str("\tAssociated Channels  : ");
+        for c in &d.channels {
+            let _ = write!(s, "0x{:x}         ", c.channel.get());
+        }
+        s.push('\n');
+        s.push_str("\tMMIO Addresses       : ");
+        for c in &d.channels {
+            let _ = write!(s, "0x{:x}       ", c.mmio.unwrap_or(0));
+        }
+        s.push('\n');
+        s.push_str("\tMonitoring Commands:\n");
+        for (n, c) in d.channels.iter().enumerate() {
+            if n > 0 {
+                s.push('\n');
+            }
+            let _ = writeln!(s, "\t\tpqos --iface={iface} --mon-dev=all:{addr}@{}", c.vc);
+            let _ = writeln!(
+                s,
+                "\t\tpqos --iface={iface} --mon-channel=all:0x{:x}",
+                c.channel.get()
+            );
+        }
+        let classes = if iface == "mmio" {
+            Some(max_clos)
+        } else {
+            facts.l3_cat.map(|(c, _)| c)
+        };
+        if let Some(c) = classes {
+            let _ = writeln!(s, "\n\tAvailable CLOS: 0 to {}", i64::from(c) - 1);
+        }
+        s.push_str("\tAllocation Commands:\n");
+        for (n, c) in d.channels.iter().enumerate() {
+            if n > 0 {
+                s.push('\n');
+            }
+            let _ = writeln!(
+                s,
+                "\t\tpqos --iface={iface} -a channel:<CLOS>={addr}@{}",
+                c.vc
+            );
+            let _ = writeln!(
+                s,
+                "\t\tpqos --iface={iface} -a channel:<CLOS>=0x{:x}",
+                c.channel.get()
+            );
+        }
+        s.push_str("\n\tAfter/Before allocation commands, assign required Cache Ways to CLOS\n");
+        if iface == "mmio" {
+            if let Some(w) = d.io_l3_ways {
+                let _ = writeln!(s, "\tAvailable Cache Ways: {w}");
+            }
+            let dom = d.domain.unwrap_or(0);
+            let _ = writeln!(
+                s,
+                "\tFor example, set COS 14 to the first 4 L3 cache ways and COS 10 to the next 8 L3 cache ways in Device Domain 0x{dom:x}"
+            );
+            let _ = writeln!(
+                s,
+                "\tpqos --iface={iface} --alloc-domain-id=0x{dom:x} -e \"llc:14=0x000f;llc:10=0x0ff0;\""
+            );
+        } else {
+            if let Some((_, ways)) = facts.l3_cat {
+                let _ = writeln!(s, "\tAvailable Cache Ways: {ways}");
+            }
+            s.push_str(
+                "\tFor example, set COS 14 to the first 4 L3 cache ways and COS 10 to the next 8 L3 cache ways\n",
+            );
+            let _ = writeln!(
+                s,
+                "\tpqos --iface={iface} -e \"llc:14=0x000f;llc:10=0x0ff0;\""
+            );
+        }
+    }
+    s.push('\n');
+    s
 }
 
 fn need_erdt<'a>(tables: &'a AcpiTables, option: &str) -> Result<&'a Erdt> {
@@ -843,6 +1058,57 @@ mod tests {
         assert_eq!(
             hex_dump(&[0x81], Width::Byte, true, true),
             "000000 10000001 \n"
+        );
+    }
+
+    #[test]
+    fn io_devs_print_channels_and_commands_per_interface() {
+        use rdt_mmio::iordt::{IoChannel, IoDevice};
+        use rdt_mmio::irdt::ChannelId;
+        let dev = IoDevice {
+            segment: 0,
+            bdf: 0x1608,
+            device_type: 1,
+            channels: vec![
+                IoChannel {
+                    vc: 0,
+                    channel: ChannelId::new(0, 1, 0),
+                    mmio: Some(0xfc00_0000),
+                },
+                IoChannel {
+                    vc: 1,
+                    channel: ChannelId::new(0, 1, 1),
+                    mmio: None,
+                },
+            ],
+            domain: Some(0x100),
+            io_l3_ways: Some(12),
+        };
+        let facts = Facts {
+            l3_cat: Some((15, 11)),
+            sysroot: "/nonexistent".into(),
+            ..Facts::default()
+        };
+        let mmio = io_devs(&[&dev], "mmio", 16, &facts);
+        assert!(mmio.contains(
+            "\n0000:16:01.0: Unable to get I/O device 0000:16:01.0 PCI information\nPCI device:  \n\tDomain ID            : 0x100\n\tAssociated Channels  : 0x10100         0x10101         \n\tMMIO Addresses       : 0xfc000000       0x0       \n"
+        ), "{mmio}");
+        assert!(mmio.contains(
+            "\t\tpqos --iface=mmio --mon-channel=all:0x10100\n\n\t\tpqos --iface=mmio --mon-dev=all:0000:16:01.0@1\n"
+        ), "{mmio}");
+        assert!(mmio.contains("\n\tAvailable CLOS: 0 to 15\n"), "{mmio}");
+        assert!(mmio.contains("\tAvailable Cache Ways: 12\n"), "{mmio}");
+        assert!(mmio.contains("--alloc-domain-id=0x100 -e"), "{mmio}");
+        let msr = io_devs(&[&dev], "msr", 16, &facts);
+        assert!(!msr.contains("Domain ID"), "{msr}");
+        assert!(
+            msr.contains("\n\tAvailable CLOS: 0 to 14\n\tAllocation Commands:\n"),
+            "{msr}"
+        );
+        assert!(msr.contains("\tAvailable Cache Ways: 11\n"), "{msr}");
+        assert!(
+            msr.ends_with("\tpqos --iface=msr -e \"llc:14=0x000f;llc:10=0x0ff0;\"\n\n"),
+            "{msr}"
         );
     }
 

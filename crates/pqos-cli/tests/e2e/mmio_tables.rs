@@ -335,3 +335,76 @@ fn rmid_dumps_show_the_region_split_of_the_workloads_traffic() {
         run.stderr
     );
 }
+
+#[test]
+fn print_io_devs_lists_every_irdt_device_with_its_channels_on_both_generations() {
+    for (model, iface) in [(MODEL, "mmio"), ("sapphire-rapids", "msr")] {
+        let m = Mounted::new(model);
+        let irdt = rdt_mmio::Irdt::parse(&table(&m, "IRDT")).expect("the model's IRDT");
+        let erdt = std::fs::read(m.root().join("sys/firmware/acpi/tables/ERDT"))
+            .ok()
+            .map(|b| Erdt::parse(&b).expect("the model's ERDT"));
+        let devs = rdt_mmio::iordt::io_devices(&irdt, erdt.as_ref());
+        assert!(!devs.is_empty(), "{model}");
+        let out = Sim::new(model).pqos(&["--print-io-devs"]).ok().stdout;
+        assert!(
+            out.starts_with(&format!(
+                "Enable I/O RDT            : pqos --iface={iface} l3iordt-on\n"
+            )),
+            "{out}"
+        );
+        for d in &devs {
+            let addr = d.address();
+            assert!(out.contains(&format!("\n{addr}: ")), "{addr}\n{out}");
+            for c in &d.channels {
+                for line in [
+                    format!("\t\tpqos --iface={iface} --mon-dev=all:{addr}@{}\n", c.vc),
+                    format!(
+                        "\t\tpqos --iface={iface} --mon-channel=all:0x{:x}\n",
+                        c.channel.get()
+                    ),
+                    format!(
+                        "\t\tpqos --iface={iface} -a channel:<CLOS>=0x{:x}\n",
+                        c.channel.get()
+                    ),
+                ] {
+                    assert!(out.contains(&line), "{line}\n{out}");
+                }
+            }
+            if iface == "mmio" {
+                let dom = d.domain.expect("the model's DACD covers every device");
+                assert!(
+                    out.contains(&format!("\tDomain ID            : 0x{dom:x}\n")),
+                    "{out}"
+                );
+            } else {
+                assert!(!out.contains("Domain ID"), "{out}");
+            }
+        }
+        // one device: only it
+        let first = devs[0].address();
+        let one = Sim::new(model)
+            .pqos(&[&format!("--print-io-dev={first}")])
+            .ok()
+            .stdout;
+        assert_eq!(one.matches("Monitoring Commands:").count(), 1, "{one}");
+        assert!(one.contains(&format!("\n{first}: ")), "{one}");
+        // a device the table does not have is refused, naming those it has
+        let run = Sim::new(model)
+            .pqos(&["--print-io-dev=0000:00:1f.7"])
+            .failed();
+        assert!(
+            run.stderr.contains("0000:00:1f.7 is not an I/O RDT device")
+                && run.stderr.contains(&first),
+            "{}",
+            run.stderr
+        );
+    }
+    // no IRDT: said so
+    let run = Sim::new("skylake-sp").pqos(&["--print-io-devs"]).failed();
+    assert!(
+        run.stderr.contains("IRDT info not available"),
+        "{}",
+        run.stderr
+    );
+}
