@@ -68,7 +68,7 @@ pub struct DumpRequest {
     pub domains: DumpDomains,
     /// `--dump-domain-id` and `--socket` both given (pqos notes it ignores `--socket`).
     pub socket_ignored: bool,
-    /// `--space` (pqos's default: `cmrc`).
+    /// `--space`.
     pub space: Space,
     /// `--offset`, in elements of `width`.
     pub offset: u64,
@@ -137,7 +137,12 @@ pub fn request(a: &crate::args::tables::TableArgs) -> Result<Option<TablesReques
         TablesRequest::Dump(DumpRequest {
             domains,
             socket_ignored: a.dump_domain_id.is_some() && a.socket.is_some(),
-            space: a.space.unwrap_or(Space::Cmrc),
+            space: a.space.ok_or_else(|| {
+                anyhow!(
+                    "--dump: missing --space ({})",
+                    Space::ALL.map(Space::arg).join(" ")
+                )
+            })?,
             offset: a.offset.unwrap_or(0),
             length: a.length.unwrap_or(0),
             width: a.width.unwrap_or_default(),
@@ -166,8 +171,7 @@ pub fn request(a: &crate::args::tables::TableArgs) -> Result<Option<TablesReques
             regions: a
                 .dump_rmid_mem_regions
                 .clone()
-                .map(|l| l.0)
-                .unwrap_or_else(|| (0..dump::DEFAULT_DUMP_REGIONS).collect()),
+                .map_or_else(|| (0..dump::DEFAULT_DUMP_REGIONS).collect(), |l| l.0),
             kind,
             binary: a.dump_rmid_binary,
             upscale: a.dump_rmid_upscaling,
@@ -323,6 +327,7 @@ fn pci_info(
 /// (pqos/cap.c `cap_print_io_devs`). PCI vendor and device names (pqos reads pci.ids) are
 /// not printed: `PCI device` stands for them.
 #[must_use]
+#[allow(clippy::too_many_lines)] // one statement per pqos line, in pqos's order
 pub fn io_devs(
     devs: &[&rdt_mmio::iordt::IoDevice],
     iface: &str,
@@ -349,24 +354,21 @@ pub fn io_devs(
     for d in devs {
         let addr = d.address();
         let _ = write!(s, "\n{addr}: ");
-        match pci_info(&facts.sysroot, &addr) {
-            Some((rev, numa, driver)) => {
-                s.push_str("PCI device:  ");
-                if let Some(r) = rev.filter(|r| *r != 0) {
-                    let _ = write!(s, " (rev {r:02x})");
-                }
-                s.push('\n');
-                if let Some(n) = numa {
-                    let _ = writeln!(s, "\tNUMA                 : {n}");
-                }
-                if let Some(k) = driver {
-                    let _ = writeln!(s, "\tKernel driver in use : {k}");
-                }
+        if let Some((rev, numa, driver)) = pci_info(&facts.sysroot, &addr) {
+            s.push_str("PCI device:  ");
+            if let Some(r) = rev.filter(|r| *r != 0) {
+                let _ = write!(s, " (rev {r:02x})");
             }
-            None => {
-                let _ = writeln!(s, "Unable to get I/O device {addr} PCI information");
-                s.push_str("PCI device:  \n");
+            s.push('\n');
+            if let Some(n) = numa {
+                let _ = writeln!(s, "\tNUMA                 : {n}");
             }
+            if let Some(k) = driver {
+                let _ = writeln!(s, "\tKernel driver in use : {k}");
+            }
+        } else {
+            let _ = writeln!(s, "Unable to get I/O device {addr} PCI information");
+            s.push_str("PCI device:  \n");
         }
         if iface == "mmio" {
             let _ = writeln!(s, "\tDomain ID            : 0x{:x}", d.domain.unwrap_or(0));
@@ -483,6 +485,14 @@ pub fn mem_regions(mrrm: &Mrrm) -> String {
     s
 }
 
+/// `0x..` words, each followed by a space (pqos's lists), at least `digits` hex digits.
+fn hex_words(values: impl IntoIterator<Item = u64>, digits: usize) -> String {
+    values.into_iter().fold(String::new(), |mut s, v| {
+        let _ = write!(s, "0x{v:0digits$x} ");
+        s
+    })
+}
+
 /// One `label: value` line of an agent block: eight spaces, the label padded so the value
 /// starts at column `col` (pqos's hand-padded printf strings: 55 for most fields).
 fn field(s: &mut String, label: &str, col: usize, value: &str) {
@@ -525,11 +535,12 @@ pub fn topology(erdt: &Erdt) -> String {
     s
 }
 
+#[allow(clippy::too_many_lines)] // one statement per pqos line, in pqos's order
 fn cpu_agent(s: &mut String, d: &Domain) {
     s.push_str("    CACD Info:\n");
     // sic: pqos v26.03 spells it so
     field(s, "Domanin ID:", 55, &d.id.to_string());
-    let ids: String = d.cpu_agents.iter().map(|a| format!("0x{a:x} ")).collect();
+    let ids = hex_words(d.cpu_agents.iter().map(|&a| u64::from(a)), 0);
     field(s, "Enumeration IDs:", 55, &ids);
     s.push('\n');
     s.push_str("    CMRC Info:\n");
@@ -606,7 +617,7 @@ fn cpu_agent(s: &mut String, d: &Domain) {
         &corr.len().to_string(),
     );
     if !corr.is_empty() {
-        let list: String = corr.iter().map(|f| format!("0x{f:x} ")).collect();
+        let list = hex_words(corr.iter().map(|&f| u64::from(f)), 0);
         let _ = write!(s, "{:<47}{list}", "        MBM Correction Factor:");
     }
     s.push_str("\n\n");
@@ -650,6 +661,7 @@ fn cpu_agent(s: &mut String, d: &Domain) {
     s.push_str("\n\n");
 }
 
+#[allow(clippy::too_many_lines)] // one statement per pqos line, in pqos's order
 fn device_agent(s: &mut String, d: &Domain) {
     s.push_str("\n\n    DACD Info:\n");
     field(s, "Domain ID:", 54, &d.id.to_string());
@@ -664,12 +676,12 @@ fn device_agent(s: &mut String, d: &Domain) {
         let _ = writeln!(s, "             Type:             {:x}", dase.kind);
         let _ = writeln!(s, "             Segment Number:   {:x}", dase.segment);
         let _ = writeln!(s, "             Start Bus Number: {:x}", dase.start_bus);
-        let path: String = dase
-            .path
-            .iter()
-            .flat_map(|(dev, func)| [*dev, *func])
-            .map(|b| format!("0x{b:02x} "))
-            .collect();
+        let path = hex_words(
+            dase.path
+                .iter()
+                .flat_map(|(dev, func)| [u64::from(*dev), u64::from(*func)]),
+            2,
+        );
         let _ = writeln!(s, "             Path:             {path}");
     }
     s.push_str("\n\n    CMRD Info:\n");
@@ -761,7 +773,7 @@ fn device_agent(s: &mut String, d: &Domain) {
         &corr.len().to_string(),
     );
     if !corr.is_empty() {
-        let list: String = corr.iter().map(|f| format!("0x{f:x} ")).collect();
+        let list = hex_words(corr.iter().map(|&f| u64::from(f)), 0);
         let _ = write!(
             s,
             "{:<47}{list}",
@@ -959,13 +971,7 @@ fn run_rmid_dump(
     io: &mut dyn FnMut() -> Result<Box<dyn rdt_mmio::MmioIo>>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let regions: &[u8] = if d.kind.per_region() {
-        &d.regions
-    } else {
-        &[0]
-    };
-    // Checked before the first read: the domain, the RMIDs, the register's place, through
-    // the library's read against a seam that reads nothing.
+    /// A seam that reads zeros and writes nothing: the selection's checks, no access.
     struct NoRead;
     impl rdt_mmio::MmioIo for NoRead {
         fn read(&mut self, _: u64) -> std::io::Result<u64> {
@@ -975,6 +981,13 @@ fn run_rmid_dump(
             Err(std::io::Error::other("read-only"))
         }
     }
+    let regions: &[u8] = if d.kind.per_region() {
+        &d.regions
+    } else {
+        &[0]
+    };
+    // Checked before the first read: the domain, the RMIDs, the register's place, through
+    // the library's read against a seam that reads nothing.
     for &id in &d.domains {
         for &region in regions {
             for &rmid in &d.rmids {

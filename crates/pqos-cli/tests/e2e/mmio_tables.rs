@@ -249,6 +249,10 @@ fn dumps_print_the_registers_as_read_and_refuse_windows_past_the_block() {
         "{}",
         run.stderr
     );
+    let run = Sim::new(MODEL)
+        .pqos(&["--dump", "--dump-domain-id=0"])
+        .failed();
+    assert!(run.stderr.contains("missing --space"), "{}", run.stderr);
     let run = Sim::new(MODEL).pqos(&["--space=cmrc"]).failed();
     assert!(run.stderr.contains("go with --dump"), "{}", run.stderr);
 }
