@@ -591,7 +591,9 @@ fn not_built_yet(argv: &[OsString]) -> Option<String> {
         if iface_mmio {
             return Some(
                 "--iface=mmio: pqos v26.03's MMIO interface (RDT 1.3, ACPI ERDT) is not \
-                 implemented yet in this pqos; use --iface=msr or --iface=os"
+                 implemented yet in this pqos; use --iface=msr or --iface=os (the table reports \
+                 and dumps, --print-mem-regions, --print-topology, --dump..., need no --iface: \
+                 they read the ACPI tables with --iface left at auto)"
                     .to_owned(),
             );
         }

@@ -415,7 +415,20 @@ pub fn window(
             max: MAX_WINDOW_BYTES,
         });
     }
-    Ok((block, block.base + offset * w, count))
+    // the window's end must be an address (a table may put a block at the top of the space)
+    let start = block
+        .base
+        .checked_add(offset * w)
+        .filter(|a| a.checked_add(bytes).is_some())
+        .ok_or(DumpError::TooLarge {
+            id,
+            space,
+            offset,
+            length,
+            bytes,
+            max: u64::MAX - block.base,
+        })?;
+    Ok((block, start, count))
 }
 
 fn domain(erdt: &Erdt, id: u16) -> Result<&Domain, DumpError> {
@@ -461,7 +474,10 @@ pub fn read_window(io: &mut dyn MmioIo, addr: u64, len: u64) -> io::Result<Vec<u
             .read(a)
             .map_err(|e| io::Error::new(e.kind(), format!("MMIO register 0x{a:x}: {e}")))?;
         bytes.extend_from_slice(&v.to_le_bytes());
-        a += regs::REG_BYTES;
+        match a.checked_add(regs::REG_BYTES) {
+            Some(next) => a = next,
+            None => break,
+        }
     }
     let skip = usize::try_from(addr - start).unwrap_or(0);
     let keep = usize::try_from(len).unwrap_or(usize::MAX);
@@ -789,8 +805,19 @@ mod tests {
             window(&erdt, 0xbeef, Space::Cmrc, Width::Qword, 0, 0),
             Err(DumpError::NoDomain(0xbeef))
         );
-        // offsets near 2^64 do not overflow
+        // offsets near 2^64 do not overflow, nor does a block at the top of the space
         assert!(window(&erdt, d.id, Space::Cmrc, Width::Qword, u64::MAX, 1).is_err());
+        let mut top = erdt.clone();
+        let cmrc = top.domains[0].cmrc.as_mut().unwrap();
+        cmrc.block.base = u64::MAX - 0xfff;
+        cmrc.block.pages = 2;
+        let e = window(&top, d.id, Space::Cmrc, Width::Qword, 0, 0).unwrap_err();
+        assert!(matches!(e, DumpError::TooLarge { .. }), "{e}");
+        let mut regs = Regs(Vec::new());
+        let last = read_window(&mut regs, u64::MAX - 8, 8).unwrap();
+        assert_eq!(last.len(), 8);
+        assert_eq!(regs.0, vec![u64::MAX - 15, u64::MAX - 7]);
+        assert!(read_window(&mut regs, u64::MAX - 7, 8).is_err());
     }
 
     #[test]
