@@ -854,6 +854,34 @@ mod tests {
         assert!(e.to_string().contains("no CMRD"), "{e}");
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Any block, offset, length and width: a window inside the block, or an error;
+        /// never a panic.
+        #[test]
+        fn fuzz_windows_lie_inside_their_block(
+            base in proptest::prelude::any::<u64>(),
+            pages in 0u32..64,
+            offset in proptest::prelude::any::<u64>(),
+            length in proptest::prelude::any::<u64>(),
+            byte in proptest::prelude::any::<bool>(),
+            small in proptest::prelude::any::<bool>(),
+        ) {
+            let mut erdt = Erdt::parse(&build::erdt(&sample_erdt())).unwrap();
+            let cmrc = erdt.domains[0].cmrc.as_mut().unwrap();
+            cmrc.block = RegisterBlock { base, pages };
+            let width = if byte { Width::Byte } else { Width::Qword };
+            let (offset, length) = if small { (offset % 600, length % 600) } else { (offset, length) };
+            if let Ok((block, start, count)) = window(&erdt, 0, Space::Cmrc, width, offset, length) {
+                let bytes = count * width.bytes();
+                proptest::prop_assert!(count > 0 && bytes <= MAX_WINDOW_BYTES);
+                proptest::prop_assert!(start >= block.base);
+                proptest::prop_assert!(start - block.base + bytes <= block.len());
+            }
+        }
+    }
+
     #[test]
     fn socket_runs_follow_pqos_and_refuse_past_the_table() {
         let erdt = Erdt::parse(&build::erdt(&sample_erdt())).unwrap();

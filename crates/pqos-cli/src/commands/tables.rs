@@ -1126,6 +1126,106 @@ mod tests {
     }
 
     #[test]
+    fn topology_prints_a_cpu_agent_block_line_for_line() {
+        use rdt_mmio::erdt::{Cmrc, Mmrc};
+        use rdt_mmio::{Domain, RegisterBlock};
+        let block = |base, pages| RegisterBlock { base, pages };
+        let d = Domain {
+            offset: 0,
+            flags: rdt_mmio::erdt::RMDD_CPU_L3,
+            id: 3,
+            max_rmid: 7,
+            io_l3_slices: 0,
+            io_l3_sets: 0,
+            io_l3_ways: 0,
+            control: block(0xfe00_0000, 1),
+            cpu_agents: vec![0, 0x12],
+            device_agents: vec![],
+            cmrc: Some(Cmrc {
+                offset: 0,
+                flags: 1,
+                index_fn: 1,
+                block: block(0xfe00_1000, 2),
+                clump_size: 8,
+                clump_stride: 64,
+                upscaling: 0x12000,
+            }),
+            mmrc: Some(Mmrc {
+                offset: 0,
+                flags: 2,
+                index_fn: 1,
+                block: block(0xfe01_0000, 16),
+                counter_width: 44,
+                upscaling: 64,
+                correction: CorrectionFactors::Single(0x10000),
+            }),
+            marc: None,
+            carc: None,
+            cmrd: None,
+            ibrd: None,
+            ibad: None,
+            card: None,
+        };
+        let erdt = Erdt {
+            header: rdt_mmio::build::header(b"ERDT"),
+            max_clos: 16,
+            domains: vec![d],
+        };
+        let text = topology(&erdt);
+        let want = [
+            "CLOS:           16",
+            "CPU Agents:     1",
+            "Device Agents:  0",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "Domain ID 3",
+            "",
+            "    Type: CPU",
+            "    CACD Info:",
+            "        Domanin ID:                                    3",
+            "        Enumeration IDs:                               0x0 0x12 ",
+            "",
+            "    CMRC Info:",
+            "        Unavailable Bit Support:                       Yes",
+            "        Indexing Function Version:                     1",
+            "        CMT Register Block Base Address:               0xfe001000",
+            "        CMT Register Block Size:                       0x2",
+            "        CMT Register Clump Size:                       0x8",
+            "        CMT Register Clump Stride:                     0x40",
+            "        CMT Counter Upscaling Factor:                  0x12000",
+            "",
+            "",
+            "    MMRC Info:",
+            "        Unavailable Bit Support:                       No",
+            "        Overflow Bit Support:                          Yes",
+            "        Indexing Function Version:                     1",
+            "        MBM Register Block Base Address:               0xfe010000",
+            "        MBM Register Block Size:                       0x10",
+            "        MBM Counter Width:                             0x2c",
+            "        MBM Counter Upscaling Factor:                  0x40",
+            "        MBM Correction Factor List Length:             1",
+            "        MBM Correction Factor:                 0x10000 ",
+            "",
+            "",
+            "",
+            "    MARC Info:",
+            "        MBA Optimal Control Window:                    No",
+            "",
+        ]
+        .join("\n");
+        assert!(text.starts_with(&want), "{text}");
+        // no MARC: zeros, as pqos's zeroed structure prints
+        assert!(
+            text.contains("        MBA BW Control Window Range:                   0\n\n\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("\n\n\n"), "{text:?}");
+    }
+
+    #[test]
     fn fields_put_values_at_pqos_columns() {
         let mut s = String::new();
         field(&mut s, "Domanin ID:", 55, "3");
