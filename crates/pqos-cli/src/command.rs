@@ -167,8 +167,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Whether the plan only reads the platform: `-s`, `-d`/`-D`, `--version` or `--apply
-    /// --dry-run`, without `-r`/`-R`, and not on the OS interface asked for (`-I`, which
+    /// Whether the plan only reads the platform: `-s`, `-d`/`-D`, `--version`, `--apply
+    /// --dry-run` or a table report or dump (`--print-topology`, `--dump`, ...), without
+    /// `-r`/`-R`, and not on the OS interface asked for (`-I`, which
     /// mounts the simulated resctrl if need be, as pqos mounts the kernel's). `--sim` then
     /// opens its state read-only (`SessionOptions::read_only`): a shared state a user may
     /// read but not write can still be looked at, and nothing is saved.
@@ -185,6 +186,7 @@ impl Plan {
                     | Command::Display { .. }
                     | Command::Version
                     | Command::Apply { dry_run: true, .. }
+                    | Command::Tables(_)
             )
     }
 
