@@ -68,7 +68,7 @@ pub struct TableArgs {
     pub dump_rmid_regs: bool,
 
     /// --dump-rmid-regs: the RMIDs (a list).
-    #[arg(long = "dump-rmids", value_name = "RMIDS", value_parser = u32_list, help_heading = HEADING)]
+    #[arg(long = "dump-rmids", value_name = "RMIDS", value_parser = rmid_list, help_heading = HEADING)]
     pub dump_rmids: Option<List<u32>>,
 
     /// --dump-rmid-regs: the domain ids (a list).
@@ -123,6 +123,26 @@ fn u32_list(s: &str) -> Result<List<u32>, String> {
     ids(s).map(List)
 }
 
+/// The most RMIDs one `--dump-rmids` may name (a domain's RMIDs are a 32-bit range; a dump of
+/// every one of 65536 is 65536 lines per domain and region).
+const RMID_LIMITS: rdt_pqos::ListLimits = rdt_pqos::ListLimits {
+    max_value: u32::MAX as u64,
+    max_entries: 65_536,
+    what: "RMID",
+};
+
+fn rmid_list(s: &str) -> Result<List<u32>, String> {
+    if s.trim().is_empty() {
+        return Err("an empty list".to_owned());
+    }
+    let ids = rdt_pqos::parse_pqos_list(s, &RMID_LIMITS).map_err(|e| e.to_string())?;
+    Ok(List(
+        ids.into_iter()
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+            .collect(),
+    ))
+}
+
 fn u16_list(s: &str) -> Result<List<u16>, String> {
     ids(s)?
         .into_iter()
@@ -170,6 +190,8 @@ mod tests {
     #[test]
     fn values_parse_as_pqos_takes_them() {
         assert_eq!(u32_list("0,2-3"), Ok(List(vec![0, 2, 3])));
+        assert_eq!(rmid_list("0-511").map(|l| l.0.len()), Ok(512));
+        assert!(rmid_list("0-70000").unwrap_err().contains("70000"));
         assert!(u32_list("").is_err());
         assert!(u16_list("70000").unwrap_err().contains("65535"));
         assert_eq!(region_list("3,1"), Ok(List(vec![3, 1])));
