@@ -253,6 +253,12 @@ fn dumps_print_the_registers_as_read_and_refuse_windows_past_the_block() {
         .pqos(&["--dump", "--dump-domain-id=0"])
         .failed();
     assert!(run.stderr.contains("missing --space"), "{}", run.stderr);
+    let run = Sim::new(MODEL).pqos(&["-R", "--print-dump-info"]).failed();
+    assert!(
+        run.stderr.contains("-r/-R together with a table report"),
+        "{}",
+        run.stderr
+    );
     let run = Sim::new(MODEL).pqos(&["--space=cmrc"]).failed();
     assert!(run.stderr.contains("go with --dump"), "{}", run.stderr);
 }
