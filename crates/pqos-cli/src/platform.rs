@@ -36,6 +36,9 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
             }
             let mut rdt = plan.open_options().open().map_err(open_error)?;
             warn(rdt.notices(), plan.json, out)?;
+            if let (Command::Tables(req), Source::Native(iface)) = (&plan.command, &plan.source) {
+                return native_tables(req, *iface, &rdt, plan, out);
+            }
             let mut clock = RealClock::new();
             let proc = rdt_pqos::proc::ProcFs::at(&plan.open_options().get_paths().proc);
             let mut ctx = Context {
@@ -47,6 +50,36 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
             execute(&mut rdt, plan, &mut ctx, out)
         }
     }
+}
+
+/// pqos v26.03's table reports and dumps on this machine (or `--sysroot`): the ACPI tables
+/// under `sys/firmware/acpi/tables`, the registers through `dev/mem`.
+fn native_tables(
+    req: &crate::commands::tables::TablesRequest,
+    iface: rdt_pqos::Iface,
+    rdt: &impl rdt_pqos::Backend,
+    plan: &Plan,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let root = plan
+        .sysroot
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("/"));
+    let tables = rdt_mmio::AcpiTables::read(&root)?;
+    let facts = crate::commands::tables::Facts {
+        mmio: crate::commands::tables::mmio_in_use(iface, &tables),
+        msr: rdt.interface() == rdt_pqos::Interface::Msr,
+        packages: rdt.topology().packages().len(),
+        l3_cat: rdt
+            .capabilities()
+            .l3_cat
+            .get()
+            .map(|c| (c.num_classes, c.cbm_len)),
+        sysroot: root.clone(),
+    };
+    let mut io =
+        || -> Result<Box<dyn rdt_mmio::MmioIo>> { Ok(Box::new(rdt_mmio::DevMem::open(&root)?)) };
+    crate::commands::tables::run(req, &tables, &facts, &mut io, out)
 }
 
 /// pqos's `WARN:` lines for the notices of an open.
@@ -112,7 +145,7 @@ mod sim {
     use rdt_pqos::sim::{KernelVersion, SessionError, SessionOptions};
 
     use super::open_error;
-    use crate::command::{Plan, SimOptions};
+    use crate::command::{Command, Plan, SimOptions};
     use crate::commands::{AdvancingClock, Clock, Context, VirtualClock, execute};
 
     /// Runs `plan` on the persistent in-process simulated platform the library opens
@@ -181,7 +214,15 @@ mod sim {
             stdout_is_tty,
             proc: &proc,
         };
-        let result = execute(&mut rdt, plan, &mut ctx, out);
+        let result = if let Command::Tables(req) = &plan.command {
+            let l3_cat = rdt_pqos::Backend::capabilities(&rdt)
+                .l3_cat
+                .get()
+                .map(|c| (c.num_classes, c.cbm_len));
+            tables(req, opts.iface, l3_cat, &sim, out)
+        } else {
+            execute(&mut rdt, plan, &mut ctx, out)
+        };
         let saved = rdt.save_simulated().with_context(|| {
             format!(
                 "saving the simulated platform's state to {}",
@@ -189,6 +230,39 @@ mod sim {
             )
         });
         result.and(saved)
+    }
+
+    /// pqos v26.03's table reports and dumps on the simulated platform: the tables its model
+    /// serves, its registers in-process.
+    fn tables(
+        req: &crate::commands::tables::TablesRequest,
+        iface: rdt_pqos::Iface,
+        l3_cat: Option<(u32, u32)>,
+        sim: &rdt_pqos::sim::SimHandle,
+        out: &mut dyn Write,
+    ) -> Result<()> {
+        let (tables, packages) = {
+            let p = sim.lock();
+            let tables = match p.mmio() {
+                Some(m) => {
+                    rdt_mmio::AcpiTables::from_bytes(m.tables(), Some(m.cxl_windows().to_vec()))?
+                }
+                None => rdt_mmio::AcpiTables::default(),
+            };
+            (tables, p.topology().packages().len())
+        };
+        let facts = crate::commands::tables::Facts {
+            mmio: crate::commands::tables::mmio_in_use(iface, &tables),
+            // the in-process simulated platform has the MSR interface only
+            msr: true,
+            packages,
+            l3_cat,
+            // it serves no PCI devices
+            sysroot: std::path::PathBuf::from("/nonexistent"),
+        };
+        let handle = sim.clone();
+        let mut io = move || -> Result<Box<dyn rdt_mmio::MmioIo>> { Ok(Box::new(handle.clone())) };
+        crate::commands::tables::run(req, &tables, &facts, &mut io, out)
     }
 
     /// The library's session error, with pqos's flags for what to do.

@@ -15,7 +15,10 @@
 //! - [`regs`]: register bit layouts and the indexing functions (RMID, region, CLOS -> address);
 //! - [`tables`]: reading all of it from a host (or a simulated one) under a sysroot;
 //! - [`build`]: table bytes from typed descriptions, for the simulator and tests;
-//! - [`io`]: the register seam, [`MmioIo`], and its production implementation on `/dev/mem`.
+//! - [`io`]: the register seam, [`MmioIo`], and its production implementation on `/dev/mem`;
+//! - [`iordt`]: I/O RDT devices with their channels, links and ERDT domain;
+//! - [`dump`]: read-only views of the register blocks (pqos's `--dump`, `--dump-rmid-regs`),
+//!   every window checked against the block the ERDT gives.
 //!
 //! Every table is untrusted input: one bounds-checked reader ([`acpi::Bytes`]) serves every
 //! parser, every length, count and offset is checked against the bytes there are, and a bad
@@ -35,8 +38,10 @@
 
 pub mod acpi;
 pub mod build;
+pub mod dump;
 pub mod erdt;
 pub mod io;
+pub mod iordt;
 pub mod irdt;
 pub mod mrrm;
 pub mod regs;

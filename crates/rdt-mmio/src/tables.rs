@@ -73,6 +73,35 @@ impl AcpiTables {
         })
     }
 
+    /// Parses tables given as bytes by signature (`ERDT`, `MRRM`, `IRDT`; others are
+    /// ignored), e.g. a simulated platform's, with the CXL windows the kernel would show.
+    ///
+    /// # Errors
+    /// [`ReadTablesError::Table`] for bytes that do not parse, its path the table's place
+    /// under [`TABLES_DIR`].
+    pub fn from_bytes<'s, 'b>(
+        tables: impl IntoIterator<Item = (&'s str, &'b [u8])>,
+        cxl_windows: Option<Vec<(u64, u64)>>,
+    ) -> Result<Self, ReadTablesError> {
+        let mut out = Self {
+            cxl_windows,
+            ..Self::default()
+        };
+        for (sig, bytes) in tables {
+            let err = |source| ReadTablesError::Table {
+                path: Path::new(TABLES_DIR).join(sig),
+                source,
+            };
+            match sig {
+                "ERDT" => out.erdt = Some(Erdt::parse(bytes).map_err(err)?),
+                "MRRM" => out.mrrm = Some(Mrrm::parse(bytes).map_err(err)?),
+                "IRDT" => out.irdt = Some(Irdt::parse(bytes).map_err(err)?),
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
     /// Whether the host has what pqos's MMIO interface needs: ERDT and MRRM (pqos v26.03
     /// `lib/cap.c` chooses MMIO when both exist).
     #[must_use]

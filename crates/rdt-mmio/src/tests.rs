@@ -208,7 +208,7 @@ fn block(base: u64, pages: u32) -> RegisterBlock {
 
 /// Two CPU domains (one per socket) with CMRC/MMRC/MARC, and an I/O domain with every
 /// device-agent sub-structure.
-fn sample_erdt() -> Erdt {
+pub(crate) fn sample_erdt() -> Erdt {
     let cpu = |id: u16, base: u64, x2apic: std::ops::Range<u32>| Domain {
         offset: 0,
         flags: erdt::RMDD_CPU_L3,
@@ -314,7 +314,7 @@ fn sample_erdt() -> Erdt {
     }
 }
 
-fn sample_mrrm() -> Mrrm {
+pub(crate) fn sample_mrrm() -> Mrrm {
     let r = |base: u64, gib: u64, local: u8, remote: u8| MemoryRange {
         offset: 0,
         base,
@@ -335,7 +335,7 @@ fn sample_mrrm() -> Mrrm {
     }
 }
 
-fn sample_irdt() -> Irdt {
+pub(crate) fn sample_irdt() -> Irdt {
     let link = |enum_id: u8, count: u8, mmio: u64| Link {
         offset: 0,
         link_type: 0,

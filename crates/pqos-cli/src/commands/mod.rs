@@ -6,6 +6,7 @@ pub mod alloc;
 pub mod caps;
 pub mod monitor;
 pub mod show;
+pub mod tables;
 
 pub use pqos_cli::profiles;
 
@@ -126,6 +127,10 @@ pub fn execute<B: Backend>(
         }
         Command::Nothing => {}
         Command::Monitor(req) => monitor::run_monitor(backend, req, ctx, out)?,
+        // Run by `platform`, which has the platform's tables and registers.
+        Command::Tables(_) => {
+            anyhow::bail!("the RDT 1.3 table reports need the platform's ACPI tables")
+        }
     }
     Ok(())
 }

@@ -80,3 +80,7 @@ mod pqos_compat4;
 // keep, an error keeps its errno's kind, a read-only user reads a shared state, and names
 // reach the terminal escaped.
 mod words;
+
+// Issue 34: pqos v26.03's RDT 1.3 table reports (--print-mem-regions, --print-topology,
+// --print-dump-info) and register dumps (--dump, --dump-rmid-regs) on xeon-rdt13.
+mod mmio_tables;
