@@ -443,7 +443,8 @@ pub fn container_tasks(
         for (controller, mount) in V1_HIERARCHIES {
             if let Some(path) = cgroup_v1_path(&text, controller)
                 && path != "/"
-                && let Some(t) = procs_of(&cgroup_root.join(mount).join(path.trim_start_matches('/')))?
+                && let Some(t) =
+                    procs_of(&cgroup_root.join(mount).join(path.trim_start_matches('/')))?
             {
                 return Ok(t);
             }

@@ -22,7 +22,10 @@ fn a_pod_uid_is_a_uuid_or_a_static_pods_md5_and_nothing_else() {
     ] {
         assert!(!is_pod_uid(bad), "{bad:?}");
     }
-    assert_eq!(mon_group_path(Some("gold"), UID), format!("gold/mon_groups/{UID}"));
+    assert_eq!(
+        mon_group_path(Some("gold"), UID),
+        format!("gold/mon_groups/{UID}")
+    );
     assert_eq!(mon_group_path(None, UID), format!("mon_groups/{UID}"));
     assert!(is_mon_group_path(&mon_group_path(Some("gold"), UID)));
     assert!(is_mon_group_path(&mon_group_path(None, UID)));
@@ -64,7 +67,12 @@ fn record() -> PodsRecord {
     let uid2 = "00000000000000000000000000000002";
     let mut batch = PodRecord::capped(uid2, "batch", "job-1", Some("BestEffort"), &BTreeMap::new());
     batch.containers = vec![ContainerRecord::capped(
-        "c3", "work", "bronze", Some("bronze"), 13, "",
+        "c3",
+        "work",
+        "bronze",
+        Some("bronze"),
+        13,
+        "",
     )];
     batch.mon_groups = vec![mon_group_path(Some("bronze"), uid2)];
     PodsRecord {
@@ -103,7 +111,8 @@ fn the_record_goes_through_the_run_directory_and_back() {
 #[test]
 fn a_selector_takes_containers_by_qos_class_namespace_and_label() {
     let r = record();
-    let ids = |s: &PodSelector| -> Vec<String> { r.selected(s).map(|(_, c)| c.id.clone()).collect() };
+    let ids =
+        |s: &PodSelector| -> Vec<String> { r.selected(s).map(|(_, c)| c.id.clone()).collect() };
     let guaranteed = PodSelector {
         qos: vec!["Guaranteed".into()],
         ..PodSelector::default()
@@ -151,13 +160,22 @@ fn on_cgroup_v1_every_process_of_the_containers_cgroup_is_its_task_not_only_its_
     );
     // its process exists: without the v1 hierarchies it alone would be moved
     write(&dir.path().join("proc/100/stat"), "100 (sh) S 1\n");
-    write(&cg.join("cpu,cpuacct/kubepods/podX/ctr/cgroup.procs"), "100\n101\n102\n");
-    write(&cg.join("cpu,cpuacct/kubepods/podX/ctr/tasks"), "100\n101\n102\n103\n");
+    write(
+        &cg.join("cpu,cpuacct/kubepods/podX/ctr/cgroup.procs"),
+        "100\n101\n102\n",
+    );
+    write(
+        &cg.join("cpu,cpuacct/kubepods/podX/ctr/tasks"),
+        "100\n101\n102\n103\n",
+    );
     let tasks = container_tasks(&proc, &cg, 100, "").unwrap();
     assert_eq!(tasks, [100, 101, 102].map(TaskId::new));
     // the pids hierarchy when the CPU controller's is not mounted
     std::fs::remove_dir_all(cg.join("cpu,cpuacct")).unwrap();
-    write(&cg.join("pids/kubepods/podX/ctr/cgroup.procs"), "100\n104\n");
+    write(
+        &cg.join("pids/kubepods/podX/ctr/cgroup.procs"),
+        "100\n104\n",
+    );
     assert_eq!(
         container_tasks(&proc, &cg, 100, "").unwrap(),
         [100, 104].map(TaskId::new)
@@ -168,7 +186,10 @@ fn on_cgroup_v1_every_process_of_the_containers_cgroup_is_its_task_not_only_its_
         [100, 104].map(TaskId::new)
     );
     // cgroup v2: the unified line
-    write(&dir.path().join("proc/200/cgroup"), "0::/kubepods/podY/ctr\n");
+    write(
+        &dir.path().join("proc/200/cgroup"),
+        "0::/kubepods/podY/ctr\n",
+    );
     write(&cg.join("kubepods/podY/ctr/cgroup.procs"), "200\n201\n");
     assert_eq!(
         container_tasks(&proc, &cg, 200, "").unwrap(),
