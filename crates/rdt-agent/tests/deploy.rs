@@ -399,8 +399,8 @@ fn on_crio_the_plugin_reads_the_class_file_crio_reads() {
     assert_eq!(without(&plugin.args), without(&base.args));
     assert!(!deploy::check_flags(AGENT, plugin).is_empty());
     // the shipped class file: goresctrl's, the QoS mapping's classes, plans everywhere
-    let path = deploy::dir().join("crio-rdt-classes.yaml");
-    let file = rdt_pqos::config::ConfigFile::load(&path).expect("the classes parse");
+    let shipped_file = deploy::dir().join("crio-rdt-classes.yaml");
+    let file = rdt_pqos::config::ConfigFile::load(&shipped_file).expect("the classes parse");
     let classes = rdt_nri::classes_of(&file, &rdt_pqos::config::goresctrl::GroupOptions::default());
     for arg in &plugin.args {
         if let Some(q) = arg.strip_prefix("--qos-class=") {

@@ -1070,6 +1070,18 @@ mod tests {
                 "best_effort[1].rest",
                 "also the choice of \"b\"",
             ),
+        ];
+        for (text, line, key, words) in cases {
+            let e = toml(text).unwrap_err();
+            assert_eq!(e.line(), Some(*line), "{text:?}: {e}");
+            assert_eq!(e.key(), Some(*key), "{text:?}: {e}");
+            assert!(e.to_string().contains(words), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn bad_pod_selectors_are_refused_naming_the_line_and_key() {
+        let cases: &[(&str, usize, &str, &str)] = &[
             (
                 "[[protected]]\nname=\"p\"\npods = { qos = \"Platinum\" }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
                 3,

@@ -78,6 +78,25 @@ fn main() {
     };
     let plain = timed("100 pod monitor groups, no pod record");
     assert!(!plain.contains("namespace=\""));
+    let pods = record(&uids);
+    let run = rdt_pqos::runfile::sysroot_run_dir(m.root());
+    pods.write(&run).unwrap();
+    let size = std::fs::metadata(run.join(rdt_pqos::pods::PODS_FILE))
+        .unwrap()
+        .len();
+    println!("pod record: {PODS} pods, {size} bytes");
+    let labelled = timed("100 pod monitor groups, 100 pods recorded");
+    assert!(
+        labelled.contains("namespace=\"default\",pod=\"web-0\",container=\"app,sidecar\""),
+        "{labelled}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(run.join(rdt_pqos::pods::PODS_FILE));
+}
+
+/// The plugin's record of `uids`' pods: 2 containers, 3 labels and a monitor group each.
+fn record(uids: &[String]) -> PodsRecord {
     let labels: BTreeMap<String, String> = [("app", "web"), ("tier", "front"), ("team", "a")]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -104,23 +123,8 @@ fn main() {
             p
         })
         .collect();
-    let run = rdt_pqos::runfile::sysroot_run_dir(m.root());
     PodsRecord {
         version: VERSION,
         pods,
     }
-    .write(&run)
-    .unwrap();
-    let size = std::fs::metadata(run.join(rdt_pqos::pods::PODS_FILE))
-        .unwrap()
-        .len();
-    println!("pod record: {PODS} pods, {size} bytes");
-    let labelled = timed("100 pod monitor groups, 100 pods recorded");
-    assert!(
-        labelled.contains("namespace=\"default\",pod=\"web-0\",container=\"app,sidecar\""),
-        "{labelled}"
-    );
-    let _ = child.kill();
-    let _ = child.wait();
-    let _ = std::fs::remove_file(run.join(rdt_pqos::pods::PODS_FILE));
 }

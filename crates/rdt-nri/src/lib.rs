@@ -38,8 +38,8 @@ pub mod ttrpc;
 
 pub use lifecycle::{Backoff, Lifecycle, State};
 pub use repair::{
-    CGROUP_ROOT, MAX_RECHECKS_PER_TICK, MonGroups, NodeSession, PlaceError, Placer, Reload,
-    ResctrlPlacer, cgroup_dir_of, container_tasks,
+    CGROUP_ROOT, MAX_RECHECKS_PER_TICK, MonGroups, NodeSession, PlaceError, Placer,
+    RECORD_INTERVAL, Reload, ResctrlPlacer, cgroup_dir_of, container_tasks,
 };
 pub use shown::{Logged, MAX_SHOWN, shown};
 

@@ -188,6 +188,11 @@ impl MonGroups for rdt_pqos::Rdt {
     }
 }
 
+/// The least time between two writes of the pod record for changes of pods and
+/// containers: a burst of creations writes it once (a monitor group is recorded at once,
+/// before it is made).
+pub const RECORD_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Reloading the classes on a signal ([`NodeSession::with_reload`]).
 #[derive(Debug)]
 pub struct Reload {
@@ -224,6 +229,10 @@ pub struct NodeSession<B> {
     /// The run directory of the pod record; `None`: not recorded.
     record_dir: Option<PathBuf>,
     record_failed: bool,
+    /// The pods or containers changed since the record was last written.
+    record_dirty: bool,
+    /// When the record was last written.
+    record_written: Option<Instant>,
 }
 
 impl<B: Backend + MonGroups> NodeSession<B> {
@@ -241,6 +250,8 @@ impl<B: Backend + MonGroups> NodeSession<B> {
             own_mon: BTreeMap::new(),
             record_dir: None,
             record_failed: false,
+            record_dirty: false,
+            record_written: None,
         }
     }
 
@@ -278,6 +289,8 @@ impl<B: Backend + MonGroups> NodeSession<B> {
     /// Writes the pod record: the plugin's pods with the monitor groups made for them, and
     /// the groups of pods it no longer knows (until removed).
     fn write_record(&mut self) {
+        self.record_dirty = false;
+        self.record_written = Some(Instant::now());
         let Some(dir) = &self.record_dir else {
             return;
         };
@@ -424,6 +437,13 @@ impl<B: Backend + MonGroups> NodeSession<B> {
             }
         }
         if self.plugin.take_changed() {
+            self.record_dirty = true;
+        }
+        if self.record_dirty
+            && self
+                .record_written
+                .is_none_or(|t| t.elapsed() >= RECORD_INTERVAL)
+        {
             self.write_record();
         }
     }
@@ -449,8 +469,12 @@ impl<B: Backend + MonGroups> NodeSession<B> {
         self
     }
 
-    /// Removes the state file (the plugin stops).
+    /// Writes the pod record when it has changes, and removes the state file (the plugin
+    /// stops).
     pub fn finish(&mut self) {
+        if self.record_dirty || self.plugin.take_changed() {
+            self.write_record();
+        }
         if let Some(f) = self.state.take() {
             let _ = f.remove();
         }
