@@ -87,7 +87,7 @@ pub use rdt_control as control;
 pub use rdt_core::*;
 pub use rdt_host::cpuid::{CpuidDumpFromPath, DevCpuid};
 pub use rdt_host::topology::TopologyFromSysfs;
-pub use rdt_host::{file, lease, proc, runfile};
+pub use rdt_host::{file, lease, pods, proc, runfile};
 
 /// CPUID: rdt-core's sources and decoding ([`rdt_core::cpuid`]) with rdt-host's readers of
 /// files ([`rdt_host::cpuid`]: `/dev/cpu/N/cpuid`, dump files).

@@ -69,8 +69,9 @@ struct NriArgs {
     /// or place it as if it had no annotation.
     #[arg(long, value_name = "WHAT", default_value = "fail", value_parser = parse_on_unknown)]
     on_unknown: OnUnknown,
-    /// Each container gets a monitoring group of its own in its class (runc names it
-    /// after the container id).
+    /// Each pod gets a monitor group of its own in its class's group,
+    /// `<group>/mon_groups/<pod-uid>`, holding its containers' tasks (made and removed by
+    /// the plugin; recorded in the run directory's nri-pods.json).
     #[arg(long)]
     monitoring: bool,
     /// The plugin's name in the runtime (`[a-zA-Z0-9_.+-]+`).
@@ -276,7 +277,8 @@ fn run(args: &NriArgs) -> Result<(), Failure> {
             config: config.clone(),
             groups,
         })
-        .with_state_file(state);
+        .with_state_file(state)
+        .with_pod_record(run_dir(args));
     let registration = Registration {
         name: args.plugin_name.clone(),
         index: args.plugin_index.clone(),

@@ -24,6 +24,20 @@ fn every_file_of_deploy_parses_as_its_consumer_reads_it() {
             continue;
         };
         assert!(!docs.is_empty(), "{name}");
+        // goresctrl's class file for CRI-O nodes: read as CRI-O and the plugin read it
+        if docs[0]["partitions"].is_object() {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join(&name);
+            std::fs::write(&path, &text).expect("write");
+            let file =
+                rdt_pqos::config::ConfigFile::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(
+                matches!(file, rdt_pqos::config::ConfigFile::Goresctrl(_)),
+                "{name}"
+            );
+            parsed.push(name);
+            continue;
+        }
         if deploy::has_ext(&name, "yaml") {
             for d in &docs {
                 assert!(
@@ -39,6 +53,8 @@ fn every_file_of_deploy_parses_as_its_consumer_reads_it() {
         "rdt-exporter-daemonset.yaml",
         "containerd-nri.toml",
         "crio-nri.conf",
+        "crio-rdt-classes.yaml",
+        "rdt-agent-crio-patch.yaml",
         "rdt-agent-policy.toml",
     ] {
         assert!(parsed.iter().any(|p| p == f), "{f} in {parsed:?}");
@@ -51,8 +67,19 @@ fn the_agents_containers_pass_only_flags_rdt_agent_has() {
         .into_iter()
         .filter(|c| c.image.starts_with("rdt-agent:"))
         .collect();
-    let names: Vec<&str> = agents.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["nfd-features", "rdt-agent", "rdt-controller"]);
+    let names: Vec<(&str, &str)> = agents
+        .iter()
+        .map(|c| (c.manifest.as_str(), c.name.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("rdt-agent-crio-patch.yaml", "rdt-agent"),
+            ("rdt-agent-daemonset.yaml", "nfd-features"),
+            ("rdt-agent-daemonset.yaml", "rdt-agent"),
+            ("rdt-agent-daemonset.yaml", "rdt-controller"),
+        ]
+    );
     for c in &agents {
         let checked = deploy::check_flags(AGENT, c);
         assert!(!checked.is_empty(), "{}", c.name);
@@ -319,4 +346,87 @@ fn the_plugins_probes_run_its_check_and_its_cgroups_are_mounted_read_only() {
         host_path_at(c, "/run/rdt").map(|(p, _)| p),
         Some("/run/rdt".to_owned())
     );
+}
+
+/// CRI-O reads its class file from the host (rdt_config_file); the DaemonSet's CRI-O patch
+/// gives the plugin that same file (the host directory mounted read-only, --config in it),
+/// so both make the same groups; the file shipped for it names the QoS mapping's classes
+/// and plans on Intel and AMD nodes.
+#[test]
+fn on_crio_the_plugin_reads_the_class_file_crio_reads() {
+    let read = |f: &str| {
+        let text = std::fs::read_to_string(deploy::dir().join(f)).expect("read");
+        deploy::toml_value(&text).unwrap_or_else(|e| panic!("{f}: {e}"))
+    };
+    let crio = read("crio-nri.conf");
+    let rdt = crio["crio"]["runtime"]["rdt_config_file"]
+        .as_str()
+        .expect("rdt_config_file")
+        .to_owned();
+    let patch: Vec<_> = deploy::containers()
+        .into_iter()
+        .filter(|c| c.manifest == "rdt-agent-crio-patch.yaml")
+        .collect();
+    let plugin = container(&patch, "rdt-agent");
+    let config = plugin
+        .args
+        .iter()
+        .find_map(|a| a.strip_prefix("--config="))
+        .expect("--config=FILE");
+    let (dir, file) = config.rsplit_once('/').expect("a path");
+    let (host, read_only) = host_path_at(plugin, dir).expect("--config's directory from the host");
+    assert!(read_only, "{dir}");
+    assert_eq!(
+        format!("{host}/{file}"),
+        rdt,
+        "the plugin's file is CRI-O's"
+    );
+    // the same prefix as CRI-O's goresctrl (none)
+    assert!(
+        !plugin.args.iter().any(|a| a.starts_with("--group-prefix")),
+        "{:?}",
+        plugin.args
+    );
+    // the rest of the plugin's flags as the DaemonSet's, but --config
+    let shipped = daemonset();
+    let base = container(&shipped, "rdt-agent");
+    let without = |args: &[String]| -> Vec<String> {
+        args.iter()
+            .filter(|a| !a.starts_with("--config="))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(without(&plugin.args), without(&base.args));
+    assert!(!deploy::check_flags(AGENT, plugin).is_empty());
+    // the shipped class file: goresctrl's, the QoS mapping's classes, plans everywhere
+    let shipped_file = deploy::dir().join("crio-rdt-classes.yaml");
+    let file = rdt_pqos::config::ConfigFile::load(&shipped_file).expect("the classes parse");
+    let classes = rdt_nri::classes_of(&file, &rdt_pqos::config::goresctrl::GroupOptions::default());
+    for arg in &plugin.args {
+        if let Some(q) = arg.strip_prefix("--qos-class=") {
+            let (_, class) = q.split_once('=').expect("QOS=CLASS");
+            let c = classes.iter().find(|c| c.name == class);
+            assert_eq!(
+                c.and_then(|c| c.group.as_deref()),
+                Some(class),
+                "{arg}: a class of the file, its group named after it"
+            );
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    for model in ["skylake-sp:rdt=l3cat", "sapphire-rapids", "genoa", "turin"] {
+        let session = rdt_pqos::sim::SessionOptions {
+            state: Some(dir.path().join(format!("{model}.json"))),
+            ..rdt_pqos::sim::SessionOptions::new(model)
+        };
+        let mut rdt = rdt_pqos::OpenOptions::simulate(
+            rdt_pqos::OpenOptions::new(rdt_pqos::Iface::Os).rdt_iface(None),
+            session,
+        )
+        .open()
+        .expect("open");
+        if let Err(e) = file.plan(&mut rdt, &rdt_pqos::proc::ProcFs::host()) {
+            panic!("{model}: {e}");
+        }
+    }
 }

@@ -213,3 +213,86 @@ fn the_nri_runtime_side_drives_the_agent_through_creation_sync_restart_and_kills
         std::fs::read_to_string(root.join("sys/fs/resctrl/cri-bronze/schemata")).expect("read");
     assert!(bronze.contains("MB:0=20;1=20"), "{bronze}");
 }
+
+/// Pods in the per-pod monitor groups scenario (nri-driver/monitor.go);
+/// `RDT_TEST_MONITORED_PODS` sets another number (a measurement: the driver's summary
+/// gives the time from a pod's last container start to its group holding its tasks).
+fn monitored_pods() -> usize {
+    std::env::var("RDT_TEST_MONITORED_PODS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|n| *n >= 4)
+        .unwrap_or(12)
+}
+
+/// `--monitoring`: each pod's started containers in `<class group>/mon_groups/<pod uid>`,
+/// recorded with the pod's namespace, name, labels and containers in the run directory's
+/// `nri-pods.json`; another tool's group of a pod's name left alone; a pod's group removed
+/// with its last container, with StopPodSandbox/RemovePodSandbox, and (a pod gone while
+/// the agent was killed) at the next agent's synchronization (nri-driver/monitor.go
+/// checks each step).
+#[test]
+fn with_monitoring_each_pod_has_a_monitor_group_with_its_tasks_gone_with_the_pod() {
+    let driver = build_driver();
+    let m = support::mount_with_foreign_group();
+    let root = m.root();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("classes.yaml");
+    std::fs::write(&config, CLASSES).expect("config");
+    let run = rdt_pqos::runfile::sysroot_run_dir(root);
+    let pods = monitored_pods();
+    let out = Command::new(&driver)
+        .args(["-monitor-pods", &pods.to_string(), "-resctrl"])
+        .arg(root.join("sys/fs/resctrl"))
+        .arg("-run")
+        .arg(&run)
+        .arg("--")
+        .arg(AGENT)
+        .arg("nri")
+        .arg("--config")
+        .arg(&config)
+        .arg("--sysroot")
+        .arg(root)
+        .arg("--cgroup-root")
+        .arg(dir.path().join("no-cgroup"))
+        .args([
+            "--group-prefix",
+            "cri-",
+            "--qos-class",
+            "guaranteed=gold",
+            "--qos-class",
+            "burstable=silver",
+            "--qos-class",
+            "besteffort=bronze",
+            "--monitoring",
+        ])
+        .output()
+        .expect("running nri-driver");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "nri-driver failed:\n{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("the driver's summary");
+    eprintln!("{summary}");
+    assert_eq!(summary["grouped"], pods);
+    assert_eq!(summary["recorded"], pods);
+    assert_eq!(summary["foreign_kept"], true);
+    assert_eq!(summary["removed"], 3);
+    assert!(
+        stderr.contains("exists and is not this plugin's: left alone"),
+        "{stderr}"
+    );
+    // the monitor groups left are the running pods' (the driver ends without removing
+    // them) and the other tool's
+    let mut left = Vec::new();
+    for g in ["cri-gold", "cri-silver", "cri-bronze"] {
+        let dir = root.join("sys/fs/resctrl").join(g).join("mon_groups");
+        left.extend(
+            std::fs::read_dir(dir)
+                .expect("mon_groups")
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned()),
+        );
+    }
+    assert_eq!(left.len(), pods - 3 + 1, "{left:?}");
+    let _ = std::fs::remove_dir_all(&run);
+}

@@ -1754,10 +1754,12 @@ impl GoresctrlConfig {
     /// first ([`Change::Adopt`]: recorded as this library's, nothing written to it), so
     /// that the file's classes take over their groups and, with [`GroupOptions::prune`],
     /// the groups the file no longer names are removed as this library's own stale ones
-    /// are: refused, naming the group, while it holds tasks; refused, naming them, while it
-    /// holds monitor groups ([`rdt_core::RequestError::ClassInUse`]: goresctrl's pod
-    /// monitor groups; remove them first). All in one transaction, undone whole (an
-    /// adoption's undo leaves the group to the other tool again). Never done by
+    /// are: refused, naming the group, while it holds tasks; the empty monitor groups the
+    /// other tool left in it (goresctrl's pods' groups, of pods that are gone) removed with
+    /// it, one that still holds tasks or CPUs refused, naming it
+    /// ([`rdt_core::RequestError::ClassInUse`]). All in one transaction, undone whole (an
+    /// adoption's undo leaves the group to the other tool again; removed empty monitor
+    /// groups are not made again). Never done by
     /// [`GoresctrlConfig::plan_with`]: only on the operator's word (`pqos --apply FILE
     /// --group-prefix P --prune --adopt goresctrl`). `None` adopts nothing.
     ///

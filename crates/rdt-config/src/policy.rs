@@ -45,7 +45,16 @@
 //! without CPUs, by the threads of its tasks and of the processes it names when it starts
 //! (the OS interface only: resctrl monitor groups hold tasks). `cgroup = "/sys/fs/cgroup/..."`
 //! (an absolute path) adds the processes of a cgroup (v2) directory, as they are when the
-//! controller starts. Then:
+//! controller starts. `pods = { qos = "Guaranteed", class = "gold", namespace = "prod",
+//! labels = { app = "db" } }` adds the processes of the Kubernetes containers the NRI plugin
+//! (`rdt-agent nri`) recorded on this node ([`rdt_host::pods`], its run directory's
+//! `nri-pods.json`) whose pod is of that QoS class (`Guaranteed`, `Burstable`,
+//! `BestEffort`, any case), whose container is in that RDT class, whose pod is in that
+//! namespace and carries those labels: each key optional (a string or a list of strings
+//! for `qos`, `class` and `namespace`: any of them), every key given must match, at least
+//! one key; resolved when the controller starts, as `cgroup`. So "the Guaranteed pods are
+//! protected from the BestEffort ones" is `pods = { qos = "Guaranteed" }` and `pods = { qos
+//! = "BestEffort" }`, with no CPU list. Then:
 //! - `target` (protected): `"alone"` (learned: the best IPC it has shown, or its LLC
 //!   occupancy without a PMU, decaying slowly), `{ llc_mib = N }` (LLC occupancy, MiB, >0),
 //!   `{ ipc = X }` (instructions per cycle, >0), or what the application reports:
@@ -65,6 +74,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use rdt_host::pods::PodSelector;
+
 use super::error::Location;
 use super::node::{self, Entry, Format, Node, Shortened, Value};
 use super::parse::{WORKLOAD_KEYS, Workloads};
@@ -80,8 +91,9 @@ const TOP_KEYS: &[&str] = &[
     "protected",
     "best_effort",
 ];
-const PROTECTED_KEYS: &[&str] = &["target", "cgroup"];
-const BEST_EFFORT_KEYS: &[&str] = &["rest", "min_ways", "min_mba_percent", "cgroup"];
+const PROTECTED_KEYS: &[&str] = &["target", "cgroup", "pods"];
+const BEST_EFFORT_KEYS: &[&str] = &["rest", "min_ways", "min_mba_percent", "cgroup", "pods"];
+const POD_KEYS: &[&str] = &["qos", "class", "namespace", "labels"];
 
 /// What an application reports, and which way is better.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -142,6 +154,8 @@ pub struct Protected {
     pub target: Target,
     /// `cgroup`: a cgroup (v2) directory whose processes are members too.
     pub cgroup: Option<PathBuf>,
+    /// `pods`: the Kubernetes containers whose processes are members too.
+    pub pods: Option<PodSelector>,
 }
 
 /// A workload the controller may squeeze: a named class it makes and whose L3 ways (and,
@@ -158,6 +172,8 @@ pub struct BestEffort {
     pub min_mba_percent: Option<u8>,
     /// `cgroup`: a cgroup (v2) directory whose processes are members too.
     pub cgroup: Option<PathBuf>,
+    /// `pods`: the Kubernetes containers whose processes are members too.
+    pub pods: Option<PodSelector>,
 }
 
 /// A controller policy ([module docs](self)), as read: nothing about the platform is
@@ -397,6 +413,86 @@ impl Parser<'_> {
         Ok(PathBuf::from(p))
     }
 
+    /// A string, or an array of strings (at least one), each non-empty and at most 317
+    /// bytes (a Kubernetes label key's most).
+    fn strings(&self, node: &Node, key: &str) -> Result<Vec<String>, ConfigError> {
+        let one = |n: &Node| match &n.value {
+            Value::String(s) if !s.is_empty() && s.len() <= 317 => Ok(s.clone()),
+            Value::String(_) => Err(self.error(n.line, key, "1 to 317 bytes")),
+            _ => Err(self.wrong_type(n, key, "a string or a list of strings")),
+        };
+        match &node.value {
+            Value::Array(items) if items.is_empty() => {
+                Err(self.error(node.line, key, "an empty list selects nothing"))
+            }
+            Value::Array(items) => items.iter().map(one).collect(),
+            _ => Ok(vec![one(node)?]),
+        }
+    }
+
+    /// `pods = { qos, class, namespace, labels }` ([module docs](self)).
+    fn pods(&self, e: &Entry, key: &str) -> Result<PodSelector, ConfigError> {
+        let entries = self.table(&e.node, key, POD_KEYS, "`pods`")?;
+        if entries.is_empty() {
+            return Err(self.error(
+                e.line,
+                key,
+                "select by at least one of `qos`, `class`, `namespace`, `labels` (an empty \
+                 selector would take every pod)",
+            ));
+        }
+        let mut sel = PodSelector::default();
+        for p in entries {
+            let path = format!("{key}.{}", p.key);
+            match p.key.as_str() {
+                "qos" => {
+                    for q in self.strings(&p.node, &path)? {
+                        let canonical = match q.to_ascii_lowercase().as_str() {
+                            "guaranteed" => "Guaranteed",
+                            "burstable" => "Burstable",
+                            "besteffort" => "BestEffort",
+                            _ => {
+                                return Err(self.error(
+                                    p.line,
+                                    &path,
+                                    format!(
+                                        "{:?} is not a QoS class: Guaranteed, Burstable or \
+                                         BestEffort",
+                                        Shortened(&q)
+                                    ),
+                                ));
+                            }
+                        };
+                        sel.qos.push(canonical.to_owned());
+                    }
+                }
+                "class" => sel.classes = self.strings(&p.node, &path)?,
+                "namespace" => sel.namespaces = self.strings(&p.node, &path)?,
+                _ => {
+                    let Value::Table(labels) = &p.node.value else {
+                        return Err(self.wrong_type(&p.node, &path, "a table of labels"));
+                    };
+                    if labels.is_empty() {
+                        return Err(self.error(p.line, &path, "no label given"));
+                    }
+                    for l in labels {
+                        let lpath = format!("{path}.{}", l.key);
+                        match &l.node.value {
+                            Value::String(v) if v.len() <= 317 => {
+                                sel.labels.insert(l.key.clone(), v.clone());
+                            }
+                            Value::String(_) => {
+                                return Err(self.error(l.line, &lpath, "at most 317 bytes"));
+                            }
+                            _ => return Err(self.wrong_type(&l.node, &lpath, "a string")),
+                        }
+                    }
+                }
+            }
+        }
+        Ok(sel)
+    }
+
     fn boolean(&self, e: &Entry, key: &str) -> Result<bool, ConfigError> {
         match e.node.value {
             Value::Bool(b) => Ok(b),
@@ -530,9 +626,14 @@ impl Parser<'_> {
         let workload = workloads.parse(&rest)?;
         let mut target = Target::Alone;
         let mut cgroup = None;
+        let mut pods = None;
         for e in own {
             if e.key == "cgroup" {
                 cgroup = Some(self.cgroup(e, &format!("{key}.cgroup"))?);
+                continue;
+            }
+            if e.key == "pods" {
+                pods = Some(self.pods(e, &format!("{key}.pods"))?);
                 continue;
             }
             let key = format!("{key}.target");
@@ -597,13 +698,14 @@ impl Parser<'_> {
             && workload.tasks.is_empty()
             && workload.processes.is_empty()
             && cgroup.is_none()
+            && pods.is_none()
         {
             return Err(self.error(
                 node.line,
                 key,
                 format!(
-                    "protected workload {:?} has no members: give `cpus`, `tasks`, `processes` \
-                     or `cgroup`",
+                    "protected workload {:?} has no members: give `cpus`, `tasks`, `processes`, \
+                     `cgroup` or `pods`",
                     workload.name
                 ),
             ));
@@ -612,6 +714,7 @@ impl Parser<'_> {
             workload,
             target,
             cgroup,
+            pods,
         })
     }
 
@@ -725,6 +828,7 @@ impl Parser<'_> {
             min_ways: 1,
             min_mba_percent: None,
             cgroup: None,
+            pods: None,
         };
         for e in own {
             let path = format!("{key}.{}", e.key);
@@ -732,6 +836,7 @@ impl Parser<'_> {
                 "rest" => b.rest = self.boolean(e, &path)?,
                 "min_ways" => b.min_ways = self.integer(e, &path, 1..=64)?,
                 "cgroup" => b.cgroup = Some(self.cgroup(e, &path)?),
+                "pods" => b.pods = Some(self.pods(e, &path)?),
                 _ => {
                     let p = self.integer(e, &path, 1..=100)?;
                     b.min_mba_percent = u8::try_from(p).ok();
@@ -742,7 +847,8 @@ impl Parser<'_> {
         let members = !(w.cpus.is_empty()
             && w.tasks.is_empty()
             && w.processes.is_empty()
-            && b.cgroup.is_none());
+            && b.cgroup.is_none()
+            && b.pods.is_none());
         if b.rest && !w.cpus.is_empty() {
             return Err(self.error(
                 node.line,
@@ -756,7 +862,7 @@ impl Parser<'_> {
                 key,
                 format!(
                     "best-effort workload {:?} has no members: give `cpus`, `tasks`, \
-                     `processes`, `cgroup` or `rest = true`",
+                     `processes`, `cgroup`, `pods` or `rest = true`",
                     w.name
                 ),
             ));
@@ -860,6 +966,36 @@ mod tests {
     }
 
     #[test]
+    fn workloads_can_be_pods_selected_by_qos_class_class_namespace_and_label() {
+        let p = toml(
+            "[[protected]]\nname=\"guaranteed\"\npods = { qos = \"guaranteed\" }\n\
+             [[best_effort]]\nname=\"besteffort\"\npods = { qos = [\"BestEffort\", \"burstable\"], \
+             class = \"bronze\", namespace = [\"batch\", \"ci\"], labels = { tier = \"low\" } }\n",
+        )
+        .unwrap();
+        assert_eq!(
+            p.protected[0].pods,
+            Some(PodSelector {
+                qos: vec!["Guaranteed".into()],
+                ..PodSelector::default()
+            })
+        );
+        let b = p.best_effort[0].pods.clone().unwrap();
+        assert_eq!(b.qos, ["BestEffort", "Burstable"]);
+        assert_eq!(b.classes, ["bronze"]);
+        assert_eq!(b.namespaces, ["batch", "ci"]);
+        assert_eq!(b.labels.get("tier").map(String::as_str), Some("low"));
+        // no CPU list needed; and JSON reads the same
+        assert!(p.protected[0].workload.cpus.is_empty());
+        let j = Policy::parse_json(
+            r#"{"protected":[{"name":"g","pods":{"qos":"Guaranteed"}}],"best_effort":[{"name":"b","pods":{"qos":"BestEffort"}}]}"#,
+            "p.json",
+        )
+        .unwrap();
+        assert_eq!(j.best_effort[0].pods.as_ref().unwrap().qos, ["BestEffort"]);
+    }
+
+    #[test]
     fn bad_policies_are_refused_naming_the_line_and_key() {
         let cases: &[(&str, usize, &str, &str)] = &[
             (
@@ -933,6 +1069,48 @@ mod tests {
                 7,
                 "best_effort[1].rest",
                 "also the choice of \"b\"",
+            ),
+        ];
+        for (text, line, key, words) in cases {
+            let e = toml(text).unwrap_err();
+            assert_eq!(e.line(), Some(*line), "{text:?}: {e}");
+            assert_eq!(e.key(), Some(*key), "{text:?}: {e}");
+            assert!(e.to_string().contains(words), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn bad_pod_selectors_are_refused_naming_the_line_and_key() {
+        let cases: &[(&str, usize, &str, &str)] = &[
+            (
+                "[[protected]]\nname=\"p\"\npods = { qos = \"Platinum\" }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                3,
+                "protected[0].pods.qos",
+                "not a QoS class",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\npods = {}\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                3,
+                "protected[0].pods",
+                "at least one of",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\npods = { node = \"x\" }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                3,
+                "protected[0].pods.node",
+                "unknown key",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\npods = { namespace = [] }\n",
+                6,
+                "best_effort[0].pods.namespace",
+                "selects nothing",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\npods = { labels = { app = 1 } }\n",
+                6,
+                "best_effort[0].pods.labels.app",
+                "expected a string",
             ),
         ];
         for (text, line, key, words) in cases {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use rdt_config::policy::PodSelector;
 use rdt_config::policy::{Policy, Target};
 use rdt_config::{ClassSpec, Config, ConfigError, ConfigPlanError};
 use rdt_core::transaction::{AllocState, Change, MaskScope, Plan, PlanError, Restored};
@@ -12,6 +13,7 @@ use rdt_core::{
     Backend, BackendExt, CacheBitmask, CacheDomain, CatResource, ClassId, CpuSet, MbaKind,
     MbaLimit, MonEvents, MonGroupId, MonValues,
 };
+use rdt_host::pods::{CGROUP_ROOT, PodsRecord};
 use rdt_host::proc::ProcFs;
 use rdt_host::runfile::{remove_run_file, write_run_file};
 use rdt_host::transaction::ApplyPlan;
@@ -125,6 +127,75 @@ fn with_cgroup<E: std::error::Error + 'static>(
         })?;
         spec.tasks
             .extend(pids.into_iter().filter(|t| !workload.tasks.contains(t)));
+    }
+    Ok(spec)
+}
+
+/// The tasks of the Kubernetes containers `selector` picks for workload `name`, from the NRI
+/// plugin's pod record in `run_dir` ([`rdt_host::pods::PodsRecord::selected_tasks`], their
+/// cgroups under `cgroup_root`).
+///
+/// # Errors
+/// No run directory or no record there (no plugin records this node's pods), a record
+/// that does not read, or no running container picked: a message naming the workload.
+fn pod_tasks(
+    name: &str,
+    selector: &PodSelector,
+    run_dir: Option<&Path>,
+    proc: &ProcFs,
+    cgroup_root: &Path,
+) -> Result<Vec<rdt_core::TaskId>, String> {
+    let dir = run_dir.ok_or_else(|| {
+        format!(
+            "workload {name:?}: pods: this platform has no run directory, where the NRI \
+             plugin (rdt-agent nri) records the node's pods"
+        )
+    })?;
+    let record = PodsRecord::read(dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "workload {name:?}: pods: no pod record in {} (is rdt-agent nri running on \
+                 this node?)",
+                dir.display()
+            )
+        } else {
+            format!("workload {name:?}: pods: {e}")
+        }
+    })?;
+    let tasks = record
+        .selected_tasks(selector, proc, cgroup_root)
+        .map_err(|e| format!("workload {name:?}: pods: {e}"))?;
+    if tasks.is_empty() {
+        return Err(format!(
+            "workload {name:?}: pods: no running container of this node's pods matches \
+             {selector:?} (selectors are resolved when the controller starts)"
+        ));
+    }
+    Ok(tasks)
+}
+
+/// `workload` with its cgroup's processes ([`with_cgroup`]) and its pods' tasks
+/// ([`pod_tasks`]) as tasks too.
+fn with_members<E: std::error::Error + 'static>(
+    workload: &ClassSpec,
+    cgroup: Option<&Path>,
+    pods: Option<&PodSelector>,
+    run_dir: Option<&Path>,
+    proc: &ProcFs,
+) -> Result<ClassSpec, AgentError<E>> {
+    let mut spec = with_cgroup(workload, cgroup)?;
+    if let Some(selector) = pods {
+        let tasks = pod_tasks(
+            &workload.name,
+            selector,
+            run_dir,
+            proc,
+            Path::new(CGROUP_ROOT),
+        )
+        .map_err(AgentError::Platform)?;
+        let have: std::collections::BTreeSet<_> = spec.tasks.iter().copied().collect();
+        spec.tasks
+            .extend(tasks.into_iter().filter(|t| !have.contains(t)));
     }
     Ok(spec)
 }
@@ -258,6 +329,7 @@ impl Agent {
     ) -> Result<Self, AgentError<B::Error>> {
         let found = AllocState::read(backend)
             .map_err(AgentError::backend("reading the allocation found at start"))?;
+        let run_dir = backend.run_dir().map(Path::to_path_buf);
         let (mut facts, mba) = Self::facts(backend, &policy)?;
         let domains = Self::domains(backend.topology(), &policy);
         facts.domains = u32::try_from(domains.len()).unwrap_or(u32::MAX);
@@ -275,7 +347,13 @@ impl Agent {
         }
         let mut specs = Vec::with_capacity(policy.best_effort.len());
         for b in &policy.best_effort {
-            let mut spec = with_cgroup(&b.workload, b.cgroup.as_deref())?;
+            let mut spec = with_members(
+                &b.workload,
+                b.cgroup.as_deref(),
+                b.pods.as_ref(),
+                run_dir.as_deref(),
+                proc,
+            )?;
             if b.rest {
                 spec.cpus = backend
                     .topology()
@@ -317,7 +395,15 @@ impl Agent {
         let protected = policy
             .protected
             .iter()
-            .map(|p| with_cgroup(&p.workload, p.cgroup.as_deref()))
+            .map(|p| {
+                with_members(
+                    &p.workload,
+                    p.cgroup.as_deref(),
+                    p.pods.as_ref(),
+                    run_dir.as_deref(),
+                    proc,
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let workloads: Vec<&ClassSpec> = protected.iter().chain(&specs).collect();
         let groups = start_groups(backend, &workloads, proc)?;
@@ -798,5 +884,63 @@ impl Agent {
                 .map_err(AgentError::backend("stopping monitoring"))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod pod_tests {
+    use std::collections::BTreeMap;
+
+    use rdt_core::TaskId;
+    use rdt_host::pods::{ContainerRecord, PodRecord, VERSION};
+
+    use super::*;
+
+    /// A node of a Guaranteed pod (containers with processes 11 and 12, 12 forking 21)
+    /// and a BestEffort pod (13), recorded as the NRI plugin does, with their cgroups.
+    #[test]
+    fn a_pod_selector_resolves_guaranteed_and_besteffort_pods_to_their_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        let proc = ProcFs::at(dir.path().join("proc"));
+        let cg = dir.path().join("cgroup");
+        for (pid, procs) in [(11, "11\n"), (12, "12\n21\n"), (13, "13\n")] {
+            let p = dir.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("cgroup"), format!("0::/c{pid}\n")).unwrap();
+            std::fs::create_dir_all(cg.join(format!("c{pid}"))).unwrap();
+            std::fs::write(cg.join(format!("c{pid}/cgroup.procs")), procs).unwrap();
+        }
+        let pod = |uid: &str, qos: &str, pids: &[u32]| {
+            let mut p = PodRecord::capped(uid, "default", uid, Some(qos), &BTreeMap::new());
+            p.containers = pids
+                .iter()
+                .map(|&pid| ContainerRecord::capped(&pid.to_string(), "c", "x", Some("x"), pid, ""))
+                .collect();
+            p
+        };
+        PodsRecord {
+            version: VERSION,
+            pods: vec![
+                pod("g", "Guaranteed", &[11, 12]),
+                pod("b", "BestEffort", &[13]),
+            ],
+        }
+        .write(&run)
+        .unwrap();
+        let by_qos = |q: &str| PodSelector {
+            qos: vec![q.to_owned()],
+            ..PodSelector::default()
+        };
+        let tasks = |q: &str| pod_tasks("w", &by_qos(q), Some(&run), &proc, &cg);
+        assert_eq!(tasks("Guaranteed").unwrap(), [11, 12, 21].map(TaskId::new));
+        assert_eq!(tasks("BestEffort").unwrap(), [13].map(TaskId::new));
+        // nothing matches, no record, no run directory: refused, naming the workload
+        let e = tasks("Burstable").unwrap_err();
+        assert!(e.contains("\"w\": pods: no running container"), "{e}");
+        let e = pod_tasks("w", &by_qos("Guaranteed"), Some(&cg), &proc, &cg).unwrap_err();
+        assert!(e.contains("no pod record"), "{e}");
+        let e = pod_tasks("w", &by_qos("Guaranteed"), None, &proc, &cg).unwrap_err();
+        assert!(e.contains("no run directory"), "{e}");
     }
 }

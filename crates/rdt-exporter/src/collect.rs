@@ -1,7 +1,8 @@
 //! One scrape: the resctrl groups through the library's read-only telemetry, and the
 //! groups this exporter monitors itself through the facade's monitoring guard.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -41,6 +42,50 @@ pub struct Scrape {
     /// The noisy-neighbour controller's metrics (`rdt-agent` on this platform), as it
     /// last wrote them ([`rdt_pqos::control::METRICS_FILE`]); `None` when no agent runs.
     pub controller: Option<String>,
+    /// The Kubernetes pods of the NRI plugin's monitor groups ([`pod_labels`]): group
+    /// path to its labels.
+    pub pods: HashMap<String, PodLabels>,
+}
+
+/// The labels of a pod's monitor group: its namespace, pod name and containers' names
+/// (sorted, `,`-separated: one group per pod holds them all).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodLabels {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub pod: String,
+    /// Its containers' names.
+    pub container: String,
+}
+
+/// The monitor groups of the NRI plugin's pod record in run directory `run`
+/// ([`rdt_pqos::pods::PodsRecord`]: read through the run directory's checks, at most
+/// [`rdt_pqos::pods::MAX_PODS_FILE_BYTES`]), each with its pod's labels; empty without a
+/// record.
+///
+/// # Errors
+/// A record that cannot be read or parsed (not a missing one).
+pub fn pod_labels(run: &Path) -> std::io::Result<HashMap<String, PodLabels>> {
+    let record = match rdt_pqos::pods::PodsRecord::read(run) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
+        Err(e) => return Err(e),
+    };
+    Ok(record
+        .by_mon_group()
+        .into_iter()
+        .map(|(path, p)| {
+            (
+                path.to_owned(),
+                PodLabels {
+                    namespace: p.namespace.clone(),
+                    pod: p.name.clone(),
+                    container: p.container_names(),
+                },
+            )
+        })
+        .collect())
 }
 
 /// The sources of a scrape.
@@ -53,6 +98,10 @@ pub struct Collector<'a> {
     pub down_since: Option<Instant>,
     /// The controller's metrics file in the platform's run directory.
     pub controller: PathBuf,
+    /// The platform's run directory, where the NRI plugin records its pods.
+    pub run: PathBuf,
+    /// The pod record could not be read at the last scrape (logged once).
+    pub pods_failed: bool,
 }
 
 /// The RMID events the exporter's own groups count.
@@ -108,6 +157,20 @@ impl Collector<'_> {
         }
         // The run directory's file: verified directory, no symlink, at most 1 MiB.
         out.controller = rdt_pqos::runfile::read_run_file(&self.controller, 1 << 20).ok();
+        if !out.groups.is_empty() {
+            match pod_labels(&self.run) {
+                Ok(p) => {
+                    out.pods = p;
+                    self.pods_failed = false;
+                }
+                Err(e) => {
+                    if !self.pods_failed {
+                        eprintln!("rdt-exporter: the NRI plugin's pod record: {e}; no pod labels");
+                    }
+                    self.pods_failed = true;
+                }
+            }
+        }
         if let Some(mon) = &mut self.monitoring {
             mon.poll().context("polling the exporter's own groups")?;
             for g in &self.own {

@@ -132,6 +132,8 @@ fn run(args: &Args) -> Result<()> {
         own,
         down_since: None,
         controller: paths.run.join(rdt_pqos::control::METRICS_FILE),
+        run: paths.run.clone(),
+        pods_failed: false,
     };
     let limits = Limits {
         max_connections: budget.connections,

@@ -23,8 +23,13 @@
 //! `pqos-<pid>-<n>` names) or `foreign`; `domain` is the cache id; `unit` of an MBA limit
 //! is `percent` (Intel), `mibps` (Intel with resctrl's `mba_MBps`) or `amd_eighth_gbps`
 //! (AMD, 1/8 GB/s). `pod_uid` and `container_id` appear where the group's tasks belong to
-//! one Kubernetes pod or container.
+//! one Kubernetes pod or container. `namespace`, `pod` and `container` appear on the
+//! monitor groups the NRI plugin (`rdt-agent nri --monitoring`) made for pods
+//! (`<class>/mon_groups/<pod-uid>`), from its record in the run directory
+//! (`nri-pods.json`, [`rdt_pqos::pods`]): the pod's namespace and name, and its
+//! containers' names, sorted and `,`-separated (one group per pod holds them all).
 
+use std::collections::HashMap;
 use std::fmt;
 
 use prometheus_client::collector::Collector;
@@ -36,7 +41,7 @@ use prometheus_client::registry::{Registry, Unit};
 use rdt_pqos::resctrl::GroupSample;
 use rdt_pqos::{GroupKind, GroupOwner, MbaLimit, MonValues, RmidEvent};
 
-use crate::collect::Scrape;
+use crate::collect::{PodLabels, Scrape};
 
 /// The `Content-Type` of [`encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -119,8 +124,8 @@ impl Collector for Families {
     }
 }
 
-/// The group labels of a resctrl group.
-fn group_labels(g: &GroupSample) -> Labels {
+/// The group labels of a resctrl group, with its pod's when it is a pod's monitor group.
+fn group_labels(g: &GroupSample, pods: &HashMap<String, PodLabels>) -> Labels {
     let mut l: Labels = vec![
         (
             "group",
@@ -138,6 +143,11 @@ fn group_labels(g: &GroupSample) -> Labels {
     }
     if let Some(id) = &g.container.container_id {
         l.push(("container_id", id.clone()));
+    }
+    if let Some(p) = pods.get(&g.path) {
+        l.push(("namespace", p.namespace.clone()));
+        l.push(("pod", p.pod.clone()));
+        l.push(("container", p.container.clone()));
     }
     l
 }
@@ -217,7 +227,7 @@ fn families(s: &Scrape) -> Vec<Family> {
         MetricType::Gauge,
     );
     for g in &s.groups {
-        let base = group_labels(g);
+        let base = group_labels(g, &s.pods);
         for c in &g.counters {
             let l = with(&base, &[("domain", c.domain.to_string())]);
             match c.event {
@@ -496,6 +506,47 @@ mod tests {
             incomplete: vec!["kubepods/mon_groups/x".into()],
             ..Scrape::default()
         }
+    }
+
+    #[test]
+    fn a_pods_monitor_group_is_labelled_with_its_namespace_pod_and_containers() {
+        let uid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+        let mut s = scrape();
+        s.groups[1].path = format!("gold/mon_groups/{uid}");
+        // from the plugin's record, through the run directory
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        let mut pod = rdt_pqos::pods::PodRecord::capped(
+            uid,
+            "prod",
+            "db-0",
+            Some("Guaranteed"),
+            &std::collections::BTreeMap::new(),
+        );
+        pod.containers = ["sidecar", "db"]
+            .iter()
+            .map(|n| rdt_pqos::pods::ContainerRecord::capped(n, n, "gold", Some("gold"), 1, ""))
+            .collect();
+        pod.mon_groups = vec![format!("gold/mon_groups/{uid}")];
+        rdt_pqos::pods::PodsRecord {
+            version: rdt_pqos::pods::VERSION,
+            pods: vec![pod],
+        }
+        .write(&run)
+        .unwrap();
+        s.pods = crate::collect::pod_labels(&run).unwrap();
+        let text = encode(&s).unwrap();
+        let want = format!(
+            "rdt_llc_occupancy_bytes{{group=\"gold/mon_groups/{uid}\",domain=\"1\",kind=\"mon\",owner=\"foreign\",pod_uid=\"p\",namespace=\"prod\",pod=\"db-0\",container=\"db,sidecar\"}} 4096"
+        );
+        assert!(text.contains(&want), "{text}");
+        // the other groups have no pod labels; no record: none at all
+        assert!(!text.contains("group=\"/\",namespace"), "{text}");
+        assert!(
+            crate::collect::pod_labels(&dir.path().join("none"))
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! - [`cpuid`]: `/dev/cpu/N/cpuid` ([`cpuid::DevCpuid`]) and CPUID dump files;
 //! - [`topology`]: the topology from sysfs ([`topology::TopologyFromSysfs`]);
 //! - [`proc`]: the tasks of `/proc`;
+//! - [`pods`]: the node's pods as the NRI plugin records them, and a container's tasks;
 //! - [`runfile`]: run files in a verified run directory, with `flock` liveness;
 //! - [`transaction`]: a plan applied under the writers' lock with its intent journal, and
 //!   the roll-back of transactions whose process was killed;
@@ -23,6 +24,7 @@
 pub mod cpuid;
 pub mod file;
 pub mod lease;
+pub mod pods;
 pub mod proc;
 pub mod runfile;
 pub mod topology;

@@ -287,19 +287,28 @@ impl ProcFs {
     /// `NotFound` when the task does not exist; `InvalidData` as for
     /// [`ProcFs::container_ids`]; other read errors.
     pub fn cgroup_path(&self, task: TaskId) -> io::Result<Option<String>> {
+        let bytes = self.cgroup_file(task)?;
+        Ok(cgroup_unified_path(&bytes).map(str::to_owned))
+    }
+
+    /// The bytes of `<root>/<task>/cgroup` (one line per hierarchy: [`cgroup_unified_path`],
+    /// [`cgroup_v1_path`]), at most 64 KiB.
+    ///
+    /// # Errors
+    /// `NotFound` for task 0 or a task that does not exist; the file is not a regular file
+    /// or is larger (`InvalidData`).
+    pub fn cgroup_file(&self, task: TaskId) -> io::Result<Vec<u8>> {
         if task.get() == 0 {
             return Err(io::ErrorKind::NotFound.into());
         }
         let path = self.dir(task).join("cgroup");
-        let bytes =
-            crate::file::read_regular(&path, MAX_CGROUP_BYTES, false).map_err(|e| match e {
-                ReadError::Open(e) | ReadError::Io(e) => e,
-                e => io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{}: {e}", path.display()),
-                ),
-            })?;
-        Ok(cgroup_unified_path(&bytes).map(str::to_owned))
+        crate::file::read_regular(&path, MAX_CGROUP_BYTES, false).map_err(|e| match e {
+            ReadError::Open(e) | ReadError::Io(e) => e,
+            e => io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", path.display()),
+            ),
+        })
     }
 
     /// Opens `<root>/<pid>/task/<tid>/stat`, to read the thread's CPU again and again
@@ -536,6 +545,34 @@ pub fn stat_processor(line: &[u8]) -> Option<u32> {
 pub fn cgroup_unified_path(text: &[u8]) -> Option<&str> {
     text.split(|&b| b == b'\n').find_map(|line| {
         let path = std::str::from_utf8(line.strip_prefix(b"0::")?).ok()?;
+        let clean = path.starts_with('/') && path.split('/').all(|c| c != "." && c != "..");
+        clean.then_some(path)
+    })
+}
+
+/// The path of the cgroup v1 hierarchy of `controller` in a `/proc/<pid>/cgroup` text: the
+/// third field of the line `ID:CONTROLLERS:PATH` whose comma-separated controllers include
+/// `controller` (`4:cpu,cpuacct:/kubepods/pod1/abc` for `cpu` or `cpuacct`); `None` without
+/// such a line (cgroup v2 only), or for a path that is not absolute or has `.` or `..`
+/// components.
+///
+/// ```
+/// use rdt_host::proc::cgroup_v1_path;
+/// let text = b"12:pids:/kubepods/p/c\n4:cpu,cpuacct:/kubepods/p/c\n0::/\n";
+/// assert_eq!(cgroup_v1_path(text, "cpu"), Some("/kubepods/p/c"));
+/// assert_eq!(cgroup_v1_path(text, "pids"), Some("/kubepods/p/c"));
+/// assert_eq!(cgroup_v1_path(text, "memory"), None);
+/// assert_eq!(cgroup_v1_path(b"3:cpu:/a/../b\n", "cpu"), None);
+/// ```
+#[must_use]
+pub fn cgroup_v1_path<'a>(text: &'a [u8], controller: &str) -> Option<&'a str> {
+    text.split(|&b| b == b'\n').find_map(|line| {
+        let line = std::str::from_utf8(line).ok()?;
+        let mut fields = line.splitn(3, ':');
+        let (_id, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        if !controllers.split(',').any(|c| c == controller) {
+            return None;
+        }
         let clean = path.starts_with('/') && path.split('/').all(|c| c != "." && c != "..");
         clean.then_some(path)
     })

@@ -22,6 +22,10 @@ pub const RUNTIME_SERVICE: &str = "nri.pkg.api.v1alpha1.Runtime";
 /// `enum Event`: the values whose bits make a plugin's event subscription
 /// ([`event_mask`]).
 pub mod event {
+    /// `STOP_POD_SANDBOX`: delivered through `StateChange`, with the pod.
+    pub const STOP_POD_SANDBOX: i32 = 2;
+    /// `REMOVE_POD_SANDBOX`: delivered through `StateChange`, with the pod.
+    pub const REMOVE_POD_SANDBOX: i32 = 3;
     /// `CREATE_CONTAINER`.
     pub const CREATE_CONTAINER: i32 = 4;
     /// `POST_START_CONTAINER`: delivered through `StateChange`, with the started

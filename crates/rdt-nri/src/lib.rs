@@ -38,8 +38,8 @@ pub mod ttrpc;
 
 pub use lifecycle::{Backoff, Lifecycle, State};
 pub use repair::{
-    CGROUP_ROOT, MAX_RECHECKS_PER_TICK, NodeSession, PlaceError, Placer, Reload, ResctrlPlacer,
-    cgroup_dir_of, container_tasks,
+    CGROUP_ROOT, MAX_RECHECKS_PER_TICK, MonGroups, NodeSession, PlaceError, Placer,
+    RECORD_INTERVAL, Reload, ResctrlPlacer, cgroup_dir_of, container_tasks,
 };
 pub use shown::{Logged, MAX_SHOWN, shown};
 
@@ -55,9 +55,10 @@ use rdt_pqos::proc::ProcFs;
 use rdt_pqos::transaction::{self, ApplyPlan};
 
 pub use plugin::{
-    CONTAINER_ANNOTATION, Class, MAX_SYNC_BYTES, MAX_SYNC_CONTAINERS, MAX_SYNC_PODS, OnUnknown,
-    Options, OptionsError, Origin, POD_ANNOTATION, POD_CONTAINER_ANNOTATION_PREFIX, Plugin, Qos,
-    ROOT_CLASS, Refused, Repair, Rule, is_qualified_class_name,
+    CONTAINER_ANNOTATION, Class, MAX_SYNC_BYTES, MAX_SYNC_CONTAINERS, MAX_SYNC_PODS, MonPlace,
+    MonWork, OnUnknown, Options, OptionsError, Origin, POD_ANNOTATION,
+    POD_CONTAINER_ANNOTATION_PREFIX, Plugin, Qos, ROOT_CLASS, Refused, Repair, Rule,
+    is_qualified_class_name,
 };
 
 /// The default socket of the runtime's NRI side.

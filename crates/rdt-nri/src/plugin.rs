@@ -2,14 +2,15 @@
 //! that puts it there. No I/O: [`Plugin::handle`] takes a decoded ttrpc request and answers
 //! it; [`crate::serve`] moves the bytes, [`crate::Placer`] makes the repairs.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use prost::Message as _;
+use rdt_pqos::pods::{ContainerRecord, MAX_POD_LABELS, PodRecord, is_pod_uid};
 
 use crate::api::{
     self, Container, ContainerAdjustment, ContainerRequest, CreateContainerResponse,
-    LinuxContainerAdjustment, LinuxRdt, OptionalBool, OptionalString, PodSandbox,
+    LinuxContainerAdjustment, LinuxRdt, OptionalString, PodSandbox,
 };
 use crate::shown;
 use crate::ttrpc::{
@@ -145,8 +146,12 @@ pub struct Options {
     pub default: Option<String>,
     /// A class annotation the node does not know.
     pub on_unknown: OnUnknown,
-    /// Each container gets a monitoring group of its own in its class's group (`linux.
-    /// intelRdt.enableMonitoring`: runc names it after the container id).
+    /// Each pod gets a monitor group of its own in its class's group,
+    /// `<group>/mon_groups/<pod-uid>`, made by the plugin, which puts the pod's container
+    /// tasks in it when they start and removes it with the pod's last container (one per
+    /// pod, not per container: RMIDs are few, 100-odd per L3 domain on many parts, and a
+    /// node runs up to 110 pods of several containers). A pod whose UID is not a UUID gets
+    /// none ([`rdt_pqos::pods::is_pod_uid`]).
     pub monitoring: bool,
 }
 
@@ -291,6 +296,76 @@ struct Placed {
     /// Set for a container the plugin placed itself: its tasks are checked again while it
     /// runs.
     repair: Option<Repair>,
+    /// Its pod's sandbox id.
+    pod_id: String,
+    /// Its name.
+    name: String,
+    /// Its class's group.
+    group: Option<String>,
+    /// Its process (0: not started).
+    pid: u32,
+    /// Its cgroups path.
+    cgroups_path: String,
+}
+
+/// A pod of placed containers, as the plugin records it ([`Plugin::pods_record`]).
+#[derive(Clone, Debug)]
+struct PodEntry {
+    uid: String,
+    namespace: String,
+    name: String,
+    qos: Option<Qos>,
+    labels: BTreeMap<String, String>,
+    /// The ids of its containers placed and not removed.
+    containers: HashSet<String>,
+}
+
+impl PodEntry {
+    fn of(pod: &PodSandbox) -> Self {
+        Self {
+            uid: pod.uid.clone(),
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            qos: Qos::of_pod(pod),
+            labels: pod
+                .labels
+                .iter()
+                .take(MAX_POD_LABELS)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            containers: HashSet::new(),
+        }
+    }
+}
+
+/// Work on the pods' monitor groups ([`Options::monitoring`]), for the session to do
+/// ([`Plugin::take_mon_work`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MonWork {
+    /// Put a container's tasks in its pod's monitor group (made when missing).
+    Place(MonPlace),
+    /// Remove pod `uid`'s monitor groups (those the plugin made and that are empty).
+    Remove {
+        /// The pod's UID.
+        uid: String,
+    },
+}
+
+/// A container's tasks into its pod's monitor group, `<group>/mon_groups/<uid>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MonPlace {
+    /// The container's id.
+    pub container: String,
+    /// `namespace/pod`.
+    pub pod: String,
+    /// The pod's UID (checked: [`rdt_pqos::pods::is_pod_uid`]).
+    pub uid: String,
+    /// The container's class's group; `None`: the root group.
+    pub group: Option<String>,
+    /// The container's process (0: unknown).
+    pub pid: u32,
+    /// Its cgroups path.
+    pub cgroups_path: String,
 }
 
 /// The plugin: the node's classes, how to place containers, and where each one went.
@@ -304,11 +379,25 @@ pub struct Plugin {
     sync: SyncParts,
     /// Repairs decided and not yet made ([`Plugin::take_repairs`]).
     repairs: Vec<Repair>,
+    /// Pod sandbox id to the pod, of the pods with placed containers.
+    pods: HashMap<String, PodEntry>,
+    /// Monitor-group work decided and not yet done ([`Plugin::take_mon_work`]).
+    mon_work: Vec<MonWork>,
+    /// The pods or containers changed since the last [`Plugin::take_changed`].
+    changed: bool,
+    /// A synchronization completed since the last [`Plugin::take_synced`].
+    synced: bool,
 }
 
-/// A pod's fields the plugin reads: no labels, only the RDT annotations.
+/// A pod's fields the plugin reads: its first labels ([`MAX_POD_LABELS`], recorded for
+/// the policies that select pods), only the RDT annotations.
 fn slim_pod(mut p: PodSandbox) -> PodSandbox {
-    p.labels.clear();
+    if p.labels.len() > MAX_POD_LABELS {
+        p.labels = std::mem::take(&mut p.labels)
+            .into_iter()
+            .take(MAX_POD_LABELS)
+            .collect();
+    }
     p.annotations
         .retain(|k, _| k == POD_ANNOTATION || k.starts_with(POD_CONTAINER_ANNOTATION_PREFIX));
     p
@@ -336,6 +425,10 @@ impl Plugin {
             placed: HashMap::new(),
             sync: SyncParts::default(),
             repairs: Vec::new(),
+            pods: HashMap::new(),
+            mon_work: Vec::new(),
+            changed: false,
+            synced: false,
         };
         let named = plugin
             .options
@@ -488,22 +581,164 @@ impl Plugin {
             .map(|c| (c, Origin::Default)))
     }
 
-    /// The `linux.intelRdt` that puts a container in `class`: its group's `closID` (and a
-    /// monitoring group of its own when [`Options::monitoring`]); `None` for the root
-    /// class, whose containers keep the runtime's group.
-    fn rdt_of(&self, class: &Class) -> Option<LinuxRdt> {
+    /// The `linux.intelRdt` that puts a container in `class`: its group's `closID`; `None`
+    /// for the root class, whose containers keep the runtime's group. No
+    /// `enableMonitoring`: with [`Options::monitoring`] the plugin makes one monitor group
+    /// per pod itself (runc's would be one per container, named by its id).
+    fn rdt_of(class: &Class) -> Option<LinuxRdt> {
         let group = class.group.as_ref()?;
         Some(LinuxRdt {
             clos_id: Some(OptionalString {
                 value: group.clone(),
             }),
             schemata: None,
-            enable_monitoring: self
-                .options
-                .monitoring
-                .then_some(OptionalBool { value: true }),
+            enable_monitoring: None,
             remove: false,
         })
+    }
+
+    /// Records container `c` of `pod` as placed in `class` (replacing a record of the same
+    /// id), its pod with it.
+    fn insert_placed(
+        &mut self,
+        pod: &PodSandbox,
+        c: &Container,
+        class: &Class,
+        repair: Option<Repair>,
+    ) {
+        let placed = Placed {
+            class: class.name.clone(),
+            repair,
+            pod_id: pod.id.clone(),
+            name: c.name.clone(),
+            group: class.group.clone(),
+            pid: c.pid,
+            cgroups_path: c
+                .linux
+                .as_ref()
+                .map(|l| l.cgroups_path.clone())
+                .unwrap_or_default(),
+        };
+        if let Some(old) = self.placed.insert(c.id.clone(), placed) {
+            self.unref_pod(&old.pod_id, &c.id);
+        }
+        let entry = self
+            .pods
+            .entry(pod.id.clone())
+            .or_insert_with(|| PodEntry::of(pod));
+        entry.containers.insert(c.id.clone());
+        self.changed = true;
+    }
+
+    /// Container `id` of pod `pod_id` is no more; the pod goes with its last.
+    fn unref_pod(&mut self, pod_id: &str, id: &str) -> Option<PodEntry> {
+        let e = self.pods.get_mut(pod_id)?;
+        e.containers.remove(id);
+        if e.containers.is_empty() {
+            return self.pods.remove(pod_id);
+        }
+        None
+    }
+
+    /// Container `id` is removed: forgotten, and its pod's monitor groups removed with the
+    /// pod's last container.
+    fn removed(&mut self, id: &str) {
+        let Some(p) = self.placed.remove(id) else {
+            return;
+        };
+        self.changed = true;
+        if let Some(pod) = self.unref_pod(&p.pod_id, id)
+            && self.options.monitoring
+            && is_pod_uid(&pod.uid)
+        {
+            self.mon_work.push(MonWork::Remove { uid: pod.uid });
+        }
+    }
+
+    /// The monitor-group placement of container `id`, when [`Options::monitoring`] and
+    /// its pod's UID can name a group.
+    fn mon_place(&self, id: &str) -> Option<MonPlace> {
+        if !self.options.monitoring {
+            return None;
+        }
+        let p = self.placed.get(id)?;
+        let pod = self.pods.get(&p.pod_id)?;
+        if !is_pod_uid(&pod.uid) {
+            log::warn!(
+                "pod {}/{}: UID {} is not a UUID: no monitor group",
+                shown(&pod.namespace),
+                shown(&pod.name),
+                shown(&pod.uid)
+            );
+            return None;
+        }
+        Some(MonPlace {
+            container: id.to_owned(),
+            pod: format!("{}/{}", pod.namespace, pod.name),
+            uid: pod.uid.clone(),
+            group: p.group.clone(),
+            pid: p.pid,
+            cgroups_path: p.cgroups_path.clone(),
+        })
+    }
+
+    /// The monitor-group work decided since the last call.
+    pub fn take_mon_work(&mut self) -> Vec<MonWork> {
+        std::mem::take(&mut self.mon_work)
+    }
+
+    /// Whether the pods or containers changed since the last call (the record is to be
+    /// written again).
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
+    }
+
+    /// Whether a synchronization completed since the last call: the pods the plugin knows
+    /// are then all the runtime's ([`Plugin::pod_uids`]).
+    pub fn take_synced(&mut self) -> bool {
+        std::mem::take(&mut self.synced)
+    }
+
+    /// The UIDs of the pods with placed containers.
+    pub fn pod_uids(&self) -> impl Iterator<Item = &str> {
+        self.pods.values().map(|p| p.uid.as_str())
+    }
+
+    /// The pods of placed containers with their containers, as
+    /// [`rdt_pqos::pods::PodsRecord`] has them (without monitor groups: the session's),
+    /// capped ([`PodRecord::capped`]), by UID.
+    #[must_use]
+    pub fn pods_record(&self) -> Vec<PodRecord> {
+        let mut by_pod: HashMap<&str, PodRecord> = HashMap::with_capacity(self.pods.len());
+        for (id, p) in &self.placed {
+            let Some(pod) = self.pods.get(&p.pod_id) else {
+                continue;
+            };
+            let record = by_pod.entry(p.pod_id.as_str()).or_insert_with(|| {
+                let qos = pod.qos.map(|q| q.to_string());
+                PodRecord::capped(
+                    &pod.uid,
+                    &pod.namespace,
+                    &pod.name,
+                    qos.as_deref(),
+                    &pod.labels,
+                )
+            });
+            record.containers.push(ContainerRecord::capped(
+                id,
+                &p.name,
+                &p.class,
+                p.group.as_deref(),
+                p.pid,
+                &p.cgroups_path,
+            ));
+        }
+        let mut out: Vec<PodRecord> = by_pod.into_values().collect();
+        for r in &mut out {
+            r.containers.sort_by(|a, b| a.id.cmp(&b.id));
+        }
+        out.sort_by(|a, b| a.uid.cmp(&b.uid));
+        out
     }
 
     /// `CreateContainer`: the adjustment that puts the container in its class.
@@ -532,17 +767,11 @@ impl Plugin {
             shown(&pod.name),
             class.name
         );
-        let adjust = self.rdt_of(class).map(|rdt| ContainerAdjustment {
+        let adjust = Self::rdt_of(class).map(|rdt| ContainerAdjustment {
             linux: Some(LinuxContainerAdjustment { rdt: Some(rdt) }),
         });
-        let name = class.name.clone();
-        self.placed.insert(
-            container.id.clone(),
-            Placed {
-                class: name,
-                repair: None,
-            },
-        );
+        let class = class.clone();
+        self.insert_placed(pod, container, &class, None);
         Ok(CreateContainerResponse {
             adjust,
             update: Vec::new(),
@@ -557,10 +786,18 @@ impl Plugin {
     /// as CRI resources, which carry no RDT class, so containerd drops them. A stopped
     /// container is skipped; so is one whose annotation breaks a rule (it runs already:
     /// logged). Pods are matched by id through a hash map: linear in pods and containers.
+    ///
+    /// The containers and pods it knew before are replaced by these (the runtime's whole
+    /// state); with [`Options::monitoring`] each running container's tasks are to be put in
+    /// its pod's monitor group ([`MonWork::Place`]).
     pub fn synchronize(&mut self, pods: &[PodSandbox], containers: &[Container]) -> Vec<Repair> {
         let by_id: HashMap<&str, &PodSandbox> = pods.iter().map(|p| (p.id.as_str(), p)).collect();
         let none = PodSandbox::default();
         let mut repairs = Vec::new();
+        self.placed.clear();
+        self.pods.clear();
+        self.changed = true;
+        self.synced = true;
         for c in containers {
             if c.state == api::CONTAINER_STOPPED {
                 continue;
@@ -611,17 +848,14 @@ impl Plugin {
                     cgroups_path: linux.map(|l| l.cgroups_path.clone()).unwrap_or_default(),
                 }
             });
-            let name = class.name.clone();
             if let Some(r) = &repair {
                 repairs.push(r.clone());
             }
-            self.placed.insert(
-                c.id.clone(),
-                Placed {
-                    class: name,
-                    repair,
-                },
-            );
+            let class = class.clone();
+            self.insert_placed(pod, c, &class, repair);
+            if let Some(m) = self.mon_place(&c.id) {
+                self.mon_work.push(MonWork::Place(m));
+            }
         }
         repairs
     }
@@ -640,13 +874,49 @@ impl Plugin {
     /// A container started (NRI's `PostStartContainer`): one the plugin is to place itself
     /// (found by `Synchronize` before it ran: no process, so nothing to move yet) now has
     /// its process, and its repair is made at once ([`Plugin::take_repairs`]).
+    ///
+    /// With [`Options::monitoring`], its tasks are then put in its pod's monitor group
+    /// ([`MonWork::Place`]).
     pub fn started(&mut self, c: &Container) {
-        if let Some(repair) = self.placed.get_mut(&c.id).and_then(|p| p.repair.as_mut()) {
+        let cgroups = c
+            .linux
+            .as_ref()
+            .filter(|l| !l.cgroups_path.is_empty())
+            .map(|l| l.cgroups_path.clone());
+        let Some(placed) = self.placed.get_mut(&c.id) else {
+            return;
+        };
+        placed.pid = c.pid;
+        if let Some(path) = &cgroups {
+            placed.cgroups_path.clone_from(path);
+        }
+        self.changed = true;
+        if let Some(repair) = placed.repair.as_mut() {
             repair.pid = c.pid;
-            if let Some(l) = c.linux.as_ref().filter(|l| !l.cgroups_path.is_empty()) {
-                repair.cgroups_path.clone_from(&l.cgroups_path);
+            if let Some(path) = cgroups {
+                repair.cgroups_path = path;
             }
             self.repairs.push(repair.clone());
+        }
+        if let Some(m) = self.mon_place(&c.id) {
+            self.mon_work.push(MonWork::Place(m));
+        }
+    }
+
+    /// Pod `pod` stopped (`STOP_POD_SANDBOX`: its containers are stopped) or is removed
+    /// (`REMOVE_POD_SANDBOX`: forgotten with its containers): its monitor groups are
+    /// removed.
+    pub fn pod_gone(&mut self, pod: &PodSandbox, removed: bool) {
+        if removed && let Some(entry) = self.pods.remove(&pod.id) {
+            for id in &entry.containers {
+                self.placed.remove(id);
+            }
+            self.changed = true;
+        }
+        if self.options.monitoring && is_pod_uid(&pod.uid) {
+            self.mon_work.push(MonWork::Remove {
+                uid: pod.uid.clone(),
+            });
         }
     }
 
@@ -723,6 +993,8 @@ impl Plugin {
                 );
                 Ok(api::ConfigureResponse {
                     events: api::event_mask(&[
+                        api::event::STOP_POD_SANDBOX,
+                        api::event::REMOVE_POD_SANDBOX,
                         api::event::CREATE_CONTAINER,
                         api::event::POST_START_CONTAINER,
                         api::event::STOP_CONTAINER,
@@ -778,17 +1050,17 @@ impl Plugin {
             "RemoveContainer" => {
                 let req = ContainerRequest::decode(payload).map_err(|e| bad(method, &e))?;
                 if let Some(c) = req.container {
-                    self.placed.remove(&c.id);
+                    self.removed(&c.id);
                 }
                 Ok(api::Empty::default().encode_to_vec())
             }
             "StateChange" => {
                 let ev = api::StateChangeEvent::decode(payload).map_err(|e| bad(method, &e))?;
-                match (ev.event, ev.container) {
-                    (api::event::REMOVE_CONTAINER, Some(c)) => {
-                        self.placed.remove(&c.id);
-                    }
-                    (api::event::POST_START_CONTAINER, Some(c)) => self.started(&c),
+                match (ev.event, ev.container, ev.pod) {
+                    (api::event::REMOVE_CONTAINER, Some(c), _) => self.removed(&c.id),
+                    (api::event::POST_START_CONTAINER, Some(c), _) => self.started(&c),
+                    (api::event::STOP_POD_SANDBOX, _, Some(p)) => self.pod_gone(&p, false),
+                    (api::event::REMOVE_POD_SANDBOX, _, Some(p)) => self.pod_gone(&p, true),
                     _ => {}
                 }
                 Ok(api::Empty::default().encode_to_vec())

@@ -5,111 +5,42 @@
 //! resources, which carry no RDT class.
 //!
 //! A container's tasks are the processes of its cgroup ([`container_tasks`]): the cgroup
-//! of its process (NRI `Container.pid`, `/proc/<pid>/cgroup`'s unified line), else its
-//! cgroups path as the runtime gives it (`/kubepods/...` with the cgroupfs driver,
-//! `slice:prefix:name` with systemd's), else its process alone. A process's threads go
+//! of its process (NRI `Container.pid`, `/proc/<pid>/cgroup`'s unified line on cgroup v2,
+//! the `cpu,cpuacct` or `pids` hierarchy's on v1 and hybrid hosts), else its cgroups path
+//! as the runtime gives it (`/kubepods/...` with the cgroupfs driver, `slice:prefix:name`
+//! with systemd's), else its process alone.
+//!
+//! With monitoring on ([`crate::Options::monitoring`]) the session also keeps each pod's
+//! monitor group, `<group>/mon_groups/<pod-uid>` ([`MonGroups`]): made when the pod's
+//! first container starts (or is found running by a synchronization), the container's
+//! tasks put in it under the writers' lock, removed with the pod's last container or the
+//! pod. The groups it made are the plugin's own and recorded, before each is made, in the
+//! run directory's pod record ([`rdt_pqos::pods::PodsRecord`], also what the exporter
+//! labels series with): a group of that name the plugin did not make is never touched,
+//! and one left by a plugin that was killed is removed at the next synchronization when
+//! its pod is gone. A process's threads go
 //! with it (`rdt_pqos::transaction::Change::Task`); a process or thread it starts later
 //! inherits the group from its parent (the kernel's resctrl: a task's `closid` is copied at
 //! fork), and the periodic re-check catches one started between the listing and the write.
 
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rdt_pqos::config::ConfigFile;
 use rdt_pqos::config::goresctrl::GroupOptions;
-use rdt_pqos::proc::{ProcFs, cgroup_processes};
+pub use rdt_pqos::pods::{CGROUP_ROOT, cgroup_dir_of, container_tasks};
+use rdt_pqos::pods::{PodRecord, PodsRecord, is_mon_group_path, mon_group_path};
+use rdt_pqos::proc::ProcFs;
 use rdt_pqos::transaction::{ApplyPlan, Change, Plan, with_writers};
 use rdt_pqos::{Backend, BackendExt, ClassId, TaskId};
 
-use crate::plugin::Repair;
+use crate::plugin::{MonPlace, MonWork, Repair};
 use crate::ready::StateFile;
 use crate::{Plugin, Session, State, apply_classes, shown, ttrpc};
-
-/// Where the cgroup (v2) hierarchy is mounted on a host.
-pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
-
-/// The directory, relative to the cgroup mount, of a runtime's cgroups path: cgroupfs's
-/// `/kubepods/burstable/pod<uid>/<id>` as it is; systemd's `slice:prefix:name` as
-/// systemd lays it out (`kubepods-burstable-pod<uid>.slice` under `kubepods.slice/
-/// kubepods-burstable.slice/`, the unit `prefix-name.scope` in it). `None` for an empty
-/// path or one with `.` or `..` components.
-///
-/// # References
-/// runc `libcontainer/cgroups/systemd/common.go` (`ExpandSlice`, the `slice:prefix:name`
-/// form); systemd.slice(5) (a slice's name is its path in the tree, `-` separated).
-#[must_use]
-pub fn cgroup_dir_of(cgroups_path: &str) -> Option<PathBuf> {
-    let rel = if let Some((slice, rest)) = cgroups_path.split_once(':') {
-        let (prefix, name) = rest.split_once(':')?;
-        let mut dir = PathBuf::new();
-        let slice = slice.strip_suffix(".slice")?;
-        if !slice.is_empty() && slice != "-" {
-            let mut so_far = String::new();
-            for part in slice.split('-') {
-                if part.is_empty() {
-                    return None;
-                }
-                if !so_far.is_empty() {
-                    so_far.push('-');
-                }
-                so_far.push_str(part);
-                dir.push(format!("{so_far}.slice"));
-            }
-        }
-        if prefix.is_empty() {
-            dir.push(format!("{name}.scope"));
-        } else {
-            dir.push(format!("{prefix}-{name}.scope"));
-        }
-        dir
-    } else {
-        PathBuf::from(cgroups_path.trim_start_matches('/'))
-    };
-    let text = rel.to_str()?;
-    let clean = !text.is_empty()
-        && text
-            .split('/')
-            .all(|c| !c.is_empty() && c != "." && c != "..");
-    clean.then_some(rel)
-}
-
-/// The processes of a container (module docs): of the cgroup of `pid`, else of the
-/// cgroup `cgroups_path` names, under `cgroup_root`; else `pid` alone while it exists.
-///
-/// # Errors
-/// `NotFound`: none of them exists (the container is gone); a cgroup's `cgroup.procs`
-/// does not parse (`InvalidData`).
-pub fn container_tasks(
-    proc: &ProcFs,
-    cgroup_root: &Path,
-    pid: u32,
-    cgroups_path: &str,
-) -> io::Result<Vec<TaskId>> {
-    let task = TaskId::new(pid);
-    if pid != 0
-        && let Ok(Some(path)) = proc.cgroup_path(task)
-        && path != "/"
-        && let Ok(tasks) = cgroup_processes(&cgroup_root.join(path.trim_start_matches('/')))
-        && !tasks.is_empty()
-    {
-        return Ok(tasks);
-    }
-    if let Some(rel) = cgroup_dir_of(cgroups_path) {
-        match cgroup_processes(&cgroup_root.join(rel)) {
-            Ok(tasks) if !tasks.is_empty() => return Ok(tasks),
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-    }
-    if pid != 0 && proc.exists(task) {
-        return Ok(vec![task]);
-    }
-    Err(io::ErrorKind::NotFound.into())
-}
 
 /// Why a repair was not made.
 #[derive(Debug, thiserror::Error)]
@@ -215,6 +146,53 @@ impl<B: Backend> Placer for ResctrlPlacer<B> {
     }
 }
 
+/// The pods' monitor groups on a platform: resctrl's `mon_groups` (the OS interface).
+pub trait MonGroups {
+    /// Whether the group at `path` (relative to the resctrl root) exists.
+    fn has_group(&mut self, path: &str) -> bool;
+
+    /// Puts every thread of `task` in monitor group `mon_groups/<name>` of control group
+    /// `ctrl` (`""`: the root group), made when missing.
+    ///
+    /// # Errors
+    /// The platform's, as text (no monitoring, no RMID left, a failed write).
+    fn place_in_mon_group(&mut self, ctrl: &str, name: &str, task: TaskId) -> Result<(), String>;
+
+    /// Removes the monitor group at `path` when it is empty; `false` when it is absent or
+    /// holds tasks or CPUs.
+    ///
+    /// # Errors
+    /// The platform's, as text.
+    fn remove_mon_group(&mut self, path: &str) -> Result<bool, String>;
+}
+
+impl MonGroups for rdt_pqos::Rdt {
+    fn has_group(&mut self, path: &str) -> bool {
+        self.resctrl_mut().is_some_and(|r| r.has_group(path))
+    }
+
+    fn place_in_mon_group(&mut self, ctrl: &str, name: &str, task: TaskId) -> Result<(), String> {
+        let r = self
+            .resctrl_mut()
+            .ok_or("monitor groups need the OS interface (resctrl)")?;
+        r.place_in_mon_group(ctrl, name, task)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    fn remove_mon_group(&mut self, path: &str) -> Result<bool, String> {
+        let r = self
+            .resctrl_mut()
+            .ok_or("monitor groups need the OS interface (resctrl)")?;
+        r.remove_mon_group(path).map_err(|e| e.to_string())
+    }
+}
+
+/// The least time between two writes of the pod record for changes of pods and
+/// containers: a burst of creations writes it once (a monitor group is recorded at once,
+/// before it is made).
+pub const RECORD_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Reloading the classes on a signal ([`NodeSession::with_reload`]).
 #[derive(Debug)]
 pub struct Reload {
@@ -246,9 +224,18 @@ pub struct NodeSession<B> {
     last_check: Instant,
     cursor: usize,
     state_failed: bool,
+    /// Pod UID to the monitor groups this plugin made for it (its own).
+    own_mon: BTreeMap<String, BTreeSet<String>>,
+    /// The run directory of the pod record; `None`: not recorded.
+    record_dir: Option<PathBuf>,
+    record_failed: bool,
+    /// The pods or containers changed since the record was last written.
+    record_dirty: bool,
+    /// When the record was last written.
+    record_written: Option<Instant>,
 }
 
-impl<B: Backend> NodeSession<B> {
+impl<B: Backend + MonGroups> NodeSession<B> {
     /// A session of `plugin` placing through `placer`, re-checking every 10 s.
     pub fn new(plugin: Plugin, placer: ResctrlPlacer<B>) -> Self {
         Self {
@@ -260,6 +247,204 @@ impl<B: Backend> NodeSession<B> {
             last_check: Instant::now(),
             cursor: 0,
             state_failed: false,
+            own_mon: BTreeMap::new(),
+            record_dir: None,
+            record_failed: false,
+            record_dirty: false,
+            record_written: None,
+        }
+    }
+
+    /// Keeps the pod record ([`rdt_pqos::pods::PodsRecord`]) in run directory `dir`, and
+    /// takes the monitor groups a previous plugin recorded there as its own (each checked:
+    /// [`rdt_pqos::pods::is_mon_group_path`]).
+    #[must_use]
+    pub fn with_pod_record(mut self, dir: PathBuf) -> Self {
+        match PodsRecord::read(&dir) {
+            Ok(old) => {
+                for p in old.pods {
+                    let paths: BTreeSet<String> = p
+                        .mon_groups
+                        .into_iter()
+                        .filter(|m| is_mon_group_path(m))
+                        .collect();
+                    if !paths.is_empty() {
+                        self.own_mon.entry(p.uid).or_default().extend(paths);
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => log::warn!("the pod record: {e}; started anew"),
+        }
+        self.record_dir = Some(dir);
+        self
+    }
+
+    /// The monitor groups this plugin made, by pod UID.
+    #[must_use]
+    pub fn own_mon_groups(&self) -> &BTreeMap<String, BTreeSet<String>> {
+        &self.own_mon
+    }
+
+    /// Writes the pod record: the plugin's pods with the monitor groups made for them, and
+    /// the groups of pods it no longer knows (until removed).
+    fn write_record(&mut self) {
+        self.record_dirty = false;
+        self.record_written = Some(Instant::now());
+        let Some(dir) = &self.record_dir else {
+            return;
+        };
+        let mut pods = self.plugin.pods_record();
+        let mut seen = HashSet::with_capacity(pods.len());
+        for p in &mut pods {
+            if let Some(m) = self.own_mon.get(&p.uid) {
+                p.mon_groups = m.iter().cloned().collect();
+            }
+            seen.insert(p.uid.clone());
+        }
+        for (uid, m) in &self.own_mon {
+            if !seen.contains(uid) {
+                let mut p = PodRecord::capped(uid, "", "", None, &BTreeMap::new());
+                p.mon_groups = m.iter().cloned().collect();
+                pods.push(p);
+            }
+        }
+        let record = PodsRecord {
+            version: rdt_pqos::pods::VERSION,
+            pods,
+        };
+        match record.write(dir) {
+            Ok(()) => self.record_failed = false,
+            Err(e) => {
+                if !self.record_failed {
+                    log::error!("the pod record in {}: {e}", dir.display());
+                }
+                self.record_failed = true;
+            }
+        }
+    }
+
+    /// Puts a container's tasks in its pod's monitor group, made (and recorded first) when
+    /// missing; a group of that name this plugin did not make is left alone.
+    fn mon_place(&mut self, m: &MonPlace) {
+        let path = mon_group_path(m.group.as_deref(), &m.uid);
+        let ours = self.own_mon.get(&m.uid).is_some_and(|s| s.contains(&path));
+        if !ours {
+            if self.placer.backend.has_group(&path) {
+                log::warn!(
+                    "pod {}: monitor group {path} exists and is not this plugin's: left alone",
+                    shown(&m.pod)
+                );
+                return;
+            }
+            // recorded before it is made: a plugin killed in between leaves it recorded
+            self.own_mon
+                .entry(m.uid.clone())
+                .or_default()
+                .insert(path.clone());
+            self.write_record();
+        }
+        let tasks = match container_tasks(
+            &self.placer.proc,
+            &self.placer.cgroup_root,
+            m.pid,
+            &m.cgroups_path,
+        ) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+            Err(e) => {
+                log::warn!(
+                    "container {} of pod {}: its tasks: {e}",
+                    shown(&m.container),
+                    shown(&m.pod)
+                );
+                return;
+            }
+        };
+        let ctrl = m.group.as_deref().unwrap_or("");
+        let placed = with_writers(&mut self.placer.backend, |b| {
+            let mut n = 0usize;
+            for &t in &tasks {
+                match b.place_in_mon_group(ctrl, &m.uid, t) {
+                    Ok(()) => n += 1,
+                    // ended since the listing
+                    Err(_) if !self.placer.proc.exists(t) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(n)
+        });
+        match placed {
+            Ok(Ok(n)) => log::info!(
+                "container {} of pod {}: {n} process(es) in monitor group {path}",
+                shown(&m.container),
+                shown(&m.pod)
+            ),
+            Ok(Err(e)) => log::warn!(
+                "container {} of pod {}: could not be put in monitor group {path}: {e}",
+                shown(&m.container),
+                shown(&m.pod)
+            ),
+            Err(e) => log::warn!("the writers' lock: {e}"),
+        }
+    }
+
+    /// Removes pod `uid`'s monitor groups that are empty (or gone); those that still hold
+    /// tasks stay the plugin's, for a later try.
+    fn mon_remove(&mut self, uid: &str) {
+        let Some(paths) = self.own_mon.remove(uid) else {
+            return;
+        };
+        let mut left = BTreeSet::new();
+        for path in paths {
+            match self.placer.backend.remove_mon_group(&path) {
+                Ok(true) => log::info!("monitor group {path} removed"),
+                Ok(false) if !self.placer.backend.has_group(&path) => {}
+                Ok(false) => {
+                    left.insert(path);
+                }
+                Err(e) => {
+                    log::warn!("monitor group {path}: {e}");
+                    left.insert(path);
+                }
+            }
+        }
+        if !left.is_empty() {
+            self.own_mon.insert(uid.to_owned(), left);
+        }
+        self.write_record();
+    }
+
+    /// The pods' monitor-group work of the last answers, then the groups of pods a
+    /// synchronization no longer has, then the record when something changed.
+    fn monitor_groups(&mut self) {
+        for w in self.plugin.take_mon_work() {
+            match w {
+                MonWork::Place(m) => self.mon_place(&m),
+                MonWork::Remove { uid } => self.mon_remove(&uid),
+            }
+        }
+        if self.plugin.take_synced() {
+            let live: HashSet<String> = self.plugin.pod_uids().map(str::to_owned).collect();
+            let gone: Vec<String> = self
+                .own_mon
+                .keys()
+                .filter(|u| !live.contains(*u))
+                .cloned()
+                .collect();
+            for uid in gone {
+                self.mon_remove(&uid);
+            }
+        }
+        if self.plugin.take_changed() {
+            self.record_dirty = true;
+        }
+        if self.record_dirty
+            && self
+                .record_written
+                .is_none_or(|t| t.elapsed() >= RECORD_INTERVAL)
+        {
+            self.write_record();
         }
     }
 
@@ -284,8 +469,12 @@ impl<B: Backend> NodeSession<B> {
         self
     }
 
-    /// Removes the state file (the plugin stops).
+    /// Writes the pod record when it has changes, and removes the state file (the plugin
+    /// stops).
     pub fn finish(&mut self) {
+        if self.record_dirty || self.plugin.take_changed() {
+            self.write_record();
+        }
         if let Some(f) = self.state.take() {
             let _ = f.remove();
         }
@@ -341,7 +530,7 @@ impl<B: Backend> NodeSession<B> {
     }
 }
 
-impl<B: Backend> Session for NodeSession<B> {
+impl<B: Backend + MonGroups> Session for NodeSession<B> {
     fn handle(&mut self, method: &str, payload: &[u8]) -> Result<Vec<u8>, ttrpc::Status> {
         self.plugin.handle(method, payload)
     }
@@ -371,6 +560,7 @@ impl<B: Backend> Session for NodeSession<B> {
                 self.plugin.forget_repair(&r.container);
             }
         }
+        self.monitor_groups();
         if self.last_check.elapsed() >= self.recheck {
             self.last_check = Instant::now();
             let due: Vec<Repair> = self

@@ -396,19 +396,30 @@ fn prune_with_adopt_goresctrl_migrates_the_prefixed_groups_goresctrl_made() {
     );
     assert_eq!(m.read("goresctrl.Old/schemata"), old);
     assert!(!m.exists("goresctrl.Besteffort"));
-    // emptied of tasks, a stale group that holds a pod's monitor group: refused, naming it
+    // goresctrl's pods' monitor groups in a stale group: one still holding the task is
+    // refused, naming the group, nothing written
     m.write("tasks", &busy.pid().to_string());
     m.mkdir("goresctrl.Old/mon_groups/pod1");
+    m.mkdir("goresctrl.Old/mon_groups/pod2");
+    // (as the kernel, a task joins a monitor group of its own control group only)
+    m.write("goresctrl.Old/tasks", &busy.pid().to_string());
+    m.write(
+        "goresctrl.Old/mon_groups/pod2/tasks",
+        &busy.pid().to_string(),
+    );
     let refused = m.pqos(&adopt).failed();
     assert!(
-        refused.stderr.contains("goresctrl.Old/mon_groups/pod1"),
+        refused.stderr.contains("goresctrl.Old"),
         "{}",
         refused.stderr
     );
     assert_eq!(m.read("goresctrl.Old/schemata"), old);
-    // without it, the migration goes through
-    std::fs::remove_dir(m.resctrl("goresctrl.Old/mon_groups/pod1")).expect("rmdir");
+    assert!(m.exists("goresctrl.Old/mon_groups/pod1"));
+    // the task gone, goresctrl's empty leftovers are removed with their group (they were
+    // refused before: remove them first)
+    m.write("tasks", &busy.pid().to_string());
     let migrated = m.pqos(&adopt).ok();
+    assert!(!m.exists("goresctrl.Old"), "{}", migrated.stdout);
     assert!(
         migrated.stdout.contains("goresctrl.Old (COS")
             && migrated.stdout.contains("goresctrl.Busy (COS"),

@@ -388,6 +388,8 @@ func main() {
 	resctrl := flag.String("resctrl", "", "the resctrl tree to check after each step")
 	reloadFrom := flag.String("reload-from", "", "after the restart: copy this configuration ...")
 	reloadTo := flag.String("reload-to", "", "... over the agent's, SIGHUP it, expect class platinum")
+	monitorPods := flag.Int("monitor-pods", 0, "run the per-pod monitor groups scenario with this many pods instead (monitor.go)")
+	runDir := flag.String("run", "", "the agent's run directory (-monitor-pods: its nri-pods.json)")
 	flag.Parse()
 	resctrlRoot = *resctrl
 	defer reapSleepers()
@@ -434,6 +436,11 @@ func main() {
 	// Start synchronizes the pre-installed plugins (none here): not the agent's
 	<-r.syncs
 	ctx := context.Background()
+	if *monitorPods > 0 {
+		monitorScenario(ctx, nri, r, argv, sock, *monitorPods, *runDir)
+		nri.Stop()
+		return
+	}
 	var sum summary
 
 	// 20 containers that ran before the plugin: each QoS class, each annotation form.

@@ -227,7 +227,8 @@ pub trait NamedClasses<E> {
     /// Gives up the named class `name`, which stands for `class` (the write of
     /// [`crate::transaction::Step::Release`]): on the MSR interface its record goes; on the
     /// OS interface its resctrl group is removed when this library created it (it must hold
-    /// no CPU, task or monitor group by then) and its record goes, while another tool's
+    /// no CPU, task or monitor group by then; a group adopted in this process goes with
+    /// the empty monitor groups its tool left) and its record goes, while another tool's
     /// group of that name is left as it is. Either way the name no longer stands for
     /// `class`.
     ///

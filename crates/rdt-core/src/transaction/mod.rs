@@ -129,7 +129,9 @@ pub enum Change {
     /// The named class `name`, standing for `class`, given up ([`BackendExt::release_class`]):
     /// on the OS interface its resctrl group goes. Only a class of
     /// [`BackendExt::own_class_names`] can be given up ([`RequestError::NotOwnClass`]), and
-    /// (OS) not while its group holds monitor groups ([`RequestError::ClassInUse`]); move
+    /// (OS) not while its group holds monitor groups ([`RequestError::ClassInUse`]), except
+    /// a group adopted by an earlier [`Change::Adopt`] of the plan, which goes with the
+    /// empty monitor groups its tool left (the backend refuses one that is not empty); move
     /// its CPUs and tasks out in earlier changes. Undoing it claims the name back, and
     /// makes its group again.
     Release {

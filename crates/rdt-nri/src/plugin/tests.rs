@@ -173,11 +173,12 @@ fn creation_joins_the_class_group_by_closid_and_the_root_class_gets_nothing() {
     let c = container("root", &[(CONTAINER_ANNOTATION, "system/default")]);
     let r = p.create(&pod("/kubepods/pod1", &[]), &c).unwrap();
     assert_eq!(r.adjust, None);
+    // monitoring: the plugin's per-pod group, not runc's per-container one
     p.options.monitoring = true;
     let c = container("mon", &[]);
     let r = p.create(&pod("/kubepods/pod1", &[]), &c).unwrap();
     let rdt = r.adjust.unwrap().linux.unwrap().rdt.unwrap();
-    assert_eq!(rdt.enable_monitoring, Some(OptionalBool { value: true }));
+    assert_eq!(rdt.enable_monitoring, None);
     let removed = ContainerRequest {
         pod: None,
         container: Some(c),
@@ -563,7 +564,10 @@ fn configure_subscribes_to_create_post_start_stop_and_remove_and_others_are_unim
         .unwrap();
     let r = api::ConfigureResponse::decode(&r[..]).unwrap();
     // CREATE_CONTAINER 4, POST_START_CONTAINER 7, STOP_CONTAINER 10, REMOVE_CONTAINER 11
-    assert_eq!(r.events, (1 << 3) | (1 << 6) | (1 << 9) | (1 << 10));
+    assert_eq!(
+        r.events,
+        (1 << 1) | (1 << 2) | (1 << 3) | (1 << 6) | (1 << 9) | (1 << 10)
+    );
     assert_eq!(
         p.handle("RunPodSandbox", &[]).unwrap_err().code,
         CODE_UNIMPLEMENTED
@@ -586,4 +590,174 @@ fn reloaded_classes_replace_the_old_unless_an_option_loses_its_class() {
     let err = p.set_classes(classes()[..2].to_vec()).unwrap_err();
     assert!(err.to_string().contains("`bronze`"), "{err}");
     assert!(p.class("platinum").is_some());
+}
+
+const UID: &str = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+fn monitored() -> Plugin {
+    let mut p = plugin(OnUnknown::Fail);
+    p.options.monitoring = true;
+    p
+}
+
+fn uid_pod(uid: &str, parent: &str) -> PodSandbox {
+    let mut pod = pod(parent, &[]);
+    pod.uid = uid.to_owned();
+    pod.labels = [("app".to_owned(), "db".to_owned())].into();
+    pod
+}
+
+fn state_change(p: &mut Plugin, event: i32, pod: Option<PodSandbox>, c: Option<Container>) {
+    let ev = api::StateChangeEvent {
+        event,
+        pod,
+        container: c,
+    };
+    p.handle("StateChange", &ev.encode_to_vec()).unwrap();
+}
+
+#[test]
+fn with_monitoring_a_started_containers_tasks_go_to_its_pods_group_removed_with_its_last_container()
+{
+    let mut p = monitored();
+    let pod = uid_pod(UID, "/kubepods/pod1");
+    let (mut a, mut b) = (container("a", &[]), container("b", &[]));
+    p.create(&pod, &a).unwrap();
+    p.create(&pod, &b).unwrap();
+    // nothing before the containers have processes
+    assert!(p.take_mon_work().is_empty());
+    a.pid = 41;
+    b.pid = 42;
+    state_change(
+        &mut p,
+        api::event::POST_START_CONTAINER,
+        None,
+        Some(a.clone()),
+    );
+    state_change(
+        &mut p,
+        api::event::POST_START_CONTAINER,
+        None,
+        Some(b.clone()),
+    );
+    let work = p.take_mon_work();
+    let places: Vec<(u32, Option<&str>, &str)> = work
+        .iter()
+        .map(|w| match w {
+            MonWork::Place(m) => (m.pid, m.group.as_deref(), m.uid.as_str()),
+            MonWork::Remove { .. } => panic!("{w:?}"),
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [(41, Some("cri-gold"), UID), (42, Some("cri-gold"), UID)]
+    );
+    // the record: the pod, its QoS class, labels and containers
+    assert!(p.take_changed());
+    let record = p.pods_record();
+    assert_eq!(record.len(), 1);
+    let r = &record[0];
+    assert_eq!(
+        (
+            r.uid.as_str(),
+            r.namespace.as_str(),
+            r.name.as_str(),
+            r.qos.as_deref()
+        ),
+        (UID, "ns", "web", Some("Guaranteed"))
+    );
+    assert_eq!(r.labels.get("app").map(String::as_str), Some("db"));
+    assert_eq!(r.container_names(), "a,b");
+    assert_eq!(r.containers[0].pid, 41);
+    // the first removal keeps the group, the last removes it
+    let req = |c: &Container| ContainerRequest {
+        pod: None,
+        container: Some(c.clone()),
+    };
+    p.handle("RemoveContainer", &req(&a).encode_to_vec())
+        .unwrap();
+    assert!(p.take_mon_work().is_empty());
+    p.handle("RemoveContainer", &req(&b).encode_to_vec())
+        .unwrap();
+    assert_eq!(
+        p.take_mon_work(),
+        [MonWork::Remove {
+            uid: UID.to_owned()
+        }]
+    );
+    assert!(p.pods_record().is_empty());
+    // a pod stopped or removed: its groups go too
+    p.create(&pod, &a).unwrap();
+    state_change(
+        &mut p,
+        api::event::STOP_POD_SANDBOX,
+        Some(pod.clone()),
+        None,
+    );
+    assert_eq!(p.take_mon_work().len(), 1);
+    assert_eq!(
+        p.pods_record().len(),
+        1,
+        "a stopped pod is still the node's"
+    );
+    state_change(&mut p, api::event::REMOVE_POD_SANDBOX, Some(pod), None);
+    assert_eq!(p.take_mon_work().len(), 1);
+    assert!(p.pods_record().is_empty() && p.placed_count() == 0);
+}
+
+#[test]
+fn a_pod_uid_that_is_not_a_uuid_gets_no_monitor_group_and_nothing_without_monitoring() {
+    for uid in ["../../x", "a/b", ".", "", "gold"] {
+        let mut p = monitored();
+        let pod = uid_pod(uid, "/kubepods/pod1");
+        let mut c = container("a", &[]);
+        p.create(&pod, &c).unwrap();
+        c.pid = 7;
+        state_change(
+            &mut p,
+            api::event::POST_START_CONTAINER,
+            None,
+            Some(c.clone()),
+        );
+        state_change(&mut p, api::event::REMOVE_POD_SANDBOX, Some(pod), None);
+        assert!(p.take_mon_work().is_empty(), "{uid:?}");
+    }
+    let mut p = plugin(OnUnknown::Fail);
+    let pod = uid_pod(UID, "/kubepods/pod1");
+    let mut c = container("a", &[]);
+    p.create(&pod, &c).unwrap();
+    c.pid = 7;
+    state_change(&mut p, api::event::POST_START_CONTAINER, None, Some(c));
+    assert!(p.take_mon_work().is_empty());
+    // the record is kept without monitoring too (the controller's selectors read it)
+    assert_eq!(p.pods_record().len(), 1);
+}
+
+#[test]
+fn a_synchronization_replaces_the_pods_and_puts_running_containers_in_their_pods_groups() {
+    let mut p = monitored();
+    let old = uid_pod(
+        "00000000000000000000000000000001",
+        "/kubepods/besteffort/pod9",
+    );
+    let mut gone = container("gone", &[]);
+    gone.pod_sandbox_id = old.id.clone();
+    p.create(&old, &gone).unwrap();
+    let mut pod = uid_pod(UID, "/kubepods/burstable/pod1");
+    pod.id = "pod1".into();
+    let mut c = container("app", &[]);
+    c.pod_sandbox_id = "pod1".into();
+    c.state = 3; // CONTAINER_RUNNING
+    c.pid = 99;
+    p.take_mon_work();
+    p.take_synced();
+    p.synchronize(&[pod], &[c]);
+    assert!(p.take_synced());
+    assert_eq!(p.pod_uids().collect::<Vec<_>>(), [UID]);
+    let work = p.take_mon_work();
+    assert!(
+        matches!(&work[..], [MonWork::Place(m)] if m.pid == 99 && m.group.as_deref() == Some("cri-silver")),
+        "{work:?}"
+    );
+    assert_eq!(p.placed("id-gone"), None);
 }

@@ -76,6 +76,13 @@ impl<P: PmuSource> ResctrlBackend<P> {
         Ok(path)
     }
 
+    /// Whether the group at `path` (relative to the root: `gold`, `gold/mon_groups/x`)
+    /// exists now.
+    #[must_use]
+    pub fn has_group(&self, path: &str) -> bool {
+        self.fs.is_dir(path)
+    }
+
     /// Removes the monitor group at `path` (`CTRL/mon_groups/NAME` or `mon_groups/NAME`)
     /// when no task and no CPU is left in it; `false`, and nothing removed, when it is
     /// absent or still holds something.

@@ -195,6 +195,10 @@ pub struct ResctrlBackend<P: PmuSource = NoPmu> {
     next_name: u32,
     /// Control groups this backend made (and has not removed since).
     created: BTreeSet<String>,
+    /// Control groups another tool made that this backend adopted
+    /// ([`rdt_core::BackendExt::adopt_class`], on the operator's word) in this process:
+    /// their release removes the empty monitor groups that tool left in them.
+    adopted: BTreeSet<String>,
     /// [`ResctrlOptions::run_dir`], removed when unused as the backend goes
     /// ([`RunDirPath`]).
     run_dir: Option<RunDirPath>,
@@ -272,6 +276,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
             next_id: 0,
             next_name: 0,
             created: BTreeSet::new(),
+            adopted: BTreeSet::new(),
             run_dir: run_dir.map(RunDirPath::new),
             names: BTreeMap::new(),
         };

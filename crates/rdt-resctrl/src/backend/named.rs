@@ -186,6 +186,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         }
         self.record_group(name, class)?;
         self.created.insert(name.to_owned());
+        self.adopted.insert(name.to_owned());
         self.names.retain(|c, n| n != name && *c != class);
         self.names.insert(class, name.to_owned());
         Ok(())
@@ -201,20 +202,41 @@ impl<P: PmuSource> ResctrlBackend<P> {
             self.update_record(|v| v.retain(|(_, n)| n != name))?;
         }
         self.created.remove(name);
+        self.adopted.remove(name);
         self.names.retain(|_, n| n != name);
         Ok(())
     }
 
     /// [`BackendExt::release_class`](rdt_core::BackendExt::release_class) on resctrl: a
     /// recorded group is removed when it holds nothing but (default) values; another
-    /// tool's is left alone. The name is unbound either way.
+    /// tool's is left alone. The name is unbound either way. A group adopted in this
+    /// process ([`Self::adopt`]: another tool's, on the operator's word) goes with the
+    /// monitor groups that tool left in it when they are empty (no task, no CPU: goresctrl's
+    /// pods' groups, of pods that are gone); one that is not empty refuses the release,
+    /// naming it. They are not made again if the release is undone (they were empty).
     pub(super) fn release(&mut self, class: ClassId, name: &str) -> Result<(), ResctrlError> {
         let _ = class;
         Self::check_group_name(name)?;
         {
             let _g = self.lock.exclusive()?;
             if self.fs.exists(name) && self.is_recorded(name) {
-                let monitors = self.fs.subdirs(&join(name, "mon_groups"))?;
+                let mut monitors = self.fs.subdirs(&join(name, "mon_groups"))?;
+                if self.adopted.contains(name) {
+                    let mut busy = Vec::new();
+                    for m in &monitors {
+                        let path = join(&join(name, "mon_groups"), m);
+                        if self.fs.tasks(&path)?.is_empty() && self.fs.cpus(&path)?.is_empty() {
+                            continue;
+                        }
+                        busy.push(m.clone());
+                    }
+                    if busy.is_empty() {
+                        for m in &monitors {
+                            self.fs.rmdir(&join(&join(name, "mon_groups"), m))?;
+                        }
+                    }
+                    monitors = busy;
+                }
                 if !monitors.is_empty() {
                     return Err(RequestError::ClassInUse {
                         name: name.to_owned(),
