@@ -51,7 +51,28 @@ pub(crate) fn source_of(session: &Session) -> MsrSource {
             mount: parts.mount,
             root: parts.resctrl_root,
         }),
+        mmio: mmio_of(session),
     }
+}
+
+/// The model's MMIO interface (RDT 1.3: `xeon-rdt13`): its tables as served, its registers
+/// through the session's handle; `None` on a model without ERDT and MRRM.
+fn mmio_of(session: &Session) -> Option<crate::MmioFace> {
+    let handle = session.handle().clone();
+    let tables = {
+        let p = handle.lock();
+        let m = p.mmio()?;
+        rdt_mmio::AcpiTables {
+            erdt: m.erdt().cloned(),
+            mrrm: m.mrrm().cloned(),
+            irdt: m.irdt().cloned(),
+            cxl_windows: Some(m.cxl_windows().to_vec()),
+        }
+    };
+    tables.has_mmio().then(|| crate::MmioFace {
+        tables,
+        mem: Box::new(handle),
+    })
 }
 
 impl OpenOptions {

@@ -209,7 +209,7 @@ fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Ve
             events.push(pmu_event(event));
         }
     }
-    if caps.uncore_pcie && iface == Interface::Msr {
+    if caps.uncore_pcie && iface.uses_msrs() {
         for event in [
             E::PQOS_PERF_EVENT_LLC_MISS_PCIE_READ,
             E::PQOS_PERF_EVENT_LLC_MISS_PCIE_WRITE,
@@ -219,12 +219,12 @@ fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Ve
             events.push(pmu_event(event));
         }
     }
-    if m.is_none() && (iface == Interface::Msr || events.is_empty()) {
+    if m.is_none() && (iface.uses_msrs() || events.is_empty()) {
         return None;
     }
     let snc = caps
         .snc
-        .filter(|s| iface == Interface::Msr && s.nodes_per_l3 > 1);
+        .filter(|s| iface.uses_msrs() && s.nodes_per_l3 > 1);
     let header = pqos_cap_mon {
         mem_size: uint(
             (size_of::<pqos_cap_mon>() + events.len() * size_of::<pqos_monitor>()) as u64,

@@ -279,7 +279,7 @@ fn print_monitoring(
     let e = &m.events;
     let rmem = e.mbm_total && e.mbm_local;
     line(out, 4, "Monitoring")?;
-    if let Some(snc) = snc.filter(|s| iface == Interface::Msr && s.nodes_per_l3 > 1) {
+    if let Some(snc) = snc.filter(|s| iface.uses_msrs() && s.nodes_per_l3 > 1) {
         // pqos/cap.c `cap_print_features_mon`, when `snc_num > 1`
         line(out, 8, &format!("Sub-NUMA Clustering: {}", snc.mode.name()))?;
     }
@@ -309,7 +309,7 @@ fn print_monitoring(
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
         .collect();
-    let uncore = (uncore && iface == Interface::Msr).then_some(UNCORE_NAMES);
+    let uncore = (uncore && iface.uses_msrs()).then_some(UNCORE_NAMES);
     let pmu: Vec<&str> = pmu
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -534,7 +534,7 @@ fn print_cat(
 /// resctrl `min_cbm_bits` is 0); the OS interface reads `info/*/min_cbm_bits`.
 fn pqos_cat_caps(c: &CatCaps, iface: Interface) -> CatCaps {
     let mut shown = c.clone();
-    if iface == Interface::Msr {
+    if iface.uses_msrs() {
         shown.min_cbm_bits = shown.min_cbm_bits.max(1);
     }
     shown
@@ -866,6 +866,7 @@ pub fn print_capabilities_json(
         interface: match iface {
             Interface::Msr => "msr",
             Interface::Os => "os",
+            Interface::Mmio => "mmio",
         },
         kernel: (iface == Interface::Os).then(kernel_release),
         vendor: match &caps.vendor {
@@ -876,7 +877,7 @@ pub fn print_capabilities_json(
             _ => "unknown".to_owned(),
         },
         monitoring: caps.monitoring.get().map(|m| MonDoc {
-            events: event_names(m, caps.pmu, caps.uncore_pcie && iface == Interface::Msr),
+            events: event_names(m, caps.pmu, caps.uncore_pcie && iface.uses_msrs()),
             num_rmids: m.num_rmids,
             upscaling_factor_bytes: m.upscaling_factor,
             counter_width_bits: m.counter_width,
