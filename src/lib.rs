@@ -111,6 +111,7 @@ pub mod transaction {
     pub use rdt_core::transaction::*;
     pub use rdt_host::transaction::*;
 }
+pub use rdt_mmio as mmio;
 pub use rdt_msr as msr;
 use rdt_msr::{MsrBackend, MsrError, MsrIo};
 pub use rdt_resctrl as resctrl;

@@ -38,6 +38,8 @@ use crate::{MsrSource, OpenError, OpenOptions, OsFace, Rdt};
 /// topology, its run directory `<state>.run`, and its resctrl served in-process).
 pub(crate) fn source_of(session: &Session) -> MsrSource {
     let parts = rdt_sim::adapter::in_process(session);
+    // before the literal below, whose `cpuid` holds the platform's lock to its end
+    let mmio = mmio_of(session);
     MsrSource {
         io: parts.io,
         pmu: parts.pmu,
@@ -51,7 +53,7 @@ pub(crate) fn source_of(session: &Session) -> MsrSource {
             mount: parts.mount,
             root: parts.resctrl_root,
         }),
-        mmio: mmio_of(session),
+        mmio,
     }
 }
 

@@ -641,6 +641,11 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         self.backend
     }
 
+    /// The backend, mutable (its abilities: [`Backend::regions`] for region values).
+    pub fn backend_mut(&mut self) -> &mut B {
+        self.backend
+    }
+
     /// Stops one group of the guard now.
     ///
     /// # Errors

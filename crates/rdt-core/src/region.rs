@@ -134,6 +134,10 @@ pub trait RegionOps<E> {
     /// The value of an MBA control that means full bandwidth (the MARC control window).
     fn bw_window(&self) -> u16;
 
+    /// Each L3 domain with the id firmware gives its resource management domain (ERDT
+    /// RMDD domain id: pqos v26.03's `--alloc-domain-id`), ascending by L3 id.
+    fn domain_ids(&self) -> Vec<(CacheDomain, u16)>;
+
     /// The classes of service the region controls have (ERDT's maximum CLOS): COS 0 ..
     /// this.
     fn region_classes(&self) -> u32;

@@ -92,13 +92,13 @@ fn display(
         let ctrl = match iface {
             // The controller's state as the backend knows it (JSON is ours, not pqos's).
             Interface::Os => Some(mba_ctrl.unwrap_or(MbaCtrl::Unsupported)),
-            Interface::Msr => None,
+            Interface::Msr | Interface::Mmio => None,
         };
         return print_capabilities_json(caps, iface, ctrl, os.mbm, os.io_alloc, out);
     }
     let ctrl = match iface {
         Interface::Os => caps.pqos_mba_ctrl(mba_ctrl),
-        Interface::Msr => None,
+        Interface::Msr | Interface::Mmio => None,
     };
     print_capabilities(caps, iface, ctrl, os.mbm, os.io_alloc, verbose, out)
 }
@@ -157,7 +157,7 @@ pub fn print_capabilities(
         bail!("No Platform QoS capability discovered");
     }
     match iface {
-        Interface::Msr => line(out, 0, "Hardware capabilities")?,
+        Interface::Msr | Interface::Mmio => line(out, 0, "Hardware capabilities")?,
         Interface::Os => line(
             out,
             0,
@@ -288,7 +288,7 @@ fn print_monitoring(
         .filter_map(|(on, name)| on.then_some(name))
         .collect();
     let (memory, pmu) = match iface {
-        Interface::Msr => (
+        Interface::Msr | Interface::Mmio => (
             [(e.mbm_total, TMEM), (e.mbm_local, LMEM), (rmem, RMEM)],
             [
                 (pmu_caps.ipc, IPC),
@@ -317,7 +317,7 @@ fn print_monitoring(
         .collect();
     // (scale factor, max rmid, counter length) of `-D`; 0 is not printed (pqos/cap.c)
     let (rdt_details, pmu_details) = match iface {
-        Interface::Msr => (
+        Interface::Msr | Interface::Mmio => (
             (m.upscaling_factor, m.num_rmids, m.counter_width),
             (0, 0, 0),
         ),
@@ -555,7 +555,7 @@ const fn pqos_mba_numbers(m: &MbaCaps, iface: Interface) -> (u32, u32, bool) {
             },
             _,
         ) => (m.granularity(), 100u32.saturating_sub(max_delay), linear),
-        (MbaKind::AmdBandwidth { .. }, Interface::Msr) => (0, 100, false),
+        (MbaKind::AmdBandwidth { .. }, Interface::Msr | Interface::Mmio) => (0, 100, false),
         (MbaKind::AmdBandwidth { .. }, Interface::Os) => (1, 0, false),
     }
 }

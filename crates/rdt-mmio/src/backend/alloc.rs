@@ -148,6 +148,10 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo, E: From<MmioError>> RegionOps<E> for Mmi
         self.erdt.max_clos
     }
 
+    fn domain_ids(&self) -> Vec<(CacheDomain, u16)> {
+        self.domains.iter().map(|d| (d.l3, d.erdt.id)).collect()
+    }
+
     /// One register read per control and group of four regions.
     fn region_bandwidth(
         &mut self,
