@@ -400,7 +400,7 @@ pub struct Args {
     /// MMIO interface: the memory regions whose local bandwidth `-m` shows, one column each
     /// (default: every region), e.g. `0` or `3,2`.
     #[arg(long = "mon-mem-regions", value_name = "REGIONS", value_parser = region_list_parser)]
-    pub mon_mem_regions: Option<Vec<u8>>,
+    pub mon_mem_regions: Option<IdList<u8>>,
 
     /// MMIO interface: the memory regions an `-e mba:COS=VALUE` sets (a range or one
     /// region, e.g. `1` or `0-3`).
@@ -410,11 +410,11 @@ pub struct Args {
         value_name = "REGIONS",
         value_parser = region_list_parser
     )]
-    pub alloc_mem_regions: Option<Vec<u8>>,
+    pub alloc_mem_regions: Option<IdList<u8>>,
 
     /// MMIO interface: the ERDT domains an `-e mba:COS=VALUE` sets (a list or range).
     #[arg(long = "alloc-domain-id", value_name = "DOMAINS", value_parser = domain_list_parser)]
-    pub alloc_domain_id: Option<Vec<u16>>,
+    pub alloc_domain_id: Option<IdList<u16>>,
 
     /// MMIO interface: `-e mba:` sets the optimal bandwidth control (without any of
     /// --alloc-opt-bw/--alloc-min-bw/--alloc-max-bw: all three).
@@ -678,16 +678,20 @@ fn number_list(s: &str, limit: u64, what: &str) -> Result<Vec<u64>, String> {
     Ok(out)
 }
 
+/// A list of ids given as one option value (`0,1`, `0-3`), in the order given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdList<T>(pub Vec<T>);
+
 /// `--mon-mem-regions`, `--alloc-mem-regions`: memory region ids (0-255).
-fn region_list_parser(s: &str) -> Result<Vec<u8>, String> {
+fn region_list_parser(s: &str) -> Result<IdList<u8>, String> {
     number_list(s, 256, "memory regions")
-        .map(|v| v.into_iter().filter_map(|n| u8::try_from(n).ok()).collect())
+        .map(|v| IdList(v.into_iter().filter_map(|n| u8::try_from(n).ok()).collect()))
 }
 
 /// `--alloc-domain-id`: ERDT domain ids (0-65535).
-fn domain_list_parser(s: &str) -> Result<Vec<u16>, String> {
+fn domain_list_parser(s: &str) -> Result<IdList<u16>, String> {
     number_list(s, 65536, "domain ids")
-        .map(|v| v.into_iter().filter_map(|n| u16::try_from(n).ok()).collect())
+        .map(|v| IdList(v.into_iter().filter_map(|n| u16::try_from(n).ok()).collect()))
 }
 
 /// `--mbm-assign-mode`: the kernel's mode names.

@@ -396,8 +396,16 @@ fn alloc_request(args: &Args) -> AllocRequest {
         tasks,
         warnings,
         regions: RegionAlloc {
-            domains: args.alloc_domain_id.clone().unwrap_or_default(),
-            regions: args.alloc_mem_regions.clone().unwrap_or_default(),
+            domains: args
+                .alloc_domain_id
+                .as_ref()
+                .map(|l| l.0.clone())
+                .unwrap_or_default(),
+            regions: args
+                .alloc_mem_regions
+                .as_ref()
+                .map(|l| l.0.clone())
+                .unwrap_or_default(),
             controls,
         },
     }
@@ -463,7 +471,7 @@ fn monitor_request(args: &Args) -> Result<MonitorRequest> {
         disable_llc_miss: args.disable_mon_llc_miss,
         output: args.mon_file.clone(),
         format: args.mon_file_type.unwrap_or(FileType::Text),
-        mem_regions: args.mon_mem_regions.clone(),
+        mem_regions: args.mon_mem_regions.as_ref().map(|l| l.0.clone()),
     })
 }
 

@@ -261,6 +261,9 @@ fn every_write_of_a_region_mba_change_fails_or_is_killed_and_is_undone() {
         mount: TestMount::builtin(MODEL),
     };
     let root = m.mount.root().to_owned();
+    // from a reset state, which `-R` brings back between the kills (a reset writes the window
+    // to the minimum controls, which power on at 0)
+    m.pqos(&["-R"]).ok();
     let ids = cpu_domain_ids();
     let domains = format!("--alloc-domain-id={},{}", ids[0], ids[1]);
     // 2 domains x 2 regions x the max control, then 2 cores: 8 register writes
