@@ -72,8 +72,8 @@ pub mod perf;
 pub mod sim;
 
 pub use open::{
-    CpuidFrom, Iface, IfaceError, MmioFace, MsrSource, Notice, OpenError, OpenOptions, OsFace, OsWanted,
-    ParseIfaceError, Paths, PlatformCapabilities, PmuCapsPolicy, resolve_iface,
+    CpuidFrom, Iface, IfaceError, MmioFace, MsrSource, Notice, OpenError, OpenOptions, OsFace,
+    OsWanted, ParseIfaceError, Paths, PlatformCapabilities, PmuCapsPolicy, resolve_iface,
 };
 pub use perf::PerfPmu;
 /// Declarative allocation: named classes (TOML or JSON) and goresctrl's YAML (crate

@@ -1290,9 +1290,8 @@ impl OpenOptions {
     /// The host's MMIO interface: the tables under [`Paths::firmware`] and its `dev/mem`.
     fn host_mmio(&self) -> Result<MmioFace, OpenError> {
         let root = &self.paths.firmware;
-        let tables = rdt_mmio::AcpiTables::read(root).map_err(|e| {
-            OpenError::Mmio(rdt_mmio::MmioError::NotAvailable(error_chain(&e)))
-        })?;
+        let tables = rdt_mmio::AcpiTables::read(root)
+            .map_err(|e| OpenError::Mmio(rdt_mmio::MmioError::NotAvailable(error_chain(&e))))?;
         if !tables.has_mmio() {
             return Err(OpenError::Mmio(rdt_mmio::MmioError::NotAvailable(format!(
                 "{} has no ACPI ERDT and MRRM tables",
@@ -1326,8 +1325,8 @@ impl OpenOptions {
         if let Some(t) = self.lock_timeout {
             backend.set_lock_timeout(t);
         }
-        let mut mmio = crate::DynMmioBackend::new(backend, &face.tables, face.mem)
-            .map_err(OpenError::Mmio)?;
+        let mut mmio =
+            crate::DynMmioBackend::new(backend, &face.tables, face.mem).map_err(OpenError::Mmio)?;
         let mut reclaimed = self.reclaimed(|| transaction::recover(&mut mmio));
         reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut mmio)));
         reclaimed.extend(self.reclaimed(|| mmio.msr_backend().reclaim_dead_runs()));

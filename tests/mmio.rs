@@ -121,7 +121,10 @@ fn region_mba_is_planned_applied_undone_and_refused_as_a_transaction() {
     assert_eq!(max_of(&mut rdt, domains[0], 1, 1), window);
 
     // refused whole, nothing written: above the window, a region that does not exist
-    let bad = [cxl_max(1, 0x20, domains[0]), cxl_max(1, window + 1, domains[1])];
+    let bad = [
+        cxl_max(1, 0x20, domains[0]),
+        cxl_max(1, window + 1, domains[1]),
+    ];
     let e = Plan::new(&mut rdt, &bad).expect_err("above the window");
     assert!(matches!(e, PlanError::Invalid { index: 1, .. }), "{e}");
     let mut nowhere = cxl_max(1, 0x20, domains[0]);

@@ -690,8 +690,13 @@ fn region_list_parser(s: &str) -> Result<IdList<u8>, String> {
 
 /// `--alloc-domain-id`: ERDT domain ids (0-65535).
 fn domain_list_parser(s: &str) -> Result<IdList<u16>, String> {
-    number_list(s, 65536, "domain ids")
-        .map(|v| IdList(v.into_iter().filter_map(|n| u16::try_from(n).ok()).collect()))
+    number_list(s, 65536, "domain ids").map(|v| {
+        IdList(
+            v.into_iter()
+                .filter_map(|n| u16::try_from(n).ok())
+                .collect(),
+        )
+    })
 }
 
 /// `--mbm-assign-mode`: the kernel's mode names.

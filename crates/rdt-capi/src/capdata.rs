@@ -222,9 +222,7 @@ fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Ve
     if m.is_none() && (iface.uses_msrs() || events.is_empty()) {
         return None;
     }
-    let snc = caps
-        .snc
-        .filter(|s| iface.uses_msrs() && s.nodes_per_l3 > 1);
+    let snc = caps.snc.filter(|s| iface.uses_msrs() && s.nodes_per_l3 > 1);
     let header = pqos_cap_mon {
         mem_size: uint(
             (size_of::<pqos_cap_mon>() + events.len() * size_of::<pqos_monitor>()) as u64,

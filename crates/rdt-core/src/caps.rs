@@ -1009,7 +1009,9 @@ impl Capabilities {
             }
         };
         match (limit, interface, mba.ctrl_enabled, mba.kind) {
-            (MbaLimit::MibPerSec(_), Interface::Msr | Interface::Mmio, _, _) => Err(unit(M::MibPerSecOnMsr)),
+            (MbaLimit::MibPerSec(_), Interface::Msr | Interface::Mmio, _, _) => {
+                Err(unit(M::MibPerSecOnMsr))
+            }
             (MbaLimit::MibPerSec(_), Interface::Os, false, _) => Err(unit(M::ControllerOff)),
             (MbaLimit::MibPerSec(_), Interface::Os, true, _) => Ok(()),
             (_, _, true, _) => Err(unit(M::ControllerOn)),

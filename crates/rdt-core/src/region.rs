@@ -147,7 +147,8 @@ pub trait RegionOps<E> {
     ///
     /// # Errors
     /// No such domain or class; a register read failed.
-    fn region_bandwidth(&mut self, domain: CacheDomain, class: ClassId) -> Result<Vec<RegionBw>, E>;
+    fn region_bandwidth(&mut self, domain: CacheDomain, class: ClassId)
+    -> Result<Vec<RegionBw>, E>;
 
     /// Sets region controls of `class` in L3 `domain`, all checked first (region, value
     /// within the window, class, domain; nothing is written when one is invalid), then

@@ -685,7 +685,11 @@ impl MmioModel {
             .counts
             .iter()
             .map(|(&(d, rmid, region), &c)| {
-                let last = self.last_read.get(&(d, rmid, region)).copied().unwrap_or(0.0);
+                let last = self
+                    .last_read
+                    .get(&(d, rmid, region))
+                    .copied()
+                    .unwrap_or(0.0);
                 (d, rmid, region, c, last)
             })
             .collect();
@@ -717,7 +721,9 @@ impl MmioModel {
         for &(d, v) in &saved.rdt_ctrl {
             domain(d)?;
             if v & !regs::RDT_CTRL_TOTAL_MODE != 0 {
-                return Err(format!("RDT_CTRL {v:#x} of MMIO domain {d} has reserved bits"));
+                return Err(format!(
+                    "RDT_CTRL {v:#x} of MMIO domain {d} has reserved bits"
+                ));
             }
             m.rdt_ctrl.insert(d, v);
         }
@@ -1066,7 +1072,16 @@ mod tests {
     fn mba_writes_and_region_counts_survive_a_save_and_restore() {
         let mut sim = rdt13();
         let d = tag(&mut sim, 1, 1);
-        let marc = sim.lock().mmio().unwrap().erdt().unwrap().domain(d).unwrap().marc.clone();
+        let marc = sim
+            .lock()
+            .mmio()
+            .unwrap()
+            .erdt()
+            .unwrap()
+            .domain(d)
+            .unwrap()
+            .marc
+            .clone();
         let addr = marc.unwrap().address(MbaControl::Max, 1, 1).unwrap();
         let v = regs::with_mba_field(mr(&mut sim, addr).unwrap(), 1, 0x40);
         mw(&mut sim, addr, v).unwrap();
@@ -1079,7 +1094,10 @@ mod tests {
         other.lock().restore_state(&text).unwrap();
         assert_eq!(mr(&mut other, addr).unwrap(), v, "the MBA write is seen");
         assert!((other.lock().mmio().unwrap().region_bytes(d, 1, 0) - ddr).abs() < 1.0);
-        assert_eq!(other.lock().mmio().unwrap().saved(), sim.lock().mmio().unwrap().saved());
+        assert_eq!(
+            other.lock().mmio().unwrap().saved(),
+            sim.lock().mmio().unwrap().saved()
+        );
         // a state that does not fit this model is refused whole
         let bad = text.replace("\"max\"", "\"maximum\"");
         assert_ne!(bad, text);
@@ -1090,6 +1108,9 @@ mod tests {
         json.as_object_mut().unwrap().remove("mmio");
         let mut old = rdt13();
         old.lock().restore_state(&json.to_string()).unwrap();
-        assert_eq!(regs::mba_field(mr(&mut old, addr).unwrap(), 1), CONTROL_WINDOW);
+        assert_eq!(
+            regs::mba_field(mr(&mut old, addr).unwrap(), 1),
+            CONTROL_WINDOW
+        );
     }
 }

@@ -377,7 +377,11 @@ impl<'a> Changes<'a> {
                 def.text
             );
         }
-        if let Some(r) = opts.regions.iter().find(|r| usize::from(**r) >= *num_regions) {
+        if let Some(r) = opts
+            .regions
+            .iter()
+            .find(|r| usize::from(**r) >= *num_regions)
+        {
             bail!(
                 "Memory region {r} is not supported on this platform, available regions are 0 \
                  to {}. Failed to set MBA configuration!",
@@ -707,10 +711,7 @@ fn applied_line(out: &mut dyn Write, d: &Done, origin: &Origin<'_>) -> std::io::
                 )
             }
         }
-        (
-            Step::RegionMba { class, after, .. },
-            Origin::RegionMba { domain_id, .. },
-        ) => {
+        (Step::RegionMba { class, after, .. }, Origin::RegionMba { domain_id, .. }) => {
             // pqos v26.03 pqos/alloc.c print_mmio_mba_log
             let control = match after.control {
                 rdt_pqos::BwControl::Optimal => "Optimal",

@@ -53,7 +53,10 @@ fn last_regions(stdout: &str) -> (Vec<String>, Vec<f64>) {
         .map(|(_, v)| v.parse::<f64>().expect("a number"))
         .collect();
     (
-        names.into_iter().filter(|n| n.starts_with("MBL-r")).collect(),
+        names
+            .into_iter()
+            .filter(|n| n.starts_with("MBL-r"))
+            .collect(),
         values,
     )
 }
@@ -85,11 +88,7 @@ fn region_monitoring_shows_the_70_30_split_and_max_bw_on_cxl_lowers_only_cxl() {
     // region's maximum in every CPU domain
     m.pqos(&["--iface=mmio", "-a", "llc:1=2-10"]).ok();
     let ids = cpu_domain_ids();
-    let id_list = ids
-        .iter()
-        .map(u16::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
+    let id_list = ids.iter().map(u16::to_string).collect::<Vec<_>>().join(",");
     let set = m
         .pqos(&[
             "--iface=mmio",
@@ -192,9 +191,20 @@ fn region_options_are_refused_where_they_cannot_apply() {
     assert!(r.stderr.contains("control window"), "{}", r.stderr);
     // region options on the MSR interface
     let r = m
-        .pqos(&["--iface=msr", "--mon-mem-regions=0", "-m", "all:0", "-t", "1"])
+        .pqos(&[
+            "--iface=msr",
+            "--mon-mem-regions=0",
+            "-m",
+            "all:0",
+            "-t",
+            "1",
+        ])
         .failed();
-    assert!(r.stderr.contains("needs the MMIO interface"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("needs the MMIO interface"),
+        "{}",
+        r.stderr
+    );
     let r = m
         .pqos(&[
             "--iface=msr",
@@ -204,9 +214,15 @@ fn region_options_are_refused_where_they_cannot_apply() {
             "mba:1=50",
         ])
         .failed();
-    assert!(r.stderr.contains("needs the MMIO interface"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("needs the MMIO interface"),
+        "{}",
+        r.stderr
+    );
     // a model without ERDT and MRRM
-    let r = Sim::new("skylake-sp").pqos(&["--iface=mmio", "-s"]).failed();
+    let r = Sim::new("skylake-sp")
+        .pqos(&["--iface=mmio", "-s"])
+        .failed();
     assert!(r.stderr.contains("ERDT"), "{}", r.stderr);
 }
 

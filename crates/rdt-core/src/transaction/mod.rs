@@ -621,7 +621,7 @@ impl fmt::Display for Step {
                 domain,
                 class,
                 after,
-            ..
+                ..
             } => write!(
                 f,
                 "MBA region {} {} of COS{class} in domain {domain}",

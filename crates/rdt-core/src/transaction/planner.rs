@@ -445,8 +445,7 @@ impl<B: Backend> Planner<'_, B> {
             std::collections::btree_map::Entry::Vacant(v) => {
                 let Some(r) = self.backend.regions() else {
                     return Err(invalid(RequestError::Unsupported(
-                        "region-aware MBA needs the MMIO interface (RDT 1.3: --iface=mmio)"
-                            .into(),
+                        "region-aware MBA needs the MMIO interface (RDT 1.3: --iface=mmio)".into(),
                     )));
                 };
                 let window = r.bw_window();

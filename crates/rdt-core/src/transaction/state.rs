@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use crate::BackendExt;
 use crate::{
     AllocReset, Backend, BackendError, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
-    FeatureSetting, GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaResource,
-    RegionBw, RequestError, TaskId,
+    FeatureSetting, GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaResource, RegionBw,
+    RequestError, TaskId,
 };
 
 /// Everything allocation sets, as read from a [`Backend`]: the CDP and MBA CTRL states,

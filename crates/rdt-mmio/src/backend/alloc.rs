@@ -53,9 +53,11 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
     ) -> Result<(u64, u16), MmioError> {
         let d = self.domain_of(domain)?;
         let id = d.erdt.id;
-        let marc = d.erdt.marc.as_ref().ok_or_else(|| {
-            MmioError::NotAvailable(format!("ERDT domain {id} has no MARC"))
-        })?;
+        let marc = d
+            .erdt
+            .marc
+            .as_ref()
+            .ok_or_else(|| MmioError::NotAvailable(format!("ERDT domain {id} has no MARC")))?;
         if class.get() >= self.erdt.max_clos {
             return Err(RequestError::Unsupported(format!(
                 "COS{class} does not exist for region MBA: the ERDT has {} classes",
@@ -163,7 +165,9 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo, E: From<MmioError>> RegionOps<E> for Mmi
         let mut cache: Vec<(u64, u64)> = Vec::new();
         for region in regions {
             for c in BwControl::ALL {
-                let (addr, id) = self.mba_address(domain, class, region, c).map_err(E::from)?;
+                let (addr, id) = self
+                    .mba_address(domain, class, region, c)
+                    .map_err(E::from)?;
                 let reg = match cache.iter().find(|(a, _)| *a == addr) {
                     Some(&(_, v)) => v,
                     None => {

@@ -23,10 +23,10 @@ use std::collections::BTreeMap;
 use std::io;
 
 use rdt_core::{
-    Backend, BackendError, CacheDomain, CatClass, CatResource, Capabilities, ClassId, CpuSet,
+    Backend, BackendError, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet,
     GroupStartError, Interface, LogicalCpu, MbaClass, MbaResource, MonEvents, MonGroupId,
-    MonValues, MsrOps, NamedClasses, PmuSource, RegionInfo, RegionMemory, RegionOps, Reset,
-    RequestError, Rmid, Topology, Writers,
+    MonValues, MsrOps, NamedClasses, PmuSource, RegionInfo, RegionMemory, RegionOps, RequestError,
+    Reset, Rmid, Topology, Writers,
 };
 use rdt_msr::regs::IA32_X2APIC_APICID;
 use rdt_msr::{MsrBackend, MsrError, MsrIo};
@@ -222,7 +222,11 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
         })
     }
 
-    pub(crate) fn read_reg(&mut self, addr: u64, what: impl FnOnce() -> String) -> Result<u64, MmioError> {
+    pub(crate) fn read_reg(
+        &mut self,
+        addr: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<u64, MmioError> {
         self.mem.read(addr).map_err(|source| MmioError::Register {
             op: "read",
             addr,
@@ -330,7 +334,10 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> Backend for MmioBackend<M, P, D> {
         &mut self,
         groups: &[(CpuSet, MonEvents)],
     ) -> Result<Vec<MonGroupId>, GroupStartError<MmioError>> {
-        let ids = self.msr.start_monitoring_many(groups).map_err(start_error)?;
+        let ids = self
+            .msr
+            .start_monitoring_many(groups)
+            .map_err(start_error)?;
         for (index, (id, (_, events))) in ids.iter().zip(groups).enumerate() {
             if let Err(error) = self.start_regions(*id, *events) {
                 for id in &ids {
@@ -379,4 +386,3 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> Backend for MmioBackend<M, P, D> {
         Some(self)
     }
 }
-

@@ -83,9 +83,7 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
                 .domains
                 .iter()
                 .position(|d| d.l3 == l3)
-                .ok_or_else(|| {
-                    MmioError::Topology(format!("L3 domain {l3} has no ERDT domain"))
-                })?;
+                .ok_or_else(|| MmioError::Topology(format!("L3 domain {l3} has no ERDT domain")))?;
             let counters = if mbm {
                 self.regions
                     .iter()
@@ -134,7 +132,12 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
         Ok(())
     }
 
-    fn read_counter(&mut self, addr: u64, mask: u64, what: impl FnOnce() -> String) -> Result<Reading, MmioError> {
+    fn read_counter(
+        &mut self,
+        addr: u64,
+        mask: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<Reading, MmioError> {
         let v = self.read_reg(addr, what)?;
         Ok(if v & regs::COUNTER_UNAVAILABLE != 0 {
             Reading::Unavailable
@@ -155,7 +158,11 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
             };
             let id = d.erdt.id;
             let width = u32::from(mmrc.counter_width).min(62);
-            let mask = if width == 0 { regs::BW_COUNT_MASK } else { (1u64 << width) - 1 };
+            let mask = if width == 0 {
+                regs::BW_COUNT_MASK
+            } else {
+                (1u64 << width) - 1
+            };
             for c in &mut ctx.counters {
                 let addr = mmrc.address(ctx.rmid, c.region.0).ok_or_else(|| {
                     MmioError::NotAvailable(format!(

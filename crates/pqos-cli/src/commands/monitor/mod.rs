@@ -241,13 +241,10 @@ pub fn run_monitor<B: Backend>(
         });
     }
 
-    let result = fmt
-        .begin(w)
-        .map_err(anyhow::Error::from)
-        .and_then(|()| {
-            let view = (interface, cols.regions);
-            monitor_loop(&mut mon, view, req, ctx, w, fmt.as_mut(), &mut started)
-        });
+    let result = fmt.begin(w).map_err(anyhow::Error::from).and_then(|()| {
+        let view = (interface, cols.regions);
+        monitor_loop(&mut mon, view, req, ctx, w, fmt.as_mut(), &mut started)
+    });
     // The output is closed (XML `</records>`) and the groups stopped on every exit.
     let ended = fmt.end(w).map_err(anyhow::Error::from);
     let stopped = stop_each(&mut mon, &started);
