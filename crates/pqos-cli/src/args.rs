@@ -656,12 +656,11 @@ fn number_list(s: &str, limit: u64, what: &str) -> Result<Vec<u64>, String> {
                 .filter(|n| *n < limit)
                 .ok_or_else(|| format!("`{t}`: {what} are numbers from 0 to {}", limit - 1))
         };
-        let (a, b) = match item.split_once('-') {
-            Some((a, b)) => (num(a)?, num(b)?),
-            None => {
-                let n = num(item)?;
-                (n, n)
-            }
+        let (a, b) = if let Some((a, b)) = item.split_once('-') {
+            (num(a)?, num(b)?)
+        } else {
+            let n = num(item)?;
+            (n, n)
         };
         if a > b {
             return Err(format!("`{item}`: a range goes up"));
@@ -754,8 +753,8 @@ mod tests {
         for argv in [
             &["pqos", "--print-mem-regions"][..],
             &["pqos", "--print-topology", "-s"],
-            &["pqos", "--sim", "--iface", "mmio", "--print-io-devs"],
-            &["pqos", "--iface=mmio", "--mon-dev=x"],
+            &["pqos", "--sim", "--print-io-devs", "--iface", "mmio"],
+            &["pqos", "--mon-dev=x", "--iface=mmio"],
             &["pqos", "--dump", "--space=mmio"],
         ] {
             let e = Args::try_parse_from(argv).unwrap_err().to_string();
@@ -772,6 +771,26 @@ mod tests {
                 "{argv:?}: {e}"
             );
         }
+        // built now: the MMIO interface and its region options
+        let a = Args::try_parse_from([
+            "pqos",
+            "--iface=mmio",
+            "--alloc-domain-id=0-2,5",
+            "--alloc-mem-region=1",
+            "--alloc-max-bw",
+            "--mon-mem-regions=3,2",
+            "-s",
+        ])
+        .unwrap();
+        assert_eq!(a.iface, Some(rdt_pqos::Iface::Mmio));
+        assert_eq!(a.alloc_domain_id, Some(IdList(vec![0, 1, 2, 5])));
+        assert_eq!(a.alloc_mem_regions, Some(IdList(vec![1])));
+        assert_eq!(a.mon_mem_regions, Some(IdList(vec![3, 2])));
+        assert!(a.alloc_max_bw && !a.alloc_min_bw && !a.alloc_opt_bw);
+        let e = Args::try_parse_from(["pqos", "--mon-mem-regions=256", "-s"]).unwrap_err();
+        assert!(e.to_string().contains("0 to 255"), "{e}");
+        let e = Args::try_parse_from(["pqos", "--alloc-domain-id=3-1", "-s"]).unwrap_err();
+        assert!(e.to_string().contains("a range goes up"), "{e}");
         // an option of the same prefix is not taken for one
         assert!(Args::try_parse_from(["pqos", "-s"]).is_ok());
     }

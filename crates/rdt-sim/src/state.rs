@@ -491,17 +491,7 @@ impl SimPlatform {
             )));
         }
         self.amd_qos_load(&mut regs.amd, &st.amd).map_err(Invalid)?;
-        let mmio = match (self.mmio.as_deref(), &st.mmio) {
-            (Some(m), Some(saved)) => Some(Box::new(m.restored(saved).map_err(Invalid)?)),
-            (Some(m), None) => {
-                let mut m = m.clone();
-                m.reset_registers();
-                Some(Box::new(m))
-            }
-            (None, Some(_)) => return Err(Invalid("the model has no MMIO registers".into())),
-            (None, None) => None,
-        };
-        self.mmio = mmio;
+        self.mmio = self.restored_mmio(st.mmio.as_ref())?;
         self.regs = regs;
         self.counters = counters;
         self.pmu = pmu;
@@ -510,6 +500,24 @@ impl SimPlatform {
         self.epoch = Duration::from_nanos(st.scenario_epoch_ns.min(st.now_ns));
         self.recompute();
         Ok(())
+    }
+
+    /// The MMIO model with `saved` restored (power-on registers without it: a state saved
+    /// before MMIO registers were kept).
+    fn restored_mmio(
+        &self,
+        saved: Option<&crate::mmio::MmioSaved>,
+    ) -> Result<Option<Box<crate::mmio::MmioModel>>, Invalid> {
+        Ok(match (self.mmio.as_deref(), saved) {
+            (Some(m), Some(saved)) => Some(Box::new(m.restored(saved).map_err(Invalid)?)),
+            (Some(m), None) => {
+                let mut m = m.clone();
+                m.reset_registers();
+                Some(Box::new(m))
+            }
+            (None, Some(_)) => return Err(Invalid("the model has no MMIO registers".into())),
+            (None, None) => None,
+        })
     }
 
     /// Saves [`Self::save_state`] to `path` atomically: written to a temporary file in the

@@ -99,16 +99,14 @@ fn region_monitoring_shows_the_70_30_split_and_max_bw_on_cxl_lowers_only_cxl() {
             "mba:1=0x7f",
         ])
         .ok();
-    let want: String = ids
-        .iter()
-        .map(|id| {
-            format!(
-                "Domain ID {id} MBA COS1 Memory Region 1 Maximum Bandwidth=> 0x7f requested, \
-                 0x7f applied\n"
-            )
-        })
-        .collect::<String>()
-        + "Allocation configuration altered.\n";
+    let mut want = String::new();
+    for id in &ids {
+        want.push_str(&format!(
+            "Domain ID {id} MBA COS1 Memory Region 1 Maximum Bandwidth=> 0x7f requested, \
+             0x7f applied\n"
+        ));
+    }
+    want.push_str("Allocation configuration altered.\n");
     crate::eqnice!(want, set.stdout);
     let (_, after) = regions_now(&m, &[]);
     assert!(

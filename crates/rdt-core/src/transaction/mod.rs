@@ -380,9 +380,10 @@ impl Step {
         match self {
             Self::Cat { after, .. } => Some(after.class),
             Self::Mba { after, .. } => Some(after.class),
-            Self::RegionMba { class, .. } => Some(*class),
             Self::Cpu { after, .. } | Self::Task { after, .. } => Some(*after),
-            Self::Claim { class, .. } | Self::Release { class, .. } => Some(*class),
+            Self::RegionMba { class, .. }
+            | Self::Claim { class, .. }
+            | Self::Release { class, .. } => Some(*class),
             Self::Reset { .. } | Self::Restore { .. } => None,
         }
     }

@@ -168,15 +168,14 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo, E: From<MmioError>> RegionOps<E> for Mmi
                 let (addr, id) = self
                     .mba_address(domain, class, region, c)
                     .map_err(E::from)?;
-                let reg = match cache.iter().find(|(a, _)| *a == addr) {
-                    Some(&(_, v)) => v,
-                    None => {
-                        let v = self
-                            .read_reg(addr, || reg_name(c, class, region.0, id))
-                            .map_err(E::from)?;
-                        cache.push((addr, v));
-                        v
-                    }
+                let reg = if let Some(&(_, v)) = cache.iter().find(|(a, _)| *a == addr) {
+                    v
+                } else {
+                    let v = self
+                        .read_reg(addr, || reg_name(c, class, region.0, id))
+                        .map_err(E::from)?;
+                    cache.push((addr, v));
+                    v
                 };
                 out.push(RegionBw {
                     region,
