@@ -61,6 +61,7 @@ fn msr(c: &mut Criterion) {
             run_dir: Some(run.path().to_owned()),
             cpuid: None,
             os: None,
+            mmio: None,
         }
     };
     let mut rdt = OpenOptions::new(Iface::Msr)

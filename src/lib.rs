@@ -73,8 +73,8 @@ pub mod perf;
 pub mod sim;
 
 pub use open::{
-    CpuidFrom, Iface, IfaceError, MsrSource, Notice, OpenError, OpenOptions, OsFace, OsWanted,
-    ParseIfaceError, Paths, PlatformCapabilities, PmuCapsPolicy, resolve_iface,
+    CpuidFrom, Iface, IfaceError, MmioFace, MsrSource, Notice, OpenError, OpenOptions, OsFace,
+    OsWanted, ParseIfaceError, Paths, PlatformCapabilities, PmuCapsPolicy, resolve_iface,
 };
 pub use perf::PerfPmu;
 /// Declarative allocation: named classes (TOML or JSON) and goresctrl's YAML (crate
@@ -112,6 +112,7 @@ pub mod transaction {
     pub use rdt_core::transaction::*;
     pub use rdt_host::transaction::*;
 }
+pub use rdt_mmio as mmio;
 pub use rdt_msr as msr;
 use rdt_msr::{MsrBackend, MsrError, MsrIo};
 pub use rdt_resctrl as resctrl;
@@ -138,6 +139,10 @@ pub enum Error {
     /// refused a write.
     #[error("{}", error_chain(.0))]
     Resctrl(ResctrlError),
+    /// A register access of the MMIO interface (RDT 1.3) failed, or its tables do not fit
+    /// the platform.
+    #[error("{}", error_chain(.0))]
+    Mmio(rdt_mmio::MmioError),
     /// The simulated platform's state could not be saved ([`Backend::commit`],
     /// [`Rdt::save_simulated`]): the writes made in this process are lost when it ends.
     #[cfg(feature = "sim")]
@@ -183,6 +188,16 @@ impl From<MsrError> for Error {
     }
 }
 
+impl From<rdt_mmio::MmioError> for Error {
+    fn from(e: rdt_mmio::MmioError) -> Self {
+        match e {
+            rdt_mmio::MmioError::Request(r) => Self::Request(r),
+            rdt_mmio::MmioError::Msr(m) => m.into(),
+            e => Self::Mmio(e),
+        }
+    }
+}
+
 impl From<ResctrlError> for Error {
     fn from(e: ResctrlError) -> Self {
         match e {
@@ -200,6 +215,12 @@ impl From<RequestError> for Error {
 
 /// The MSR interface as [`Rdt`] holds it.
 pub type DynMsrBackend = MsrBackend<Box<dyn MsrIo + Send>, Box<dyn PmuSource + Send>>;
+/// The MMIO interface as [`Rdt`] holds it.
+pub type DynMmioBackend = rdt_mmio::MmioBackend<
+    Box<dyn MsrIo + Send>,
+    Box<dyn PmuSource + Send>,
+    Box<dyn rdt_mmio::MmioIo + Send>,
+>;
 /// The OS interface as [`Rdt`] holds it.
 pub type DynResctrlBackend = ResctrlBackend<Box<dyn PmuSource + Send>>;
 
@@ -209,6 +230,7 @@ pub type DynResctrlBackend = ResctrlBackend<Box<dyn PmuSource + Send>>;
 enum Inner {
     Msr(DynMsrBackend),
     Os(DynResctrlBackend),
+    Mmio(Box<DynMmioBackend>),
 }
 
 /// An opened RDT platform, on the MSR or the OS interface. Use it through [`Backend`].
@@ -294,6 +316,24 @@ impl Rdt {
         }
     }
 
+    /// A platform over an opened MMIO-interface backend (RDT 1.3: `--iface=mmio`).
+    #[must_use]
+    pub fn from_mmio_backend(mut backend: DynMmioBackend) -> Self {
+        log_discovery(backend.capabilities(), Interface::Mmio, None);
+        let notices = backend
+            .msr_backend()
+            .cdp_inconsistency()
+            .map(Notice::CdpInconsistent)
+            .into_iter()
+            .collect();
+        Self {
+            backend: Inner::Mmio(Box::new(backend)),
+            notices,
+            #[cfg(feature = "sim")]
+            session: None,
+        }
+    }
+
     /// A platform over an opened OS-interface backend (any root, mount control, PMU).
     #[must_use]
     pub fn from_resctrl(backend: DynResctrlBackend) -> Self {
@@ -319,7 +359,7 @@ impl Rdt {
     pub const fn resctrl(&self) -> Option<&DynResctrlBackend> {
         match &self.backend {
             Inner::Os(b) => Some(b),
-            Inner::Msr(_) => None,
+            Inner::Msr(_) | Inner::Mmio(_) => None,
         }
     }
 
@@ -327,7 +367,7 @@ impl Rdt {
     pub const fn resctrl_mut(&mut self) -> Option<&mut DynResctrlBackend> {
         match &mut self.backend {
             Inner::Os(b) => Some(b),
-            Inner::Msr(_) => None,
+            Inner::Msr(_) | Inner::Mmio(_) => None,
         }
     }
 }
@@ -348,6 +388,7 @@ macro_rules! forward {
         match &mut $self.backend {
             Inner::Msr($b) => $call.map_err(Error::from),
             Inner::Os($b) => $call.map_err(Error::from),
+            Inner::Mmio($b) => $call.map_err(Error::from),
         }
     };
 }
@@ -359,18 +400,21 @@ impl Backend for Rdt {
         match &self.backend {
             Inner::Msr(b) => b.interface(),
             Inner::Os(b) => b.interface(),
+            Inner::Mmio(b) => b.interface(),
         }
     }
     fn capabilities(&self) -> &Capabilities {
         match &self.backend {
             Inner::Msr(b) => b.capabilities(),
             Inner::Os(b) => b.capabilities(),
+            Inner::Mmio(b) => b.capabilities(),
         }
     }
     fn topology(&self) -> &Topology {
         match &self.backend {
             Inner::Msr(b) => b.topology(),
             Inner::Os(b) => b.topology(),
+            Inner::Mmio(b) => b.topology(),
         }
     }
     fn cat_classes_in(
@@ -435,6 +479,9 @@ impl Backend for Rdt {
             Inner::Os(b) => b
                 .start_monitoring_many(groups)
                 .map_err(|e| e.map(Error::from)),
+            Inner::Mmio(b) => b
+                .start_monitoring_many(groups)
+                .map_err(|e| e.map(Error::from)),
         }
     }
     fn poll(&mut self) -> Result<(), Error> {
@@ -444,6 +491,7 @@ impl Backend for Rdt {
         match &self.backend {
             Inner::Msr(b) => b.values(group),
             Inner::Os(b) => b.values(group),
+            Inner::Mmio(b) => b.values(group),
         }
     }
     fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), Error> {
@@ -460,24 +508,33 @@ impl Backend for Rdt {
         match &mut self.backend {
             Inner::Msr(b) => Some(b),
             Inner::Os(b) => Some(b),
+            Inner::Mmio(b) => Some(b.msr_backend()),
         }
     }
     fn names(&mut self) -> Option<&mut dyn NamedClasses<Error>> {
         match &mut self.backend {
             Inner::Msr(b) => Some(b),
             Inner::Os(b) => Some(b),
+            Inner::Mmio(b) => Some(b.msr_backend()),
         }
     }
     fn os(&mut self) -> Option<&mut dyn OsOps<Error>> {
         match &mut self.backend {
-            Inner::Msr(_) => None,
+            Inner::Msr(_) | Inner::Mmio(_) => None,
             Inner::Os(b) => Some(b),
         }
     }
     fn msr(&mut self) -> Option<&mut dyn MsrOps<Error>> {
         match &mut self.backend {
             Inner::Msr(b) => Some(b),
+            Inner::Mmio(b) => Some(b.msr_backend()),
             Inner::Os(_) => None,
+        }
+    }
+    fn regions(&mut self) -> Option<&mut dyn rdt_core::RegionOps<Error>> {
+        match &mut self.backend {
+            Inner::Mmio(b) => Some(&mut **b),
+            Inner::Msr(_) | Inner::Os(_) => None,
         }
     }
 }

@@ -38,16 +38,21 @@ pub enum Iface {
     Msr,
     /// The kernel's resctrl filesystem.
     Os,
+    /// RDT 1.3's MMIO registers (pqos v26.03 `--iface=mmio`): the MSR interface for cores
+    /// and L3 CAT, region-aware MBM and MBA through the registers the ACPI ERDT table
+    /// locates (`/dev/mem`). Never chosen by `auto` (as pqos v26.03: only on request).
+    Mmio,
 }
 
 impl Iface {
-    /// pqos's name: `auto`, `msr`, `os`.
+    /// pqos's name: `auto`, `msr`, `os`, `mmio`.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
             Self::Auto => "auto",
             Self::Msr => "msr",
             Self::Os => "os",
+            Self::Mmio => "mmio",
         }
     }
 }
@@ -60,18 +65,19 @@ impl fmt::Display for Iface {
 
 /// An interface name that is not `auto`, `msr` or `os`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown interface `{0}` (expected auto, msr or os)")]
+#[error("unknown interface `{0}` (expected auto, msr, os or mmio)")]
 pub struct ParseIfaceError(pub String);
 
 impl FromStr for Iface {
     type Err = ParseIfaceError;
 
-    /// `auto`, `msr` or `os`, any case (pqos `--iface`).
+    /// `auto`, `msr`, `os` or `mmio`, any case (pqos `--iface`).
     fn from_str(s: &str) -> Result<Self, ParseIfaceError> {
         match s.to_ascii_lowercase().as_str() {
             "auto" => Ok(Self::Auto),
             "msr" => Ok(Self::Msr),
             "os" => Ok(Self::Os),
+            "mmio" => Ok(Self::Mmio),
             _ => Err(ParseIfaceError(s.to_owned())),
         }
     }
@@ -110,6 +116,9 @@ pub struct Paths {
     /// a transaction in progress (both interfaces), the RMIDs a monitoring run gave CPUs
     /// and the writers' lock `msr.lock` (MSR interface).
     pub run: PathBuf,
+    /// The root holding the ACPI tables (`sys/firmware/acpi/tables/`) and `dev/mem` of the
+    /// MMIO interface (RDT 1.3): `/` on a host, the platform's directory under a sysroot.
+    pub firmware: PathBuf,
 }
 
 impl Paths {
@@ -145,6 +154,7 @@ impl Paths {
             proc: PathBuf::from("/proc"),
             cpuid: CpuidFrom::Device,
             run: rdt_host::runfile::sysroot_run_dir(root),
+            firmware: root.to_path_buf(),
         }
     }
 
@@ -171,6 +181,14 @@ pub enum IfaceError {
         "Error: explicit interface 'msr' is not compatible with option '{option}' which requires 'os'."
     )]
     MsrConflicts {
+        /// The option (`-p/--mon-pid`).
+        option: String,
+    },
+    /// `--iface=mmio` together with an option that needs the OS interface.
+    #[error(
+        "Error: explicit interface 'mmio' is not compatible with option '{option}' which requires 'os'."
+    )]
+    MmioConflicts {
         /// The option (`-p/--mon-pid`).
         option: String,
     },
@@ -238,6 +256,7 @@ const fn iface_upper(i: Interface) -> &'static str {
     match i {
         Interface::Msr => "MSR",
         Interface::Os => "OS",
+        Interface::Mmio => "MMIO",
     }
 }
 
@@ -269,6 +288,11 @@ pub fn resolve_iface(
             option: option.to_owned(),
         });
     }
+    if let (Iface::Mmio, Some(option)) = (request, needs_os) {
+        return Err(IfaceError::MmioConflicts {
+            option: option.to_owned(),
+        });
+    }
     let forced = match rdt_iface {
         None => None,
         Some(v) if v.len() >= 2 && v.as_bytes()[..2].eq_ignore_ascii_case(b"OS") => {
@@ -288,7 +312,8 @@ pub fn resolve_iface(
         option: needs_os.map(str::to_owned),
     };
     match (request, forced) {
-        (Iface::Msr, Some(Interface::Os)) => Err(restricted(Interface::Os)),
+        (Iface::Msr | Iface::Mmio, Some(Interface::Os)) => Err(restricted(Interface::Os)),
+        (Iface::Mmio, _) => Ok(Interface::Mmio),
         (Iface::Os, Some(Interface::Msr)) => Err(restricted(Interface::Msr)),
         (Iface::Auto, Some(Interface::Msr)) if needs_os.is_some() => {
             Err(restricted(Interface::Msr))
@@ -355,6 +380,10 @@ pub enum OpenError {
     /// mount it), its `info/` does not parse, another tool holds its lock.
     #[error("cannot open the OS interface: {}", error_chain(.0))]
     Resctrl(ResctrlError),
+    /// The MMIO interface (RDT 1.3) cannot be opened: no ERDT/MRRM, tables that do not fit
+    /// the topology, `/dev/mem` not usable.
+    #[error("cannot open the MMIO interface: {}", error_chain(.0))]
+    Mmio(rdt_mmio::MmioError),
     /// The simulated platform ([`OpenOptions::simulated`], feature `sim`) could not be
     /// opened: an unknown model, a state file another program holds or that does not
     /// load, a state directory that is not safe.
@@ -488,6 +517,25 @@ pub struct MsrSource {
     /// (`rdt_sim::inprocess::InProcessResctrl` for the in-process simulated platform).
     /// `None`: the MSR interface only.
     pub os: Option<OsFace>,
+    /// Its MMIO interface (RDT 1.3), when it has one: its ACPI tables and registers.
+    /// `None`: `--iface=mmio` is refused.
+    pub mmio: Option<MmioFace>,
+}
+
+/// The MMIO interface of a platform the caller brings ([`MsrSource::mmio`]).
+pub struct MmioFace {
+    /// Its ACPI ERDT, MRRM and IRDT tables and CXL windows.
+    pub tables: rdt_mmio::AcpiTables,
+    /// Its MMIO registers.
+    pub mem: Box<dyn rdt_mmio::MmioIo + Send>,
+}
+
+impl fmt::Debug for MmioFace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MmioFace")
+            .field("tables", &self.tables)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The OS interface of a platform the caller brings ([`MsrSource::os`]): its resctrl
@@ -847,7 +895,12 @@ impl OpenOptions {
         let mut io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
         let topology = self.msr_topology(io.as_mut(), layout)?;
         let pmu = self.host_pmu(&topology.all_cpus(), &mut caps, self.pmu_caps);
-        let mut rdt = self.msr_with_run_dir(MsrBackend::new(io, caps, topology, pmu)?, &paths.run);
+        let backend = MsrBackend::new(io, caps, topology, pmu)?;
+        if interface == Interface::Mmio {
+            let face = self.host_mmio()?;
+            return self.mmio_with_run_dir(backend, Some(&paths.run), face);
+        }
+        let mut rdt = self.msr_with_run_dir(backend, &paths.run);
         if let Some(n) = self.resctrl_mounted_on_msr() {
             rdt.notices.push(n);
         }
@@ -1019,12 +1072,12 @@ impl OpenOptions {
             Some(dev) => dev,
             None => &NativeCpuid,
         };
-        if interface == Interface::Msr
+        if interface.uses_msrs()
             && let Some(why) = explain_no_rdt(cpuid)
         {
             return Err(OpenError::NoRdt(why));
         }
-        let layout = (placing && interface == Interface::Msr)
+        let layout = (placing && interface.uses_msrs())
             .then(|| ApicIdLayout::from_cpuid(cpuid))
             .flatten();
         log_cache_lines(Some(cpuid));
@@ -1155,8 +1208,19 @@ impl OpenOptions {
             run_dir,
             cpuid,
             os: _,
+            mmio,
         } = source;
         log_cache_lines(cpuid.as_deref().map(|c| c as &dyn CpuidSource));
+        // only an explicit request resolves to the MMIO interface
+        if self.iface == Iface::Mmio {
+            let face = mmio.ok_or_else(|| {
+                OpenError::Mmio(rdt_mmio::MmioError::NotAvailable(
+                    "this platform has no ACPI ERDT and MRRM tables".into(),
+                ))
+            })?;
+            let backend = MsrBackend::new(io, capabilities, topology, pmu)?;
+            return self.mmio_with_run_dir(backend, run_dir.as_deref(), face);
+        }
         let Some(dir) = run_dir else {
             return Rdt::from_msr(io, capabilities, topology, pmu);
         };
@@ -1170,7 +1234,7 @@ impl OpenOptions {
         let wants_os = self.iface == Iface::Os || self.needs_os.is_some();
         let interface = self.resolve_with(mounted || wants_os)?;
         log::info!("Selected interface: {}", iface_upper(interface));
-        if interface == Interface::Msr {
+        if interface.uses_msrs() {
             let mut rdt = self.open_source_msr(source)?;
             if mounted {
                 rdt.notices
@@ -1223,6 +1287,54 @@ impl OpenOptions {
         rdt
     }
 
+    /// The host's MMIO interface: the tables under [`Paths::firmware`] and its `dev/mem`.
+    fn host_mmio(&self) -> Result<MmioFace, OpenError> {
+        let root = &self.paths.firmware;
+        let tables = rdt_mmio::AcpiTables::read(root)
+            .map_err(|e| OpenError::Mmio(rdt_mmio::MmioError::NotAvailable(error_chain(&e))))?;
+        if !tables.has_mmio() {
+            return Err(OpenError::Mmio(rdt_mmio::MmioError::NotAvailable(format!(
+                "{} has no ACPI ERDT and MRRM tables",
+                root.join(rdt_mmio::tables::TABLES_DIR).display()
+            ))));
+        }
+        let mem = rdt_mmio::DevMem::open(root).map_err(|e| OpenError::Inaccessible {
+            path: root.join("dev/mem"),
+            what: "MMIO registers (RDT 1.3)",
+            error: e,
+        })?;
+        Ok(MmioFace {
+            tables,
+            mem: Box::new(mem),
+        })
+    }
+
+    /// The MMIO interface over the MSR backend `backend` and `face`, keeping its run state
+    /// in `dir` as the MSR interface does, after rolling back the transactions (of both
+    /// interfaces) and giving back the RMIDs of runs that ended before they finished.
+    fn mmio_with_run_dir(
+        &self,
+        backend: DynMsrBackend,
+        dir: Option<&Path>,
+        face: MmioFace,
+    ) -> Result<Rdt, OpenError> {
+        let mut backend = match dir {
+            Some(dir) => backend.with_run_dir(dir),
+            None => backend,
+        };
+        if let Some(t) = self.lock_timeout {
+            backend.set_lock_timeout(t);
+        }
+        let mut mmio =
+            crate::DynMmioBackend::new(backend, &face.tables, face.mem).map_err(OpenError::Mmio)?;
+        let mut reclaimed = self.reclaimed(|| transaction::recover(&mut mmio));
+        reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut mmio)));
+        reclaimed.extend(self.reclaimed(|| mmio.msr_backend().reclaim_dead_runs()));
+        let mut rdt = Rdt::from_mmio_backend(mmio);
+        rdt.notices.extend(reclaimed);
+        Ok(rdt)
+    }
+
     /// The MSR interface keeping its run state in `dir` ([`MsrBackend::with_run_dir`]),
     /// with the lock timeout asked for, after rolling back the transactions and giving back
     /// the RMIDs of runs that ended before they finished ([`OpenOptions::reclaim`]).
@@ -1273,6 +1385,7 @@ fn open_error_of(e: crate::Error) -> OpenError {
     match e {
         crate::Error::Msr(e) => OpenError::Msr(e),
         crate::Error::Resctrl(e) => OpenError::Resctrl(e),
+        crate::Error::Mmio(e) => OpenError::Mmio(e),
         crate::Error::Request(r) => OpenError::Resctrl(ResctrlError::Request(r)),
         // A read saves nothing; were it to, the simulator's own error.
         crate::Error::Sim(e) => OpenError::Sim(crate::sim::SessionError::Model(e)),

@@ -38,6 +38,8 @@ use crate::{MsrSource, OpenError, OpenOptions, OsFace, Rdt};
 /// topology, its run directory `<state>.run`, and its resctrl served in-process).
 pub(crate) fn source_of(session: &Session) -> MsrSource {
     let parts = rdt_sim::adapter::in_process(session);
+    // before the literal below, whose `cpuid` holds the platform's lock to its end
+    let mmio = mmio_of(session);
     MsrSource {
         io: parts.io,
         pmu: parts.pmu,
@@ -51,7 +53,28 @@ pub(crate) fn source_of(session: &Session) -> MsrSource {
             mount: parts.mount,
             root: parts.resctrl_root,
         }),
+        mmio,
     }
+}
+
+/// The model's MMIO interface (RDT 1.3: `xeon-rdt13`): its tables as served, its registers
+/// through the session's handle; `None` on a model without ERDT and MRRM.
+fn mmio_of(session: &Session) -> Option<crate::MmioFace> {
+    let handle = session.handle().clone();
+    let tables = {
+        let p = handle.lock();
+        let m = p.mmio()?;
+        rdt_mmio::AcpiTables {
+            erdt: m.erdt().cloned(),
+            mrrm: m.mrrm().cloned(),
+            irdt: m.irdt().cloned(),
+            cxl_windows: Some(m.cxl_windows().to_vec()),
+        }
+    };
+    tables.has_mmio().then(|| crate::MmioFace {
+        tables,
+        mem: Box::new(handle),
+    })
 }
 
 impl OpenOptions {

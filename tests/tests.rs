@@ -42,6 +42,11 @@ mod oci;
 #[cfg(feature = "sim")]
 mod control;
 
+// The MMIO interface (RDT 1.3) on the in-process xeon-rdt13 (feature `sim`): region
+// counters and region MBA as transaction steps.
+#[cfg(feature = "sim")]
+mod mmio;
+
 // Node Feature Discovery's feature file of each simulated model, read as NFD reads it
 // (feature `sim`).
 #[cfg(feature = "sim")]

@@ -25,7 +25,7 @@ fn limit<B: Backend>(
     let class = rdt.class_named("limited")?;
     let member = match rdt.interface() {
         Interface::Os => Change::task(TaskId::new(pid), class),
-        Interface::Msr => Change::cpu(LogicalCpu::new(cpu), class),
+        Interface::Msr | Interface::Mmio => Change::cpu(LogicalCpu::new(cpu), class),
     };
     let ways = Change::l3(CacheDomain::new(0), class, CacheBitmask::new(0xf)?);
     transaction::run(rdt, &[ways, member])?.into_result()?;

@@ -42,6 +42,10 @@ fn iface_parser() -> impl clap::builder::TypedValueParser<Value = rdt_pqos::Ifac
         ),
         PossibleValue::new("msr").help("Model-specific registers (`/dev/cpu/N/msr`)"),
         PossibleValue::new("os").help("The Linux resctrl filesystem"),
+        PossibleValue::new("mmio").help(
+            "RDT 1.3's MMIO registers from the ACPI ERDT table (`/dev/mem`): region-aware \
+             MBM and MBA",
+        ),
     ])
     .try_map(|s| s.parse::<rdt_pqos::Iface>())
 }
@@ -390,9 +394,41 @@ pub struct Args {
     #[arg(short = 'I', long = "iface-os", conflicts_with = "iface")]
     pub iface_os: bool,
 
-    /// The interface: auto, msr or os.
+    /// The interface: auto, msr, os or mmio.
     #[arg(long = "iface", value_name = "IFACE", ignore_case = true, value_parser = iface_parser())]
     pub iface: Option<rdt_pqos::Iface>,
+
+    /// MMIO interface: the memory regions whose local bandwidth `-m` shows, one column each
+    /// (default: every region), e.g. `0` or `3,2`.
+    #[arg(long = "mon-mem-regions", value_name = "REGIONS", value_parser = region_list_parser)]
+    pub mon_mem_regions: Option<IdList<u8>>,
+
+    /// MMIO interface: the memory regions an `-e mba:COS=VALUE` sets (a range or one
+    /// region, e.g. `1` or `0-3`).
+    #[arg(
+        long = "alloc-mem-regions",
+        alias = "alloc-mem-region",
+        value_name = "REGIONS",
+        value_parser = region_list_parser
+    )]
+    pub alloc_mem_regions: Option<IdList<u8>>,
+
+    /// MMIO interface: the ERDT domains an `-e mba:COS=VALUE` sets (a list or range).
+    #[arg(long = "alloc-domain-id", value_name = "DOMAINS", value_parser = domain_list_parser)]
+    pub alloc_domain_id: Option<IdList<u16>>,
+
+    /// MMIO interface: `-e mba:` sets the optimal bandwidth control (without any of
+    /// --alloc-opt-bw/--alloc-min-bw/--alloc-max-bw: all three).
+    #[arg(long = "alloc-opt-bw")]
+    pub alloc_opt_bw: bool,
+
+    /// MMIO interface: `-e mba:` sets the minimum bandwidth control.
+    #[arg(long = "alloc-min-bw")]
+    pub alloc_min_bw: bool,
+
+    /// MMIO interface: `-e mba:` sets the maximum bandwidth control.
+    #[arg(long = "alloc-max-bw")]
+    pub alloc_max_bw: bool,
 
     /// `--sim`: the simulated platform's model.
     #[arg(
@@ -568,13 +604,7 @@ impl Args {
 /// pqos v26.03's options of the RDT 1.3 MMIO generation and I/O RDT that this pqos does not
 /// have yet (issue 34), each with what it needs: refused by name, never taken for an
 /// unknown option or silently ignored. Source: pqos v26.03 `pqos/main.c` (long options).
-const NOT_BUILT_YET: [(&str, &str); 10] = [
-    ("--mon-mem-regions", "region-aware MBM (MMIO interface)"),
-    ("--alloc-mem-regions", "region-aware MBA (MMIO interface)"),
-    ("--alloc-domain-id", "region-aware MBA (MMIO interface)"),
-    ("--alloc-opt-bw", "region-aware MBA (MMIO interface)"),
-    ("--alloc-min-bw", "region-aware MBA (MMIO interface)"),
-    ("--alloc-max-bw", "region-aware MBA (MMIO interface)"),
+const NOT_BUILT_YET: [(&str, &str); 4] = [
     ("--mon-dev", "I/O RDT monitoring"),
     ("--mon-channel", "I/O RDT monitoring"),
     ("--rmid", "I/O RDT channel RMIDs"),
@@ -582,29 +612,71 @@ const NOT_BUILT_YET: [(&str, &str); 10] = [
 ];
 
 /// The refusal of the first argument that names an option of [`NOT_BUILT_YET`] (as
-/// `--NAME` or `--NAME=VALUE`) or the MMIO interface (`--iface=mmio`, `--iface mmio`).
+/// `--NAME` or `--NAME=VALUE`).
 fn not_built_yet(argv: &[OsString]) -> Option<String> {
     let words: Vec<&str> = argv.iter().skip(1).filter_map(|a| a.to_str()).collect();
-    for (i, arg) in words.iter().enumerate() {
+    for arg in &words {
         let name = arg.split_once('=').map_or(*arg, |(n, _)| n);
         if let Some((opt, needs)) = NOT_BUILT_YET.iter().find(|(o, _)| *o == name) {
             return Some(format!(
                 "{opt}: pqos v26.03's option for {needs} is not implemented yet in this pqos"
             ));
         }
-        let iface_mmio = *arg == "--iface=mmio"
-            || (*arg == "--iface" && words.get(i + 1).is_some_and(|v| *v == "mmio"));
-        if iface_mmio {
-            return Some(
-                "--iface=mmio: pqos v26.03's MMIO interface (RDT 1.3, ACPI ERDT) is not \
-                 implemented yet in this pqos; use --iface=msr or --iface=os (the table reports \
-                 and dumps, --print-mem-regions, --print-topology, --dump..., need no --iface: \
-                 they read the ACPI tables with --iface left at auto)"
-                    .to_owned(),
-            );
-        }
     }
     None
+}
+
+/// A list of numbers and ranges (`0`, `3,2`, `0-3`) as pqos's `strlisttotab`, each below
+/// `limit`; at most 64 entries.
+fn number_list(s: &str, limit: u64, what: &str) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        let num = |t: &str| {
+            rdt_pqos::parse_number(t.trim())
+                .ok()
+                .filter(|n| *n < limit)
+                .ok_or_else(|| format!("`{t}`: {what} are numbers from 0 to {}", limit - 1))
+        };
+        let (a, b) = if let Some((a, b)) = item.split_once('-') {
+            (num(a)?, num(b)?)
+        } else {
+            let n = num(item)?;
+            (n, n)
+        };
+        if a > b {
+            return Err(format!("`{item}`: a range goes up"));
+        }
+        for n in a..=b {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+            if out.len() > 64 {
+                return Err(format!("`{s}`: more than 64 {what}"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A list of ids given as one option value (`0,1`, `0-3`), in the order given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdList<T>(pub Vec<T>);
+
+/// `--mon-mem-regions`, `--alloc-mem-regions`: memory region ids (0-255).
+fn region_list_parser(s: &str) -> Result<IdList<u8>, String> {
+    number_list(s, 256, "memory regions")
+        .map(|v| IdList(v.into_iter().filter_map(|n| u8::try_from(n).ok()).collect()))
+}
+
+/// `--alloc-domain-id`: ERDT domain ids (0-65535).
+fn domain_list_parser(s: &str) -> Result<IdList<u16>, String> {
+    number_list(s, 65536, "domain ids").map(|v| {
+        IdList(
+            v.into_iter()
+                .filter_map(|n| u16::try_from(n).ok())
+                .collect(),
+        )
+    })
 }
 
 /// `--mbm-assign-mode`: the kernel's mode names.
@@ -661,9 +733,7 @@ mod tests {
     fn v26_03_options_not_built_yet_are_refused_by_name() {
         for argv in [
             &["pqos", "--mon-dev=all:0000:16:00.0@0"][..],
-            &["pqos", "--alloc-max-bw=10", "-s"],
-            &["pqos", "--sim", "--iface", "mmio", "-d"],
-            &["pqos", "--iface=mmio", "-d"],
+            &["pqos", "--mon-dev=x", "--iface=mmio"],
             &["pqos", "--mon-channel=all:0x10000", "-t", "1"],
         ] {
             let e = Args::try_parse_from(argv).unwrap_err().to_string();
@@ -680,6 +750,26 @@ mod tests {
                 "{argv:?}: {e}"
             );
         }
+        // built now: the MMIO interface and its region options
+        let a = Args::try_parse_from([
+            "pqos",
+            "--iface=mmio",
+            "--alloc-domain-id=0-2,5",
+            "--alloc-mem-region=1",
+            "--alloc-max-bw",
+            "--mon-mem-regions=3,2",
+            "-s",
+        ])
+        .unwrap();
+        assert_eq!(a.iface, Some(rdt_pqos::Iface::Mmio));
+        assert_eq!(a.alloc_domain_id, Some(IdList(vec![0, 1, 2, 5])));
+        assert_eq!(a.alloc_mem_regions, Some(IdList(vec![1])));
+        assert_eq!(a.mon_mem_regions, Some(IdList(vec![3, 2])));
+        assert!(a.alloc_max_bw && !a.alloc_min_bw && !a.alloc_opt_bw);
+        let e = Args::try_parse_from(["pqos", "--mon-mem-regions=256", "-s"]).unwrap_err();
+        assert!(e.to_string().contains("0 to 255"), "{e}");
+        let e = Args::try_parse_from(["pqos", "--alloc-domain-id=3-1", "-s"]).unwrap_err();
+        assert!(e.to_string().contains("a range goes up"), "{e}");
         // an option of the same prefix is not taken for one
         assert!(Args::try_parse_from(["pqos", "-s"]).is_ok());
         // the table reports and dumps are built (issue 34)

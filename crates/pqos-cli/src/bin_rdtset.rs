@@ -213,6 +213,7 @@ fn launch(
     cmd.arg("--iface").arg(match iface {
         Interface::Os => "os",
         Interface::Msr => "msr",
+        Interface::Mmio => "mmio",
     });
     if let Some(cpus) = &args.cpu {
         cmd.arg("-c").arg(cpus.to_string());

@@ -68,6 +68,29 @@ pub struct AllocRequest {
     /// pqos's `warn: updating COS for core %u from %u to %u` (and `... for task ...`)
     /// lines, printed on stdout.
     pub warnings: Vec<String>,
+    /// MMIO interface: where and how `mba:` definitions apply (`--alloc-domain-id`,
+    /// `--alloc-mem-regions`, `--alloc-{opt,min,max}-bw`).
+    pub regions: RegionAlloc,
+}
+
+/// `--alloc-domain-id`, `--alloc-mem-regions`, `--alloc-opt-bw`, `--alloc-min-bw`,
+/// `--alloc-max-bw` (pqos v26.03, MMIO interface).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegionAlloc {
+    /// ERDT domain ids; empty without the option.
+    pub domains: Vec<u16>,
+    /// Memory regions; empty without the option.
+    pub regions: Vec<u8>,
+    /// The controls set: those named, or all three when none is.
+    pub controls: Vec<rdt_pqos::BwControl>,
+}
+
+impl RegionAlloc {
+    /// Whether any of the options was given.
+    #[must_use]
+    pub const fn given(&self) -> bool {
+        !self.domains.is_empty() || !self.regions.is_empty() || !self.controls.is_empty()
+    }
 }
 
 /// Monitoring settings (`-m`, `-p`, `-t`, `-i`, `-T`, `-o`, `-u`, `-P`, `--disable-mon-*`).
@@ -100,6 +123,9 @@ pub struct MonitorRequest {
     pub output: Option<PathBuf>,
     /// `-u`.
     pub format: FileType,
+    /// `--mon-mem-regions` (MMIO interface): the regions shown, in the order given; `None`:
+    /// every region.
+    pub mem_regions: Option<Vec<u8>>,
 }
 
 /// The action of one invocation.
@@ -368,12 +394,35 @@ fn alloc_request(args: &Args) -> AllocRequest {
             }
         }
     }
+    let mut controls = Vec::new();
+    for (on, c) in [
+        (args.alloc_opt_bw, rdt_pqos::BwControl::Optimal),
+        (args.alloc_min_bw, rdt_pqos::BwControl::Min),
+        (args.alloc_max_bw, rdt_pqos::BwControl::Max),
+    ] {
+        if on {
+            controls.push(c);
+        }
+    }
     AllocRequest {
         classes,
         profile: args.profile_set.clone(),
         assoc,
         tasks,
         warnings,
+        regions: RegionAlloc {
+            domains: args
+                .alloc_domain_id
+                .as_ref()
+                .map(|l| l.0.clone())
+                .unwrap_or_default(),
+            regions: args
+                .alloc_mem_regions
+                .as_ref()
+                .map(|l| l.0.clone())
+                .unwrap_or_default(),
+            controls,
+        },
     }
 }
 
@@ -437,6 +486,7 @@ fn monitor_request(args: &Args) -> Result<MonitorRequest> {
         disable_llc_miss: args.disable_mon_llc_miss,
         output: args.mon_file.clone(),
         format: args.mon_file_type.unwrap_or(FileType::Text),
+        mem_regions: args.mon_mem_regions.as_ref().map(|l| l.0.clone()),
     })
 }
 

@@ -503,6 +503,7 @@ mod tests {
             run_dir: None,
             cpuid: None,
             os: None,
+            mmio: None,
             io: Box::new(rdt_sim::SimHandle::new(sim)),
             pmu: Box::new(rdt_pqos::NoPmu),
         };
@@ -654,6 +655,7 @@ mod tests {
                 mount: Box::new(session.resctrl().mount_control()),
                 root: "sim:turin:/sys/fs/resctrl".into(),
             }),
+            mmio: None,
         };
         let rdt = rdt_pqos::OpenOptions::new(rdt_pqos::Iface::Os)
             .open_source(source)

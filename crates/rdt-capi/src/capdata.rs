@@ -118,7 +118,7 @@ fn bandwidth(
             },
             _,
         ) => (m.granularity(), max_delay, linear),
-        (MbaKind::AmdBandwidth { .. }, Interface::Msr) => (0, 0, false),
+        (MbaKind::AmdBandwidth { .. }, Interface::Msr | Interface::Mmio) => (0, 0, false),
         (MbaKind::AmdBandwidth { .. }, Interface::Os) => (1, 100, false),
     };
     let (ctrl, ctrl_on) = match ctrl {
@@ -151,7 +151,9 @@ fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Ve
     let e = m.map(|m| m.events).unwrap_or_default();
     let rmem = e.mbm_total && e.mbm_local;
     let (scale, rmids, width) = match (m, iface) {
-        (Some(m), Interface::Msr) => (m.upscaling_factor, m.num_rmids, m.counter_width),
+        (Some(m), Interface::Msr | Interface::Mmio) => {
+            (m.upscaling_factor, m.num_rmids, m.counter_width)
+        }
         (Some(m), Interface::Os) => (1, m.num_rmids, 0),
         (None, _) => (0, 0, 0),
     };
@@ -164,7 +166,7 @@ fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Ve
         iordt,
     };
     let (pmu_scale, pmu_rmids) = match iface {
-        Interface::Msr => (0, 0),
+        Interface::Msr | Interface::Mmio => (0, 0),
         Interface::Os => (1, rmids),
     };
     let pmu_event = |event: E| pqos_monitor {
@@ -182,7 +184,7 @@ fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Ve
     };
     rdt(e.llc_occupancy, E::PQOS_MON_EVENT_L3_OCCUP);
     match iface {
-        Interface::Msr => {
+        Interface::Msr | Interface::Mmio => {
             rdt(e.mbm_total, E::PQOS_MON_EVENT_TMEM_BW);
             rdt(e.mbm_local, E::PQOS_MON_EVENT_LMEM_BW);
         }
@@ -193,7 +195,7 @@ fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Ve
     }
     rdt(rmem, E::PQOS_MON_EVENT_RMEM_BW);
     let pmu_order: [(bool, E); 3] = match iface {
-        Interface::Msr => [
+        Interface::Msr | Interface::Mmio => [
             (pmu.ipc, E::PQOS_PERF_EVENT_IPC),
             (pmu.llc_misses, E::PQOS_PERF_EVENT_LLC_MISS),
             (pmu.llc_references, E::PQOS_PERF_EVENT_LLC_REF),
@@ -209,7 +211,7 @@ fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Ve
             events.push(pmu_event(event));
         }
     }
-    if caps.uncore_pcie && iface == Interface::Msr {
+    if caps.uncore_pcie && iface.uses_msrs() {
         for event in [
             E::PQOS_PERF_EVENT_LLC_MISS_PCIE_READ,
             E::PQOS_PERF_EVENT_LLC_MISS_PCIE_WRITE,
@@ -219,18 +221,16 @@ fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Ve
             events.push(pmu_event(event));
         }
     }
-    if m.is_none() && (iface == Interface::Msr || events.is_empty()) {
+    if m.is_none() && (iface.uses_msrs() || events.is_empty()) {
         return None;
     }
-    let snc = caps
-        .snc
-        .filter(|s| iface == Interface::Msr && s.nodes_per_l3 > 1);
+    let snc = caps.snc.filter(|s| iface.uses_msrs() && s.nodes_per_l3 > 1);
     let header = pqos_cap_mon {
         mem_size: uint(
             (size_of::<pqos_cap_mon>() + events.len() * size_of::<pqos_monitor>()) as u64,
         ),
         max_rmid: m.map_or(0, |m| match iface {
-            Interface::Msr => m.max_rmid.saturating_add(1),
+            Interface::Msr | Interface::Mmio => m.max_rmid.saturating_add(1),
             Interface::Os => m.num_rmids,
         }),
         l3_size: uint(caps.l3_cache.as_ref().map_or(0, CacheGeometry::total_size)),

@@ -118,7 +118,8 @@ pub unsafe extern "C" fn pqos_init(config: *const pqos_config) -> c_int {
             }
         };
         let inter = match (rdt.interface(), requested) {
-            (Interface::Msr, _) => pqos_interface::PQOS_INTER_MSR,
+            // PQOS_INTER_MMIO is refused above: an MMIO platform is never opened here
+            (Interface::Msr | Interface::Mmio, _) => pqos_interface::PQOS_INTER_MSR,
             (Interface::Os, pqos_interface::PQOS_INTER_OS_RESCTRL_MON) => {
                 pqos_interface::PQOS_INTER_OS_RESCTRL_MON
             }

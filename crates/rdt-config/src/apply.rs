@@ -142,6 +142,19 @@ impl ConfigPlan {
                         before.limit,
                         after.limit
                     ),
+                    Step::RegionMba {
+                        domain,
+                        class,
+                        before,
+                        after,
+                    } => format!(
+                        "{}: MBA region {} {} domain {domain}: {} -> {}",
+                        who(*class),
+                        after.region,
+                        after.control,
+                        before.value,
+                        after.value
+                    ),
                     // into a class of the file, or (a removal) out of one
                     Step::Cpu { cpu, before, after } if self.is_leaving(*before, *after) => {
                         format!("{}: CPU {cpu} to COS{after}", who(*before))

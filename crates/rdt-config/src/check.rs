@@ -393,7 +393,7 @@ pub(super) fn normalize(
                 let stored = mba.stored_limit(interface, *limit);
                 if stored != *limit {
                     let how = match interface {
-                        Interface::Msr => "rounded half up, as pqos writes it",
+                        Interface::Msr | Interface::Mmio => "rounded half up, as pqos writes it",
                         Interface::Os => "rounded up, as the kernel stores it",
                     };
                     warnings.push(at.warning(

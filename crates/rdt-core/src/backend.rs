@@ -19,6 +19,20 @@ pub enum Interface {
     Msr,
     /// The Linux resctrl filesystem.
     Os,
+    /// RDT 1.3's MMIO registers that the ACPI ERDT table locates (pqos v26.03
+    /// `--iface=mmio`), for region-aware MBM and MBA ([`Backend::regions`]); cores keep
+    /// IA32_PQR_ASSOC and L3 CAT keeps its MSRs, so for everything else it acts as
+    /// [`Interface::Msr`] ([`Interface::uses_msrs`]).
+    Mmio,
+}
+
+impl Interface {
+    /// Whether CPUs are associated and CAT/MBA classes programmed through MSRs: the MSR and
+    /// the MMIO interface (pqos v26.03 `lib/mmio_allocation.c` keeps `hw_alloc_*` for cores).
+    #[must_use]
+    pub const fn uses_msrs(self) -> bool {
+        matches!(self, Self::Msr | Self::Mmio)
+    }
 }
 
 /// The masks of one CAT class: one mask, or a data and a code mask while CDP is on.
@@ -432,6 +446,12 @@ pub trait Backend {
     fn msr(&mut self) -> Option<&mut dyn MsrOps<Self::Error>> {
         None
     }
+
+    /// Region-aware MBM and MBA ([`crate::region`]); `None` on a backend without the
+    /// RDT 1.3 registers.
+    fn regions(&mut self) -> Option<&mut dyn crate::RegionOps<Self::Error>> {
+        None
+    }
 }
 
 /// What [`Backend::reset`] resets.
@@ -618,6 +638,11 @@ impl<'a, B: Backend> Monitoring<'a, B> {
     /// The backend, for reads while the guard lives.
     #[must_use]
     pub fn backend(&self) -> &B {
+        self.backend
+    }
+
+    /// The backend, mutable (its abilities: [`Backend::regions`] for region values).
+    pub fn backend_mut(&mut self) -> &mut B {
         self.backend
     }
 

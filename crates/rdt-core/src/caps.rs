@@ -245,7 +245,7 @@ impl MbaCaps {
         let step = self.granularity().max(1);
         let p = u32::from(p);
         let stored = match interface {
-            crate::Interface::Msr => {
+            crate::Interface::Msr | crate::Interface::Mmio => {
                 crate::round_to_step(p, step).max(100u32.saturating_sub(max_delay))
             }
             crate::Interface::Os => p.div_ceil(step) * step,
@@ -888,7 +888,7 @@ impl Capabilities {
         if class.get() >= n {
             return Err(LimitError::ClassOutOfRange {
                 resource: match interface {
-                    crate::Interface::Msr => "COS association",
+                    crate::Interface::Msr | crate::Interface::Mmio => "COS association",
                     crate::Interface::Os => Self::OS_CLASS_LIMIT,
                 },
                 class,
@@ -930,7 +930,7 @@ impl Capabilities {
         }
         if cfg.mba_ctrl == FeatureSetting::On {
             let why = match (interface, mba_ctrl) {
-                (crate::Interface::Msr, _) => Some(
+                (crate::Interface::Msr | crate::Interface::Mmio, _) => Some(
                     "the MBps controller (mba_MBps) is the kernel's: it needs the OS interface",
                 ),
                 (_, None | Some(crate::MbaCtrl::Unsupported)) => Some(
@@ -1009,7 +1009,9 @@ impl Capabilities {
             }
         };
         match (limit, interface, mba.ctrl_enabled, mba.kind) {
-            (MbaLimit::MibPerSec(_), Interface::Msr, _, _) => Err(unit(M::MibPerSecOnMsr)),
+            (MbaLimit::MibPerSec(_), Interface::Msr | Interface::Mmio, _, _) => {
+                Err(unit(M::MibPerSecOnMsr))
+            }
             (MbaLimit::MibPerSec(_), Interface::Os, false, _) => Err(unit(M::ControllerOff)),
             (MbaLimit::MibPerSec(_), Interface::Os, true, _) => Ok(()),
             (_, _, true, _) => Err(unit(M::ControllerOn)),
@@ -1050,7 +1052,7 @@ impl Capabilities {
     #[must_use]
     pub fn classes(&self, interface: crate::Interface) -> u32 {
         match interface {
-            crate::Interface::Msr => self.max_classes(),
+            crate::Interface::Msr | crate::Interface::Mmio => self.max_classes(),
             crate::Interface::Os => self.os_classes(),
         }
     }

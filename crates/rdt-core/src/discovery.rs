@@ -156,7 +156,7 @@ impl Capabilities {
     /// ```
     #[must_use]
     pub fn discovery_lines(&self, interface: Interface) -> Vec<(Level, String)> {
-        let probes = interface == Interface::Msr && self.vendor == Vendor::Intel;
+        let probes = interface.uses_msrs() && self.vendor == Vendor::Intel;
         // CPUID.7.0:EBX[15], as far as the capabilities tell
         let alloc = self.l3_cat.is_present() || self.l2_cat.is_present() || self.mba.is_present();
         let mut lines = Vec::new();

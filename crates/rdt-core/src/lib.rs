@@ -37,6 +37,7 @@ pub mod mbm;
 pub mod monitor;
 mod mount;
 pub mod pmu;
+pub mod region;
 mod request;
 mod shown;
 pub mod topology;
@@ -71,6 +72,9 @@ pub use monitor::{
 };
 pub use mount::{MountOptions, MountOptionsError};
 pub use pmu::{NoPmu, PmuCounts, PmuSource, sum_deltas};
+pub use region::{
+    BwControl, MemRegion, RegionBw, RegionInfo, RegionMemory, RegionOps, RegionValues,
+};
 pub use request::{MbaUnitMismatch, RequestError, error_chain, holders};
 pub use shown::{Shown, is_escaped};
 pub use topology::{ApicIdLayout, CpuPlacement, Topology, TopologyError};

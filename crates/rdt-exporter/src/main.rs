@@ -66,7 +66,7 @@ fn run(args: &Args) -> Result<()> {
     }
     let interface = opts.resolve().context("choosing the interface")?;
     let own_wanted = !args.monitor_cores.is_empty() || !args.monitor_pids.is_empty();
-    if interface == Interface::Msr && !own_wanted {
+    if interface.uses_msrs() && !own_wanted {
         bail!(
             "nothing to export on the MSR interface: it has no groups of other tools to read; \
              give --monitor-cores, or mount resctrl for the OS interface"

@@ -162,7 +162,8 @@ struct Record {
 /// The interface's part of a record's name.
 const fn iface_name(interface: Interface) -> &'static str {
     match interface {
-        Interface::Msr => "msr",
+        // the MMIO interface's classes are the MSR interface's (IA32_PQR_ASSOC)
+        Interface::Msr | Interface::Mmio => "msr",
         Interface::Os => "os",
     }
 }

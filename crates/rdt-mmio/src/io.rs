@@ -33,6 +33,17 @@ pub trait MmioIo {
     fn write(&mut self, addr: u64, value: u64) -> io::Result<()>;
 }
 
+/// A boxed implementation (the facade holds `Box<dyn MmioIo + Send>`).
+impl<T: MmioIo + ?Sized> MmioIo for Box<T> {
+    fn read(&mut self, addr: u64) -> io::Result<u64> {
+        (**self).read(addr)
+    }
+
+    fn write(&mut self, addr: u64, value: u64) -> io::Result<()> {
+        (**self).write(addr, value)
+    }
+}
+
 /// `/dev/mem` (or `ROOT/dev/mem`), opened once for reading and writing with `O_SYNC`
 /// (uncached access, as device registers need).
 #[derive(Debug)]

@@ -25,8 +25,9 @@
 //! table is a [`TableError`] naming the table, the sub-structure and the byte offset, never a
 //! panic (fuzzed: `tests/fuzz.rs` in CI, `fuzz/fuzz_targets/acpi_tables.rs` by hand).
 //!
-//! Not yet here: the backend (allocation, association, monitoring through
-//! `rdt_core::Backend`) over [`MmioIo`]: the next layer of issue 34.
+//! - [`backend`]: the interface as an `rdt_core::Backend` ([`MmioBackend`]): the MSR
+//!   backend for cores and L3 CAT, region-aware MBA and MBM and CMRC occupancy through
+//!   [`MmioIo`] (`rdt_core::RegionOps`).
 //!
 //! # References
 //! - Intel Resource Director Technology Architecture Specification rev 1.3 (ERDT, MRRM, IRDT,
@@ -37,6 +38,7 @@
 //!   `lib/mmio.[ch]` (read for facts).
 
 pub mod acpi;
+pub mod backend;
 pub mod build;
 pub mod dump;
 pub mod erdt;
@@ -48,6 +50,7 @@ pub mod regs;
 pub mod tables;
 
 pub use acpi::{AcpiHeader, Problem, TableError};
+pub use backend::{MmioBackend, MmioError};
 pub use erdt::{Domain, Erdt, MbaControl, RegisterBlock};
 pub use io::{DevMem, MmioIo};
 pub use irdt::{ChannelId, Irdt};

@@ -33,8 +33,9 @@
 //!   raw counts before the correction factor (`raw = count × 65536 / factor`); occupancy is
 //!   the model's L3 occupancy of the RMID. `RDT_CTRL` bit 2 (legacy total mode) resets set;
 //!   MBA fields reset to the window (optimal, maximum) and 0 (minimum). Writes to counter
-//!   blocks, reserved bits, or addresses outside every block fail with EIO. Not saved with
-//!   the machine's state.
+//!   blocks, reserved bits, or addresses outside every block fail with EIO. Saved with
+//!   the machine's state ([`MmioSaved`]: control registers, counts, splits), so separate
+//!   processes act on one machine.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -646,6 +647,138 @@ impl MmioModel {
     }
 }
 
+/// The MMIO part of a saved machine state ([`crate::state`]): what differs from power-on
+/// and the running counts, so that a second process sees the first one's MBA writes and
+/// counters. Opaque outside the simulator.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MmioSaved {
+    /// `RDT_CTRL` per domain: (domain id, value).
+    #[serde(default)]
+    rdt_ctrl: Vec<(u16, u64)>,
+    /// MBA registers: (domain id, control `opt`/`min`/`max`, byte offset in the block, value).
+    #[serde(default)]
+    mba: Vec<(u16, String, u64, u64)>,
+    /// Bandwidth counts in MMRC units: (domain id, RMID, region, count, count when last read).
+    #[serde(default)]
+    counts: Vec<(u16, u32, u8, f64, f64)>,
+    /// Per CPU (topology order): its traffic's share per region.
+    #[serde(default)]
+    split: Vec<[f64; REGIONS]>,
+    /// I/O CAT registers: (address, value).
+    #[serde(default)]
+    io: Vec<(u64, u64)>,
+}
+
+const fn control_name(c: MbaControl) -> &'static str {
+    match c {
+        MbaControl::Optimal => "opt",
+        MbaControl::Min => "min",
+        MbaControl::Max => "max",
+    }
+}
+
+impl MmioModel {
+    /// The registers and counts to save (module docs of [`crate::state`]).
+    pub(crate) fn saved(&self) -> MmioSaved {
+        let counts = self
+            .counts
+            .iter()
+            .map(|(&(d, rmid, region), &c)| {
+                let last = self
+                    .last_read
+                    .get(&(d, rmid, region))
+                    .copied()
+                    .unwrap_or(0.0);
+                (d, rmid, region, c, last)
+            })
+            .collect();
+        MmioSaved {
+            rdt_ctrl: self.rdt_ctrl.iter().map(|(d, v)| (*d, *v)).collect(),
+            mba: self
+                .mba
+                .iter()
+                .map(|(&(d, c, off), &v)| (d, control_name(c).to_owned(), off, v))
+                .collect(),
+            counts,
+            split: self.split.clone(),
+            io: self.io_regs.iter().map(|(a, v)| (*a, *v)).collect(),
+        }
+    }
+
+    /// This model with `saved` restored over its power-on registers, every entry checked
+    /// against the ERDT (a domain, block and offset that exist; values within the fields);
+    /// `Err` names the first entry that does not fit (the model is not changed then).
+    pub(crate) fn restored(&self, saved: &MmioSaved) -> Result<Self, String> {
+        let mut m = self.clone();
+        m.reset_registers();
+        let erdt = m.erdt.clone();
+        let domain = |id: u16| {
+            erdt.as_ref()
+                .and_then(|e| e.domains.iter().find(|d| d.id == id))
+                .ok_or_else(|| format!("MMIO domain {id} does not exist"))
+        };
+        for &(d, v) in &saved.rdt_ctrl {
+            domain(d)?;
+            if v & !regs::RDT_CTRL_TOTAL_MODE != 0 {
+                return Err(format!(
+                    "RDT_CTRL {v:#x} of MMIO domain {d} has reserved bits"
+                ));
+            }
+            m.rdt_ctrl.insert(d, v);
+        }
+        let fields = (0..regs::MBA_REGIONS_PER_REG)
+            .fold(0, |r, region| regs::with_mba_field(r, region, u16::MAX));
+        for (d, name, off, v) in &saved.mba {
+            let control = MbaControl::ALL
+                .into_iter()
+                .find(|c| control_name(*c) == name)
+                .ok_or_else(|| format!("MBA control `{name}` is not opt, min or max"))?;
+            let marc = domain(*d)?
+                .marc
+                .as_ref()
+                .ok_or_else(|| format!("MMIO domain {d} has no MARC"))?;
+            let block = marc.block(control);
+            if !off.is_multiple_of(regs::REG_BYTES) || *off >= block.len() || v & !fields != 0 {
+                return Err(format!(
+                    "MBA register {name} +{off:#x} = {v:#x} of MMIO domain {d} does not fit"
+                ));
+            }
+            m.mba.insert((*d, control, *off), *v);
+        }
+        for &(d, rmid, region, c, last) in &saved.counts {
+            let dom = domain(d)?;
+            let ok = |x: f64| x.is_finite() && x >= 0.0;
+            if rmid > dom.max_rmid || usize::from(region) >= REGIONS || !ok(c) || !ok(last) {
+                return Err(format!(
+                    "MMIO count of RMID {rmid} region {region} in domain {d} does not fit"
+                ));
+            }
+            m.counts.insert((d, rmid, region), c);
+            m.last_read.insert((d, rmid, region), last);
+        }
+        if !saved.split.is_empty() {
+            let ok = |s: &[f64; REGIONS]| s.iter().all(|x| x.is_finite() && *x >= 0.0);
+            if saved.split.len() != m.split.len() || !saved.split.iter().all(ok) {
+                return Err("the region split does not fit the model's CPUs".into());
+            }
+            m.split.clone_from(&saved.split);
+        }
+        for &(addr, v) in &saved.io {
+            let exists = erdt.as_ref().is_some_and(|e| {
+                e.domains
+                    .iter()
+                    .any(|d| d.card.as_ref().is_some_and(|c| c.block.contains(addr)))
+            });
+            if !exists || !addr.is_multiple_of(regs::REG_BYTES) {
+                return Err(format!("I/O CAT register {addr:#x} does not exist"));
+            }
+            m.io_regs.insert(addr, v);
+        }
+        Ok(m)
+    }
+}
+
 impl rdt_mmio::MmioIo for crate::SimHandle {
     fn read(&mut self, addr: u64) -> io::Result<u64> {
         self.lock().mmio_read(addr)
@@ -933,5 +1066,51 @@ mod tests {
         sim.advance(Duration::from_secs(1));
         assert!(region_bytes(&mut sim, d, 1, 0) > 0);
         assert_eq!(region_bytes(&mut sim, d, 1, 1), 0);
+    }
+
+    #[test]
+    fn mba_writes_and_region_counts_survive_a_save_and_restore() {
+        let mut sim = rdt13();
+        let d = tag(&mut sim, 1, 1);
+        let marc = sim
+            .lock()
+            .mmio()
+            .unwrap()
+            .erdt()
+            .unwrap()
+            .domain(d)
+            .unwrap()
+            .marc
+            .clone();
+        let addr = marc.unwrap().address(MbaControl::Max, 1, 1).unwrap();
+        let v = regs::with_mba_field(mr(&mut sim, addr).unwrap(), 1, 0x40);
+        mw(&mut sim, addr, v).unwrap();
+        sim.lock().set_region_split(LogicalCpu::new(3), [0.5, 0.5]);
+        sim.advance(Duration::from_secs(1));
+        let text = sim.lock().save_state();
+        let ddr = sim.lock().mmio().unwrap().region_bytes(d, 1, 0);
+        // another process: the same model built afresh, the state loaded
+        let mut other = rdt13();
+        other.lock().restore_state(&text).unwrap();
+        assert_eq!(mr(&mut other, addr).unwrap(), v, "the MBA write is seen");
+        assert!((other.lock().mmio().unwrap().region_bytes(d, 1, 0) - ddr).abs() < 1.0);
+        assert_eq!(
+            other.lock().mmio().unwrap().saved(),
+            sim.lock().mmio().unwrap().saved()
+        );
+        // a state that does not fit this model is refused whole
+        let bad = text.replace("\"max\"", "\"maximum\"");
+        assert_ne!(bad, text);
+        let e = rdt13().lock().restore_state(&bad).unwrap_err().to_string();
+        assert!(e.contains("`maximum` is not opt, min or max"), "{e}");
+        // states saved before MMIO was kept load, with power-on registers
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        json.as_object_mut().unwrap().remove("mmio");
+        let mut old = rdt13();
+        old.lock().restore_state(&json.to_string()).unwrap();
+        assert_eq!(
+            regs::mba_field(mr(&mut old, addr).unwrap(), 1),
+            CONTROL_WINDOW
+        );
     }
 }

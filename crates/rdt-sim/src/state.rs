@@ -133,6 +133,10 @@ pub struct MachineState {
     /// ([`crate::amdqos`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     amd: Vec<crate::amdqos::AmdQosSaved>,
+    /// The RDT 1.3 MMIO registers and region counts ([`crate::mmio`]); absent on a model
+    /// without them and in states saved before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mmio: Option<crate::mmio::MmioSaved>,
 }
 
 impl MachineState {
@@ -363,6 +367,7 @@ impl SimPlatform {
             pmu,
             scenario: self.scenario.to_value(),
             amd: self.amd_qos_saved(),
+            mmio: self.mmio.as_deref().map(crate::mmio::MmioModel::saved),
         }
     }
 
@@ -486,6 +491,7 @@ impl SimPlatform {
             )));
         }
         self.amd_qos_load(&mut regs.amd, &st.amd).map_err(Invalid)?;
+        self.mmio = self.restored_mmio(st.mmio.as_ref())?;
         self.regs = regs;
         self.counters = counters;
         self.pmu = pmu;
@@ -494,6 +500,24 @@ impl SimPlatform {
         self.epoch = Duration::from_nanos(st.scenario_epoch_ns.min(st.now_ns));
         self.recompute();
         Ok(())
+    }
+
+    /// The MMIO model with `saved` restored (power-on registers without it: a state saved
+    /// before MMIO registers were kept).
+    fn restored_mmio(
+        &self,
+        saved: Option<&crate::mmio::MmioSaved>,
+    ) -> Result<Option<Box<crate::mmio::MmioModel>>, Invalid> {
+        Ok(match (self.mmio.as_deref(), saved) {
+            (Some(m), Some(saved)) => Some(Box::new(m.restored(saved).map_err(Invalid)?)),
+            (Some(m), None) => {
+                let mut m = m.clone();
+                m.reset_registers();
+                Some(Box::new(m))
+            }
+            (None, Some(_)) => return Err(Invalid("the model has no MMIO registers".into())),
+            (None, None) => None,
+        })
     }
 
     /// Saves [`Self::save_state`] to `path` atomically: written to a temporary file in the

@@ -11,7 +11,7 @@
 
 use std::io::Write;
 
-use anyhow::{Context as _, Result, anyhow};
+use anyhow::{Context as _, Result, anyhow, bail};
 use rdt_pqos::config::goresctrl::GroupOptions;
 use rdt_pqos::config::{ConfigFile, ConfigPlanError};
 use rdt_pqos::proc::ProcFs;
@@ -48,6 +48,14 @@ enum Origin<'a> {
         /// `%`, ` MBps` or nothing (AMD units).
         unit: &'static str,
     },
+    /// One `COS=VALUE` of an `mba` item on the MMIO interface: one control of one memory
+    /// region in one ERDT domain (`--alloc-domain-id`, `--alloc-mem-regions`).
+    RegionMba {
+        def: &'a ClassDef,
+        value: &'a CosValue,
+        /// The ERDT domain id, as given.
+        domain_id: u16,
+    },
     /// A core of `-a`.
     Core { item: &'a str },
     /// A task of `-a pid:`.
@@ -56,7 +64,10 @@ enum Origin<'a> {
 
 impl Origin<'_> {
     const fn is_definition(&self) -> bool {
-        matches!(self, Self::Cat { .. } | Self::Mba { .. })
+        matches!(
+            self,
+            Self::Cat { .. } | Self::Mba { .. } | Self::RegionMba { .. }
+        )
     }
 }
 
@@ -80,7 +91,11 @@ pub fn run_alloc<B: Backend>(
         // pqos appends the profile's classes to the -e list (pqos/profiles.c).
         classes.extend(profiles::class_defs(name, backend.capabilities()).map_err(|m| anyhow!(m))?);
     }
-    let (changes, origins) = match changes_of(backend, &classes, req) {
+    // MMIO interface: the ERDT domain of each L3 domain and the number of memory regions
+    let regions = backend
+        .regions()
+        .map(|r| (r.domain_ids(), r.memory_regions().len()));
+    let (changes, origins) = match changes_of(backend, &classes, req, regions.as_ref()) {
         Ok(c) => c,
         Err(e) => {
             if let Some(line) = pqos_line(&e) {
@@ -166,11 +181,23 @@ fn changes_of<'a, B: Backend>(
     backend: &B,
     defs: &'a [ClassDef],
     req: &'a AllocRequest,
+    regions: Option<&(Vec<(CacheDomain, u16)>, usize)>,
 ) -> Result<(Vec<Change>, Vec<Origin<'a>>)> {
     let caps = backend.capabilities();
     let topo = backend.topology();
     let mut list = Changes::default();
+    if req.regions.given() && regions.is_none() {
+        bail!(
+            "--alloc-domain-id, --alloc-mem-regions and --alloc-{{opt,min,max}}-bw set \
+             region-aware MBA, which needs the MMIO interface (--iface=mmio on an RDT 1.3 \
+             platform)"
+        );
+    }
     for def in defs {
+        if let (AllocKind::Mba, Some(map)) = (def.kind, regions) {
+            list.region_mba(&req.regions, map, def)?;
+            continue;
+        }
         match def.kind {
             AllocKind::L3 => list.cat(caps, topo, CatResource::L3, def)?,
             AllocKind::L2 => list.cat(caps, topo, CatResource::L2, def)?,
@@ -318,6 +345,97 @@ impl<'a> Changes<'a> {
     }
 }
 
+impl<'a> Changes<'a> {
+    /// pqos v26.03 `set_mba_clos` on the MMIO interface: one change per value, domain,
+    /// region and control, in that order; the domains and regions must be given, the
+    /// regions must exist, the value is the control's (0 ..= the control window, checked by
+    /// the plan).
+    fn region_mba(
+        &mut self,
+        opts: &crate::command::RegionAlloc,
+        (domains, num_regions): &(Vec<(CacheDomain, u16)>, usize),
+        def: &'a ClassDef,
+    ) -> Result<()> {
+        match (opts.domains.is_empty(), opts.regions.is_empty()) {
+            (true, true) => bail!(
+                "--alloc-domain-id & --alloc-mem-region options are missing in command line. \
+                 Failed to set MBA configuration!"
+            ),
+            (true, false) => bail!(
+                "--alloc-domain-id option is missing in command line. Failed to set MBA \
+                 configuration!"
+            ),
+            (false, true) => bail!(
+                "--alloc-mem-region option is missing in command line. Failed to set MBA \
+                 configuration!"
+            ),
+            (false, false) => {}
+        }
+        if def.ids.is_some() {
+            bail!(
+                "\"{}\": on the MMIO interface --alloc-domain-id selects the domains, not @IDS",
+                def.text
+            );
+        }
+        if let Some(r) = opts
+            .regions
+            .iter()
+            .find(|r| usize::from(**r) >= *num_regions)
+        {
+            bail!(
+                "Memory region {r} is not supported on this platform, available regions are 0 \
+                 to {}. Failed to set MBA configuration!",
+                num_regions.saturating_sub(1)
+            );
+        }
+        let controls: &[rdt_pqos::BwControl] = if opts.controls.is_empty() {
+            &rdt_pqos::BwControl::ALL
+        } else {
+            &opts.controls
+        };
+        for value in &def.values {
+            let bw = u16::try_from(value.value).map_err(|_| {
+                anyhow!(
+                    "\"{}\" in \"{}\": a region MBA value is 0 to 0x1ff",
+                    value.text,
+                    def.text
+                )
+            })?;
+            for &id in &opts.domains {
+                let Some((domain, _)) = domains.iter().find(|(_, d)| *d == id) else {
+                    let known: Vec<String> = domains.iter().map(|(_, d)| d.to_string()).collect();
+                    bail!(
+                        "Domain id {id} is unavailable (the ERDT's CPU domains: {})",
+                        known.join(",")
+                    );
+                };
+                for &region in &opts.regions {
+                    for &control in controls {
+                        let change = Change::RegionMba {
+                            domain: *domain,
+                            class: value.class,
+                            bw: rdt_pqos::RegionBw {
+                                region: rdt_pqos::MemRegion(region),
+                                control,
+                                value: bw,
+                            },
+                        };
+                        self.push(
+                            change,
+                            Origin::RegionMba {
+                                def,
+                                value,
+                                domain_id: id,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 fn unsupported(def: &ClassDef, what: &str, present: bool) -> anyhow::Error {
     if present {
         anyhow!(
@@ -416,6 +534,9 @@ fn refused<B: Backend>(
              them with that tool)"
         ),
         (Origin::Cat { .. } | Origin::Mba { .. }, _) => definition_refused(change, origin, error),
+        (Origin::RegionMba { def, value, .. }, _) => {
+            anyhow!("\"{}\" in \"{}\": {error}", value.text, def.text)
+        }
         (Origin::Core { item } | Origin::Task { item }, _) => {
             association_refused(backend, proc, change, item, error)
         }
@@ -590,6 +711,20 @@ fn applied_line(out: &mut dyn Write, d: &Done, origin: &Origin<'_>) -> std::io::
                 )
             }
         }
+        (Step::RegionMba { class, after, .. }, Origin::RegionMba { domain_id, .. }) => {
+            // pqos v26.03 pqos/alloc.c print_mmio_mba_log
+            let control = match after.control {
+                rdt_pqos::BwControl::Optimal => "Optimal",
+                rdt_pqos::BwControl::Min => "Minimum",
+                rdt_pqos::BwControl::Max => "Maximum",
+            };
+            writeln!(
+                out,
+                "Domain ID {domain_id} MBA COS{class} Memory Region {} {control} Bandwidth=> \
+                 {:#x} requested, {:#x} applied",
+                after.region, after.value, after.value
+            )
+        }
         _ => Ok(()),
     }
 }
@@ -629,6 +764,12 @@ fn failed_lines<E: BackendError>(
             writeln!(out, "{label} {resource} COS{} - FAILED!", after.class)?;
             writeln!(out, "Allocation configuration error!")?;
             error.context(format!("setting {label} {resource} COS{}", after.class))
+        }
+        (Step::RegionMba { class, .. }, Origin::RegionMba { domain_id, .. }) => {
+            // pqos v26.03 set_mba_clos on MMIO: `Domain ID %u MBA COS%u - FAILED!`
+            writeln!(out, "Domain ID {domain_id} MBA COS{class} - FAILED!")?;
+            writeln!(out, "Allocation configuration error!")?;
+            error.context(format!("setting Domain ID {domain_id} MBA COS{class}"))
         }
         (step, origin) => {
             let (what, class, item) = match (step, origin) {

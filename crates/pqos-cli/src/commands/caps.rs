@@ -92,13 +92,13 @@ fn display(
         let ctrl = match iface {
             // The controller's state as the backend knows it (JSON is ours, not pqos's).
             Interface::Os => Some(mba_ctrl.unwrap_or(MbaCtrl::Unsupported)),
-            Interface::Msr => None,
+            Interface::Msr | Interface::Mmio => None,
         };
         return print_capabilities_json(caps, iface, ctrl, os.mbm, os.io_alloc, out);
     }
     let ctrl = match iface {
         Interface::Os => caps.pqos_mba_ctrl(mba_ctrl),
-        Interface::Msr => None,
+        Interface::Msr | Interface::Mmio => None,
     };
     print_capabilities(caps, iface, ctrl, os.mbm, os.io_alloc, verbose, out)
 }
@@ -157,7 +157,7 @@ pub fn print_capabilities(
         bail!("No Platform QoS capability discovered");
     }
     match iface {
-        Interface::Msr => line(out, 0, "Hardware capabilities")?,
+        Interface::Msr | Interface::Mmio => line(out, 0, "Hardware capabilities")?,
         Interface::Os => line(
             out,
             0,
@@ -279,7 +279,7 @@ fn print_monitoring(
     let e = &m.events;
     let rmem = e.mbm_total && e.mbm_local;
     line(out, 4, "Monitoring")?;
-    if let Some(snc) = snc.filter(|s| iface == Interface::Msr && s.nodes_per_l3 > 1) {
+    if let Some(snc) = snc.filter(|s| iface.uses_msrs() && s.nodes_per_l3 > 1) {
         // pqos/cap.c `cap_print_features_mon`, when `snc_num > 1`
         line(out, 8, &format!("Sub-NUMA Clustering: {}", snc.mode.name()))?;
     }
@@ -288,7 +288,7 @@ fn print_monitoring(
         .filter_map(|(on, name)| on.then_some(name))
         .collect();
     let (memory, pmu) = match iface {
-        Interface::Msr => (
+        Interface::Msr | Interface::Mmio => (
             [(e.mbm_total, TMEM), (e.mbm_local, LMEM), (rmem, RMEM)],
             [
                 (pmu_caps.ipc, IPC),
@@ -309,7 +309,7 @@ fn print_monitoring(
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
         .collect();
-    let uncore = (uncore && iface == Interface::Msr).then_some(UNCORE_NAMES);
+    let uncore = (uncore && iface.uses_msrs()).then_some(UNCORE_NAMES);
     let pmu: Vec<&str> = pmu
         .into_iter()
         .filter_map(|(on, name)| on.then_some(name))
@@ -317,7 +317,7 @@ fn print_monitoring(
         .collect();
     // (scale factor, max rmid, counter length) of `-D`; 0 is not printed (pqos/cap.c)
     let (rdt_details, pmu_details) = match iface {
-        Interface::Msr => (
+        Interface::Msr | Interface::Mmio => (
             (m.upscaling_factor, m.num_rmids, m.counter_width),
             (0, 0, 0),
         ),
@@ -534,7 +534,7 @@ fn print_cat(
 /// resctrl `min_cbm_bits` is 0); the OS interface reads `info/*/min_cbm_bits`.
 fn pqos_cat_caps(c: &CatCaps, iface: Interface) -> CatCaps {
     let mut shown = c.clone();
-    if iface == Interface::Msr {
+    if iface.uses_msrs() {
         shown.min_cbm_bits = shown.min_cbm_bits.max(1);
     }
     shown
@@ -555,7 +555,7 @@ const fn pqos_mba_numbers(m: &MbaCaps, iface: Interface) -> (u32, u32, bool) {
             },
             _,
         ) => (m.granularity(), 100u32.saturating_sub(max_delay), linear),
-        (MbaKind::AmdBandwidth { .. }, Interface::Msr) => (0, 100, false),
+        (MbaKind::AmdBandwidth { .. }, Interface::Msr | Interface::Mmio) => (0, 100, false),
         (MbaKind::AmdBandwidth { .. }, Interface::Os) => (1, 0, false),
     }
 }
@@ -866,6 +866,7 @@ pub fn print_capabilities_json(
         interface: match iface {
             Interface::Msr => "msr",
             Interface::Os => "os",
+            Interface::Mmio => "mmio",
         },
         kernel: (iface == Interface::Os).then(kernel_release),
         vendor: match &caps.vendor {
@@ -876,7 +877,7 @@ pub fn print_capabilities_json(
             _ => "unknown".to_owned(),
         },
         monitoring: caps.monitoring.get().map(|m| MonDoc {
-            events: event_names(m, caps.pmu, caps.uncore_pcie && iface == Interface::Msr),
+            events: event_names(m, caps.pmu, caps.uncore_pcie && iface.uses_msrs()),
             num_rmids: m.num_rmids,
             upscaling_factor_bytes: m.upscaling_factor,
             counter_width_bits: m.counter_width,

@@ -786,6 +786,7 @@ mod json {
                 interface: match c.interface {
                     rdt_pqos::Interface::Msr => "msr",
                     rdt_pqos::Interface::Os => "os",
+                    rdt_pqos::Interface::Mmio => "mmio",
                 },
                 l3_cat,
                 l2_cat,

@@ -48,6 +48,9 @@ mod agent;
 // All or nothing under faults and SIGKILL at every write position.
 mod crash;
 
+// pqos v26.03's MMIO interface on xeon-rdt13: region monitoring, region MBA, -R, SIGKILL.
+mod mmio;
+
 // `pqos --apply FILE`: named classes from TOML, idempotent, all or nothing.
 mod declarative;
 

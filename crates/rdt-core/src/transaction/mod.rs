@@ -37,7 +37,7 @@ use std::fmt;
 use crate::BackendExt;
 use crate::{
     AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
-    LogicalCpu, MbaClass, MbaLimit, MbaResource, RequestError, Shown, TaskId,
+    LogicalCpu, MbaClass, MbaLimit, MbaResource, RegionBw, RequestError, Shown, TaskId,
 };
 
 /// Which masks of a CAT class a change sets (pqos `-e llc:1=..`, `1d=..`, `1c=..`).
@@ -80,6 +80,17 @@ pub enum Change {
         ///
         /// [`Capabilities::check_mba_limit`]: crate::Capabilities::check_mba_limit
         limit: MbaLimit,
+    },
+    /// One MBA control of a class for one memory region in one L3 domain (RDT 1.3's
+    /// region-aware MBA, [`Backend::regions`]; pqos `--alloc-mem-regions`,
+    /// `--alloc-domain-id`, `--alloc-{opt,min,max}-bw`).
+    RegionMba {
+        /// The L3 domain.
+        domain: CacheDomain,
+        /// The class of service.
+        class: ClassId,
+        /// The region, the control and its value (control-window units).
+        bw: RegionBw,
     },
     /// A CPU into a class.
     Cpu {
@@ -272,6 +283,18 @@ pub enum Step {
         /// The class as it will be (before the hardware's rounding).
         after: MbaClass,
     },
+    /// One region MBA control of one class in one L3 domain
+    /// ([`RegionOps::set_region_bandwidth`](crate::RegionOps::set_region_bandwidth)).
+    RegionMba {
+        /// The L3 domain.
+        domain: CacheDomain,
+        /// The class.
+        class: ClassId,
+        /// The control as it was.
+        before: RegionBw,
+        /// The control as it will be.
+        after: RegionBw,
+    },
     /// `associate` of one CPU.
     Cpu {
         /// The CPU.
@@ -343,6 +366,7 @@ impl Step {
         match self {
             Self::Cat { before, after, .. } => before == after,
             Self::Mba { before, after, .. } => before == after,
+            Self::RegionMba { before, after, .. } => before == after,
             Self::Cpu { before, after, .. } | Self::Task { before, after, .. } => before == after,
             Self::Reset { .. }
             | Self::Restore { .. }
@@ -359,7 +383,9 @@ impl Step {
             Self::Cat { after, .. } => Some(after.class),
             Self::Mba { after, .. } => Some(after.class),
             Self::Cpu { after, .. } | Self::Task { after, .. } => Some(*after),
-            Self::Claim { class, .. } | Self::Release { class, .. } => Some(*class),
+            Self::RegionMba { class, .. }
+            | Self::Claim { class, .. }
+            | Self::Release { class, .. } => Some(*class),
             Self::Reset { .. } | Self::Restore { .. } => None,
         }
     }
@@ -397,6 +423,17 @@ impl Step {
                     class: after.class,
                     limit: applied.unwrap_or(after.limit),
                 },
+                after: *before,
+            },
+            Self::RegionMba {
+                domain,
+                class,
+                before,
+                after,
+            } => Self::RegionMba {
+                domain: *domain,
+                class: *class,
+                before: *after,
                 after: *before,
             },
             Self::Cpu { cpu, before, after } => Self::Cpu {
@@ -468,6 +505,15 @@ impl Step {
                 "{resource} COS{} of domain {domain} back to {}",
                 before.class, before.limit
             ),
+            Self::RegionMba {
+                domain,
+                class,
+                before,
+                ..
+            } => format!(
+                "MBA region {} {} of COS{class} in domain {domain} back to {}",
+                before.region, before.control, before.value
+            ),
             Self::Cpu { cpu, before, .. } => format!("CPU {cpu} back into COS{before}"),
             Self::Task { task, before, .. } => format!("task {task} back into COS{before}"),
             Self::Reset { .. } => "the allocation as it was before the reset".to_owned(),
@@ -515,6 +561,20 @@ impl Step {
                         .map_or(after.limit, |a| a.limit),
                 ))
             }
+            Self::RegionMba {
+                domain,
+                class,
+                after,
+                ..
+            } => match backend.regions() {
+                Some(r) => r
+                    .set_region_bandwidth(*domain, *class, &[*after])
+                    .map(|()| None),
+                None => Err(RequestError::Unsupported(
+                    "region-aware MBA needs the MMIO interface (RDT 1.3)".into(),
+                )
+                .into()),
+            },
             Self::Cpu { cpu, after, .. } => backend.associate(*cpu, *after).map(|()| None),
             Self::Task { task, after, .. } => backend.associate_task(*task, *after).map(|()| None),
             Self::Reset { cfg, .. } => backend.reset_allocation(cfg).map(|()| None),
@@ -560,6 +620,16 @@ impl fmt::Display for Step {
                 after,
                 ..
             } => write!(f, "{resource} COS{} of domain {domain}", after.class),
+            Self::RegionMba {
+                domain,
+                class,
+                after,
+                ..
+            } => write!(
+                f,
+                "MBA region {} {} of COS{class} in domain {domain}",
+                after.region, after.control
+            ),
             Self::Cpu { cpu, after, .. } => write!(f, "CPU {cpu} into COS{after}"),
             Self::Task { task, after, .. } => write!(f, "task {task} into COS{after}"),
             Self::Reset { .. } => f.write_str("allocation reset"),

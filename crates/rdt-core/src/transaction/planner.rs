@@ -7,7 +7,7 @@ use crate::BackendExt;
 use crate::{
     AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource,
     ClassId, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, MbaResource,
-    RequestError, TaskId,
+    RegionBw, RequestError, TaskId,
 };
 
 /// The current state the plan read, updated as its steps are planned.
@@ -17,6 +17,7 @@ struct Current {
     mba: BTreeMap<(MbaResource, CacheDomain), Vec<MbaClass>>,
     cpus: BTreeMap<LogicalCpu, ClassId>,
     tasks: BTreeMap<TaskId, ClassId>,
+    regions: BTreeMap<(CacheDomain, ClassId), Vec<RegionBw>>,
 }
 
 /// A backend error as a plan error: its [`RequestError`] when it is one, a read error else.
@@ -427,6 +428,66 @@ impl<B: Backend> Planner<'_, B> {
         })
     }
 
+    /// A region MBA control: checked against the platform's regions and control window
+    /// (value 0 ..= window), the class and the domain; the current value read once per
+    /// class and domain.
+    fn region_mba(
+        &mut self,
+        index: usize,
+        domain: CacheDomain,
+        class: ClassId,
+        bw: RegionBw,
+    ) -> Result<Step, PlanError<B::Error>> {
+        let invalid = |error: RequestError| PlanError::Invalid { index, error };
+        self.backend
+            .capabilities()
+            .check_class(self.interface, class)
+            .map_err(|e| invalid(e.into()))?;
+        let domains = self.backend.topology().l3_domains();
+        if !domains.contains(&domain) {
+            return Err(invalid(no_domain("MBA region", domain, &domains)));
+        }
+        let entry = self.current.regions.entry((domain, class));
+        let table = match entry {
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let Some(r) = self.backend.regions() else {
+                    return Err(invalid(RequestError::Unsupported(
+                        "region-aware MBA needs the MMIO interface (RDT 1.3: --iface=mmio)".into(),
+                    )));
+                };
+                let window = r.bw_window();
+                if bw.value > window {
+                    return Err(invalid(RequestError::Unsupported(format!(
+                        "MBA region {} {} value {} is above the control window {window}",
+                        bw.region, bw.control, bw.value
+                    ))));
+                }
+                v.insert(
+                    r.region_bandwidth(domain, class)
+                        .map_err(|e| read_error(index, e))?,
+                )
+            }
+        };
+        let Some(slot) = table
+            .iter_mut()
+            .find(|c| c.region == bw.region && c.control == bw.control)
+        else {
+            return Err(invalid(RequestError::Unsupported(format!(
+                "memory region {} does not exist on this platform",
+                bw.region
+            ))));
+        };
+        let before = *slot;
+        *slot = bw;
+        Ok(Step::RegionMba {
+            domain,
+            class,
+            before,
+            after: bw,
+        })
+    }
+
     fn cpu(
         &mut self,
         index: usize,
@@ -698,6 +759,7 @@ pub(super) fn plan<B: Backend>(
                 class,
                 limit,
             } => p.mba(index, resource, domain, class, limit)?,
+            &Change::RegionMba { domain, class, bw } => p.region_mba(index, domain, class, bw)?,
             &Change::Cpu { cpu, class } => p.cpu(index, cpu, class)?,
             &Change::Task { task, class } => p.task(index, task, class)?,
             &Change::Reset(cfg) => {

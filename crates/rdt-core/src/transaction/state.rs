@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::BackendExt;
 use crate::{
     AllocReset, Backend, BackendError, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
-    FeatureSetting, GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaResource,
+    FeatureSetting, GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaResource, RegionBw,
     RequestError, TaskId,
 };
 
@@ -35,6 +35,10 @@ pub struct AllocState {
     pub cpus: Vec<(LogicalCpu, ClassId)>,
     /// Tasks explicitly in a class other than COS 0 (OS interface).
     pub tasks: Vec<(TaskId, ClassId)>,
+    /// Per L3 domain and class, every region MBA control (MMIO interface, RDT 1.3; empty
+    /// elsewhere and in journals written before regions were planned).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub regions: Vec<(CacheDomain, ClassId, Vec<RegionBw>)>,
 }
 
 /// What [`AllocState::restore`] wrote: how many calls, for the log.
@@ -115,7 +119,18 @@ impl AllocState {
                 }
             }
         }
+        let mut regions = Vec::new();
+        let domains = b.topology().l3_domains();
+        if let Some(r) = b.regions() {
+            for d in domains {
+                for c in 0..r.region_classes() {
+                    let class = ClassId::new(c);
+                    regions.push((d, class, r.region_bandwidth(d, class)?));
+                }
+            }
+        }
         Ok(Self {
+            regions,
             l3_cdp: cdp_of(b, CatResource::L3),
             l2_cdp: cdp_of(b, CatResource::L2),
             mba_ctrl: ctrl_of(b),
@@ -178,6 +193,21 @@ impl AllocState {
                     b.set_bandwidth_classes(resource, *domain, &differ)?;
                     done.classes += differ.len();
                 }
+            }
+        }
+        for (domain, class, want) in &self.regions {
+            let Some(r) = b.regions() else {
+                return Err(RequestError::Unsupported(
+                    "the state has region MBA controls; this interface has none".into(),
+                )
+                .into());
+            };
+            let have = r.region_bandwidth(*domain, *class)?;
+            let differ: Vec<RegionBw> =
+                want.iter().filter(|w| !have.contains(w)).copied().collect();
+            if !differ.is_empty() {
+                r.set_region_bandwidth(*domain, *class, &differ)?;
+                done.classes += 1;
             }
         }
         // the CPUs to move, by class: one write per class (resctrl: one `cpus_list`)

@@ -35,6 +35,7 @@ const fn prefix(interface: Interface) -> &'static str {
     match interface {
         Interface::Msr => "txn-msr-",
         Interface::Os => "txn-os-",
+        Interface::Mmio => "txn-mmio-",
     }
 }
 
@@ -108,12 +109,22 @@ pub fn recover<B: Backend>(backend: &mut B) -> Result<Vec<Reclaimed>, B::Error> 
     };
     let interface = backend.interface();
     rdt_core::transaction::with_writers(backend, |backend| {
-        let dead = dead_run_files(&dir, prefix(interface), MAX_JOURNAL_BYTES).map_err(|e| {
-            B::Error::from(RequestError::RunState {
-                path: dir.clone(),
-                message: format!("cannot list the journals of ended transactions: {e}"),
-            })
-        })?;
+        // The MMIO interface programs what the MSR interface does (cores, CAT) and more: it
+        // rolls back both interfaces' journals.
+        let prefixes: &[&str] = if interface == Interface::Mmio {
+            &["txn-mmio-", "txn-msr-"]
+        } else {
+            &[prefix(interface)]
+        };
+        let mut dead = Vec::new();
+        for p in prefixes {
+            dead.extend(dead_run_files(&dir, p, MAX_JOURNAL_BYTES).map_err(|e| {
+                B::Error::from(RequestError::RunState {
+                    path: dir.clone(),
+                    message: format!("cannot list the journals of ended transactions: {e}"),
+                })
+            })?);
+        }
         let mut out = Vec::new();
         for file in dead {
             let record: Record = match serde_json::from_str(&file.text) {
@@ -126,7 +137,9 @@ pub fn recover<B: Backend>(backend: &mut B) -> Result<Vec<Reclaimed>, B::Error> 
                     continue;
                 }
             };
-            if record.version != VERSION || record.interface != interface {
+            let ours = record.interface == interface
+                || (interface == Interface::Mmio && record.interface == Interface::Msr);
+            if record.version != VERSION || !ours {
                 log::warn!(
                     "left {} alone: journal version {} of the {:?} interface",
                     file.path.display(),

@@ -463,6 +463,22 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         Ok(())
     }
 
+    /// The RMID `group` holds in each L3 domain it spans, ascending by domain (the first
+    /// node's with Sub-NUMA Clustering); `None` for an unknown (or uncore) group. What
+    /// another interface that counts by RMID reads beside IA32_QM_CTR: RDT 1.3's region
+    /// counters in MMIO (`rdt_mmio`'s backend).
+    #[must_use]
+    pub fn group_rmids(&self, group: MonGroupId) -> Option<Vec<(CacheDomain, u32)>> {
+        let i = self.groups.binary_search_by_key(&group, |g| g.id).ok()?;
+        Some(
+            self.groups[i]
+                .contexts
+                .iter()
+                .map(|c| (c.domain, c.rmid))
+                .collect(),
+        )
+    }
+
     /// Forgets the group and writes RMID 0 back into its CPUs' IA32_PQR_ASSOC (COS kept).
     ///
     /// # Errors

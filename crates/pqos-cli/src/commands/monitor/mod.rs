@@ -33,7 +33,10 @@ use rdt_pqos::{
 #[cfg(feature = "sim")]
 pub use self::clock::{AdvancingClock, VirtualClock};
 pub use self::clock::{Clock, RealClock, Schedule};
-use self::output::{Cells, Columns, Csv, Format, Json, LlcUnit, Row, Sample, TermSize, Text, Xml};
+use self::output::{
+    Cells, Columns, Csv, Format, Json, LlcUnit, MAX_REGION_COLUMNS, RegionColumns, Row, Sample,
+    TermSize, Text, Xml,
+};
 use self::proc::GroupThreads;
 use super::Context;
 use crate::args::FileType;
@@ -154,7 +157,7 @@ pub fn run_monitor<B: Backend>(
         req
     };
     let caps = backend.capabilities().clone();
-    if req.uncore_groups.is_some() && backend.interface() != rdt_pqos::Interface::Msr {
+    if req.uncore_groups.is_some() && !backend.interface().uses_msrs() {
         // said before anything else: resctrl may not even monitor, and would not help
         return Err(anyhow!(RequestError::NeedsMsrInterface {
             operation: "uncore monitoring (--mon-uncore)",
@@ -179,11 +182,13 @@ pub fn run_monitor<B: Backend>(
     } else {
         LlcUnit::KiB
     };
+    let events = plans.iter().fold(MonEvents::empty(), |a, g| a | g.events);
     let cols = Columns {
-        events: plans.iter().fold(MonEvents::empty(), |a, g| a | g.events),
+        events,
         llc,
         pid_mode: !req.pid_groups.is_empty(),
         socket_mode: req.uncore_groups.is_some(),
+        regions: region_columns(backend, req, events)?,
     };
     // PID mode: every thread's stat file, opened before anything is started.
     let mut threads: Vec<Option<GroupThreads>> = Vec::with_capacity(plans.len());
@@ -236,10 +241,10 @@ pub fn run_monitor<B: Backend>(
         });
     }
 
-    let result = fmt
-        .begin(w)
-        .map_err(anyhow::Error::from)
-        .and_then(|()| monitor_loop(&mut mon, interface, req, ctx, w, fmt.as_mut(), &mut started));
+    let result = fmt.begin(w).map_err(anyhow::Error::from).and_then(|()| {
+        let view = (interface, cols.regions);
+        monitor_loop(&mut mon, view, req, ctx, w, fmt.as_mut(), &mut started)
+    });
     // The output is closed (XML `</records>`) and the groups stopped on every exit.
     let ended = fmt.end(w).map_err(anyhow::Error::from);
     let stopped = stop_each(&mut mon, &started);
@@ -545,9 +550,88 @@ fn stop_each<B: Backend>(mon: &mut Monitoring<'_, B>, started: &[Started<'_>]) -
     first
 }
 
+/// The memory regions whose local bandwidth the MMIO interface shows (pqos v26.03: every
+/// region, or `--mon-mem-regions`), checked against the platform's; none on another
+/// interface (where `--mon-mem-regions` is refused) or without local bandwidth.
+fn region_columns<B: Backend>(
+    backend: &mut B,
+    req: &MonitorRequest,
+    events: MonEvents,
+) -> Result<RegionColumns> {
+    let Some(r) = backend.regions() else {
+        if req.mem_regions.is_some() {
+            bail!(
+                "--mon-mem-regions: region-aware monitoring needs the MMIO interface \
+                 (--iface=mmio on an RDT 1.3 platform)"
+            );
+        }
+        return Ok(RegionColumns::default());
+    };
+    if !events.contains(MonEvents::MBM_LOCAL) {
+        return Ok(RegionColumns::default());
+    }
+    let have: Vec<u8> = r.memory_regions().iter().map(|m| m.region.0).collect();
+    let ids = match &req.mem_regions {
+        None => have.clone(),
+        Some(ids) => {
+            if let Some(bad) = ids.iter().find(|i| !have.contains(i)) {
+                bail!(
+                    "--mon-mem-regions: memory region {bad} does not exist (regions: {})",
+                    super::join(have.iter())
+                );
+            }
+            ids.clone()
+        }
+    };
+    if req.format != FileType::Text {
+        bail!(
+            "-u {}: region columns (--iface=mmio) are written as text only in this pqos",
+            match req.format {
+                FileType::Csv => "csv",
+                FileType::Xml => "xml",
+                FileType::Json => "json",
+                FileType::Text => "text",
+            }
+        );
+    }
+    RegionColumns::new(&ids).ok_or_else(|| {
+        anyhow!("--mon-mem-regions: at most {MAX_REGION_COLUMNS} regions side by side")
+    })
+}
+
+/// A group's local bandwidth per shown region over `over` (MiB/s), summed over its L3
+/// domains; `None` where a domain's counter was unavailable or overflowed this poll.
+fn region_cells<B: Backend>(
+    mon: &mut Monitoring<'_, B>,
+    id: MonGroupId,
+    cols: &RegionColumns,
+    over: std::time::Duration,
+) -> [Option<f64>; MAX_REGION_COLUMNS] {
+    let mut out = [None; MAX_REGION_COLUMNS];
+    if cols.is_empty() {
+        return out;
+    }
+    let Some(values) = mon
+        .backend_mut()
+        .regions()
+        .and_then(|r| r.region_values(id).map(<[_]>::to_vec))
+    else {
+        return out;
+    };
+    for (slot, region) in out.iter_mut().zip(cols.ids()) {
+        let mut sum = Some(0u64);
+        for v in values.iter().filter(|v| v.region.0 == *region) {
+            sum = sum.zip(v.delta_bytes).map(|(a, b)| a.saturating_add(b));
+        }
+        *slot = sum.map(|b| rdt_pqos::monitor::MibPerSec::from_bytes(b, over).0);
+    }
+    out
+}
+
+/// `view`: the interface (pqos's first sample depends on it) and the region columns.
 fn monitor_loop<'a, B: Backend>(
     mon: &mut Monitoring<'_, B>,
-    interface: Interface,
+    (interface, regions): (Interface, RegionColumns),
     req: &MonitorRequest,
     ctx: &mut Context<'_>,
     w: &mut dyn Write,
@@ -569,13 +653,18 @@ fn monitor_loop<'a, B: Backend>(
         last_poll = now;
         for s in started.iter_mut() {
             let plan: &'a GroupPlan = s.plan;
-            let mut cells = mon.values(s.id).map_or_else(Cells::default, |v| {
-                // The first poll's deltas are since the group started reading its counters,
-                // over the time the library measured from that reading
-                // (`MonValues::interval`); the loop's clock starts later.
-                let over = if first { v.interval } else { interval };
-                Cells::new(v, plan.events, over)
-            });
+            // The first poll's deltas are since the group started reading its counters, over
+            // the time the library measured from that reading (`MonValues::interval`); the
+            // loop's clock starts later.
+            let over = mon
+                .values(s.id)
+                .map_or(interval, |v| if first { v.interval } else { interval });
+            let mut cells = mon
+                .values(s.id)
+                .map_or_else(Cells::default, |v| Cells::new(v, plan.events, over));
+            if plan.events.contains(MonEvents::MBM_LOCAL) {
+                cells.regions = region_cells(mon, s.id, &regions, over);
+            }
             if first {
                 cells = cells.pqos_first_sample(interface);
             }

@@ -42,6 +42,45 @@ pub struct Columns {
     pub pid_mode: bool,
     /// Uncore mode (`--mon-uncore`): the group column is the socket.
     pub socket_mode: bool,
+    /// MMIO interface: the memory regions whose local bandwidth replaces `MBL[MB/s]`, one
+    /// column each (pqos v26.03 `monitor_text_region_header`); empty elsewhere.
+    pub regions: RegionColumns,
+}
+
+/// The most memory regions shown side by side.
+pub const MAX_REGION_COLUMNS: usize = 8;
+
+/// The memory regions of the MMIO interface's bandwidth columns, in display order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegionColumns {
+    len: u8,
+    ids: [u8; MAX_REGION_COLUMNS],
+}
+
+impl RegionColumns {
+    /// The regions `ids`, in that order; `None` for more than [`MAX_REGION_COLUMNS`].
+    #[must_use]
+    pub fn new(ids: &[u8]) -> Option<Self> {
+        if ids.len() > MAX_REGION_COLUMNS {
+            return None;
+        }
+        let mut out = Self::default();
+        out.ids[..ids.len()].copy_from_slice(ids);
+        out.len = u8::try_from(ids.len()).ok()?;
+        Some(out)
+    }
+
+    /// The regions, in display order.
+    #[must_use]
+    pub fn ids(&self) -> &[u8] {
+        &self.ids[..usize::from(self.len)]
+    }
+
+    /// Whether there are none (not the MMIO interface).
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// The numbers of one row; `None` is a blank cell.
@@ -63,6 +102,8 @@ pub struct Cells {
     pub mbm_total: Option<f64>,
     /// The uncore PCIe LLC counts over the interval (uncore mode).
     pub uncore: UncoreCounts,
+    /// MMIO interface: local memory bandwidth per shown region ([`RegionColumns`]), MiB/s.
+    pub regions: [Option<f64>; MAX_REGION_COLUMNS],
 }
 
 impl Cells {
@@ -97,6 +138,7 @@ impl Cells {
                 }
                 u
             },
+            regions: [None; MAX_REGION_COLUMNS],
         }
     }
 }
@@ -115,8 +157,10 @@ impl Cells {
     /// unreadable) stays blank.
     #[must_use]
     pub fn pqos_first_sample(self, interface: Interface) -> Self {
+        // The MMIO interface's first sample: as the MSR interface's (pqos v26.03
+        // `lib/mmio_monitoring.c` reads a first value to take deltas from; unconfirmed).
         let bandwidth = |v: Option<f64>| match interface {
-            Interface::Msr => v.map(|_| 0.0),
+            Interface::Msr | Interface::Mmio => v.map(|_| 0.0),
             Interface::Os => v,
         };
         Self {
@@ -126,6 +170,7 @@ impl Cells {
             mbm_local: bandwidth(self.mbm_local),
             mbm_remote: bandwidth(self.mbm_remote),
             mbm_total: bandwidth(self.mbm_total),
+            regions: self.regions.map(bandwidth),
             ..self
         }
     }
@@ -348,6 +393,13 @@ impl Text {
             "    CORE"
         });
         for c in &self.table {
+            if c.event == MonEvents::MBM_LOCAL && !self.cols.regions.is_empty() {
+                // pqos v26.03 monitor_text_region_header: `    MBL-r%d[MB/s]` per region
+                for r in self.cols.regions.ids() {
+                    h.push_str(&format!("    MBL-r{r}[MB/s]"));
+                }
+                continue;
+            }
             h.push_str(c.text);
         }
         h
@@ -364,6 +416,18 @@ impl Text {
             }
         }
         for c in &self.table {
+            if c.event == MonEvents::MBM_LOCAL && !self.cols.regions.is_empty() {
+                // pqos v26.03 monitor_text_region_row: REGION_FORMAT ` %15.1f` per region
+                for v in &row.cells.regions[..self.cols.regions.ids().len()] {
+                    match v {
+                        Some(v) => {
+                            let _ = write!(out, " {v:15.1}");
+                        }
+                        None => out.push_str("            "),
+                    }
+                }
+                continue;
+            }
             match value(&row.cells, c.event, self.cols.llc) {
                 None => out.push_str("            "),
                 Some(v) if c.event == MonEvents::IPC => {
@@ -772,6 +836,7 @@ mod tests {
             llc: LlcUnit::KiB,
             pid_mode,
             socket_mode: false,
+            regions: RegionColumns::default(),
         }
     }
 
@@ -785,7 +850,36 @@ mod tests {
             mbm_remote: Some(0.0),
             mbm_total: None,
             uncore: UncoreCounts::default(),
+            regions: [None; MAX_REGION_COLUMNS],
         }
+    }
+
+    #[test]
+    fn mmio_region_columns_replace_mbl_as_pqos_v26_03_prints_them() {
+        let mut cells = cells();
+        cells.regions[0] = Some(700.25);
+        cells.regions[1] = Some(300.0);
+        let rows = [Row {
+            desc: "0-3",
+            cores: None,
+            cells,
+        }];
+        let cols = Columns {
+            events: MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL,
+            regions: RegionColumns::new(&[0, 1]).unwrap(),
+            ..all_cols(false)
+        };
+        let text = render(&mut Text::new(cols, None), &rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1],
+            "    CORE     LLC[KB]    MBL-r0[MB/s]    MBL-r1[MB/s]"
+        );
+        assert_eq!(
+            lines[2],
+            "     0-3     22464.0           700.2           300.0"
+        );
+        assert!(RegionColumns::new(&[0; MAX_REGION_COLUMNS + 1]).is_none());
     }
 
     fn render(f: &mut dyn Format, rows: &[Row<'_>]) -> String {
@@ -967,6 +1061,7 @@ mod tests {
             llc: LlcUnit::Percent { l3_bytes: 1000 },
             pid_mode: false,
             socket_mode: false,
+            regions: RegionColumns::default(),
         };
         let rows = [Row {
             desc: "0",
@@ -993,6 +1088,7 @@ mod tests {
             llc: LlcUnit::KiB,
             pid_mode: false,
             socket_mode: true,
+            regions: RegionColumns::default(),
         };
         let rows = [Row {
             desc: "0",

@@ -1,0 +1,302 @@
+//! `pqos --iface=mmio` (pqos v26.03, RDT 1.3) on the simulated `xeon-rdt13`: region-aware
+//! monitoring shows the workload model's 70 % DDR / 30 % CXL split, a maximum-bandwidth
+//! limit on the CXL region lowers only that region's traffic, `-R` restores it, L3 CAT and
+//! core association work as on the MSR interface; and every write of a region MBA change
+//! fails or is killed and is undone (FUSE-mounted, `--sysroot`).
+
+use std::process::Command;
+
+use rdt_sim::fs::testing::TestMount;
+
+use crate::crash::every_write_position;
+use crate::util::{Machine, PQOS, Sim};
+
+const MODEL: &str = "xeon-rdt13";
+
+/// The ERDT ids of the model's CPU domains (its L3 domains), ascending.
+fn cpu_domain_ids() -> Vec<u16> {
+    let p = rdt_sim::SimPlatform::builtin(MODEL).expect("model");
+    let mut ids: Vec<u16> = p
+        .mmio()
+        .and_then(|m| m.erdt())
+        .expect("an ERDT")
+        .domains
+        .iter()
+        .filter(|d| d.is_cpu_l3())
+        .map(|d| d.id)
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// The region columns of the last sample of a `-m` text run: (header names, values).
+fn last_regions(stdout: &str) -> (Vec<String>, Vec<f64>) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let header = lines
+        .iter()
+        .rposition(|l| l.trim_start().starts_with("CORE"))
+        .unwrap_or_else(|| panic!("no header in:\n{stdout}"));
+    let names: Vec<String> = lines[header]
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_owned)
+        .collect();
+    let row = lines
+        .get(header + 1)
+        .unwrap_or_else(|| panic!("no row in:\n{stdout}"));
+    let cells: Vec<&str> = row.split_whitespace().skip(1).collect();
+    assert_eq!(cells.len(), names.len(), "{stdout}");
+    let values = names
+        .iter()
+        .zip(&cells)
+        .filter(|(n, _)| n.starts_with("MBL-r"))
+        .map(|(_, v)| v.parse::<f64>().expect("a number"))
+        .collect();
+    (
+        names
+            .into_iter()
+            .filter(|n| n.starts_with("MBL-r"))
+            .collect(),
+        values,
+    )
+}
+
+/// `-m all:2-10` (the default scenario's workloads) for three samples; the last one's
+/// region bandwidths.
+fn regions_now(m: &dyn Machine, extra: &[&str]) -> (Vec<String>, Vec<f64>) {
+    let mut args = vec!["--iface=mmio", "-m", "all:2-10", "-t", "3"];
+    args.extend_from_slice(extra);
+    let run = m.monitor(&args).ok();
+    last_regions(&run.stdout)
+}
+
+#[test]
+fn region_monitoring_shows_the_70_30_split_and_max_bw_on_cxl_lowers_only_cxl() {
+    let m = Sim::new(MODEL);
+    // every region by default, in pqos v26.03's columns
+    let (names, v) = regions_now(&m, &[]);
+    assert_eq!(names, ["MBL-r0[MB/s]", "MBL-r1[MB/s]"]);
+    let (ddr, cxl) = (v[0], v[1]);
+    assert!(ddr > 10.0, "DDR traffic: {v:?}");
+    let share = ddr / (ddr + cxl);
+    assert!((share - 0.70).abs() < 0.02, "DDR share {share} ({v:?})");
+    // the regions asked for, in the order asked
+    let (names, _) = regions_now(&m, &["--mon-mem-regions=1"]);
+    assert_eq!(names, ["MBL-r1[MB/s]"]);
+
+    // COS1 for the workload's cores; a quarter of the window (0x7f of 0x1ff) as the CXL
+    // region's maximum in every CPU domain
+    m.pqos(&["--iface=mmio", "-a", "llc:1=2-10"]).ok();
+    let ids = cpu_domain_ids();
+    let id_list = ids.iter().map(u16::to_string).collect::<Vec<_>>().join(",");
+    let set = m
+        .pqos(&[
+            "--iface=mmio",
+            &format!("--alloc-domain-id={id_list}"),
+            "--alloc-mem-regions=1",
+            "--alloc-max-bw",
+            "-e",
+            "mba:1=0x7f",
+        ])
+        .ok();
+    let mut want = String::new();
+    for id in &ids {
+        want.push_str(&format!(
+            "Domain ID {id} MBA COS1 Memory Region 1 Maximum Bandwidth=> 0x7f requested, \
+             0x7f applied\n"
+        ));
+    }
+    want.push_str("Allocation configuration altered.\n");
+    crate::eqnice!(want, set.stdout);
+    let (_, after) = regions_now(&m, &[]);
+    assert!(
+        (after[0] / ddr - 1.0).abs() < 0.02,
+        "DDR unchanged: {ddr} -> {}",
+        after[0]
+    );
+    let ratio = after[1] / cxl;
+    let quarter = f64::from(0x7f_u16) / f64::from(0x1ff_u16);
+    assert!(
+        (ratio - quarter).abs() < 0.02,
+        "CXL {cxl} -> {} ({ratio})",
+        after[1]
+    );
+
+    // -R: every region control back to the window, the cores to COS0
+    crate::eqnice!(
+        "Allocation reset successful\n",
+        m.pqos(&["--iface=mmio", "-R"]).ok().stdout
+    );
+    let (_, reset) = regions_now(&m, &[]);
+    assert!(
+        (reset[1] / cxl - 1.0).abs() < 0.02,
+        "CXL restored: {cxl} -> {}",
+        reset[1]
+    );
+}
+
+#[test]
+fn l3_cat_and_association_work_on_the_mmio_interface() {
+    let m = Sim::new(MODEL);
+    let e = m.pqos(&["--iface=mmio", "-e", "llc:1=0xf"]).ok().stdout;
+    assert!(e.contains("L3CA COS1 => MASK 0xf\n"), "{e}");
+    assert!(e.ends_with("Allocation configuration altered.\n"), "{e}");
+    let s = m.pqos(&["--iface=mmio", "-s"]).ok().stdout;
+    assert!(s.contains("L3CA COS1 => MASK 0xf"), "{s}");
+    // the MSR interface sees the same classes (IA32_L3_QOS_MASK_n)
+    let s = m.pqos(&["--iface=msr", "-s"]).ok().stdout;
+    assert!(s.contains("L3CA COS1 => MASK 0xf"), "{s}");
+}
+
+#[test]
+fn region_options_are_refused_where_they_cannot_apply() {
+    let m = Sim::new(MODEL);
+    let r = m
+        .pqos(&["--iface=mmio", "--alloc-mem-regions=1", "-e", "mba:1=0x10"])
+        .failed();
+    assert!(
+        r.stderr.contains("--alloc-domain-id option is missing"),
+        "{}",
+        r.stderr
+    );
+    let id = cpu_domain_ids()[0].to_string();
+    let r = m
+        .pqos(&[
+            "--iface=mmio",
+            &format!("--alloc-domain-id={id}"),
+            "--alloc-mem-regions=5",
+            "-e",
+            "mba:1=0x10",
+        ])
+        .failed();
+    assert!(
+        r.stderr.contains(
+            "Memory region 5 is not supported on this platform, available regions are 0 to 1"
+        ),
+        "{}",
+        r.stderr
+    );
+    // above the control window: refused by the plan, nothing written
+    let r = m
+        .pqos(&[
+            "--iface=mmio",
+            &format!("--alloc-domain-id={id}"),
+            "--alloc-mem-regions=0",
+            "-e",
+            "mba:1=0x200",
+        ])
+        .failed();
+    assert!(r.stderr.contains("control window"), "{}", r.stderr);
+    // region options on the MSR interface
+    let r = m
+        .pqos(&[
+            "--iface=msr",
+            "--mon-mem-regions=0",
+            "-m",
+            "all:0",
+            "-t",
+            "1",
+        ])
+        .failed();
+    assert!(
+        r.stderr.contains("needs the MMIO interface"),
+        "{}",
+        r.stderr
+    );
+    let r = m
+        .pqos(&[
+            "--iface=msr",
+            "--alloc-domain-id=0",
+            "--alloc-mem-regions=0",
+            "-e",
+            "mba:1=50",
+        ])
+        .failed();
+    assert!(
+        r.stderr.contains("needs the MMIO interface"),
+        "{}",
+        r.stderr
+    );
+    // a model without ERDT and MRRM
+    let r = Sim::new("skylake-sp")
+        .pqos(&["--iface=mmio", "-s"])
+        .failed();
+    assert!(r.stderr.contains("ERDT"), "{}", r.stderr);
+}
+
+/// `xeon-rdt13` FUSE-mounted, reached through `pqos --iface=mmio --sysroot DIR`: the
+/// registers through `DIR/dev/mem`, the tables from `DIR/sys/firmware/acpi/tables`.
+struct MountedMmio {
+    mount: TestMount,
+}
+
+impl Machine for MountedMmio {
+    /// `pqos [--iface=mmio] --sysroot DIR ARGS...` (`--iface=mmio` unless ARGS name one: the
+    /// `-s` that rolls a killed run back opens the MMIO interface too).
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(PQOS);
+        if !args.iter().any(|a| a.starts_with("--iface")) {
+            cmd.arg("--iface=mmio");
+        }
+        cmd.arg("--sysroot")
+            .arg(self.mount.root())
+            .args(args)
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RDT_IFACE")
+            .env_remove("RDT_SYSROOT");
+        cmd
+    }
+
+    fn monitor_args(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn has_pmu(&self) -> bool {
+        false
+    }
+}
+
+/// Every CPU's IA32_PQR_ASSOC and every region MBA register, from the model's state.
+fn registers(m: &MountedMmio) -> serde_json::Value {
+    let state: serde_json::Value =
+        serde_json::from_str(&m.mount.platform().lock().save_state()).expect("state JSON");
+    let cpus: Vec<&serde_json::Value> = state["cpus"]
+        .as_array()
+        .expect("cpus")
+        .iter()
+        .map(|c| &c["pqr_assoc"])
+        .collect();
+    serde_json::json!({ "pqr_assoc": cpus, "mmio_mba": state["mmio"]["mba"] })
+}
+
+#[test]
+fn every_write_of_a_region_mba_change_fails_or_is_killed_and_is_undone() {
+    let m = MountedMmio {
+        mount: TestMount::builtin(MODEL),
+    };
+    let root = m.mount.root().to_owned();
+    // from a reset state, which `-R` brings back between the kills (a reset writes the window
+    // to the minimum controls, which power on at 0)
+    m.pqos(&["-R"]).ok();
+    let ids = cpu_domain_ids();
+    let domains = format!("--alloc-domain-id={},{}", ids[0], ids[1]);
+    // 2 domains x 2 regions x the max control, then 2 cores: 8 register writes
+    let args = [
+        domains.as_str(),
+        "--alloc-mem-regions=0-1",
+        "--alloc-max-bw",
+        "-e",
+        "mba:1=0x40",
+        "-a",
+        "llc:1=2,3",
+    ];
+    let n = every_write_position(
+        &m,
+        &root,
+        "dev/**",
+        &args,
+        || registers(&m),
+        || drop(m.pqos(&["-R"]).ok()),
+    );
+    assert_eq!(n, 6, "4 MARC registers and 2 IA32_PQR_ASSOC");
+}
