@@ -485,6 +485,32 @@ fn genoa_os() {
     exercise(&Platform::os(MODELS[2]), &built().api);
 }
 
+/// Uncore monitoring through the library on the one model with the CHA's PCIe events; the
+/// OS interface has none, nor have the other models (`PQOS_RETVAL_RESOURCE`, also checked
+/// by the `errors` run).
+#[test]
+fn skylake_sp_uncore() {
+    let out = Platform::msr("skylake-sp").api(&built().api, "uncore");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("uncore_poll=")).count(),
+        3,
+        "{out}"
+    );
+    Platform::os("skylake-sp").api(&built().api, "uncore");
+}
+
+/// A task group's counts continue across `pqos_mon_add_pids` / `pqos_mon_remove_pids`.
+#[test]
+fn pid_group_counts_continue_across_add_and_remove() {
+    let out = Platform::os("sapphire-rapids").api(&built().api, "pids");
+    let counts: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter(|f| f.starts_with("num_pids="))
+        .collect();
+    assert_eq!(counts, ["num_pids=1", "num_pids=1", "num_pids=2", "num_pids=1"], "{out}");
+}
+
 #[test]
 fn sanitizers_find_nothing() {
     let Some(program) = &built().api_sanitized else {
