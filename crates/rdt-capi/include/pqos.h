@@ -889,6 +889,19 @@ int pqos_mon_start_pids2(unsigned int num_pids,
                          void *context,
                          struct pqos_mon_data **group);
 
+// Starts uncore monitoring of sockets (pqos.h `pqos_mon_start_uncore`; MSR interface):
+// the PCIe LLC events of the CHA monitors, read by `pqos_mon_get_value`. `*group` is a new
+// structure `pqos_mon_stop` frees. As libpqos: no socket, NULL arguments or an event
+// without an uncore bit are `PQOS_RETVAL_PARAM` (the other bits are ignored); a platform
+// without the uncore events, and the OS interface (whose capabilities have none),
+// `PQOS_RETVAL_RESOURCE`, logged; a socket already in an uncore group
+// `PQOS_RETVAL_RESOURCE`.
+int pqos_mon_start_uncore(unsigned int num_sockets,
+                          const unsigned int *sockets,
+                          enum pqos_mon_event event,
+                          void *context,
+                          struct pqos_mon_data **group);
+
 // Adds processes to a task group (pqos.h `pqos_mon_add_pids`); ones already in it are
 // skipped.
 int pqos_mon_add_pids(unsigned int num_pids,
@@ -950,13 +963,6 @@ int pqos_mon_get_ipc(const struct pqos_mon_data *group,
 int pqos_mon_get_tel_value(const struct pqos_mon_data *_group,
                            enum pqos_mon_event _event,
                            double *_value);
-
-// Uncore monitoring (pqos.h `pqos_mon_start_uncore`): not translated, `PQOS_RETVAL_RESOURCE`.
-int pqos_mon_start_uncore(unsigned int num_sockets,
-                          const unsigned int *sockets,
-                          enum pqos_mon_event _event,
-                          void *_context,
-                          struct pqos_mon_data **group);
 
 // I/O RDT channel monitoring (pqos.h `pqos_mon_start_channels`): `PQOS_RETVAL_RESOURCE`.
 int pqos_mon_start_channels(unsigned int num_channels,

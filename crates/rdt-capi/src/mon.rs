@@ -290,8 +290,9 @@ pub unsafe extern "C" fn pqos_mon_start_pids2(
 /// the PCIe LLC events of the CHA monitors, read by `pqos_mon_get_value`. `*group` is a new
 /// structure `pqos_mon_stop` frees. As libpqos: no socket, NULL arguments or an event
 /// without an uncore bit are `PQOS_RETVAL_PARAM` (the other bits are ignored); a platform
-/// without the uncore events `PQOS_RETVAL_RESOURCE`, logged; the OS interface
-/// `PQOS_RETVAL_INTER`; a socket already in an uncore group `PQOS_RETVAL_RESOURCE`.
+/// without the uncore events, and the OS interface (whose capabilities have none),
+/// `PQOS_RETVAL_RESOURCE`, logged; a socket already in an uncore group
+/// `PQOS_RETVAL_RESOURCE`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_mon_start_uncore(
     num_sockets: c_uint,

@@ -492,7 +492,9 @@ fn genoa_os() {
 fn skylake_sp_uncore() {
     let out = Platform::msr("skylake-sp").api(&built().api, "uncore");
     assert_eq!(
-        out.lines().filter(|l| l.starts_with("uncore_poll=")).count(),
+        out.lines()
+            .filter(|l| l.starts_with("uncore_poll="))
+            .count(),
         3,
         "{out}"
     );
@@ -508,7 +510,11 @@ fn pid_group_counts_continue_across_add_and_remove() {
         .filter_map(|l| l.split_whitespace().nth(1))
         .filter(|f| f.starts_with("num_pids="))
         .collect();
-    assert_eq!(counts, ["num_pids=1", "num_pids=1", "num_pids=2", "num_pids=1"], "{out}");
+    assert_eq!(
+        counts,
+        ["num_pids=1", "num_pids=1", "num_pids=2", "num_pids=1"],
+        "{out}"
+    );
 }
 
 #[test]
