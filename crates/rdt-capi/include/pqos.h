@@ -26,6 +26,16 @@
 // `PQOS_MAX_L2CA_COS`.
 #define PQOS_MAX_L2CA_COS PQOS_MAX_COS
 
+// `PQOS_MAX_COS` under the name intel-cmt-cat's header has from 7.1.0 (master after the
+// COS to CLOS rename), for programs written against it.
+#define PQOS_MAX_CLOS PQOS_MAX_COS
+
+// `PQOS_MAX_L3CA_COS` under its 7.1.0 name.
+#define PQOS_MAX_L3CA_CLOS PQOS_MAX_COS
+
+// `PQOS_MAX_L2CA_COS` under its 7.1.0 name.
+#define PQOS_MAX_L2CA_CLOS PQOS_MAX_COS
+
 // Memory regions of region-aware MBM and MBA (MMIO interface).
 #define PQOS_MAX_MEM_REGIONS 4
 
@@ -1192,6 +1202,23 @@ int pqos_mba_get_cos_num(const struct pqos_cap *cap,
 // SMBA classes (pqos.h `pqos_smba_get_cos_num`).
 int pqos_smba_get_cos_num(const struct pqos_cap *cap,
                           unsigned int *cos_num);
+
+// `pqos_l3ca_get_cos_num` under the name intel-cmt-cat's header has from 7.1.0
+// (`pqos_l3ca_get_clos_num`), so programs written against either name link.
+int pqos_l3ca_get_clos_num(const struct pqos_cap *cap,
+                           unsigned int *clos_num);
+
+// `pqos_l2ca_get_cos_num` under its 7.1.0 name.
+int pqos_l2ca_get_clos_num(const struct pqos_cap *cap,
+                           unsigned int *clos_num);
+
+// `pqos_mba_get_cos_num` under its 7.1.0 name.
+int pqos_mba_get_clos_num(const struct pqos_cap *cap,
+                          unsigned int *clos_num);
+
+// `pqos_smba_get_cos_num` under its 7.1.0 name.
+int pqos_smba_get_clos_num(const struct pqos_cap *cap,
+                           unsigned int *clos_num);
 
 // L3 CDP support and state (pqos.h `pqos_l3ca_cdp_enabled`).
 int pqos_l3ca_cdp_enabled(const struct pqos_cap *cap,

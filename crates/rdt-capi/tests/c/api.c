@@ -15,6 +15,11 @@
 
 static int failures;
 
+/* intel-cmt-cat 7.1.0 renamed COS to CLOS: both names are defined, equal */
+_Static_assert(PQOS_MAX_CLOS == PQOS_MAX_COS && PQOS_MAX_L3CA_CLOS == PQOS_MAX_L3CA_COS &&
+                   PQOS_MAX_L2CA_CLOS == PQOS_MAX_L2CA_COS,
+               "CLOS and COS names");
+
 #define EXPECT(call, want)                                                               \
         do {                                                                             \
                 int got_ = (call);                                               \
@@ -82,6 +87,9 @@ static int caps(void)
                        c->non_contiguous_cbm);
                 EXPECT(pqos_l3ca_get_cos_num(cap, &n), PQOS_RETVAL_OK);
                 EXPECT((int)n, (int)c->num_classes);
+                n = 0; /* 7.1.0's name of the same */
+                EXPECT(pqos_l3ca_get_clos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT((int)n, (int)c->num_classes);
                 EXPECT(pqos_l3ca_cdp_enabled(cap, &sup, &en), PQOS_RETVAL_OK);
                 EXPECT(sup, c->cdp);
                 EXPECT(pqos_l3ca_cdp_enabled(cap, NULL, &en), PQOS_RETVAL_OK);
@@ -90,12 +98,16 @@ static int caps(void)
                 printf("l3ca min_cbm_bits=%u\n", n);
         } else {
                 EXPECT(pqos_l3ca_get_cos_num(cap, &n), PQOS_RETVAL_RESOURCE);
+                EXPECT(pqos_l3ca_get_clos_num(cap, &n), PQOS_RETVAL_RESOURCE);
         }
         if (pqos_cap_get_type(cap, PQOS_CAP_TYPE_L2CA, &item) == PQOS_RETVAL_OK) {
                 const struct pqos_cap_l2ca *c = item->u.l2ca;
                 printf("l2ca num_classes=%u num_ways=%u way_size=%u cdp=%d cdp_on=%d\n",
                        c->num_classes, c->num_ways, c->way_size, c->cdp, c->cdp_on);
                 EXPECT(pqos_l2ca_get_cos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT((int)n, (int)c->num_classes);
+                EXPECT(pqos_l2ca_get_clos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT((int)n, (int)c->num_classes);
                 EXPECT(pqos_l2ca_cdp_enabled(cap, &sup, &en), PQOS_RETVAL_OK);
                 EXPECT(pqos_l2ca_get_min_cbm_bits(&n), PQOS_RETVAL_OK);
         } else {
@@ -109,11 +121,15 @@ static int caps(void)
                        c->num_classes, c->throttle_max, c->throttle_step, c->is_linear,
                        c->ctrl, c->ctrl_on);
                 EXPECT(pqos_mba_get_cos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT(pqos_mba_get_clos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT((int)n, (int)c->num_classes);
                 EXPECT(pqos_mba_ctrl_enabled(cap, &sup, &en), PQOS_RETVAL_OK);
         }
         if (pqos_cap_get_type(cap, PQOS_CAP_TYPE_SMBA, &item) == PQOS_RETVAL_OK) {
                 printf("smba num_classes=%u\n", item->u.smba->num_classes);
                 EXPECT(pqos_smba_get_cos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT(pqos_smba_get_clos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT((int)n, (int)item->u.smba->num_classes);
         } else {
                 EXPECT(pqos_smba_get_cos_num(cap, &n), PQOS_RETVAL_RESOURCE);
         }
@@ -338,6 +354,8 @@ static int errors(void)
         EXPECT(pqos_cap_get_type(cap, (enum pqos_cap_type)99, (const struct pqos_capability **)&g),
                PQOS_RETVAL_PARAM);
         EXPECT(pqos_l3ca_get_cos_num(NULL, &n), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_l3ca_get_clos_num(NULL, &n), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_l2ca_get_clos_num(cap, NULL), PQOS_RETVAL_PARAM);
         EXPECT(pqos_l3ca_cdp_enabled(cap, NULL, NULL), PQOS_RETVAL_PARAM);
         if (pqos_cpu_get_sockets(NULL, &n) != NULL)
                 printf("FAIL sockets of NULL\n"), failures++;
