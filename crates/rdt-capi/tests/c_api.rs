@@ -517,6 +517,23 @@ fn pid_group_counts_continue_across_add_and_remove() {
     );
 }
 
+/// A thread a monitored process starts after `pqos_mon_start_pids` is counted in the group:
+/// 800 ms of a busy thread add at least 8 MiB of bandwidth to what the mostly idle main
+/// thread's group shows over the same time without it (about 35 MiB on the model; were the
+/// thread not counted, both would be about 0).
+#[test]
+fn a_thread_started_later_is_counted_in_its_process_group() {
+    let out = Platform::os("sapphire-rapids").api(&built().api, "follow");
+    let field = |prefix: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{prefix}:\n{out}"))
+    };
+    let (without, with) = (field("follow_without="), field("follow_with="));
+    assert!(with > without + (8 << 20), "{out}");
+}
+
 #[test]
 fn sanitizers_find_nothing() {
     let Some(program) = &built().api_sanitized else {

@@ -3,8 +3,9 @@
  * lines (tests/c_api.rs compares them with pqos's and the Rust library's). Checks that must
  * hold whatever the platform print "FAIL ..." and make the exit status 1.
  *
- * usage: api IFACE(msr|os) caps|alloc|reset|mon|errors|threads|uncore|pids */
+ * usage: api IFACE(msr|os) caps|alloc|reset|mon|errors|threads|uncore|pids|follow */
 #include <pthread.h>
+#include <stdint.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -590,6 +591,47 @@ static int pids(void)
         return 0;
 }
 
+static void *spin(void *ms)
+{
+        busy((long)(intptr_t)ms);
+        return NULL;
+}
+
+/* A pid group follows the threads its processes start later, as libpqos's OS interface
+ * does (the kernel puts a new thread in its creator's resctrl group): this process's main
+ * thread in the group, mostly idle, polls twice 400 ms apart without, then with a thread
+ * started after pqos_mon_start_pids that keeps a CPU busy; the group's bandwidth over the
+ * second pair is that thread's on top of what the first pair saw. */
+static int follow(void)
+{
+        pid_t self = getpid();
+        struct pqos_mon_data g;
+        struct pqos_mon_data *gp = &g;
+        enum pqos_mon_event ev = supported_events() & PQOS_MON_EVENT_TMEM_BW;
+        uint64_t delta[2] = {0, 0};
+        pthread_t t;
+
+        if (ev == 0)
+                return printf("FAIL no total bandwidth event\n"), 1;
+        memset(&g, 0, sizeof(g));
+        EXPECT(pqos_mon_start_pids(1, &self, ev, NULL, &g), PQOS_RETVAL_OK);
+        EXPECT(pqos_mon_poll(&gp, 1), PQOS_RETVAL_OK);
+        for (int phase = 0; phase < 2; phase++) {
+                if (phase == 1)
+                        pthread_create(&t, NULL, spin, (void *)(intptr_t)800);
+                for (int i = 0; i < 2; i++) {
+                        usleep(400000);
+                        EXPECT(pqos_mon_poll(&gp, 1), PQOS_RETVAL_OK);
+                        delta[phase] += g.values.mbm_total_delta;
+                }
+        }
+        pthread_join(t, NULL);
+        printf("follow_without=%llu\nfollow_with=%llu\n", (unsigned long long)delta[0],
+               (unsigned long long)delta[1]);
+        EXPECT(pqos_mon_stop(&g), PQOS_RETVAL_OK);
+        return 0;
+}
+
 #define THREADS 8
 #define ROUNDS  25
 
@@ -635,7 +677,8 @@ int main(int argc, char **argv)
 
         if (argc != 3)
                 return fprintf(stderr,
-                               "usage: %s msr|os caps|alloc|reset|mon|errors|threads|uncore|pids\n",
+                               "usage: %s msr|os caps|alloc|reset|mon|errors|threads|uncore|pids|"
+                               "follow\n",
                                argv[0]),
                        2;
         /* before init */
@@ -658,6 +701,8 @@ int main(int argc, char **argv)
                 ret = uncore();
         else if (strcmp(argv[2], "pids") == 0)
                 ret = pids();
+        else if (strcmp(argv[2], "follow") == 0)
+                ret = follow();
         else
                 ret = 2;
         EXPECT(pqos_fini(), PQOS_RETVAL_OK);
