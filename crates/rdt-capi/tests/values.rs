@@ -1,8 +1,9 @@
 //! `pqos_mon_poll` writes the library's own numbers: called from Rust in-process (the rlib
 //! exports the same functions), each group's deltas are the library's over the same
 //! interval, summed over the library polls since the group's previous `pqos_mon_poll`, and 0
-//! at its first poll (libpqos's `valid_mbm_read`). Also the cost of polling 160 groups
-//! through the C API beside the Rust API (`--ignored`, prints the numbers).
+//! at its first poll (libpqos's `valid_mbm_read`); an uncore group's `pqos_mon_get_value`
+//! values and deltas are the library's counts. Also the cost of polling 160 groups through
+//! the C API beside the Rust API (`--ignored`, prints the numbers).
 
 use std::ffi::c_uint;
 use std::time::{Duration, Instant};
@@ -126,6 +127,56 @@ fn deltas_are_the_librarys_over_each_groups_own_interval() {
     unsafe {
         assert_eq!(pqos_mon_stop(a), PQOS_RETVAL_OK);
         assert_eq!(pqos_mon_stop(b), PQOS_RETVAL_OK);
+        assert_eq!(pqos_fini(), PQOS_RETVAL_OK);
+    }
+    uncore_values_are_the_librarys(state.path());
+}
+
+/// An uncore group's values and deltas (`pqos_mon_get_value`) are the library's counts of
+/// each interval and their sum, on the simulated Skylake-SP (the model with the CHA's PCIe
+/// events). Run after the test above, in the same thread: one `pqos_init` per process.
+fn uncore_values_are_the_librarys(state: &std::path::Path) {
+    use pqos::{pqos_mon_get_value, pqos_mon_start_uncore};
+    simulate("skylake-sp", state);
+    let cfg = config(pqos_interface::PQOS_INTER_MSR);
+    // SAFETY: a valid configuration.
+    assert_eq!(unsafe { pqos_init(&raw const cfg) }, PQOS_RETVAL_OK);
+    let events = MonEvents::UNCORE.bits();
+    let sockets: [c_uint; 2] = [0, 1];
+    let mut g: *mut pqos_mon_data = std::ptr::null_mut();
+    // SAFETY: two sockets; `g` a local to fill.
+    let ret = unsafe {
+        pqos_mon_start_uncore(
+            2,
+            sockets.as_ptr(),
+            events,
+            std::ptr::null_mut(),
+            &raw mut g,
+        )
+    };
+    assert_eq!(ret, PQOS_RETVAL_OK);
+    let mut totals = [0u64; 4];
+    for round in 0..3 {
+        std::thread::sleep(Duration::from_millis(50));
+        poll(&mut [g]);
+        let lib = pqos::testing::library_values(g)
+            .and_then(|v| v.uncore)
+            .expect("library uncore values");
+        for (i, event) in MonEvents::UNCORE.iter().enumerate() {
+            let (mut value, mut delta) = (0u64, 0u64);
+            // SAFETY: a started group; two u64 outputs.
+            let ret =
+                unsafe { pqos_mon_get_value(g, event.bits(), &raw mut value, &raw mut delta) };
+            assert_eq!(ret, PQOS_RETVAL_OK);
+            totals[i] += lib.get(event).expect("monitored");
+            assert_eq!(Some(delta), lib.get(event), "{event:?}, round {round}");
+            assert_eq!(value, totals[i], "{event:?}, round {round}");
+            assert!(delta > 0, "{event:?} counts, round {round}");
+        }
+    }
+    // SAFETY: started, stopped once.
+    unsafe {
+        assert_eq!(pqos_mon_stop(g), PQOS_RETVAL_OK);
         assert_eq!(pqos_fini(), PQOS_RETVAL_OK);
     }
 }
