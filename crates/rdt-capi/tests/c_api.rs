@@ -540,8 +540,21 @@ fn sanitizers_find_nothing() {
         eprintln!("the C compiler cannot build with -fsanitize=address,undefined: skipped");
         return;
     };
-    for p in [Platform::msr("sapphire-rapids"), Platform::os("genoa")] {
-        for what in ["caps", "alloc", "mon", "errors", "threads"] {
+    let runs = [
+        (
+            Platform::msr("sapphire-rapids"),
+            &["caps", "alloc", "mon", "errors", "threads"][..],
+        ),
+        (
+            Platform::os("genoa"),
+            &[
+                "caps", "alloc", "mon", "errors", "threads", "pids", "follow",
+            ][..],
+        ),
+        (Platform::msr("skylake-sp"), &["uncore"][..]),
+    ];
+    for (p, modes) in runs {
+        for &what in modes {
             let mut cmd = p.env(Command::new(program));
             cmd.args([p.iface(), what])
                 .env("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0");
