@@ -26,6 +26,16 @@
 // `PQOS_MAX_L2CA_COS`.
 #define PQOS_MAX_L2CA_COS PQOS_MAX_COS
 
+// `PQOS_MAX_COS` under the name intel-cmt-cat's header has from 7.1.0 (master after the
+// COS to CLOS rename), for programs written against it.
+#define PQOS_MAX_CLOS PQOS_MAX_COS
+
+// `PQOS_MAX_L3CA_COS` under its 7.1.0 name.
+#define PQOS_MAX_L3CA_CLOS PQOS_MAX_COS
+
+// `PQOS_MAX_L2CA_COS` under its 7.1.0 name.
+#define PQOS_MAX_L2CA_CLOS PQOS_MAX_COS
+
 // Memory regions of region-aware MBM and MBA (MMIO interface).
 #define PQOS_MAX_MEM_REGIONS 4
 
@@ -889,6 +899,19 @@ int pqos_mon_start_pids2(unsigned int num_pids,
                          void *context,
                          struct pqos_mon_data **group);
 
+// Starts uncore monitoring of sockets (pqos.h `pqos_mon_start_uncore`; MSR interface):
+// the PCIe LLC events of the CHA monitors, read by `pqos_mon_get_value`. `*group` is a new
+// structure `pqos_mon_stop` frees. As libpqos: no socket, NULL arguments or an event
+// without an uncore bit are `PQOS_RETVAL_PARAM` (the other bits are ignored); a platform
+// without the uncore events, and the OS interface (whose capabilities have none),
+// `PQOS_RETVAL_RESOURCE`, logged; a socket already in an uncore group
+// `PQOS_RETVAL_RESOURCE`.
+int pqos_mon_start_uncore(unsigned int num_sockets,
+                          const unsigned int *sockets,
+                          enum pqos_mon_event event,
+                          void *context,
+                          struct pqos_mon_data **group);
+
 // Adds processes to a task group (pqos.h `pqos_mon_add_pids`); ones already in it are
 // skipped.
 int pqos_mon_add_pids(unsigned int num_pids,
@@ -950,13 +973,6 @@ int pqos_mon_get_ipc(const struct pqos_mon_data *group,
 int pqos_mon_get_tel_value(const struct pqos_mon_data *_group,
                            enum pqos_mon_event _event,
                            double *_value);
-
-// Uncore monitoring (pqos.h `pqos_mon_start_uncore`): not translated, `PQOS_RETVAL_RESOURCE`.
-int pqos_mon_start_uncore(unsigned int num_sockets,
-                          const unsigned int *sockets,
-                          enum pqos_mon_event _event,
-                          void *_context,
-                          struct pqos_mon_data **group);
 
 // I/O RDT channel monitoring (pqos.h `pqos_mon_start_channels`): `PQOS_RETVAL_RESOURCE`.
 int pqos_mon_start_channels(unsigned int num_channels,
@@ -1186,6 +1202,23 @@ int pqos_mba_get_cos_num(const struct pqos_cap *cap,
 // SMBA classes (pqos.h `pqos_smba_get_cos_num`).
 int pqos_smba_get_cos_num(const struct pqos_cap *cap,
                           unsigned int *cos_num);
+
+// `pqos_l3ca_get_cos_num` under the name intel-cmt-cat's header has from 7.1.0
+// (`pqos_l3ca_get_clos_num`), so programs written against either name link.
+int pqos_l3ca_get_clos_num(const struct pqos_cap *cap,
+                           unsigned int *clos_num);
+
+// `pqos_l2ca_get_cos_num` under its 7.1.0 name.
+int pqos_l2ca_get_clos_num(const struct pqos_cap *cap,
+                           unsigned int *clos_num);
+
+// `pqos_mba_get_cos_num` under its 7.1.0 name.
+int pqos_mba_get_clos_num(const struct pqos_cap *cap,
+                          unsigned int *clos_num);
+
+// `pqos_smba_get_cos_num` under its 7.1.0 name.
+int pqos_smba_get_clos_num(const struct pqos_cap *cap,
+                           unsigned int *clos_num);
 
 // L3 CDP support and state (pqos.h `pqos_l3ca_cdp_enabled`).
 int pqos_l3ca_cdp_enabled(const struct pqos_cap *cap,

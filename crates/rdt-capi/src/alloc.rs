@@ -575,22 +575,18 @@ pub unsafe extern "C" fn pqos_l2ca_get(
     })
 }
 
-/// The minimum bits of a mask of `resource`: the library's `min_cbm_bits`, at least 1 on
-/// the MSR interface (libpqos probes a free class and finds 1 where any mask is taken).
+/// The minimum bits of a mask of `resource` as libpqos reports it
+/// ([`rdt_pqos::pqos_caps::min_cbm_bits`]).
 fn min_bits(resource: CatResource, out: *mut c_uint, name: &str) -> c_int {
     with_lib(name, |lib| {
         // SAFETY: pqos.h: `out` points to an unsigned (NULL checked).
         let Some(out) = (unsafe { out.as_mut() }) else {
             return PQOS_RETVAL_PARAM;
         };
-        let msr = lib.rdt.interface() == rdt_pqos::Interface::Msr;
+        let iface = lib.rdt.interface();
         match lib.rdt.capabilities().cat(resource) {
             Some(c) => {
-                *out = if msr {
-                    c.min_cbm_bits.max(1)
-                } else {
-                    c.min_cbm_bits
-                };
+                *out = rdt_pqos::pqos_caps::min_cbm_bits(c, iface);
                 PQOS_RETVAL_OK
             }
             None => PQOS_RETVAL_RESOURCE,

@@ -3,24 +3,22 @@
 //! `pqos_fini`; a reset that turns CDP or the MBA controller on or off updates them in place,
 //! as libpqos does.
 //!
-//! The numbers are those `pqos -d`/`-D` prints for the same platform and interface
-//! (crates/pqos-cli/src/commands/caps.rs, after libpqos `lib/hw_cap.c` and `lib/os_cap.c`):
-//! on MSR the CPUID values (scale factor, RMIDs, counter width) and each CAT resource's
-//! classes with CDP halving them; on OS a scale factor of 1 (resctrl counts bytes), no counter
-//! width, and one class count for every resource (resctrl's groups).
+//! The numbers are the library's account of what libpqos reports ([`rdt_pqos::pqos_caps`],
+//! which `pqos -d`/`-D` prints too): this module only places them in libpqos's structures.
 
 use std::ffi::{c_int, c_uint};
 
+use rdt_pqos::pqos_caps::{self, EventSource};
 use rdt_pqos::{
-    Backend, BackendExt, CacheGeometry, Capabilities, CatCaps, Interface, MbaCaps, MbaCtrl,
-    MbaKind, Rdt, SncMode, Vendor,
+    Backend, BackendExt, CacheGeometry, Capabilities, Interface, MbaCaps, MbaCtrl, Rdt, SncMode,
+    Vendor,
 };
 
 use crate::flex::Flex;
 use crate::types::{
     PQOS_VERSION, pqos_cacheinfo, pqos_cap, pqos_cap_l2ca, pqos_cap_l3ca, pqos_cap_mba,
     pqos_cap_mon, pqos_cap_type, pqos_capability, pqos_capability_u, pqos_coreinfo, pqos_cpuinfo,
-    pqos_mon_event, pqos_monitor, pqos_snc_mode, pqos_sysconfig, pqos_vendor,
+    pqos_monitor, pqos_snc_mode, pqos_sysconfig, pqos_vendor,
 };
 
 /// The structures `pqos_cap_get` hands out, owned until `pqos_fini`.
@@ -60,10 +58,9 @@ fn values(rdt: &mut Rdt) -> Values {
     let iface = rdt.interface();
     let mba_ctrl = rdt.mba_ctrl();
     let caps = rdt.capabilities().clone();
-    let os_classes = (iface == Interface::Os).then(|| caps.os_classes());
     let l3_way = caps.l3_cache.as_ref().map_or(0, CacheGeometry::way_size);
     let l2_way = caps.l2_cache.as_ref().map_or(0, CacheGeometry::way_size);
-    let cat_classes = |c: &CatCaps| os_classes.unwrap_or_else(|| c.usable_classes());
+    let cat_classes = |c| pqos_caps::cat_classes(&caps, c, iface);
     Values {
         mon: monitoring(&caps, iface),
         l3: caps.l3_cat.get().map(|c| pqos_cap_l3ca {
@@ -92,35 +89,24 @@ fn values(rdt: &mut Rdt) -> Values {
         mba: caps.mba.get().map(|m| pqos_cap_mba {
             mba40: flag(caps.mba40.is_some()),
             mba40_on: flag(caps.mba40 == Some(true)),
-            ..bandwidth(m, iface, os_classes, mba_ctrl)
+            ..bandwidth(&caps, m, iface, mba_ctrl)
         }),
-        // The kernel's controller drives MBA only.
-        smba: caps.smba.get().map(|m| {
-            let ctrl = (iface == Interface::Os).then_some(MbaCtrl::Unsupported);
-            bandwidth(m, iface, os_classes, ctrl)
-        }),
+        smba: caps
+            .smba
+            .get()
+            .map(|m| bandwidth(&caps, m, iface, pqos_caps::smba_ctrl(iface))),
     }
 }
 
-/// A bandwidth resource as libpqos describes it: `throttle_step` the granularity,
-/// `throttle_max` what `-D` shows as `100 - Min B/W` (Intel: the maximum delay; AMD: 0 on MSR,
-/// 100 on OS), `ctrl` -1 where the interface has no controller (MSR).
+/// A bandwidth resource as libpqos describes it ([`pqos_caps::mba_numbers`]), `ctrl` -1
+/// where the interface has no controller (MSR).
 fn bandwidth(
+    caps: &Capabilities,
     m: &MbaCaps,
     iface: Interface,
-    os_classes: Option<u32>,
     ctrl: Option<MbaCtrl>,
 ) -> pqos_cap_mba {
-    let (step, max, linear) = match (m.kind, iface) {
-        (
-            MbaKind::IntelDelay {
-                max_delay, linear, ..
-            },
-            _,
-        ) => (m.granularity(), max_delay, linear),
-        (MbaKind::AmdBandwidth { .. }, Interface::Msr | Interface::Mmio) => (0, 0, false),
-        (MbaKind::AmdBandwidth { .. }, Interface::Os) => (1, 100, false),
-    };
+    let n = pqos_caps::mba_numbers(m, iface);
     let (ctrl, ctrl_on) = match ctrl {
         None => (-1, 0),
         Some(MbaCtrl::Unsupported) => (0, 0),
@@ -129,10 +115,10 @@ fn bandwidth(
     };
     pqos_cap_mba {
         mem_size: size_of_c::<pqos_cap_mba>(),
-        num_classes: os_classes.unwrap_or(m.num_classes),
-        throttle_max: max,
-        throttle_step: step,
-        is_linear: flag(linear),
+        num_classes: pqos_caps::mba_classes(caps, m, iface),
+        throttle_max: n.throttle_max,
+        throttle_step: n.throttle_step,
+        is_linear: flag(n.linear),
         ctrl,
         ctrl_on,
         mba40: 0,
@@ -140,99 +126,31 @@ fn bandwidth(
     }
 }
 
-/// The monitoring capability with its events in libpqos's order: on MSR LLC, TMEM, LMEM,
-/// RMEM, IPC, LLC misses, LLC references, then the uncore PCIe events; on OS LLC, LMEM, TMEM,
-/// RMEM, LLC misses, LLC references, IPC. On OS the PMU events make a capability of their own
-/// where resctrl monitors nothing (`lib/os_cap.c`).
+/// The monitoring capability with its events ([`pqos_caps::mon_events`]); the I/O RDT flag
+/// on the RDT events where the platform has I/O RDT monitoring.
 fn monitoring(caps: &Capabilities, iface: Interface) -> Option<(pqos_cap_mon, Vec<pqos_monitor>)> {
-    use pqos_mon_event as E;
     let m = caps.monitoring.get();
-    let pmu = caps.pmu;
-    let e = m.map(|m| m.events).unwrap_or_default();
-    let rmem = e.mbm_total && e.mbm_local;
-    let (scale, rmids, width) = match (m, iface) {
-        (Some(m), Interface::Msr | Interface::Mmio) => {
-            (m.upscaling_factor, m.num_rmids, m.counter_width)
-        }
-        (Some(m), Interface::Os) => (1, m.num_rmids, 0),
-        (None, _) => (0, 0, 0),
-    };
     let iordt = flag(m.is_some_and(|m| m.io_rdt));
-    let rdt_event = |event: E| pqos_monitor {
-        r#type: event as c_uint,
-        max_rmid: rmids,
-        scale_factor: scale,
-        counter_length: width,
-        iordt,
-    };
-    let (pmu_scale, pmu_rmids) = match iface {
-        Interface::Msr | Interface::Mmio => (0, 0),
-        Interface::Os => (1, rmids),
-    };
-    let pmu_event = |event: E| pqos_monitor {
-        r#type: event as c_uint,
-        max_rmid: pmu_rmids,
-        scale_factor: pmu_scale,
-        counter_length: 0,
-        iordt: 0,
-    };
-    let mut events = Vec::new();
-    let mut rdt = |on: bool, event: E| {
-        if on {
-            events.push(rdt_event(event));
-        }
-    };
-    rdt(e.llc_occupancy, E::PQOS_MON_EVENT_L3_OCCUP);
-    match iface {
-        Interface::Msr | Interface::Mmio => {
-            rdt(e.mbm_total, E::PQOS_MON_EVENT_TMEM_BW);
-            rdt(e.mbm_local, E::PQOS_MON_EVENT_LMEM_BW);
-        }
-        Interface::Os => {
-            rdt(e.mbm_local, E::PQOS_MON_EVENT_LMEM_BW);
-            rdt(e.mbm_total, E::PQOS_MON_EVENT_TMEM_BW);
-        }
-    }
-    rdt(rmem, E::PQOS_MON_EVENT_RMEM_BW);
-    let pmu_order: [(bool, E); 3] = match iface {
-        Interface::Msr | Interface::Mmio => [
-            (pmu.ipc, E::PQOS_PERF_EVENT_IPC),
-            (pmu.llc_misses, E::PQOS_PERF_EVENT_LLC_MISS),
-            (pmu.llc_references, E::PQOS_PERF_EVENT_LLC_REF),
-        ],
-        Interface::Os => [
-            (pmu.llc_misses, E::PQOS_PERF_EVENT_LLC_MISS),
-            (pmu.llc_references, E::PQOS_PERF_EVENT_LLC_REF),
-            (pmu.ipc, E::PQOS_PERF_EVENT_IPC),
-        ],
-    };
-    for (on, event) in pmu_order {
-        if on {
-            events.push(pmu_event(event));
-        }
-    }
-    if caps.uncore_pcie && iface.uses_msrs() {
-        for event in [
-            E::PQOS_PERF_EVENT_LLC_MISS_PCIE_READ,
-            E::PQOS_PERF_EVENT_LLC_MISS_PCIE_WRITE,
-            E::PQOS_PERF_EVENT_LLC_REF_PCIE_READ,
-            E::PQOS_PERF_EVENT_LLC_REF_PCIE_WRITE,
-        ] {
-            events.push(pmu_event(event));
-        }
-    }
-    if m.is_none() && (iface.uses_msrs() || events.is_empty()) {
-        return None;
-    }
-    let snc = caps.snc.filter(|s| iface.uses_msrs() && s.nodes_per_l3 > 1);
+    let events: Vec<pqos_monitor> = pqos_caps::mon_events(caps, iface)?
+        .into_iter()
+        .map(|e| pqos_monitor {
+            r#type: e.event.bits(),
+            max_rmid: e.max_rmid,
+            scale_factor: e.scale_factor,
+            counter_length: e.counter_length,
+            iordt: if e.source == EventSource::Rdt {
+                iordt
+            } else {
+                0
+            },
+        })
+        .collect();
+    let snc = pqos_caps::snc(caps, iface);
     let header = pqos_cap_mon {
         mem_size: uint(
             (size_of::<pqos_cap_mon>() + events.len() * size_of::<pqos_monitor>()) as u64,
         ),
-        max_rmid: m.map_or(0, |m| match iface {
-            Interface::Msr | Interface::Mmio => m.max_rmid.saturating_add(1),
-            Interface::Os => m.num_rmids,
-        }),
+        max_rmid: pqos_caps::mon_max_rmid(m, iface),
         l3_size: uint(caps.l3_cache.as_ref().map_or(0, CacheGeometry::total_size)),
         num_events: uint(events.len() as u64),
         iordt,

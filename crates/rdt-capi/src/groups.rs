@@ -18,7 +18,18 @@ pub(crate) struct Counts {
     pub(crate) cycles: u64,
     pub(crate) misses: u64,
     pub(crate) references: u64,
+    /// The uncore PCIe events, in pqos.h's order: LLC misses of reads, of writes, LLC
+    /// references of reads, of writes.
+    pub(crate) pcie: [u64; 4],
 }
+
+/// The uncore events in the order of [`Counts::pcie`].
+pub(crate) const PCIE_EVENTS: [MonEvents; 4] = [
+    MonEvents::LLC_MISS_PCIE_READ,
+    MonEvents::LLC_MISS_PCIE_WRITE,
+    MonEvents::LLC_REF_PCIE_READ,
+    MonEvents::LLC_REF_PCIE_WRITE,
+];
 
 impl Counts {
     pub(crate) fn add(&mut self, v: &rdt_pqos::MonValues) {
@@ -30,6 +41,11 @@ impl Counts {
         add(&mut self.cycles, v.cycles_delta);
         add(&mut self.misses, v.llc_misses_delta);
         add(&mut self.references, v.llc_references_delta);
+        if let Some(u) = v.uncore {
+            for (a, e) in self.pcie.iter_mut().zip(PCIE_EVENTS) {
+                add(a, u.get(e));
+            }
+        }
     }
 }
 
@@ -37,6 +53,8 @@ impl Counts {
 pub(crate) enum Members {
     Cores(Box<[u32]>),
     Tasks(Box<[pid_t]>),
+    /// An uncore group of sockets (`pqos_mon_start_uncore`; the library keeps the sockets).
+    Sockets,
 }
 
 /// A group started through this API.
@@ -51,6 +69,10 @@ pub(crate) struct Group {
     pub(crate) valid_mbm_read: bool,
     pub(crate) since_poll: Counts,
     pub(crate) since_start: Counts,
+    /// The uncore events' values and deltas at the group's last `pqos_mon_poll` (libpqos
+    /// keeps them in the group's internal data, read by `pqos_mon_get_value`), in the order
+    /// of [`Counts::pcie`].
+    pub(crate) pcie: [(u64, u64); 4],
     /// What `intl` points at: this group's own address, never read by C.
     pub(crate) _intl: Box<u8>,
 }
@@ -65,6 +87,22 @@ impl Groups {
     /// The library's group behind `group`.
     pub(crate) fn library_id(&self, group: *const pqos_mon_data) -> Option<MonGroupId> {
         self.map.get(&(group as usize))?.id
+    }
+
+    /// Polls the library once and adds every group's counts since the previous library poll
+    /// to what it has pending (`since_poll`) and to its totals (`since_start`).
+    ///
+    /// # Errors
+    /// As [`Backend::poll`].
+    pub(crate) fn poll_library(&mut self, rdt: &mut Rdt) -> Result<(), rdt_pqos::Error> {
+        rdt.poll()?;
+        for g in self.map.values_mut() {
+            if let Some(v) = g.id.and_then(|id| rdt.values(id)) {
+                g.since_poll.add(v);
+                g.since_start.add(v);
+            }
+        }
+        Ok(())
     }
 
     /// Stops every group in the library (`pqos_fini`); their structures stay as they are.

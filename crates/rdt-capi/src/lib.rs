@@ -32,8 +32,8 @@
 //! The MMIO generation (ERDT/MRRM, region-aware MBM and MBA, dumps) and I/O RDT (channels,
 //! devices): their functions exist and answer as libpqos does on a platform without them
 //! (`PQOS_RETVAL_RESOURCE`, or `PQOS_RETVAL_PARAM` for bad arguments). Uncore monitoring
-//! (`pqos_mon_start_uncore`) is `PQOS_RETVAL_RESOURCE` as well: the library has it on the MSR
-//! interface of model 0x55 only and this layer does not translate it yet.
+//! (`pqos_mon_start_uncore`) is the library's: on the MSR interface of model 0x55 (the
+//! simulated `skylake-sp`), `PQOS_RETVAL_RESOURCE` on platforms without it.
 
 mod alloc;
 mod cap;

@@ -22,7 +22,7 @@ use rdt_pqos::{Backend, BackendExt, CpuSet, LogicalCpu, MonEvents, MonGroupId, T
 
 use crate::alloc::{MAX_ENTRIES, array};
 use crate::error::{code, start_code};
-use crate::groups::{Counts, Group, Members};
+use crate::groups::{Counts, Group, Members, PCIE_EVENTS};
 use crate::guard::guard;
 use crate::state::{Lib, with_lib};
 use crate::types::{
@@ -61,6 +61,8 @@ unsafe fn register(
     let (cores, num_cores, pids, num_pids) = match &members {
         Members::Cores(c) => (c.as_ptr().cast_mut(), c.len(), std::ptr::null_mut(), 0),
         Members::Tasks(t) => (std::ptr::null_mut(), 0, t.as_ptr().cast_mut(), t.len()),
+        // libpqos keeps an uncore group's sockets in its internal data only
+        Members::Sockets => (std::ptr::null_mut(), 0, std::ptr::null_mut(), 0),
     };
     let value = pqos_mon_data {
         valid: GROUP_VALID_MARKER,
@@ -93,6 +95,7 @@ unsafe fn register(
             valid_mbm_read: false,
             since_poll: Counts::default(),
             since_start: Counts::default(),
+            pcie: [(0, 0); 4],
             _intl: intl,
         },
     );
@@ -283,8 +286,55 @@ pub unsafe extern "C" fn pqos_mon_start_pids2(
     })
 }
 
-/// Changes the processes of a task group: the library's group is stopped and started again
-/// with `new` (its counts restart: the next poll is a first read).
+/// Starts uncore monitoring of sockets (pqos.h `pqos_mon_start_uncore`; MSR interface):
+/// the PCIe LLC events of the CHA monitors, read by `pqos_mon_get_value`. `*group` is a new
+/// structure `pqos_mon_stop` frees. As libpqos: no socket, NULL arguments or an event
+/// without an uncore bit are `PQOS_RETVAL_PARAM` (the other bits are ignored); a platform
+/// without the uncore events, and the OS interface (whose capabilities have none),
+/// `PQOS_RETVAL_RESOURCE`, logged; a socket already in an uncore group
+/// `PQOS_RETVAL_RESOURCE`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pqos_mon_start_uncore(
+    num_sockets: c_uint,
+    sockets: *const c_uint,
+    event: EnumMonEvent,
+    context: *mut c_void,
+    group: *mut *mut pqos_mon_data,
+) -> c_int {
+    with_lib("pqos_mon_start_uncore", |lib| {
+        // SAFETY: pqos.h: `sockets` holds `num_sockets` sockets; `group` points to a pointer.
+        let (Some(sockets), Some(out)) = (unsafe { array(sockets, num_sockets) }, unsafe {
+            group.as_mut()
+        }) else {
+            return PQOS_RETVAL_PARAM;
+        };
+        let events = MonEvents::from_bits_truncate(event).intersection(MonEvents::UNCORE);
+        if events.is_empty() {
+            log::error!("pqos_mon_start_uncore: {event:#x} holds no uncore event");
+            return PQOS_RETVAL_PARAM;
+        }
+        if !lib.rdt.capabilities().uncore_pcie {
+            log::error!("pqos_mon_start_uncore: this platform has no uncore PCIe events");
+            return PQOS_RETVAL_RESOURCE;
+        }
+        let id = match lib.rdt.start_uncore_monitoring(sockets, events) {
+            Ok(id) => id,
+            Err(e) => return code(&e),
+        };
+        let ptr = new_data();
+        // SAFETY: `ptr` is new.
+        unsafe { register(lib, ptr, id, events, context, Members::Sockets, true) };
+        *out = ptr;
+        PQOS_RETVAL_OK
+    })
+}
+
+/// Changes the processes of a task group. The library has no change of a group's members,
+/// so its group is stopped and started again with `new`; what the program sees continues
+/// as in libpqos (which writes the new tasks into the same monitor group): the library is
+/// polled just before the stop, so the old group's counts up to then stay pending for the
+/// next `pqos_mon_poll`, and the totals, the pending deltas and `valid_mbm_read` carry over
+/// to the new group, whose counts begin at its start.
 fn retask(
     lib: &mut Lib,
     group: *mut pqos_mon_data,
@@ -307,6 +357,9 @@ fn retask(
         return PQOS_RETVAL_PARAM;
     };
     let events = g.events;
+    if let Err(e) = lib.groups.poll_library(&mut lib.rdt) {
+        return code(&e);
+    }
     if let Err(e) = lib.rdt.stop_monitoring(id) {
         return code(&e);
     }
@@ -330,13 +383,9 @@ fn retask(
     unsafe {
         (*group).pids = members.as_ptr().cast_mut();
         (*group).num_pids = c_uint::try_from(members.len()).unwrap_or(0);
-        (*group).values = pqos_event_values::default();
     }
     g.members = Members::Tasks(members);
     g.id = id;
-    g.valid_mbm_read = false;
-    g.since_poll = Counts::default();
-    g.since_start = Counts::default();
     ret
 }
 
@@ -437,14 +486,8 @@ pub unsafe extern "C" fn pqos_mon_poll(
             log::error!("pqos_mon_poll: not a started monitoring group");
             return PQOS_RETVAL_PARAM;
         }
-        if let Err(e) = lib.rdt.poll() {
+        if let Err(e) = lib.groups.poll_library(&mut lib.rdt) {
             return code(&e);
-        }
-        for g in lib.groups.map.values_mut() {
-            if let Some(v) = g.id.and_then(|id| lib.rdt.values(id)) {
-                g.since_poll.add(v);
-                g.since_start.add(v);
-            }
         }
         for &ptr in list {
             let Some(g) = lib.groups.map.get_mut(&(ptr as usize)) else {
@@ -482,6 +525,9 @@ pub unsafe extern "C" fn pqos_mon_poll(
             };
             // SAFETY: `ptr` is a registered group: a live pqos_mon_data (pqos.h).
             unsafe { (*ptr).values = values };
+            for (i, v) in g.pcie.iter_mut().enumerate() {
+                *v = (t.pcie[i], d.pcie[i]);
+            }
             g.valid_mbm_read = true;
             g.since_poll = Counts::default();
         }
@@ -563,6 +609,25 @@ pub unsafe extern "C" fn pqos_mon_get_value(
         };
         if g.event & event_id == 0 || event_id.count_ones() != 1 {
             return PQOS_RETVAL_PARAM;
+        }
+        if let Some(i) = PCIE_EVENTS.iter().position(|e| e.bits() == event_id) {
+            // kept beside the group, found by its address under the API lock
+            return with_lib("pqos_mon_get_value", |lib| {
+                let Some(&(val, del)) = lib.groups.map.get(&(group as usize)).map(|g| &g.pcie[i])
+                else {
+                    return PQOS_RETVAL_PARAM;
+                };
+                // SAFETY: pqos.h: each output is NULL or a uint64_t.
+                unsafe {
+                    if let Some(out) = value.as_mut() {
+                        *out = val;
+                    }
+                    if let Some(out) = delta.as_mut() {
+                        *out = del;
+                    }
+                }
+                PQOS_RETVAL_OK
+            });
         }
         let v = &g.values;
         let (val, del) = match event_id {

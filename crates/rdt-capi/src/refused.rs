@@ -1,6 +1,6 @@
-//! What is not built: I/O RDT (channels, devices), the MMIO interface's dumps, uncore
-//! monitoring. Each function exists with libpqos's prototype and answers as libpqos does on a
-//! platform without the feature: `PQOS_RETVAL_RESOURCE` (after `PQOS_RETVAL_INIT` before
+//! What is not built: I/O RDT (channels, devices), the MMIO interface's dumps. Each function
+//! exists with libpqos's prototype and answers as libpqos does on a platform without the
+//! feature: `PQOS_RETVAL_RESOURCE` (after `PQOS_RETVAL_INIT` before
 //! `pqos_init` and `PQOS_RETVAL_PARAM` for NULL outputs), NULL or 0 where it returns a pointer
 //! or a channel.
 
@@ -22,21 +22,6 @@ fn absent(name: &str, outputs: &[bool]) -> c_int {
         log::error!("{name}: not supported on this platform (no I/O RDT, no MMIO interface)");
         PQOS_RETVAL_RESOURCE
     })
-}
-
-/// Uncore monitoring (pqos.h `pqos_mon_start_uncore`): not translated, `PQOS_RETVAL_RESOURCE`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pqos_mon_start_uncore(
-    num_sockets: c_uint,
-    sockets: *const c_uint,
-    _event: EnumMonEvent,
-    _context: *mut c_void,
-    group: *mut *mut pqos_mon_data,
-) -> c_int {
-    absent(
-        "pqos_mon_start_uncore",
-        &[num_sockets == 0, sockets.is_null(), group.is_null()],
-    )
 }
 
 /// I/O RDT channel monitoring (pqos.h `pqos_mon_start_channels`): `PQOS_RETVAL_RESOURCE`.

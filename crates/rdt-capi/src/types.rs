@@ -25,6 +25,13 @@ pub const PQOS_MAX_COS: c_uint = 16;
 pub const PQOS_MAX_L3CA_COS: c_uint = PQOS_MAX_COS;
 /// `PQOS_MAX_L2CA_COS`.
 pub const PQOS_MAX_L2CA_COS: c_uint = PQOS_MAX_COS;
+/// `PQOS_MAX_COS` under the name intel-cmt-cat's header has from 7.1.0 (master after the
+/// COS to CLOS rename), for programs written against it.
+pub const PQOS_MAX_CLOS: c_uint = PQOS_MAX_COS;
+/// `PQOS_MAX_L3CA_COS` under its 7.1.0 name.
+pub const PQOS_MAX_L3CA_CLOS: c_uint = PQOS_MAX_COS;
+/// `PQOS_MAX_L2CA_COS` under its 7.1.0 name.
+pub const PQOS_MAX_L2CA_CLOS: c_uint = PQOS_MAX_COS;
 /// Memory regions of region-aware MBM and MBA (MMIO interface).
 pub const PQOS_MAX_MEM_REGIONS: usize = 4;
 /// Bandwidth control types per memory region (optimal, minimum, maximum).

@@ -495,6 +495,47 @@ pub unsafe extern "C" fn pqos_smba_get_cos_num(
     })
 }
 
+/// `pqos_l3ca_get_cos_num` under the name intel-cmt-cat's header has from 7.1.0
+/// (`pqos_l3ca_get_clos_num`), so programs written against either name link.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pqos_l3ca_get_clos_num(
+    cap: *const pqos_cap,
+    clos_num: *mut c_uint,
+) -> c_int {
+    // SAFETY: the same contract.
+    unsafe { pqos_l3ca_get_cos_num(cap, clos_num) }
+}
+
+/// `pqos_l2ca_get_cos_num` under its 7.1.0 name.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pqos_l2ca_get_clos_num(
+    cap: *const pqos_cap,
+    clos_num: *mut c_uint,
+) -> c_int {
+    // SAFETY: the same contract.
+    unsafe { pqos_l2ca_get_cos_num(cap, clos_num) }
+}
+
+/// `pqos_mba_get_cos_num` under its 7.1.0 name.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pqos_mba_get_clos_num(
+    cap: *const pqos_cap,
+    clos_num: *mut c_uint,
+) -> c_int {
+    // SAFETY: the same contract.
+    unsafe { pqos_mba_get_cos_num(cap, clos_num) }
+}
+
+/// `pqos_smba_get_cos_num` under its 7.1.0 name.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pqos_smba_get_clos_num(
+    cap: *const pqos_cap,
+    clos_num: *mut c_uint,
+) -> c_int {
+    // SAFETY: the same contract.
+    unsafe { pqos_smba_get_cos_num(cap, clos_num) }
+}
+
 /// A (supported, enabled) pair of a capability into the non-NULL outputs; both NULL is
 /// `PQOS_RETVAL_PARAM`.
 fn pair<T>(

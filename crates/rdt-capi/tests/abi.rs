@@ -10,10 +10,21 @@ use support::{c_source, cc, crate_dir, run};
 /// Intel's layout of pqos.h v26.03 on x86-64 (System V ABI): `(name, offset, size)` for each
 /// field, `(name, size, 0)` for a structure, where `name` has no dot.
 ///
-/// Source: the field order and C types of intel-cmt-cat's `lib/pqos.h` (PQOS_VERSION 70000,
-/// tag v26.03; read from the published header of master at 7.0.0/7.1.0 and the v25.04-era
-/// 6.0.1 one, the structures being the same in all three where they exist, except
-/// `pqos_channel.cxld`, present in 7.x and counted here). Derived by hand with the SysV
+/// Source: the field order and C types of intel-cmt-cat's `lib/pqos.h`. The header of the
+/// v26.03 tag itself (PQOS_VERSION 70000) was not among the stored copies we could read;
+/// compared field by field, structure by structure and prototype by prototype (2026-12-02)
+/// were the two releases around it: master's `lib/pqos.h` at PQOS_VERSION 70100 ("version
+/// 7.1.0", copyright 2014-2026; stored copy id 70130352864) and the 6.0.1 one (PQOS_VERSION
+/// 60001; id 6700082927). Every structure here has the same fields, order and types in
+/// 7.1.0, `pqos_channel.cxld` included (6.0.1 has no `cxld`: 7.x's is counted). What 7.1.0
+/// has beyond 70000 and this header leaves out: `PQOS_CAP_TYPE_HYBRID` (NUMOF 6) and the
+/// hybrid structures and functions, `pqos_sysconfig.mem_regions` (a trailing pointer; 6.0.1
+/// has none) with the memory-region/CXL descriptions, `pqos_get_num_mem_regions`,
+/// `pqos_mon_event_valid`, `pqos_open`/`pqos_fopen`/`pqos_fclose`. Its COS → CLOS rename
+/// (`PQOS_MAX_CLOS*`, `pqos_*_get_clos_num`) is answered by defining and exporting both
+/// names. Our unions and the CDP mask pair are named types (`pqos_capability_u`,
+/// `pqos_ca_u`, `pqos_ca_masks`) where Intel's are anonymous: same layout, same member
+/// names, so `cap->u.l3ca` and `ca.u.s.data_mask` compile unchanged. Derived by hand with the SysV
 /// x86-64 rules: `int`, `unsigned`, enums, `pid_t` and `uint32_t` are 4 bytes aligned 4;
 /// `uint16_t` 2; `uint64_t`, `double` and pointers 8 aligned 8; each field at the next
 /// multiple of its alignment; a structure or union aligned to its largest member and its
@@ -305,7 +316,7 @@ fn every_function_has_intels_prototype_and_is_exported() {
     exported.sort_unstable();
     assert_eq!(
         exported, intel,
-        "libpqos.so exports exactly libpqos v26.03's functions"
+        "libpqos.so exports exactly libpqos v26.03's functions (and 7.1.0's CLOS names)"
     );
 }
 

@@ -1,8 +1,9 @@
 //! `pqos_mon_poll` writes the library's own numbers: called from Rust in-process (the rlib
 //! exports the same functions), each group's deltas are the library's over the same
 //! interval, summed over the library polls since the group's previous `pqos_mon_poll`, and 0
-//! at its first poll (libpqos's `valid_mbm_read`). Also the cost of polling 160 groups
-//! through the C API beside the Rust API (`--ignored`, prints the numbers).
+//! at its first poll (libpqos's `valid_mbm_read`); an uncore group's `pqos_mon_get_value`
+//! values and deltas are the library's counts. Also the cost of polling 160 groups through
+//! the C API beside the Rust API (`--ignored`, prints the numbers).
 
 use std::ffi::c_uint;
 use std::time::{Duration, Instant};
@@ -128,60 +129,145 @@ fn deltas_are_the_librarys_over_each_groups_own_interval() {
         assert_eq!(pqos_mon_stop(b), PQOS_RETVAL_OK);
         assert_eq!(pqos_fini(), PQOS_RETVAL_OK);
     }
+    uncore_values_are_the_librarys(state.path());
 }
 
-/// The mean time of `rounds` calls of `f`.
-fn mean(rounds: u32, mut f: impl FnMut()) -> Duration {
+/// An uncore group's values and deltas (`pqos_mon_get_value`) are the library's counts of
+/// each interval and their sum, on the simulated Skylake-SP (the model with the CHA's PCIe
+/// events). Run after the test above, in the same thread: one `pqos_init` per process.
+fn uncore_values_are_the_librarys(state: &std::path::Path) {
+    use pqos::{pqos_mon_get_value, pqos_mon_start_uncore};
+    simulate("skylake-sp", state);
+    let cfg = config(pqos_interface::PQOS_INTER_MSR);
+    // SAFETY: a valid configuration.
+    assert_eq!(unsafe { pqos_init(&raw const cfg) }, PQOS_RETVAL_OK);
+    let events = MonEvents::UNCORE.bits();
+    let sockets: [c_uint; 2] = [0, 1];
+    let mut g: *mut pqos_mon_data = std::ptr::null_mut();
+    // SAFETY: two sockets; `g` a local to fill.
+    let ret = unsafe {
+        pqos_mon_start_uncore(
+            2,
+            sockets.as_ptr(),
+            events,
+            std::ptr::null_mut(),
+            &raw mut g,
+        )
+    };
+    assert_eq!(ret, PQOS_RETVAL_OK);
+    let mut totals = [0u64; 4];
+    for round in 0..3 {
+        std::thread::sleep(Duration::from_millis(50));
+        poll(&mut [g]);
+        let lib = pqos::testing::library_values(g)
+            .and_then(|v| v.uncore)
+            .expect("library uncore values");
+        for (i, event) in MonEvents::UNCORE.iter().enumerate() {
+            let (mut value, mut delta) = (0u64, 0u64);
+            // SAFETY: a started group; two u64 outputs.
+            let ret =
+                unsafe { pqos_mon_get_value(g, event.bits(), &raw mut value, &raw mut delta) };
+            assert_eq!(ret, PQOS_RETVAL_OK);
+            totals[i] += lib.get(event).expect("monitored");
+            assert_eq!(Some(delta), lib.get(event), "{event:?}, round {round}");
+            assert_eq!(value, totals[i], "{event:?}, round {round}");
+            assert!(delta > 0, "{event:?} counts, round {round}");
+        }
+    }
+    // SAFETY: started, stopped once.
+    unsafe {
+        assert_eq!(pqos_mon_stop(g), PQOS_RETVAL_OK);
+        assert_eq!(pqos_fini(), PQOS_RETVAL_OK);
+    }
+}
+
+/// The read- and write-like system calls this process has made (`/proc/self/io`'s `syscr`
+/// and `syscw`, all threads).
+fn syscalls() -> u64 {
+    let io = std::fs::read_to_string("/proc/self/io").expect("/proc/self/io");
+    io.lines()
+        .filter(|l| l.starts_with("syscr:") || l.starts_with("syscw:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The mean time and read/write system calls of `rounds` calls of `f` (after one call not
+/// counted).
+fn mean(rounds: u32, mut f: impl FnMut()) -> (Duration, u64) {
     f();
+    let calls = syscalls();
     let t = Instant::now();
     for _ in 0..rounds {
         f();
     }
-    t.elapsed() / rounds
+    (
+        t.elapsed() / rounds,
+        (syscalls() - calls) / u64::from(rounds),
+    )
 }
 
+/// A measurement, not a check: the cost of one poll of 160 single-CPU groups (all four
+/// RDT events) through `pqos_mon_poll` and through the library's `Backend::poll`, on both
+/// interfaces, in time and in read/write system calls per poll. The platform is the one
+/// the environment names (`RDT_SYSROOT=DIR` of an `rdt-sim mount`, as benches/capi_poll.sh
+/// runs it), else the in-process simulated Sapphire Rapids (no system calls to count).
+/// `CAPI_BENCH_ROUNDS` polls are timed (default 50); `CAPI_BENCH_ONLY=msr-c|msr-rust|os-c|
+/// os-rust` runs one of the four (for `strace -c`).
 #[test]
-#[ignore = "a measurement: cargo test -p rdt-capi --test values -- --ignored --nocapture --test-threads=1"]
+#[ignore = "a measurement: benches/capi_poll.sh, or cargo test -p rdt-capi --test values -- --ignored --nocapture"]
 fn poll_cost_of_160_groups() {
     let state = tempfile::tempdir().expect("state");
-    simulate("sapphire-rapids", state.path());
-    let rounds = 50;
+    if std::env::var_os("RDT_SYSROOT").is_none() {
+        simulate("sapphire-rapids", state.path());
+    }
+    let rounds: u32 = std::env::var("CAPI_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(50);
+    let only = std::env::var("CAPI_BENCH_ONLY").ok();
+    let runs = |what: &str| only.as_deref().is_none_or(|o| o == what);
     for (iface, name) in [
         (pqos_interface::PQOS_INTER_MSR, "msr"),
         (pqos_interface::PQOS_INTER_OS, "os"),
     ] {
-        let cfg = config(iface);
-        // SAFETY: a valid configuration.
-        assert_eq!(unsafe { pqos_init(&raw const cfg) }, PQOS_RETVAL_OK);
-        let mut groups: Vec<*mut pqos_mon_data> = (0..160).map(|c| start(&[c])).collect();
-        let c_api = mean(rounds, || poll(&mut groups));
-        for g in groups {
-            // SAFETY: started groups, stopped once.
-            assert_eq!(unsafe { pqos_mon_stop(g) }, PQOS_RETVAL_OK);
+        if runs(&format!("{name}-c")) {
+            let cfg = config(iface);
+            // SAFETY: a valid configuration.
+            assert_eq!(unsafe { pqos_init(&raw const cfg) }, PQOS_RETVAL_OK);
+            let mut groups: Vec<*mut pqos_mon_data> = (0..160).map(|c| start(&[c])).collect();
+            let (time, calls) = mean(rounds, || poll(&mut groups));
+            for g in groups {
+                // SAFETY: started groups, stopped once.
+                assert_eq!(unsafe { pqos_mon_stop(g) }, PQOS_RETVAL_OK);
+            }
+            // SAFETY: initialised above.
+            assert_eq!(unsafe { pqos_fini() }, PQOS_RETVAL_OK);
+            println!(
+                "{name}: pqos_mon_poll of 160 groups: {time:?}, {calls} read/write syscalls (mean of {rounds})"
+            );
         }
-        // SAFETY: initialised above.
-        assert_eq!(unsafe { pqos_fini() }, PQOS_RETVAL_OK);
-
-        let iface = if name == "msr" { Iface::Msr } else { Iface::Os };
-        let mut rdt = OpenOptions::new(iface)
-            .platform_from_env()
-            .open()
-            .expect("open");
-        let events = MonEvents::LLC_OCCUPANCY
-            | MonEvents::MBM_LOCAL
-            | MonEvents::MBM_TOTAL
-            | MonEvents::MBM_REMOTE;
-        let sets: Vec<(CpuSet, MonEvents)> = (0..160)
-            .map(|c| (std::iter::once(LogicalCpu::new(c)).collect(), events))
-            .collect();
-        let ids = rdt.start_monitoring_many(&sets).expect("start");
-        let rust_api = mean(rounds, || rdt.poll().expect("poll"));
-        for id in ids {
-            rdt.stop_monitoring(id).expect("stop");
+        if runs(&format!("{name}-rust")) {
+            let iface = if name == "msr" { Iface::Msr } else { Iface::Os };
+            let mut rdt = OpenOptions::new(iface)
+                .platform_from_env()
+                .open()
+                .expect("open");
+            let events = MonEvents::LLC_OCCUPANCY
+                | MonEvents::MBM_LOCAL
+                | MonEvents::MBM_TOTAL
+                | MonEvents::MBM_REMOTE;
+            let sets: Vec<(CpuSet, MonEvents)> = (0..160)
+                .map(|c| (std::iter::once(LogicalCpu::new(c)).collect(), events))
+                .collect();
+            let ids = rdt.start_monitoring_many(&sets).expect("start");
+            let (time, calls) = mean(rounds, || rdt.poll().expect("poll"));
+            for id in ids {
+                rdt.stop_monitoring(id).expect("stop");
+            }
+            let _ = rdt.reset_monitoring();
+            println!(
+                "{name}: Backend::poll of 160 groups: {time:?}, {calls} read/write syscalls (mean of {rounds})"
+            );
         }
-        let _ = rdt.reset_monitoring();
-        println!(
-            "{name}: pqos_mon_poll of 160 groups {c_api:?}, Backend::poll {rust_api:?} (mean of {rounds})"
-        );
     }
 }

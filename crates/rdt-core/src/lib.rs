@@ -37,6 +37,7 @@ pub mod mbm;
 pub mod monitor;
 mod mount;
 pub mod pmu;
+pub mod pqos_caps;
 pub mod region;
 mod request;
 mod shown;

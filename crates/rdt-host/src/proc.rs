@@ -182,6 +182,30 @@ impl ProcFs {
         })
     }
 
+    /// The CPU time of thread `task` alone so far: `utime + stime` of
+    /// `<root>/<task>/task/<task>/stat`, in clock ticks ([`USER_HZ`] per second). Unlike
+    /// [`ProcFs::cpu_ticks`], whose `<root>/<pid>/stat` is the whole process's for a process
+    /// id (the kernel's `do_task_stat` with `whole` set), this is the one thread's, whichever
+    /// thread of its process it is.
+    ///
+    /// # Errors
+    /// `NotFound` once the thread has exited; `InvalidData` for a line that does not parse.
+    pub fn thread_cpu_ticks(&self, task: TaskId) -> io::Result<u64> {
+        let mut buf = [0u8; STAT_BUFFER];
+        let path = self
+            .dir(task)
+            .join("task")
+            .join(task.to_string())
+            .join("stat");
+        let n = crate::file::open_nonblocking(path, false)?.read_at(&mut buf, 0)?;
+        stat_cpu_ticks(&buf[..n]).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "stat line without utime and stime",
+            )
+        })
+    }
+
     /// One sample of pqos's top-pids mode (`-p` without a value; `pqos/monitor.c`
     /// `get_proc_pids_stats`): for every process `<root>` lists whose state (`stat` field 3)
     /// is one of `R`, `S`, `D` (`proc_stat_whitelist`: not zombies or stopped ones), its CPU

@@ -8,10 +8,11 @@ use std::io::Write;
 
 use anyhow::{Result, bail};
 use rdt_pqos::mbm::mbm_transaction_names;
+use rdt_pqos::pqos_caps::{self, EventSource, MbaNumbers, PqosEvent};
 use rdt_pqos::{
     AssignMode, Backend, BackendExt, CacheGeometry, Capabilities, CatCaps, EventConfig, Interface,
-    IoAlloc, MbaCaps, MbaCtrl, MbaKind, MbmDetails, MonEventSupport, MonitoringCaps, PmuCaps,
-    RmidEvent, SncState, Vendor,
+    IoAlloc, MbaCaps, MbaCtrl, MbaKind, MbmDetails, MonEvents, MonitoringCaps, PmuCaps, RmidEvent,
+    SncState, Vendor,
 };
 
 /// Prints the capabilities of `backend`'s platform.
@@ -164,30 +165,17 @@ pub fn print_capabilities(
             &format!("OS capabilities (Linux kernel {})", kernel_release()),
         )?,
     }
-    if let Some(m) = mon {
-        print_monitoring(out, m, caps.pmu, caps.uncore_pcie, caps.snc, iface, verbose)?;
-        if let Some(d) = mbm {
+    // On OS without resctrl monitoring the perf events make a capability of their own
+    // (`lib/os_cap.c` `os_cap_mon_discover`; Skylake-SP under the kernel's quirk), so pqos
+    // prints a Monitoring block of PMU events only.
+    if let Some(events) = pqos_caps::mon_events(caps, iface) {
+        let io_rdt = mon.is_some_and(|m| m.io_rdt);
+        let snc = pqos_caps::snc(caps, iface);
+        print_monitoring(out, &events, io_rdt, snc, verbose)?;
+        if let (Some(d), Some(_)) = (mbm, mon) {
             print_mbm_details(out, d, verbose)?;
         }
-    } else if iface == Interface::Os
-        && (caps.pmu.ipc || caps.pmu.llc_misses || caps.pmu.llc_references)
-    {
-        // `lib/os_cap.c` `os_cap_mon_discover`: the perf events make a monitoring
-        // capability of their own where resctrl has none (Skylake-SP under the kernel's
-        // quirk), so pqos prints a Monitoring block of PMU events only
-        let none = MonitoringCaps {
-            max_rmid: 0,
-            num_rmids: 0,
-            upscaling_factor: 0,
-            counter_width: 0,
-            overflow_bit: false,
-            io_rdt: false,
-            events: MonEventSupport::default(),
-        };
-        print_monitoring(out, &none, caps.pmu, false, None, iface, verbose)?;
     }
-    // resctrl: one CLOSID per group, valid for every resource
-    let os_classes = (iface == Interface::Os).then(|| caps.os_classes());
     if l3.is_some() || l2.is_some() || mba.is_some() {
         line(out, 4, "Allocation")?;
     }
@@ -195,8 +183,8 @@ pub fn print_capabilities(
         line(out, 8, "Cache Allocation Technology (CAT)")?;
     }
     if let Some(c) = l3 {
+        let classes = pqos_caps::cat_classes(caps, c, iface);
         let c = &pqos_cat_caps(c, iface);
-        let classes = os_classes.unwrap_or_else(|| c.usable_classes());
         print_cat(
             out,
             "L3 CAT",
@@ -208,8 +196,8 @@ pub fn print_capabilities(
         )?;
     }
     if let Some(c) = l2 {
+        let classes = pqos_caps::cat_classes(caps, c, iface);
         let c = &pqos_cat_caps(c, iface);
-        let classes = os_classes.unwrap_or_else(|| c.usable_classes());
         print_cat(
             out,
             "L2 CAT",
@@ -221,17 +209,16 @@ pub fn print_capabilities(
         )?;
     }
     if let Some(m) = mba {
-        let classes = os_classes.unwrap_or(m.num_classes);
+        let classes = pqos_caps::mba_classes(caps, m, iface);
         let (title, mba40) = ("Memory Bandwidth Allocation (MBA)", mba40_state(caps.mba40));
-        let numbers = pqos_mba_numbers(m, iface);
+        let numbers = pqos_caps::mba_numbers(m, iface);
         print_mba(out, title, numbers, classes, mba_ctrl, verbose, Some(mba40))?;
     }
     if let Some(m) = smba {
-        let classes = os_classes.unwrap_or(m.num_classes);
-        // The kernel's controller drives MBA only.
-        let ctrl = (iface == Interface::Os).then_some(MbaCtrl::Unsupported);
+        let classes = pqos_caps::mba_classes(caps, m, iface);
+        let ctrl = pqos_caps::smba_ctrl(iface);
         let title = "Slow Memory Bandwidth Allocation (SMBA)";
-        let numbers = pqos_mba_numbers(m, iface);
+        let numbers = pqos_caps::mba_numbers(m, iface);
         print_mba(out, title, numbers, classes, ctrl, verbose, None)?;
     }
     if verbose {
@@ -250,120 +237,94 @@ pub fn print_capabilities(
     Ok(())
 }
 
-/// The `Monitoring` section. Events come in the order pqos's library lists them
-/// (`pqos/cap.c` prints `pqos_cap_mon.events[]` in order): on MSR `lib/hw_cap.c`
-/// `hw_cap_mon_discover` (LLC, TMEM, LMEM, RMEM, then IPC, LLC misses, LLC references), on
-/// OS `lib/os_cap.c` `os_cap_mon_discover`'s `events[]` (LLC, LMEM, TMEM, RMEM, LLC misses,
-/// LLC references, IPC), and on MSR the uncore PCIe events last, where the CPU has them
-/// (`uncore_pcie`: model 0x55; `hw_cap_mon_discover` adds them after the PMU events, and
-/// `pqos/cap.c` prints them under "PMU events:" with no detail). `-D`'s details: on MSR each RDT event's CPUID values (scale factor
-/// CPUID.0FH.1:EBX, max RMID, counter length 24 + EAX\[7:0\]) and none for PMU events; on
-/// OS every event has scale factor 1 (the kernel reports bytes) and resctrl's `num_rmids`,
-/// and no counter length (the kernel extends the counters).
+/// The `Monitoring` section: the events as pqos's library lists them, in its order and with
+/// its numbers ([`pqos_caps::mon_events`]; `pqos/cap.c` prints `pqos_cap_mon.events[]` in
+/// order), under `Cache Monitoring Technology (CMT) events:`, `Memory Bandwidth Monitoring
+/// (MBM) events:` and `PMU events:` (the uncore PCIe events there too, with no detail).
+/// `-D`'s details: each event's scale factor, max RMID and counter length, a 0 not printed
+/// (`pqos/cap.c`).
 fn print_monitoring(
     out: &mut dyn Write,
-    m: &MonitoringCaps,
-    pmu_caps: PmuCaps,
-    uncore: bool,
+    events: &[PqosEvent],
+    io_rdt: bool,
     snc: Option<SncState>,
-    iface: Interface,
     verbose: bool,
 ) -> Result<()> {
-    const LLC: &str = "LLC Occupancy (LLC)";
-    const TMEM: &str = "Total Memory Bandwidth (TMEM)";
-    const LMEM: &str = "Local Memory Bandwidth (LMEM)";
-    const RMEM: &str = "Remote Memory Bandwidth (RMEM) (calculated)";
-    const IPC: &str = "Instructions/Clock (IPC)";
-    const MISSES: &str = "LLC misses";
-    const REFS: &str = "LLC references";
-    let e = &m.events;
-    let rmem = e.mbm_total && e.mbm_local;
     line(out, 4, "Monitoring")?;
-    if let Some(snc) = snc.filter(|s| iface.uses_msrs() && s.nodes_per_l3 > 1) {
+    if let Some(snc) = snc {
         // pqos/cap.c `cap_print_features_mon`, when `snc_num > 1`
         line(out, 8, &format!("Sub-NUMA Clustering: {}", snc.mode.name()))?;
     }
-    let cache: Vec<&str> = [(e.llc_occupancy, LLC)]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect();
-    let (memory, pmu) = match iface {
-        Interface::Msr | Interface::Mmio => (
-            [(e.mbm_total, TMEM), (e.mbm_local, LMEM), (rmem, RMEM)],
-            [
-                (pmu_caps.ipc, IPC),
-                (pmu_caps.llc_misses, MISSES),
-                (pmu_caps.llc_references, REFS),
-            ],
-        ),
-        Interface::Os => (
-            [(e.mbm_local, LMEM), (e.mbm_total, TMEM), (rmem, RMEM)],
-            [
-                (pmu_caps.llc_misses, MISSES),
-                (pmu_caps.llc_references, REFS),
-                (pmu_caps.ipc, IPC),
-            ],
-        ),
-    };
-    let memory: Vec<&str> = memory
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect();
-    let uncore = (uncore && iface.uses_msrs()).then_some(UNCORE_NAMES);
-    let pmu: Vec<&str> = pmu
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .chain(uncore.into_iter().flatten())
-        .collect();
-    // (scale factor, max rmid, counter length) of `-D`; 0 is not printed (pqos/cap.c)
-    let (rdt_details, pmu_details) = match iface {
-        Interface::Msr | Interface::Mmio => (
-            (m.upscaling_factor, m.num_rmids, m.counter_width),
-            (0, 0, 0),
-        ),
-        Interface::Os => ((1, m.num_rmids, 0), (1, m.num_rmids, 0)),
-    };
-    let io_rdt = if m.io_rdt { "disabled" } else { "unsupported" };
-    let details = |out: &mut dyn Write, (scale, rmids, width): (u32, u32, u32)| {
+    let io_rdt = if io_rdt { "disabled" } else { "unsupported" };
+    let details = |out: &mut dyn Write, e: &PqosEvent| {
         if !verbose {
             return Ok::<(), std::io::Error>(());
         }
-        if scale != 0 {
-            line(out, 17, &format!("scale factor: {scale}"))?;
+        if e.scale_factor != 0 {
+            line(out, 17, &format!("scale factor: {}", e.scale_factor))?;
         }
-        if rmids != 0 {
-            line(out, 17, &format!("max rmid: {rmids}"))?;
+        if e.max_rmid != 0 {
+            line(out, 17, &format!("max rmid: {}", e.max_rmid))?;
         }
-        if width != 0 {
-            line(out, 17, &format!("counter length: {width}b"))?;
+        if e.counter_length != 0 {
+            line(out, 17, &format!("counter length: {}b", e.counter_length))?;
         }
         Ok(())
     };
-    for (title, events) in [
-        ("Cache Monitoring Technology (CMT) events:", &cache),
-        ("Memory Bandwidth Monitoring (MBM) events:", &memory),
-    ] {
-        if events.is_empty() {
+    let cmt = |e: &&PqosEvent| e.event == MonEvents::LLC_OCCUPANCY;
+    let mbm = |e: &&PqosEvent| e.source == EventSource::Rdt && e.event != MonEvents::LLC_OCCUPANCY;
+    let sections: [(&str, Vec<&PqosEvent>); 2] = [
+        (
+            "Cache Monitoring Technology (CMT) events:",
+            events.iter().filter(cmt).collect(),
+        ),
+        (
+            "Memory Bandwidth Monitoring (MBM) events:",
+            events.iter().filter(mbm).collect(),
+        ),
+    ];
+    for (title, list) in sections {
+        if list.is_empty() {
             continue;
         }
         line(out, 8, title)?;
-        for name in events {
-            line(out, 12, name)?;
+        for e in list {
+            line(out, 12, event_title(e.event))?;
             line(out, 17, &format!("I/O RDT: {io_rdt}"))?;
-            details(out, rdt_details)?;
+            details(out, e)?;
         }
     }
+    let pmu: Vec<&PqosEvent> = events
+        .iter()
+        .filter(|e| e.source == EventSource::Pmu)
+        .collect();
     if !pmu.is_empty() {
         line(out, 8, "PMU events:")?;
-        for name in pmu {
-            line(out, 12, name)?;
-            details(out, pmu_details)?;
+        for e in pmu {
+            line(out, 12, event_title(e.event))?;
+            details(out, e)?;
         }
     }
     Ok(())
 }
 
-/// `value` when every domain has it, else the kernel's `ID=VALUE;...` list.
+/// An event's name in `-d` (`pqos/cap.c` `get_mon_event_name`).
+fn event_title(event: MonEvents) -> &'static str {
+    match event {
+        MonEvents::LLC_OCCUPANCY => "LLC Occupancy (LLC)",
+        MonEvents::MBM_TOTAL => "Total Memory Bandwidth (TMEM)",
+        MonEvents::MBM_LOCAL => "Local Memory Bandwidth (LMEM)",
+        MonEvents::MBM_REMOTE => "Remote Memory Bandwidth (RMEM) (calculated)",
+        MonEvents::IPC => "Instructions/Clock (IPC)",
+        MonEvents::LLC_MISSES => "LLC misses",
+        MonEvents::LLC_REFERENCES => "LLC references",
+        MonEvents::LLC_MISS_PCIE_READ => UNCORE_NAMES[0],
+        MonEvents::LLC_MISS_PCIE_WRITE => UNCORE_NAMES[1],
+        MonEvents::LLC_REF_PCIE_READ => UNCORE_NAMES[2],
+        _ => UNCORE_NAMES[3],
+    }
+}
+
 fn per_domain(v: &[(u32, u32)], show: impl Fn(u32) -> String) -> String {
     match v.first() {
         Some((_, first)) if v.iter().all(|(_, x)| x == first) => show(*first),
@@ -528,35 +489,12 @@ fn print_cat(
     Ok(())
 }
 
-/// A CAT resource as pqos's `-D` shows it on `iface`: on the MSR interface `Min CBM bits` is
-/// what `hw_l3ca_get_min_cbm_bits` (`lib/allocation.c`) probes by writing masks of 1, 2, ...
-/// bits to a free class, so at least 1 where the hardware takes any mask (AMD, whose
-/// resctrl `min_cbm_bits` is 0); the OS interface reads `info/*/min_cbm_bits`.
+/// A CAT resource as pqos's `-D` shows it on `iface`: `Min CBM bits` as pqos's library
+/// reports it ([`pqos_caps::min_cbm_bits`]).
 fn pqos_cat_caps(c: &CatCaps, iface: Interface) -> CatCaps {
-    let mut shown = c.clone();
-    if iface.uses_msrs() {
-        shown.min_cbm_bits = shown.min_cbm_bits.max(1);
-    }
-    shown
-}
-
-/// The `-D` numbers of an MBA resource as pqos has them on `iface`: `Granularity`
-/// (`throttle_step`), `Min B/W` (`100 - throttle_max`) and linearity. Intel: 100 − the
-/// maximum delay, on both interfaces (the kernel's `min_bw` and `bw_gran` are the same).
-/// AMD on the MSR interface: `lib/hw_cap.c` leaves `throttle_step` and `throttle_max` 0
-/// (step 0, minimum 100); on the OS interface `lib/os_cap.c` reads `info/MB/bandwidth_gran`
-/// (1) and `throttle_max = 100 - min_bandwidth`, which the kernel sets to 0 on AMD
-/// (`rdt_get_mem_config_amd`), so the minimum is 0.
-const fn pqos_mba_numbers(m: &MbaCaps, iface: Interface) -> (u32, u32, bool) {
-    match (m.kind, iface) {
-        (
-            MbaKind::IntelDelay {
-                max_delay, linear, ..
-            },
-            _,
-        ) => (m.granularity(), 100u32.saturating_sub(max_delay), linear),
-        (MbaKind::AmdBandwidth { .. }, Interface::Msr | Interface::Mmio) => (0, 100, false),
-        (MbaKind::AmdBandwidth { .. }, Interface::Os) => (1, 0, false),
+    CatCaps {
+        min_cbm_bits: pqos_caps::min_cbm_bits(c, iface),
+        ..c.clone()
     }
 }
 
@@ -573,7 +511,7 @@ const fn mba40_state(mba40: Option<bool>) -> &'static str {
 fn print_mba(
     out: &mut dyn Write,
     title: &str,
-    (granularity, min_bw, linear): (u32, u32, bool),
+    numbers: MbaNumbers,
     classes: u32,
     ctrl: Option<MbaCtrl>,
     verbose: bool,
@@ -587,13 +525,16 @@ fn print_mba(
         line(out, 12, &format!("CTRL: {}", ctrl_state(ctrl)))?;
     }
     if verbose {
-        line(out, 12, &format!("Granularity: {granularity}"))?;
+        // `-D` shows `100 - throttle_max` as the minimum bandwidth (pqos/cap.c)
+        let min_bw = 100u32.saturating_sub(numbers.throttle_max);
+        let linear = if numbers.linear {
+            "linear"
+        } else {
+            "nonlinear"
+        };
+        line(out, 12, &format!("Granularity: {}", numbers.throttle_step))?;
         line(out, 12, &format!("Min B/W: {min_bw}"))?;
-        line(
-            out,
-            12,
-            &format!("Type: {}", if linear { "linear" } else { "nonlinear" }),
-        )?;
+        line(out, 12, &format!("Type: {linear}"))?;
         if let Some(state) = mba40 {
             line(out, 12, &format!("MBA 4.0 extensions: {state}"))?;
         }

@@ -3,8 +3,10 @@
  * lines (tests/c_api.rs compares them with pqos's and the Rust library's). Checks that must
  * hold whatever the platform print "FAIL ..." and make the exit status 1.
  *
- * usage: api IFACE(msr|os) caps|alloc|reset|mon|errors|threads */
+ * usage: api IFACE(msr|os) caps|alloc|reset|mon|errors|threads|uncore|pids|follow */
 #include <pthread.h>
+#include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,11 @@
 #include "pqos.h"
 
 static int failures;
+
+/* intel-cmt-cat 7.1.0 renamed COS to CLOS: both names are defined, equal */
+_Static_assert(PQOS_MAX_CLOS == PQOS_MAX_COS && PQOS_MAX_L3CA_CLOS == PQOS_MAX_L3CA_COS &&
+                   PQOS_MAX_L2CA_CLOS == PQOS_MAX_L2CA_COS,
+               "CLOS and COS names");
 
 #define EXPECT(call, want)                                                               \
         do {                                                                             \
@@ -81,6 +88,9 @@ static int caps(void)
                        c->non_contiguous_cbm);
                 EXPECT(pqos_l3ca_get_cos_num(cap, &n), PQOS_RETVAL_OK);
                 EXPECT((int)n, (int)c->num_classes);
+                n = 0; /* 7.1.0's name of the same */
+                EXPECT(pqos_l3ca_get_clos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT((int)n, (int)c->num_classes);
                 EXPECT(pqos_l3ca_cdp_enabled(cap, &sup, &en), PQOS_RETVAL_OK);
                 EXPECT(sup, c->cdp);
                 EXPECT(pqos_l3ca_cdp_enabled(cap, NULL, &en), PQOS_RETVAL_OK);
@@ -89,12 +99,16 @@ static int caps(void)
                 printf("l3ca min_cbm_bits=%u\n", n);
         } else {
                 EXPECT(pqos_l3ca_get_cos_num(cap, &n), PQOS_RETVAL_RESOURCE);
+                EXPECT(pqos_l3ca_get_clos_num(cap, &n), PQOS_RETVAL_RESOURCE);
         }
         if (pqos_cap_get_type(cap, PQOS_CAP_TYPE_L2CA, &item) == PQOS_RETVAL_OK) {
                 const struct pqos_cap_l2ca *c = item->u.l2ca;
                 printf("l2ca num_classes=%u num_ways=%u way_size=%u cdp=%d cdp_on=%d\n",
                        c->num_classes, c->num_ways, c->way_size, c->cdp, c->cdp_on);
                 EXPECT(pqos_l2ca_get_cos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT((int)n, (int)c->num_classes);
+                EXPECT(pqos_l2ca_get_clos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT((int)n, (int)c->num_classes);
                 EXPECT(pqos_l2ca_cdp_enabled(cap, &sup, &en), PQOS_RETVAL_OK);
                 EXPECT(pqos_l2ca_get_min_cbm_bits(&n), PQOS_RETVAL_OK);
         } else {
@@ -108,11 +122,15 @@ static int caps(void)
                        c->num_classes, c->throttle_max, c->throttle_step, c->is_linear,
                        c->ctrl, c->ctrl_on);
                 EXPECT(pqos_mba_get_cos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT(pqos_mba_get_clos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT((int)n, (int)c->num_classes);
                 EXPECT(pqos_mba_ctrl_enabled(cap, &sup, &en), PQOS_RETVAL_OK);
         }
         if (pqos_cap_get_type(cap, PQOS_CAP_TYPE_SMBA, &item) == PQOS_RETVAL_OK) {
                 printf("smba num_classes=%u\n", item->u.smba->num_classes);
                 EXPECT(pqos_smba_get_cos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT(pqos_smba_get_clos_num(cap, &n), PQOS_RETVAL_OK);
+                EXPECT((int)n, (int)item->u.smba->num_classes);
         } else {
                 EXPECT(pqos_smba_get_cos_num(cap, &n), PQOS_RETVAL_RESOURCE);
         }
@@ -337,6 +355,8 @@ static int errors(void)
         EXPECT(pqos_cap_get_type(cap, (enum pqos_cap_type)99, (const struct pqos_capability **)&g),
                PQOS_RETVAL_PARAM);
         EXPECT(pqos_l3ca_get_cos_num(NULL, &n), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_l3ca_get_clos_num(NULL, &n), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_l2ca_get_clos_num(cap, NULL), PQOS_RETVAL_PARAM);
         EXPECT(pqos_l3ca_cdp_enabled(cap, NULL, NULL), PQOS_RETVAL_PARAM);
         if (pqos_cpu_get_sockets(NULL, &n) != NULL)
                 printf("FAIL sockets of NULL\n"), failures++;
@@ -459,6 +479,159 @@ static int errors(void)
         return 0;
 }
 
+#define PCIE_EVENTS                                                                     \
+        (PQOS_PERF_EVENT_LLC_MISS_PCIE_READ | PQOS_PERF_EVENT_LLC_MISS_PCIE_WRITE |       \
+         PQOS_PERF_EVENT_LLC_REF_PCIE_READ | PQOS_PERF_EVENT_LLC_REF_PCIE_WRITE)
+
+/* Uncore (socket) monitoring: the MSR interface of a platform with the CHA's PCIe events
+ * (skylake-sp); every poll's reading is the previous one plus its delta, and the traffic
+ * of the cores' workloads shows in every event. */
+static int uncore(void)
+{
+        static const enum pqos_mon_event each[4] = {
+            PQOS_PERF_EVENT_LLC_MISS_PCIE_READ, PQOS_PERF_EVENT_LLC_MISS_PCIE_WRITE,
+            PQOS_PERF_EVENT_LLC_REF_PCIE_READ, PQOS_PERF_EVENT_LLC_REF_PCIE_WRITE};
+        unsigned sockets[2] = {0, 99};
+        struct pqos_mon_data *g = NULL, *g2 = NULL;
+        enum pqos_interface iface;
+        uint64_t last[4] = {0, 0, 0, 0};
+
+        EXPECT(pqos_mon_start_uncore(0, sockets, PCIE_EVENTS, NULL, &g), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_mon_start_uncore(1, NULL, PCIE_EVENTS, NULL, &g), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_mon_start_uncore(1, sockets, PCIE_EVENTS, NULL, NULL), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_mon_start_uncore(1, sockets, PQOS_MON_EVENT_L3_OCCUP, NULL, &g),
+               PQOS_RETVAL_PARAM);
+        pqos_inter_get(&iface);
+        if (iface != PQOS_INTER_MSR) { /* the CHA counters are MSRs: absent here */
+                EXPECT(pqos_mon_start_uncore(1, sockets, PCIE_EVENTS, NULL, &g),
+                       PQOS_RETVAL_RESOURCE);
+                return 0;
+        }
+        EXPECT(pqos_mon_start_uncore(1, &sockets[1], PCIE_EVENTS, NULL, &g), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_mon_start_uncore(1, sockets, PCIE_EVENTS, (void *)0x55, &g), PQOS_RETVAL_OK);
+        if (g == NULL)
+                return 1;
+        if (g->context != (void *)0x55 || g->event != PCIE_EVENTS)
+                printf("FAIL uncore group fields\n"), failures++;
+        /* one group per socket (they share the CHA counters) */
+        EXPECT(pqos_mon_start_uncore(1, sockets, PCIE_EVENTS, NULL, &g2), PQOS_RETVAL_RESOURCE);
+        for (int i = 0; i < 3; i++) {
+                usleep(200000);
+                EXPECT(pqos_mon_poll(&g, 1), PQOS_RETVAL_OK);
+                printf("uncore_poll=%d", i);
+                for (int e = 0; e < 4; e++) {
+                        uint64_t value = 0, delta = 0;
+                        EXPECT(pqos_mon_get_value(g, each[e], &value, &delta), PQOS_RETVAL_OK);
+                        printf(" value%d=%llu delta%d=%llu", e, (unsigned long long)value, e,
+                               (unsigned long long)delta);
+                        if (value != last[e] + delta || delta == 0)
+                                printf(" FAIL"), failures++;
+                        last[e] = value;
+                }
+                printf("\n");
+        }
+        EXPECT(pqos_mon_get_value(g, PQOS_MON_EVENT_L3_OCCUP, NULL, NULL), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_mon_stop(g), PQOS_RETVAL_OK);
+        /* the socket is free again */
+        EXPECT(pqos_mon_start_uncore(1, sockets, PQOS_PERF_EVENT_LLC_REF_PCIE_READ, NULL, &g2),
+               PQOS_RETVAL_OK);
+        if (g2 != NULL)
+                EXPECT(pqos_mon_stop(g2), PQOS_RETVAL_OK);
+        return 0;
+}
+
+/* Keeps this thread on the CPU for `ms` milliseconds (the simulated resctrl charges a
+ * task's real CPU time to its group). */
+static void busy(long ms)
+{
+        struct timespec t0, t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do
+                clock_gettime(CLOCK_MONOTONIC, &t);
+        while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+/* A task group's values go on across pqos_mon_add_pids / pqos_mon_remove_pids as in
+ * libpqos (the tasks change, the group's counts do not restart): after the first poll
+ * (whose bandwidth delta is 0, valid_mbm_read), each poll's reading is the previous one
+ * plus its delta, and the delta after a change is not a first read's 0. */
+static int pids(void)
+{
+        pid_t self = getpid(), parent = getppid();
+        struct pqos_mon_data *g = NULL;
+        enum pqos_mon_event ev = supported_events() & PQOS_MON_EVENT_TMEM_BW;
+        uint64_t total = 0;
+
+        if (ev == 0)
+                return printf("FAIL no total bandwidth event\n"), 1;
+        EXPECT(pqos_mon_start_pids2(1, &self, ev, NULL, &g), PQOS_RETVAL_OK);
+        if (g == NULL)
+                return 1;
+        for (int i = 0; i < 4; i++) {
+                busy(300);
+                if (i == 2)
+                        EXPECT(pqos_mon_add_pids(1, &parent, g), PQOS_RETVAL_OK);
+                if (i == 3)
+                        EXPECT(pqos_mon_remove_pids(1, &parent, g), PQOS_RETVAL_OK);
+                busy(300);
+                EXPECT(pqos_mon_poll(&g, 1), PQOS_RETVAL_OK);
+                printf("pids_poll=%d num_pids=%u total=%llu total_delta=%llu\n", i, g->num_pids,
+                       (unsigned long long)g->values.mbm_total,
+                       (unsigned long long)g->values.mbm_total_delta);
+                if (i > 0 && g->values.mbm_total != total + g->values.mbm_total_delta)
+                        printf("FAIL reading %d is not the previous one plus its delta\n", i),
+                            failures++;
+                if (i > 0 && g->values.mbm_total_delta == 0)
+                        printf("FAIL no bandwidth in interval %d\n", i), failures++;
+                total = g->values.mbm_total;
+        }
+        EXPECT((int)g->num_pids, 1);
+        EXPECT(pqos_mon_stop(g), PQOS_RETVAL_OK);
+        return 0;
+}
+
+static void *spin(void *ms)
+{
+        busy((long)(intptr_t)ms);
+        return NULL;
+}
+
+/* A pid group follows the threads its processes start later, as libpqos's OS interface
+ * does (the kernel puts a new thread in its creator's resctrl group): this process's main
+ * thread in the group, mostly idle, polls twice 400 ms apart without, then with a thread
+ * started after pqos_mon_start_pids that keeps a CPU busy; the group's bandwidth over the
+ * second pair is that thread's on top of what the first pair saw. */
+static int follow(void)
+{
+        pid_t self = getpid();
+        struct pqos_mon_data g;
+        struct pqos_mon_data *gp = &g;
+        enum pqos_mon_event ev = supported_events() & PQOS_MON_EVENT_TMEM_BW;
+        uint64_t delta[2] = {0, 0};
+        pthread_t t;
+
+        if (ev == 0)
+                return printf("FAIL no total bandwidth event\n"), 1;
+        memset(&g, 0, sizeof(g));
+        EXPECT(pqos_mon_start_pids(1, &self, ev, NULL, &g), PQOS_RETVAL_OK);
+        EXPECT(pqos_mon_poll(&gp, 1), PQOS_RETVAL_OK);
+        for (int phase = 0; phase < 2; phase++) {
+                if (phase == 1)
+                        pthread_create(&t, NULL, spin, (void *)(intptr_t)800);
+                for (int i = 0; i < 2; i++) {
+                        usleep(400000);
+                        EXPECT(pqos_mon_poll(&gp, 1), PQOS_RETVAL_OK);
+                        delta[phase] += g.values.mbm_total_delta;
+                }
+        }
+        pthread_join(t, NULL);
+        printf("follow_without=%llu\nfollow_with=%llu\n", (unsigned long long)delta[0],
+               (unsigned long long)delta[1]);
+        EXPECT(pqos_mon_stop(&g), PQOS_RETVAL_OK);
+        return 0;
+}
+
 #define THREADS 8
 #define ROUNDS  25
 
@@ -503,7 +676,9 @@ int main(int argc, char **argv)
         int ret;
 
         if (argc != 3)
-                return fprintf(stderr, "usage: %s msr|os caps|alloc|reset|mon|errors|threads\n",
+                return fprintf(stderr,
+                               "usage: %s msr|os caps|alloc|reset|mon|errors|threads|uncore|pids|"
+                               "follow\n",
                                argv[0]),
                        2;
         /* before init */
@@ -522,6 +697,12 @@ int main(int argc, char **argv)
                 ret = errors();
         else if (strcmp(argv[2], "threads") == 0)
                 ret = threads();
+        else if (strcmp(argv[2], "uncore") == 0)
+                ret = uncore();
+        else if (strcmp(argv[2], "pids") == 0)
+                ret = pids();
+        else if (strcmp(argv[2], "follow") == 0)
+                ret = follow();
         else
                 ret = 2;
         EXPECT(pqos_fini(), PQOS_RETVAL_OK);

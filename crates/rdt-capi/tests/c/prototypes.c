@@ -140,6 +140,11 @@ P(pqos_l3ca_get_cos_num, int, (const struct pqos_cap *cap, unsigned *cos_num))
 P(pqos_l2ca_get_cos_num, int, (const struct pqos_cap *cap, unsigned *cos_num))
 P(pqos_mba_get_cos_num, int, (const struct pqos_cap *cap, unsigned *cos_num))
 P(pqos_smba_get_cos_num, int, (const struct pqos_cap *cap, unsigned *cos_num))
+/* the same under intel-cmt-cat 7.1.0's names (COS renamed CLOS) */
+P(pqos_l3ca_get_clos_num, int, (const struct pqos_cap *cap, unsigned *clos_num))
+P(pqos_l2ca_get_clos_num, int, (const struct pqos_cap *cap, unsigned *clos_num))
+P(pqos_mba_get_clos_num, int, (const struct pqos_cap *cap, unsigned *clos_num))
+P(pqos_smba_get_clos_num, int, (const struct pqos_cap *cap, unsigned *clos_num))
 P(pqos_l3ca_cdp_enabled, int,
   (const struct pqos_cap *cap, int *cdp_supported, int *cdp_enabled))
 P(pqos_l3ca_iordt_enabled, int, (const struct pqos_cap *cap, int *supported, int *enabled))

@@ -32,7 +32,7 @@
 //!   in-process caller's); a plain [`Tree::write`] does not say who writes, and `0` then fails
 //!   with `ESRCH` ("No task 0"). There is no permission check.
 //! - **Host tasks.** A host thread written to a `tasks` file is followed from then on: its
-//!   real CPU time (`utime + stime` of `/proc/<tid>/stat`), sampled at most every
+//!   real CPU time (`utime + stime` of `/proc/<tid>/task/<tid>/stat`), sampled at most every
 //!   [`HOST_SAMPLE_PERIOD`] of the platform's clock, is charged to the group it is in, with
 //!   the workload model's host-task formulas ([`crate::model`], "Host tasks": occupancy
 //!   `u × min(8 MiB, its class's ways)` for a CPU share `u`, 2 GiB of L3 accesses per
@@ -483,6 +483,9 @@ pub struct Resctrl {
     host: BTreeMap<u32, host::HostSample>,
     /// When the host tasks were last sampled (platform time).
     host_sampled: Duration,
+    /// The threads of each followed host process (by its id) when it was last looked at:
+    /// one not among them is new ([`host`], new threads).
+    host_threads: BTreeMap<u32, BTreeSet<u32>>,
     /// Where host tasks are read (`/proc`).
     proc: rdt_host::proc::ProcFs,
     /// BMEC, ABMC and io_alloc ([`abmc`]).
@@ -625,6 +628,7 @@ impl Resctrl {
             writer: None,
             host: BTreeMap::new(),
             host_sampled: Duration::ZERO,
+            host_threads: BTreeMap::new(),
             proc: rdt_host::proc::ProcFs::host(),
             amd: abmc::AmdState::empty(),
             mounted: true,
