@@ -725,11 +725,7 @@ impl Parser<'_> {
             return Err(self.error(node.line, key, "missing: `throughput` or `latency`"));
         };
         let Some(source) = source else {
-            return Err(self.error(
-                node.line,
-                key,
-                "missing: `file`, `prometheus` or `command`",
-            ));
+            return Err(self.error(node.line, key, "missing: `file`, `prometheus` or `command`"));
         };
         if shell && !matches!(source, AppSource::Command { .. }) {
             return Err(self.error(

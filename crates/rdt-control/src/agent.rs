@@ -18,6 +18,7 @@ use rdt_host::transaction::ApplyPlan;
 
 use crate::engine::{Decision, Engine, Facts, Reading, Setting};
 use crate::event::{Event, Metrics, Observed};
+use crate::stop::Stopper;
 
 /// Why the controller cannot start or go on.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +37,13 @@ pub enum AgentError<E: std::error::Error + 'static> {
         /// The backend's error.
         source: E,
     },
+    /// A stop was asked ([`Stopper::stop`]) while the controller started: it made what it
+    /// had made by then (best-effort classes stay as they are) and started no monitoring.
+    #[error("stopped while starting")]
+    Stopped,
+    /// The events could not be handed on ([`Agent::run`]'s `on_tick` failed).
+    #[error("writing the events: {0}")]
+    Events(#[source] std::io::Error),
 }
 
 impl<E: std::error::Error + 'static> AgentError<E> {
@@ -225,6 +233,27 @@ pub struct Agent {
     proposed: Vec<Setting>,
     metrics: Metrics,
     last: Option<Duration>,
+    stopper: Stopper,
+}
+
+/// How [`Agent::run`] keeps time.
+#[derive(Clone, Copy, Debug)]
+pub struct RunOptions<B> {
+    /// Stop once this much time has passed since the start (of the platform's clock with
+    /// `advance`); `None`: until stopped.
+    pub duration: Option<Duration>,
+    /// Instead of sleeping an interval, advance the platform's own clock by it (a
+    /// simulated platform with a virtual clock).
+    pub advance: Option<fn(&mut B, Duration)>,
+}
+
+impl<B> Default for RunOptions<B> {
+    fn default() -> Self {
+        Self {
+            duration: None,
+            advance: None,
+        }
+    }
 }
 
 /// What one interval did: the events (one per decision) and every workload's readings.
@@ -254,6 +283,33 @@ impl Agent {
         proc: &ProcFs,
         advisory: bool,
     ) -> Result<Self, AgentError<B::Error>> {
+        Self::start_stoppable(backend, policy, proc, advisory, &Stopper::new())
+    }
+
+    /// [`Agent::start`], giving up with [`AgentError::Stopped`] as soon as `stopper` is
+    /// stopped: it is looked at between the steps of the start (before reading the
+    /// platform's classes, before making the best-effort classes, before starting
+    /// monitoring, after it: the groups started go again). The agent keeps `stopper`:
+    /// [`Agent::run`] ends when it is stopped, and [`Agent::tick`] stops waiting for an
+    /// application's metric.
+    ///
+    /// # Errors
+    /// As [`Agent::start`], and [`AgentError::Stopped`].
+    pub fn start_stoppable<B: Backend>(
+        backend: &mut B,
+        policy: Policy,
+        proc: &ProcFs,
+        advisory: bool,
+        stopper: &Stopper,
+    ) -> Result<Self, AgentError<B::Error>> {
+        let stopped = || {
+            if stopper.is_stopped() {
+                Err(AgentError::Stopped)
+            } else {
+                Ok(())
+            }
+        };
+        stopped()?;
         let (mut facts, mba) = Self::facts(backend, &policy)?;
         let domains = Self::domains(backend.topology(), &policy);
         facts.domains = u32::try_from(domains.len()).unwrap_or(u32::MAX);
@@ -288,6 +344,7 @@ impl Agent {
             file: policy.file.clone(),
             classes: specs.clone(),
         };
+        stopped()?;
         let classes = if advisory {
             vec![ClassId::new(0); specs.len()]
         } else {
@@ -305,6 +362,7 @@ impl Agent {
                         .map_or(ClassId::new(0), |(_, c)| *c)
                 })
                 .collect();
+            stopped()?;
             planned.plan.apply(backend).into_result().map_err(|e| {
                 AgentError::Platform(format!("setting up the best-effort classes: {e}"))
             })?;
@@ -316,7 +374,14 @@ impl Agent {
             .map(|p| with_cgroup(&p.workload, p.cgroup.as_deref()))
             .collect::<Result<Vec<_>, _>>()?;
         let workloads: Vec<&ClassSpec> = protected.iter().chain(&specs).collect();
+        stopped()?;
         let groups = start_groups(backend, &workloads, proc)?;
+        if stopper.is_stopped() {
+            for g in groups {
+                let _ = backend.stop_monitoring(g);
+            }
+            return Err(AgentError::Stopped);
+        }
         let engine = Engine::new(policy, facts);
         Ok(Self {
             engine,
@@ -335,6 +400,7 @@ impl Agent {
             ],
             metrics: Metrics::new(),
             last: None,
+            stopper: stopper.clone(),
         })
     }
 
@@ -646,7 +712,7 @@ impl Agent {
         let timeout = self.engine.policy().interval / 2;
         for (p, r) in self.engine.policy().protected.iter().zip(&mut all) {
             if let Target::App(a) = &p.target {
-                match crate::app::read_metric(a, timeout) {
+                match crate::app::read_metric_until(a, timeout, &self.stopper) {
                     Ok(v) => r.app = Some(v),
                     Err(e) => log::warn!("protected workload {:?}: {e}", p.workload.name),
                 }
@@ -679,6 +745,11 @@ impl Agent {
         }
         let mut events = Vec::new();
         for d in decisions {
+            if self.stopper.is_stopped() {
+                // stopping: the decisions not made yet are not made (none is half made)
+                self.engine.not_made(&d);
+                continue;
+            }
             self.metrics.count(&d);
             let (applied, error) = if self.advisory {
                 // what it would do next is decided from what it proposed; an unmade step
@@ -709,6 +780,50 @@ impl Agent {
         }
         self.publish(backend);
         Ok(Tick { events, readings })
+    }
+
+    /// Runs the controller until its [`Stopper`] (given to [`Agent::start_stoppable`]) is
+    /// stopped or `opts.duration` has passed: each interval of the policy it waits (sleeping,
+    /// woken within [`crate::stop::STOP_POLL`] by a stop, or advancing the platform's clock
+    /// with `opts.advance`), then makes one [`Agent::tick`] and hands it to `on_tick`. A stop
+    /// asked during a tick ends the run after it, the decisions not made yet left unmade.
+    /// Returns the time reached. Call [`Agent::stop`] afterwards, whatever it returned.
+    ///
+    /// # Errors
+    /// A tick's error, or `on_tick`'s ([`AgentError::Events`]).
+    pub fn run<B: Backend>(
+        &mut self,
+        backend: &mut B,
+        opts: &RunOptions<B>,
+        mut on_tick: impl FnMut(&Tick) -> std::io::Result<()>,
+    ) -> Result<Duration, AgentError<B::Error>> {
+        let interval = self.engine.policy().interval;
+        let mut t = self.last.unwrap_or(Duration::ZERO);
+        loop {
+            if self.stopper.is_stopped() || opts.duration.is_some_and(|e| t >= e) {
+                return Ok(t);
+            }
+            match opts.advance {
+                Some(advance) => advance(backend, interval),
+                None => {
+                    if !self.stopper.sleep(interval) {
+                        return Ok(t);
+                    }
+                }
+            }
+            if self.stopper.is_stopped() {
+                return Ok(t);
+            }
+            t += interval;
+            let tick = self.tick(backend, t)?;
+            on_tick(&tick).map_err(AgentError::Events)?;
+        }
+    }
+
+    /// The agent's stop handle (a clone: stopping it stops the agent).
+    #[must_use]
+    pub fn stopper(&self) -> Stopper {
+        self.stopper.clone()
     }
 
     /// Writes the metrics to [`METRICS_FILE`] in the platform's run directory (none: not

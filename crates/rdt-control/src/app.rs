@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use rdt_config::policy::{AppSource, AppTarget};
 use rdt_host::file::{ReadError, kind_of, read_regular};
 
+use crate::stop::{STOP_POLL, Stopper};
+
 /// The most bytes read from a metric file or endpoint (1 MiB).
 pub const MAX_APP_BYTES: u64 = 1 << 20;
 
@@ -46,6 +48,12 @@ pub enum AppReadError {
         /// What went wrong (with the first line of its standard error, if any).
         message: String,
     },
+    /// A stop was asked ([`Stopper::stop`]) before the metric came (a command is killed).
+    #[error("{source_name}: stopped before it answered")]
+    Stopped {
+        /// The file, endpoint or command.
+        source_name: String,
+    },
     /// The text holds no such metric, or not a number.
     #[error("{source_name}: {message}")]
     Parse {
@@ -61,6 +69,19 @@ pub enum AppReadError {
 /// # Errors
 /// [`AppReadError`], naming the file or endpoint and the cause.
 pub fn read_metric(target: &AppTarget, timeout: Duration) -> Result<f64, AppReadError> {
+    read_metric_until(target, timeout, &Stopper::new())
+}
+
+/// [`read_metric`], giving up ([`AppReadError::Stopped`]) within [`STOP_POLL`] (an endpoint:
+/// 5 of them) of `stopper` being stopped.
+///
+/// # Errors
+/// [`AppReadError`], naming the file, endpoint or command and the cause.
+pub fn read_metric_until(
+    target: &AppTarget,
+    timeout: Duration,
+    stopper: &Stopper,
+) -> Result<f64, AppReadError> {
     let (text, name) = match &target.source {
         AppSource::File(path) => {
             let file_error = |message: String| AppReadError::File {
@@ -81,12 +102,12 @@ pub fn read_metric(target: &AppTarget, timeout: Duration) -> Result<f64, AppRead
             )
         }
         AppSource::Prometheus { authority, path } => (
-            http_get(authority, path, timeout)?,
+            http_get(authority, path, timeout, stopper)?,
             format!("http://{authority}{path}"),
         ),
         AppSource::Command { argv, shell } => {
             let name = command_name(argv, *shell);
-            (run_command(argv, *shell, timeout, &name)?, name)
+            (run_command(argv, *shell, timeout, &name, stopper)?, name)
         }
     };
     let parse = |message: String| AppReadError::Parse {
@@ -181,6 +202,7 @@ fn run_command(
     shell: bool,
     timeout: Duration,
     name: &str,
+    stopper: &Stopper,
 ) -> Result<String, AppReadError> {
     let err = |message: String| AppReadError::Command {
         command: name.to_owned(),
@@ -212,12 +234,18 @@ fn run_command(
     for (which, pipe, bound) in [
         (
             0,
-            child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
             MAX_APP_BYTES + 1,
         ),
         (
             1,
-            child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
             MAX_STDERR_BYTES,
         ),
     ] {
@@ -244,7 +272,13 @@ fn run_command(
             kill_group(&mut child);
             return Err(err(format!("no answer within {timeout:?}: killed")));
         }
-        match rx.recv_timeout(left.min(Duration::from_millis(10))) {
+        if stopper.is_stopped() {
+            kill_group(&mut child);
+            return Err(AppReadError::Stopped {
+                source_name: name.to_owned(),
+            });
+        }
+        match rx.recv_timeout(left.min(STOP_POLL)) {
             Ok((0, Ok(out))) => {
                 if out.len() as u64 > MAX_APP_BYTES {
                     kill_group(&mut child);
@@ -317,7 +351,12 @@ fn kill_group(child: &mut std::process::Child) {
 
 /// `GET path` over HTTP/1.0 from `authority`, the whole exchange within `timeout`, the body
 /// of a 200 answer (at most [`MAX_APP_BYTES`]).
-fn http_get(authority: &str, path: &str, timeout: Duration) -> Result<String, AppReadError> {
+fn http_get(
+    authority: &str,
+    path: &str,
+    timeout: Duration,
+    stopper: &Stopper,
+) -> Result<String, AppReadError> {
     let err = |message: String| AppReadError::Http {
         authority: authority.to_owned(),
         path: path.to_owned(),
@@ -352,8 +391,13 @@ fn http_get(authority: &str, path: &str, timeout: Duration) -> Result<String, Ap
         if Instant::now() >= deadline {
             return Err(err(format!("no whole answer within {timeout:?}")));
         }
+        if stopper.is_stopped() {
+            return Err(AppReadError::Stopped {
+                source_name: format!("http://{authority}{path}"),
+            });
+        }
         stream
-            .set_read_timeout(Some(left()))
+            .set_read_timeout(Some(left().min(STOP_POLL * 5)))
             .map_err(|e| err(e.to_string()))?;
         match stream.read(&mut buf) {
             Ok(0) => break,
@@ -364,14 +408,12 @@ fn http_get(authority: &str, path: &str, timeout: Duration) -> Result<String, Ap
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // the deadline and the stop are looked at above
             Err(e)
                 if matches!(
                     e.kind(),
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(err(format!("no whole answer within {timeout:?}")));
-            }
+                ) => {}
             Err(e) => return Err(err(format!("reading the answer: {e}"))),
         }
     }
@@ -481,7 +523,11 @@ mod tests {
 
     #[test]
     fn a_failing_command_is_named_with_its_status_and_stderr() {
-        let t = command(&["/bin/sh", "-c", "echo 1; echo boom >&2; exit 3"], false, None);
+        let t = command(
+            &["/bin/sh", "-c", "echo 1; echo boom >&2; exit 3"],
+            false,
+            None,
+        );
         let e = read_metric(&t, Duration::from_secs(5))
             .unwrap_err()
             .to_string();
@@ -493,7 +539,10 @@ mod tests {
         let e = read_metric(&t, Duration::from_secs(5))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("/nonexistent/app-stats") && e.contains("cannot start"), "{e}");
+        assert!(
+            e.contains("/nonexistent/app-stats") && e.contains("cannot start"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -507,6 +556,19 @@ mod tests {
             .to_string();
         assert!(started.elapsed() < Duration::from_secs(2), "bounded");
         assert!(e.contains("no answer within 200ms: killed"), "{e}");
+        // one that would answer late, stopped from another thread
+        let stopper = Stopper::new();
+        let other = stopper.clone();
+        let stop = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            other.stop();
+        });
+        let t = command(&["/bin/sleep", "30"], false, None);
+        let started = Instant::now();
+        let e = read_metric_until(&t, Duration::from_secs(30), &stopper).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5), "stopped early");
+        assert!(matches!(e, AppReadError::Stopped { .. }), "{e}");
+        stop.join().unwrap();
         // one that writes without end
         let t = command(&["/usr/bin/yes"], false, None);
         let e = read_metric(&t, Duration::from_secs(20))
