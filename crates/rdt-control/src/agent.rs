@@ -57,6 +57,11 @@ impl<E: std::error::Error + 'static> AgentError<E> {
 /// serve with the platform's (`rdt-exporter` reads it at each scrape).
 pub const METRICS_FILE: &str = "control.prom";
 
+/// A class is MBA-throttled in the domains where its traffic is at least this share of its
+/// busiest domain's: a class spanning sockets or CCXs whose stream is in one of them keeps
+/// its bandwidth in the others.
+pub const BUSY_DOMAIN_SHARE: f64 = 0.5;
+
 /// Bytes per second of one AMD bandwidth-limit unit (1/8 GB/s).
 pub const AMD_UNIT_BYTES_PER_S: f64 = 125_000_000.0;
 
@@ -222,8 +227,17 @@ pub struct Agent {
     groups: Vec<MonGroupId>,
     /// The best-effort workloads' named classes.
     classes: Vec<ClassId>,
-    /// The L3 domains acted on: those of the protected workloads' CPUs.
+    /// The L3 domains whose ways are acted on: those of the protected workloads' CPUs.
     domains: Vec<CacheDomain>,
+    /// Per best-effort class, the L3 (MBA) domains where it may be throttled: those of its
+    /// own CPUs in a package a protected workload runs in (its memory traffic contends
+    /// there).
+    mba_domains: Vec<Vec<CacheDomain>>,
+    /// Per best-effort class, its MBA percent in each of its MBA domains at the last read.
+    mba_now: Vec<BTreeMap<CacheDomain, u8>>,
+    /// Per best-effort class, its memory traffic in each of its MBA domains over the last
+    /// interval, bytes per second.
+    traffic_now: Vec<BTreeMap<CacheDomain, f64>>,
     /// The full L3 mask.
     full: CacheBitmask,
     mba: Option<MbaKind>,
@@ -375,6 +389,7 @@ impl Agent {
             .collect::<Result<Vec<_>, _>>()?;
         let workloads: Vec<&ClassSpec> = protected.iter().chain(&specs).collect();
         stopped()?;
+        let mba_domains = Self::mba_domains(backend.topology(), &policy, &specs);
         let groups = start_groups(backend, &workloads, proc)?;
         if stopper.is_stopped() {
             for g in groups {
@@ -388,6 +403,9 @@ impl Agent {
             groups,
             classes,
             domains,
+            mba_now: vec![BTreeMap::new(); mba_domains.len()],
+            traffic_now: vec![BTreeMap::new(); mba_domains.len()],
+            mba_domains,
             full,
             mba,
             advisory,
@@ -425,6 +443,39 @@ impl Agent {
         } else {
             domains.into_iter().collect()
         }
+    }
+
+    /// Per best-effort workload (CPUs resolved in `specs`), the L3 domains where its MBA is
+    /// set: those of its CPUs (all, for one without CPUs) in a package where a protected
+    /// workload runs (every package, when a protected workload has no CPUs). MBA limits
+    /// the traffic of the domain's cores to memory: a class is throttled where it runs, in
+    /// the memory domain it shares with the protected, not in the protected's L3 domains
+    /// (on AMD, one per CCX, they are other CCXs).
+    fn mba_domains(
+        topology: &rdt_core::Topology,
+        policy: &Policy,
+        specs: &[ClassSpec],
+    ) -> Vec<Vec<CacheDomain>> {
+        let any_package = policy.protected.iter().any(|p| p.workload.cpus.is_empty());
+        let packages: std::collections::BTreeSet<u32> = policy
+            .protected
+            .iter()
+            .flat_map(|p| p.workload.cpus.iter())
+            .filter_map(|c| topology.get(c).map(|p| p.package))
+            .collect();
+        specs
+            .iter()
+            .map(|spec| {
+                let domains: std::collections::BTreeSet<CacheDomain> = topology
+                    .cpus()
+                    .iter()
+                    .filter(|p| spec.cpus.is_empty() || spec.cpus.contains(p.cpu))
+                    .filter(|p| any_package || packages.contains(&p.package))
+                    .filter_map(|p| p.l3)
+                    .collect();
+                domains.into_iter().collect()
+            })
+            .collect()
     }
 
     /// Per best-effort workload (CPUs resolved in `specs`): whether its MBA would throttle
@@ -598,42 +649,55 @@ impl Agent {
             mem_bytes_per_s: mem,
             ipc: v.ipc(),
             app: None,
+            peak_domain_bytes_per_s: None,
         }
     }
 
     /// The allocation of best-effort class `i` now: the fewest ways over the domains, the
     /// lowest MBA.
-    fn settings<B: Backend>(&self, backend: &mut B) -> Result<Vec<Setting>, B::Error> {
+    /// Reads each class's MBA percent per domain into `mba_now` on the way.
+    fn settings<B: Backend>(&mut self, backend: &mut B) -> Result<Vec<Setting>, B::Error> {
         let cat = backend.cat_classes_in(CatResource::L3, &self.domains)?;
-        let mba = match self.mba {
-            Some(_) => {
-                Some(backend.bandwidth_classes_in(rdt_core::MbaResource::Mba, &self.domains)?)
-            }
-            None => None,
-        };
-        Ok(self
-            .classes
+        let mba_domains: Vec<CacheDomain> = self
+            .mba_domains
             .iter()
-            .map(|&class| {
-                let ways = cat
-                    .iter()
-                    .filter_map(|d| d.iter().find(|c| c.class == class))
-                    .map(|c| c.mask.ways().count_ones())
-                    .min()
-                    .unwrap_or(self.full.ways());
-                let percent = mba
-                    .iter()
-                    .flatten()
-                    .filter_map(|d| d.iter().find(|c| c.class == class))
-                    .map(|c| self.percent_of(c.limit))
-                    .min()
-                    .unwrap_or(100);
-                Setting {
-                    ways,
-                    mba_percent: percent,
-                }
-            })
-            .collect())
+            .flatten()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mba = match self.mba {
+            Some(_) if !mba_domains.is_empty() => {
+                backend.bandwidth_classes_in(rdt_core::MbaResource::Mba, &mba_domains)?
+            }
+            _ => Vec::new(),
+        };
+        let mut out = Vec::with_capacity(self.classes.len());
+        for (i, &class) in self.classes.iter().enumerate() {
+            let ways = cat
+                .iter()
+                .filter_map(|d| d.iter().find(|c| c.class == class))
+                .map(|c| c.mask.ways().count_ones())
+                .min()
+                .unwrap_or(self.full.ways());
+            let now: BTreeMap<CacheDomain, u8> = mba_domains
+                .iter()
+                .zip(&mba)
+                .filter(|(d, _)| self.mba_domains[i].contains(d))
+                .filter_map(|(d, classes)| {
+                    classes
+                        .iter()
+                        .find(|c| c.class == class)
+                        .map(|c| (*d, self.percent_of(c.limit)))
+                })
+                .collect();
+            out.push(Setting {
+                ways,
+                mba_percent: now.values().copied().min().unwrap_or(100),
+            });
+            self.mba_now[i] = now;
+        }
+        Ok(out)
     }
 
     /// A limit as a percent of the peak.
@@ -678,12 +742,46 @@ impl Agent {
         if d.to.mba_percent != d.from.mba_percent && self.mba.is_some() {
             let limit = self.limit_of(d.to.mba_percent);
             out.extend(
-                self.domains
-                    .iter()
-                    .map(|&domain| Change::mba(domain, class, limit)),
+                self.mba_domains_of(d)
+                    .into_iter()
+                    .map(|domain| Change::mba(domain, class, limit)),
             );
         }
         out
+    }
+
+    /// The domains where decision `d` changes its class's MBA (per domain, rule "per
+    /// domain" of issue 32): a tighter limit goes to the domains that carry the class's
+    /// traffic (at least [`BUSY_DOMAIN_SHARE`] of its busiest domain's; all of its MBA
+    /// domains where that is not measured) and are looser now; a looser limit to those
+    /// tighter now (a domain never throttled stays so).
+    fn mba_domains_of(&self, d: &Decision) -> Vec<CacheDomain> {
+        let all = &self.mba_domains[d.class];
+        let now = |dom: &CacheDomain| {
+            self.mba_now[d.class]
+                .get(dom)
+                .copied()
+                .unwrap_or(d.from.mba_percent)
+        };
+        if d.to.mba_percent > d.from.mba_percent {
+            return all
+                .iter()
+                .copied()
+                .filter(|dom| now(dom) < d.to.mba_percent)
+                .collect();
+        }
+        let traffic = &self.traffic_now[d.class];
+        let busiest = traffic.values().copied().fold(0.0, f64::max);
+        all.iter()
+            .copied()
+            .filter(|dom| {
+                busiest <= 0.0
+                    || traffic
+                        .get(dom)
+                        .is_none_or(|t| *t >= BUSY_DOMAIN_SHARE * busiest)
+            })
+            .filter(|dom| now(dom) > d.to.mba_percent)
+            .collect()
     }
 
     /// One interval, `at` after the start: polls the counters, decides, and (unless
@@ -719,6 +817,29 @@ impl Agent {
             }
         }
         let np = self.engine.policy().protected.len();
+        // the best-effort classes' traffic per MBA domain, and in their busiest one
+        for (i, g) in self.groups.iter().skip(np).enumerate() {
+            let Some(v) = backend.values(*g) else { continue };
+            let secs = dt.as_secs_f64();
+            #[allow(clippy::cast_precision_loss)] // bytes as a rate
+            let per: BTreeMap<CacheDomain, f64> = v
+                .domains
+                .iter()
+                .filter(|d| self.mba_domains.get(i).is_some_and(|m| m.contains(&d.domain)))
+                .filter_map(|d| {
+                    d.mbm_total_delta_bytes
+                        .or(d.mbm_local_delta_bytes)
+                        .filter(|_| secs > 0.0)
+                        .map(|b| (d.domain, b as f64 / secs))
+                })
+                .collect();
+            if let Some(r) = all.get_mut(np + i) {
+                r.peak_domain_bytes_per_s = per.values().copied().reduce(f64::max);
+            }
+            if let Some(t) = self.traffic_now.get_mut(i) {
+                *t = per;
+            }
+        }
         let (protected, best) = all.split_at(np.min(all.len()));
         let settings = if self.advisory {
             self.proposed.clone()
