@@ -58,8 +58,9 @@ impl<E: std::error::Error + 'static> AgentError<E> {
 pub const METRICS_FILE: &str = "control.prom";
 
 /// A class is MBA-throttled in the domains where its traffic is at least this share of its
-/// busiest domain's: a class spanning sockets or CCXs whose stream is in one of them keeps
-/// its bandwidth in the others.
+/// busiest domain's, and loses ways in those where its LLC occupancy is at least this share
+/// of its fullest domain's: a class spanning sockets or CCXs whose aggressor is in one of
+/// them keeps its bandwidth and cache in the others.
 pub const BUSY_DOMAIN_SHARE: f64 = 0.5;
 
 /// Bytes per second of one AMD bandwidth-limit unit (1/8 GB/s).
@@ -238,6 +239,11 @@ pub struct Agent {
     /// Per best-effort class, its memory traffic in each of its MBA domains over the last
     /// interval, bytes per second.
     traffic_now: Vec<BTreeMap<CacheDomain, f64>>,
+    /// Per best-effort class, its L3 ways in each domain of `domains` at the last read.
+    ways_now: Vec<BTreeMap<CacheDomain, u32>>,
+    /// Per best-effort class, its LLC occupancy in each domain of `domains` at the last
+    /// poll, bytes.
+    llc_now: Vec<BTreeMap<CacheDomain, u64>>,
     /// The full L3 mask.
     full: CacheBitmask,
     mba: Option<MbaKind>,
@@ -404,6 +410,8 @@ impl Agent {
             classes,
             domains,
             mba_now: vec![BTreeMap::new(); mba_domains.len()],
+            ways_now: vec![BTreeMap::new(); mba_domains.len()],
+            llc_now: vec![BTreeMap::new(); mba_domains.len()],
             traffic_now: vec![BTreeMap::new(); mba_domains.len()],
             mba_domains,
             full,
@@ -674,12 +682,22 @@ impl Agent {
         };
         let mut out = Vec::with_capacity(self.classes.len());
         for (i, &class) in self.classes.iter().enumerate() {
-            let ways = cat
+            let ways_now: BTreeMap<CacheDomain, u32> = self
+                .domains
                 .iter()
-                .filter_map(|d| d.iter().find(|c| c.class == class))
-                .map(|c| c.mask.ways().count_ones())
+                .zip(&cat)
+                .filter_map(|(dom, d)| {
+                    d.iter()
+                        .find(|c| c.class == class)
+                        .map(|c| (*dom, c.mask.ways().count_ones()))
+                })
+                .collect();
+            let ways = ways_now
+                .values()
+                .copied()
                 .min()
                 .unwrap_or(self.full.ways());
+            self.ways_now[i] = ways_now;
             let now: BTreeMap<CacheDomain, u8> = mba_domains
                 .iter()
                 .zip(&mba)
@@ -731,7 +749,7 @@ impl Agent {
         let mut out = Vec::new();
         if d.to.ways != d.from.ways {
             let mask = CacheBitmask::low_bits(d.to.ways);
-            out.extend(self.domains.iter().map(|&domain| Change::Cat {
+            out.extend(self.ways_domains_of(d).into_iter().map(|domain| Change::Cat {
                 resource: CatResource::L3,
                 domain,
                 class,
@@ -748,6 +766,41 @@ impl Agent {
             );
         }
         out
+    }
+
+    /// The domains where decision `d` changes its class's ways (per domain, as
+    /// [`Agent::mba_domains_of`]): fewer ways in the domains acted on where the class holds
+    /// LLC (at least [`BUSY_DOMAIN_SHARE`] of its fullest domain's occupancy; all where that
+    /// is not measured) and has more now; more ways where it has fewer now.
+    fn ways_domains_of(&self, d: &Decision) -> Vec<CacheDomain> {
+        let now = |dom: &CacheDomain| {
+            self.ways_now[d.class]
+                .get(dom)
+                .copied()
+                .unwrap_or(d.from.ways)
+        };
+        if d.to.ways > d.from.ways {
+            return self
+                .domains
+                .iter()
+                .copied()
+                .filter(|dom| now(dom) < d.to.ways)
+                .collect();
+        }
+        let held = &self.llc_now[d.class];
+        let fullest = held.values().copied().max().unwrap_or(0);
+        #[allow(clippy::cast_precision_loss)] // bytes as a share
+        self.domains
+            .iter()
+            .copied()
+            .filter(|dom| {
+                fullest == 0
+                    || held
+                        .get(dom)
+                        .is_none_or(|b| *b as f64 >= BUSY_DOMAIN_SHARE * fullest as f64)
+            })
+            .filter(|dom| now(dom) > d.to.ways)
+            .collect()
     }
 
     /// The domains where decision `d` changes its class's MBA (per domain, rule "per
@@ -838,6 +891,15 @@ impl Agent {
             }
             if let Some(t) = self.traffic_now.get_mut(i) {
                 *t = per;
+            }
+            let held: BTreeMap<CacheDomain, u64> = v
+                .domains
+                .iter()
+                .filter(|d| self.domains.contains(&d.domain))
+                .filter_map(|d| d.llc_occupancy_bytes.map(|b| (d.domain, b)))
+                .collect();
+            if let Some(h) = self.llc_now.get_mut(i) {
+                *h = held;
             }
         }
         let (protected, best) = all.split_at(np.min(all.len()));
