@@ -57,11 +57,12 @@ impl<E: std::error::Error + 'static> AgentError<E> {
 /// serve with the platform's (`rdt-exporter` reads it at each scrape).
 pub const METRICS_FILE: &str = "control.prom";
 
-/// A class is MBA-throttled in the domains where its traffic is at least this share of its
-/// busiest domain's, and loses ways in those where its LLC occupancy is at least this share
-/// of its fullest domain's: a class spanning sockets or CCXs whose aggressor is in one of
-/// them keeps its bandwidth and cache in the others.
-pub const BUSY_DOMAIN_SHARE: f64 = 0.5;
+/// A class is MBA-throttled, and loses ways, in the domains where its memory traffic is at
+/// least this share of its busiest domain's: a class spanning sockets or CCXs whose
+/// aggressor is in one of them keeps its bandwidth and cache in the others (a batch
+/// next to it moves a few % of its traffic), while an aggressor spread unevenly over two
+/// domains (2 CPUs and 1) is squeezed in both.
+pub const BUSY_DOMAIN_SHARE: f64 = 0.25;
 
 /// Bytes per second of one AMD bandwidth-limit unit (1/8 GB/s).
 pub const AMD_UNIT_BYTES_PER_S: f64 = 125_000_000.0;
@@ -658,6 +659,7 @@ impl Agent {
             ipc: v.ipc(),
             app: None,
             peak_domain_bytes_per_s: None,
+            squeezed_llc: None,
         }
     }
 
@@ -769,9 +771,11 @@ impl Agent {
     }
 
     /// The domains where decision `d` changes its class's ways (per domain, as
-    /// [`Agent::mba_domains_of`]): fewer ways in the domains acted on where the class holds
-    /// LLC (at least [`BUSY_DOMAIN_SHARE`] of its fullest domain's occupancy; all where that
-    /// is not measured) and has more now; more ways where it has fewer now.
+    /// [`Agent::mba_domains_of`]): fewer ways in the domains acted on where the class misses
+    /// to memory (at least [`BUSY_DOMAIN_SHARE`] of its busiest domain's traffic: a cache
+    /// thrasher refills what it evicts; without MBM, where it holds at least that share of
+    /// its fullest domain's occupancy; all where neither is measured) and has more now;
+    /// more ways where it has fewer now.
     fn ways_domains_of(&self, d: &Decision) -> Vec<CacheDomain> {
         let now = |dom: &CacheDomain| {
             self.ways_now[d.class]
@@ -787,6 +791,10 @@ impl Agent {
                 .filter(|dom| now(dom) < d.to.ways)
                 .collect();
         }
+        // where it misses to memory most (a cache thrasher's fills), else where it holds
+        // the most
+        let traffic = &self.traffic_now[d.class];
+        let busiest = traffic.values().copied().fold(0.0, f64::max);
         let held = &self.llc_now[d.class];
         let fullest = held.values().copied().max().unwrap_or(0);
         #[allow(clippy::cast_precision_loss)] // bytes as a share
@@ -794,10 +802,16 @@ impl Agent {
             .iter()
             .copied()
             .filter(|dom| {
-                fullest == 0
-                    || held
+                if busiest > 0.0 {
+                    traffic
                         .get(dom)
-                        .is_none_or(|b| *b as f64 >= BUSY_DOMAIN_SHARE * fullest as f64)
+                        .is_none_or(|t| *t >= BUSY_DOMAIN_SHARE * busiest)
+                } else {
+                    fullest == 0
+                        || held
+                            .get(dom)
+                            .is_none_or(|b| *b as f64 >= BUSY_DOMAIN_SHARE * fullest as f64)
+                }
             })
             .filter(|dom| now(dom) > d.to.ways)
             .collect()
@@ -898,6 +912,21 @@ impl Agent {
                 .filter(|d| self.domains.contains(&d.domain))
                 .filter_map(|d| d.llc_occupancy_bytes.map(|b| (d.domain, b)))
                 .collect();
+            // squeezed in some of the domains acted on only: what it fills there
+            let full = self.full.ways();
+            let ways = self.ways_now.get(i);
+            let squeezed: Vec<&CacheDomain> = self
+                .domains
+                .iter()
+                .filter(|d| ways.and_then(|w| w.get(d)).is_some_and(|w| *w < full))
+                .collect();
+            if !squeezed.is_empty() && squeezed.len() < self.domains.len()
+                && let Some(r) = all.get_mut(np + i)
+            {
+                let bytes = squeezed.iter().filter_map(|d| held.get(*d)).sum::<u64>();
+                r.squeezed_llc =
+                    Some((bytes, u32::try_from(squeezed.len()).unwrap_or(u32::MAX)));
+            }
             if let Some(h) = self.llc_now.get_mut(i) {
                 *h = held;
             }

@@ -72,7 +72,8 @@
 //! # Give-back by demand (rule 2)
 //! When no protected workload is contended, a squeezed class gets back
 //! - **ways** when its LLC occupancy is below [`SUBSIDED_SHARE`] of what its ways hold (it no
-//!   longer fills them), doubling them each step;
+//!   longer fills them; a class squeezed in some domains only: in those,
+//!   [`Reading::squeezed_llc`]), doubling them each step;
 //! - **bandwidth** when its demand no longer saturates the domain: its traffic scaled to the
 //!   next step's limit, with the others' traffic, stays below [`LOADED_SHARE`] of the
 //!   capacity, or its demand (traffic ÷ its throttle) fell below [`SUBSIDED_SHARE`] of what
@@ -166,6 +167,12 @@ pub struct Reading {
     /// domain (then its traffic ÷ the domains it spans).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_domain_bytes_per_s: Option<f64>,
+    /// A best-effort class squeezed in some of its domains only (per domain): its LLC
+    /// occupancy in those, bytes, and how many they are. Its give-back of ways is judged by
+    /// what it fills there (in the others it has every way). `None`: squeezed alike
+    /// everywhere (then `llc_bytes` over the domains it spans).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub squeezed_llc: Option<(u64, u32)>,
 }
 
 /// A best-effort class's allocation: the L3 ways it may fill (the fewest over the domains
@@ -1025,9 +1032,12 @@ impl Engine {
         if c.last_action.is_some_and(|l| at < l + wait) {
             return None;
         }
-        let span = self.span(&self.facts.best_effort_spans, i);
+        let (bytes, span) = match r.squeezed_llc {
+            Some((b, n)) => (Some(b), n.max(1)),
+            None => (r.llc_bytes, self.span(&self.facts.best_effort_spans, i)),
+        };
         let held = u64::from(s.ways) * self.facts.way_bytes * u64::from(span);
-        let share = r.llc_bytes.map(|b| b as f64 / held.max(1) as f64);
+        let share = bytes.map(|b| b as f64 / held.max(1) as f64);
         let ways = if s.ways < full && share.is_some_and(|sh| sh < SUBSIDED_SHARE) {
             (s.ways.max(1) * 2).min(full)
         } else {

@@ -118,6 +118,7 @@ impl Plant {
             // what the application reports: 16 M operations per second alone
             app: Some(16e6 * ipc / 1.8),
             peak_domain_bytes_per_s: None,
+            squeezed_llc: None,
         };
         let aggressor = match self.aggressor {
             Aggressor::Off => Reading {
@@ -126,6 +127,7 @@ impl Plant {
                 ipc: Some(0.5),
                 app: None,
                 peak_domain_bytes_per_s: None,
+                squeezed_llc: None,
             },
             Aggressor::Thrasher => Reading {
                 llc_bytes: self.measured.then_some(u64::from(s.ways) * WAY),
@@ -133,6 +135,7 @@ impl Plant {
                 ipc: Some(0.6),
                 app: None,
                 peak_domain_bytes_per_s: None,
+                squeezed_llc: None,
             },
             Aggressor::Streamer => Reading {
                 llc_bytes: self.measured.then_some(1_000_000),
@@ -140,6 +143,7 @@ impl Plant {
                 ipc: Some(0.6),
                 app: None,
                 peak_domain_bytes_per_s: None,
+                squeezed_llc: None,
             },
         };
         (pipeline, aggressor)
@@ -634,4 +638,58 @@ fn a_step_past_the_knee_is_undone_and_ends_the_episode() {
         ],
     );
     assert_eq!(s.mba_percent, 60);
+}
+
+/// Per domain: a class squeezed in one of its two domains only (its thrasher's) gets its
+/// ways back by what it fills there once the thrasher stops, not by what its batch fills
+/// in the other domain, where it has every way. The engine of the last session counted
+/// its whole occupancy against its ways in both domains: the batch's 15 MB kept it above
+/// half of 2 × 5 ways, and the ways never came back.
+#[test]
+fn a_class_squeezed_in_one_domain_gets_its_ways_back_by_what_it_fills_there() {
+    let mut f = facts();
+    f.domains = 2;
+    f.best_effort_spans = vec![2];
+    let mut e = Engine::new(policy(""), f);
+    let squeezed = Setting {
+        ways: 5,
+        mba_percent: 100,
+    };
+    let (p, _) = Plant::new(Aggressor::Off).read(FULL);
+    let batch = |there: Option<(u64, u32)>| Reading {
+        // 15 MB of a cache-friendly batch in the other domain, 0.5 MB left in this one
+        llc_bytes: Some(15_500_000),
+        mem_bytes_per_s: Some(0.5 * GB),
+        ipc: Some(1.5),
+        app: None,
+        peak_domain_bytes_per_s: None,
+        squeezed_llc: there,
+    };
+    let mut given = None;
+    for t in 0..10u64 {
+        let d = e.observe(
+            Duration::from_secs(t),
+            &[p],
+            &[batch(Some((500_000, 1)))],
+            &[squeezed],
+        );
+        if let Some(d) = d.first() {
+            given = Some(d.clone());
+            break;
+        }
+    }
+    let given = given.expect("ways given back");
+    assert_eq!(given.action, ActionKind::GiveBack);
+    assert_eq!(given.to.ways, 10, "{given:?}");
+    // counted over both domains (no per-domain reading), it looks full: nothing back
+    let mut e = Engine::new(policy(""), {
+        let mut f = facts();
+        f.domains = 2;
+        f.best_effort_spans = vec![2];
+        f
+    });
+    for t in 0..10u64 {
+        let d = e.observe(Duration::from_secs(t), &[p], &[batch(None)], &[squeezed]);
+        assert!(d.is_empty(), "{d:?}");
+    }
 }
