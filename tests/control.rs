@@ -343,7 +343,9 @@ fn a_class_spanning_sockets_is_squeezed_only_in_the_domain_of_its_aggressor() {
     assert!(kinds.contains(&ActionKind::ShrinkWays), "{kinds:?}");
     assert!(kinds.contains(&ActionKind::ThrottleMba), "{kinds:?}");
     let domains = [CacheDomain::new(0), CacheDomain::new(1)];
-    let cat = rdt.cat_classes_in(CatResource::L3, &domains).expect("masks");
+    let cat = rdt
+        .cat_classes_in(CatResource::L3, &domains)
+        .expect("masks");
     let ways: Vec<u32> = cat
         .iter()
         .map(|d| {

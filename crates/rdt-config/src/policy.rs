@@ -682,25 +682,7 @@ impl Parser<'_> {
                             "one of `file`, `prometheus` or `command`, not two",
                         ));
                     }
-                    if k == "command" {
-                        source = Some(self.command(&e.node, &path, shell)?);
-                        continue;
-                    }
-                    let Value::String(v) = &e.node.value else {
-                        return Err(self.wrong_type(&e.node, &path, "a string"));
-                    };
-                    source = Some(if k == "file" {
-                        if !v.starts_with('/') || v.contains('\0') {
-                            return Err(self.error(
-                                e.line,
-                                &path,
-                                format!("{:?} is not an absolute path", Shortened(v)),
-                            ));
-                        }
-                        AppSource::File(PathBuf::from(v))
-                    } else {
-                        prometheus_url(v).map_err(|m| self.error(e.line, &path, m))?
-                    });
+                    source = Some(self.app_source(k, &e.node, &path, shell)?);
                 }
                 _ => {
                     let Value::String(v) = &e.node.value else {
@@ -746,6 +728,33 @@ impl Parser<'_> {
             source,
             metric,
         })
+    }
+
+    /// The source `file`, `prometheus` or `command` (`kind`) of an application target.
+    fn app_source(
+        &self,
+        kind: &str,
+        node: &Node,
+        key: &str,
+        shell: bool,
+    ) -> Result<AppSource, ConfigError> {
+        if kind == "command" {
+            return self.command(node, key, shell);
+        }
+        let Value::String(v) = &node.value else {
+            return Err(self.wrong_type(node, key, "a string"));
+        };
+        if kind == "file" {
+            if !v.starts_with('/') || v.contains('\0') {
+                return Err(self.error(
+                    node.line,
+                    key,
+                    format!("{:?} is not an absolute path", Shortened(v)),
+                ));
+            }
+            return Ok(AppSource::File(PathBuf::from(v)));
+        }
+        prometheus_url(v).map_err(|m| self.error(node.line, key, m))
     }
 
     /// `command = ["/abs/prog", "arg", ...]`, or with `shell`, `command = "script"`.
@@ -1044,6 +1053,42 @@ mod tests {
                 "missing: `metric`",
             ),
             (
+                "memory_peak_gbps = 0\n[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                1,
+                "memory_peak_gbps",
+                "more than 0 GB/s",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncgroup=\"batch\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                3,
+                "protected[0].cgroup",
+                "not an absolute path",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                1,
+                "protected[0]",
+                "no members",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\nrest=true\n[[best_effort]]\nname=\"c\"\nrest=true\n",
+                7,
+                "best_effort[1].rest",
+                "also the choice of \"b\"",
+            ),
+        ];
+        for (text, line, key, words) in cases {
+            let e = toml(text).unwrap_err();
+            assert_eq!(e.line(), Some(*line), "{text:?}: {e}");
+            assert_eq!(e.key(), Some(*key), "{text:?}: {e}");
+            assert!(e.to_string().contains(words), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn bad_commands_are_refused_naming_the_line_and_key() {
+        let cases: &[(&str, usize, &str, &str)] = &[
+            (
                 "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, command = \"app-stats\" }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
                 4,
                 "protected[0].target.command",
@@ -1072,30 +1117,6 @@ mod tests {
                 4,
                 "protected[0].target.command",
                 "not two",
-            ),
-            (
-                "memory_peak_gbps = 0\n[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
-                1,
-                "memory_peak_gbps",
-                "more than 0 GB/s",
-            ),
-            (
-                "[[protected]]\nname=\"p\"\ncgroup=\"batch\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
-                3,
-                "protected[0].cgroup",
-                "not an absolute path",
-            ),
-            (
-                "[[protected]]\nname=\"p\"\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
-                1,
-                "protected[0]",
-                "no members",
-            ),
-            (
-                "[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\nrest=true\n[[best_effort]]\nname=\"c\"\nrest=true\n",
-                7,
-                "best_effort[1].rest",
-                "also the choice of \"b\"",
             ),
         ];
         for (text, line, key, words) in cases {

@@ -323,14 +323,14 @@ impl Agent {
         advisory: bool,
         stopper: &Stopper,
     ) -> Result<Self, AgentError<B::Error>> {
-        let stopped = || {
+        let check_stop = || {
             if stopper.is_stopped() {
                 Err(AgentError::Stopped)
             } else {
                 Ok(())
             }
         };
-        stopped()?;
+        check_stop()?;
         let (mut facts, mba) = Self::facts(backend, &policy)?;
         let domains = Self::domains(backend.topology(), &policy);
         facts.domains = u32::try_from(domains.len()).unwrap_or(u32::MAX);
@@ -365,29 +365,11 @@ impl Agent {
             file: policy.file.clone(),
             classes: specs.clone(),
         };
-        stopped()?;
+        check_stop()?;
         let classes = if advisory {
             vec![ClassId::new(0); specs.len()]
         } else {
-            let planned = config.plan(backend, proc).map_err(|e| match e {
-                ConfigPlanError::Config(e) => AgentError::Policy(e),
-                ConfigPlanError::Backend(e) => AgentError::backend("reading the platform")(e),
-            })?;
-            let ids = specs
-                .iter()
-                .map(|s| {
-                    planned
-                        .classes
-                        .iter()
-                        .find(|(n, _)| *n == s.name)
-                        .map_or(ClassId::new(0), |(_, c)| *c)
-                })
-                .collect();
-            stopped()?;
-            planned.plan.apply(backend).into_result().map_err(|e| {
-                AgentError::Platform(format!("setting up the best-effort classes: {e}"))
-            })?;
-            ids
+            Self::make_classes(backend, &config, &specs, proc, stopper)?
         };
         let protected = policy
             .protected
@@ -395,7 +377,7 @@ impl Agent {
             .map(|p| with_cgroup(&p.workload, p.cgroup.as_deref()))
             .collect::<Result<Vec<_>, _>>()?;
         let workloads: Vec<&ClassSpec> = protected.iter().chain(&specs).collect();
-        stopped()?;
+        check_stop()?;
         let mba_domains = Self::mba_domains(backend.topology(), &policy, &specs);
         let groups = start_groups(backend, &workloads, proc)?;
         if stopper.is_stopped() {
@@ -429,6 +411,38 @@ impl Agent {
             last: None,
             stopper: stopper.clone(),
         })
+    }
+
+    /// Makes the best-effort classes of `config` (one transaction) unless `stopper` was
+    /// stopped while the platform was read; their ids in `specs` order.
+    fn make_classes<B: Backend>(
+        backend: &mut B,
+        config: &Config,
+        specs: &[ClassSpec],
+        proc: &ProcFs,
+        stopper: &Stopper,
+    ) -> Result<Vec<ClassId>, AgentError<B::Error>> {
+        let planned = config.plan(backend, proc).map_err(|e| match e {
+            ConfigPlanError::Config(e) => AgentError::Policy(e),
+            ConfigPlanError::Backend(e) => AgentError::backend("reading the platform")(e),
+        })?;
+        let ids = specs
+            .iter()
+            .map(|s| {
+                planned
+                    .classes
+                    .iter()
+                    .find(|(n, _)| *n == s.name)
+                    .map_or(ClassId::new(0), |(_, c)| *c)
+            })
+            .collect();
+        if stopper.is_stopped() {
+            return Err(AgentError::Stopped);
+        }
+        planned.plan.apply(backend).into_result().map_err(|e| {
+            AgentError::Platform(format!("setting up the best-effort classes: {e}"))
+        })?;
+        Ok(ids)
     }
 
     /// The L3 domains the controller acts in: those of the protected workloads' CPUs (the
@@ -694,11 +708,7 @@ impl Agent {
                         .map(|c| (*dom, c.mask.ways().count_ones()))
                 })
                 .collect();
-            let ways = ways_now
-                .values()
-                .copied()
-                .min()
-                .unwrap_or(self.full.ways());
+            let ways = ways_now.values().copied().min().unwrap_or(self.full.ways());
             self.ways_now[i] = ways_now;
             let now: BTreeMap<CacheDomain, u8> = mba_domains
                 .iter()
@@ -751,13 +761,17 @@ impl Agent {
         let mut out = Vec::new();
         if d.to.ways != d.from.ways {
             let mask = CacheBitmask::low_bits(d.to.ways);
-            out.extend(self.ways_domains_of(d).into_iter().map(|domain| Change::Cat {
-                resource: CatResource::L3,
-                domain,
-                class,
-                scope: MaskScope::Both,
-                mask,
-            }));
+            out.extend(
+                self.ways_domains_of(d)
+                    .into_iter()
+                    .map(|domain| Change::Cat {
+                        resource: CatResource::L3,
+                        domain,
+                        class,
+                        scope: MaskScope::Both,
+                        mask,
+                    }),
+            );
         }
         if d.to.mba_percent != d.from.mba_percent && self.mba.is_some() {
             let limit = self.limit_of(d.to.mba_percent);
@@ -851,6 +865,70 @@ impl Agent {
             .collect()
     }
 
+    /// The best-effort classes' traffic per MBA domain and occupancy per domain acted on
+    /// (kept for the decisions' domains), into their readings (`all[np..]`): the traffic
+    /// of their busiest domain, and what they fill where they are squeezed.
+    fn per_domain<B: Backend>(
+        &mut self,
+        backend: &B,
+        np: usize,
+        dt: Duration,
+        all: &mut [Reading],
+    ) {
+        for (i, g) in self.groups.iter().skip(np).enumerate() {
+            let Some(v) = backend.values(*g) else {
+                continue;
+            };
+            let secs = dt.as_secs_f64();
+            #[allow(clippy::cast_precision_loss)] // bytes as a rate
+            let per: BTreeMap<CacheDomain, f64> = v
+                .domains
+                .iter()
+                .filter(|d| {
+                    self.mba_domains
+                        .get(i)
+                        .is_some_and(|m| m.contains(&d.domain))
+                })
+                .filter_map(|d| {
+                    d.mbm_total_delta_bytes
+                        .or(d.mbm_local_delta_bytes)
+                        .filter(|_| secs > 0.0)
+                        .map(|b| (d.domain, b as f64 / secs))
+                })
+                .collect();
+            if let Some(r) = all.get_mut(np + i) {
+                r.peak_domain_bytes_per_s = per.values().copied().reduce(f64::max);
+            }
+            if let Some(t) = self.traffic_now.get_mut(i) {
+                *t = per;
+            }
+            let held: BTreeMap<CacheDomain, u64> = v
+                .domains
+                .iter()
+                .filter(|d| self.domains.contains(&d.domain))
+                .filter_map(|d| d.llc_occupancy_bytes.map(|b| (d.domain, b)))
+                .collect();
+            // squeezed in some of the domains acted on only: what it fills there
+            let full = self.full.ways();
+            let ways = self.ways_now.get(i);
+            let squeezed: Vec<&CacheDomain> = self
+                .domains
+                .iter()
+                .filter(|d| ways.and_then(|w| w.get(d)).is_some_and(|w| *w < full))
+                .collect();
+            if !squeezed.is_empty()
+                && squeezed.len() < self.domains.len()
+                && let Some(r) = all.get_mut(np + i)
+            {
+                let bytes = squeezed.iter().filter_map(|d| held.get(*d)).sum::<u64>();
+                r.squeezed_llc = Some((bytes, u32::try_from(squeezed.len()).unwrap_or(u32::MAX)));
+            }
+            if let Some(h) = self.llc_now.get_mut(i) {
+                *h = held;
+            }
+        }
+    }
+
     /// One interval, `at` after the start: polls the counters, decides, and (unless
     /// advisory) makes each decision as one journaled transaction on its class. A failed
     /// write is undone by the transaction and reported in its event; the controller goes
@@ -884,53 +962,7 @@ impl Agent {
             }
         }
         let np = self.engine.policy().protected.len();
-        // the best-effort classes' traffic per MBA domain, and in their busiest one
-        for (i, g) in self.groups.iter().skip(np).enumerate() {
-            let Some(v) = backend.values(*g) else { continue };
-            let secs = dt.as_secs_f64();
-            #[allow(clippy::cast_precision_loss)] // bytes as a rate
-            let per: BTreeMap<CacheDomain, f64> = v
-                .domains
-                .iter()
-                .filter(|d| self.mba_domains.get(i).is_some_and(|m| m.contains(&d.domain)))
-                .filter_map(|d| {
-                    d.mbm_total_delta_bytes
-                        .or(d.mbm_local_delta_bytes)
-                        .filter(|_| secs > 0.0)
-                        .map(|b| (d.domain, b as f64 / secs))
-                })
-                .collect();
-            if let Some(r) = all.get_mut(np + i) {
-                r.peak_domain_bytes_per_s = per.values().copied().reduce(f64::max);
-            }
-            if let Some(t) = self.traffic_now.get_mut(i) {
-                *t = per;
-            }
-            let held: BTreeMap<CacheDomain, u64> = v
-                .domains
-                .iter()
-                .filter(|d| self.domains.contains(&d.domain))
-                .filter_map(|d| d.llc_occupancy_bytes.map(|b| (d.domain, b)))
-                .collect();
-            // squeezed in some of the domains acted on only: what it fills there
-            let full = self.full.ways();
-            let ways = self.ways_now.get(i);
-            let squeezed: Vec<&CacheDomain> = self
-                .domains
-                .iter()
-                .filter(|d| ways.and_then(|w| w.get(d)).is_some_and(|w| *w < full))
-                .collect();
-            if !squeezed.is_empty() && squeezed.len() < self.domains.len()
-                && let Some(r) = all.get_mut(np + i)
-            {
-                let bytes = squeezed.iter().filter_map(|d| held.get(*d)).sum::<u64>();
-                r.squeezed_llc =
-                    Some((bytes, u32::try_from(squeezed.len()).unwrap_or(u32::MAX)));
-            }
-            if let Some(h) = self.llc_now.get_mut(i) {
-                *h = held;
-            }
-        }
+        self.per_domain(backend, np, dt, &mut all);
         let (protected, best) = all.split_at(np.min(all.len()));
         let settings = if self.advisory {
             self.proposed.clone()

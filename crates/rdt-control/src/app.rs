@@ -209,60 +209,14 @@ fn run_command(
         message,
     };
     let deadline = Instant::now() + timeout;
-    let mut cmd = if shell {
-        let mut c = Command::new("/bin/sh");
-        c.arg("-c").args(argv.first());
-        c
-    } else {
-        let Some((prog, args)) = argv.split_first() else {
-            return Err(err("no program".into()));
-        };
-        let mut c = Command::new(prog);
-        c.args(args);
-        c
-    };
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| err(format!("cannot start: {e}")))?;
-    // each pipe read to its bound by a thread of its own: a command that fills one pipe
-    // while we wait on the other must not block
-    let (tx, rx) = mpsc::channel();
-    for (which, pipe, bound) in [
-        (
-            0,
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            MAX_APP_BYTES + 1,
-        ),
-        (
-            1,
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            MAX_STDERR_BYTES,
-        ),
-    ] {
-        let tx = tx.clone();
-        let spawned = std::thread::Builder::new()
-            .name("app-command".into())
-            .spawn(move || {
-                let mut out = Vec::new();
-                let read = pipe.map_or(Ok(0), |p| p.take(bound).read_to_end(&mut out));
-                let _ = tx.send((which, read.map(|_| out)));
-            });
-        if let Err(e) = spawned {
+    let mut child = spawn_command(argv, shell).map_err(&err)?;
+    let rx = match read_pipes(&mut child) {
+        Ok(rx) => rx,
+        Err(e) => {
             kill_group(&mut child);
             return Err(err(format!("cannot read its output: {e}")));
         }
-    }
-    drop(tx);
+    };
     let mut stdout = None;
     let mut stderr = Vec::new();
     let mut stderr_done = false;
@@ -309,17 +263,8 @@ fn run_command(
             }
         }
     };
-    // its standard error, for the message, within what is left of the time
-    while !stderr_done {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok((0, _)) => {}
-            Ok((_, Ok(out))) => {
-                stderr = out;
-                stderr_done = true;
-            }
-            Ok((_, Err(_))) | Err(_) => break,
-        }
+    if !stderr_done {
+        stderr = drain_stderr(&rx, deadline);
     }
     let first_err = String::from_utf8_lossy(&stderr)
         .lines()
@@ -335,6 +280,83 @@ fn run_command(
     }
     String::from_utf8(stdout.unwrap_or_default())
         .map_err(|_| err(format!("its output is not UTF-8 text{first_err}")))
+}
+
+/// The reader of a command's standard output (0) or error (1): what it read, or why not.
+type PipeRead = (u8, std::io::Result<Vec<u8>>);
+
+/// A command's output pipe, taken from its child.
+type Pipe = Option<Box<dyn Read + Send>>;
+
+/// Starts the command (`argv`, or `/bin/sh -c argv[0]` with `shell`): an empty standard
+/// input, its output piped, in a process group of its own.
+fn spawn_command(argv: &[String], shell: bool) -> Result<std::process::Child, String> {
+    let mut cmd = if shell {
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c").args(argv.first());
+        c
+    } else {
+        let Some((program, rest)) = argv.split_first() else {
+            return Err("no program".into());
+        };
+        let mut c = Command::new(program);
+        c.args(rest);
+        c
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start: {e}"))
+}
+
+/// Reads the command's standard output (to [`MAX_APP_BYTES`] + 1) and error (to
+/// [`MAX_STDERR_BYTES`]), each by a thread of its own (a command that fills one pipe while
+/// we wait on the other must not block); what they read comes on the channel.
+fn read_pipes(child: &mut std::process::Child) -> std::io::Result<mpsc::Receiver<PipeRead>> {
+    let (tx, rx) = mpsc::channel();
+    let pipes: [(u8, Pipe, u64); 2] = [
+        (
+            0,
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            MAX_APP_BYTES + 1,
+        ),
+        (
+            1,
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            MAX_STDERR_BYTES,
+        ),
+    ];
+    for (which, pipe, bound) in pipes {
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name("app-command".into())
+            .spawn(move || {
+                let mut out = Vec::new();
+                let read = pipe.map_or(Ok(0), |p| p.take(bound).read_to_end(&mut out));
+                let _ = tx.send((which, read.map(|_| out)));
+            })?;
+    }
+    Ok(rx)
+}
+
+/// The command's standard error from its reader `rx`, waiting until `deadline` at most.
+fn drain_stderr(rx: &mpsc::Receiver<PipeRead>, deadline: Instant) -> Vec<u8> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((0, _)) => {}
+            Ok((_, Ok(out))) => return out,
+            Ok((_, Err(_))) | Err(_) => return Vec::new(),
+        }
+    }
 }
 
 /// Kills the command's process group (it leads it) and reaps the command.

@@ -49,6 +49,7 @@ impl Stopper {
 
     /// Sleeps `dt`, waking every [`STOP_POLL`] to look at the flag; `false` when it returned
     /// early because a stop was asked.
+    #[must_use = "false: stopped, the caller should stop too"]
     pub fn sleep(&self, dt: Duration) -> bool {
         let end = Instant::now() + dt;
         loop {

@@ -202,7 +202,7 @@ fn a_stop_during_a_step_ends_the_run_after_it_without_its_decisions() {
     let writes = b.inner.writes.clone();
     let mut ticks = 0;
     let opts = RunOptions {
-        duration: Some(Duration::from_secs(60)),
+        duration: Some(Duration::from_mins(1)),
         advance: Some(|b: &mut Stopping, dt| b.inner.advance(dt)),
     };
     let t = agent
