@@ -349,3 +349,67 @@ fn restore_writes_back_the_allocation_found_at_start() {
     let after = rdt_pqos::transaction::AllocState::read(&mut rdt).expect("read");
     assert_eq!(after, before, "everything as found");
 }
+
+/// Per domain (issue 32): a protected workload on both sockets of skylake-sp, and one
+/// best-effort class that thrashes the L3 of socket 0 (CPUs 16, 18, 20) and runs a
+/// cache-friendly batch on socket 1 (17, 19, 21): the scenario family `two-sockets` of the
+/// suite (xtask/scenarios/08-two-sockets). The class loses ways and bandwidth in L3 0
+/// only, where its aggressor is; in L3 1 it keeps every way and no MBA limit. The
+/// controller of the last session wrote the same mask and limit in both domains.
+#[test]
+fn a_class_spanning_sockets_is_squeezed_only_in_the_domain_of_its_aggressor() {
+    let scenario: Scenario = include_str!("../xtask/scenarios/08-two-sockets/scenario.json")
+        .parse()
+        .expect("scenario");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path(), "skylake-sp");
+    set(&rdt, &scenario);
+    let policy = Policy::parse_toml(
+        include_str!("../xtask/scenarios/08-two-sockets/policy.toml"),
+        "policy.toml",
+    )
+    .expect("policy");
+    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
+    let class = agent.classes()[0];
+    let sim = rdt.simulated().expect("simulated").handle().clone();
+    let mut events = Vec::new();
+    for t in 1..=20u64 {
+        sim.advance(Duration::from_secs(1));
+        events.extend(
+            agent
+                .tick(&mut rdt, Duration::from_secs(t))
+                .expect("tick")
+                .events,
+        );
+    }
+    let kinds: Vec<ActionKind> = events.iter().map(|e| e.decision.action).collect();
+    assert!(kinds.contains(&ActionKind::ShrinkWays), "{kinds:?}");
+    assert!(kinds.contains(&ActionKind::ThrottleMba), "{kinds:?}");
+    let domains = [CacheDomain::new(0), CacheDomain::new(1)];
+    let cat = rdt
+        .cat_classes_in(CatResource::L3, &domains)
+        .expect("masks");
+    let ways: Vec<u32> = cat
+        .iter()
+        .map(|d| {
+            let c = d.iter().find(|c| c.class == class).expect("class");
+            c.mask.ways().count_ones()
+        })
+        .collect();
+    let mba = rdt
+        .bandwidth_classes_in(MbaResource::Mba, &domains)
+        .expect("mba");
+    let limits: Vec<u32> = mba
+        .iter()
+        .map(|d| {
+            let c = d.iter().find(|c| c.class == class).expect("class");
+            c.limit.value()
+        })
+        .collect();
+    assert!(ways[0] < 11 && ways[1] == 11, "ways per domain {ways:?}");
+    assert!(
+        limits[0] < 100 && limits[1] == 100,
+        "MBA per domain {limits:?}"
+    );
+    agent.stop(&mut rdt).expect("stop");
+}

@@ -21,13 +21,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, ValueEnum};
 use rdt_pqos::config::policy::Policy;
-use rdt_pqos::control::Agent;
+use rdt_pqos::control::{Agent, AgentError, RunOptions, Stopper};
 use rdt_pqos::proc::ProcFs;
+use rdt_pqos::transaction::AllocState;
 use rdt_pqos::{Iface, OpenOptions, Rdt};
 
 mod nfd;
@@ -109,7 +110,8 @@ fn main() -> ExitCode {
         return nri::main(std::env::args_os().skip(1));
     }
     let args = Args::parse();
-    let stop = Arc::new(AtomicBool::new(false));
+    let stopper = Stopper::new();
+    let stop = stopper.flag();
     for sig in [
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
@@ -125,7 +127,7 @@ fn main() -> ExitCode {
     }
     let ran = match &args.nfd {
         Some(path) => open_options(&args).and_then(|opts| nfd::write(&opts, path)),
-        None => run(&args, &stop),
+        None => run(&args, &stopper),
     };
     match ran {
         Ok(()) => ExitCode::SUCCESS,
@@ -136,10 +138,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// How long the controller may take to stop after SIGTERM (SIGINT, SIGHUP) on its own:
-/// the loop sees the flag within 100 ms while it waits, and a tick or a transaction takes
-/// milliseconds; a scan of a platform with thousands of groups (opening it, planning the
-/// first transaction) can take seconds. Kubernetes waits 30 s, systemd 90 s; an operator
+/// How long the controller may take to stop after SIGTERM (SIGINT, SIGHUP) on its own: the
+/// library's agent ([`Stopper`]) sees the flag between the steps of its start-up, within
+/// 20 ms while it waits, and after the tick in progress (a tick or a transaction takes
+/// milliseconds, an application's metric is abandoned); opening a platform with thousands
+/// of groups (the scan of resctrl, before the agent starts) can take seconds, and only this
+/// last resort cuts it short. Kubernetes waits 30 s, systemd 90 s; an operator
 /// expects 2 s.
 const STOP_GRACE: Duration = Duration::from_millis(1500);
 
@@ -229,73 +233,72 @@ fn events_out(args: &Args) -> Result<Box<dyn Write>> {
     Ok(Box::new(std::io::LineWriter::new(file)))
 }
 
-/// Advances the clock by `dt`: the simulated platform's, or by sleeping (woken early by a
-/// signal).
-fn wait(rdt: &Rdt, virtual_clock: bool, dt: Duration, stop: &AtomicBool) {
-    if virtual_clock {
-        advance(rdt, dt);
-        return;
-    }
-    let end = Instant::now() + dt;
-    while !stop.load(Ordering::Relaxed) {
-        let now = Instant::now();
-        if now >= end {
-            break;
-        }
-        std::thread::sleep((end - now).min(Duration::from_millis(100)));
-    }
-}
-
+/// Advances the simulated platform's clock by `dt` (`--sim-virtual-clock`).
 #[cfg(feature = "sim")]
-fn advance(rdt: &Rdt, dt: Duration) {
+fn advance(rdt: &mut Rdt, dt: Duration) {
     if let Some(s) = rdt.simulated() {
         s.handle().advance(dt);
     }
 }
 
 #[cfg(not(feature = "sim"))]
-fn advance(_: &Rdt, _: Duration) {}
+fn advance(_: &mut Rdt, _: Duration) {}
 
-fn run(args: &Args, stop: &AtomicBool) -> Result<()> {
+fn run(args: &Args, stop: &Stopper) -> Result<()> {
     let Some(policy) = &args.policy else {
         bail!("--policy FILE is required");
     };
     let policy = Policy::load(policy)?;
-    let interval = policy.interval;
     let mut rdt = open(args)?;
-    let mut out = events_out(args)?;
-    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), args.dry_run)?;
-    let end = args.duration.map(Duration::from_secs);
-    let mut t = Duration::ZERO;
-    let result = loop {
-        if stop.load(Ordering::Relaxed) || end.is_some_and(|e| t >= e) {
-            break Ok(());
-        }
-        wait(&rdt, args.sim_virtual_clock, interval, stop);
-        if stop.load(Ordering::Relaxed) {
-            break Ok(());
-        }
-        t += interval;
-        match agent.tick(&mut rdt, t) {
-            Ok(tick) => {
-                let written = tick
-                    .events
-                    .iter()
-                    .try_for_each(|e| writeln!(out, "{}", e.to_json_line()));
-                if let Err(e) = written {
-                    break Err(anyhow::Error::new(e).context("writing the events"));
-                }
-            }
-            Err(e) => break Err(anyhow::Error::new(e).context("controlling")),
-        }
-    };
-    if args.on_exit == OnExit::Restore && !args.dry_run {
-        agent
-            .restore(&mut rdt)
-            .context("restoring the allocation found at start")?;
-    } else {
-        agent.stop(&mut rdt).context("stopping monitoring")?;
+    if stop.is_stopped() {
+        // stopped while the platform was opened: nothing was changed yet
+        return Ok(());
     }
+    let restore = args.on_exit == OnExit::Restore && !args.dry_run;
+    // What a stop during the start restores (the agent keeps its own copy once started).
+    let found = if restore {
+        Some(AllocState::read(&mut rdt).context("reading the allocation")?)
+    } else {
+        None
+    };
+    let mut out = events_out(args)?;
+    let result = match Agent::start_stoppable(&mut rdt, policy, &ProcFs::host(), args.dry_run, stop)
+    {
+        Ok(mut agent) => {
+            let opts = RunOptions {
+                duration: args.duration.map(Duration::from_secs),
+                advance: args
+                    .sim_virtual_clock
+                    .then_some(advance as fn(&mut Rdt, Duration)),
+            };
+            let result = agent
+                .run(&mut rdt, &opts, |tick| {
+                    tick.events
+                        .iter()
+                        .try_for_each(|e| writeln!(out, "{}", e.to_json_line()))
+                })
+                .map(|_| ())
+                .context("controlling");
+            if restore {
+                agent
+                    .restore(&mut rdt)
+                    .context("restoring the allocation found at start")?;
+            } else {
+                agent.stop(&mut rdt).context("stopping monitoring")?;
+            }
+            result
+        }
+        // stopped while starting: what it made stays (the classes) unless asked to restore
+        Err(AgentError::Stopped) => {
+            if let Some(found) = found {
+                found
+                    .restore(&mut rdt)
+                    .context("restoring the allocation found at start")?;
+            }
+            Ok(())
+        }
+        Err(e) => return Err(e.into()),
+    };
     if args.sim.is_some() {
         rdt.save_simulated()
             .context("saving the simulated platform")?;

@@ -3,7 +3,8 @@
 //! FUSE-mounted simulated turin: about ten seconds of reads here), while it acts (a
 //! transaction every 100 ms) and while it waits for the next interval (on skylake-sp, as
 //! crash.rs runs it). Needs root and /dev/fuse. Before the stop was bounded, a SIGTERM
-//! during the scan was seen only once the scan ended.
+//! during the scan was seen only once the scan ended; then a watchdog cut it short as a
+//! SIGKILL would; now the agent (`rdt_control::Stopper`) stops on its own.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -83,10 +84,11 @@ fn sigterm_stops_the_controller_within_2_s_while_it_scans() {
     let child = agent(&m, &policy, &["--duration", "60"])
         .spawn()
         .expect("spawn");
-    let (took, _, stderr) = sigterm_after(child, Duration::from_secs(1), "scanning");
-    // assert: gone in time; the stop said it cut the scan short
+    let (took, ok, stderr) = sigterm_after(child, Duration::from_secs(1), "scanning");
+    // assert: gone in time, by a stop of its own (the library's agent looks at its
+    // Stopper between the steps of its start-up), not cut short by the watchdog
     assert!(took < BOUND, "stopped {took:?} after SIGTERM: {stderr}");
-    assert!(stderr.contains("still busy"), "{stderr}");
+    assert!(ok && !stderr.contains("still busy"), "{stderr}");
 }
 
 #[test]

@@ -62,7 +62,11 @@
 //!   application's own unit, with its source: `file = "/abs/path"` (a regular file of at
 //!   most 1 MiB holding one number, or Prometheus text holding `metric`) or `prometheus =
 //!   "http://HOST:PORT/PATH"` (a Prometheus-format endpoint, plain HTTP, read with a
-//!   timeout of half the interval, at most 1 MiB), and `metric = "name"` or
+//!   timeout of half the interval, at most 1 MiB) or `command = ["/abs/prog", "arg", ...]`
+//!   (run each interval without a shell, stdin empty, killed after half the interval, its
+//!   standard output of at most 1 MiB holding one number or Prometheus text; a status other
+//!   than 0 is a failed read; `shell = true` with `command = "script"` runs it by
+//!   `/bin/sh -c` instead), and `metric = "name"` or
 //!   `"name{label=\"v\"}"` (required for an endpoint). A read that fails (timeout, parse
 //!   error, metric missing) leaves that interval without a reading, logged with its cause:
 //!   the controller decides nothing for it. Default `"alone"`.
@@ -115,6 +119,15 @@ pub enum AppSource {
         authority: String,
         /// The path, from `/`.
         path: String,
+    },
+    /// A command whose standard output holds one number, or Prometheus text holding the
+    /// metric: run each interval without a shell (`argv[0]` an absolute path), or with
+    /// `/bin/sh -c` when the policy asks (`shell = true`: `argv` is the one script).
+    Command {
+        /// The program and its arguments (with `shell`: the script alone).
+        argv: Vec<String>,
+        /// Run `argv[0]` as a script of `/bin/sh -c`.
+        shell: bool,
     },
 }
 
@@ -724,12 +737,24 @@ impl Parser<'_> {
         let entries = self.table(
             node,
             key,
-            &["throughput", "latency", "file", "prometheus", "metric"],
+            &[
+                "throughput",
+                "latency",
+                "file",
+                "prometheus",
+                "command",
+                "shell",
+                "metric",
+            ],
             "an application `target`",
         )?;
         let mut goal = None;
         let mut source = None;
         let mut metric = None;
+        let shell = match entries.iter().find(|e| e.key == "shell") {
+            Some(e) => self.boolean(e, &format!("{key}.shell"))?,
+            None => false,
+        };
         for e in entries {
             let path = format!("{key}.{}", e.key);
             match e.key.as_str() {
@@ -751,29 +776,16 @@ impl Parser<'_> {
                         AppGoal::Latency(x)
                     });
                 }
-                k @ ("file" | "prometheus") => {
+                "shell" => {}
+                k @ ("file" | "prometheus" | "command") => {
                     if source.is_some() {
                         return Err(self.error(
                             e.line,
                             &path,
-                            "one of `file` or `prometheus`, not both",
+                            "one of `file`, `prometheus` or `command`, not two",
                         ));
                     }
-                    let Value::String(v) = &e.node.value else {
-                        return Err(self.wrong_type(&e.node, &path, "a string"));
-                    };
-                    source = Some(if k == "file" {
-                        if !v.starts_with('/') || v.contains('\0') {
-                            return Err(self.error(
-                                e.line,
-                                &path,
-                                format!("{:?} is not an absolute path", Shortened(v)),
-                            ));
-                        }
-                        AppSource::File(PathBuf::from(v))
-                    } else {
-                        prometheus_url(v).map_err(|m| self.error(e.line, &path, m))?
-                    });
+                    source = Some(self.app_source(k, &e.node, &path, shell)?);
                 }
                 _ => {
                     let Value::String(v) = &e.node.value else {
@@ -798,8 +810,15 @@ impl Parser<'_> {
             return Err(self.error(node.line, key, "missing: `throughput` or `latency`"));
         };
         let Some(source) = source else {
-            return Err(self.error(node.line, key, "missing: `file` or `prometheus`"));
+            return Err(self.error(node.line, key, "missing: `file`, `prometheus` or `command`"));
         };
+        if shell && !matches!(source, AppSource::Command { .. }) {
+            return Err(self.error(
+                node.line,
+                &format!("{key}.shell"),
+                "`shell` is for a `command`",
+            ));
+        }
         if matches!(source, AppSource::Prometheus { .. }) && metric.is_none() {
             return Err(self.error(
                 node.line,
@@ -812,6 +831,99 @@ impl Parser<'_> {
             source,
             metric,
         })
+    }
+
+    /// The source `file`, `prometheus` or `command` (`kind`) of an application target.
+    fn app_source(
+        &self,
+        kind: &str,
+        node: &Node,
+        key: &str,
+        shell: bool,
+    ) -> Result<AppSource, ConfigError> {
+        if kind == "command" {
+            return self.command(node, key, shell);
+        }
+        let Value::String(v) = &node.value else {
+            return Err(self.wrong_type(node, key, "a string"));
+        };
+        if kind == "file" {
+            if !v.starts_with('/') || v.contains('\0') {
+                return Err(self.error(
+                    node.line,
+                    key,
+                    format!("{:?} is not an absolute path", Shortened(v)),
+                ));
+            }
+            return Ok(AppSource::File(PathBuf::from(v)));
+        }
+        prometheus_url(v).map_err(|m| self.error(node.line, key, m))
+    }
+
+    /// `command = ["/abs/prog", "arg", ...]`, or with `shell`, `command = "script"`.
+    fn command(&self, node: &Node, key: &str, shell: bool) -> Result<AppSource, ConfigError> {
+        const MAX_ARGS: usize = 256;
+        const MAX_ARG_BYTES: usize = 4096;
+        let check = |line: usize, v: &str| {
+            if v.contains('\0') || v.len() > MAX_ARG_BYTES {
+                Err(self.error(
+                    line,
+                    key,
+                    format!(
+                        "{:?}: an argument holds no NUL and at most {MAX_ARG_BYTES} bytes",
+                        Shortened(v)
+                    ),
+                ))
+            } else {
+                Ok(v.to_owned())
+            }
+        };
+        if shell {
+            let Value::String(script) = &node.value else {
+                return Err(self.wrong_type(node, key, "a shell script (string, with `shell`)"));
+            };
+            if script.trim().is_empty() {
+                return Err(self.error(node.line, key, "an empty script"));
+            }
+            return Ok(AppSource::Command {
+                argv: vec![check(node.line, script)?],
+                shell: true,
+            });
+        }
+        let Value::Array(items) = &node.value else {
+            return Err(self.wrong_type(
+                node,
+                key,
+                "the program and its arguments, [\"/abs/prog\", \"arg\", ...] (a string is \
+                 run by a shell only with `shell = true`)",
+            ));
+        };
+        if items.is_empty() || items.len() > MAX_ARGS {
+            return Err(self.error(
+                node.line,
+                key,
+                format!("1 to {MAX_ARGS} strings: the program, then its arguments"),
+            ));
+        }
+        let mut argv = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let Value::String(v) = &item.value else {
+                return Err(self.wrong_type(item, &format!("{key}[{i}]"), "a string"));
+            };
+            argv.push(check(item.line, v)?);
+        }
+        if !argv[0].starts_with('/') {
+            return Err(self.error(
+                node.line,
+                key,
+                format!(
+                    "{:?} is not an absolute path: the program is run without a shell or \
+                     PATH search",
+                    Shortened(&argv[0])
+                ),
+            ));
+        }
+        Ok(AppSource::Command { argv, shell: false })
     }
 
     fn best_effort(
@@ -963,6 +1075,36 @@ mod tests {
                 metric: None,
             })
         );
+        let cmd = toml(
+            "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, command = \
+             [\"/usr/bin/app-stats\", \"--ops\", \"a b\"] }\n\
+             [[protected]]\nname=\"q\"\ncpus=\"3\"\ntarget = { latency = 2, shell = true, \
+             command = \"app-stats | tail -1\", metric = \"p99\" }\n\
+             [[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cmd.protected[0].target,
+            Target::App(AppTarget {
+                goal: AppGoal::Throughput(5.0),
+                source: AppSource::Command {
+                    argv: vec!["/usr/bin/app-stats".into(), "--ops".into(), "a b".into()],
+                    shell: false
+                },
+                metric: None,
+            })
+        );
+        assert_eq!(
+            cmd.protected[1].target,
+            Target::App(AppTarget {
+                goal: AppGoal::Latency(2.0),
+                source: AppSource::Command {
+                    argv: vec!["app-stats | tail -1".into()],
+                    shell: true
+                },
+                metric: Some("p99".into()),
+            })
+        );
     }
 
     #[test]
@@ -1111,6 +1253,48 @@ mod tests {
                 6,
                 "best_effort[0].pods.labels.app",
                 "expected a string",
+            ),
+        ];
+        for (text, line, key, words) in cases {
+            let e = toml(text).unwrap_err();
+            assert_eq!(e.line(), Some(*line), "{text:?}: {e}");
+            assert_eq!(e.key(), Some(*key), "{text:?}: {e}");
+            assert!(e.to_string().contains(words), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn bad_commands_are_refused_naming_the_line_and_key() {
+        let cases: &[(&str, usize, &str, &str)] = &[
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, command = \"app-stats\" }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].target.command",
+                "run by a shell only with `shell = true`",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, command = [\"app-stats\"] }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].target.command",
+                "not an absolute path",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, command = [] }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].target.command",
+                "1 to 256 strings",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, shell = true, file = \"/run/x\" }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].target.shell",
+                "for a `command`",
+            ),
+            (
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\ntarget = { throughput = 5, file = \"/run/x\", command = [\"/bin/x\"] }\n[[best_effort]]\nname=\"b\"\ncpus=\"2\"\n",
+                4,
+                "protected[0].target.command",
+                "not two",
             ),
         ];
         for (text, line, key, words) in cases {

@@ -20,6 +20,7 @@ use rdt_host::transaction::ApplyPlan;
 
 use crate::engine::{Decision, Engine, Facts, Reading, Setting};
 use crate::event::{Event, Metrics, Observed};
+use crate::stop::Stopper;
 
 /// Why the controller cannot start or go on.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +39,13 @@ pub enum AgentError<E: std::error::Error + 'static> {
         /// The backend's error.
         source: E,
     },
+    /// A stop was asked ([`Stopper::stop`]) while the controller started: it made what it
+    /// had made by then (best-effort classes stay as they are) and started no monitoring.
+    #[error("stopped while starting")]
+    Stopped,
+    /// The events could not be handed on ([`Agent::run`]'s `on_tick` failed).
+    #[error("writing the events: {0}")]
+    Events(#[source] std::io::Error),
 }
 
 impl<E: std::error::Error + 'static> AgentError<E> {
@@ -50,6 +58,13 @@ impl<E: std::error::Error + 'static> AgentError<E> {
 /// text, replaced atomically each interval, removed when it stops), for the exporter to
 /// serve with the platform's (`rdt-exporter` reads it at each scrape).
 pub const METRICS_FILE: &str = "control.prom";
+
+/// A class is MBA-throttled, and loses ways, in the domains where its memory traffic is at
+/// least this share of its busiest domain's: a class spanning sockets or CCXs whose
+/// aggressor is in one of them keeps its bandwidth and cache in the others (a batch
+/// next to it moves a few % of its traffic), while an aggressor spread unevenly over two
+/// domains (2 CPUs and 1) is squeezed in both.
+pub const BUSY_DOMAIN_SHARE: f64 = 0.25;
 
 /// Bytes per second of one AMD bandwidth-limit unit (1/8 GB/s).
 pub const AMD_UNIT_BYTES_PER_S: f64 = 125_000_000.0;
@@ -285,8 +300,22 @@ pub struct Agent {
     groups: Vec<MonGroupId>,
     /// The best-effort workloads' named classes.
     classes: Vec<ClassId>,
-    /// The L3 domains acted on: those of the protected workloads' CPUs.
+    /// The L3 domains whose ways are acted on: those of the protected workloads' CPUs.
     domains: Vec<CacheDomain>,
+    /// Per best-effort class, the L3 (MBA) domains where it may be throttled: those of its
+    /// own CPUs in a package a protected workload runs in (its memory traffic contends
+    /// there).
+    mba_domains: Vec<Vec<CacheDomain>>,
+    /// Per best-effort class, its MBA percent in each of its MBA domains at the last read.
+    mba_now: Vec<BTreeMap<CacheDomain, u8>>,
+    /// Per best-effort class, its memory traffic in each of its MBA domains over the last
+    /// interval, bytes per second.
+    traffic_now: Vec<BTreeMap<CacheDomain, f64>>,
+    /// Per best-effort class, its L3 ways in each domain of `domains` at the last read.
+    ways_now: Vec<BTreeMap<CacheDomain, u32>>,
+    /// Per best-effort class, its LLC occupancy in each domain of `domains` at the last
+    /// poll, bytes.
+    llc_now: Vec<BTreeMap<CacheDomain, u64>>,
     /// The full L3 mask.
     full: CacheBitmask,
     mba: Option<MbaKind>,
@@ -298,6 +327,27 @@ pub struct Agent {
     last: Option<Duration>,
     /// The allocation found when the controller started, for [`Agent::restore`].
     found: AllocState,
+    stopper: Stopper,
+}
+
+/// How [`Agent::run`] keeps time.
+#[derive(Clone, Copy, Debug)]
+pub struct RunOptions<B> {
+    /// Stop once this much time has passed since the start (of the platform's clock with
+    /// `advance`); `None`: until stopped.
+    pub duration: Option<Duration>,
+    /// Instead of sleeping an interval, advance the platform's own clock by it (a
+    /// simulated platform with a virtual clock).
+    pub advance: Option<fn(&mut B, Duration)>,
+}
+
+impl<B> Default for RunOptions<B> {
+    fn default() -> Self {
+        Self {
+            duration: None,
+            advance: None,
+        }
+    }
 }
 
 /// What one interval did: the events (one per decision) and every workload's readings.
@@ -327,14 +377,17 @@ impl Agent {
         proc: &ProcFs,
         advisory: bool,
     ) -> Result<Self, AgentError<B::Error>> {
-        let found = AllocState::read(backend)
-            .map_err(AgentError::backend("reading the allocation found at start"))?;
-        let run_dir = backend.run_dir().map(Path::to_path_buf);
-        let (mut facts, mba) = Self::facts(backend, &policy)?;
-        let domains = Self::domains(backend.topology(), &policy);
-        facts.domains = u32::try_from(domains.len()).unwrap_or(u32::MAX);
-        let full = CacheBitmask::low_bits(facts.ways);
-        let advisory = advisory || policy.advisory;
+        Self::start_stoppable(backend, policy, proc, advisory, &Stopper::new())
+    }
+
+    /// The best-effort classes of `policy` with their members (cgroups, pods), `rest`
+    /// resolved to the CPUs no workload lists.
+    fn best_effort_specs<B: Backend>(
+        backend: &B,
+        policy: &Policy,
+        run_dir: Option<&Path>,
+        proc: &ProcFs,
+    ) -> Result<Vec<ClassSpec>, AgentError<B::Error>> {
         // The best-effort classes, with `rest` resolved to the CPUs no workload lists.
         let mut listed = CpuSet::new();
         for w in policy
@@ -351,7 +404,7 @@ impl Agent {
                 &b.workload,
                 b.cgroup.as_deref(),
                 b.pods.as_ref(),
-                run_dir.as_deref(),
+                run_dir,
                 proc,
             )?;
             if b.rest {
@@ -365,32 +418,52 @@ impl Agent {
             }
             specs.push(spec);
         }
+        Ok(specs)
+    }
+
+    /// [`Agent::start`], giving up with [`AgentError::Stopped`] as soon as `stopper` is
+    /// stopped: it is looked at between the steps of the start (before reading the
+    /// platform's classes, before making the best-effort classes, before starting
+    /// monitoring, after it: the groups started go again). The agent keeps `stopper`:
+    /// [`Agent::run`] ends when it is stopped, and [`Agent::tick`] stops waiting for an
+    /// application's metric.
+    ///
+    /// # Errors
+    /// As [`Agent::start`], and [`AgentError::Stopped`].
+    pub fn start_stoppable<B: Backend>(
+        backend: &mut B,
+        policy: Policy,
+        proc: &ProcFs,
+        advisory: bool,
+        stopper: &Stopper,
+    ) -> Result<Self, AgentError<B::Error>> {
+        let check_stop = || {
+            if stopper.is_stopped() {
+                Err(AgentError::Stopped)
+            } else {
+                Ok(())
+            }
+        };
+        check_stop()?;
+        let found = AllocState::read(backend)
+            .map_err(AgentError::backend("reading the allocation found at start"))?;
+        let run_dir = backend.run_dir().map(Path::to_path_buf);
+        let (mut facts, mba) = Self::facts(backend, &policy)?;
+        let domains = Self::domains(backend.topology(), &policy);
+        facts.domains = u32::try_from(domains.len()).unwrap_or(u32::MAX);
+        let full = CacheBitmask::low_bits(facts.ways);
+        let advisory = advisory || policy.advisory;
+        let specs = Self::best_effort_specs(backend, &policy, run_dir.as_deref(), proc)?;
         facts.mba_shares_protected_core = Self::sibling_safety(backend, &policy, &specs)?;
         let config = Config {
             file: policy.file.clone(),
             classes: specs.clone(),
         };
+        check_stop()?;
         let classes = if advisory {
             vec![ClassId::new(0); specs.len()]
         } else {
-            let planned = config.plan(backend, proc).map_err(|e| match e {
-                ConfigPlanError::Config(e) => AgentError::Policy(e),
-                ConfigPlanError::Backend(e) => AgentError::backend("reading the platform")(e),
-            })?;
-            let ids = specs
-                .iter()
-                .map(|s| {
-                    planned
-                        .classes
-                        .iter()
-                        .find(|(n, _)| *n == s.name)
-                        .map_or(ClassId::new(0), |(_, c)| *c)
-                })
-                .collect();
-            planned.plan.apply(backend).into_result().map_err(|e| {
-                AgentError::Platform(format!("setting up the best-effort classes: {e}"))
-            })?;
-            ids
+            Self::make_classes(backend, &config, &specs, proc, stopper)?
         };
         let protected = policy
             .protected
@@ -406,13 +479,26 @@ impl Agent {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let workloads: Vec<&ClassSpec> = protected.iter().chain(&specs).collect();
+        check_stop()?;
+        let mba_domains = Self::mba_domains(backend.topology(), &policy, &specs);
         let groups = start_groups(backend, &workloads, proc)?;
+        if stopper.is_stopped() {
+            for g in groups {
+                let _ = backend.stop_monitoring(g);
+            }
+            return Err(AgentError::Stopped);
+        }
         let engine = Engine::new(policy, facts);
         Ok(Self {
             engine,
             groups,
             classes,
             domains,
+            mba_now: vec![BTreeMap::new(); mba_domains.len()],
+            ways_now: vec![BTreeMap::new(); mba_domains.len()],
+            llc_now: vec![BTreeMap::new(); mba_domains.len()],
+            traffic_now: vec![BTreeMap::new(); mba_domains.len()],
+            mba_domains,
             full,
             mba,
             advisory,
@@ -426,7 +512,40 @@ impl Agent {
             metrics: Metrics::new(),
             last: None,
             found,
+            stopper: stopper.clone(),
         })
+    }
+
+    /// Makes the best-effort classes of `config` (one transaction) unless `stopper` was
+    /// stopped while the platform was read; their ids in `specs` order.
+    fn make_classes<B: Backend>(
+        backend: &mut B,
+        config: &Config,
+        specs: &[ClassSpec],
+        proc: &ProcFs,
+        stopper: &Stopper,
+    ) -> Result<Vec<ClassId>, AgentError<B::Error>> {
+        let planned = config.plan(backend, proc).map_err(|e| match e {
+            ConfigPlanError::Config(e) => AgentError::Policy(e),
+            ConfigPlanError::Backend(e) => AgentError::backend("reading the platform")(e),
+        })?;
+        let ids = specs
+            .iter()
+            .map(|s| {
+                planned
+                    .classes
+                    .iter()
+                    .find(|(n, _)| *n == s.name)
+                    .map_or(ClassId::new(0), |(_, c)| *c)
+            })
+            .collect();
+        if stopper.is_stopped() {
+            return Err(AgentError::Stopped);
+        }
+        planned.plan.apply(backend).into_result().map_err(|e| {
+            AgentError::Platform(format!("setting up the best-effort classes: {e}"))
+        })?;
+        Ok(ids)
     }
 
     /// The L3 domains the controller acts in: those of the protected workloads' CPUs (the
@@ -450,6 +569,39 @@ impl Agent {
         } else {
             domains.into_iter().collect()
         }
+    }
+
+    /// Per best-effort workload (CPUs resolved in `specs`), the L3 domains where its MBA is
+    /// set: those of its CPUs (all, for one without CPUs) in a package where a protected
+    /// workload runs (every package, when a protected workload has no CPUs). MBA limits
+    /// the traffic of the domain's cores to memory: a class is throttled where it runs, in
+    /// the memory domain it shares with the protected, not in the protected's L3 domains
+    /// (on AMD, one per CCX, they are other CCXs).
+    fn mba_domains(
+        topology: &rdt_core::Topology,
+        policy: &Policy,
+        specs: &[ClassSpec],
+    ) -> Vec<Vec<CacheDomain>> {
+        let any_package = policy.protected.iter().any(|p| p.workload.cpus.is_empty());
+        let packages: std::collections::BTreeSet<u32> = policy
+            .protected
+            .iter()
+            .flat_map(|p| p.workload.cpus.iter())
+            .filter_map(|c| topology.get(c).map(|p| p.package))
+            .collect();
+        specs
+            .iter()
+            .map(|spec| {
+                let domains: std::collections::BTreeSet<CacheDomain> = topology
+                    .cpus()
+                    .iter()
+                    .filter(|p| spec.cpus.is_empty() || spec.cpus.contains(p.cpu))
+                    .filter(|p| any_package || packages.contains(&p.package))
+                    .filter_map(|p| p.l3)
+                    .collect();
+                domains.into_iter().collect()
+            })
+            .collect()
     }
 
     /// Per best-effort workload (CPUs resolved in `specs`): whether its MBA would throttle
@@ -623,42 +775,62 @@ impl Agent {
             mem_bytes_per_s: mem,
             ipc: v.ipc(),
             app: None,
+            peak_domain_bytes_per_s: None,
+            squeezed_llc: None,
         }
     }
 
     /// The allocation of best-effort class `i` now: the fewest ways over the domains, the
     /// lowest MBA.
-    fn settings<B: Backend>(&self, backend: &mut B) -> Result<Vec<Setting>, B::Error> {
+    /// Reads each class's MBA percent per domain into `mba_now` on the way.
+    fn settings<B: Backend>(&mut self, backend: &mut B) -> Result<Vec<Setting>, B::Error> {
         let cat = backend.cat_classes_in(CatResource::L3, &self.domains)?;
-        let mba = match self.mba {
-            Some(_) => {
-                Some(backend.bandwidth_classes_in(rdt_core::MbaResource::Mba, &self.domains)?)
-            }
-            None => None,
-        };
-        Ok(self
-            .classes
+        let mba_domains: Vec<CacheDomain> = self
+            .mba_domains
             .iter()
-            .map(|&class| {
-                let ways = cat
-                    .iter()
-                    .filter_map(|d| d.iter().find(|c| c.class == class))
-                    .map(|c| c.mask.ways().count_ones())
-                    .min()
-                    .unwrap_or(self.full.ways());
-                let percent = mba
-                    .iter()
-                    .flatten()
-                    .filter_map(|d| d.iter().find(|c| c.class == class))
-                    .map(|c| self.percent_of(c.limit))
-                    .min()
-                    .unwrap_or(100);
-                Setting {
-                    ways,
-                    mba_percent: percent,
-                }
-            })
-            .collect())
+            .flatten()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mba = match self.mba {
+            Some(_) if !mba_domains.is_empty() => {
+                backend.bandwidth_classes_in(rdt_core::MbaResource::Mba, &mba_domains)?
+            }
+            _ => Vec::new(),
+        };
+        let mut out = Vec::with_capacity(self.classes.len());
+        for (i, &class) in self.classes.iter().enumerate() {
+            let ways_now: BTreeMap<CacheDomain, u32> = self
+                .domains
+                .iter()
+                .zip(&cat)
+                .filter_map(|(dom, d)| {
+                    d.iter()
+                        .find(|c| c.class == class)
+                        .map(|c| (*dom, c.mask.ways().count_ones()))
+                })
+                .collect();
+            let ways = ways_now.values().copied().min().unwrap_or(self.full.ways());
+            self.ways_now[i] = ways_now;
+            let now: BTreeMap<CacheDomain, u8> = mba_domains
+                .iter()
+                .zip(&mba)
+                .filter(|(d, _)| self.mba_domains[i].contains(d))
+                .filter_map(|(d, classes)| {
+                    classes
+                        .iter()
+                        .find(|c| c.class == class)
+                        .map(|c| (*d, self.percent_of(c.limit)))
+                })
+                .collect();
+            out.push(Setting {
+                ways,
+                mba_percent: now.values().copied().min().unwrap_or(100),
+            });
+            self.mba_now[i] = now;
+        }
+        Ok(out)
     }
 
     /// A limit as a percent of the peak.
@@ -692,23 +864,172 @@ impl Agent {
         let mut out = Vec::new();
         if d.to.ways != d.from.ways {
             let mask = CacheBitmask::low_bits(d.to.ways);
-            out.extend(self.domains.iter().map(|&domain| Change::Cat {
-                resource: CatResource::L3,
-                domain,
-                class,
-                scope: MaskScope::Both,
-                mask,
-            }));
+            out.extend(
+                self.ways_domains_of(d)
+                    .into_iter()
+                    .map(|domain| Change::Cat {
+                        resource: CatResource::L3,
+                        domain,
+                        class,
+                        scope: MaskScope::Both,
+                        mask,
+                    }),
+            );
         }
         if d.to.mba_percent != d.from.mba_percent && self.mba.is_some() {
             let limit = self.limit_of(d.to.mba_percent);
             out.extend(
-                self.domains
-                    .iter()
-                    .map(|&domain| Change::mba(domain, class, limit)),
+                self.mba_domains_of(d)
+                    .into_iter()
+                    .map(|domain| Change::mba(domain, class, limit)),
             );
         }
         out
+    }
+
+    /// The domains where decision `d` changes its class's ways (per domain, as
+    /// [`Agent::mba_domains_of`]): fewer ways in the domains acted on where the class misses
+    /// to memory (at least [`BUSY_DOMAIN_SHARE`] of its busiest domain's traffic: a cache
+    /// thrasher refills what it evicts; without MBM, where it holds at least that share of
+    /// its fullest domain's occupancy; all where neither is measured) and has more now;
+    /// more ways where it has fewer now.
+    fn ways_domains_of(&self, d: &Decision) -> Vec<CacheDomain> {
+        let now = |dom: &CacheDomain| {
+            self.ways_now[d.class]
+                .get(dom)
+                .copied()
+                .unwrap_or(d.from.ways)
+        };
+        if d.to.ways > d.from.ways {
+            return self
+                .domains
+                .iter()
+                .copied()
+                .filter(|dom| now(dom) < d.to.ways)
+                .collect();
+        }
+        // where it misses to memory most (a cache thrasher's fills), else where it holds
+        // the most
+        let traffic = &self.traffic_now[d.class];
+        let busiest = traffic.values().copied().fold(0.0, f64::max);
+        let held = &self.llc_now[d.class];
+        let fullest = held.values().copied().max().unwrap_or(0);
+        #[allow(clippy::cast_precision_loss)] // bytes as a share
+        self.domains
+            .iter()
+            .copied()
+            .filter(|dom| {
+                if busiest > 0.0 {
+                    traffic
+                        .get(dom)
+                        .is_none_or(|t| *t >= BUSY_DOMAIN_SHARE * busiest)
+                } else {
+                    fullest == 0
+                        || held
+                            .get(dom)
+                            .is_none_or(|b| *b as f64 >= BUSY_DOMAIN_SHARE * fullest as f64)
+                }
+            })
+            .filter(|dom| now(dom) > d.to.ways)
+            .collect()
+    }
+
+    /// The domains where decision `d` changes its class's MBA (per domain, rule "per
+    /// domain" of issue 32): a tighter limit goes to the domains that carry the class's
+    /// traffic (at least [`BUSY_DOMAIN_SHARE`] of its busiest domain's; all of its MBA
+    /// domains where that is not measured) and are looser now; a looser limit to those
+    /// tighter now (a domain never throttled stays so).
+    fn mba_domains_of(&self, d: &Decision) -> Vec<CacheDomain> {
+        let all = &self.mba_domains[d.class];
+        let now = |dom: &CacheDomain| {
+            self.mba_now[d.class]
+                .get(dom)
+                .copied()
+                .unwrap_or(d.from.mba_percent)
+        };
+        if d.to.mba_percent > d.from.mba_percent {
+            return all
+                .iter()
+                .copied()
+                .filter(|dom| now(dom) < d.to.mba_percent)
+                .collect();
+        }
+        let traffic = &self.traffic_now[d.class];
+        let busiest = traffic.values().copied().fold(0.0, f64::max);
+        all.iter()
+            .copied()
+            .filter(|dom| {
+                busiest <= 0.0
+                    || traffic
+                        .get(dom)
+                        .is_none_or(|t| *t >= BUSY_DOMAIN_SHARE * busiest)
+            })
+            .filter(|dom| now(dom) > d.to.mba_percent)
+            .collect()
+    }
+
+    /// The best-effort classes' traffic per MBA domain and occupancy per domain acted on
+    /// (kept for the decisions' domains), into their readings (`all[np..]`): the traffic
+    /// of their busiest domain, and what they fill where they are squeezed.
+    fn per_domain<B: Backend>(
+        &mut self,
+        backend: &B,
+        np: usize,
+        dt: Duration,
+        all: &mut [Reading],
+    ) {
+        for (i, g) in self.groups.iter().skip(np).enumerate() {
+            let Some(v) = backend.values(*g) else {
+                continue;
+            };
+            let secs = dt.as_secs_f64();
+            #[allow(clippy::cast_precision_loss)] // bytes as a rate
+            let per: BTreeMap<CacheDomain, f64> = v
+                .domains
+                .iter()
+                .filter(|d| {
+                    self.mba_domains
+                        .get(i)
+                        .is_some_and(|m| m.contains(&d.domain))
+                })
+                .filter_map(|d| {
+                    d.mbm_total_delta_bytes
+                        .or(d.mbm_local_delta_bytes)
+                        .filter(|_| secs > 0.0)
+                        .map(|b| (d.domain, b as f64 / secs))
+                })
+                .collect();
+            if let Some(r) = all.get_mut(np + i) {
+                r.peak_domain_bytes_per_s = per.values().copied().reduce(f64::max);
+            }
+            if let Some(t) = self.traffic_now.get_mut(i) {
+                *t = per;
+            }
+            let held: BTreeMap<CacheDomain, u64> = v
+                .domains
+                .iter()
+                .filter(|d| self.domains.contains(&d.domain))
+                .filter_map(|d| d.llc_occupancy_bytes.map(|b| (d.domain, b)))
+                .collect();
+            // squeezed in some of the domains acted on only: what it fills there
+            let full = self.full.ways();
+            let ways = self.ways_now.get(i);
+            let squeezed: Vec<&CacheDomain> = self
+                .domains
+                .iter()
+                .filter(|d| ways.and_then(|w| w.get(d)).is_some_and(|w| *w < full))
+                .collect();
+            if !squeezed.is_empty()
+                && squeezed.len() < self.domains.len()
+                && let Some(r) = all.get_mut(np + i)
+            {
+                let bytes = squeezed.iter().filter_map(|d| held.get(*d)).sum::<u64>();
+                r.squeezed_llc = Some((bytes, u32::try_from(squeezed.len()).unwrap_or(u32::MAX)));
+            }
+            if let Some(h) = self.llc_now.get_mut(i) {
+                *h = held;
+            }
+        }
     }
 
     /// One interval, `at` after the start: polls the counters, decides, and (unless
@@ -737,13 +1058,14 @@ impl Agent {
         let timeout = self.engine.policy().interval / 2;
         for (p, r) in self.engine.policy().protected.iter().zip(&mut all) {
             if let Target::App(a) = &p.target {
-                match crate::app::read_metric(a, timeout) {
+                match crate::app::read_metric_until(a, timeout, &self.stopper) {
                     Ok(v) => r.app = Some(v),
                     Err(e) => log::warn!("protected workload {:?}: {e}", p.workload.name),
                 }
             }
         }
         let np = self.engine.policy().protected.len();
+        self.per_domain(backend, np, dt, &mut all);
         let (protected, best) = all.split_at(np.min(all.len()));
         let settings = if self.advisory {
             self.proposed.clone()
@@ -770,6 +1092,11 @@ impl Agent {
         }
         let mut events = Vec::new();
         for d in decisions {
+            if self.stopper.is_stopped() {
+                // stopping: the decisions not made yet are not made (none is half made)
+                self.engine.not_made(&d);
+                continue;
+            }
             self.metrics.count(&d);
             let (applied, error) = if self.advisory {
                 // what it would do next is decided from what it proposed; an unmade step
@@ -800,6 +1127,50 @@ impl Agent {
         }
         self.publish(backend);
         Ok(Tick { events, readings })
+    }
+
+    /// Runs the controller until its [`Stopper`] (given to [`Agent::start_stoppable`]) is
+    /// stopped or `opts.duration` has passed: each interval of the policy it waits (sleeping,
+    /// woken within [`crate::stop::STOP_POLL`] by a stop, or advancing the platform's clock
+    /// with `opts.advance`), then makes one [`Agent::tick`] and hands it to `on_tick`. A stop
+    /// asked during a tick ends the run after it, the decisions not made yet left unmade.
+    /// Returns the time reached. Call [`Agent::stop`] afterwards, whatever it returned.
+    ///
+    /// # Errors
+    /// A tick's error, or `on_tick`'s ([`AgentError::Events`]).
+    pub fn run<B: Backend>(
+        &mut self,
+        backend: &mut B,
+        opts: &RunOptions<B>,
+        mut on_tick: impl FnMut(&Tick) -> std::io::Result<()>,
+    ) -> Result<Duration, AgentError<B::Error>> {
+        let interval = self.engine.policy().interval;
+        let mut t = self.last.unwrap_or(Duration::ZERO);
+        loop {
+            if self.stopper.is_stopped() || opts.duration.is_some_and(|e| t >= e) {
+                return Ok(t);
+            }
+            match opts.advance {
+                Some(advance) => advance(backend, interval),
+                None => {
+                    if !self.stopper.sleep(interval) {
+                        return Ok(t);
+                    }
+                }
+            }
+            if self.stopper.is_stopped() {
+                return Ok(t);
+            }
+            t += interval;
+            let tick = self.tick(backend, t)?;
+            on_tick(&tick).map_err(AgentError::Events)?;
+        }
+    }
+
+    /// The agent's stop handle (a clone: stopping it stops the agent).
+    #[must_use]
+    pub fn stopper(&self) -> Stopper {
+        self.stopper.clone()
     }
 
     /// Writes the metrics to [`METRICS_FILE`] in the platform's run directory (none: not

@@ -1,13 +1,19 @@
 //! Reading the metric an application reports ([`rdt_config::policy::AppTarget`]): from a
-//! file, or from a Prometheus-format endpoint over plain HTTP. Every read is bounded
-//! ([`MAX_APP_BYTES`], a timeout) and every failure is an [`AppReadError`] naming its cause.
+//! file, from a Prometheus-format endpoint over plain HTTP, or from a command's standard
+//! output. Every read is bounded ([`MAX_APP_BYTES`], a timeout) and every failure is an
+//! [`AppReadError`] naming its cause.
 
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rdt_config::policy::{AppSource, AppTarget};
 use rdt_host::file::{ReadError, kind_of, read_regular};
+
+use crate::stop::{STOP_POLL, Stopper};
 
 /// The most bytes read from a metric file or endpoint (1 MiB).
 pub const MAX_APP_BYTES: u64 = 1 << 20;
@@ -33,6 +39,21 @@ pub enum AppReadError {
         /// What went wrong.
         message: String,
     },
+    /// The command could not be started, did not end in time (it is killed, with its
+    /// process group), wrote too much, or ended with a status other than 0.
+    #[error("command {command}: {message}")]
+    Command {
+        /// The command as the policy gives it (`["/prog", "arg"]`, or `sh -c "script"`).
+        command: String,
+        /// What went wrong (with the first line of its standard error, if any).
+        message: String,
+    },
+    /// A stop was asked ([`Stopper::stop`]) before the metric came (a command is killed).
+    #[error("{source_name}: stopped before it answered")]
+    Stopped {
+        /// The file, endpoint or command.
+        source_name: String,
+    },
     /// The text holds no such metric, or not a number.
     #[error("{source_name}: {message}")]
     Parse {
@@ -48,6 +69,19 @@ pub enum AppReadError {
 /// # Errors
 /// [`AppReadError`], naming the file or endpoint and the cause.
 pub fn read_metric(target: &AppTarget, timeout: Duration) -> Result<f64, AppReadError> {
+    read_metric_until(target, timeout, &Stopper::new())
+}
+
+/// [`read_metric`], giving up ([`AppReadError::Stopped`]) within [`STOP_POLL`] (an endpoint:
+/// 5 of them) of `stopper` being stopped.
+///
+/// # Errors
+/// [`AppReadError`], naming the file, endpoint or command and the cause.
+pub fn read_metric_until(
+    target: &AppTarget,
+    timeout: Duration,
+    stopper: &Stopper,
+) -> Result<f64, AppReadError> {
     let (text, name) = match &target.source {
         AppSource::File(path) => {
             let file_error = |message: String| AppReadError::File {
@@ -68,9 +102,13 @@ pub fn read_metric(target: &AppTarget, timeout: Duration) -> Result<f64, AppRead
             )
         }
         AppSource::Prometheus { authority, path } => (
-            http_get(authority, path, timeout)?,
+            http_get(authority, path, timeout, stopper)?,
             format!("http://{authority}{path}"),
         ),
+        AppSource::Command { argv, shell } => {
+            let name = command_name(argv, *shell);
+            (run_command(argv, *shell, timeout, &name, stopper)?, name)
+        }
     };
     let parse = |message: String| AppReadError::Parse {
         source_name: name.clone(),
@@ -143,9 +181,204 @@ fn split_series(s: &str) -> (&str, Vec<&str>) {
     }
 }
 
+/// The most bytes of a command's standard error kept for its error message.
+const MAX_STDERR_BYTES: u64 = 4096;
+
+/// The command as errors name it.
+fn command_name(argv: &[String], shell: bool) -> String {
+    if shell {
+        format!("sh -c {:?}", argv.first().map_or("", |s| s.as_str()))
+    } else {
+        format!("{argv:?}")
+    }
+}
+
+/// Runs the command (`argv`, or `/bin/sh -c argv[0]` with `shell`) with an empty standard
+/// input, in a process group of its own, and returns its standard output (at most
+/// [`MAX_APP_BYTES`], UTF-8) once it ended with status 0. When `timeout` passes first, or
+/// its output grows past the bound, its process group is killed (SIGKILL) and reaped.
+fn run_command(
+    argv: &[String],
+    shell: bool,
+    timeout: Duration,
+    name: &str,
+    stopper: &Stopper,
+) -> Result<String, AppReadError> {
+    let err = |message: String| AppReadError::Command {
+        command: name.to_owned(),
+        message,
+    };
+    let deadline = Instant::now() + timeout;
+    let mut child = spawn_command(argv, shell).map_err(&err)?;
+    let rx = match read_pipes(&mut child) {
+        Ok(rx) => rx,
+        Err(e) => {
+            kill_group(&mut child);
+            return Err(err(format!("cannot read its output: {e}")));
+        }
+    };
+    let mut stdout = None;
+    let mut stderr = Vec::new();
+    let mut stderr_done = false;
+    let status = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            kill_group(&mut child);
+            return Err(err(format!("no answer within {timeout:?}: killed")));
+        }
+        if stopper.is_stopped() {
+            kill_group(&mut child);
+            return Err(AppReadError::Stopped {
+                source_name: name.to_owned(),
+            });
+        }
+        match rx.recv_timeout(left.min(STOP_POLL)) {
+            Ok((0, Ok(out))) => {
+                if out.len() as u64 > MAX_APP_BYTES {
+                    kill_group(&mut child);
+                    return Err(err(format!(
+                        "more than {MAX_APP_BYTES} bytes of output: killed"
+                    )));
+                }
+                stdout = Some(out);
+            }
+            Ok((_, Ok(out))) => {
+                stderr = out;
+                stderr_done = true;
+            }
+            Ok((_, Err(e))) => {
+                kill_group(&mut child);
+                return Err(err(format!("reading its output: {e}")));
+            }
+            Err(_) => {}
+        }
+        if stdout.is_some() {
+            match child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) => {}
+                Err(e) => {
+                    kill_group(&mut child);
+                    return Err(err(format!("waiting for it: {e}")));
+                }
+            }
+        }
+    };
+    if !stderr_done {
+        stderr = drain_stderr(&rx, deadline);
+    }
+    let first_err = String::from_utf8_lossy(&stderr)
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| format!(" ({})", shorten(l.trim())))
+        .unwrap_or_default();
+    if !status.success() {
+        let how = status.code().map_or_else(
+            || format!("killed by signal {}", status.signal().unwrap_or(0)),
+            |c| format!("exited with status {c}"),
+        );
+        return Err(err(format!("{how}{first_err}")));
+    }
+    String::from_utf8(stdout.unwrap_or_default())
+        .map_err(|_| err(format!("its output is not UTF-8 text{first_err}")))
+}
+
+/// The reader of a command's standard output (0) or error (1): what it read, or why not.
+type PipeRead = (u8, std::io::Result<Vec<u8>>);
+
+/// A command's output pipe, taken from its child.
+type Pipe = Option<Box<dyn Read + Send>>;
+
+/// Starts the command (`argv`, or `/bin/sh -c argv[0]` with `shell`): an empty standard
+/// input, its output piped, in a process group of its own.
+fn spawn_command(argv: &[String], shell: bool) -> Result<std::process::Child, String> {
+    let mut cmd = if shell {
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c").args(argv.first());
+        c
+    } else {
+        let Some((program, rest)) = argv.split_first() else {
+            return Err("no program".into());
+        };
+        let mut c = Command::new(program);
+        c.args(rest);
+        c
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start: {e}"))
+}
+
+/// Reads the command's standard output (to [`MAX_APP_BYTES`] + 1) and error (to
+/// [`MAX_STDERR_BYTES`]), each by a thread of its own (a command that fills one pipe while
+/// we wait on the other must not block); what they read comes on the channel.
+fn read_pipes(child: &mut std::process::Child) -> std::io::Result<mpsc::Receiver<PipeRead>> {
+    let (tx, rx) = mpsc::channel();
+    let pipes: [(u8, Pipe, u64); 2] = [
+        (
+            0,
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            MAX_APP_BYTES + 1,
+        ),
+        (
+            1,
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            MAX_STDERR_BYTES,
+        ),
+    ];
+    for (which, pipe, bound) in pipes {
+        let tx = tx.clone();
+        std::thread::Builder::new()
+            .name("app-command".into())
+            .spawn(move || {
+                let mut out = Vec::new();
+                let read = pipe.map_or(Ok(0), |p| p.take(bound).read_to_end(&mut out));
+                let _ = tx.send((which, read.map(|_| out)));
+            })?;
+    }
+    Ok(rx)
+}
+
+/// The command's standard error from its reader `rx`, waiting until `deadline` at most.
+fn drain_stderr(rx: &mpsc::Receiver<PipeRead>, deadline: Instant) -> Vec<u8> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((0, _)) => {}
+            Ok((_, Ok(out))) => return out,
+            Ok((_, Err(_))) | Err(_) => return Vec::new(),
+        }
+    }
+}
+
+/// Kills the command's process group (it leads it) and reaps the command.
+fn kill_group(child: &mut std::process::Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// `GET path` over HTTP/1.0 from `authority`, the whole exchange within `timeout`, the body
 /// of a 200 answer (at most [`MAX_APP_BYTES`]).
-fn http_get(authority: &str, path: &str, timeout: Duration) -> Result<String, AppReadError> {
+fn http_get(
+    authority: &str,
+    path: &str,
+    timeout: Duration,
+    stopper: &Stopper,
+) -> Result<String, AppReadError> {
     let err = |message: String| AppReadError::Http {
         authority: authority.to_owned(),
         path: path.to_owned(),
@@ -180,8 +413,13 @@ fn http_get(authority: &str, path: &str, timeout: Duration) -> Result<String, Ap
         if Instant::now() >= deadline {
             return Err(err(format!("no whole answer within {timeout:?}")));
         }
+        if stopper.is_stopped() {
+            return Err(AppReadError::Stopped {
+                source_name: format!("http://{authority}{path}"),
+            });
+        }
         stream
-            .set_read_timeout(Some(left()))
+            .set_read_timeout(Some(left().min(STOP_POLL * 5)))
             .map_err(|e| err(e.to_string()))?;
         match stream.read(&mut buf) {
             Ok(0) => break,
@@ -192,14 +430,12 @@ fn http_get(authority: &str, path: &str, timeout: Duration) -> Result<String, Ap
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // the deadline and the stop are looked at above
             Err(e)
                 if matches!(
                     e.kind(),
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(err(format!("no whole answer within {timeout:?}")));
-            }
+                ) => {}
             Err(e) => return Err(err(format!("reading the answer: {e}"))),
         }
     }
@@ -277,6 +513,90 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("/dev/zero"), "{e}");
+    }
+
+    fn command(argv: &[&str], shell: bool, metric: Option<&str>) -> AppTarget {
+        target(
+            AppSource::Command {
+                argv: argv.iter().map(|s| (*s).to_owned()).collect(),
+                shell,
+            },
+            metric,
+        )
+    }
+
+    #[test]
+    fn a_command_prints_one_number_or_prometheus_text() {
+        let t = command(&["/bin/echo", " 42.5"], false, None);
+        assert_eq!(read_metric(&t, Duration::from_secs(5)).unwrap(), 42.5);
+        // no shell unless asked: the metacharacters are the argument's
+        let t = command(&["/bin/echo", "1;", "exit", "3"], false, None);
+        let e = read_metric(&t, Duration::from_secs(5))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"1; exit 3\" is not one number"), "{e}");
+        let t = command(
+            &["printf 'app_ops_total 7\\napp_p99 2.5\\n' | grep p99"],
+            true,
+            Some("app_p99"),
+        );
+        assert_eq!(read_metric(&t, Duration::from_secs(5)).unwrap(), 2.5);
+    }
+
+    #[test]
+    fn a_failing_command_is_named_with_its_status_and_stderr() {
+        let t = command(
+            &["/bin/sh", "-c", "echo 1; echo boom >&2; exit 3"],
+            false,
+            None,
+        );
+        let e = read_metric(&t, Duration::from_secs(5))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"/bin/sh\"") && e.contains("exited with status 3 (boom)"),
+            "{e}"
+        );
+        let t = command(&["/nonexistent/app-stats"], false, None);
+        let e = read_metric(&t, Duration::from_secs(5))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/nonexistent/app-stats") && e.contains("cannot start"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_command_is_bounded_in_time_and_output() {
+        // a command that hangs, with a child of its own holding its output open: both are
+        // killed when the time is up
+        let t = command(&["sleep 30 & sleep 30"], true, None);
+        let started = Instant::now();
+        let e = read_metric(&t, Duration::from_millis(200))
+            .unwrap_err()
+            .to_string();
+        assert!(started.elapsed() < Duration::from_secs(2), "bounded");
+        assert!(e.contains("no answer within 200ms: killed"), "{e}");
+        // one that would answer late, stopped from another thread
+        let stopper = Stopper::new();
+        let other = stopper.clone();
+        let stop = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            other.stop();
+        });
+        let t = command(&["/bin/sleep", "30"], false, None);
+        let started = Instant::now();
+        let e = read_metric_until(&t, Duration::from_secs(30), &stopper).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5), "stopped early");
+        assert!(matches!(e, AppReadError::Stopped { .. }), "{e}");
+        stop.join().unwrap();
+        // one that writes without end
+        let t = command(&["/usr/bin/yes"], false, None);
+        let e = read_metric(&t, Duration::from_secs(20))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("more than 1048576 bytes"), "{e}");
     }
 
     #[test]

@@ -47,22 +47,33 @@
 //!    class with the most memory traffic that may be throttled is throttled by the least
 //!    limit that restores the target, searched for (rule 5): the first step goes half way
 //!    from its effective limit (its limit, or on parts whose limits are absolute bandwidth,
-//!    AMD, the share its traffic uses) to its floor; once a step has been judged, the next
-//!    one is the secant: the health each percent bought so far, extrapolated to
-//!    `contended_below` + [`SEARCH_MARGIN`]. Always a multiple of the MBA granularity,
+//!    AMD, the share of the limit its traffic uses in its busiest domain,
+//!    [`Reading::peak_domain_bytes_per_s`]) to its floor; once a step has been judged, the
+//!    next one is the secant: the health each percent bought so far, extrapolated to the
+//!    threshold + [`SEARCH_MARGIN`] (above `contended_below`, at most half way to the
+//!    floor: the gain flattens out there). Always a multiple of the MBA granularity,
 //!    never below the floor. A class whose MBA would throttle a core a protected workload
 //!    shares ([`Facts::mba_shares_protected_core`]: Intel parts before MBA 3.0 throttle a
 //!    core by its threads' strongest delay) is never throttled (rule 4).
 //!
+//! # Episodes (hysteresis)
+//! A workload below `contended_below` with the signature of contention starts an episode;
+//! in an episode the threshold is [`RESTORED`] (0.99, or `contended_below` if higher): the
+//! engine goes on while a workload is below it and a lever helps, so that it ends near what
+//! the best static allocation gives, not just above `contended_below`. The episode ends when
+//! every workload is back above the threshold, or when a step taken above
+//! `contended_below` did not help (the search passed the knee: the step is undone).
+//!
 //! After `verify_intervals`, an action is judged: if the health of the workload that
-//! caused it did not rise by [`MIN_GAIN`], the action is undone and that lever of that
-//! class is not used again until the contention ends. A class is acted on at most once
-//! every `dwell_intervals`.
+//! caused it did not rise by [`MIN_GAIN`] (and is not back at [`RESTORED`]), the action is
+//! undone and that lever of that class is not used again until the contention ends. A
+//! class is acted on at most once every `dwell_intervals`.
 //!
 //! # Give-back by demand (rule 2)
 //! When no protected workload is contended, a squeezed class gets back
 //! - **ways** when its LLC occupancy is below [`SUBSIDED_SHARE`] of what its ways hold (it no
-//!   longer fills them), doubling them each step;
+//!   longer fills them; a class squeezed in some domains only: in those,
+//!   [`Reading::squeezed_llc`]), doubling them each step;
 //! - **bandwidth** when its demand no longer saturates the domain: its traffic scaled to the
 //!   next step's limit, with the others' traffic, stays below [`LOADED_SHARE`] of the
 //!   capacity, or its demand (traffic ÷ its throttle) fell below [`SUBSIDED_SHARE`] of what
@@ -120,8 +131,15 @@ pub const TRAFFIC_RISE: f64 = 1.5;
 /// ... and above it by at least this share of the domain's capacity.
 pub const TRAFFIC_MATTERS: f64 = 0.1;
 
-/// The health above `contended_below` the MBA search aims at.
+/// The health above the threshold the MBA search aims at.
 pub const SEARCH_MARGIN: f64 = 0.01;
+
+/// Once contention is found (a protected workload below `contended_below`, with its
+/// signature), the engine goes on until every protected workload is back at this share of
+/// its target (or `contended_below`, if higher), or a step no longer helps: the episode's
+/// end. `contended_below` only starts an episode (hysteresis): stopping there left the
+/// protected workload 2 to 5 % under what the best static allocation gives it.
+pub const RESTORED: f64 = 0.99;
 
 /// The weight of a new interval in the calm baselines (an exponential average).
 pub const CALM_WEIGHT: f64 = 0.2;
@@ -143,6 +161,18 @@ pub struct Reading {
     /// application reports ([`Target::App`]), in its unit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub app: Option<f64>,
+    /// A best-effort class's memory traffic in the domain where it throttles and where its
+    /// traffic is highest, bytes per second (MBM per L3 domain): what one domain's MBA
+    /// limit holds back where limits are absolute bandwidth (AMD). `None`: not measured per
+    /// domain (then its traffic ÷ the domains it spans).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_domain_bytes_per_s: Option<f64>,
+    /// A best-effort class squeezed in some of its domains only (per domain): its LLC
+    /// occupancy in those, bytes, and how many they are. Its give-back of ways is judged by
+    /// what it fills there (in the others it has every way). `None`: squeezed alike
+    /// everywhere (then `llc_bytes` over the domains it spans).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub squeezed_llc: Option<(u64, u32)>,
 }
 
 /// A best-effort class's allocation: the L3 ways it may fill (the fewest over the domains
@@ -404,6 +434,9 @@ pub struct Engine {
     peak: f64,
     /// The best-effort classes' traffic while every protected workload met its target.
     calm_best_effort: Option<f64>,
+    /// In an episode of contention: the threshold is [`Engine::restored`], not
+    /// `contended_below`.
+    episode: bool,
 }
 
 /// The traffic of `readings` added up, `None` when none is measured.
@@ -440,6 +473,23 @@ impl Engine {
             health: Vec::new(),
             peak: 0.0,
             calm_best_effort: None,
+            episode: false,
+        }
+    }
+
+    /// The health an episode of contention restores ([`RESTORED`], at least
+    /// `contended_below`).
+    fn restored(&self) -> f64 {
+        RESTORED.max(self.policy.contended_below)
+    }
+
+    /// The health below which a workload (with the signature of contention) is acted for:
+    /// `contended_below`, or in an episode [`Engine::restored`].
+    fn threshold(&self) -> f64 {
+        if self.episode {
+            self.restored()
+        } else {
+            self.policy.contended_below
         }
     }
 
@@ -683,18 +733,25 @@ impl Engine {
         }
         let total = traffic(protected).unwrap_or(0.0) + traffic(best_effort).unwrap_or(0.0);
         self.peak = self.peak.max(total);
-        // The worst workload below target with the signature of contention.
+        // The worst workload below target with the signature of contention: below
+        // `contended_below` starts an episode, which goes on below `restored`.
+        let threshold = self.threshold();
         let contended = health
             .iter()
             .enumerate()
             .filter_map(|(i, h)| h.map(|h| (i, h)))
-            .filter(|(_, h)| *h < self.policy.contended_below)
+            .filter(|(_, h)| *h < threshold)
             .map(|(i, h)| {
                 let r = protected.get(i).copied().unwrap_or_default();
                 (i, h, self.classify(i, r, protected, best_effort))
             })
             .filter(|(_, _, e)| e.pressure != Pressure::Neither)
             .min_by(|a, b| a.1.total_cmp(&b.1));
+        self.episode = match &contended {
+            Some((_, h, _)) => self.episode || *h < self.policy.contended_below,
+            None => false,
+        };
+        let contended = contended.filter(|_| self.episode);
         self.learn(&health, protected, best_effort);
         self.judge(at, &health, contended.as_ref(), settings, &mut out);
         if !out.is_empty() {
@@ -768,7 +825,12 @@ impl Engine {
             }
             self.classes[i].pending = None;
             let after = health.get(p.workload).copied().flatten().unwrap_or(0.0);
-            if after < p.health + MIN_GAIN && after < self.policy.contended_below {
+            if after < p.health + MIN_GAIN && after < self.restored() {
+                // a step that bought nothing measurable is undone; taken above
+                // `contended_below`, it was the search past the knee: the episode ends
+                if p.health >= self.policy.contended_below {
+                    self.episode = false;
+                }
                 match p.kind {
                     ActionKind::ShrinkWays => self.classes[i].ways_blocked = true,
                     ActionKind::ThrottleMba => self.classes[i].mba_blocked = true,
@@ -916,21 +978,34 @@ impl Engine {
     fn next_limit(&self, i: usize, now: u8, h: f64, r: Reading) -> u8 {
         let floor = self.floor(i).mba_percent;
         let g = self.granule();
-        // where limits are absolute bandwidth, one above the traffic does nothing
-        let effective = match (self.facts.mba_full_bytes_per_s, r.mem_bytes_per_s) {
+        // where limits are absolute bandwidth (per domain), one above the traffic a domain
+        // carries does nothing
+        let per_domain = r.peak_domain_bytes_per_s.or_else(|| {
+            r.mem_bytes_per_s
+                .map(|t| t / f64::from(self.span(&self.facts.best_effort_spans, i)))
+        });
+        let effective = match (self.facts.mba_full_bytes_per_s, per_domain) {
             (Some(full), Some(t)) if full > 0.0 => {
                 let used = (t / full * 100.0).ceil().clamp(1.0, 100.0) as u8;
                 now.min(used)
             }
             _ => now,
         };
+        let half = f64::midpoint(f64::from(effective), f64::from(floor));
         let want = match self.classes[i].mba_slope {
             Some(s) if s > 0.0 => {
-                let need = (self.policy.contended_below + SEARCH_MARGIN - h) / s;
+                let need = (self.threshold() + SEARCH_MARGIN - h) / s;
                 let cut = (need / f64::from(g)).ceil().max(1.0) * f64::from(g);
-                f64::from(effective) - cut
+                let secant = f64::from(effective) - cut;
+                // past `contended_below` the gain flattens out (the knee): no more than
+                // half way to the floor, so that a step past it costs little
+                if h >= self.policy.contended_below {
+                    secant.max(half)
+                } else {
+                    secant
+                }
             }
-            _ => f64::midpoint(f64::from(effective), f64::from(floor)),
+            _ => half,
         };
         let want = self.round_mba(want.clamp(0.0, 100.0).ceil() as u8);
         want.max(floor).min(now.saturating_sub(g).max(floor))
@@ -957,9 +1032,12 @@ impl Engine {
         if c.last_action.is_some_and(|l| at < l + wait) {
             return None;
         }
-        let span = self.span(&self.facts.best_effort_spans, i);
+        let (bytes, span) = match r.squeezed_llc {
+            Some((b, n)) => (Some(b), n.max(1)),
+            None => (r.llc_bytes, self.span(&self.facts.best_effort_spans, i)),
+        };
         let held = u64::from(s.ways) * self.facts.way_bytes * u64::from(span);
-        let share = r.llc_bytes.map(|b| b as f64 / held.max(1) as f64);
+        let share = bytes.map(|b| b as f64 / held.max(1) as f64);
         let ways = if s.ways < full && share.is_some_and(|sh| sh < SUBSIDED_SHARE) {
             (s.ways.max(1) * 2).min(full)
         } else {

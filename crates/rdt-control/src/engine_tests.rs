@@ -67,6 +67,9 @@ struct Plant {
     low_phase: bool,
     /// Occupancy and traffic are measured (false: IPC only).
     measured: bool,
+    /// A share of its throughput the pipeline loses while the aggressor runs that no lever
+    /// gives back (a shared core's pipeline, say): 1.0 none.
+    beyond_reach: f64,
 }
 
 impl Plant {
@@ -77,6 +80,7 @@ impl Plant {
             stream_victim: false,
             low_phase: false,
             measured: true,
+            beyond_reach: 1.0,
         }
     }
 
@@ -100,6 +104,11 @@ impl Plant {
         };
         let bw = 1.0 - kv * ((a - 4.0 * GB) / GB).max(0.0);
         let phase = if self.low_phase { 0.9 } else { 1.0 };
+        let phase = if self.aggressor == Aggressor::Off {
+            phase
+        } else {
+            phase * self.beyond_reach
+        };
         let ipc = 1.8 * (1.0 + m0) / (1.0 + m) * bw * phase;
         let m_ = |x: f64| self.measured.then_some(x);
         let pipeline = Reading {
@@ -108,6 +117,8 @@ impl Plant {
             ipc: Some(ipc),
             // what the application reports: 16 M operations per second alone
             app: Some(16e6 * ipc / 1.8),
+            peak_domain_bytes_per_s: None,
+            squeezed_llc: None,
         };
         let aggressor = match self.aggressor {
             Aggressor::Off => Reading {
@@ -115,18 +126,24 @@ impl Plant {
                 mem_bytes_per_s: m_(MB),
                 ipc: Some(0.5),
                 app: None,
+                peak_domain_bytes_per_s: None,
+                squeezed_llc: None,
             },
             Aggressor::Thrasher => Reading {
                 llc_bytes: self.measured.then_some(u64::from(s.ways) * WAY),
                 mem_bytes_per_s: m_(a),
                 ipc: Some(0.6),
                 app: None,
+                peak_domain_bytes_per_s: None,
+                squeezed_llc: None,
             },
             Aggressor::Streamer => Reading {
                 llc_bytes: self.measured.then_some(1_000_000),
                 mem_bytes_per_s: m_(a),
                 ipc: Some(0.6),
                 app: None,
+                peak_domain_bytes_per_s: None,
+                squeezed_llc: None,
             },
         };
         (pipeline, aggressor)
@@ -219,21 +236,27 @@ fn cat_alone_restores_94_percent_in_one_step_within_5_s() {
 
 /// Rules 1 and 5 on the paper's case: ways first (cache pressure: its occupancy fell and
 /// its misses rose), then the memory-bandwidth pressure that is left is taken by the least
-/// MBA that restores the target: 60 %, where today's engine halved to 50 %. Every decision
-/// names its evidence.
+/// MBA that restores the pipeline: the first step (60 %) brings it to 98 %, above
+/// `contended_below`, where the engine of the last session stopped (the best static
+/// allocation gives 100 %); the search goes on to 40 % (4 GB/s: no latency cost left),
+/// where the engine of the issue halved to 50 % then stopped. Every decision names its
+/// evidence.
 #[test]
 fn the_paper_case_takes_ways_then_the_least_mba_and_names_its_evidence() {
     let mut e = Engine::new(policy("min_mba_percent = 10\n"), facts());
     let r = run(&mut e, 80, during(10..60, Plant::new(Aggressor::Thrasher)));
     let squeeze = r.between(0..60);
-    assert_eq!(squeeze.len(), 2, "{squeeze:?}");
+    assert_eq!(squeeze.len(), 3, "{squeeze:?}");
     assert_eq!(squeeze[0].1.action, ActionKind::ShrinkWays);
     assert_eq!(squeeze[1].1.action, ActionKind::ThrottleMba);
+    assert_eq!(squeeze[1].1.to.mba_percent, 60, "{squeeze:?}");
+    assert_eq!(squeeze[2].1.action, ActionKind::ThrottleMba);
     assert_eq!(
-        squeeze[1].1.to.mba_percent, 60,
+        squeeze[2].1.to.mba_percent, 40,
         "the least that restores: {squeeze:?}"
     );
     assert!(r.share[15] >= 0.97, "{:?}", r.share);
+    assert!(r.share[17] >= 0.99, "{:?}", r.share);
     let Reason::Contended { evidence, .. } = &squeeze[0].1.reason else {
         panic!("{squeeze:?}")
     };
@@ -535,5 +558,138 @@ fn missing_readings_decide_nothing() {
     for t in 0..30 {
         let d = e.observe(Duration::from_secs(t), &[Reading::default()], &[], &[FULL]);
         assert!(d.is_empty());
+    }
+}
+
+/// Hysteresis: contention found below `contended_below` (0.95) is acted on until the
+/// pipeline is back at 0.99, a step no longer helps or the signature of contention is
+/// gone. A streamer costs the pipeline 6 %, and 3 % more that no lever gives back: the
+/// first MBA step (60 %) brings it to 95.1 %, where the engine of the last session stopped
+/// (the best static allocation gives 97 %, at 40 %). Here the search goes on, at most half
+/// way to the floor past `contended_below` (the secant alone aimed at the floor): 40 %,
+/// 97 %; the domain is no longer loaded there, so the episode ends: 40 %, not the floor,
+/// and nothing more while the streamer runs.
+#[test]
+fn the_search_goes_on_past_contended_below_to_the_knee_and_no_further() {
+    let mut e = Engine::new(policy("min_mba_percent = 10\n"), facts());
+    let r = run(
+        &mut e,
+        120,
+        during(
+            10..1000,
+            Plant {
+                beyond_reach: 0.97,
+                ..Plant::new(Aggressor::Streamer)
+            },
+        ),
+    );
+    let mba: Vec<(u64, ActionKind, u8)> = r
+        .decisions
+        .iter()
+        .map(|(t, d)| (*t, d.action, d.to.mba_percent))
+        .collect();
+    assert_eq!(
+        mba,
+        [
+            (10, ActionKind::ThrottleMba, 60),
+            (12, ActionKind::ThrottleMba, 40),
+        ],
+    );
+    assert!((r.share[60] - 0.97).abs() < 1e-6, "{:?}", r.share);
+    assert_eq!(r.settings[120].mba_percent, 40);
+}
+
+/// The knee: a step taken above `contended_below` that buys less than [`MIN_GAIN`] is
+/// undone and ends the episode (the engine of the last session kept it: above
+/// `contended_below` a step was never judged a failure, and its search stopped there). A
+/// streamer whose throttling helps the pipeline up to 60 % (97 %) and hardly below (40 %:
+/// 97.3 %): the step to 40 % is undone, and nothing more is done while it streams.
+#[test]
+fn a_step_past_the_knee_is_undone_and_ends_the_episode() {
+    let mut e = Engine::new(policy("min_mba_percent = 10\n"), facts());
+    let mut s = FULL;
+    let mut decisions = Vec::new();
+    for t in 0..=90u64 {
+        let plant = Plant::new(if t < 10 {
+            Aggressor::Off
+        } else {
+            Aggressor::Streamer
+        });
+        let (mut p, a) = plant.read(s);
+        if t >= 10 {
+            let share = match s.mba_percent {
+                70..=100 => 0.90,
+                50..=69 => 0.97,
+                _ => 0.973,
+            };
+            p.ipc = Some(1.8 * share);
+        }
+        for d in e.observe(Duration::from_secs(t), &[p], &[a], &[s]) {
+            s = d.to;
+            decisions.push((t, d.action, d.to.mba_percent));
+        }
+    }
+    assert_eq!(
+        decisions,
+        [
+            (10, ActionKind::ThrottleMba, 60),
+            (12, ActionKind::ThrottleMba, 40),
+            (14, ActionKind::Revert, 60),
+        ],
+    );
+    assert_eq!(s.mba_percent, 60);
+}
+
+/// Per domain: a class squeezed in one of its two domains only (its thrasher's) gets its
+/// ways back by what it fills there once the thrasher stops, not by what its batch fills
+/// in the other domain, where it has every way. The engine of the last session counted
+/// its whole occupancy against its ways in both domains: the batch's 15 MB kept it above
+/// half of 2 × 5 ways, and the ways never came back.
+#[test]
+fn a_class_squeezed_in_one_domain_gets_its_ways_back_by_what_it_fills_there() {
+    let mut f = facts();
+    f.domains = 2;
+    f.best_effort_spans = vec![2];
+    let mut e = Engine::new(policy(""), f);
+    let squeezed = Setting {
+        ways: 5,
+        mba_percent: 100,
+    };
+    let (p, _) = Plant::new(Aggressor::Off).read(FULL);
+    let batch = |there: Option<(u64, u32)>| Reading {
+        // 15 MB of a cache-friendly batch in the other domain, 0.5 MB left in this one
+        llc_bytes: Some(15_500_000),
+        mem_bytes_per_s: Some(0.5 * GB),
+        ipc: Some(1.5),
+        app: None,
+        peak_domain_bytes_per_s: None,
+        squeezed_llc: there,
+    };
+    let mut given = None;
+    for t in 0..10u64 {
+        let d = e.observe(
+            Duration::from_secs(t),
+            &[p],
+            &[batch(Some((500_000, 1)))],
+            &[squeezed],
+        );
+        if let Some(d) = d.first() {
+            given = Some(d.clone());
+            break;
+        }
+    }
+    let given = given.expect("ways given back");
+    assert_eq!(given.action, ActionKind::GiveBack);
+    assert_eq!(given.to.ways, 10, "{given:?}");
+    // counted over both domains (no per-domain reading), it looks full: nothing back
+    let mut e = Engine::new(policy(""), {
+        let mut f = facts();
+        f.domains = 2;
+        f.best_effort_spans = vec![2];
+        f
+    });
+    for t in 0..10u64 {
+        let d = e.observe(Duration::from_secs(t), &[p], &[batch(None)], &[squeezed]);
+        assert!(d.is_empty(), "{d:?}");
     }
 }

@@ -18,13 +18,15 @@ pub mod agent;
 pub mod app;
 pub mod engine;
 pub mod event;
+pub mod stop;
 
-pub use agent::{Agent, AgentError, METRICS_FILE};
+pub use agent::{Agent, AgentError, METRICS_FILE, RunOptions};
 pub use engine::{
     ActionKind, CapacitySource, Decision, Engine, Evidence, Facts, Pressure, Reading, Reason,
     Setting,
 };
 pub use event::{Event, Metrics};
+pub use stop::Stopper;
 
 #[cfg(test)]
 mod engine_tests;
