@@ -406,7 +406,8 @@ mod tests {
         let root = crate::workspace_root();
         let file = std::fs::read_to_string(root.join("crates/rdt-agent/policies/paper.toml"))
             .expect("policy");
-        let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+        let readme = std::fs::read_to_string(root.join("docs/guide/src/controller.md"))
+            .expect("the guide's controller chapter");
         let body: String = file
             .lines()
             .filter(|l| !l.starts_with('#'))
@@ -414,7 +415,7 @@ mod tests {
             .join("\n");
         assert!(
             readme.contains(body.trim()),
-            "README.md's paper.toml block differs from crates/rdt-agent/policies/paper.toml"
+            "docs/guide/src/controller.md's paper.toml block differs from crates/rdt-agent/policies/paper.toml"
         );
     }
 }

@@ -166,7 +166,7 @@ pub enum Command {
     /// Monitoring.
     Monitor(MonitorRequest),
     /// pqos v26.03's RDT 1.3 table reports and register dumps (`commands::tables`).
-    Tables(crate::commands::tables::TablesRequest),
+    Tables(crate::args::tables::TablesRequest),
 }
 
 /// A validated invocation: the platform, the resets that run first, the action.
@@ -237,7 +237,7 @@ impl Plan {
             Command::Display {
                 verbose: args.display_verbose,
             }
-        } else if let Some(req) = crate::commands::tables::request(&args.tables)? {
+        } else if let Some(req) = crate::args::tables::request(&args.tables)? {
             Command::Tables(req)
         } else if let Some(file) = &args.apply {
             Command::Apply {

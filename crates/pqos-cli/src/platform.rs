@@ -55,7 +55,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
 /// pqos v26.03's table reports and dumps on this machine (or `--sysroot`): the ACPI tables
 /// under `sys/firmware/acpi/tables`, the registers through `dev/mem`.
 fn native_tables(
-    req: &crate::commands::tables::TablesRequest,
+    req: &crate::args::tables::TablesRequest,
     iface: rdt_pqos::Iface,
     rdt: &impl rdt_pqos::Backend,
     plan: &Plan,
@@ -235,7 +235,7 @@ mod sim {
     /// pqos v26.03's table reports and dumps on the simulated platform: the tables its model
     /// serves, its registers in-process.
     fn tables(
-        req: &crate::commands::tables::TablesRequest,
+        req: &crate::args::tables::TablesRequest,
         iface: rdt_pqos::Iface,
         l3_cat: Option<(u32, u32)>,
         sim: &rdt_pqos::sim::SimHandle,

@@ -3,6 +3,8 @@
 //! [`crate::args::Args`]. The values' syntax is pqos's: lists as `strlisttotab()` takes
 //! them, `--space`/`--dump-rmid-type` names ignoring case, `--width` 8 or 64.
 
+use anyhow::{Result, anyhow, bail};
+use rdt_mmio::dump;
 use rdt_pqos::parse_number;
 
 pub use rdt_mmio::dump::{RmidRegister, Space, Width};
@@ -181,6 +183,161 @@ fn width_value(s: &str) -> Result<Width, String> {
             "`{other}`: the widths are 8 or 64 (bits; default 64)"
         )),
     }
+}
+
+/// What a table report or dump asks for (one per run, as pqos runs the first it finds).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TablesRequest {
+    /// `--print-mem-regions`.
+    MemRegions,
+    /// `--print-topology`.
+    Topology,
+    /// `--print-dump-info`.
+    DumpInfo,
+    /// `--dump` and its options.
+    Dump(DumpRequest),
+    /// `--dump-rmid-regs` and its options.
+    DumpRmids(RmidDumpRequest),
+    /// `--print-io-devs`.
+    IoDevs,
+    /// `--print-io-dev` (segment, bdf of each).
+    IoDev(Vec<(u16, u16)>),
+}
+
+/// Which domains a dump covers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DumpDomains {
+    /// `--dump-domain-id`: these ids.
+    Ids(Vec<u16>),
+    /// `--socket`: the agents of these sockets.
+    Sockets(Vec<u32>),
+}
+
+/// `--dump`: a window of one register space of some domains.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpRequest {
+    /// The domains.
+    pub domains: DumpDomains,
+    /// `--dump-domain-id` and `--socket` both given (pqos notes it ignores `--socket`).
+    pub socket_ignored: bool,
+    /// `--space`.
+    pub space: Space,
+    /// `--offset`, in elements of `width`.
+    pub offset: u64,
+    /// `--length`, in elements of `width` (0: to the end of the block).
+    pub length: u64,
+    /// `--width`.
+    pub width: Width,
+    /// `--le`: each element's bytes from the lowest address up (else from the highest).
+    pub le: bool,
+    /// `--binary`: bits instead of hexadecimal digits.
+    pub binary: bool,
+}
+
+/// `--dump-rmid-regs`: the registers of some RMIDs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RmidDumpRequest {
+    /// `--dump-rmid-domain-ids`.
+    pub domains: Vec<u16>,
+    /// `--dump-rmids`.
+    pub rmids: Vec<u32>,
+    /// `--dump-rmid-mem-regions` (every region pqos knows of when not given).
+    pub regions: Vec<u8>,
+    /// `--dump-rmid-type`.
+    pub kind: RmidRegister,
+    /// `--dump-rmid-binary`.
+    pub binary: bool,
+    /// `--dump-rmid-upscaling`.
+    pub upscale: bool,
+}
+
+/// The table report or dump `args` ask for, in pqos's order (`--print-mem-regions`,
+/// `--print-topology`, `--print-dump-info`, `--dump`, `--dump-rmid-regs`), `None` without
+/// one.
+///
+/// # Errors
+/// A dump without what it needs (pqos: `Provide either --socket or --dump-domain-id`,
+/// `Missing --dump-rmid-domain-ids option`, ...), or dump options without `--dump` /
+/// `--dump-rmid-regs` (pqos ignores them; refused here so that a typo does not go unseen).
+pub fn request(a: &TableArgs) -> Result<Option<TablesRequest>> {
+    let dump_opts = a.socket.is_some()
+        || a.dump_domain_id.is_some()
+        || a.space.is_some()
+        || a.offset.is_some()
+        || a.length.is_some()
+        || a.width.is_some()
+        || a.binary
+        || a.le;
+    let rmid_opts = a.dump_rmids.is_some()
+        || a.dump_rmid_domain_ids.is_some()
+        || a.dump_rmid_mem_regions.is_some()
+        || a.dump_rmid_type.is_some()
+        || a.dump_rmid_binary
+        || a.dump_rmid_upscaling;
+    let req = if a.print_mem_regions {
+        TablesRequest::MemRegions
+    } else if a.print_topology {
+        TablesRequest::Topology
+    } else if a.print_dump_info {
+        TablesRequest::DumpInfo
+    } else if a.dump {
+        let domains = match (&a.dump_domain_id, &a.socket) {
+            (Some(ids), _) => DumpDomains::Ids(ids.0.clone()),
+            (None, Some(s)) => DumpDomains::Sockets(s.0.clone()),
+            (None, None) => bail!("--dump: provide either --socket or --dump-domain-id"),
+        };
+        TablesRequest::Dump(DumpRequest {
+            domains,
+            socket_ignored: a.dump_domain_id.is_some() && a.socket.is_some(),
+            space: a.space.ok_or_else(|| {
+                anyhow!(
+                    "--dump: missing --space ({})",
+                    Space::ALL.map(Space::arg).join(" ")
+                )
+            })?,
+            offset: a.offset.unwrap_or(0),
+            length: a.length.unwrap_or(0),
+            width: a.width.unwrap_or_default(),
+            le: a.le,
+            binary: a.binary,
+        })
+    } else if a.print_io_devs {
+        TablesRequest::IoDevs
+    } else if !a.print_io_dev.is_empty() {
+        TablesRequest::IoDev(a.print_io_dev.iter().map(|d| (d.0, d.1)).collect())
+    } else if a.dump_rmid_regs {
+        let Some(domains) = a.dump_rmid_domain_ids.clone().map(|l| l.0) else {
+            bail!("--dump-rmid-regs: missing --dump-rmid-domain-ids option");
+        };
+        let Some(rmids) = a.dump_rmids.clone().map(|l| l.0) else {
+            bail!("--dump-rmid-regs: missing --dump-rmids option");
+        };
+        let Some(kind) = a.dump_rmid_type else {
+            bail!(
+                "--dump-rmid-regs: missing --dump-rmid-type option (mbm l3 io-l3 io-total io-miss)"
+            );
+        };
+        TablesRequest::DumpRmids(RmidDumpRequest {
+            domains,
+            rmids,
+            regions: a
+                .dump_rmid_mem_regions
+                .clone()
+                .map_or_else(|| (0..dump::DEFAULT_DUMP_REGIONS).collect(), |l| l.0),
+            kind,
+            binary: a.dump_rmid_binary,
+            upscale: a.dump_rmid_upscaling,
+        })
+    } else if dump_opts {
+        bail!(
+            "--socket, --dump-domain-id, --space, --offset, --length, --width, --binary and --le go with --dump"
+        );
+    } else if rmid_opts {
+        bail!("--dump-rmids and the --dump-rmid-* options go with --dump-rmid-regs");
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(req))
 }
 
 #[cfg(test)]
