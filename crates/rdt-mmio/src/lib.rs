@@ -54,7 +54,7 @@ pub use backend::{MmioBackend, MmioError};
 pub use erdt::{Domain, Erdt, MbaControl, RegisterBlock};
 pub use io::{DevMem, MmioIo};
 pub use irdt::{ChannelId, Irdt};
-pub use mrrm::{MemoryRegion, Mrrm, RegionId, RegionKind};
+pub use mrrm::{MemoryRegion, Mrrm, RegionId, RegionMemory};
 pub use tables::{AcpiTables, ReadTablesError};
 
 #[cfg(test)]

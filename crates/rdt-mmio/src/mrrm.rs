@@ -232,26 +232,9 @@ impl Mrrm {
     }
 }
 
-/// What memory a region is, as far as the host tells.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RegionKind {
-    /// Every range of the region lies outside the CXL regions the kernel maps: DDR.
-    Ddr,
-    /// Every range lies inside a CXL region.
-    Cxl,
-    /// Some of both, or no CXL information on the host (no `/sys/bus/cxl`).
-    Unknown,
-}
-
-impl fmt::Display for RegionKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Ddr => "DDR",
-            Self::Cxl => "CXL",
-            Self::Unknown => "unknown",
-        })
-    }
-}
+/// What memory a region is: DDR unless every range lies inside a CXL region the kernel
+/// maps, `Unknown` with some of both or no CXL information on the host (no `/sys/bus/cxl`).
+pub use rdt_core::region::RegionMemory;
 
 /// A memory region: its id, its ranges (those whose local region it is) and its kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -261,13 +244,13 @@ pub struct MemoryRegion {
     /// Its local ranges as (base, length), ascending.
     pub ranges: Vec<(u64, u64)>,
     /// DDR or CXL.
-    pub kind: RegionKind,
+    pub kind: RegionMemory,
 }
 
 /// The regions of `mrrm` (by local region id) with their kind: a region whose every range
 /// lies inside one of `cxl` (base, size) windows is CXL, one with no range in any is DDR.
 /// `cxl` is `None` on a host without CXL information: then every region is
-/// [`RegionKind::Unknown`] unless `mrrm` has a single region (all memory is then DDR, the
+/// [`RegionMemory::Unknown`] unless `mrrm` has a single region (all memory is then DDR, the
 /// specification's default of one region covering all of it).
 #[must_use]
 pub fn classify(mrrm: &Mrrm, cxl: Option<&[(u64, u64)]>) -> Vec<MemoryRegion> {
@@ -282,8 +265,8 @@ pub fn classify(mrrm: &Mrrm, cxl: Option<&[(u64, u64)]>) -> Vec<MemoryRegion> {
         .into_iter()
         .map(|(id, ranges)| {
             let kind = match cxl {
-                None if single => RegionKind::Ddr,
-                None => RegionKind::Unknown,
+                None if single => RegionMemory::Ddr,
+                None => RegionMemory::Unknown,
                 Some(windows) => {
                     let inside = |&(b, l): &(u64, u64)| {
                         windows.iter().any(|&(wb, ws)| {
@@ -296,11 +279,11 @@ pub fn classify(mrrm: &Mrrm, cxl: Option<&[(u64, u64)]>) -> Vec<MemoryRegion> {
                             .any(|&(wb, ws)| b < wb.saturating_add(ws) && wb < b.saturating_add(l))
                     };
                     if ranges.iter().all(inside) {
-                        RegionKind::Cxl
+                        RegionMemory::Cxl
                     } else if !ranges.iter().any(touches) {
-                        RegionKind::Ddr
+                        RegionMemory::Ddr
                     } else {
-                        RegionKind::Unknown
+                        RegionMemory::Unknown
                     }
                 }
             };

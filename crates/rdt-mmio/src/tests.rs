@@ -18,7 +18,7 @@ use crate::erdt::{
     Mmrc, RegisterBlock,
 };
 use crate::irdt::{ChannelId, Device, DeviceChannel, Irdt, Link, Rmud};
-use crate::mrrm::{self, MemoryRange, Mrrm, RegionId, RegionKind};
+use crate::mrrm::{self, MemoryRange, Mrrm, RegionId, RegionMemory};
 use crate::regs;
 
 /// A little-endian byte image written at explicit offsets (the test's own, so that a wrong
@@ -84,16 +84,16 @@ fn a_hand_assembled_mrrm_parses_to_its_ranges() {
     assert_eq!(regions.len(), 2);
     assert_eq!(
         (regions[0].id, regions[0].kind),
-        (RegionId::new(0), RegionKind::Ddr)
+        (RegionId::new(0), RegionMemory::Ddr)
     );
     assert_eq!(
         (regions[1].id, regions[1].kind),
-        (RegionId::new(1), RegionKind::Cxl)
+        (RegionId::new(1), RegionMemory::Cxl)
     );
     assert!(
         mrrm::classify(&m, None)
             .iter()
-            .all(|r| r.kind == RegionKind::Unknown)
+            .all(|r| r.kind == RegionMemory::Unknown)
     );
     // the builder writes the same bytes (an id that is not valid as 0)
     let mut same = t.clone();
@@ -607,7 +607,7 @@ fn tables_are_read_under_a_sysroot() {
     let all = crate::AcpiTables::read(dir.path()).unwrap();
     assert!(all.has_mmio() && all.irdt.is_none());
     let kinds: Vec<_> = all.regions().iter().map(|r| (r.id.get(), r.kind)).collect();
-    assert_eq!(kinds, [(0, RegionKind::Ddr), (1, RegionKind::Cxl)]);
+    assert_eq!(kinds, [(0, RegionMemory::Ddr), (1, RegionMemory::Cxl)]);
     // a corrupt table names the file, the sub-table and the offset
     let mut bad = build::mrrm(&sample_mrrm());
     bad.truncate(100);

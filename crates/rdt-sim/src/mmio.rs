@@ -794,7 +794,7 @@ mod tests {
     use std::time::Duration;
 
     use rdt_core::{LogicalCpu, Rmid};
-    use rdt_mmio::mrrm::{RegionKind, classify};
+    use rdt_mmio::mrrm::{RegionMemory, classify};
     use rdt_mmio::{Erdt, Irdt, MmioIo, Mrrm};
     use rdt_msr::MsrIo;
     use rdt_msr::regs::{IA32_PQR_ASSOC, pqr_assoc};
@@ -883,7 +883,7 @@ mod tests {
             .iter()
             .map(|r| (r.id.get(), r.kind))
             .collect();
-        assert_eq!(kinds, [(0, RegionKind::Ddr), (1, RegionKind::Cxl)]);
+        assert_eq!(kinds, [(0, RegionMemory::Ddr), (1, RegionMemory::Cxl)]);
         assert_eq!(irdt.devices().count(), 4);
         assert_eq!(irdt.links().map(|l| l.channel_count).sum::<u8>(), 4);
         // sapphire-rapids has an IRDT and nothing else

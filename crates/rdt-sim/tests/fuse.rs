@@ -889,7 +889,7 @@ fn wait_mounted(dir: &Path) {
 /// sees what the model counts and holds what it writes; faults reach `dev/mem` writes.
 #[test]
 fn xeon_rdt13_serves_its_acpi_tables_and_mmio_registers() {
-    use rdt_mmio::{AcpiTables, DevMem, MbaControl, MmioIo as _, RegionKind, regs};
+    use rdt_mmio::{AcpiTables, DevMem, MbaControl, MmioIo as _, RegionMemory, regs};
     let m = manual("xeon-rdt13");
     let tables = AcpiTables::read(m.root()).expect("tables");
     assert!(tables.has_mmio() && tables.irdt.is_some());
@@ -898,7 +898,7 @@ fn xeon_rdt13_serves_its_acpi_tables_and_mmio_registers() {
         .iter()
         .map(|r| (r.id.get(), r.kind))
         .collect();
-    assert_eq!(kinds, [(0, RegionKind::Ddr), (1, RegionKind::Cxl)]);
+    assert_eq!(kinds, [(0, RegionMemory::Ddr), (1, RegionMemory::Cxl)]);
     let erdt = tables.erdt.expect("ERDT");
     assert!(
         Some(&erdt) == m.platform().lock().mmio().and_then(|x| x.erdt()),

@@ -25,15 +25,14 @@ use std::io;
 use rdt_core::{
     Backend, BackendError, CacheDomain, Capabilities, CatClass, CatResource, ClassId, CpuSet,
     GroupStartError, Interface, LogicalCpu, MbaClass, MbaResource, MonEvents, MonGroupId,
-    MonValues, MsrOps, NamedClasses, PmuSource, RegionInfo, RegionMemory, RegionOps, RequestError,
-    Reset, Rmid, Topology, Writers,
+    MonValues, MsrOps, NamedClasses, PmuSource, RegionInfo, RegionOps, RequestError, Reset, Rmid,
+    Topology, Writers,
 };
 use rdt_msr::regs::IA32_X2APIC_APICID;
 use rdt_msr::{MsrBackend, MsrError, MsrIo};
 
 use crate::erdt::{Domain, Erdt};
 use crate::io::MmioIo;
-use crate::mrrm::RegionKind;
 use crate::tables::AcpiTables;
 
 use self::monitoring::RegionGroup;
@@ -113,14 +112,6 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> std::fmt::Debug for MmioBackend<M, P, D>
     }
 }
 
-fn memory(kind: RegionKind) -> RegionMemory {
-    match kind {
-        RegionKind::Ddr => RegionMemory::Ddr,
-        RegionKind::Cxl => RegionMemory::Cxl,
-        RegionKind::Unknown => RegionMemory::Unknown,
-    }
-}
-
 impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
     /// The MMIO interface over an opened MSR backend, the host's tables and its registers:
     /// checks that the ERDT and MRRM are there, that every CPU L3 domain has a resource
@@ -144,7 +135,7 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
             .into_iter()
             .map(|r| RegionInfo {
                 region: rdt_core::MemRegion(r.id.get()),
-                memory: memory(r.kind),
+                memory: r.kind,
                 bytes: r.ranges.iter().map(|(_, len)| *len).sum(),
             })
             .collect::<Vec<_>>();
