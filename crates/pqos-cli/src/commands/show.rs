@@ -117,8 +117,11 @@ struct RegionMbaConfig {
     /// Per L3 domain, ascending: its ERDT domain id and, per class from COS0, the controls
     /// by region then control ([`rdt_pqos::RegionOps::region_bandwidth`]); `Failed` from
     /// the first class that could not be read.
-    domains: Vec<(CacheDomain, u16, Part<Vec<(ClassId, Vec<RegionBw>)>>)>,
+    domains: Vec<(CacheDomain, u16, Part<Vec<ClassRegions>>)>,
 }
+
+/// One class's region controls, by region then control.
+type ClassRegions = (ClassId, Vec<RegionBw>);
 
 impl RegionMbaConfig {
     /// The region MBA of every class in every domain; `None` on a backend without regions.
@@ -858,6 +861,7 @@ mod json {
     }
 
     impl ConfigDoc {
+        #[allow(clippy::too_many_lines)] // one field after the other, read top to bottom
         pub(super) fn new(c: &Config, errors: Vec<String>) -> Self {
             let l3_cat = c.l3ca.then(|| {
                 c.l3.iter()

@@ -262,7 +262,7 @@ fn regions_in(m: &dyn Machine, format: &str) -> (Vec<String>, Vec<f64>) {
                 match reader.read_event().expect("well-formed XML") {
                     Event::Eof => break,
                     Event::Start(e) => {
-                        let name = String::from_utf8(e.name().as_ref().to_vec()).unwrap();
+                        let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
                         if name == "record" {
                             names.clear();
                             values.clear();
@@ -274,7 +274,8 @@ fn regions_in(m: &dyn Machine, format: &str) -> (Vec<String>, Vec<f64>) {
                             open.as_ref().filter(|n| n.starts_with("mbm_local_region_"))
                         {
                             names.push(name.clone());
-                            values.push(t.decode().unwrap().parse::<f64>().expect("a number"));
+                            let text = t.decode().expect("UTF-8");
+                            values.push(text.parse::<f64>().expect("a number"));
                         }
                     }
                     Event::End(_) => open = None,
