@@ -1,4 +1,4 @@
-//! The command line: `rdt-exporter [--sysroot DIR] [--listen ADDR:PORT] [--iface auto|os|msr]
+//! The command line: `rdt-exporter [--sysroot DIR] [--listen ADDR:PORT] [--iface auto|os|msr|mmio]
 //! [--rescan-interval SECS] [--monitor-cores LIST]... [--monitor-pids LIST]...
 //! [--max-connections N] [--header-timeout SECS]`.
 
@@ -32,7 +32,9 @@ pub struct Args {
     pub listen: SocketAddr,
 
     /// The interface: `os` reads every resctrl group; `msr` only monitors the groups given
-    /// with --monitor-cores; `auto` (pqos's rule) is `os` where resctrl is mounted.
+    /// with --monitor-cores; `mmio` (RDT 1.3) monitors them as `msr` does, their local
+    /// traffic per memory region (`region` label); `auto` (pqos's rule) is `os` where
+    /// resctrl is mounted.
     #[arg(long, value_name = "IFACE", default_value = "auto")]
     pub iface: Iface,
 

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use rdt_pqos::resctrl::{GroupSample, ResctrlTelemetry, pqos_mon_pid};
-use rdt_pqos::{Backend, CpuSet, MonEvents, MonGroupId, MonValues, Monitoring, Rdt, TaskId};
+use rdt_pqos::{
+    Backend, CpuSet, MonEvents, MonGroupId, MonValues, Monitoring, Rdt, RegionValues, TaskId,
+};
 
 /// A group this exporter started, and how it is named in the labels.
 #[derive(Debug)]
@@ -27,6 +29,10 @@ pub struct Scrape {
     pub groups: Vec<GroupSample>,
     /// This exporter's groups with their values.
     pub own: Vec<(String, Option<usize>, MonValues)>,
+    /// On a platform with memory regions (the MMIO interface, RDT 1.3): each own group's
+    /// local traffic per L3 domain and region since it started
+    /// ([`rdt_pqos::RegionOps::region_values`]), by group name; empty elsewhere.
+    pub own_regions: HashMap<String, Vec<RegionValues>>,
     /// How long the reads took.
     pub duration: Duration,
     /// Reads that failed, in all.
@@ -176,6 +182,13 @@ impl Collector<'_> {
             for g in &self.own {
                 if let Some(v) = mon.values(g.id) {
                     out.own.push((g.name.clone(), g.cpus, v.clone()));
+                }
+                let regions = mon
+                    .backend_mut()
+                    .regions()
+                    .and_then(|r| r.region_values(g.id).map(<[_]>::to_vec));
+                if let Some(r) = regions.filter(|r| !r.is_empty()) {
+                    out.own_regions.insert(g.name.clone(), r);
                 }
             }
         }

@@ -109,10 +109,10 @@ fn run(args: &Args) -> Result<()> {
         "rdt-exporter: serving http://{}/metrics ({} interface{}); descriptors: limit {}, \
          up to {} connections, {} of {} budgeted resctrl files kept open",
         listener.local_addr().unwrap_or(args.listen),
-        if interface == Interface::Os {
-            "OS"
-        } else {
-            "MSR"
+        match interface {
+            Interface::Os => "OS",
+            Interface::Msr => "MSR",
+            Interface::Mmio => "MMIO",
         },
         if own.is_empty() {
             String::new()

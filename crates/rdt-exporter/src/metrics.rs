@@ -5,7 +5,7 @@
 //! |---|---|---|---|---|
 //! | `rdt_llc_occupancy_bytes` | gauge | bytes | group, domain, kind, owner (, pod_uid, container_id) | `mon_data/mon_L3_XX/llc_occupancy`; IA32_QM_CTR event 1 on the MSR interface |
 //! | `rdt_mbm_total_bytes_total` | counter | bytes | as above | `mbm_total_bytes`, monotonic across wraps and group re-creation |
-//! | `rdt_mbm_local_bytes_total` | counter | bytes | as above | `mbm_local_bytes`, likewise |
+//! | `rdt_mbm_local_bytes_total` | counter | bytes | as above; `region` on a platform with memory regions | `mbm_local_bytes`, likewise; on the MMIO interface (RDT 1.3) the exporter's own groups count per L3 domain and memory region (`MBM_REGION_m_RMID_n`), one series per region in place of the domain's |
 //! | `rdt_cache_ways` | gauge | ways | group, resource, domain, kind, owner (, …) | set bits of the `schemata` mask |
 //! | `rdt_cache_mask` | gauge | bitmask | as above | the `schemata` mask as a number |
 //! | `rdt_mba_limit` | gauge | see `unit` label | group, resource, domain, unit, kind, owner (, …) | `MB`/`SMBA` of `schemata` |
@@ -22,7 +22,8 @@
 //! monitors itself; `kind` is `ctrl` or `mon`; `owner` is `ours` (pqos's `COS<n>` and
 //! `pqos-<pid>-<n>` names) or `foreign`; `domain` is the cache id; `unit` of an MBA limit
 //! is `percent` (Intel), `mibps` (Intel with resctrl's `mba_MBps`) or `amd_eighth_gbps`
-//! (AMD, 1/8 GB/s). `pod_uid` and `container_id` appear where the group's tasks belong to
+//! (AMD, 1/8 GB/s). `region` is the memory region's id (ACPI MRRM: `0` DDR, `1` CXL on
+//! the simulated `xeon-rdt13`), on region-aware series only. `pod_uid` and `container_id` appear where the group's tasks belong to
 //! one Kubernetes pod or container. `namespace`, `pod` and `container` appear on the
 //! monitor groups the NRI plugin (`rdt-agent nri --monitoring`) made for pods
 //! (`<class>/mon_groups/<pod-uid>`), from its record in the run directory
@@ -39,7 +40,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 use rdt_pqos::resctrl::GroupSample;
-use rdt_pqos::{GroupKind, GroupOwner, MbaLimit, MonValues, RmidEvent};
+use rdt_pqos::{GroupKind, GroupOwner, MbaLimit, MonValues, RegionValues, RmidEvent};
 
 use crate::collect::{PodLabels, Scrape};
 
@@ -276,7 +277,8 @@ fn families(s: &Scrape) -> Vec<Family> {
             ("kind", "mon".to_owned()),
             ("owner", "ours".to_owned()),
         ];
-        own_values(&base, v, &mut occ, &mut total, &mut local);
+        let regions = s.own_regions.get(name).map(Vec::as_slice);
+        own_values(&base, v, regions, &mut occ, &mut total, &mut local);
         if let Some(n) = n {
             cpus.samples.push((base, *n as u64));
         }
@@ -316,10 +318,13 @@ fn families(s: &Scrape) -> Vec<Family> {
     ]
 }
 
-/// The per-domain values of one of the exporter's own groups.
+/// The per-domain values of one of the exporter's own groups; with `regions` (a platform
+/// with memory regions) its local traffic per domain and region, `region`-labelled, in place
+/// of the per-domain local series (a region whose counter is unavailable now has no sample).
 fn own_values(
     base: &Labels,
     v: &MonValues,
+    regions: Option<&[RegionValues]>,
     occ: &mut Family,
     total: &mut Family,
     local: &mut Family,
@@ -332,7 +337,19 @@ fn own_values(
         if let Some(b) = d.mbm_total_bytes {
             total.samples.push((l.clone(), b));
         }
-        if let Some(b) = d.mbm_local_bytes {
+        if let Some(b) = d.mbm_local_bytes.filter(|_| regions.is_none()) {
+            local.samples.push((l, b));
+        }
+    }
+    for r in regions.unwrap_or_default() {
+        if let Some(b) = r.bytes {
+            let l = with(
+                base,
+                &[
+                    ("domain", r.domain.get().to_string()),
+                    ("region", r.region.to_string()),
+                ],
+            );
             local.samples.push((l, b));
         }
     }
@@ -506,6 +523,59 @@ mod tests {
             incomplete: vec!["kubepods/mon_groups/x".into()],
             ..Scrape::default()
         }
+    }
+
+    #[test]
+    fn region_traffic_of_an_own_group_is_labelled_with_its_region_in_place_of_the_domain_series() {
+        use rdt_pqos::{CacheDomain, MemRegion};
+        let mut s = scrape();
+        let mut v = MonValues::default();
+        v.domains.push(rdt_pqos::DomainValues {
+            domain: CacheDomain::new(0),
+            llc_occupancy_bytes: None,
+            mbm_local_bytes: Some(1000),
+            mbm_total_bytes: Some(2000),
+            mbm_local_delta_bytes: None,
+            mbm_total_delta_bytes: None,
+        });
+        s.own.push(("cores:2-10".into(), Some(9), v));
+        let region = |r: u8, bytes: Option<u64>| RegionValues {
+            domain: CacheDomain::new(0),
+            region: MemRegion(r),
+            bytes,
+            delta_bytes: None,
+        };
+        let own = |s: &Scrape| {
+            encode(s)
+                .unwrap()
+                .lines()
+                .filter(|l| l.contains("cores:2-10") && l.starts_with("rdt_mbm_local"))
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        // without regions: the domain's series
+        assert_eq!(
+            own(&s),
+            [
+                "rdt_mbm_local_bytes_total{group=\"cores:2-10\",domain=\"0\",kind=\"mon\",owner=\"ours\"} 1000"
+            ]
+        );
+        // with regions: one per region, none for an unavailable counter
+        s.own_regions.insert(
+            "cores:2-10".into(),
+            vec![region(0, Some(700)), region(1, Some(300)), region(2, None)],
+        );
+        assert_eq!(
+            own(&s),
+            [
+                "rdt_mbm_local_bytes_total{group=\"cores:2-10\",domain=\"0\",region=\"0\",kind=\"mon\",owner=\"ours\"} 700",
+                "rdt_mbm_local_bytes_total{group=\"cores:2-10\",domain=\"0\",region=\"1\",kind=\"mon\",owner=\"ours\"} 300",
+            ]
+        );
+        // the total series is untouched
+        assert!(encode(&s).unwrap().contains(
+            "rdt_mbm_total_bytes_total{group=\"cores:2-10\",domain=\"0\",kind=\"mon\",owner=\"ours\"} 2000"
+        ));
     }
 
     #[test]

@@ -500,3 +500,45 @@ fn sigterm_during_a_long_scan_stops_the_exporter_within_2_s() {
     assert!(status.success(), "{status}");
     assert!(took < Duration::from_secs(2 + 3), "stopped after {took:?}");
 }
+
+#[test]
+fn on_the_mmio_interface_own_groups_local_traffic_is_labelled_by_memory_region() {
+    // xeon-rdt13 (RDT 1.3: DDR region 0, CXL region 1); the default scenario's workloads on
+    // CPUs 2-10 send 70 % of their traffic to DDR
+    let m = TestMount::builtin("xeon-rdt13");
+    let mut e = Exporter::start(&m, 1024, &["--iface", "mmio", "--monitor-cores", "2-10"]);
+    let local = |text: &str| -> Vec<(String, f64)> {
+        text.lines()
+            .filter(|l| l.starts_with("rdt_mbm_local_bytes_total{group=\"cores:2-10\""))
+            .map(|l| {
+                let region = l
+                    .split("region=\"")
+                    .nth(1)
+                    .and_then(|r| r.split('"').next())
+                    .unwrap_or_else(|| panic!("no region label: {l}"))
+                    .to_owned();
+                let v: f64 = l.rsplit(' ').next().unwrap().parse().unwrap();
+                (region, v)
+            })
+            .collect()
+    };
+    let first = local(&e.get("/metrics").unwrap());
+    std::thread::sleep(Duration::from_millis(1500));
+    let text = e.get("/metrics").unwrap();
+    let second = local(&text);
+    assert!(!second.is_empty(), "{text}");
+    let grown = |region: &str| -> f64 {
+        let sum = |s: &[(String, f64)]| -> f64 {
+            s.iter().filter(|(r, _)| r == region).map(|(_, v)| v).sum()
+        };
+        sum(&second) - sum(&first)
+    };
+    let (ddr, cxl) = (grown("0"), grown("1"));
+    assert!(ddr > 0.0, "{text}");
+    let share = ddr / (ddr + cxl);
+    assert!(
+        (share - 0.70).abs() < 0.02,
+        "DDR share {share}: {first:?} -> {second:?}"
+    );
+    assert!(e.alive(), "{}", e.stderr());
+}

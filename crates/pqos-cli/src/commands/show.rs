@@ -14,9 +14,9 @@ use std::io::Write;
 
 use anyhow::{Result, anyhow};
 use rdt_pqos::{
-    Backend, BackendError, BackendExt, CacheDomain, CatClass, CatMask, CatResource, ClassId,
-    CpuPlacement, GroupInfo, GroupKind, GroupOwner, Interface, IoAlloc, LogicalCpu, MbaClass,
-    MbaLimit, MbaResource, RequestError, Rmid, Shown, TaskId,
+    Backend, BackendError, BackendExt, BwControl, CacheDomain, CatClass, CatMask, CatResource,
+    ClassId, CpuPlacement, GroupInfo, GroupKind, GroupOwner, Interface, IoAlloc, LogicalCpu,
+    MbaClass, MbaLimit, MbaResource, RegionBw, RequestError, Rmid, Shown, TaskId,
 };
 
 use super::L3Domains;
@@ -110,6 +110,94 @@ struct L3Section {
     smba: Part<Vec<MbaClass>>,
 }
 
+/// The MMIO interface's region MBA (pqos v26.03 `print_domain_alloc_config`): per CPU
+/// domain, every class's three controls of every memory region.
+#[derive(Debug)]
+struct RegionMbaConfig {
+    /// Per L3 domain, ascending: its ERDT domain id and, per class from COS0, the controls
+    /// by region then control ([`rdt_pqos::RegionOps::region_bandwidth`]); `Failed` from
+    /// the first class that could not be read.
+    domains: Vec<(CacheDomain, u16, Part<Vec<ClassRegions>>)>,
+}
+
+/// One class's region controls, by region then control.
+type ClassRegions = (ClassId, Vec<RegionBw>);
+
+impl RegionMbaConfig {
+    /// The region MBA of every class in every domain; `None` on a backend without regions.
+    fn read<B: Backend>(backend: &mut B, note: &mut dyn FnMut(anyhow::Error)) -> Option<Self> {
+        let r = backend.regions()?;
+        let classes = r.region_classes();
+        let mut domains = Vec::new();
+        for (domain, id) in r.domain_ids() {
+            let part = Part::read(
+                true,
+                || {
+                    (0..classes)
+                        .map(|c| {
+                            let class = ClassId::new(c);
+                            r.region_bandwidth(domain, class).map(|v| (class, v))
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                },
+                || format!("reading the region MBA of domain ID {id} (L3 id {domain})"),
+                note,
+            );
+            domains.push((domain, id, part));
+        }
+        Some(Self { domains })
+    }
+
+    /// The ERDT domain id of L3 `domain`.
+    fn domain_id(&self, domain: CacheDomain) -> Option<u16> {
+        self.domains
+            .iter()
+            .find(|(d, _, _)| *d == domain)
+            .map(|(_, id, _)| *id)
+    }
+
+    /// pqos v26.03's lines (pqos/alloc.c `print_mba`, `print_domain_alloc_config`): per
+    /// domain, per class `Domain ID %u MBA COS%u Memory Region %d <control> Bandwidth=>
+    /// 0x%x` for each region and control then a blank line, and a blank line after each
+    /// domain.
+    fn print(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        for (_, id, part) in &self.domains {
+            match part {
+                Part::Read(classes) => {
+                    for (class, controls) in classes {
+                        for c in controls {
+                            writeln!(
+                                out,
+                                "Domain ID {id} MBA COS{class} Memory Region {} {} Bandwidth=> \
+                                 {:#x}",
+                                c.region,
+                                control_name(c.control),
+                                c.value
+                            )?;
+                        }
+                        writeln!(out)?;
+                    }
+                }
+                // pqos stops the report there; ours says so and goes on
+                Part::Failed | Part::Absent => {
+                    writeln!(out, "Error retrieving MMIO registers for Domain ID {id:x}")?;
+                }
+            }
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+}
+
+/// pqos's name of a region control (pqos/alloc.c `print_mba`).
+const fn control_name(c: BwControl) -> &'static str {
+    match c {
+        BwControl::Optimal => "Optimal",
+        BwControl::Min => "Minimum",
+        BwControl::Max => "Maximum",
+    }
+}
+
 /// `PID association information:`: the tasks of each class in order, and whether reading
 /// stopped at a class that failed.
 #[derive(Debug)]
@@ -139,6 +227,8 @@ struct Config {
     groups: Part<Vec<GroupInfo>>,
     /// The named classes this tool made ([`BackendExt::own_class_names`]), by class.
     named: Vec<(ClassId, String)>,
+    /// The MMIO interface's region MBA; `None` elsewhere.
+    regions: Option<RegionMbaConfig>,
 }
 
 /// Reads the classes of several domains at once ([`Backend::cat_classes_in`],
@@ -351,7 +441,8 @@ impl Config {
                 (domain, classes)
             })
             .collect();
-        let is_alloc = l3ca || l2ca || mba || smba;
+        let regions = RegionMbaConfig::read(backend, note);
+        let is_alloc = l3ca || l2ca || mba || smba || regions.is_some();
         // The OS interface has no RMIDs to show (pqos prints `, RMID%u` on MSR/MMIO only).
         let is_mon = caps.monitoring.is_present() && backend.interface() != Interface::Os;
         let mut assocs = core_assocs(backend, is_alloc, is_mon, note);
@@ -388,6 +479,7 @@ impl Config {
             tasks,
             groups,
             named: backend.own_class_names(),
+            regions,
         }
     }
 
@@ -444,7 +536,12 @@ impl Config {
     }
 
     fn print_text(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        self.print_l3(out)?;
+        // The MMIO interface: pqos v26.03 prints region MBA in place of the L3CA/MBA
+        // sections (`print_domain_alloc_config`; its I/O L3CA lines are not modelled here).
+        match &self.regions {
+            Some(regions) => regions.print(out)?,
+            None => self.print_l3(out)?,
+        }
         for (domain, classes) in &self.l2 {
             if let Part::Read(classes) = classes {
                 writeln!(out, "L2CA COS definitions for L2ID {domain}:")?;
@@ -458,10 +555,20 @@ impl Config {
             for core in cores {
                 let place = &core.place;
                 let cpu = place.cpu;
-                let mut line = match place.l3 {
+                // MMIO: pqos v26.03 prefixes the core's ERDT domain (`print_core_assoc`)
+                let domain = self
+                    .regions
+                    .as_ref()
+                    .zip(place.l3)
+                    .and_then(|(r, l3)| r.domain_id(l3));
+                let mut line = match domain {
+                    Some(id) => format!("    Domain ID  {id:#x} => "),
+                    None => String::new(),
+                };
+                line.push_str(&match place.l3 {
                     Some(l3) => format!("    Core {cpu}, L2ID {}, L3ID {l3} => ", place.l2),
                     None => format!("    Core {cpu}, L2ID {} => ", place.l2),
-                };
+                });
                 match &core.assoc {
                     CoreAssoc::Assoc { class, rmid } => {
                         if let Some(c) = class {
@@ -538,7 +645,8 @@ mod json {
 
     use super::{Config, CoreAssoc};
     use rdt_pqos::{
-        CacheDomain, CatClass, CatMask, ClassId, GroupKind, GroupOwner, MbaClass, MbaLimit, Rmid,
+        BwControl, CacheDomain, CatClass, CatMask, ClassId, GroupKind, GroupOwner, MbaClass,
+        MbaLimit, RegionBw, Rmid,
     };
 
     #[derive(Debug, Serialize)]
@@ -556,7 +664,61 @@ mod json {
         groups: Option<Vec<GroupDoc>>,
         /// The named classes `--apply` made, by class.
         named_classes: Vec<NamedDoc>,
+        /// The MMIO interface's region MBA per CPU domain; `null` elsewhere.
+        region_mba: Option<Vec<RegionDomainDoc>>,
         errors: Vec<String>,
+    }
+
+    /// One CPU domain's region MBA.
+    #[derive(Debug, Serialize)]
+    struct RegionDomainDoc {
+        /// The L3 id.
+        domain: u32,
+        /// The ERDT domain id (`--alloc-domain-id`).
+        domain_id: u16,
+        /// `null` where they could not be read.
+        classes: Option<Vec<RegionClassDoc>>,
+    }
+
+    #[derive(Debug, Serialize)]
+    struct RegionClassDoc {
+        class: u32,
+        regions: Vec<RegionControlsDoc>,
+    }
+
+    /// One region's three controls, in control-window units.
+    #[derive(Debug, Serialize)]
+    struct RegionControlsDoc {
+        region: u8,
+        opt: Option<u16>,
+        min: Option<u16>,
+        max: Option<u16>,
+    }
+
+    fn region_class(class: ClassId, controls: &[RegionBw]) -> RegionClassDoc {
+        let mut regions: Vec<RegionControlsDoc> = Vec::new();
+        for c in controls {
+            if regions.last().is_none_or(|r| r.region != c.region.0) {
+                regions.push(RegionControlsDoc {
+                    region: c.region.0,
+                    opt: None,
+                    min: None,
+                    max: None,
+                });
+            }
+            if let Some(r) = regions.last_mut() {
+                let slot = match c.control {
+                    BwControl::Optimal => &mut r.opt,
+                    BwControl::Min => &mut r.min,
+                    BwControl::Max => &mut r.max,
+                };
+                *slot = Some(c.value);
+            }
+        }
+        RegionClassDoc {
+            class: class.get(),
+            regions,
+        }
     }
 
     #[derive(Debug, Serialize)]
@@ -699,6 +861,7 @@ mod json {
     }
 
     impl ConfigDoc {
+        #[allow(clippy::too_many_lines)] // one field after the other, read top to bottom
         pub(super) fn new(c: &Config, errors: Vec<String>) -> Self {
             let l3_cat = c.l3ca.then(|| {
                 c.l3.iter()
@@ -797,6 +960,21 @@ mod json {
                 tasks,
                 groups,
                 named_classes: NamedDoc::list(c),
+                region_mba: c.regions.as_ref().map(|r| {
+                    r.domains
+                        .iter()
+                        .map(|(domain, id, part)| RegionDomainDoc {
+                            domain: domain.get(),
+                            domain_id: *id,
+                            classes: part.value().map(|classes| {
+                                classes
+                                    .iter()
+                                    .map(|(class, controls)| region_class(*class, controls))
+                                    .collect()
+                            }),
+                        })
+                        .collect()
+                }),
                 errors,
             }
         }

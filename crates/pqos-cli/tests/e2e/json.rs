@@ -225,3 +225,83 @@ fn uncore_rows_are_schema_valid_json_with_socket_and_pcie_counts() {
         !mon.is_valid(&serde_json::json!({"time": "2024-09-23T10:00:00+02:00", "interval_s": 1.0}))
     );
 }
+
+#[test]
+fn mmio_region_mba_and_region_bandwidth_validate_and_carry_the_values() {
+    let m = Sim::new("xeon-rdt13");
+    let s = one_document(
+        &m.pqos(&["--iface=mmio", "-s", "-u", "json"]).ok(),
+        "configuration",
+    );
+    assert_eq!(s["interface"], "mmio");
+    let domains = s["region_mba"].as_array().expect("region_mba on MMIO");
+    assert!(domains.len() >= 2, "{s:#}");
+    let id = domains[0]["domain_id"].as_u64().expect("domain_id");
+    m.pqos(&[
+        "--iface=mmio",
+        &format!("--alloc-domain-id={id}"),
+        "--alloc-mem-regions=1",
+        "--alloc-max-bw",
+        "-e",
+        "mba:1=0x7f",
+    ])
+    .ok();
+    let s = one_document(
+        &m.pqos(&["--iface=mmio", "-s", "-u", "json"]).ok(),
+        "configuration",
+    );
+    let region = |d: usize, class: usize, region: usize| {
+        s["region_mba"][d]["classes"][class]["regions"][region].clone()
+    };
+    assert_eq!(
+        region(0, 1, 1),
+        serde_json::json!({"region": 1, "opt": 511, "min": 0, "max": 127})
+    );
+    assert_eq!(region(0, 1, 0)["max"], 511);
+    assert_eq!(region(1, 1, 1)["max"], 511);
+    // elsewhere: null
+    let msr = one_document(
+        &m.pqos(&["--iface=msr", "-s", "-u", "json"]).ok(),
+        "configuration",
+    );
+    assert!(msr["region_mba"].is_null());
+
+    // -m: mbm_local_regions per row, the workload's 70/30 split
+    let rows = json_lines(
+        &m.monitor(&["--iface=mmio", "-m", "all:2-10", "-t", "3", "-u", "json"])
+            .ok(),
+    );
+    let last = rows.last().expect("a row");
+    let regions = last["mbm_local_regions"].as_array().expect("regions");
+    assert_eq!(
+        regions
+            .iter()
+            .map(|r| r["region"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [0, 1]
+    );
+    let v: Vec<f64> = regions
+        .iter()
+        .map(|r| r["mib_per_s"].as_f64().expect("a value"))
+        .collect();
+    let share = v[0] / (v[0] + v[1]);
+    assert!(v[0] > 10.0 && (share - 0.70).abs() < 0.02, "{v:?}");
+    let one = json_lines(
+        &m.monitor(&[
+            "--iface=mmio",
+            "--mon-mem-regions=1",
+            "-m",
+            "all:2-10",
+            "-t",
+            "1",
+            "-u",
+            "json",
+        ])
+        .ok(),
+    );
+    assert_eq!(
+        one[0]["mbm_local_regions"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(one[0]["mbm_local_regions"][0]["region"], 1);
+}

@@ -141,11 +141,164 @@ fn l3_cat_and_association_work_on_the_mmio_interface() {
     let e = m.pqos(&["--iface=mmio", "-e", "llc:1=0xf"]).ok().stdout;
     assert!(e.contains("L3CA COS1 => MASK 0xf\n"), "{e}");
     assert!(e.ends_with("Allocation configuration altered.\n"), "{e}");
+    // pqos v26.03's -s on MMIO shows region MBA, not the L3 masks (print_domain_alloc_config)
     let s = m.pqos(&["--iface=mmio", "-s"]).ok().stdout;
-    assert!(s.contains("L3CA COS1 => MASK 0xf"), "{s}");
-    // the MSR interface sees the same classes (IA32_L3_QOS_MASK_n)
+    assert!(!s.contains("L3CA"), "{s}");
+    assert!(
+        s.contains("MBA COS1 Memory Region 0 Optimal Bandwidth=> 0x1ff\n"),
+        "{s}"
+    );
+    // the MSR interface sees the classes (IA32_L3_QOS_MASK_n)
     let s = m.pqos(&["--iface=msr", "-s"]).ok().stdout;
     assert!(s.contains("L3CA COS1 => MASK 0xf"), "{s}");
+}
+
+#[test]
+fn s_shows_every_region_control_of_every_class_and_domain_as_pqos_v26_03() {
+    let m = Sim::new(MODEL);
+    let ids = cpu_domain_ids();
+    assert!(ids.len() >= 2, "{ids:?}");
+    // COS2's minimum on region 1 (0 after reset: no guarantee), in the first domain only
+    m.pqos(&[
+        "--iface=mmio",
+        &format!("--alloc-domain-id={}", ids[0]),
+        "--alloc-mem-regions=1",
+        "--alloc-min-bw",
+        "-e",
+        "mba:2=0x40",
+    ])
+    .ok();
+    let s = m.pqos(&["--iface=mmio", "-s"]).ok().stdout;
+    let lines: Vec<&str> = s.lines().collect();
+    // pqos/alloc.c print_mba: per class, regions then controls, then a blank line
+    let first = ids[0];
+    assert_eq!(
+        lines[..7],
+        [
+            format!("Domain ID {first} MBA COS0 Memory Region 0 Optimal Bandwidth=> 0x1ff"),
+            format!("Domain ID {first} MBA COS0 Memory Region 0 Minimum Bandwidth=> 0x0"),
+            format!("Domain ID {first} MBA COS0 Memory Region 0 Maximum Bandwidth=> 0x1ff"),
+            format!("Domain ID {first} MBA COS0 Memory Region 1 Optimal Bandwidth=> 0x1ff"),
+            format!("Domain ID {first} MBA COS0 Memory Region 1 Minimum Bandwidth=> 0x0"),
+            format!("Domain ID {first} MBA COS0 Memory Region 1 Maximum Bandwidth=> 0x1ff"),
+            String::new(),
+        ],
+        "{s}"
+    );
+    let value = |id: u16, class: u32, region: u8, control: &str| -> String {
+        let head =
+            format!("Domain ID {id} MBA COS{class} Memory Region {region} {control} Bandwidth=> ");
+        let hits: Vec<&str> = lines.iter().filter_map(|l| l.strip_prefix(&head)).collect();
+        assert_eq!(hits.len(), 1, "{head}\n{s}");
+        hits[0].to_owned()
+    };
+    assert_eq!(value(first, 2, 1, "Minimum"), "0x40");
+    assert_eq!(value(first, 2, 1, "Maximum"), "0x1ff");
+    assert_eq!(value(first, 2, 0, "Minimum"), "0x0");
+    assert_eq!(value(ids[1], 2, 1, "Minimum"), "0x0");
+    // every domain's classes, then a blank line after the domain
+    let classes = lines
+        .iter()
+        .filter(|l| l.starts_with(&format!("Domain ID {first} MBA COS")))
+        .count()
+        / 6;
+    assert!(classes >= 3, "{s}");
+    let block = ids.len() * (classes * 7 + 1);
+    assert!(
+        lines[block - 1].is_empty() && lines[block - 2].is_empty(),
+        "{s}"
+    );
+    assert!(
+        lines[block].starts_with("Core information for socket 0:"),
+        "{s}"
+    );
+    // every core line names its ERDT domain first (pqos print_core_assoc on MMIO)
+    let cores: Vec<&&str> = lines.iter().filter(|l| l.contains("Core ")).collect();
+    assert!(!cores.is_empty());
+    for l in cores.iter().filter(|l| !l.starts_with("Core information")) {
+        let rest = l
+            .strip_prefix("    Domain ID  0x")
+            .unwrap_or_else(|| panic!("{l}"));
+        let (hex, core) = rest
+            .split_once(" =>     Core ")
+            .unwrap_or_else(|| panic!("{l}"));
+        let id = u16::from_str_radix(hex, 16).expect("hex domain id");
+        assert!(ids.contains(&id), "{l}");
+        assert!(core.ends_with(", RMID0") || core.contains("COS"), "{l}");
+    }
+}
+
+/// The last `-m` sample's region cells of `-u FORMAT` output, parsed with a real parser:
+/// (column or node names, values).
+fn regions_in(m: &dyn Machine, format: &str) -> (Vec<String>, Vec<f64>) {
+    let run = m
+        .monitor(&["--iface=mmio", "-m", "all:2-10", "-t", "3", "-u", format])
+        .ok();
+    // from the CSV header or the XML declaration on (pqos's NOTE banner comes first)
+    let at = ["Time,", "<?xml"]
+        .iter()
+        .find_map(|h| run.raw_stdout.find(h))
+        .unwrap_or_else(|| panic!("{}", run.raw_stdout));
+    let out = &run.raw_stdout[at..];
+    match format {
+        "csv" => {
+            let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+            let header = crate::monitor_output::csv_fields(lines[0]);
+            let row = crate::monitor_output::csv_fields(lines[lines.len() - 1]);
+            assert_eq!(header.len(), row.len(), "{out}");
+            header
+                .into_iter()
+                .zip(row)
+                .filter(|(h, _)| h.starts_with("MBL-r"))
+                .map(|(h, v)| (h, v.parse::<f64>().expect("a number")))
+                .unzip()
+        }
+        "xml" => {
+            use quick_xml::events::Event;
+            let mut reader = quick_xml::Reader::from_str(out);
+            let (mut names, mut values) = (Vec::new(), Vec::new());
+            let mut open: Option<String> = None;
+            loop {
+                match reader.read_event().expect("well-formed XML") {
+                    Event::Eof => break,
+                    Event::Start(e) => {
+                        let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+                        if name == "record" {
+                            names.clear();
+                            values.clear();
+                        }
+                        open = Some(name);
+                    }
+                    Event::Text(t) => {
+                        if let Some(name) =
+                            open.as_ref().filter(|n| n.starts_with("mbm_local_region_"))
+                        {
+                            names.push(name.clone());
+                            let text = t.decode().expect("UTF-8");
+                            values.push(text.parse::<f64>().expect("a number"));
+                        }
+                    }
+                    Event::End(_) => open = None,
+                    _ => {}
+                }
+            }
+            (names, values)
+        }
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn csv_and_xml_carry_the_region_columns_and_the_70_30_split() {
+    let m = Sim::new(MODEL);
+    let (names, v) = regions_in(&m, "csv");
+    assert_eq!(names, ["MBL-r0[MB/s]", "MBL-r1[MB/s]"]);
+    let share = v[0] / (v[0] + v[1]);
+    assert!(v[0] > 10.0 && (share - 0.70).abs() < 0.02, "{v:?}");
+    let (names, v) = regions_in(&m, "xml");
+    assert_eq!(names, ["mbm_local_region_0_MB", "mbm_local_region_1_MB"]);
+    let share = v[0] / (v[0] + v[1]);
+    assert!(v[0] > 10.0 && (share - 0.70).abs() < 0.02, "{v:?}");
 }
 
 #[test]

@@ -329,7 +329,7 @@ fn golden_every_core_issue59() {
 }
 
 /// Splits a CSV line on commas outside double quotes.
-fn csv_fields(line: &str) -> Vec<String> {
+pub(crate) fn csv_fields(line: &str) -> Vec<String> {
     let mut fields = vec![String::new()];
     let mut quoted = false;
     for ch in line.chars() {

@@ -583,17 +583,6 @@ fn region_columns<B: Backend>(
             ids.clone()
         }
     };
-    if req.format != FileType::Text {
-        bail!(
-            "-u {}: region columns (--iface=mmio) are written as text only in this pqos",
-            match req.format {
-                FileType::Csv => "csv",
-                FileType::Xml => "xml",
-                FileType::Json => "json",
-                FileType::Text => "text",
-            }
-        );
-    }
     RegionColumns::new(&ids).ok_or_else(|| {
         anyhow!("--mon-mem-regions: at most {MAX_REGION_COLUMNS} regions side by side")
     })

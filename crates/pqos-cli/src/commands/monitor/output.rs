@@ -549,6 +549,15 @@ impl Csv {
             "Time,Core"
         });
         for c in &self.table {
+            if c.event == MonEvents::MBM_LOCAL && !self.cols.regions.is_empty() {
+                // one `MBL-r%d[MB/s]` column per region, named as the text header's (pqos
+                // v26.03's monitor_csv.c prints one `MBL[MB/s]` header for them all;
+                // docs/compat.md)
+                for r in self.cols.regions.ids() {
+                    let _ = std::fmt::Write::write_fmt(&mut h, format_args!(",MBL-r{r}[MB/s]"));
+                }
+                continue;
+            }
             h.push_str(c.csv);
         }
         h
@@ -574,6 +583,19 @@ impl Format for Csv {
                 let _ = write!(buf, ",\"{}\"", row.cores.as_deref().unwrap_or("err"));
             }
             for c in table {
+                if c.event == MonEvents::MBM_LOCAL && !self.cols.regions.is_empty() {
+                    // pqos v26.03 monitor_csv.c `monitor_csv_region_row`: `,%.1f` per
+                    // region in MBL's place, a bare `,` where there is no value
+                    for v in &row.cells.regions[..self.cols.regions.ids().len()] {
+                        match v {
+                            Some(v) => {
+                                let _ = write!(buf, ",{v:.1}");
+                            }
+                            None => buf.push(','),
+                        }
+                    }
+                    continue;
+                }
                 match value(&row.cells, c.event, self.cols.llc) {
                     None => buf.push(','),
                     Some(v) if c.event == MonEvents::IPC => {
@@ -667,6 +689,16 @@ impl Format for Xml {
                 xml_node(&mut x, "core", row.desc)?;
             }
             for c in &self.table {
+                if c.event == MonEvents::MBM_LOCAL && !self.cols.regions.is_empty() {
+                    // `<mbm_local_region_N_MB>` per region in `<mbm_local_MB>`'s place
+                    // (named after pqos's region nodes, monitor_xml.c; docs/compat.md)
+                    let cells = &row.cells.regions[..self.cols.regions.ids().len()];
+                    for (r, v) in self.cols.regions.ids().iter().zip(cells) {
+                        let text = v.map(|v| format!("{v:.1}")).unwrap_or_default();
+                        xml_node(&mut x, &format!("mbm_local_region_{r}_MB"), &text)?;
+                    }
+                    continue;
+                }
                 let text = match value(&row.cells, c.event, self.cols.llc) {
                     None => String::new(),
                     Some(v) if c.event == MonEvents::IPC => format!("{v:.2}"),
@@ -700,7 +732,9 @@ impl Format for Xml {
 /// per column shown: `ipc`, `llc_misses` and `llc_references` (counts over the interval),
 /// `llc_occupancy_kib` or
 /// (`-P`) `llc_occupancy_percent`, `mbm_local_mib_per_s`, `mbm_remote_mib_per_s`,
-/// `mbm_total_mib_per_s`; in uncore mode `socket` instead of `core`, and
+/// `mbm_total_mib_per_s`; on the MMIO interface with region columns
+/// `mbm_local_regions`, one `{"region": N, "mib_per_s": X}` per shown region in display
+/// order (`mib_per_s` `null` where the text cell is blank); in uncore mode `socket` instead of `core`, and
 /// `llc_misses_pcie_read`, `llc_misses_pcie_write`, `llc_references_pcie_read`,
 /// `llc_references_pcie_write` (counts over the interval). A column's value is `null` where
 /// a text cell would be blank.
@@ -748,6 +782,8 @@ struct JsonRow<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     mbm_local_mib_per_s: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    mbm_local_regions: Option<Vec<JsonRegion>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     mbm_remote_mib_per_s: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     mbm_total_mib_per_s: Option<Option<f64>>,
@@ -759,6 +795,13 @@ struct JsonRow<'a> {
     llc_references_pcie_read: Option<Option<u64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     llc_references_pcie_write: Option<Option<u64>>,
+}
+
+/// One memory region's local bandwidth in a JSON row (MMIO interface).
+#[derive(Serialize)]
+struct JsonRegion {
+    region: u8,
+    mib_per_s: Option<f64>,
 }
 
 impl Format for Json {
@@ -799,6 +842,14 @@ impl Format for Json {
                     },
                 ),
                 mbm_local_mib_per_s: field(MonEvents::MBM_LOCAL, c.mbm_local),
+                mbm_local_regions: (shown(MonEvents::MBM_LOCAL) && !self.cols.regions.is_empty())
+                    .then(|| {
+                        let ids = self.cols.regions.ids();
+                        ids.iter()
+                            .zip(&c.regions[..ids.len()])
+                            .map(|(&region, &mib_per_s)| JsonRegion { region, mib_per_s })
+                            .collect()
+                    }),
                 mbm_remote_mib_per_s: field(MonEvents::MBM_REMOTE, c.mbm_remote),
                 mbm_total_mib_per_s: field(MonEvents::MBM_TOTAL, c.mbm_total),
                 llc_misses_pcie_read: shown(MonEvents::LLC_MISS_PCIE_READ)
@@ -880,6 +931,98 @@ mod tests {
             "     0-3     22464.0           700.2           300.0"
         );
         assert!(RegionColumns::new(&[0; MAX_REGION_COLUMNS + 1]).is_none());
+    }
+
+    /// Regions 3 then 1 (as `--mon-mem-regions=3,1` orders them), region 1 without a value.
+    fn region_rows() -> (Columns, [Option<f64>; MAX_REGION_COLUMNS]) {
+        let cols = Columns {
+            events: MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL | MonEvents::MBM_REMOTE,
+            regions: RegionColumns::new(&[3, 1]).unwrap(),
+            ..all_cols(false)
+        };
+        let mut regions = [None; MAX_REGION_COLUMNS];
+        regions[0] = Some(700.25);
+        (cols, regions)
+    }
+
+    #[test]
+    fn csv_xml_and_json_carry_one_region_cell_per_shown_region_in_order() {
+        let (cols, regions) = region_rows();
+        let rows = [Row {
+            desc: "0-3",
+            cores: None,
+            cells: Cells {
+                regions,
+                mbm_remote: Some(5.0),
+                ..cells()
+            },
+        }];
+        // CSV: the region cells in MBL's place, a bare `,` for the blank one
+        let csv = render(&mut Csv::new(cols, false), &rows);
+        assert_eq!(
+            csv,
+            "Time,Core,LLC[KB],MBL-r3[MB/s],MBL-r1[MB/s],MBR[MB/s]\n\
+             2024-09-23 10:00:00,\"0-3\",22464.0,700.2,,5.0\n"
+        );
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0].split(',').count(),
+            lines[1].replace("\"0-3\"", "x").split(',').count(),
+            "as many header names as cells"
+        );
+
+        // XML: one node per region, parsed back
+        let xml = render(&mut Xml::new(cols), &rows);
+        let mut reader = quick_xml::Reader::from_str(&xml);
+        let mut nodes: Vec<(String, String)> = Vec::new();
+        loop {
+            match reader.read_event().unwrap() {
+                Event::Eof => break,
+                Event::Start(e) => {
+                    nodes.push((
+                        String::from_utf8(e.name().as_ref().to_vec()).unwrap(),
+                        String::new(),
+                    ));
+                }
+                Event::Text(t) => {
+                    if let Some(last) = nodes.last_mut() {
+                        last.1.push_str(t.decode().unwrap().trim());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let got: Vec<(&str, &str)> = nodes
+            .iter()
+            .filter(|(n, _)| n.starts_with("mbm"))
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("mbm_local_region_3_MB", "700.2"),
+                ("mbm_local_region_1_MB", ""),
+                ("mbm_remote_MB", "5.0"),
+            ]
+        );
+
+        // JSON: `mbm_local_regions` in display order, `null` for the blank one
+        let json = render(&mut Json::new(cols), &rows);
+        let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+        assert_eq!(
+            v["mbm_local_regions"],
+            serde_json::json!([
+                {"region": 3, "mib_per_s": 700.25},
+                {"region": 1, "mib_per_s": null}
+            ])
+        );
+        // no regions (MSR, OS): no field
+        let plain = Columns {
+            regions: RegionColumns::default(),
+            ..cols
+        };
+        let json = render(&mut Json::new(plain), &rows);
+        assert!(!json.contains("regions"), "{json}");
     }
 
     fn render(f: &mut dyn Format, rows: &[Row<'_>]) -> String {
