@@ -71,7 +71,8 @@
 //! contention) by the class's MBA floor, judged against the health before that step and
 //! undone to where it started if it does not help either: where limits are absolute
 //! bandwidth (AMD) a limit above what the class moves in a domain does nothing, so the
-//! first half-way steps can all miss a part that responds only to deep throttles. A
+//! first half-way steps can all miss a part that responds only to deep throttles (there,
+//! also for a step taken above `contended_below`: one that did not bind is no knee). A
 //! class is acted on at most once every `dwell_intervals`.
 //!
 //! # Give-back by demand (rule 2)
@@ -841,11 +842,6 @@ impl Engine {
             self.classes[i].pending = None;
             let after = health.get(p.workload).copied().flatten().unwrap_or(0.0);
             if after < p.health + MIN_GAIN && after < self.restored() {
-                // a step that bought nothing measurable is undone; taken above
-                // `contended_below`, it was the search past the knee: the episode ends
-                if p.health >= self.policy.contended_below {
-                    self.episode = false;
-                }
                 let reason = Reason::NoImprovement {
                     workload: self.policy.protected[p.workload].workload.name.clone(),
                     before: p.health,
@@ -854,10 +850,12 @@ impl Engine {
                 // a part that responds only to deep throttles (AMD's absolute limits: one
                 // above what the class moves does nothing) shows no gain half way: before
                 // MBA is given up, its floor is tried once, judged against the health
-                // before the step
+                // before the step. Where limits are absolute bandwidth, also above
+                // `contended_below`: a limit that did not bind says nothing of a knee.
                 let floor = self.floor(i).mba_percent;
                 if p.kind == ActionKind::ThrottleMba
-                    && p.health < self.policy.contended_below
+                    && (p.health < self.policy.contended_below
+                        || self.facts.mba_full_bytes_per_s.is_some())
                     && !self.classes[i].floor_tried
                     && p.to.mba_percent > floor
                 {
@@ -881,6 +879,11 @@ impl Engine {
                     }
                     out.push(d);
                     continue;
+                }
+                // a step that bought nothing measurable is undone; taken above
+                // `contended_below`, it was the search past the knee: the episode ends
+                if p.health >= self.policy.contended_below {
+                    self.episode = false;
                 }
                 match p.kind {
                     ActionKind::ShrinkWays => self.classes[i].ways_blocked = true,
