@@ -83,7 +83,9 @@
 //! - **bandwidth** when its demand no longer saturates the domain: its traffic scaled to the
 //!   next step's limit, with the others' traffic, stays below [`LOADED_SHARE`] of the
 //!   capacity, or its demand (traffic ÷ its throttle) fell below [`SUBSIDED_SHARE`] of what
-//!   it was when it was throttled. Each step goes half way to no throttling (at least one
+//!   it was when it was throttled, or, where limits are absolute bandwidth (AMD), its
+//!   traffic in its busiest domain is below [`SUBSIDED_SHARE`] of its limit (it no longer
+//!   presses against it). Each step goes half way to no throttling (at least one
 //!   granule), all the way when less than [`GIVE_BACK_STEP`] would be left.
 //!
 //! A give-back is a probe: it is judged after `verify_intervals` like a squeeze. If a
@@ -1115,7 +1117,19 @@ impl Engine {
             let demand_fell = t.zip(c.demand).is_some_and(|(t, d)| {
                 t * 100.0 / f64::from(s.mba_percent.max(1)) < SUBSIDED_SHARE * d
             });
-            if fits || demand_fell {
+            // where limits are absolute bandwidth, a class moving well under its limit in
+            // its busiest domain no longer presses against it
+            let per_domain = r
+                .peak_domain_bytes_per_s
+                .or_else(|| t.map(|t| t / f64::from(self.span(&self.facts.best_effort_spans, i))));
+            let unbound =
+                self.facts
+                    .mba_full_bytes_per_s
+                    .zip(per_domain)
+                    .is_some_and(|(full, t)| {
+                        t < SUBSIDED_SHARE * full * f64::from(s.mba_percent) / 100.0
+                    });
+            if fits || demand_fell || unbound {
                 next
             } else {
                 s.mba_percent
