@@ -703,7 +703,7 @@ fn amd_deep_only(
     after_gbps: f64,
 ) -> (Vec<(u64, Decision)>, Vec<f64>, Vec<Setting>) {
     let full = 256.0 * GB;
-    let mut e = Engine::new(
+    let mut engine = Engine::new(
         policy("min_mba_percent = 1\n"),
         Facts {
             mba_granularity: None,
@@ -711,33 +711,33 @@ fn amd_deep_only(
             ..facts()
         },
     );
-    let mut s = FULL;
+    let mut setting = FULL;
     let mut decisions = Vec::new();
     let mut health = Vec::new();
     let mut settings = Vec::new();
     for t in 0..=90u64 {
         let on = (10..60).contains(&t);
         let wants = if on { 10.0 * GB } else { after_gbps * GB };
-        let a = wants.min(full * f64::from(s.mba_percent) / 100.0);
-        let share = share(a / GB);
-        let p = Reading {
+        let moved = wants.min(full * f64::from(setting.mba_percent) / 100.0);
+        let share = share(moved / GB);
+        let pipeline = Reading {
             llc_bytes: Some(23_000_000),
             mem_bytes_per_s: Some(0.2 * GB * share),
             ipc: Some(1.8 * share),
             ..Reading::default()
         };
-        let b = Reading {
+        let streamer = Reading {
             llc_bytes: Some(1_000_000),
-            mem_bytes_per_s: Some(a),
+            mem_bytes_per_s: Some(moved),
             ipc: Some(0.6),
             ..Reading::default()
         };
         health.push(share);
-        for d in e.observe(Duration::from_secs(t), &[p], &[b], &[s]) {
-            s = d.to;
+        for d in engine.observe(Duration::from_secs(t), &[pipeline], &[streamer], &[setting]) {
+            setting = d.to;
             decisions.push((t, d));
         }
-        settings.push(s);
+        settings.push(setting);
     }
     (decisions, health, settings)
 }
