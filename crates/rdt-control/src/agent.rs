@@ -837,10 +837,7 @@ impl Agent {
     fn percent_of(&self, limit: MbaLimit) -> u8 {
         match (limit, self.mba) {
             (MbaLimit::Percent(p), _) => p,
-            (MbaLimit::AmdUnits(u), Some(MbaKind::AmdBandwidth { width })) => {
-                let max = 1u64 << width.min(32);
-                u8::try_from((u64::from(u) * 100 / max).min(100)).unwrap_or(100)
-            }
+            (MbaLimit::AmdUnits(u), Some(MbaKind::AmdBandwidth { width })) => amd_percent(u, width),
             _ => 100,
         }
     }
@@ -848,12 +845,7 @@ impl Agent {
     /// A percent as the platform's limit.
     fn limit_of(&self, percent: u8) -> MbaLimit {
         match self.mba {
-            Some(MbaKind::AmdBandwidth { width }) => {
-                let max = 1u64 << width.min(32);
-                MbaLimit::AmdUnits(
-                    u32::try_from(max * u64::from(percent) / 100).unwrap_or(u32::MAX),
-                )
-            }
+            Some(MbaKind::AmdBandwidth { width }) => MbaLimit::AmdUnits(amd_units(percent, width)),
             _ => MbaLimit::Percent(percent),
         }
     }
@@ -1255,6 +1247,42 @@ impl Agent {
                 .map_err(AgentError::backend("stopping monitoring"))?;
         }
         Ok(())
+    }
+}
+
+/// AMD bandwidth units (1/8 GB/s, `2^width` of them no limit) for the controller's
+/// `percent` of `2^width`, rounded down (a limit never above the percent).
+fn amd_units(percent: u8, width: u32) -> u32 {
+    let max = 1u64 << width.min(32);
+    u32::try_from(max * u64::from(percent.min(100)) / 100).unwrap_or(u32::MAX)
+}
+
+/// The controller's percent of `2^width` for `units` of AMD bandwidth, rounded up, so that
+/// [`amd_units`] read back is the percent written: rounded down, 1 % (20 of 2048 units)
+/// read back as 0 %, below every floor, and was raised to it every interval.
+fn amd_percent(units: u32, width: u32) -> u8 {
+    let max = 1u64 << width.min(32);
+    u8::try_from((u64::from(units) * 100).div_ceil(max).min(100)).unwrap_or(100)
+}
+
+#[cfg(test)]
+mod amd_tests {
+    /// Every percent survives the round trip through AMD's units (Genoa: width 11), and
+    /// no limit (2^width units) is 100 %.
+    #[test]
+    fn amd_limits_read_back_as_the_percent_written() {
+        for width in [8, 11, 12] {
+            for p in 1..=100u8 {
+                let u = super::amd_units(p, width);
+                assert_eq!(
+                    super::amd_percent(u, width),
+                    p,
+                    "{p} % = {u} units, width {width}"
+                );
+            }
+            assert_eq!(super::amd_percent(1 << width, width), 100);
+        }
+        assert_eq!(super::amd_units(1, 11), 20);
     }
 }
 
