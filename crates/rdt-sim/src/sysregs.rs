@@ -218,7 +218,11 @@ impl SimPlatform {
     /// Whether the model has IA32_L3_IO_QOS_CFG (module docs): an Intel L3 CAT that
     /// enumerates I/O RDT allocation.
     pub(crate) fn has_l3_io_qos_cfg(&self) -> bool {
-        !is_amd(&self.cpuid) && self.cpuid.cpuid(0x10, 1).is_some_and(|r| r.ecx >> 1 & 1 == 1)
+        !is_amd(&self.cpuid)
+            && self
+                .cpuid
+                .cpuid(0x10, 1)
+                .is_some_and(|r| r.ecx >> 1 & 1 == 1)
     }
 
     /// IA32_L3_IO_QOS_CFG of the package of the CPU at topology index `i` (0 until written).
@@ -350,19 +354,35 @@ mod tests {
     #[test]
     fn l3_io_qos_cfg_follows_set_io_rdt_per_package() {
         let mut p = SimPlatform::builtin("sapphire-rapids").unwrap();
-        assert_eq!(rd(&mut p, 0, L3_IO_QOS_CFG), None, "no captured part has it");
+        assert_eq!(
+            rd(&mut p, 0, L3_IO_QOS_CFG),
+            None,
+            "no captured part has it"
+        );
         assert!(!p.capabilities().l3_cat.get().unwrap().io_rdt);
         assert!(p.set_io_rdt(true));
         assert!(p.capabilities().l3_cat.get().unwrap().io_rdt);
         assert_eq!(p.cpuid().cpuid(0x10, 1).map(|r| r.ecx & 2), Some(2));
         let cpus = p.topology().cpus().to_vec();
         let pkg0 = cpus.iter().find(|c| c.cpu == cpu(0)).unwrap().package;
-        let same = cpus.iter().find(|c| c.package == pkg0 && c.cpu != cpu(0)).unwrap().cpu;
+        let same = cpus
+            .iter()
+            .find(|c| c.package == pkg0 && c.cpu != cpu(0))
+            .unwrap()
+            .cpu;
         let other = cpus.iter().find(|c| c.package != pkg0).unwrap().cpu;
         assert_eq!(rd(&mut p, 0, L3_IO_QOS_CFG), Some(0));
         p.write(cpu(0), MsrAddr::new(L3_IO_QOS_CFG), 3).unwrap();
-        assert_eq!(rd(&mut p, same.get(), L3_IO_QOS_CFG), Some(3), "the package's");
-        assert_eq!(rd(&mut p, other.get(), L3_IO_QOS_CFG), Some(0), "the other package's");
+        assert_eq!(
+            rd(&mut p, same.get(), L3_IO_QOS_CFG),
+            Some(3),
+            "the package's"
+        );
+        assert_eq!(
+            rd(&mut p, other.get(), L3_IO_QOS_CFG),
+            Some(0),
+            "the other package's"
+        );
         assert!(p.write(cpu(0), MsrAddr::new(L3_IO_QOS_CFG), 4).is_err());
         assert!(!p.set_io_rdt(false));
         assert_eq!(rd(&mut p, 0, L3_IO_QOS_CFG), None);

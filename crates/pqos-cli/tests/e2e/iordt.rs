@@ -32,7 +32,11 @@ fn l3iordt_on_and_off_program_the_l3_io_qos_register_of_every_socket() {
     assert!(m.platform().lock().set_io_rdt(true));
     let cpus = m.platform().lock().topology().cpus().len();
     let d = m.pqos(&["-D"]).ok();
-    assert!(d.stdout.contains(&l3_iordt_line("disabled")), "{}", d.stdout);
+    assert!(
+        d.stdout.contains(&l3_iordt_line("disabled")),
+        "{}",
+        d.stdout
+    );
     assert_eq!(io_qos_cfg(&m, 0), 0);
     m.pqos(&["-e", "llc:1=0x3"]).ok();
     let r = m.pqos(&["-R", "l3iordt-on"]).ok();
@@ -46,14 +50,22 @@ fn l3iordt_on_and_off_program_the_l3_io_qos_register_of_every_socket() {
     let d = m.pqos(&["-D"]).ok();
     assert!(d.stdout.contains(&l3_iordt_line("enabled")), "{}", d.stdout);
     let s = m.pqos(&["-s"]).ok();
-    assert!(!s.stdout.contains("L3CA COS1 => MASK 0x3\n"), "{}", s.stdout);
+    assert!(
+        !s.stdout.contains("L3CA COS1 => MASK 0x3\n"),
+        "{}",
+        s.stdout
+    );
     m.pqos(&["-R"]).ok();
     assert_eq!(io_qos_cfg(&m, 0) & 1, 1, "-R alone keeps it");
     m.pqos(&["-R", "l3iordt-off"]).ok();
     assert_eq!(io_qos_cfg(&m, 0), 0);
     assert_eq!(io_qos_cfg(&m, cpus - 1), 0);
     let d = m.pqos(&["-D"]).ok();
-    assert!(d.stdout.contains(&l3_iordt_line("disabled")), "{}", d.stdout);
+    assert!(
+        d.stdout.contains(&l3_iordt_line("disabled")),
+        "{}",
+        d.stdout
+    );
 }
 
 /// Where the L3 CAT does not enumerate I/O RDT (every captured part) and on the OS interface
@@ -67,7 +79,11 @@ fn l3iordt_on_is_refused_where_the_part_lacks_it() {
         let iface = format!("--iface={iface}");
         if iface.ends_with("msr") {
             let d = sim.pqos(&[&iface, "-D"]).ok();
-            assert!(d.stdout.contains(&l3_iordt_line("unsupported")), "{}", d.stdout);
+            assert!(
+                d.stdout.contains(&l3_iordt_line("unsupported")),
+                "{}",
+                d.stdout
+            );
         }
         sim.pqos(&[&iface, "-e", "llc:1=0x3"]).ok();
         let r = sim.pqos(&[&iface, "-R", "l3iordt-on"]);

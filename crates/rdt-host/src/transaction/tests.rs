@@ -498,7 +498,8 @@ fn an_l3_iordt_reset_is_validated_first_and_undone_by_the_journal_state() {
     let writes = b.writes.len();
     let e = Plan::new(&mut b, &[Change::Reset(on)]).unwrap_err();
     assert!(
-        e.to_string().contains("L3 I/O RDT requested but not supported"),
+        e.to_string()
+            .contains("L3 I/O RDT requested but not supported"),
         "{e}"
     );
     assert_eq!(b.writes.len(), writes);

@@ -177,9 +177,9 @@ impl Tree for DevCpuTree {
                     // the position moves by one per 16-byte record (`*ppos = ++pos`).
                     #[allow(clippy::cast_possible_truncation)]
                     let (leaf, sub) = (pos as u32, (pos >> 32) as u32);
-                    let r = cpuid
-                        .as_ref()
-                        .map_or_else(CpuidRegs::default, |c| instruction_answer(c, cpu, leaf, sub));
+                    let r = cpuid.as_ref().map_or_else(CpuidRegs::default, |c| {
+                        instruction_answer(c, cpu, leaf, sub)
+                    });
                     for w in [r.eax, r.ebx, r.ecx, r.edx] {
                         out.extend_from_slice(&w.to_le_bytes());
                     }
