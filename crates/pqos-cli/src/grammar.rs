@@ -421,7 +421,8 @@ impl FromStr for AssocDefs {
 // ---------------------------------------------------------------------------------------
 
 /// The value of `-R`: comma-separated `l3cdp-on|off|any`, `l2cdp-on|off|any`,
-/// `mbaCtrl-on|off|any` (case-insensitive); empty = reset with everything `any`.
+/// `mbaCtrl-on|off|any`, `mba40-on|off|any`, `l3iordt-on|off|any` (case-insensitive);
+/// empty = reset with everything `any`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ResetCfg(pub AllocReset);
 
@@ -458,12 +459,8 @@ impl FromStr for ResetCfg {
                 "mbactrl" => cfg.mba_ctrl = setting,
                 // pqos/main.c selfn_reset_alloc: `pqos_alloc_config.mba40`
                 "mba40" => cfg.mba40 = setting,
-                "l3iordt" if setting == FeatureSetting::Any => {}
-                "l3iordt" => {
-                    return Err(err(format!(
-                        "'{t}': I/O RDT reset options are not supported by this tool"
-                    )));
-                }
+                // pqos/main.c selfn_reset_alloc: `pqos_alloc_config.l3_iordt`
+                "l3iordt" => cfg.l3_iordt = setting,
                 _ => return Err(unknown()),
             }
         }

@@ -307,21 +307,21 @@ fn reset(lib: &mut Lib, cfg: Option<&pqos_alloc_config>) -> c_int {
         reserved: [0; 4],
     });
     // enum pqos_mba40_config has pqos_mba_config's values (ANY, OFF, ON)
-    let (Some(l3_cdp), Some(l2_cdp), Some(mba_ctrl), Some(mba40), true, true) = (
+    // enum pqos_iordt_config has pqos_cdp_config's values (ANY, OFF, ON)
+    let (Some(l3_cdp), Some(l2_cdp), Some(mba_ctrl), Some(mba40), Some(l3_iordt), true) = (
         cdp_setting(cfg.l3_cdp),
         cdp_setting(cfg.l2_cdp),
         mba_setting(cfg.mba),
         mba_setting(cfg.mba40),
-        cfg.l3_iordt <= 2,
+        cdp_setting(cfg.l3_iordt),
         cfg.smba <= 2,
     ) else {
         return PQOS_RETVAL_PARAM;
     };
-    // L3 I/O RDT is not on any platform the library drives; SMBA has no controller.
-    // Asking to turn them on is a missing resource, as in libpqos. MBA 4.0 is the
-    // library's to refuse where the part lacks it.
-    if cfg.l3_iordt == 2 || cfg.smba == 2 {
-        log::error!("L3 I/O RDT and the SMBA controller are not supported");
+    // SMBA has no controller: asking to turn it on is a missing resource, as in libpqos.
+    // MBA 4.0 and L3 I/O RDT are the library's to refuse where the part lacks them.
+    if cfg.smba == 2 {
+        log::error!("the SMBA controller is not supported");
         return PQOS_RETVAL_RESOURCE;
     }
     apply(
@@ -331,6 +331,7 @@ fn reset(lib: &mut Lib, cfg: Option<&pqos_alloc_config>) -> c_int {
             l2_cdp,
             mba_ctrl,
             mba40,
+            l3_iordt,
         })],
     )
 }

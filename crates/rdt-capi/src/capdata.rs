@@ -73,7 +73,7 @@ fn values(rdt: &mut Rdt) -> Values {
             cdp_on: flag(c.cdp_enabled),
             non_contiguous_cbm: c_uint::from(c.non_contiguous_cbm),
             iordt: flag(c.io_rdt),
-            iordt_on: 0,
+            iordt_on: flag(caps.l3_iordt == Some(true)),
         }),
         l2: caps.l2_cat.get().map(|c| pqos_cap_l2ca {
             mem_size: size_of_c::<pqos_cap_l2ca>(),

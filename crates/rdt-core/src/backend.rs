@@ -128,6 +128,14 @@ pub struct AllocReset {
     /// `hw_alloc_reset_mba40`), where [`Capabilities::mba40`](crate::Capabilities::mba40)
     /// says the part has them; MSR interface only (pqos's OS interface never reports them).
     pub mba40: FeatureSetting,
+    /// L3 I/O RDT allocation (pqos `-R l3iordt-on|off`, `pqos_alloc_config.l3_iordt`):
+    /// IA32_L3_IO_QOS_CFG (0xC83) bit 0, L3 non-CPU agent allocation enable, set or cleared
+    /// on one CPU per L3 domain (lib/allocation.c `hw_alloc_reset_l3iordt`; Intel RDT
+    /// architecture specification, I/O RDT), where
+    /// [`Capabilities::l3_iordt`](crate::Capabilities::l3_iordt) says the part has it; MSR
+    /// and MMIO interfaces only (resctrl has no such control).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub l3_iordt: FeatureSetting,
 }
 
 /// What the error of every [`Backend`] offers code that is generic over the trait: the

@@ -412,6 +412,13 @@ pub struct Capabilities {
     /// `Some(enabled)` from IA32_MBA_CFG (0xC84) bit 2 (pqos keeps the last MBA domain's).
     /// CPUID alone cannot tell: detection reports `None` and the MSR backend sets it.
     pub mba40: Option<bool>,
+    /// L3 I/O RDT allocation as the MSR interface finds it (pqos v23.11+ `lib/hw_cap.c`
+    /// `hw_cap_l3ca_iordt`, `pqos_cap_l3ca.iordt`/`iordt_on`): `None` when the L3 CAT does
+    /// not enumerate non-CPU agent allocation (CPUID.(10H,1):ECX\[1\] clear) and on the OS
+    /// interface; `Some(enabled)` from IA32_L3_IO_QOS_CFG (0xC83) bit 0, on only if it is
+    /// set in every L3 domain (pqos requires all of them). Detection reports `None` and the
+    /// MSR backend sets it.
+    pub l3_iordt: Option<bool>,
 }
 
 /// Sub-NUMA Clustering (SNC) on an Intel part, as pqos `lib/hw_cap.c`
@@ -666,6 +673,7 @@ impl Capabilities {
             uncore_pcie: false,
             snc: None,
             mba40: None,
+            l3_iordt: None,
             amd_mbm: crate::mbm::AmdMbmCaps {
                 bmec: false,
                 event_config_mask: 0,
@@ -955,6 +963,19 @@ impl Capabilities {
                 "IA32_CORE_CAPABILITIES bit 10 is clear on every CPU"
             };
             return Err(unsupported("MBA 4.0 extensions", Some(why)));
+        }
+        // lib/allocation.c hw_alloc_reset: "L3 I/O RDT setting requested but no L3 CAT
+        // present!", "L3 I/O RDT requested but not supported by the platform!"
+        if cfg.l3_iordt != FeatureSetting::Any && !self.l3_cat.is_present() {
+            return Err(unsupported("L3 I/O RDT", Some("no L3 CAT present")));
+        }
+        if cfg.l3_iordt == FeatureSetting::On && self.l3_iordt.is_none() {
+            let why = if interface == crate::Interface::Os {
+                "resctrl has no I/O RDT control"
+            } else {
+                "the L3 CAT does not enumerate non-CPU agent allocation (CPUID.(10H,1):ECX[1])"
+            };
+            return Err(unsupported("L3 I/O RDT", Some(why)));
         }
         Ok(())
     }

@@ -160,6 +160,7 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         uncore_pcie: uncore_pcie(signature, &vendor),
         snc: None,
         mba40: None,
+        l3_iordt: None,
         amd_mbm: if amd {
             amd_mbm(&p)
         } else {

@@ -753,6 +753,14 @@ impl FakeBackend {
                 }
             }
         }
+        // L3 I/O RDT where the fixture has it (`reconfigure` setting `l3_iordt`)
+        if self.caps.l3_iordt.is_some() {
+            match cfg.l3_iordt {
+                FeatureSetting::On => self.caps.l3_iordt = Some(true),
+                FeatureSetting::Off => self.caps.l3_iordt = Some(false),
+                FeatureSetting::Any => {}
+            }
+        }
         self.reset_tables();
         for c in self.cos.values_mut() {
             *c = ClassId::new(0);

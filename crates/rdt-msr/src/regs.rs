@@ -24,6 +24,17 @@ pub const IA32_QM_CTR: MsrAddr = MsrAddr::new(0xC8E);
 pub const IA32_L3_QOS_CFG: MsrAddr = MsrAddr::new(0xC81);
 /// IA32_L2_QOS_CFG (0xC82): bit 0 enables L2 CDP.
 pub const IA32_L2_QOS_CFG: MsrAddr = MsrAddr::new(0xC82);
+/// IA32_L3_IO_QOS_CFG (0xC83, pqos `PQOS_MSR_L3_IO_QOS_CFG`): present where the L3 CAT
+/// or L3 monitoring enumerates non-CPU agents (I/O RDT: CPUID.(10H,1):ECX\[1\],
+/// CPUID.(0FH,1):EAX\[9\]/\[10\]); bit 0 enables I/O RDT allocation in the L3
+/// ([`L3_IO_QOS_CA_EN`]), bit 1 I/O RDT monitoring ([`L3_IO_QOS_MON_EN`]) (Intel RDT
+/// architecture specification, I/O RDT; pqos lib/allocation.c `hw_alloc_reset_l3iordt`,
+/// lib/hw_monitoring.c `hw_mon_reset_iordt`).
+pub const IA32_L3_IO_QOS_CFG: MsrAddr = MsrAddr::new(0xC83);
+/// IA32_L3_IO_QOS_CFG bit 0: L3 I/O RDT allocation enabled (pqos `PQOS_MSR_L3_IO_QOS_CA_EN`).
+pub const L3_IO_QOS_CA_EN: u64 = 1;
+/// IA32_L3_IO_QOS_CFG bit 1: L3 I/O RDT monitoring enabled (pqos `PQOS_MSR_L3_IO_QOS_MON_EN`).
+pub const L3_IO_QOS_MON_EN: u64 = 1 << 1;
 /// IA32_MBA_CFG (0xC84, pqos `PQOS_MSR_MBA_CFG`): on Intel MBA 2.0 and later (linear MBA
 /// with more than 8 classes, or per-thread MBA) bit 0 selects which delay a core applies
 /// when its threads' classes differ ([`MBA_CFG_MIN_DELAY`]), bit 1 legacy mode, bit 2 MBA

@@ -460,6 +460,7 @@ impl ResctrlInfo {
             snc: None,
             // pqos's OS interface never reports MBA 4.0 (lib/os_cap.c leaves `mba40` 0)
             mba40: None,
+            l3_iordt: None,
             amd_mbm: cpu.map_or_else(Default::default, |c| c.amd_mbm),
         }
     }

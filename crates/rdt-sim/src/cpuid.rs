@@ -113,6 +113,10 @@ const PATCHES: &[(bool, u32, u32, CpuidPatch)] = &[
     ),
 ];
 
+/// The reason of the patch [`SimCpuid::set_l3_io_alloc`] makes.
+const IO_RDT_REASON: &str = "L3 CAT non-CPU agent (I/O RDT) allocation, CPUID.(10H,1):ECX[1], set or \
+     cleared by SimPlatform::set_io_rdt (no captured part enumerates it)";
+
 /// The simulated platform's CPUID (as seen from CPU 0): the dump plus [`CpuidPatch`]es.
 /// Built with [`SimCpuid::from_dump`], it also answers per CPU ([`SimCpuid::cpuid_on`]).
 ///
@@ -203,6 +207,28 @@ impl SimCpuid {
     #[must_use]
     pub fn patches(&self) -> &[CpuidPatch] {
         &self.patches
+    }
+
+    /// Sets CPUID.(10H,1):ECX\[1\], the L3 CAT's non-CPU agent (I/O RDT) allocation, on or
+    /// off on every CPU, as a patch over the dump ([`crate::SimPlatform::set_io_rdt`]).
+    /// Returns `false` (nothing changed) where the dump has no leaf 10H subleaf 1.
+    pub(crate) fn set_l3_io_alloc(&mut self, on: bool) -> bool {
+        self.patches.retain(|p| p.reason != IO_RDT_REASON);
+        let Some(mut r) = self.cpuid(0x10, 1) else {
+            return false;
+        };
+        if on {
+            r.ecx |= 1 << 1;
+        } else {
+            r.ecx &= !(1 << 1);
+        }
+        self.patches.push(CpuidPatch {
+            leaf: 0x10,
+            subleaf: 1,
+            regs: r,
+            reason: IO_RDT_REASON,
+        });
+        true
     }
 }
 

@@ -214,6 +214,9 @@ pub struct SimPlatform {
     /// The part has Intel's MBA 4.0 extensions: IA32_CORE_CAPABILITIES bit 10 and
     /// MBA_CFG bit 2 ([`crate::sysregs`], [`SimPlatform::set_mba40`]; not saved).
     pub(crate) mba40: bool,
+    /// IA32_L3_IO_QOS_CFG per package, where written ([`crate::sysregs`],
+    /// [`SimPlatform::set_io_rdt`]; not saved).
+    pub(crate) l3_io_qos_cfg: BTreeMap<u32, u64>,
     /// MSR_RMID_SNC_CONFIG per package, where written ([`crate::sysregs`]; not saved).
     pub(crate) rmid_snc_config: BTreeMap<u32, u64>,
     /// The uncore CHA monitors per package, one per CHA; empty where the CPU has none
@@ -324,6 +327,7 @@ impl SimPlatform {
             rdt_boot: crate::quirks::RdtOptions::default(),
             mba_cfg: BTreeMap::new(),
             mba40: false,
+            l3_io_qos_cfg: BTreeMap::new(),
             rmid_snc_config: BTreeMap::new(),
             uncore: BTreeMap::new(),
             memory: Vec::new(),
@@ -474,6 +478,28 @@ impl SimPlatform {
             }
         }
         self.mba40
+    }
+
+    /// Models a part whose L3 CAT enumerates I/O RDT allocation (pqos v23.11+ `-R
+    /// l3iordt-on|off`): CPUID.(10H,1):ECX\[1\] set (a CPUID patch) and IA32_L3_IO_QOS_CFG
+    /// (0xC83) per package ([`crate::sysregs`]). No captured part enumerates it, though
+    /// `sapphire-rapids` and `xeon-rdt13` carry an ACPI IRDT; this turns it on for an Intel
+    /// model with L3 CAT and does nothing elsewhere. Off clears the CPUID bit and the
+    /// register. Returns whether the part now has it. Not saved in the state file (as
+    /// MBA_CFG is not).
+    pub fn set_io_rdt(&mut self, on: bool) -> bool {
+        let intel = matches!(self.caps.vendor, rdt_core::Vendor::Intel);
+        let on = on && intel && self.caps.l3_cat.is_present();
+        if !self.cpuid.set_l3_io_alloc(on) {
+            return false;
+        }
+        if let Some(l3) = self.caps.l3_cat.get_mut() {
+            l3.io_rdt = on;
+        }
+        if !on {
+            self.l3_io_qos_cfg.clear();
+        }
+        on
     }
 
     /// Boots another kernel release: the next resctrl mount shows its files (a mounted

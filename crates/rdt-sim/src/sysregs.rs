@@ -1,6 +1,6 @@
 //! Registers that are not RDT's but that RDT tools read on real silicon: the TSC, the local
 //! APIC's base and x2APIC id, IA32_MISC_ENABLE, IA32_EFER, IA32_CORE_CAPABILITIES,
-//! MBA_CFG and MSR_RMID_SNC_CONFIG. Without them a tool that reads one of them to learn where it runs (the x2APIC id)
+//! MBA_CFG, IA32_L3_IO_QOS_CFG and MSR_RMID_SNC_CONFIG. Without them a tool that reads one of them to learn where it runs (the x2APIC id)
 //! or what the CPU does (core capabilities) cannot start on the model, though it would on the
 //! machine the model copies.
 //!
@@ -12,6 +12,7 @@
 //! | IA32_EFER 0xC000_0080 | always | `0xD01`: SCE (0), LME (8), LMA (10), NXE (11), as a 64-bit Linux kernel runs | EIO |
 //! | IA32_CORE_CAPABILITIES 0xCF | Intel, CPUID.(7,0):EDX\[30\] (`sapphire-rapids`) | `0x24`: bit 2 integrity capabilities (In-Field Scan, which Sapphire Rapids has: Linux `ifs` driver) and bit 5 split-lock detection (Linux `split_lock_setup`); bit 10 (MBA 4.0, pqos `is_mba40_supported`) only where [`SimPlatform::set_mba40`] models a part with it (no built-in model's part has it) | EIO (read-only) |
 //! | MBA_CFG 0xC84 | Intel MBA 2.0 and later: linear MBA with more than 8 classes or per-thread controls, CPUID.(10H,3) (`sapphire-rapids`: 15 classes; pqos reads it there, `hw_cap_mba_discover`), or MBA 4.0 | per package, reset 0: bit 0 selects which delay a core applies when its two threads' classes differ, 0 the larger (max), 1 the smaller (min); bit 1 legacy mode (held, no effect); bit 2 MBA 4.0 extensions enabled, with MBA 4.0 (held: the model's throttling does not change) | other bits: EIO |
+//! | IA32_L3_IO_QOS_CFG 0xC83 | Intel, the L3 CAT enumerates I/O RDT allocation (CPUID.(10H,1):ECX\[1\]; no captured part: [`SimPlatform::set_io_rdt`]) | per package, reset 0: bit 0 L3 I/O RDT allocation enabled, bit 1 L3 I/O RDT monitoring enabled (both held: the model's I/O agents do not change) | other bits: EIO |
 //! | MSR_RMID_SNC_CONFIG 0xCA0 | Intel family 6 Ice Lake server and later (models 6AH, 8FH, CFH, ADH, AFH: the kernel's `snc_cpu_ids`; `sapphire-rapids*`) | per package; bit 0 set at power-on (legacy mode), clear on an SNC model (Linux clears it at boot, `arch_mon_domain_online`); while clear and SNC is on, a CPU on node k counts RMID r as r + k × (RMIDs / nodes), while set as r | bits other than 0: EIO |
 //! | IA32_X2APIC_APICID 0x802 | x2APIC mode (CPUID.1:ECX\[21\]; xAPIC mode: #GP, EIO) | the CPU's x2APIC id: CPUID.(1FH or 0BH, 0):EDX of that CPU, else CPUID.8000_001EH:EAX (AMD), else CPUID.1:EBX\[31:24\] | EIO (read-only) |
 //!
@@ -45,6 +46,8 @@ pub(crate) const IA32_X2APIC_APICID: u32 = 0x802;
 pub(crate) const IA32_EFER: u32 = 0xC000_0080;
 /// IA32_CORE_CAPABILITIES.
 pub(crate) const IA32_CORE_CAPABILITIES: u32 = 0xCF;
+/// IA32_L3_IO_QOS_CFG (pqos `PQOS_MSR_L3_IO_QOS_CFG`).
+pub(crate) const L3_IO_QOS_CFG: u32 = rdt_msr::regs::IA32_L3_IO_QOS_CFG.get();
 /// MBA_CFG (SDM: MSR_MBA_CFG; pqos `PQOS_MSR_MBA_CFG`).
 pub(crate) const MBA_CFG: u32 = rdt_msr::regs::IA32_MBA_CFG.get();
 /// MBA_CFG bit 0: the smaller of a core's thread delays applies.
@@ -64,6 +67,7 @@ pub(crate) enum SysReg {
     X2ApicId,
     CoreCapabilities,
     MbaCfg,
+    L3IoQosCfg,
     RmidSncConfig,
 }
 
@@ -93,6 +97,7 @@ impl SimPlatform {
                 Some(SysReg::CoreCapabilities)
             }
             MBA_CFG if self.has_mba_cfg() => Some(SysReg::MbaCfg),
+            L3_IO_QOS_CFG if self.has_l3_io_qos_cfg() => Some(SysReg::L3IoQosCfg),
             RMID_SNC_CONFIG if self.has_rmid_snc_config() => Some(SysReg::RmidSncConfig),
             _ => None,
         }
@@ -127,6 +132,7 @@ impl SimPlatform {
                 }
             }
             SysReg::MbaCfg => self.mba_cfg_of(i),
+            SysReg::L3IoQosCfg => self.l3_io_qos_cfg_of(i),
             SysReg::RmidSncConfig => self.rmid_snc_config_of(i),
         })
     }
@@ -140,6 +146,13 @@ impl SimPlatform {
                 };
                 self.mba_cfg.insert(p.package, v);
                 self.recompute();
+                true
+            }
+            SysReg::L3IoQosCfg if v & !0b11 == 0 => {
+                let Some(p) = self.topology.cpus().get(i) else {
+                    return false;
+                };
+                self.l3_io_qos_cfg.insert(p.package, v);
                 true
             }
             SysReg::RmidSncConfig if v & !1 == 0 => {
@@ -200,6 +213,26 @@ impl SimPlatform {
             .and_then(|p| self.rmid_snc_config.get(&p.package))
             .copied()
             .unwrap_or(u64::from(self.snc <= 1))
+    }
+
+    /// Whether the model has IA32_L3_IO_QOS_CFG (module docs): an Intel L3 CAT that
+    /// enumerates I/O RDT allocation.
+    pub(crate) fn has_l3_io_qos_cfg(&self) -> bool {
+        !is_amd(&self.cpuid)
+            && self
+                .cpuid
+                .cpuid(0x10, 1)
+                .is_some_and(|r| r.ecx >> 1 & 1 == 1)
+    }
+
+    /// IA32_L3_IO_QOS_CFG of the package of the CPU at topology index `i` (0 until written).
+    pub(crate) fn l3_io_qos_cfg_of(&self, i: usize) -> u64 {
+        self.topology
+            .cpus()
+            .get(i)
+            .and_then(|p| self.l3_io_qos_cfg.get(&p.package))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// MBA_CFG of the package of the CPU at topology index `i` (0 until written).
@@ -314,6 +347,49 @@ mod tests {
         let mut s = SimPlatform::builtin("skylake-sp").unwrap();
         assert_eq!(rd(&mut s, 0, IA32_CORE_CAPABILITIES), None);
         assert_eq!(rd(&mut s, 0, MBA_CFG), None, "MBA 1.0: 8 classes");
+    }
+
+    /// IA32_L3_IO_QOS_CFG exists only where the L3 CAT enumerates I/O RDT allocation
+    /// (CPUID.(10H,1):ECX\[1\], which `set_io_rdt` patches in): per package, bits 0-1.
+    #[test]
+    fn l3_io_qos_cfg_follows_set_io_rdt_per_package() {
+        let mut p = SimPlatform::builtin("sapphire-rapids").unwrap();
+        assert_eq!(
+            rd(&mut p, 0, L3_IO_QOS_CFG),
+            None,
+            "no captured part has it"
+        );
+        assert!(!p.capabilities().l3_cat.get().unwrap().io_rdt);
+        assert!(p.set_io_rdt(true));
+        assert!(p.capabilities().l3_cat.get().unwrap().io_rdt);
+        assert_eq!(p.cpuid().cpuid(0x10, 1).map(|r| r.ecx & 2), Some(2));
+        let cpus = p.topology().cpus().to_vec();
+        let pkg0 = cpus.iter().find(|c| c.cpu == cpu(0)).unwrap().package;
+        let same = cpus
+            .iter()
+            .find(|c| c.package == pkg0 && c.cpu != cpu(0))
+            .unwrap()
+            .cpu;
+        let other = cpus.iter().find(|c| c.package != pkg0).unwrap().cpu;
+        assert_eq!(rd(&mut p, 0, L3_IO_QOS_CFG), Some(0));
+        p.write(cpu(0), MsrAddr::new(L3_IO_QOS_CFG), 3).unwrap();
+        assert_eq!(
+            rd(&mut p, same.get(), L3_IO_QOS_CFG),
+            Some(3),
+            "the package's"
+        );
+        assert_eq!(
+            rd(&mut p, other.get(), L3_IO_QOS_CFG),
+            Some(0),
+            "the other package's"
+        );
+        assert!(p.write(cpu(0), MsrAddr::new(L3_IO_QOS_CFG), 4).is_err());
+        assert!(!p.set_io_rdt(false));
+        assert_eq!(rd(&mut p, 0, L3_IO_QOS_CFG), None);
+        assert_eq!(p.cpuid().cpuid(0x10, 1).map(|r| r.ecx & 2), Some(0));
+        let mut g = SimPlatform::builtin("genoa").unwrap();
+        assert!(!g.set_io_rdt(true), "AMD");
+        assert_eq!(rd(&mut g, 0, L3_IO_QOS_CFG), None);
     }
 
     /// SDM Vol. 3B 18.19 (MBA): with per-core MBA the core applies the larger of its

@@ -191,7 +191,10 @@ pub fn print_capabilities(
             c,
             classes,
             caps.l3_cache.as_ref(),
-            CatLevel::L3 { io_alloc },
+            CatLevel::L3 {
+                io_alloc,
+                iordt_on: caps.l3_iordt == Some(true),
+            },
             verbose,
         )?;
     }
@@ -439,7 +442,11 @@ fn print_mbm_details(out: &mut dyn Write, d: &MbmDetails, verbose: bool) -> Resu
 /// resctrl shows io_alloc.
 #[derive(Clone, Copy)]
 enum CatLevel<'a> {
-    L3 { io_alloc: Option<&'a IoAlloc> },
+    /// `iordt_on`: L3 I/O RDT allocation enabled ([`Capabilities::l3_iordt`]).
+    L3 {
+        io_alloc: Option<&'a IoAlloc>,
+        iordt_on: bool,
+    },
     L2,
 }
 
@@ -460,13 +467,21 @@ fn print_cat(
         "unsupported"
     };
     line(out, 16, &format!("Non-Contiguous CBM: {nc}"))?;
-    if let CatLevel::L3 { .. } = level {
-        let io = if c.io_rdt { "disabled" } else { "unsupported" };
+    if let CatLevel::L3 { iordt_on, .. } = level {
+        // pqos/cap.c: `iordt` ? (`iordt_on` ? enabled : disabled) : unsupported
+        let io = match (c.io_rdt, iordt_on) {
+            (false, _) => "unsupported",
+            (true, false) => "disabled",
+            (true, true) => "enabled",
+        };
         line(out, 16, &format!("I/O RDT: {io}"))?;
     }
     line(out, 16, &format!("Num COS: {classes}"))?;
     // Ours: Linux 6.19's io_alloc keeps the highest CLOSID for I/O while enabled.
-    if let CatLevel::L3 { io_alloc: Some(io) } = level {
+    if let CatLevel::L3 {
+        io_alloc: Some(io), ..
+    } = level
+    {
         let state = if io.enabled {
             format!("enabled, COS{} reserved", io.class)
         } else {

@@ -87,3 +87,6 @@ mod words;
 // Issue 34: pqos v26.03's RDT 1.3 table reports (--print-mem-regions, --print-topology,
 // --print-dump-info) and register dumps (--dump, --dump-rmid-regs) on xeon-rdt13.
 mod mmio_tables;
+
+// Issue 34: I/O RDT: -R l3iordt-on/off on a part whose L3 CAT enumerates it.
+mod iordt;

@@ -23,6 +23,10 @@ pub struct AllocState {
     pub l2_cdp: Option<bool>,
     /// The kernel's MBA software controller on (`None`: not available here).
     pub mba_ctrl: Option<bool>,
+    /// L3 I/O RDT allocation on ([`crate::Capabilities::l3_iordt`]; `None`: not available
+    /// here, and in journals written before it was planned).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub l3_iordt: Option<bool>,
     /// Per cache level and domain, every class's masks.
     pub cat: Vec<(CatResource, CacheDomain, Vec<CatClass>)>,
     /// Per L3 domain, every class's MBA limit (MiB/s while MBA CTRL is on).
@@ -134,6 +138,7 @@ impl AllocState {
             l3_cdp: cdp_of(b, CatResource::L3),
             l2_cdp: cdp_of(b, CatResource::L2),
             mba_ctrl: ctrl_of(b),
+            l3_iordt: b.capabilities().l3_iordt,
             cat,
             mba,
             smba,
@@ -150,12 +155,16 @@ impl AllocState {
             cdp_of(b, CatResource::L2),
             ctrl_of(b),
         );
-        let differs = now != (self.l3_cdp, self.l2_cdp, self.mba_ctrl);
+        let iordt = b.capabilities().l3_iordt;
+        // a journal written before I/O RDT was planned recorded `None`: leave it as it is
+        let iordt_differs = self.l3_iordt.is_some() && iordt != self.l3_iordt;
+        let differs = now != (self.l3_cdp, self.l2_cdp, self.mba_ctrl) || iordt_differs;
         (differs || b.needs_reset().is_some()).then_some(AllocReset {
             l3_cdp: setting(self.l3_cdp),
             l2_cdp: setting(self.l2_cdp),
             mba_ctrl: setting(self.mba_ctrl),
             mba40: FeatureSetting::Any,
+            l3_iordt: setting(self.l3_iordt),
         })
     }
 

@@ -488,6 +488,46 @@ fn a_reset_is_undone_whole_and_validated_first() {
 }
 
 #[test]
+fn an_l3_iordt_reset_is_validated_first_and_undone_by_the_journal_state() {
+    // arrange: a part without I/O RDT refuses `l3iordt-on` before any write
+    let (mut b, _dir) = journaled();
+    let on = AllocReset {
+        l3_iordt: FeatureSetting::On,
+        ..AllocReset::default()
+    };
+    let writes = b.writes.len();
+    let e = Plan::new(&mut b, &[Change::Reset(on)]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("L3 I/O RDT requested but not supported"),
+        "{e}"
+    );
+    assert_eq!(b.writes.len(), writes);
+    // a part with it, off
+    b.reconfigure(|c| c.l3_iordt = Some(false));
+    let before = AllocState::read(&mut b).unwrap();
+    assert_eq!(before.l3_iordt, Some(false));
+    // act: switched on by a reset, then the recorded state written back
+    let plan = Plan::new(&mut b, &[Change::Reset(on)]).unwrap();
+    assert!(matches!(plan.apply(&mut b), Outcome::Applied(_)));
+    assert_eq!(b.capabilities().l3_iordt, Some(true));
+    let restored = before.restore(&mut b).unwrap();
+    // assert: the restore's reset turned it off again
+    assert!(restored.reset, "{restored:?}");
+    assert_eq!(b.capabilities().l3_iordt, Some(false));
+    assert_eq!(AllocState::read(&mut b).unwrap(), before);
+    // a journal written before I/O RDT was planned (`None`) leaves it as it is
+    let plan = Plan::new(&mut b, &[Change::Reset(on)]).unwrap();
+    assert!(matches!(plan.apply(&mut b), Outcome::Applied(_)));
+    let old = AllocState {
+        l3_iordt: None,
+        ..AllocState::read(&mut b).unwrap()
+    };
+    assert_eq!(old.restore(&mut b).unwrap(), Restored::default());
+    assert_eq!(b.capabilities().l3_iordt, Some(true));
+}
+
+#[test]
 fn the_writers_lock_is_released_on_return_and_on_a_panic() {
     let mut b = FakeBackend::intel_1s();
     let depth = with_writers(&mut b, |b| b.writers_held()).unwrap();

@@ -130,6 +130,48 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         Ok(())
     }
 
+    /// L3 I/O RDT allocation as pqos v23.11+ finds it (`lib/hw_cap.c` `hw_cap_l3ca_iordt`),
+    /// for [`Capabilities::l3_iordt`](rdt_core::Capabilities::l3_iordt): where the L3 CAT
+    /// enumerates non-CPU agent allocation (CPUID.(10H,1):ECX\[1\]), IA32_L3_IO_QOS_CFG
+    /// (0xC83) bit 0 of one CPU per L3 domain; on only if set in every domain (a register
+    /// that cannot be read counts as clear; pqos refuses a mix, which a reset with
+    /// `l3iordt-on|off` repairs). `None` elsewhere.
+    pub(super) fn read_l3_iordt(&mut self) -> Option<bool> {
+        if !self.caps.l3_cat.get().is_some_and(|c| c.io_rdt) {
+            return None;
+        }
+        let cpus: Vec<LogicalCpu> = self.l3.iter().map(|d| d.cpu).collect();
+        let on = cpus.iter().all(|&cpu| {
+            self.io
+                .read(cpu, regs::IA32_L3_IO_QOS_CFG)
+                .is_ok_and(|v| v & regs::L3_IO_QOS_CA_EN != 0)
+        });
+        Some(on)
+    }
+
+    /// `-R l3iordt-on|off` (lib/allocation.c `hw_alloc_reset_l3iordt`):
+    /// IA32_L3_IO_QOS_CFG bit 0 set or cleared, read-modify-write (the monitoring bit
+    /// kept), on one CPU per L3 domain whose bit differs.
+    fn set_l3_iordt(&mut self, on: bool) -> Result<(), MsrError> {
+        if self.caps.l3_iordt.is_none() {
+            return Ok(());
+        }
+        let cpus: Vec<LogicalCpu> = self.l3.iter().map(|d| d.cpu).collect();
+        for cpu in cpus {
+            let v = self.io.read(cpu, regs::IA32_L3_IO_QOS_CFG)?;
+            let new = if on {
+                v | regs::L3_IO_QOS_CA_EN
+            } else {
+                v & !regs::L3_IO_QOS_CA_EN
+            };
+            if new != v {
+                self.io.write(cpu, regs::IA32_L3_IO_QOS_CFG, new)?;
+            }
+        }
+        self.caps.l3_iordt = Some(on);
+        Ok(())
+    }
+
     /// Reads the CDP enable bit of `resource` in every domain into the capabilities and
     /// the split state. CDP on in some domains and off in others (a reset killed half-way)
     /// still opens: reads follow each domain's layout, mask writes are refused, and a reset
@@ -536,6 +578,20 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             )
             .into());
         }
+        if cfg.l3_iordt != FeatureSetting::Any && !self.caps.l3_cat.is_present() {
+            return Err(RequestError::Unsupported(
+                "L3 I/O RDT setting requested but no L3 CAT present!".into(),
+            )
+            .into());
+        }
+        if cfg.l3_iordt == FeatureSetting::On && self.caps.l3_iordt.is_none() {
+            return Err(RequestError::Unsupported(
+                "L3 I/O RDT requested but not supported by the platform! \
+                 (CPUID.(10H,1):ECX[1] clear)"
+                    .into(),
+            )
+            .into());
+        }
         if cfg.mba40 == FeatureSetting::On && self.caps.mba40.is_none() {
             return Err(RequestError::Unsupported(
                 "MBA 4.0 extensions requested but not supported by the platform! \
@@ -582,6 +638,12 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         match cfg.mba40 {
             FeatureSetting::On => self.set_mba40(true)?,
             FeatureSetting::Off => self.set_mba40(false)?,
+            FeatureSetting::Any => {}
+        }
+        // pqos's hw_alloc_reset switches L3 I/O RDT with the other L3 settings
+        match cfg.l3_iordt {
+            FeatureSetting::On => self.set_l3_iordt(true)?,
+            FeatureSetting::Off => self.set_l3_iordt(false)?,
             FeatureSetting::Any => {}
         }
         // The record keeps only the names this process took from it, which the reset's

@@ -687,6 +687,22 @@ impl<P: PmuSource> ResctrlBackend<P> {
             )
             .into());
         }
+        // resctrl has no I/O RDT control (pqos's OS interface reports `iordt` 0, so
+        // `l3iordt-on` fails as on a part without it; `l3iordt-off` has nothing to do)
+        if cfg.l3_iordt != FeatureSetting::Any && !self.caps.l3_cat.is_present() {
+            return Err(RequestError::Unsupported(
+                "L3 I/O RDT setting requested but no L3 CAT present!".into(),
+            )
+            .into());
+        }
+        if cfg.l3_iordt == FeatureSetting::On {
+            return Err(RequestError::Unsupported(
+                "L3 I/O RDT requested but not supported by the platform! (resctrl has no I/O \
+                 RDT control; the MSR interface programs IA32_L3_IO_QOS_CFG)"
+                    .into(),
+            )
+            .into());
+        }
         let want = self.wanted_options(cfg)?;
         let have = self.mount_options();
         if (want.cdp, want.cdpl2, want.mba_mbps) != (have.cdp, have.cdpl2, have.mba_mbps) {

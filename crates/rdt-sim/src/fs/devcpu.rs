@@ -36,7 +36,6 @@ const ENXIO: i32 = 6;
 #[derive(Debug)]
 pub struct DevCpuTree {
     sim: SimHandle,
-    cpuid: SimCpuid,
     cpus: Vec<LogicalCpu>,
 }
 
@@ -56,14 +55,8 @@ impl DevCpuTree {
     /// The device files of the platform behind `sim`.
     #[must_use]
     pub fn new(sim: SimHandle) -> Self {
-        let (cpuid, cpus) = {
-            let p = sim.lock();
-            (
-                p.cpuid(),
-                p.topology().cpus().iter().map(|c| c.cpu).collect(),
-            )
-        };
-        Self { sim, cpuid, cpus }
+        let cpus = sim.lock().topology().cpus().iter().map(|c| c.cpu).collect();
+        Self { sim, cpus }
     }
 
     fn cpu(&self, name: &str) -> Option<LogicalCpu> {
@@ -167,6 +160,8 @@ impl Tree for DevCpuTree {
         }
         let mut out = Vec::with_capacity(size as usize);
         let mut pos = offset;
+        // the model's CPUID as it is now (a patch such as SimPlatform::set_io_rdt shows at once)
+        let cpuid = (dev == Dev::Cpuid).then(|| self.sim.lock().cpuid());
         for _ in 0..size / unit {
             match dev {
                 Dev::Msr => {
@@ -182,7 +177,9 @@ impl Tree for DevCpuTree {
                     // the position moves by one per 16-byte record (`*ppos = ++pos`).
                     #[allow(clippy::cast_possible_truncation)]
                     let (leaf, sub) = (pos as u32, (pos >> 32) as u32);
-                    let r = instruction_answer(&self.cpuid, cpu, leaf, sub);
+                    let r = cpuid.as_ref().map_or_else(CpuidRegs::default, |c| {
+                        instruction_answer(c, cpu, leaf, sub)
+                    });
                     for w in [r.eax, r.ebx, r.ecx, r.edx] {
                         out.extend_from_slice(&w.to_le_bytes());
                     }

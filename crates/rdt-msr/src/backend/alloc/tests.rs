@@ -494,6 +494,67 @@ fn reset_with_l3cdp_on_doubles_the_mask_registers_and_sets_qos_cfg_bit_0() {
         }));
 }
 
+/// The test platform with an L3 CAT that enumerates I/O RDT allocation, its
+/// IA32_L3_IO_QOS_CFG as `cfg` gives per socket (CPU 0 and CPU 4).
+fn with_iordt(cfg: [u64; 2]) -> MsrBackend<FakeMsrs> {
+    let mut caps = caps();
+    caps.l3_cat.get_mut().unwrap().io_rdt = true;
+    let mut io = FakeMsrs::new();
+    io.set(cpu(0), regs::IA32_L3_IO_QOS_CFG, cfg[0]);
+    io.set(cpu(4), regs::IA32_L3_IO_QOS_CFG, cfg[1]);
+    let mut b = backend_with(io, caps);
+    b.io_mut().reset_counts();
+    b
+}
+
+#[test]
+fn l3_iordt_is_read_from_every_socket_and_switched_by_the_reset_keeping_the_monitoring_bit() {
+    // arrange: off, on, mixed (a reset half-done) and none (no CPUID bit)
+    assert_eq!(with_iordt([0, 0]).capabilities().l3_iordt, Some(false));
+    assert_eq!(with_iordt([1, 1]).capabilities().l3_iordt, Some(true));
+    assert_eq!(with_iordt([1, 2]).capabilities().l3_iordt, Some(false));
+    assert_eq!(fresh().capabilities().l3_iordt, None);
+    let mut b = with_iordt([0, regs::L3_IO_QOS_MON_EN]);
+    let on = AllocReset {
+        l3_iordt: FeatureSetting::On,
+        ..AllocReset::default()
+    };
+    // act
+    b.reset_allocation(&on).unwrap();
+    // assert: bit 0 set on one CPU per socket, bit 1 kept
+    assert_eq!(b.io().get(cpu(0), regs::IA32_L3_IO_QOS_CFG), Some(1));
+    assert_eq!(b.io().get(cpu(4), regs::IA32_L3_IO_QOS_CFG), Some(3));
+    assert_eq!(b.capabilities().l3_iordt, Some(true));
+    let off = AllocReset {
+        l3_iordt: FeatureSetting::Off,
+        ..AllocReset::default()
+    };
+    b.reset_allocation(&off).unwrap();
+    assert_eq!(b.io().get(cpu(0), regs::IA32_L3_IO_QOS_CFG), Some(0));
+    assert_eq!(b.io().get(cpu(4), regs::IA32_L3_IO_QOS_CFG), Some(2));
+    assert_eq!(b.capabilities().l3_iordt, Some(false));
+    // `any` leaves the register alone
+    b.io_mut().reset_counts();
+    b.reset_allocation(&AllocReset::default()).unwrap();
+    assert_eq!(b.io().get(cpu(4), regs::IA32_L3_IO_QOS_CFG), Some(2));
+}
+
+#[test]
+fn l3_iordt_on_is_refused_before_any_write_where_the_l3_cat_lacks_it() {
+    assert_refused(&[Refused {
+        case: "l3iordt-on without CPUID.(10H,1):ECX[1]",
+        backend: fresh,
+        call: |b| {
+            b.reset_allocation(&AllocReset {
+                l3_iordt: FeatureSetting::On,
+                ..AllocReset::default()
+            })
+        },
+        error: |e| matches!(e, MsrError::Request(RequestError::Unsupported(m)) if m.contains("L3 I/O RDT requested but not supported")),
+        untouched: Untouched::Accesses,
+    }]);
+}
+
 #[test]
 fn reset_with_l3cdp_off_clears_the_bit_and_restores_16_classes() {
     // arrange
