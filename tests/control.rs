@@ -413,3 +413,111 @@ fn a_class_spanning_sockets_is_squeezed_only_in_the_domain_of_its_aggressor() {
     );
     agent.stop(&mut rdt).expect("stop");
 }
+
+/// A best-effort workload named by a pod selector (`pods = { qos = ["BestEffort"] }`) on
+/// the simulated skylake-sp's OS interface: nothing matches when the controller starts (not
+/// an error: it waits); the NRI plugin's record then gains a BestEffort pod whose container
+/// is a child process, and at the next interval its task is in the workload's class and
+/// monitored; the pod goes, and its group with it.
+#[test]
+fn a_besteffort_pod_started_after_the_controller_is_put_in_its_class() {
+    use rdt_pqos::pods::{ContainerRecord, PodRecord, PodsRecord, VERSION};
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let pid = child.id();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = SessionOptions {
+        state: Some(dir.path().join("state.json")),
+        ..SessionOptions::new("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal")
+    };
+    let mut os = OpenOptions::simulate(OpenOptions::new(Iface::Os).rdt_iface(None), session)
+        .open()
+        .expect("open");
+    let run = os.run_dir().expect("a run directory").to_path_buf();
+    // the container's process as the plugin's record names it; its cgroup (in this fake
+    // /proc) is the root, so the container is that process alone
+    let procdir = tempfile::tempdir().expect("proc");
+    std::fs::create_dir_all(procdir.path().join(pid.to_string())).expect("mkdir");
+    std::fs::write(procdir.path().join(format!("{pid}/cgroup")), "0::/\n").expect("write");
+    std::fs::write(
+        procdir.path().join(format!("{pid}/stat")),
+        format!("{pid} (sleep) S\n"),
+    )
+    .expect("write");
+    let proc = ProcFs::at(procdir.path());
+    let policy = Policy::parse_toml(
+        "[[protected]]\nname = \"svc\"\ncpus = \"2-7\"\n\n\
+         [[best_effort]]\nname = \"batch\"\npods = { qos = [\"BestEffort\"] }\nmin_ways = 1\n",
+        "policy.toml",
+    )
+    .expect("policy");
+    let mut agent = Agent::start(&mut os, policy, &proc, false).expect("no pod yet: it waits");
+    let class = os
+        .class_names()
+        .into_iter()
+        .find(|(_, n)| n == "batch")
+        .map(|(c, _)| c)
+        .expect("the class of batch");
+    let sim = os.simulated().expect("simulated").handle().clone();
+    sim.advance(Duration::from_secs(1));
+    let tick = agent.tick(&mut os, Duration::from_secs(1)).expect("tick");
+    assert!(
+        tick.readings["batch"].reading.llc_bytes.is_none(),
+        "{tick:?}"
+    );
+    let task = rdt_pqos::TaskId::new(pid);
+    assert_eq!(os.class_of_task(task).expect("class"), ClassId::new(0));
+    // a BestEffort pod starts
+    let mut pod = PodRecord::capped(
+        "0b0c0d0e-0000-4000-8000-000000000001",
+        "default",
+        "batch-1",
+        Some("BestEffort"),
+        &std::collections::BTreeMap::new(),
+    );
+    pod.containers = vec![ContainerRecord::capped(
+        "c1",
+        "main",
+        "x",
+        Some("x"),
+        pid,
+        "",
+    )];
+    PodsRecord {
+        version: VERSION,
+        pods: vec![pod],
+    }
+    .write(&run)
+    .expect("record");
+    sim.advance(Duration::from_secs(1));
+    agent.tick(&mut os, Duration::from_secs(2)).expect("tick");
+    assert_eq!(
+        os.class_of_task(task).expect("class"),
+        class,
+        "in its class"
+    );
+    sim.advance(Duration::from_secs(1));
+    let tick = agent.tick(&mut os, Duration::from_secs(3)).expect("tick");
+    assert!(
+        tick.readings["batch"].reading.llc_bytes.is_some(),
+        "monitored: {tick:?}"
+    );
+    // the pod goes: its group goes with it
+    PodsRecord {
+        version: VERSION,
+        pods: Vec::new(),
+    }
+    .write(&run)
+    .expect("record");
+    sim.advance(Duration::from_secs(1));
+    let tick = agent.tick(&mut os, Duration::from_secs(4)).expect("tick");
+    assert!(
+        tick.readings["batch"].reading.llc_bytes.is_none(),
+        "{tick:?}"
+    );
+    agent.stop(&mut os).expect("stop");
+    let _ = child.kill();
+    let _ = child.wait();
+}
