@@ -345,6 +345,88 @@ fn task_monitoring_puts_the_group_under_the_tasks_control_group() {
     assert_eq!(rdt.class_of_task(in_cos1.id()).unwrap(), ClassId::new(1));
 }
 
+/// A task group's tasks change in place: the joining task is written to the group's own
+/// monitor group (same RMID: no directory made, none removed), the leaving one goes back
+/// to its control group; what cannot be done is refused before anything moves.
+#[test]
+fn a_task_groups_tasks_change_without_restarting_its_counts() {
+    let sim = Sim::manual(SKX_RDT);
+    let mut rdt = sim.open();
+    let (a, b, c) = (Sleeper::sleep(), Sleeper::sleep(), Sleeper::sleep());
+    rdt.associate_task(c.id(), ClassId::new(1)).unwrap();
+    let g = rdt
+        .start_monitoring_tasks(&[a.id()], MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL)
+        .unwrap();
+    let groups = rdt.groups().unwrap();
+    let dir = groups
+        .iter()
+        .find(|g| g.owner == GroupOwner::Pqos && g.path.contains("pqos-"))
+        .map(|g| g.path.clone())
+        .unwrap();
+    let ids =
+        |text: String| -> Vec<u32> { text.lines().map(|l| l.trim().parse().unwrap()).collect() };
+    rdt.poll().unwrap();
+    // act: b joins
+    rdt.os()
+        .unwrap()
+        .change_monitoring_tasks(g, &[b.id()], &[])
+        .unwrap();
+    // assert: the same directory holds both (the group's RMID), nothing else was made
+    let mut both = ids(sim.read(&format!("{dir}/tasks")));
+    both.sort_unstable();
+    let mut want = vec![a.id().get(), b.id().get()];
+    want.sort_unstable();
+    assert_eq!(both, want);
+    assert_eq!(rdt.groups().unwrap().len(), groups.len());
+    rdt.poll().unwrap();
+    let v = rdt.values(g).unwrap().clone();
+    assert!(v.llc_occupancy_bytes.is_some(), "{v:?}");
+    // a leaves: back to its control group (the root), out of the monitor group
+    rdt.os()
+        .unwrap()
+        .change_monitoring_tasks(g, &[], &[a.id()])
+        .unwrap();
+    assert_eq!(ids(sim.read(&format!("{dir}/tasks"))), [b.id().get()]);
+    assert_eq!(rdt.class_of_task(a.id()).unwrap(), ClassId::new(0));
+    assert!(ids(sim.read("tasks")).contains(&a.id().get()));
+    // a task under a control group the group has no directory in: refused, nothing moved
+    let e = rdt
+        .os()
+        .unwrap()
+        .change_monitoring_tasks(g, &[c.id()], &[])
+        .unwrap_err();
+    assert!(e.to_string().contains("control group"), "{e}");
+    assert_eq!(rdt.class_of_task(c.id()).unwrap(), ClassId::new(1));
+    // no task left: refused; another group's task: refused
+    let e = rdt
+        .os()
+        .unwrap()
+        .change_monitoring_tasks(g, &[], &[b.id()])
+        .unwrap_err();
+    assert!(
+        matches!(e, ResctrlError::Request(RequestError::EmptyGroup)),
+        "{e}"
+    );
+    let h = rdt
+        .start_monitoring_tasks(&[a.id()], MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    let e = rdt
+        .os()
+        .unwrap()
+        .change_monitoring_tasks(g, &[a.id()], &[])
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ResctrlError::Request(RequestError::AlreadyMonitored { .. })
+        ),
+        "{e}"
+    );
+    rdt.stop_monitoring(h).unwrap();
+    rdt.stop_monitoring(g).unwrap();
+    assert!(!sim.root().join(&dir).exists());
+}
+
 #[test]
 fn cpu_monitoring_spans_control_groups_and_sums_them() {
     // arrange: CPUs 2-7 run the default scenario's pipeline; CPU 3 goes to COS1; the
