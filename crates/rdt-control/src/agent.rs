@@ -1330,9 +1330,8 @@ impl Agent {
     /// Follows the node's pods (the pod record changed since the last look): each workload
     /// named by a pod selector is resolved again; a best-effort workload's new tasks go
     /// into its class (one journaled transaction, [`Change::Task`] each), and a workload
-    /// monitored by its tasks gets its group again with its tasks now (the library has no
-    /// change of a group's members yet: its counts begin again). Pods that went leave with
-    /// their tasks. A failure is logged and tried again at the next interval.
+    /// monitored by its tasks has its group follow ([`Agent::follow_tasks`]). Pods that went
+    /// leave with their tasks. A failure is logged and tried again at the next interval.
     fn follow_pods<B: Backend>(&mut self, backend: &mut B) {
         let Some(mut watch) = self.pods.take() else {
             return;
@@ -1407,26 +1406,10 @@ impl Agent {
             }
             if m.by_tasks
                 && let Some(slot) = self.groups.get_mut(m.index)
+                && let Err(e) = Self::follow_tasks(backend, slot, m, &now, events)
             {
-                if let Some(g) = slot.take()
-                    && let Err(e) = backend.stop_monitoring(g)
-                {
-                    log::warn!("workload {:?}: stopping its monitoring group: {e}", m.name);
-                }
-                let mut tasks: Vec<TaskId> = m.fixed.iter().chain(&now).copied().collect();
-                tasks.sort_unstable();
-                tasks.dedup();
-                if !tasks.is_empty()
-                    && let Some(os) = backend.os()
-                {
-                    match os.start_monitoring_tasks_many(&[(tasks, events)]) {
-                        Ok(mut ids) => *slot = ids.pop(),
-                        Err(e) => {
-                            log::warn!("workload {:?}: monitoring its tasks: {e}", m.name);
-                            ok = false;
-                        }
-                    }
-                }
+                log::warn!("workload {:?}: monitoring its tasks: {e}", m.name);
+                ok = false;
             }
             log::info!(
                 "workload {:?}: pods: {} task(s) joined{}, {left} left",
@@ -1441,6 +1424,59 @@ impl Agent {
             m.tasks = now;
         }
         ok
+    }
+
+    /// The monitoring group of `m` (in `slot`) made to hold its tasks with its pods' tasks
+    /// `now`: changed in place ([`rdt_core::OsOps::change_monitoring_tasks`]: its counts go
+    /// on); started when it had none; stopped when no task is left; stopped and started
+    /// again where the library cannot change it in place (a new pod's tasks in a control
+    /// group the group has no monitor group under).
+    fn follow_tasks<B: Backend>(
+        backend: &mut B,
+        slot: &mut Option<MonGroupId>,
+        m: &PodMembers,
+        now: &BTreeSet<TaskId>,
+        events: MonEvents,
+    ) -> Result<(), String> {
+        let mut tasks: Vec<TaskId> = m.fixed.iter().chain(now).copied().collect();
+        tasks.sort_unstable();
+        tasks.dedup();
+        let add: Vec<TaskId> = now.difference(&m.tasks).copied().collect();
+        let remove: Vec<TaskId> = m
+            .tasks
+            .difference(now)
+            .filter(|t| !m.fixed.contains(t))
+            .copied()
+            .collect();
+        if let Some(g) = *slot
+            && !tasks.is_empty()
+        {
+            let Some(os) = backend.os() else {
+                return Err("tasks are monitored on the OS interface only".into());
+            };
+            match os.change_monitoring_tasks(g, &add, &remove) {
+                Ok(()) => return Ok(()),
+                Err(e) => log::info!(
+                    "workload {:?}: its monitoring group cannot change in place ({e}): \
+                     starting it again",
+                    m.name
+                ),
+            }
+        }
+        if let Some(g) = slot.take() {
+            backend.stop_monitoring(g).map_err(|e| e.to_string())?;
+        }
+        if tasks.is_empty() {
+            return Ok(());
+        }
+        let os = backend
+            .os()
+            .ok_or_else(|| "tasks are monitored on the OS interface only".to_owned())?;
+        let mut ids = os
+            .start_monitoring_tasks_many(&[(tasks, events)])
+            .map_err(|e| e.to_string())?;
+        *slot = ids.pop();
+        Ok(())
     }
 
     /// Makes `d` as one journaled transaction.
