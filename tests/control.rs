@@ -504,6 +504,58 @@ fn a_besteffort_pod_started_after_the_controller_is_put_in_its_class() {
         tick.readings["batch"].reading.llc_bytes.is_some(),
         "monitored: {tick:?}"
     );
+    let pqos_groups = |os: &mut rdt_pqos::Rdt| -> Vec<String> {
+        os.groups()
+            .expect("groups")
+            .into_iter()
+            .map(|g| g.path)
+            .filter(|p| p.contains("/mon_groups/pqos-"))
+            .collect()
+    };
+    let before = pqos_groups(&mut os);
+    assert_eq!(before.len(), 1, "{before:?}");
+    // a second BestEffort pod: its task joins the same monitor group (changed in place)
+    let mut second = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let pid2 = second.id();
+    std::fs::create_dir_all(procdir.path().join(pid2.to_string())).expect("mkdir");
+    std::fs::write(procdir.path().join(format!("{pid2}/cgroup")), "0::/\n").expect("write");
+    std::fs::write(
+        procdir.path().join(format!("{pid2}/stat")),
+        format!("{pid2} (sleep) S\n"),
+    )
+    .expect("write");
+    let mut pod2 = PodRecord::capped(
+        "0b0c0d0e-0000-4000-8000-000000000002",
+        "default",
+        "batch-2",
+        Some("BestEffort"),
+        &std::collections::BTreeMap::new(),
+    );
+    pod2.containers = vec![ContainerRecord::capped(
+        "c2",
+        "main",
+        "x",
+        Some("x"),
+        pid2,
+        "",
+    )];
+    let first = PodsRecord::read(&run).expect("record").pods;
+    PodsRecord {
+        version: VERSION,
+        pods: first.into_iter().chain([pod2]).collect(),
+    }
+    .write(&run)
+    .expect("record");
+    sim.advance(Duration::from_secs(1));
+    agent.tick(&mut os, Duration::from_secs(4)).expect("tick");
+    let task2 = rdt_pqos::TaskId::new(pid2);
+    assert_eq!(os.class_of_task(task2).expect("class"), class);
+    assert_eq!(pqos_groups(&mut os), before, "the same monitor group");
+    let _ = second.kill();
+    let _ = second.wait();
     // the pod goes: its group goes with it
     PodsRecord {
         version: VERSION,
