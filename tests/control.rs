@@ -414,6 +414,50 @@ fn a_class_spanning_sockets_is_squeezed_only_in_the_domain_of_its_aggressor() {
     agent.stop(&mut rdt).expect("stop");
 }
 
+/// A BestEffort pod (UID ending in `n`) whose one container is process `pid`, as the NRI
+/// plugin records it.
+fn besteffort_pod(n: u32, pid: u32) -> rdt_pqos::pods::PodRecord {
+    use rdt_pqos::pods::{ContainerRecord, PodRecord};
+    let mut pod = PodRecord::capped(
+        &format!("0b0c0d0e-0000-4000-8000-{n:012}"),
+        "default",
+        &format!("batch-{n}"),
+        Some("BestEffort"),
+        &std::collections::BTreeMap::new(),
+    );
+    let id = format!("c{n}");
+    pod.containers = vec![ContainerRecord::capped(
+        &id,
+        "main",
+        "x",
+        Some("x"),
+        pid,
+        "",
+    )];
+    pod
+}
+
+/// This library's monitor groups on `os`.
+fn pqos_groups(os: &mut Rdt) -> Vec<String> {
+    let groups = os.groups().expect("groups").into_iter();
+    groups
+        .map(|g| g.path)
+        .filter(|p| p.contains("/mon_groups/pqos-"))
+        .collect()
+}
+
+/// Process `pid` in the fake /proc at `dir`: its cgroup is the root, so its container is
+/// that process alone (`rdt_pqos::pods::container_tasks`).
+fn fake_proc(dir: &std::path::Path, pid: u32) {
+    std::fs::create_dir_all(dir.join(pid.to_string())).expect("mkdir");
+    std::fs::write(dir.join(format!("{pid}/cgroup")), "0::/\n").expect("write");
+    std::fs::write(
+        dir.join(format!("{pid}/stat")),
+        format!("{pid} (sleep) S\n"),
+    )
+    .expect("write");
+}
+
 /// A best-effort workload named by a pod selector (`pods = { qos = ["BestEffort"] }`) on
 /// the simulated skylake-sp's OS interface: nothing matches when the controller starts (not
 /// an error: it waits); the NRI plugin's record then gains a BestEffort pod whose container
@@ -421,7 +465,7 @@ fn a_class_spanning_sockets_is_squeezed_only_in_the_domain_of_its_aggressor() {
 /// monitored; the pod goes, and its group with it.
 #[test]
 fn a_besteffort_pod_started_after_the_controller_is_put_in_its_class() {
-    use rdt_pqos::pods::{ContainerRecord, PodRecord, PodsRecord, VERSION};
+    use rdt_pqos::pods::{PodsRecord, VERSION};
     let mut child = std::process::Command::new("sleep")
         .arg("30")
         .spawn()
@@ -439,13 +483,7 @@ fn a_besteffort_pod_started_after_the_controller_is_put_in_its_class() {
     // the container's process as the plugin's record names it; its cgroup (in this fake
     // /proc) is the root, so the container is that process alone
     let procdir = tempfile::tempdir().expect("proc");
-    std::fs::create_dir_all(procdir.path().join(pid.to_string())).expect("mkdir");
-    std::fs::write(procdir.path().join(format!("{pid}/cgroup")), "0::/\n").expect("write");
-    std::fs::write(
-        procdir.path().join(format!("{pid}/stat")),
-        format!("{pid} (sleep) S\n"),
-    )
-    .expect("write");
+    fake_proc(procdir.path(), pid);
     let proc = ProcFs::at(procdir.path());
     let policy = Policy::parse_toml(
         "[[protected]]\nname = \"svc\"\ncpus = \"2-7\"\n\n\
@@ -470,21 +508,7 @@ fn a_besteffort_pod_started_after_the_controller_is_put_in_its_class() {
     let task = rdt_pqos::TaskId::new(pid);
     assert_eq!(os.class_of_task(task).expect("class"), ClassId::new(0));
     // a BestEffort pod starts
-    let mut pod = PodRecord::capped(
-        "0b0c0d0e-0000-4000-8000-000000000001",
-        "default",
-        "batch-1",
-        Some("BestEffort"),
-        &std::collections::BTreeMap::new(),
-    );
-    pod.containers = vec![ContainerRecord::capped(
-        "c1",
-        "main",
-        "x",
-        Some("x"),
-        pid,
-        "",
-    )];
+    let pod = besteffort_pod(1, pid);
     PodsRecord {
         version: VERSION,
         pods: vec![pod],
@@ -504,14 +528,6 @@ fn a_besteffort_pod_started_after_the_controller_is_put_in_its_class() {
         tick.readings["batch"].reading.llc_bytes.is_some(),
         "monitored: {tick:?}"
     );
-    let pqos_groups = |os: &mut rdt_pqos::Rdt| -> Vec<String> {
-        os.groups()
-            .expect("groups")
-            .into_iter()
-            .map(|g| g.path)
-            .filter(|p| p.contains("/mon_groups/pqos-"))
-            .collect()
-    };
     let before = pqos_groups(&mut os);
     assert_eq!(before.len(), 1, "{before:?}");
     // a second BestEffort pod: its task joins the same monitor group (changed in place)
@@ -519,29 +535,9 @@ fn a_besteffort_pod_started_after_the_controller_is_put_in_its_class() {
         .arg("30")
         .spawn()
         .expect("sleep");
-    let pid2 = second.id();
-    std::fs::create_dir_all(procdir.path().join(pid2.to_string())).expect("mkdir");
-    std::fs::write(procdir.path().join(format!("{pid2}/cgroup")), "0::/\n").expect("write");
-    std::fs::write(
-        procdir.path().join(format!("{pid2}/stat")),
-        format!("{pid2} (sleep) S\n"),
-    )
-    .expect("write");
-    let mut pod2 = PodRecord::capped(
-        "0b0c0d0e-0000-4000-8000-000000000002",
-        "default",
-        "batch-2",
-        Some("BestEffort"),
-        &std::collections::BTreeMap::new(),
-    );
-    pod2.containers = vec![ContainerRecord::capped(
-        "c2",
-        "main",
-        "x",
-        Some("x"),
-        pid2,
-        "",
-    )];
+    let other = second.id();
+    fake_proc(procdir.path(), other);
+    let pod2 = besteffort_pod(2, other);
     let first = PodsRecord::read(&run).expect("record").pods;
     PodsRecord {
         version: VERSION,
@@ -551,8 +547,8 @@ fn a_besteffort_pod_started_after_the_controller_is_put_in_its_class() {
     .expect("record");
     sim.advance(Duration::from_secs(1));
     agent.tick(&mut os, Duration::from_secs(4)).expect("tick");
-    let task2 = rdt_pqos::TaskId::new(pid2);
-    assert_eq!(os.class_of_task(task2).expect("class"), class);
+    let other_task = rdt_pqos::TaskId::new(other);
+    assert_eq!(os.class_of_task(other_task).expect("class"), class);
     assert_eq!(pqos_groups(&mut os), before, "the same monitor group");
     let _ = second.kill();
     let _ = second.wait();

@@ -194,6 +194,9 @@ fn pod_tasks(
     Ok(tasks)
 }
 
+/// A workload with its members, and the tasks it has without its pods.
+type WithFixed = (ClassSpec, Vec<TaskId>);
+
 /// `workload` with its cgroup's processes ([`with_cgroup`]) and its pods' tasks
 /// ([`pod_tasks`]) as tasks too, and the tasks it had without its pods.
 fn with_members<E: std::error::Error + 'static>(
@@ -202,7 +205,7 @@ fn with_members<E: std::error::Error + 'static>(
     pods: Option<&PodSelector>,
     run_dir: Option<&Path>,
     proc: &ProcFs,
-) -> Result<(ClassSpec, Vec<rdt_core::TaskId>), AgentError<E>> {
+) -> Result<WithFixed, AgentError<E>> {
     let mut spec = with_cgroup(workload, cgroup)?;
     let fixed = spec.tasks.clone();
     if let Some(selector) = pods {
@@ -500,7 +503,7 @@ impl Agent {
         policy: &Policy,
         run_dir: Option<&Path>,
         proc: &ProcFs,
-    ) -> Result<Vec<(ClassSpec, Vec<rdt_core::TaskId>)>, AgentError<B::Error>> {
+    ) -> Result<Vec<WithFixed>, AgentError<B::Error>> {
         // The best-effort classes, with `rest` resolved to the CPUs no workload lists.
         let mut listed = CpuSet::new();
         for w in policy
@@ -532,6 +535,27 @@ impl Agent {
             specs.push((spec, fixed));
         }
         Ok(specs)
+    }
+
+    /// The protected workloads of `policy` with their members (cgroups, pods).
+    fn protected_specs<E: std::error::Error + 'static>(
+        policy: &Policy,
+        run_dir: Option<&Path>,
+        proc: &ProcFs,
+    ) -> Result<Vec<WithFixed>, AgentError<E>> {
+        policy
+            .protected
+            .iter()
+            .map(|p| {
+                with_members(
+                    &p.workload,
+                    p.cgroup.as_deref(),
+                    p.pods.as_ref(),
+                    run_dir,
+                    proc,
+                )
+            })
+            .collect()
     }
 
     /// [`Agent::start`], giving up with [`AgentError::Stopped`] as soon as `stopper` is
@@ -566,7 +590,7 @@ impl Agent {
         facts.domains = u32::try_from(domains.len()).unwrap_or(u32::MAX);
         let full = CacheBitmask::low_bits(facts.ways);
         let advisory = advisory || policy.advisory;
-        let (specs, be_fixed): (Vec<ClassSpec>, Vec<Vec<rdt_core::TaskId>>) =
+        let (specs, be_fixed): (Vec<ClassSpec>, Vec<Vec<TaskId>>) =
             Self::best_effort_specs(backend, &policy, run_dir.as_deref(), proc)?
                 .into_iter()
                 .unzip();
@@ -581,21 +605,10 @@ impl Agent {
         } else {
             Self::make_classes(backend, &config, &specs, proc, stopper)?
         };
-        let protected = policy
-            .protected
-            .iter()
-            .map(|p| {
-                with_members(
-                    &p.workload,
-                    p.cgroup.as_deref(),
-                    p.pods.as_ref(),
-                    run_dir.as_deref(),
-                    proc,
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let (protected, p_fixed): (Vec<ClassSpec>, Vec<Vec<rdt_core::TaskId>>) =
-            protected.into_iter().unzip();
+        let (protected, p_fixed): (Vec<ClassSpec>, Vec<Vec<TaskId>>) =
+            Self::protected_specs(&policy, run_dir.as_deref(), proc)?
+                .into_iter()
+                .unzip();
         let workloads: Vec<&ClassSpec> = protected.iter().chain(&specs).collect();
         let selectors: Vec<Option<&PodSelector>> = policy
             .protected

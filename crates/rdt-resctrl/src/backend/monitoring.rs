@@ -37,6 +37,9 @@ impl Members {
     }
 }
 
+/// A group's index, its threads, the threads joining it and those leaving it.
+type RetaskSets = (usize, Vec<TaskId>, BTreeSet<TaskId>, BTreeSet<TaskId>);
+
 /// A started monitoring group.
 #[derive(Debug)]
 pub(super) struct MonGroup {
@@ -290,53 +293,7 @@ impl<P: PmuSource> ResctrlBackend<P> {
         add: &[TaskId],
         remove: &[TaskId],
     ) -> Result<(), ResctrlError> {
-        let i = self
-            .groups
-            .iter()
-            .position(|g| g.id == group)
-            .ok_or(RequestError::NoSuchGroup(group))?;
-        let Members::Tasks(old) = &self.groups[i].members else {
-            return Err(RequestError::Unsupported(
-                "only a group of tasks changes its tasks (this one monitors CPUs or another \
-                 tool's group)"
-                    .into(),
-            )
-            .into());
-        };
-        let old: Vec<TaskId> = old.clone();
-        let mut joining = BTreeSet::new();
-        for &t in add {
-            joining.extend(
-                self.proc
-                    .threads(t)?
-                    .into_iter()
-                    .filter(|t| !old.contains(t)),
-            );
-        }
-        let mut leaving = BTreeSet::new();
-        for &t in remove {
-            // a task gone has left already; its own id may still be listed
-            if let Ok(threads) = self.proc.threads(t) {
-                leaving.extend(threads.into_iter().filter(|t| old.contains(t)));
-            }
-            if old.contains(&t) {
-                leaving.insert(t);
-            }
-        }
-        for g in self.groups.iter().filter(|g| g.id != group) {
-            if let Members::Tasks(held) = &g.members
-                && let Some(t) = joining.iter().find(|t| held.contains(t))
-            {
-                return Err(RequestError::AlreadyMonitored {
-                    what: format!("task {t}"),
-                    by: Some(Self::holder(g)),
-                }
-                .into());
-            }
-        }
-        if old.len() - leaving.len() + joining.len() == 0 {
-            return Err(RequestError::EmptyGroup.into());
-        }
+        let (i, old, joining, leaving) = self.retask_sets(group, add, remove)?;
         if joining.is_empty() && leaving.is_empty() {
             return Ok(());
         }
@@ -399,6 +356,64 @@ impl<P: PmuSource> ResctrlBackend<P> {
         members.extend(joined);
         g.members = Members::Tasks(members);
         Ok(())
+    }
+
+    /// The checks of [`Self::retask_group`] before the lock: the group's index, its
+    /// threads, the threads joining and those leaving.
+    fn retask_sets(
+        &self,
+        group: MonGroupId,
+        add: &[TaskId],
+        remove: &[TaskId],
+    ) -> Result<RetaskSets, ResctrlError> {
+        let i = self
+            .groups
+            .iter()
+            .position(|g| g.id == group)
+            .ok_or(RequestError::NoSuchGroup(group))?;
+        let Members::Tasks(old) = &self.groups[i].members else {
+            return Err(RequestError::Unsupported(
+                "only a group of tasks changes its tasks (this one monitors CPUs or another \
+                 tool's group)"
+                    .into(),
+            )
+            .into());
+        };
+        let old: Vec<TaskId> = old.clone();
+        let mut joining = BTreeSet::new();
+        for &t in add {
+            joining.extend(
+                self.proc
+                    .threads(t)?
+                    .into_iter()
+                    .filter(|t| !old.contains(t)),
+            );
+        }
+        let mut leaving = BTreeSet::new();
+        for &t in remove {
+            // a task gone has left already; its own id may still be listed
+            if let Ok(threads) = self.proc.threads(t) {
+                leaving.extend(threads.into_iter().filter(|t| old.contains(t)));
+            }
+            if old.contains(&t) {
+                leaving.insert(t);
+            }
+        }
+        for g in self.groups.iter().filter(|g| g.id != group) {
+            if let Members::Tasks(held) = &g.members
+                && let Some(t) = joining.iter().find(|t| held.contains(t))
+            {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("task {t}"),
+                    by: Some(Self::holder(g)),
+                }
+                .into());
+            }
+        }
+        if old.len() - leaving.len() + joining.len() == 0 {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        Ok((i, old, joining, leaving))
     }
 
     /// The monitor group path of this backend's group holding `what`, for messages.
