@@ -413,3 +413,159 @@ fn a_class_spanning_sockets_is_squeezed_only_in_the_domain_of_its_aggressor() {
     );
     agent.stop(&mut rdt).expect("stop");
 }
+
+/// A BestEffort pod (UID ending in `n`) whose one container is process `pid`, as the NRI
+/// plugin records it.
+fn besteffort_pod(n: u32, pid: u32) -> rdt_pqos::pods::PodRecord {
+    use rdt_pqos::pods::{ContainerRecord, PodRecord};
+    let mut pod = PodRecord::capped(
+        &format!("0b0c0d0e-0000-4000-8000-{n:012}"),
+        "default",
+        &format!("batch-{n}"),
+        Some("BestEffort"),
+        &std::collections::BTreeMap::new(),
+    );
+    let id = format!("c{n}");
+    pod.containers = vec![ContainerRecord::capped(
+        &id,
+        "main",
+        "x",
+        Some("x"),
+        pid,
+        "",
+    )];
+    pod
+}
+
+/// This library's monitor groups on `os`.
+fn pqos_groups(os: &mut Rdt) -> Vec<String> {
+    let groups = os.groups().expect("groups").into_iter();
+    groups
+        .map(|g| g.path)
+        .filter(|p| p.contains("/mon_groups/pqos-"))
+        .collect()
+}
+
+/// Process `pid` in the fake /proc at `dir`: its cgroup is the root, so its container is
+/// that process alone (`rdt_pqos::pods::container_tasks`).
+fn fake_proc(dir: &std::path::Path, pid: u32) {
+    std::fs::create_dir_all(dir.join(pid.to_string())).expect("mkdir");
+    std::fs::write(dir.join(format!("{pid}/cgroup")), "0::/\n").expect("write");
+    std::fs::write(
+        dir.join(format!("{pid}/stat")),
+        format!("{pid} (sleep) S\n"),
+    )
+    .expect("write");
+}
+
+/// A best-effort workload named by a pod selector (`pods = { qos = ["BestEffort"] }`) on
+/// the simulated skylake-sp's OS interface: nothing matches when the controller starts (not
+/// an error: it waits); the NRI plugin's record then gains a BestEffort pod whose container
+/// is a child process, and at the next interval its task is in the workload's class and
+/// monitored; the pod goes, and its group with it.
+#[test]
+fn a_besteffort_pod_started_after_the_controller_is_put_in_its_class() {
+    use rdt_pqos::pods::{PodsRecord, VERSION};
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let pid = child.id();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let session = SessionOptions {
+        state: Some(dir.path().join("state.json")),
+        ..SessionOptions::new("skylake-sp:rdt=l3cat,cmt,mbmtotal,mbmlocal")
+    };
+    let mut os = OpenOptions::simulate(OpenOptions::new(Iface::Os).rdt_iface(None), session)
+        .open()
+        .expect("open");
+    let run = os.run_dir().expect("a run directory").to_path_buf();
+    // the container's process as the plugin's record names it; its cgroup (in this fake
+    // /proc) is the root, so the container is that process alone
+    let procdir = tempfile::tempdir().expect("proc");
+    fake_proc(procdir.path(), pid);
+    let proc = ProcFs::at(procdir.path());
+    let policy = Policy::parse_toml(
+        "[[protected]]\nname = \"svc\"\ncpus = \"2-7\"\n\n\
+         [[best_effort]]\nname = \"batch\"\npods = { qos = [\"BestEffort\"] }\nmin_ways = 1\n",
+        "policy.toml",
+    )
+    .expect("policy");
+    let mut agent = Agent::start(&mut os, policy, &proc, false).expect("no pod yet: it waits");
+    let class = os
+        .class_names()
+        .into_iter()
+        .find(|(_, n)| n == "batch")
+        .map(|(c, _)| c)
+        .expect("the class of batch");
+    let sim = os.simulated().expect("simulated").handle().clone();
+    sim.advance(Duration::from_secs(1));
+    let tick = agent.tick(&mut os, Duration::from_secs(1)).expect("tick");
+    assert!(
+        tick.readings["batch"].reading.llc_bytes.is_none(),
+        "{tick:?}"
+    );
+    let task = rdt_pqos::TaskId::new(pid);
+    assert_eq!(os.class_of_task(task).expect("class"), ClassId::new(0));
+    // a BestEffort pod starts
+    let pod = besteffort_pod(1, pid);
+    PodsRecord {
+        version: VERSION,
+        pods: vec![pod],
+    }
+    .write(&run)
+    .expect("record");
+    sim.advance(Duration::from_secs(1));
+    agent.tick(&mut os, Duration::from_secs(2)).expect("tick");
+    assert_eq!(
+        os.class_of_task(task).expect("class"),
+        class,
+        "in its class"
+    );
+    sim.advance(Duration::from_secs(1));
+    let tick = agent.tick(&mut os, Duration::from_secs(3)).expect("tick");
+    assert!(
+        tick.readings["batch"].reading.llc_bytes.is_some(),
+        "monitored: {tick:?}"
+    );
+    let before = pqos_groups(&mut os);
+    assert_eq!(before.len(), 1, "{before:?}");
+    // a second BestEffort pod: its task joins the same monitor group (changed in place)
+    let mut second = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    let other = second.id();
+    fake_proc(procdir.path(), other);
+    let pod2 = besteffort_pod(2, other);
+    let first = PodsRecord::read(&run).expect("record").pods;
+    PodsRecord {
+        version: VERSION,
+        pods: first.into_iter().chain([pod2]).collect(),
+    }
+    .write(&run)
+    .expect("record");
+    sim.advance(Duration::from_secs(1));
+    agent.tick(&mut os, Duration::from_secs(4)).expect("tick");
+    let other_task = rdt_pqos::TaskId::new(other);
+    assert_eq!(os.class_of_task(other_task).expect("class"), class);
+    assert_eq!(pqos_groups(&mut os), before, "the same monitor group");
+    let _ = second.kill();
+    let _ = second.wait();
+    // the pod goes: its group goes with it
+    PodsRecord {
+        version: VERSION,
+        pods: Vec::new(),
+    }
+    .write(&run)
+    .expect("record");
+    sim.advance(Duration::from_secs(1));
+    let tick = agent.tick(&mut os, Duration::from_secs(4)).expect("tick");
+    assert!(
+        tick.readings["batch"].reading.llc_bytes.is_none(),
+        "{tick:?}"
+    );
+    agent.stop(&mut os).expect("stop");
+    let _ = child.kill();
+    let _ = child.wait();
+}

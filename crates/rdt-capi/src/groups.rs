@@ -61,7 +61,6 @@ pub(crate) enum Members {
 pub(crate) struct Group {
     /// The library's group; `None` after `pqos_mon_reset` stopped it.
     pub(crate) id: Option<MonGroupId>,
-    pub(crate) events: MonEvents,
     /// The `pqos_mon_data` was allocated here (`pqos_mon_start_cores`, `_pids2`) and is
     /// freed by `pqos_mon_stop`.
     pub(crate) owned: bool,

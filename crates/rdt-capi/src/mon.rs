@@ -89,7 +89,6 @@ unsafe fn register(
         data as usize,
         Group {
             id: Some(id),
-            events,
             owned,
             members,
             valid_mbm_read: false,
@@ -329,12 +328,11 @@ pub unsafe extern "C" fn pqos_mon_start_uncore(
     })
 }
 
-/// Changes the processes of a task group. The library has no change of a group's members,
-/// so its group is stopped and started again with `new`; what the program sees continues
-/// as in libpqos (which writes the new tasks into the same monitor group): the library is
-/// polled just before the stop, so the old group's counts up to then stay pending for the
-/// next `pqos_mon_poll`, and the totals, the pending deltas and `valid_mbm_read` carry over
-/// to the new group, whose counts begin at its start.
+/// Changes the processes of a task group in place, as libpqos does (it writes the new
+/// tasks into the same monitor group, lib/os_monitoring.c): the library's
+/// [`rdt_pqos::OsOps::change_monitoring_tasks`] moves the joining processes' threads into
+/// the group's monitor group and the leaving ones out, so its counters, the pending deltas
+/// and `valid_mbm_read` go on untouched.
 fn retask(
     lib: &mut Lib,
     group: *mut pqos_mon_data,
@@ -353,29 +351,29 @@ fn retask(
         Ok(_) => return PQOS_RETVAL_PARAM,
         Err(c) => return c,
     };
-    let Ok(new_tasks) = tasks(&new) else {
+    let (Ok(add), Ok(remove)) = (
+        tasks(
+            &new.iter()
+                .copied()
+                .filter(|p| !old.contains(p))
+                .collect::<Vec<_>>(),
+        ),
+        tasks(
+            &old.iter()
+                .copied()
+                .filter(|p| !new.contains(p))
+                .collect::<Vec<_>>(),
+        ),
+    ) else {
         return PQOS_RETVAL_PARAM;
     };
-    let events = g.events;
-    if let Err(e) = lib.groups.poll_library(&mut lib.rdt) {
-        return code(&e);
-    }
-    if let Err(e) = lib.rdt.stop_monitoring(id) {
-        return code(&e);
-    }
-    let (id, members, ret) = match lib.rdt.start_monitoring_tasks_many(&[(new_tasks, events)]) {
-        Ok(mut ids) => (Some(ids.remove(0)), new, PQOS_RETVAL_OK),
-        Err(e) => {
-            let ret = start_code(&e);
-            // Back to the processes it had, where they still run.
-            let back = tasks(&old)
-                .ok()
-                .and_then(|t| lib.rdt.start_monitoring_tasks_many(&[(t, events)]).ok())
-                .map(|mut ids| ids.remove(0));
-            (back, old, ret)
-        }
+    let Some(os) = lib.rdt.os() else {
+        return PQOS_RETVAL_INTER;
     };
-    let members: Box<[pid_t]> = members.into_boxed_slice();
+    if let Err(e) = os.change_monitoring_tasks(id, &add, &remove) {
+        return code(&e);
+    }
+    let members: Box<[pid_t]> = new.into_boxed_slice();
     let Some(g) = lib.groups.map.get_mut(&key) else {
         return PQOS_RETVAL_PARAM;
     };
@@ -385,8 +383,7 @@ fn retask(
         (*group).num_pids = c_uint::try_from(members.len()).unwrap_or(0);
     }
     g.members = Members::Tasks(members);
-    g.id = id;
-    ret
+    PQOS_RETVAL_OK
 }
 
 /// Adds processes to a task group (pqos.h `pqos_mon_add_pids`); ones already in it are

@@ -1,9 +1,9 @@
 //! The controller on a platform: sets up the best-effort classes, monitors every workload,
 //! and turns the [`Engine`]'s decisions into journaled transactions.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::time::Duration;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use rdt_config::policy::PodSelector;
 use rdt_config::policy::{Policy, Target};
@@ -11,9 +11,9 @@ use rdt_config::{ClassSpec, Config, ConfigError, ConfigPlanError};
 use rdt_core::transaction::{AllocState, Change, MaskScope, Plan, PlanError, Restored};
 use rdt_core::{
     Backend, BackendExt, CacheBitmask, CacheDomain, CatResource, ClassId, CpuSet, MbaKind,
-    MbaLimit, MonEvents, MonGroupId, MonValues,
+    MbaLimit, MonEvents, MonGroupId, MonValues, TaskId,
 };
-use rdt_host::pods::{CGROUP_ROOT, PodsRecord};
+use rdt_host::pods::{CGROUP_ROOT, PODS_FILE, PodsRecord};
 use rdt_host::proc::ProcFs;
 use rdt_host::runfile::{remove_run_file, write_run_file};
 use rdt_host::transaction::ApplyPlan;
@@ -150,9 +150,13 @@ fn with_cgroup<E: std::error::Error + 'static>(
 /// plugin's pod record in `run_dir` ([`rdt_host::pods::PodsRecord::selected_tasks`], their
 /// cgroups under `cgroup_root`).
 ///
+/// No record yet (the plugin has not written one) or no running container picked is not an
+/// error: the workload has no pod task yet, and the controller picks them up when the
+/// record changes ([`Agent::tick`]); a log line says so.
+///
 /// # Errors
-/// No run directory or no record there (no plugin records this node's pods), a record
-/// that does not read, or no running container picked: a message naming the workload.
+/// No run directory (no plugin can record this node's pods), or a record that does not
+/// read: a message naming the workload.
 fn pod_tasks(
     name: &str,
     selector: &PodSelector,
@@ -166,39 +170,44 @@ fn pod_tasks(
              plugin (rdt-agent nri) records the node's pods"
         )
     })?;
-    let record = PodsRecord::read(dir).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            format!(
-                "workload {name:?}: pods: no pod record in {} (is rdt-agent nri running on \
-                 this node?)",
+    let record = match PodsRecord::read(dir) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            log::info!(
+                "workload {name:?}: pods: no pod record in {} yet (is rdt-agent nri running \
+                 on this node?): waiting for its pods",
                 dir.display()
-            )
-        } else {
-            format!("workload {name:?}: pods: {e}")
+            );
+            return Ok(Vec::new());
         }
-    })?;
+        Err(e) => return Err(format!("workload {name:?}: pods: {e}")),
+    };
     let tasks = record
         .selected_tasks(selector, proc, cgroup_root)
         .map_err(|e| format!("workload {name:?}: pods: {e}"))?;
     if tasks.is_empty() {
-        return Err(format!(
+        log::info!(
             "workload {name:?}: pods: no running container of this node's pods matches \
-             {selector:?} (selectors are resolved when the controller starts)"
-        ));
+             {selector:?} yet: waiting for its pods"
+        );
     }
     Ok(tasks)
 }
 
+/// A workload with its members, and the tasks it has without its pods.
+type WithFixed = (ClassSpec, Vec<TaskId>);
+
 /// `workload` with its cgroup's processes ([`with_cgroup`]) and its pods' tasks
-/// ([`pod_tasks`]) as tasks too.
+/// ([`pod_tasks`]) as tasks too, and the tasks it had without its pods.
 fn with_members<E: std::error::Error + 'static>(
     workload: &ClassSpec,
     cgroup: Option<&Path>,
     pods: Option<&PodSelector>,
     run_dir: Option<&Path>,
     proc: &ProcFs,
-) -> Result<ClassSpec, AgentError<E>> {
+) -> Result<WithFixed, AgentError<E>> {
     let mut spec = with_cgroup(workload, cgroup)?;
+    let fixed = spec.tasks.clone();
     if let Some(selector) = pods {
         let tasks = pod_tasks(
             &workload.name,
@@ -212,20 +221,24 @@ fn with_members<E: std::error::Error + 'static>(
         spec.tasks
             .extend(tasks.into_iter().filter(|t| !have.contains(t)));
     }
-    Ok(spec)
+    Ok((spec, fixed))
 }
 
 /// Starts one monitoring group per workload, in order: by its CPUs, or (a workload without
 /// CPUs, on the OS interface) by the threads of its tasks and of the processes it names.
+/// A workload without CPUs or tasks that `waits` for its pods gets no group (`None`) until
+/// they come ([`Agent::tick`]).
 fn start_groups<B: Backend>(
     backend: &mut B,
     workloads: &[&ClassSpec],
+    waits: &[bool],
     proc: &ProcFs,
-) -> Result<Vec<MonGroupId>, AgentError<B::Error>> {
+) -> Result<Vec<Option<MonGroupId>>, AgentError<B::Error>> {
     let events = backend.capabilities().supported_events() & EVENTS;
     let mut by_cpus = Vec::new();
     let mut by_tasks = Vec::new();
-    for w in workloads {
+    let mut waiting = vec![false; workloads.len()];
+    for (i, w) in workloads.iter().enumerate() {
         if !w.cpus.is_empty() {
             by_cpus.push((w.cpus.clone(), events));
             continue;
@@ -238,6 +251,10 @@ fn start_groups<B: Backend>(
         }
         tasks.sort_unstable();
         tasks.dedup();
+        if tasks.is_empty() && waits.get(i).copied().unwrap_or(false) {
+            waiting[i] = true;
+            continue;
+        }
         if tasks.is_empty() {
             return Err(AgentError::Platform(format!(
                 "workload {:?}: no task to monitor (no process named {:?} runs)",
@@ -274,14 +291,110 @@ fn start_groups<B: Backend>(
     let (mut cpu_groups, mut task_groups) = (cpu_groups.into_iter(), task_groups.into_iter());
     Ok(workloads
         .iter()
-        .filter_map(|w| {
-            if w.cpus.is_empty() {
+        .zip(waiting)
+        .map(|(w, waiting)| {
+            if waiting {
+                None
+            } else if w.cpus.is_empty() {
                 task_groups.next()
             } else {
                 cpu_groups.next()
             }
         })
         .collect())
+}
+
+/// One workload named by a pod selector, as last resolved.
+#[derive(Debug)]
+struct PodMembers {
+    /// Its index among the monitoring groups (protected first, then best-effort).
+    index: usize,
+    name: String,
+    selector: PodSelector,
+    /// The best-effort class its pods' tasks are put in; `None` for a protected workload
+    /// and in advisory mode.
+    class: Option<ClassId>,
+    /// Monitored by its tasks (it has no CPUs): its group follows its pods.
+    by_tasks: bool,
+    /// Its tasks that are not its pods' (listed, of its cgroup).
+    fixed: Vec<TaskId>,
+    /// Its pods' tasks at the last resolution.
+    tasks: BTreeSet<TaskId>,
+}
+
+/// The workloads named by pod selectors, followed as the node's pods come and go: each
+/// interval the pod record's (modification time, length) is looked at, and only when it
+/// changed are the selectors resolved again ([`Agent::tick`]).
+#[derive(Debug)]
+struct PodWatch {
+    run_dir: PathBuf,
+    proc: ProcFs,
+    cgroup_root: PathBuf,
+    /// The record's stamp at the last resolution (`None`: there was none).
+    seen: Option<(Option<SystemTime>, u64)>,
+    members: Vec<PodMembers>,
+}
+
+impl PodWatch {
+    /// The watch of the selector workloads among `workloads` (resolved at start: their
+    /// tasks are `fixed` and their pods'); `None` when no workload names pods.
+    fn new(
+        run_dir: &Path,
+        proc: &ProcFs,
+        workloads: &[&ClassSpec],
+        selectors: &[Option<&PodSelector>],
+        fixed: &[Vec<TaskId>],
+        classes: &[ClassId],
+        advisory: bool,
+    ) -> Option<Self> {
+        let np = workloads.len() - classes.len();
+        let members: Vec<PodMembers> = workloads
+            .iter()
+            .zip(selectors)
+            .zip(fixed)
+            .enumerate()
+            .filter_map(|(index, ((w, sel), fixed))| {
+                let selector = (*sel)?.clone();
+                let tasks = w
+                    .tasks
+                    .iter()
+                    .copied()
+                    .filter(|t| !fixed.contains(t))
+                    .collect();
+                Some(PodMembers {
+                    index,
+                    name: w.name.clone(),
+                    selector,
+                    class: index
+                        .checked_sub(np)
+                        .and_then(|i| classes.get(i).copied())
+                        .filter(|_| !advisory),
+                    by_tasks: w.cpus.is_empty(),
+                    fixed: fixed.clone(),
+                    tasks,
+                })
+            })
+            .collect();
+        if members.is_empty() {
+            return None;
+        }
+        let mut watch = Self {
+            run_dir: run_dir.to_path_buf(),
+            proc: proc.clone(),
+            cgroup_root: PathBuf::from(CGROUP_ROOT),
+            seen: None,
+            members,
+        };
+        watch.seen = watch.stamp();
+        Some(watch)
+    }
+
+    /// The pod record's (modification time, length) now; `None` without one.
+    fn stamp(&self) -> Option<(Option<SystemTime>, u64)> {
+        std::fs::metadata(self.run_dir.join(PODS_FILE))
+            .ok()
+            .map(|m| (m.modified().ok(), m.len()))
+    }
 }
 
 /// The events the controller monitors: occupancy, memory traffic and IPC, those the
@@ -296,8 +409,11 @@ const EVENTS: MonEvents = MonEvents::LLC_OCCUPANCY
 #[derive(Debug)]
 pub struct Agent {
     engine: Engine,
-    /// Monitoring groups: the protected workloads', then the best-effort ones'.
-    groups: Vec<MonGroupId>,
+    /// Monitoring groups: the protected workloads', then the best-effort ones'; `None` for
+    /// a workload of pods none of which runs yet.
+    groups: Vec<Option<MonGroupId>>,
+    /// The workloads named by pod selectors, followed as the node's pods come and go.
+    pods: Option<PodWatch>,
     /// The best-effort workloads' named classes.
     classes: Vec<ClassId>,
     /// The L3 domains whose ways are acted on: those of the protected workloads' CPUs.
@@ -387,7 +503,7 @@ impl Agent {
         policy: &Policy,
         run_dir: Option<&Path>,
         proc: &ProcFs,
-    ) -> Result<Vec<ClassSpec>, AgentError<B::Error>> {
+    ) -> Result<Vec<WithFixed>, AgentError<B::Error>> {
         // The best-effort classes, with `rest` resolved to the CPUs no workload lists.
         let mut listed = CpuSet::new();
         for w in policy
@@ -400,7 +516,7 @@ impl Agent {
         }
         let mut specs = Vec::with_capacity(policy.best_effort.len());
         for b in &policy.best_effort {
-            let mut spec = with_members(
+            let (mut spec, fixed) = with_members(
                 &b.workload,
                 b.cgroup.as_deref(),
                 b.pods.as_ref(),
@@ -416,9 +532,30 @@ impl Agent {
                     .filter(|c| !listed.contains(*c))
                     .collect();
             }
-            specs.push(spec);
+            specs.push((spec, fixed));
         }
         Ok(specs)
+    }
+
+    /// The protected workloads of `policy` with their members (cgroups, pods).
+    fn protected_specs<E: std::error::Error + 'static>(
+        policy: &Policy,
+        run_dir: Option<&Path>,
+        proc: &ProcFs,
+    ) -> Result<Vec<WithFixed>, AgentError<E>> {
+        policy
+            .protected
+            .iter()
+            .map(|p| {
+                with_members(
+                    &p.workload,
+                    p.cgroup.as_deref(),
+                    p.pods.as_ref(),
+                    run_dir,
+                    proc,
+                )
+            })
+            .collect()
     }
 
     /// [`Agent::start`], giving up with [`AgentError::Stopped`] as soon as `stopper` is
@@ -453,7 +590,10 @@ impl Agent {
         facts.domains = u32::try_from(domains.len()).unwrap_or(u32::MAX);
         let full = CacheBitmask::low_bits(facts.ways);
         let advisory = advisory || policy.advisory;
-        let specs = Self::best_effort_specs(backend, &policy, run_dir.as_deref(), proc)?;
+        let (specs, be_fixed): (Vec<ClassSpec>, Vec<Vec<TaskId>>) =
+            Self::best_effort_specs(backend, &policy, run_dir.as_deref(), proc)?
+                .into_iter()
+                .unzip();
         facts.mba_shares_protected_core = Self::sibling_safety(backend, &policy, &specs)?;
         let config = Config {
             file: policy.file.clone(),
@@ -465,25 +605,34 @@ impl Agent {
         } else {
             Self::make_classes(backend, &config, &specs, proc, stopper)?
         };
-        let protected = policy
+        let (protected, p_fixed): (Vec<ClassSpec>, Vec<Vec<TaskId>>) =
+            Self::protected_specs(&policy, run_dir.as_deref(), proc)?
+                .into_iter()
+                .unzip();
+        let workloads: Vec<&ClassSpec> = protected.iter().chain(&specs).collect();
+        let selectors: Vec<Option<&PodSelector>> = policy
             .protected
             .iter()
-            .map(|p| {
-                with_members(
-                    &p.workload,
-                    p.cgroup.as_deref(),
-                    p.pods.as_ref(),
-                    run_dir.as_deref(),
-                    proc,
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let workloads: Vec<&ClassSpec> = protected.iter().chain(&specs).collect();
+            .map(|p| p.pods.as_ref())
+            .chain(policy.best_effort.iter().map(|b| b.pods.as_ref()))
+            .collect();
+        let waits: Vec<bool> = selectors.iter().map(Option::is_some).collect();
         check_stop()?;
         let mba_domains = Self::mba_domains(backend.topology(), &policy, &specs);
-        let groups = start_groups(backend, &workloads, proc)?;
+        let groups = start_groups(backend, &workloads, &waits, proc)?;
+        let pods = run_dir.as_ref().and_then(|dir| {
+            PodWatch::new(
+                dir,
+                proc,
+                &workloads,
+                &selectors,
+                &p_fixed.iter().chain(&be_fixed).cloned().collect::<Vec<_>>(),
+                &classes,
+                advisory,
+            )
+        });
         if stopper.is_stopped() {
-            for g in groups {
+            for g in groups.into_iter().flatten() {
                 let _ = backend.stop_monitoring(g);
             }
             return Err(AgentError::Stopped);
@@ -492,6 +641,7 @@ impl Agent {
         Ok(Self {
             engine,
             groups,
+            pods,
             classes,
             domains,
             mba_now: vec![BTreeMap::new(); mba_domains.len()],
@@ -971,7 +1121,7 @@ impl Agent {
         all: &mut [Reading],
     ) {
         for (i, g) in self.groups.iter().skip(np).enumerate() {
-            let Some(v) = backend.values(*g) else {
+            let Some(v) = g.and_then(|g| backend.values(g)) else {
                 continue;
             };
             let secs = dt.as_secs_f64();
@@ -1038,13 +1188,14 @@ impl Agent {
     ) -> Result<Tick, AgentError<B::Error>> {
         let dt = self.last.map_or(at, |l| at.saturating_sub(l));
         self.last = Some(at);
+        self.follow_pods(backend);
         backend
             .poll()
             .map_err(AgentError::backend("reading the counters"))?;
         let mut all: Vec<Reading> = self
             .groups
             .iter()
-            .map(|&g| Self::reading(backend.values(g), dt))
+            .map(|g| Self::reading(g.and_then(|g| backend.values(g)), dt))
             .collect();
         // what the applications report, each read within half an interval
         let timeout = self.engine.policy().interval / 2;
@@ -1181,6 +1332,158 @@ impl Agent {
         }
     }
 
+    /// Follows the node's pods (the pod record changed since the last look): each workload
+    /// named by a pod selector is resolved again; a best-effort workload's new tasks go
+    /// into its class (one journaled transaction, [`Change::Task`] each), and a workload
+    /// monitored by its tasks has its group follow ([`Agent::follow_tasks`]). Pods that went
+    /// leave with their tasks. A failure is logged and tried again at the next interval.
+    fn follow_pods<B: Backend>(&mut self, backend: &mut B) {
+        let Some(mut watch) = self.pods.take() else {
+            return;
+        };
+        let stamp = watch.stamp();
+        if stamp != watch.seen {
+            watch.seen = stamp;
+            if !self.resolve_pods(backend, &mut watch) {
+                watch.seen = None; // again at the next interval
+            }
+        }
+        self.pods = Some(watch);
+    }
+
+    /// [`Agent::follow_pods`] once the record changed; `false` when something failed.
+    fn resolve_pods<B: Backend>(&mut self, backend: &mut B, watch: &mut PodWatch) -> bool {
+        let record = match PodsRecord::read(&watch.run_dir) {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => PodsRecord {
+                version: rdt_host::pods::VERSION,
+                pods: Vec::new(),
+            },
+            Err(e) => {
+                log::warn!("pods: {e}");
+                return false;
+            }
+        };
+        let events = backend.capabilities().supported_events() & EVENTS;
+        let mut ok = true;
+        for m in &mut watch.members {
+            let now: BTreeSet<TaskId> =
+                match record.selected_tasks(&m.selector, &watch.proc, &watch.cgroup_root) {
+                    Ok(t) => t.into_iter().collect(),
+                    Err(e) => {
+                        log::warn!("workload {:?}: pods: {e}", m.name);
+                        ok = false;
+                        continue;
+                    }
+                };
+            if now == m.tasks {
+                continue;
+            }
+            let joined: Vec<TaskId> = now.difference(&m.tasks).copied().collect();
+            let left = m.tasks.difference(&now).count();
+            if let Some(class) = m.class
+                && !joined.is_empty()
+            {
+                let changes: Vec<Change> = joined
+                    .iter()
+                    .map(|&task| Change::Task { task, class })
+                    .collect();
+                let made = Plan::new(backend, &changes)
+                    .map_err(|e| match e {
+                        PlanError::Invalid { error, .. } => error.to_string(),
+                        PlanError::Read { error, .. } => error.to_string(),
+                    })
+                    .and_then(|plan| {
+                        plan.apply(backend)
+                            .into_result()
+                            .map(|_| ())
+                            .map_err(|e| e.to_string())
+                    });
+                if let Err(e) = made {
+                    log::warn!(
+                        "workload {:?}: pods: putting {} new task(s) in its class: {e}",
+                        m.name,
+                        joined.len()
+                    );
+                    ok = false;
+                    continue;
+                }
+            }
+            if m.by_tasks
+                && let Some(slot) = self.groups.get_mut(m.index)
+                && let Err(e) = Self::follow_tasks(backend, slot, m, &now, events)
+            {
+                log::warn!("workload {:?}: monitoring its tasks: {e}", m.name);
+                ok = false;
+            }
+            log::info!(
+                "workload {:?}: pods: {} task(s) joined{}, {left} left",
+                m.name,
+                joined.len(),
+                if m.class.is_some() && !joined.is_empty() {
+                    " (put in its class)"
+                } else {
+                    ""
+                }
+            );
+            m.tasks = now;
+        }
+        ok
+    }
+
+    /// The monitoring group of `m` (in `slot`) made to hold its tasks with its pods' tasks
+    /// `now`: changed in place ([`rdt_core::OsOps::change_monitoring_tasks`]: its counts go
+    /// on); started when it had none; stopped when no task is left; stopped and started
+    /// again where the library cannot change it in place (a new pod's tasks in a control
+    /// group the group has no monitor group under).
+    fn follow_tasks<B: Backend>(
+        backend: &mut B,
+        slot: &mut Option<MonGroupId>,
+        m: &PodMembers,
+        now: &BTreeSet<TaskId>,
+        events: MonEvents,
+    ) -> Result<(), String> {
+        let mut tasks: Vec<TaskId> = m.fixed.iter().chain(now).copied().collect();
+        tasks.sort_unstable();
+        tasks.dedup();
+        let add: Vec<TaskId> = now.difference(&m.tasks).copied().collect();
+        let remove: Vec<TaskId> = m
+            .tasks
+            .difference(now)
+            .filter(|t| !m.fixed.contains(t))
+            .copied()
+            .collect();
+        if let Some(g) = *slot
+            && !tasks.is_empty()
+        {
+            let Some(os) = backend.os() else {
+                return Err("tasks are monitored on the OS interface only".into());
+            };
+            match os.change_monitoring_tasks(g, &add, &remove) {
+                Ok(()) => return Ok(()),
+                Err(e) => log::info!(
+                    "workload {:?}: its monitoring group cannot change in place ({e}): \
+                     starting it again",
+                    m.name
+                ),
+            }
+        }
+        if let Some(g) = slot.take() {
+            backend.stop_monitoring(g).map_err(|e| e.to_string())?;
+        }
+        if tasks.is_empty() {
+            return Ok(());
+        }
+        let os = backend
+            .os()
+            .ok_or_else(|| "tasks are monitored on the OS interface only".to_owned())?;
+        let mut ids = os
+            .start_monitoring_tasks_many(&[(tasks, events)])
+            .map_err(|e| e.to_string())?;
+        *slot = ids.pop();
+        Ok(())
+    }
+
     /// Makes `d` as one journaled transaction.
     fn make<B: Backend>(&self, backend: &mut B, d: &Decision) -> Result<(), String> {
         let changes = self.changes(d);
@@ -1241,7 +1544,7 @@ impl Agent {
         {
             log::warn!("the controller's metrics in {}: {e}", dir.display());
         }
-        for g in self.groups {
+        for g in self.groups.into_iter().flatten() {
             backend
                 .stop_monitoring(g)
                 .map_err(AgentError::backend("stopping monitoring"))?;
@@ -1334,12 +1637,112 @@ mod pod_tests {
         let tasks = |q: &str| pod_tasks("w", &by_qos(q), Some(&run), &proc, &cg);
         assert_eq!(tasks("Guaranteed").unwrap(), [11, 12, 21].map(TaskId::new));
         assert_eq!(tasks("BestEffort").unwrap(), [13].map(TaskId::new));
-        // nothing matches, no record, no run directory: refused, naming the workload
-        let e = tasks("Burstable").unwrap_err();
-        assert!(e.contains("\"w\": pods: no running container"), "{e}");
-        let e = pod_tasks("w", &by_qos("Guaranteed"), Some(&cg), &proc, &cg).unwrap_err();
-        assert!(e.contains("no pod record"), "{e}");
+        // nothing matches yet, no record yet: no task, the workload waits for its pods
+        assert_eq!(tasks("Burstable").unwrap(), []);
+        assert_eq!(
+            pod_tasks("w", &by_qos("Guaranteed"), Some(&cg), &proc, &cg).unwrap(),
+            []
+        );
+        // no run directory (no record can ever come): refused, naming the workload
         let e = pod_tasks("w", &by_qos("Guaranteed"), None, &proc, &cg).unwrap_err();
-        assert!(e.contains("no run directory"), "{e}");
+        assert!(
+            e.contains("\"w\": pods: this platform has no run directory"),
+            "{e}"
+        );
+        // a record that does not read: refused
+        std::fs::write(run.join(PODS_FILE), "{").unwrap();
+        let e = tasks("Guaranteed").unwrap_err();
+        assert!(e.contains("\"w\": pods:"), "{e}");
+    }
+
+    /// The watch sees the record change (a BestEffort pod comes, then goes) by its stamp,
+    /// and only then: the selectors picked 13 at start, 14 joins, then 13 leaves.
+    #[test]
+    fn the_pod_watch_sees_a_changed_record_and_resolves_the_selectors_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        let proc = ProcFs::at(dir.path().join("proc"));
+        for pid in [13, 14] {
+            let p = dir.path().join(format!("proc/{pid}"));
+            std::fs::create_dir_all(&p).unwrap();
+            std::fs::write(p.join("cgroup"), "0::/\n").unwrap();
+            std::fs::write(p.join("stat"), format!("{pid} (x) S\n")).unwrap();
+        }
+        let pod = |uid: &str, pid: u32| {
+            let mut p =
+                PodRecord::capped(uid, "default", uid, Some("BestEffort"), &BTreeMap::new());
+            p.containers = vec![ContainerRecord::capped(
+                &pid.to_string(),
+                "c",
+                "x",
+                Some("x"),
+                pid,
+                "",
+            )];
+            p
+        };
+        let write = |pods: Vec<PodRecord>| {
+            PodsRecord {
+                version: VERSION,
+                pods,
+            }
+            .write(&run)
+            .unwrap();
+        };
+        write(vec![pod("a", 13)]);
+        let selector = PodSelector {
+            qos: vec!["BestEffort".to_owned()],
+            ..PodSelector::default()
+        };
+        let spec = ClassSpec {
+            name: "batch".to_owned(),
+            tasks: vec![TaskId::new(13), TaskId::new(99)],
+            ..ClassSpec::default()
+        };
+        let mut watch = PodWatch::new(
+            &run,
+            &proc,
+            &[&spec],
+            &[Some(&selector)],
+            &[vec![TaskId::new(99)]],
+            &[ClassId::new(3)],
+            false,
+        )
+        .unwrap();
+        watch.cgroup_root = dir.path().join("cgroup");
+        let m = &watch.members[0];
+        assert_eq!(m.class, Some(ClassId::new(3)));
+        assert!(m.by_tasks);
+        assert_eq!(m.tasks, BTreeSet::from([TaskId::new(13)]));
+        assert_eq!(watch.stamp(), watch.seen, "unchanged");
+        write(vec![pod("a", 13), pod("bb", 14)]);
+        assert_ne!(watch.stamp(), watch.seen, "a pod came");
+        let record = PodsRecord::read(&run).unwrap();
+        let now = record
+            .selected_tasks(&selector, &watch.proc, &watch.cgroup_root)
+            .unwrap();
+        assert_eq!(now, [13, 14].map(TaskId::new));
+        // advisory: no class to put them in; none named by pods: no watch
+        let none = PodWatch::new(
+            &run,
+            &proc,
+            &[&spec],
+            &[None],
+            &[vec![]],
+            &[ClassId::new(3)],
+            false,
+        );
+        assert!(none.is_none());
+        let adv = PodWatch::new(
+            &run,
+            &proc,
+            &[&spec],
+            &[Some(&selector)],
+            &[vec![]],
+            &[ClassId::new(3)],
+            true,
+        )
+        .unwrap();
+        assert_eq!(adv.members[0].class, None);
     }
 }

@@ -987,6 +987,26 @@ impl MonAccumulator {
         self.pmu_now = sum_deltas(&mut self.pmu_prev, readings, first);
     }
 
+    /// Changes the members counted on the PMU without a break in the counts (a task group
+    /// whose members change, [`crate::OsOps::change_monitoring_tasks`]): the members whose
+    /// `keep` is true stay, in order, and the new ones follow with `added`, their counts now
+    /// (the start of their first interval). A member of `keep` past the old ones is ignored.
+    pub fn change_pmu_members(
+        &mut self,
+        keep: &[bool],
+        added: impl IntoIterator<Item = Option<PmuCounts>>,
+    ) {
+        let mut prev: Vec<Option<PmuCounts>> = self
+            .pmu_prev
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(p, _)| *p)
+            .collect();
+        prev.extend(added);
+        self.pmu_prev = prev;
+    }
+
     /// Ends the reading a backend takes when it starts the group, at `at`: what was
     /// recorded ([`MonAccumulator::record`] of the MBM events, [`MonAccumulator::record_pmu`])
     /// becomes the start of the first interval, so the first [`MonAccumulator::finish`]

@@ -345,6 +345,91 @@ fn task_monitoring_puts_the_group_under_the_tasks_control_group() {
     assert_eq!(rdt.class_of_task(in_cos1.id()).unwrap(), ClassId::new(1));
 }
 
+/// A task group's tasks change in place: the joining task is written to the group's own
+/// monitor group (same RMID: no directory made, none removed), the leaving one goes back
+/// to its control group; what cannot be done is refused before anything moves.
+#[test]
+fn a_task_groups_tasks_change_without_restarting_its_counts() {
+    let sim = Sim::manual(SKX_RDT);
+    let mut rdt = sim.open();
+    let (first, second, third) = (Sleeper::sleep(), Sleeper::sleep(), Sleeper::sleep());
+    rdt.associate_task(third.id(), ClassId::new(1)).unwrap();
+    let group = rdt
+        .start_monitoring_tasks(
+            &[first.id()],
+            MonEvents::LLC_OCCUPANCY | MonEvents::MBM_LOCAL,
+        )
+        .unwrap();
+    let groups = rdt.groups().unwrap();
+    let dir = groups
+        .iter()
+        .find(|x| x.owner == GroupOwner::Pqos && x.path.contains("pqos-"))
+        .map(|x| x.path.clone())
+        .unwrap();
+    let ids =
+        |text: String| -> Vec<u32> { text.lines().map(|l| l.trim().parse().unwrap()).collect() };
+    rdt.poll().unwrap();
+    // act: the second joins
+    rdt.os()
+        .unwrap()
+        .change_monitoring_tasks(group, &[second.id()], &[])
+        .unwrap();
+    // assert: the same directory holds both (the group's RMID), nothing else was made
+    let mut both = ids(sim.read(&format!("{dir}/tasks")));
+    both.sort_unstable();
+    let mut want = vec![first.id().get(), second.id().get()];
+    want.sort_unstable();
+    assert_eq!(both, want);
+    assert_eq!(rdt.groups().unwrap().len(), groups.len());
+    rdt.poll().unwrap();
+    let values = rdt.values(group).unwrap().clone();
+    assert!(values.llc_occupancy_bytes.is_some(), "{values:?}");
+    // the first leaves: back to its control group (the root), out of the monitor group
+    rdt.os()
+        .unwrap()
+        .change_monitoring_tasks(group, &[], &[first.id()])
+        .unwrap();
+    assert_eq!(ids(sim.read(&format!("{dir}/tasks"))), [second.id().get()]);
+    assert_eq!(rdt.class_of_task(first.id()).unwrap(), ClassId::new(0));
+    assert!(ids(sim.read("tasks")).contains(&first.id().get()));
+    // a task under a control group the group has no directory in: refused, nothing moved
+    let err = rdt
+        .os()
+        .unwrap()
+        .change_monitoring_tasks(group, &[third.id()], &[])
+        .unwrap_err();
+    assert!(err.to_string().contains("control group"), "{err}");
+    assert_eq!(rdt.class_of_task(third.id()).unwrap(), ClassId::new(1));
+    // no task left: refused; another group's task: refused
+    let err = rdt
+        .os()
+        .unwrap()
+        .change_monitoring_tasks(group, &[], &[second.id()])
+        .unwrap_err();
+    assert!(
+        matches!(err, ResctrlError::Request(RequestError::EmptyGroup)),
+        "{err}"
+    );
+    let other = rdt
+        .start_monitoring_tasks(&[first.id()], MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    let err = rdt
+        .os()
+        .unwrap()
+        .change_monitoring_tasks(group, &[first.id()], &[])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ResctrlError::Request(RequestError::AlreadyMonitored { .. })
+        ),
+        "{err}"
+    );
+    rdt.stop_monitoring(other).unwrap();
+    rdt.stop_monitoring(group).unwrap();
+    assert!(!sim.root().join(&dir).exists());
+}
+
 #[test]
 fn cpu_monitoring_spans_control_groups_and_sums_them() {
     // arrange: CPUs 2-7 run the default scenario's pipeline; CPU 3 goes to COS1; the

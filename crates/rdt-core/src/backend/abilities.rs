@@ -55,6 +55,39 @@ pub trait OsOps<E> {
         groups: &[(Vec<TaskId>, MonEvents)],
     ) -> Result<Vec<MonGroupId>, GroupStartError<E>>;
 
+    /// Changes the tasks of task group `group` (started by
+    /// [`OsOps::start_monitoring_tasks_many`]) without stopping it: every thread of each task
+    /// of `add` goes into the group's monitor group (the same RMID: its counts go on, no
+    /// new interval begins), every thread of each task of `remove` back to its control
+    /// group's own monitoring. libpqos's `pqos_mon_add_pids` / `pqos_mon_remove_pids`
+    /// (lib/os_monitoring.c writes the new tasks into the group's `tasks`). A task of `add`
+    /// already in the group, or of `remove` not in it or gone, changes nothing.
+    ///
+    /// # Errors
+    /// [`RequestError::NoSuchGroup`](crate::RequestError::NoSuchGroup),
+    /// [`RequestError::Unsupported`](crate::RequestError::Unsupported) for a group of CPUs,
+    /// a task whose control group the group has no monitor group under (resctrl makes a
+    /// monitor group per control group; stop the group and start it again), or (default)
+    /// a backend that does not build it; [`RequestError::NoSuchTask`](crate::RequestError::NoSuchTask)
+    /// for a task of `add` that does not exist; [`RequestError::AlreadyMonitored`](crate::RequestError::AlreadyMonitored);
+    /// [`RequestError::EmptyGroup`](crate::RequestError::EmptyGroup) when no task would be
+    /// left. Nothing is written in those cases; a failed write is the kernel's.
+    fn change_monitoring_tasks(
+        &mut self,
+        group: MonGroupId,
+        add: &[TaskId],
+        remove: &[TaskId],
+    ) -> Result<(), E>
+    where
+        E: From<crate::RequestError>,
+    {
+        let _ = (group, add, remove);
+        Err(crate::RequestError::Unsupported(
+            "changing a monitoring group's tasks: not built for this backend".into(),
+        )
+        .into())
+    }
+
     /// Every resctrl group present, ours and other tools', root excluded.
     ///
     /// # Errors

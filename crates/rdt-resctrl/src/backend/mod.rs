@@ -815,6 +815,24 @@ impl<P: PmuSource, E: From<ResctrlError>> OsOps<E> for ResctrlBackend<P> {
         self.start_task_groups(groups).map_err(|e| e.map(E::from))
     }
 
+    /// Writes the joining threads to the group's monitor group under their control group
+    /// and the leaving ones to their control group's `tasks`: the group's RMIDs and counts
+    /// go on.
+    ///
+    /// # Errors
+    /// As [`OsOps::change_monitoring_tasks`]; the root lock; [`ResctrlError::Rejected`].
+    fn change_monitoring_tasks(
+        &mut self,
+        group: MonGroupId,
+        add: &[TaskId],
+        remove: &[TaskId],
+    ) -> Result<(), E>
+    where
+        E: From<rdt_core::RequestError>,
+    {
+        Ok(self.retask_group(group, add, remove)?)
+    }
+
     /// Every control and monitor group, root excluded: `COS<n>` and `pqos-<pid>-<n>` are
     /// [`GroupOwner::Pqos`](rdt_core::GroupOwner::Pqos), the rest
     /// [`GroupOwner::Foreign`](rdt_core::GroupOwner::Foreign).

@@ -3,6 +3,7 @@
 //! with one positioned read each per poll; the readings go into the group's
 //! [`MonAccumulator`], which turns them into [`MonValues`] as on the MSR interface.
 
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use rdt_core::monitor::CounterFormat;
@@ -35,6 +36,9 @@ impl Members {
         }
     }
 }
+
+/// A group's index, its threads, the threads joining it and those leaving it.
+type RetaskSets = (usize, Vec<TaskId>, BTreeSet<TaskId>, BTreeSet<TaskId>);
 
 /// A started monitoring group.
 #[derive(Debug)]
@@ -276,6 +280,140 @@ impl<P: PmuSource> ResctrlBackend<P> {
         let id = self.add_group(events, Vec::new(), files, Members::None);
         drop(guard);
         Ok(id)
+    }
+
+    /// [`rdt_core::OsOps::change_monitoring_tasks`] on resctrl: each joining thread is
+    /// written to the group's monitor group under its control group (the group's RMID
+    /// there: its counters go on), each leaving one to its control group's `tasks` (its
+    /// default RMID); the group's PMU counting follows. Everything is checked, under the
+    /// exclusive lock, before the first write.
+    pub(super) fn retask_group(
+        &mut self,
+        group: MonGroupId,
+        add: &[TaskId],
+        remove: &[TaskId],
+    ) -> Result<(), ResctrlError> {
+        let (i, old, joining, leaving) = self.retask_sets(group, add, remove)?;
+        if joining.is_empty() && leaving.is_empty() {
+            return Ok(());
+        }
+        let dirs = self.groups[i].dirs.clone();
+        let parent_of = |dir: &str| -> String {
+            dir.rsplit_once("/mon_groups/")
+                .map_or_else(String::new, |(p, _)| p.to_owned())
+        };
+        let _g = self.lock.exclusive()?;
+        let (ctrl, mon) = self.task_homes()?;
+        let ctrl_of = |t: &TaskId| {
+            ctrl.iter()
+                .find(|(_, ts)| ts.contains(t))
+                .map_or(String::new(), |(g, _)| g.clone())
+        };
+        let mut moves = Vec::new();
+        for t in &joining {
+            if let Some((path, _)) = mon
+                .iter()
+                .find(|(p, ts)| ts.contains(t) && !dirs.contains(p))
+            {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("task {t}"),
+                    by: Some(format!("resctrl group {path}")),
+                }
+                .into());
+            }
+            let parent = ctrl_of(t);
+            let Some(dir) = dirs.iter().find(|d| parent_of(d) == parent) else {
+                return Err(RequestError::Unsupported(format!(
+                    "task {t} is in control group {:?}, where this monitoring group has no \
+                     monitor group (resctrl makes one per control group at start): stop the \
+                     group and start it again",
+                    if parent.is_empty() { "/" } else { &parent }
+                ))
+                .into());
+            };
+            moves.push((dir.clone(), *t));
+        }
+        let mut joined = Vec::new();
+        for (dir, t) in moves {
+            if self.move_task(&dir, t)? {
+                joined.push(t);
+            }
+        }
+        for t in &leaving {
+            let _ = self.move_task(&ctrl_of(t), *t)?;
+        }
+        let keep: Vec<bool> = old.iter().map(|t| !leaving.contains(t)).collect();
+        let Self { groups, pmu, .. } = self;
+        let g = &mut groups[i];
+        let added: Vec<_> = joined.iter().map(|&t| pmu.read_task(t)).collect();
+        if g.acc.events().intersects(MonEvents::PMU) {
+            g.acc.change_pmu_members(&keep, added);
+        }
+        for t in &leaving {
+            pmu.release_task(*t);
+        }
+        let mut members: Vec<TaskId> = old.into_iter().filter(|t| !leaving.contains(t)).collect();
+        members.extend(joined);
+        g.members = Members::Tasks(members);
+        Ok(())
+    }
+
+    /// The checks of [`Self::retask_group`] before the lock: the group's index, its
+    /// threads, the threads joining and those leaving.
+    fn retask_sets(
+        &self,
+        group: MonGroupId,
+        add: &[TaskId],
+        remove: &[TaskId],
+    ) -> Result<RetaskSets, ResctrlError> {
+        let i = self
+            .groups
+            .iter()
+            .position(|g| g.id == group)
+            .ok_or(RequestError::NoSuchGroup(group))?;
+        let Members::Tasks(old) = &self.groups[i].members else {
+            return Err(RequestError::Unsupported(
+                "only a group of tasks changes its tasks (this one monitors CPUs or another \
+                 tool's group)"
+                    .into(),
+            )
+            .into());
+        };
+        let old: Vec<TaskId> = old.clone();
+        let mut joining = BTreeSet::new();
+        for &t in add {
+            joining.extend(
+                self.proc
+                    .threads(t)?
+                    .into_iter()
+                    .filter(|t| !old.contains(t)),
+            );
+        }
+        let mut leaving = BTreeSet::new();
+        for &t in remove {
+            // a task gone has left already; its own id may still be listed
+            if let Ok(threads) = self.proc.threads(t) {
+                leaving.extend(threads.into_iter().filter(|t| old.contains(t)));
+            }
+            if old.contains(&t) {
+                leaving.insert(t);
+            }
+        }
+        for g in self.groups.iter().filter(|g| g.id != group) {
+            if let Members::Tasks(held) = &g.members
+                && let Some(t) = joining.iter().find(|t| held.contains(t))
+            {
+                return Err(RequestError::AlreadyMonitored {
+                    what: format!("task {t}"),
+                    by: Some(Self::holder(g)),
+                }
+                .into());
+            }
+        }
+        if old.len() - leaving.len() + joining.len() == 0 {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        Ok((i, old, joining, leaving))
     }
 
     /// The monitor group path of this backend's group holding `what`, for messages.
