@@ -67,13 +67,14 @@
 //! After `verify_intervals`, an action is judged: if the health of the workload that
 //! caused it did not rise by [`MIN_GAIN`] (and is not back at [`RESTORED`]), the action is
 //! undone and that lever of that class is not used again until the contention ends; except
-//! that an MBA step taken below `contended_below` that bought nothing is followed once (per
-//! contention) by the class's MBA floor, judged against the health before that step and
-//! undone to where it started if it does not help either: where limits are absolute
-//! bandwidth (AMD) a limit above what the class moves in a domain does nothing, so the
-//! first half-way steps can all miss a part that responds only to deep throttles (there,
-//! also for a step taken above `contended_below`: one that did not bind is no knee). A
-//! class is acted on at most once every `dwell_intervals`.
+//! that where limits are absolute bandwidth (AMD) an MBA step that bought nothing is
+//! followed once (per contention) by the class's MBA floor, judged against the health
+//! before that step and undone to where it started if it does not help either: a limit
+//! above what the class moves in a domain does nothing, so the first half-way steps can all
+//! miss a part that responds only to deep throttles (and one that did not bind is no knee,
+//! above `contended_below` too). Intel's MBA is a delay that always binds: there a half
+//! step that bought nothing is undone and MBA is not tried again. A class is acted on at
+//! most once every `dwell_intervals`.
 //!
 //! # Give-back by demand (rule 2)
 //! When no protected workload is contended, a squeezed class gets back
@@ -849,15 +850,15 @@ impl Engine {
                     before: p.health,
                     after,
                 };
-                // a part that responds only to deep throttles (AMD's absolute limits: one
-                // above what the class moves does nothing) shows no gain half way: before
-                // MBA is given up, its floor is tried once, judged against the health
-                // before the step. Where limits are absolute bandwidth, also above
-                // `contended_below`: a limit that did not bind says nothing of a knee.
+                // a part whose limits are absolute bandwidth (AMD: one above what the class
+                // moves does nothing) can show no gain half way and respond to a deep
+                // throttle: before MBA is given up there, its floor is tried once, judged
+                // against the health before the step (also above `contended_below`: a limit
+                // that did not bind says nothing of a knee). Intel's delay always binds: a
+                // half step that bought nothing means MBA does not help, and is undone.
                 let floor = self.floor(i).mba_percent;
                 if p.kind == ActionKind::ThrottleMba
-                    && (p.health < self.policy.contended_below
-                        || self.facts.mba_full_bytes_per_s.is_some())
+                    && self.facts.mba_full_bytes_per_s.is_some()
                     && !self.classes[i].floor_tried
                     && p.to.mba_percent > floor
                 {

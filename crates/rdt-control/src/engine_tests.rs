@@ -774,6 +774,50 @@ fn on_amd_a_half_step_that_buys_nothing_is_followed_by_the_floor_once() {
     assert!(back.len() <= 4, "{back:?}");
 }
 
+/// Rule 5 on Intel: MBA is a delay, so a half step always binds; one that bought nothing
+/// (the pipeline stays at 80 % whatever the streamer is held to) means MBA does not help.
+/// It is undone and MBA is not tried again in this contention: no floor step that costs the
+/// best-effort class for nothing (the engine of the AMD change throttled it to its floor
+/// first, on Intel too).
+#[test]
+fn on_intel_a_half_step_that_buys_nothing_is_undone_without_trying_the_floor() {
+    let mut engine = Engine::new(policy("min_mba_percent = 10\n"), facts());
+    let mut setting = FULL;
+    let mut decisions = Vec::new();
+    for t in 0..=40u64 {
+        let on = t >= 10;
+        let moved =
+            if on { 10.0 * GB } else { 0.001 * GB } * f64::from(setting.mba_percent) / 100.0;
+        let share = if on { 0.8 } else { 1.0 };
+        let pipeline = Reading {
+            llc_bytes: Some(23_000_000),
+            mem_bytes_per_s: Some(0.2 * GB * share),
+            ipc: Some(1.8 * share),
+            ..Reading::default()
+        };
+        let streamer = Reading {
+            llc_bytes: Some(1_000_000),
+            mem_bytes_per_s: Some(moved),
+            ipc: Some(0.6),
+            ..Reading::default()
+        };
+        for d in engine.observe(Duration::from_secs(t), &[pipeline], &[streamer], &[setting]) {
+            setting = d.to;
+            decisions.push((t, d));
+        }
+    }
+    let mba: Vec<_> = decisions
+        .iter()
+        .filter(|(_, d)| d.to.mba_percent != d.from.mba_percent)
+        .collect();
+    assert!(mba.len() >= 2, "a step and its undoing: {decisions:?}");
+    assert_eq!(mba[0].1.action, ActionKind::ThrottleMba, "{decisions:?}");
+    assert_eq!(mba[1].1.action, ActionKind::Revert, "{decisions:?}");
+    assert_eq!(mba[1].1.to.mba_percent, 100, "{decisions:?}");
+    assert_eq!(mba.len(), 2, "MBA not tried again: {decisions:?}");
+    assert_eq!(setting.mba_percent, 100, "{decisions:?}");
+}
+
 /// The same above `contended_below`: the pipeline is at 80 % while the streamer moves
 /// more than 8 GB/s, 97 % down to 3 GB/s, 100 % below. The first step (3 %, 7.7 GB/s)
 /// brings it to 97 % and the episode goes on; the next, half way to the floor (2 %, 5.1
