@@ -703,7 +703,7 @@ fn amd_deep_only(
     after_gbps: f64,
 ) -> (Vec<(u64, Decision)>, Vec<f64>, Vec<Setting>) {
     let full = 256.0 * GB;
-    let mut engine = Engine::new(
+    let engine = Engine::new(
         policy("min_mba_percent = 1\n"),
         Facts {
             mba_granularity: None,
@@ -711,14 +711,36 @@ fn amd_deep_only(
             ..facts()
         },
     );
+    // an absolute limit: the class moves what it wants up to the limit
+    let moved = |wants: f64, s: Setting| wants.min(full * f64::from(s.mba_percent) / 100.0);
+    streamer_run(
+        engine,
+        90,
+        |on| if on { 10.0 } else { after_gbps },
+        moved,
+        share,
+    )
+}
+
+/// A pipeline next to a streamer in one domain for seconds 0 ..= `end`, the streamer on
+/// (wanting `wants_gbps(true)` GB/s) from 10 s to 60 s: `moved` gives what the streamer
+/// moves under a setting, `share` the pipeline's share of alone for that traffic (GB/s).
+/// Returns the decisions with their second, the pipeline's share and the setting, each
+/// second.
+fn streamer_run(
+    mut engine: Engine,
+    end: u64,
+    wants_gbps: impl Fn(bool) -> f64,
+    moved: impl Fn(f64, Setting) -> f64,
+    share: impl Fn(f64) -> f64,
+) -> (Vec<(u64, Decision)>, Vec<f64>, Vec<Setting>) {
     let mut setting = FULL;
     let mut decisions = Vec::new();
     let mut health = Vec::new();
     let mut settings = Vec::new();
-    for t in 0..=90u64 {
+    for t in 0..=end {
         let on = (10..60).contains(&t);
-        let wants = if on { 10.0 * GB } else { after_gbps * GB };
-        let moved = wants.min(full * f64::from(setting.mba_percent) / 100.0);
+        let moved = moved(wants_gbps(on) * GB, setting);
         let share = share(moved / GB);
         let pipeline = Reading {
             llc_bytes: Some(23_000_000),
@@ -781,31 +803,17 @@ fn on_amd_a_half_step_that_buys_nothing_is_followed_by_the_floor_once() {
 /// first, on Intel too).
 #[test]
 fn on_intel_a_half_step_that_buys_nothing_is_undone_without_trying_the_floor() {
-    let mut engine = Engine::new(policy("min_mba_percent = 10\n"), facts());
-    let mut setting = FULL;
-    let mut decisions = Vec::new();
-    for t in 0..=40u64 {
-        let on = t >= 10;
-        let moved =
-            if on { 10.0 * GB } else { 0.001 * GB } * f64::from(setting.mba_percent) / 100.0;
-        let share = if on { 0.8 } else { 1.0 };
-        let pipeline = Reading {
-            llc_bytes: Some(23_000_000),
-            mem_bytes_per_s: Some(0.2 * GB * share),
-            ipc: Some(1.8 * share),
-            ..Reading::default()
-        };
-        let streamer = Reading {
-            llc_bytes: Some(1_000_000),
-            mem_bytes_per_s: Some(moved),
-            ipc: Some(0.6),
-            ..Reading::default()
-        };
-        for d in engine.observe(Duration::from_secs(t), &[pipeline], &[streamer], &[setting]) {
-            setting = d.to;
-            decisions.push((t, d));
-        }
-    }
+    let engine = Engine::new(policy("min_mba_percent = 10\n"), facts());
+    // a delay: the class moves its percent of what it wants
+    let moved = |wants: f64, s: Setting| wants * f64::from(s.mba_percent) / 100.0;
+    let (decisions, _, settings) = streamer_run(
+        engine,
+        40,
+        |on| if on { 10.0 } else { 0.001 },
+        moved,
+        |gbps| if gbps > 0.01 { 0.8 } else { 1.0 },
+    );
+    let setting = settings[40];
     let mba: Vec<_> = decisions
         .iter()
         .filter(|(_, d)| d.to.mba_percent != d.from.mba_percent)
