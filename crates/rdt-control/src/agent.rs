@@ -1167,7 +1167,9 @@ impl Agent {
                 .filter(|d| self.domains.contains(&d.domain))
                 .filter_map(|d| d.llc_occupancy_bytes.map(|b| (d.domain, b)))
                 .collect();
-            // squeezed in some of the domains acted on only: what it fills there
+            // squeezed in domains acted on: what it fills there (in its other domains,
+            // those acted on where it has every way and those no protected workload uses,
+            // it has every way: what it holds there says nothing of the squeezed ones)
             let full = self.full.ways();
             let ways = self.ways_now.get(i);
             let squeezed: Vec<&CacheDomain> = self
@@ -1176,7 +1178,7 @@ impl Agent {
                 .filter(|d| ways.and_then(|w| w.get(d)).is_some_and(|w| *w < full))
                 .collect();
             if !squeezed.is_empty()
-                && squeezed.len() < self.domains.len()
+                && squeezed.iter().all(|d| held.contains_key(*d))
                 && let Some(r) = all.get_mut(np + i)
             {
                 let bytes = squeezed.iter().filter_map(|d| held.get(*d)).sum::<u64>();
