@@ -1167,10 +1167,11 @@ impl Agent {
                 .filter(|d| self.domains.contains(&d.domain))
                 .filter_map(|d| d.llc_occupancy_bytes.map(|b| (d.domain, b)))
                 .collect();
-            // squeezed in domains acted on: what it fills there (in its other domains,
-            // those acted on where it has every way and those no protected workload uses,
-            // it has every way: what it holds there says nothing of the squeezed ones)
+            // squeezed in some of its domains only: what it fills there (in its others,
+            // acted on or not, it has every way: what it holds there says nothing of the
+            // squeezed ones); squeezed in all of them, its occupancy says it all
             let full = self.full.ways();
+            let span = self.engine.facts().best_effort_spans.get(i).copied();
             let ways = self.ways_now.get(i);
             let squeezed: Vec<&CacheDomain> = self
                 .domains
@@ -1178,6 +1179,7 @@ impl Agent {
                 .filter(|d| ways.and_then(|w| w.get(d)).is_some_and(|w| *w < full))
                 .collect();
             if !squeezed.is_empty()
+                && span.is_none_or(|n| squeezed.len() < n as usize)
                 && squeezed.iter().all(|d| held.contains_key(*d))
                 && let Some(r) = all.get_mut(np + i)
             {

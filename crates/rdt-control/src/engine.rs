@@ -186,11 +186,11 @@ pub struct Reading {
     /// domain (then its traffic ÷ the domains it spans).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_domain_bytes_per_s: Option<f64>,
-    /// A best-effort class squeezed in some L3 domains (per domain): its LLC occupancy in
-    /// those, bytes, and how many they are. Its give-back of ways is judged by what it
-    /// fills there (in its other domains, also those where no protected workload runs, it
-    /// has every way). `None`: not measured per domain (then `llc_bytes` over the domains
-    /// it spans).
+    /// A best-effort class squeezed in some of the L3 domains it spans only (per domain):
+    /// its LLC occupancy in those, bytes, and how many they are. Its give-back of ways is
+    /// judged by what it fills there (in its other domains, also those where no protected
+    /// workload runs, it has every way). `None`: squeezed alike everywhere, or not measured
+    /// per domain (then `llc_bytes` over the domains it spans).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub squeezed_llc: Option<(u64, u32)>,
 }
