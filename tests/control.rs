@@ -414,6 +414,93 @@ fn a_class_spanning_sockets_is_squeezed_only_in_the_domain_of_its_aggressor() {
     agent.stop(&mut rdt).expect("stop");
 }
 
+/// Never harm the protected (issue 32, rule 4): the scenario family `smt-siblings`
+/// (xtask/scenarios/05-smt-siblings): a cache and bandwidth aggressor whose class holds the
+/// hyperthread siblings of the protected CPUs on skylake-sp, where MBA throttles a core by
+/// its threads' strongest delay, with a policy that allows MBA. The agent starts (with a
+/// warning), shrinks the class's ways, and never MBA-throttles it: its limit stays 100 %
+/// in every domain through the contention.
+#[test]
+fn a_class_on_protected_siblings_loses_ways_but_is_never_mba_throttled() {
+    let scenario: Scenario = include_str!("../xtask/scenarios/05-smt-siblings/scenario.json")
+        .parse()
+        .expect("scenario");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path(), "skylake-sp");
+    set(&rdt, &scenario);
+    let text = include_str!("../xtask/scenarios/05-smt-siblings/policy.toml");
+    assert!(text.contains("min_mba_percent"), "the policy allows MBA");
+    let policy = Policy::parse_toml(text, "policy.toml").expect("policy");
+    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
+    let class = agent.classes()[0];
+    let sim = rdt.simulated().expect("simulated").handle().clone();
+    let mut events = Vec::new();
+    for t in 1..=40u64 {
+        sim.advance(Duration::from_secs(1));
+        events.extend(
+            agent
+                .tick(&mut rdt, Duration::from_secs(t))
+                .expect("tick")
+                .events,
+        );
+        let mba = rdt
+            .bandwidth_classes_in(
+                MbaResource::Mba,
+                &[CacheDomain::new(0), CacheDomain::new(1)],
+            )
+            .expect("mba");
+        for d in &mba {
+            let c = d.iter().find(|c| c.class == class).expect("class");
+            assert_eq!(c.limit.value(), 100, "second {t}: {events:?}");
+        }
+    }
+    let kinds: Vec<ActionKind> = events.iter().map(|e| e.decision.action).collect();
+    assert!(kinds.contains(&ActionKind::ShrinkWays), "{kinds:?}");
+    assert!(!kinds.contains(&ActionKind::ThrottleMba), "{kinds:?}");
+    agent.stop(&mut rdt).expect("stop");
+}
+
+/// Give-back by demand, per domain (issue 32): the scenario family `genoa-ccx`
+/// (xtask/scenarios/07-genoa-ccx): the class `near` thrashes the protected workload's CCX
+/// (L3 0) and runs a cache-friendly batch in the next one (L3 1, where no protected
+/// workload runs and its ways are never changed). It loses ways in L3 0 only; after the
+/// thrasher stops (60 s) it gets them back within 10 s: its fill is judged in L3 0, where
+/// it is squeezed, not over both CCXs (the batch's fill of L3 1 kept it squeezed for good).
+#[test]
+fn a_class_squeezed_in_one_ccx_gets_its_ways_back_after_the_contention() {
+    let scenario: Scenario = include_str!("../xtask/scenarios/07-genoa-ccx/scenario.json")
+        .parse()
+        .expect("scenario");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path(), "genoa");
+    set(&rdt, &scenario);
+    let policy = Policy::parse_toml(
+        include_str!("../xtask/scenarios/07-genoa-ccx/policy.toml"),
+        "policy.toml",
+    )
+    .expect("policy");
+    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
+    let near = agent.classes()[0];
+    let sim = rdt.simulated().expect("simulated").handle().clone();
+    let ways = |rdt: &mut Rdt| {
+        let cat = rdt
+            .cat_classes_in(CatResource::L3, &[CacheDomain::new(0)])
+            .expect("masks");
+        let c = cat[0].iter().find(|c| c.class == near).expect("class");
+        c.mask.ways().count_ones()
+    };
+    let full = ways(&mut rdt);
+    let mut squeezed = false;
+    for t in 1..=70u64 {
+        sim.advance(Duration::from_secs(1));
+        agent.tick(&mut rdt, Duration::from_secs(t)).expect("tick");
+        squeezed |= ways(&mut rdt) < full;
+    }
+    assert!(squeezed, "near lost ways in L3 0 during the contention");
+    assert_eq!(ways(&mut rdt), full, "near has every way of L3 0 again");
+    agent.stop(&mut rdt).expect("stop");
+}
+
 /// A BestEffort pod (UID ending in `n`) whose one container is process `pid`, as the NRI
 /// plugin records it.
 fn besteffort_pod(n: u32, pid: u32) -> rdt_pqos::pods::PodRecord {

@@ -265,6 +265,9 @@ fn run(args: &Args, stop: &Stopper) -> Result<()> {
     let result = match Agent::start_stoppable(&mut rdt, policy, &ProcFs::host(), args.dry_run, stop)
     {
         Ok(mut agent) => {
+            for w in agent.warnings() {
+                eprintln!("warning: {w}");
+            }
             let opts = RunOptions {
                 duration: args.duration.map(Duration::from_secs),
                 advance: args

@@ -444,6 +444,8 @@ pub struct Agent {
     /// The allocation found when the controller started, for [`Agent::restore`].
     found: AllocState,
     stopper: Stopper,
+    /// What the policy asks that the controller will not do, found at start.
+    warnings: Vec<String>,
 }
 
 /// How [`Agent::run`] keeps time.
@@ -594,7 +596,8 @@ impl Agent {
             Self::best_effort_specs(backend, &policy, run_dir.as_deref(), proc)?
                 .into_iter()
                 .unzip();
-        facts.mba_shares_protected_core = Self::sibling_safety(backend, &policy, &specs)?;
+        let (shares, warnings) = Self::sibling_safety(backend, &policy, &specs);
+        facts.mba_shares_protected_core = shares;
         let config = Config {
             file: policy.file.clone(),
             classes: specs.clone(),
@@ -663,6 +666,7 @@ impl Agent {
             last: None,
             found,
             stopper: stopper.clone(),
+            warnings,
         })
     }
 
@@ -757,14 +761,16 @@ impl Agent {
     /// Per best-effort workload (CPUs resolved in `specs`): whether its MBA would throttle
     /// a core a protected workload runs on. Only on a part whose MBA applies per core
     /// ([`rdt_core::MbaCaps::thread_throttle`]: Intel before MBA 3.0, Skylake-SP, Cascade
-    /// Lake: a core runs at its threads' strongest delay). A workload that lists its CPUs
-    /// and may be throttled (`min_mba_percent`) is refused, naming the CPUs; one whose CPUs
-    /// are `rest` is warned about, and never throttled.
-    fn sibling_safety<E: std::error::Error + 'static>(
-        backend: &impl Backend<Error = E>,
+    /// Lake: a core runs at its threads' strongest delay). Such a workload that the policy
+    /// lets the controller throttle (`min_mba_percent`) is accepted with a warning naming
+    /// the CPUs: the engine never MBA-throttles it ([`crate::Facts::mba_shares_protected_core`])
+    /// but still shrinks its L3 ways, which do not slow the sibling thread (issue 32, rule 4).
+    /// Also returns the warnings, one per such workload.
+    fn sibling_safety(
+        backend: &impl Backend,
         policy: &Policy,
         specs: &[ClassSpec],
-    ) -> Result<Vec<bool>, AgentError<E>> {
+    ) -> (Vec<bool>, Vec<String>) {
         let per_core = backend
             .capabilities()
             .mba
@@ -772,7 +778,7 @@ impl Agent {
             .and_then(rdt_core::MbaCaps::thread_throttle)
             .is_some_and(|t| t != rdt_core::ThreadThrottle::PerThread);
         if !per_core {
-            return Ok(vec![false; specs.len()]);
+            return (vec![false; specs.len()], Vec::new());
         }
         let protected: Vec<ClassSpec> = policy
             .protected
@@ -781,6 +787,7 @@ impl Agent {
             .collect();
         let shared = shared_cores(backend.topology(), &protected, specs);
         let mut out = Vec::with_capacity(specs.len());
+        let mut warnings = Vec::new();
         for ((b, spec), pairs) in policy.best_effort.iter().zip(specs).zip(shared) {
             if pairs.is_empty() || b.min_mba_percent.is_none() {
                 out.push(false);
@@ -793,21 +800,19 @@ impl Agent {
                 .collect::<Vec<_>>()
                 .join(", ");
             let more = if pairs.len() > 8 { ", ..." } else { "" };
-            if !b.rest {
-                return Err(AgentError::Platform(format!(
-                    "{}: best-effort workload {:?} may be MBA-throttled (min_mba_percent) but                      shares cores with protected workloads: {named}{more}; this part's MBA                      throttles a core by its threads' strongest delay, so throttling it                      would slow them: move those CPUs, or drop min_mba_percent",
-                    policy.file.display(),
-                    spec.name
-                )));
-            }
-            log::warn!(
-                "{}: best-effort workload {:?} (rest) shares cores with protected workloads:                  {named}{more}; this part's MBA throttles per core, so the controller never                  throttles it",
+            let warning = format!(
+                "{}: best-effort workload {:?} shares cores with protected workloads: \
+                 {named}{more}; this part's MBA throttles a core by its threads' strongest \
+                 delay, so the controller never MBA-throttles it (min_mba_percent is \
+                 ignored) and only shrinks its L3 ways: move those CPUs to let it throttle",
                 policy.file.display(),
                 spec.name
             );
+            log::warn!("{warning}");
+            warnings.push(warning);
             out.push(true);
         }
-        Ok(out)
+        (out, warnings)
     }
 
     /// What the engine needs of the platform, and its MBA kind where the controller may
@@ -906,6 +911,15 @@ impl Agent {
     #[must_use]
     pub fn classes(&self) -> &[ClassId] {
         &self.classes
+    }
+
+    /// What the policy asks that the controller will not do on this platform, one sentence
+    /// each naming the workload and the rule, found at start (also logged at `warn`): a
+    /// best-effort workload on an SMT sibling of a protected CPU where MBA throttles per
+    /// core is never MBA-throttled. The binary prints them; empty when there is none.
+    #[must_use]
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// A reading from a group's values; rates over `dt`.
@@ -1153,8 +1167,11 @@ impl Agent {
                 .filter(|d| self.domains.contains(&d.domain))
                 .filter_map(|d| d.llc_occupancy_bytes.map(|b| (d.domain, b)))
                 .collect();
-            // squeezed in some of the domains acted on only: what it fills there
+            // squeezed in some of its domains only: what it fills there (in its others,
+            // acted on or not, it has every way: what it holds there says nothing of the
+            // squeezed ones); squeezed in all of them, its occupancy says it all
             let full = self.full.ways();
+            let span = self.engine.facts().best_effort_spans.get(i).copied();
             let ways = self.ways_now.get(i);
             let squeezed: Vec<&CacheDomain> = self
                 .domains
@@ -1162,7 +1179,8 @@ impl Agent {
                 .filter(|d| ways.and_then(|w| w.get(d)).is_some_and(|w| *w < full))
                 .collect();
             if !squeezed.is_empty()
-                && squeezed.len() < self.domains.len()
+                && span.is_none_or(|n| squeezed.len() < n as usize)
+                && squeezed.iter().all(|d| held.contains_key(*d))
                 && let Some(r) = all.get_mut(np + i)
             {
                 let bytes = squeezed.iter().filter_map(|d| held.get(*d)).sum::<u64>();

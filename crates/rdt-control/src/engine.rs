@@ -51,7 +51,10 @@
 //!    [`Reading::peak_domain_bytes_per_s`]) to its floor; once a step has been judged, the
 //!    next one is the secant: the health each percent bought so far, extrapolated to the
 //!    threshold + [`SEARCH_MARGIN`] (above `contended_below`, at most half way to the
-//!    floor: the gain flattens out there). Always a multiple of the MBA granularity,
+//!    floor: the gain flattens out there). A class not yet stepped in this contention
+//!    starts from what another class's step taught: the health each byte/s of demand held
+//!    back bought (the last MBA step judged, any class) times this class's demand (traffic
+//!    ÷ its limit) is its health per percent. Always a multiple of the MBA granularity,
 //!    never below the floor. A class whose MBA would throttle a core a protected workload
 //!    shares ([`Facts::mba_shares_protected_core`]: Intel parts before MBA 3.0 throttle a
 //!    core by its threads' strongest delay) is never throttled (rule 4).
@@ -183,10 +186,11 @@ pub struct Reading {
     /// domain (then its traffic ÷ the domains it spans).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_domain_bytes_per_s: Option<f64>,
-    /// A best-effort class squeezed in some of its domains only (per domain): its LLC
-    /// occupancy in those, bytes, and how many they are. Its give-back of ways is judged by
-    /// what it fills there (in the others it has every way). `None`: squeezed alike
-    /// everywhere (then `llc_bytes` over the domains it spans).
+    /// A best-effort class squeezed in some of the L3 domains it spans only (per domain):
+    /// its LLC occupancy in those, bytes, and how many they are. Its give-back of ways is
+    /// judged by what it fills there (in its other domains, also those where no protected
+    /// workload runs, it has every way). `None`: squeezed alike everywhere, or not measured
+    /// per domain (then `llc_bytes` over the domains it spans).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub squeezed_llc: Option<(u64, u32)>,
 }
@@ -455,6 +459,9 @@ pub struct Engine {
     /// In an episode of contention: the threshold is [`Engine::restored`], not
     /// `contended_below`.
     episode: bool,
+    /// Health per byte/s of demand held back, of the last MBA step judged in this
+    /// contention (any class).
+    mba_slope_per_byte: Option<f64>,
 }
 
 /// The traffic of `readings` added up, `None` when none is measured.
@@ -492,6 +499,7 @@ impl Engine {
             peak: 0.0,
             calm_best_effort: None,
             episode: false,
+            mba_slope_per_byte: None,
         }
     }
 
@@ -785,6 +793,7 @@ impl Engine {
             return out;
         }
         // No contention: the levers may be tried again, and what calmed down gets back.
+        self.mba_slope_per_byte = None;
         for c in &mut self.classes {
             c.ways_blocked = false;
             c.mba_blocked = false;
@@ -897,7 +906,11 @@ impl Engine {
             } else if p.kind == ActionKind::ThrottleMba {
                 let cut = f64::from(p.from.mba_percent.saturating_sub(p.to.mba_percent));
                 if cut > 0.0 {
-                    self.classes[i].mba_slope = Some((after - p.health) / cut);
+                    let slope = (after - p.health) / cut;
+                    self.classes[i].mba_slope = Some(slope);
+                    if let Some(d) = self.classes[i].demand.filter(|d| *d > 0.0) {
+                        self.mba_slope_per_byte = Some(slope / (d / 100.0));
+                    }
                 }
             }
         }
@@ -1044,7 +1057,13 @@ impl Engine {
             _ => now,
         };
         let half = f64::midpoint(f64::from(effective), f64::from(floor));
-        let want = match self.classes[i].mba_slope {
+        let own = self.classes[i].mba_slope;
+        let demand = r.mem_bytes_per_s.map(|t| t * 100.0 / f64::from(now.max(1)));
+        let shared = self
+            .mba_slope_per_byte
+            .zip(demand)
+            .map(|(s, d)| s * d / 100.0);
+        let want = match own.or(shared) {
             Some(s) if s > 0.0 => {
                 let need = (self.threshold() + SEARCH_MARGIN - h) / s;
                 let cut = (need / f64::from(g)).ceil().max(1.0) * f64::from(g);

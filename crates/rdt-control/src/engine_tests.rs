@@ -863,3 +863,63 @@ fn on_amd_a_limit_the_class_no_longer_presses_against_is_given_back() {
     assert_eq!(settings[59].mba_percent, 1, "{decisions:?}");
     assert_eq!(settings[70], FULL, "given back within 10 s: {decisions:?}");
 }
+
+/// Rule 5 with several classes: two streamers (10 GB/s each at no limit) load a domain of
+/// 10 GB/s capacity; above 4 GB/s of their traffic the pipeline loses 2 % per GB/s. The
+/// first MBA step on one of them (half way: 60 %) shows what a byte/s held back buys; the
+/// other's first step uses it (health per byte/s of the class's demand) instead of going
+/// half way again: it goes to its floor (10 %), and the third step (the first class to
+/// 30 %) restores the pipeline. Without it: 60, 60, 10, 30, four steps.
+#[test]
+fn the_mba_search_carries_what_a_byte_bought_from_one_class_to_the_next() {
+    let text = "[[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\n\n\
+        [[best_effort]]\nname = \"a\"\ncpus = \"8\"\nmin_mba_percent = 10\n\n\
+        [[best_effort]]\nname = \"b\"\ncpus = \"9\"\nmin_mba_percent = 10\n";
+    let facts = Facts {
+        best_effort_spans: vec![1, 1],
+        memory_capacity_bytes_per_s: Some(10.0 * GB),
+        ..facts()
+    };
+    let mut e = Engine::new(Policy::parse_toml(text, "p.toml").unwrap(), facts);
+    let mut s = [FULL, FULL];
+    let mut throttles = Vec::new();
+    let mut restored_at = None;
+    for t in 0..40u64 {
+        let on = t >= 10;
+        let traffic = |x: &Setting| {
+            if on {
+                10.0 * GB * f64::from(x.mba_percent) / 100.0
+            } else {
+                MB
+            }
+        };
+        let a = traffic(&s[0]) + traffic(&s[1]);
+        let health = 1.0 - 0.02 * ((a - 4.0 * GB) / GB).max(0.0);
+        if on && health >= 0.99 && restored_at.is_none() {
+            restored_at = Some(t);
+        }
+        let pipeline = Reading {
+            llc_bytes: Some(23_000_000),
+            mem_bytes_per_s: Some(GB),
+            ipc: Some(1.8 * health),
+            ..Reading::default()
+        };
+        let best = |x: &Setting| Reading {
+            llc_bytes: Some(1_000_000),
+            mem_bytes_per_s: Some(traffic(x)),
+            ipc: Some(0.6),
+            ..Reading::default()
+        };
+        let (ra, rb) = (best(&s[0]), best(&s[1]));
+        for d in e.observe(Duration::from_secs(t), &[pipeline], &[ra, rb], &s) {
+            assert_eq!(d.action, ActionKind::ThrottleMba, "{d:?}");
+            s[d.class] = d.to;
+            throttles.push((t, d.class, d.to.mba_percent));
+        }
+    }
+    assert!(restored_at.is_some_and(|t| t <= 16), "{throttles:?}");
+    assert_eq!(throttles.len(), 3, "{throttles:?}");
+    assert_eq!(throttles[0].2, 60, "half way first: {throttles:?}");
+    assert_ne!(throttles[1].1, throttles[0].1, "{throttles:?}");
+    assert_eq!(throttles[1].2, 10, "the first class's slope: {throttles:?}");
+}
