@@ -158,3 +158,105 @@ fn region_mba_is_planned_applied_undone_and_refused_as_a_transaction() {
     let e = Plan::new(&mut msr, &[cxl_max(1, 0x20, domains[0])]).expect_err("no MMIO");
     assert!(e.to_string().contains("MMIO interface"), "{e}");
 }
+
+/// A declarative file (`pqos --apply`) with a `regions` table on the MMIO interface:
+/// planned as region MBA steps of the class's transaction (dry-run lines), applied, applied
+/// again as nothing, refused at the file's line for a region the MRRM lacks, a value above
+/// the window and the MSR interface (nothing written), and taken away by `--remove`.
+#[test]
+fn apply_files_plan_region_mba_in_the_class_transaction() {
+    use rdt_pqos::config::Config;
+    use rdt_pqos::proc::ProcFs;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path());
+    let domains = rdt.topology().l3_domains();
+    assert_eq!(domains.len(), 2, "{domains:?}");
+    let window = rdt.regions().expect("regions").bw_window();
+    let proc = ProcFs::host();
+    let text = "[[class]]\nname = \"batch\"\ncpus = \"2-10\"\n\
+                [class.regions.1]\nmax = 0x7f\ndomains = { 1 = { max = 0x20, min = 0x10 } }\n";
+    let cfg = Config::parse_toml(text, "batch.toml").expect("parse");
+    let planned = cfg.plan(&mut rdt, &proc).expect("plan");
+    let lines = planned.lines();
+    let region_lines: Vec<&String> = lines.iter().filter(|l| l.contains("region")).collect();
+    assert_eq!(
+        region_lines,
+        [
+            &format!(
+                "batch (COS1): MBA region 1 max domain {}: {window} -> 127",
+                domains[0]
+            ),
+            // per domain in pqos's order of the controls: opt, min, max
+            &format!(
+                "batch (COS1): MBA region 1 min domain {}: 0 -> 16",
+                domains[1]
+            ),
+            &format!(
+                "batch (COS1): MBA region 1 max domain {}: {window} -> 32",
+                domains[1]
+            ),
+        ],
+        "{lines:#?}"
+    );
+    planned.plan.apply(&mut rdt).into_result().expect("applied");
+    assert_eq!(max_of(&mut rdt, domains[0], 1, 1), 0x7f);
+    assert_eq!(max_of(&mut rdt, domains[1], 1, 1), 0x20);
+    assert_eq!(max_of(&mut rdt, domains[0], 1, 0), window, "DDR untouched");
+    assert!(
+        cfg.plan(&mut rdt, &proc).expect("plan").plan.is_empty(),
+        "applying again writes nothing"
+    );
+
+    // refused at the file's line and key, nothing written
+    let refused = |text: &str, rdt: &mut Rdt| -> String {
+        let cfg = Config::parse_toml(text, "bad.toml").expect("parse");
+        cfg.plan(rdt, &proc).expect_err("refused").to_string()
+    };
+    let e = refused(
+        "[[class]]\nname = \"batch\"\ncpus = \"2-10\"\nregions = { 7 = { max = 1 } }\n",
+        &mut rdt,
+    );
+    assert_eq!(
+        e,
+        "bad.toml:4: class \"batch\": regions.7: memory region 7 does not exist: the \
+         platform's MRRM has region 0 (DDR), region 1 (CXL)"
+    );
+    let e = refused(
+        "[[class]]\nname = \"batch\"\ncpus = \"2-10\"\n\
+         regions = { 1 = { max = 1, domains = { 1 = { opt = 512 } } } }\n",
+        &mut rdt,
+    );
+    assert_eq!(
+        e,
+        format!(
+            "bad.toml:4: class \"batch\": regions.1.domains.1.opt: opt 512 is outside the \
+             control window: 0 to {window} ({window} is full bandwidth)"
+        )
+    );
+    assert_eq!(max_of(&mut rdt, domains[1], 1, 1), 0x20, "nothing written");
+
+    // --remove: every control back to the window
+    let removal = cfg.remove(&mut rdt).expect("removal");
+    removal.plan.apply(&mut rdt).into_result().expect("removed");
+    for &d in &domains {
+        assert_eq!(max_of(&mut rdt, d, 1, 1), window);
+    }
+
+    // the MSR interface has no region controls: refused at `regions`
+    drop(rdt);
+    let session = SessionOptions {
+        state: Some(dir.path().join("state.json")),
+        ..SessionOptions::new("xeon-rdt13")
+    };
+    let mut msr = OpenOptions::simulate(OpenOptions::new(Iface::Msr).rdt_iface(None), session)
+        .open()
+        .expect("open on MSR");
+    let e = cfg.plan(&mut msr, &proc).expect_err("no MMIO").to_string();
+    assert!(
+        e.starts_with(
+            "batch.toml:4: class \"batch\": regions: region-aware MBA needs the MMIO \
+                       interface of an RDT 1.3 platform"
+        ),
+        "{e}"
+    );
+}
