@@ -260,3 +260,104 @@ fn apply_files_plan_region_mba_in_the_class_transaction() {
         "{e}"
     );
 }
+
+/// The controller with a best-effort workload whose policy names `mba_regions = [1]`: the
+/// seed paper's thrasher (CPUs 8-10) next to its pipeline (CPUs 2-7), the thrasher's
+/// traffic 90 % to the CXL region. The engine's MBA step (after the ways, as on skylake-sp,
+/// whose CPUID this model has) is written as the class's maximum on region 1 only: its DDR
+/// control and its MBA are never touched. (The model does not feed region throttling back
+/// into the pipeline's IPC, so the step buys nothing and is undone, as the MBA step is in
+/// `tests/control.rs`.)
+#[test]
+fn the_controller_throttles_a_mostly_cxl_best_effort_class_on_the_cxl_region_only() {
+    use rdt_pqos::config::policy::Policy;
+    use rdt_pqos::control::{ActionKind, Agent};
+    use rdt_pqos::proc::ProcFs;
+    use rdt_pqos::{LogicalCpu, MbaResource};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path());
+    {
+        let sim = rdt.simulated().expect("simulated").handle();
+        let mut p = sim.lock();
+        p.set_scenario(&rdt_sim::Scenario::default())
+            .expect("scenario");
+        for c in 8..=10 {
+            p.set_region_split(LogicalCpu::new(c), [0.1, 0.9]);
+        }
+    }
+    let policy = Policy::parse_toml(
+        "[[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\ntarget = { llc_mib = 40 }\n\n\
+         [[best_effort]]\nname = \"thrasher\"\ncpus = \"8-10\"\nmin_ways = 2\n\
+         min_mba_percent = 20\nmba_regions = [1]\n",
+        "policy.toml",
+    )
+    .expect("policy");
+    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
+    let class = agent.classes()[0];
+    let domain = CacheDomain::new(0);
+    let window = rdt.regions().expect("regions").bw_window();
+    let mut events = Vec::new();
+    let (mut cxl, mut ddr, mut mba) = (Vec::new(), Vec::new(), Vec::new());
+    for t in 1..=12u64 {
+        advance(&rdt, Duration::from_secs(1));
+        events.extend(
+            agent
+                .tick(&mut rdt, Duration::from_secs(t))
+                .expect("tick")
+                .events,
+        );
+        cxl.push(max_of(&mut rdt, domain, class.get(), 1));
+        ddr.push(max_of(&mut rdt, domain, class.get(), 0));
+        let limits = rdt
+            .bandwidth_classes_in(MbaResource::Mba, &[domain])
+            .expect("mba");
+        let limit = limits[0].iter().find(|c| c.class == class).expect("class");
+        mba.push(limit.limit.value());
+    }
+    let kinds: Vec<ActionKind> = events.iter().map(|e| e.decision.action).collect();
+    assert_eq!(
+        kinds[..3],
+        [
+            ActionKind::ShrinkWays,
+            ActionKind::ThrottleMba,
+            ActionKind::Revert
+        ],
+        "{events:?}"
+    );
+    assert!(events.iter().all(|e| e.applied), "{events:?}");
+    // the search's first step, half way from 100 % to the 20 % floor: 60 % of the window
+    // on the CXL region, then undone
+    let sixty = (u32::from(window) * 60 + 50) / 100;
+    assert!(cxl.iter().any(|v| u32::from(*v) == sixty), "{cxl:?}");
+    assert_eq!(cxl.last(), Some(&window), "{cxl:?}");
+    assert!(ddr.iter().all(|v| *v == window), "DDR untouched: {ddr:?}");
+    assert!(mba.iter().all(|v| *v == 100), "MBA untouched: {mba:?}");
+    agent.stop(&mut rdt).expect("stop");
+
+    // the MSR interface has no region controls: refused when the controller starts
+    drop(rdt);
+    let session = SessionOptions {
+        state: Some(dir.path().join("state.json")),
+        ..SessionOptions::new("xeon-rdt13")
+    };
+    let mut msr = OpenOptions::simulate(OpenOptions::new(Iface::Msr).rdt_iface(None), session)
+        .open()
+        .expect("open on MSR");
+    let policy = Policy::parse_toml(
+        "[[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\n\n\
+         [[best_effort]]\nname = \"thrasher\"\ncpus = \"8-10\"\n\
+         min_mba_percent = 20\nmba_regions = [1]\n",
+        "policy.toml",
+    )
+    .expect("policy");
+    let e = Agent::start(&mut msr, policy, &ProcFs::host(), false)
+        .expect_err("no region controls")
+        .to_string();
+    assert!(
+        e.contains(
+            "policy.toml: best-effort workload \"thrasher\": mba_regions needs region-aware MBA"
+        ),
+        "{e}"
+    );
+}
