@@ -361,3 +361,21 @@ fn the_controller_throttles_a_mostly_cxl_best_effort_class_on_the_cxl_region_onl
         "{e}"
     );
 }
+
+/// Every region change's value is checked against the window when planned, also a second
+/// change of a class and domain whose controls the planner has already read (it was
+/// checked for the first one only, and the backend refused it mid-apply).
+#[test]
+fn a_second_region_change_of_a_class_and_domain_above_the_window_is_refused_by_the_plan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path());
+    let d = rdt.topology().l3_domains()[0];
+    let window = rdt.regions().expect("regions").bw_window();
+    let mut ddr = cxl_max(1, window + 1, d);
+    if let Change::RegionMba { bw, .. } = &mut ddr {
+        bw.region = MemRegion(0);
+    }
+    let e = Plan::new(&mut rdt, &[cxl_max(1, 0x20, d), ddr]).expect_err("above the window");
+    assert!(matches!(e, PlanError::Invalid { index: 1, .. }), "{e}");
+    assert!(e.to_string().contains("above the control window"), "{e}");
+}

@@ -5,12 +5,12 @@
 use std::collections::BTreeSet;
 
 use super::error::Location;
-use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
+use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning, RegionSpec};
 use rdt_core::BackendExt;
 use rdt_core::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
 use rdt_core::{
     Backend, BwControl, CacheDomain, CatResource, ClassId, Interface, LogicalCpu, MbaResource,
-    RegionBw, RequestError, TaskId,
+    MemRegion, RegionBw, RequestError, TaskId,
 };
 use rdt_host::proc::ProcFs;
 
@@ -622,29 +622,7 @@ impl Config {
                         )
                         .into());
                 }
-                let key_of = |domain: Option<CacheDomain>, control: BwControl| match domain {
-                    Some(d) => format!("{rkey}.domains.{d}.{control}"),
-                    None => format!("{rkey}.{control}"),
-                };
-                let named = spec.controls.iter().map(|(c, v)| (None, *c, *v)).chain(
-                    spec.domains
-                        .iter()
-                        .flat_map(|(d, cs)| cs.iter().map(move |(c, v)| (Some(*d), *c, *v))),
-                );
-                for (domain, control, value) in named {
-                    if value > window {
-                        return Err(self
-                            .error_at(
-                                i,
-                                &key_of(domain, control),
-                                format!(
-                                    "{control} {value} is outside the control window: 0 to \
-                                     {window} ({window} is full bandwidth)"
-                                ),
-                            )
-                            .into());
-                    }
-                }
+                self.check_region_values(i, region, spec, window)?;
                 for &domain in &domains {
                     for (control, value) in spec.controls_in(domain) {
                         let own = spec
@@ -662,10 +640,39 @@ impl Config {
                         });
                         origins.push(Origin {
                             class: i,
-                            key: key_of(own.then_some(domain), control),
+                            key: region_key(region, own.then_some(domain), control),
                         });
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every value of class `i`'s `region` entry is within the control window (0 to
+    /// `window`), else an error at its key.
+    fn check_region_values(
+        &self,
+        i: usize,
+        region: MemRegion,
+        spec: &RegionSpec,
+        window: u16,
+    ) -> Result<(), ConfigError> {
+        let named = spec.controls.iter().map(|(c, v)| (None, *c, *v)).chain(
+            spec.domains
+                .iter()
+                .flat_map(|(d, cs)| cs.iter().map(move |(c, v)| (Some(*d), *c, *v))),
+        );
+        for (domain, control, value) in named {
+            if value > window {
+                return Err(self.error_at(
+                    i,
+                    &region_key(region, domain, control),
+                    format!(
+                        "{control} {value} is outside the control window: 0 to {window} \
+                         ({window} is full bandwidth)"
+                    ),
+                ));
             }
         }
         Ok(())
@@ -834,6 +841,15 @@ impl Config {
         );
         error.set_kind(ConfigErrorKind::Placement);
         error
+    }
+}
+
+/// The key of a region control in the file: `regions.1.max`, or in a domain
+/// `regions.1.domains.0.max`.
+fn region_key(region: MemRegion, domain: Option<CacheDomain>, control: BwControl) -> String {
+    match domain {
+        Some(d) => format!("regions.{region}.domains.{d}.{control}"),
+        None => format!("regions.{region}.{control}"),
     }
 }
 
