@@ -263,7 +263,10 @@ impl Config {
     /// 3. Per cache level and domain, the classes' masks are [placed](super::place) around
     ///    the ways other classes hold: the masks of every class outside the file other than
     ///    COS 0 that are not all ways.
-    /// 4. MBA limits per domain, CPUs, tasks, and the processes named (every process with
+    /// 4. MBA limits per domain, region-aware MBA controls (`regions`: per L3 domain, region
+    ///    and control, checked first against the backend's [`rdt_core::RegionOps`]: an
+    ///    interface without them, a region the MRRM lacks, a value above the control window
+    ///    are errors at their key), CPUs, tasks, and the processes named (every process with
     ///    that `comm` in `proc`); then the members the file's classes hold but no longer
     ///    list go back to COS 0 (the resctrl root group): every CPU no class of the file
     ///    lists, and, for a class that lists `tasks` or `processes`, every thread of its
@@ -336,7 +339,8 @@ impl Config {
     /// Plans taking away the file's named classes that this library made
     /// ([`BackendExt::own_class_names`]; `pqos --apply FILE --remove`), as one transaction: per
     /// class, every mask back to all ways (data and code masks with CDP on), every MBA and
-    /// SMBA limit back to "no limit", its CPUs and (OS interface) tasks back to COS 0, then
+    /// SMBA limit back to "no limit", every region MBA control back to the control window
+    /// (the MMIO interface), its CPUs and (OS interface) tasks back to COS 0, then
     /// the name given up ([`Change::Release`]): on the OS interface its resctrl group is
     /// removed, on the MSR interface its record goes. Writes nothing; apply the plan with
     /// [`ApplyPlan::apply`](rdt_host::transaction::ApplyPlan::apply) (all or nothing, journaled).
