@@ -158,3 +158,224 @@ fn region_mba_is_planned_applied_undone_and_refused_as_a_transaction() {
     let e = Plan::new(&mut msr, &[cxl_max(1, 0x20, domains[0])]).expect_err("no MMIO");
     assert!(e.to_string().contains("MMIO interface"), "{e}");
 }
+
+/// A declarative file (`pqos --apply`) with a `regions` table on the MMIO interface:
+/// planned as region MBA steps of the class's transaction (dry-run lines), applied, applied
+/// again as nothing, refused at the file's line for a region the MRRM lacks, a value above
+/// the window and the MSR interface (nothing written), and taken away by `--remove`.
+#[test]
+fn apply_files_plan_region_mba_in_the_class_transaction() {
+    use rdt_pqos::config::Config;
+    use rdt_pqos::proc::ProcFs;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path());
+    let domains = rdt.topology().l3_domains();
+    assert_eq!(domains.len(), 2, "{domains:?}");
+    let window = rdt.regions().expect("regions").bw_window();
+    let proc = ProcFs::host();
+    let text = "[[class]]\nname = \"batch\"\ncpus = \"2-10\"\n\
+                [class.regions.1]\nmax = 0x7f\ndomains = { 1 = { max = 0x20, min = 0x10 } }\n";
+    let cfg = Config::parse_toml(text, "batch.toml").expect("parse");
+    let planned = cfg.plan(&mut rdt, &proc).expect("plan");
+    let lines = planned.lines();
+    let region_lines: Vec<&String> = lines.iter().filter(|l| l.contains("region")).collect();
+    assert_eq!(
+        region_lines,
+        [
+            &format!(
+                "batch (COS1): MBA region 1 max domain {}: {window} -> 127",
+                domains[0]
+            ),
+            // per domain in pqos's order of the controls: opt, min, max
+            &format!(
+                "batch (COS1): MBA region 1 min domain {}: 0 -> 16",
+                domains[1]
+            ),
+            &format!(
+                "batch (COS1): MBA region 1 max domain {}: {window} -> 32",
+                domains[1]
+            ),
+        ],
+        "{lines:#?}"
+    );
+    planned.plan.apply(&mut rdt).into_result().expect("applied");
+    assert_eq!(max_of(&mut rdt, domains[0], 1, 1), 0x7f);
+    assert_eq!(max_of(&mut rdt, domains[1], 1, 1), 0x20);
+    assert_eq!(max_of(&mut rdt, domains[0], 1, 0), window, "DDR untouched");
+    assert!(
+        cfg.plan(&mut rdt, &proc).expect("plan").plan.is_empty(),
+        "applying again writes nothing"
+    );
+
+    // refused at the file's line and key, nothing written
+    let refused = |text: &str, rdt: &mut Rdt| -> String {
+        let cfg = Config::parse_toml(text, "bad.toml").expect("parse");
+        cfg.plan(rdt, &proc).expect_err("refused").to_string()
+    };
+    let e = refused(
+        "[[class]]\nname = \"batch\"\ncpus = \"2-10\"\nregions = { 7 = { max = 1 } }\n",
+        &mut rdt,
+    );
+    assert_eq!(
+        e,
+        "bad.toml:4: class \"batch\": regions.7: memory region 7 does not exist: the \
+         platform's MRRM has region 0 (DDR), region 1 (CXL)"
+    );
+    let e = refused(
+        "[[class]]\nname = \"batch\"\ncpus = \"2-10\"\n\
+         regions = { 1 = { max = 1, domains = { 1 = { opt = 512 } } } }\n",
+        &mut rdt,
+    );
+    assert_eq!(
+        e,
+        format!(
+            "bad.toml:4: class \"batch\": regions.1.domains.1.opt: opt 512 is outside the \
+             control window: 0 to {window} ({window} is full bandwidth)"
+        )
+    );
+    assert_eq!(max_of(&mut rdt, domains[1], 1, 1), 0x20, "nothing written");
+
+    // --remove: every control back to the window
+    let removal = cfg.remove(&mut rdt).expect("removal");
+    removal.plan.apply(&mut rdt).into_result().expect("removed");
+    for &d in &domains {
+        assert_eq!(max_of(&mut rdt, d, 1, 1), window);
+    }
+
+    // the MSR interface has no region controls: refused at `regions`
+    drop(rdt);
+    let session = SessionOptions {
+        state: Some(dir.path().join("state.json")),
+        ..SessionOptions::new("xeon-rdt13")
+    };
+    let mut msr = OpenOptions::simulate(OpenOptions::new(Iface::Msr).rdt_iface(None), session)
+        .open()
+        .expect("open on MSR");
+    let e = cfg.plan(&mut msr, &proc).expect_err("no MMIO").to_string();
+    assert!(
+        e.starts_with(
+            "batch.toml:4: class \"batch\": regions: region-aware MBA needs the MMIO \
+                       interface of an RDT 1.3 platform"
+        ),
+        "{e}"
+    );
+}
+
+/// The controller with a best-effort workload whose policy names `mba_regions = [1]`: the
+/// seed paper's thrasher (CPUs 8-10) next to its pipeline (CPUs 2-7), the thrasher's
+/// traffic 90 % to the CXL region. The engine's MBA step (after the ways, as on skylake-sp,
+/// whose CPUID this model has) is written as the class's maximum on region 1 only: its DDR
+/// control and its MBA are never touched. (The model does not feed region throttling back
+/// into the pipeline's IPC, so the step buys nothing and is undone, as the MBA step is in
+/// `tests/control.rs`.)
+#[test]
+fn the_controller_throttles_a_mostly_cxl_best_effort_class_on_the_cxl_region_only() {
+    use rdt_pqos::config::policy::Policy;
+    use rdt_pqos::control::{ActionKind, Agent};
+    use rdt_pqos::proc::ProcFs;
+    use rdt_pqos::{LogicalCpu, MbaResource};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path());
+    {
+        let sim = rdt.simulated().expect("simulated").handle();
+        let mut p = sim.lock();
+        p.set_scenario(&rdt_sim::Scenario::default())
+            .expect("scenario");
+        for c in 8..=10 {
+            p.set_region_split(LogicalCpu::new(c), [0.1, 0.9]);
+        }
+    }
+    let policy = Policy::parse_toml(
+        "[[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\ntarget = { llc_mib = 40 }\n\n\
+         [[best_effort]]\nname = \"thrasher\"\ncpus = \"8-10\"\nmin_ways = 2\n\
+         min_mba_percent = 20\nmba_regions = [1]\n",
+        "policy.toml",
+    )
+    .expect("policy");
+    let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
+    let class = agent.classes()[0];
+    let domain = CacheDomain::new(0);
+    let window = rdt.regions().expect("regions").bw_window();
+    let mut events = Vec::new();
+    let (mut cxl, mut ddr, mut mba) = (Vec::new(), Vec::new(), Vec::new());
+    for t in 1..=12u64 {
+        advance(&rdt, Duration::from_secs(1));
+        events.extend(
+            agent
+                .tick(&mut rdt, Duration::from_secs(t))
+                .expect("tick")
+                .events,
+        );
+        cxl.push(max_of(&mut rdt, domain, class.get(), 1));
+        ddr.push(max_of(&mut rdt, domain, class.get(), 0));
+        let limits = rdt
+            .bandwidth_classes_in(MbaResource::Mba, &[domain])
+            .expect("mba");
+        let limit = limits[0].iter().find(|c| c.class == class).expect("class");
+        mba.push(limit.limit.value());
+    }
+    let kinds: Vec<ActionKind> = events.iter().map(|e| e.decision.action).collect();
+    assert_eq!(
+        kinds[..3],
+        [
+            ActionKind::ShrinkWays,
+            ActionKind::ThrottleMba,
+            ActionKind::Revert
+        ],
+        "{events:?}"
+    );
+    assert!(events.iter().all(|e| e.applied), "{events:?}");
+    // the search's first step, half way from 100 % to the 20 % floor: 60 % of the window
+    // on the CXL region, then undone
+    let sixty = (u32::from(window) * 60 + 50) / 100;
+    assert!(cxl.iter().any(|v| u32::from(*v) == sixty), "{cxl:?}");
+    assert_eq!(cxl.last(), Some(&window), "{cxl:?}");
+    assert!(ddr.iter().all(|v| *v == window), "DDR untouched: {ddr:?}");
+    assert!(mba.iter().all(|v| *v == 100), "MBA untouched: {mba:?}");
+    agent.stop(&mut rdt).expect("stop");
+
+    // the MSR interface has no region controls: refused when the controller starts
+    drop(rdt);
+    let session = SessionOptions {
+        state: Some(dir.path().join("state.json")),
+        ..SessionOptions::new("xeon-rdt13")
+    };
+    let mut msr = OpenOptions::simulate(OpenOptions::new(Iface::Msr).rdt_iface(None), session)
+        .open()
+        .expect("open on MSR");
+    let policy = Policy::parse_toml(
+        "[[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\n\n\
+         [[best_effort]]\nname = \"thrasher\"\ncpus = \"8-10\"\n\
+         min_mba_percent = 20\nmba_regions = [1]\n",
+        "policy.toml",
+    )
+    .expect("policy");
+    let e = Agent::start(&mut msr, policy, &ProcFs::host(), false)
+        .expect_err("no region controls")
+        .to_string();
+    assert!(
+        e.contains(
+            "policy.toml: best-effort workload \"thrasher\": mba_regions needs region-aware MBA"
+        ),
+        "{e}"
+    );
+}
+
+/// Every region change's value is checked against the window when planned, also a second
+/// change of a class and domain whose controls the planner has already read (it was
+/// checked for the first one only, and the backend refused it mid-apply).
+#[test]
+fn a_second_region_change_of_a_class_and_domain_above_the_window_is_refused_by_the_plan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path());
+    let d = rdt.topology().l3_domains()[0];
+    let window = rdt.regions().expect("regions").bw_window();
+    let mut ddr = cxl_max(1, window + 1, d);
+    if let Change::RegionMba { bw, .. } = &mut ddr {
+        bw.region = MemRegion(0);
+    }
+    let e = Plan::new(&mut rdt, &[cxl_max(1, 0x20, d), ddr]).expect_err("above the window");
+    assert!(matches!(e, PlanError::Invalid { index: 1, .. }), "{e}");
+    assert!(e.to_string().contains("above the control window"), "{e}");
+}

@@ -5,11 +5,12 @@
 use std::collections::BTreeSet;
 
 use super::error::Location;
-use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning};
+use super::{ClassSpec, Config, ConfigError, ConfigErrorKind, ConfigWarning, RegionSpec};
 use rdt_core::BackendExt;
 use rdt_core::transaction::{Change, MaskScope, Plan, PlanError, PlanWarning, Step};
 use rdt_core::{
-    Backend, CatResource, ClassId, Interface, LogicalCpu, MbaResource, RequestError, TaskId,
+    Backend, BwControl, CacheDomain, CatResource, ClassId, Interface, LogicalCpu, MbaResource,
+    MemRegion, RegionBw, RequestError, TaskId,
 };
 use rdt_host::proc::ProcFs;
 
@@ -23,9 +24,10 @@ const fn resource_key(resource: MbaResource) -> &'static str {
 
 /// The changes that take away the named class `name`, which stands for `class`: every
 /// mask back to all ways (data and code masks with CDP on), every MBA and SMBA limit back
-/// to "no limit", its CPUs (of `cpus`, each CPU's class now) and, on the OS interface, its
+/// to "no limit", every region MBA control back to the control window (a backend with
+/// [`Backend::regions`]), its CPUs (of `cpus`, each CPU's class now) and, on the OS interface, its
 /// tasks back to COS 0, then the name given up ([`Change::Release`]). Each change comes
-/// with the key of the file it undoes (`l3`, `mba`, `cpus`, `tasks`, `name`).
+/// with the key of the file it undoes (`l3`, `mba`, `regions`, `cpus`, `tasks`, `name`).
 ///
 /// # Errors
 /// The class's tasks cannot be read.
@@ -52,6 +54,25 @@ pub(crate) fn removal_changes<B: Backend>(
         for domain in backend.topology().l3_domains() {
             if let Some(c) = Change::bandwidth_default(caps, resource, domain, class) {
                 out.push((c, resource_key(resource)));
+            }
+        }
+    }
+    // region MBA (the MMIO interface): every control of every region back to the window
+    if let Some(r) = backend.regions()
+        && class.get() < r.region_classes()
+    {
+        let window = r.bw_window();
+        let regions: Vec<_> = r.memory_regions().iter().map(|i| i.region).collect();
+        for domain in backend.topology().l3_domains() {
+            for &region in &regions {
+                for control in BwControl::ALL {
+                    let bw = RegionBw {
+                        region,
+                        control,
+                        value: window,
+                    };
+                    out.push((Change::RegionMba { domain, class, bw }, "regions"));
+                }
             }
         }
     }
@@ -242,7 +263,10 @@ impl Config {
     /// 3. Per cache level and domain, the classes' masks are [placed](super::place) around
     ///    the ways other classes hold: the masks of every class outside the file other than
     ///    COS 0 that are not all ways.
-    /// 4. MBA limits per domain, CPUs, tasks, and the processes named (every process with
+    /// 4. MBA limits per domain, region-aware MBA controls (`regions`: per L3 domain, region
+    ///    and control, checked first against the backend's [`rdt_core::RegionOps`]: an
+    ///    interface without them, a region the MRRM lacks, a value above the control window
+    ///    are errors at their key), CPUs, tasks, and the processes named (every process with
     ///    that `comm` in `proc`); then the members the file's classes hold but no longer
     ///    list go back to COS 0 (the resctrl root group): every CPU no class of the file
     ///    lists, and, for a class that lists `tasks` or `processes`, every thread of its
@@ -301,6 +325,7 @@ impl Config {
                 }
             }
         }
+        self.region_changes(backend, &ids, &mut changes, &mut origins)?;
         self.member_changes(backend, proc, &ids, &mut changes, &mut origins)?;
         let classes = self
             .classes
@@ -314,7 +339,8 @@ impl Config {
     /// Plans taking away the file's named classes that this library made
     /// ([`BackendExt::own_class_names`]; `pqos --apply FILE --remove`), as one transaction: per
     /// class, every mask back to all ways (data and code masks with CDP on), every MBA and
-    /// SMBA limit back to "no limit", its CPUs and (OS interface) tasks back to COS 0, then
+    /// SMBA limit back to "no limit", every region MBA control back to the control window
+    /// (the MMIO interface), its CPUs and (OS interface) tasks back to COS 0, then
     /// the name given up ([`Change::Release`]): on the OS interface its resctrl group is
     /// removed, on the MSR interface its record goes. Writes nothing; apply the plan with
     /// [`ApplyPlan::apply`](rdt_host::transaction::ApplyPlan::apply) (all or nothing, journaled).
@@ -528,6 +554,134 @@ impl Config {
         Ok(())
     }
 
+    /// Region-aware MBA of [`Config::plan`] (after MBA, before the members): per class
+    /// with `regions`, per L3 domain, one [`Change::RegionMba`] per control the file names
+    /// there. Checked first, against the backend's [`rdt_core::RegionOps`], each error at
+    /// its key: a backend without region controls (not the MMIO interface of an RDT 1.3
+    /// platform), a class of service beyond the ERDT's classes, a region the MRRM does not
+    /// have, a value above the control window.
+    fn region_changes<B: Backend>(
+        &self,
+        backend: &mut B,
+        ids: &[ClassId],
+        changes: &mut Vec<Change>,
+        origins: &mut Vec<Origin>,
+    ) -> Result<(), ConfigPlanError<B::Error>> {
+        let Some(first) = self.classes.iter().position(|c| !c.regions.is_empty()) else {
+            return Ok(());
+        };
+        let interface = backend.interface();
+        let Some(r) = backend.regions() else {
+            let why = match interface {
+                Interface::Mmio => "this platform's ERDT has no region MBA controls (MARC)",
+                Interface::Msr => {
+                    "region-aware MBA needs the MMIO interface of an RDT 1.3 platform \
+                     (pqos --iface=mmio; ACPI ERDT and MRRM): the MSR interface has none"
+                }
+                Interface::Os => {
+                    "region-aware MBA needs the MMIO interface of an RDT 1.3 platform \
+                     (pqos --iface=mmio; ACPI ERDT and MRRM): resctrl (the OS interface) has \
+                     none"
+                }
+            };
+            return Err(self.error_at(first, "regions", why).into());
+        };
+        let regions = r.memory_regions().to_vec();
+        let window = r.bw_window();
+        let region_classes = r.region_classes();
+        let known = regions
+            .iter()
+            .map(|r| format!("region {} ({})", r.region, r.memory))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let domains = backend.topology().l3_domains();
+        for (i, class) in self.classes.iter().enumerate() {
+            if class.regions.is_empty() {
+                continue;
+            }
+            if ids[i].get() >= region_classes {
+                return Err(self
+                    .error_at(
+                        i,
+                        "regions",
+                        format!(
+                            "COS{} has no region MBA controls: the platform's ERDT has \
+                             {region_classes} classes of service for them",
+                            ids[i]
+                        ),
+                    )
+                    .into());
+            }
+            for (&region, spec) in &class.regions {
+                let rkey = format!("regions.{region}");
+                if !regions.iter().any(|r| r.region == region) {
+                    return Err(self
+                        .error_at(
+                            i,
+                            &rkey,
+                            format!(
+                                "memory region {region} does not exist: the platform's MRRM \
+                                 has {known}"
+                            ),
+                        )
+                        .into());
+                }
+                self.check_region_values(i, region, spec, window)?;
+                for &domain in &domains {
+                    for (control, value) in spec.controls_in(domain) {
+                        let own = spec
+                            .domains
+                            .get(&domain)
+                            .is_some_and(|d| d.contains_key(&control));
+                        changes.push(Change::RegionMba {
+                            domain,
+                            class: ids[i],
+                            bw: RegionBw {
+                                region,
+                                control,
+                                value,
+                            },
+                        });
+                        origins.push(Origin {
+                            class: i,
+                            key: region_key(region, own.then_some(domain), control),
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every value of class `i`'s `region` entry is within the control window (0 to
+    /// `window`), else an error at its key.
+    fn check_region_values(
+        &self,
+        i: usize,
+        region: MemRegion,
+        spec: &RegionSpec,
+        window: u16,
+    ) -> Result<(), ConfigError> {
+        let named = spec.controls.iter().map(|(c, v)| (None, *c, *v)).chain(
+            spec.domains
+                .iter()
+                .flat_map(|(d, cs)| cs.iter().map(move |(c, v)| (Some(*d), *c, *v))),
+        );
+        for (domain, control, value) in named {
+            if value > window {
+                return Err(self.error_at(
+                    i,
+                    &region_key(region, domain, control),
+                    format!(
+                        "{control} {value} is outside the control window: 0 to {window} \
+                         ({window} is full bandwidth)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Step 2 of [`Config::plan`]: fixed `cos` first, then the named classes.
     fn class_ids<B: Backend>(
         &self,
@@ -691,6 +845,15 @@ impl Config {
         );
         error.set_kind(ConfigErrorKind::Placement);
         error
+    }
+}
+
+/// The key of a region control in the file: `regions.1.max`, or in a domain
+/// `regions.1.domains.0.max`.
+fn region_key(region: MemRegion, domain: Option<CacheDomain>, control: BwControl) -> String {
+    match domain {
+        Some(d) => format!("regions.{region}.domains.{d}.{control}"),
+        None => format!("regions.{region}.{control}"),
     }
 }
 

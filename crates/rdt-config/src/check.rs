@@ -217,6 +217,28 @@ fn check_bandwidth(
     Ok(())
 }
 
+/// The L3 domains a class's `regions` name exist (region MBA domains are L3 domains, as
+/// MBA's; the regions, the window and the interface are checked when the file is planned,
+/// against the backend's [`rdt_core::RegionOps`]).
+fn check_region_domains(at: &At<'_>, topology: &Topology) -> Result<(), ConfigError> {
+    let domains = topology.l3_domains();
+    for (region, spec) in &at.class.regions {
+        for domain in spec.domains.keys() {
+            if !domains.contains(domain) {
+                return Err(at.platform(
+                    &format!("regions.{region}.domains.{domain}"),
+                    format!(
+                        "region MBA domain {domain} does not exist (region MBA domains are L3 \
+                         domains; {})",
+                        domain_list("L3", &domains)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn check(
     config: &Config,
     caps: &Capabilities,
@@ -239,6 +261,7 @@ pub(super) fn check(
         check_cache(&at, caps, topology, CatResource::L2)?;
         check_bandwidth(&at, caps, topology, MbaResource::Mba, &mut warnings)?;
         check_bandwidth(&at, caps, topology, MbaResource::Smba, &mut warnings)?;
+        check_region_domains(&at, topology)?;
         let missing: CpuSet = class
             .cpus
             .iter()

@@ -40,6 +40,7 @@
 //! | `l3`, `l2` | table | cache allocation: exactly one of `ways` (1 to 64), `mask` (a non-zero `"0x..."` string or an integer) or `percent` (1 to 100); `shared = true` lets it overlap other classes; `domains = { "1" = { ways = 4 } }` gives other sizes to some cache domains (ids as in `schemata`) |
 //! | `mba` | table | memory bandwidth: exactly one of `percent` (1 to 100) or `mbps` (MiB/s, resctrl's `mba_MBps`) on Intel, `units` (AMD, 1/8 GB/s, 1 to 2^width: 2048 unlimited on most parts); `domains` as for caches (MBA domains are L3 domains). One unit for the whole file |
 //! | `smba` | table | slow-memory bandwidth (AMD SMBA): `units` as for `mba`, and `domains` |
+//! | `regions` | table | region-aware MBA (RDT 1.3, the MMIO interface): per memory region id (the MRRM's, `"1"`), one or more of `opt`, `min`, `max` (integers in units of the control window, which is full bandwidth: 0 to the window), and `domains = { "1" = { max = 64 } }` for particular L3 domains |
 //! | `cpus` | string | CPUs in the kernel's list form (`"2-7,9"`) |
 //! | `tasks` | array of integers | process or thread ids, 1 to 4194304 |
 //! | `processes` | array of strings | process names (`comm`, at most 15 bytes): every thread of every such process |
@@ -90,8 +91,8 @@ pub use load::MAX_CONFIG_BYTES;
 pub use place::{PlaceError, PlaceRequest, place};
 
 use rdt_core::{
-    CacheBitmask, CacheDomain, Capabilities, CatCaps, CatResource, ClassId, CpuSet, MbaLimit,
-    TaskId, Topology,
+    BwControl, CacheBitmask, CacheDomain, Capabilities, CatCaps, CatResource, ClassId, CpuSet,
+    MbaLimit, MemRegion, TaskId, Topology,
 };
 
 /// A configuration file of either form: named classes (TOML or JSON) or goresctrl's YAML.
@@ -259,6 +260,9 @@ pub struct ClassSpec {
     pub mba: Option<MbaSpec>,
     /// Slow-memory bandwidth allocation (AMD SMBA: CXL and other slow memory), in AMD units.
     pub smba: Option<MbaSpec>,
+    /// Region-aware MBA (RDT 1.3, the MMIO interface): per memory region (MRRM id), its
+    /// controls (empty when the key is absent).
+    pub regions: BTreeMap<MemRegion, RegionSpec>,
     /// CPUs in the class (empty when the key is absent).
     pub cpus: CpuSet,
     /// Processes or threads in the class, in file order.
@@ -303,6 +307,35 @@ pub struct MbaSpec {
     pub limit: MbaLimit,
     /// Limits for particular MBA domains (L3 cache ids).
     pub domains: BTreeMap<CacheDomain, MbaLimit>,
+}
+
+/// A class's region-aware MBA controls for one memory region (an entry of its `regions`
+/// table): RDT 1.3's optimal / minimum / maximum bandwidth, each in units of the platform's
+/// control window ([`rdt_core::RegionOps::bw_window`]: the window is full bandwidth).
+///
+/// A control the entry does not name is left as it is. Source: Intel RDT Architecture
+/// Specification rev 1.3, ch. 3 (MARC); pqos v26.03's `--alloc-mem-regions`,
+/// `--alloc-{opt,min,max}-bw`.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RegionSpec {
+    /// The controls in every L3 domain, by control.
+    pub controls: BTreeMap<BwControl, u16>,
+    /// Controls for particular L3 domains (cache ids, as for `mba`): each replaces the
+    /// region's value of that control there; the controls it does not name are
+    /// [`RegionSpec::controls`]'.
+    pub domains: BTreeMap<CacheDomain, BTreeMap<BwControl, u16>>,
+}
+
+impl RegionSpec {
+    /// The controls in `domain`, by control: the domain's, else the region's.
+    #[must_use]
+    pub fn controls_in(&self, domain: CacheDomain) -> BTreeMap<BwControl, u16> {
+        let mut out = self.controls.clone();
+        if let Some(d) = self.domains.get(&domain) {
+            out.extend(d.iter().map(|(c, v)| (*c, *v)));
+        }
+        out
+    }
 }
 
 /// The 1-based lines of a class and of each key in it.

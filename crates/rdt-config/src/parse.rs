@@ -4,13 +4,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use super::MbaSpec;
 use super::error::Location;
 use super::node::{Entry, FirstSeen, Format, Node, Shortened, Value};
 use super::{CacheSize, CacheSpec, ClassSpec, Config, ConfigError, ConfigErrorKind, KeyLines};
+use super::{MbaSpec, RegionSpec};
 use rdt_core::{
-    CacheBitmask, CacheDomain, ClassId, CpuSet, MAX_TASK_ID, MbaLimit, ParseNumberError, TaskId,
-    parse_number,
+    BwControl, CacheBitmask, CacheDomain, ClassId, CpuSet, MAX_TASK_ID, MbaLimit, MemRegion,
+    ParseNumberError, TaskId, parse_number,
 };
 
 /// The keys of a class.
@@ -21,6 +21,7 @@ const CLASS_KEYS: &[&str] = &[
     "l2",
     "mba",
     "smba",
+    "regions",
     "cpus",
     "tasks",
     "processes",
@@ -29,6 +30,8 @@ const CACHE_KEYS: &[&str] = &["ways", "mask", "percent", "shared", "domains"];
 const CACHE_SIZE_KEYS: &[&str] = &["ways", "mask", "percent"];
 const MBA_KEYS: &[&str] = &["percent", "mbps", "units", "domains"];
 const MBA_LIMIT_KEYS: &[&str] = &["percent", "mbps", "units"];
+const REGION_KEYS: &[&str] = &["opt", "min", "max", "domains"];
+const REGION_CONTROL_KEYS: &[&str] = &["opt", "min", "max"];
 
 /// The longest class name, in bytes.
 pub(super) const MAX_NAME_BYTES: usize = 64;
@@ -572,6 +575,151 @@ impl ClassCx<'_> {
     }
 }
 
+impl ClassCx<'_> {
+    /// The `regions` table at `path`: per memory region id, its controls
+    /// ([`RegionSpec`]). The ids, the window and the domains are the platform's, checked
+    /// when the file is planned.
+    fn regions(
+        &mut self,
+        node: &Node,
+        path: &str,
+    ) -> Result<BTreeMap<MemRegion, RegionSpec>, ConfigError> {
+        if !matches!(node.value, Value::Table(_)) {
+            return Err(self.wrong_type(
+                node,
+                path,
+                &format!("{} of memory region ids", self.cx.table_word()),
+            ));
+        }
+        let entries = self.table(node, path, &[])?;
+        if entries.is_empty() {
+            return Err(self.error(
+                node.line,
+                path,
+                "no memory region given: name one, such as `regions = { \"1\" = { max = 64 } }`",
+            ));
+        }
+        let mut out = BTreeMap::new();
+        let mut raw_keys: HashMap<MemRegion, &str> = HashMap::new();
+        for e in entries {
+            let region = parse_number(&e.key)
+                .ok()
+                .and_then(|n| u8::try_from(n).ok())
+                .map(MemRegion)
+                .ok_or_else(|| {
+                    self.error(
+                        e.line,
+                        &join(path, &e.key),
+                        format!(
+                            "region {:?} is not a memory region id (the MRRM's region number, \
+                             0 to 255, such as \"1\"; pqos --print-mem-regions lists them)",
+                            Shortened(&e.key)
+                        ),
+                    )
+                })?;
+            let rkey = format!("{path}.{region}");
+            self.record(&rkey, e.line);
+            if let Some(first) = raw_keys.insert(region, &e.key) {
+                return Err(self.error(
+                    e.line,
+                    &rkey,
+                    format!("region {region} given twice (also as {first:?})"),
+                ));
+            }
+            let values = self.table(&e.node, &rkey, REGION_KEYS)?;
+            let mut spec = RegionSpec::default();
+            for v in values {
+                let vkey = join(&rkey, &v.key);
+                self.record(&vkey, v.line);
+                if v.key == "domains" {
+                    for d in self.domains_table(&v.node, &vkey)? {
+                        let domain = self.domain(d, &join(&vkey, &d.key))?;
+                        let dkey = format!("{vkey}.{domain}");
+                        self.record(&dkey, d.line);
+                        if spec.domains.contains_key(&domain) {
+                            return Err(self.error(
+                                d.line,
+                                &dkey,
+                                format!("domain {domain} given twice"),
+                            ));
+                        }
+                        let controls = self.region_controls(&d.node, &dkey)?;
+                        spec.domains.insert(domain, controls);
+                    }
+                } else {
+                    let control = region_control(&v.key);
+                    spec.controls
+                        .insert(control, self.region_value(&v.node, &vkey, control)?);
+                }
+            }
+            if spec.controls.is_empty() && spec.domains.is_empty() {
+                return Err(self.error(
+                    e.line,
+                    &rkey,
+                    format!(
+                        "no control given: give one or more of {}",
+                        list(REGION_CONTROL_KEYS)
+                    ),
+                ));
+            }
+            out.insert(region, spec);
+        }
+        Ok(out)
+    }
+
+    /// The controls of a `regions.N.domains.D` table at `key`: one or more.
+    fn region_controls(
+        &mut self,
+        node: &Node,
+        key: &str,
+    ) -> Result<BTreeMap<BwControl, u16>, ConfigError> {
+        let entries = self.table(node, key, REGION_CONTROL_KEYS)?;
+        if entries.is_empty() {
+            return Err(self.error(
+                node.line,
+                key,
+                format!(
+                    "no control given: give one or more of {}",
+                    list(REGION_CONTROL_KEYS)
+                ),
+            ));
+        }
+        let mut out = BTreeMap::new();
+        for c in entries {
+            let ckey = join(key, &c.key);
+            self.record(&ckey, c.line);
+            let control = region_control(&c.key);
+            out.insert(control, self.region_value(&c.node, &ckey, control)?);
+        }
+        Ok(out)
+    }
+
+    /// A region control's value: a non-negative integer of 16 bits at most (the platform's
+    /// control window, which bounds it, is checked when the file is planned).
+    fn region_value(&self, node: &Node, key: &str, control: BwControl) -> Result<u16, ConfigError> {
+        let v = self.integer(node, key)?;
+        u16::try_from(v).map_err(|_| {
+            self.error(
+                node.line,
+                key,
+                format!(
+                    "{control} {v} is out of range: a region bandwidth control is 0 to the \
+                     platform's control window (its value of full bandwidth)"
+                ),
+            )
+        })
+    }
+}
+
+/// The control a key of [`REGION_CONTROL_KEYS`] names: `opt`, `min` or `max`
+/// ([`BwControl::name`]).
+fn region_control(key: &str) -> BwControl {
+    BwControl::ALL
+        .into_iter()
+        .find(|c| c.name() == key)
+        .unwrap_or(BwControl::Max)
+}
+
 /// The file key of an MBA limit's unit.
 pub(super) const fn unit(limit: MbaLimit) -> &'static str {
     match limit {
@@ -647,6 +795,7 @@ fn class(
             "l2" => spec.l2 = Some(ccx.cache(&e.node, key)?),
             "mba" => spec.mba = Some(ccx.mba_class(e, seen)?),
             "smba" => spec.smba = Some(ccx.smba_class(e)?),
+            "regions" => spec.regions = ccx.regions(&e.node, key)?,
             "cpus" => spec.cpus = ccx.cpus(e, seen)?,
             "tasks" => spec.tasks = ccx.tasks(e, seen)?,
             "processes" => spec.processes = ccx.processes(e, seen)?,

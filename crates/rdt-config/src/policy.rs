@@ -74,10 +74,17 @@
 //!   the platform's `min_cbm_bits`). Default 1.
 //! - `min_mba_percent` (best effort): 1 to 100; present, the controller may throttle its
 //!   memory bandwidth down to this; absent, it never touches the class's MBA.
+//! - `mba_regions` (best effort, with `min_mba_percent`): memory region ids (the ACPI
+//!   MRRM's, `pqos --iface=mmio --print-mem-regions`), such as `[1]` for a CXL region: the
+//!   controller throttles the class's bandwidth to those regions only, with RDT 1.3's
+//!   region-aware MBA (its maximum-bandwidth control, `min_mba_percent` and each step as a
+//!   share of the control window), and leaves its MBA and its other regions alone. Needs
+//!   the MMIO interface (`--iface=mmio`); checked when the controller starts.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rdt_core::MemRegion;
 pub use rdt_host::pods::PodSelector;
 
 use super::error::Location;
@@ -96,7 +103,14 @@ const TOP_KEYS: &[&str] = &[
     "best_effort",
 ];
 const PROTECTED_KEYS: &[&str] = &["target", "cgroup", "pods"];
-const BEST_EFFORT_KEYS: &[&str] = &["rest", "min_ways", "min_mba_percent", "cgroup", "pods"];
+const BEST_EFFORT_KEYS: &[&str] = &[
+    "rest",
+    "min_ways",
+    "min_mba_percent",
+    "mba_regions",
+    "cgroup",
+    "pods",
+];
 const POD_KEYS: &[&str] = &["qos", "class", "namespace", "labels"];
 
 /// What an application reports, and which way is better.
@@ -183,6 +197,10 @@ pub struct BestEffort {
     pub min_ways: u32,
     /// The lowest MBA it is ever throttled to, percent; `None`: its MBA is never touched.
     pub min_mba_percent: Option<u8>,
+    /// `mba_regions`: the memory regions (MRRM ids) whose region-aware MBA maximum the
+    /// controller throttles instead of MBA (RDT 1.3, the MMIO interface): a percent `p` is
+    /// `p` % of the control window in each. Empty: MBA.
+    pub mba_regions: Vec<MemRegion>,
     /// `cgroup`: a cgroup (v2) directory whose processes are members too.
     pub cgroup: Option<PathBuf>,
     /// `pods`: the Kubernetes containers whose processes are members too.
@@ -939,6 +957,7 @@ impl Parser<'_> {
             rest: false,
             min_ways: 1,
             min_mba_percent: None,
+            mba_regions: Vec::new(),
             cgroup: None,
             pods: None,
         };
@@ -949,11 +968,20 @@ impl Parser<'_> {
                 "min_ways" => b.min_ways = self.integer(e, &path, 1..=64)?,
                 "cgroup" => b.cgroup = Some(self.cgroup(e, &path)?),
                 "pods" => b.pods = Some(self.pods(e, &path)?),
+                "mba_regions" => b.mba_regions = self.mba_regions(e, &path)?,
                 _ => {
                     let p = self.integer(e, &path, 1..=100)?;
                     b.min_mba_percent = u8::try_from(p).ok();
                 }
             }
+        }
+        if !b.mba_regions.is_empty() && b.min_mba_percent.is_none() {
+            return Err(self.error(
+                node.line,
+                &format!("{key}.mba_regions"),
+                "`mba_regions` names where the controller throttles the class's bandwidth: \
+                 give its floor too (`min_mba_percent`)",
+            ));
         }
         let w = &b.workload;
         let members = !(w.cpus.is_empty()
@@ -980,6 +1008,41 @@ impl Parser<'_> {
             ));
         }
         Ok(b)
+    }
+}
+
+impl Parser<'_> {
+    /// `mba_regions`: a non-empty array of memory region ids (0 to 255), each once.
+    fn mba_regions(&self, e: &Entry, key: &str) -> Result<Vec<MemRegion>, ConfigError> {
+        let Value::Array(items) = &e.node.value else {
+            return Err(self.wrong_type(&e.node, key, "an array of memory region ids"));
+        };
+        if items.is_empty() {
+            return Err(self.error(
+                e.line,
+                key,
+                "no memory region given: leave `mba_regions` out to throttle with MBA",
+            ));
+        }
+        let mut out: Vec<MemRegion> = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let k = format!("{key}[{i}]");
+            let Value::Integer(n) = item.value else {
+                return Err(self.wrong_type(item, &k, "a memory region id (integer)"));
+            };
+            let region = u8::try_from(n).map(MemRegion).map_err(|_| {
+                self.error(
+                    item.line,
+                    &k,
+                    format!("region {n} is out of range: a memory region id is 0 to 255"),
+                )
+            })?;
+            if out.contains(&region) {
+                return Err(self.error(item.line, &k, format!("region {region} is listed twice")));
+            }
+            out.push(region);
+        }
+        Ok(out)
     }
 }
 
@@ -1019,6 +1082,36 @@ mod tests {
     const GOOD: &str = "interval_ms = 500\ncontended_below = 0.9\nmemory_peak_gbps = 59.7\n\n\
         [[protected]]\nname = \"pipeline\"\ncpus = \"2-7\"\ntarget = { llc_mib = 12 }\n\n\
         [[best_effort]]\nname = \"batch\"\ncpus = \"8-10\"\nmin_ways = 2\nmin_mba_percent = 10\n";
+
+    #[test]
+    fn mba_regions_name_region_ids_once_and_need_a_floor() {
+        let p = toml(&format!("{GOOD}mba_regions = [1, 0]\n")).unwrap();
+        assert_eq!(p.best_effort[0].mba_regions, [MemRegion(1), MemRegion(0)]);
+        assert!(toml(GOOD).unwrap().best_effort[0].mba_regions.is_empty());
+        let refused = |tail: &str| toml(&format!("{GOOD}{tail}")).unwrap_err().to_string();
+        assert_eq!(
+            refused("mba_regions = [1, 1]\n"),
+            "p.toml:15: best_effort[0].mba_regions[1]: region 1 is listed twice"
+        );
+        assert_eq!(
+            refused("mba_regions = [256]\n"),
+            "p.toml:15: best_effort[0].mba_regions[0]: region 256 is out of range: a memory \
+             region id is 0 to 255"
+        );
+        assert!(refused("mba_regions = []\n").contains("no memory region given"));
+        assert!(refused("mba_regions = \"cxl\"\n").contains("expected an array"));
+        let no_floor = toml(
+            "[[protected]]\nname = \"p\"\ncpus = \"2\"\n\
+             [[best_effort]]\nname = \"b\"\ncpus = \"3\"\nmba_regions = [1]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            no_floor.contains("best_effort[0].mba_regions: `mba_regions` names where")
+                && no_floor.contains("`min_mba_percent`"),
+            "{no_floor}"
+        );
+    }
 
     #[test]
     fn a_policy_reads_its_workloads_targets_and_floors() {

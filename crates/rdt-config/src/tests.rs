@@ -1447,3 +1447,164 @@ fn a_reapplied_class_has_exactly_the_cpus_of_the_file_and_other_classes_keep_the
             .is_empty()
     );
 }
+
+// ---- region-aware MBA (`regions`) ----
+
+#[test]
+fn regions_parse_per_region_control_and_domain_with_their_lines() {
+    let text = class(
+        "batch",
+        "cpus = \"20-35\"\n\
+         [class.regions.1]\n\
+         max = 0x7f\n\
+         min = 0\n\
+         domains = { \"1\" = { max = 32 } }\n\
+         [class.regions.0x0]\n\
+         opt = 400\n",
+    );
+    let cfg = toml(&text).unwrap();
+    let r = &cfg.classes[0].regions;
+    assert_eq!(r.len(), 2);
+    let cxl = &r[&MemRegion(1)];
+    assert_eq!(
+        cxl.controls,
+        BTreeMap::from([(BwControl::Max, 0x7f), (BwControl::Min, 0)])
+    );
+    // domain 1 replaces max only; min is the region's there too
+    assert_eq!(
+        cxl.controls_in(CacheDomain::new(1)),
+        BTreeMap::from([(BwControl::Max, 32), (BwControl::Min, 0)])
+    );
+    assert_eq!(cxl.controls_in(CacheDomain::new(0)), cxl.controls);
+    assert_eq!(
+        r[&MemRegion(0)].controls,
+        BTreeMap::from([(BwControl::Optimal, 400)])
+    );
+    let lines = &cfg.classes[0].lines;
+    assert_eq!(lines.get("regions.1"), Some(4));
+    assert_eq!(lines.get("regions.1.max"), Some(5));
+    assert_eq!(lines.get("regions.1.domains.1.max"), Some(7));
+    assert_eq!(lines.get("regions.0.opt"), Some(9), "0x0 is recorded as 0");
+    // JSON has the same shape
+    let j = json(
+        r#"{"class": [{"name": "batch", "cpus": "20-35",
+            "regions": {"1": {"max": 127, "min": 0, "domains": {"1": {"max": 32}}},
+                        "0": {"opt": 400}}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(&j.classes[0].regions, r);
+}
+
+#[test]
+fn regions_refuse_bad_ids_controls_and_values_by_key() {
+    let c = |body: &str| class("batch", body);
+    assert_refused(
+        &c("regions = { cxl = { max = 1 } }\n"),
+        3,
+        "regions.cxl",
+        "\"cxl\" is not a memory region id",
+    );
+    assert_refused(
+        &c("regions = { 256 = { max = 1 } }\n"),
+        3,
+        "regions.256",
+        "0 to 255",
+    );
+    assert_refused(
+        &c("[class.regions.1]\nmax = 1\n[class.regions.0x1]\nmin = 1\n"),
+        5,
+        "regions.1",
+        "region 1 given twice",
+    );
+    assert_refused(
+        &c("regions = { 1 = { maximum = 1 } }\n"),
+        3,
+        "regions.1.maximum",
+        "unknown key \"maximum\": `regions.1` takes `opt`, `min`, `max` or `domains`",
+    );
+    assert_refused(
+        &c("regions = { 1 = { } }\n"),
+        3,
+        "regions.1",
+        "no control given: give one or more of `opt`, `min` or `max`",
+    );
+    assert_refused(
+        &c("regions = { }\n"),
+        3,
+        "regions",
+        "no memory region given",
+    );
+    assert_refused(
+        &c("regions = { 1 = { max = -1 } }\n"),
+        3,
+        "regions.1.max",
+        "max -1 is out of range",
+    );
+    assert_refused(
+        &c("regions = { 1 = { opt = \"0x7f\" } }\n"),
+        3,
+        "regions.1.opt",
+        "expected an integer",
+    );
+    assert_refused(
+        &c("regions = { 1 = { domains = { 0 = { max = 1, percent = 5 } } } }\n"),
+        3,
+        "regions.1.domains.0.percent",
+        "unknown key \"percent\"",
+    );
+    assert_refused(
+        &c("regions = 5\n"),
+        3,
+        "regions",
+        "expected a table of memory region ids",
+    );
+}
+
+#[test]
+fn regions_in_an_unknown_l3_domain_are_refused_by_check() {
+    let b = rdt_core::fake::FakeBackend::broadwell_2s();
+    let cfg = toml(&class(
+        "batch",
+        "regions = { 1 = { max = 9, domains = { 7 = { max = 1 } } } }\n",
+    ))
+    .unwrap();
+    let e = cfg
+        .check(
+            rdt_core::Backend::capabilities(&b),
+            rdt_core::Backend::topology(&b),
+        )
+        .unwrap_err();
+    assert_eq!(e.key(), Some("regions.1.domains.7"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("region MBA domain 7 does not exist (region MBA domains are L3 domains; L3 domains: 0, 1)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn regions_on_a_backend_without_region_controls_are_refused_before_any_write() {
+    let mut b = rdt_core::fake::FakeBackend::broadwell_2s();
+    let before = rdt_core::transaction::AllocState::read(&mut b).unwrap();
+    let cfg = toml(&class(
+        "batch",
+        "l3 = { ways = 2 }\ncpus = \"3\"\nregions = { 1 = { max = 9 } }\n",
+    ))
+    .unwrap();
+    let e = cfg
+        .plan(&mut b, &rdt_host::proc::ProcFs::host())
+        .unwrap_err();
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with("cfg.toml:5: class \"batch\": regions: "),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("needs the MMIO interface of an RDT 1.3 platform"),
+        "{shown}"
+    );
+    assert_eq!(
+        rdt_core::transaction::AllocState::read(&mut b).unwrap(),
+        before
+    );
+}

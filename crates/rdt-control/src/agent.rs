@@ -20,6 +20,7 @@ use rdt_host::transaction::ApplyPlan;
 
 use crate::engine::{Decision, Engine, Facts, Reading, Setting};
 use crate::event::{Event, Metrics, Observed};
+use crate::regions::RegionThrottle;
 use crate::stop::Stopper;
 
 /// Why the controller cannot start or go on.
@@ -435,6 +436,8 @@ pub struct Agent {
     /// The full L3 mask.
     full: CacheBitmask,
     mba: Option<MbaKind>,
+    /// The best-effort classes throttled by memory region instead of MBA (`mba_regions`).
+    regions: RegionThrottle,
     advisory: bool,
     /// In advisory mode, each class's allocation as the decisions so far would have left it
     /// (nothing is written, so the platform's cannot tell).
@@ -588,6 +591,7 @@ impl Agent {
             .map_err(AgentError::backend("reading the allocation found at start"))?;
         let run_dir = backend.run_dir().map(Path::to_path_buf);
         let (mut facts, mba) = Self::facts(backend, &policy)?;
+        let regions = RegionThrottle::check(backend, &policy).map_err(AgentError::Platform)?;
         let domains = Self::domains(backend.topology(), &policy);
         facts.domains = u32::try_from(domains.len()).unwrap_or(u32::MAX);
         let full = CacheBitmask::low_bits(facts.ways);
@@ -608,6 +612,11 @@ impl Agent {
         } else {
             Self::make_classes(backend, &config, &specs, proc, stopper)?
         };
+        if !advisory {
+            regions
+                .check_classes(backend, &policy, &classes)
+                .map_err(AgentError::Platform)?;
+        }
         let (protected, p_fixed): (Vec<ClassSpec>, Vec<Vec<TaskId>>) =
             Self::protected_specs(&policy, run_dir.as_deref(), proc)?
                 .into_iter()
@@ -654,6 +663,7 @@ impl Agent {
             mba_domains,
             full,
             mba,
+            regions,
             advisory,
             proposed: vec![
                 Setting {
@@ -840,7 +850,7 @@ impl Agent {
                     cat.cbm_len
                 )));
             }
-            if b.min_mba_percent.is_some() && mba.is_none() {
+            if b.min_mba_percent.is_some() && mba.is_none() && b.mba_regions.is_empty() {
                 return Err(AgentError::Platform(format!(
                     "{}: best-effort workload {:?}: min_mba_percent needs MBA in percent or \
                      AMD units, which this platform does not have (or resctrl runs the \
@@ -977,17 +987,22 @@ impl Agent {
                 .collect();
             let ways = ways_now.values().copied().min().unwrap_or(self.full.ways());
             self.ways_now[i] = ways_now;
-            let now: BTreeMap<CacheDomain, u8> = mba_domains
-                .iter()
-                .zip(&mba)
-                .filter(|(d, _)| self.mba_domains[i].contains(d))
-                .filter_map(|(d, classes)| {
-                    classes
-                        .iter()
-                        .find(|c| c.class == class)
-                        .map(|c| (*d, self.percent_of(c.limit)))
-                })
-                .collect();
+            let now: BTreeMap<CacheDomain, u8> = if self.regions.by_region(i) {
+                self.regions
+                    .percent_now(backend, i, class, &self.mba_domains[i])?
+            } else {
+                mba_domains
+                    .iter()
+                    .zip(&mba)
+                    .filter(|(d, _)| self.mba_domains[i].contains(d))
+                    .filter_map(|(d, classes)| {
+                        classes
+                            .iter()
+                            .find(|c| c.class == class)
+                            .map(|c| (*d, self.percent_of(c.limit)))
+                    })
+                    .collect()
+            };
             out.push(Setting {
                 ways,
                 mba_percent: now.values().copied().min().unwrap_or(100),
@@ -1032,7 +1047,14 @@ impl Agent {
                     }),
             );
         }
-        if d.to.mba_percent != d.from.mba_percent && self.mba.is_some() {
+        if d.to.mba_percent != d.from.mba_percent && self.regions.by_region(d.class) {
+            out.extend(self.regions.changes(
+                d.class,
+                class,
+                &self.mba_domains_of(d),
+                d.to.mba_percent,
+            ));
+        } else if d.to.mba_percent != d.from.mba_percent && self.mba.is_some() {
             let limit = self.limit_of(d.to.mba_percent);
             out.extend(
                 self.mba_domains_of(d)

@@ -18,6 +18,7 @@ pub mod agent;
 pub mod app;
 pub mod engine;
 pub mod event;
+mod regions;
 pub mod stop;
 
 pub use agent::{Agent, AgentError, METRICS_FILE, RunOptions};

@@ -453,3 +453,107 @@ fn every_write_of_a_region_mba_change_fails_or_is_killed_and_is_undone() {
     );
     assert_eq!(n, 6, "4 MARC registers and 2 IA32_PQR_ASSOC");
 }
+
+/// A class file with a `regions` table: the CXL region's maximum for the workload's
+/// cores.
+const CXL_CLASS: &str = "[[class]]\nname = \"batch\"\ncpus = \"2-10\"\n\
+                         regions = { 1 = { max = 0x7f } }\n";
+
+#[test]
+fn apply_a_regions_file_then_s_shows_it_only_cxl_traffic_drops_and_r_restores() {
+    let m = Sim::new(MODEL);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = crate::declarative::file(&dir, "batch.toml", CXL_CLASS);
+    let cfg = cfg.to_str().expect("UTF-8 path");
+    let (_, before) = regions_now(&m, &[]);
+    // the dry run prints the region steps and writes nothing
+    let dry = m.pqos(&["--iface=mmio", "--apply", cfg, "--dry-run"]).ok();
+    assert!(
+        dry.stdout
+            .contains("batch (COS1): MBA region 1 max domain 0: 511 -> 127\n"),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout.ends_with("dry run: nothing written.\n"),
+        "{}",
+        dry.stdout
+    );
+    let s = m.pqos(&["--iface=mmio", "-s"]).ok().stdout;
+    assert!(
+        !s.contains("MBA COS1 Memory Region 1 Maximum Bandwidth=> 0x7f"),
+        "{s}"
+    );
+
+    let run = m.pqos(&["--iface=mmio", "--apply", cfg]).ok();
+    // the name, 2 domains' CXL maximum, 9 CPUs
+    assert!(
+        run.stdout.ends_with("Applied 12 write(s).\n"),
+        "{}",
+        run.stdout
+    );
+    let s = m.pqos(&["--iface=mmio", "-s"]).ok().stdout;
+    for id in cpu_domain_ids() {
+        let line = format!("Domain ID {id} MBA COS1 Memory Region 1 Maximum Bandwidth=> 0x7f\n");
+        assert!(s.contains(&line), "{line}in:\n{s}");
+        let ddr = format!("Domain ID {id} MBA COS1 Memory Region 0 Maximum Bandwidth=> 0x1ff\n");
+        assert!(s.contains(&ddr), "{ddr}in:\n{s}");
+    }
+    let (_, after) = regions_now(&m, &[]);
+    assert!(
+        (after[0] / before[0] - 1.0).abs() < 0.02,
+        "DDR unchanged: {before:?} -> {after:?}"
+    );
+    let quarter = f64::from(0x7f_u16) / f64::from(0x1ff_u16);
+    assert!(
+        (after[1] / before[1] - quarter).abs() < 0.02,
+        "CXL to a quarter: {before:?} -> {after:?}"
+    );
+    crate::eqnice!(
+        "Nothing to change.\n",
+        m.pqos(&["--iface=mmio", "--apply", cfg]).ok().stdout
+    );
+    // -R: every control back to the window
+    m.pqos(&["--iface=mmio", "-R"]).ok();
+    let s = m.pqos(&["--iface=mmio", "-s"]).ok().stdout;
+    assert!(!s.contains("Maximum Bandwidth=> 0x7f"), "{s}");
+
+    // refused on the MSR interface, naming the file, line and key
+    let e = m.pqos(&["--iface=msr", "--apply", cfg]).failed();
+    assert!(
+        e.stderr.contains(
+            "batch.toml:4: class \"batch\": regions: region-aware MBA needs the \
+                           MMIO interface"
+        ),
+        "{}",
+        e.stderr
+    );
+}
+
+#[test]
+fn every_write_of_a_regions_file_fails_or_is_killed_and_is_undone() {
+    let m = MountedMmio {
+        mount: TestMount::builtin(MODEL),
+    };
+    let root = m.mount.root().to_owned();
+    m.pqos(&["-R"]).ok();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = crate::declarative::file(
+        &dir,
+        "batch.toml",
+        "[[class]]\nname = \"batch\"\ncpus = \"2,3\"\ncos = 1\n\
+         regions = { 0 = { max = 0x100 }, 1 = { max = 0x40 } }\n",
+    );
+    let cfg = cfg.to_str().expect("UTF-8 path");
+    let n = every_write_position(
+        &m,
+        &root,
+        "dev/**",
+        &["--apply", cfg],
+        || registers(&m),
+        || drop(m.pqos(&["-R"]).ok()),
+    );
+    // regions 0 and 1 share one MARC register per domain and control: 2 x 2 field writes
+    // (each rewrites the register), then 2 IA32_PQR_ASSOC
+    assert_eq!(n, 6, "4 MARC field writes and 2 IA32_PQR_ASSOC");
+}

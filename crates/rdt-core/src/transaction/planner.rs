@@ -447,27 +447,26 @@ impl<B: Backend> Planner<'_, B> {
         if !domains.contains(&domain) {
             return Err(invalid(no_domain("MBA region", domain, &domains)));
         }
+        let Some(r) = self.backend.regions() else {
+            return Err(invalid(RequestError::Unsupported(
+                "region-aware MBA needs the MMIO interface (RDT 1.3: --iface=mmio)".into(),
+            )));
+        };
+        // every change's value, not only the first of its class and domain
+        let window = r.bw_window();
+        if bw.value > window {
+            return Err(invalid(RequestError::Unsupported(format!(
+                "MBA region {} {} value {} is above the control window {window}",
+                bw.region, bw.control, bw.value
+            ))));
+        }
         let entry = self.current.regions.entry((domain, class));
         let table = match entry {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::btree_map::Entry::Vacant(v) => {
-                let Some(r) = self.backend.regions() else {
-                    return Err(invalid(RequestError::Unsupported(
-                        "region-aware MBA needs the MMIO interface (RDT 1.3: --iface=mmio)".into(),
-                    )));
-                };
-                let window = r.bw_window();
-                if bw.value > window {
-                    return Err(invalid(RequestError::Unsupported(format!(
-                        "MBA region {} {} value {} is above the control window {window}",
-                        bw.region, bw.control, bw.value
-                    ))));
-                }
-                v.insert(
-                    r.region_bandwidth(domain, class)
-                        .map_err(|e| read_error(index, e))?,
-                )
-            }
+            std::collections::btree_map::Entry::Vacant(v) => v.insert(
+                r.region_bandwidth(domain, class)
+                    .map_err(|e| read_error(index, e))?,
+            ),
         };
         let Some(slot) = table
             .iter_mut()
