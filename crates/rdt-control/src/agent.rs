@@ -18,7 +18,8 @@ use rdt_host::proc::ProcFs;
 use rdt_host::runfile::{remove_run_file, write_run_file};
 use rdt_host::transaction::ApplyPlan;
 
-use crate::engine::{Decision, Engine, Facts, Reading, Setting};
+pub use crate::engine::AMD_UNIT_BYTES_PER_S;
+use crate::engine::{Decision, Engine, Facts, MbaScale, Reading, Setting};
 use crate::event::{Event, Metrics, Observed};
 use crate::stop::Stopper;
 
@@ -65,9 +66,6 @@ pub const METRICS_FILE: &str = "control.prom";
 /// next to it moves a few % of its traffic), while an aggressor spread unevenly over two
 /// domains (2 CPUs and 1) is squeezed in both.
 pub const BUSY_DOMAIN_SHARE: f64 = 0.25;
-
-/// Bytes per second of one AMD bandwidth-limit unit (1/8 GB/s).
-pub const AMD_UNIT_BYTES_PER_S: f64 = 125_000_000.0;
 
 /// The core of a CPU: (package, core id), or, where the topology has no core ids (sysfs),
 /// its L2 instance (private to a core on every part whose MBA applies per core).
@@ -422,8 +420,9 @@ pub struct Agent {
     /// own CPUs in a package a protected workload runs in (its memory traffic contends
     /// there).
     mba_domains: Vec<Vec<CacheDomain>>,
-    /// Per best-effort class, its MBA percent in each of its MBA domains at the last read.
-    mba_now: Vec<BTreeMap<CacheDomain, u8>>,
+    /// Per best-effort class, its MBA limit in each of its MBA domains at the last read, in
+    /// the part's unit ([`Facts::mba`]).
+    mba_now: Vec<BTreeMap<CacheDomain, u32>>,
     /// Per best-effort class, its memory traffic in each of its MBA domains over the last
     /// interval, bytes per second.
     traffic_now: Vec<BTreeMap<CacheDomain, f64>>,
@@ -637,6 +636,7 @@ impl Agent {
             }
             return Err(AgentError::Stopped);
         }
+        let facts_mba = facts.mba;
         let engine = Engine::new(policy, facts);
         Ok(Self {
             engine,
@@ -652,13 +652,7 @@ impl Agent {
             full,
             mba,
             advisory,
-            proposed: vec![
-                Setting {
-                    ways: full.ways(),
-                    mba_percent: 100
-                };
-                specs.len()
-            ],
+            proposed: vec![facts_mba.setting(full.ways(), facts_mba.no_limit()); specs.len()],
             metrics: Metrics::new(),
             last: None,
             found,
@@ -782,7 +776,7 @@ impl Agent {
         let shared = shared_cores(backend.topology(), &protected, specs);
         let mut out = Vec::with_capacity(specs.len());
         for ((b, spec), pairs) in policy.best_effort.iter().zip(specs).zip(shared) {
-            if pairs.is_empty() || b.min_mba_percent.is_none() {
+            if pairs.is_empty() || !b.throttles_mba() {
                 out.push(false);
                 continue;
             }
@@ -835,16 +829,9 @@ impl Agent {
                     cat.cbm_len
                 )));
             }
-            if b.min_mba_percent.is_some() && mba.is_none() {
-                return Err(AgentError::Platform(format!(
-                    "{}: best-effort workload {:?}: min_mba_percent needs MBA in percent or \
-                     AMD units, which this platform does not have (or resctrl runs the \
-                     mba_MBps controller)",
-                    policy.file.display(),
-                    b.workload.name
-                )));
-            }
         }
+        // each MBA floor in the unit the part counts (issue 32: AMD limits in GB/s)
+        policy.check_mba(mba)?;
         let domains = backend.topology().l3_domains().len();
         let facts = Facts {
             ways: cat.cbm_len,
@@ -867,21 +854,18 @@ impl Agent {
                     }
                 })
                 .collect(),
-            mba_granularity: match mba {
-                Some(MbaKind::IntelDelay { .. }) => caps
-                    .mba
-                    .get()
-                    .map(|m| u8::try_from(m.granularity().clamp(1, 100)).unwrap_or(10)),
-                _ => None,
-            },
-            // AMD: 2^width units of 1/8 GB/s are no limit (kernel `max_bw = 1 << width`;
-            // AMD PQoS Versions 1.0 and 2.0, "L3 external bandwidth enforcement")
-            #[allow(clippy::cast_precision_loss)] // 2^32 at most
-            mba_full_bytes_per_s: match mba {
-                Some(MbaKind::AmdBandwidth { width }) => {
-                    Some((1u64 << width.min(32)) as f64 * AMD_UNIT_BYTES_PER_S)
-                }
-                _ => None,
+            mba: match mba {
+                // AMD: 2^width units of 1/8 GB/s are no limit (kernel `max_bw = 1 << width`;
+                // AMD PQoS Versions 1.0 and 2.0, "L3 external bandwidth enforcement")
+                Some(MbaKind::AmdBandwidth { width }) => MbaScale::EighthGbps {
+                    no_limit: u32::try_from(1u64 << width.min(32)).unwrap_or(u32::MAX),
+                },
+                Some(MbaKind::IntelDelay { .. }) => MbaScale::Percent {
+                    granularity: caps.mba.get().map_or(10, |m| {
+                        u8::try_from(m.granularity().clamp(1, 100)).unwrap_or(10)
+                    }),
+                },
+                None => MbaScale::default(),
             },
             memory_capacity_bytes_per_s: policy.memory_peak_bytes_per_s,
             mba_shares_protected_core: Vec::new(),
@@ -932,7 +916,8 @@ impl Agent {
 
     /// The allocation of best-effort class `i` now: the fewest ways over the domains, the
     /// lowest MBA.
-    /// Reads each class's MBA percent per domain into `mba_now` on the way.
+    /// Reads each class's MBA limit per domain (in the part's unit) into `mba_now` on the
+    /// way.
     fn settings<B: Backend>(&mut self, backend: &mut B) -> Result<Vec<Setting>, B::Error> {
         let cat = backend.cat_classes_in(CatResource::L3, &self.domains)?;
         let mba_domains: Vec<CacheDomain> = self
@@ -963,7 +948,7 @@ impl Agent {
                 .collect();
             let ways = ways_now.values().copied().min().unwrap_or(self.full.ways());
             self.ways_now[i] = ways_now;
-            let now: BTreeMap<CacheDomain, u8> = mba_domains
+            let now: BTreeMap<CacheDomain, u32> = mba_domains
                 .iter()
                 .zip(&mba)
                 .filter(|(d, _)| self.mba_domains[i].contains(d))
@@ -971,32 +956,35 @@ impl Agent {
                     classes
                         .iter()
                         .find(|c| c.class == class)
-                        .map(|c| (*d, self.percent_of(c.limit)))
+                        .map(|c| (*d, self.level_of(c.limit)))
                 })
                 .collect();
-            out.push(Setting {
+            let scale = self.engine.facts().mba;
+            out.push(scale.setting(
                 ways,
-                mba_percent: now.values().copied().min().unwrap_or(100),
-            });
+                now.values().copied().min().unwrap_or(scale.no_limit()),
+            ));
             self.mba_now[i] = now;
         }
         Ok(out)
     }
 
-    /// A limit as a percent of the peak.
-    fn percent_of(&self, limit: MbaLimit) -> u8 {
-        match (limit, self.mba) {
-            (MbaLimit::Percent(p), _) => p,
-            (MbaLimit::AmdUnits(u), Some(MbaKind::AmdBandwidth { width })) => amd_percent(u, width),
-            _ => 100,
+    /// A limit as read, in the engine's unit ([`Facts::mba`]): percent, or AMD's units
+    /// (at most no limit); a limit in another unit (another program's MBps) is none.
+    fn level_of(&self, limit: MbaLimit) -> u32 {
+        let scale = self.engine.facts().mba;
+        match (limit, scale) {
+            (MbaLimit::Percent(p), MbaScale::Percent { .. }) => u32::from(p).min(100),
+            (MbaLimit::AmdUnits(u), MbaScale::EighthGbps { no_limit }) => u.min(no_limit),
+            _ => scale.no_limit(),
         }
     }
 
-    /// A percent as the platform's limit.
-    fn limit_of(&self, percent: u8) -> MbaLimit {
-        match self.mba {
-            Some(MbaKind::AmdBandwidth { width }) => MbaLimit::AmdUnits(amd_units(percent, width)),
-            _ => MbaLimit::Percent(percent),
+    /// A limit in the engine's unit as the platform's.
+    fn limit_of(&self, level: u32) -> MbaLimit {
+        match self.engine.facts().mba {
+            MbaScale::EighthGbps { .. } => MbaLimit::AmdUnits(level),
+            MbaScale::Percent { .. } => MbaLimit::Percent(u8::try_from(level).unwrap_or(100)),
         }
     }
 
@@ -1018,8 +1006,8 @@ impl Agent {
                     }),
             );
         }
-        if d.to.mba_percent != d.from.mba_percent && self.mba.is_some() {
-            let limit = self.limit_of(d.to.mba_percent);
+        if d.to.mba != d.from.mba && self.mba.is_some() {
+            let limit = self.limit_of(d.to.mba);
             out.extend(
                 self.mba_domains_of(d)
                     .into_iter()
@@ -1087,13 +1075,13 @@ impl Agent {
             self.mba_now[d.class]
                 .get(dom)
                 .copied()
-                .unwrap_or(d.from.mba_percent)
+                .unwrap_or(d.from.mba)
         };
-        if d.to.mba_percent > d.from.mba_percent {
+        if d.to.mba > d.from.mba {
             return all
                 .iter()
                 .copied()
-                .filter(|dom| now(dom) < d.to.mba_percent)
+                .filter(|dom| now(dom) < d.to.mba)
                 .collect();
         }
         let traffic = &self.traffic_now[d.class];
@@ -1106,7 +1094,7 @@ impl Agent {
                         .get(dom)
                         .is_none_or(|t| *t >= BUSY_DOMAIN_SHARE * busiest)
             })
-            .filter(|dom| now(dom) > d.to.mba_percent)
+            .filter(|dom| now(dom) > d.to.mba)
             .collect()
     }
 
@@ -1550,42 +1538,6 @@ impl Agent {
                 .map_err(AgentError::backend("stopping monitoring"))?;
         }
         Ok(())
-    }
-}
-
-/// AMD bandwidth units (1/8 GB/s, `2^width` of them no limit) for the controller's
-/// `percent` of `2^width`, rounded down (a limit never above the percent).
-fn amd_units(percent: u8, width: u32) -> u32 {
-    let max = 1u64 << width.min(32);
-    u32::try_from(max * u64::from(percent.min(100)) / 100).unwrap_or(u32::MAX)
-}
-
-/// The controller's percent of `2^width` for `units` of AMD bandwidth, rounded up, so that
-/// [`amd_units`] read back is the percent written: rounded down, 1 % (20 of 2048 units)
-/// read back as 0 %, below every floor, and was raised to it every interval.
-fn amd_percent(units: u32, width: u32) -> u8 {
-    let max = 1u64 << width.min(32);
-    u8::try_from((u64::from(units) * 100).div_ceil(max).min(100)).unwrap_or(100)
-}
-
-#[cfg(test)]
-mod amd_tests {
-    /// Every percent survives the round trip through AMD's units (Genoa: width 11), and
-    /// no limit (2^width units) is 100 %.
-    #[test]
-    fn amd_limits_read_back_as_the_percent_written() {
-        for width in [8, 11, 12] {
-            for p in 1..=100u8 {
-                let u = super::amd_units(p, width);
-                assert_eq!(
-                    super::amd_percent(u, width),
-                    p,
-                    "{p} % = {u} units, width {width}"
-                );
-            }
-            assert_eq!(super::amd_percent(1 << width, width), 100);
-        }
-        assert_eq!(super::amd_units(1, 11), 20);
     }
 }
 
