@@ -1130,7 +1130,24 @@ impl Agent {
                 })
                 .collect();
             if let Some(r) = all.get_mut(np + i) {
-                r.peak_domain_bytes_per_s = per.values().copied().reduce(f64::max);
+                // the busiest domain where its limit applies (throttled there now), else
+                // where it may be throttled: a limit is judged by the traffic it holds
+                // back, not by another domain's (genoa-ccx: a class throttled in the
+                // thrasher's CCX kept 2.5 GB/s there for good, its batch moving 1.26 GB/s
+                // unthrottled in the next CCX read as pressing against it)
+                let no_limit = self.engine.facts().mba.no_limit();
+                let limited = self.mba_now.get(i);
+                let throttled = per
+                    .iter()
+                    .filter(|(d, _)| {
+                        limited
+                            .and_then(|m| m.get(d))
+                            .is_some_and(|l| *l < no_limit)
+                    })
+                    .map(|(_, t)| *t)
+                    .reduce(f64::max);
+                r.peak_domain_bytes_per_s =
+                    throttled.or_else(|| per.values().copied().reduce(f64::max));
             }
             if let Some(t) = self.traffic_now.get_mut(i) {
                 *t = per;
