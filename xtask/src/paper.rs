@@ -41,6 +41,7 @@ fn policy(mba: bool) -> Result<Policy, String> {
     if !mba {
         for b in &mut policy.best_effort {
             b.min_mba_percent = None;
+            b.min_mba_gbps = None;
         }
     }
     Ok(policy)

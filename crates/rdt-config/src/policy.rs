@@ -18,7 +18,8 @@
 //! name = "batch"              # a named class the controller makes (a resctrl group on resctrl)
 //! cpus = "8-10"
 //! min_ways = 2                # the floor of its L3 ways
-//! min_mba_percent = 10        # the floor of its MBA; without it MBA is left alone
+//! min_mba_percent = 10        # the floor of its MBA (Intel); without it MBA is left alone
+//! # min_mba_gbps = 2.5        # the same on AMD, whose MBA limits are absolute bandwidth
 //! ```
 //!
 //! Same two formats as the classes of `--apply` ([`super::Config`]): TOML, or JSON for a
@@ -73,7 +74,13 @@
 //! - `min_ways` (best effort): 1 to 64, the fewest L3 ways it is ever left (also at least
 //!   the platform's `min_cbm_bits`). Default 1.
 //! - `min_mba_percent` (best effort): 1 to 100; present, the controller may throttle its
-//!   memory bandwidth down to this; absent, it never touches the class's MBA.
+//!   memory bandwidth down to this percent of the peak (Intel's MBA, a delay); absent, it
+//!   never touches the class's MBA.
+//! - `min_mba_gbps` (best effort): more than 0, at most 100000; the same floor in GB/s
+//!   (10^9 bytes/s) per L3 domain, for parts whose MBA limits are absolute bandwidth (AMD:
+//!   units of 1/8 GB/s, so the floor is rounded up to a multiple of 0.125). A workload
+//!   gives one of the two: the one that fits the part, checked when the controller starts
+//!   ([`Policy::check_mba`]).
 //! - `mba_regions` (best effort, with `min_mba_percent`): memory region ids (the ACPI
 //!   MRRM's, `pqos --iface=mmio --print-mem-regions`), such as `[1]` for a CXL region: the
 //!   controller throttles the class's bandwidth to those regions only, with RDT 1.3's
@@ -108,6 +115,7 @@ const BEST_EFFORT_KEYS: &[&str] = &[
     "min_ways",
     "min_mba_percent",
     "mba_regions",
+    "min_mba_gbps",
     "cgroup",
     "pods",
 ];
@@ -195,16 +203,29 @@ pub struct BestEffort {
     pub rest: bool,
     /// The fewest L3 ways it is ever left, at least 1.
     pub min_ways: u32,
-    /// The lowest MBA it is ever throttled to, percent; `None`: its MBA is never touched.
+    /// The lowest MBA it is ever throttled to, percent of the peak (Intel); `None`: not
+    /// given in percent.
     pub min_mba_percent: Option<u8>,
     /// `mba_regions`: the memory regions (MRRM ids) whose region-aware MBA maximum the
     /// controller throttles instead of MBA (RDT 1.3, the MMIO interface): a percent `p` is
     /// `p` % of the control window in each. Empty: MBA.
     pub mba_regions: Vec<MemRegion>,
+    /// The lowest MBA it is ever throttled to, GB/s (10^9 bytes/s) per L3 domain (AMD);
+    /// `None`: not given in GB/s. With neither floor its MBA is never touched
+    /// ([`BestEffort::throttles_mba`]); never both.
+    pub min_mba_gbps: Option<f64>,
     /// `cgroup`: a cgroup (v2) directory whose processes are members too.
     pub cgroup: Option<PathBuf>,
     /// `pods`: the Kubernetes containers whose processes are members too.
     pub pods: Option<PodSelector>,
+}
+
+impl BestEffort {
+    /// Whether the controller may throttle its MBA: it has a floor, in either unit.
+    #[must_use]
+    pub const fn throttles_mba(&self) -> bool {
+        self.min_mba_percent.is_some() || self.min_mba_gbps.is_some()
+    }
 }
 
 /// A controller policy ([module docs](self)), as read: nothing about the platform is
@@ -279,6 +300,85 @@ impl Policy {
             format: Format::Json,
         }
         .policy(&root)
+    }
+
+    /// Checks that each best-effort workload's MBA floor is given in the unit the part
+    /// counts its limits in (`kind`: the MBA the controller may program, `None` without
+    /// one): `min_mba_percent` where MBA is a percent of the peak (Intel's delay),
+    /// `min_mba_gbps` where limits are absolute bandwidth (AMD: `2^width` units of 1/8 GB/s,
+    /// at most `2^width / 8` GB/s; kernel `max_bw = 1 << width`, AMD PQoS "L3 external
+    /// bandwidth enforcement").
+    ///
+    /// # Errors
+    /// [`ConfigErrorKind::Platform`], naming the file, line and key
+    /// (`best_effort[i].min_mba_gbps`) and the rule: a floor in the other unit, a GB/s floor
+    /// above what is no limit on the part, or a floor on a part without such MBA.
+    pub fn check_mba(&self, kind: Option<rdt_core::MbaKind>) -> Result<(), ConfigError> {
+        for (i, b) in self.best_effort.iter().enumerate() {
+            if !b.mba_regions.is_empty() {
+                // region-aware MBA (percent of its control window), checked by the controller
+                // against the platform's region controls
+                continue;
+            }
+            let (floor_key, given) = match (b.min_mba_percent, b.min_mba_gbps) {
+                (Some(p), _) => ("min_mba_percent", format!("{p} %")),
+                (None, Some(g)) => ("min_mba_gbps", format!("{g} GB/s")),
+                (None, None) => continue,
+            };
+            let fail = |message: String| {
+                let mut e = Parser {
+                    file: &self.file,
+                    format: Format::Toml,
+                }
+                .error(
+                    b.workload.lines.line(floor_key),
+                    &format!("best_effort[{i}].{floor_key}"),
+                    message,
+                );
+                e.set_kind(ConfigErrorKind::Platform);
+                Err(e)
+            };
+            match (kind, b.min_mba_gbps) {
+                (None, _) => {
+                    return fail(format!(
+                        "best-effort workload {:?}: an MBA floor ({given}) needs MBA in percent \
+                         (Intel) or GB/s (AMD), which this platform does not have (or \
+                         resctrl runs the mba_MBps controller)",
+                        b.workload.name
+                    ));
+                }
+                (Some(rdt_core::MbaKind::IntelDelay { .. }), Some(_)) => {
+                    return fail(format!(
+                        "best-effort workload {:?}: {given} is a floor in GB/s, for parts \
+                         whose MBA limits are absolute bandwidth (AMD); this part's MBA is a \
+                         percent of the peak bandwidth (Intel): give `min_mba_percent`",
+                        b.workload.name
+                    ));
+                }
+                (Some(rdt_core::MbaKind::AmdBandwidth { .. }), None) => {
+                    return fail(format!(
+                        "best-effort workload {:?}: {given} is a floor in percent, for parts \
+                         whose MBA is a percent of the peak (Intel); this part's MBA limits \
+                         are absolute bandwidth in units of 1/8 GB/s (AMD): give \
+                         `min_mba_gbps`",
+                        b.workload.name
+                    ));
+                }
+                (Some(rdt_core::MbaKind::AmdBandwidth { width }), Some(g)) => {
+                    #[allow(clippy::cast_precision_loss)] // 2^32 at most
+                    let max = (1u64 << width.min(32)) as f64 / 8.0;
+                    if g > max {
+                        return fail(format!(
+                            "best-effort workload {:?}: {given} is more than the {max} GB/s \
+                             (2^{width} units of 1/8 GB/s) that is no limit on this part",
+                            b.workload.name
+                        ));
+                    }
+                }
+                (Some(rdt_core::MbaKind::IntelDelay { .. }), None) => {}
+            }
+        }
+        Ok(())
     }
 
     /// Every workload's name: the protected ones, then the best-effort ones.
@@ -958,6 +1058,7 @@ impl Parser<'_> {
             min_ways: 1,
             min_mba_percent: None,
             mba_regions: Vec::new(),
+            min_mba_gbps: None,
             cgroup: None,
             pods: None,
         };
@@ -969,9 +1070,23 @@ impl Parser<'_> {
                 "cgroup" => b.cgroup = Some(self.cgroup(e, &path)?),
                 "pods" => b.pods = Some(self.pods(e, &path)?),
                 "mba_regions" => b.mba_regions = self.mba_regions(e, &path)?,
+                "min_mba_gbps" => {
+                    let gbps = self.number(&e.node, &path, 0.0..=100_000.0)?;
+                    if gbps <= 0.0 {
+                        return Err(self.error(
+                            e.line,
+                            &path,
+                            "an MBA floor is more than 0 GB/s (leave the key out to never \
+                             touch the class's MBA)",
+                        ));
+                    }
+                    b.min_mba_gbps = Some(gbps);
+                    b.workload.lines.insert(e.key.as_str(), e.line);
+                }
                 _ => {
                     let p = self.integer(e, &path, 1..=100)?;
                     b.min_mba_percent = u8::try_from(p).ok();
+                    b.workload.lines.insert(e.key.as_str(), e.line);
                 }
             }
         }
@@ -981,6 +1096,15 @@ impl Parser<'_> {
                 &format!("{key}.mba_regions"),
                 "`mba_regions` names where the controller throttles the class's bandwidth: \
                  give its floor too (`min_mba_percent`)",
+            ));
+        }
+        if b.min_mba_percent.is_some() && b.min_mba_gbps.is_some() {
+            let line = b.workload.lines.line("min_mba_gbps");
+            return Err(self.error(
+                line,
+                &format!("{key}.min_mba_gbps"),
+                "one MBA floor: `min_mba_percent` (parts whose MBA is a percent, Intel) or \
+                 `min_mba_gbps` (parts whose MBA limits are GB/s, AMD), not both",
             ));
         }
         let w = &b.workload;
@@ -1311,6 +1435,70 @@ mod tests {
             assert_eq!(e.line(), Some(*line), "{text:?}: {e}");
             assert_eq!(e.key(), Some(*key), "{text:?}: {e}");
             assert!(e.to_string().contains(words), "{text:?}: {e}");
+        }
+    }
+
+    /// Issue 32: AMD floors in GB/s. A floor is read in either unit (never both) and
+    /// checked against the part: the wrong unit is refused naming the key, its line and
+    /// the rule; a GB/s floor above the part's "no limit" too.
+    #[test]
+    fn an_mba_floor_is_given_in_the_unit_the_part_counts() {
+        let text = |floor: &str| {
+            format!(
+                "[[protected]]\nname=\"p\"\ncpus=\"1\"\n[[best_effort]]\nname=\"b\"\n\
+                 cpus=\"2\"\n{floor}\n"
+            )
+        };
+        let amd = rdt_core::MbaKind::AmdBandwidth { width: 11 };
+        let intel = rdt_core::MbaKind::IntelDelay {
+            max_delay: 90,
+            linear: true,
+            per_thread: false,
+        };
+        let gbps = toml(&text("min_mba_gbps = 2.5")).unwrap();
+        assert_eq!(gbps.best_effort[0].min_mba_gbps, Some(2.5));
+        assert_eq!(gbps.best_effort[0].min_mba_percent, None);
+        assert!(gbps.best_effort[0].throttles_mba());
+        gbps.check_mba(Some(amd)).unwrap();
+        let e = gbps.check_mba(Some(intel)).unwrap_err();
+        assert_eq!(e.kind(), ConfigErrorKind::Platform, "{e}");
+        assert_eq!(e.line(), Some(7), "{e}");
+        assert_eq!(e.key(), Some("best_effort[0].min_mba_gbps"), "{e}");
+        assert!(e.to_string().contains("give `min_mba_percent`"), "{e}");
+        let percent = toml(&text("min_mba_percent = 10")).unwrap();
+        percent.check_mba(Some(intel)).unwrap();
+        let e = percent.check_mba(Some(amd)).unwrap_err();
+        assert_eq!(e.key(), Some("best_effort[0].min_mba_percent"), "{e}");
+        assert_eq!(e.line(), Some(7), "{e}");
+        assert!(e.to_string().contains("give `min_mba_gbps`"), "{e}");
+        let e = percent.check_mba(None).unwrap_err();
+        assert!(e.to_string().contains("mba_MBps"), "{e}");
+        // 2^11 eighths of a GB/s = 256 GB/s is no limit on an 11-bit part
+        toml(&text("min_mba_gbps = 256"))
+            .unwrap()
+            .check_mba(Some(amd))
+            .unwrap();
+        let e = toml(&text("min_mba_gbps = 256.125"))
+            .unwrap()
+            .check_mba(Some(amd))
+            .unwrap_err();
+        assert!(e.to_string().contains("more than the 256 GB/s"), "{e}");
+        // no floor: nothing to check, on any part
+        let none = toml(&text("")).unwrap();
+        assert!(!none.best_effort[0].throttles_mba());
+        none.check_mba(None).unwrap();
+        let e = toml(&text("min_mba_percent = 10\nmin_mba_gbps = 2")).unwrap_err();
+        assert_eq!(e.key(), Some("best_effort[0].min_mba_gbps"), "{e}");
+        assert_eq!(e.line(), Some(8), "{e}");
+        assert!(e.to_string().contains("not both"), "{e}");
+        for bad in [
+            "min_mba_gbps = 0",
+            "min_mba_gbps = -1",
+            "min_mba_gbps = \"2\"",
+        ] {
+            let e = toml(&text(bad)).unwrap_err();
+            assert_eq!(e.key(), Some("best_effort[0].min_mba_gbps"), "{bad}: {e}");
+            assert_eq!(e.line(), Some(7), "{bad}: {e}");
         }
     }
 

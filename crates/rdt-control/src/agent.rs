@@ -18,7 +18,8 @@ use rdt_host::proc::ProcFs;
 use rdt_host::runfile::{remove_run_file, write_run_file};
 use rdt_host::transaction::ApplyPlan;
 
-use crate::engine::{Decision, Engine, Facts, Reading, Setting};
+pub use crate::engine::AMD_UNIT_BYTES_PER_S;
+use crate::engine::{Decision, Engine, Facts, MbaScale, Reading, Setting};
 use crate::event::{Event, Metrics, Observed};
 use crate::regions::RegionThrottle;
 use crate::stop::Stopper;
@@ -66,9 +67,6 @@ pub const METRICS_FILE: &str = "control.prom";
 /// next to it moves a few % of its traffic), while an aggressor spread unevenly over two
 /// domains (2 CPUs and 1) is squeezed in both.
 pub const BUSY_DOMAIN_SHARE: f64 = 0.25;
-
-/// Bytes per second of one AMD bandwidth-limit unit (1/8 GB/s).
-pub const AMD_UNIT_BYTES_PER_S: f64 = 125_000_000.0;
 
 /// The core of a CPU: (package, core id), or, where the topology has no core ids (sysfs),
 /// its L2 instance (private to a core on every part whose MBA applies per core).
@@ -423,8 +421,9 @@ pub struct Agent {
     /// own CPUs in a package a protected workload runs in (its memory traffic contends
     /// there).
     mba_domains: Vec<Vec<CacheDomain>>,
-    /// Per best-effort class, its MBA percent in each of its MBA domains at the last read.
-    mba_now: Vec<BTreeMap<CacheDomain, u8>>,
+    /// Per best-effort class, its MBA limit in each of its MBA domains at the last read, in
+    /// the part's unit ([`Facts::mba`]).
+    mba_now: Vec<BTreeMap<CacheDomain, u32>>,
     /// Per best-effort class, its memory traffic in each of its MBA domains over the last
     /// interval, bytes per second.
     traffic_now: Vec<BTreeMap<CacheDomain, f64>>,
@@ -649,6 +648,7 @@ impl Agent {
             }
             return Err(AgentError::Stopped);
         }
+        let facts_mba = facts.mba;
         let engine = Engine::new(policy, facts);
         Ok(Self {
             engine,
@@ -665,13 +665,7 @@ impl Agent {
             mba,
             regions,
             advisory,
-            proposed: vec![
-                Setting {
-                    ways: full.ways(),
-                    mba_percent: 100
-                };
-                specs.len()
-            ],
+            proposed: vec![facts_mba.setting(full.ways(), facts_mba.no_limit()); specs.len()],
             metrics: Metrics::new(),
             last: None,
             found,
@@ -799,7 +793,7 @@ impl Agent {
         let mut out = Vec::with_capacity(specs.len());
         let mut warnings = Vec::new();
         for ((b, spec), pairs) in policy.best_effort.iter().zip(specs).zip(shared) {
-            if pairs.is_empty() || b.min_mba_percent.is_none() {
+            if pairs.is_empty() || !b.throttles_mba() {
                 out.push(false);
                 continue;
             }
@@ -850,16 +844,9 @@ impl Agent {
                     cat.cbm_len
                 )));
             }
-            if b.min_mba_percent.is_some() && mba.is_none() && b.mba_regions.is_empty() {
-                return Err(AgentError::Platform(format!(
-                    "{}: best-effort workload {:?}: min_mba_percent needs MBA in percent or \
-                     AMD units, which this platform does not have (or resctrl runs the \
-                     mba_MBps controller)",
-                    policy.file.display(),
-                    b.workload.name
-                )));
-            }
         }
+        // each MBA floor in the unit the part counts (issue 32: AMD limits in GB/s)
+        policy.check_mba(mba)?;
         let domains = backend.topology().l3_domains().len();
         let facts = Facts {
             ways: cat.cbm_len,
@@ -882,21 +869,18 @@ impl Agent {
                     }
                 })
                 .collect(),
-            mba_granularity: match mba {
-                Some(MbaKind::IntelDelay { .. }) => caps
-                    .mba
-                    .get()
-                    .map(|m| u8::try_from(m.granularity().clamp(1, 100)).unwrap_or(10)),
-                _ => None,
-            },
-            // AMD: 2^width units of 1/8 GB/s are no limit (kernel `max_bw = 1 << width`;
-            // AMD PQoS Versions 1.0 and 2.0, "L3 external bandwidth enforcement")
-            #[allow(clippy::cast_precision_loss)] // 2^32 at most
-            mba_full_bytes_per_s: match mba {
-                Some(MbaKind::AmdBandwidth { width }) => {
-                    Some((1u64 << width.min(32)) as f64 * AMD_UNIT_BYTES_PER_S)
-                }
-                _ => None,
+            mba: match mba {
+                // AMD: 2^width units of 1/8 GB/s are no limit (kernel `max_bw = 1 << width`;
+                // AMD PQoS Versions 1.0 and 2.0, "L3 external bandwidth enforcement")
+                Some(MbaKind::AmdBandwidth { width }) => MbaScale::EighthGbps {
+                    no_limit: u32::try_from(1u64 << width.min(32)).unwrap_or(u32::MAX),
+                },
+                Some(MbaKind::IntelDelay { .. }) => MbaScale::Percent {
+                    granularity: caps.mba.get().map_or(10, |m| {
+                        u8::try_from(m.granularity().clamp(1, 100)).unwrap_or(10)
+                    }),
+                },
+                None => MbaScale::default(),
             },
             memory_capacity_bytes_per_s: policy.memory_peak_bytes_per_s,
             mba_shares_protected_core: Vec::new(),
@@ -956,7 +940,8 @@ impl Agent {
 
     /// The allocation of best-effort class `i` now: the fewest ways over the domains, the
     /// lowest MBA.
-    /// Reads each class's MBA percent per domain into `mba_now` on the way.
+    /// Reads each class's MBA limit per domain (in the part's unit) into `mba_now` on the
+    /// way.
     fn settings<B: Backend>(&mut self, backend: &mut B) -> Result<Vec<Setting>, B::Error> {
         let cat = backend.cat_classes_in(CatResource::L3, &self.domains)?;
         let mba_domains: Vec<CacheDomain> = self
@@ -987,9 +972,12 @@ impl Agent {
                 .collect();
             let ways = ways_now.values().copied().min().unwrap_or(self.full.ways());
             self.ways_now[i] = ways_now;
-            let now: BTreeMap<CacheDomain, u8> = if self.regions.by_region(i) {
+            let now: BTreeMap<CacheDomain, u32> = if self.regions.by_region(i) {
                 self.regions
                     .percent_now(backend, i, class, &self.mba_domains[i])?
+                    .into_iter()
+                    .map(|(d, p)| (d, u32::from(p)))
+                    .collect()
             } else {
                 mba_domains
                     .iter()
@@ -999,33 +987,36 @@ impl Agent {
                         classes
                             .iter()
                             .find(|c| c.class == class)
-                            .map(|c| (*d, self.percent_of(c.limit)))
+                            .map(|c| (*d, self.level_of(c.limit)))
                     })
                     .collect()
             };
-            out.push(Setting {
+            let scale = self.engine.facts().mba;
+            out.push(scale.setting(
                 ways,
-                mba_percent: now.values().copied().min().unwrap_or(100),
-            });
+                now.values().copied().min().unwrap_or(scale.no_limit()),
+            ));
             self.mba_now[i] = now;
         }
         Ok(out)
     }
 
-    /// A limit as a percent of the peak.
-    fn percent_of(&self, limit: MbaLimit) -> u8 {
-        match (limit, self.mba) {
-            (MbaLimit::Percent(p), _) => p,
-            (MbaLimit::AmdUnits(u), Some(MbaKind::AmdBandwidth { width })) => amd_percent(u, width),
-            _ => 100,
+    /// A limit as read, in the engine's unit ([`Facts::mba`]): percent, or AMD's units
+    /// (at most no limit); a limit in another unit (another program's MBps) is none.
+    fn level_of(&self, limit: MbaLimit) -> u32 {
+        let scale = self.engine.facts().mba;
+        match (limit, scale) {
+            (MbaLimit::Percent(p), MbaScale::Percent { .. }) => u32::from(p).min(100),
+            (MbaLimit::AmdUnits(u), MbaScale::EighthGbps { no_limit }) => u.min(no_limit),
+            _ => scale.no_limit(),
         }
     }
 
-    /// A percent as the platform's limit.
-    fn limit_of(&self, percent: u8) -> MbaLimit {
-        match self.mba {
-            Some(MbaKind::AmdBandwidth { width }) => MbaLimit::AmdUnits(amd_units(percent, width)),
-            _ => MbaLimit::Percent(percent),
+    /// A limit in the engine's unit as the platform's.
+    fn limit_of(&self, level: u32) -> MbaLimit {
+        match self.engine.facts().mba {
+            MbaScale::EighthGbps { .. } => MbaLimit::AmdUnits(level),
+            MbaScale::Percent { .. } => MbaLimit::Percent(u8::try_from(level).unwrap_or(100)),
         }
     }
 
@@ -1047,15 +1038,15 @@ impl Agent {
                     }),
             );
         }
-        if d.to.mba_percent != d.from.mba_percent && self.regions.by_region(d.class) {
+        if d.to.mba != d.from.mba && self.regions.by_region(d.class) {
             out.extend(self.regions.changes(
                 d.class,
                 class,
                 &self.mba_domains_of(d),
-                d.to.mba_percent,
+                u8::try_from(d.to.mba).unwrap_or(100),
             ));
-        } else if d.to.mba_percent != d.from.mba_percent && self.mba.is_some() {
-            let limit = self.limit_of(d.to.mba_percent);
+        } else if d.to.mba != d.from.mba && self.mba.is_some() {
+            let limit = self.limit_of(d.to.mba);
             out.extend(
                 self.mba_domains_of(d)
                     .into_iter()
@@ -1123,13 +1114,13 @@ impl Agent {
             self.mba_now[d.class]
                 .get(dom)
                 .copied()
-                .unwrap_or(d.from.mba_percent)
+                .unwrap_or(d.from.mba)
         };
-        if d.to.mba_percent > d.from.mba_percent {
+        if d.to.mba > d.from.mba {
             return all
                 .iter()
                 .copied()
-                .filter(|dom| now(dom) < d.to.mba_percent)
+                .filter(|dom| now(dom) < d.to.mba)
                 .collect();
         }
         let traffic = &self.traffic_now[d.class];
@@ -1142,7 +1133,7 @@ impl Agent {
                         .get(dom)
                         .is_none_or(|t| *t >= BUSY_DOMAIN_SHARE * busiest)
             })
-            .filter(|dom| now(dom) > d.to.mba_percent)
+            .filter(|dom| now(dom) > d.to.mba)
             .collect()
     }
 
@@ -1178,7 +1169,24 @@ impl Agent {
                 })
                 .collect();
             if let Some(r) = all.get_mut(np + i) {
-                r.peak_domain_bytes_per_s = per.values().copied().reduce(f64::max);
+                // the busiest domain where its limit applies (throttled there now), else
+                // where it may be throttled: a limit is judged by the traffic it holds
+                // back, not by another domain's (genoa-ccx: a class throttled in the
+                // thrasher's CCX kept 2.5 GB/s there for good, its batch moving 1.26 GB/s
+                // unthrottled in the next CCX read as pressing against it)
+                let no_limit = self.engine.facts().mba.no_limit();
+                let limited = self.mba_now.get(i);
+                let throttled = per
+                    .iter()
+                    .filter(|(d, _)| {
+                        limited
+                            .and_then(|m| m.get(d))
+                            .is_some_and(|l| *l < no_limit)
+                    })
+                    .map(|(_, t)| *t)
+                    .reduce(f64::max);
+                r.peak_domain_bytes_per_s =
+                    throttled.or_else(|| per.values().copied().reduce(f64::max));
             }
             if let Some(t) = self.traffic_now.get_mut(i) {
                 *t = per;
@@ -1590,42 +1598,6 @@ impl Agent {
                 .map_err(AgentError::backend("stopping monitoring"))?;
         }
         Ok(())
-    }
-}
-
-/// AMD bandwidth units (1/8 GB/s, `2^width` of them no limit) for the controller's
-/// `percent` of `2^width`, rounded down (a limit never above the percent).
-fn amd_units(percent: u8, width: u32) -> u32 {
-    let max = 1u64 << width.min(32);
-    u32::try_from(max * u64::from(percent.min(100)) / 100).unwrap_or(u32::MAX)
-}
-
-/// The controller's percent of `2^width` for `units` of AMD bandwidth, rounded up, so that
-/// [`amd_units`] read back is the percent written: rounded down, 1 % (20 of 2048 units)
-/// read back as 0 %, below every floor, and was raised to it every interval.
-fn amd_percent(units: u32, width: u32) -> u8 {
-    let max = 1u64 << width.min(32);
-    u8::try_from((u64::from(units) * 100).div_ceil(max).min(100)).unwrap_or(100)
-}
-
-#[cfg(test)]
-mod amd_tests {
-    /// Every percent survives the round trip through AMD's units (Genoa: width 11), and
-    /// no limit (2^width units) is 100 %.
-    #[test]
-    fn amd_limits_read_back_as_the_percent_written() {
-        for width in [8, 11, 12] {
-            for p in 1..=100u8 {
-                let u = super::amd_units(p, width);
-                assert_eq!(
-                    super::amd_percent(u, width),
-                    p,
-                    "{p} % = {u} units, width {width}"
-                );
-            }
-            assert_eq!(super::amd_percent(1 << width, width), 100);
-        }
-        assert_eq!(super::amd_units(1, 11), 20);
     }
 }
 

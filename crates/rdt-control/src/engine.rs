@@ -45,17 +45,19 @@
 //!    floor. One step, as the seed paper's operator did (`llc:2=0x3`).
 //! 2. **Memory bandwidth** (bandwidth pressure, or both once no class can give ways): the
 //!    class with the most memory traffic that may be throttled is throttled by the least
-//!    limit that restores the target, searched for (rule 5): the first step goes half way
-//!    from its effective limit (its limit, or on parts whose limits are absolute bandwidth,
-//!    AMD, the share of the limit its traffic uses in its busiest domain,
-//!    [`Reading::peak_domain_bytes_per_s`]) to its floor; once a step has been judged, the
-//!    next one is the secant: the health each percent bought so far, extrapolated to the
-//!    threshold + [`SEARCH_MARGIN`] (above `contended_below`, at most half way to the
-//!    floor: the gain flattens out there). A class not yet stepped in this contention
+//!    limit that restores the target, searched for (rule 5) in the unit the part counts
+//!    its limits in ([`MbaScale`]: percent on Intel, eighths of a GB/s on AMD): the first
+//!    step goes half way from its effective limit (its limit, or on parts whose limits are
+//!    absolute bandwidth, AMD, the limit its traffic uses in its busiest domain,
+//!    [`Reading::peak_domain_bytes_per_s`], if lower) to its floor; once a step has been
+//!    judged, the next one is the secant: the health each unit bought so far, extrapolated
+//!    to the threshold + [`SEARCH_MARGIN`] (above `contended_below`, at most half way to
+//!    the floor: the gain flattens out there). A class not yet stepped in this contention
 //!    starts from what another class's step taught: the health each byte/s of demand held
 //!    back bought (the last MBA step judged, any class) times this class's demand (traffic
-//!    ÷ its limit) is its health per percent. Always a multiple of the MBA granularity,
-//!    never below the floor. A class whose MBA would throttle a core a protected workload
+//!    ÷ its limit) is its health per unit. Always a multiple of the part's step (Intel:
+//!    its granularity, 10 %; AMD: 1/8 GB/s), never below the floor. A class whose MBA
+//!    would throttle a core a protected workload
 //!    shares ([`Facts::mba_shares_protected_core`]: Intel parts before MBA 3.0 throttle a
 //!    core by its threads' strongest delay) is never throttled (rule 4).
 //!
@@ -156,12 +158,18 @@ pub const RESTORED: f64 = 0.99;
 /// The weight of a new interval in the calm baselines (an exponential average).
 pub const CALM_WEIGHT: f64 = 0.2;
 
-/// The least MBA give-back step, percent: a give-back that would leave less than this
-/// between its limit and no throttling goes all the way. Intel's granularity (10 %) makes
-/// this no change there; with AMD's 1/8 GB/s units (granularity 1 %) halving the rest
-/// took seven dwells from 1 % (51, 76, 88, 94, 97, 99, 100) for no measurable difference
-/// in the last three.
+/// The least MBA give-back step, percent of no limit: a give-back that would leave less
+/// than this between its limit and no throttling goes all the way. Intel's granularity
+/// (10 %) makes this no change there; on AMD (1/8 GB/s units, 2^11 of them no limit on
+/// Genoa: 204 units, 25.5 GB/s) halving the rest a unit at a time took seven dwells from
+/// 2.5 GB/s (129, 193, 225, 241, 249, 253, 256 GB/s) for no measurable difference in the
+/// last three.
 pub const GIVE_BACK_STEP: u8 = 10;
+
+/// Bytes per second of one AMD bandwidth-limit unit, 1/8 GB/s (AMD PQoS Versions 1.0 and
+/// 2.0, "L3 external bandwidth enforcement"; the kernel's resctrl counts AMD's MBA in
+/// these units too).
+pub const AMD_UNIT_BYTES_PER_S: f64 = 125_000_000.0;
 
 /// The longest hold-off before a give-back, in `dwell_intervals`.
 pub const MAX_HOLDOFF_FACTOR: u32 = 64;
@@ -195,14 +203,132 @@ pub struct Reading {
     pub squeezed_llc: Option<(u64, u32)>,
 }
 
+/// The unit a part counts its MBA limits in: the unit of [`Setting::mba`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MbaUnit {
+    /// Percent of the peak memory bandwidth (Intel's MBA: a delay, SDM vol. 3B 18.19.7);
+    /// 100 is no throttling.
+    #[default]
+    Percent,
+    /// Eighths of a GB/s per L3 domain ([`AMD_UNIT_BYTES_PER_S`]; AMD's MBA: an absolute
+    /// limit, `2^width` units are none).
+    EighthGbps,
+}
+
+/// How a part counts its MBA limits ([`Facts::mba`]): the unit, its step, and the limit
+/// that is no throttling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MbaScale {
+    /// Percent, in steps of `granularity` (Intel: 10, `CPUID.(EAX=10H,ECX=3)`); 100 is no
+    /// throttling.
+    Percent {
+        /// The step, percent (at least 1).
+        granularity: u8,
+    },
+    /// Eighths of a GB/s, in steps of one (AMD); `no_limit` (`2^width`: 2048 on Genoa, 256
+    /// GB/s; kernel `max_bw = 1 << width`) is no throttling.
+    EighthGbps {
+        /// The limit that is none, units.
+        no_limit: u32,
+    },
+}
+
+impl Default for MbaScale {
+    fn default() -> Self {
+        Self::Percent { granularity: 1 }
+    }
+}
+
+impl MbaScale {
+    /// The unit of its limits.
+    #[must_use]
+    pub const fn unit(self) -> MbaUnit {
+        match self {
+            Self::Percent { .. } => MbaUnit::Percent,
+            Self::EighthGbps { .. } => MbaUnit::EighthGbps,
+        }
+    }
+
+    /// The limit that is no throttling, in its unit (100 %, or `2^width` units).
+    #[must_use]
+    pub fn no_limit(self) -> u32 {
+        match self {
+            Self::Percent { .. } => 100,
+            Self::EighthGbps { no_limit } => no_limit.max(1),
+        }
+    }
+
+    /// The step of its limits, in its unit (at least 1).
+    #[must_use]
+    pub fn step(self) -> u32 {
+        match self {
+            Self::Percent { granularity } => u32::from(granularity.max(1)),
+            Self::EighthGbps { .. } => 1,
+        }
+    }
+
+    /// Whether its limits are absolute bandwidth (AMD): one above what a class moves in a
+    /// domain does nothing. Intel's delay always binds.
+    #[must_use]
+    pub const fn absolute(self) -> bool {
+        matches!(self, Self::EighthGbps { .. })
+    }
+
+    /// The bandwidth limit `mba` (in its unit) holds a class to in one domain, bytes/s:
+    /// `None` for a percent (a delay, not a bandwidth).
+    #[must_use]
+    pub fn bytes_per_s(self, mba: u32) -> Option<f64> {
+        self.absolute()
+            .then(|| f64::from(mba.min(self.no_limit())) * AMD_UNIT_BYTES_PER_S)
+    }
+
+    /// An allocation of `ways` and MBA limit `mba` in its unit.
+    #[must_use]
+    pub const fn setting(self, ways: u32, mba: u32) -> Setting {
+        Setting {
+            ways,
+            mba,
+            mba_unit: self.unit(),
+        }
+    }
+}
+
 /// A best-effort class's allocation: the L3 ways it may fill (the fewest over the domains
-/// acted on) and its MBA in percent (100: not throttled).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+/// acted on) and its MBA limit (the lowest over them) in the part's unit.
+///
+/// As JSON (events): `{"ways":2,"mba_percent":60}` where the part counts percent (Intel),
+/// `{"ways":2,"mba_gbps":5.5}` where it counts eighths of a GB/s (AMD: the limit in GB/s,
+/// 10^9 bytes/s, a multiple of 0.125; `2^width / 8`, 256 on Genoa, is no limit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Setting {
     /// L3 ways, contiguous from way 0.
     pub ways: u32,
-    /// MBA, percent of the memory bandwidth (100 = no throttling).
-    pub mba_percent: u8,
+    /// MBA limit in [`Setting::mba_unit`]: percent of the memory bandwidth (100 = no
+    /// throttling), or eighths of a GB/s per domain (`2^width` = no limit).
+    pub mba: u32,
+    /// The unit of `mba`.
+    pub mba_unit: MbaUnit,
+}
+
+impl Setting {
+    /// The MBA limit in GB/s (10^9 bytes/s), where it is counted in eighths of a GB/s.
+    #[must_use]
+    pub fn mba_gbps(self) -> Option<f64> {
+        (self.mba_unit == MbaUnit::EighthGbps).then(|| f64::from(self.mba) / 8.0)
+    }
+}
+
+impl serde::Serialize for Setting {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = serializer.serialize_struct("Setting", 2)?;
+        st.serialize_field("ways", &self.ways)?;
+        match self.mba_gbps() {
+            Some(g) => st.serialize_field("mba_gbps", &g)?,
+            None => st.serialize_field("mba_percent", &self.mba)?,
+        }
+        st.end()
+    }
 }
 
 /// What an action does.
@@ -391,11 +517,10 @@ pub struct Facts {
     /// The L3 domains each best-effort workload's CPUs span, in policy order (as
     /// `protected_spans`): the capacity its ways give it is ways × way size × span.
     pub best_effort_spans: Vec<u32>,
-    /// MBA granularity in percent (Intel: 10), when the platform has percent MBA.
-    pub mba_granularity: Option<u8>,
-    /// The bandwidth 100 % stands for, bytes/s, where MBA limits are absolute bandwidth
-    /// (AMD: `2^width` units of 1/8 GB/s); `None` for Intel's delays.
-    pub mba_full_bytes_per_s: Option<f64>,
+    /// How the part counts its MBA limits: percent in steps of its granularity (Intel),
+    /// or eighths of a GB/s (AMD). The unit of every [`Setting::mba`] the engine is given
+    /// and makes.
+    pub mba: MbaScale,
     /// The memory domain's capacity, bytes/s (the policy's `memory_peak_gbps`); `None`:
     /// learned, the highest total traffic seen.
     pub memory_capacity_bytes_per_s: Option<f64>,
@@ -424,8 +549,13 @@ struct Class {
     ways_blocked: bool,
     mba_blocked: bool,
     holdoff: u32,
-    /// Health per MBA percent of the last MBA step judged in this contention.
+    /// Health per MBA unit (percent, or eighth of a GB/s) of the last MBA step judged in
+    /// this contention.
     mba_slope: Option<f64>,
+    /// The effective limit its last MBA step started from ([`Engine::effective_mba`]): the
+    /// cut the step's gain is divided by starts there (on AMD, from no limit, 256 GB/s, the
+    /// slope came out a hundred times too flat and the secant was never taken).
+    mba_base: Option<u32>,
     /// Its demand (traffic ÷ throttle) when last throttled, bytes/s.
     demand: Option<f64>,
     /// Its MBA floor has been tried in this contention (after a step that bought nothing).
@@ -531,28 +661,45 @@ impl Engine {
         &self.facts
     }
 
-    /// The floor of best-effort class `i`: its ways and its MBA percent.
+    /// The floor of best-effort class `i`: its ways and its MBA limit in the part's unit
+    /// ([`Facts::mba`]): `min_mba_percent` rounded up to the granularity on a part that
+    /// counts percent, `min_mba_gbps` rounded up to an eighth of a GB/s on one that counts
+    /// those. A floor in the other unit (refused when the agent starts,
+    /// [`Policy::check_mba`](rdt_config::policy::Policy::check_mba)), or none, is no
+    /// limit: the class's MBA is never lowered.
     #[must_use]
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped
     pub fn floor(&self, i: usize) -> Setting {
         let b = &self.policy.best_effort[i];
         let ways = b.min_ways.max(self.facts.min_ways).min(self.facts.ways);
-        let mba = b.min_mba_percent.map_or(100, |p| self.round_mba(p).max(p));
-        Setting {
-            ways,
-            mba_percent: mba,
-        }
+        let full = self.full_mba();
+        let mba = match (self.facts.mba, b.min_mba_percent, b.min_mba_gbps) {
+            (MbaScale::Percent { .. }, Some(p), _) => {
+                self.round_mba(u32::from(p)).max(u32::from(p).min(full))
+            }
+            (MbaScale::EighthGbps { .. }, _, Some(g)) => {
+                (g * 8.0).ceil().clamp(1.0, f64::from(full)) as u32
+            }
+            _ => full,
+        };
+        self.facts.mba.setting(ways, mba)
     }
 
-    /// The MBA granularity, percent (1 where the platform does not round).
-    fn granule(&self) -> u8 {
-        self.facts.mba_granularity.unwrap_or(1).max(1)
+    /// The MBA limit that is no throttling, in the part's unit.
+    fn full_mba(&self) -> u32 {
+        self.facts.mba.no_limit()
     }
 
-    /// `p` rounded up to the MBA granularity, at most 100.
-    fn round_mba(&self, p: u8) -> u8 {
+    /// The MBA step, in the part's unit (Intel: its granularity; AMD: one eighth of a
+    /// GB/s).
+    fn granule(&self) -> u32 {
+        self.facts.mba.step()
+    }
+
+    /// `v` rounded up to the MBA step, at most no limit.
+    fn round_mba(&self, v: u32) -> u32 {
         let g = self.granule();
-        let up = u16::from(p).div_ceil(u16::from(g)) * u16::from(g);
-        u8::try_from(up.min(100)).unwrap_or(100)
+        v.div_ceil(g).saturating_mul(g).min(self.full_mba())
     }
 
     /// The health of each protected workload now (share of its target), `None` where its
@@ -746,10 +893,11 @@ impl Engine {
         // Floors first: the policy's state is the one the platform must be in.
         for (i, s) in settings.iter().enumerate().take(self.classes.len()) {
             let floor = self.floor(i);
-            if s.ways < floor.ways || s.mba_percent < floor.mba_percent {
+            if s.ways < floor.ways || s.mba < floor.mba {
                 let to = Setting {
                     ways: s.ways.max(floor.ways),
-                    mba_percent: s.mba_percent.max(floor.mba_percent),
+                    mba: s.mba.max(floor.mba),
+                    ..*s
                 };
                 out.push(self.act(i, at, *s, to, ActionKind::RaiseToFloor, Reason::Floor, None));
             }
@@ -798,6 +946,7 @@ impl Engine {
             c.ways_blocked = false;
             c.mba_blocked = false;
             c.mba_slope = None;
+            c.mba_base = None;
             c.floor_tried = false;
         }
         let (capacity, _) = self.capacity();
@@ -865,17 +1014,14 @@ impl Engine {
                 // against the health before the step (also above `contended_below`: a limit
                 // that did not bind says nothing of a knee). Intel's delay always binds: a
                 // half step that bought nothing means MBA does not help, and is undone.
-                let floor = self.floor(i).mba_percent;
+                let floor = self.floor(i).mba;
                 if p.kind == ActionKind::ThrottleMba
-                    && self.facts.mba_full_bytes_per_s.is_some()
+                    && self.facts.mba.absolute()
                     && !self.classes[i].floor_tried
-                    && p.to.mba_percent > floor
+                    && p.to.mba > floor
                 {
                     self.classes[i].floor_tried = true;
-                    let to = Setting {
-                        mba_percent: floor,
-                        ..now
-                    };
+                    let to = Setting { mba: floor, ..now };
                     let d = self.act(
                         i,
                         at,
@@ -904,12 +1050,15 @@ impl Engine {
                 }
                 out.push(self.act(i, at, now, p.from, ActionKind::Revert, reason, None));
             } else if p.kind == ActionKind::ThrottleMba {
-                let cut = f64::from(p.from.mba_percent.saturating_sub(p.to.mba_percent));
+                let base = self.classes[i].mba_base.take().unwrap_or(p.from.mba);
+                let cut = f64::from(base.min(p.from.mba).saturating_sub(p.to.mba));
                 if cut > 0.0 {
                     let slope = (after - p.health) / cut;
                     self.classes[i].mba_slope = Some(slope);
                     if let Some(d) = self.classes[i].demand.filter(|d| *d > 0.0) {
-                        self.mba_slope_per_byte = Some(slope / (d / 100.0));
+                        // health per byte/s: a unit of the limit holds back demand ÷ full
+                        let full = f64::from(self.full_mba());
+                        self.mba_slope_per_byte = Some(slope / (d / full));
                     }
                 }
             }
@@ -997,7 +1146,7 @@ impl Engine {
         }
         // 2. MBA, from the class with the most memory traffic that may be throttled
         let mba = (0..n)
-            .filter(|&i| self.policy.best_effort[i].min_mba_percent.is_some())
+            .filter(|&i| self.policy.best_effort[i].throttles_mba())
             .filter(|&i| {
                 !self
                     .facts
@@ -1007,20 +1156,23 @@ impl Engine {
                     .unwrap_or(false)
             })
             .filter(|&i| !self.classes[i].mba_blocked && self.dwell_passed(&self.classes[i], at))
-            .filter(|&i| settings[i].mba_percent > self.floor(i).mba_percent)
+            .filter(|&i| settings[i].mba > self.floor(i).mba)
             .max_by(|&a, &b| {
                 let t = |i| read(i).mem_bytes_per_s.unwrap_or(0.0);
                 t(a).total_cmp(&t(b))
             })?;
         let from = settings[mba];
         let to = Setting {
-            mba_percent: self.next_limit(mba, from.mba_percent, h, read(mba)),
+            mba: self.next_limit(mba, from.mba, h, read(mba)),
             ..from
         };
+        let full = f64::from(self.full_mba());
+        let base = self.effective_mba(mba, from.mba, read(mba));
         let c = &mut self.classes[mba];
+        c.mba_base = Some(base);
         c.demand = read(mba)
             .mem_bytes_per_s
-            .map(|t| t * 100.0 / f64::from(from.mba_percent.max(1)));
+            .map(|t| t * full / f64::from(from.mba.max(1)));
         Some(self.act(
             mba,
             at,
@@ -1033,36 +1185,26 @@ impl Engine {
     }
 
     /// The next MBA limit of class `i` in the search for the least that restores the
-    /// target ([module docs](self)): from `now` percent, the workload at health `h`.
+    /// target ([module docs](self)): from `now` (in the part's unit: percent, or eighths
+    /// of a GB/s), the workload at health `h`.
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
         clippy::cast_precision_loss,
         clippy::many_single_char_names
     )]
-    fn next_limit(&self, i: usize, now: u8, h: f64, r: Reading) -> u8 {
-        let floor = self.floor(i).mba_percent;
+    fn next_limit(&self, i: usize, now: u32, h: f64, r: Reading) -> u32 {
+        let floor = self.floor(i).mba;
+        let full = f64::from(self.full_mba());
         let g = self.granule();
-        // where limits are absolute bandwidth (per domain), one above the traffic a domain
-        // carries does nothing
-        let per_domain = r.peak_domain_bytes_per_s.or_else(|| {
-            r.mem_bytes_per_s
-                .map(|t| t / f64::from(self.span(&self.facts.best_effort_spans, i)))
-        });
-        let effective = match (self.facts.mba_full_bytes_per_s, per_domain) {
-            (Some(full), Some(t)) if full > 0.0 => {
-                let used = (t / full * 100.0).ceil().clamp(1.0, 100.0) as u8;
-                now.min(used)
-            }
-            _ => now,
-        };
+        let effective = self.effective_mba(i, now, r);
         let half = f64::midpoint(f64::from(effective), f64::from(floor));
         let own = self.classes[i].mba_slope;
-        let demand = r.mem_bytes_per_s.map(|t| t * 100.0 / f64::from(now.max(1)));
+        let demand = r.mem_bytes_per_s.map(|t| t * full / f64::from(now.max(1)));
         let shared = self
             .mba_slope_per_byte
             .zip(demand)
-            .map(|(s, d)| s * d / 100.0);
+            .map(|(s, d)| s * d / full);
         let want = match own.or(shared) {
             Some(s) if s > 0.0 => {
                 let need = (self.threshold() + SEARCH_MARGIN - h) / s;
@@ -1078,8 +1220,27 @@ impl Engine {
             }
             _ => half,
         };
-        let want = self.round_mba(want.clamp(0.0, 100.0).ceil() as u8);
+        let want = self.round_mba(want.clamp(0.0, full).ceil() as u32);
         want.max(floor).min(now.saturating_sub(g).max(floor))
+    }
+
+    /// The limit class `i` (at limit `now`, reading `r`) is effectively held to, in the
+    /// part's unit: `now`, or where limits are absolute bandwidth (AMD: one above the
+    /// traffic a domain carries does nothing) the limit its traffic in its busiest domain
+    /// uses, in eighths of a GB/s, if lower.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // clamped
+    fn effective_mba(&self, i: usize, now: u32, r: Reading) -> u32 {
+        let per_domain = r.peak_domain_bytes_per_s.or_else(|| {
+            r.mem_bytes_per_s
+                .map(|t| t / f64::from(self.span(&self.facts.best_effort_spans, i)))
+        });
+        match per_domain {
+            Some(t) if self.facts.mba.absolute() => {
+                let full = f64::from(self.full_mba());
+                now.min((t / AMD_UNIT_BYTES_PER_S).ceil().clamp(1.0, full) as u32)
+            }
+            _ => now,
+        }
     }
 
     /// Ways and bandwidth back for class `i` when its demand fell ([module docs](self)):
@@ -1095,7 +1256,8 @@ impl Engine {
         capacity: Option<f64>,
     ) -> Option<Decision> {
         let full = self.facts.ways;
-        if s.ways >= full && s.mba_percent >= 100 {
+        let no_limit = self.full_mba();
+        if s.ways >= full && s.mba >= no_limit {
             return None;
         }
         let c = &self.classes[i];
@@ -1115,56 +1277,53 @@ impl Engine {
             s.ways
         };
         let g = self.granule();
-        let next = if s.mba_percent >= 100 {
-            100
+        let least = no_limit * u32::from(GIVE_BACK_STEP) / 100;
+        let next = if s.mba >= no_limit {
+            no_limit
         } else {
-            let half = s.mba_percent + (100 - s.mba_percent).div_ceil(2);
-            let step = self.round_mba(half.max(s.mba_percent.saturating_add(g)));
-            if 100 - step.min(100) < GIVE_BACK_STEP {
-                100
+            let half = s.mba + (no_limit - s.mba).div_ceil(2);
+            let step = self.round_mba(half.max(s.mba.saturating_add(g)));
+            if no_limit - step.min(no_limit) < least {
+                no_limit
             } else {
                 step
             }
         };
         let mut projected = None;
-        let mba = if next > s.mba_percent {
+        let mba = if next > s.mba {
             let t = r.mem_bytes_per_s;
-            let scaled = t.map(|t| t * f64::from(next) / f64::from(s.mba_percent.max(1)));
+            let scaled = t.map(|t| t * f64::from(next) / f64::from(s.mba.max(1)));
             projected = scaled.zip(t).map(|(sc, t)| domain - t + sc);
             let fits = projected
                 .zip(capacity)
                 .is_some_and(|(p, cap)| p < LOADED_SHARE * cap);
             let demand_fell = t.zip(c.demand).is_some_and(|(t, d)| {
-                t * 100.0 / f64::from(s.mba_percent.max(1)) < SUBSIDED_SHARE * d
+                t * f64::from(no_limit) / f64::from(s.mba.max(1)) < SUBSIDED_SHARE * d
             });
             // where limits are absolute bandwidth, a class moving well under its limit in
             // its busiest domain no longer presses against it
             let per_domain = r
                 .peak_domain_bytes_per_s
                 .or_else(|| t.map(|t| t / f64::from(self.span(&self.facts.best_effort_spans, i))));
-            let unbound =
-                self.facts
-                    .mba_full_bytes_per_s
-                    .zip(per_domain)
-                    .is_some_and(|(full, t)| {
-                        t < SUBSIDED_SHARE * full * f64::from(s.mba_percent) / 100.0
-                    });
+            let unbound = self
+                .facts
+                .mba
+                .bytes_per_s(s.mba)
+                .zip(per_domain)
+                .is_some_and(|(limit, t)| t < SUBSIDED_SHARE * limit);
             if fits || demand_fell || unbound {
                 next
             } else {
-                s.mba_percent
+                s.mba
             }
         } else {
-            s.mba_percent
+            s.mba
         };
-        if ways == s.ways && mba == s.mba_percent {
+        if ways == s.ways && mba == s.mba {
             return None;
         }
-        let to = Setting {
-            ways,
-            mba_percent: mba,
-        };
-        if mba >= 100 {
+        let to = Setting { ways, mba, ..s };
+        if mba >= no_limit {
             self.classes[i].demand = None;
         }
         let reason = Reason::Subsided {

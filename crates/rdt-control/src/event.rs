@@ -30,7 +30,8 @@ pub struct Observed {
 /// `{"t_s":11.0,"class":"batch","action":"shrink_ways","from":{"ways":20,"mba_percent":100},
 /// "to":{"ways":2,"mba_percent":100},"reason":"contended","workload":"pipeline",
 /// "health":0.61,"readings":{"pipeline":{"llc_bytes":...,"ipc":1.1,"health":0.61},...},
-/// "applied":true}`.
+/// "applied":true}`. On a part whose MBA limits are absolute bandwidth (AMD) the
+/// allocations say `"mba_gbps":5.5` instead of `"mba_percent"` ([`Setting`]).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Event {
     /// Seconds since the controller started.
@@ -78,8 +79,10 @@ struct WorkloadLabels {
 /// The controller's metrics:
 /// - `rdt_control_actions_total{action,reason}`: decisions, counted when made (applied or
 ///   advisory);
-/// - `rdt_control_class_ways{class}`, `rdt_control_class_mba_percent{class}`: each
-///   best-effort class's allocation as last read or written;
+/// - `rdt_control_class_ways{class}`, and `rdt_control_class_mba_percent{class}` (a part
+///   whose MBA is a percent, Intel) or `rdt_control_class_mba_gbps{class}` (one whose MBA
+///   limits are GB/s, AMD; GB/s = 10^9 bytes/s): each best-effort class's allocation as
+///   last read or written;
 /// - `rdt_control_health_ratio{workload}`: each protected workload's health (share of its
 ///   target) at the last interval.
 pub struct Metrics {
@@ -87,6 +90,7 @@ pub struct Metrics {
     actions: Family<ActionLabels, Counter>,
     ways: Family<ClassLabels, Gauge>,
     mba: Family<ClassLabels, Gauge>,
+    mba_gbps: Family<ClassLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     health: Family<WorkloadLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
     counts: BTreeMap<(&'static str, &'static str), u64>,
 }
@@ -113,6 +117,7 @@ impl Metrics {
         let actions = Family::<ActionLabels, Counter>::default();
         let ways = Family::<ClassLabels, Gauge>::default();
         let mba = Family::<ClassLabels, Gauge>::default();
+        let mba_gbps = Family::default();
         let health = Family::default();
         registry.register(
             "rdt_control_actions",
@@ -130,6 +135,12 @@ impl Metrics {
             mba.clone(),
         );
         registry.register(
+            "rdt_control_class_mba_gbps",
+            "MBA limit of each best-effort class, GB/s per L3 domain, where MBA limits are \
+             absolute bandwidth (AMD; 2^width/8 GB/s: not throttled)",
+            mba_gbps.clone(),
+        );
+        registry.register(
             "rdt_control_health_ratio",
             "Each protected workload's reading divided by its target",
             health.clone(),
@@ -139,6 +150,7 @@ impl Metrics {
             actions,
             ways,
             mba,
+            mba_gbps,
             health,
             counts: BTreeMap::new(),
         }
@@ -162,7 +174,14 @@ impl Metrics {
             class: class.to_owned(),
         };
         self.ways.get_or_create(&l).set(i64::from(s.ways));
-        self.mba.get_or_create(&l).set(i64::from(s.mba_percent));
+        match s.mba_gbps() {
+            Some(g) => {
+                self.mba_gbps.get_or_create(&l).set(g);
+            }
+            None => {
+                self.mba.get_or_create(&l).set(i64::from(s.mba));
+            }
+        }
     }
 
     /// Sets a protected workload's health.

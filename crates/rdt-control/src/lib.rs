@@ -23,8 +23,8 @@ pub mod stop;
 
 pub use agent::{Agent, AgentError, METRICS_FILE, RunOptions};
 pub use engine::{
-    ActionKind, CapacitySource, Decision, Engine, Evidence, Facts, Pressure, Reading, Reason,
-    Setting,
+    ActionKind, CapacitySource, Decision, Engine, Evidence, Facts, MbaScale, MbaUnit, Pressure,
+    Reading, Reason, Setting,
 };
 pub use event::{Event, Metrics};
 pub use stop::Stopper;

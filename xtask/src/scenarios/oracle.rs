@@ -5,8 +5,8 @@
 //! low `ways` of the L3 mask (as the controller does: the protected workloads keep the
 //! whole cache in COS 0) and an MBA limit, in each L3 domain it has CPUs in (elsewhere its
 //! allocation changes nothing). The levels are the family's (`[oracle]`), above the
-//! policy's floors (`min_ways`, `min_mba_percent`; a class without `min_mba_percent` keeps
-//! its MBA, as the controller must).
+//! policy's floors (`min_ways`, `min_mba_percent` on Intel, `min_mba_gbps` on AMD; a class
+//! without the floor of its part keeps its MBA, as the controller must).
 //!
 //! An allocation is judged on the model's steady state (which depends only on the
 //! registers and what runs) at the middle of each piece of the contention phases between
@@ -302,8 +302,8 @@ fn levels(family: &Family, rdt: &Rdt) -> Vec<Vec<ClassAlloc>> {
             ways.push(cbm);
             ways.sort_unstable_by(|a, b| b.cmp(a));
             ways.dedup();
-            let mba: Vec<Option<MbaLimit>> = match (b.min_mba_percent, kind) {
-                (Some(min), Some(MbaKind::IntelDelay { .. })) => {
+            let mba: Vec<Option<MbaLimit>> = match (b.min_mba_percent, b.min_mba_gbps, kind) {
+                (Some(min), _, Some(MbaKind::IntelDelay { .. })) => {
                     let mut l: Vec<u32> = family
                         .oracle
                         .mba
@@ -319,9 +319,11 @@ fn levels(family: &Family, rdt: &Rdt) -> Vec<Vec<ClassAlloc>> {
                         .map(|p| Some(MbaLimit::Percent(u8::try_from(p).unwrap_or(100))))
                         .collect()
                 }
-                (Some(min), Some(MbaKind::AmdBandwidth { width })) => {
+                (_, Some(min), Some(MbaKind::AmdBandwidth { width })) => {
                     let max = 1u32 << width.min(31);
-                    let floor = u64::from(max) * u64::from(min) / 100;
+                    // the controller's floor: rounded up to an eighth of a GB/s
+                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                    let floor = (min * 8.0).ceil().max(1.0) as u64;
                     let mut l: Vec<u32> = family
                         .oracle
                         .mba
