@@ -1011,7 +1011,7 @@ fn the_mba_search_carries_what_a_byte_bought_from_one_class_to_the_next() {
         let on = t >= 10;
         let traffic = |x: &Setting| {
             if on {
-                10.0 * GB * f64::from(x.mba_percent) / 100.0
+                10.0 * GB * f64::from(x.mba) / 100.0
             } else {
                 MB
             }
@@ -1037,7 +1037,7 @@ fn the_mba_search_carries_what_a_byte_bought_from_one_class_to_the_next() {
         for d in e.observe(Duration::from_secs(t), &[pipeline], &[ra, rb], &s) {
             assert_eq!(d.action, ActionKind::ThrottleMba, "{d:?}");
             s[d.class] = d.to;
-            throttles.push((t, d.class, d.to.mba_percent));
+            throttles.push((t, d.class, d.to.mba));
         }
     }
     assert!(restored_at.is_some_and(|t| t <= 16), "{throttles:?}");
