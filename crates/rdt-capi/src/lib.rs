@@ -46,6 +46,7 @@ pub mod install;
 mod logging;
 mod mon;
 mod refused;
+mod region_mba;
 mod state;
 pub mod types;
 mod util;
