@@ -1058,10 +1058,13 @@ int pqos_io_devs_get(struct pqos_pci_info *pci_info,
                      uint16_t _segment,
                      uint16_t _bdf);
 
-// The interfaces this machine offers, in libpqos's order (pqos.h
-// `pqos_get_available_interfaces`, callable before `pqos_init`): MSR, then OS where the
+// The interfaces this machine offers, in libpqos v26.03's priority order (pqos.h
+// `pqos_get_available_interfaces`, callable before `pqos_init`): MMIO where the firmware's
+// ACPI ERDT and MRRM tables parse (`sys/firmware/acpi/tables/` of the host or of
+// `RDT_SYSROOT`; an in-process simulated platform, `RDT_SIM`, is not probed: `pqos_init`
+// with `PQOS_INTER_MMIO` says whether its model has them), then MSR, then OS where the
 // kernel has resctrl (or the platform is simulated: its resctrl is served in-process or
-// under `RDT_SYSROOT`). Never MMIO (not built).
+// under `RDT_SYSROOT`).
 int pqos_get_available_interfaces(enum pqos_interface *interfaces,
                                   unsigned int *count);
 

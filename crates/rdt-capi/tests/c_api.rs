@@ -605,6 +605,25 @@ fn xeon_rdt13_mmio_regions() {
     p.api(&built().api, "errors");
 }
 
+/// The same through the production register path: the platform FUSE-mounted
+/// (`RDT_SYSROOT`), its tables read from `sys/firmware/acpi/tables/`, its registers through
+/// `dev/mem`.
+#[test]
+fn xeon_rdt13_mmio_regions_mounted() {
+    let p = Platform::os("xeon-rdt13");
+    let mut cmd = p.env(Command::new(&built().api));
+    cmd.args(["mmio", "regions"]);
+    let out = run(cmd);
+    println!("{out}");
+    assert!(out.contains("failures=0"), "{out}");
+    assert!((float(&out, "split", "share") - 0.70).abs() < 0.02, "{out}");
+    let quarter = float(&out, "limited", "quarter");
+    assert!(
+        (float(&out, "limited", "cxl_ratio") - quarter).abs() < 0.02,
+        "{out}"
+    );
+}
+
 /// Without an ERDT, `PQOS_INTER_MMIO` is `PQOS_RETVAL_INTER` (and nothing else starts).
 #[test]
 fn mmio_without_erdt_is_an_interface_error() {
@@ -618,6 +637,16 @@ fn mmio_without_erdt_is_an_interface_error() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `pqos_get_available_interfaces` lists MMIO first where the (FUSE-mounted) platform serves
+/// an ERDT and an MRRM, then MSR and OS; without them MSR and OS.
+#[test]
+fn available_interfaces_list_mmio_where_the_firmware_describes_it() {
+    let out = Platform::os("xeon-rdt13").api(&built().api, "ifaces");
+    assert!(out.contains("interfaces=4,0,1\n"), "{out}");
+    let out = Platform::os("sapphire-rapids").api(&built().api, "ifaces");
+    assert!(out.contains("interfaces=0,1\n"), "{out}");
 }
 
 #[test]

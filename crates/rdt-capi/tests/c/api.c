@@ -3,7 +3,8 @@
  * lines (tests/c_api.rs compares them with pqos's and the Rust library's). Checks that must
  * hold whatever the platform print "FAIL ..." and make the exit status 1.
  *
- * usage: api IFACE(msr|os|mmio) caps|alloc|reset|mon|errors|threads|uncore|pids|follow|regions */
+ * usage: api IFACE(msr|os|mmio) caps|alloc|reset|mon|errors|threads|uncore|pids|follow|regions|
+ *            ifaces */
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
@@ -925,6 +926,26 @@ static int regions(void)
         return 0;
 }
 
+/* pqos_get_available_interfaces, in priority order; a capacity of 1 gives the first. */
+static int ifaces(void)
+{
+        enum pqos_interface list[8];
+        unsigned n = 8;
+
+        EXPECT(pqos_get_available_interfaces(list, &n), PQOS_RETVAL_OK);
+        printf("interfaces=");
+        for (unsigned i = 0; i < n; i++)
+                printf("%s%d", i ? "," : "", (int)list[i]);
+        printf("\n");
+        n = 1;
+        EXPECT(pqos_get_available_interfaces(list, &n), PQOS_RETVAL_OK);
+        EXPECT((int)n, 1);
+        n = 0;
+        EXPECT(pqos_get_available_interfaces(list, &n), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_get_available_interfaces(NULL, &n), PQOS_RETVAL_PARAM);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         int ret;
@@ -932,7 +953,7 @@ int main(int argc, char **argv)
         if (argc != 3)
                 return fprintf(stderr,
                                "usage: %s msr|os|mmio caps|alloc|reset|mon|errors|threads|uncore|"
-                               "pids|follow|regions\n",
+                               "pids|follow|regions|ifaces\n",
                                argv[0]),
                        2;
         /* before init */
@@ -959,6 +980,8 @@ int main(int argc, char **argv)
                 ret = follow();
         else if (strcmp(argv[2], "regions") == 0)
                 ret = regions();
+        else if (strcmp(argv[2], "ifaces") == 0)
+                ret = ifaces();
         else
                 ret = 2;
         EXPECT(pqos_fini(), PQOS_RETVAL_OK);
