@@ -855,8 +855,9 @@ int pqos_cap_get(const struct pqos_cap **cap,
                  const struct pqos_cpuinfo **cpu);
 
 // The system configuration (pqos.h `pqos_sysconfig_get`): the capabilities and topology of
-// `pqos_cap_get`; `dev`, `erdt`, `mrrm`, `cores_domains` and `channels_domains` are NULL
-// (no I/O RDT, no MMIO interface).
+// `pqos_cap_get`; `dev`, `erdt`, `mrrm`, `cores_domains` and `channels_domains` are NULL,
+// also on the MMIO interface (their descriptions are not built here; `pqos_mba_get`
+// answers for the ERDT's CPU domain ids).
 int pqos_sysconfig_get(const struct pqos_sysconfig **sysconf);
 
 // Starts monitoring a group of cores into the program's structure (pqos.h
@@ -1047,10 +1048,12 @@ pqos_channel_t *pqos_devinfo_get_channel_ids(const struct pqos_devinfo *_devinfo
 const struct pqos_channel *pqos_devinfo_get_channel(const struct pqos_devinfo *_dev,
                                                     pqos_channel_t _channel_id);
 
-// MMIO dump (pqos.h `pqos_dump`): `PQOS_RETVAL_RESOURCE`, no MMIO interface.
+// MMIO dump (pqos.h `pqos_dump`): `PQOS_RETVAL_RESOURCE` (not built, also on the MMIO
+// interface; `pqos --dump` has them, over `rdt_mmio::dump`).
 int pqos_dump(const struct pqos_mmio_dump *dump_cfg);
 
-// MMIO RMID dump (pqos.h `pqos_dump_rmids`): `PQOS_RETVAL_RESOURCE`, no MMIO interface.
+// MMIO RMID dump (pqos.h `pqos_dump_rmids`): `PQOS_RETVAL_RESOURCE` (not built, also on
+// the MMIO interface).
 int pqos_dump_rmids(const struct pqos_mmio_dump_rmids *dump_cfg);
 
 // PCI information of an I/O device (pqos.h `pqos_io_devs_get`): `PQOS_RETVAL_RESOURCE`.

@@ -20,7 +20,9 @@ fn absent(name: &str, outputs: &[bool]) -> c_int {
         if outputs.iter().any(|null| *null) {
             return PQOS_RETVAL_PARAM;
         }
-        log::error!("{name}: not supported on this platform (no I/O RDT, no MMIO interface)");
+        log::error!(
+            "{name}: not supported by this libpqos (I/O RDT channels and devices, MMIO dumps)"
+        );
         PQOS_RETVAL_RESOURCE
     })
 }
@@ -145,13 +147,15 @@ pub unsafe extern "C" fn pqos_devinfo_get_channel(
     std::ptr::null()
 }
 
-/// MMIO dump (pqos.h `pqos_dump`): `PQOS_RETVAL_RESOURCE`, no MMIO interface.
+/// MMIO dump (pqos.h `pqos_dump`): `PQOS_RETVAL_RESOURCE` (not built, also on the MMIO
+/// interface; `pqos --dump` has them, over `rdt_mmio::dump`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_dump(dump_cfg: *const pqos_mmio_dump) -> c_int {
     absent("pqos_dump", &[dump_cfg.is_null()])
 }
 
-/// MMIO RMID dump (pqos.h `pqos_dump_rmids`): `PQOS_RETVAL_RESOURCE`, no MMIO interface.
+/// MMIO RMID dump (pqos.h `pqos_dump_rmids`): `PQOS_RETVAL_RESOURCE` (not built, also on
+/// the MMIO interface).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_dump_rmids(dump_cfg: *const pqos_mmio_dump_rmids) -> c_int {
     absent("pqos_dump_rmids", &[dump_cfg.is_null()])

@@ -187,7 +187,7 @@ pub extern "C" fn pqos_retval_to_string(retval: c_int) -> *const c_char {
 
 /// Hooks for this crate's tests: the library's own view of what the C API reports.
 pub mod testing {
-    use rdt_pqos::MonValues;
+    use rdt_pqos::{MonValues, RegionValues};
 
     use crate::types::pqos_mon_data;
 
@@ -199,5 +199,17 @@ pub mod testing {
         let lib = state.as_ref()?;
         let id = lib.groups.library_id(group)?;
         rdt_pqos::Backend::values(&lib.rdt, id).cloned()
+    }
+
+    /// The library's region traffic of the group behind `group` (MMIO interface) from its
+    /// last poll, by L3 domain then region; `None` when not initialised, not a group of ours
+    /// or off the MMIO interface.
+    #[must_use]
+    pub fn library_region_values(group: *const pqos_mon_data) -> Option<Vec<RegionValues>> {
+        let mut state = super::lock();
+        let lib = state.as_mut()?;
+        let id = lib.groups.library_id(group)?;
+        let regions = rdt_pqos::Backend::regions(&mut lib.rdt)?;
+        regions.region_values(id).map(<[_]>::to_vec)
     }
 }
