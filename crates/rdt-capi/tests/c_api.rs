@@ -231,11 +231,13 @@ fn hex(s: &str) -> u64 {
 #[allow(clippy::too_many_lines)] // one comparison per pqos -d field
 fn check_caps(p: &Platform, out: &str) {
     let d = p.pqos_json(&["-d"]);
-    let want = if p.iface() == "msr" {
-        "interface=0"
-    } else {
-        "interface=1"
+    let want = match p.iface() {
+        "msr" => "interface=0",
+        "mmio" => "interface=4",
+        _ => "interface=1",
     };
+    // the MMIO interface reports the MSR side's capabilities (cores, L3 CAT, MBA, RMIDs)
+    let hw = matches!(p.iface(), "msr" | "mmio");
     assert!(out.contains(want), "{out}");
     for (name, key) in [("l3ca", "l3_cat"), ("l2ca", "l2_cat")] {
         let c = fields(out, name);
@@ -270,11 +272,7 @@ fn check_caps(p: &Platform, out: &str) {
                     // (pqos-cli `pqos_cat_caps`); its JSON gives the CPUID value (0 on AMD)
                     let min = fields(out, "l3ca")["min_cbm_bits"].parse::<u64>().ok();
                     let json = num(&j["min_cbm_bits"]);
-                    let want = if p.iface() == "msr" {
-                        json.max(1)
-                    } else {
-                        json
-                    };
+                    let want = if hw { json.max(1) } else { json };
                     assert_eq!(min, Some(want), "min_cbm_bits");
                 }
             }
@@ -317,6 +315,10 @@ fn check_caps(p: &Platform, out: &str) {
                     "llc_miss" => 0x4000,
                     "ipc" => 0x8000,
                     "llc_ref" => 0x10000,
+                    "llc_miss_pcie_read" => 0x10_0000,
+                    "llc_miss_pcie_write" => 0x20_0000,
+                    "llc_ref_pcie_read" => 0x40_0000,
+                    "llc_ref_pcie_write" => 0x80_0000,
                     other => panic!("unknown event {other}"),
                 })
                 .collect()
@@ -334,7 +336,7 @@ fn check_caps(p: &Platform, out: &str) {
             .expect("LLC event");
         let e = fields(first, "event");
         assert_eq!(e["max_rmid"].parse::<u64>().ok(), Some(rmids));
-        if p.iface() == "msr" {
+        if hw {
             assert_eq!(
                 e["scale"].parse::<u64>().ok(),
                 d["monitoring"]["upscaling_factor_bytes"].as_u64()
@@ -600,7 +602,7 @@ fn xeon_rdt13_mmio_regions() {
     }
     // the capabilities, monitoring and the MSR side on the MMIO interface
     let caps = p.api(&built().api, "caps");
-    assert!(caps.contains("interface=4"), "{caps}");
+    check_caps(&p, &caps);
     check_mon(&p, &built().api);
     p.api(&built().api, "errors");
 }
