@@ -669,7 +669,10 @@ fn sanitizers_find_nothing() {
             ][..],
         ),
         (Platform::msr("skylake-sp"), &["uncore"][..]),
-        (Platform::mmio("xeon-rdt13"), &["regions", "mon", "threads"][..]),
+        (
+            Platform::mmio("xeon-rdt13"),
+            &["regions", "mon", "threads"][..],
+        ),
     ];
     for (p, modes) in runs {
         for &what in modes {
