@@ -828,14 +828,16 @@ int pqos_l2ca_get_min_cbm_bits(unsigned int *min_cbm_bits);
 
 // Sets MBA (or, for entries with `smba`, SMBA) classes in one MBA domain (pqos.h
 // `pqos_mba_set`), all or none; `actual` (may be NULL) receives what the platform stored
-// (Intel rounds to its granularity).
+// (Intel rounds to its granularity). On the MMIO interface: the region controls each entry
+// names (its `domain_id`, `mem_regions`; `mba_id` unused): region_mba.rs says how.
 int pqos_mba_set(unsigned int mba_id,
                  unsigned int num_cos,
                  const struct pqos_mba *requested,
                  struct pqos_mba *actual);
 
 // Reads the MBA classes of one MBA domain (pqos.h `pqos_mba_get`); on a platform with SMBA
-// and no MBA, the SMBA classes (with `smba` set).
+// and no MBA, the SMBA classes (with `smba` set). On the MMIO interface: the region
+// controls of every class in the domain `mba_tab[0].domain_id` names (region_mba.rs).
 int pqos_mba_get(unsigned int mba_id,
                  unsigned int max_num_cos,
                  unsigned int *num_cos,
@@ -853,8 +855,9 @@ int pqos_cap_get(const struct pqos_cap **cap,
                  const struct pqos_cpuinfo **cpu);
 
 // The system configuration (pqos.h `pqos_sysconfig_get`): the capabilities and topology of
-// `pqos_cap_get`; `dev`, `erdt`, `mrrm`, `cores_domains` and `channels_domains` are NULL
-// (no I/O RDT, no MMIO interface).
+// `pqos_cap_get`; `dev`, `erdt`, `mrrm`, `cores_domains` and `channels_domains` are NULL,
+// also on the MMIO interface (their descriptions are not built here; `pqos_mba_get`
+// answers for the ERDT's CPU domain ids).
 int pqos_sysconfig_get(const struct pqos_sysconfig **sysconf);
 
 // Starts monitoring a group of cores into the program's structure (pqos.h
@@ -866,8 +869,11 @@ int pqos_mon_start(unsigned int num_cores,
                    struct pqos_mon_data *group);
 
 // Starts monitoring a group of cores (pqos.h `pqos_mon_start_cores`): `*group` is a new
-// structure `pqos_mon_stop` frees. `mem_region` (region-aware MBM of the MMIO interface)
-// must be NULL or name no region.
+// structure `pqos_mon_stop` frees. `mem_region` (region-aware MBM of the MMIO interface,
+// NULL for none) names the memory regions whose traffic `pqos_mon_poll` writes into
+// `region_values`, slot `j` for `region_num[j]` (libpqos `mmio_mon_read_counter`);
+// at most `PQOS_MAX_MEM_REGIONS` regions of the platform's MRRM, none twice
+// (`PQOS_RETVAL_PARAM`); regions off the MMIO interface are `PQOS_RETVAL_RESOURCE`.
 int pqos_mon_start_cores(unsigned int num_cores,
                          const unsigned int *cores,
                          enum pqos_mon_event event,
@@ -956,13 +962,19 @@ int pqos_mon_get_value(const struct pqos_mon_data *group,
                        uint64_t *value,
                        uint64_t *delta);
 
-// A group's value of one memory region (pqos.h `pqos_mon_get_region_value`): regions are
-// the MMIO interface's, `PQOS_RETVAL_RESOURCE`.
+// A group's value of one memory region (pqos.h `pqos_mon_get_region_value`), as the last
+// `pqos_mon_poll` left it: `PQOS_MON_EVENT_TMEM_BW` gives the region's bytes since the
+// start and since the previous poll (`region_values` of the region's slot);
+// `PQOS_MON_EVENT_L3_OCCUP` the group's occupancy in bytes (regions share the cache; no
+// delta), as pqos v26.03's `monitor_utils_get_region_value` reads it. A region the group was
+// not started with, an event it does not monitor or another event is `PQOS_RETVAL_PARAM`;
+// on an interface without memory regions (not MMIO) `PQOS_RETVAL_RESOURCE`. `value` and
+// `delta` may be NULL.
 int pqos_mon_get_region_value(const struct pqos_mon_data *group,
-                              enum pqos_mon_event _event_id,
-                              int _region_num,
-                              uint64_t *_value,
-                              uint64_t *_delta);
+                              enum pqos_mon_event event_id,
+                              int region_num,
+                              uint64_t *value,
+                              uint64_t *delta);
 
 // A group's IPC (pqos.h `pqos_mon_get_ipc`): `PQOS_RETVAL_PARAM` when it does not monitor IPC.
 int pqos_mon_get_ipc(const struct pqos_mon_data *group,
@@ -1036,10 +1048,12 @@ pqos_channel_t *pqos_devinfo_get_channel_ids(const struct pqos_devinfo *_devinfo
 const struct pqos_channel *pqos_devinfo_get_channel(const struct pqos_devinfo *_dev,
                                                     pqos_channel_t _channel_id);
 
-// MMIO dump (pqos.h `pqos_dump`): `PQOS_RETVAL_RESOURCE`, no MMIO interface.
+// MMIO dump (pqos.h `pqos_dump`): `PQOS_RETVAL_RESOURCE` (not built, also on the MMIO
+// interface; `pqos --dump` has them, over `rdt_mmio::dump`).
 int pqos_dump(const struct pqos_mmio_dump *dump_cfg);
 
-// MMIO RMID dump (pqos.h `pqos_dump_rmids`): `PQOS_RETVAL_RESOURCE`, no MMIO interface.
+// MMIO RMID dump (pqos.h `pqos_dump_rmids`): `PQOS_RETVAL_RESOURCE` (not built, also on
+// the MMIO interface).
 int pqos_dump_rmids(const struct pqos_mmio_dump_rmids *dump_cfg);
 
 // PCI information of an I/O device (pqos.h `pqos_io_devs_get`): `PQOS_RETVAL_RESOURCE`.
@@ -1047,10 +1061,13 @@ int pqos_io_devs_get(struct pqos_pci_info *pci_info,
                      uint16_t _segment,
                      uint16_t _bdf);
 
-// The interfaces this machine offers, in libpqos's order (pqos.h
-// `pqos_get_available_interfaces`, callable before `pqos_init`): MSR, then OS where the
+// The interfaces this machine offers, in libpqos v26.03's priority order (pqos.h
+// `pqos_get_available_interfaces`, callable before `pqos_init`): MMIO where the firmware's
+// ACPI ERDT and MRRM tables parse (`sys/firmware/acpi/tables/` of the host or of
+// `RDT_SYSROOT`; an in-process simulated platform, `RDT_SIM`, is not probed: `pqos_init`
+// with `PQOS_INTER_MMIO` says whether its model has them), then MSR, then OS where the
 // kernel has resctrl (or the platform is simulated: its resctrl is served in-process or
-// under `RDT_SYSROOT`). Never MMIO (not built).
+// under `RDT_SYSROOT`).
 int pqos_get_available_interfaces(enum pqos_interface *interfaces,
                                   unsigned int *count);
 
@@ -1060,8 +1077,14 @@ int pqos_get_available_interfaces(enum pqos_interface *interfaces,
 //
 // `PQOS_RETVAL_PARAM` for a NULL `config` or an unknown interface, `PQOS_RETVAL_INIT` when
 // already initialized (one `pqos_init` per process until `pqos_fini`), `PQOS_RETVAL_INTER`
-// for `PQOS_INTER_MMIO` (not built) or an interface that cannot be used,
-// `PQOS_RETVAL_ERROR` when the platform cannot be opened (the log says why).
+// for an interface that cannot be used (`PQOS_INTER_MMIO` where the firmware has no ACPI
+// ERDT and MRRM tables), `PQOS_RETVAL_ERROR` when the platform cannot be opened (the log
+// says why).
+//
+// `PQOS_INTER_MMIO` opens RDT 1.3's MMIO interface (the library's `Interface::Mmio`): cores and L3 CAT through MSRs as on
+// `PQOS_INTER_MSR`, region-aware MBM and MBA through the registers the ERDT locates.
+// `PQOS_INTER_AUTO` never chooses it, as libpqos v26.03's `discover_interface` (lib/cap.c:
+// resctrl when the kernel has it, else MSR) does not.
 int pqos_init(const struct pqos_config *config);
 
 // Shuts the library down (pqos.h `pqos_fini`): stops the monitoring groups still running
@@ -1069,8 +1092,8 @@ int pqos_init(const struct pqos_config *config);
 // `PQOS_RETVAL_INIT` when not initialized.
 int pqos_fini(void);
 
-// The interface in use (pqos.h `pqos_inter_get`): `PQOS_INTER_MSR`, `PQOS_INTER_OS`, or
-// `PQOS_INTER_OS_RESCTRL_MON` when that was asked for.
+// The interface in use (pqos.h `pqos_inter_get`): `PQOS_INTER_MSR`, `PQOS_INTER_OS`,
+// `PQOS_INTER_MMIO`, or `PQOS_INTER_OS_RESCTRL_MON` when that was asked for.
 int pqos_inter_get(enum pqos_interface *interface);
 
 // libpqos's description of a return code (pqos.h `pqos_retval_to_string`); unknown codes

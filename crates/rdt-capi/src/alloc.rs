@@ -9,7 +9,7 @@ use libc::pid_t;
 use rdt_pqos::transaction::{self, Change, MaskScope};
 use rdt_pqos::{
     AllocReset, Backend, BackendExt, CacheBitmask, CacheDomain, CatMask, CatResource, ClassId,
-    FeatureSetting, LogicalCpu, MbaKind, MbaLimit, MbaResource, Rdt, TaskId,
+    FeatureSetting, Interface, LogicalCpu, MbaKind, MbaLimit, MbaResource, Rdt, TaskId,
 };
 
 use crate::error::{code, transaction_code};
@@ -636,7 +636,8 @@ fn entry(class: ClassId, limit: MbaLimit, smba: bool) -> pqos_mba {
 
 /// Sets MBA (or, for entries with `smba`, SMBA) classes in one MBA domain (pqos.h
 /// `pqos_mba_set`), all or none; `actual` (may be NULL) receives what the platform stored
-/// (Intel rounds to its granularity).
+/// (Intel rounds to its granularity). On the MMIO interface: the region controls each entry
+/// names (its `domain_id`, `mem_regions`; `mba_id` unused): region_mba.rs says how.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_mba_set(
     mba_id: c_uint,
@@ -649,6 +650,9 @@ pub unsafe extern "C" fn pqos_mba_set(
         let Some(requested) = (unsafe { array(requested, num_cos) }) else {
             return PQOS_RETVAL_PARAM;
         };
+        if lib.rdt.interface() == Interface::Mmio {
+            return crate::region_mba::set(lib, requested, actual);
+        }
         let domain = CacheDomain::new(mba_id);
         let mut changes = Vec::new();
         for m in requested {
@@ -694,7 +698,8 @@ pub unsafe extern "C" fn pqos_mba_set(
 }
 
 /// Reads the MBA classes of one MBA domain (pqos.h `pqos_mba_get`); on a platform with SMBA
-/// and no MBA, the SMBA classes (with `smba` set).
+/// and no MBA, the SMBA classes (with `smba` set). On the MMIO interface: the region
+/// controls of every class in the domain `mba_tab[0].domain_id` names (region_mba.rs).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_mba_get(
     mba_id: c_uint,
@@ -705,6 +710,11 @@ pub unsafe extern "C" fn pqos_mba_get(
     with_lib("pqos_mba_get", |lib| {
         if num_cos.is_null() || mba_tab.is_null() || max_num_cos == 0 || max_num_cos > MAX_ENTRIES {
             return PQOS_RETVAL_PARAM;
+        }
+        if lib.rdt.interface() == Interface::Mmio {
+            // SAFETY: pqos.h: `mba_tab` has room for `max_num_cos` entries, `num_cos` is an
+            // unsigned (both non-NULL, checked).
+            return unsafe { crate::region_mba::get(lib, max_num_cos, &mut *num_cos, mba_tab) };
         }
         let caps = lib.rdt.capabilities();
         let resource = if caps.mba.is_present() {

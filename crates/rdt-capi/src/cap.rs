@@ -31,8 +31,9 @@ pub unsafe extern "C" fn pqos_cap_get(
 }
 
 /// The system configuration (pqos.h `pqos_sysconfig_get`): the capabilities and topology of
-/// `pqos_cap_get`; `dev`, `erdt`, `mrrm`, `cores_domains` and `channels_domains` are NULL
-/// (no I/O RDT, no MMIO interface).
+/// `pqos_cap_get`; `dev`, `erdt`, `mrrm`, `cores_domains` and `channels_domains` are NULL,
+/// also on the MMIO interface (their descriptions are not built here; `pqos_mba_get`
+/// answers for the ERDT's CPU domain ids).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_sysconfig_get(sysconf: *mut *const pqos_sysconfig) -> c_int {
     with_lib("pqos_sysconfig_get", |lib| {

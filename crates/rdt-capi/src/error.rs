@@ -52,11 +52,14 @@ pub(crate) fn start_code(error: &GroupStartError<Error>) -> c_int {
 
 /// The code of a failed `pqos_init`: a platform that cannot be opened is
 /// `PQOS_RETVAL_ERROR` in libpqos (`pqos_init: ... init failed`), a forced interface that
-/// is not there `PQOS_RETVAL_INTER`.
+/// is not there `PQOS_RETVAL_INTER`, as is the MMIO interface on a platform whose firmware
+/// does not describe it (no ACPI ERDT/MRRM).
 pub(crate) fn open_code(error: &OpenError) -> c_int {
     log::error!("{error}");
     match error {
-        OpenError::Iface(_) => PQOS_RETVAL_INTER,
+        OpenError::Iface(_) | OpenError::Mmio(rdt_pqos::mmio::MmioError::NotAvailable(_)) => {
+            PQOS_RETVAL_INTER
+        }
         _ => PQOS_RETVAL_ERROR,
     }
 }

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use libc::pid_t;
-use rdt_pqos::{Backend, MonEvents, MonGroupId, Rdt};
+use rdt_pqos::{Backend, MemRegion, MonEvents, MonGroupId, Rdt};
 
-use crate::types::pqos_mon_data;
+use crate::types::{PQOS_MAX_MEM_REGIONS, pqos_mon_data};
 
 /// Counts added up between polls, and since the start.
 #[derive(Clone, Copy, Debug, Default)]
@@ -72,8 +72,31 @@ pub(crate) struct Group {
     /// keeps them in the group's internal data, read by `pqos_mon_get_value`), in the order
     /// of [`Counts::pcie`].
     pub(crate) pcie: [(u64, u64); 4],
+    /// The memory regions the group reports (MMIO interface; `pqos_mon_data.regions`), in
+    /// the order the program gave them: slot `j` of `region_values` is `regions[j]`.
+    pub(crate) regions: Vec<MemRegion>,
+    /// Per region slot: bytes since the group's previous `pqos_mon_poll`, and since its start.
+    pub(crate) region_since_poll: [u64; PQOS_MAX_MEM_REGIONS],
+    pub(crate) region_since_start: [u64; PQOS_MAX_MEM_REGIONS],
     /// What `intl` points at: this group's own address, never read by C.
     pub(crate) _intl: Box<u8>,
+}
+
+impl Group {
+    /// Adds the library's region traffic of the last poll (every L3 domain of the group
+    /// summed per region; an unknown delta adds nothing) to the pending and total counts of
+    /// the group's region slots.
+    fn add_regions(&mut self, values: &[rdt_pqos::RegionValues]) {
+        for (slot, region) in self.regions.iter().enumerate() {
+            let bytes: u64 = values
+                .iter()
+                .filter(|v| v.region == *region)
+                .filter_map(|v| v.delta_bytes)
+                .fold(0, u64::wrapping_add);
+            self.region_since_poll[slot] = self.region_since_poll[slot].wrapping_add(bytes);
+            self.region_since_start[slot] = self.region_since_start[slot].wrapping_add(bytes);
+        }
+    }
 }
 
 /// The groups started through this API, by the address of their `pqos_mon_data`.
@@ -89,7 +112,8 @@ impl Groups {
     }
 
     /// Polls the library once and adds every group's counts since the previous library poll
-    /// to what it has pending (`since_poll`) and to its totals (`since_start`).
+    /// to what it has pending (`since_poll`) and to its totals (`since_start`); the same for
+    /// the traffic to each memory region a group reports (MMIO interface).
     ///
     /// # Errors
     /// As [`Backend::poll`].
@@ -99,6 +123,12 @@ impl Groups {
             if let Some(v) = g.id.and_then(|id| rdt.values(id)) {
                 g.since_poll.add(v);
                 g.since_start.add(v);
+            }
+            if let (Some(id), false) = (g.id, g.regions.is_empty())
+                && let Some(values) = rdt.regions().and_then(|r| r.region_values(id))
+            {
+                let values = values.to_vec();
+                g.add_regions(&values);
             }
         }
         Ok(())

@@ -15,9 +15,15 @@
 //! `RDT_SIM=MODEL` the in-process simulated platform (no root, no RDT hardware),
 //! `RDT_SYSROOT=DIR` a platform under a directory (a FUSE-mounted simulated one), else the
 //! host. `pqos_config.interface` is `PQOS_INTER_MSR`, `PQOS_INTER_OS`,
-//! `PQOS_INTER_OS_RESCTRL_MON` (the OS interface) or `PQOS_INTER_AUTO`; `RDT_IFACE` forces one
-//! as in libpqos. `PQOS_INTER_MMIO` is refused with `PQOS_RETVAL_INTER` (the MMIO generation is
-//! not built).
+//! `PQOS_INTER_OS_RESCTRL_MON` (the OS interface), `PQOS_INTER_MMIO` (RDT 1.3's MMIO
+//! interface, where the firmware has the ACPI ERDT and MRRM tables) or `PQOS_INTER_AUTO`;
+//! `RDT_IFACE=OS|MSR` forces one as in libpqos.
+//!
+//! # Memory regions (MMIO)
+//! Region-aware MBM (`pqos_mon_start_cores`'s `mem_region`, `region_values`,
+//! `pqos_mon_get_region_value`) and region MBA (`pqos_mba_set`/`pqos_mba_get` by `domain_id`
+//! and `mem_regions`, `region_mba`) as libpqos v26.03 models them, over the library's
+//! `RegionOps` and transaction.
 //!
 //! # Safety at the boundary
 //! Every export is an `unsafe extern "C" fn`: its contract is libpqos's documentation of it
@@ -29,7 +35,7 @@
 //! from `malloc`.
 //!
 //! # Not built
-//! The MMIO generation (ERDT/MRRM, region-aware MBM and MBA, dumps) and I/O RDT (channels,
+//! The MMIO dumps, `pqos_sysconfig`'s ERDT/MRRM descriptions (NULL) and I/O RDT (channels,
 //! devices): their functions exist and answer as libpqos does on a platform without them
 //! (`PQOS_RETVAL_RESOURCE`, or `PQOS_RETVAL_PARAM` for bad arguments). Uncore monitoring
 //! (`pqos_mon_start_uncore`) is the library's: on the MSR interface of model 0x55 (the
@@ -46,6 +52,7 @@ pub mod install;
 mod logging;
 mod mon;
 mod refused;
+mod region_mba;
 mod state;
 pub mod types;
 mod util;

@@ -11,6 +11,11 @@
 //!   since the start and since the previous poll; `ipc` = retired / unhalted of the last
 //!   interval, 0 without cycles.
 //!
+//! - `region_values.mbm_total[j]`, `mbm_total_delta[j]` (MMIO interface): the traffic to
+//!   memory region `regions.region_num[j]` since the start and since the previous poll (0 at
+//!   the first, as `mbm_*_delta`), summed over the group's L3 domains; the library's counts
+//!   are upscaled and corrected with the ERDT's factors (libpqos `mmio_mon_read_counter`).
+//!
 //! The library polls every group at once; a group left out of a `pqos_mon_poll` keeps
 //! adding up its deltas until it is polled, so each group's deltas cover exactly the time
 //! between its own polls, as in libpqos.
@@ -18,7 +23,7 @@
 use std::ffi::{c_int, c_uint, c_void};
 
 use libc::pid_t;
-use rdt_pqos::{Backend, BackendExt, CpuSet, LogicalCpu, MonEvents, MonGroupId, TaskId};
+use rdt_pqos::{Backend, BackendExt, CpuSet, LogicalCpu, MemRegion, MonEvents, MonGroupId, TaskId};
 
 use crate::alloc::{MAX_ENTRIES, array};
 use crate::error::{code, start_code};
@@ -26,9 +31,10 @@ use crate::groups::{Counts, Group, Members, PCIE_EVENTS};
 use crate::guard::guard;
 use crate::state::{Lib, with_lib};
 use crate::types::{
-    EnumMonEvent, PQOS_RETVAL_INTER, PQOS_RETVAL_OK, PQOS_RETVAL_PARAM, PQOS_RETVAL_RESOURCE,
-    pqos_channel_t, pqos_event_values, pqos_mon_config, pqos_mon_data, pqos_mon_data_internal,
-    pqos_mon_event, pqos_mon_mem_region, pqos_region_aware_event_values, pqos_rmid_t,
+    EnumMonEvent, PQOS_MAX_MEM_REGIONS, PQOS_RETVAL_INTER, PQOS_RETVAL_OK, PQOS_RETVAL_PARAM,
+    PQOS_RETVAL_RESOURCE, pqos_channel_t, pqos_event_values, pqos_mon_config, pqos_mon_data,
+    pqos_mon_data_internal, pqos_mon_event, pqos_mon_mem_region, pqos_region_aware_event_values,
+    pqos_rmid_t,
 };
 
 /// libpqos's marker of a started group (`GROUP_VALID_MARKER`, lib/monitoring.c).
@@ -44,10 +50,11 @@ fn events(event: EnumMonEvent) -> Result<MonEvents, c_int> {
     })
 }
 
-/// Registers a started group at `data` (zeroed and filled here).
+/// Registers a started group at `data` (zeroed and filled here), reporting `regions`.
 ///
 /// # Safety
 /// `data` points to a writable `pqos_mon_data`.
+#[allow(clippy::too_many_arguments)] // one per field of the group libpqos fills
 unsafe fn register(
     lib: &mut Lib,
     data: *mut pqos_mon_data,
@@ -56,7 +63,13 @@ unsafe fn register(
     context: *mut c_void,
     members: Members,
     owned: bool,
+    regions: Vec<MemRegion>,
 ) {
+    let mut mem = pqos_mon_mem_region::default();
+    for (slot, r) in mem.region_num.iter_mut().zip(&regions) {
+        *slot = c_int::from(r.0);
+    }
+    mem.num_mem_regions = c_int::try_from(regions.len()).unwrap_or(0);
     let intl = Box::new(0u8);
     let (cores, num_cores, pids, num_pids) = match &members {
         Members::Cores(c) => (c.as_ptr().cast_mut(), c.len(), std::ptr::null_mut(), 0),
@@ -81,7 +94,7 @@ unsafe fn register(
             .cast::<pqos_mon_data_internal>()
             .cast_mut(),
         region_values: pqos_region_aware_event_values::default(),
-        regions: pqos_mon_mem_region::default(),
+        regions: mem,
     };
     // SAFETY: per this function's contract.
     unsafe { data.write(value) };
@@ -95,6 +108,9 @@ unsafe fn register(
             since_poll: Counts::default(),
             since_start: Counts::default(),
             pcie: [(0, 0); 4],
+            regions,
+            region_since_poll: [0; PQOS_MAX_MEM_REGIONS],
+            region_since_start: [0; PQOS_MAX_MEM_REGIONS],
             _intl: intl,
         },
     );
@@ -114,6 +130,7 @@ fn start_cores(
     event: EnumMonEvent,
     context: *mut c_void,
     data: Option<*mut pqos_mon_data>,
+    regions: Vec<MemRegion>,
 ) -> Result<*mut pqos_mon_data, c_int> {
     let events = events(event)?;
     if let Some(d) = data
@@ -135,7 +152,7 @@ fn start_cores(
     let (ptr, owned) = data.map_or_else(|| (new_data(), true), |d| (d, false));
     let members = Members::Cores(cores.to_vec().into_boxed_slice());
     // SAFETY: `ptr` is the program's group (pqos.h: a pqos_mon_data to fill) or new.
-    unsafe { register(lib, ptr, id, events, context, members, owned) };
+    unsafe { register(lib, ptr, id, events, context, members, owned, regions) };
     Ok(ptr)
 }
 
@@ -162,7 +179,7 @@ fn start_tasks(
     let (ptr, owned) = data.map_or_else(|| (new_data(), true), |d| (d, false));
     let members = Members::Tasks(pids.to_vec().into_boxed_slice());
     // SAFETY: as in start_cores.
-    unsafe { register(lib, ptr, id, events, context, members, owned) };
+    unsafe { register(lib, ptr, id, events, context, members, owned, Vec::new()) };
     Ok(ptr)
 }
 
@@ -188,13 +205,68 @@ pub unsafe extern "C" fn pqos_mon_start(
         let (Some(cores), false) = (unsafe { array(cores, num_cores) }, group.is_null()) else {
             return PQOS_RETVAL_PARAM;
         };
-        start_cores(lib, cores, event, context, Some(group)).map_or_else(|c| c, |_| PQOS_RETVAL_OK)
+        start_cores(lib, cores, event, context, Some(group), Vec::new())
+            .map_or_else(|c| c, |_| PQOS_RETVAL_OK)
     })
 }
 
+/// The memory regions of `mem_region` (NULL or none: no region values), checked: at most
+/// `PQOS_MAX_MEM_REGIONS`, each a region of the platform's MRRM, none twice
+/// (`PQOS_RETVAL_PARAM`, logged naming the region); regions on an interface without them
+/// (not MMIO) are `PQOS_RETVAL_RESOURCE`.
+fn mem_regions(
+    lib: &mut Lib,
+    mem_region: Option<&pqos_mon_mem_region>,
+) -> Result<Vec<MemRegion>, c_int> {
+    let Some(m) = mem_region.filter(|m| m.num_mem_regions != 0) else {
+        return Ok(Vec::new());
+    };
+    let n = usize::try_from(m.num_mem_regions)
+        .ok()
+        .filter(|&n| n <= PQOS_MAX_MEM_REGIONS)
+        .ok_or_else(|| {
+            log::error!(
+                "{} memory regions: 1 to {PQOS_MAX_MEM_REGIONS} can be monitored",
+                m.num_mem_regions
+            );
+            PQOS_RETVAL_PARAM
+        })?;
+    let Some(ops) = lib.rdt.regions() else {
+        log::error!("memory regions need the MMIO interface (PQOS_INTER_MMIO)");
+        return Err(PQOS_RETVAL_RESOURCE);
+    };
+    let have: Vec<MemRegion> = ops.memory_regions().iter().map(|r| r.region).collect();
+    let mut out = Vec::with_capacity(n);
+    for &num in &m.region_num[..n] {
+        let region = u8::try_from(num)
+            .ok()
+            .map(MemRegion)
+            .filter(|r| have.contains(r));
+        match region {
+            Some(r) if !out.contains(&r) => out.push(r),
+            Some(r) => {
+                log::error!("memory region {r} is listed twice");
+                return Err(PQOS_RETVAL_PARAM);
+            }
+            None => {
+                let known: Vec<String> = have.iter().map(ToString::to_string).collect();
+                log::error!(
+                    "memory region {num} is not a region of this platform (MRRM regions: {})",
+                    known.join(",")
+                );
+                return Err(PQOS_RETVAL_PARAM);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Starts monitoring a group of cores (pqos.h `pqos_mon_start_cores`): `*group` is a new
-/// structure `pqos_mon_stop` frees. `mem_region` (region-aware MBM of the MMIO interface)
-/// must be NULL or name no region.
+/// structure `pqos_mon_stop` frees. `mem_region` (region-aware MBM of the MMIO interface,
+/// NULL for none) names the memory regions whose traffic `pqos_mon_poll` writes into
+/// `region_values`, slot `j` for `region_num[j]` (libpqos `mmio_mon_read_counter`);
+/// at most `PQOS_MAX_MEM_REGIONS` regions of the platform's MRRM, none twice
+/// (`PQOS_RETVAL_PARAM`); regions off the MMIO interface are `PQOS_RETVAL_RESOURCE`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_mon_start_cores(
     num_cores: c_uint,
@@ -212,11 +284,11 @@ pub unsafe extern "C" fn pqos_mon_start_cores(
             return PQOS_RETVAL_PARAM;
         };
         // SAFETY: pqos.h: `mem_region` is NULL or a pqos_mon_mem_region.
-        if unsafe { mem_region.as_ref() }.is_some_and(|r| r.num_mem_regions > 0) {
-            log::error!("memory regions need the MMIO interface");
-            return PQOS_RETVAL_RESOURCE;
-        }
-        match start_cores(lib, cores, event, context, None) {
+        let regions = match mem_regions(lib, unsafe { mem_region.as_ref() }) {
+            Ok(r) => r,
+            Err(c) => return c,
+        };
+        match start_cores(lib, cores, event, context, None, regions) {
             Ok(p) => {
                 *out = p;
                 PQOS_RETVAL_OK
@@ -322,7 +394,18 @@ pub unsafe extern "C" fn pqos_mon_start_uncore(
         };
         let ptr = new_data();
         // SAFETY: `ptr` is new.
-        unsafe { register(lib, ptr, id, events, context, Members::Sockets, true) };
+        unsafe {
+            register(
+                lib,
+                ptr,
+                id,
+                events,
+                context,
+                Members::Sockets,
+                true,
+                Vec::new(),
+            );
+        };
         *out = ptr;
         PQOS_RETVAL_OK
     })
@@ -520,8 +603,17 @@ pub unsafe extern "C" fn pqos_mon_poll(
                 llc_references: t.references,
                 llc_references_delta: d.references,
             };
+            let mut region_values = pqos_region_aware_event_values::default();
+            for slot in 0..g.regions.len() {
+                region_values.mbm_total[slot] = g.region_since_start[slot];
+                region_values.mbm_total_delta[slot] = mbm(g.region_since_poll[slot]);
+            }
+            g.region_since_poll = [0; PQOS_MAX_MEM_REGIONS];
             // SAFETY: `ptr` is a registered group: a live pqos_mon_data (pqos.h).
-            unsafe { (*ptr).values = values };
+            unsafe {
+                (*ptr).values = values;
+                (*ptr).region_values = region_values;
+            }
             for (i, v) in g.pcie.iter_mut().enumerate() {
                 *v = (t.pcie[i], d.pcie[i]);
             }
@@ -651,21 +743,64 @@ pub unsafe extern "C" fn pqos_mon_get_value(
     })
 }
 
-/// A group's value of one memory region (pqos.h `pqos_mon_get_region_value`): regions are
-/// the MMIO interface's, `PQOS_RETVAL_RESOURCE`.
+/// A group's value of one memory region (pqos.h `pqos_mon_get_region_value`), as the last
+/// `pqos_mon_poll` left it: `PQOS_MON_EVENT_TMEM_BW` gives the region's bytes since the
+/// start and since the previous poll (`region_values` of the region's slot);
+/// `PQOS_MON_EVENT_L3_OCCUP` the group's occupancy in bytes (regions share the cache; no
+/// delta), as pqos v26.03's `monitor_utils_get_region_value` reads it. A region the group was
+/// not started with, an event it does not monitor or another event is `PQOS_RETVAL_PARAM`;
+/// on an interface without memory regions (not MMIO) `PQOS_RETVAL_RESOURCE`. `value` and
+/// `delta` may be NULL.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_mon_get_region_value(
     group: *const pqos_mon_data,
-    _event_id: EnumMonEvent,
-    _region_num: c_int,
-    _value: *mut u64,
-    _delta: *mut u64,
+    event_id: EnumMonEvent,
+    region_num: c_int,
+    value: *mut u64,
+    delta: *mut u64,
 ) -> c_int {
-    if group.is_null() {
-        PQOS_RETVAL_PARAM
-    } else {
-        PQOS_RETVAL_RESOURCE
-    }
+    with_lib("pqos_mon_get_region_value", |lib| {
+        use pqos_mon_event as E;
+        // SAFETY: pqos.h: `group` is a started group (NULL checked).
+        let Some(g) = (unsafe { group.as_ref() }) else {
+            return PQOS_RETVAL_PARAM;
+        };
+        if lib.rdt.regions().is_none() {
+            log::error!("memory regions need the MMIO interface (PQOS_INTER_MMIO)");
+            return PQOS_RETVAL_RESOURCE;
+        }
+        if g.event & event_id == 0 || event_id.count_ones() != 1 {
+            return PQOS_RETVAL_PARAM;
+        }
+        let n = usize::try_from(g.regions.num_mem_regions)
+            .unwrap_or(0)
+            .min(PQOS_MAX_MEM_REGIONS);
+        let Some(slot) = g.regions.region_num[..n]
+            .iter()
+            .position(|&r| r == region_num)
+        else {
+            log::error!("the group does not monitor memory region {region_num}");
+            return PQOS_RETVAL_PARAM;
+        };
+        let (val, del) = match event_id {
+            x if x == E::PQOS_MON_EVENT_TMEM_BW as c_uint => (
+                g.region_values.mbm_total[slot],
+                g.region_values.mbm_total_delta[slot],
+            ),
+            x if x == E::PQOS_MON_EVENT_L3_OCCUP as c_uint => (g.values.llc, 0),
+            _ => return PQOS_RETVAL_PARAM,
+        };
+        // SAFETY: pqos.h: each output is NULL or a uint64_t.
+        unsafe {
+            if let Some(out) = value.as_mut() {
+                *out = val;
+            }
+            if let Some(out) = delta.as_mut() {
+                *out = del;
+            }
+        }
+        PQOS_RETVAL_OK
+    })
 }
 
 /// A group's IPC (pqos.h `pqos_mon_get_ipc`): `PQOS_RETVAL_PARAM` when it does not monitor IPC.

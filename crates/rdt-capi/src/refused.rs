@@ -1,4 +1,5 @@
-//! What is not built: I/O RDT (channels, devices), the MMIO interface's dumps. Each function
+//! What is not built: I/O RDT (channels, devices), the MMIO interface's dumps; and
+//! `pqos_get_available_interfaces`. Each function of what is not built
 //! exists with libpqos's prototype and answers as libpqos does on a platform without the
 //! feature: `PQOS_RETVAL_RESOURCE` (after `PQOS_RETVAL_INIT` before
 //! `pqos_init` and `PQOS_RETVAL_PARAM` for NULL outputs), NULL or 0 where it returns a pointer
@@ -19,7 +20,9 @@ fn absent(name: &str, outputs: &[bool]) -> c_int {
         if outputs.iter().any(|null| *null) {
             return PQOS_RETVAL_PARAM;
         }
-        log::error!("{name}: not supported on this platform (no I/O RDT, no MMIO interface)");
+        log::error!(
+            "{name}: not supported by this libpqos (I/O RDT channels and devices, MMIO dumps)"
+        );
         PQOS_RETVAL_RESOURCE
     })
 }
@@ -144,13 +147,15 @@ pub unsafe extern "C" fn pqos_devinfo_get_channel(
     std::ptr::null()
 }
 
-/// MMIO dump (pqos.h `pqos_dump`): `PQOS_RETVAL_RESOURCE`, no MMIO interface.
+/// MMIO dump (pqos.h `pqos_dump`): `PQOS_RETVAL_RESOURCE` (not built, also on the MMIO
+/// interface; `pqos --dump` has them, over `rdt_mmio::dump`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_dump(dump_cfg: *const pqos_mmio_dump) -> c_int {
     absent("pqos_dump", &[dump_cfg.is_null()])
 }
 
-/// MMIO RMID dump (pqos.h `pqos_dump_rmids`): `PQOS_RETVAL_RESOURCE`, no MMIO interface.
+/// MMIO RMID dump (pqos.h `pqos_dump_rmids`): `PQOS_RETVAL_RESOURCE` (not built, also on
+/// the MMIO interface).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_dump_rmids(dump_cfg: *const pqos_mmio_dump_rmids) -> c_int {
     absent("pqos_dump_rmids", &[dump_cfg.is_null()])
@@ -166,10 +171,13 @@ pub unsafe extern "C" fn pqos_io_devs_get(
     absent("pqos_io_devs_get", &[pci_info.is_null()])
 }
 
-/// The interfaces this machine offers, in libpqos's order (pqos.h
-/// `pqos_get_available_interfaces`, callable before `pqos_init`): MSR, then OS where the
+/// The interfaces this machine offers, in libpqos v26.03's priority order (pqos.h
+/// `pqos_get_available_interfaces`, callable before `pqos_init`): MMIO where the firmware's
+/// ACPI ERDT and MRRM tables parse (`sys/firmware/acpi/tables/` of the host or of
+/// `RDT_SYSROOT`; an in-process simulated platform, `RDT_SIM`, is not probed: `pqos_init`
+/// with `PQOS_INTER_MMIO` says whether its model has them), then MSR, then OS where the
 /// kernel has resctrl (or the platform is simulated: its resctrl is served in-process or
-/// under `RDT_SYSROOT`). Never MMIO (not built).
+/// under `RDT_SYSROOT`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_get_available_interfaces(
     interfaces: *mut EnumInterface,
@@ -183,11 +191,19 @@ pub unsafe extern "C" fn pqos_get_available_interfaces(
         if interfaces.is_null() || *count == 0 {
             return PQOS_RETVAL_PARAM;
         }
-        let env = |v: &str| std::env::var_os(v).is_some_and(|s| !s.is_empty());
-        let os = env("RDT_SIM")
-            || env("RDT_SYSROOT")
+        let env = |v: &str| std::env::var_os(v).filter(|s| !s.is_empty());
+        let os = env("RDT_SIM").is_some()
+            || env("RDT_SYSROOT").is_some()
             || std::fs::read_to_string("/proc/filesystems").is_ok_and(|f| f.contains("resctrl"));
-        let mut list = vec![pqos_interface::PQOS_INTER_MSR as c_uint];
+        let mmio = env("RDT_SIM").is_none() && {
+            let root = env("RDT_SYSROOT").map_or_else(|| "/".into(), std::path::PathBuf::from);
+            rdt_pqos::mmio::AcpiTables::read(&root).is_ok_and(|t| t.has_mmio())
+        };
+        let mut list = Vec::with_capacity(3);
+        if mmio {
+            list.push(pqos_interface::PQOS_INTER_MMIO as c_uint);
+        }
+        list.push(pqos_interface::PQOS_INTER_MSR as c_uint);
         if os {
             list.push(pqos_interface::PQOS_INTER_OS as c_uint);
         }

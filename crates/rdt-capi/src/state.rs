@@ -9,8 +9,7 @@ use crate::capdata::CapData;
 use crate::groups::Groups;
 use crate::guard::{guard, guard_or};
 use crate::types::{
-    EnumInterface, PQOS_RETVAL_INIT, PQOS_RETVAL_INTER, PQOS_RETVAL_OK, PQOS_RETVAL_PARAM,
-    pqos_config, pqos_interface,
+    EnumInterface, PQOS_RETVAL_INIT, PQOS_RETVAL_OK, PQOS_RETVAL_PARAM, pqos_config, pqos_interface,
 };
 
 /// An initialised library.
@@ -71,8 +70,14 @@ pub(crate) fn with_lib_opt<T>(name: &str, body: impl FnOnce(&mut Lib) -> Option<
 ///
 /// `PQOS_RETVAL_PARAM` for a NULL `config` or an unknown interface, `PQOS_RETVAL_INIT` when
 /// already initialized (one `pqos_init` per process until `pqos_fini`), `PQOS_RETVAL_INTER`
-/// for `PQOS_INTER_MMIO` (not built) or an interface that cannot be used,
-/// `PQOS_RETVAL_ERROR` when the platform cannot be opened (the log says why).
+/// for an interface that cannot be used (`PQOS_INTER_MMIO` where the firmware has no ACPI
+/// ERDT and MRRM tables), `PQOS_RETVAL_ERROR` when the platform cannot be opened (the log
+/// says why).
+///
+/// `PQOS_INTER_MMIO` opens RDT 1.3's MMIO interface (the library's `Interface::Mmio`): cores and L3 CAT through MSRs as on
+/// `PQOS_INTER_MSR`, region-aware MBM and MBA through the registers the ERDT locates.
+/// `PQOS_INTER_AUTO` never chooses it, as libpqos v26.03's `discover_interface` (lib/cap.c:
+/// resctrl when the kernel has it, else MSR) does not.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_init(config: *const pqos_config) -> c_int {
     guard("pqos_init", || {
@@ -90,17 +95,7 @@ pub unsafe extern "C" fn pqos_init(config: *const pqos_config) -> c_int {
             1 => (Iface::Os, pqos_interface::PQOS_INTER_OS),
             2 => (Iface::Os, pqos_interface::PQOS_INTER_OS_RESCTRL_MON),
             3 => (Iface::Auto, pqos_interface::PQOS_INTER_AUTO),
-            4 => {
-                crate::logging::start(
-                    config.fd_log,
-                    config.callback_log,
-                    config.context_log,
-                    config.verbose,
-                );
-                log::error!("the MMIO interface is not built in this libpqos");
-                crate::logging::stop();
-                return PQOS_RETVAL_INTER;
-            }
+            4 => (Iface::Mmio, pqos_interface::PQOS_INTER_MMIO),
             _ => return PQOS_RETVAL_PARAM,
         };
         crate::logging::start(
@@ -118,8 +113,8 @@ pub unsafe extern "C" fn pqos_init(config: *const pqos_config) -> c_int {
             }
         };
         let inter = match (rdt.interface(), requested) {
-            // PQOS_INTER_MMIO is refused above: an MMIO platform is never opened here
-            (Interface::Msr | Interface::Mmio, _) => pqos_interface::PQOS_INTER_MSR,
+            (Interface::Msr, _) => pqos_interface::PQOS_INTER_MSR,
+            (Interface::Mmio, _) => pqos_interface::PQOS_INTER_MMIO,
             (Interface::Os, pqos_interface::PQOS_INTER_OS_RESCTRL_MON) => {
                 pqos_interface::PQOS_INTER_OS_RESCTRL_MON
             }
@@ -155,8 +150,8 @@ pub unsafe extern "C" fn pqos_fini() -> c_int {
     })
 }
 
-/// The interface in use (pqos.h `pqos_inter_get`): `PQOS_INTER_MSR`, `PQOS_INTER_OS`, or
-/// `PQOS_INTER_OS_RESCTRL_MON` when that was asked for.
+/// The interface in use (pqos.h `pqos_inter_get`): `PQOS_INTER_MSR`, `PQOS_INTER_OS`,
+/// `PQOS_INTER_MMIO`, or `PQOS_INTER_OS_RESCTRL_MON` when that was asked for.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_inter_get(interface: *mut EnumInterface) -> c_int {
     with_lib("pqos_inter_get", |lib| {
@@ -192,7 +187,7 @@ pub extern "C" fn pqos_retval_to_string(retval: c_int) -> *const c_char {
 
 /// Hooks for this crate's tests: the library's own view of what the C API reports.
 pub mod testing {
-    use rdt_pqos::MonValues;
+    use rdt_pqos::{MonValues, RegionValues};
 
     use crate::types::pqos_mon_data;
 
@@ -204,5 +199,17 @@ pub mod testing {
         let lib = state.as_ref()?;
         let id = lib.groups.library_id(group)?;
         rdt_pqos::Backend::values(&lib.rdt, id).cloned()
+    }
+
+    /// The library's region traffic of the group behind `group` (MMIO interface) from its
+    /// last poll, by L3 domain then region; `None` when not initialised, not a group of ours
+    /// or off the MMIO interface.
+    #[must_use]
+    pub fn library_region_values(group: *const pqos_mon_data) -> Option<Vec<RegionValues>> {
+        let mut state = super::lock();
+        let lib = state.as_mut()?;
+        let id = lib.groups.library_id(group)?;
+        let regions = rdt_pqos::Backend::regions(&mut lib.rdt)?;
+        regions.region_values(id).map(<[_]>::to_vec)
     }
 }

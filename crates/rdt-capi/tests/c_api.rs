@@ -122,6 +122,8 @@ enum Platform {
     Msr {
         model: String,
         state: tempfile::TempDir,
+        /// `mmio` for RDT 1.3's MMIO interface (`PQOS_INTER_MMIO`), else `msr`.
+        iface: &'static str,
     },
     Os {
         mount: TestMount,
@@ -133,6 +135,16 @@ impl Platform {
         Self::Msr {
             model: model.to_owned(),
             state: tempfile::tempdir().expect("state dir"),
+            iface: "msr",
+        }
+    }
+
+    /// The in-process simulated platform through the MMIO interface.
+    fn mmio(model: &str) -> Self {
+        Self::Msr {
+            model: model.to_owned(),
+            state: tempfile::tempdir().expect("state dir"),
+            iface: "mmio",
         }
     }
 
@@ -149,7 +161,7 @@ impl Platform {
 
     fn iface(&self) -> &'static str {
         match self {
-            Self::Msr { .. } => "msr",
+            Self::Msr { iface, .. } => iface,
             Self::Os { .. } => "os",
         }
     }
@@ -160,7 +172,7 @@ impl Platform {
             .env_remove("RDT_SIM")
             .env_remove("RDT_SYSROOT");
         match self {
-            Self::Msr { model, state } => {
+            Self::Msr { model, state, .. } => {
                 cmd.env("RDT_SIM", model)
                     .env("XDG_RUNTIME_DIR", state.path());
             }
@@ -184,8 +196,8 @@ impl Platform {
     fn pqos_json(&self, args: &[&str]) -> Value {
         let mut cmd = self.env(Command::new(pqos()));
         match self {
-            Self::Msr { model, .. } => {
-                cmd.args(["--iface=msr", "--sim", model]);
+            Self::Msr { model, iface, .. } => {
+                cmd.arg(format!("--iface={iface}")).args(["--sim", model]);
             }
             Self::Os { mount } => {
                 cmd.args(["--iface=os", "--sysroot"]).arg(mount.root());
@@ -219,11 +231,13 @@ fn hex(s: &str) -> u64 {
 #[allow(clippy::too_many_lines)] // one comparison per pqos -d field
 fn check_caps(p: &Platform, out: &str) {
     let d = p.pqos_json(&["-d"]);
-    let want = if p.iface() == "msr" {
-        "interface=0"
-    } else {
-        "interface=1"
+    let want = match p.iface() {
+        "msr" => "interface=0",
+        "mmio" => "interface=4",
+        _ => "interface=1",
     };
+    // the MMIO interface reports the MSR side's capabilities (cores, L3 CAT, MBA, RMIDs)
+    let hw = matches!(p.iface(), "msr" | "mmio");
     assert!(out.contains(want), "{out}");
     for (name, key) in [("l3ca", "l3_cat"), ("l2ca", "l2_cat")] {
         let c = fields(out, name);
@@ -258,11 +272,7 @@ fn check_caps(p: &Platform, out: &str) {
                     // (pqos-cli `pqos_cat_caps`); its JSON gives the CPUID value (0 on AMD)
                     let min = fields(out, "l3ca")["min_cbm_bits"].parse::<u64>().ok();
                     let json = num(&j["min_cbm_bits"]);
-                    let want = if p.iface() == "msr" {
-                        json.max(1)
-                    } else {
-                        json
-                    };
+                    let want = if hw { json.max(1) } else { json };
                     assert_eq!(min, Some(want), "min_cbm_bits");
                 }
             }
@@ -305,6 +315,10 @@ fn check_caps(p: &Platform, out: &str) {
                     "llc_miss" => 0x4000,
                     "ipc" => 0x8000,
                     "llc_ref" => 0x10000,
+                    "llc_miss_pcie_read" => 0x10_0000,
+                    "llc_miss_pcie_write" => 0x20_0000,
+                    "llc_ref_pcie_read" => 0x40_0000,
+                    "llc_ref_pcie_write" => 0x80_0000,
                     other => panic!("unknown event {other}"),
                 })
                 .collect()
@@ -322,7 +336,7 @@ fn check_caps(p: &Platform, out: &str) {
             .expect("LLC event");
         let e = fields(first, "event");
         assert_eq!(e["max_rmid"].parse::<u64>().ok(), Some(rmids));
-        if p.iface() == "msr" {
+        if hw {
             assert_eq!(
                 e["scale"].parse::<u64>().ok(),
                 d["monitoring"]["upscaling_factor_bytes"].as_u64()
@@ -534,6 +548,109 @@ fn a_thread_started_later_is_counted_in_its_process_group() {
     assert!(with > without + (8 << 20), "{out}");
 }
 
+/// `f` in `key=value` lines of `out`, as a number.
+fn float(out: &str, line: &str, key: &str) -> f64 {
+    fields(out, line)
+        .get(key)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{line} {key}:\n{out}"))
+}
+
+/// RDT 1.3 through `PQOS_INTER_MMIO` on the simulated `xeon-rdt13` (the C program checks
+/// each step; here the numbers it printed are checked again, and `pqos -s` shows what the
+/// C API's reset left): the workload's 70 % DDR / 30 % CXL split within 2 points,
+/// a maximum of 0x7f of the 0x1ff window on the CXL region lowers only the CXL traffic, to
+/// that quarter within 2 points, and `pqos_alloc_reset` restores it.
+#[test]
+fn xeon_rdt13_mmio_regions() {
+    let p = Platform::mmio("xeon-rdt13");
+    let out = p.api(&built().api, "regions");
+    println!("{out}"); // the numbers, with --nocapture
+    assert!(
+        fields(&out, "domains")["n"].parse::<u32>().expect("n") >= 2,
+        "{out}"
+    );
+    let share = float(&out, "split", "share");
+    assert!((share - 0.70).abs() < 0.02, "{out}");
+    assert!(
+        (float(&out, "limited", "ddr_ratio") - 1.0).abs() < 0.02,
+        "{out}"
+    );
+    let quarter = float(&out, "limited", "quarter");
+    assert!(
+        (float(&out, "limited", "cxl_ratio") - quarter).abs() < 0.02,
+        "{out}"
+    );
+    assert!(
+        (float(&out, "reset", "cxl_ratio") - 1.0).abs() < 0.02,
+        "{out}"
+    );
+    // pqos -s (MMIO) sees every region control of every class back at the window
+    let s = p.pqos_json(&["-s"]);
+    let domains = s["region_mba"].as_array().expect("region_mba in pqos -s");
+    assert!(domains.len() >= 2, "{s}");
+    for d in domains {
+        for c in d["classes"].as_array().expect("classes") {
+            for r in c["regions"].as_array().expect("regions") {
+                assert_eq!(
+                    (num(&r["max"]), num(&r["opt"])),
+                    (0x1ff, 0x1ff),
+                    "{r} in {s}"
+                );
+            }
+        }
+    }
+    // the capabilities, monitoring and the MSR side on the MMIO interface
+    let caps = p.api(&built().api, "caps");
+    check_caps(&p, &caps);
+    check_mon(&p, &built().api);
+    p.api(&built().api, "errors");
+}
+
+/// The same through the production register path: the platform FUSE-mounted
+/// (`RDT_SYSROOT`), its tables read from `sys/firmware/acpi/tables/`, its registers through
+/// `dev/mem`.
+#[test]
+fn xeon_rdt13_mmio_regions_mounted() {
+    let p = Platform::os("xeon-rdt13");
+    let mut cmd = p.env(Command::new(&built().api));
+    cmd.args(["mmio", "regions"]);
+    let out = run(cmd);
+    println!("{out}");
+    assert!(out.contains("failures=0"), "{out}");
+    assert!((float(&out, "split", "share") - 0.70).abs() < 0.02, "{out}");
+    let quarter = float(&out, "limited", "quarter");
+    assert!(
+        (float(&out, "limited", "cxl_ratio") - quarter).abs() < 0.02,
+        "{out}"
+    );
+}
+
+/// Without an ERDT, `PQOS_INTER_MMIO` is `PQOS_RETVAL_INTER` (and nothing else starts).
+#[test]
+fn mmio_without_erdt_is_an_interface_error() {
+    let p = Platform::mmio("sapphire-rapids");
+    let mut cmd = p.env(Command::new(&built().api));
+    cmd.args(["mmio", "caps"]);
+    let out = cmd.output().expect("run api");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("pqos_init(&cfg) = 8, want 0"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `pqos_get_available_interfaces` lists MMIO first where the (FUSE-mounted) platform serves
+/// an ERDT and an MRRM, then MSR and OS; without them MSR and OS.
+#[test]
+fn available_interfaces_list_mmio_where_the_firmware_describes_it() {
+    let out = Platform::os("xeon-rdt13").api(&built().api, "ifaces");
+    assert!(out.contains("interfaces=4,0,1\n"), "{out}");
+    let out = Platform::os("sapphire-rapids").api(&built().api, "ifaces");
+    assert!(out.contains("interfaces=0,1\n"), "{out}");
+}
+
 #[test]
 fn sanitizers_find_nothing() {
     let Some(program) = &built().api_sanitized else {
@@ -552,6 +669,10 @@ fn sanitizers_find_nothing() {
             ][..],
         ),
         (Platform::msr("skylake-sp"), &["uncore"][..]),
+        (
+            Platform::mmio("xeon-rdt13"),
+            &["regions", "mon", "threads"][..],
+        ),
     ];
     for (p, modes) in runs {
         for &what in modes {

@@ -2,7 +2,8 @@
 //! exports the same functions), each group's deltas are the library's over the same
 //! interval, summed over the library polls since the group's previous `pqos_mon_poll`, and 0
 //! at its first poll (libpqos's `valid_mbm_read`); an uncore group's `pqos_mon_get_value`
-//! values and deltas are the library's counts. Also the cost of polling 160 groups through
+//! values and deltas are the library's counts; on the MMIO interface each memory region
+//! slot's are the library's region traffic. Also the cost of polling 160 groups through
 //! the C API beside the Rust API (`--ignored`, prints the numbers).
 
 use std::ffi::c_uint;
@@ -130,6 +131,7 @@ fn deltas_are_the_librarys_over_each_groups_own_interval() {
         assert_eq!(pqos_fini(), PQOS_RETVAL_OK);
     }
     uncore_values_are_the_librarys(state.path());
+    region_values_are_the_librarys(state.path());
 }
 
 /// An uncore group's values and deltas (`pqos_mon_get_value`) are the library's counts of
@@ -177,6 +179,102 @@ fn uncore_values_are_the_librarys(state: &std::path::Path) {
     // SAFETY: started, stopped once.
     unsafe {
         assert_eq!(pqos_mon_stop(g), PQOS_RETVAL_OK);
+        assert_eq!(pqos_fini(), PQOS_RETVAL_OK);
+    }
+}
+
+/// On the MMIO interface (simulated `xeon-rdt13`), each region slot's delta is the library's
+/// traffic to that slot's region (summed over the group's L3 domains) over the group's own
+/// interval, in the order the regions were given (first poll: 0), and its total the traffic
+/// since the start. Run after the tests above, in the same thread.
+fn region_values_are_the_librarys(state: &std::path::Path) {
+    use pqos::{pqos_mon_mem_region, pqos_mon_stop};
+    simulate("xeon-rdt13", state);
+    let cfg = config(pqos_interface::PQOS_INTER_MMIO);
+    // SAFETY: a valid configuration.
+    assert_eq!(unsafe { pqos_init(&raw const cfg) }, PQOS_RETVAL_OK);
+    let start_regions = |cores: &[c_uint], regions: &[i32]| {
+        let mut mem = pqos_mon_mem_region::default();
+        mem.region_num[..regions.len()].copy_from_slice(regions);
+        mem.num_mem_regions = i32::try_from(regions.len()).expect("count");
+        let mut g: *mut pqos_mon_data = std::ptr::null_mut();
+        let n = c_uint::try_from(cores.len()).expect("count");
+        // SAFETY: `cores` holds `n` cores; `mem` and `g` are locals.
+        let ret = unsafe {
+            pqos_mon_start_cores(
+                n,
+                cores.as_ptr(),
+                pqos_mon_event::PQOS_MON_EVENT_TMEM_BW as c_uint,
+                std::ptr::null_mut(),
+                &raw mut mem,
+                &raw mut g,
+            )
+        };
+        assert_eq!(ret, PQOS_RETVAL_OK);
+        g
+    };
+    // CPUs 2-4 and 5-6 run the default scenario's workloads
+    let a = start_regions(&[2, 3, 4], &[1, 0]);
+    let b = start_regions(&[5, 6], &[0]);
+    let region_delta = |g, region: u8| -> u64 {
+        pqos::testing::library_region_values(g)
+            .expect("library region values")
+            .iter()
+            .filter(|v| v.region.0 == region)
+            .filter_map(|v| v.delta_bytes)
+            .sum()
+    };
+    poll(&mut [a, b]);
+    // SAFETY: live groups until stopped below.
+    let (ra, rb) = unsafe { ((*a).region_values, (*b).region_values) };
+    assert_eq!(
+        (ra.mbm_total_delta, rb.mbm_total_delta[0]),
+        ([0; 4], 0),
+        "first poll"
+    );
+    // totals count from the start: the first poll's traffic too
+    let (mut a_total, mut b_total, mut b_pending) = (
+        [region_delta(a, 1), region_delta(a, 0)],
+        region_delta(b, 0),
+        0u64,
+    );
+    assert_eq!(
+        (&ra.mbm_total[..2], rb.mbm_total[0]),
+        (&a_total[..], b_total)
+    );
+    for round in 0..4 {
+        std::thread::sleep(Duration::from_millis(50));
+        if round % 2 == 0 {
+            poll(&mut [a]);
+        } else {
+            poll(&mut [a, b]);
+        }
+        // SAFETY: as above.
+        let ra = unsafe { (*a).region_values };
+        let want = [region_delta(a, 1), region_delta(a, 0)];
+        assert!(want[0] > 0 && want[1] > want[0], "DDR above CXL: {want:?}");
+        assert_eq!(ra.mbm_total_delta[..2], want, "a, round {round}");
+        assert_eq!(ra.mbm_total_delta[2..], [0, 0], "unused slots");
+        a_total[0] += want[0];
+        a_total[1] += want[1];
+        assert_eq!(ra.mbm_total[..2], a_total, "a totals, round {round}");
+        b_pending += region_delta(b, 0);
+        if round % 2 == 1 {
+            // SAFETY: as above.
+            let rb = unsafe { (*b).region_values };
+            assert_eq!(
+                rb.mbm_total_delta[0], b_pending,
+                "b's own interval, round {round}"
+            );
+            b_total += b_pending;
+            assert_eq!(rb.mbm_total[0], b_total, "b total, round {round}");
+            b_pending = 0;
+        }
+    }
+    // SAFETY: started groups, stopped once.
+    unsafe {
+        assert_eq!(pqos_mon_stop(a), PQOS_RETVAL_OK);
+        assert_eq!(pqos_mon_stop(b), PQOS_RETVAL_OK);
         assert_eq!(pqos_fini(), PQOS_RETVAL_OK);
     }
 }

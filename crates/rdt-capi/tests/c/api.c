@@ -3,7 +3,8 @@
  * lines (tests/c_api.rs compares them with pqos's and the Rust library's). Checks that must
  * hold whatever the platform print "FAIL ..." and make the exit status 1.
  *
- * usage: api IFACE(msr|os) caps|alloc|reset|mon|errors|threads|uncore|pids|follow */
+ * usage: api IFACE(msr|os|mmio) caps|alloc|reset|mon|errors|threads|uncore|pids|follow|regions|
+ *            ifaces */
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
@@ -41,7 +42,9 @@ static void init(const char *iface)
         memset(&cfg, 0, sizeof(cfg));
         cfg.fd_log = STDERR_FILENO;
         cfg.verbose = 0;
-        cfg.interface = strcmp(iface, "os") == 0 ? PQOS_INTER_OS : PQOS_INTER_MSR;
+        cfg.interface = strcmp(iface, "os") == 0     ? PQOS_INTER_OS
+                        : strcmp(iface, "mmio") == 0 ? PQOS_INTER_MMIO
+                                                     : PQOS_INTER_MSR;
         EXPECT(pqos_init(&cfg), PQOS_RETVAL_OK);
         EXPECT(pqos_init(&cfg), PQOS_RETVAL_INIT); /* one init per process */
         EXPECT(pqos_cap_get(&cap, &cpu), PQOS_RETVAL_OK);
@@ -318,8 +321,13 @@ static int mon(void)
                PQOS_RETVAL_PARAM);
         EXPECT(pqos_mon_get_ipc(g, &ipc), (ev & PQOS_PERF_EVENT_IPC) ? PQOS_RETVAL_OK
                                                                      : PQOS_RETVAL_PARAM);
-        EXPECT(pqos_mon_get_region_value(g, PQOS_MON_EVENT_TMEM_BW, 0, &value, &delta),
-               PQOS_RETVAL_RESOURCE);
+        {
+                /* regions are the MMIO interface's; a group started without any has none */
+                enum pqos_interface iface;
+                EXPECT(pqos_inter_get(&iface), PQOS_RETVAL_OK);
+                EXPECT(pqos_mon_get_region_value(g, PQOS_MON_EVENT_TMEM_BW, 0, &value, &delta),
+                       iface == PQOS_INTER_MMIO ? PQOS_RETVAL_PARAM : PQOS_RETVAL_RESOURCE);
+        }
         /* a core already monitored */
         {
                 struct pqos_mon_data *g2 = NULL;
@@ -385,8 +393,14 @@ static int errors(void)
         memset(&mba, 0, sizeof(mba));
         mba.class_id = 1;
         mba.mb_max = 0;
-        if (pqos_mba_get_cos_num(cap, &n) == PQOS_RETVAL_OK)
-                EXPECT(pqos_mba_set(cpu->cores[0].mba_id, 1, &mba, NULL), PQOS_RETVAL_PARAM);
+        {
+                /* (on MMIO an entry names regions: one naming none changes nothing) */
+                enum pqos_interface iface;
+                pqos_inter_get(&iface);
+                if (pqos_mba_get_cos_num(cap, &n) == PQOS_RETVAL_OK && iface != PQOS_INTER_MMIO)
+                        EXPECT(pqos_mba_set(cpu->cores[0].mba_id, 1, &mba, NULL),
+                               PQOS_RETVAL_PARAM);
+        }
         EXPECT(pqos_mba_set(0, 1, NULL, NULL), PQOS_RETVAL_PARAM);
         EXPECT(pqos_mba_get(0, 16, NULL, NULL), PQOS_RETVAL_PARAM);
         EXPECT(pqos_alloc_assign(0, cores, 1, &n), PQOS_RETVAL_PARAM);
@@ -430,8 +444,15 @@ static int errors(void)
         EXPECT(pqos_alloc_assoc_get_dev(0, 0, 0, &n), PQOS_RETVAL_RESOURCE);
         EXPECT(pqos_dump(NULL), PQOS_RETVAL_PARAM);
         EXPECT(pqos_io_devs_get(NULL, 0, 0), PQOS_RETVAL_PARAM);
-        EXPECT(pqos_mon_start_uncore(1, cores, PQOS_PERF_EVENT_LLC_MISS_PCIE_READ, NULL, &g),
-               PQOS_RETVAL_RESOURCE);
+        {
+                /* the CHA's events are the MSR side's: xeon-rdt13 has skylake-sp's CPUID */
+                enum pqos_interface iface;
+                pqos_inter_get(&iface);
+                if (iface != PQOS_INTER_MMIO)
+                        EXPECT(pqos_mon_start_uncore(1, cores, PQOS_PERF_EVENT_LLC_MISS_PCIE_READ,
+                                                     NULL, &g),
+                               PQOS_RETVAL_RESOURCE);
+        }
         if (pqos_devinfo_get_channel(NULL, 1) != NULL ||
             pqos_devinfo_get_channel_ids(NULL, 0, 0, &n) != NULL ||
             pqos_devinfo_get_channel_id(NULL, 0, 0, 0) != 0)
@@ -448,7 +469,7 @@ static int errors(void)
                 enum pqos_interface iface;
                 pid_t self = getpid();
                 pqos_inter_get(&iface);
-                if (iface == PQOS_INTER_MSR) {
+                if (iface == PQOS_INTER_MSR || iface == PQOS_INTER_MMIO) {
                         EXPECT(pqos_alloc_assoc_set_pid(self, 1), PQOS_RETVAL_INTER);
                         EXPECT(pqos_mon_start_pids2(1, &self, PQOS_MON_EVENT_L3_OCCUP, NULL, &g),
                                PQOS_RETVAL_INTER);
@@ -671,14 +692,268 @@ static int threads(void)
         return 0;
 }
 
+/* Region-aware MBM and MBA of the MMIO interface (RDT 1.3) on the simulated xeon-rdt13,
+ * whose workload on CPUs 2-10 sends 70 % of its memory traffic to DDR (region 0) and 30 % to
+ * CXL (region 1): the C API must show that split, a maximum-bandwidth limit on the CXL
+ * region must lower only that region's traffic, and pqos_alloc_reset must restore it. */
+#define MAX_REGION_COS 64
+#define MAX_DOMAINS 8
+
+/* The slot of `region` in the group's region_values. */
+static int slot_of(const struct pqos_mon_data *g, int region)
+{
+        for (int j = 0; j < g->regions.num_mem_regions; j++)
+                if (g->regions.region_num[j] == region)
+                        return j;
+        printf("FAIL region %d not in the group\n", region), failures++;
+        return 0;
+}
+
+/* Bytes to DDR (region 0) and CXL (region 1) over the last of three polls (the first
+ * poll's deltas are 0), as pqos_mon_get_region_value gives them and region_values has them. */
+static void region_traffic(struct pqos_mon_data *g, double *ddr, double *cxl)
+{
+        uint64_t value = 0, delta = 0;
+        int s0 = slot_of(g, 0), s1 = slot_of(g, 1);
+
+        for (int i = 0; i < 3; i++) {
+                usleep(300000);
+                EXPECT(pqos_mon_poll(&g, 1), PQOS_RETVAL_OK);
+        }
+        EXPECT(pqos_mon_get_region_value(g, PQOS_MON_EVENT_TMEM_BW, 0, &value, &delta),
+               PQOS_RETVAL_OK);
+        if (delta != g->region_values.mbm_total_delta[s0] ||
+            value != g->region_values.mbm_total[s0])
+                printf("FAIL region 0 value\n"), failures++;
+        *ddr = (double)delta;
+        EXPECT(pqos_mon_get_region_value(g, PQOS_MON_EVENT_TMEM_BW, 1, NULL, &delta),
+               PQOS_RETVAL_OK);
+        if (delta != g->region_values.mbm_total_delta[s1])
+                printf("FAIL region 1 value\n"), failures++;
+        *cxl = (double)delta;
+}
+
+/* COS1's three controls of `region` in domain `id` (pqos_mba_get); -1s when unreadable. */
+static void region_controls(uint16_t id, int region, int out[PQOS_BW_CTRL_TYPE_COUNT])
+{
+        static struct pqos_mba tab[MAX_REGION_COS];
+        unsigned n = 0;
+
+        memset(tab, 0, sizeof(tab));
+        for (int t = 0; t < PQOS_BW_CTRL_TYPE_COUNT; t++)
+                out[t] = -1;
+        tab[0].domain_id = id;
+        EXPECT(pqos_mba_get(0, MAX_REGION_COS, &n, tab), PQOS_RETVAL_OK);
+        if (n < 2)
+                return;
+        for (int j = 0; j < tab[1].num_mem_regions; j++)
+                if (tab[1].mem_regions[j].region_num == region)
+                        for (int t = 0; t < PQOS_BW_CTRL_TYPE_COUNT; t++)
+                                out[t] = tab[1].mem_regions[j].bw_ctrl_val[t];
+}
+
+static int regions(void)
+{
+        unsigned cores[9] = {2, 3, 4, 5, 6, 7, 8, 9, 10};
+        struct pqos_mon_mem_region both = {{0, 1, 0, 0}, 2};
+        struct pqos_mon_mem_region bad;
+        struct pqos_mon_data *g = NULL, *g2 = NULL;
+        static struct pqos_mba tab[MAX_REGION_COS];
+        struct pqos_mba req[2], act[2];
+        enum pqos_interface iface;
+        uint16_t ids[MAX_DOMAINS];
+        unsigned nids = 0, n = 0;
+        double ddr, cxl, ddr2, cxl2, ddr3, cxl3;
+        int c[PQOS_BW_CTRL_TYPE_COUNT], window;
+        uint64_t value;
+
+        EXPECT(pqos_inter_get(&iface), PQOS_RETVAL_OK);
+        EXPECT((int)iface, PQOS_INTER_MMIO);
+
+        /* the CPU domains: the ids pqos_mba_get answers for (others are PARAM) */
+        for (unsigned id = 0; id < 64 && nids < MAX_DOMAINS; id++) {
+                memset(tab, 0, sizeof(tab));
+                tab[0].domain_id = (uint16_t)id;
+                int ret = pqos_mba_get(0, MAX_REGION_COS, &n, tab);
+                if (ret == PQOS_RETVAL_OK)
+                        ids[nids++] = (uint16_t)id;
+                else
+                        EXPECT(ret, PQOS_RETVAL_PARAM);
+        }
+        printf("domains n=%u", nids);
+        for (unsigned i = 0; i < nids; i++)
+                printf("%s%u", i ? "," : " ids=", ids[i]);
+        printf("\n");
+        if (nids == 0)
+                return printf("FAIL no region MBA domain\n"), 1;
+        memset(tab, 0, sizeof(tab));
+        tab[0].domain_id = ids[0];
+        EXPECT(pqos_mba_get(0, MAX_REGION_COS, &n, tab), PQOS_RETVAL_OK);
+        EXPECT(pqos_mba_get(0, 1, &n, tab), PQOS_RETVAL_ERROR); /* too small a table */
+        tab[0].num_mem_regions = 5;
+        EXPECT(pqos_mba_get(0, MAX_REGION_COS, &n, tab), PQOS_RETVAL_PARAM);
+        tab[0].num_mem_regions = 0;
+        EXPECT(pqos_mba_get(0, MAX_REGION_COS, &n, tab), PQOS_RETVAL_OK);
+        window = tab[1].mem_regions[1].bw_ctrl_val[PQOS_BW_CTRL_TYPE_MAX_IDX];
+        printf("region_classes=%u num_mem_regions=%d region1=%d window=0x%x min=0x%x\n", n,
+               tab[1].num_mem_regions, tab[1].mem_regions[1].region_num, window,
+               tab[1].mem_regions[1].bw_ctrl_val[PQOS_BW_CTRL_TYPE_MIN_IDX]);
+        EXPECT(tab[1].num_mem_regions, 2);
+        EXPECT(tab[1].mem_regions[1].region_num, 1);
+        EXPECT(tab[1].mem_regions[2].region_num, -1);
+        EXPECT((int)tab[1].class_id, 1);
+        EXPECT(tab[1].domain_id, ids[0]);
+
+        /* bad region lists */
+        bad = both;
+        bad.region_num[1] = 7;
+        EXPECT(pqos_mon_start_cores(9, cores, PQOS_MON_EVENT_TMEM_BW, NULL, &bad, &g2),
+               PQOS_RETVAL_PARAM);
+        bad.region_num[1] = 0;
+        EXPECT(pqos_mon_start_cores(9, cores, PQOS_MON_EVENT_TMEM_BW, NULL, &bad, &g2),
+               PQOS_RETVAL_PARAM);
+        bad.num_mem_regions = 5;
+        EXPECT(pqos_mon_start_cores(9, cores, PQOS_MON_EVENT_TMEM_BW, NULL, &bad, &g2),
+               PQOS_RETVAL_PARAM);
+
+        EXPECT(pqos_mon_start_cores(9, cores, PQOS_MON_EVENT_TMEM_BW | PQOS_MON_EVENT_L3_OCCUP,
+                                    NULL, &both, &g),
+               PQOS_RETVAL_OK);
+        if (g == NULL)
+                return 1;
+        EXPECT(g->regions.num_mem_regions, 2);
+        EXPECT(g->regions.region_num[1], 1);
+        region_traffic(g, &ddr, &cxl);
+        printf("split ddr=%.0f cxl=%.0f share=%.4f\n", ddr, cxl, ddr / (ddr + cxl));
+        if (ddr <= 0 || cxl <= 0 || ddr / (ddr + cxl) < 0.68 || ddr / (ddr + cxl) > 0.72)
+                printf("FAIL the 70/30 DDR/CXL split\n"), failures++;
+        EXPECT(pqos_mon_get_region_value(g, PQOS_MON_EVENT_TMEM_BW, 2, &value, NULL),
+               PQOS_RETVAL_PARAM);
+        EXPECT(pqos_mon_get_region_value(g, PQOS_MON_EVENT_LMEM_BW, 0, &value, NULL),
+               PQOS_RETVAL_PARAM);
+        EXPECT(pqos_mon_get_region_value(g, PQOS_MON_EVENT_L3_OCCUP, 1, &value, NULL),
+               PQOS_RETVAL_OK);
+        if (value != g->values.llc)
+                printf("FAIL occupancy through get_region_value\n"), failures++;
+
+        /* bad requests change nothing: a good entry with a bad one is not applied */
+        memset(req, 0, sizeof(req));
+        for (int i = 0; i < 2; i++) {
+                req[i].class_id = 1;
+                req[i].domain_id = ids[0];
+                req[i].num_mem_regions = 1;
+                req[i].mem_regions[0].region_num = 1;
+                for (int t = 0; t < PQOS_BW_CTRL_TYPE_COUNT; t++)
+                        req[i].mem_regions[0].bw_ctrl_val[t] = -1;
+                req[i].mem_regions[0].bw_ctrl_val[PQOS_BW_CTRL_TYPE_MAX_IDX] = 0x10;
+        }
+        req[1].mem_regions[0].bw_ctrl_val[PQOS_BW_CTRL_TYPE_MAX_IDX] = window + 1;
+        EXPECT(pqos_mba_set(0, 2, req, act), PQOS_RETVAL_PARAM);
+        req[1].mem_regions[0].bw_ctrl_val[PQOS_BW_CTRL_TYPE_MAX_IDX] = 0x10;
+        req[1].mem_regions[0].region_num = 5;
+        EXPECT(pqos_mba_set(0, 2, req, act), PQOS_RETVAL_PARAM);
+        req[1].mem_regions[0].region_num = 1;
+        req[1].domain_id = 999;
+        EXPECT(pqos_mba_set(0, 2, req, act), PQOS_RETVAL_PARAM);
+        req[1].domain_id = ids[0];
+        req[1].class_id = 1000;
+        EXPECT(pqos_mba_set(0, 2, req, act), PQOS_RETVAL_PARAM);
+        req[1].class_id = 1;
+        req[1].num_mem_regions = 3;
+        EXPECT(pqos_mba_set(0, 2, req, act), PQOS_RETVAL_PARAM);
+        region_controls(ids[0], 1, c);
+        EXPECT(c[PQOS_BW_CTRL_TYPE_MAX_IDX], window);
+
+        /* the workload's cores in COS1, whose CXL maximum is a quarter of the window
+         * (0x7f of 0x1ff) in every CPU domain */
+        for (unsigned i = 0; i < 9; i++)
+                EXPECT(pqos_alloc_assoc_set(cores[i], 1), PQOS_RETVAL_OK);
+        for (unsigned d = 0; d < nids; d++) {
+                req[0].domain_id = ids[d];
+                req[0].mem_regions[0].bw_ctrl_val[PQOS_BW_CTRL_TYPE_MAX_IDX] = 0x7f;
+                memset(act, 0, sizeof(act));
+                EXPECT(pqos_mba_set(0, 1, req, act), PQOS_RETVAL_OK);
+                EXPECT(act[0].mem_regions[0].bw_ctrl_val[PQOS_BW_CTRL_TYPE_MAX_IDX], 0x7f);
+                EXPECT(act[0].mem_regions[0].bw_ctrl_val[PQOS_BW_CTRL_TYPE_OPT_IDX], window);
+                EXPECT(act[0].domain_id, ids[d]);
+        }
+        region_controls(ids[0], 1, c);
+        EXPECT(c[PQOS_BW_CTRL_TYPE_MAX_IDX], 0x7f);
+        region_controls(ids[0], 0, c);
+        EXPECT(c[PQOS_BW_CTRL_TYPE_MAX_IDX], window);
+        region_traffic(g, &ddr2, &cxl2);
+        printf("limited ddr=%.0f cxl=%.0f ddr_ratio=%.4f cxl_ratio=%.4f quarter=%.4f\n", ddr2,
+               cxl2, ddr2 / ddr, cxl2 / cxl, (double)0x7f / window);
+        if (ddr2 / ddr < 0.98 || ddr2 / ddr > 1.02)
+                printf("FAIL DDR traffic changed\n"), failures++;
+        if (cxl2 / cxl - (double)0x7f / window < -0.02 ||
+            cxl2 / cxl - (double)0x7f / window > 0.02)
+                printf("FAIL CXL traffic not limited to a quarter\n"), failures++;
+
+        /* reset: every region control back to the window, the cores to COS0 */
+        EXPECT(pqos_alloc_reset(PQOS_REQUIRE_CDP_ANY, PQOS_REQUIRE_CDP_ANY, PQOS_MBA_ANY),
+               PQOS_RETVAL_OK);
+        region_controls(ids[0], 1, c);
+        EXPECT(c[PQOS_BW_CTRL_TYPE_MAX_IDX], window);
+        EXPECT(pqos_alloc_assoc_get(2, &n), PQOS_RETVAL_OK);
+        EXPECT((int)n, 0);
+        region_traffic(g, &ddr3, &cxl3);
+        printf("reset ddr=%.0f cxl=%.0f cxl_ratio=%.4f\n", ddr3, cxl3, cxl3 / cxl);
+        if (cxl3 / cxl < 0.98 || cxl3 / cxl > 1.02)
+                printf("FAIL CXL traffic not restored\n"), failures++;
+        EXPECT(pqos_mon_stop(g), PQOS_RETVAL_OK);
+
+        /* slots follow the order given: CXL first, then DDR */
+        {
+                struct pqos_mon_mem_region swapped = {{1, 0, 0, 0}, 2};
+                double r1, r0;
+                g = NULL;
+                EXPECT(pqos_mon_start_cores(9, cores, PQOS_MON_EVENT_TMEM_BW, NULL, &swapped,
+                                            &g),
+                       PQOS_RETVAL_OK);
+                if (g == NULL)
+                        return 1;
+                region_traffic(g, &r0, &r1);
+                printf("swapped slot0=%llu slot1=%llu\n",
+                       (unsigned long long)g->region_values.mbm_total_delta[0],
+                       (unsigned long long)g->region_values.mbm_total_delta[1]);
+                if ((double)g->region_values.mbm_total_delta[0] != r1 ||
+                    (double)g->region_values.mbm_total_delta[1] != r0 || r1 / (r0 + r1) < 0.28 ||
+                    r1 / (r0 + r1) > 0.32)
+                        printf("FAIL region slots in the order given\n"), failures++;
+                EXPECT(pqos_mon_stop(g), PQOS_RETVAL_OK);
+        }
+        return 0;
+}
+
+/* pqos_get_available_interfaces, in priority order; a capacity of 1 gives the first. */
+static int ifaces(void)
+{
+        enum pqos_interface list[8];
+        unsigned n = 8;
+
+        EXPECT(pqos_get_available_interfaces(list, &n), PQOS_RETVAL_OK);
+        printf("interfaces=");
+        for (unsigned i = 0; i < n; i++)
+                printf("%s%d", i ? "," : "", (int)list[i]);
+        printf("\n");
+        n = 1;
+        EXPECT(pqos_get_available_interfaces(list, &n), PQOS_RETVAL_OK);
+        EXPECT((int)n, 1);
+        n = 0;
+        EXPECT(pqos_get_available_interfaces(list, &n), PQOS_RETVAL_PARAM);
+        EXPECT(pqos_get_available_interfaces(NULL, &n), PQOS_RETVAL_PARAM);
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         int ret;
 
         if (argc != 3)
                 return fprintf(stderr,
-                               "usage: %s msr|os caps|alloc|reset|mon|errors|threads|uncore|pids|"
-                               "follow\n",
+                               "usage: %s msr|os|mmio caps|alloc|reset|mon|errors|threads|uncore|"
+                               "pids|follow|regions|ifaces\n",
                                argv[0]),
                        2;
         /* before init */
@@ -703,6 +978,10 @@ int main(int argc, char **argv)
                 ret = pids();
         else if (strcmp(argv[2], "follow") == 0)
                 ret = follow();
+        else if (strcmp(argv[2], "regions") == 0)
+                ret = regions();
+        else if (strcmp(argv[2], "ifaces") == 0)
+                ret = ifaces();
         else
                 ret = 2;
         EXPECT(pqos_fini(), PQOS_RETVAL_OK);
