@@ -51,7 +51,7 @@ use rdt_mmio::{build, regs};
 
 use crate::SimPlatform;
 use crate::vfs::err;
-use crate::vfs::errno::EIO;
+use crate::vfs::errno::{EINVAL, EIO};
 
 /// GiB, bytes.
 const GIB: u64 = 1 << 30;
@@ -786,6 +786,18 @@ impl rdt_mmio::MmioIo for crate::SimHandle {
 
     fn write(&mut self, addr: u64, value: u64) -> io::Result<()> {
         self.lock().mmio_write(addr, value)
+    }
+
+    /// The run under one lock of the platform (as `dev/mem` serves one `pread`).
+    fn read_range(&mut self, addr: u64, values: &mut [u64]) -> io::Result<()> {
+        let mut p = self.lock();
+        let mut a = Some(addr);
+        for v in values {
+            let at = a.ok_or_else(|| err(EINVAL))?;
+            *v = p.mmio_read(at)?;
+            a = at.checked_add(regs::REG_BYTES);
+        }
+        Ok(())
     }
 }
 
