@@ -572,8 +572,8 @@ impl SimPlatform {
         let d = m.domain_at(addr)?;
         let cmrc = d.cmrc.as_ref().filter(|c| c.block.contains(addr))?;
         let off = addr - cmrc.block.base;
-        let rmid = (0..=d.max_rmid)
-            .find(|&r| regs::cmt_offset(r, cmrc.clump_size, cmrc.clump_stride) == Some(off))?;
+        let rmid =
+            regs::cmt_rmid(off, cmrc.clump_size, cmrc.clump_stride).filter(|&r| r <= d.max_rmid)?;
         let l3 = m
             .domain_of_l3
             .iter()
@@ -624,10 +624,8 @@ impl SimPlatform {
 
 impl MmioModel {
     fn read_mbm(&mut self, d: &Domain, mmrc: &Mmrc, off: u64) -> u64 {
-        let found = (0..=d.max_rmid).find_map(|r| {
-            (0..regs::MBA_REGIONS_PER_REG)
-                .find_map(|region| (regs::mbm_offset(r, region) == off).then_some((r, region)))
-        });
+        let found = regs::mbm_rmid_region(off)
+            .filter(|&(r, region)| r <= d.max_rmid && region < regs::MBA_REGIONS_PER_REG);
         let Some((rmid, region)) = found else {
             return 0;
         };
