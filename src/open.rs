@@ -4,6 +4,7 @@
 //! host, for a directory that looks like one (`--sysroot`, a mounted simulated platform),
 //! and for an in-process platform the caller brings ([`MsrSource`]).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -893,12 +894,12 @@ impl OpenOptions {
             return Ok(self.resctrl_reclaimed(backend));
         }
         let mut io: Box<dyn MsrIo + Send> = Box::new(DevCpuMsr::with_root(&paths.dev_cpu));
-        let topology = self.msr_topology(io.as_mut(), layout)?;
+        let (topology, x2apic) = self.msr_topology(io.as_mut(), layout)?;
         let pmu = self.host_pmu(&topology.all_cpus(), &mut caps, self.pmu_caps);
         let backend = MsrBackend::new(io, caps, topology, pmu)?;
         if interface == Interface::Mmio {
             let face = self.host_mmio()?;
-            return self.mmio_with_run_dir(backend, Some(&paths.run), face);
+            return self.mmio_with_run_dir(backend, Some(&paths.run), face, &x2apic);
         }
         let mut rdt = self.msr_with_run_dir(backend, &paths.run);
         if let Some(n) = self.resctrl_mounted_on_msr() {
@@ -1086,26 +1087,32 @@ impl OpenOptions {
 
     /// The MSR interface's topology: from every online CPU's x2APIC id (IA32_X2APIC_APICID
     /// through the msr device the backend keeps open, one read per CPU) where the CPU's
-    /// cores are of one type and in x2APIC mode, else from sysfs.
+    /// cores are of one type and in x2APIC mode, else from sysfs. Also the x2APIC ids read
+    /// (by CPU; empty from sysfs), which the MMIO interface maps to ERDT domains without
+    /// reading them again.
     fn msr_topology(
         &self,
         io: &mut dyn MsrIo,
         layout: Option<ApicIdLayout>,
-    ) -> Result<Topology, OpenError> {
+    ) -> Result<(Topology, BTreeMap<LogicalCpu, u32>), OpenError> {
         let system = &self.paths.sys_devices_system;
+        let mut x2apic = BTreeMap::new();
         if let Some(layout) = layout {
             let ids = Topology::from_x2apic_ids(system, layout, |cpu| {
                 let id = io.read(cpu, IA32_X2APIC_APICID).ok()?;
-                u32::try_from(id).ok()
+                let id = u32::try_from(id).ok()?;
+                x2apic.insert(cpu, id);
+                Some(id)
             })
             .map_err(|e| self.topology_error(e))?;
             if let Some(topology) = ids {
                 log::info!("topology from the x2APIC ids (IA32_X2APIC_APICID)");
-                return Ok(topology);
+                return Ok((topology, x2apic));
             }
             log::info!("no x2APIC id from the msr devices: topology from sysfs");
         }
-        Topology::from_sysfs(system).map_err(|e| self.topology_error(e))
+        let topology = Topology::from_sysfs(system).map_err(|e| self.topology_error(e))?;
+        Ok((topology, BTreeMap::new()))
     }
 
     fn cpuid_device(&self) -> Result<Option<DevCpuid>, OpenError> {
@@ -1219,7 +1226,7 @@ impl OpenOptions {
                 ))
             })?;
             let backend = MsrBackend::new(io, capabilities, topology, pmu)?;
-            return self.mmio_with_run_dir(backend, run_dir.as_deref(), face);
+            return self.mmio_with_run_dir(backend, run_dir.as_deref(), face, &BTreeMap::new());
         }
         let Some(dir) = run_dir else {
             return Rdt::from_msr(io, capabilities, topology, pmu);
@@ -1312,11 +1319,13 @@ impl OpenOptions {
     /// The MMIO interface over the MSR backend `backend` and `face`, keeping its run state
     /// in `dir` as the MSR interface does, after rolling back the transactions (of both
     /// interfaces) and giving back the RMIDs of runs that ended before they finished.
+    /// `x2apic`: the CPUs' x2APIC ids already read ([`rdt_mmio::MmioBackend::with_x2apic_ids`]).
     fn mmio_with_run_dir(
         &self,
         backend: DynMsrBackend,
         dir: Option<&Path>,
         face: MmioFace,
+        x2apic: &BTreeMap<LogicalCpu, u32>,
     ) -> Result<Rdt, OpenError> {
         let mut backend = match dir {
             Some(dir) => backend.with_run_dir(dir),
@@ -1326,7 +1335,8 @@ impl OpenOptions {
             backend.set_lock_timeout(t);
         }
         let mut mmio =
-            crate::DynMmioBackend::new(backend, &face.tables, face.mem).map_err(OpenError::Mmio)?;
+            crate::DynMmioBackend::with_x2apic_ids(backend, &face.tables, face.mem, x2apic)
+                .map_err(OpenError::Mmio)?;
         let mut reclaimed = self.reclaimed(|| transaction::recover(&mut mmio));
         reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut mmio)));
         reclaimed.extend(self.reclaimed(|| mmio.msr_backend().reclaim_dead_runs()));

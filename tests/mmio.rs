@@ -379,3 +379,64 @@ fn a_second_region_change_of_a_class_and_domain_above_the_window_is_refused_by_t
     assert!(matches!(e, PlanError::Invalid { index: 1, .. }), "{e}");
     assert!(e.to_string().contains("above the control window"), "{e}");
 }
+
+/// Every class's region controls of a domain at once equal the controls class by class,
+/// and cost one register read per control and group of four regions (not one per class).
+#[test]
+fn region_bandwidth_of_all_classes_reads_each_control_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path());
+    let d = rdt.topology().l3_domains()[0];
+    let changes = [
+        cxl_max(1, 0x40, d),
+        cxl_max(3, 0x21, d),
+        Change::RegionMba {
+            domain: d,
+            class: ClassId::new(2),
+            bw: RegionBw {
+                region: MemRegion(0),
+                control: BwControl::Min,
+                value: 0x11,
+            },
+        },
+    ];
+    let plan = Plan::new(&mut rdt, &changes).expect("plan");
+    plan.apply(&mut rdt).into_result().expect("applied");
+    let accesses = |rdt: &Rdt| {
+        rdt.simulated()
+            .expect("simulated")
+            .handle()
+            .lock()
+            .mmio()
+            .expect("mmio")
+            .accesses()
+            .0
+    };
+    let r = rdt.regions().expect("regions");
+    let classes = r.region_classes();
+    let before = accesses(&rdt);
+    let all = rdt
+        .regions()
+        .expect("regions")
+        .region_bandwidth_all(d)
+        .expect("all classes");
+    let reads = accesses(&rdt) - before;
+    assert_eq!(all.len(), usize::try_from(classes).unwrap());
+    for (c, got) in (0..classes).zip(&all) {
+        let one = rdt
+            .regions()
+            .expect("regions")
+            .region_bandwidth(d, ClassId::new(c))
+            .expect("one class");
+        assert_eq!(*got, one, "COS{c}");
+    }
+    assert_eq!(max_of(&mut rdt, d, 3, 1), 0x21);
+    assert!(
+        all[2]
+            .iter()
+            .any(|b| b.control == BwControl::Min && b.value == 0x11)
+    );
+    // two regions share one register: three controls, each a run of `classes` registers
+    // (the simulator counts registers; the run is one access of the seam)
+    assert_eq!(reads, 3 * u64::from(classes));
+}

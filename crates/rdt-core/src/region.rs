@@ -150,6 +150,20 @@ pub trait RegionOps<E> {
     fn region_bandwidth(&mut self, domain: CacheDomain, class: ClassId)
     -> Result<Vec<RegionBw>, E>;
 
+    /// Every region control of every class (COS 0 .. [`RegionOps::region_classes`]) in L3
+    /// `domain`: element `c` is what [`RegionOps::region_bandwidth`] gives for COS `c`. The
+    /// default asks class by class; a backend whose registers allow it reads each control's
+    /// classes together (MMIO: the classes of one control are consecutive registers, read
+    /// in one access).
+    ///
+    /// # Errors
+    /// As [`RegionOps::region_bandwidth`].
+    fn region_bandwidth_all(&mut self, domain: CacheDomain) -> Result<Vec<Vec<RegionBw>>, E> {
+        (0..self.region_classes())
+            .map(|c| self.region_bandwidth(domain, ClassId::new(c)))
+            .collect()
+    }
+
     /// Sets region controls of `class` in L3 `domain`, all checked first (region, value
     /// within the window, class, domain; nothing is written when one is invalid), then
     /// written in the order given (one register write each: the hardware keeps four regions'

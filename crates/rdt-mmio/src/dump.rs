@@ -457,31 +457,39 @@ fn no_space(domain: &Domain, space: Space) -> DumpError {
     }
 }
 
-/// Reads `len` bytes from physical address `addr` through `io`, one aligned 8-byte register
-/// at a time (the seam's unit), keeping the bytes of the window. Only reads.
+/// Reads `len` bytes from physical address `addr` through `io`: the aligned 8-byte
+/// registers that cover the window, in one [`MmioIo::read_range`] (one `pread` of
+/// `/dev/mem`), keeping the bytes of the window. Only reads. `len` is the caller's bound
+/// ([`window`] keeps it under [`MAX_WINDOW_BYTES`]).
 ///
 /// # Errors
-/// The first failed register read, naming its address.
+/// The failed read, naming the window's first register; a window past 2^64 (InvalidInput).
 pub fn read_window(io: &mut dyn MmioIo, addr: u64, len: u64) -> io::Result<Vec<u8>> {
     let start = addr - addr % regs::REG_BYTES;
     let end = addr
         .checked_add(len)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "window past 2^64"))?;
-    let mut bytes = Vec::with_capacity(usize::try_from(end - start).unwrap_or(0));
-    let mut a = start;
-    while a < end {
-        let v = io
-            .read(a)
-            .map_err(|e| io::Error::new(e.kind(), format!("MMIO register 0x{a:x}: {e}")))?;
-        bytes.extend_from_slice(&v.to_le_bytes());
-        match a.checked_add(regs::REG_BYTES) {
-            Some(next) => a = next,
-            None => break,
-        }
+    let n = (end - start).div_ceil(regs::REG_BYTES);
+    if start
+        .checked_add(n.saturating_sub(1) * regs::REG_BYTES)
+        .is_none()
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "window past 2^64",
+        ));
     }
+    let mut values = vec![0u64; usize::try_from(n).map_err(|_| io::ErrorKind::InvalidInput)?];
+    io.read_range(start, &mut values)
+        .map_err(|e| io::Error::new(e.kind(), format!("MMIO register 0x{start:x}: {e}")))?;
     let skip = usize::try_from(addr - start).unwrap_or(0);
     let keep = usize::try_from(len).unwrap_or(usize::MAX);
-    Ok(bytes.into_iter().skip(skip).take(keep).collect())
+    Ok(values
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .skip(skip)
+        .take(keep)
+        .collect())
 }
 
 /// The domains `--socket` selects for `space`: pqos's rule (`get_socket_domain_ids`): the
@@ -599,28 +607,27 @@ pub struct RmidValue {
     pub upscaled: u64,
 }
 
-/// Reads the `kind` register of `rmid` (in memory region `region` for `mbm`) of domain `id`.
-/// Only reads.
+/// Where the `kind` register of `rmid` (in memory region `region` for `mbm`) of domain `id`
+/// lies, and how its raw value becomes bytes: the table's checks of one RMID register,
+/// without an access.
 ///
 /// # Errors
-/// [`DumpError`] for a domain or RMID the table does not have (checked before any read), or
-/// the read's I/O error (as [`io::Error`] of kind `Other` wrapping the text).
-pub fn read_rmid(
+/// [`DumpError`] for a domain, space or RMID the table does not have, or a register outside
+/// the domain's block.
+pub fn rmid_register(
     erdt: &Erdt,
-    io: &mut dyn MmioIo,
     id: u16,
     kind: RmidRegister,
     rmid: u32,
     region: u8,
-) -> Result<RmidValue, RmidReadError> {
+) -> Result<RmidLocation<'_>, DumpError> {
     let d = domain(erdt, id)?;
     if rmid > d.max_rmid {
         return Err(DumpError::Rmid {
             id,
             rmid,
             max: d.max_rmid,
-        }
-        .into());
+        });
     }
     let space = match kind {
         RmidRegister::L3 => Space::Cmrc,
@@ -638,35 +645,29 @@ pub fn read_rmid(
         },
         kind,
     };
-    let (addr, scale): (u64, Box<dyn Fn(u64) -> u64>) = match kind {
+    let (addr, scale) = match kind {
         RmidRegister::L3 => {
             let c = d.cmrc.as_ref().ok_or_else(|| no_space(d, space))?;
-            let up = c.upscaling;
             (
                 c.address(rmid).ok_or_else(outside)?,
-                Box::new(move |raw| (raw & regs::OCCUPANCY_COUNT_MASK).saturating_mul(up)),
+                Scale::Occupancy(c.upscaling),
             )
         }
         RmidRegister::Mbm => {
             let m = d.mmrc.as_ref().ok_or_else(|| no_space(d, space))?;
-            let (up, width, corr) = (m.upscaling, m.counter_width, m.correction.clone());
             (
                 m.address(rmid, region).ok_or_else(outside)?,
-                Box::new(move |raw| {
-                    corr.apply(rmid, counter_bits(raw, width))
-                        .saturating_mul(up)
-                }),
+                Scale::Bandwidth(m.upscaling, m.counter_width, &m.correction),
             )
         }
         RmidRegister::IoL3 => {
             let c = d.cmrd.as_ref().ok_or_else(|| no_space(d, space))?;
-            let up = c.upscaling;
             let off = u64::from(c.register_offset)
                 + regs::cmt_offset(rmid, c.clump_size, c.clump_size.saturating_mul(8))
                     .ok_or_else(outside)?;
             (
                 c.block.register(off).ok_or_else(outside)?,
-                Box::new(move |raw| (raw & regs::OCCUPANCY_COUNT_MASK).saturating_mul(up)),
+                Scale::Occupancy(c.upscaling),
             )
         }
         RmidRegister::IoTotal | RmidRegister::IoMiss => {
@@ -678,26 +679,88 @@ pub fn read_rmid(
             };
             let off = u64::from(base)
                 + regs::cmt_offset(rmid, clump, clump.saturating_mul(8)).ok_or_else(outside)?;
-            let (up, width, corr) = (i.upscaling, i.counter_width, i.correction.clone());
             (
                 i.block.register(off).ok_or_else(outside)?,
-                Box::new(move |raw| {
-                    corr.apply(rmid, counter_bits(raw, width))
-                        .saturating_mul(up)
-                }),
+                Scale::Bandwidth(i.upscaling, i.counter_width, &i.correction),
             )
         }
     };
-    let raw = io.read(addr).map_err(|e| {
-        RmidReadError::Io(io::Error::new(
-            e.kind(),
-            format!("MMIO register 0x{addr:x}: {e}"),
-        ))
-    })?;
-    Ok(RmidValue {
-        raw,
-        upscaled: scale(raw),
-    })
+    Ok(RmidLocation { addr, rmid, scale })
+}
+
+/// One RMID register as [`rmid_register`] locates it.
+#[derive(Clone, Copy, Debug)]
+pub struct RmidLocation<'a> {
+    /// Its physical address.
+    pub addr: u64,
+    rmid: u32,
+    scale: Scale<'a>,
+}
+
+/// How a raw counter becomes bytes.
+#[derive(Clone, Copy, Debug)]
+enum Scale<'a> {
+    /// Occupancy: count bits × upscaling factor.
+    Occupancy(u64),
+    /// Bandwidth: count bits (the table's counter width), corrected, × upscaling factor.
+    Bandwidth(u64, u8, &'a crate::erdt::CorrectionFactors),
+}
+
+impl RmidLocation<'_> {
+    /// The value read from this register: raw, and upscaled to bytes (occupancy: count ×
+    /// upscaling; bandwidth: the RMID's correction factor, then the upscaling factor), flag
+    /// bits masked.
+    #[must_use]
+    pub fn value(&self, raw: u64) -> RmidValue {
+        let upscaled = match self.scale {
+            Scale::Occupancy(up) => (raw & regs::OCCUPANCY_COUNT_MASK).saturating_mul(up),
+            Scale::Bandwidth(up, width, corr) => corr
+                .apply(self.rmid, counter_bits(raw, width))
+                .saturating_mul(up),
+        };
+        RmidValue { raw, upscaled }
+    }
+}
+
+/// Reads the `kind` register of `rmid` (in memory region `region` for `mbm`) of domain `id`.
+/// Only reads.
+///
+/// # Errors
+/// [`DumpError`] for a domain or RMID the table does not have (checked before any read), or
+/// the read's I/O error naming the register.
+pub fn read_rmid(
+    erdt: &Erdt,
+    io: &mut dyn MmioIo,
+    id: u16,
+    kind: RmidRegister,
+    rmid: u32,
+    region: u8,
+) -> Result<RmidValue, RmidReadError> {
+    Ok(read_rmids(erdt, io, id, kind, &[rmid], region)?[0])
+}
+
+/// Reads the `kind` registers of `rmids` (in memory region `region` for `mbm`) of domain
+/// `id`, in `rmids`'s order: every register located first (nothing read if one fails), then
+/// each run of consecutive registers in one [`MmioIo::read_range`] (eight RMIDs per run in
+/// an MMRC, a clump in a CMRC). Only reads.
+///
+/// # Errors
+/// As [`read_rmid`].
+pub fn read_rmids(
+    erdt: &Erdt,
+    io: &mut dyn MmioIo,
+    id: u16,
+    kind: RmidRegister,
+    rmids: &[u32],
+    region: u8,
+) -> Result<Vec<RmidValue>, RmidReadError> {
+    let located = rmids
+        .iter()
+        .map(|&rmid| rmid_register(erdt, id, kind, rmid, region))
+        .collect::<Result<Vec<_>, _>>()?;
+    let addrs: Vec<u64> = located.iter().map(|l| l.addr).collect();
+    let raw = crate::io::read_registers(io, &addrs).map_err(RmidReadError::Io)?;
+    Ok(located.iter().zip(raw).map(|(l, r)| l.value(r)).collect())
 }
 
 /// The count bits of a bandwidth counter: bits 61:0, then the table's counter width.
@@ -829,6 +892,67 @@ mod tests {
         let mut want = 0x1000u64.to_le_bytes().to_vec();
         want.extend_from_slice(&0x1008u64.to_le_bytes());
         assert_eq!(bytes, want[3..9]);
+    }
+
+    /// Records each run read (registers read as their address).
+    struct Runs(Vec<(u64, usize)>);
+
+    impl MmioIo for Runs {
+        fn read(&mut self, _: u64) -> io::Result<u64> {
+            panic!("dumps read runs")
+        }
+
+        fn write(&mut self, _: u64, _: u64) -> io::Result<()> {
+            panic!("a dump never writes")
+        }
+
+        fn read_range(&mut self, addr: u64, values: &mut [u64]) -> io::Result<()> {
+            self.0.push((addr, values.len()));
+            for (k, v) in (0u64..).zip(values.iter_mut()) {
+                *v = addr + 8 * k;
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_window_is_one_run_and_rmids_are_read_by_runs() {
+        let erdt = Erdt::parse(&build::erdt(&sample_erdt())).unwrap();
+        let d = agents(&erdt).0[0];
+        let (block, addr, count) = window(&erdt, d.id, Space::Mmrc, Width::Qword, 0, 0).unwrap();
+        let mut io = Runs(Vec::new());
+        let bytes = read_window(&mut io, addr, count * 8).unwrap();
+        assert_eq!(io.0, [(block.base, usize::try_from(count).unwrap())]);
+        assert_eq!(bytes[8..16], (block.base + 8).to_le_bytes());
+        // MMRC: eight consecutive RMIDs share 64 bytes, the next eight are 16 KiB on
+        let mut io = Runs(Vec::new());
+        let rmids: Vec<u32> = (0..16).collect();
+        let got = read_rmids(&erdt, &mut io, d.id, RmidRegister::Mbm, &rmids, 1).unwrap();
+        let mmrc = d.mmrc.as_ref().unwrap();
+        assert_eq!(
+            io.0,
+            [
+                (mmrc.address(0, 1).unwrap(), 8),
+                (mmrc.address(8, 1).unwrap(), 8)
+            ]
+        );
+        for (&rmid, v) in rmids.iter().zip(&got) {
+            assert_eq!(v.raw, mmrc.address(rmid, 1).unwrap());
+            let one = read_rmid(
+                &erdt,
+                &mut Runs(Vec::new()),
+                d.id,
+                RmidRegister::Mbm,
+                rmid,
+                1,
+            );
+            assert_eq!(one.unwrap(), *v);
+        }
+        // one RMID past the domain's: nothing read
+        let mut io = Runs(Vec::new());
+        let bad = [0, d.max_rmid + 1];
+        assert!(read_rmids(&erdt, &mut io, d.id, RmidRegister::L3, &bad, 0).is_err());
+        assert!(io.0.is_empty());
     }
 
     #[test]

@@ -99,6 +99,42 @@ pub const fn mbm_offset(rmid: u32, region: u8) -> u64 {
     block + within
 }
 
+/// The RMID whose `L3_CMT_RMID_n` register is at byte `offset` of a CMRC block (the inverse
+/// of [`cmt_offset`]), `None` for an offset between clumps or not on a register. `None`
+/// also when clumps overlap (`clump_stride` below `clump_size` registers), where an offset
+/// may belong to several RMIDs.
+#[must_use]
+pub fn cmt_rmid(offset: u64, clump_size: u16, clump_stride: u16) -> Option<u32> {
+    let size = u64::from(clump_size);
+    let stride = u64::from(clump_stride);
+    if size == 0 || stride < size * REG_BYTES || !offset.is_multiple_of(REG_BYTES) {
+        return None;
+    }
+    let (clump, within) = (offset / stride, (offset % stride) / REG_BYTES);
+    if within >= size {
+        return None;
+    }
+    u32::try_from(clump * size + within).ok()
+}
+
+/// The RMID and memory region whose `MBM_REGION_m_RMID_n` register is at byte `offset` of
+/// an MMRC block (the inverse of [`mbm_offset`] for regions 0 to 7, the eight 2048-byte
+/// sets of a 16 KiB block), `None` for an offset past the four blocks or not on a register.
+#[must_use]
+#[allow(clippy::cast_possible_truncation)] // region < 8 (within 16 KiB), RMID < 1024
+pub const fn mbm_rmid_region(offset: u64) -> Option<(u32, u8)> {
+    let block_bytes = 4 * PAGE;
+    let block = offset / block_bytes;
+    if block >= 4 || !offset.is_multiple_of(REG_BYTES) {
+        return None;
+    }
+    let within = offset % block_bytes;
+    let region = (within / 2048) as u8;
+    let index = (within % 2048) / REG_BYTES;
+    let rmid = (index / 8) * 32 + block * 8 + index % 8;
+    Some((rmid as u32, region))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,5 +164,34 @@ mod tests {
         assert_eq!(mbm_offset(32, 0), 64);
         assert_eq!(mbm_offset(33, 1), 72 + 2048);
         assert_eq!(mbm_offset(31, 3), 3 * 4 * PAGE + 56 + 3 * 2048);
+    }
+
+    #[test]
+    fn counter_offsets_invert_to_their_rmid() {
+        for rmid in 0..1024 {
+            for region in 0..8 {
+                assert_eq!(
+                    mbm_rmid_region(mbm_offset(rmid, region)),
+                    Some((rmid, region)),
+                    "RMID {rmid} region {region}"
+                );
+            }
+            assert_eq!(
+                cmt_rmid(cmt_offset(rmid, 8, 64).unwrap(), 8, 64),
+                Some(rmid)
+            );
+            assert_eq!(
+                cmt_rmid(cmt_offset(rmid, 3, 64).unwrap(), 3, 64),
+                Some(rmid)
+            );
+        }
+        assert_eq!(mbm_rmid_region(4 * 4 * PAGE), None, "past the four blocks");
+        assert_eq!(mbm_rmid_region(12), None, "not on a register");
+        // clumps of 3 registers, 64 bytes apart: bytes 24..64 are between clumps
+        assert_eq!(cmt_rmid(24, 3, 64), None);
+        assert_eq!(cmt_rmid(64, 3, 64), Some(3));
+        assert_eq!(cmt_rmid(4, 3, 64), None);
+        assert_eq!(cmt_rmid(0, 0, 64), None);
+        assert_eq!(cmt_rmid(8, 8, 32), None, "overlapping clumps");
     }
 }

@@ -51,7 +51,7 @@ use rdt_mmio::{build, regs};
 
 use crate::SimPlatform;
 use crate::vfs::err;
-use crate::vfs::errno::EIO;
+use crate::vfs::errno::{EINVAL, EIO};
 
 /// GiB, bytes.
 const GIB: u64 = 1 << 30;
@@ -572,8 +572,8 @@ impl SimPlatform {
         let d = m.domain_at(addr)?;
         let cmrc = d.cmrc.as_ref().filter(|c| c.block.contains(addr))?;
         let off = addr - cmrc.block.base;
-        let rmid = (0..=d.max_rmid)
-            .find(|&r| regs::cmt_offset(r, cmrc.clump_size, cmrc.clump_stride) == Some(off))?;
+        let rmid =
+            regs::cmt_rmid(off, cmrc.clump_size, cmrc.clump_stride).filter(|&r| r <= d.max_rmid)?;
         let l3 = m
             .domain_of_l3
             .iter()
@@ -624,10 +624,8 @@ impl SimPlatform {
 
 impl MmioModel {
     fn read_mbm(&mut self, d: &Domain, mmrc: &Mmrc, off: u64) -> u64 {
-        let found = (0..=d.max_rmid).find_map(|r| {
-            (0..regs::MBA_REGIONS_PER_REG)
-                .find_map(|region| (regs::mbm_offset(r, region) == off).then_some((r, region)))
-        });
+        let found = regs::mbm_rmid_region(off)
+            .filter(|&(r, region)| r <= d.max_rmid && region < regs::MBA_REGIONS_PER_REG);
         let Some((rmid, region)) = found else {
             return 0;
         };
@@ -786,6 +784,18 @@ impl rdt_mmio::MmioIo for crate::SimHandle {
 
     fn write(&mut self, addr: u64, value: u64) -> io::Result<()> {
         self.lock().mmio_write(addr, value)
+    }
+
+    /// The run under one lock of the platform (as `dev/mem` serves one `pread`).
+    fn read_range(&mut self, addr: u64, values: &mut [u64]) -> io::Result<()> {
+        let mut p = self.lock();
+        let mut a = Some(addr);
+        for v in values {
+            let at = a.ok_or_else(|| err(EINVAL))?;
+            *v = p.mmio_read(at)?;
+            a = at.checked_add(regs::REG_BYTES);
+        }
+        Ok(())
     }
 }
 

@@ -133,12 +133,8 @@ impl RegionMbaConfig {
             let part = Part::read(
                 true,
                 || {
-                    (0..classes)
-                        .map(|c| {
-                            let class = ClassId::new(c);
-                            r.region_bandwidth(domain, class).map(|v| (class, v))
-                        })
-                        .collect::<Result<Vec<_>, _>>()
+                    r.region_bandwidth_all(domain)
+                        .map(|all| (0..classes).map(ClassId::new).zip(all).collect::<Vec<_>>())
                 },
                 || format!("reading the region MBA of domain ID {id} (L3 id {domain})"),
                 note,

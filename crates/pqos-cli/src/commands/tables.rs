@@ -818,28 +818,16 @@ fn run_rmid_dump(
     io: &mut dyn FnMut() -> Result<Box<dyn rdt_mmio::MmioIo>>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    /// A seam that reads zeros and writes nothing: the selection's checks, no access.
-    struct NoRead;
-    impl rdt_mmio::MmioIo for NoRead {
-        fn read(&mut self, _: u64) -> std::io::Result<u64> {
-            Ok(0)
-        }
-        fn write(&mut self, _: u64, _: u64) -> std::io::Result<()> {
-            Err(std::io::Error::other("read-only"))
-        }
-    }
     let regions: &[u8] = if d.kind.per_region() {
         &d.regions
     } else {
         &[0]
     };
-    // Checked before the first read: the domain, the RMIDs, the register's place, through
-    // the library's read against a seam that reads nothing.
+    // Checked before the first read: the domain, the RMIDs, the register's place.
     for &id in &d.domains {
         for &region in regions {
             for &rmid in &d.rmids {
-                dump::read_rmid(erdt, &mut NoRead, id, d.kind, rmid, region)
-                    .context("--dump-rmid-regs")?;
+                dump::rmid_register(erdt, id, d.kind, rmid, region).context("--dump-rmid-regs")?;
             }
         }
     }
@@ -851,9 +839,9 @@ fn run_rmid_dump(
             if d.kind.per_region() {
                 writeln!(out, "REGION ID: {region}")?;
             }
-            for &rmid in &d.rmids {
-                let v = dump::read_rmid(erdt, regs.as_mut(), id, d.kind, rmid, region)
-                    .context("--dump-rmid-regs")?;
+            let values = dump::read_rmids(erdt, regs.as_mut(), id, d.kind, &d.rmids, region)
+                .context("--dump-rmid-regs")?;
+            for (&rmid, v) in d.rmids.iter().zip(values) {
                 if d.binary {
                     writeln!(out, "RMID {rmid:04}. Value: {:064b}", v.raw)?;
                 } else {

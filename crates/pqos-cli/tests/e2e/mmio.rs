@@ -557,3 +557,35 @@ fn every_write_of_a_regions_file_fails_or_is_killed_and_is_undone() {
     // (each rewrites the register), then 2 IA32_PQR_ASSOC
     assert_eq!(n, 6, "4 MARC field writes and 2 IA32_PQR_ASSOC");
 }
+
+/// `-R` on MMIO, from a region MBA change: each of its `dev/mem` writes failing leaves the
+/// change as it was, and a kill at each is rolled back by the next `pqos -s` (issue 34:
+/// every MMIO change survives SIGKILL at every write, the reset as well).
+#[test]
+fn every_mmio_write_of_a_reset_fails_or_is_killed_and_is_undone() {
+    let m = MountedMmio {
+        mount: TestMount::builtin(MODEL),
+    };
+    let root = m.mount.root().to_owned();
+    m.pqos(&["-R"]).ok();
+    let ids = cpu_domain_ids();
+    let domains = format!("--alloc-domain-id={},{}", ids[0], ids[1]);
+    let change = [
+        domains.as_str(),
+        "--alloc-mem-regions=0-1",
+        "-e",
+        "mba:1=0x40;mba:2=0x20",
+        "-a",
+        "llc:1=2,3",
+    ];
+    m.pqos(&change).ok();
+    let n = every_write_position(
+        &m,
+        &root,
+        "dev/mem",
+        &["-R"],
+        || registers(&m),
+        || drop(m.pqos(&change).ok()),
+    );
+    assert!(n >= 2, "the reset writes the changed MARC registers: {n}");
+}

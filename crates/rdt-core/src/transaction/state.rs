@@ -127,9 +127,8 @@ impl AllocState {
         let domains = b.topology().l3_domains();
         if let Some(r) = b.regions() {
             for d in domains {
-                for c in 0..r.region_classes() {
-                    let class = ClassId::new(c);
-                    regions.push((d, class, r.region_bandwidth(d, class)?));
+                for (c, values) in (0..r.region_classes()).zip(r.region_bandwidth_all(d)?) {
+                    regions.push((d, ClassId::new(c), values));
                 }
             }
         }

@@ -105,6 +105,56 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
         Ok(())
     }
 
+    /// Every class's region controls in `domain` ([`RegionOps::region_bandwidth_all`]).
+    fn read_region_bw_all(&mut self, domain: CacheDomain) -> Result<Vec<Vec<RegionBw>>, MmioError> {
+        let classes = self.erdt.max_clos;
+        let n = usize::try_from(classes).unwrap_or(usize::MAX);
+        let regions: Vec<MemRegion> = self.regions.iter().map(|r| r.region).collect();
+        let mut out = vec![Vec::with_capacity(regions.len() * 3); n];
+        if classes == 0 {
+            return Ok(out);
+        }
+        // (register group of four regions, control) -> the classes' registers
+        let mut runs: Vec<(u8, BwControl, Vec<u64>)> = Vec::new();
+        for &region in &regions {
+            for c in BwControl::ALL {
+                let group = region.0 / regs::MBA_REGIONS_PER_REG;
+                let values = if let Some((_, _, v)) =
+                    runs.iter().find(|(g, rc, _)| *g == group && *rc == c)
+                {
+                    v.clone()
+                } else {
+                    let (first, id) = self.mba_address(domain, ClassId::new(0), region, c)?;
+                    // the last class's register is in the block too (checked by the address)
+                    self.mba_address(domain, ClassId::new(classes - 1), region, c)?;
+                    let mut v = vec![0u64; n];
+                    self.mem
+                        .read_range(first, &mut v)
+                        .map_err(|source| MmioError::Register {
+                            op: "read",
+                            addr: first,
+                            what: format!(
+                                "{} (COS0 to COS{})",
+                                reg_name(c, ClassId::new(0), region.0, id),
+                                classes - 1
+                            ),
+                            source,
+                        })?;
+                    runs.push((group, c, v.clone()));
+                    v
+                };
+                for (class, reg) in out.iter_mut().zip(values) {
+                    class.push(RegionBw {
+                        region,
+                        control: c,
+                        value: regs::mba_field(reg, region.0),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn write_region_bw(
         &mut self,
         domain: CacheDomain,
@@ -185,6 +235,12 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo, E: From<MmioError>> RegionOps<E> for Mmi
             }
         }
         Ok(out)
+    }
+
+    /// One run of registers per control and group of four regions: COS 0 .. max CLOS of
+    /// a control are consecutive registers (`regs::mba_offset`).
+    fn region_bandwidth_all(&mut self, domain: CacheDomain) -> Result<Vec<Vec<RegionBw>>, E> {
+        self.read_region_bw_all(domain).map_err(E::from)
     }
 
     fn set_region_bandwidth(

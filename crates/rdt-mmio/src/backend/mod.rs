@@ -122,7 +122,22 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
     /// [`MmioError::NotAvailable`] without ERDT or MRRM, or a domain without its register
     /// blocks; [`MmioError::Topology`] when a CPU is in no ERDT domain or an L3 spans two;
     /// [`MmioError::Msr`] when an x2APIC id cannot be read.
-    pub fn new(mut msr: MsrBackend<M, P>, tables: &AcpiTables, mem: D) -> Result<Self, MmioError> {
+    pub fn new(msr: MsrBackend<M, P>, tables: &AcpiTables, mem: D) -> Result<Self, MmioError> {
+        Self::with_x2apic_ids(msr, tables, mem, &BTreeMap::new())
+    }
+
+    /// As [`MmioBackend::new`], with the x2APIC ids the caller already read (by CPU, e.g.
+    /// while building the topology from them): IA32_X2APIC_APICID is read only for the
+    /// CPUs `known` lacks (on the 72-CPU `xeon-rdt13`, 72 reads fewer at start-up).
+    ///
+    /// # Errors
+    /// As [`MmioBackend::new`].
+    pub fn with_x2apic_ids(
+        mut msr: MsrBackend<M, P>,
+        tables: &AcpiTables,
+        mem: D,
+        known: &BTreeMap<LogicalCpu, u32>,
+    ) -> Result<Self, MmioError> {
         let (Some(erdt), Some(_)) = (&tables.erdt, &tables.mrrm) else {
             return Err(MmioError::NotAvailable(
                 "the firmware has no ACPI ERDT and MRRM tables \
@@ -143,8 +158,12 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
         let placements: Vec<_> = msr.topology().cpus().to_vec();
         for p in &placements {
             let Some(l3) = p.l3 else { continue };
-            let apic = msr.io_mut().read(p.cpu, IA32_X2APIC_APICID)?;
-            let apic = u32::try_from(apic & 0xffff_ffff).unwrap_or(u32::MAX);
+            let apic = if let Some(&id) = known.get(&p.cpu) {
+                id
+            } else {
+                let apic = msr.io_mut().read(p.cpu, IA32_X2APIC_APICID)?;
+                u32::try_from(apic & 0xffff_ffff).unwrap_or(u32::MAX)
+            };
             let d = erdt.domain_of_cpu(apic).ok_or_else(|| {
                 MmioError::Topology(format!(
                     "CPU {} (x2APIC id {apic:#x}) is in no resource management domain",

@@ -74,3 +74,60 @@ impl Tree for DevMemTree {
         Ok(data.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rdt_mmio::MmioIo;
+
+    use super::*;
+    use crate::SimPlatform;
+
+    /// A run of registers read in one `pread` of `dev/mem`, in one in-process
+    /// [`MmioIo::read_range`], and one by one, gives the same values; a run that leaves the
+    /// block fails as its register would.
+    #[test]
+    fn a_run_reads_as_its_registers_one_by_one() {
+        let mut sim = SimHandle::new(SimPlatform::builtin("xeon-rdt13").unwrap());
+        let (cmrc, marc) = {
+            let p = sim.lock();
+            let d = &p.mmio().unwrap().erdt().unwrap().domains[0];
+            (
+                d.cmrc.as_ref().unwrap().block,
+                d.marc.as_ref().unwrap().clone(),
+            )
+        };
+        // distinct values in the first registers of the MBA block, and RDT_CTRL untouched
+        let mba = marc.block(rdt_mmio::MbaControl::Max);
+        for k in 0..4u64 {
+            MmioIo::write(&mut sim, mba.base + 8 * k, k + 1).unwrap();
+        }
+        let one: Vec<u64> = (0..4u64)
+            .map(|k| MmioIo::read(&mut sim, mba.base + 8 * k).unwrap())
+            .collect();
+        assert_eq!(one, [1, 2, 3, 4]);
+        let mut run = [0u64; 4];
+        sim.read_range(mba.base, &mut run).unwrap();
+        assert_eq!(run, [1, 2, 3, 4]);
+        let mut tree = DevMemTree::new(sim.clone());
+        let bytes = tree.read("", mba.base, 32).unwrap();
+        let from_tree: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(from_tree, [1, 2, 3, 4]);
+        // the whole CMRC block in one run; one register past its end: EIO, as alone
+        let n = usize::try_from(cmrc.len() / 8).unwrap();
+        let mut all = vec![0u64; n];
+        sim.read_range(cmrc.base, &mut all).unwrap();
+        let end = cmrc.base + cmrc.len();
+        let alone = MmioIo::read(&mut sim, end).is_err();
+        let mut past = vec![0u64; n + 1];
+        assert_eq!(sim.read_range(cmrc.base, &mut past).is_err(), alone);
+        assert_eq!(
+            tree.read("", cmrc.base, u32::try_from(8 * (n + 1)).unwrap())
+                .is_err(),
+            alone
+        );
+        assert!(sim.read_range(u64::MAX - 7, &mut [0; 2]).is_err());
+    }
+}
