@@ -55,9 +55,14 @@
 //!    the floor: the gain flattens out there). A class not yet stepped in this contention
 //!    starts from what another class's step taught: the health each byte/s of demand held
 //!    back bought (the last MBA step judged, any class) times this class's demand (traffic
-//!    ÷ its limit) is its health per unit. Always a multiple of the part's step (Intel:
-//!    its granularity, 10 %; AMD: 1/8 GB/s), never below the floor. A class whose MBA
-//!    would throttle a core a protected workload
+//!    ÷ its limit) is its health per unit. Where nothing judged tells the health a
+//!    unit buys and the workload is below `contended_below`, a first step that could
+//!    not end the pressure is not taken: when every class that may be throttled, each at
+//!    its floor, would still leave the domain at [`LOADED_SHARE`] of its capacity or more
+//!    (the rest is traffic no limit reaches: a class without an MBA floor, one on
+//!    protected cores), no limit above the floor ends it, and the first step is the floor.
+//!    Always a multiple of the part's step (Intel: its granularity, 10 %; AMD: 1/8 GB/s),
+//!    never below the floor. A class whose MBA would throttle a core a protected workload
 //!    shares ([`Facts::mba_shares_protected_core`]: Intel parts before MBA 3.0 throttle a
 //!    core by its threads' strongest delay) is never throttled (rule 4).
 //!
@@ -1146,24 +1151,20 @@ impl Engine {
         }
         // 2. MBA, from the class with the most memory traffic that may be throttled
         let mba = (0..n)
-            .filter(|&i| self.policy.best_effort[i].throttles_mba())
-            .filter(|&i| {
-                !self
-                    .facts
-                    .mba_shares_protected_core
-                    .get(i)
-                    .copied()
-                    .unwrap_or(false)
-            })
-            .filter(|&i| !self.classes[i].mba_blocked && self.dwell_passed(&self.classes[i], at))
-            .filter(|&i| settings[i].mba > self.floor(i).mba)
+            .filter(|&i| self.may_throttle(i, settings[i]))
+            .filter(|&i| self.dwell_passed(&self.classes[i], at))
             .max_by(|&a, &b| {
                 let t = |i| read(i).mem_bytes_per_s.unwrap_or(0.0);
                 t(a).total_cmp(&t(b))
             })?;
         let from = settings[mba];
+        let limit = if self.beyond_every_limit(mba, h, &evidence, best_effort, settings) {
+            self.floor(mba).mba
+        } else {
+            self.next_limit(mba, from.mba, h, read(mba))
+        };
         let to = Setting {
-            mba: self.next_limit(mba, from.mba, h, read(mba)),
+            mba: limit,
             ..from
         };
         let full = f64::from(self.full_mba());
@@ -1182,6 +1183,64 @@ impl Engine {
             reason,
             Some((w, h)),
         ))
+    }
+
+    /// Whether class `i` may be MBA-throttled further now: the policy gives it an MBA floor,
+    /// its MBA throttles no core a protected workload runs on, MBA has not been given up on
+    /// it in this contention, and its limit `s` is above its floor.
+    fn may_throttle(&self, i: usize, s: Setting) -> bool {
+        self.policy.best_effort[i].throttles_mba()
+            && !self
+                .facts
+                .mba_shares_protected_core
+                .get(i)
+                .copied()
+                .unwrap_or(false)
+            && !self.classes[i].mba_blocked
+            && s.mba > self.floor(i).mba
+    }
+
+    /// Whether class `i`'s first MBA step in this contention goes straight to its floor
+    /// ([module docs](self)): nothing judged tells the health a percent buys (no MBA step
+    /// judged, this class or another), the workload is below `contended_below` (health
+    /// `h`), and even every class that may be throttled at its floor would leave the
+    /// domain loaded: the domain's traffic (`evidence`) less what they would give up (each
+    /// class's traffic × (1 − floor ÷ its limit), `best_effort` and `settings` in policy
+    /// order) is still at least [`LOADED_SHARE`] of the capacity. No limit above the floor
+    /// can then end the pressure (the rest is traffic no limit reaches: a class without an
+    /// MBA floor, one on protected cores), so a half-way probe would only cost a step.
+    /// False where a traffic or the capacity is not measured.
+    fn beyond_every_limit(
+        &self,
+        i: usize,
+        h: f64,
+        evidence: &Evidence,
+        best_effort: &[Reading],
+        settings: &[Setting],
+    ) -> bool {
+        if self.classes[i].mba_slope.is_some()
+            || self.mba_slope_per_byte.is_some()
+            || h >= self.policy.contended_below
+        {
+            return false;
+        }
+        let (Some(domain), Some(capacity)) =
+            (evidence.domain_bytes_per_s, evidence.capacity_bytes_per_s)
+        else {
+            return false;
+        };
+        let mut removable = 0.0;
+        for (j, s) in settings.iter().enumerate().take(self.classes.len()) {
+            if !self.may_throttle(j, *s) {
+                continue;
+            }
+            let Some(t) = best_effort.get(j).and_then(|r| r.mem_bytes_per_s) else {
+                return false;
+            };
+            let floor = f64::from(self.floor(j).mba);
+            removable += t * (1.0 - floor / f64::from(s.mba.max(1)));
+        }
+        domain - removable >= LOADED_SHARE * capacity
     }
 
     /// The next MBA limit of class `i` in the search for the least that restores the
