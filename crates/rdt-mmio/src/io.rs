@@ -1,21 +1,44 @@
 //! The seam between the MMIO interface and the registers: [`MmioIo`] reads and writes one
-//! 64-bit register at a physical address, and reads a run of consecutive registers in one
-//! access ([`MmioIo::read_range`], what the register dumps use; [`read_registers`] groups
-//! scattered addresses into such runs). [`DevMem`] is the production implementation, on
-//! `/dev/mem` with positioned I/O (`pread`/`pwrite` at offset = physical address, as the
-//! kernel's `mem` driver takes it; no `mmap`, so no `unsafe`); the simulator implements the
-//! trait in-process and serves `dev/mem` under its mount for [`DevMem`] itself.
+//! 64-bit register at a physical address (and 16/32-bit ones: [`MmioIo::read_narrow`],
+//! [`MmioIo::write_narrow`]), and reads a run of consecutive registers
+//! ([`MmioIo::read_range`], what the register dumps use; [`read_registers`] groups scattered
+//! addresses into such runs). [`DevMem`] is the production implementation; the simulator
+//! implements the trait in-process and serves `dev/mem` under its mount for [`DevMem`] itself.
+//!
+//! # How [`DevMem`] reaches a register
+//! It depends on what the opened file is, decided once at [`DevMem::open`]:
+//! - **A character device** (the real `/dev/mem`): mapped. Each register is one volatile load
+//!   or store of its width (8 bytes; 2 or 4 for the narrow methods) through a `MAP_SHARED`
+//!   mapping of its 4 KiB page, the file opened `O_RDWR | O_SYNC` so the mapping is uncached;
+//!   pages are mapped on first use, kept, and unmapped on drop (`io/mapped.rs`, the crate's
+//!   only `unsafe`). Positioned I/O would be wrong there: the kernel's `read_mem`/`write_mem`
+//!   (`drivers/char/mem.c`) go through `xlate_dev_mem_ptr`, a write-back (cached) kernel
+//!   mapping on x86 (`memremap(.., MEMREMAP_WB)`, `arch/x86/mm/ioremap.c`), and copy with
+//!   the copy routine's access widths, not the register's (a 16-bit tagging register could be
+//!   written byte by byte). pqos v26.03 maps `/dev/mem` as well (`lib/common.c`
+//!   `pqos_mmap_read`/`pqos_mmap_write`).
+//! - **A regular file** (the simulator's FUSE-served `dev/mem`, a register dump): positioned
+//!   I/O, `pread`/`pwrite` of exactly the register's bytes at offset = physical address. A
+//!   FUSE file cannot give register semantics through a mapping (the kernel caches its pages
+//!   and writes them back on its own schedule), and a file has no side effects to lose.
+//!   [`DevMem::open_mapped`] maps any file anyway; the tests use it on a regular file.
 //!
 //! `/dev/mem` needs root (CAP_SYS_RAWIO) and a kernel that lets it reach MMIO
 //! (`CONFIG_STRICT_DEVMEM` allows device memory, not RAM; `CONFIG_IO_STRICT_DEVMEM` refuses a
 //! range a driver has claimed, as Linux's ERDT-aware resctrl does).
 //!
 //! # References
-//! mem(4); Linux `drivers/char/mem.c` (`read_mem`, `write_mem`).
+//! mem(4); Linux `drivers/char/mem.c` (`read_mem`, `write_mem`, `mmap_mem`),
+//! `arch/x86/mm/ioremap.c` (`xlate_dev_mem_ptr`), `arch/x86/mm/pat/memtype.c`
+//! (`phys_mem_access_prot_allowed`: `O_DSYNC` -> UC-); intel-cmt-cat v26.03 `lib/common.c`,
+//! `lib/mmio.c` (read for facts).
+
+#[allow(unsafe_code)]
+mod mapped;
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::regs::REG_BYTES;
@@ -51,6 +74,54 @@ pub trait MmioIo {
         }
         Ok(())
     }
+
+    /// Reads the `bytes`-wide (2 or 4) register at `addr` (aligned to its width), as
+    /// pqos reads the IRDT links' tagging registers (`lib/iordt.c`, 16- and 32-bit
+    /// accesses). The default reads the 8-byte word holding it; [`DevMem`] reads exactly
+    /// `bytes`.
+    ///
+    /// # Errors
+    /// As [`MmioIo::read`]; a width other than 2 or 4, or an address not aligned to it.
+    fn read_narrow(&mut self, addr: u64, bytes: u8) -> io::Result<u32> {
+        let (word, shift, mask) = narrow(addr, bytes)?;
+        let v = (self.read(word)? >> shift) & mask;
+        u32::try_from(v).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))
+    }
+
+    /// Writes the `bytes`-wide register at `addr`. The default writes the 8-byte word
+    /// holding it with its other bytes as read just before (a simulator's registers);
+    /// [`DevMem`] writes exactly `bytes`, leaving the neighbouring registers alone.
+    ///
+    /// # Errors
+    /// As [`MmioIo::read_narrow`].
+    fn write_narrow(&mut self, addr: u64, bytes: u8, value: u32) -> io::Result<()> {
+        let (word, shift, mask) = narrow(addr, bytes)?;
+        if u64::from(value) & !mask != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{value:#x} does not fit a {bytes}-byte register"),
+            ));
+        }
+        let old = self.read(word)?;
+        self.write(word, (old & !(mask << shift)) | (u64::from(value) << shift))
+    }
+}
+
+/// The 8-byte word holding the `bytes`-wide register at `addr`, its bit offset in it and
+/// its mask.
+fn narrow(addr: u64, bytes: u8) -> io::Result<(u64, u64, u64)> {
+    if !matches!(bytes, 2 | 4) || !addr.is_multiple_of(u64::from(bytes)) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a {bytes}-byte MMIO register at {addr:#x}: 2 or 4 bytes, aligned"),
+        ));
+    }
+    let word = addr & !(REG_BYTES - 1);
+    Ok((
+        word,
+        (addr - word) * 8,
+        (1u64 << (u64::from(bytes) * 8)) - 1,
+    ))
 }
 
 fn past_the_end() -> io::Error {
@@ -95,40 +166,86 @@ impl<T: MmioIo + ?Sized> MmioIo for Box<T> {
     fn read_range(&mut self, addr: u64, values: &mut [u64]) -> io::Result<()> {
         (**self).read_range(addr, values)
     }
+
+    fn read_narrow(&mut self, addr: u64, bytes: u8) -> io::Result<u32> {
+        (**self).read_narrow(addr, bytes)
+    }
+
+    fn write_narrow(&mut self, addr: u64, bytes: u8, value: u32) -> io::Result<()> {
+        (**self).write_narrow(addr, bytes, value)
+    }
 }
 
-/// `/dev/mem` (or `ROOT/dev/mem`), opened once for reading and writing with `O_SYNC`
-/// (uncached access, as device registers need).
+/// `/dev/mem` (or `ROOT/dev/mem`), opened once for reading and writing with `O_SYNC`.
+///
+/// How a register is reached is a property of the file, decided when it is opened (module
+/// docs): a character device is **mapped** (one volatile access of the register's width
+/// through an uncached `MAP_SHARED` mapping of its page, as device registers need); a
+/// regular file (the simulator's FUSE `dev/mem`, a dump) is read and written with
+/// **positioned I/O** (`pread`/`pwrite` of exactly the register's bytes).
 #[derive(Debug)]
 pub struct DevMem {
     path: PathBuf,
-    file: File,
+    access: Access,
     reads: u64,
     writes: u64,
+}
+
+/// The two ways to the registers.
+#[derive(Debug)]
+enum Access {
+    /// `pread`/`pwrite` at offset = physical address.
+    Positioned(File),
+    /// Volatile loads and stores through mapped pages.
+    Mapped(mapped::Pages),
 }
 
 impl DevMem {
     /// The production path.
     pub const PATH: &'static str = "/dev/mem";
 
-    /// Opens `root/dev/mem` (`root` = `/` on a host, a simulated platform's mount in tests).
+    /// Opens `root/dev/mem` (`root` = `/` on a host, a simulated platform's mount in tests):
+    /// mapped when it is a character device, positioned I/O otherwise ([`DevMem`]).
     ///
     /// # Errors
-    /// `open(2)` errors (EACCES/EPERM without CAP_SYS_RAWIO, ENOENT).
+    /// `open(2)`/`fstat(2)` errors (EACCES/EPERM without CAP_SYS_RAWIO, ENOENT), naming the
+    /// path.
     pub fn open(root: &Path) -> io::Result<Self> {
         let path = root.join("dev/mem");
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc_o_sync())
-            .open(&path)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-        Ok(Self {
+        let file = open_sync(&path)?;
+        let meta = file.metadata().map_err(|e| named(&path, &e))?;
+        let access = if meta.file_type().is_char_device() {
+            Access::Mapped(mapped::Pages::new(file, None))
+        } else {
+            Access::Positioned(file)
+        };
+        Ok(Self::new(path, access))
+    }
+
+    /// Opens the file at `path` (`O_RDWR | O_SYNC`) and reaches its registers through
+    /// mappings whatever it is: what [`DevMem::open`] does for a character device. On a
+    /// regular file no access may pass the file's length at open (a mapped page wholly past
+    /// a file's end would fault); the file must not shrink while open.
+    ///
+    /// # Errors
+    /// As [`DevMem::open`].
+    pub fn open_mapped(path: &Path) -> io::Result<Self> {
+        let file = open_sync(path)?;
+        let meta = file.metadata().map_err(|e| named(path, &e))?;
+        let limit = meta.file_type().is_file().then_some(meta.len());
+        Ok(Self::new(
+            path.to_path_buf(),
+            Access::Mapped(mapped::Pages::new(file, limit)),
+        ))
+    }
+
+    fn new(path: PathBuf, access: Access) -> Self {
+        Self {
             path,
-            file,
+            access,
             reads: 0,
             writes: 0,
-        })
+        }
     }
 
     /// The device's path.
@@ -137,11 +254,40 @@ impl DevMem {
         &self.path
     }
 
+    /// Whether registers are reached through mappings (a character device, or
+    /// [`DevMem::open_mapped`]) rather than `pread`/`pwrite`.
+    #[must_use]
+    pub const fn is_mapped(&self) -> bool {
+        matches!(self.access, Access::Mapped(_))
+    }
+
+    /// Pages mapped now (0 with positioned I/O).
+    #[must_use]
+    pub fn mapped_pages(&self) -> usize {
+        match &self.access {
+            Access::Mapped(p) => p.mapped(),
+            Access::Positioned(_) => 0,
+        }
+    }
+
     /// Register reads and writes so far.
     #[must_use]
     pub const fn accesses(&self) -> (u64, u64) {
         (self.reads, self.writes)
     }
+}
+
+fn open_sync(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc_o_sync())
+        .open(path)
+        .map_err(|e| named(path, &e))
+}
+
+fn named(path: &Path, e: &io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 /// `O_SYNC` on Linux (`0o4010000`), without a libc dependency for one constant.
@@ -160,23 +306,36 @@ fn aligned(addr: u64) -> io::Result<()> {
     }
 }
 
+/// `REG_BYTES` as the mapped module's width.
+const WORD: u8 = 8;
+
 impl MmioIo for DevMem {
     fn read(&mut self, addr: u64) -> io::Result<u64> {
         aligned(addr)?;
         self.reads += 1;
-        let mut b = [0u8; 8];
-        self.file.read_exact_at(&mut b, addr)?;
-        Ok(u64::from_le_bytes(b))
+        match &mut self.access {
+            Access::Positioned(file) => {
+                let mut b = [0u8; 8];
+                file.read_exact_at(&mut b, addr)?;
+                Ok(u64::from_le_bytes(b))
+            }
+            Access::Mapped(pages) => pages.load(addr, WORD),
+        }
     }
 
     fn write(&mut self, addr: u64, value: u64) -> io::Result<()> {
         aligned(addr)?;
         self.writes += 1;
-        self.file.write_all_at(&value.to_le_bytes(), addr)
+        match &mut self.access {
+            Access::Positioned(file) => file.write_all_at(&value.to_le_bytes(), addr),
+            Access::Mapped(pages) => pages.store(addr, WORD, value),
+        }
     }
 
-    /// One `pread` of the whole run (a short read is continued, as `read_exact_at` does);
-    /// counted as `values.len()` register reads in [`DevMem::accesses`].
+    /// Positioned: one `pread` of the whole run (a short read is continued, as
+    /// `read_exact_at` does). Mapped: register by register, each one volatile 8-byte load
+    /// (never a block copy of device memory). Counted as `values.len()` register reads in
+    /// [`DevMem::accesses`].
     fn read_range(&mut self, addr: u64, values: &mut [u64]) -> io::Result<()> {
         aligned(addr)?;
         let len = u64::try_from(values.len())
@@ -184,15 +343,61 @@ impl MmioIo for DevMem {
             .and_then(|n| n.checked_mul(REG_BYTES))
             .filter(|&n| addr.checked_add(n).is_some())
             .ok_or_else(past_the_end)?;
-        let mut b = vec![0u8; usize::try_from(len).map_err(|_| past_the_end())?];
-        self.file.read_exact_at(&mut b, addr)?;
-        self.reads += len / REG_BYTES;
-        for (v, chunk) in values.iter_mut().zip(b.chunks_exact(8)) {
-            let mut r = [0u8; 8];
-            r.copy_from_slice(chunk);
-            *v = u64::from_le_bytes(r);
+        match &mut self.access {
+            Access::Positioned(file) => {
+                let mut b = vec![0u8; usize::try_from(len).map_err(|_| past_the_end())?];
+                file.read_exact_at(&mut b, addr)?;
+                self.reads += len / REG_BYTES;
+                for (v, chunk) in values.iter_mut().zip(b.chunks_exact(8)) {
+                    let mut r = [0u8; 8];
+                    r.copy_from_slice(chunk);
+                    *v = u64::from_le_bytes(r);
+                }
+            }
+            Access::Mapped(pages) => {
+                // no overflow: addr + len fits (checked above)
+                for (at, v) in (addr..).step_by(8).zip(values.iter_mut()) {
+                    *v = pages.load(at, WORD)?;
+                    self.reads += 1;
+                }
+            }
         }
         Ok(())
+    }
+
+    fn read_narrow(&mut self, addr: u64, bytes: u8) -> io::Result<u32> {
+        narrow(addr, bytes)?;
+        self.reads += 1;
+        match &mut self.access {
+            Access::Positioned(file) => {
+                let mut b = [0u8; 4];
+                let n = usize::from(bytes);
+                file.read_exact_at(&mut b[..n], addr)?;
+                Ok(u32::from_le_bytes(b))
+            }
+            Access::Mapped(pages) => {
+                let v = pages.load(addr, bytes)?;
+                u32::try_from(v).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))
+            }
+        }
+    }
+
+    fn write_narrow(&mut self, addr: u64, bytes: u8, value: u32) -> io::Result<()> {
+        let (_, _, mask) = narrow(addr, bytes)?;
+        if u64::from(value) & !mask != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{value:#x} does not fit a {bytes}-byte register"),
+            ));
+        }
+        self.writes += 1;
+        match &mut self.access {
+            Access::Positioned(file) => {
+                let n = usize::from(bytes);
+                file.write_all_at(&value.to_le_bytes()[..n], addr)
+            }
+            Access::Mapped(pages) => pages.store(addr, bytes, u64::from(value)),
+        }
     }
 }
 
