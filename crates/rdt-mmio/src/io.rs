@@ -449,6 +449,211 @@ mod tests {
         m.read_range(0, &mut []).unwrap();
     }
 
+    /// A regular file of `len` bytes whose byte k is `k % 251` (no two neighbouring
+    /// registers alike), in a fresh directory.
+    fn patterned(len: usize) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mem");
+        let raw: Vec<u8> = (0..len).map(|k| u8::try_from(k % 251).unwrap()).collect();
+        std::fs::write(&path, raw).unwrap();
+        (dir, path)
+    }
+
+    fn word_at(raw: &[u8], at: usize) -> u64 {
+        u64::from_le_bytes(raw[at..at + 8].try_into().unwrap())
+    }
+
+    #[test]
+    fn open_maps_a_character_device_and_keeps_positioned_io_for_a_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("dev")).unwrap();
+        std::fs::write(dir.path().join("dev/mem"), vec![0u8; 64]).unwrap();
+        let m = DevMem::open(dir.path()).unwrap();
+        assert!(!m.is_mapped(), "a regular file: pread/pwrite");
+        drop(m);
+        // a character device that maps like memory: /dev/zero (MAP_SHARED: shared memory the
+        // size of the mapping, so only page 0 is backed; a later page would fault)
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("dev")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.path().join("dev/mem")).unwrap();
+        let mut m = DevMem::open(root.path()).unwrap();
+        assert!(m.is_mapped(), "a character device is mapped");
+        assert_eq!(m.read(0x7f8).unwrap(), 0);
+        m.write(0x7f8, 0xfeed_f00d_0000_0001).unwrap();
+        // pread on /dev/zero would read 0 again: the value comes back through the mapping
+        assert_eq!(m.read(0x7f8).unwrap(), 0xfeed_f00d_0000_0001);
+        assert_eq!(m.read_narrow(0x7fc, 4).unwrap(), 0xfeed_f00d);
+        assert_eq!(m.mapped_pages(), 1, "the page is mapped once and kept");
+        assert_eq!(m.accesses(), (3, 1));
+    }
+
+    #[test]
+    fn mapped_access_has_the_register_width_and_leaves_the_neighbours() {
+        let (_dir, path) = patterned(2 * 4096);
+        let mut m = DevMem::open_mapped(&path).unwrap();
+        assert!(m.is_mapped());
+        let before = std::fs::read(&path).unwrap();
+        assert_eq!(m.read(0x10).unwrap(), word_at(&before, 0x10));
+        assert_eq!(
+            m.read_narrow(0x12, 2).unwrap(),
+            u32::from(u16::from_le_bytes([before[0x12], before[0x13]]))
+        );
+        assert_eq!(
+            m.read_narrow(0x14, 4).unwrap(),
+            u32::from_le_bytes(before[0x14..0x18].try_into().unwrap())
+        );
+        m.write_narrow(0x22, 2, 0xbeef).unwrap();
+        m.write_narrow(0x1004, 4, 0x0bad_cafe).unwrap();
+        m.write(0x1ff8, 0x0123_4567_89ab_cdef).unwrap();
+        // MAP_SHARED: the file's page cache holds the stores
+        let after = std::fs::read(&path).unwrap();
+        let mut want = before.clone();
+        want[0x22..0x24].copy_from_slice(&0xbeef_u16.to_le_bytes());
+        want[0x1004..0x1008].copy_from_slice(&0x0bad_cafe_u32.to_le_bytes());
+        want[0x1ff8..0x2000].copy_from_slice(&0x0123_4567_89ab_cdef_u64.to_le_bytes());
+        assert_eq!(after, want, "only the written registers' bytes changed");
+        assert_eq!(m.read_narrow(0x20, 4).unwrap() >> 16, 0xbeef);
+        assert_eq!(m.accesses(), (4, 3));
+    }
+
+    #[test]
+    fn mapped_access_refuses_bad_widths_alignment_values_and_the_end_of_the_file() {
+        let (_dir, path) = patterned(4096 + 64);
+        let mut m = DevMem::open_mapped(&path).unwrap();
+        let bad = io::ErrorKind::InvalidInput;
+        assert_eq!(m.read(12).unwrap_err().kind(), bad);
+        assert_eq!(m.write(4, 1).unwrap_err().kind(), bad);
+        assert_eq!(m.read_narrow(3, 2).unwrap_err().kind(), bad);
+        assert_eq!(m.read_narrow(8, 3).unwrap_err().kind(), bad);
+        assert_eq!(m.read_narrow(8, 8).unwrap_err().kind(), bad);
+        assert_eq!(m.read_narrow(6, 4).unwrap_err().kind(), bad);
+        let e = m.write_narrow(8, 2, 0x1_0000).unwrap_err();
+        assert_eq!(e.kind(), bad);
+        assert!(e.to_string().contains("0x10000"), "{e}");
+        // the last register of the file, then past it: an error, not SIGBUS
+        let raw = std::fs::read(&path).unwrap();
+        assert_eq!(m.read(4096 + 56).unwrap(), word_at(&raw, 4096 + 56));
+        let e = m.read(4096 + 64).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        assert!(e.to_string().contains("0x1040"), "{e}");
+        assert!(
+            m.read(1 << 40).is_err(),
+            "a page wholly past the end is not mapped"
+        );
+        assert_eq!(
+            m.read_narrow(4096 + 62, 2).unwrap(),
+            u32::from(u16::from_le_bytes([raw[4096 + 62], raw[4096 + 63]]))
+        );
+        assert!(m.read_narrow(4096 + 64, 2).is_err());
+        assert_eq!(m.mapped_pages(), 1, "refused accesses map nothing");
+        let mut v = [0u64; 2];
+        assert_eq!(
+            m.read_range(u64::MAX - 7, &mut v).unwrap_err().kind(),
+            bad,
+            "a run past 2^64"
+        );
+        assert!(
+            m.read_range(4096 + 56, &mut v).is_err(),
+            "a run past the end"
+        );
+        assert!(DevMem::open_mapped(&path.with_extension("none")).is_err());
+    }
+
+    #[test]
+    fn mapped_read_range_crosses_pages_register_by_register() {
+        let (_dir, path) = patterned(3 * 4096);
+        let raw = std::fs::read(&path).unwrap();
+        let mut m = DevMem::open_mapped(&path).unwrap();
+        let mut v = [0u64; 4];
+        m.read_range(4096 - 16, &mut v).unwrap();
+        let want: Vec<u64> = (0..4).map(|k| word_at(&raw, 4096 - 16 + 8 * k)).collect();
+        assert_eq!(v.to_vec(), want);
+        assert_eq!(m.mapped_pages(), 2, "the run spans two pages");
+        assert_eq!(m.accesses(), (4, 0), "counted per register");
+        m.read_range(0, &mut []).unwrap();
+        // read_registers over the mapped path gives what pread gives
+        let addrs = [8, 4096, 4104, 2 * 4096 + 8];
+        let mapped = read_registers(&mut m, &addrs).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("dev")).unwrap();
+        std::fs::copy(&path, dir.path().join("dev/mem")).unwrap();
+        let mut p = DevMem::open(dir.path()).unwrap();
+        assert_eq!(read_registers(&mut p, &addrs).unwrap(), mapped);
+    }
+
+    #[test]
+    fn mapped_pages_are_bounded_and_unmapped_on_drop() {
+        let pages = mapped::MAX_PAGES + 3;
+        let (_dir, path) = patterned(pages * 4096);
+        let raw = std::fs::read(&path).unwrap();
+        let mut m = DevMem::open_mapped(&path).unwrap();
+        for k in 0..pages {
+            let at = k * 4096 + 8 * (k % 512);
+            assert_eq!(m.read(at as u64).unwrap(), word_at(&raw, at), "page {k}");
+            assert!(m.mapped_pages() <= mapped::MAX_PAGES);
+        }
+        assert!(m.mapped_pages() >= 1);
+        let name = path.display().to_string();
+        let maps = || {
+            std::fs::read_to_string("/proc/self/maps")
+                .unwrap()
+                .lines()
+                .filter(|l| l.ends_with(&name))
+                .count()
+        };
+        assert!(maps() >= 1, "the file is mapped while open");
+        drop(m);
+        assert_eq!(maps(), 0, "and unmapped when dropped");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// The mapped path and positioned I/O agree on every read and leave the same bytes,
+        /// whatever the sequence of widths, addresses (reads in bounds or not; writes in
+        /// bounds, as `pwrite` past a file's end grows it) and values.
+        #[test]
+        fn mapped_and_positioned_access_agree(
+            ops in proptest::collection::vec(
+                (0u8..6, 0u64..(2 * 4096 + 64), proptest::prelude::any::<u64>()),
+                1..40,
+            )
+        ) {
+            let (_a, mapped_path) = patterned(2 * 4096);
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("dev")).unwrap();
+            std::fs::copy(&mapped_path, dir.path().join("dev/mem")).unwrap();
+            let mut m = DevMem::open_mapped(&mapped_path).unwrap();
+            let mut p = DevMem::open(dir.path()).unwrap();
+            proptest::prop_assert!(!p.is_mapped());
+            for (op, addr, value) in ops {
+                let (a, b) = match op {
+                    0 => (m.read(addr).ok(), p.read(addr).ok()),
+                    1 => {
+                        let addr = addr % (2 * 4096);
+                        (m.write(addr, value).ok().map(|()| 0), p.write(addr, value).ok().map(|()| 0))
+                    }
+                    2 | 3 => {
+                        let w = 2 + 2 * (op - 2);
+                        (m.read_narrow(addr, w).ok().map(u64::from), p.read_narrow(addr, w).ok().map(u64::from))
+                    }
+                    _ => {
+                        let w = 2 + 2 * (op - 4);
+                        let addr = addr % (2 * 4096);
+                        let v = u32::try_from(value & ((1 << (8 * u32::from(w))) - 1)).unwrap();
+                        (m.write_narrow(addr, w, v).ok().map(|()| 0), p.write_narrow(addr, w, v).ok().map(|()| 0))
+                    }
+                };
+                proptest::prop_assert_eq!(a, b, "op {} at {:#x}", op, addr);
+            }
+            drop(m);
+            proptest::prop_assert_eq!(
+                std::fs::read(&mapped_path).unwrap(),
+                std::fs::read(dir.path().join("dev/mem")).unwrap()
+            );
+        }
+    }
+
     /// Registers whose value is their address; records each `read_range` as (addr, count).
     struct Runs(Vec<(u64, usize)>);
 
