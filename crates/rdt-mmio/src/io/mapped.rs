@@ -8,8 +8,9 @@
 //! of a device register, then copy it with `copy_from_kernel_nofault` / `copy_from_user`,
 //! whose access widths are the copy routine's, not the register's. A mapping of `/dev/mem`
 //! opened with `O_SYNC` is uncached instead (x86 `phys_mem_access_prot_allowed`: `O_DSYNC` in
-//! the file's flags -> `_PAGE_CACHE_MODE_UC_MINUS`; `O_SYNC` includes `O_DSYNC`), and a volatile
-//! `u16`/`u32`/`u64` access through it is one load or store of that width.
+//! the file's flags -> `_PAGE_CACHE_MODE_UC_MINUS` when PAT is on, `arch/x86/mm/pat/memtype.c`;
+//! `O_SYNC` includes `O_DSYNC`), and an aligned volatile `u16`/`u32`/`u64` access through it
+//! is one load or store of that width (what `read_volatile` is documented for: MMIO).
 //!
 //! pqos v26.03 maps too (`lib/common.c` `pqos_mmap_read`: `O_RDONLY`, `MAP_PRIVATE`;
 //! `pqos_mmap_write`: `O_RDWR`, `MAP_SHARED`; one mapping per access, unmapped after it) and
