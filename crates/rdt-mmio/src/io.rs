@@ -59,8 +59,9 @@ pub trait MmioIo {
 
     /// Reads `values.len()` consecutive registers starting at `addr` (8-byte aligned):
     /// `values[k]` = the register at `addr + 8 * k`. One access where the implementation
-    /// can ([`DevMem`]: one `pread` of `8 * values.len()` bytes); the default reads the
-    /// registers one by one through [`MmioIo::read`].
+    /// can ([`DevMem`] on a regular file: one `pread` of `8 * values.len()` bytes; mapped,
+    /// one 8-byte load per register, never a block copy of device memory); the default reads
+    /// the registers one by one through [`MmioIo::read`].
     ///
     /// # Errors
     /// As [`MmioIo::read`]; EINVAL for a run that would pass 2^64. On an error `values` may
