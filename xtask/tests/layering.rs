@@ -167,3 +167,79 @@ fn the_checks_see_io_and_unexplained_dependencies() {
     assert_eq!(names.into_iter().collect::<Vec<_>>(), ["thiserror", "toml"]);
     assert_eq!(unexplained, ["toml"]);
 }
+
+/// The only places that may opt out of the workspace's `unsafe_code = "deny"`: rdt-mmio's
+/// mapping of device registers (volatile loads and stores), allowed on its `mod` line in
+/// `io.rs`. rdt-capi (the C ABI) allows `unsafe` in its manifest and is not scanned.
+const UNSAFE_ALLOWED: &[&str] = &["crates/rdt-mmio/src/io.rs"];
+
+/// Every `.rs` file of the workspace outside rdt-capi, `target` and hidden directories.
+fn workspace_rust_files() -> Vec<(String, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for top in [
+        "src", "crates", "tests", "examples", "benches", "xtask", "fuzz",
+    ] {
+        let dir = root.join(top);
+        if dir.is_dir() {
+            rust_files(&dir, &mut files);
+        }
+    }
+    files
+        .into_iter()
+        .filter_map(|p| {
+            let rel = p.strip_prefix(&root).ok()?.to_string_lossy().into_owned();
+            let skip = rel.starts_with("crates/rdt-capi/")
+                || rel.split('/').any(|c| c == "target" || c.starts_with('.'));
+            (!skip).then_some((rel, p))
+        })
+        .collect()
+}
+
+/// Lines that opt out of the `unsafe_code` lint (`allow`, `expect` or `warn` of it).
+fn unsafe_opt_outs(text: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.trim_start();
+            !l.starts_with("//")
+                && ["allow(", "expect(", "warn("]
+                    .iter()
+                    .any(|a| l.contains(&format!("{a}unsafe_code")))
+        })
+        .map(|(n, _)| n + 1)
+        .collect()
+}
+
+#[test]
+fn unsafe_code_is_allowed_only_where_registers_are_mapped() {
+    let files = workspace_rust_files();
+    assert!(
+        files.iter().any(|(r, _)| r == UNSAFE_ALLOWED[0]),
+        "the scan reaches {}",
+        UNSAFE_ALLOWED[0]
+    );
+    let mut found = Vec::new();
+    for (rel, path) in files {
+        let text = std::fs::read_to_string(&path).expect("a source file reads");
+        for line in unsafe_opt_outs(&text) {
+            if !UNSAFE_ALLOWED.contains(&rel.as_str()) {
+                found.push(format!("{rel}:{line}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "`unsafe` outside rdt-mmio's io::mapped and rdt-capi (the workspace denies it): {found:?}"
+    );
+    assert_eq!(
+        // (split, so that this file does not hold an opt-out itself)
+        unsafe_opt_outs(concat!(
+            "#[allow(unsafe",
+            "_code)]\nmod m;\n// allow(unsafe",
+            "_code)\n"
+        )),
+        [1],
+        "the check sees an opt-out and skips comments"
+    );
+}
