@@ -31,6 +31,54 @@ pub trait MmioIo {
     /// # Errors
     /// As [`MmioIo::read`].
     fn write(&mut self, addr: u64, value: u64) -> io::Result<()>;
+
+    /// Reads the `bytes`-wide (2 or 4) register at `addr` (aligned to its width), as
+    /// pqos reads the IRDT links' tagging registers (`lib/iordt.c`, 16- and 32-bit
+    /// accesses). The default reads the 8-byte word holding it; [`DevMem`] reads exactly
+    /// `bytes`.
+    ///
+    /// # Errors
+    /// As [`MmioIo::read`]; a width other than 2 or 4, or an address not aligned to it.
+    fn read_narrow(&mut self, addr: u64, bytes: u8) -> io::Result<u32> {
+        let (word, shift, mask) = narrow(addr, bytes)?;
+        let v = (self.read(word)? >> shift) & mask;
+        u32::try_from(v).map_err(|_| io::Error::from(io::ErrorKind::InvalidData))
+    }
+
+    /// Writes the `bytes`-wide register at `addr`. The default writes the 8-byte word
+    /// holding it with its other bytes as read just before (a simulator's registers);
+    /// [`DevMem`] writes exactly `bytes`, leaving the neighbouring registers alone.
+    ///
+    /// # Errors
+    /// As [`MmioIo::read_narrow`].
+    fn write_narrow(&mut self, addr: u64, bytes: u8, value: u32) -> io::Result<()> {
+        let (word, shift, mask) = narrow(addr, bytes)?;
+        if u64::from(value) & !mask != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{value:#x} does not fit a {bytes}-byte register"),
+            ));
+        }
+        let old = self.read(word)?;
+        self.write(word, (old & !(mask << shift)) | (u64::from(value) << shift))
+    }
+}
+
+/// The 8-byte word holding the `bytes`-wide register at `addr`, its bit offset in it and
+/// its mask.
+fn narrow(addr: u64, bytes: u8) -> io::Result<(u64, u64, u64)> {
+    if !matches!(bytes, 2 | 4) || !addr.is_multiple_of(u64::from(bytes)) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a {bytes}-byte MMIO register at {addr:#x}: 2 or 4 bytes, aligned"),
+        ));
+    }
+    let word = addr & !(REG_BYTES - 1);
+    Ok((
+        word,
+        (addr - word) * 8,
+        (1u64 << (u64::from(bytes) * 8)) - 1,
+    ))
 }
 
 /// A boxed implementation (the facade holds `Box<dyn MmioIo + Send>`).
@@ -41,6 +89,14 @@ impl<T: MmioIo + ?Sized> MmioIo for Box<T> {
 
     fn write(&mut self, addr: u64, value: u64) -> io::Result<()> {
         (**self).write(addr, value)
+    }
+
+    fn read_narrow(&mut self, addr: u64, bytes: u8) -> io::Result<u32> {
+        (**self).read_narrow(addr, bytes)
+    }
+
+    fn write_narrow(&mut self, addr: u64, bytes: u8, value: u32) -> io::Result<()> {
+        (**self).write_narrow(addr, bytes, value)
     }
 }
 
@@ -120,6 +176,28 @@ impl MmioIo for DevMem {
         aligned(addr)?;
         self.writes += 1;
         self.file.write_all_at(&value.to_le_bytes(), addr)
+    }
+
+    fn read_narrow(&mut self, addr: u64, bytes: u8) -> io::Result<u32> {
+        narrow(addr, bytes)?;
+        self.reads += 1;
+        let mut b = [0u8; 4];
+        let n = usize::from(bytes);
+        self.file.read_exact_at(&mut b[..n], addr)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    fn write_narrow(&mut self, addr: u64, bytes: u8, value: u32) -> io::Result<()> {
+        let (_, _, mask) = narrow(addr, bytes)?;
+        if u64::from(value) & !mask != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{value:#x} does not fit a {bytes}-byte register"),
+            ));
+        }
+        self.writes += 1;
+        let n = usize::from(bytes);
+        self.file.write_all_at(&value.to_le_bytes()[..n], addr)
     }
 }
 
