@@ -157,10 +157,17 @@ pub fn tag_register(
 }
 
 /// I/O RDT through the IRDT's links: the parsed table and the register access.
-#[derive(Debug)]
 pub struct IoRdt<M> {
     irdt: Irdt,
     mem: M,
+}
+
+impl<M> std::fmt::Debug for IoRdt<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IoRdt")
+            .field("irdt", &self.irdt)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<M: MmioIo> IoRdt<M> {
