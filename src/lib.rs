@@ -241,7 +241,7 @@ enum Inner {
 pub struct Rdt {
     backend: Inner,
     /// I/O RDT beside the MSR or MMIO interface, where the platform has it.
-    io_rdt: Option<DynIoRdt>,
+    iordt: Option<DynIoRdt>,
     notices: Vec<Notice>,
     /// The simulated platform's session (feature `sim`), after the backend: saved when the
     /// platform is dropped, its lock released last.
@@ -316,7 +316,7 @@ impl Rdt {
         Self {
             backend: Inner::Msr(backend),
             notices,
-            io_rdt: None,
+            iordt: None,
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -335,7 +335,7 @@ impl Rdt {
         Self {
             backend: Inner::Mmio(Box::new(backend)),
             notices,
-            io_rdt: None,
+            iordt: None,
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -349,7 +349,7 @@ impl Rdt {
         Self {
             backend: Inner::Os(backend),
             notices: Vec::new(),
-            io_rdt: None,
+            iordt: None,
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -360,7 +360,7 @@ impl Rdt {
     #[must_use]
     pub fn with_io_rdt(mut self, io: Option<DynIoRdt>) -> Self {
         if !matches!(self.backend, Inner::Os(_)) {
-            self.io_rdt = io;
+            self.iordt = io;
         }
         self
     }
@@ -486,7 +486,7 @@ impl Backend for Rdt {
     /// Also puts every I/O RDT channel that tags CLOS back to class 0 with its enable bit
     /// clear on an allocation reset, as pqos's `hw_alloc_reset` does (`iordt_assoc_reset`).
     fn reset(&mut self, what: &Reset) -> Result<(), Error> {
-        if let (Reset::Allocation(_), Some(io)) = (what, self.io_rdt.as_mut()) {
+        if let (Reset::Allocation(_), Some(io)) = (what, self.iordt.as_mut()) {
             let ops: &mut dyn IoRdtOps<Error> = io;
             for c in ops.io_channels().into_iter().filter(|c| c.clos_tagging) {
                 ops.set_channel_class(c.id, None)?;
@@ -558,9 +558,7 @@ impl Backend for Rdt {
         }
     }
     fn io_rdt(&mut self) -> Option<&mut dyn IoRdtOps<Error>> {
-        self.io_rdt
-            .as_mut()
-            .map(|io| io as &mut dyn IoRdtOps<Error>)
+        self.iordt.as_mut().map(|io| io as &mut dyn IoRdtOps<Error>)
     }
     fn regions(&mut self) -> Option<&mut dyn rdt_core::RegionOps<Error>> {
         match &mut self.backend {

@@ -107,10 +107,14 @@ fn l3iordt_on_is_refused_where_the_part_lacks_it() {
 
 /// The class of I/O RDT channel `raw` as the model's CLOS tagging register holds it.
 fn channel_class(m: &super::util::mounted::Mounted, raw: u32) -> Option<u32> {
-    m.platform().lock().mmio().unwrap().channel_tag(
-        rdt_pqos::ChannelId::from_raw(raw),
-        rdt_pqos::mmio::iotag::Tag::Clos,
-    )
+    m.platform()
+        .lock()
+        .mmio()
+        .expect("the model has an IRDT")
+        .channel_tag(
+            rdt_pqos::ChannelId::from_raw(raw),
+            rdt_pqos::mmio::iotag::Tag::Clos,
+        )
 }
 
 /// `-a channel:` and `-a dev:` (pqos v23.11+, issue 34) on the models with an IRDT, through
