@@ -1372,6 +1372,61 @@ impl Writers<FakeError> for FakeBackend {
     }
 }
 
+impl crate::IoRdtOps<FakeError> for FakeBackend {
+    fn io_channels(&self) -> Vec<crate::IoChannelInfo> {
+        self.io_channels
+            .iter()
+            .flat_map(BTreeMap::keys)
+            .map(|&id| crate::IoChannelInfo {
+                id,
+                rmid_tagging: true,
+                clos_tagging: true,
+            })
+            .collect()
+    }
+
+    fn io_devices(&self) -> Vec<crate::IoDeviceInfo> {
+        vec![crate::IoDeviceInfo {
+            segment: 0,
+            bdf: 0x1600,
+            channels: self
+                .io_channels
+                .iter()
+                .flat_map(BTreeMap::keys)
+                .map(|&id| (id, false))
+                .collect(),
+        }]
+    }
+
+    fn channel_class(&mut self, channel: crate::ChannelId) -> R<Option<ClassId>> {
+        if self.fail_all_reads {
+            return Err(FakeError::Injected(format!("reading channel {channel}")));
+        }
+        self.io_channels
+            .as_ref()
+            .and_then(|c| c.get(&channel).copied())
+            .ok_or_else(|| RequestError::IoRdt(format!("no channel {channel}")).into())
+    }
+
+    fn set_channel_class(&mut self, channel: crate::ChannelId, class: Option<ClassId>) -> R<()> {
+        self.channel_class(channel)?;
+        let shown = class.map_or_else(|| "none".to_owned(), |c| format!("COS{c}"));
+        self.write(format!("channel {channel} {shown}"))?;
+        if let Some(c) = self.io_channels.as_mut().and_then(|c| c.get_mut(&channel)) {
+            *c = class;
+        }
+        Ok(())
+    }
+
+    fn channel_rmid(&mut self, channel: crate::ChannelId) -> R<Option<Rmid>> {
+        self.channel_class(channel).map(|_| None)
+    }
+
+    fn set_channel_rmid(&mut self, channel: crate::ChannelId, _rmid: Rmid) -> R<()> {
+        Err(RequestError::Unsupported(format!("the fake has no RMID tags ({channel})")).into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1525,60 +1580,5 @@ mod tests {
         assert_eq!(mon.groups(), ids);
         drop(mon);
         assert_eq!(b.running_groups(), 0);
-    }
-}
-
-impl crate::IoRdtOps<FakeError> for FakeBackend {
-    fn io_channels(&self) -> Vec<crate::IoChannelInfo> {
-        self.io_channels
-            .iter()
-            .flat_map(BTreeMap::keys)
-            .map(|&id| crate::IoChannelInfo {
-                id,
-                rmid_tagging: true,
-                clos_tagging: true,
-            })
-            .collect()
-    }
-
-    fn io_devices(&self) -> Vec<crate::IoDeviceInfo> {
-        vec![crate::IoDeviceInfo {
-            segment: 0,
-            bdf: 0x1600,
-            channels: self
-                .io_channels
-                .iter()
-                .flat_map(BTreeMap::keys)
-                .map(|&id| (id, false))
-                .collect(),
-        }]
-    }
-
-    fn channel_class(&mut self, channel: crate::ChannelId) -> R<Option<ClassId>> {
-        if self.fail_all_reads {
-            return Err(FakeError::Injected(format!("reading channel {channel}")));
-        }
-        self.io_channels
-            .as_ref()
-            .and_then(|c| c.get(&channel).copied())
-            .ok_or_else(|| RequestError::IoRdt(format!("no channel {channel}")).into())
-    }
-
-    fn set_channel_class(&mut self, channel: crate::ChannelId, class: Option<ClassId>) -> R<()> {
-        self.channel_class(channel)?;
-        let shown = class.map_or_else(|| "none".to_owned(), |c| format!("COS{c}"));
-        self.write(format!("channel {channel} {shown}"))?;
-        if let Some(c) = self.io_channels.as_mut().and_then(|c| c.get_mut(&channel)) {
-            *c = class;
-        }
-        Ok(())
-    }
-
-    fn channel_rmid(&mut self, channel: crate::ChannelId) -> R<Option<Rmid>> {
-        self.channel_class(channel).map(|_| None)
-    }
-
-    fn set_channel_rmid(&mut self, channel: crate::ChannelId, _rmid: Rmid) -> R<()> {
-        Err(RequestError::Unsupported(format!("the fake has no RMID tags ({channel})")).into())
     }
 }
