@@ -1184,8 +1184,47 @@ mod tests {
         );
         let m = "llc:1".parse::<AssocDefs>().unwrap_err().0;
         assert!(m.contains("has no '='"), "{m}");
-        let m = "dev:1=0000:00:01.0".parse::<AssocDefs>().unwrap_err().0;
-        assert!(m.contains("not supported"), "{m}");
+        let m = "dev:1=0000:00:20.0".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("Invalid PCI ID") && m.contains("0000:00:20.0"), "{m}");
+        let m = "dev:1=16:00.0@8".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("Virtual channel 8 is out of range [0, 7]"), "{m}");
+        let m = "channel:1=0".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("non-zero id"), "{m}");
+    }
+
+    #[test]
+    fn io_rdt_associations_parse_as_pqos_takes_them() {
+        let a = "channel:3=0x10101;dev:2=0000:96:00.0;dev:5=96:01.0@1"
+            .parse::<AssocDefs>()
+            .unwrap()
+            .0;
+        assert_eq!(
+            a[0].target,
+            AssocTarget::Channel(rdt_pqos::ChannelId::from_raw(0x10101))
+        );
+        assert_eq!(a[0].class, ClassId::new(3));
+        assert_eq!(
+            a[1].target,
+            AssocTarget::Device {
+                segment: 0,
+                bdf: 0x9600,
+                vc: None
+            }
+        );
+        assert_eq!(
+            a[2].target,
+            AssocTarget::Device {
+                segment: 0,
+                bdf: 0x9608,
+                vc: Some(1)
+            }
+        );
+        // pqos's strtouint64: decimal as well
+        let a = "channel:1=65792".parse::<AssocDefs>().unwrap().0;
+        assert_eq!(
+            a[0].target,
+            AssocTarget::Channel(rdt_pqos::ChannelId::from_raw(0x10100))
+        );
     }
 
     #[test]
