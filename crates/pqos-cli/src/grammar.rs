@@ -1185,9 +1185,15 @@ mod tests {
         let m = "llc:1".parse::<AssocDefs>().unwrap_err().0;
         assert!(m.contains("has no '='"), "{m}");
         let m = "dev:1=0000:00:20.0".parse::<AssocDefs>().unwrap_err().0;
-        assert!(m.contains("Invalid PCI ID") && m.contains("0000:00:20.0"), "{m}");
+        assert!(
+            m.contains("Invalid PCI ID") && m.contains("0000:00:20.0"),
+            "{m}"
+        );
         let m = "dev:1=16:00.0@8".parse::<AssocDefs>().unwrap_err().0;
-        assert!(m.contains("Virtual channel 8 is out of range [0, 7]"), "{m}");
+        assert!(
+            m.contains("Virtual channel 8 is out of range [0, 7]"),
+            "{m}"
+        );
         let m = "channel:1=0".parse::<AssocDefs>().unwrap_err().0;
         assert!(m.contains("non-zero id"), "{m}");
     }

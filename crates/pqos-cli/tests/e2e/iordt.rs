@@ -207,3 +207,28 @@ fn channel_association_needs_io_rdt() {
     assert!(all.contains("Allocation association error!"), "{all}");
     assert!(all.contains("needs a platform with I/O RDT"), "{all}");
 }
+
+/// The synthesized `xeon-rdt13` enumerates I/O RDT allocation: with `--sim` alone (one
+/// process per command, the state file between them) `-R l3iordt-on`, `-a channel:`,
+/// `-s` and `-R` work as on the mounted platform, on both of its interfaces.
+#[test]
+fn xeon_rdt13_associates_channels_under_sim() {
+    for iface in ["--iface=msr", "--iface=mmio"] {
+        let sim = Sim::new("xeon-rdt13");
+        sim.pqos(&[iface, "-R", "l3iordt-on"]).ok();
+        sim.pqos(&[iface, "-a", "channel:4=0x20101"]).ok();
+        let s = sim.pqos(&[iface, "-s"]).ok();
+        assert!(
+            s.stdout.contains("    Channel 0x20101 => COS4\n"),
+            "{iface}: {}",
+            s.stdout
+        );
+        sim.pqos(&[iface, "-R"]).ok();
+        let s = sim.pqos(&[iface, "-s"]).ok();
+        assert!(
+            s.stdout.contains("    Channel 0x20101 => COS0\n"),
+            "{iface}: {}",
+            s.stdout
+        );
+    }
+}

@@ -94,6 +94,49 @@ mod tests {
     }
 
     #[test]
+    fn xeon_rdt13_enumerates_io_rdt_and_keeps_its_switch_in_the_state() {
+        use rdt_msr::MsrIo;
+        let mut sim = sim("xeon-rdt13");
+        assert!(sim.lock().capabilities().l3_cat.get().unwrap().io_rdt);
+        MsrIo::write(
+            &mut sim,
+            rdt_core::LogicalCpu::new(0),
+            rdt_msr::regs::IA32_L3_IO_QOS_CFG,
+            1,
+        )
+        .unwrap();
+        let text = sim.lock().save_state();
+        let mut other = self::sim("xeon-rdt13");
+        other.lock().restore_state(&text).unwrap();
+        assert_eq!(
+            MsrIo::read(
+                &mut other,
+                rdt_core::LogicalCpu::new(0),
+                rdt_msr::regs::IA32_L3_IO_QOS_CFG
+            )
+            .unwrap(),
+            1
+        );
+        // a part without I/O RDT refuses such a state
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        json["model"] = "builtin:skylake-sp".into();
+        let e = self::sim("skylake-sp")
+            .lock()
+            .restore_state(&json.to_string())
+            .unwrap_err();
+        assert!(e.to_string().contains("IA32_L3_IO_QOS_CFG"), "{e}");
+        assert!(
+            !self::sim("sapphire-rapids")
+                .lock()
+                .capabilities()
+                .l3_cat
+                .get()
+                .unwrap()
+                .io_rdt
+        );
+    }
+
+    #[test]
     fn a_channels_clos_tag_is_kept_served_narrow_and_saved() {
         for model in ["xeon-rdt13", "sapphire-rapids"] {
             let mut sim = sim(model);
