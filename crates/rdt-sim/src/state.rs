@@ -415,6 +415,21 @@ impl SimPlatform {
             })
     }
 
+    /// Saved IA32_L3_IO_QOS_CFG values fit this model: a part with I/O RDT, its packages,
+    /// bits 0-1.
+    fn check_l3_io_qos_cfg(&self, saved: &[(u32, u64)]) -> Result<(), Invalid> {
+        let io_rdt = self.caps.l3_cat.get().is_some_and(|c| c.io_rdt);
+        let packages = self.topology.packages();
+        for &(package, v) in saved {
+            if !io_rdt || !packages.contains(&package) || v & !0b11 != 0 {
+                return Err(Invalid(format!(
+                    "IA32_L3_IO_QOS_CFG {v:#x} of package {package} does not fit this model"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn restore_checked(&mut self, st: MachineState, scenario: Scenario) -> Result<(), Invalid> {
         if st.format != FORMAT {
             return Err(Invalid(format!("format `{}` is not `{FORMAT}`", st.format)));
@@ -500,15 +515,7 @@ impl SimPlatform {
                 "scenario workload {i} names CPU {cpu}, which does not exist"
             )));
         }
-        let io_rdt = self.caps.l3_cat.get().is_some_and(|c| c.io_rdt);
-        let packages = self.topology.packages();
-        for &(package, v) in &st.l3_io_qos_cfg {
-            if !io_rdt || !packages.contains(&package) || v & !0b11 != 0 {
-                return Err(Invalid(format!(
-                    "IA32_L3_IO_QOS_CFG {v:#x} of package {package} does not fit this model"
-                )));
-            }
-        }
+        self.check_l3_io_qos_cfg(&st.l3_io_qos_cfg)?;
         self.amd_qos_load(&mut regs.amd, &st.amd).map_err(Invalid)?;
         self.mmio = self.restored_mmio(st.mmio.as_ref())?;
         self.l3_io_qos_cfg = st.l3_io_qos_cfg.iter().copied().collect();
