@@ -365,6 +365,18 @@ impl Rdt {
         self
     }
 
+    /// The CDP inconsistency notice read again (after a recovery that may have mended it).
+    pub(crate) fn reread_cdp_notice(&mut self) {
+        self.notices
+            .retain(|n| !matches!(n, Notice::CdpInconsistent(_)));
+        let now = match &mut self.backend {
+            Inner::Msr(b) => b.cdp_inconsistency(),
+            Inner::Mmio(b) => b.msr_backend().cdp_inconsistency(),
+            Inner::Os(_) => None,
+        };
+        self.notices.extend(now.map(Notice::CdpInconsistent));
+    }
+
     /// What opening found worth telling the user (pqos's `WARN:` lines).
     #[must_use]
     pub fn notices(&self) -> &[Notice] {

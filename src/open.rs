@@ -1366,6 +1366,8 @@ impl OpenOptions {
         let mut reclaimed = self.reclaimed(|| transaction::recover(&mut rdt));
         reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut rdt)));
         reclaimed.extend(dead);
+        // as the platform is now, after the rollback (a killed CDP reset mended)
+        rdt.reread_cdp_notice();
         rdt.notices.extend(reclaimed);
         Ok(rdt)
     }
@@ -1389,6 +1391,8 @@ impl OpenOptions {
         let mut reclaimed = self.reclaimed(|| transaction::recover(&mut rdt));
         reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut rdt)));
         reclaimed.extend(dead);
+        // as the platform is now, after the rollback (a killed CDP reset mended)
+        rdt.reread_cdp_notice();
         rdt.notices.extend(reclaimed);
         rdt
     }
