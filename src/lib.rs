@@ -221,6 +221,9 @@ pub type DynMmioBackend = rdt_mmio::MmioBackend<
     Box<dyn PmuSource + Send>,
     Box<dyn rdt_mmio::MmioIo + Send>,
 >;
+/// I/O RDT (the IRDT links' tagging registers) as [`Rdt`] holds it beside the MSR or MMIO
+/// interface ([`Backend::io_rdt`]).
+pub type DynIoRdt = rdt_mmio::IoRdt<Box<dyn rdt_mmio::MmioIo + Send>>;
 /// The OS interface as [`Rdt`] holds it.
 pub type DynResctrlBackend = ResctrlBackend<Box<dyn PmuSource + Send>>;
 
@@ -237,6 +240,8 @@ enum Inner {
 #[derive(Debug)]
 pub struct Rdt {
     backend: Inner,
+    /// I/O RDT beside the MSR or MMIO interface, where the platform has it.
+    iordt: Option<DynIoRdt>,
     notices: Vec<Notice>,
     /// The simulated platform's session (feature `sim`), after the backend: saved when the
     /// platform is dropped, its lock released last.
@@ -311,6 +316,7 @@ impl Rdt {
         Self {
             backend: Inner::Msr(backend),
             notices,
+            iordt: None,
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -329,6 +335,7 @@ impl Rdt {
         Self {
             backend: Inner::Mmio(Box::new(backend)),
             notices,
+            iordt: None,
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -342,9 +349,32 @@ impl Rdt {
         Self {
             backend: Inner::Os(backend),
             notices: Vec::new(),
+            iordt: None,
             #[cfg(feature = "sim")]
             session: None,
         }
+    }
+
+    /// This platform with I/O RDT `io` beside its MSR or MMIO interface
+    /// ([`Backend::io_rdt`]); ignored on the OS interface, which cannot reach the links.
+    #[must_use]
+    pub fn with_io_rdt(mut self, io: Option<DynIoRdt>) -> Self {
+        if !matches!(self.backend, Inner::Os(_)) {
+            self.iordt = io;
+        }
+        self
+    }
+
+    /// The CDP inconsistency notice read again (after a recovery that may have mended it).
+    pub(crate) fn reread_cdp_notice(&mut self) {
+        self.notices
+            .retain(|n| !matches!(n, Notice::CdpInconsistent(_)));
+        let now = match &mut self.backend {
+            Inner::Msr(b) => b.cdp_inconsistency(),
+            Inner::Mmio(b) => b.msr_backend().cdp_inconsistency(),
+            Inner::Os(_) => None,
+        };
+        self.notices.extend(now.map(Notice::CdpInconsistent));
     }
 
     /// What opening found worth telling the user (pqos's `WARN:` lines).
@@ -465,7 +495,15 @@ impl Backend for Rdt {
     fn associate_cpus(&mut self, cpus: &CpuSet, class: ClassId) -> Result<(), Error> {
         forward!(self, b => b.associate_cpus(cpus, class))
     }
+    /// Also puts every I/O RDT channel that tags CLOS back to class 0 with its enable bit
+    /// clear on an allocation reset, as pqos's `hw_alloc_reset` does (`iordt_assoc_reset`).
     fn reset(&mut self, what: &Reset) -> Result<(), Error> {
+        if let (Reset::Allocation(_), Some(io)) = (what, self.iordt.as_mut()) {
+            let ops: &mut dyn IoRdtOps<Error> = io;
+            for c in ops.io_channels().into_iter().filter(|c| c.clos_tagging) {
+                ops.set_channel_class(c.id, None)?;
+            }
+        }
         forward!(self, b => b.reset(what))
     }
     fn start_monitoring_many(
@@ -530,6 +568,9 @@ impl Backend for Rdt {
             Inner::Mmio(b) => Some(b.msr_backend()),
             Inner::Os(_) => None,
         }
+    }
+    fn io_rdt(&mut self) -> Option<&mut dyn IoRdtOps<Error>> {
+        self.iordt.as_mut().map(|io| io as &mut dyn IoRdtOps<Error>)
     }
     fn regions(&mut self) -> Option<&mut dyn rdt_core::RegionOps<Error>> {
         match &mut self.backend {

@@ -529,6 +529,10 @@ pub struct MmioFace {
     pub tables: rdt_mmio::AcpiTables,
     /// Its MMIO registers.
     pub mem: Box<dyn rdt_mmio::MmioIo + Send>,
+    /// A second access to them for I/O RDT (the IRDT links' tagging registers) beside the
+    /// MMIO interface, which holds [`MmioFace::mem`]; `None`: no I/O RDT on `--iface=mmio`.
+    /// On the MSR interface I/O RDT uses [`MmioFace::mem`].
+    pub iordt_mem: Option<Box<dyn rdt_mmio::MmioIo + Send>>,
 }
 
 impl fmt::Debug for MmioFace {
@@ -901,7 +905,8 @@ impl OpenOptions {
             let face = self.host_mmio()?;
             return self.mmio_with_run_dir(backend, Some(&paths.run), face, &x2apic);
         }
-        let mut rdt = self.msr_with_run_dir(backend, &paths.run);
+        let io_rdt = self.host_iordt(backend.capabilities());
+        let mut rdt = self.msr_with_run_dir(backend, &paths.run, io_rdt);
         if let Some(n) = self.resctrl_mounted_on_msr() {
             rdt.notices.push(n);
         }
@@ -1220,7 +1225,7 @@ impl OpenOptions {
         log_cache_lines(cpuid.as_deref().map(|c| c as &dyn CpuidSource));
         // only an explicit request resolves to the MMIO interface
         if self.iface == Iface::Mmio {
-            let face = mmio.ok_or_else(|| {
+            let face = mmio.filter(|f| f.tables.has_mmio()).ok_or_else(|| {
                 OpenError::Mmio(rdt_mmio::MmioError::NotAvailable(
                     "this platform has no ACPI ERDT and MRRM tables".into(),
                 ))
@@ -1228,11 +1233,12 @@ impl OpenOptions {
             let backend = MsrBackend::new(io, capabilities, topology, pmu)?;
             return self.mmio_with_run_dir(backend, run_dir.as_deref(), face, &BTreeMap::new());
         }
-        let Some(dir) = run_dir else {
-            return Rdt::from_msr(io, capabilities, topology, pmu);
-        };
         let backend = MsrBackend::new(io, capabilities, topology, pmu)?;
-        Ok(self.msr_with_run_dir(backend, &dir))
+        let io_rdt = mmio.and_then(|f| io_rdt_of(backend.capabilities(), f.tables.irdt, f.mem));
+        let Some(dir) = run_dir else {
+            return Ok(Rdt::from_msr_backend(backend).with_io_rdt(io_rdt));
+        };
+        Ok(self.msr_with_run_dir(backend, &dir, io_rdt))
     }
 
     /// [`OpenOptions::open_source`] of a source with an OS face.
@@ -1310,10 +1316,34 @@ impl OpenOptions {
             what: "MMIO registers (RDT 1.3)",
             error: e,
         })?;
+        let iordt_mem = tables
+            .irdt
+            .as_ref()
+            .and_then(|_| rdt_mmio::DevMem::open(root).ok())
+            .map(|m| Box::new(m) as Box<dyn rdt_mmio::MmioIo + Send>);
         Ok(MmioFace {
             tables,
             mem: Box::new(mem),
+            iordt_mem,
         })
+    }
+
+    /// I/O RDT on the host's MSR interface: the IRDT under [`Paths::firmware`] and its
+    /// `dev/mem`, where the capabilities say the part has I/O RDT; `None` (logged) when
+    /// the table or `/dev/mem` cannot be had, as pqos carries on without it
+    /// (`lib/iordt.c` `iordt_init`: "Could not obtain IRDT table").
+    fn host_iordt(&self, caps: &Capabilities) -> Option<crate::DynIoRdt> {
+        if !has_iordt(caps) {
+            return None;
+        }
+        let root = &self.paths.firmware;
+        let tables = rdt_mmio::AcpiTables::read(root)
+            .map_err(|e| log::warn!("I/O RDT: {}", error_chain(&e)))
+            .ok()?;
+        let mem = rdt_mmio::DevMem::open(root)
+            .map_err(|e| log::warn!("I/O RDT: {e}"))
+            .ok()?;
+        io_rdt_of(caps, tables.irdt, Box::new(mem))
     }
 
     /// The MMIO interface over the MSR backend `backend` and `face`, keeping its run state
@@ -1334,13 +1364,20 @@ impl OpenOptions {
         if let Some(t) = self.lock_timeout {
             backend.set_lock_timeout(t);
         }
+        let io_rdt = face
+            .iordt_mem
+            .and_then(|mem| io_rdt_of(backend.capabilities(), face.tables.irdt.clone(), mem));
         let mut mmio =
             crate::DynMmioBackend::with_x2apic_ids(backend, &face.tables, face.mem, x2apic)
                 .map_err(OpenError::Mmio)?;
-        let mut reclaimed = self.reclaimed(|| transaction::recover(&mut mmio));
-        reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut mmio)));
-        reclaimed.extend(self.reclaimed(|| mmio.msr_backend().reclaim_dead_runs()));
-        let mut rdt = Rdt::from_mmio_backend(mmio);
+        let dead = self.reclaimed(|| mmio.msr_backend().reclaim_dead_runs());
+        // recovery through the platform with I/O RDT, which a killed channel change needs
+        let mut rdt = Rdt::from_mmio_backend(mmio).with_io_rdt(io_rdt);
+        let mut reclaimed = self.reclaimed(|| transaction::recover(&mut rdt));
+        reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut rdt)));
+        reclaimed.extend(dead);
+        // as the platform is now, after the rollback (a killed CDP reset mended)
+        rdt.reread_cdp_notice();
         rdt.notices.extend(reclaimed);
         Ok(rdt)
     }
@@ -1348,18 +1385,43 @@ impl OpenOptions {
     /// The MSR interface keeping its run state in `dir` ([`MsrBackend::with_run_dir`]),
     /// with the lock timeout asked for, after rolling back the transactions and giving back
     /// the RMIDs of runs that ended before they finished ([`OpenOptions::reclaim`]).
-    fn msr_with_run_dir(&self, backend: DynMsrBackend, dir: &Path) -> Rdt {
+    fn msr_with_run_dir(
+        &self,
+        backend: DynMsrBackend,
+        dir: &Path,
+        io_rdt: Option<crate::DynIoRdt>,
+    ) -> Rdt {
         let mut backend = backend.with_run_dir(dir);
         if let Some(t) = self.lock_timeout {
             backend.set_lock_timeout(t);
         }
-        let mut reclaimed = self.reclaimed(|| transaction::recover(&mut backend));
-        reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut backend)));
-        reclaimed.extend(self.reclaimed(|| backend.reclaim_dead_runs()));
-        let mut rdt = Rdt::from_msr_backend(backend);
+        let dead = self.reclaimed(|| backend.reclaim_dead_runs());
+        // recovery through the platform with I/O RDT, which a killed channel change needs
+        let mut rdt = Rdt::from_msr_backend(backend).with_io_rdt(io_rdt);
+        let mut reclaimed = self.reclaimed(|| transaction::recover(&mut rdt));
+        reclaimed.extend(self.reclaimed(|| rdt_host::lease::reclaim(&mut rdt)));
+        reclaimed.extend(dead);
+        // as the platform is now, after the rollback (a killed CDP reset mended)
+        rdt.reread_cdp_notice();
         rdt.notices.extend(reclaimed);
         rdt
     }
+}
+
+/// Whether the capabilities say the part has I/O RDT: L3 non-CPU agent allocation or
+/// monitoring (pqos `lib/iordt.c` `iordt_check_support`).
+fn has_iordt(caps: &Capabilities) -> bool {
+    caps.l3_iordt.is_some() || caps.monitoring.get().is_some_and(|m| m.io_rdt)
+}
+
+/// I/O RDT over `irdt` and `mem`, where the part has it and the table is there.
+fn io_rdt_of(
+    caps: &Capabilities,
+    irdt: Option<rdt_mmio::Irdt>,
+    mem: Box<dyn rdt_mmio::MmioIo + Send>,
+) -> Option<crate::DynIoRdt> {
+    irdt.filter(|_| has_iordt(caps))
+        .map(|t| rdt_mmio::IoRdt::new(t, mem))
 }
 
 /// Logs pqos's `CACHE:` lines (`lib/cpuinfo.c`, `INFO:`) of `cpuid`, if any.

@@ -57,8 +57,9 @@ pub(crate) fn source_of(session: &Session) -> MsrSource {
     }
 }
 
-/// The model's MMIO interface (RDT 1.3: `xeon-rdt13`): its tables as served, its registers
-/// through the session's handle; `None` on a model without ERDT and MRRM.
+/// The model's MMIO interface (RDT 1.3: `xeon-rdt13`) and I/O RDT (`sapphire-rapids` too):
+/// its tables as served, its registers through the session's handle; `None` on a model
+/// without ERDT, MRRM or IRDT.
 fn mmio_of(session: &Session) -> Option<crate::MmioFace> {
     let handle = session.handle().clone();
     let tables = {
@@ -71,8 +72,9 @@ fn mmio_of(session: &Session) -> Option<crate::MmioFace> {
             cxl_windows: Some(m.cxl_windows().to_vec()),
         }
     };
-    tables.has_mmio().then(|| crate::MmioFace {
+    (tables.has_mmio() || tables.irdt.is_some()).then(|| crate::MmioFace {
         tables,
+        iordt_mem: Some(Box::new(handle.clone())),
         mem: Box::new(handle),
     })
 }

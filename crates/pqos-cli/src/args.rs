@@ -604,12 +604,15 @@ impl Args {
 /// pqos v26.03's options of the RDT 1.3 MMIO generation and I/O RDT that this pqos does not
 /// have yet (issue 34), each with what it needs: refused by name, never taken for an
 /// unknown option or silently ignored. Source: pqos v26.03 `pqos/main.c` (long options).
-const NOT_BUILT_YET: [(&str, &str); 4] = [
+const NOT_BUILT_YET: [(&str, &str); 2] = [
     ("--mon-dev", "I/O RDT monitoring"),
     ("--mon-channel", "I/O RDT monitoring"),
-    ("--rmid", "I/O RDT channel RMIDs"),
-    ("--rmid-channels", "I/O RDT channel RMIDs"),
 ];
+
+/// pqos's options that exist only in a build with `PQOS_RMID_CUSTOM` (`pqos/main.c`: fixed
+/// RMIDs for cores and I/O RDT channels instead of the library's allocation); pqos's default
+/// build, whose behaviour this pqos follows, does not know them.
+const RMID_CUSTOM: [&str; 2] = ["--rmid", "--rmid-channels"];
 
 /// The refusal of the first argument that names an option of [`NOT_BUILT_YET`] (as
 /// `--NAME` or `--NAME=VALUE`).
@@ -620,6 +623,13 @@ fn not_built_yet(argv: &[OsString]) -> Option<String> {
         if let Some((opt, needs)) = NOT_BUILT_YET.iter().find(|(o, _)| *o == name) {
             return Some(format!(
                 "{opt}: pqos v26.03's option for {needs} is not implemented yet in this pqos"
+            ));
+        }
+        if let Some(opt) = RMID_CUSTOM.iter().find(|o| **o == name) {
+            return Some(format!(
+                "{opt}: pqos has this option only when built with PQOS_RMID_CUSTOM (fixed \
+                 RMIDs for cores and I/O RDT channels); this pqos follows pqos's default \
+                 build, which allocates RMIDs itself"
             ));
         }
     }
@@ -747,6 +757,17 @@ mod tests {
                         .next()
                         .unwrap()
                 ),
+                "{argv:?}: {e}"
+            );
+        }
+        // options of a PQOS_RMID_CUSTOM build, refused saying so
+        for argv in [
+            &["pqos", "--rmid=1=0-3"][..],
+            &["pqos", "--rmid-channels=2=0x10100"],
+        ] {
+            let e = Args::try_parse_from(argv).unwrap_err().to_string();
+            assert!(
+                e.contains("PQOS_RMID_CUSTOM") && e.contains(argv[1].split('=').next().unwrap()),
                 "{argv:?}: {e}"
             );
         }

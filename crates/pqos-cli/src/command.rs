@@ -65,6 +65,10 @@ pub struct AllocRequest {
     /// wins), in first-mention order, each with its `-a` item. A process id moves every
     /// thread of the process.
     pub tasks: Vec<(TaskId, ClassId, String)>,
+    /// I/O RDT associations (`-a channel:COS=CHANNEL`, `-a dev:COS=DEVICE[@VC]`) after
+    /// merging repeats (the last one wins), in first-mention order, each with its `-a` item;
+    /// the target is [`AssocTarget::Channel`] or [`AssocTarget::Device`].
+    pub io: Vec<(AssocTarget, ClassId, String)>,
     /// pqos's `warn: updating COS for core %u from %u to %u` (and `... for task ...`)
     /// lines, printed on stdout.
     pub warnings: Vec<String>,
@@ -361,6 +365,7 @@ fn alloc_request(args: &Args) -> AllocRequest {
         .collect();
     let mut assoc: Vec<(LogicalCpu, ClassId, String)> = Vec::new();
     let mut tasks: Vec<(TaskId, ClassId, String)> = Vec::new();
+    let mut io: Vec<(AssocTarget, ClassId, String)> = Vec::new();
     let mut warnings = Vec::new();
     for item in args.alloc_assoc.iter().flat_map(|a| a.0.iter()) {
         match &item.target {
@@ -376,6 +381,30 @@ fn alloc_request(args: &Args) -> AllocRequest {
                     } else {
                         tasks.push((task, item.class, item.text.clone()));
                     }
+                }
+            }
+            target @ (AssocTarget::Channel(_) | AssocTarget::Device { .. }) => {
+                if let Some(entry) = io.iter_mut().find(|(t, _, _)| t == target) {
+                    // pqos/alloc.c add_channel_channel_tab, fill_dev_tab
+                    let what = match target {
+                        AssocTarget::Channel(c) => format!("channel {c}"),
+                        AssocTarget::Device { segment, bdf, vc } => format!(
+                            "dev {segment:04x}:{:02x}:{:02x}.{:x}{}",
+                            bdf >> 8,
+                            (bdf >> 3) & 0x1f,
+                            bdf & 7,
+                            vc.map(|v| format!("@{v}")).unwrap_or_default()
+                        ),
+                        _ => String::new(),
+                    };
+                    warnings.push(format!(
+                        "warn: updating COS for {what} from {} to {}",
+                        entry.1, item.class
+                    ));
+                    entry.1 = item.class;
+                    entry.2.clone_from(&item.text);
+                } else {
+                    io.push((target.clone(), item.class, item.text.clone()));
                 }
             }
             AssocTarget::Cores(cpus) => {
@@ -409,6 +438,7 @@ fn alloc_request(args: &Args) -> AllocRequest {
         profile: args.profile_set.clone(),
         assoc,
         tasks,
+        io,
         warnings,
         regions: RegionAlloc {
             domains: args

@@ -336,6 +336,18 @@ pub enum AssocTarget {
     /// `pid:`: task ids (OS interface only), in first-mention order. A process id stands for
     /// every thread of the process.
     Pids(Vec<TaskId>),
+    /// `channel:`: one I/O RDT channel (pqos `fill_channel_tab`).
+    Channel(rdt_pqos::ChannelId),
+    /// `dev:`: an I/O RDT device's channels, the `vc`th one or all of them (pqos
+    /// `fill_dev_tab`; hexadecimal `[SEG:]BUS:DEV.FN[@VC]`, VC decimal 0-7).
+    Device {
+        /// PCI segment.
+        segment: u16,
+        /// Bus (15:8), device (7:3), function (2:0).
+        bdf: u16,
+        /// The device's channel (its index among the device's channels, as pqos counts).
+        vc: Option<u8>,
+    },
 }
 
 /// One `;`-separated item of `-a`: `cos:COS=LIST`.
@@ -353,8 +365,33 @@ pub struct Assoc {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AssocDefs(pub Vec<Assoc>);
 
-const ASSOC_RULE: &str = "expected llc:COS=CPU_LIST, cos:COS=CPU_LIST, core:COS=CPU_LIST or \
-     pid:COS=TASK_LIST, e.g. llc:1=2-7 or pid:1=1234,5678";
+const ASSOC_RULE: &str = "expected llc:COS=CPU_LIST, cos:COS=CPU_LIST, core:COS=CPU_LIST, \
+     pid:COS=TASK_LIST, dev:COS=[SEG:]BUS:DEV.FN[@VC] or channel:COS=CHANNEL, e.g. llc:1=2-7, \
+     pid:1=1234,5678, dev:1=0000:16:00.0@0 or channel:1=0x10100";
+
+/// `dev:`'s device: `[SEG:]BUS:DEV.FN[@VC]` (pqos `pqos_parse_pci_id`, VC decimal below
+/// `PQOS_DEV_MAX_CHANNELS` = 8).
+fn parse_device(text: &str, item: &str) -> Result<AssocTarget, ArgError> {
+    let (pci, vc) = match text.split_once('@') {
+        Some((p, v)) => (p, Some(v)),
+        None => (text, None),
+    };
+    let (segment, bdf) = rdt_pqos::mmio::iordt::parse_pci_address(pci.trim())
+        .map_err(|e| err(format!("Invalid PCI ID in \"{item}\": {e}")))?;
+    let vc = match vc {
+        None => None,
+        Some(v) => {
+            let n = parse_u64(v.trim())
+                .map_err(|e| err(format!("Invalid virtual channel in \"{item}\": {e}")))?;
+            Some(u8::try_from(n).ok().filter(|n| *n < 8).ok_or_else(|| {
+                err(format!(
+                    "Virtual channel {n} is out of range [0, 7] in \"{item}\""
+                ))
+            })?)
+        }
+    };
+    Ok(AssocTarget::Device { segment, bdf, vc })
+}
 
 impl FromStr for Assoc {
     type Err = ArgError;
@@ -369,11 +406,6 @@ impl FromStr for Assoc {
                 "Unrecognized allocation type: \"{item}\" ({ASSOC_RULE})"
             )));
         };
-        if matches!(prefix, "dev:" | "channel:") {
-            return Err(err(format!(
-                "\"{item}\": I/O RDT device and channel association is not supported by this tool"
-            )));
-        }
         let rest = &item.trim_start()[prefix.len()..];
         let Some((cos_text, list)) = rest.split_once('=') else {
             return Err(err(format!(
@@ -384,7 +416,15 @@ impl FromStr for Assoc {
             parse_u32(cos_text, "class of service")
                 .map_err(|e| err(format!("{e} (class of service in \"{item}\")")))?,
         );
-        let target = if prefix == "pid:" {
+        let target = if prefix == "channel:" {
+            let channel = list
+                .trim()
+                .parse::<rdt_pqos::ChannelId>()
+                .map_err(|e| err(format!("{e} (in \"{item}\")")))?;
+            AssocTarget::Channel(channel)
+        } else if prefix == "dev:" {
+            parse_device(list, item)?
+        } else if prefix == "pid:" {
             let pids = parse_task_list(list, item)?;
             if pids.is_empty() {
                 return Err(err(format!("No task id specified in \"{item}\"")));
@@ -1144,8 +1184,53 @@ mod tests {
         );
         let m = "llc:1".parse::<AssocDefs>().unwrap_err().0;
         assert!(m.contains("has no '='"), "{m}");
-        let m = "dev:1=0000:00:01.0".parse::<AssocDefs>().unwrap_err().0;
-        assert!(m.contains("not supported"), "{m}");
+        let m = "dev:1=0000:00:20.0".parse::<AssocDefs>().unwrap_err().0;
+        assert!(
+            m.contains("Invalid PCI ID") && m.contains("0000:00:20.0"),
+            "{m}"
+        );
+        let m = "dev:1=16:00.0@8".parse::<AssocDefs>().unwrap_err().0;
+        assert!(
+            m.contains("Virtual channel 8 is out of range [0, 7]"),
+            "{m}"
+        );
+        let m = "channel:1=0".parse::<AssocDefs>().unwrap_err().0;
+        assert!(m.contains("non-zero id"), "{m}");
+    }
+
+    #[test]
+    fn io_rdt_associations_parse_as_pqos_takes_them() {
+        let a = "channel:3=0x10101;dev:2=0000:96:00.0;dev:5=96:01.0@1"
+            .parse::<AssocDefs>()
+            .unwrap()
+            .0;
+        assert_eq!(
+            a[0].target,
+            AssocTarget::Channel(rdt_pqos::ChannelId::from_raw(0x10101))
+        );
+        assert_eq!(a[0].class, ClassId::new(3));
+        assert_eq!(
+            a[1].target,
+            AssocTarget::Device {
+                segment: 0,
+                bdf: 0x9600,
+                vc: None
+            }
+        );
+        assert_eq!(
+            a[2].target,
+            AssocTarget::Device {
+                segment: 0,
+                bdf: 0x9608,
+                vc: Some(1)
+            }
+        );
+        // pqos's strtouint64: decimal as well
+        let a = "channel:1=65792".parse::<AssocDefs>().unwrap().0;
+        assert_eq!(
+            a[0].target,
+            AssocTarget::Channel(rdt_pqos::ChannelId::from_raw(0x10100))
+        );
     }
 
     #[test]

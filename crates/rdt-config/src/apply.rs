@@ -197,6 +197,15 @@ impl ConfigPlan {
                     } => {
                         format!("{}: task {task} from COS{before}", who(*after))
                     }
+                    Step::Channel {
+                        channel,
+                        before,
+                        after,
+                    } => format!(
+                        "I/O RDT channel {channel}: {} -> {}",
+                        before.map_or_else(|| "no class".to_owned(), |c| format!("COS{c}")),
+                        after.map_or_else(|| "no class".to_owned(), |c| format!("COS{c}"))
+                    ),
                     Step::Claim { class, .. } => format!("{}: new named class", who(*class)),
                     Step::Release { class, name, .. } => {
                         format!(

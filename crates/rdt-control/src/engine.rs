@@ -1163,10 +1163,7 @@ impl Engine {
         } else {
             self.next_limit(mba, from.mba, h, read(mba))
         };
-        let to = Setting {
-            mba: limit,
-            ..from
-        };
+        let to = Setting { mba: limit, ..from };
         let full = f64::from(self.full_mba());
         let base = self.effective_mba(mba, from.mba, read(mba));
         let c = &mut self.classes[mba];

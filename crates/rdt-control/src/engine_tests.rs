@@ -1105,9 +1105,6 @@ fn a_class_that_cannot_end_the_pressure_above_its_floor_goes_to_its_floor_at_onc
         "the siblings are never throttled: {decisions:?}"
     );
     assert_eq!(during[0].2, ActionKind::ThrottleMba, "{decisions:?}");
-    assert_eq!(
-        during[0].3.mba, 10,
-        "the floor at once: {decisions:?}"
-    );
+    assert_eq!(during[0].3.mba, 10, "the floor at once: {decisions:?}");
     assert_eq!(s[0].mba, 100, "given back after: {decisions:?}");
 }

@@ -460,6 +460,13 @@ pub trait Backend {
     fn regions(&mut self) -> Option<&mut dyn crate::RegionOps<Self::Error>> {
         None
     }
+
+    /// I/O RDT channel association ([`crate::IoRdtOps`]): the tagging registers of the ACPI
+    /// IRDT table's links; `None` on a platform without I/O RDT or an interface that cannot
+    /// reach them (resctrl).
+    fn io_rdt(&mut self) -> Option<&mut dyn crate::IoRdtOps<Self::Error>> {
+        None
+    }
 }
 
 /// What [`Backend::reset`] resets.

@@ -389,6 +389,9 @@ pub struct FakeBackend {
     clock: Option<Instant>,
     /// The names claimed as this library's ([`BackendExt::claim_class`]).
     own: std::collections::BTreeSet<String>,
+    /// I/O RDT channels and their classes ([`FakeBackend::with_io_rdt`]); `None`: no I/O
+    /// RDT.
+    io_channels: Option<BTreeMap<crate::ChannelId, Option<ClassId>>>,
 }
 
 const MIB: u64 = 1024 * 1024;
@@ -425,6 +428,7 @@ impl FakeBackend {
             names: BTreeMap::new(),
             clock: None,
             own: std::collections::BTreeSet::new(),
+            io_channels: None,
         };
         b.reset_tables();
         for c in b.topo.cpus() {
@@ -643,6 +647,21 @@ impl FakeBackend {
         self
     }
 
+    /// With I/O RDT ([`Backend::io_rdt`]): `channels` channels `0x10100`, `0x10101`, ...
+    /// of one link that tags CLOS and RMIDs, each in COS 0, and one device `0000:16:00.0`
+    /// on all of them. A channel's class is a write ([`FakeBackend::writes`]:
+    /// `"channel 0x10100 COS1"`), failing and dying as armed; a reset puts every channel
+    /// back to no class.
+    #[must_use]
+    pub fn with_io_rdt(mut self, channels: u8) -> Self {
+        self.io_channels = Some(
+            (0..channels)
+                .map(|c| (crate::ChannelId::new(0, 1, c), Some(ClassId::new(0))))
+                .collect(),
+        );
+        self
+    }
+
     /// Makes the `n`th write from now (1: the next) panic before it changes anything: the
     /// in-process stand-in for a process killed at that write (catch it with
     /// `std::panic::catch_unwind`).
@@ -741,6 +760,11 @@ impl FakeBackend {
 impl FakeBackend {
     fn reset_allocation_tables(&mut self, cfg: AllocReset) -> R<()> {
         self.write(format!("reset allocation {cfg:?}"))?;
+        if let Some(channels) = self.io_channels.as_mut() {
+            for c in channels.values_mut() {
+                *c = None;
+            }
+        }
         for (feature, setting) in [
             (&mut self.caps.l3_cat, cfg.l3_cdp),
             (&mut self.caps.l2_cat, cfg.l2_cdp),
@@ -1060,6 +1084,15 @@ impl Backend for FakeBackend {
         Some(self)
     }
 
+    /// I/O RDT where [`FakeBackend::with_io_rdt`] gave it.
+    fn io_rdt(&mut self) -> Option<&mut dyn crate::IoRdtOps<FakeError>> {
+        if self.io_channels.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
     /// Tasks and groups where [`FakeBackend::os_interface`] is set, as on resctrl.
     fn os(&mut self) -> Option<&mut dyn OsOps<FakeError>> {
         if self.os_interface { Some(self) } else { None }
@@ -1336,6 +1369,61 @@ impl Writers<FakeError> for FakeBackend {
 
     fn release_writers(&mut self) {
         self.writers_held = self.writers_held.saturating_sub(1);
+    }
+}
+
+impl crate::IoRdtOps<FakeError> for FakeBackend {
+    fn io_channels(&self) -> Vec<crate::IoChannelInfo> {
+        self.io_channels
+            .iter()
+            .flat_map(BTreeMap::keys)
+            .map(|&id| crate::IoChannelInfo {
+                id,
+                rmid_tagging: true,
+                clos_tagging: true,
+            })
+            .collect()
+    }
+
+    fn io_devices(&self) -> Vec<crate::IoDeviceInfo> {
+        vec![crate::IoDeviceInfo {
+            segment: 0,
+            bdf: 0x1600,
+            channels: self
+                .io_channels
+                .iter()
+                .flat_map(BTreeMap::keys)
+                .map(|&id| (id, false))
+                .collect(),
+        }]
+    }
+
+    fn channel_class(&mut self, channel: crate::ChannelId) -> R<Option<ClassId>> {
+        if self.fail_all_reads {
+            return Err(FakeError::Injected(format!("reading channel {channel}")));
+        }
+        self.io_channels
+            .as_ref()
+            .and_then(|c| c.get(&channel).copied())
+            .ok_or_else(|| RequestError::IoRdt(format!("no channel {channel}")).into())
+    }
+
+    fn set_channel_class(&mut self, channel: crate::ChannelId, class: Option<ClassId>) -> R<()> {
+        self.channel_class(channel)?;
+        let shown = class.map_or_else(|| "none".to_owned(), |c| format!("COS{c}"));
+        self.write(format!("channel {channel} {shown}"))?;
+        if let Some(c) = self.io_channels.as_mut().and_then(|c| c.get_mut(&channel)) {
+            *c = class;
+        }
+        Ok(())
+    }
+
+    fn channel_rmid(&mut self, channel: crate::ChannelId) -> R<Option<Rmid>> {
+        self.channel_class(channel).map(|_| None)
+    }
+
+    fn set_channel_rmid(&mut self, channel: crate::ChannelId, _rmid: Rmid) -> R<()> {
+        Err(RequestError::Unsupported(format!("the fake has no RMID tags ({channel})")).into())
     }
 }
 

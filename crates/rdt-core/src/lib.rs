@@ -31,6 +31,7 @@ pub mod discovery;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
 mod ids;
+pub mod iordt;
 mod mask;
 mod mba;
 pub mod mbm;
@@ -62,6 +63,7 @@ pub use cpuset::{
 pub use detect::UNCORE_PCIE_MODEL;
 pub use detect::rdt_absence as explain_no_rdt;
 pub use ids::{CacheDomain, ClassId, LogicalCpu, ParseIdError, Rmid, TaskId};
+pub use iordt::{ChannelId, IoChannelInfo, IoDeviceInfo, IoRdtOps};
 pub use mask::{CacheBitmask, MaskError};
 pub use mba::{
     MbaLimit, ParseMbaLimitError, ThreadThrottle, intel_mba_delay, intel_mba_percent, round_to_step,

@@ -97,6 +97,10 @@ pub enum RequestError {
     /// The platform (or this resctrl mount) lacks what the operation needs.
     #[error("{0}")]
     Unsupported(String),
+    /// An I/O RDT channel or device the platform's ACPI IRDT table does not have, or a
+    /// channel whose link does not tag what was asked ([`crate::IoRdtOps`]).
+    #[error("{0}")]
+    IoRdt(String),
     /// A monitoring event the platform does not count.
     #[error(
         "monitoring of {}{} is not supported on this platform",

@@ -20,7 +20,6 @@
 //! - intel-cmt-cat v26.03 `lib/acpi_table.h`, `lib/iordt.c` (channel ids: `PQOS_IRDT_CHAN_ID`).
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use crate::acpi::{self, AcpiHeader, Bytes, Problem, TableError};
 
@@ -48,38 +47,13 @@ pub const RCS_RMID_TAGGING: u16 = 1 << 1;
 pub const RCS_CLOS_TAGGING: u16 = 1 << 2;
 /// RCS flags bit 3: the link's registers are 2 bytes wide (else 4).
 pub const RCS_REG_2BYTE: u16 = 1 << 3;
+/// RCS flags bit 4 (REF): an RMID tagging register has an enable bit, its top bit.
+pub const RCS_RMID_ENABLE: u16 = 1 << 4;
+/// RCS flags bit 5 (CEF): a CLOS tagging register has an enable bit, its top bit.
+pub const RCS_CLOS_ENABLE: u16 = 1 << 5;
 
-/// An I/O RDT channel id as pqos numbers them: the RCS channel in bits 7:0, the RCS
-/// enumeration id in bits 15:8, the RMUD's index + 1 in bits 23:16.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ChannelId(u32);
-
-impl ChannelId {
-    /// The channel `channel` of RCS `rcs` in the `rmud_index`th RMUD.
-    #[must_use]
-    pub const fn new(rmud_index: u8, rcs: u8, channel: u8) -> Self {
-        Self(channel as u32 | (rcs as u32) << 8 | ((rmud_index as u32) + 1) << 16)
-    }
-
-    /// The raw id.
-    #[must_use]
-    pub const fn get(self) -> u32 {
-        self.0
-    }
-
-    /// An id from its raw form.
-    #[must_use]
-    pub const fn from_raw(raw: u32) -> Self {
-        Self(raw)
-    }
-}
-
-impl fmt::Display for ChannelId {
-    /// pqos's form, `0x10000`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#x}", self.0)
-    }
-}
+/// An I/O RDT channel id as pqos numbers them (the model's, [`rdt_core::ChannelId`]).
+pub use rdt_core::ChannelId;
 
 /// One virtual channel of a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,6 +17,8 @@
 //! - [`build`]: table bytes from typed descriptions, for the simulator and tests;
 //! - [`io`]: the register seam, [`MmioIo`], and its production implementation on `/dev/mem`;
 //! - [`iordt`]: I/O RDT devices with their channels, links and ERDT domain;
+//! - [`iotag`]: the links' CLOS and RMID tagging registers per channel ([`IoRdt`], the
+//!   `rdt_core::IoRdtOps` of the MSR and MMIO interfaces);
 //! - [`dump`]: read-only views of the register blocks (pqos's `--dump`, `--dump-rmid-regs`),
 //!   every window checked against the block the ERDT gives.
 //!
@@ -44,6 +46,7 @@ pub mod dump;
 pub mod erdt;
 pub mod io;
 pub mod iordt;
+pub mod iotag;
 pub mod irdt;
 pub mod mrrm;
 pub mod regs;
@@ -53,6 +56,7 @@ pub use acpi::{AcpiHeader, Problem, TableError};
 pub use backend::{MmioBackend, MmioError};
 pub use erdt::{Domain, Erdt, MbaControl, RegisterBlock};
 pub use io::{DevMem, MmioIo};
+pub use iotag::IoRdt;
 pub use irdt::{ChannelId, Irdt};
 pub use mrrm::{MemoryRegion, Mrrm, RegionId, RegionMemory};
 pub use tables::{AcpiTables, ReadTablesError};

@@ -54,6 +54,8 @@ use crate::vfs::err;
 use crate::vfs::errno::{EINVAL, EIO};
 
 /// GiB, bytes.
+mod iotags;
+
 const GIB: u64 = 1 << 30;
 /// Base of the CPU domains' register blocks.
 const CPU_BASE: u64 = 0xfe00_0000;
@@ -104,6 +106,9 @@ pub struct MmioModel {
     split: Vec<[f64; REGIONS]>,
     /// I/O CAT registers by address.
     io_regs: BTreeMap<u64, u64>,
+    /// The IRDT links' tagging registers: the 8-byte words that are not 0, by address
+    /// ([`iotags`]).
+    tags: BTreeMap<u64, u64>,
     accesses: (u64, u64),
 }
 
@@ -158,6 +163,7 @@ impl MmioModel {
             last_read: BTreeMap::new(),
             split: vec![DEFAULT_SPLIT; p.topology().cpus().len()],
             io_regs: BTreeMap::new(),
+            tags: BTreeMap::new(),
             accesses: (0, 0),
         };
         m.reset_registers();
@@ -169,6 +175,7 @@ impl MmioModel {
         self.rdt_ctrl.clear();
         self.mba.clear();
         self.io_regs.clear();
+        self.tags.clear();
         let Some(e) = &self.erdt else { return };
         for d in &e.domains {
             self.rdt_ctrl.insert(d.id, regs::RDT_CTRL_TOTAL_MODE);
@@ -539,6 +546,9 @@ impl SimPlatform {
         let occupancy = self.mmio_occupancy_lookup(addr);
         let m = self.mmio.as_deref_mut().ok_or_else(|| err(EIO))?;
         m.accesses.0 += 1;
+        if let Some(v) = m.tag_read(addr) {
+            return Ok(v);
+        }
         let d = m.domain_at(addr).ok_or_else(|| err(EIO))?.clone();
         if addr == d.control.base {
             return Ok(m.rdt_ctrl.get(&d.id).copied().unwrap_or(0));
@@ -590,6 +600,9 @@ impl SimPlatform {
     pub fn mmio_write(&mut self, addr: u64, value: u64) -> io::Result<()> {
         let m = self.mmio.as_deref_mut().ok_or_else(|| err(EIO))?;
         m.accesses.1 += 1;
+        if m.tag_write(addr, value) {
+            return Ok(());
+        }
         let d = m.domain_at(addr).ok_or_else(|| err(EIO))?.clone();
         if addr == d.control.base {
             if value & !regs::RDT_CTRL_TOTAL_MODE != 0 {
@@ -666,6 +679,9 @@ pub struct MmioSaved {
     /// I/O CAT registers: (address, value).
     #[serde(default)]
     io: Vec<(u64, u64)>,
+    /// The IRDT links' tagging words that are not 0: (address, value).
+    #[serde(default)]
+    tags: Vec<(u64, u64)>,
 }
 
 const fn control_name(c: MbaControl) -> &'static str {
@@ -701,6 +717,7 @@ impl MmioModel {
             counts,
             split: self.split.clone(),
             io: self.io_regs.iter().map(|(a, v)| (*a, *v)).collect(),
+            tags: self.tags.iter().map(|(a, v)| (*a, *v)).collect(),
         }
     }
 
@@ -772,6 +789,13 @@ impl MmioModel {
                 return Err(format!("I/O CAT register {addr:#x} does not exist"));
             }
             m.io_regs.insert(addr, v);
+        }
+        for &(addr, v) in &saved.tags {
+            if !m.tag_write(addr, v) {
+                return Err(format!(
+                    "I/O RDT tagging register {addr:#x} is not in a link of the IRDT"
+                ));
+            }
         }
         Ok(m)
     }

@@ -20,7 +20,7 @@ use crate::{SimError, SimPlatform};
 /// | `sapphire-rapids-snc2` | the same machine with Sub-NUMA Clustering 2: 4 NUMA nodes; resctrl monitors per node (`mon_L3_XX/mon_sub_L3_YY`, `mon_L3_XX` files sum them, `num_rmids` halved) | SNC |
 /// | `genoa` | 2 × EPYC 9654, 384 CPUs (every CPU captured, in the firmware's order: CPUs 0-7 on CCD 0, 8-15 on CCD 4, 16-23 on CCD 8, ...): 24 CCX L3 domains of 32 MiB, 16-bit CBM, MBA + SMBA, BMEC (`mbm_*_bytes_config`), no ABMC | scale, BMEC, SMBA |
 /// | `turin` | stock EPYC 9655: 192 CPUs (96 cores, SMT on), 12 CCDs of 8 cores, one package (CPU 0 dumped with 64 cores and SMT off, the stock part synthesized): MBA + SMBA, BMEC, ABMC (32 assignable counters per domain), io_alloc (SDCIAE) | ABMC, io_alloc |
-/// | `xeon-rdt13` | an RDT 1.3 Xeon: the `skylake-sp` CPUID (2 sockets, 72 CPUs) with the ACPI ERDT, MRRM and IRDT tables and the MMIO registers of RDT 1.3 synthesized: a CPU domain per socket, DDR (region 0) and CXL (region 1) memory, two I/O devices per socket | the MMIO interface, region-aware MBM/MBA, I/O RDT |
+/// | `xeon-rdt13` | an RDT 1.3 Xeon: the `skylake-sp` CPUID (2 sockets, 72 CPUs) with the ACPI ERDT, MRRM and IRDT tables and the MMIO registers of RDT 1.3 synthesized: a CPU domain per socket, DDR (region 0) and CXL (region 1) memory, two I/O devices per socket | the MMIO interface, region-aware MBM/MBA, I/O RDT (its L3 CAT enumerates I/O RDT allocation: `-R l3iordt-on`, `-a channel:`/`dev:`) |
 /// | `turin-dump` | EPYC 9655 as dumped: 64 CPUs (SMT off, 8 CCDs), one package (CPU 0 dumped, the others synthesized); RDT features as `turin` | ABMC, io_alloc on a smaller machine |
 ///
 /// `milan`'s dump does not record leaf 0BH; the model synthesizes it per CPU. What every model
@@ -259,12 +259,16 @@ impl SimPlatform {
         if let Some(m) = MmioModel::new(&p, b.mmio) {
             p.notes.push(
                 match b.mmio {
-                    Generation::Rdt13 => "RDT 1.3 generation synthesized (no part captured): ACPI ERDT, MRRM and IRDT tables at sys/firmware/acpi/tables, CXL regions at sys/bus/cxl, MMIO registers at dev/mem; 70 % of each CPU's memory traffic to DDR (region 0), 30 % to CXL (region 1)",
+                    Generation::Rdt13 => "RDT 1.3 generation synthesized (no part captured): ACPI ERDT, MRRM and IRDT tables at sys/firmware/acpi/tables, CXL regions at sys/bus/cxl, MMIO registers at dev/mem; 70 % of each CPU's memory traffic to DDR (region 0), 30 % to CXL (region 1); the L3 CAT enumerates I/O RDT allocation (CPUID.(10H,1):ECX[1], IA32_L3_IO_QOS_CFG) for its I/O devices",
                     _ => "an ACPI IRDT table synthesized (I/O RDT devices and channels; CPUID does not enumerate I/O RDT on this part)",
                 }
                 .into(),
             );
             p.mmio = Some(Box::new(m));
+            // an RDT 1.3 part has I/O RDT: its L3 CAT enumerates the I/O agents' allocation
+            if b.mmio == Generation::Rdt13 {
+                p.set_io_rdt(true);
+            }
         }
         if let Some(mhz) = b.base_mhz {
             p.freq_hz = f64::from(mhz) * 1e6;

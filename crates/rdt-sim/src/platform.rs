@@ -483,10 +483,10 @@ impl SimPlatform {
     /// Models a part whose L3 CAT enumerates I/O RDT allocation (pqos v23.11+ `-R
     /// l3iordt-on|off`): CPUID.(10H,1):ECX\[1\] set (a CPUID patch) and IA32_L3_IO_QOS_CFG
     /// (0xC83) per package ([`crate::sysregs`]). No captured part enumerates it, though
-    /// `sapphire-rapids` and `xeon-rdt13` carry an ACPI IRDT; this turns it on for an Intel
-    /// model with L3 CAT and does nothing elsewhere. Off clears the CPUID bit and the
-    /// register. Returns whether the part now has it. Not saved in the state file (as
-    /// MBA_CFG is not).
+    /// `sapphire-rapids` carries an ACPI IRDT (the synthesized `xeon-rdt13` is built with it
+    /// on); this turns it on for an Intel model with L3 CAT and does nothing elsewhere. Off
+    /// clears the CPUID bit and the register. Returns whether the part now has it. The
+    /// CPUID patch is not saved in the state file (as MBA_CFG is not); the register is.
     pub fn set_io_rdt(&mut self, on: bool) -> bool {
         let intel = matches!(self.caps.vendor, rdt_core::Vendor::Intel);
         let on = on && intel && self.caps.l3_cat.is_present();

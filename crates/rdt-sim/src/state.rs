@@ -137,6 +137,10 @@ pub struct MachineState {
     /// without them and in states saved before they were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mmio: Option<crate::mmio::MmioSaved>,
+    /// IA32_L3_IO_QOS_CFG per package where it is not 0 (a part with I/O RDT: `xeon-rdt13`);
+    /// absent in states saved before it was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    l3_io_qos_cfg: Vec<(u32, u64)>,
 }
 
 impl MachineState {
@@ -368,6 +372,12 @@ impl SimPlatform {
             scenario: self.scenario.to_value(),
             amd: self.amd_qos_saved(),
             mmio: self.mmio.as_deref().map(crate::mmio::MmioModel::saved),
+            l3_io_qos_cfg: self
+                .l3_io_qos_cfg
+                .iter()
+                .filter(|(_, v)| **v != 0)
+                .map(|(k, v)| (*k, *v))
+                .collect(),
         }
     }
 
@@ -403,6 +413,21 @@ impl SimPlatform {
                 model: self.identity.clone(),
                 problem,
             })
+    }
+
+    /// Saved IA32_L3_IO_QOS_CFG values fit this model: a part with I/O RDT, its packages,
+    /// bits 0-1.
+    fn check_l3_io_qos_cfg(&self, saved: &[(u32, u64)]) -> Result<(), Invalid> {
+        let io_rdt = self.caps.l3_cat.get().is_some_and(|c| c.io_rdt);
+        let packages = self.topology.packages();
+        for &(package, v) in saved {
+            if !io_rdt || !packages.contains(&package) || v & !0b11 != 0 {
+                return Err(Invalid(format!(
+                    "IA32_L3_IO_QOS_CFG {v:#x} of package {package} does not fit this model"
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn restore_checked(&mut self, st: MachineState, scenario: Scenario) -> Result<(), Invalid> {
@@ -490,8 +515,10 @@ impl SimPlatform {
                 "scenario workload {i} names CPU {cpu}, which does not exist"
             )));
         }
+        self.check_l3_io_qos_cfg(&st.l3_io_qos_cfg)?;
         self.amd_qos_load(&mut regs.amd, &st.amd).map_err(Invalid)?;
         self.mmio = self.restored_mmio(st.mmio.as_ref())?;
+        self.l3_io_qos_cfg = st.l3_io_qos_cfg.iter().copied().collect();
         self.regs = regs;
         self.counters = counters;
         self.pmu = pmu;

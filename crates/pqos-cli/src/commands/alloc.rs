@@ -26,7 +26,7 @@ use rdt_pqos::{
 
 use super::{L3Domains, join, profiles};
 use crate::command::AllocRequest;
-use crate::grammar::{AllocKind, ClassDef, CosValue};
+use crate::grammar::{AllocKind, AssocTarget, ClassDef, CosValue};
 
 /// Where a change came from: what its pqos line and messages say.
 #[derive(Clone, Debug)]
@@ -60,6 +60,8 @@ enum Origin<'a> {
     Core { item: &'a str },
     /// A task of `-a pid:`.
     Task { item: &'a str },
+    /// An I/O RDT channel of `-a channel:` or `-a dev:`.
+    Channel { item: &'a str },
 }
 
 impl Origin<'_> {
@@ -95,7 +97,17 @@ pub fn run_alloc<B: Backend>(
     let regions = backend
         .regions()
         .map(|r| (r.domain_ids(), r.memory_regions().len()));
-    let (changes, origins) = match changes_of(backend, &classes, req, regions.as_ref()) {
+    let channels = match io_channels(backend, req) {
+        Ok(c) => c,
+        Err(e) => {
+            if let Some(line) = pqos_line(&e) {
+                writeln!(out, "{line}")?;
+            }
+            writeln!(out, "Allocation association error!")?;
+            return Err(e);
+        }
+    };
+    let (changes, origins) = match changes_of(backend, &classes, req, regions.as_ref(), &channels) {
         Ok(c) => c,
         Err(e) => {
             if let Some(line) = pqos_line(&e) {
@@ -175,13 +187,53 @@ fn plan_and_apply<B: Backend>(
     Ok(())
 }
 
+/// The channels of `-a channel:` and `-a dev:` items (a device resolved to its channels
+/// through the platform's IRDT, as pqos's `pqos_devinfo_get_channel_id` does), each with
+/// its class and item, in command-line order.
+fn io_channels<'a, B: Backend>(
+    backend: &mut B,
+    req: &'a AllocRequest,
+) -> Result<Vec<(rdt_pqos::ChannelId, ClassId, &'a str)>> {
+    if req.io.is_empty() {
+        return Ok(Vec::new());
+    }
+    let interface = backend.interface();
+    let Some(io) = backend.io_rdt() else {
+        let item = &req.io[0].2;
+        bail!(
+            "\"{item}\": I/O RDT association needs a platform with I/O RDT (L3 non-CPU agent \
+             allocation and an ACPI IRDT table) on the MSR or MMIO interface{}",
+            if interface == rdt_pqos::Interface::Os {
+                " (this platform was opened with the OS interface: use --iface=msr)"
+            } else {
+                "; this platform has none (pqos -d: `I/O RDT: unsupported`, or no IRDT)"
+            }
+        );
+    };
+    let mut out = Vec::new();
+    for (target, class, item) in &req.io {
+        match *target {
+            AssocTarget::Channel(c) => out.push((c, *class, item.as_str())),
+            AssocTarget::Device { segment, bdf, vc } => {
+                let channels = io
+                    .device_channels(segment, bdf, vc)
+                    .map_err(|e| anyhow!("Invalid device! \"{item}\": {e}"))?;
+                out.extend(channels.into_iter().map(|c| (c, *class, item.as_str())));
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
 /// The transaction's changes in pqos's order (definitions as given, then cores, then
-/// tasks), each with where it came from.
+/// tasks, then channels), each with where it came from.
 fn changes_of<'a, B: Backend>(
     backend: &B,
     defs: &'a [ClassDef],
     req: &'a AllocRequest,
     regions: Option<&(Vec<(CacheDomain, u16)>, usize)>,
+    channels: &[(rdt_pqos::ChannelId, ClassId, &'a str)],
 ) -> Result<(Vec<Change>, Vec<Origin<'a>>)> {
     let caps = backend.capabilities();
     let topo = backend.topology();
@@ -218,6 +270,9 @@ fn changes_of<'a, B: Backend>(
             class: *class,
         };
         list.push(change, Origin::Task { item });
+    }
+    for &(channel, class, item) in channels {
+        list.push(Change::Channel { channel, class }, Origin::Channel { item });
     }
     Ok((list.changes, list.origins))
 }
@@ -519,6 +574,9 @@ fn refused<B: Backend>(
         (Change::Task { task, .. }, Origin::Task { item }) => {
             format!("task {task} in \"{item}\"")
         }
+        (Change::Channel { channel, .. }, Origin::Channel { item }) => {
+            format!("I/O RDT channel {channel} in \"{item}\"")
+        }
         _ => "the current classes".to_owned(),
     };
     let error = match e {
@@ -537,7 +595,7 @@ fn refused<B: Backend>(
         (Origin::RegionMba { def, value, .. }, _) => {
             anyhow!("\"{}\" in \"{}\": {error}", value.text, def.text)
         }
-        (Origin::Core { item } | Origin::Task { item }, _) => {
+        (Origin::Core { item } | Origin::Task { item } | Origin::Channel { item }, _) => {
             association_refused(backend, proc, change, item, error)
         }
     }
@@ -549,7 +607,7 @@ fn refused<B: Backend>(
 /// before its `Allocation configuration error!`. The rest of the message (which token, why)
 /// is ours and goes to stderr.
 fn pqos_line(e: &anyhow::Error) -> Option<String> {
-    const PQOS_LINES: [&str; 8] = [
+    const PQOS_LINES: [&str; 10] = [
         "Invalid class ID: ",
         "Failed to retrieve socket ",
         "Failed to set ",
@@ -558,6 +616,8 @@ fn pqos_line(e: &anyhow::Error) -> Option<String> {
         "Expected MBA controller but not requested!",
         "Core number or class id is out of bounds!",
         "Task ID number or class id is out of bounds!",
+        "Channel or class id is out of bounds!",
+        "Invalid device!",
     ];
     let text = e.to_string();
     let end = text.find('!')? + 1;
@@ -641,6 +701,11 @@ fn association_refused<B: Backend>(
     let (kind, subject, class) = match change {
         Change::Cpu { cpu, class } => ("Core", format!("Core {cpu}"), *class),
         Change::Task { task, class } => ("Task ID", format!("Task {task}"), *class),
+        // pqos/alloc.c set_allocation_assoc: PQOS_RETVAL_PARAM of
+        // pqos_alloc_assoc_set_channel/_dev
+        Change::Channel { .. } => {
+            return anyhow!("Channel or class id is out of bounds! \"{item}\": {error}");
+        }
         _ => return anyhow!("\"{item}\": {error}"),
     };
     match error {
@@ -779,6 +844,14 @@ fn failed_lines<E: BackendError>(
                 (Step::Task { task, after, .. }, Origin::Task { item }) => {
                     (format!("task {task}"), *after, *item)
                 }
+                (
+                    Step::Channel {
+                        channel,
+                        after: Some(after),
+                        ..
+                    },
+                    Origin::Channel { item },
+                ) => (format!("I/O RDT channel {channel}"), *after, *item),
                 (step, _) => (step.to_string(), ClassId::new(0), ""),
             };
             writeln!(

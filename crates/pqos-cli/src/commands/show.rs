@@ -202,6 +202,102 @@ struct ClassTasks {
     failed: bool,
 }
 
+/// One line of pqos's I/O RDT association section (`print_dev_assoc`,
+/// `print_channel_assoc`): a device's channel or a channel, its class and RMID where shown.
+#[derive(Debug)]
+struct IoAssoc {
+    /// `Device 0000:16:00.0@0, Channel 0x10100` or `Channel 0x10100`.
+    label: String,
+    /// The class (`Ok(None)`: no class, `NOCOS`), where allocation is on and the link tags
+    /// CLOS.
+    clos: Option<Result<Option<ClassId>, ()>>,
+    /// The RMID, where I/O monitoring is on and the link tags RMIDs.
+    rmid: Option<Result<Option<Rmid>, ()>>,
+}
+
+impl IoAssoc {
+    fn line(&self) -> String {
+        let mut line = format!("    {} => ", self.label);
+        match self.clos {
+            Some(Ok(Some(c))) => line.push_str(&format!("COS{c}")),
+            Some(Ok(None)) => line.push_str("NOCOS"),
+            Some(Err(())) => line.push_str("ERROR"),
+            None => {}
+        }
+        if let Some(r) = self.rmid {
+            if self.clos.is_some() {
+                line.push_str(", ");
+            }
+            match r {
+                Ok(Some(r)) => line.push_str(&format!("RMID{r}")),
+                Ok(None) => line.push_str("NORMID"),
+                Err(()) => line.push_str("ERROR"),
+            }
+        }
+        line
+    }
+}
+
+/// pqos's `Device information:` and `Control channel information:` of `-s`, where I/O RDT
+/// allocation or monitoring is on (pqos/alloc.c `print_iordt_alloc`).
+#[derive(Debug)]
+struct IoRdtShown {
+    devices: Vec<IoAssoc>,
+    channels: Vec<IoAssoc>,
+}
+
+impl IoRdtShown {
+    fn read<B: Backend>(backend: &mut B, note: &mut dyn FnMut(anyhow::Error)) -> Option<Self> {
+        let caps = backend.capabilities();
+        let alloc = caps.l3_iordt == Some(true);
+        let mon = alloc && caps.monitoring.get().is_some_and(|m| m.io_rdt);
+        if !(alloc || mon) {
+            return None;
+        }
+        let io = backend.io_rdt()?;
+        let channels = io.io_channels();
+        let device_list = io.io_devices();
+        let mut read = |id: rdt_pqos::ChannelId, label: String| -> Option<IoAssoc> {
+            let info = channels.iter().find(|c| c.id == id)?;
+            let clos = (alloc && info.clos_tagging).then(|| {
+                io.channel_class(id).map_err(|e| {
+                    note(anyhow!(e).context(format!("reading the class of channel {id}")));
+                })
+            });
+            let rmid = (mon && info.rmid_tagging).then(|| {
+                io.channel_rmid(id).map_err(|e| {
+                    note(anyhow!(e).context(format!("reading the RMID of channel {id}")));
+                })
+            });
+            (clos.is_some() || rmid.is_some()).then_some(IoAssoc { label, clos, rmid })
+        };
+        let mut devices = Vec::new();
+        for d in device_list {
+            for (vc, (id, _)) in d.channels.iter().enumerate() {
+                let label = format!("Device {}@{vc}, Channel {id}", d.address());
+                devices.extend(read(*id, label));
+            }
+        }
+        let channels = channels
+            .iter()
+            .filter_map(|c| read(c.id, format!("Channel {}", c.id)))
+            .collect();
+        Some(Self { devices, channels })
+    }
+
+    fn print(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(out, "Device information:")?;
+        for d in &self.devices {
+            writeln!(out, "{}", d.line())?;
+        }
+        writeln!(out, "Control channel information:")?;
+        for c in &self.channels {
+            writeln!(out, "{}", c.line())?;
+        }
+        Ok(())
+    }
+}
+
 /// Everything `-s` shows, read once; the text and JSON forms are printed from it.
 #[derive(Debug)]
 struct Config {
@@ -225,6 +321,8 @@ struct Config {
     named: Vec<(ClassId, String)>,
     /// The MMIO interface's region MBA; `None` elsewhere.
     regions: Option<RegionMbaConfig>,
+    /// I/O RDT associations, where I/O RDT is on.
+    iordt: Option<IoRdtShown>,
 }
 
 /// Reads the classes of several domains at once ([`Backend::cat_classes_in`],
@@ -454,6 +552,7 @@ impl Config {
             }
             packages.push((package, cores));
         }
+        let iordt = IoRdtShown::read(backend, note);
         let os = backend.interface() == Interface::Os;
         let tasks = (os && is_alloc).then(|| read_tasks(backend, verbose, note));
         let groups = Part::read(
@@ -476,6 +575,7 @@ impl Config {
             groups,
             named: backend.own_class_names(),
             regions,
+            iordt,
         }
     }
 
@@ -584,6 +684,9 @@ impl Config {
                     CoreAssoc::Error => writeln!(out, "    Core {cpu} => ERROR")?,
                 }
             }
+        }
+        if let Some(io) = &self.iordt {
+            io.print(out)?;
         }
         if let Some(ClassTasks { list, failed }) = &self.tasks {
             writeln!(out, "PID association information:")?;

@@ -104,3 +104,131 @@ fn l3iordt_on_is_refused_where_the_part_lacks_it() {
         sim.pqos(&[&iface, "-R", "L3IORDT-any"]).ok();
     }
 }
+
+/// The class of I/O RDT channel `raw` as the model's CLOS tagging register holds it.
+fn channel_class(m: &super::util::mounted::Mounted, raw: u32) -> Option<u32> {
+    m.platform()
+        .lock()
+        .mmio()
+        .expect("the model has an IRDT")
+        .channel_tag(
+            rdt_pqos::ChannelId::from_raw(raw),
+            rdt_pqos::mmio::iotag::Tag::Clos,
+        )
+}
+
+/// `-a channel:` and `-a dev:` (pqos v23.11+, issue 34) on the models with an IRDT, through
+/// the MSR interface and (xeon-rdt13) the MMIO one: a channel goes into its class in its
+/// link's CLOS tagging register, a device's channels follow it (`@VC` its one channel),
+/// `-s` shows both sections as pqos does, a command naming a channel or device the IRDT
+/// lacks changes nothing, and `-R` puts every channel back to COS0.
+#[test]
+fn channels_and_devices_go_into_classes_and_back_on_reset() {
+    use super::util::mounted::Mounted;
+    for (model, iface) in [
+        ("xeon-rdt13", "msr"),
+        ("xeon-rdt13", "mmio"),
+        ("sapphire-rapids", "msr"),
+    ] {
+        let m = Mounted::new(model);
+        assert!(m.platform().lock().set_io_rdt(true));
+        let iface = format!("--iface={iface}");
+        m.pqos(&[&iface, "-R", "l3iordt-on"]).ok();
+        let a = m.pqos(&[&iface, "-a", "channel:3=0x10101"]).ok();
+        assert!(
+            a.stdout.contains("Allocation configuration altered."),
+            "{model} {iface}: {}",
+            a.stdout
+        );
+        assert_eq!(channel_class(&m, 0x10101), Some(3), "{model} {iface}");
+        assert_eq!(channel_class(&m, 0x10100), Some(0), "{model} {iface}");
+        // the second socket's first device, all its channels; then its second one by @VC
+        m.pqos(&[&iface, "-a", "dev:2=0000:96:00.0;dev:5=96:01.0@0"])
+            .ok();
+        assert_eq!(channel_class(&m, 0x20100), Some(2), "{model} {iface}");
+        assert_eq!(channel_class(&m, 0x20101), Some(5), "{model} {iface}");
+        let s = m.pqos(&[&iface, "-s"]).ok();
+        assert!(
+            s.stdout.contains(
+                "Device information:\n    Device 0000:16:00.0@0, Channel 0x10100 => COS0\n    \
+                 Device 0000:16:01.0@0, Channel 0x10101 => COS3\n"
+            ),
+            "{model} {iface}: {}",
+            s.stdout
+        );
+        assert!(
+            s.stdout.contains(
+                "Control channel information:\n    Channel 0x10100 => COS0\n    Channel \
+                 0x10101 => COS3\n    Channel 0x20100 => COS2\n    Channel 0x20101 => COS5\n"
+            ),
+            "{model} {iface}: {}",
+            s.stdout
+        );
+        // refused whole: the first item is valid, the second names no channel of the IRDT
+        let r = m
+            .pqos(&[&iface, "-a", "channel:7=0x10100;channel:7=0x10105"])
+            .failed();
+        let all = r.stdout.clone() + &r.stderr;
+        assert!(
+            all.contains("Channel or class id is out of bounds!"),
+            "{all}"
+        );
+        assert!(
+            all.contains("0x10105 is not in the ACPI IRDT table"),
+            "{all}"
+        );
+        assert_eq!(channel_class(&m, 0x10100), Some(0), "nothing written");
+        let r = m.pqos(&[&iface, "-a", "dev:7=0000:17:00.0"]).failed();
+        let all = r.stdout.clone() + &r.stderr;
+        assert!(all.contains("Invalid device!"), "{all}");
+        assert!(
+            all.contains("0000:17:00.0 is not in the ACPI IRDT"),
+            "{all}"
+        );
+        let r = m.pqos(&[&iface, "-a", "channel:99=0x10100"]).failed();
+        let all = r.stdout.clone() + &r.stderr;
+        assert!(all.contains("out of bounds"), "{all}");
+        m.pqos(&[&iface, "-R"]).ok();
+        for ch in [0x10100, 0x10101, 0x20100, 0x20101] {
+            assert_eq!(channel_class(&m, ch), Some(0), "{model} {iface}: {ch:#x}");
+        }
+    }
+}
+
+/// Without I/O RDT enumerated (every captured part as it is), `-a channel:` says what it
+/// needs, and writes nothing.
+#[test]
+fn channel_association_needs_io_rdt() {
+    let sim = Sim::new("sapphire-rapids");
+    let r = sim
+        .pqos(&["--iface=msr", "-a", "channel:1=0x10100"])
+        .failed();
+    let all = r.stdout.clone() + &r.stderr;
+    assert!(all.contains("Allocation association error!"), "{all}");
+    assert!(all.contains("needs a platform with I/O RDT"), "{all}");
+}
+
+/// The synthesized `xeon-rdt13` enumerates I/O RDT allocation: with `--sim` alone (one
+/// process per command, the state file between them) `-R l3iordt-on`, `-a channel:`,
+/// `-s` and `-R` work as on the mounted platform, on both of its interfaces.
+#[test]
+fn xeon_rdt13_associates_channels_under_sim() {
+    for iface in ["--iface=msr", "--iface=mmio"] {
+        let sim = Sim::new("xeon-rdt13");
+        sim.pqos(&[iface, "-R", "l3iordt-on"]).ok();
+        sim.pqos(&[iface, "-a", "channel:4=0x20101"]).ok();
+        let s = sim.pqos(&[iface, "-s"]).ok();
+        assert!(
+            s.stdout.contains("    Channel 0x20101 => COS4\n"),
+            "{iface}: {}",
+            s.stdout
+        );
+        sim.pqos(&[iface, "-R"]).ok();
+        let s = sim.pqos(&[iface, "-s"]).ok();
+        assert!(
+            s.stdout.contains("    Channel 0x20101 => COS0\n"),
+            "{iface}: {}",
+            s.stdout
+        );
+    }
+}

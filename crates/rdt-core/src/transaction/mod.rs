@@ -36,8 +36,8 @@ use std::fmt;
 
 use crate::BackendExt;
 use crate::{
-    AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
-    LogicalCpu, MbaClass, MbaLimit, MbaResource, RegionBw, RequestError, Shown, TaskId,
+    AllocReset, Backend, CacheBitmask, CacheDomain, CatClass, CatResource, ChannelId, ClassId,
+    CpuSet, LogicalCpu, MbaClass, MbaLimit, MbaResource, RegionBw, RequestError, Shown, TaskId,
 };
 
 /// Which masks of a CAT class a change sets (pqos `-e llc:1=..`, `1d=..`, `1c=..`).
@@ -103,6 +103,15 @@ pub enum Change {
     Task {
         /// The task.
         task: TaskId,
+        /// The class.
+        class: ClassId,
+    },
+    /// An I/O RDT channel into a class: its link's CLOS tagging register
+    /// ([`Backend::io_rdt`], pqos `-a channel:ID=CHANNEL`; a device's channels, `-a dev:`,
+    /// are one change each). MSR and MMIO interfaces, where the platform has I/O RDT.
+    Channel {
+        /// The channel.
+        channel: ChannelId,
         /// The class.
         class: ClassId,
     },
@@ -313,6 +322,16 @@ pub enum Step {
         /// Its class after.
         after: ClassId,
     },
+    /// [`IoRdtOps::set_channel_class`](crate::IoRdtOps::set_channel_class) of one channel
+    /// (`None`: class 0 with the enable bit clear, as a reset leaves it).
+    Channel {
+        /// The channel.
+        channel: ChannelId,
+        /// Its class before.
+        before: Option<ClassId>,
+        /// Its class after.
+        after: Option<ClassId>,
+    },
     /// `reset_allocation`.
     Reset {
         /// What the reset sets.
@@ -368,6 +387,7 @@ impl Step {
             Self::Mba { before, after, .. } => before == after,
             Self::RegionMba { before, after, .. } => before == after,
             Self::Cpu { before, after, .. } | Self::Task { before, after, .. } => before == after,
+            Self::Channel { before, after, .. } => before == after,
             Self::Reset { .. }
             | Self::Restore { .. }
             | Self::Claim { .. }
@@ -383,6 +403,7 @@ impl Step {
             Self::Cat { after, .. } => Some(after.class),
             Self::Mba { after, .. } => Some(after.class),
             Self::Cpu { after, .. } | Self::Task { after, .. } => Some(*after),
+            Self::Channel { after, .. } => *after,
             Self::RegionMba { class, .. }
             | Self::Claim { class, .. }
             | Self::Release { class, .. } => Some(*class),
@@ -447,6 +468,15 @@ impl Step {
                 after,
             } => Self::Task {
                 task: *task,
+                before: *after,
+                after: *before,
+            },
+            Self::Channel {
+                channel,
+                before,
+                after,
+            } => Self::Channel {
+                channel: *channel,
                 before: *after,
                 after: *before,
             },
@@ -516,6 +546,14 @@ impl Step {
             ),
             Self::Cpu { cpu, before, .. } => format!("CPU {cpu} back into COS{before}"),
             Self::Task { task, before, .. } => format!("task {task} back into COS{before}"),
+            Self::Channel {
+                channel,
+                before: Some(before),
+                ..
+            } => format!("I/O RDT channel {channel} back into COS{before}"),
+            Self::Channel { channel, .. } => {
+                format!("I/O RDT channel {channel} back to no class (enable bit clear)")
+            }
             Self::Reset { .. } => "the allocation as it was before the reset".to_owned(),
             Self::Restore { .. } => "the allocation reset again".to_owned(),
             Self::Claim { class, name, .. } => {
@@ -577,6 +615,15 @@ impl Step {
             },
             Self::Cpu { cpu, after, .. } => backend.associate(*cpu, *after).map(|()| None),
             Self::Task { task, after, .. } => backend.associate_task(*task, *after).map(|()| None),
+            Self::Channel { channel, after, .. } => match backend.io_rdt() {
+                Some(io) => io.set_channel_class(*channel, *after).map(|()| None),
+                None => Err(RequestError::Unsupported(
+                    "I/O RDT channel association needs I/O RDT (an ACPI IRDT table) and the \
+                     MSR or MMIO interface"
+                        .into(),
+                )
+                .into()),
+            },
             Self::Reset { cfg, .. } => backend.reset_allocation(cfg).map(|()| None),
             Self::Restore { state, .. } => state.restore(backend).map(|_| None),
             Self::Claim {
@@ -632,6 +679,12 @@ impl fmt::Display for Step {
             ),
             Self::Cpu { cpu, after, .. } => write!(f, "CPU {cpu} into COS{after}"),
             Self::Task { task, after, .. } => write!(f, "task {task} into COS{after}"),
+            Self::Channel {
+                channel,
+                after: Some(after),
+                ..
+            } => write!(f, "I/O RDT channel {channel} into COS{after}"),
+            Self::Channel { channel, .. } => write!(f, "I/O RDT channel {channel} untagged"),
             Self::Reset { .. } => f.write_str("allocation reset"),
             Self::Restore { .. } => f.write_str("allocation restore"),
             Self::Claim { class, name, .. } => {

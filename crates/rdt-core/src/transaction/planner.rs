@@ -6,8 +6,8 @@ use super::{AllocState, Change, MaskScope, Plan, PlanError, PlanWarning, Step};
 use crate::BackendExt;
 use crate::{
     AllocReset, Backend, BackendError, CacheBitmask, CacheDomain, CatClass, CatMask, CatResource,
-    ClassId, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit, MbaResource,
-    RegionBw, RequestError, TaskId,
+    ChannelId, ClassId, GroupKind, GroupOwner, Interface, LogicalCpu, MbaClass, MbaLimit,
+    MbaResource, RegionBw, RequestError, TaskId,
 };
 
 /// The current state the plan read, updated as its steps are planned.
@@ -18,6 +18,7 @@ struct Current {
     cpus: BTreeMap<LogicalCpu, ClassId>,
     tasks: BTreeMap<TaskId, ClassId>,
     regions: BTreeMap<(CacheDomain, ClassId), Vec<RegionBw>>,
+    channels: BTreeMap<ChannelId, Option<ClassId>>,
 }
 
 /// A backend error as a plan error: its [`RequestError`] when it is one, a read error else.
@@ -657,6 +658,56 @@ impl<B: Backend> Planner<'_, B> {
         Ok(())
     }
 
+    /// A channel into a class: the interface reaches I/O RDT, the channel exists and its link
+    /// tags CLOS, the class is within the platform's (pqos `hw_alloc_assoc_set_channel`:
+    /// `class_id` below the L3 CAT class count).
+    fn channel(
+        &mut self,
+        index: usize,
+        channel: ChannelId,
+        class: ClassId,
+    ) -> Result<Step, PlanError<B::Error>> {
+        let invalid = |error: RequestError| PlanError::Invalid { index, error };
+        self.backend
+            .capabilities()
+            .check_class(self.interface, class)
+            .map_err(|e| invalid(e.into()))?;
+        let Some(io) = self.backend.io_rdt() else {
+            return Err(invalid(RequestError::Unsupported(
+                "I/O RDT channel association needs I/O RDT (an ACPI IRDT table) and the MSR \
+                 or MMIO interface"
+                    .into(),
+            )));
+        };
+        let info = io
+            .io_channels()
+            .into_iter()
+            .find(|c| c.id == channel)
+            .ok_or_else(|| {
+                invalid(RequestError::IoRdt(format!(
+                    "I/O RDT channel {channel} is not in the ACPI IRDT table \
+                     (`--print-io-devs` lists the channels)"
+                )))
+            })?;
+        if !info.clos_tagging {
+            return Err(invalid(RequestError::IoRdt(format!(
+                "I/O RDT channel {channel}: its link does not tag CLOS (IRDT RCS flags bit 2)"
+            ))));
+        }
+        let before = match self.current.channels.get(&channel) {
+            Some(c) => *c,
+            None => io
+                .channel_class(channel)
+                .map_err(|e| read_error(index, e))?,
+        };
+        self.current.channels.insert(channel, Some(class));
+        Ok(Step::Channel {
+            channel,
+            before,
+            after: Some(class),
+        })
+    }
+
     fn task(
         &mut self,
         index: usize,
@@ -761,6 +812,7 @@ pub(super) fn plan<B: Backend>(
             &Change::RegionMba { domain, class, bw } => p.region_mba(index, domain, class, bw)?,
             &Change::Cpu { cpu, class } => p.cpu(index, cpu, class)?,
             &Change::Task { task, class } => p.task(index, task, class)?,
+            &Change::Channel { channel, class } => p.channel(index, channel, class)?,
             &Change::Reset(cfg) => {
                 let step = p.reset(index, cfg)?;
                 steps.push((index, step));

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use crate::BackendExt;
 use crate::{
-    AllocReset, Backend, BackendError, CacheDomain, CatClass, CatResource, ClassId, CpuSet,
-    FeatureSetting, GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaResource, RegionBw,
-    RequestError, TaskId,
+    AllocReset, Backend, BackendError, CacheDomain, CatClass, CatResource, ChannelId, ClassId,
+    CpuSet, FeatureSetting, GroupKind, GroupOwner, LogicalCpu, MbaClass, MbaCtrl, MbaResource,
+    RegionBw, RequestError, TaskId,
 };
 
 /// Everything allocation sets, as read from a [`Backend`]: the CDP and MBA CTRL states,
@@ -43,6 +43,10 @@ pub struct AllocState {
     /// elsewhere and in journals written before regions were planned).
     #[cfg_attr(feature = "serde", serde(default))]
     pub regions: Vec<(CacheDomain, ClassId, Vec<RegionBw>)>,
+    /// Every I/O RDT channel whose link tags CLOS, with its class (`None`: enable bit
+    /// clear); empty without I/O RDT, and in journals written before channels were planned.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub channels: Vec<(ChannelId, Option<ClassId>)>,
 }
 
 /// What [`AllocState::restore`] wrote: how many calls, for the log.
@@ -132,7 +136,14 @@ impl AllocState {
                 }
             }
         }
+        let mut channels = Vec::new();
+        if let Some(io) = b.io_rdt() {
+            for c in io.io_channels().into_iter().filter(|c| c.clos_tagging) {
+                channels.push((c.id, io.channel_class(c.id)?));
+            }
+        }
         Ok(Self {
+            channels,
             regions,
             l3_cdp: cdp_of(b, CatResource::L3),
             l2_cdp: cdp_of(b, CatResource::L2),
@@ -232,6 +243,18 @@ impl AllocState {
         for (class, cpus) in moves {
             b.associate_cpus(&cpus, class)?;
             done.associations += cpus.len();
+        }
+        for &(channel, class) in &self.channels {
+            let Some(io) = b.io_rdt() else {
+                return Err(RequestError::Unsupported(
+                    "the state has I/O RDT channel classes; this interface reaches none".into(),
+                )
+                .into());
+            };
+            if io.channel_class(channel)? != class {
+                io.set_channel_class(channel, class)?;
+                done.associations += 1;
+            }
         }
         for &(task, class) in &self.tasks {
             let gone = |e: &B::Error| matches!(e.request(), Some(RequestError::NoSuchTask(_)));

@@ -771,3 +771,109 @@ fn threads_of_one_core_in_classes_with_different_mba_limits_are_a_warning() {
     let plan = Plan::new(&mut b, &[mba(0, 1, 50), cpu(1, 1)]).unwrap();
     assert_eq!(plan.warnings(), []);
 }
+
+/// I/O RDT channel `c` of the fake's link into `class`.
+fn channel(c: u8, class: u32) -> Change {
+    Change::Channel {
+        channel: rdt_core::ChannelId::new(0, 1, c),
+        class: ClassId::new(class),
+    }
+}
+
+/// Channel associations (issue 34) are steps like CPU associations: a failure at any write
+/// rolls the channels back with the rest, a process killed at any write is rolled back by
+/// the next open from its journal, and a reset that put the channels back to no class is
+/// undone to their classes.
+#[test]
+fn channel_changes_roll_back_and_recover_at_every_write() {
+    let list = vec![cat(0, 1, 0xf), channel(0, 1), cpu(1, 1), channel(1, 2)];
+    let fresh = || {
+        let dir = tempfile::tempdir().unwrap();
+        let b = FakeBackend::intel_1s()
+            .with_run_dir(dir.path().join("run"))
+            .with_io_rdt(2);
+        (b, dir)
+    };
+    let writes = {
+        let (mut b, _dir) = fresh();
+        let plan = Plan::new(&mut b, &list).unwrap();
+        assert!(matches!(plan.apply(&mut b), Outcome::Applied(_)));
+        let io = b.io_rdt().unwrap();
+        assert_eq!(
+            io.channel_class(rdt_core::ChannelId::new(0, 1, 1)).unwrap(),
+            Some(ClassId::new(2))
+        );
+        assert!(b.writes.iter().any(|w| w == "channel 0x10100 COS1"));
+        b.writes.len()
+    };
+    assert_eq!(writes, 4);
+    for position in 1..=writes {
+        // a failed write
+        let (mut b, _dir) = fresh();
+        let before = AllocState::read(&mut b).unwrap();
+        assert_eq!(before.channels.len(), 2);
+        let plan = Plan::new(&mut b, &list).unwrap();
+        b.fail_nth_write(position);
+        assert!(
+            matches!(plan.apply(&mut b), Outcome::RolledBack { .. }),
+            "write {position}"
+        );
+        assert_eq!(
+            AllocState::read(&mut b).unwrap(),
+            before,
+            "write {position}"
+        );
+        // a killed process
+        let (mut b, dir) = fresh();
+        let plan = Plan::new(&mut b, &list).unwrap();
+        b.panic_at_nth_write(position);
+        let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = plan.apply(&mut b);
+        }));
+        assert!(died.is_err(), "write {position}");
+        let recovered = recover_soon(&mut b);
+        assert!(
+            matches!(&recovered[..], [Reclaimed::Transaction { failed, .. }] if failed.is_empty()),
+            "write {position}: {recovered:?}"
+        );
+        assert_eq!(
+            AllocState::read(&mut b).unwrap(),
+            before,
+            "write {position}"
+        );
+        assert!(journals(&dir).is_empty(), "write {position}");
+    }
+    // a reset clears the channels' classes; undoing it gives them back
+    let (mut b, _dir) = fresh();
+    Plan::new(&mut b, &list)
+        .unwrap()
+        .apply(&mut b)
+        .into_result()
+        .unwrap();
+    let before = AllocState::read(&mut b).unwrap();
+    let done = Plan::new(&mut b, &[Change::Reset(AllocReset::default())])
+        .unwrap()
+        .apply(&mut b)
+        .into_result()
+        .unwrap();
+    let ch = rdt_core::ChannelId::new(0, 1, 0);
+    assert_eq!(b.io_rdt().unwrap().channel_class(ch).unwrap(), None);
+    Plan::undoing(&mut b, &done)
+        .apply(&mut b)
+        .into_result()
+        .unwrap();
+    assert_eq!(AllocState::read(&mut b).unwrap(), before);
+    // refused: a channel the platform lacks, a class beyond the platform's, no I/O RDT
+    for (bad, what) in [
+        (channel(5, 1), "not in the ACPI IRDT"),
+        (channel(0, 99), "COS99"),
+    ] {
+        let e = Plan::new(&mut b, &[bad]).unwrap_err().to_string();
+        assert!(e.contains(what), "{e}");
+    }
+    let mut plain = FakeBackend::intel_1s();
+    let e = Plan::new(&mut plain, &[channel(0, 1)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs I/O RDT"), "{e}");
+}

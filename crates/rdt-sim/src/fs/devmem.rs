@@ -12,7 +12,9 @@ use crate::vfs::{NodeKind, Tree, err};
 /// offset = physical address moves whole 8-byte registers: an offset or a count that is not
 /// a multiple of 8 is EINVAL (the registers are 64 bits wide; the real driver would split
 /// the access), an address outside every register block EIO, a write to a counter or to
-/// reserved bits EIO ([`crate::SimPlatform::mmio_write`]). Every access goes through the one
+/// reserved bits EIO ([`crate::SimPlatform::mmio_write`]); only the tagging registers of the
+/// IRDT's links, 2 or 4 bytes wide, take an access of their width
+/// ([`crate::SimPlatform::mmio_takes_narrow`]). Every access goes through the one
 /// model, so it sees what an in-process [`rdt_mmio::MmioIo`] on the [`SimHandle`] wrote.
 ///
 /// # References
@@ -39,6 +41,15 @@ fn registers(offset: u64, len: usize) -> io::Result<impl Iterator<Item = u64>> {
     Ok((0..n).map(move |k| offset + 8 * k))
 }
 
+/// A 2- or 4-byte access, aligned to its width, of a register that takes one: its byte
+/// offset in the 8-byte word.
+fn narrow(p: &crate::SimPlatform, offset: u64, len: usize) -> Option<usize> {
+    let width = u64::try_from(len).ok().filter(|w| matches!(w, 2 | 4))?;
+    (offset.is_multiple_of(width) && p.mmio_takes_narrow(offset))
+        .then(|| usize::try_from(offset & 7).ok())
+        .flatten()
+}
+
 impl Tree for DevMemTree {
     fn kind(&self, path: &str) -> io::Result<NodeKind> {
         if path.is_empty() {
@@ -57,6 +68,10 @@ impl Tree for DevMemTree {
         self.kind(path)?;
         let mut out = Vec::new();
         let mut p = self.sim.lock();
+        if let Some(shift) = narrow(&p, offset, size as usize) {
+            let word = p.mmio_read(offset & !7)?.to_le_bytes();
+            return Ok(word[shift..shift + size as usize].to_vec());
+        }
         for addr in registers(offset, size as usize)? {
             out.extend_from_slice(&p.mmio_read(addr)?.to_le_bytes());
         }
@@ -66,6 +81,12 @@ impl Tree for DevMemTree {
     fn write(&mut self, path: &str, offset: u64, data: &[u8]) -> io::Result<usize> {
         self.kind(path)?;
         let mut p = self.sim.lock();
+        if let Some(shift) = narrow(&p, offset, data.len()) {
+            let mut word = p.mmio_read(offset & !7)?.to_le_bytes();
+            word[shift..shift + data.len()].copy_from_slice(data);
+            p.mmio_write(offset & !7, u64::from_le_bytes(word))?;
+            return Ok(data.len());
+        }
         for (addr, chunk) in registers(offset, data.len())?.zip(data.chunks_exact(8)) {
             let mut b = [0u8; 8];
             b.copy_from_slice(chunk);

@@ -9,7 +9,7 @@
 //! | `dev/cpu/N/{msr,cpuid}` | [`DevCpuTree`] | the `msr` and `cpuid` drivers: 8-byte registers at offset = MSR address, 16-byte CPUID answers at offset `leaf \| subleaf << 32` |
 //! | `sys/devices/system/{cpu,node}` | [`SysfsTree`] | topology and cache files consistent with the model's [`crate::SimPlatform::topology`] |
 //! | `sys/fs/resctrl` | [`crate::resctrl::Resctrl`] | the kernel's resctrl filesystem over the same registers (an empty directory, as on a host where resctrl is not mounted, with [`MountConfig::resctrl`] `None`) |
-//! | `dev/mem` | [`DevMemTree`] | the RDT 1.3 MMIO registers at their physical addresses (models with [`crate::mmio`]) |
+//! | `dev/mem` | [`DevMemTree`] | the RDT 1.3 MMIO registers and the IRDT links' tagging registers at their physical addresses (models with [`crate::mmio`]) |
 //! | `sys/firmware/acpi/tables/{ERDT,MRRM,IRDT}` | static | the model's ACPI tables ([`crate::mmio`]; only the tables it has) |
 //! | `sys/bus/cxl/devices/regionN/{resource,size,commit}` | static | the CXL regions the model's kernel maps (`xeon-rdt13`) |
 //! | `.sim/` | [`ControlTree`] | `fail` (fault injection, grammar in [`control`]), `status`, `model`, `clock`, `stats` (request counts, [`stats`]), `resctrl_mount` (mount, unmount, remount resctrl, [`remount`]), `workloads` (per workload: application ops/s and ops, occupancy, memory traffic; per memory node: load; ground truth for evaluation, [`crate::metrics`]), `pmu/cpu<N>`, `pmu/task<TID>` (the model's PMU counters, [`control::PMU_FORMAT`]) |
@@ -130,7 +130,7 @@ pub struct Mount {
 }
 
 /// The views of the RDT 1.3 generation, on a model that has it: `dev/mem`, the ACPI tables
-/// and the CXL regions.
+/// and the CXL regions (a model with an IRDT alone: the table and `dev/mem`).
 fn mmio_views(platform: &SimHandle) -> Vec<View> {
     let p = platform.lock();
     let Some(m) = p.mmio() else {
@@ -147,13 +147,14 @@ fn mmio_views(platform: &SimHandle) -> Vec<View> {
         file_size: 0,
         dynamic: false,
     }];
+    // the IRDT's link registers (I/O RDT) are MMIO too: served with an IRDT alone
+    views.push(View {
+        prefix: "dev/mem",
+        tree: Box::new(DevMemTree::new(platform.clone())),
+        file_size: 0,
+        dynamic: false,
+    });
     if m.erdt().is_some() {
-        views.push(View {
-            prefix: "dev/mem",
-            tree: Box::new(DevMemTree::new(platform.clone())),
-            file_size: 0,
-            dynamic: false,
-        });
         let mut cxl = static_tree::StaticTree::new();
         for (n, (base, size)) in m.cxl_windows().iter().enumerate() {
             cxl.file(
