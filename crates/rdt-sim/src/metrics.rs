@@ -19,7 +19,9 @@
 //! ([`model::MEMORY_PEAKS`], [`model::DEFAULT_MEMORY_PEAK`]) divided among the package's
 //! nodes. A CPU's misses go `local_fraction` to its own node and the rest in equal parts to
 //! every other node (all to its own when there is one node), which is also how its latency
-//! mixes the nodes' ([`model`], "Memory bandwidth").
+//! mixes the nodes' ([`model`], "Memory bandwidth"). On a model with memory regions (RDT 1.3,
+//! [`crate::mmio`]) a node's DDR and CXL are separate domains (node-major order), the CXL
+//! one with [`crate::mmio::CXL_PEAK_BYTES_PER_S`] per package.
 
 use std::fmt;
 use std::time::Duration;
@@ -85,7 +87,7 @@ pub struct WorkloadMetric {
 /// (bool), `ops_per_s` and `ops` (numbers, `null` without `instructions_per_op`),
 /// `instructions_per_s`, `occupancy_bytes` and `memory_bytes_per_s` (numbers), then one
 /// line per memory domain: `{"memory_node":N,"peak_bytes_per_s":..,"demand_bytes_per_s":..,
-/// "latency_factor":..}`. Read-only ground truth for evaluation ([module docs](self)). The
+/// "latency_factor":..}` (and `"memory_region":R` on a model with memory regions). Read-only ground truth for evaluation ([module docs](self)). The
 /// constant lists a workload line's keys in order. Example line:
 /// `{"name":"pipeline","cpus":"4,6,8,10,12,14","running":true,"ops_per_s":16000000.0,...}`.
 pub const WORKLOADS_FORMAT: &str =

@@ -23,11 +23,20 @@
 //!   shown as `sys/bus/cxl/devices/regionN`); MRRM max regions 4.
 //! - Traffic: each CPU's memory traffic ([`crate::CpuActivity::traffic_bytes_per_s`]) is split
 //!   across regions by the CPU's split ([`SimPlatform::set_region_split`]; default 70 % DDR,
-//!   30 % CXL) and counted under the CPU's RMID (IA32_PQR_ASSOC) in its domain. MBA: the
-//!   maximum bandwidth field of the CPU's class (IA32_PQR_ASSOC's COS) for a region scales
-//!   that region's traffic by `field / control window` (at most 1): a delay-style throttle
-//!   per region. The optimal and minimum fields are kept, not modelled. Region throttling
-//!   does not feed back into the CPU's IPC.
+//!   30 % CXL) and counted under the CPU's RMID (IA32_PQR_ASSOC) in its domain.
+//! - Region-aware MBA: the maximum bandwidth field of the CPU's class (IA32_PQR_ASSOC's COS)
+//!   for region `r` scales that region's traffic by `max_r = field / control window` (at
+//!   most 1): a delay-style throttle per region. The CPU's throttle is the classic MBA one
+//!   ([`crate::model`], "Misses, memory traffic and throttling") further scaled by
+//!   `g = Σ split_r × max_r`, so its IPC falls as a throttled bandwidth-bound workload's
+//!   does; its achieved traffic goes to region `r` in the share `split_r × max_r / g`
+//!   (what the counters count and what loads the region). The optimal and minimum fields
+//!   are kept, not modelled.
+//! - Region bandwidth: each NUMA node's regions are memory domains of their own in the
+//!   workload model's contention ([`crate::model`], "Memory bandwidth"): DDR with the node's
+//!   peak, CXL with [`CXL_PEAK_BYTES_PER_S`] per package (divided among its nodes), so an
+//!   aggressor that saturates CXL slows the CXL misses of every CPU, and a CXL limit on it
+//!   relieves them.
 //! - Registers (module [`rdt_mmio::regs`]): counters read as `count mod 2^width` with bit 62
 //!   (overflow) when the count moved by 2^width or more since the register was last read,
 //!   raw counts before the correction factor (`raw = count × 65536 / factor`); occupancy is

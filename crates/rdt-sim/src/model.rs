@@ -55,6 +55,9 @@
 //! package's nodes. A CPU's achieved traffic `T` goes `local_fraction` to its own node and
 //! the rest in equal parts to the other nodes (on two packages: the other package's memory;
 //! everything to its own node where there is one), the same split MBM's local/total shows.
+//! On a model with memory regions (RDT 1.3, [`crate::mmio`]) each node's regions (DDR, CXL)
+//! are domains of their own, each with its own peak, and a CPU's share of a node is split
+//! further by its region split.
 //!
 //! The domain's demand `D` is the sum of what it receives; at utilization `ρ = D/P` it
 //! serves a miss in `L(ρ)` times its idle latency ([`latency_factor`]):
