@@ -378,6 +378,52 @@ fn the_controller_throttles_a_mostly_cxl_best_effort_class_on_the_cxl_region_onl
     );
 }
 
+/// Controls that share a MARC register are written with one register write in a
+/// transaction: regions 0 and 1 of COS1's maximum in both domains (planned region by region,
+/// as an `--apply` file's are) are 2 writes, not 4, and undoing them is 2 writes again that
+/// put both fields back. Fails where each control rewrote the register.
+#[test]
+fn region_controls_sharing_a_register_are_one_write_and_undone_exactly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rdt = open(dir.path());
+    let domains = rdt.topology().l3_domains();
+    let window = rdt.regions().expect("regions").bw_window();
+    let writes = |rdt: &Rdt| {
+        let h = rdt.simulated().expect("simulated").handle().clone();
+        let n = h.lock().mmio().expect("mmio").accesses().1;
+        n
+    };
+    let mut changes: Vec<Change> = Vec::new();
+    for (region, value) in [(0u8, 0x100u16), (1, 0x40)] {
+        for &d in &domains {
+            let mut c = cxl_max(1, value, d);
+            if let Change::RegionMba { bw, .. } = &mut c {
+                bw.region = MemRegion(region);
+            }
+            changes.push(c);
+        }
+    }
+    let plan = Plan::new(&mut rdt, &changes).expect("plan");
+    assert_eq!(plan.steps().len(), 4, "a step per control, journaled as such");
+    let before = writes(&rdt);
+    let done = plan.apply(&mut rdt).into_result().expect("applied");
+    assert_eq!(writes(&rdt) - before, 2, "one MARC write per domain");
+    for &d in &domains {
+        assert_eq!(max_of(&mut rdt, d, 1, 0), 0x100);
+        assert_eq!(max_of(&mut rdt, d, 1, 1), 0x40);
+    }
+    let before = writes(&rdt);
+    Plan::undoing(&mut rdt, &done)
+        .apply(&mut rdt)
+        .into_result()
+        .expect("undone");
+    assert_eq!(writes(&rdt) - before, 2, "undone with one write per domain");
+    for &d in &domains {
+        assert_eq!(max_of(&mut rdt, d, 1, 0), window);
+        assert_eq!(max_of(&mut rdt, d, 1, 1), window);
+    }
+}
+
 /// Every region change's value is checked against the window when planned, also a second
 /// change of a class and domain whose controls the planner has already read (it was
 /// checked for the first one only, and the backend refused it mid-apply).
