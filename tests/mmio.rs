@@ -337,7 +337,10 @@ fn the_controller_throttles_a_mostly_cxl_best_effort_class_on_the_cxl_region_onl
     let at = |t: usize| cxl[t - 1];
     assert_eq!(at(13), of_window(60).expect("60 %"), "{cxl:?}");
     assert_eq!(at(15), of_window(40).expect("40 %"), "{cxl:?}");
-    assert!(cxl[14..].iter().all(|v| Some(*v) == of_window(40)), "kept: {cxl:?}");
+    assert!(
+        cxl[14..].iter().all(|v| Some(*v) == of_window(40)),
+        "kept: {cxl:?}"
+    );
     assert!(ddr.iter().all(|v| *v == window), "DDR untouched: {ddr:?}");
     assert!(mba.iter().all(|v| *v == 100), "MBA untouched: {mba:?}");
     // the pipeline's throughput as a share of alone (16.0 Mpps before the aggressor):
@@ -390,8 +393,7 @@ fn region_controls_sharing_a_register_are_one_write_and_undone_exactly() {
     let window = rdt.regions().expect("regions").bw_window();
     let writes = |rdt: &Rdt| {
         let h = rdt.simulated().expect("simulated").handle().clone();
-        let n = h.lock().mmio().expect("mmio").accesses().1;
-        n
+        h.lock().mmio().expect("mmio").accesses().1
     };
     let mut changes: Vec<Change> = Vec::new();
     for (region, value) in [(0u8, 0x100u16), (1, 0x40)] {
@@ -404,7 +406,11 @@ fn region_controls_sharing_a_register_are_one_write_and_undone_exactly() {
         }
     }
     let plan = Plan::new(&mut rdt, &changes).expect("plan");
-    assert_eq!(plan.steps().len(), 4, "a step per control, journaled as such");
+    assert_eq!(
+        plan.steps().len(),
+        4,
+        "a step per control, journaled as such"
+    );
     let before = writes(&rdt);
     let done = plan.apply(&mut rdt).into_result().expect("applied");
     assert_eq!(writes(&rdt) - before, 2, "one MARC write per domain");

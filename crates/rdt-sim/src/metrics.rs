@@ -243,7 +243,11 @@ pub(crate) fn contend(
     let node_peaks = p.memory_peaks(&nodes);
     // With memory regions (RDT 1.3: DDR and CXL) each node's regions are domains of their own,
     // node-major: (node 0, region 0), (node 0, region 1), (node 1, region 0), ...
-    let regions = if p.mmio.is_some() { crate::mmio::REGIONS } else { 1 };
+    let regions = if p.mmio.is_some() {
+        crate::mmio::REGIONS
+    } else {
+        1
+    };
     let peaks: Vec<f64> = node_peaks
         .iter()
         .zip(&nodes)

@@ -1173,9 +1173,15 @@ mod tests {
     #[test]
     fn cxl_max_bandwidth_slows_the_throttled_class_and_relieves_the_cxl_region() {
         let mut sim = rdt13();
-        let d = tag(&mut sim, 0, 1);
+        tag(&mut sim, 0, 1);
         for c in 8..=10 {
-            MsrIo::write(&mut sim, LogicalCpu::new(c), IA32_PQR_ASSOC, pqr_assoc(1, 2)).unwrap();
+            MsrIo::write(
+                &mut sim,
+                LogicalCpu::new(c),
+                IA32_PQR_ASSOC,
+                pqr_assoc(1, 2),
+            )
+            .unwrap();
             sim.lock().set_region_split(LogicalCpu::new(c), [0.1, 0.9]);
         }
         let snapshot = |sim: &SimHandle| {
@@ -1192,26 +1198,47 @@ mod tests {
         let (pipe0, thrash0, cxl0) = snapshot(&sim);
         assert_eq!(cxl0.len(), 2, "a CXL domain per socket: {cxl0:?}");
         assert!(
-            cxl0.iter().all(|(_, peak)| (*peak - CXL_PEAK_BYTES_PER_S).abs() < 1.0),
+            cxl0.iter()
+                .all(|(_, peak)| (*peak - CXL_PEAK_BYTES_PER_S).abs() < 1.0),
             "{cxl0:?}"
         );
-        assert!(cxl0.iter().any(|(l, _)| *l > 1.2), "the thrasher loads CXL: {cxl0:?}");
+        assert!(
+            cxl0.iter().any(|(l, _)| *l > 1.2),
+            "the thrasher loads CXL: {cxl0:?}"
+        );
         assert!((thrash0.throttle - 1.0).abs() < 1e-12);
 
-        let marc = sim.lock().mmio().unwrap().erdt().unwrap().domain(d).unwrap().marc.clone();
-        let marc = marc.unwrap();
         // every domain's COS 1 to a quarter of the window on region 1
-        let domains: Vec<u16> = sim.lock().mmio().unwrap().domain_of_l3.values().copied().collect();
+        let domains: Vec<u16> = sim
+            .lock()
+            .mmio()
+            .unwrap()
+            .domain_of_l3
+            .values()
+            .copied()
+            .collect();
         for id in domains {
-            let m = sim.lock().mmio().unwrap().erdt().unwrap().domain(id).unwrap().marc.clone();
+            let m = sim
+                .lock()
+                .mmio()
+                .unwrap()
+                .erdt()
+                .unwrap()
+                .domain(id)
+                .unwrap()
+                .marc
+                .clone();
             let addr = m.unwrap().address(MbaControl::Max, 1, 1).unwrap();
             let v = mr(&mut sim, addr).unwrap();
             mw(&mut sim, addr, regs::with_mba_field(v, 1, 128)).unwrap();
         }
-        assert!(marc.address(MbaControl::Max, 1, 1).is_some());
         let (pipe1, thrash1, cxl1) = snapshot(&sim);
         let theta = 0.1 + 0.9 * 128.0 / f64::from(CONTROL_WINDOW);
-        assert!((thrash1.throttle - theta).abs() < 1e-9, "{}", thrash1.throttle);
+        assert!(
+            (thrash1.throttle - theta).abs() < 1e-9,
+            "{}",
+            thrash1.throttle
+        );
         assert!(
             thrash1.ipc < 0.6 * thrash0.ipc,
             "the throttled class slows: {} -> {}",

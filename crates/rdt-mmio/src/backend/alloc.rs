@@ -136,7 +136,9 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
                 .iter()
                 .zip(&addrs)
                 .filter(|(_, (a, _))| *a == addr)
-                .fold(reg, |r, (w, _)| regs::with_mba_field(r, w.region.0, w.value));
+                .fold(reg, |r, (w, _)| {
+                    regs::with_mba_field(r, w.region.0, w.value)
+                });
             if new != reg {
                 self.write_reg(addr, new, name)?;
             }
