@@ -656,9 +656,11 @@ impl SimPlatform {
                     if value & !all != 0 {
                         return Err(err(EIO));
                     }
-                    m.mba.insert((d.id, control, addr - b.base), value);
+                    let old = m.mba.insert((d.id, control, addr - b.base), value);
                     // the maximum fields throttle the workload (module docs)
-                    self.recompute();
+                    if control == MbaControl::Max && old != Some(value) {
+                        self.recompute();
+                    }
                     return Ok(());
                 }
             }
@@ -1197,6 +1199,8 @@ mod tests {
         };
         let (pipe0, thrash0, cxl0) = snapshot(&sim);
         assert_eq!(cxl0.len(), 2, "a CXL domain per socket: {cxl0:?}");
+        let line = sim.lock().memory_domains()[1].to_string();
+        assert!(line.contains(r#""memory_region":1"#), "{line}");
         assert!(
             cxl0.iter()
                 .all(|(_, peak)| (*peak - CXL_PEAK_BYTES_PER_S).abs() < 1.0),
