@@ -166,8 +166,10 @@ pub trait RegionOps<E> {
 
     /// Sets region controls of `class` in L3 `domain`, all checked first (region, value
     /// within the window, class, domain; nothing is written when one is invalid), then
-    /// written in the order given (one register write each: the hardware keeps four regions'
-    /// fields in one register, so each write reads and rewrites the register).
+    /// written in the order given, each register once: the hardware keeps four regions'
+    /// fields of a control in one register, which is read once, given every value of this
+    /// call that falls in it (a later value of the same control wins), and written once if
+    /// it changed.
     ///
     /// # Errors
     /// An invalid value ([`crate::RequestError`]); a register write failed (those before it

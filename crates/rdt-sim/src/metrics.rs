@@ -19,7 +19,9 @@
 //! ([`model::MEMORY_PEAKS`], [`model::DEFAULT_MEMORY_PEAK`]) divided among the package's
 //! nodes. A CPU's misses go `local_fraction` to its own node and the rest in equal parts to
 //! every other node (all to its own when there is one node), which is also how its latency
-//! mixes the nodes' ([`model`], "Memory bandwidth").
+//! mixes the nodes' ([`model`], "Memory bandwidth"). On a model with memory regions (RDT 1.3,
+//! [`crate::mmio`]) a node's DDR and CXL are separate domains (node-major order), the CXL
+//! one with [`crate::mmio::CXL_PEAK_BYTES_PER_S`] per package.
 
 use std::fmt;
 use std::time::Duration;
@@ -34,6 +36,9 @@ use crate::model::{self, CpuActivity, CpuLoad, Unloaded};
 pub struct MemoryDomainLoad {
     /// The NUMA node.
     pub node: u32,
+    /// The memory region of the node this domain is, on a model with memory regions (RDT
+    /// 1.3, [`crate::mmio`]: 0 DDR, 1 CXL, each with its own peak); `None` without regions.
+    pub region: Option<u8>,
     /// Its peak bandwidth, bytes/s.
     pub peak_bytes_per_s: f64,
     /// The traffic it serves, bytes/s (at most the peak).
@@ -82,7 +87,7 @@ pub struct WorkloadMetric {
 /// (bool), `ops_per_s` and `ops` (numbers, `null` without `instructions_per_op`),
 /// `instructions_per_s`, `occupancy_bytes` and `memory_bytes_per_s` (numbers), then one
 /// line per memory domain: `{"memory_node":N,"peak_bytes_per_s":..,"demand_bytes_per_s":..,
-/// "latency_factor":..}`. Read-only ground truth for evaluation ([module docs](self)). The
+/// "latency_factor":..}` (and `"memory_region":R` on a model with memory regions). Read-only ground truth for evaluation ([module docs](self)). The
 /// constant lists a workload line's keys in order. Example line:
 /// `{"name":"pipeline","cpus":"4,6,8,10,12,14","running":true,"ops_per_s":16000000.0,...}`.
 pub const WORKLOADS_FORMAT: &str =
@@ -108,12 +113,15 @@ impl fmt::Display for WorkloadMetric {
 impl fmt::Display for MemoryDomainLoad {
     /// The `.sim/workloads` line of a memory domain ([`WORKLOADS_FORMAT`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v = serde_json::json!({
+        let mut v = serde_json::json!({
             "memory_node": self.node,
             "peak_bytes_per_s": self.peak_bytes_per_s,
             "demand_bytes_per_s": self.demand_bytes_per_s,
             "latency_factor": self.latency_factor,
         });
+        if let (Some(r), Some(o)) = (self.region, v.as_object_mut()) {
+            o.insert("memory_region".into(), r.into());
+        }
         write!(f, "{v}")
     }
 }
@@ -198,23 +206,26 @@ impl SimPlatform {
             .iter()
             .find(|(name, _, _)| *name == self.model)
             .map_or(model::DEFAULT_MEMORY_PEAK, |(_, peak, _)| *peak);
-        let cpus = self.topology.cpus();
         nodes
             .iter()
-            .map(|&node| {
-                let package = cpus.iter().find(|c| c.node == node).map(|c| c.package);
-                let mut siblings: Vec<u32> = cpus
-                    .iter()
-                    .filter(|c| Some(c.package) == package)
-                    .map(|c| c.node)
-                    .collect();
-                siblings.sort_unstable();
-                siblings.dedup();
-                #[allow(clippy::cast_precision_loss)] // a handful of nodes
-                let n = siblings.len().max(1) as f64;
-                package_peak / n
-            })
+            .map(|&node| package_peak / self.nodes_in_package_of(node))
             .collect()
+    }
+
+    /// How many NUMA nodes the package of `node` has (at least 1).
+    fn nodes_in_package_of(&self, node: u32) -> f64 {
+        let cpus = self.topology.cpus();
+        let package = cpus.iter().find(|c| c.node == node).map(|c| c.package);
+        let mut siblings: Vec<u32> = cpus
+            .iter()
+            .filter(|c| Some(c.package) == package)
+            .map(|c| c.node)
+            .collect();
+        siblings.sort_unstable();
+        siblings.dedup();
+        #[allow(clippy::cast_precision_loss)] // a handful of nodes
+        let n = siblings.len().max(1) as f64;
+        n
     }
 }
 
@@ -229,23 +240,59 @@ pub(crate) fn contend(
     let mut nodes: Vec<u32> = cpus.iter().map(|c| c.node).collect();
     nodes.sort_unstable();
     nodes.dedup();
-    let peaks = p.memory_peaks(&nodes);
+    let node_peaks = p.memory_peaks(&nodes);
+    // With memory regions (RDT 1.3: DDR and CXL) each node's regions are domains of their own,
+    // node-major: (node 0, region 0), (node 0, region 1), (node 1, region 0), ...
+    let regions = if p.mmio.is_some() {
+        crate::mmio::REGIONS
+    } else {
+        1
+    };
+    let peaks: Vec<f64> = node_peaks
+        .iter()
+        .zip(&nodes)
+        .flat_map(|(&peak, &node)| (0..regions).map(move |r| (peak, node, r)))
+        .map(|(peak, node, r)| {
+            if r == 0 {
+                peak
+            } else {
+                crate::mmio::CXL_PEAK_BYTES_PER_S / p.nodes_in_package_of(node)
+            }
+        })
+        .collect();
     let loads: Vec<CpuLoad> = unloaded
         .into_iter()
         .zip(cpus)
         .zip(workloads)
-        .map(|((u, c), w)| CpuLoad {
-            unloaded: u,
-            own: nodes.binary_search(&c.node).unwrap_or(0),
-            local: w.local_fraction.clamp(0.0, 1.0),
+        .enumerate()
+        .map(|(i, ((u, c), w))| {
+            let own = nodes.binary_search(&c.node).unwrap_or(0);
+            let by_node = CpuLoad::node_shares(own, w.local_fraction.clamp(0.0, 1.0), nodes.len());
+            let split = p.region_traffic_of(i).map(|(split, _)| split);
+            let shares = by_node
+                .iter()
+                .flat_map(|&n| {
+                    (0..regions).map(move |r| match split {
+                        Some(split) => n * split[r],
+                        None if r == 0 => n,
+                        None => 0.0,
+                    })
+                })
+                .collect();
+            CpuLoad {
+                unloaded: u,
+                shares,
+            }
         })
         .collect();
     let sol = model::solve_memory(&loads, &peaks);
     let memory = nodes
         .iter()
+        .flat_map(|&node| (0..regions).map(move |r| (node, r)))
         .enumerate()
-        .map(|(d, &node)| MemoryDomainLoad {
+        .map(|(d, (node, r))| MemoryDomainLoad {
             node,
+            region: (regions > 1).then(|| u8::try_from(r).unwrap_or(u8::MAX)),
             peak_bytes_per_s: peaks[d],
             demand_bytes_per_s: sol.demand[d],
             latency_factor: sol.latency[d],

@@ -23,11 +23,20 @@
 //!   shown as `sys/bus/cxl/devices/regionN`); MRRM max regions 4.
 //! - Traffic: each CPU's memory traffic ([`crate::CpuActivity::traffic_bytes_per_s`]) is split
 //!   across regions by the CPU's split ([`SimPlatform::set_region_split`]; default 70 % DDR,
-//!   30 % CXL) and counted under the CPU's RMID (IA32_PQR_ASSOC) in its domain. MBA: the
-//!   maximum bandwidth field of the CPU's class (IA32_PQR_ASSOC's COS) for a region scales
-//!   that region's traffic by `field / control window` (at most 1): a delay-style throttle
-//!   per region. The optimal and minimum fields are kept, not modelled. Region throttling
-//!   does not feed back into the CPU's IPC.
+//!   30 % CXL) and counted under the CPU's RMID (IA32_PQR_ASSOC) in its domain.
+//! - Region-aware MBA: the maximum bandwidth field of the CPU's class (IA32_PQR_ASSOC's COS)
+//!   for region `r` scales that region's traffic by `max_r = field / control window` (at
+//!   most 1): a delay-style throttle per region. The CPU's throttle is the classic MBA one
+//!   ([`crate::model`], "Misses, memory traffic and throttling") further scaled by
+//!   `g = Σ split_r × max_r`, so its IPC falls as a throttled bandwidth-bound workload's
+//!   does; its achieved traffic goes to region `r` in the share `split_r × max_r / g`
+//!   (what the counters count and what loads the region). The optimal and minimum fields
+//!   are kept, not modelled.
+//! - Region bandwidth: each NUMA node's regions are memory domains of their own in the
+//!   workload model's contention ([`crate::model`], "Memory bandwidth"): DDR with the node's
+//!   peak, CXL with [`CXL_PEAK_BYTES_PER_S`] per package (divided among its nodes), so an
+//!   aggressor that saturates CXL slows the CXL misses of every CPU, and a CXL limit on it
+//!   relieves them.
 //! - Registers (module [`rdt_mmio::regs`]): counters read as `count mod 2^width` with bit 62
 //!   (overflow) when the count moved by 2^width or more since the register was last read,
 //!   raw counts before the correction factor (`raw = count × 65536 / factor`); occupancy is
@@ -258,22 +267,46 @@ impl MmioModel {
         (f64::from(regs::mba_field(reg, region)) / f64::from(CONTROL_WINDOW)).min(1.0)
     }
 
-    /// Adds `dt` seconds of CPU `i`'s `traffic` (bytes/s) in L3 `l3` under `rmid` and `clos`.
-    pub(crate) fn accumulate(
-        &mut self,
+    /// Where CPU `i`'s memory traffic goes when its class `clos` in L3 `l3` is throttled by
+    /// region (module docs, "Region-aware MBA"): per region, its share of the CPU's achieved
+    /// traffic (summing to 1), and the factor `g = Σ split_r × max_r` (0..=1) by which the
+    /// region limits scale the CPU's wanted traffic. `None` for an L3 outside every ERDT
+    /// domain.
+    pub(crate) fn region_traffic(
+        &self,
         i: usize,
         l3: CacheDomain,
-        rmid: u32,
         clos: u32,
+    ) -> Option<([f64; REGIONS], f64)> {
+        let &domain = self.domain_of_l3.get(&l3)?;
+        let split = self.split.get(i).copied().unwrap_or(DEFAULT_SPLIT);
+        let mut limited = [0.0; REGIONS];
+        for ((r, share), out) in (0u8..).zip(split).zip(&mut limited) {
+            *out = share * self.max_factor(domain, clos, r);
+        }
+        let scale: f64 = limited.iter().sum();
+        if scale <= 0.0 {
+            // nothing moves: keep the unthrottled split for the (zero) counts
+            return Some((split, 0.0));
+        }
+        Some((limited.map(|l| l / scale), scale))
+    }
+
+    /// Adds `dt` seconds of `traffic` (bytes/s, achieved) in L3 `l3` under `rmid`, spread
+    /// over the regions by `split` ([`MmioModel::region_traffic`]).
+    pub(crate) fn accumulate(
+        &mut self,
+        l3: CacheDomain,
+        rmid: u32,
+        split: [f64; REGIONS],
         traffic: f64,
         dt: f64,
     ) {
         let Some(&domain) = self.domain_of_l3.get(&l3) else {
             return;
         };
-        let split = self.split.get(i).copied().unwrap_or(DEFAULT_SPLIT);
         for (r, share) in (0u8..).zip(split) {
-            let bytes = traffic * share * self.max_factor(domain, clos, r) * dt;
+            let bytes = traffic * share * dt;
             *self.counts.entry((domain, rmid, r)).or_default() += bytes / u64_f64(MBM_UPSCALE);
         }
     }
@@ -516,7 +549,22 @@ fn irdt_for(packages: &[u32]) -> Irdt {
     }
 }
 
+/// The peak bandwidth of the CXL region of one package, bytes/s: one CXL 2.0 Type-3 memory
+/// expander on a PCIe 5.0 ×8 link (32 GT/s × 8 lanes ≈ 32 GB/s per direction, what the
+/// x8 CXL memory modules of the first RDT 1.3 servers offer). A choice of this model, not a
+/// measured part (`models/PROVENANCE.md`).
+pub const CXL_PEAK_BYTES_PER_S: f64 = 32.0e9;
+
 impl SimPlatform {
+    /// CPU `i`'s region traffic now (its class from IA32_PQR_ASSOC):
+    /// [`MmioModel::region_traffic`]; `None` without MMIO or outside every domain.
+    pub(crate) fn region_traffic_of(&self, i: usize) -> Option<([f64; REGIONS], f64)> {
+        let m = self.mmio.as_deref()?;
+        let l3 = self.topology.cpus().get(i)?.l3?;
+        let clos = rdt_msr::regs::pqr_cos(self.regs.cpus.get(i)?.pqr_assoc);
+        m.region_traffic(i, l3, clos)
+    }
+
     /// The RDT 1.3 MMIO state of the model, `None` on a model without one.
     #[must_use]
     pub fn mmio(&self) -> Option<&MmioModel> {
@@ -535,6 +583,7 @@ impl SimPlatform {
             && let Some(slot) = m.split.get_mut(i)
         {
             *slot = split.map(|s| s.max(0.0) / sum);
+            self.recompute();
         }
     }
 
@@ -620,7 +669,11 @@ impl SimPlatform {
                     if value & !all != 0 {
                         return Err(err(EIO));
                     }
-                    m.mba.insert((d.id, control, addr - b.base), value);
+                    let old = m.mba.insert((d.id, control, addr - b.base), value);
+                    // the maximum fields throttle the workload (module docs)
+                    if control == MbaControl::Max && old != Some(value) {
+                        self.recompute();
+                    }
                     return Ok(());
                 }
             }
@@ -1146,5 +1199,102 @@ mod tests {
             regs::mba_field(mr(&mut old, addr).unwrap(), 1),
             CONTROL_WINDOW
         );
+    }
+
+    /// Region MBA throttles the workload as classic MBA does: a mostly-CXL thrasher (CPUs
+    /// 8-10, COS 1) throttled on the CXL region slows down (its θ is `Σ split × max`), the
+    /// CXL domains it saturated are relieved and the pipeline (CPUs 2-7, COS 0, 30 % of its
+    /// misses on CXL) speeds up; the DDR domains keep their peak. Fails where region limits
+    /// only scale the counts.
+    #[test]
+    fn cxl_max_bandwidth_slows_the_throttled_class_and_relieves_the_cxl_region() {
+        let mut sim = rdt13();
+        tag(&mut sim, 0, 1);
+        for c in 8..=10 {
+            MsrIo::write(
+                &mut sim,
+                LogicalCpu::new(c),
+                IA32_PQR_ASSOC,
+                pqr_assoc(1, 2),
+            )
+            .unwrap();
+            sim.lock().set_region_split(LogicalCpu::new(c), [0.1, 0.9]);
+        }
+        let snapshot = |sim: &SimHandle| {
+            let p = sim.lock();
+            let a = |c: u32| *p.activity(LogicalCpu::new(c)).unwrap();
+            let cxl: Vec<(f64, f64)> = p
+                .memory_domains()
+                .iter()
+                .filter(|m| m.region == Some(1))
+                .map(|m| (m.latency_factor, m.peak_bytes_per_s))
+                .collect();
+            (a(2), a(8), cxl)
+        };
+        let (pipe0, thrash0, cxl0) = snapshot(&sim);
+        assert_eq!(cxl0.len(), 2, "a CXL domain per socket: {cxl0:?}");
+        let line = sim.lock().memory_domains()[1].to_string();
+        assert!(line.contains(r#""memory_region":1"#), "{line}");
+        assert!(
+            cxl0.iter()
+                .all(|(_, peak)| (*peak - CXL_PEAK_BYTES_PER_S).abs() < 1.0),
+            "{cxl0:?}"
+        );
+        assert!(
+            cxl0.iter().any(|(l, _)| *l > 1.2),
+            "the thrasher loads CXL: {cxl0:?}"
+        );
+        assert!((thrash0.throttle - 1.0).abs() < 1e-12);
+
+        // every domain's COS 1 to a quarter of the window on region 1
+        let domains: Vec<u16> = sim
+            .lock()
+            .mmio()
+            .unwrap()
+            .domain_of_l3
+            .values()
+            .copied()
+            .collect();
+        for id in domains {
+            let m = sim
+                .lock()
+                .mmio()
+                .unwrap()
+                .erdt()
+                .unwrap()
+                .domain(id)
+                .unwrap()
+                .marc
+                .clone();
+            let addr = m.unwrap().address(MbaControl::Max, 1, 1).unwrap();
+            let v = mr(&mut sim, addr).unwrap();
+            mw(&mut sim, addr, regs::with_mba_field(v, 1, 128)).unwrap();
+        }
+        let (pipe1, thrash1, cxl1) = snapshot(&sim);
+        let theta = 0.1 + 0.9 * 128.0 / f64::from(CONTROL_WINDOW);
+        assert!(
+            (thrash1.throttle - theta).abs() < 1e-9,
+            "{}",
+            thrash1.throttle
+        );
+        assert!(
+            thrash1.ipc < 0.6 * thrash0.ipc,
+            "the throttled class slows: {} -> {}",
+            thrash0.ipc,
+            thrash1.ipc
+        );
+        assert!(
+            cxl0.iter().zip(&cxl1).all(|((l0, _), (l1, _))| l1 <= l0)
+                && cxl1.iter().all(|(l, _)| (*l - 1.0).abs() < 1e-9),
+            "CXL relieved: {cxl0:?} -> {cxl1:?}"
+        );
+        assert!(
+            pipe1.ipc > 1.04 * pipe0.ipc,
+            "the pipeline recovers: {} -> {}",
+            pipe0.ipc,
+            pipe1.ipc
+        );
+        // the pipeline is not throttled by its neighbour's limit
+        assert!((pipe1.throttle - 1.0).abs() < 1e-12);
     }
 }

@@ -55,6 +55,9 @@
 //! package's nodes. A CPU's achieved traffic `T` goes `local_fraction` to its own node and
 //! the rest in equal parts to the other nodes (on two packages: the other package's memory;
 //! everything to its own node where there is one), the same split MBM's local/total shows.
+//! On a model with memory regions (RDT 1.3, [`crate::mmio`]) each node's regions (DDR, CXL)
+//! are domains of their own, each with its own peak, and a CPU's share of a node is split
+//! further by its region split.
 //!
 //! The domain's demand `D` is the sum of what it receives; at utilization `ρ = D/P` it
 //! serves a miss in `L(ρ)` times its idle latency ([`latency_factor`]):
@@ -221,6 +224,29 @@ pub(crate) enum Throttle {
     Scale(f64),
     /// AMD MBA: traffic capped at this many bytes/s.
     Cap(f64),
+}
+
+impl Throttle {
+    /// This throttle with the traffic it lets through further scaled by `scale` (0..=1; 1
+    /// leaves it as it is): region-aware MBA (RDT 1.3, [`crate::mmio`]) on top of the
+    /// class's MBA. `Scale(s)` becomes `Scale(s × scale)`; a cap becomes the cap scaled
+    /// (no built-in model has both an AMD cap and region MBA).
+    #[must_use]
+    pub(crate) fn scaled(self, scale: f64) -> Self {
+        let scale = if scale.is_nan() {
+            1.0
+        } else {
+            scale.clamp(0.0, 1.0)
+        };
+        if scale >= 1.0 {
+            return self;
+        }
+        match self {
+            Self::None => Self::Scale(scale),
+            Self::Scale(s) => Self::Scale(s * scale),
+            Self::Cap(c) => Self::Cap(c * scale),
+        }
+    }
 }
 
 /// What one CPU is doing in the current steady state. Rates are per second of simulated time.
@@ -430,40 +456,47 @@ const MEMORY_ROUNDS: usize = 64;
 /// is narrower than 1e-12).
 const ROOT_STEPS: usize = 100;
 
-/// One CPU's load on the memory domains: `local` of its misses go to its own domain, the
-/// rest in equal parts to each other domain (all to its own when there is one).
-#[derive(Clone, Copy, Debug)]
+/// One CPU's load on the memory domains: the share of its misses each domain serves.
+#[derive(Clone, Debug)]
 pub(crate) struct CpuLoad {
     /// Its activity before contention.
     pub unloaded: Unloaded,
-    /// Index of its own memory domain.
-    pub own: usize,
-    /// Share of its misses served by its own domain (0..=1).
-    pub local: f64,
+    /// Per memory domain (the order of the peaks given to [`solve_memory`]): the share of
+    /// its misses that domain serves (shares sum to 1).
+    pub shares: Vec<f64>,
 }
 
 impl CpuLoad {
-    /// Its share of misses going to domain `d` of `nd`.
+    /// The shares of a CPU whose misses go `local` (0..=1) to its own domain `own` of `nd`
+    /// and the rest in equal parts to each other domain (all to its own when there is
+    /// one): the NUMA split (module docs, "Memory bandwidth").
     #[allow(clippy::cast_precision_loss)] // a handful of domains
-    fn share(&self, d: usize, nd: usize) -> f64 {
+    pub fn node_shares(own: usize, local: f64, nd: usize) -> Vec<f64> {
         if nd <= 1 {
-            1.0
-        } else if d == self.own {
-            self.local
-        } else {
-            (1.0 - self.local) / (nd - 1) as f64
+            return vec![1.0; nd];
         }
+        (0..nd)
+            .map(|d| {
+                if d == own {
+                    local
+                } else {
+                    (1.0 - local) / (nd - 1) as f64
+                }
+            })
+            .collect()
     }
 
-    /// Its latency factor: its shares' mix of the domains' `L` (`sum` = Σ `L`).
-    #[allow(clippy::cast_precision_loss)]
-    fn latency(&self, latency: &[f64], sum: f64) -> f64 {
-        let nd = latency.len();
-        if nd <= 1 {
-            return latency.first().copied().unwrap_or(1.0);
+    /// Its share of misses going to domain `d`.
+    fn share(&self, d: usize) -> f64 {
+        self.shares.get(d).copied().unwrap_or(0.0)
+    }
+
+    /// Its latency factor: its shares' mix of the domains' `L`.
+    fn latency(&self, latency: &[f64]) -> f64 {
+        if self.shares.is_empty() {
+            return 1.0;
         }
-        let own = latency[self.own];
-        self.local * own + (1.0 - self.local) * (sum - own) / (nd - 1) as f64
+        self.shares.iter().zip(latency).map(|(s, l)| s * l).sum()
     }
 }
 
@@ -492,12 +525,10 @@ pub(crate) struct MemorySolution {
 
 /// The traffic domain `d` receives when the domains' latency factors are `latency`.
 fn domain_demand(loads: &[CpuLoad], busy: &[usize], latency: &[f64], d: usize) -> f64 {
-    let nd = latency.len();
-    let sum: f64 = latency.iter().sum();
     busy.iter()
         .map(|&i| {
             let l = &loads[i];
-            l.share(d, nd) * l.unloaded.traffic_at(l.latency(latency, sum))
+            l.share(d) * l.unloaded.traffic_at(l.latency(latency))
         })
         .sum()
 }
@@ -577,14 +608,13 @@ pub(crate) fn solve_memory(loads: &[CpuLoad], peaks: &[f64]) -> MemorySolution {
             }
         }
     }
-    let sum: f64 = latency.iter().sum();
     let mut activity: Vec<CpuActivity> = loads
         .iter()
-        .map(|l| l.unloaded.at(l.latency(&latency, sum)))
+        .map(|l| l.unloaded.at(l.latency(&latency)))
         .collect();
     let demand_of = |activity: &[CpuActivity], d: usize| -> f64 {
         busy.iter()
-            .map(|&i| loads[i].share(d, nd) * activity[i].traffic_bytes_per_s)
+            .map(|&i| loads[i].share(d) * activity[i].traffic_bytes_per_s)
             .sum()
     };
     // Saturation guard: a domain still above its peak at the largest L (huge access rates
@@ -603,7 +633,7 @@ pub(crate) fn solve_memory(loads: &[CpuLoad], peaks: &[f64]) -> MemorySolution {
         for &i in &busy {
             let l = &loads[i];
             let s = (0..nd)
-                .filter(|&d| l.share(d, nd) > 0.0)
+                .filter(|&d| l.share(d) > 0.0)
                 .map(|d| over[d])
                 .fold(1.0, f64::min);
             let a = &mut activity[i];

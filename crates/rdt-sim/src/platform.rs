@@ -707,13 +707,18 @@ impl SimPlatform {
                 c.local.add(a.local_bytes_per_s * s / up);
             }
         }
-        if let Some(m) = self.mmio.as_deref_mut() {
+        if self.mmio.is_some() {
             // region-aware MBM: the RMID and class as tagged (IA32_PQR_ASSOC)
             for (i, place) in self.topology.cpus().iter().enumerate() {
                 let Some(l3) = place.l3 else { continue };
-                let pqr = self.regs.cpus[i].pqr_assoc;
-                let (rmid, clos) = (rdt_msr::regs::pqr_rmid(pqr), rdt_msr::regs::pqr_cos(pqr));
-                m.accumulate(i, l3, rmid, clos, self.activity[i].traffic_bytes_per_s, s);
+                let Some((split, _)) = self.region_traffic_of(i) else {
+                    continue;
+                };
+                let rmid = rdt_msr::regs::pqr_rmid(self.regs.cpus[i].pqr_assoc);
+                let traffic = self.activity[i].traffic_bytes_per_s;
+                if let Some(m) = self.mmio.as_deref_mut() {
+                    m.accumulate(l3, rmid, split, traffic, s);
+                }
             }
         }
         for (&package, chas) in &mut self.uncore {
@@ -973,6 +978,10 @@ impl SimPlatform {
             .enumerate()
             .map(|(i, p)| {
                 let th = p.l3.map_or(Throttle::None, |d| self.throttle(i, d));
+                // region-aware MBA (RDT 1.3) scales what the class's MBA lets through
+                let th = self
+                    .region_traffic_of(i)
+                    .map_or(th, |(_, scale)| th.scaled(scale));
                 model::unloaded(workloads[i], occupancy[i], th, self.freq_hz)
             })
             .collect();

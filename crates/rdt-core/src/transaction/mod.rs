@@ -608,10 +608,7 @@ impl Step {
                 Some(r) => r
                     .set_region_bandwidth(*domain, *class, &[*after])
                     .map(|()| None),
-                None => Err(RequestError::Unsupported(
-                    "region-aware MBA needs the MMIO interface (RDT 1.3)".into(),
-                )
-                .into()),
+                None => Err(no_region_controls().into()),
             },
             Self::Cpu { cpu, after, .. } => backend.associate(*cpu, *after).map(|()| None),
             Self::Task { task, after, .. } => backend.associate_task(*task, *after).map(|()| None),
@@ -1146,16 +1143,23 @@ impl Plan {
 
 /// What makes consecutive steps one backend call: CPUs into one class
 /// ([`Backend::associate_cpus`]), one class's masks ([`Backend::set_cat_masks`]) or limits
-/// ([`Backend::set_bandwidth_limits`]) in several domains.
+/// ([`Backend::set_bandwidth_limits`]) in several domains, one class's region MBA controls
+/// (one [`RegionOps::set_region_bandwidth`](crate::RegionOps::set_region_bandwidth) call
+/// per domain).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Run {
     Cpus(ClassId),
     Cat(CatResource, ClassId),
     Bandwidth(MbaResource, ClassId),
+    Regions(ClassId),
 }
 
 /// Which runs a backend writes as one call. CPUs always (one `cpus_list` write on resctrl;
-/// on the MSR interface the same IA32_PQR_ASSOC writes as one at a time). A class's domains
+/// on the MSR interface the same IA32_PQR_ASSOC writes as one at a time). A class's region
+/// MBA controls always: the MMIO interface keeps four regions' fields of a control in one
+/// MARC register, and one call per domain writes each register once (2 regions x 2 domains
+/// of one control: 2 register writes, not 4); the journal holds every control's old value,
+/// so undoing the run (one call again) puts each register back exactly. A class's domains
 /// only where that call is one write, all or nothing: resctrl's `schemata`. On the MSR
 /// interface each domain is a register write of its own either way, and a step at a time
 /// tells exactly which domain failed (pqos's `SOCKET 1 L3CA COS1 - FAILED!`).
@@ -1181,6 +1185,7 @@ impl WholeCalls {
             Step::Mba {
                 resource, after, ..
             } if self.domains => Some(Run::Bandwidth(*resource, after.class)),
+            Step::RegionMba { class, .. } => Some(Run::Regions(*class)),
             _ => None,
         }
     }
@@ -1229,8 +1234,33 @@ fn write_run<B: Backend>(
                 .map(|(i, (_, asked))| Some(applied.get(i).map_or(asked.limit, |(_, a)| a.limit)))
                 .collect())
         }
+        Some(Step::RegionMba { class, .. }) => {
+            // per domain, in the order the domains first appear, the controls in step order
+            let mut by_domain: Vec<(CacheDomain, Vec<RegionBw>)> = Vec::new();
+            for s in &steps {
+                if let Step::RegionMba { domain, after, .. } = s {
+                    match by_domain.iter_mut().find(|(d, _)| d == domain) {
+                        Some((_, values)) => values.push(*after),
+                        None => by_domain.push((*domain, vec![*after])),
+                    }
+                }
+            }
+            let class = *class;
+            let Some(r) = backend.regions() else {
+                return Err(no_region_controls().into());
+            };
+            for (domain, values) in &by_domain {
+                r.set_region_bandwidth(*domain, class, values)?;
+            }
+            Ok(vec![None; steps.len()])
+        }
         _ => steps.iter().map(|s| s.write(backend)).collect(),
     }
+}
+
+/// A region MBA step on a backend without region controls.
+fn no_region_controls() -> RequestError {
+    RequestError::Unsupported("region-aware MBA needs the MMIO interface (RDT 1.3)".into())
 }
 
 /// After `failed`: undoes `done`, newest first, and says whether everything is as before

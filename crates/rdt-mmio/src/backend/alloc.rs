@@ -173,10 +173,22 @@ impl<M: MsrIo, P: PmuSource, D: MmioIo> MmioBackend<M, P, D> {
             }
             addrs.push(self.mba_address(domain, class, v.region, v.control)?);
         }
-        for (v, (addr, id)) in values.iter().zip(addrs) {
+        // each register once: its fields from every value that falls in it, in order
+        let mut done: Vec<u64> = Vec::with_capacity(addrs.len());
+        for (v, &(addr, id)) in values.iter().zip(&addrs) {
+            if done.contains(&addr) {
+                continue;
+            }
+            done.push(addr);
             let name = || reg_name(v.control, class, v.region.0, id);
             let reg = self.read_reg(addr, name)?;
-            let new = regs::with_mba_field(reg, v.region.0, v.value);
+            let new = values
+                .iter()
+                .zip(&addrs)
+                .filter(|(_, (a, _))| *a == addr)
+                .fold(reg, |r, (w, _)| {
+                    regs::with_mba_field(r, w.region.0, w.value)
+                });
             if new != reg {
                 self.write_reg(addr, new, name)?;
             }
