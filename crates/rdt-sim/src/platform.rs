@@ -970,10 +970,10 @@ impl SimPlatform {
             }
         }
         for (i, t) in throttles.iter_mut().enumerate() {
-            if let (Throttle::Cap(c), Some(sum)) = (*t, key(i).and_then(|k| total.get(&k))) {
-                if *sum > 0.0 {
-                    *t = Throttle::Cap(c * wanted[i] / sum);
-                }
+            if let (Throttle::Cap(c), Some(sum)) = (*t, key(i).and_then(|k| total.get(&k)))
+                && *sum > 0.0
+            {
+                *t = Throttle::Cap(c * wanted[i] / sum);
             }
         }
         throttles
