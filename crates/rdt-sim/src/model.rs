@@ -36,9 +36,14 @@
 //!   cache-sensitive packet pipeline that runs at full speed in half its footprint;
 //! - wanted memory traffic `T_w = p · m` (bytes/s);
 //! - MBA throttle `θ`: Intel `θ = (100 - delay) / 100` with the delay of the CPU's COS in its
-//!   domain (0xD50 + COS), `T = θ · T_w`; AMD `T = min(T_w, units · 1/8 GB/s)` with
-//!   1/8 GB/s = 125 000 000 bytes/s (0xC000_0200 + COS; `2^width` units = no limit),
-//!   `θ = T / T_w`. A COS without an MBA register is not throttled;
+//!   domain (0xD50 + COS), `T = θ · T_w`; AMD: the limit `units · 1/8 GB/s`
+//!   (1/8 GB/s = 125 000 000 bytes/s; 0xC000_0200 + COS; `2^width` units = no limit) bounds
+//!   the total of all CPUs of the COS in the L3 domain (AMD APM Vol. 2, §19.4.5.2 "Using
+//!   L3BE": "a limit on the total L3 external bandwidth consumed by all threads running with
+//!   COS=n within the L3 cache QOS Domain"), so each CPU gets the share
+//!   `cap_c = units · 1/8 GB/s · T_w,c / Σ T_w` and `T = min(T_w, cap_c)`, `θ = T / T_w`
+//!   (`SimPlatform::recompute`; a class over its limit moves exactly the limit before
+//!   memory latency, its CPUs slowed alike). A COS without an MBA register is not throttled;
 //! - achieved memory traffic `T`, of which `local_fraction · T` is local (MBM local) and all of
 //!   it counts as total (MBM total);
 //! - IPC `= ipc / (1 + K · m · L / θ)` with [`MISS_PENALTY`] `K` = 1: the memory-stall part
@@ -222,7 +227,8 @@ pub(crate) enum Throttle {
     None,
     /// Intel MBA: traffic scaled by this factor (0..=1).
     Scale(f64),
-    /// AMD MBA: traffic capped at this many bytes/s.
+    /// AMD MBA: this CPU's traffic capped at this many bytes/s, its share of its class's
+    /// limit in its L3 domain (the limit bounds the class's total there; module docs).
     Cap(f64),
 }
 
@@ -296,6 +302,13 @@ pub fn miss_fraction(w: &crate::Workload, occupancy: f64) -> f64 {
     curve.max(floor)
 }
 
+/// `T_w = p · m`: the memory traffic (bytes/s) workload `w` wants holding `occupancy` bytes
+/// of the L3, before MBA and memory latency (module docs).
+#[must_use]
+pub(crate) fn wanted_traffic(w: &crate::Workload, occupancy: f64) -> f64 {
+    w.traffic_bytes_per_s * w.utilization * miss_fraction(w, occupancy)
+}
+
 /// A CPU's activity before memory-bandwidth contention: its inputs to
 /// [`solve_memory`] and to [`Unloaded::at`].
 #[derive(Clone, Copy, Debug)]
@@ -348,7 +361,7 @@ pub(crate) fn unloaded(
 ) -> Unloaded {
     let pressure = w.traffic_bytes_per_s * w.utilization;
     let miss = miss_fraction(w, occupancy);
-    let wanted = pressure * miss;
+    let wanted = wanted_traffic(w, occupancy);
     let achieved = match throttle {
         Throttle::None => wanted,
         Throttle::Scale(s) => wanted * s.clamp(0.0, 1.0),

@@ -944,6 +944,46 @@ impl SimPlatform {
         }
     }
 
+    /// AMD MBA limits the *total* L3 external bandwidth of all threads running with a COS
+    /// within the L3 QOS domain (AMD APM Vol. 2, pub. 24593, §19.4.5.2 "Using L3BE"), not
+    /// each thread's: every CPU's [`Throttle::Cap`] (its class's limit in its domain) becomes
+    /// its share of that limit, `cap · T_w,c / Σ T_w` over the CPUs of the same (L3 domain,
+    /// COS) with a cap, `T_w` the wanted traffic at the current occupancy
+    /// ([`model::wanted_traffic`]). So a class under its limit in total is not throttled, and
+    /// one over it moves exactly the limit (before memory latency), its CPUs slowed alike
+    /// (`θ = cap / Σ T_w`; the APM does not say how a class's threads share the limit: the
+    /// proportional split is this model's choice). Other throttles pass unchanged.
+    fn share_amd_limits(
+        &self,
+        workloads: &[&crate::Workload],
+        occupancy: &[f64],
+        mut throttles: Vec<Throttle>,
+    ) -> Vec<Throttle> {
+        let cpus = self.topology.cpus();
+        let key = |i: usize| {
+            cpus[i]
+                .l3
+                .map(|d| (d, rdt_msr::regs::pqr_cos(self.regs.cpus[i].pqr_assoc)))
+        };
+        let wanted: Vec<f64> = (0..cpus.len())
+            .map(|i| model::wanted_traffic(workloads[i], occupancy[i]))
+            .collect();
+        let mut total: BTreeMap<(CacheDomain, u32), f64> = BTreeMap::new();
+        for (i, t) in throttles.iter().enumerate() {
+            if let (Throttle::Cap(_), Some(k)) = (t, key(i)) {
+                *total.entry(k).or_default() += wanted[i];
+            }
+        }
+        for (i, t) in throttles.iter_mut().enumerate() {
+            if let (Throttle::Cap(c), Some(sum)) = (*t, key(i).and_then(|k| total.get(&k)))
+                && *sum > 0.0
+            {
+                *t = Throttle::Cap(c * wanted[i] / sum);
+            }
+        }
+        throttles
+    }
+
     /// Recomputes the steady state after a register or scenario change, or at a scenario
     /// change of workload: occupancy by water-filling, each CPU's unloaded activity, then
     /// the memory domains' contention ([`model::solve_memory`]).
@@ -973,15 +1013,18 @@ impl SimPlatform {
                 occupancy[i] = o;
             }
         }
-        let unloaded: Vec<model::Unloaded> = cpus
+        let throttles: Vec<Throttle> = cpus
             .iter()
             .enumerate()
-            .map(|(i, p)| {
-                let th = p.l3.map_or(Throttle::None, |d| self.throttle(i, d));
+            .map(|(i, p)| p.l3.map_or(Throttle::None, |d| self.throttle(i, d)))
+            .collect();
+        let throttles = self.share_amd_limits(&workloads, &occupancy, throttles);
+        let unloaded: Vec<model::Unloaded> = (0..cpus.len())
+            .map(|i| {
                 // region-aware MBA (RDT 1.3) scales what the class's MBA lets through
                 let th = self
                     .region_traffic_of(i)
-                    .map_or(th, |(_, scale)| th.scaled(scale));
+                    .map_or(throttles[i], |(_, scale)| throttles[i].scaled(scale));
                 model::unloaded(workloads[i], occupancy[i], th, self.freq_hz)
             })
             .collect();

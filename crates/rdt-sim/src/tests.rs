@@ -527,6 +527,38 @@ fn mba_throttles_traffic_and_ipc() {
     assert!((m.activity(cpu(8)).unwrap().traffic_bytes_per_s - 1.0e9).abs() < 1.0);
 }
 
+#[test]
+fn amd_mba_limits_a_class_total_in_its_ccx_not_each_cpu() {
+    // AMD APM Vol. 2 §19.4.5.2: the limit bounds the total of all threads with the COS in
+    // the L3 QOS domain. Milan's default scenario: thrashers on CPUs 8-10 (CCX 1), each
+    // wanting far more than 1 GB/s.
+    let mut m = SimPlatform::builtin("milan").unwrap();
+    let alone = m.activity(cpu(8)).unwrap().traffic_bytes_per_s;
+    assert!(
+        alone > 2.0e9,
+        "each thrasher wants more than the limit: {alone}"
+    );
+    m.write(cpu(8), AMD_MBA_BW_0.offset(1), 8).unwrap(); // 1 GB/s for COS 1 in CCX 1
+    for c in [8, 9] {
+        m.write(cpu(c), IA32_PQR_ASSOC, pqr_assoc(1, 0)).unwrap();
+    }
+    let t = |m: &SimPlatform, c: u32| m.activity(cpu(c)).unwrap().traffic_bytes_per_s;
+    // two CPUs of the class in one CCX share the 1 GB/s (per CPU it would be 2 GB/s)
+    assert!(
+        (t(&m, 8) + t(&m, 9) - 1.0e9).abs() < 1.0,
+        "{} + {}",
+        t(&m, 8),
+        t(&m, 9)
+    );
+    assert!(
+        (t(&m, 8) - t(&m, 9)).abs() < 1.0,
+        "alike workloads share alike"
+    );
+    assert!((m.activity(cpu(8)).unwrap().throttle - 0.5e9 / alone).abs() < 1e-9);
+    // a CPU of another class in the same CCX keeps its traffic
+    assert!((t(&m, 10) - alone).abs() < 1.0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The seed paper's scenario
 
