@@ -64,6 +64,7 @@
 //! # References
 //! Intel SDM Vol. 3B, 18.18-18.19; Linux `Documentation/arch/x86/resctrl.rst`; pqos(8).
 
+mod iomon;
 pub mod nfd;
 #[cfg(feature = "oci")]
 pub mod oci;
@@ -242,6 +243,8 @@ pub struct Rdt {
     backend: Inner,
     /// I/O RDT beside the MSR or MMIO interface, where the platform has it.
     iordt: Option<DynIoRdt>,
+    /// The I/O RDT channel monitoring groups started ([`Rdt::start_channel_monitoring`]).
+    channel_groups: Vec<(MonGroupId, Vec<rdt_core::ChannelId>)>,
     notices: Vec<Notice>,
     /// The simulated platform's session (feature `sim`), after the backend: saved when the
     /// platform is dropped, its lock released last.
@@ -317,6 +320,7 @@ impl Rdt {
             backend: Inner::Msr(backend),
             notices,
             iordt: None,
+            channel_groups: Vec::new(),
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -336,6 +340,7 @@ impl Rdt {
             backend: Inner::Mmio(Box::new(backend)),
             notices,
             iordt: None,
+            channel_groups: Vec::new(),
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -350,6 +355,7 @@ impl Rdt {
             backend: Inner::Os(backend),
             notices: Vec::new(),
             iordt: None,
+            channel_groups: Vec::new(),
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -498,6 +504,7 @@ impl Backend for Rdt {
     /// Also puts every I/O RDT channel that tags CLOS back to class 0 with its enable bit
     /// clear on an allocation reset, as pqos's `hw_alloc_reset` does (`iordt_assoc_reset`).
     fn reset(&mut self, what: &Reset) -> Result<(), Error> {
+        self.untag_every_channel(*what)?;
         if let (Reset::Allocation(_), Some(io)) = (what, self.iordt.as_mut()) {
             let ops: &mut dyn IoRdtOps<Error> = io;
             for c in ops.io_channels().into_iter().filter(|c| c.clos_tagging) {
@@ -533,7 +540,9 @@ impl Backend for Rdt {
         }
     }
     fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), Error> {
-        forward!(self, b => b.stop_monitoring(group))
+        let untagged = self.untag_group_channels(group);
+        forward!(self, b => b.stop_monitoring(group))?;
+        untagged
     }
     /// Saves the simulated platform's state (`Rdt::save_simulated`, feature `sim`); nothing on
     /// others.
