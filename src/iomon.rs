@@ -19,7 +19,7 @@ use rdt_core::{Backend, ChannelId, IoRdtOps, MonEvents, MonGroupId, RequestError
 use crate::{Error, Inner, Rdt};
 
 impl Rdt {
-    /// Starts monitoring `events` (LLC occupancy, local and total MBM) of the I/O RDT
+    /// [`Backend::start_channel_monitoring`] of the facade: starts monitoring `events` (LLC occupancy, local and total MBM) of the I/O RDT
     /// `channels` as one group: polled, read ([`Backend::values`]) and stopped
     /// ([`Backend::stop_monitoring`]) like any group. Every channel is checked before any
     /// register is written; a failed tagging puts the channels already tagged back on RMID 0
@@ -31,7 +31,7 @@ impl Rdt {
     /// tag RMIDs; [`RequestError::AlreadyMonitored`] for a channel whose tag is not RMID 0
     /// (a group of this or another run); the errors of
     /// [`rdt_msr::MsrBackend::start_rmid_group`]; a register access.
-    pub fn start_channel_monitoring(
+    pub(crate) fn start_channels(
         &mut self,
         channels: &[ChannelId],
         events: MonEvents,

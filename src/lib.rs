@@ -243,7 +243,7 @@ pub struct Rdt {
     backend: Inner,
     /// I/O RDT beside the MSR or MMIO interface, where the platform has it.
     iordt: Option<DynIoRdt>,
-    /// The I/O RDT channel monitoring groups started ([`Rdt::start_channel_monitoring`]).
+    /// The I/O RDT channel monitoring groups started ([`Backend::start_channel_monitoring`]).
     channel_groups: Vec<(MonGroupId, Vec<rdt_core::ChannelId>)>,
     notices: Vec<Notice>,
     /// The simulated platform's session (feature `sim`), after the backend: saved when the
@@ -580,6 +580,13 @@ impl Backend for Rdt {
     }
     fn io_rdt(&mut self) -> Option<&mut dyn IoRdtOps<Error>> {
         self.iordt.as_mut().map(|io| io as &mut dyn IoRdtOps<Error>)
+    }
+    fn start_channel_monitoring(
+        &mut self,
+        channels: &[rdt_core::ChannelId],
+        events: MonEvents,
+    ) -> Result<MonGroupId, Error> {
+        self.start_channels(channels, events)
     }
     fn regions(&mut self) -> Option<&mut dyn rdt_core::RegionOps<Error>> {
         match &mut self.backend {
