@@ -654,6 +654,21 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         Ok(id)
     }
 
+    /// Starts a group of I/O RDT channels ([`Backend::start_channel_monitoring`]), stopped
+    /// with the guard's other groups.
+    ///
+    /// # Errors
+    /// As [`Backend::start_channel_monitoring`].
+    pub fn start_channels(
+        &mut self,
+        channels: &[crate::ChannelId],
+        events: MonEvents,
+    ) -> Result<MonGroupId, B::Error> {
+        let id = self.backend.start_channel_monitoring(channels, events)?;
+        self.groups.push(id);
+        Ok(id)
+    }
+
     /// Polls every group ([`Backend::poll`]).
     ///
     /// # Errors

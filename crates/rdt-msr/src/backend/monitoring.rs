@@ -381,7 +381,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         if events.is_empty() {
             return Err(RequestError::EmptyGroup.into());
         }
-        let other = events - events.rmid_events();
+        let other = events - events.rmid_events() - MonEvents::MBM_REMOTE;
         if !other.is_empty() {
             return Err(RequestError::Unsupported(format!(
                 "{} cannot be monitored on an I/O RDT channel: only LLC occupancy and memory \

@@ -41,7 +41,7 @@ use self::proc::GroupThreads;
 use super::Context;
 use crate::args::FileType;
 use crate::command::MonitorRequest;
-use crate::grammar::{MonGroupSpec, SocketGroupSpec};
+use crate::grammar::{ChannelGroupSpec, MonGroupSpec, SocketGroupSpec};
 use rdt_pqos::proc::ProcFs;
 
 /// The group's events as pqos chooses them ([`MonEvents::select`]), with pqos's words for
@@ -76,6 +76,7 @@ enum Target {
     Cores(rdt_pqos::CpuSet),
     Pids(Vec<TaskId>),
     Sockets(Vec<u32>),
+    Channels(Vec<rdt_pqos::ChannelId>),
 }
 
 /// A group to start: its label, what it monitors and the events asked for.
@@ -168,6 +169,13 @@ pub fn run_monitor<B: Backend>(
     if !caps.monitoring.is_present() {
         bail!("Monitoring capability not detected!");
     }
+    if !req.channel_groups.is_empty() && !backend.interface().uses_msrs() {
+        return Err(anyhow!(RequestError::NeedsMsrInterface {
+            operation: "I/O RDT channel monitoring (--mon-channel)",
+            interface: backend.interface(),
+        })
+        .context("Monitoring start error"));
+    }
     let plans = group_plans(backend, req)?;
     let proc = ctx.proc;
     validate_targets(backend, proc, &plans)?;
@@ -188,13 +196,14 @@ pub fn run_monitor<B: Backend>(
         llc,
         pid_mode: !req.pid_groups.is_empty(),
         socket_mode: req.uncore_groups.is_some(),
+        channel_mode: !req.channel_groups.is_empty(),
         regions: region_columns(backend, req, events)?,
     };
     // PID mode: every thread's stat file, opened before anything is started.
     let mut threads: Vec<Option<GroupThreads>> = Vec::with_capacity(plans.len());
     for g in &plans {
         threads.push(match &g.target {
-            Target::Cores(_) | Target::Sockets(_) => None,
+            Target::Cores(_) | Target::Sockets(_) | Target::Channels(_) => None,
             Target::Pids(pids) => Some(GroupThreads::open(proc, pids).with_context(|| {
                 format!("PID {} monitoring start error: reading its threads", g.desc)
             })?),
@@ -235,7 +244,7 @@ pub fn run_monitor<B: Backend>(
             plan: g,
             first_cpu: match &g.target {
                 Target::Cores(cpus) => cpus.first().unwrap_or_default(),
-                Target::Pids(_) | Target::Sockets(_) => LogicalCpu::default(),
+                Target::Pids(_) | Target::Sockets(_) | Target::Channels(_) => LogicalCpu::default(),
             },
             threads,
         });
@@ -263,14 +272,14 @@ fn start_groups<B: Backend>(
         .iter()
         .filter_map(|g| match &g.target {
             Target::Cores(cpus) => Some((g, (cpus.clone(), g.events))),
-            Target::Pids(_) | Target::Sockets(_) => None,
+            Target::Pids(_) | Target::Sockets(_) | Target::Channels(_) => None,
         })
         .unzip();
     let (pid_plans, pid_groups): (Vec<&GroupPlan>, Vec<_>) = plans
         .iter()
         .filter_map(|g| match &g.target {
             Target::Pids(pids) => Some((g, (pids.clone(), g.events))),
-            Target::Cores(_) | Target::Sockets(_) => None,
+            Target::Cores(_) | Target::Sockets(_) | Target::Channels(_) => None,
         })
         .unzip();
     let desc = |of: &[&GroupPlan], i: usize| of.get(i).map_or("?", |g| g.desc.as_str()).to_owned();
@@ -299,6 +308,11 @@ fn start_groups<B: Backend>(
                     g.desc
                 ))
             })?),
+            Target::Channels(channels) => {
+                Some(mon.start_channels(channels, g.events).map_err(|e| {
+                    anyhow!(e).context(format!("Monitoring start error on channel(s) {}", g.desc))
+                })?)
+            }
         }
         .ok_or_else(|| anyhow!("a batch start returned fewer groups than asked for"))?;
         ids.push(id);
@@ -355,11 +369,55 @@ fn uncore_plans<B: Backend>(backend: &B, specs: &[SocketGroupSpec]) -> Result<Ve
         .collect()
 }
 
+/// The groups of `--mon-channel`: the RMID-counted events asked for that the platform
+/// counts (a channel has no PMU: IPC and misses are neither added nor accepted, as pqos's
+/// `hw_mon_start_channels` takes only the L3 events).
+fn channel_plans<B: Backend>(backend: &B, specs: &[ChannelGroupSpec]) -> Result<Vec<GroupPlan>> {
+    let counted = MonEvents::LLC_OCCUPANCY
+        | MonEvents::MBM_LOCAL
+        | MonEvents::MBM_REMOTE
+        | MonEvents::MBM_TOTAL;
+    let supported = backend.capabilities().supported_events() & counted;
+    specs
+        .iter()
+        .map(|g| {
+            let events = if g.events.contains(MonEvents::PQOS_ALL) {
+                g.events & supported
+            } else {
+                g.events
+            };
+            let lacking = events - supported;
+            if events.is_empty() || !lacking.is_empty() {
+                bail!(
+                    "Monitoring start error on channel(s) {}: {} cannot be monitored on an I/O \
+                     RDT channel here (it counts {})",
+                    g.desc,
+                    if lacking.is_empty() {
+                        g.events
+                    } else {
+                        lacking
+                    }
+                    .describe(),
+                    supported.describe()
+                );
+            }
+            Ok(GroupPlan {
+                desc: g.desc.clone(),
+                target: Target::Channels(g.channels.clone()),
+                events,
+            })
+        })
+        .collect()
+}
+
 /// The groups to start: `--mon-uncore` groups, `-p` groups, `-m` groups, or one group per
 /// core with every event.
 fn group_plans<B: Backend>(backend: &B, req: &MonitorRequest) -> Result<Vec<GroupPlan>> {
     if let Some(specs) = &req.uncore_groups {
         return uncore_plans(backend, specs);
+    }
+    if !req.channel_groups.is_empty() {
+        return channel_plans(backend, &req.channel_groups);
     }
     let supported = backend.capabilities().supported_events();
     let mut excluded = MonEvents::empty();
@@ -462,6 +520,7 @@ fn validate_targets<B: Backend>(backend: &B, proc: &ProcFs, plans: &[GroupPlan])
                     );
                 }
             }
+            Target::Channels(_) => {} // checked by the library before any write
             Target::Pids(pids) => {
                 if let Some(pid) = proc.first_missing(pids) {
                     bail!(
