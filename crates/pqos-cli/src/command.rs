@@ -104,13 +104,13 @@ fn merge_channel_groups(
 ) -> Result<Vec<crate::grammar::ChannelGroupSpec>> {
     let mut out: Vec<crate::grammar::ChannelGroupSpec> = Vec::new();
     for g in groups {
-        if let Some(same) = out.iter_mut().find(|o| o.channels == g.channels) {
+        if let Some(same) = out.iter_mut().find(|o| o.targets == g.targets) {
             same.events |= g.events;
             continue;
         }
         if let Some(other) = out
             .iter()
-            .find(|o| o.channels.iter().any(|c| g.channels.contains(c)))
+            .find(|o| o.targets.iter().any(|c| g.targets.contains(c)))
         {
             bail!(
                 "Error: cannot monitor same channels in different groups: group \"{}\" and \
@@ -138,8 +138,8 @@ pub struct MonitorRequest {
     /// `--mon-uncore`: socket groups after merging (uncore mode), empty for one group per
     /// socket; `None` without the option. Never together with `groups` or `pid_groups`.
     pub uncore_groups: Option<Vec<SocketGroupSpec>>,
-    /// `--mon-channel`: I/O RDT channel groups after merging (channel mode); empty without
-    /// the option. Never together with the other kinds of group.
+    /// `--mon-channel` / `--mon-dev`: I/O RDT channel (or device) groups after merging
+    /// (channel mode); empty without the options. Never together with the other kinds of group.
     pub channel_groups: Vec<crate::grammar::ChannelGroupSpec>,
     /// Sampling interval (`-i` × 100 ms; default 1 s).
     pub interval: Duration,
@@ -530,7 +530,18 @@ fn monitor_request(args: &Args) -> Result<MonitorRequest> {
             if groups.is_empty() { "-p" } else { "-m" }
         );
     }
-    let channel_groups = merge_channel_groups(args.mon_channel.iter().flat_map(|c| c.0.clone()))?;
+    if !args.mon_channel.is_empty() && !args.mon_dev.is_empty() {
+        bail!(
+            "Monitoring start error, process, core, channel/device tracking can not be done \
+             simultaneously (--mon-channel and --mon-dev given)"
+        );
+    }
+    let channel_groups = merge_channel_groups(
+        args.mon_channel
+            .iter()
+            .flat_map(|c| c.0.clone())
+            .chain(args.mon_dev.iter().flat_map(|d| d.0.clone())),
+    )?;
     let other_groups =
         !groups.is_empty() || !pid_groups.is_empty() || top_pids || uncore_groups.is_some();
     if !channel_groups.is_empty() && other_groups {

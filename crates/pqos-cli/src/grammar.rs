@@ -714,8 +714,10 @@ pub struct ChannelGroupSpec {
     /// The row label: the channel as written for an ungrouped one, the bracket text of a
     /// group.
     pub desc: String,
-    /// The channels, in the order written.
-    pub channels: Vec<rdt_pqos::ChannelId>,
+    /// The channels ([`AssocTarget::Channel`], `--mon-channel`) or devices
+    /// ([`AssocTarget::Device`], `--mon-dev`: resolved to their channels when monitoring
+    /// starts), in the order written.
+    pub targets: Vec<AssocTarget>,
     /// The events asked for (`all` = [`MonEvents::PQOS_ALL`], narrowed later to the RMID
     /// events the platform counts).
     pub events: MonEvents,
@@ -733,12 +735,42 @@ impl FromStr for EvtChannels {
     type Err = ArgError;
 
     fn from_str(s: &str) -> Result<Self, ArgError> {
-        let ids = |text: &str, item: &str| -> Result<Vec<rdt_pqos::ChannelId>, ArgError> {
+        parse_io_groups(s, EVTCHANNELS_RULE, |t, item| {
+            t.parse()
+                .map(AssocTarget::Channel)
+                .map_err(|e| err(format!("{e} in \"{item}\" ({EVTCHANNELS_RULE})")))
+        })
+        .map(Self)
+    }
+}
+
+/// The value of one `--mon-dev` option (pqos `selfn_monitor_devs`): the `-m` grammar with
+/// I/O RDT devices `[SEG:]BUS:DEV.FN[@VC]` (as `-a dev:`) instead of cores; a device
+/// without `@VC` is all its channels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvtDevices(pub Vec<ChannelGroupSpec>);
+
+const EVTDEVICES_RULE: &str = "expected EVENT:DEVICES with EVENT llc, mbl, mbt or all and DEVICE [SEG:]BUS:DEV.FN[@VC], e.g. llc:0000:16:00.0@0 or all:[16:00.0,16:01.0]";
+
+impl FromStr for EvtDevices {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        parse_io_groups(s, EVTDEVICES_RULE, parse_device).map(Self)
+    }
+}
+
+/// `--mon-channel`/`--mon-dev` groups: the `-m` grammar with `target` parsing each id.
+fn parse_io_groups(
+    s: &str,
+    rule: &str,
+    target: impl Fn(&str, &str) -> Result<AssocTarget, ArgError>,
+) -> Result<Vec<ChannelGroupSpec>, ArgError> {
+    {
+        let ids = |text: &str, item: &str| -> Result<Vec<AssocTarget>, ArgError> {
             let mut out = Vec::new();
             for t in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-                let c: rdt_pqos::ChannelId = t
-                    .parse()
-                    .map_err(|e| err(format!("{e} in \"{item}\" ({EVTCHANNELS_RULE})")))?;
+                let c = target(t, item)?;
                 if !out.contains(&c) {
                     out.push(c);
                 }
@@ -746,7 +778,7 @@ impl FromStr for EvtChannels {
             Ok(out)
         };
         let mut groups = Vec::new();
-        for (item, events, parts) in split_evt_items(s, EVTCHANNELS_RULE)? {
+        for (item, events, parts) in split_evt_items(s, rule)? {
             let before = groups.len();
             for part in parts {
                 match part {
@@ -759,15 +791,21 @@ impl FromStr for EvtChannels {
                         }
                         groups.push(ChannelGroupSpec {
                             desc: inner.trim().to_owned(),
-                            channels,
+                            targets: channels,
                             events,
                         });
                     }
                     ListPart::Plain(token) => {
-                        for c in ids(token, item)? {
+                        for (c, text) in ids(token, item)?
+                            .into_iter()
+                            .zip(token.split(',').map(str::trim).filter(|t| !t.is_empty()))
+                        {
                             groups.push(ChannelGroupSpec {
-                                desc: c.to_string(),
-                                channels: vec![c],
+                                desc: match c {
+                                    AssocTarget::Channel(id) => id.to_string(),
+                                    _ => text.to_owned(),
+                                },
+                                targets: vec![c],
                                 events,
                             });
                         }
@@ -776,11 +814,11 @@ impl FromStr for EvtChannels {
             }
             if groups.len() == before {
                 return Err(err(format!(
-                    "No channels selected for monitoring in \"{item}\" ({EVTCHANNELS_RULE})"
+                    "No channels selected for monitoring in \"{item}\" ({rule})"
                 )));
             }
         }
-        Ok(Self(groups))
+        Ok(groups)
     }
 }
 
@@ -1289,7 +1327,13 @@ mod tests {
             .map(|g| {
                 (
                     g.desc.as_str(),
-                    g.channels.iter().map(|c| c.get()).collect(),
+                    g.targets
+                        .iter()
+                        .map(|t| match t {
+                            AssocTarget::Channel(c) => c.get(),
+                            _ => 0,
+                        })
+                        .collect(),
                     g.events,
                 )
             })

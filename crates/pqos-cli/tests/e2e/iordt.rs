@@ -258,7 +258,7 @@ fn a_devices_channel_in_a_class_has_its_io_occupancy_monitored() {
         .ok();
     let out = &run.stdout;
     assert!(out.contains("         CHANNEL     LLC[KB]"), "{out}");
-    let last = |ch: &str| -> f64 {
+    let last_in = |out: &str, ch: &str| -> f64 {
         out.lines()
             .rev()
             .find(|l| l.trim_start().starts_with(ch))
@@ -266,14 +266,19 @@ fn a_devices_channel_in_a_class_has_its_io_occupancy_monitored() {
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no row for {ch}: {out}"))
     };
-    let kib = last("0x10101");
+    let kib = last_in(out, "0x10101");
     assert!((kib / 6144.0 - 1.0).abs() < 0.01, "{kib} KiB: {out}");
     assert!(
         out.lines()
             .any(|l| l == "         0x10101" || l.starts_with("         0x10101 ")),
         "16-wide channel column: {out}"
     );
-    assert!(last("0x10100").abs() < f64::EPSILON, "{out}");
+    assert!(last_in(out, "0x10100").abs() < f64::EPSILON, "{out}");
+    // --mon-dev: the device is its channel; the row is the device as written
+    let run = m.pqos(&["--mon-dev=llc:0000:16:01.0", "-t", "1"]).ok();
+    let out = &run.stdout;
+    let kib = last_in(out, "0000:16:01.0");
+    assert!((kib / 6144.0 - 1.0).abs() < 0.01, "{kib} KiB: {out}");
     let p = m.platform().lock();
     let mmio = p.mmio().unwrap();
     assert_eq!(mmio.channel_tag(busy, Tag::Rmid), Some(0));

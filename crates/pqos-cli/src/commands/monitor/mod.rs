@@ -41,7 +41,7 @@ use self::proc::GroupThreads;
 use super::Context;
 use crate::args::FileType;
 use crate::command::MonitorRequest;
-use crate::grammar::{ChannelGroupSpec, MonGroupSpec, SocketGroupSpec};
+use crate::grammar::{AssocTarget, ChannelGroupSpec, MonGroupSpec, SocketGroupSpec};
 use rdt_pqos::proc::ProcFs;
 
 /// The group's events as pqos chooses them ([`MonEvents::select`]), with pqos's words for
@@ -169,14 +169,11 @@ pub fn run_monitor<B: Backend>(
     if !caps.monitoring.is_present() {
         bail!("Monitoring capability not detected!");
     }
-    if !req.channel_groups.is_empty() && !backend.interface().uses_msrs() {
-        return Err(anyhow!(RequestError::NeedsMsrInterface {
-            operation: "I/O RDT channel monitoring (--mon-channel)",
-            interface: backend.interface(),
-        })
-        .context("Monitoring start error"));
-    }
-    let plans = group_plans(backend, req)?;
+    let plans = if req.channel_groups.is_empty() {
+        group_plans(backend, req)?
+    } else {
+        channel_plans(backend, &req.channel_groups)?
+    };
     let proc = ctx.proc;
     validate_targets(backend, proc, &plans)?;
     check_rmid_capacity(backend, &plans)?;
@@ -372,7 +369,19 @@ fn uncore_plans<B: Backend>(backend: &B, specs: &[SocketGroupSpec]) -> Result<Ve
 /// The groups of `--mon-channel`: the RMID-counted events asked for that the platform
 /// counts (a channel has no PMU: IPC and misses are neither added nor accepted, as pqos's
 /// `hw_mon_start_channels` takes only the L3 events).
-fn channel_plans<B: Backend>(backend: &B, specs: &[ChannelGroupSpec]) -> Result<Vec<GroupPlan>> {
+/// A `--mon-dev` device is its channels (all, or its `@VC`th), through the platform's IRDT
+/// (pqos `pqos_devinfo_get_channel_id`).
+fn channel_plans<B: Backend>(
+    backend: &mut B,
+    specs: &[ChannelGroupSpec],
+) -> Result<Vec<GroupPlan>> {
+    if !backend.interface().uses_msrs() {
+        return Err(anyhow!(RequestError::NeedsMsrInterface {
+            operation: "I/O RDT channel monitoring (--mon-channel, --mon-dev)",
+            interface: backend.interface(),
+        })
+        .context("Monitoring start error"));
+    }
     let counted = MonEvents::LLC_OCCUPANCY
         | MonEvents::MBM_LOCAL
         | MonEvents::MBM_REMOTE
@@ -401,9 +410,33 @@ fn channel_plans<B: Backend>(backend: &B, specs: &[ChannelGroupSpec]) -> Result<
                     supported.describe()
                 );
             }
+            let mut channels = Vec::new();
+            for t in &g.targets {
+                match *t {
+                    AssocTarget::Channel(c) => channels.push(c),
+                    AssocTarget::Device { segment, bdf, vc } => {
+                        let io = backend.io_rdt().ok_or_else(|| {
+                            anyhow!(
+                                "Monitoring start error on device {}: I/O RDT monitoring needs \
+                                 a platform with I/O RDT (an ACPI IRDT table)",
+                                g.desc
+                            )
+                        })?;
+                        let found = io.device_channels(segment, bdf, vc).map_err(|e| {
+                            anyhow!("Monitoring start error on device {}: {e}", g.desc)
+                        })?;
+                        for c in found {
+                            if !channels.contains(&c) {
+                                channels.push(c);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
             Ok(GroupPlan {
                 desc: g.desc.clone(),
-                target: Target::Channels(g.channels.clone()),
+                target: Target::Channels(channels),
                 events,
             })
         })
@@ -415,9 +448,6 @@ fn channel_plans<B: Backend>(backend: &B, specs: &[ChannelGroupSpec]) -> Result<
 fn group_plans<B: Backend>(backend: &B, req: &MonitorRequest) -> Result<Vec<GroupPlan>> {
     if let Some(specs) = &req.uncore_groups {
         return uncore_plans(backend, specs);
-    }
-    if !req.channel_groups.is_empty() {
-        return channel_plans(backend, &req.channel_groups);
     }
     let supported = backend.capabilities().supported_events();
     let mut excluded = MonEvents::empty();
