@@ -274,6 +274,23 @@ fn a_devices_channel_in_a_class_has_its_io_occupancy_monitored() {
         "16-wide channel column: {out}"
     );
     assert!(last_in(out, "0x10100").abs() < f64::EPSILON, "{out}");
+    // CSV and JSON name the group column `Channel` / `"channel"`
+    let csv = m
+        .pqos(&["--mon-channel=llc:0x10101", "-t", "1", "-u", "csv"])
+        .ok();
+    assert!(
+        csv.stdout.starts_with("Time,Channel,LLC[KB]\n"),
+        "{}",
+        csv.stdout
+    );
+    let json = m
+        .pqos(&["--mon-channel=llc:0x10101", "-t", "1", "-u", "json"])
+        .ok();
+    assert!(
+        json.stdout.contains("\"channel\":\"0x10101\""),
+        "{}",
+        json.stdout
+    );
     // --mon-dev: the device is its channel; the row is the device as written
     let run = m.pqos(&["--mon-dev=llc:0000:16:01.0", "-t", "1"]).ok();
     let out = &run.stdout;
