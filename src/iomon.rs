@@ -130,6 +130,20 @@ impl Rdt {
         self.untag(&all)
     }
 
+    /// The non-zero RMID tags of every channel that tags RMIDs (none without I/O RDT).
+    pub(crate) fn channel_rmid_tags(&mut self) -> Result<Vec<u32>, Error> {
+        let Some(io) = self.io_rdt() else {
+            return Ok(Vec::new());
+        };
+        let mut tags = Vec::new();
+        for c in io.io_channels().into_iter().filter(|c| c.rmid_tagging) {
+            if let Some(r) = io.channel_rmid(c.id)?.filter(|r| r.get() != 0) {
+                tags.push(r.get());
+            }
+        }
+        Ok(tags)
+    }
+
     fn untag(&mut self, channels: &[ChannelId]) -> Result<(), Error> {
         let Some(io) = self.io_rdt() else {
             return Ok(());

@@ -517,6 +517,17 @@ impl Backend for Rdt {
         &mut self,
         groups: &[(CpuSet, MonEvents)],
     ) -> Result<Vec<MonGroupId>, GroupStartError<Error>> {
+        // a channel monitored by another run holds its RMID in no IA32_PQR_ASSOC
+        let tags = self.channel_rmid_tags().map_err(|error| GroupStartError {
+            index: 0,
+            of: groups.len(),
+            error,
+        })?;
+        match &mut self.backend {
+            Inner::Msr(b) => b.reserve_rmids(tags),
+            Inner::Mmio(b) => b.msr_backend().reserve_rmids(tags),
+            Inner::Os(_) => {}
+        }
         match &mut self.backend {
             Inner::Msr(b) => b
                 .start_monitoring_many(groups)

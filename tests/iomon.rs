@@ -125,3 +125,29 @@ fn channel_groups_refuse_bad_input_before_any_write() {
         .to_string();
     assert!(e.contains("MSR interface"), "{e}");
 }
+
+/// A channel tagged by another run holds its RMID in no IA32_PQR_ASSOC: a CPU group started
+/// meanwhile does not take it.
+#[test]
+fn a_cpu_group_does_not_take_a_channels_rmid() {
+    use rdt_pqos::msr::MsrIo;
+    use rdt_pqos::{BackendExt, CpuSet, LogicalCpu};
+    let dir = tempfile::tempdir().unwrap();
+    let mut rdt = open(dir.path());
+    let ch = ChannelId::from_raw(0x20100);
+    rdt.io_rdt()
+        .unwrap()
+        .set_channel_rmid(ch, Rmid::new(1))
+        .unwrap();
+    let cpus: CpuSet = std::iter::once(LogicalCpu::new(0)).collect();
+    rdt.start_monitoring(&cpus, MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    let mut h = rdt.simulated().unwrap().handle().clone();
+    let pqr = MsrIo::read(
+        &mut h,
+        LogicalCpu::new(0),
+        rdt_pqos::msr::regs::IA32_PQR_ASSOC,
+    )
+    .unwrap();
+    assert_eq!(pqr & 0x3ff, 2, "RMID 1 is the channel's: {pqr:#x}");
+}

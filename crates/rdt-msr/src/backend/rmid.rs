@@ -109,7 +109,20 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                 *u = true;
             }
         }
+        for &r in &self.reserved {
+            if let Some(u) = used.get_mut(r as usize) {
+                *u = true;
+            }
+        }
         Ok(used)
+    }
+
+    /// Makes `rmids` unavailable to the groups started from now on (until the next call):
+    /// RMIDs that agents other than CPUs hold, which no IA32_PQR_ASSOC shows, such as the
+    /// RMID tags of I/O RDT channels monitored by another run (pqos v26.03 checks the
+    /// channels' tags too when it picks an RMID).
+    pub fn reserve_rmids(&mut self, rmids: Vec<u32>) {
+        self.reserved = rmids;
     }
 
     /// One context per L3 domain spanned by `members`, each with the lowest RMID >= 1 that
