@@ -148,7 +148,9 @@ mod tests {
         let ch = ChannelId::new(0, 1, 1);
         let r = tag_register(&irdt, ch, Tag::Rmid).unwrap();
         sim.write_narrow(r.addr, r.bytes, 7).unwrap();
-        sim.lock().set_io_traffic(ch, 1e9, 4.0 * 1_048_576.0).unwrap();
+        sim.lock()
+            .set_io_traffic(ch, 1e9, 4.0 * 1_048_576.0)
+            .unwrap();
         let before = counter(&mut sim, 0, 7, 2);
         sim.advance(Duration::from_secs(2));
         let total = (counter(&mut sim, 0, 7, 2) - before) * up;
