@@ -64,6 +64,7 @@
 //! # References
 //! Intel SDM Vol. 3B, 18.18-18.19; Linux `Documentation/arch/x86/resctrl.rst`; pqos(8).
 
+mod iomon;
 pub mod nfd;
 #[cfg(feature = "oci")]
 pub mod oci;
@@ -242,6 +243,8 @@ pub struct Rdt {
     backend: Inner,
     /// I/O RDT beside the MSR or MMIO interface, where the platform has it.
     iordt: Option<DynIoRdt>,
+    /// The I/O RDT channel monitoring groups started ([`Backend::start_channel_monitoring`]).
+    channel_groups: Vec<(MonGroupId, Vec<rdt_core::ChannelId>)>,
     notices: Vec<Notice>,
     /// The simulated platform's session (feature `sim`), after the backend: saved when the
     /// platform is dropped, its lock released last.
@@ -317,6 +320,7 @@ impl Rdt {
             backend: Inner::Msr(backend),
             notices,
             iordt: None,
+            channel_groups: Vec::new(),
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -336,6 +340,7 @@ impl Rdt {
             backend: Inner::Mmio(Box::new(backend)),
             notices,
             iordt: None,
+            channel_groups: Vec::new(),
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -350,6 +355,7 @@ impl Rdt {
             backend: Inner::Os(backend),
             notices: Vec::new(),
             iordt: None,
+            channel_groups: Vec::new(),
             #[cfg(feature = "sim")]
             session: None,
         }
@@ -498,6 +504,7 @@ impl Backend for Rdt {
     /// Also puts every I/O RDT channel that tags CLOS back to class 0 with its enable bit
     /// clear on an allocation reset, as pqos's `hw_alloc_reset` does (`iordt_assoc_reset`).
     fn reset(&mut self, what: &Reset) -> Result<(), Error> {
+        self.untag_every_channel(*what)?;
         if let (Reset::Allocation(_), Some(io)) = (what, self.iordt.as_mut()) {
             let ops: &mut dyn IoRdtOps<Error> = io;
             for c in ops.io_channels().into_iter().filter(|c| c.clos_tagging) {
@@ -510,6 +517,17 @@ impl Backend for Rdt {
         &mut self,
         groups: &[(CpuSet, MonEvents)],
     ) -> Result<Vec<MonGroupId>, GroupStartError<Error>> {
+        // a channel monitored by another run holds its RMID in no IA32_PQR_ASSOC
+        let tags = self.channel_rmid_tags().map_err(|error| GroupStartError {
+            index: 0,
+            of: groups.len(),
+            error,
+        })?;
+        match &mut self.backend {
+            Inner::Msr(b) => b.reserve_rmids(tags),
+            Inner::Mmio(b) => b.msr_backend().reserve_rmids(tags),
+            Inner::Os(_) => {}
+        }
         match &mut self.backend {
             Inner::Msr(b) => b
                 .start_monitoring_many(groups)
@@ -533,7 +551,9 @@ impl Backend for Rdt {
         }
     }
     fn stop_monitoring(&mut self, group: MonGroupId) -> Result<(), Error> {
-        forward!(self, b => b.stop_monitoring(group))
+        let untagged = self.untag_group_channels(group);
+        forward!(self, b => b.stop_monitoring(group))?;
+        untagged
     }
     /// Saves the simulated platform's state (`Rdt::save_simulated`, feature `sim`); nothing on
     /// others.
@@ -571,6 +591,13 @@ impl Backend for Rdt {
     }
     fn io_rdt(&mut self) -> Option<&mut dyn IoRdtOps<Error>> {
         self.iordt.as_mut().map(|io| io as &mut dyn IoRdtOps<Error>)
+    }
+    fn start_channel_monitoring(
+        &mut self,
+        channels: &[rdt_core::ChannelId],
+        events: MonEvents,
+    ) -> Result<MonGroupId, Error> {
+        self.start_channels(channels, events)
     }
     fn regions(&mut self) -> Option<&mut dyn rdt_core::RegionOps<Error>> {
         match &mut self.backend {

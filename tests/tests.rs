@@ -47,6 +47,10 @@ mod control;
 #[cfg(feature = "sim")]
 mod mmio;
 
+// I/O RDT channel monitoring on the in-process xeon-rdt13 (feature `sim`).
+#[cfg(feature = "sim")]
+mod iomon;
+
 // Node Feature Discovery's feature file of each simulated model, read as NFD reads it
 // (feature `sim`).
 #[cfg(feature = "sim")]

@@ -97,6 +97,33 @@ impl RegionAlloc {
     }
 }
 
+/// `--mon-channel` groups merged as pqos merges `-m`'s: the same channels twice get the
+/// union of their events; a channel in two different groups is pqos's error.
+fn merge_channel_groups(
+    groups: impl IntoIterator<Item = crate::grammar::ChannelGroupSpec>,
+) -> Result<Vec<crate::grammar::ChannelGroupSpec>> {
+    let mut out: Vec<crate::grammar::ChannelGroupSpec> = Vec::new();
+    for g in groups {
+        if let Some(same) = out.iter_mut().find(|o| o.targets == g.targets) {
+            same.events |= g.events;
+            continue;
+        }
+        if let Some(other) = out
+            .iter()
+            .find(|o| o.targets.iter().any(|c| g.targets.contains(c)))
+        {
+            bail!(
+                "Error: cannot monitor same channels in different groups: group \"{}\" and \
+                 group \"{}\"",
+                other.desc,
+                g.desc
+            );
+        }
+        out.push(g);
+    }
+    Ok(out)
+}
+
 /// Monitoring settings (`-m`, `-p`, `-t`, `-i`, `-T`, `-o`, `-u`, `-P`, `--disable-mon-*`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MonitorRequest {
@@ -111,6 +138,9 @@ pub struct MonitorRequest {
     /// `--mon-uncore`: socket groups after merging (uncore mode), empty for one group per
     /// socket; `None` without the option. Never together with `groups` or `pid_groups`.
     pub uncore_groups: Option<Vec<SocketGroupSpec>>,
+    /// `--mon-channel` / `--mon-dev`: I/O RDT channel (or device) groups after merging
+    /// (channel mode); empty without the options. Never together with the other kinds of group.
+    pub channel_groups: Vec<crate::grammar::ChannelGroupSpec>,
     /// Sampling interval (`-i` × 100 ms; default 1 s).
     pub interval: Duration,
     /// How long to run; `None` = until interrupted.
@@ -500,11 +530,32 @@ fn monitor_request(args: &Args) -> Result<MonitorRequest> {
             if groups.is_empty() { "-p" } else { "-m" }
         );
     }
+    if !args.mon_channel.is_empty() && !args.mon_dev.is_empty() {
+        bail!(
+            "Monitoring start error, process, core, channel/device tracking can not be done \
+             simultaneously (--mon-channel and --mon-dev given)"
+        );
+    }
+    let channel_groups = merge_channel_groups(
+        args.mon_channel
+            .iter()
+            .flat_map(|c| c.0.clone())
+            .chain(args.mon_dev.iter().flat_map(|d| d.0.clone())),
+    )?;
+    let other_groups =
+        !groups.is_empty() || !pid_groups.is_empty() || top_pids || uncore_groups.is_some();
+    if !channel_groups.is_empty() && other_groups {
+        bail!(
+            "Monitoring start error, process, core, channel/device tracking can not be done \
+             simultaneously (--mon-channel with -m, -p or --mon-uncore)"
+        );
+    }
     Ok(MonitorRequest {
         groups,
         pid_groups,
         top_pids,
         uncore_groups,
+        channel_groups,
         interval: args.mon_interval.map_or(Duration::from_secs(1), |i| i.0),
         duration: match args.mon_time {
             Some(MonTime::Limited(d)) => Some(d),

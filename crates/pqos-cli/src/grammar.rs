@@ -704,6 +704,125 @@ pub fn merge_groups(
 }
 
 // ---------------------------------------------------------------------------------------
+// --mon-channel=EVTCHANNELS
+// ---------------------------------------------------------------------------------------
+
+/// One I/O RDT channel monitoring group of `--mon-channel`: channels counted together
+/// (one RMID tagged on all of them), and its events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelGroupSpec {
+    /// The row label: the channel as written for an ungrouped one, the bracket text of a
+    /// group.
+    pub desc: String,
+    /// The channels ([`AssocTarget::Channel`], `--mon-channel`) or devices
+    /// ([`AssocTarget::Device`], `--mon-dev`: resolved to their channels when monitoring
+    /// starts), in the order written.
+    pub targets: Vec<AssocTarget>,
+    /// The events asked for (`all` = [`MonEvents::PQOS_ALL`], narrowed later to the RMID
+    /// events the platform counts).
+    pub events: MonEvents,
+}
+
+/// The value of one `--mon-channel` option (pqos `selfn_monitor_channels`): the `-m`
+/// grammar with channel ids (`0x10100`, decimal or hex) instead of cores: ungrouped ids one
+/// group each, `[0x10100,0x10101]` one group. Channel ids have no ranges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvtChannels(pub Vec<ChannelGroupSpec>);
+
+const EVTCHANNELS_RULE: &str = "expected EVENT:CHANNELS with EVENT llc, mbl, mbt or all, e.g. llc:0x10100 or all:[0x10100,0x10101]";
+
+impl FromStr for EvtChannels {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        parse_io_groups(s, EVTCHANNELS_RULE, |t, item| {
+            t.parse()
+                .map(AssocTarget::Channel)
+                .map_err(|e| err(format!("{e} in \"{item}\" ({EVTCHANNELS_RULE})")))
+        })
+        .map(Self)
+    }
+}
+
+/// The value of one `--mon-dev` option (pqos `selfn_monitor_devs`): the `-m` grammar with
+/// I/O RDT devices `[SEG:]BUS:DEV.FN[@VC]` (as `-a dev:`) instead of cores; a device
+/// without `@VC` is all its channels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvtDevices(pub Vec<ChannelGroupSpec>);
+
+const EVTDEVICES_RULE: &str = "expected EVENT:DEVICES with EVENT llc, mbl, mbt or all and DEVICE [SEG:]BUS:DEV.FN[@VC], e.g. llc:0000:16:00.0@0 or all:[16:00.0,16:01.0]";
+
+impl FromStr for EvtDevices {
+    type Err = ArgError;
+
+    fn from_str(s: &str) -> Result<Self, ArgError> {
+        parse_io_groups(s, EVTDEVICES_RULE, parse_device).map(Self)
+    }
+}
+
+/// `--mon-channel`/`--mon-dev` groups: the `-m` grammar with `target` parsing each id.
+fn parse_io_groups(
+    s: &str,
+    rule: &str,
+    target: impl Fn(&str, &str) -> Result<AssocTarget, ArgError>,
+) -> Result<Vec<ChannelGroupSpec>, ArgError> {
+    {
+        let ids = |text: &str, item: &str| -> Result<Vec<AssocTarget>, ArgError> {
+            let mut out = Vec::new();
+            for t in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+                let c = target(t, item)?;
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+            Ok(out)
+        };
+        let mut groups = Vec::new();
+        for (item, events, parts) in split_evt_items(s, rule)? {
+            let before = groups.len();
+            for part in parts {
+                match part {
+                    ListPart::Bracket(inner) => {
+                        let channels = ids(inner, item)?;
+                        if channels.is_empty() {
+                            return Err(err(format!(
+                                "Empty channel group '[{inner}]' in \"{item}\""
+                            )));
+                        }
+                        groups.push(ChannelGroupSpec {
+                            desc: inner.trim().to_owned(),
+                            targets: channels,
+                            events,
+                        });
+                    }
+                    ListPart::Plain(token) => {
+                        for (c, text) in ids(token, item)?
+                            .into_iter()
+                            .zip(token.split(',').map(str::trim).filter(|t| !t.is_empty()))
+                        {
+                            groups.push(ChannelGroupSpec {
+                                desc: match c {
+                                    AssocTarget::Channel(id) => id.to_string(),
+                                    _ => text.to_owned(),
+                                },
+                                targets: vec![c],
+                                events,
+                            });
+                        }
+                    }
+                }
+            }
+            if groups.len() == before {
+                return Err(err(format!(
+                    "No channels selected for monitoring in \"{item}\" ({rule})"
+                )));
+            }
+        }
+        Ok(groups)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // --mon-uncore[=EVTSOCKETS]
 // ---------------------------------------------------------------------------------------
 
@@ -1196,6 +1315,52 @@ mod tests {
         );
         let m = "channel:1=0".parse::<AssocDefs>().unwrap_err().0;
         assert!(m.contains("non-zero id"), "{m}");
+    }
+
+    #[test]
+    fn channel_monitoring_groups_parse_as_the_m_grammar_with_channel_ids() {
+        let EvtChannels(g) = "llc:0x10100,65793;all:[0x20100, 0x20101]"
+            .parse::<EvtChannels>()
+            .unwrap();
+        let got: Vec<(&str, Vec<u32>, MonEvents)> = g
+            .iter()
+            .map(|g| {
+                (
+                    g.desc.as_str(),
+                    g.targets
+                        .iter()
+                        .map(|t| match t {
+                            AssocTarget::Channel(c) => c.get(),
+                            _ => 0,
+                        })
+                        .collect(),
+                    g.events,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("0x10100", vec![0x10100], MonEvents::LLC_OCCUPANCY),
+                ("0x10101", vec![0x10101], MonEvents::LLC_OCCUPANCY),
+                (
+                    "0x20100, 0x20101",
+                    vec![0x20100, 0x20101],
+                    MonEvents::PQOS_ALL
+                ),
+            ]
+        );
+        for (bad, want) in [
+            ("llc:", "No channels selected"),
+            ("llc:0", "non-zero id"),
+            ("llc:0x1g", "non-zero id"),
+            ("llc:[]", "Empty channel group"),
+            ("xyz:0x10100", "Unrecognized monitoring event type"),
+            ("", "Empty monitoring selection"),
+        ] {
+            let e = bad.parse::<EvtChannels>().unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
     }
 
     #[test]

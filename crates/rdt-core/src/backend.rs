@@ -467,6 +467,30 @@ pub trait Backend {
     fn io_rdt(&mut self) -> Option<&mut dyn crate::IoRdtOps<Self::Error>> {
         None
     }
+
+    /// Starts monitoring `events` (LLC occupancy and MBM) of the I/O RDT `channels` as one
+    /// group, polled, read and stopped like any ([`Backend::poll`], [`Backend::values`],
+    /// [`Backend::stop_monitoring`]): one RMID free in every L3 domain, written into each
+    /// channel's RMID tagging register (pqos `--mon-channel`; intel-cmt-cat v26.03
+    /// `lib/hw_monitoring.c` `hw_mon_start_channels`). The facade `rdt_pqos::Rdt` has it on
+    /// the MSR interface; by default it is refused.
+    ///
+    /// # Errors
+    /// [`RequestError::IoRdt`] where the backend cannot monitor channels; the backend's
+    /// errors (an unknown channel, one already monitored, no RMID free, a register access).
+    fn start_channel_monitoring(
+        &mut self,
+        channels: &[crate::ChannelId],
+        events: MonEvents,
+    ) -> Result<MonGroupId, Self::Error> {
+        let _ = (channels, events);
+        Err(RequestError::IoRdt(
+            "I/O RDT channel monitoring needs a platform with I/O RDT (an ACPI IRDT table) on \
+             the MSR interface (--iface=msr)"
+                .to_owned(),
+        )
+        .into())
+    }
 }
 
 /// What [`Backend::reset`] resets.
@@ -626,6 +650,21 @@ impl<'a, B: Backend> Monitoring<'a, B> {
         events: MonEvents,
     ) -> Result<MonGroupId, B::Error> {
         let id = self.backend.start_uncore_monitoring(sockets, events)?;
+        self.groups.push(id);
+        Ok(id)
+    }
+
+    /// Starts a group of I/O RDT channels ([`Backend::start_channel_monitoring`]), stopped
+    /// with the guard's other groups.
+    ///
+    /// # Errors
+    /// As [`Backend::start_channel_monitoring`].
+    pub fn start_channels(
+        &mut self,
+        channels: &[crate::ChannelId],
+        events: MonEvents,
+    ) -> Result<MonGroupId, B::Error> {
+        let id = self.backend.start_channel_monitoring(channels, events)?;
         self.groups.push(id);
         Ok(id)
     }

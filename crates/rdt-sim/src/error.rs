@@ -93,6 +93,13 @@ pub enum SimError {
         #[source]
         source: io::Error,
     },
+    /// I/O traffic set on a channel the model does not have, or of a rate or occupancy that
+    /// is not a finite non-negative number ([`crate::SimPlatform::set_io_traffic`]).
+    #[error("I/O traffic: {problem}")]
+    IoTraffic {
+        /// What is wrong, naming the channel or value.
+        problem: String,
+    },
     /// A scenario is invalid for this platform.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),

@@ -64,6 +64,9 @@ use crate::vfs::errno::{EINVAL, EIO};
 
 /// GiB, bytes.
 mod iotags;
+mod iotraffic;
+
+pub use iotraffic::IoTraffic;
 
 const GIB: u64 = 1 << 30;
 /// Base of the CPU domains' register blocks.

@@ -199,6 +199,8 @@ pub struct SimPlatform {
     pub(crate) unavailable: BTreeMap<(CacheDomain, u32), u32>,
     /// Host tasks placed in resctrl groups, by thread id: their occupancy.
     pub(crate) host_loads: BTreeMap<u32, HostLoad>,
+    /// I/O traffic of I/O RDT channels ([`SimPlatform::set_io_traffic`]; not saved).
+    pub(crate) io_traffic: BTreeMap<rdt_mmio::ChannelId, crate::mmio::IoTraffic>,
     /// Host tasks' PMU counts, by thread id (not saved: they start at 0 in each process).
     pub(crate) task_pmu: BTreeMap<u32, PmuAccum>,
     pub(crate) msr_reads: u64,
@@ -319,6 +321,7 @@ impl SimPlatform {
             epoch: Duration::ZERO,
             unavailable: BTreeMap::new(),
             host_loads: BTreeMap::new(),
+            io_traffic: BTreeMap::new(),
             task_pmu: BTreeMap::new(),
             msr_reads: 0,
             msr_writes: 0,
@@ -707,6 +710,18 @@ impl SimPlatform {
                 c.local.add(a.local_bytes_per_s * s / up);
             }
         }
+        if let Some(up) = upscale {
+            for (domain, rmid, t) in self.io_loads() {
+                if let Some(c) = self
+                    .counters
+                    .get_mut(&domain)
+                    .and_then(|v| v.get_mut(rmid as usize))
+                {
+                    c.total.add(t.bytes_per_s * s / up);
+                    c.local.add(t.bytes_per_s * s / up);
+                }
+            }
+        }
         if self.mmio.is_some() {
             // region-aware MBM: the RMID and class as tagged (IA32_PQR_ASSOC)
             for (i, place) in self.topology.cpus().iter().enumerate() {
@@ -855,6 +870,12 @@ impl SimPlatform {
                 .values()
                 .filter(|l| l.domain == domain && l.rmid == rmid)
                 .map(|l| l.occupancy_bytes)
+                .sum::<f64>()
+            + self
+                .io_loads()
+                .into_iter()
+                .filter(|(d, r, _)| *d == domain && *r == rmid)
+                .map(|(_, _, t)| t.llc_bytes)
                 .sum::<f64>();
         f64_floor_u64(bytes / f64::from(m.upscaling_factor))
     }

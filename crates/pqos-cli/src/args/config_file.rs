@@ -31,8 +31,6 @@ enum Becomes {
     Value(&'static str),
     /// A fixed option and value.
     Fixed(&'static str),
-    /// A pqos command this tool does not have.
-    Unsupported(&'static str),
 }
 
 /// pqos's `optab[]` of `parse_config_file`, in its order (the first prefix that matches
@@ -49,14 +47,8 @@ const KEYS: [(&str, Becomes); 21] = [
     ("alloc-class-select:", Becomes::Value("--profile-set")),
     ("monitor-pids:", Becomes::Value("--mon-pid")),
     ("monitor-cores:", Becomes::Value("--mon-core")),
-    (
-        "monitor-devs:",
-        Becomes::Unsupported("I/O RDT device monitoring is not supported by this tool"),
-    ),
-    (
-        "monitor-channels:",
-        Becomes::Unsupported("I/O RDT channel monitoring is not supported by this tool"),
-    ),
+    ("monitor-devs:", Becomes::Value("--mon-dev")),
+    ("monitor-channels:", Becomes::Value("--mon-channel")),
     ("monitor-time:", Becomes::Value("--mon-time")),
     ("monitor-interval:", Becomes::Value("--mon-interval")),
     ("monitor-file:", Becomes::Value("--mon-file")),
@@ -102,9 +94,6 @@ pub fn options_of(text: &str, file: &str) -> Result<Vec<String>, String> {
         match becomes {
             Becomes::Flag(option) | Becomes::Fixed(option) => out.push((*option).to_owned()),
             Becomes::Value(option) => out.push(format!("{option}={value}")),
-            Becomes::Unsupported(why) => {
-                return Err(format!("{}: {why} ({file} line {})", line, n + 1));
-            }
         }
     }
     Ok(out)
@@ -365,8 +354,17 @@ mod tests {
         assert!(e.contains("my.cfg line 2"), "{e}");
         // a key needs its colon
         assert!(options_of("show-alloc\n", "c").is_err());
-        let e = options_of("monitor-devs: all:0000:00:04.0\n", "c").unwrap_err();
-        assert!(e.contains("not supported"), "{e}");
+        // the I/O RDT monitoring keys are their options
+        let o = options_of(
+            "monitor-devs: all:0000:00:04.0\nmonitor-channels: llc:0x10100\n",
+            "c",
+        )
+        .unwrap();
+        assert_eq!(
+            o,
+            ["--mon-dev=all:0000:00:04.0", "--mon-channel=llc:0x10100"],
+            "{o:?}"
+        );
     }
 
     #[test]

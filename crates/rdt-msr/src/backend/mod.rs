@@ -143,6 +143,9 @@ pub struct MsrBackend<M: MsrIo, P: PmuSource = NoPmu> {
     l2: Vec<Domain>,
     /// Started groups, sorted by id (ids are handed out increasing).
     groups: Vec<Group>,
+    /// RMIDs held outside IA32_PQR_ASSOC that no new group may take: the I/O RDT channels'
+    /// tags ([`MsrBackend::reserve_rmids`]).
+    reserved: Vec<u32>,
     /// Started uncore (socket) groups, sorted by id; ids come from the same counter.
     uncore: Vec<UncoreGroup>,
     next_group: u32,
@@ -229,6 +232,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             l3,
             l2,
             groups: Vec::new(),
+            reserved: Vec::new(),
             uncore: Vec::new(),
             next_group: 0,
             claims: None,

@@ -349,6 +349,74 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         rdt_core::transaction::with_writers(self, |b| b.start_group(cpus, events))?
     }
 
+    /// Starts a group of no CPU that holds one RMID, the same in every L3 domain, for an
+    /// agent that tags its own traffic with it: the I/O RDT channels of pqos's
+    /// `--mon-channel` (intel-cmt-cat v26.03 `lib/hw_monitoring.c` `hw_mon_start_channels`:
+    /// an unused RMID, then the channels' RMID tagging registers). The RMID is the lowest
+    /// that no IA32_PQR_ASSOC, no group of this backend and nothing in `taken` (the
+    /// channels' current tags) holds in any L3 domain; it is polled as every group is
+    /// (IA32_QM_EVTSEL/IA32_QM_CTR on each domain's lowest CPU, summed over the domains, so
+    /// the value does not depend on which L3 a device's traffic lands in) and given back by
+    /// [`MsrBackend::stop_monitoring`]. Nothing is tagged here: the caller tags the
+    /// channels. Returns the group and its RMID. Holds the writers' lock while it picks.
+    ///
+    /// # Errors
+    /// [`RequestError::EmptyGroup`](rdt_core::RequestError::EmptyGroup) for no event;
+    /// [`RequestError::Unsupported`](rdt_core::RequestError::Unsupported) for an event other
+    /// than LLC occupancy and MBM (the PMU counts CPUs, not channels) or one the part lacks;
+    /// [`RequestError::OutOfRmids`](rdt_core::RequestError::OutOfRmids); a register access.
+    pub fn start_rmid_group(
+        &mut self,
+        events: MonEvents,
+        taken: &[u32],
+    ) -> Result<(MonGroupId, u32), MsrError> {
+        rdt_core::transaction::with_writers(self, |b| b.start_rmid_group_unlocked(events, taken))?
+    }
+
+    fn start_rmid_group_unlocked(
+        &mut self,
+        events: MonEvents,
+        taken: &[u32],
+    ) -> Result<(MonGroupId, u32), MsrError> {
+        if events.is_empty() {
+            return Err(RequestError::EmptyGroup.into());
+        }
+        let other = events - events.rmid_events() - MonEvents::MBM_REMOTE;
+        if !other.is_empty() {
+            return Err(RequestError::Unsupported(format!(
+                "{} cannot be monitored on an I/O RDT channel: only LLC occupancy and memory \
+                 bandwidth are counted by RMID",
+                other.describe()
+            ))
+            .into());
+        }
+        self.caps.check_rmid_events(events)?;
+        let mut contexts = self.allocate_shared_rmid(taken)?;
+        let rmid = contexts.first().map_or(0, |c| c.rmid);
+        let evs: Vec<RmidEvent> = RmidEvent::of(events).collect();
+        self.assign_counters(&mut contexts, &evs)?;
+        let id = MonGroupId(self.next_group);
+        let (acc, nodes, stride) = self.accumulator(events, &contexts, 0);
+        let mut group = Group {
+            id,
+            cpus: Vec::new(),
+            rmid_events: evs,
+            contexts,
+            nodes,
+            stride,
+            acc,
+        };
+        if let Err(e) = group.baseline(&mut self.io, &mut self.pmu, Instant::now()) {
+            for ctx in &mut group.contexts {
+                let _ = self.unassign_context(ctx);
+            }
+            return Err(e);
+        }
+        self.next_group += 1;
+        self.groups.push(group);
+        Ok((id, rmid))
+    }
+
     /// Programs the CHA performance monitors of one CPU per socket (the lowest) as pqos does
     /// (`lib/uncore_monitoring.c`, see [`crate::uncore`]): each event has a CHA of its own,
     /// so two groups of one socket would share counters and are refused.

@@ -65,6 +65,66 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         first_err.map_or(Ok(()), Err)
     }
 
+    /// RMIDs 0..num_rmids of an L3 (divided between the SNC nodes of an L3); IA32_PQR_ASSOC
+    /// as pqos uses it holds 10 bits.
+    fn rmid_limit(&self) -> u32 {
+        let (nodes, _) = self.snc_split();
+        self.caps.monitoring.get().map_or(0, |m| {
+            (m.num_rmids / nodes).min(u32::try_from(regs::RMID_MASK + 1).unwrap_or(u32::MAX))
+        })
+    }
+
+    /// Which RMIDs below [`Self::rmid_limit`] L3 domain `id` has in use: RMID 0 (everyone's
+    /// default), those of IA32_PQR_ASSOC of its CPUs outside `cpus` (known to hold RMID 0)
+    /// and those of this backend's groups there (pqos `hw_mon_assoc_unused`). Reads only.
+    fn used_rmids(&mut self, id: CacheDomain, cpus: &CpuSet) -> Result<Vec<bool>, MsrError> {
+        let dom = self.l3.binary_search_by_key(&id, |d| d.id).map_err(|_| {
+            RequestError::NoSuchDomain {
+                resource: "L3",
+                domain: id,
+                known: None,
+            }
+        })?;
+        let mut used = vec![false; self.rmid_limit() as usize];
+        if let Some(u) = used.get_mut(0) {
+            *u = true; // RMID 0 is everyone's default, never allocated
+        }
+        for i in 0..self.l3[dom].cpus.len() {
+            let cpu = self.l3[dom].cpus[i];
+            if cpus.contains(cpu) {
+                continue; // checked by the caller: RMID 0
+            }
+            let r = regs::pqr_rmid(self.io.read(cpu, IA32_PQR_ASSOC)?); // bits 9:0
+            if let Some(u) = used.get_mut(r as usize) {
+                *u = true;
+            }
+        }
+        for ctx in self
+            .groups
+            .iter()
+            .flat_map(|g| &g.contexts)
+            .filter(|c| c.domain == id)
+        {
+            if let Some(u) = used.get_mut(ctx.rmid as usize) {
+                *u = true;
+            }
+        }
+        for &r in &self.reserved {
+            if let Some(u) = used.get_mut(r as usize) {
+                *u = true;
+            }
+        }
+        Ok(used)
+    }
+
+    /// Makes `rmids` unavailable to the groups started from now on (until the next call):
+    /// RMIDs that agents other than CPUs hold, which no IA32_PQR_ASSOC shows, such as the
+    /// RMID tags of I/O RDT channels monitored by another run (pqos v26.03 checks the
+    /// channels' tags too when it picks an RMID).
+    pub fn reserve_rmids(&mut self, rmids: Vec<u32>) {
+        self.reserved = rmids;
+    }
+
     /// One context per L3 domain spanned by `members`, each with the lowest RMID >= 1 that
     /// no IA32_PQR_ASSOC of the domain (outside `cpus`, known to hold RMID 0) and no group of
     /// this backend uses (pqos `hw_mon_assoc_unused`). Reads only; writes nothing.
@@ -73,50 +133,12 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         cpus: &CpuSet,
         members: &[(LogicalCpu, Option<CacheDomain>)],
     ) -> Result<Vec<Context>, MsrError> {
-        // RMIDs 0..num_rmids (divided between the SNC nodes of an L3); IA32_PQR_ASSOC as
-        // pqos uses it holds 10 bits.
-        let (nodes, _) = self.snc_split();
-        let limit = self.caps.monitoring.get().map_or(0, |m| {
-            (m.num_rmids / nodes).min(u32::try_from(regs::RMID_MASK + 1).unwrap_or(u32::MAX))
-        });
         let mut spanned: Vec<CacheDomain> = members.iter().filter_map(|m| m.1).collect();
         spanned.sort_unstable();
         spanned.dedup();
         let mut contexts = Vec::with_capacity(spanned.len());
         for id in spanned {
-            let no_domain = || RequestError::NoSuchDomain {
-                resource: "L3",
-                domain: id,
-                known: None,
-            };
-            let dom = self
-                .l3
-                .binary_search_by_key(&id, |d| d.id)
-                .map_err(|_| no_domain())?;
-            let mut used = vec![false; limit as usize];
-            if let Some(u) = used.get_mut(0) {
-                *u = true; // RMID 0 is everyone's default, never allocated
-            }
-            for i in 0..self.l3[dom].cpus.len() {
-                let cpu = self.l3[dom].cpus[i];
-                if cpus.contains(cpu) {
-                    continue; // checked by the caller: RMID 0
-                }
-                let r = regs::pqr_rmid(self.io.read(cpu, IA32_PQR_ASSOC)?); // bits 9:0
-                if let Some(u) = used.get_mut(r as usize) {
-                    *u = true;
-                }
-            }
-            for ctx in self
-                .groups
-                .iter()
-                .flat_map(|g| &g.contexts)
-                .filter(|c| c.domain == id)
-            {
-                if let Some(u) = used.get_mut(ctx.rmid as usize) {
-                    *u = true;
-                }
-            }
+            let used = self.used_rmids(id, cpus)?;
             let out_of_rmids = || RequestError::OutOfRmids {
                 scope: format!("L3 domain {id}"),
                 limbo: false,
@@ -127,7 +149,11 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
                 .iter()
                 .find(|m| m.1 == Some(id))
                 .map(|m| m.0)
-                .ok_or_else(no_domain)?;
+                .ok_or(RequestError::NoSuchDomain {
+                    resource: "L3",
+                    domain: id,
+                    known: None,
+                })?;
             contexts.push(Context {
                 domain: id,
                 rmid: u32::try_from(rmid).map_err(|_| out_of_rmids())?,
@@ -136,6 +162,47 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
             });
         }
         Ok(contexts)
+    }
+
+    /// One context per L3 domain of the platform (read on its lowest CPU), all with the same
+    /// RMID: the lowest >= 1 that no domain has in use ([`Self::used_rmids`]) and that is not
+    /// in `taken`. For an agent that tags its traffic with one RMID wherever it lands (an
+    /// I/O RDT channel's RMID tagging register). Reads only; writes nothing.
+    pub(super) fn allocate_shared_rmid(&mut self, taken: &[u32]) -> Result<Vec<Context>, MsrError> {
+        let domains: Vec<(CacheDomain, Option<LogicalCpu>)> = self
+            .l3
+            .iter()
+            .map(|d| (d.id, d.cpus.first().copied()))
+            .collect();
+        let mut used = vec![false; self.rmid_limit() as usize];
+        for &(id, _) in &domains {
+            for (u, d) in used.iter_mut().zip(self.used_rmids(id, &CpuSet::new())?) {
+                *u |= d;
+            }
+        }
+        for &t in taken {
+            if let Some(u) = used.get_mut(t as usize) {
+                *u = true;
+            }
+        }
+        let out_of_rmids = || RequestError::OutOfRmids {
+            scope: "every L3 domain at once (an I/O RDT channel tags one RMID)".to_owned(),
+            limbo: false,
+            in_use: Vec::new(),
+        };
+        let rmid = used.iter().position(|u| !u).ok_or_else(out_of_rmids)?;
+        let rmid = u32::try_from(rmid).map_err(|_| out_of_rmids())?;
+        Ok(domains
+            .into_iter()
+            .filter_map(|(domain, cpu)| {
+                Some(Context {
+                    domain,
+                    rmid,
+                    cpu: cpu?,
+                    counters: Vec::new(),
+                })
+            })
+            .collect())
     }
 }
 

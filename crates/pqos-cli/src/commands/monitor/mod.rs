@@ -41,7 +41,7 @@ use self::proc::GroupThreads;
 use super::Context;
 use crate::args::FileType;
 use crate::command::MonitorRequest;
-use crate::grammar::{MonGroupSpec, SocketGroupSpec};
+use crate::grammar::{AssocTarget, ChannelGroupSpec, MonGroupSpec, SocketGroupSpec};
 use rdt_pqos::proc::ProcFs;
 
 /// The group's events as pqos chooses them ([`MonEvents::select`]), with pqos's words for
@@ -76,6 +76,7 @@ enum Target {
     Cores(rdt_pqos::CpuSet),
     Pids(Vec<TaskId>),
     Sockets(Vec<u32>),
+    Channels(Vec<rdt_pqos::ChannelId>),
 }
 
 /// A group to start: its label, what it monitors and the events asked for.
@@ -168,7 +169,11 @@ pub fn run_monitor<B: Backend>(
     if !caps.monitoring.is_present() {
         bail!("Monitoring capability not detected!");
     }
-    let plans = group_plans(backend, req)?;
+    let plans = if req.channel_groups.is_empty() {
+        group_plans(backend, req)?
+    } else {
+        channel_plans(backend, &req.channel_groups)?
+    };
     let proc = ctx.proc;
     validate_targets(backend, proc, &plans)?;
     check_rmid_capacity(backend, &plans)?;
@@ -188,13 +193,14 @@ pub fn run_monitor<B: Backend>(
         llc,
         pid_mode: !req.pid_groups.is_empty(),
         socket_mode: req.uncore_groups.is_some(),
+        channel_mode: !req.channel_groups.is_empty(),
         regions: region_columns(backend, req, events)?,
     };
     // PID mode: every thread's stat file, opened before anything is started.
     let mut threads: Vec<Option<GroupThreads>> = Vec::with_capacity(plans.len());
     for g in &plans {
         threads.push(match &g.target {
-            Target::Cores(_) | Target::Sockets(_) => None,
+            Target::Cores(_) | Target::Sockets(_) | Target::Channels(_) => None,
             Target::Pids(pids) => Some(GroupThreads::open(proc, pids).with_context(|| {
                 format!("PID {} monitoring start error: reading its threads", g.desc)
             })?),
@@ -235,7 +241,7 @@ pub fn run_monitor<B: Backend>(
             plan: g,
             first_cpu: match &g.target {
                 Target::Cores(cpus) => cpus.first().unwrap_or_default(),
-                Target::Pids(_) | Target::Sockets(_) => LogicalCpu::default(),
+                Target::Pids(_) | Target::Sockets(_) | Target::Channels(_) => LogicalCpu::default(),
             },
             threads,
         });
@@ -263,14 +269,14 @@ fn start_groups<B: Backend>(
         .iter()
         .filter_map(|g| match &g.target {
             Target::Cores(cpus) => Some((g, (cpus.clone(), g.events))),
-            Target::Pids(_) | Target::Sockets(_) => None,
+            Target::Pids(_) | Target::Sockets(_) | Target::Channels(_) => None,
         })
         .unzip();
     let (pid_plans, pid_groups): (Vec<&GroupPlan>, Vec<_>) = plans
         .iter()
         .filter_map(|g| match &g.target {
             Target::Pids(pids) => Some((g, (pids.clone(), g.events))),
-            Target::Cores(_) | Target::Sockets(_) => None,
+            Target::Cores(_) | Target::Sockets(_) | Target::Channels(_) => None,
         })
         .unzip();
     let desc = |of: &[&GroupPlan], i: usize| of.get(i).map_or("?", |g| g.desc.as_str()).to_owned();
@@ -299,6 +305,11 @@ fn start_groups<B: Backend>(
                     g.desc
                 ))
             })?),
+            Target::Channels(channels) => {
+                Some(mon.start_channels(channels, g.events).map_err(|e| {
+                    anyhow!(e).context(format!("Monitoring start error on channel(s) {}", g.desc))
+                })?)
+            }
         }
         .ok_or_else(|| anyhow!("a batch start returned fewer groups than asked for"))?;
         ids.push(id);
@@ -349,6 +360,83 @@ fn uncore_plans<B: Backend>(backend: &B, specs: &[SocketGroupSpec]) -> Result<Ve
             Ok(GroupPlan {
                 desc: g.desc.clone(),
                 target: Target::Sockets(g.sockets.clone()),
+                events,
+            })
+        })
+        .collect()
+}
+
+/// The groups of `--mon-channel`: the RMID-counted events asked for that the platform
+/// counts (a channel has no PMU: IPC and misses are neither added nor accepted, as pqos's
+/// `hw_mon_start_channels` takes only the L3 events).
+/// A `--mon-dev` device is its channels (all, or its `@VC`th), through the platform's IRDT
+/// (pqos `pqos_devinfo_get_channel_id`).
+fn channel_plans<B: Backend>(
+    backend: &mut B,
+    specs: &[ChannelGroupSpec],
+) -> Result<Vec<GroupPlan>> {
+    if !backend.interface().uses_msrs() {
+        return Err(anyhow!(RequestError::NeedsMsrInterface {
+            operation: "I/O RDT channel monitoring (--mon-channel, --mon-dev)",
+            interface: backend.interface(),
+        })
+        .context("Monitoring start error"));
+    }
+    let counted = MonEvents::LLC_OCCUPANCY
+        | MonEvents::MBM_LOCAL
+        | MonEvents::MBM_REMOTE
+        | MonEvents::MBM_TOTAL;
+    let supported = backend.capabilities().supported_events() & counted;
+    specs
+        .iter()
+        .map(|g| {
+            let events = if g.events.contains(MonEvents::PQOS_ALL) {
+                g.events & supported
+            } else {
+                g.events
+            };
+            let lacking = events - supported;
+            if events.is_empty() || !lacking.is_empty() {
+                bail!(
+                    "Monitoring start error on channel(s) {}: {} cannot be monitored on an I/O \
+                     RDT channel here (it counts {})",
+                    g.desc,
+                    if lacking.is_empty() {
+                        g.events
+                    } else {
+                        lacking
+                    }
+                    .describe(),
+                    supported.describe()
+                );
+            }
+            let mut channels = Vec::new();
+            for t in &g.targets {
+                match *t {
+                    AssocTarget::Channel(c) => channels.push(c),
+                    AssocTarget::Device { segment, bdf, vc } => {
+                        let io = backend.io_rdt().ok_or_else(|| {
+                            anyhow!(
+                                "Monitoring start error on device {}: I/O RDT monitoring needs \
+                                 a platform with I/O RDT (an ACPI IRDT table)",
+                                g.desc
+                            )
+                        })?;
+                        let found = io.device_channels(segment, bdf, vc).map_err(|e| {
+                            anyhow!("Monitoring start error on device {}: {e}", g.desc)
+                        })?;
+                        for c in found {
+                            if !channels.contains(&c) {
+                                channels.push(c);
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Ok(GroupPlan {
+                desc: g.desc.clone(),
+                target: Target::Channels(channels),
                 events,
             })
         })
@@ -462,6 +550,7 @@ fn validate_targets<B: Backend>(backend: &B, proc: &ProcFs, plans: &[GroupPlan])
                     );
                 }
             }
+            Target::Channels(_) => {} // checked by the library before any write
             Target::Pids(pids) => {
                 if let Some(pid) = proc.first_missing(pids) {
                     bail!(

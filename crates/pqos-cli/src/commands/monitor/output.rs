@@ -42,6 +42,9 @@ pub struct Columns {
     pub pid_mode: bool,
     /// Uncore mode (`--mon-uncore`): the group column is the socket.
     pub socket_mode: bool,
+    /// Channel mode (`--mon-channel`): the group column is the I/O RDT channel, 16 wide
+    /// (pqos v26.03 monitor_text.c `"         CHANNEL"`, rows `%16.16s`).
+    pub channel_mode: bool,
     /// MMIO interface: the memory regions whose local bandwidth replaces `MBL[MB/s]`, one
     /// column each (pqos v26.03 `monitor_text_region_header`); empty elsewhere.
     pub regions: RegionColumns,
@@ -389,6 +392,8 @@ impl Text {
             "     PID     CORE"
         } else if self.cols.socket_mode {
             "  SOCKET"
+        } else if self.cols.channel_mode {
+            "         CHANNEL"
         } else {
             "    CORE"
         });
@@ -410,6 +415,9 @@ impl Text {
         match &row.cores {
             Some(cores) if self.cols.pid_mode => {
                 let _ = write!(out, "{:>8.8} {:>8.8}", row.desc, cores);
+            }
+            _ if self.cols.channel_mode => {
+                let _ = write!(out, "{:>16.16}", row.desc);
             }
             _ => {
                 let _ = write!(out, "{:>8.8}", row.desc);
@@ -545,6 +553,8 @@ impl Csv {
             "Time,PID,Core"
         } else if self.cols.socket_mode {
             "Time,Socket"
+        } else if self.cols.channel_mode {
+            "Time,Channel"
         } else {
             "Time,Core"
         });
@@ -685,6 +695,8 @@ impl Format for Xml {
                 xml_node(&mut x, "core", row.cores.as_deref().unwrap_or("err"))?;
             } else if self.cols.socket_mode {
                 xml_node(&mut x, "socket", row.desc)?;
+            } else if self.cols.channel_mode {
+                xml_node(&mut x, "channel", row.desc)?;
             } else {
                 xml_node(&mut x, "core", row.desc)?;
             }
@@ -768,6 +780,8 @@ struct JsonRow<'a> {
     core: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     socket: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    channel: Option<&'a str>,
     interval_s: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     ipc: Option<Option<f64>>,
@@ -827,9 +841,10 @@ impl Format for Json {
                 core: if self.cols.pid_mode {
                     Some(row.cores.as_deref().unwrap_or("err"))
                 } else {
-                    (!self.cols.socket_mode).then_some(row.desc)
+                    (!self.cols.socket_mode && !self.cols.channel_mode).then_some(row.desc)
                 },
                 socket: self.cols.socket_mode.then_some(row.desc),
+                channel: self.cols.channel_mode.then_some(row.desc),
                 interval_s: s.interval.as_secs_f64(),
                 ipc: field(MonEvents::IPC, c.ipc),
                 llc_misses: shown(MonEvents::LLC_MISSES).then_some(c.llc_misses),
@@ -887,6 +902,7 @@ mod tests {
             llc: LlcUnit::KiB,
             pid_mode,
             socket_mode: false,
+            channel_mode: false,
             regions: RegionColumns::default(),
         }
     }
@@ -1204,6 +1220,7 @@ mod tests {
             llc: LlcUnit::Percent { l3_bytes: 1000 },
             pid_mode: false,
             socket_mode: false,
+            channel_mode: false,
             regions: RegionColumns::default(),
         };
         let rows = [Row {
@@ -1231,6 +1248,7 @@ mod tests {
             llc: LlcUnit::KiB,
             pid_mode: false,
             socket_mode: true,
+            channel_mode: false,
             regions: RegionColumns::default(),
         };
         let rows = [Row {
