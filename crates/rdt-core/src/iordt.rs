@@ -111,17 +111,23 @@ pub struct IoDeviceInfo {
 }
 
 impl IoDeviceInfo {
-    /// `SSSS:BB:DD.F`, as pqos prints a device.
+    /// `SSSS:BB:DD.F`, as pqos prints a device ([`pci_address`]).
     #[must_use]
     pub fn address(&self) -> String {
-        format!(
-            "{:04x}:{:02x}:{:02x}.{:x}",
-            self.segment,
-            self.bdf >> 8,
-            (self.bdf >> 3) & 0x1f,
-            self.bdf & 7
-        )
+        pci_address(self.segment, self.bdf)
     }
+}
+
+/// A PCI device's address as pqos prints it, `SSSS:BB:DD.F` (hex): `segment`, and `bdf` =
+/// bus (bits 15:8), device (7:3), function (2:0), as the ACPI IRDT's device scope gives it.
+#[must_use]
+pub fn pci_address(segment: u16, bdf: u16) -> String {
+    format!(
+        "{segment:04x}:{:02x}:{:02x}.{:x}",
+        bdf >> 8,
+        (bdf >> 3) & 0x1f,
+        bdf & 7
+    )
 }
 
 /// The I/O RDT association of a backend that reaches the IRDT links' tagging registers
@@ -155,12 +161,9 @@ pub trait IoRdtOps<E> {
             .find(|d| d.segment == segment && d.bdf == bdf)
             .ok_or_else(|| {
                 RequestError::IoRdt(format!(
-                    "device {:04x}:{:02x}:{:02x}.{:x} is not in the ACPI IRDT table \
-                     (`--print-io-devs` lists the devices)",
-                    segment,
-                    bdf >> 8,
-                    (bdf >> 3) & 0x1f,
-                    bdf & 7
+                    "device {} is not in the ACPI IRDT table (`--print-io-devs` lists the \
+                     devices)",
+                    pci_address(segment, bdf)
                 ))
             })?;
         match vc {
@@ -209,6 +212,14 @@ pub trait IoRdtOps<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pci_addresses_print_as_pqos_prints_them() {
+        assert_eq!(pci_address(0, 0x9600), "0000:96:00.0");
+        // bus 0x16, device 1, function 5; segment 0x1a
+        assert_eq!(pci_address(0x1a, 0x160d), "001a:16:01.5");
+        assert_eq!(pci_address(0xffff, 0xffff), "ffff:ff:1f.7");
+    }
 
     #[test]
     fn channel_ids_are_pqos_numbers() {

@@ -61,13 +61,7 @@ impl IoDevice {
     /// `SSSS:BB:DD.F`.
     #[must_use]
     pub fn address(&self) -> String {
-        format!(
-            "{:04x}:{:02x}:{:02x}.{:x}",
-            self.segment,
-            self.bus(),
-            self.device(),
-            self.function()
-        )
+        rdt_core::iordt::pci_address(self.segment, self.bdf)
     }
 }
 

@@ -85,13 +85,7 @@ impl Device {
     /// `SSSS:BB:DD.F`, as pqos prints a device.
     #[must_use]
     pub fn address(&self) -> String {
-        format!(
-            "{:04x}:{:02x}:{:02x}.{:x}",
-            self.segment,
-            self.bdf >> 8,
-            (self.bdf >> 3) & 0x1f,
-            self.bdf & 7
-        )
+        rdt_core::iordt::pci_address(self.segment, self.bdf)
     }
 }
 
