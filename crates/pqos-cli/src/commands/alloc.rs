@@ -1047,11 +1047,11 @@ pub fn run_reset_allocation<B: Backend>(
 /// No monitoring capability, a refused `cfg`, or a failed write.
 pub fn run_reset_monitoring<B: Backend>(
     backend: &mut B,
-    cfg: &rdt_pqos::MonReset,
+    cfg: rdt_pqos::MonReset,
     out: &mut dyn Write,
 ) -> Result<()> {
     let result = if backend.capabilities().monitoring.is_present() {
-        match backend.reset_monitoring_with(cfg) {
+        match backend.reset_monitoring_with(&cfg) {
             Ok(()) => Ok(()),
             Err(e) => match e.request() {
                 Some(RequestError::FeatureUnsupported { feature, reason }) => {
@@ -1747,7 +1747,7 @@ mod tests {
     fn reset_monitoring_prints_pqos_line() {
         let mut b = FakeBackend::broadwell_2s();
         let mut out = Vec::new();
-        run_reset_monitoring(&mut b, &rdt_pqos::MonReset::default(), &mut out).unwrap();
+        run_reset_monitoring(&mut b, rdt_pqos::MonReset::default(), &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "CMT/MBM reset successful\n"
@@ -1776,7 +1776,7 @@ mod tests {
         let (mut reset_out, mut notes) = (Vec::new(), Vec::new());
         let reset = run_reset_allocation(&mut b, AllocReset::default(), &mut reset_out, &mut notes);
         let mut mon_out = Vec::new();
-        let mon = run_reset_monitoring(&mut b, &rdt_pqos::MonReset::default(), &mut mon_out);
+        let mon = run_reset_monitoring(&mut b, rdt_pqos::MonReset::default(), &mut mon_out);
         // assert: each fails, says pqos's failure line, and claims no write
         let outs = [
             (

@@ -46,7 +46,7 @@ pub fn execute<B: Backend>(
 ) -> Result<()> {
     // `-u json`: stdout is JSON only; pqos's report lines go to stderr.
     let mut stderr = std::io::stderr();
-    if let Some(cfg) = &plan.mon_reset {
+    if let Some(cfg) = plan.mon_reset {
         alloc::run_reset_monitoring(backend, cfg, text(plan, out, &mut stderr))?;
     }
     if let Some(cfg) = plan.alloc_reset {

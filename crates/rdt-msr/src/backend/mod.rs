@@ -484,7 +484,7 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
             Reset::Monitoring(cfg) => {
                 self.caps.check_mon_reset(Interface::Msr, cfg)?;
                 self.reset_rmids()?;
-                self.reset_mon_config(cfg)
+                self.reset_mon_config(*cfg)
             }
         }
     }

@@ -353,7 +353,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
     ///
     /// # Errors
     /// The first failed read or write (packages before it are left written).
-    pub(super) fn reset_mon_config(&mut self, cfg: &rdt_core::MonReset) -> Result<(), MsrError> {
+    pub(super) fn reset_mon_config(&mut self, cfg: rdt_core::MonReset) -> Result<(), MsrError> {
         let firsts = self.package_firsts();
         let rmw = |io: &mut dyn FnMut(LogicalCpu) -> Result<(), MsrError>| {
             firsts.iter().try_for_each(|&cpu| io(cpu))
