@@ -114,7 +114,7 @@ impl Rdt {
     /// Before a monitoring reset: every channel that tags RMIDs back on RMID 0 (pqos
     /// `hw_mon_reset` with I/O RDT), the channel groups forgotten.
     pub(crate) fn untag_every_channel(&mut self, what: Reset) -> Result<(), Error> {
-        if !matches!(what, Reset::Monitoring) {
+        if !matches!(what, Reset::Monitoring(_)) {
             return Ok(());
         }
         self.channel_groups.clear();

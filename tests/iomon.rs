@@ -79,7 +79,8 @@ fn a_channels_io_occupancy_and_bandwidth_are_monitored_and_its_tag_undone() {
         .set_channel_rmid(busy, Rmid::new(5))
         .unwrap();
     assert!(rdt.start_channel_monitoring(&[busy], events).is_err());
-    rdt.reset(&Reset::Monitoring).unwrap();
+    rdt.reset(&Reset::Monitoring(rdt_pqos::MonReset::default()))
+        .unwrap();
     assert_eq!(tag(&mut rdt, busy), 0);
     assert_eq!(tag(&mut rdt, idle), 0);
     rdt.start_channel_monitoring(&[busy], events).unwrap();

@@ -215,8 +215,9 @@ pub struct Plan {
     pub verbosity: u8,
     /// `--sysroot`: the directory `/dev/cpu` and `/sys` are looked up under (native only).
     pub sysroot: Option<PathBuf>,
-    /// `-r`: reset monitoring first.
-    pub mon_reset: bool,
+    /// `-r`: reset monitoring first, with what else its value sets (I/O RDT monitoring, the
+    /// SNC mode).
+    pub mon_reset: Option<rdt_pqos::MonReset>,
     /// `-R`: reset allocation (after `-r`).
     pub alloc_reset: Option<AllocReset>,
     /// The action.
@@ -238,7 +239,7 @@ impl Plan {
     pub const fn only_reads(&self) -> bool {
         let os =
             matches!(&self.source, Source::Sim(sim) if matches!(sim.iface, rdt_pqos::Iface::Os));
-        !os && !self.mon_reset
+        !os && self.mon_reset.is_none()
             && self.alloc_reset.is_none()
             && matches!(
                 self.command,
@@ -314,7 +315,7 @@ impl Plan {
             needs_os,
             sysroot: args.sysroot.take(),
             verbosity,
-            mon_reset: args.mon_reset.is_some(),
+            mon_reset: args.mon_reset.map(|r| r.0),
             alloc_reset: args.alloc_reset.map(|r| r.0),
             json: args.mon_file_type == Some(FileType::Json),
             command,
@@ -828,7 +829,7 @@ mod tests {
     #[test]
     fn example_mon_reset_then_monitoring() {
         let p = plan(&["-r", "-t", "5", "-u", "csv"]).unwrap();
-        assert!(p.mon_reset);
+        assert_eq!(p.mon_reset, Some(rdt_pqos::MonReset::default()));
         let Command::Monitor(m) = p.command else {
             panic!()
         };

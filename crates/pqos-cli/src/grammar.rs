@@ -12,8 +12,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use rdt_pqos::{
-    AllocReset, ClassId, CpuSet, FeatureSetting, ListLimits, LogicalCpu, MonEvents, TaskId,
-    parse_pqos_list,
+    AllocReset, ClassId, CpuSet, FeatureSetting, ListLimits, LogicalCpu, MonEvents, MonReset,
+    SncMode, TaskId, parse_pqos_list,
 };
 
 /// A command-line value does not follow pqos's grammar. The message names the token.
@@ -508,24 +508,27 @@ impl FromStr for ResetCfg {
     }
 }
 
-/// The value of `-r`: pqos accepts `l3iordt-on|off|any` and `snc-local|total|any`. Only the
-/// `any` forms (no change) are supported; an empty value is the plain reset.
+/// The value of `-r`: comma-separated `l3iordt-on|off|any` and `snc-local|total|any`
+/// (case-insensitive; pqos/main.c `selfn_reset_mon`, `pqos_mon_config`); an empty value is
+/// the plain reset.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MonResetCfg;
+pub struct MonResetCfg(pub MonReset);
 
 impl FromStr for MonResetCfg {
     type Err = ArgError;
 
     fn from_str(s: &str) -> Result<Self, ArgError> {
+        let mut cfg = MonReset::default();
         for token in s.split(',') {
             let t = token.trim();
             match t.to_ascii_lowercase().as_str() {
-                "" | "l3iordt-any" | "snc-any" => {}
-                "l3iordt-on" | "l3iordt-off" | "snc-local" | "snc-total" => {
-                    return Err(err(format!(
-                        "'{t}': I/O RDT and SNC monitoring reset options are not supported by this tool"
-                    )));
-                }
+                "" => {}
+                "l3iordt-on" => cfg.l3_iordt = FeatureSetting::On,
+                "l3iordt-off" => cfg.l3_iordt = FeatureSetting::Off,
+                "l3iordt-any" => cfg.l3_iordt = FeatureSetting::Any,
+                "snc-local" => cfg.snc = Some(SncMode::Local),
+                "snc-total" => cfg.snc = Some(SncMode::Total),
+                "snc-any" => cfg.snc = None,
                 _ => {
                     return Err(err(format!(
                         "Unrecognized '{t}' monitoring reset option! (expected l3iordt-on|off|any or snc-local|total|any)"
@@ -533,7 +536,7 @@ impl FromStr for MonResetCfg {
                 }
             }
         }
-        Ok(Self)
+        Ok(Self(cfg))
     }
 }
 
@@ -1411,7 +1414,13 @@ mod tests {
             "{m}"
         );
         assert!("snc-any".parse::<MonResetCfg>().is_ok());
-        assert!("snc-local".parse::<MonResetCfg>().is_err());
+        assert_eq!(
+            "snc-local,L3IORDT-on".parse::<MonResetCfg>().unwrap().0,
+            MonReset {
+                l3_iordt: FeatureSetting::On,
+                snc: Some(SncMode::Local)
+            }
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub fn run(plan: &Plan, stop: &AtomicBool, stdout_is_tty: bool, out: &mut dyn Wr
     match &plan.source {
         Source::Sim(sim) => sim::run(plan, sim, stop, stdout_is_tty, out),
         Source::Native(_) => {
-            if let (Command::Display { verbose }, false, None) =
+            if let (Command::Display { verbose }, None, None) =
                 (&plan.command, plan.mon_reset, plan.alloc_reset)
             {
                 // A report needs the capabilities only, not the per-CPU topology a backend

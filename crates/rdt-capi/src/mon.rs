@@ -641,22 +641,41 @@ fn mon_reset(lib: &mut Lib) -> c_int {
 }
 
 /// Resets monitoring with a configuration (pqos.h `pqos_mon_reset_config`; NULL: as
-/// `pqos_mon_reset`). Turning L3 I/O RDT monitoring on, or choosing an SNC mode, is
-/// `PQOS_RETVAL_RESOURCE` (not on any platform this library drives).
+/// `pqos_mon_reset`): besides every core back to RMID 0, L3 I/O RDT monitoring on or off
+/// (`l3_iordt`) and the SNC mode (`snc`), as [`rdt_pqos::MonReset`] (lib/hw_monitoring.c
+/// `hw_mon_reset`). A value out of its enum is `PQOS_RETVAL_PARAM`; what the platform or
+/// interface lacks is refused before any write (`PQOS_RETVAL_RESOURCE`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pqos_mon_reset_config(cfg: *const pqos_mon_config) -> c_int {
     with_lib("pqos_mon_reset_config", |lib| {
         // SAFETY: pqos.h: `cfg` is NULL or a pqos_mon_config.
-        if let Some(cfg) = unsafe { cfg.as_ref() } {
-            if cfg.l3_iordt > 2 || cfg.snc > 2 {
-                return PQOS_RETVAL_PARAM;
-            }
-            if cfg.l3_iordt == 2 || cfg.snc != 0 {
-                log::error!("I/O RDT and SNC monitoring configuration are not supported");
-                return PQOS_RETVAL_RESOURCE;
-            }
+        let Some(cfg) = (unsafe { cfg.as_ref() }) else {
+            return mon_reset(lib);
+        };
+        let l3_iordt = match cfg.l3_iordt {
+            0 => rdt_pqos::FeatureSetting::Any,
+            1 => rdt_pqos::FeatureSetting::Off,
+            2 => rdt_pqos::FeatureSetting::On,
+            _ => return PQOS_RETVAL_PARAM,
+        };
+        let snc = match cfg.snc {
+            0 => None,
+            1 => Some(rdt_pqos::SncMode::Local),
+            2 => Some(rdt_pqos::SncMode::Total),
+            _ => return PQOS_RETVAL_PARAM,
+        };
+        let mon = rdt_pqos::MonReset { l3_iordt, snc };
+        // checked before the groups are stopped: a refusal leaves them running
+        let interface = lib.rdt.interface();
+        if let Err(e) = lib.rdt.capabilities().check_mon_reset(interface, &mon) {
+            log::error!("{e}");
+            return PQOS_RETVAL_RESOURCE;
         }
-        mon_reset(lib)
+        lib.groups.stop_all(&mut lib.rdt);
+        match lib.rdt.reset_monitoring_with(&mon) {
+            Ok(()) => PQOS_RETVAL_OK,
+            Err(e) => code(&e),
+        }
     })
 }
 

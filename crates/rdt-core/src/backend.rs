@@ -498,8 +498,30 @@ pub trait Backend {
 pub enum Reset {
     /// Allocation, with what else `-R` sets (pqos `pqos_alloc_reset`).
     Allocation(AllocReset),
-    /// Monitoring: every CPU to RMID 0 (pqos `pqos_mon_reset`).
-    Monitoring,
+    /// Monitoring: every CPU to RMID 0, with what else `-r` sets (pqos `pqos_mon_reset`,
+    /// `pqos_mon_reset_config`).
+    Monitoring(MonReset),
+}
+
+/// What a reset of monitoring (pqos `-r`, `pqos_mon_config`) sets besides putting every CPU
+/// back on RMID 0; the default changes nothing else (pqos's `l3iordt-any`, `snc-any`).
+/// Checked by [`Capabilities::check_mon_reset`](crate::Capabilities::check_mon_reset) before
+/// any write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct MonReset {
+    /// L3 I/O RDT monitoring (pqos `-r l3iordt-on|off`, `pqos_mon_config.l3_iordt`):
+    /// IA32_L3_IO_QOS_CFG (0xC83) bit 1, read-modify-written on one CPU per socket
+    /// (lib/hw_monitoring.c `hw_mon_reset_iordt`), where L3 monitoring enumerates non-CPU
+    /// agents (CPUID.(0FH,1):EAX\[9\]/\[10\], [`MonitoringCaps::io_rdt`](crate::MonitoringCaps::io_rdt));
+    /// MSR and MMIO interfaces only.
+    pub l3_iordt: FeatureSetting,
+    /// Sub-NUMA Clustering RMID mode (pqos `-r snc-local|snc-total`, `pqos_mon_config.snc`):
+    /// MSR_RMID_SNC_CONFIG (0xCA0) bit 0 set ([`SncMode::Local`](crate::SncMode::Local)) or
+    /// cleared ([`SncMode::Total`](crate::SncMode::Total)) on one CPU per socket
+    /// (lib/hw_monitoring.c `hw_mon_set_snc_mode`), where
+    /// [`Capabilities::snc`](crate::Capabilities::snc) reports SNC; `None`: unchanged. MSR
+    /// and MMIO interfaces only.
+    pub snc: Option<crate::SncMode>,
 }
 
 /// Starts `count` groups one by one with `start` (given the group's index) and, when one

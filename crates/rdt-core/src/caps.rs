@@ -419,6 +419,13 @@ pub struct Capabilities {
     /// set in every L3 domain (pqos requires all of them). Detection reports `None` and the
     /// MSR backend sets it.
     pub l3_iordt: Option<bool>,
+    /// L3 I/O RDT monitoring as the MSR interface finds it (pqos v23.11+ `lib/hw_cap.c`,
+    /// `pqos_cap_mon.iordt`/`iordt_on`): `None` when L3 monitoring does not enumerate
+    /// non-CPU agents ([`MonitoringCaps::io_rdt`] clear) and on the OS interface;
+    /// `Some(enabled)` from IA32_L3_IO_QOS_CFG (0xC83) bit 1, on only if it is set on every
+    /// socket. Set by `pqos -r l3iordt-on|off` ([`crate::MonReset::l3_iordt`]). Detection
+    /// reports `None` and the MSR backend sets it.
+    pub mon_iordt: Option<bool>,
 }
 
 /// Sub-NUMA Clustering (SNC) on an Intel part, as pqos `lib/hw_cap.c`
@@ -439,7 +446,7 @@ pub struct SncState {
 /// # References
 /// Linux `arch/x86/kernel/cpu/resctrl/monitor.c` (`snc_remap_rmids`: bit 0 clear is RMID
 /// sharing mode); pqos `lib/hw_cap.c` (`(val & 1) ? PQOS_SNC_LOCAL : PQOS_SNC_TOTAL`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SncMode {
     /// Bit 0 clear (what Linux sets): the RMIDs are divided between the nodes, and a
     /// group's counts on every node of its L3 make its total. pqos prints `total`.
@@ -674,6 +681,7 @@ impl Capabilities {
             snc: None,
             mba40: None,
             l3_iordt: None,
+            mon_iordt: None,
             amd_mbm: crate::mbm::AmdMbmCaps {
                 bmec: false,
                 event_config_mask: 0,
@@ -976,6 +984,57 @@ impl Capabilities {
                 "the L3 CAT does not enumerate non-CPU agent allocation (CPUID.(10H,1):ECX[1])"
             };
             return Err(unsupported("L3 I/O RDT", Some(why)));
+        }
+        Ok(())
+    }
+
+    /// Checks that a reset of monitoring (pqos `-r CFG`) can do what `cfg` asks on
+    /// `interface`, before any write: monitoring exists; I/O RDT monitoring asked on needs
+    /// L3 monitoring of non-CPU agents ([`MonitoringCaps::io_rdt`]); an SNC mode needs
+    /// Sub-NUMA Clustering ([`Capabilities::snc`]); both are registers of the MSR and MMIO
+    /// interfaces (resctrl has neither control). pqos lib/hw_monitoring.c `hw_mon_reset`:
+    /// "I/O RDT monitoring requested but not supported by the platform!", "SNC requested
+    /// but not supported by the platform!".
+    ///
+    /// # Errors
+    /// [`RequestError::FeatureUnsupported`](crate::RequestError::FeatureUnsupported) naming
+    /// the feature (`"Monitoring"`, `"I/O RDT monitoring"`, `"SNC"`) and why.
+    pub fn check_mon_reset(
+        &self,
+        interface: crate::Interface,
+        cfg: &crate::MonReset,
+    ) -> Result<(), crate::RequestError> {
+        use crate::{FeatureSetting, RequestError};
+        let unsupported = |feature, reason: &str| RequestError::FeatureUnsupported {
+            feature,
+            reason: Some(reason.to_owned()),
+        };
+        let os = interface == crate::Interface::Os;
+        let Some(mon) = self.monitoring.get() else {
+            return Err(unsupported("Monitoring", "no L3 monitoring present"));
+        };
+        if cfg.l3_iordt != FeatureSetting::Any && os {
+            return Err(unsupported(
+                "I/O RDT monitoring",
+                "resctrl has no I/O RDT control",
+            ));
+        }
+        if cfg.l3_iordt == FeatureSetting::On && !mon.io_rdt {
+            return Err(unsupported(
+                "I/O RDT monitoring",
+                "L3 monitoring does not enumerate non-CPU agents (CPUID.(0FH,1):EAX[9]/[10])",
+            ));
+        }
+        if cfg.snc.is_some() {
+            if os {
+                return Err(unsupported("SNC", "resctrl has no SNC mode control"));
+            }
+            if self.snc.is_none() {
+                return Err(unsupported(
+                    "SNC",
+                    "no L3 cache spans several NUMA nodes (Sub-NUMA Clustering off)",
+                ));
+            }
         }
         Ok(())
     }

@@ -161,6 +161,7 @@ pub(crate) fn detect(src: &dyn CpuidSource) -> Capabilities {
         snc: None,
         mba40: None,
         l3_iordt: None,
+        mon_iordt: None,
         amd_mbm: if amd {
             amd_mbm(&p)
         } else {

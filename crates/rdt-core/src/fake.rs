@@ -1006,7 +1006,10 @@ impl Backend for FakeBackend {
     fn reset(&mut self, what: &Reset) -> R<()> {
         match what {
             Reset::Allocation(cfg) => self.reset_allocation_tables(*cfg),
-            Reset::Monitoring => self.reset_rmids(),
+            Reset::Monitoring(cfg) => {
+                self.caps.check_mon_reset(self.interface(), cfg)?;
+                self.reset_rmids()
+            }
         }
     }
 

@@ -48,7 +48,8 @@ pub mod transaction;
 pub use backend::{
     AllocReset, Backend, BackendError, BackendExt, CatClass, CatMask, ExclusiveWays,
     FeatureSetting, GroupInfo, GroupKind, GroupOwner, GroupStartError, Interface, IoAlloc,
-    MbaClass, MbaCtrl, Monitoring, MsrOps, NamedClasses, OsOps, Reset, Writers, start_one_by_one,
+    MbaClass, MbaCtrl, MonReset, Monitoring, MsrOps, NamedClasses, OsOps, Reset, Writers,
+    start_one_by_one,
 };
 pub use caps::{
     CacheGeometry, Capabilities, CatCaps, CatResource, Feature, ImplausibleError, LimitError,

@@ -461,6 +461,7 @@ impl ResctrlInfo {
             // pqos's OS interface never reports MBA 4.0 (lib/os_cap.c leaves `mba40` 0)
             mba40: None,
             l3_iordt: None,
+            mon_iordt: None,
             amd_mbm: cpu.map_or_else(Default::default, |c| c.amd_mbm),
         }
     }

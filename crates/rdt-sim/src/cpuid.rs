@@ -117,6 +117,10 @@ const PATCHES: &[(bool, u32, u32, CpuidPatch)] = &[
 const IO_RDT_REASON: &str = "L3 CAT non-CPU agent (I/O RDT) allocation, CPUID.(10H,1):ECX[1], set or \
      cleared by SimPlatform::set_io_rdt (no captured part enumerates it)";
 
+/// The reason of the monitoring patch [`SimCpuid::set_l3_io_alloc`] makes.
+const IO_RDT_MON_REASON: &str = "L3 monitoring of non-CPU agents (I/O RDT), CPUID.(0FH,1):EAX[9]/[10], \
+     set or cleared with the allocation bit by SimPlatform::set_io_rdt";
+
 /// The simulated platform's CPUID (as seen from CPU 0): the dump plus [`CpuidPatch`]es.
 /// Built with [`SimCpuid::from_dump`], it also answers per CPU ([`SimCpuid::cpuid_on`]).
 ///
@@ -209,11 +213,12 @@ impl SimCpuid {
         &self.patches
     }
 
-    /// Sets CPUID.(10H,1):ECX\[1\], the L3 CAT's non-CPU agent (I/O RDT) allocation, on or
-    /// off on every CPU, as a patch over the dump ([`crate::SimPlatform::set_io_rdt`]).
+    /// Sets CPUID.(10H,1):ECX\[1\], the L3 CAT's non-CPU agent (I/O RDT) allocation, and
+    /// CPUID.(0FH,1):EAX\[9\]/\[10\], L3 monitoring of those agents, on or off on every CPU, as a patch over the dump ([`crate::SimPlatform::set_io_rdt`]).
     /// Returns `false` (nothing changed) where the dump has no leaf 10H subleaf 1.
     pub(crate) fn set_l3_io_alloc(&mut self, on: bool) -> bool {
-        self.patches.retain(|p| p.reason != IO_RDT_REASON);
+        self.patches
+            .retain(|p| p.reason != IO_RDT_REASON && p.reason != IO_RDT_MON_REASON);
         let Some(mut r) = self.cpuid(0x10, 1) else {
             return false;
         };
@@ -228,6 +233,21 @@ impl SimCpuid {
             regs: r,
             reason: IO_RDT_REASON,
         });
+        // L3 monitoring of the same agents: CPUID.(0FH,1):EAX[9] (I/O occupancy) and [10]
+        // (I/O bandwidth), which `-r l3iordt-on|off` needs
+        if let Some(mut m) = self.cpuid(0xF, 1) {
+            if on {
+                m.eax |= 0b11 << 9;
+            } else {
+                m.eax &= !(0b11 << 9);
+            }
+            self.patches.push(CpuidPatch {
+                leaf: 0xF,
+                subleaf: 1,
+                regs: m,
+                reason: IO_RDT_MON_REASON,
+            });
+        }
         true
     }
 }

@@ -219,7 +219,7 @@ pub struct SimPlatform {
     /// IA32_L3_IO_QOS_CFG per package, where written ([`crate::sysregs`],
     /// [`SimPlatform::set_io_rdt`]; not saved).
     pub(crate) l3_io_qos_cfg: BTreeMap<u32, u64>,
-    /// MSR_RMID_SNC_CONFIG per package, where written ([`crate::sysregs`]; not saved).
+    /// MSR_RMID_SNC_CONFIG per package, where written ([`crate::sysregs`]; saved).
     pub(crate) rmid_snc_config: BTreeMap<u32, u64>,
     /// The uncore CHA monitors per package, one per CHA; empty where the CPU has none
     /// ([`crate::uncore`]; not saved).
@@ -485,7 +485,9 @@ impl SimPlatform {
 
     /// Models a part whose L3 CAT enumerates I/O RDT allocation (pqos v23.11+ `-R
     /// l3iordt-on|off`): CPUID.(10H,1):ECX\[1\] set (a CPUID patch) and IA32_L3_IO_QOS_CFG
-    /// (0xC83) per package ([`crate::sysregs`]). No captured part enumerates it, though
+    /// (0xC83) per package ([`crate::sysregs`]), and L3 monitoring of those agents
+    /// (CPUID.(0FH,1):EAX\[9\]/\[10\], the register's bit 1: `-r l3iordt-on|off`). No
+    /// captured part enumerates it, though
     /// `sapphire-rapids` carries an ACPI IRDT (the synthesized `xeon-rdt13` is built with it
     /// on); this turns it on for an Intel model with L3 CAT and does nothing elsewhere. Off
     /// clears the CPUID bit and the register. Returns whether the part now has it. The
@@ -498,6 +500,9 @@ impl SimPlatform {
         }
         if let Some(l3) = self.caps.l3_cat.get_mut() {
             l3.io_rdt = on;
+        }
+        if let Some(m) = self.caps.monitoring.get_mut() {
+            m.io_rdt = on;
         }
         if !on {
             self.l3_io_qos_cfg.clear();

@@ -141,6 +141,11 @@ pub struct MachineState {
     /// absent in states saved before it was kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     l3_io_qos_cfg: Vec<(u32, u64)>,
+    /// MSR_RMID_SNC_CONFIG per package where written (`pqos -r snc-local|snc-total`; a
+    /// package absent reads its model's default); absent in states saved before it was
+    /// kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rmid_snc_config: Vec<(u32, u64)>,
 }
 
 impl MachineState {
@@ -378,6 +383,7 @@ impl SimPlatform {
                 .filter(|(_, v)| **v != 0)
                 .map(|(k, v)| (*k, *v))
                 .collect(),
+            rmid_snc_config: self.rmid_snc_config.iter().map(|(k, v)| (*k, *v)).collect(),
         }
     }
 
@@ -424,6 +430,20 @@ impl SimPlatform {
             if !io_rdt || !packages.contains(&package) || v & !0b11 != 0 {
                 return Err(Invalid(format!(
                     "IA32_L3_IO_QOS_CFG {v:#x} of package {package} does not fit this model"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Saved MSR_RMID_SNC_CONFIG values fit this model: a part with the register, its
+    /// packages, bit 0 only.
+    fn check_rmid_snc_config(&self, saved: &[(u32, u64)]) -> Result<(), Invalid> {
+        let packages = self.topology.packages();
+        for &(package, v) in saved {
+            if !self.has_rmid_snc_config() || !packages.contains(&package) || v & !1 != 0 {
+                return Err(Invalid(format!(
+                    "MSR_RMID_SNC_CONFIG {v:#x} of package {package} does not fit this model"
                 )));
             }
         }
@@ -516,9 +536,11 @@ impl SimPlatform {
             )));
         }
         self.check_l3_io_qos_cfg(&st.l3_io_qos_cfg)?;
+        self.check_rmid_snc_config(&st.rmid_snc_config)?;
         self.amd_qos_load(&mut regs.amd, &st.amd).map_err(Invalid)?;
         self.mmio = self.restored_mmio(st.mmio.as_ref())?;
         self.l3_io_qos_cfg = st.l3_io_qos_cfg.iter().copied().collect();
+        self.rmid_snc_config = st.rmid_snc_config.iter().copied().collect();
         self.regs = regs;
         self.counters = counters;
         self.pmu = pmu;

@@ -196,7 +196,7 @@ impl SimPlatform {
     }
 
     /// Whether the model has MSR_RMID_SNC_CONFIG (module docs).
-    fn has_rmid_snc_config(&self) -> bool {
+    pub(crate) fn has_rmid_snc_config(&self) -> bool {
         let Some(sig) = self.caps.signature else {
             return false;
         };

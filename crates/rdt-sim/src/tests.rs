@@ -1013,3 +1013,31 @@ fn scenario_files_are_read_and_missing_ones_named() {
     let e = Scenario::from_path(&missing).unwrap_err();
     assert!(e.to_string().contains("nope.json"), "{e}");
 }
+
+#[test]
+fn rmid_snc_config_is_kept_in_the_state_and_a_bad_saved_value_refused() {
+    // arrange: the SNC2 model, legacy ("local") mode written on package 1's first CPU
+    let model = "sapphire-rapids-snc2";
+    let mut sim = SimHandle::new(SimPlatform::builtin(model).unwrap());
+    let last = cpu(u32::try_from(sim.lock().topology().cpus().len()).unwrap() - 1);
+    let reg = rdt_msr::regs::MSR_RMID_SNC_CONFIG;
+    assert_eq!(sim.read(last, reg).unwrap(), 0, "Linux's sharing mode");
+    sim.write(last, reg, 1).unwrap();
+    // act
+    let text = sim.lock().save_state();
+    let mut other = SimHandle::new(SimPlatform::builtin(model).unwrap());
+    other.lock().restore_state(&text).unwrap();
+    // assert: the package written reads 1, the other one the model's 0
+    assert_eq!(other.read(last, reg).unwrap(), 1);
+    assert_eq!(other.read(cpu(0), reg).unwrap(), 0);
+    // a bit beyond 0, or a package the model lacks, is refused
+    for (field, value) in [(1, 2), (0, 99)] {
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        json["rmid_snc_config"][0][field] = value.into();
+        let e = SimHandle::new(SimPlatform::builtin(model).unwrap())
+            .lock()
+            .restore_state(&json.to_string())
+            .unwrap_err();
+        assert!(e.to_string().contains("MSR_RMID_SNC_CONFIG"), "{e}");
+    }
+}

@@ -11,7 +11,7 @@
 
 use std::io::Write;
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 use rdt_pqos::config::goresctrl::GroupOptions;
 use rdt_pqos::config::{ConfigFile, ConfigPlanError};
 use rdt_pqos::proc::ProcFs;
@@ -1037,16 +1037,34 @@ pub fn run_reset_allocation<B: Backend>(
     }
 }
 
-/// `-r`: pqos's `CMT/MBM reset successful` or `CMT/MBM reset failed!`.
+/// `-r [CFG]`: pqos's `CMT/MBM reset successful` or `CMT/MBM reset failed!`. What `cfg`
+/// asks the platform cannot do (I/O RDT monitoring, an SNC mode) is refused before any
+/// write with pqos's line (lib/hw_monitoring.c `hw_mon_reset`: `I/O RDT monitoring
+/// requested but not supported by the platform!`, `SNC requested but not supported by the
+/// platform!`).
 ///
 /// # Errors
-/// No monitoring capability, or a failed write.
-pub fn run_reset_monitoring<B: Backend>(backend: &mut B, out: &mut dyn Write) -> Result<()> {
+/// No monitoring capability, a refused `cfg`, or a failed write.
+pub fn run_reset_monitoring<B: Backend>(
+    backend: &mut B,
+    cfg: rdt_pqos::MonReset,
+    out: &mut dyn Write,
+) -> Result<()> {
     let result = if backend.capabilities().monitoring.is_present() {
-        backend
-            .reset_monitoring()
-            .map_err(anyhow::Error::new)
-            .context("resetting monitoring")
+        match backend.reset_monitoring_with(&cfg) {
+            Ok(()) => Ok(()),
+            Err(e) => match e.request() {
+                Some(RequestError::FeatureUnsupported { feature, reason }) => {
+                    if let Some(why) = reason {
+                        log::info!("{feature}: {why}");
+                    }
+                    Err(anyhow!(
+                        "{feature} requested but not supported by the platform!"
+                    ))
+                }
+                _ => Err(anyhow::Error::new(e).context("resetting monitoring")),
+            },
+        }
     } else {
         Err(anyhow!("Monitoring capability not detected!"))
     };
@@ -1729,7 +1747,7 @@ mod tests {
     fn reset_monitoring_prints_pqos_line() {
         let mut b = FakeBackend::broadwell_2s();
         let mut out = Vec::new();
-        run_reset_monitoring(&mut b, &mut out).unwrap();
+        run_reset_monitoring(&mut b, rdt_pqos::MonReset::default(), &mut out).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "CMT/MBM reset successful\n"
@@ -1758,7 +1776,7 @@ mod tests {
         let (mut reset_out, mut notes) = (Vec::new(), Vec::new());
         let reset = run_reset_allocation(&mut b, AllocReset::default(), &mut reset_out, &mut notes);
         let mut mon_out = Vec::new();
-        let mon = run_reset_monitoring(&mut b, &mut mon_out);
+        let mon = run_reset_monitoring(&mut b, rdt_pqos::MonReset::default(), &mut mon_out);
         // assert: each fails, says pqos's failure line, and claims no write
         let outs = [
             (

@@ -169,7 +169,12 @@ pub fn print_capabilities(
     // (`lib/os_cap.c` `os_cap_mon_discover`; Skylake-SP under the kernel's quirk), so pqos
     // prints a Monitoring block of PMU events only.
     if let Some(events) = pqos_caps::mon_events(caps, iface) {
-        let io_rdt = mon.is_some_and(|m| m.io_rdt);
+        // pqos/cap.c: `iordt` ? (`iordt_on` ? enabled : disabled) : unsupported
+        let io_rdt = match (mon.is_some_and(|m| m.io_rdt), caps.mon_iordt) {
+            (false, _) => "unsupported",
+            (true, Some(true)) => "enabled",
+            (true, _) => "disabled",
+        };
         let snc = pqos_caps::snc(caps, iface);
         print_monitoring(out, &events, io_rdt, snc, verbose)?;
         if let (Some(d), Some(_)) = (mbm, mon) {
@@ -249,7 +254,7 @@ pub fn print_capabilities(
 fn print_monitoring(
     out: &mut dyn Write,
     events: &[PqosEvent],
-    io_rdt: bool,
+    io_rdt: &str,
     snc: Option<SncState>,
     verbose: bool,
 ) -> Result<()> {
@@ -258,7 +263,6 @@ fn print_monitoring(
         // pqos/cap.c `cap_print_features_mon`, when `snc_num > 1`
         line(out, 8, &format!("Sub-NUMA Clustering: {}", snc.mode.name()))?;
     }
-    let io_rdt = if io_rdt { "disabled" } else { "unsupported" };
     let details = |out: &mut dyn Write, e: &PqosEvent| {
         if !verbose {
             return Ok::<(), std::io::Error>(());

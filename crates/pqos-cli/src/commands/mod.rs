@@ -46,8 +46,8 @@ pub fn execute<B: Backend>(
 ) -> Result<()> {
     // `-u json`: stdout is JSON only; pqos's report lines go to stderr.
     let mut stderr = std::io::stderr();
-    if plan.mon_reset {
-        alloc::run_reset_monitoring(backend, text(plan, out, &mut stderr))?;
+    if let Some(cfg) = plan.mon_reset {
+        alloc::run_reset_monitoring(backend, cfg, text(plan, out, &mut stderr))?;
     }
     if let Some(cfg) = plan.alloc_reset {
         alloc::run_reset_allocation(

@@ -250,7 +250,8 @@ impl IoRdtShown {
     fn read<B: Backend>(backend: &mut B, note: &mut dyn FnMut(anyhow::Error)) -> Option<Self> {
         let caps = backend.capabilities();
         let alloc = caps.l3_iordt == Some(true);
-        let mon = alloc && caps.monitoring.get().is_some_and(|m| m.io_rdt);
+        // pqos/alloc.c `print_iordt_alloc`: `is_iordt_mon` is the monitoring enable bit
+        let mon = caps.mon_iordt == Some(true);
         if !(alloc || mon) {
             return None;
         }

@@ -301,3 +301,170 @@ fn a_devices_channel_in_a_class_has_its_io_occupancy_monitored() {
     assert_eq!(mmio.channel_tag(busy, Tag::Rmid), Some(0));
     assert_eq!(mmio.channel_tag(idle, Tag::Rmid), Some(0));
 }
+
+/// The 17-space `I/O RDT:` line under each monitoring event of `-d`/`-D`.
+fn mon_iordt_line(state: &str) -> String {
+    format!("\n                 I/O RDT: {state}\n")
+}
+
+/// MSR `reg` of `cpu`, read through the mount's msr device file.
+fn msr(m: &super::util::mounted::Mounted, cpu: usize, reg: u64) -> u64 {
+    let path = m.root().join(format!("dev/cpu/{cpu}/msr"));
+    let f = std::fs::File::open(&path).expect("msr file");
+    let mut buf = [0u8; 8];
+    std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, reg).expect("read msr");
+    u64::from_le_bytes(buf)
+}
+
+/// `-r l3iordt-on|off` (pqos v23.11+ `pqos_mon_config.l3_iordt`, lib/hw_monitoring.c
+/// `hw_mon_reset_iordt`) on a FUSE-mounted `sapphire-rapids` modelled with I/O RDT: bit 1
+/// of IA32_L3_IO_QOS_CFG set on a CPU of every socket, the allocation bit left as it was,
+/// `-D`'s monitoring events say `I/O RDT: enabled`; `-r` alone keeps it; `l3iordt-off`
+/// clears it and `-D` says `disabled`.
+#[test]
+fn mon_reset_l3iordt_on_and_off_program_the_monitoring_bit_of_every_socket() {
+    use super::util::mounted::Mounted;
+    let m = Mounted::new("sapphire-rapids");
+    assert!(m.platform().lock().set_io_rdt(true));
+    let last = m.platform().lock().topology().cpus().len() - 1;
+    let d = m.pqos(&["-D"]).ok();
+    assert!(
+        d.stdout.contains(&mon_iordt_line("disabled")),
+        "{}",
+        d.stdout
+    );
+    let r = m.pqos(&["-r", "l3iordt-on", "-t", "0"]);
+    let all = r.raw_stdout.clone() + &r.stderr;
+    assert!(all.contains("CMT/MBM reset successful"), "{all}");
+    assert_eq!(msr(&m, 0, 0xC83), 0b10, "socket 0: monitoring only");
+    assert_eq!(msr(&m, last, 0xC83), 0b10, "the last socket");
+    let d = m.pqos(&["-D"]).ok();
+    assert!(
+        d.stdout.contains(&mon_iordt_line("enabled")),
+        "{}",
+        d.stdout
+    );
+    assert!(
+        d.stdout.contains(&l3_iordt_line("disabled")),
+        "allocation untouched: {}",
+        d.stdout
+    );
+    m.pqos(&["-R", "l3iordt-on"]).ok();
+    assert_eq!(
+        msr(&m, 0, 0xC83),
+        0b11,
+        "-R l3iordt-on keeps the monitoring bit"
+    );
+    m.pqos(&["-r", "-t", "0"]);
+    assert_eq!(msr(&m, 0, 0xC83), 0b11, "-r alone keeps it");
+    m.pqos(&["-r", "L3IORDT-off", "-t", "0"]);
+    assert_eq!(msr(&m, 0, 0xC83), 0b01);
+    assert_eq!(msr(&m, last, 0xC83), 0b01);
+    let d = m.pqos(&["-D"]).ok();
+    assert!(
+        d.stdout.contains(&mon_iordt_line("disabled")),
+        "{}",
+        d.stdout
+    );
+}
+
+/// Where L3 monitoring does not enumerate I/O RDT (every captured part) and on the OS
+/// interface: `-r l3iordt-on` fails as pqos's does (`I/O RDT monitoring requested but not
+/// supported by the platform!`, `CMT/MBM reset failed!`); the part has no
+/// IA32_L3_IO_QOS_CFG to write.
+#[test]
+fn mon_reset_l3iordt_on_is_refused_where_the_part_lacks_it() {
+    use super::util::mounted::Mounted;
+    let m = Mounted::new("sapphire-rapids");
+    let d = m.pqos(&["-D"]).ok();
+    assert!(
+        d.stdout.contains(&mon_iordt_line("unsupported")),
+        "{}",
+        d.stdout
+    );
+    for iface in ["--iface=msr", "--iface=os"] {
+        let r = m.pqos(&[iface, "-r", "l3iordt-on", "-t", "0"]);
+        assert_eq!(r.code, 1, "{iface}: {}\n{}", r.raw_stdout, r.stderr);
+        let all = r.raw_stdout.clone() + &r.stderr;
+        assert!(
+            all.contains("I/O RDT monitoring requested but not supported by the platform!"),
+            "{iface}: {all}"
+        );
+        assert!(all.contains("CMT/MBM reset failed!"), "{iface}: {all}");
+    }
+    // off where there is nothing to turn off: the plain reset
+    let r = m.pqos(&["-r", "l3iordt-off", "-t", "0"]);
+    let all = r.raw_stdout.clone() + &r.stderr;
+    assert!(all.contains("CMT/MBM reset successful"), "{all}");
+}
+
+/// The `Sub-NUMA Clustering:` line of `-d`/`-D`'s monitoring section.
+fn snc_line(mode: &str) -> String {
+    format!("\n        Sub-NUMA Clustering: {mode}\n")
+}
+
+/// `-r snc-local|snc-total` (pqos v23.11+ `pqos_mon_config.snc`, lib/hw_monitoring.c
+/// `hw_mon_set_snc_mode`) on the FUSE-mounted `sapphire-rapids-snc2`: MSR_RMID_SNC_CONFIG
+/// (0xCA0) bit 0 set (local) or cleared (total) on a CPU of every socket, and `-D` reads the
+/// mode back; through `--sim` the mode is kept in the state file from one run to the next.
+#[test]
+fn mon_reset_snc_local_and_total_program_every_socket_and_d_reads_it_back() {
+    use super::util::mounted::Mounted;
+    let m = Mounted::new("sapphire-rapids-snc2");
+    let last = m.platform().lock().topology().cpus().len() - 1;
+    let d = m.pqos(&["-D"]).ok();
+    assert!(d.stdout.contains(&snc_line("total")), "{}", d.stdout);
+    let r = m.pqos(&["-r", "snc-local", "-t", "0"]);
+    let all = r.raw_stdout.clone() + &r.stderr;
+    assert!(all.contains("CMT/MBM reset successful"), "{all}");
+    assert_eq!(msr(&m, 0, 0xCA0) & 1, 1, "socket 0");
+    assert_eq!(msr(&m, last, 0xCA0) & 1, 1, "the last socket");
+    let d = m.pqos(&["-D"]).ok();
+    assert!(d.stdout.contains(&snc_line("local")), "{}", d.stdout);
+    m.pqos(&["-r", "SNC-total", "-t", "0"]);
+    assert_eq!(msr(&m, 0, 0xCA0) & 1, 0);
+    assert_eq!(msr(&m, last, 0xCA0) & 1, 0);
+    let d = m.pqos(&["-D"]).ok();
+    assert!(d.stdout.contains(&snc_line("total")), "{}", d.stdout);
+
+    let sim = Sim::new("sapphire-rapids-snc2");
+    let r = sim.pqos(&["-r", "snc-local", "-t", "0"]);
+    assert!(
+        (r.raw_stdout.clone() + &r.stderr).contains("CMT/MBM reset successful"),
+        "{}\n{}",
+        r.raw_stdout,
+        r.stderr
+    );
+    let d = sim.pqos(&["-D"]).ok();
+    assert!(d.stdout.contains(&snc_line("local")), "saved: {}", d.stdout);
+}
+
+/// Without Sub-NUMA Clustering, and on the OS interface (resctrl has no such control), `-r
+/// snc-local|snc-total` fails as pqos's does (`SNC requested but not supported by the
+/// platform!`, `CMT/MBM reset failed!`) and writes nothing; `snc-any` is the plain reset.
+#[test]
+fn mon_reset_snc_is_refused_without_snc_and_on_os() {
+    for (model, iface) in [
+        ("sapphire-rapids", "--iface=msr"),
+        ("sapphire-rapids-snc2", "--iface=os"),
+    ] {
+        let sim = Sim::new(model);
+        for token in ["snc-local", "snc-total"] {
+            let r = sim.pqos(&[iface, "-r", token, "-t", "0"]);
+            assert_eq!(r.code, 1, "{model} {iface} {token}: {}", r.raw_stdout);
+            let all = r.raw_stdout.clone() + &r.stderr;
+            assert!(
+                all.contains("SNC requested but not supported by the platform!"),
+                "{model} {iface} {token}: {all}"
+            );
+            assert!(all.contains("CMT/MBM reset failed!"), "{all}");
+        }
+        let r = sim.pqos(&[iface, "-r", "snc-any", "-t", "0"]);
+        assert!(
+            (r.raw_stdout.clone() + &r.stderr).contains("CMT/MBM reset successful"),
+            "{model} {iface}: {}\n{}",
+            r.raw_stdout,
+            r.stderr
+        );
+    }
+}

@@ -88,5 +88,6 @@ mod words;
 // --print-dump-info) and register dumps (--dump, --dump-rmid-regs) on xeon-rdt13.
 mod mmio_tables;
 
-// Issue 34: I/O RDT: -R l3iordt-on/off on a part whose L3 CAT enumerates it.
+// Issue 34: I/O RDT: -R l3iordt-on/off on a part whose L3 CAT enumerates it; -r
+// l3iordt-on/off and snc-local/snc-total (the monitoring reset options).
 mod iordt;

@@ -459,8 +459,12 @@ static int errors(void)
                 printf("FAIL devinfo\n"), failures++;
         EXPECT(pqos_mon_reset_config(NULL), PQOS_RETVAL_OK);
         {
-                struct pqos_mon_config mc = {PQOS_REQUIRE_IORDT_ON, PQOS_REQUIRE_SNC_ANY};
+                /* no model run here has Sub-NUMA Clustering: refused; out of the enum: PARAM */
+                struct pqos_mon_config mc = {PQOS_REQUIRE_IORDT_ANY, PQOS_REQUIRE_SNC_LOCAL};
                 EXPECT(pqos_mon_reset_config(&mc), PQOS_RETVAL_RESOURCE);
+                mc.snc = PQOS_REQUIRE_SNC_ANY;
+                mc.l3_iordt = (enum pqos_iordt_config)7;
+                EXPECT(pqos_mon_reset_config(&mc), PQOS_RETVAL_PARAM);
         }
         if (strcmp(pqos_retval_to_string(PQOS_RETVAL_PARAM), "invalid parameter") != 0)
                 printf("FAIL retval_to_string\n"), failures++;

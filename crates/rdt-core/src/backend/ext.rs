@@ -199,7 +199,17 @@ pub trait BackendExt: Backend {
     /// # Errors
     /// As [`Backend::reset`].
     fn reset_monitoring(&mut self) -> Result<(), Self::Error> {
-        self.reset(&Reset::Monitoring)
+        self.reset(&Reset::Monitoring(crate::MonReset::default()))
+    }
+
+    /// [`Backend::reset`] of monitoring (pqos `-r CFG`) with what else `cfg` sets (I/O RDT
+    /// monitoring, the SNC mode).
+    ///
+    /// # Errors
+    /// As [`Backend::reset`]; a `cfg` the platform cannot do is refused before any write
+    /// ([`Capabilities::check_mon_reset`](crate::Capabilities::check_mon_reset)).
+    fn reset_monitoring_with(&mut self, cfg: &crate::MonReset) -> Result<(), Self::Error> {
+        self.reset(&Reset::Monitoring(*cfg))
     }
 
     /// Starts monitoring `events` on `cpus` as one group ([`Backend::start_monitoring_many`]

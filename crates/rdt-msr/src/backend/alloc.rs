@@ -149,6 +149,24 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         Some(on)
     }
 
+    /// L3 I/O RDT monitoring as pqos v23.11+ finds it, for
+    /// [`Capabilities::mon_iordt`](rdt_core::Capabilities::mon_iordt): where L3 monitoring
+    /// enumerates non-CPU agents (CPUID.(0FH,1):EAX\[9\]/\[10\]), IA32_L3_IO_QOS_CFG
+    /// (0xC83) bit 1 of the lowest CPU of every package; on only if set on every one (a
+    /// register that cannot be read counts as clear). `None` elsewhere.
+    pub(super) fn read_mon_iordt(&mut self) -> Option<bool> {
+        if !self.caps.monitoring.get().is_some_and(|m| m.io_rdt) {
+            return None;
+        }
+        let cpus = self.package_firsts();
+        let on = cpus.iter().all(|&cpu| {
+            self.io
+                .read(cpu, regs::IA32_L3_IO_QOS_CFG)
+                .is_ok_and(|v| v & regs::L3_IO_QOS_MON_EN != 0)
+        });
+        Some(on)
+    }
+
     /// `-R l3iordt-on|off` (lib/allocation.c `hw_alloc_reset_l3iordt`):
     /// IA32_L3_IO_QOS_CFG bit 0 set or cleared, read-modify-write (the monitoring bit
     /// kept), on one CPU per L3 domain whose bit differs.

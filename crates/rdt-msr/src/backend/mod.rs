@@ -108,7 +108,8 @@ fn domains(ids: Vec<CacheDomain>, cpus_of: impl Fn(CacheDomain) -> CpuSet) -> Ve
 /// #     monitoring: Feature::Unsupported, l3_cat: Feature::Supported(cat),
 /// #     l2_cat: Feature::Unsupported, mba: Feature::Unsupported, smba: Feature::Unsupported,
 /// #     l3_cache: None, l2_cache: None, pmu: PmuCaps::default(), uncore_pcie: false,
-/// #     snc: None, mba40: None, l3_iordt: None, amd_mbm: Default::default() };
+/// #     snc: None, mba40: None, l3_iordt: None, mon_iordt: None,
+/// #     amd_mbm: Default::default() };
 /// # let topology = Topology::from_placements((0..4).map(|c| CpuPlacement {
 /// #     cpu: LogicalCpu::new(c), package: 0, core: Some(c), l2: CacheDomain::new(c),
 /// #     l3: Some(CacheDomain::new(0)), node: 0 }).collect());
@@ -250,6 +251,7 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         }
         this.caps.mba40 = this.read_mba40();
         this.caps.l3_iordt = this.read_l3_iordt();
+        this.caps.mon_iordt = this.read_mon_iordt();
         if this.snc > 1 {
             // RMID sharing mode unless the register says legacy (bit 0); a CPU without the
             // register (EIO) is taken to be in the mode Linux sets
@@ -479,7 +481,11 @@ impl<M: MsrIo, P: PmuSource> Backend for MsrBackend<M, P> {
     fn reset(&mut self, what: &Reset) -> Result<(), MsrError> {
         match what {
             Reset::Allocation(cfg) => self.reset_alloc(*cfg),
-            Reset::Monitoring => self.reset_rmids(),
+            Reset::Monitoring(cfg) => {
+                self.caps.check_mon_reset(Interface::Msr, cfg)?;
+                self.reset_rmids()?;
+                self.reset_mon_config(*cfg)
+            }
         }
     }
 

@@ -328,6 +328,73 @@ impl<M: MsrIo, P: PmuSource> MsrBackend<M, P> {
         unassigned.and(released).and(unclaimed)
     }
 
+    /// The lowest CPU of every package, by package id: where pqos reads and writes a
+    /// per-socket register (`pqos_cpu_get_one_core` of each of `pqos_cpu_get_sockets`).
+    pub(super) fn package_firsts(&self) -> Vec<LogicalCpu> {
+        self.topology
+            .packages()
+            .into_iter()
+            .filter_map(|p| {
+                self.topology
+                    .cpus()
+                    .iter()
+                    .find(|c| c.package == p)
+                    .map(|c| c.cpu)
+            })
+            .collect()
+    }
+
+    /// What `-r` sets besides the RMIDs ([`rdt_core::MonReset`], checked by the caller):
+    /// I/O RDT monitoring, IA32_L3_IO_QOS_CFG (0xC83) bit 1, then the SNC mode,
+    /// MSR_RMID_SNC_CONFIG (0xCA0) bit 0, each read-modify-written on the lowest CPU of every
+    /// package where it differs (lib/hw_monitoring.c `hw_mon_reset_iordt`,
+    /// `hw_mon_set_snc_mode`: one core per socket). The SNC state in the capabilities and
+    /// the RMID split follow the new mode.
+    ///
+    /// # Errors
+    /// The first failed read or write (packages before it are left written).
+    pub(super) fn reset_mon_config(&mut self, cfg: rdt_core::MonReset) -> Result<(), MsrError> {
+        let firsts = self.package_firsts();
+        let rmw = |io: &mut dyn FnMut(LogicalCpu) -> Result<(), MsrError>| {
+            firsts.iter().try_for_each(|&cpu| io(cpu))
+        };
+        let bit = |v: u64, mask: u64, on: bool| if on { v | mask } else { v & !mask };
+        let io_on = match cfg.l3_iordt {
+            rdt_core::FeatureSetting::Any => None,
+            rdt_core::FeatureSetting::On => Some(true),
+            rdt_core::FeatureSetting::Off => Some(false),
+        };
+        // a part without I/O RDT monitoring has no bit to clear (`off` is then a no-op, as
+        // in pqos, which turns it off only where `iordt_on`)
+        if let (Some(on), Some(_)) = (io_on, self.caps.mon_iordt) {
+            rmw(&mut |cpu| {
+                let v = self.io.read(cpu, regs::IA32_L3_IO_QOS_CFG)?;
+                let new = bit(v, regs::L3_IO_QOS_MON_EN, on);
+                if new != v {
+                    self.io.write(cpu, regs::IA32_L3_IO_QOS_CFG, new)?;
+                }
+                Ok(())
+            })?;
+            self.caps.mon_iordt = Some(on);
+        }
+        if let Some(mode) = cfg.snc {
+            let local = mode == rdt_core::SncMode::Local;
+            rmw(&mut |cpu| {
+                let v = self.io.read(cpu, regs::MSR_RMID_SNC_CONFIG)?;
+                let new = bit(v, 1, local);
+                if new != v {
+                    self.io.write(cpu, regs::MSR_RMID_SNC_CONFIG, new)?;
+                }
+                Ok(())
+            })?;
+            if let Some(state) = self.caps.snc.as_mut() {
+                state.mode = mode;
+                self.snc = if local { 1 } else { state.nodes_per_l3 };
+            }
+        }
+        Ok(())
+    }
+
     /// Starts a group: checks every CPU is online, not in a group of this backend and has
     /// RMID 0 in IA32_PQR_ASSOC; picks per L3 domain the lowest RMID >= 1 that no
     /// IA32_PQR_ASSOC of the domain and no other group holds; writes it into each CPU's

@@ -698,7 +698,14 @@ impl<P: PmuSource> Backend for ResctrlBackend<P> {
                 self.reset_alloc(*cfg)?;
                 self.restore_mbm_configs()
             }
-            Reset::Monitoring => self.reset_mon(),
+            Reset::Monitoring(cfg) => {
+                // resctrl has no I/O RDT monitoring or SNC mode control: refused before
+                // any write, as pqos's OS interface refuses them
+                self.capabilities()
+                    .check_mon_reset(Interface::Os, cfg)
+                    .map_err(ResctrlError::from)?;
+                self.reset_mon()
+            }
         }
     }
 

@@ -158,3 +158,136 @@ fn snc_in_legacy_mode_is_reported_local_and_rmids_are_not_divided() {
     );
     assert_eq!(b.snc_split(), (1, 0), "legacy mode: one RMID space");
 }
+
+/// Two packages of one L3 each, 4 CPUs per package in two SNC nodes.
+fn two_snc_packages() -> Topology {
+    Topology::from_placements(
+        (0..8)
+            .map(|c| rdt_core::CpuPlacement {
+                cpu: cpu(c),
+                package: c / 4,
+                core: Some(c),
+                l2: dom(c),
+                l3: Some(dom(c / 4)),
+                node: c / 2,
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn mon_reset_snc_local_writes_bit_0_on_one_cpu_per_package_and_undivides_rmids() {
+    // arrange: sharing mode (0xCA0 reads 0), a group holding RMID 1 on CPU 5
+    let mut b =
+        MsrBackend::new(FakeMsrs::new(), caps(), two_snc_packages(), rdt_core::NoPmu).unwrap();
+    b.start_monitoring(&cpus("5"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    let cfg = rdt_core::MonReset {
+        snc: Some(rdt_core::SncMode::Local),
+        ..Default::default()
+    };
+    // act
+    b.reset_monitoring_with(&cfg).unwrap();
+    // assert: the RMIDs are reset first, then the lowest CPU of each package written
+    assert_eq!(b.rmid_of(cpu(5)).unwrap(), Some(Rmid::new(0)));
+    assert_eq!(b.io().get(cpu(0), regs::MSR_RMID_SNC_CONFIG), Some(1));
+    assert_eq!(b.io().get(cpu(4), regs::MSR_RMID_SNC_CONFIG), Some(1));
+    for c in [1, 2, 3, 5, 6, 7] {
+        assert_eq!(
+            b.io().get(cpu(c), regs::MSR_RMID_SNC_CONFIG),
+            None,
+            "CPU {c}"
+        );
+    }
+    assert_eq!(
+        b.capabilities().snc.map(|s| s.mode),
+        Some(rdt_core::SncMode::Local)
+    );
+    assert_eq!(b.snc_split(), (1, 0), "local: one RMID space");
+    // and back to total: bit 0 cleared, the RMIDs divided again
+    let total = rdt_core::MonReset {
+        snc: Some(rdt_core::SncMode::Total),
+        ..Default::default()
+    };
+    b.reset_monitoring_with(&total).unwrap();
+    assert_eq!(b.io().get(cpu(4), regs::MSR_RMID_SNC_CONFIG), Some(0));
+    assert_eq!(b.snc_split().0, 2);
+}
+
+#[test]
+fn mon_reset_l3iordt_sets_bit_1_per_package_keeping_bit_0() {
+    // arrange: L3 monitoring enumerates I/O RDT; allocation (bit 0) already on
+    let mut caps = caps();
+    if let Feature::Supported(m) = &mut caps.monitoring {
+        m.io_rdt = true;
+    }
+    let mut io = FakeMsrs::new();
+    io.set(cpu(0), regs::IA32_L3_IO_QOS_CFG, 1);
+    io.set(cpu(4), regs::IA32_L3_IO_QOS_CFG, 1);
+    let mut b = MsrBackend::new(io, caps, two_snc_packages(), rdt_core::NoPmu).unwrap();
+    assert_eq!(b.capabilities().mon_iordt, Some(false));
+    let on = rdt_core::MonReset {
+        l3_iordt: rdt_core::FeatureSetting::On,
+        ..Default::default()
+    };
+    // act
+    b.reset_monitoring_with(&on).unwrap();
+    // assert
+    assert_eq!(b.io().get(cpu(0), regs::IA32_L3_IO_QOS_CFG), Some(0b11));
+    assert_eq!(b.io().get(cpu(4), regs::IA32_L3_IO_QOS_CFG), Some(0b11));
+    assert_eq!(b.io().get(cpu(1), regs::IA32_L3_IO_QOS_CFG), None);
+    assert_eq!(b.capabilities().mon_iordt, Some(true));
+    let off = rdt_core::MonReset {
+        l3_iordt: rdt_core::FeatureSetting::Off,
+        ..Default::default()
+    };
+    b.reset_monitoring_with(&off).unwrap();
+    assert_eq!(b.io().get(cpu(4), regs::IA32_L3_IO_QOS_CFG), Some(0b01));
+    assert_eq!(b.capabilities().mon_iordt, Some(false));
+}
+
+#[test]
+fn mon_reset_options_the_part_lacks_are_refused_before_any_write() {
+    // arrange: no SNC (one node per L3), no I/O RDT monitoring; a group holding an RMID
+    let mut b = fresh();
+    b.start_monitoring(&cpus("1"), MonEvents::LLC_OCCUPANCY)
+        .unwrap();
+    b.io_mut().reset_counts();
+    for (cfg, feature) in [
+        (
+            rdt_core::MonReset {
+                snc: Some(rdt_core::SncMode::Local),
+                ..Default::default()
+            },
+            "SNC",
+        ),
+        (
+            rdt_core::MonReset {
+                l3_iordt: rdt_core::FeatureSetting::On,
+                ..Default::default()
+            },
+            "I/O RDT monitoring",
+        ),
+    ] {
+        // act
+        let e = b.reset_monitoring_with(&cfg).unwrap_err();
+        // assert
+        assert!(
+            matches!(&e, MsrError::Request(RequestError::FeatureUnsupported { feature: f, .. }) if *f == feature),
+            "{e}"
+        );
+        assert_eq!(b.io().writes(), 0, "{feature}: written");
+        assert!(
+            b.rmid_of(cpu(1)).unwrap().is_some(),
+            "{feature}: RMIDs kept"
+        );
+    }
+    // off where there is nothing to turn off: the plain reset, 0xC83 never touched
+    let off = rdt_core::MonReset {
+        l3_iordt: rdt_core::FeatureSetting::Off,
+        ..Default::default()
+    };
+    b.reset_monitoring_with(&off).unwrap();
+    assert_eq!(b.rmid_of(cpu(1)).unwrap(), Some(Rmid::new(0)));
+    assert_eq!(b.io().get(cpu(0), regs::IA32_L3_IO_QOS_CFG), None);
+}
