@@ -886,12 +886,17 @@ static int regions(void)
         region_controls(ids[0], 0, c);
         EXPECT(c[PQOS_BW_CTRL_TYPE_MAX_IDX], window);
         region_traffic(g, &ddr2, &cxl2);
-        printf("limited ddr=%.0f cxl=%.0f ddr_ratio=%.4f cxl_ratio=%.4f quarter=%.4f\n", ddr2,
-               cxl2, ddr2 / ddr, cxl2 / cxl, (double)0x7f / window);
-        if (ddr2 / ddr < 0.98 || ddr2 / ddr > 1.02)
+        /* Deltas are over wall-clock poll intervals (usleep), whose length a loaded machine
+         * stretches: CXL is judged against DDR of the same interval (the split moves by the
+         * limit alone), DDR against the first interval only loosely (not limited with it). */
+        double cxl_of_ddr = (cxl2 / ddr2) / (cxl / ddr);
+        printf("limited ddr=%.0f cxl=%.0f ddr_ratio=%.4f cxl_ratio=%.4f cxl_of_ddr=%.4f "
+               "quarter=%.4f\n",
+               ddr2, cxl2, ddr2 / ddr, cxl2 / cxl, cxl_of_ddr, (double)0x7f / window);
+        if (ddr2 / ddr < 0.9 || ddr2 / ddr > 1.1)
                 printf("FAIL DDR traffic changed\n"), failures++;
-        if (cxl2 / cxl - (double)0x7f / window < -0.02 ||
-            cxl2 / cxl - (double)0x7f / window > 0.02)
+        if (cxl_of_ddr - (double)0x7f / window < -0.02 ||
+            cxl_of_ddr - (double)0x7f / window > 0.02)
                 printf("FAIL CXL traffic not limited to a quarter\n"), failures++;
 
         /* reset: every region control back to the window, the cores to COS0 */
@@ -902,8 +907,9 @@ static int regions(void)
         EXPECT(pqos_alloc_assoc_get(2, &n), PQOS_RETVAL_OK);
         EXPECT((int)n, 0);
         region_traffic(g, &ddr3, &cxl3);
-        printf("reset ddr=%.0f cxl=%.0f cxl_ratio=%.4f\n", ddr3, cxl3, cxl3 / cxl);
-        if (cxl3 / cxl < 0.98 || cxl3 / cxl > 1.02)
+        printf("reset ddr=%.0f cxl=%.0f cxl_ratio=%.4f cxl_of_ddr=%.4f\n", ddr3, cxl3,
+               cxl3 / cxl, (cxl3 / ddr3) / (cxl / ddr));
+        if ((cxl3 / ddr3) / (cxl / ddr) < 0.98 || (cxl3 / ddr3) / (cxl / ddr) > 1.02)
                 printf("FAIL CXL traffic not restored\n"), failures++;
         EXPECT(pqos_mon_stop(g), PQOS_RETVAL_OK);
 
