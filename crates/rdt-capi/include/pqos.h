@@ -945,8 +945,10 @@ int pqos_mon_poll(struct pqos_mon_data **groups,
 int pqos_mon_reset(void);
 
 // Resets monitoring with a configuration (pqos.h `pqos_mon_reset_config`; NULL: as
-// `pqos_mon_reset`). Turning L3 I/O RDT monitoring on, or choosing an SNC mode, is
-// `PQOS_RETVAL_RESOURCE` (not on any platform this library drives).
+// `pqos_mon_reset`): besides every core back to RMID 0, L3 I/O RDT monitoring on or off
+// (`l3_iordt`) and the SNC mode (`snc`), as [`rdt_pqos::MonReset`] (lib/hw_monitoring.c
+// `hw_mon_reset`). A value out of its enum is `PQOS_RETVAL_PARAM`; what the platform or
+// interface lacks is refused before any write (`PQOS_RETVAL_RESOURCE`).
 int pqos_mon_reset_config(const struct pqos_mon_config *cfg);
 
 // The RMID of a core (pqos.h `pqos_mon_assoc_get`; MSR interface: the OS interface has no
