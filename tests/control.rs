@@ -44,6 +44,19 @@ fn set(rdt: &Rdt, s: &Scenario) {
     sim.lock().set_scenario(s).expect("scenario");
 }
 
+/// A scenario family of the suite (`xtask/scenarios/NN-name`: its `scenario.json` and
+/// `policy.toml` texts) on a fresh simulated `model` in `dir`: the platform running the
+/// scenario, and the policy.
+fn family(dir: &std::path::Path, model: &str, scenario: &str, policy: &str) -> (Rdt, Policy) {
+    let scenario: Scenario = scenario.parse().expect("scenario");
+    let rdt = open(dir, model);
+    set(&rdt, &scenario);
+    (
+        rdt,
+        Policy::parse_toml(policy, "policy.toml").expect("policy"),
+    )
+}
+
 /// The pipeline's IPC now, from the model: the mean over its CPUs.
 fn pipeline_ipc(rdt: &Rdt) -> f64 {
     let sim = rdt.simulated().expect("simulated").handle();
@@ -358,17 +371,13 @@ fn restore_writes_back_the_allocation_found_at_start() {
 /// controller of the last session wrote the same mask and limit in both domains.
 #[test]
 fn a_class_spanning_sockets_is_squeezed_only_in_the_domain_of_its_aggressor() {
-    let scenario: Scenario = include_str!("../xtask/scenarios/08-two-sockets/scenario.json")
-        .parse()
-        .expect("scenario");
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut rdt = open(dir.path(), "skylake-sp");
-    set(&rdt, &scenario);
-    let policy = Policy::parse_toml(
+    let (mut rdt, policy) = family(
+        dir.path(),
+        "skylake-sp",
+        include_str!("../xtask/scenarios/08-two-sockets/scenario.json"),
         include_str!("../xtask/scenarios/08-two-sockets/policy.toml"),
-        "policy.toml",
-    )
-    .expect("policy");
+    );
     let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
     let class = agent.classes()[0];
     let sim = rdt.simulated().expect("simulated").handle().clone();
@@ -422,15 +431,15 @@ fn a_class_spanning_sockets_is_squeezed_only_in_the_domain_of_its_aggressor() {
 /// in every domain through the contention.
 #[test]
 fn a_class_on_protected_siblings_loses_ways_but_is_never_mba_throttled() {
-    let scenario: Scenario = include_str!("../xtask/scenarios/05-smt-siblings/scenario.json")
-        .parse()
-        .expect("scenario");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut rdt = open(dir.path(), "skylake-sp");
-    set(&rdt, &scenario);
     let text = include_str!("../xtask/scenarios/05-smt-siblings/policy.toml");
     assert!(text.contains("min_mba_percent"), "the policy allows MBA");
-    let policy = Policy::parse_toml(text, "policy.toml").expect("policy");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut rdt, policy) = family(
+        dir.path(),
+        "skylake-sp",
+        include_str!("../xtask/scenarios/05-smt-siblings/scenario.json"),
+        text,
+    );
     let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
     let class = agent.classes()[0];
     let sim = rdt.simulated().expect("simulated").handle().clone();
@@ -468,17 +477,13 @@ fn a_class_on_protected_siblings_loses_ways_but_is_never_mba_throttled() {
 /// it is squeezed, not over both CCXs (the batch's fill of L3 1 kept it squeezed for good).
 #[test]
 fn a_class_squeezed_in_one_ccx_gets_its_ways_back_after_the_contention() {
-    let scenario: Scenario = include_str!("../xtask/scenarios/07-genoa-ccx/scenario.json")
-        .parse()
-        .expect("scenario");
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut rdt = open(dir.path(), "genoa");
-    set(&rdt, &scenario);
-    let policy = Policy::parse_toml(
+    let (mut rdt, policy) = family(
+        dir.path(),
+        "genoa",
+        include_str!("../xtask/scenarios/07-genoa-ccx/scenario.json"),
         include_str!("../xtask/scenarios/07-genoa-ccx/policy.toml"),
-        "policy.toml",
-    )
-    .expect("policy");
+    );
     let mut agent = Agent::start(&mut rdt, policy, &ProcFs::host(), false).expect("start");
     let near = agent.classes()[0];
     let sim = rdt.simulated().expect("simulated").handle().clone();
